@@ -1,0 +1,38 @@
+"""Framework adapters: one module per framework, all behind the same small interface.
+
+An adapter is constructed from the job dict and offers:
+
+- ``environment()``: dict of framework, CUDA/cuDNN versions, device name, threads.
+- ``build()``: create the model from ``job["model"]["layers"]`` (see runner.shapes),
+  its loss (softmax cross-entropy) and optimizer; return the measured number of
+  trainable parameters.
+- ``to_device(x, y)``: copy a numpy mini-batch (inputs (N,) + input_shape float32,
+  labels (N,) int64) to the job's device; returns framework arrays.
+- ``train_step(x, y)``: one training iteration (forward, backward, update) on
+  device arrays; returns the loss as a device value without synchronising.
+- ``synchronize()``: block until the device has finished all queued work.
+- ``losses(handles)``: floats of loss values returned by ``train_step``.
+- ``accuracy(x, y, batch_size)``: top-1 accuracy (0..1) of numpy inputs in
+  inference mode (dropout off).
+
+The module for framework ``name`` is ``runner.adapters.<name>_adapter`` and is
+imported only when a job asks for it, so importing the runner never imports a
+framework.
+"""
+import importlib
+
+
+class UnsupportedError(RuntimeError):
+    """The framework adapter cannot express something the job asks for."""
+
+
+def load(job):
+    """Construct the adapter for ``job["framework"]``; raises UnsupportedError for an unknown one."""
+    name = job["framework"]
+    try:
+        module = importlib.import_module("runner.adapters.%s_adapter" % name)
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "runner.adapters.%s_adapter" % name:
+            raise UnsupportedError("no runner adapter for framework %r" % name)
+        raise
+    return module.Adapter(job)

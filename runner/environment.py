@@ -1,0 +1,66 @@
+"""The environment as seen from inside the container (or the local process).
+
+Everything that could change a number and that the framework does not report
+itself: Python, numpy, CPU model, the CPUs this process may use, thread-count
+variables. The framework adapter adds its own versions (framework, CUDA, cuDNN,
+GPU) through ``Adapter.environment()``.
+"""
+import os
+import platform
+
+import numpy as np
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo, or platform.processor() elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def cpu_flags():
+    """Instruction-set flags that decide which kernels a CPU build can use."""
+    wanted = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile")
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return [flag for flag in wanted if flag in have]
+    except OSError:
+        pass
+    return []
+
+
+def usable_cpus():
+    """Number of CPUs this process may run on (affinity mask), or os.cpu_count()."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count()
+
+
+def set_thread_count(threads):
+    """Export the thread-count variables before the framework is imported (None: leave as is)."""
+    if threads:
+        for name in THREAD_VARIABLES:
+            os.environ[name] = str(threads)
+
+
+def describe():
+    """Framework-independent part of result.json's ``environment``."""
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "os": platform.platform(),
+        "cpu": {"model": cpu_model(), "usable_cpus": usable_cpus(), "flags": cpu_flags()},
+        "thread_variables": dict((k, os.environ.get(k)) for k in THREAD_VARIABLES),
+        "in_container": os.path.exists("/.dockerenv"),
+    }

@@ -1,0 +1,71 @@
+"""Run one job in this process: ``python -m runner JOB.json OUTDIR``.
+
+Always writes OUTDIR/result.json: status "ok" with the measurements, or "failed"
+with the exception and its traceback. The exit status is 0 for ok and 1 otherwise,
+so a supervisor can tell a recorded failure from a crash (no result.json).
+"""
+import json
+import os
+import sys
+import traceback
+
+from runner import contract, environment, measure, data as datamod
+
+
+class ModelMismatch(RuntimeError):
+    """The framework's model has a different parameter count from the spec's."""
+
+
+def _execute(job, result):
+    from runner import adapters  # the framework is imported here, after the thread variables are set
+
+    adapter = adapters.load(job)
+    expected = job["model"]["parameters"]
+    measured = adapter.build()
+    result["parameters"] = {"measured": measured, "expected": expected}
+    result["environment"].update(adapter.environment())
+    if measured != expected:
+        raise ModelMismatch("model %s has %s trainable parameters in %s, the spec states %s"
+                            % (job["model"]["name"], format(measured, ","), job["framework"], format(expected, ",")))
+    dataset = None
+    if job["data"]["kind"] == "dataset":
+        dataset = datamod.load_dataset(job["data"], job["model"]["input_shape"])
+    if job["mode"] == "throughput":
+        result["timing"], result["loss"] = measure.throughput(adapter, job, dataset)
+    elif job["mode"] == "convergence":
+        if dataset is None:
+            raise contract.ContractError("convergence mode needs a dataset")
+        result["timing"], result["convergence"] = measure.convergence(adapter, job, dataset)
+    else:
+        raise contract.ContractError("unknown mode %r" % job["mode"])
+
+
+def run(job_path, outdir):
+    """Run the job in ``job_path``, write ``outdir``/result.json; returns the result dict."""
+    with open(job_path) as f:
+        job = json.load(f)
+    result = contract.new_result(job.get("id"), "failed")
+    result["started"] = contract.utc_now()
+    try:
+        contract.check_job(job)
+        environment.set_thread_count(job.get("threads"))
+        result["environment"] = environment.describe()
+        _execute(job, result)
+        result["status"] = "ok"
+    except Exception as exc:  # every failure is recorded, never lost
+        result["status"] = "failed"
+        result["reason"] = "%s: %s" % (type(exc).__name__, exc)
+        result["error"] = {"type": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()}
+        traceback.print_exc()
+    result["finished"] = contract.utc_now()
+    if not os.path.isdir(outdir):
+        os.makedirs(outdir)
+    contract.write_json(os.path.join(outdir, "result.json"), result)
+    return result
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m runner JOB.json OUTDIR\n")
+        return 2
+    return 0 if run(argv[0], argv[1])["status"] == "ok" else 1
