@@ -1,0 +1,203 @@
+"""Experiment specs: one YAML file per experiment family under specs/, validated on load.
+
+A spec holds models (exact layer lists with their expected parameter count) and
+variants (a model + data + optimizer + batch sizes + measurement settings). The
+layer vocabulary and its shape arithmetic are the runner's (runner.shapes), so the
+count a spec states is checked against its own layers before anything runs, and
+again against each framework's model inside the container.
+"""
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, NonNegativeInt, \
+    NonNegativeFloat, ValidationInfo, field_validator, model_validator
+
+from dlrepro import REPO_ROOT, yamlfile
+from dlrepro.errors import SpecError
+from runner import shapes
+
+SPECS_DIR = REPO_ROOT / "specs"
+DEVICES = ("cpu", "cuda")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Conv(Strict):
+    type: Literal["conv"]
+    filters: PositiveInt
+    kernel: PositiveInt
+    stride: PositiveInt = 1
+    pad: NonNegativeInt = 0
+    bias: bool = True
+
+
+class Pool(Strict):
+    type: Literal["maxpool", "avgpool"]
+    kernel: PositiveInt
+    stride: Optional[PositiveInt] = None
+    pad: NonNegativeInt = 0
+    ceil: bool = Field(False, description="Caffe's ceil rounding of the output size")
+
+
+class Dense(Strict):
+    type: Literal["dense"]
+    units: PositiveInt
+    bias: bool = True
+
+
+class Dropout(Strict):
+    type: Literal["dropout"]
+    rate: float = Field(gt=0.0, lt=1.0)
+
+
+class Simple(Strict):
+    type: Literal["relu", "sigmoid", "tanh", "flatten"]
+
+
+Layer = Annotated[Union[Conv, Pool, Dense, Dropout, Simple], Field(discriminator="type")]
+
+
+class Model(Strict):
+    """A network as a layer list applied to one sample of ``input_shape`` ((C, H, W) or (F,))."""
+    description: str
+    source: str = Field(description="where the architecture is defined: repo + commit + file, or paper + table")
+    input_shape: list[PositiveInt] = Field(min_length=1, max_length=3)
+    classes: PositiveInt
+    init: Literal["default", "xavier", "glorot_uniform"] = "default"
+    parameters: PositiveInt = Field(description="expected trainable parameters; every framework must match")
+    layers: list[Layer] = Field(min_length=1)
+    notes: Optional[str] = None
+
+    @field_validator("layers", mode="before")
+    @classmethod
+    def _shorthand(cls, value):
+        """Allow a bare layer name (``- relu``) for layers without settings."""
+        if isinstance(value, list):
+            return [{"type": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _check_shapes(self):
+        layers = self.layer_dicts()
+        try:
+            out = shapes.output_shape(layers, self.input_shape)
+            counted = shapes.count_parameters(layers, self.input_shape)
+        except shapes.ShapeError as exc:
+            raise ValueError("layers do not fit together: %s" % exc)
+        if out != (self.classes,):
+            raise ValueError("the last layer gives shape %s, but classes is %d" % (out, self.classes))
+        if counted != self.parameters:
+            raise ValueError("the layers have %s parameters but the spec states %s"
+                             % (format(counted, ","), format(self.parameters, ",")))
+        return self
+
+    def layer_dicts(self):
+        return [layer.model_dump(exclude_none=True) for layer in self.layers]
+
+
+class Synthetic(Strict):
+    kind: Literal["synthetic"]
+    seed: NonNegativeInt = Field(description="seed of the random mini-batch, recorded in every job")
+
+
+class DatasetInput(Strict):
+    kind: Literal["dataset"]
+    name: str = Field(description="a dataset of dlrepro/datasets.yaml")
+    scale: PositiveFloat = 1.0
+    subtract_mean: Optional[Literal["pixel"]] = None
+
+
+Data = Annotated[Union[Synthetic, DatasetInput], Field(discriminator="kind")]
+
+
+class Optimizer(Strict):
+    name: Literal["sgd"]
+    lr: PositiveFloat
+    momentum: NonNegativeFloat = 0.0
+    weight_decay: NonNegativeFloat = 0.0
+
+
+class Convergence(Strict):
+    """Training to accuracy: epochs over the real training set, test accuracy after each."""
+    epochs: PositiveInt
+    batch_size: PositiveInt
+    max_iterations_per_epoch: Optional[PositiveInt] = None
+
+
+class Variant(Strict):
+    """One experiment: expanded into jobs over frameworks x batch sizes x devices."""
+    description: str
+    model: str
+    data: Data
+    optimizer: Optimizer
+    optimizer_source: Optional[str] = None
+    batch_sizes: dict[Literal["cpu", "cuda"], list[PositiveInt]]
+    warmup: NonNegativeInt = 8
+    iterations: PositiveInt = 8
+    repeats: PositiveInt = 3
+    convergence: Optional[Convergence] = None
+    notes: Optional[str] = None
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value, info: ValidationInfo):
+        models = (info.context or {}).get("models")
+        if models is not None and value not in models:
+            raise ValueError("unknown model %r; this spec defines: %s" % (value, ", ".join(sorted(models))))
+        return value
+
+
+class Spec(Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    study: str
+    source: str
+    frameworks: list[str] = Field(min_length=1, description="frameworks whose adapters implement these variants")
+    models: dict[str, Model]
+    variants: dict[str, Variant] = Field(min_length=1)
+    notes: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _file_name(self, info: ValidationInfo):
+        expected = (info.context or {}).get("file_stem")
+        if expected is not None and self.name != expected:
+            raise ValueError("name %r must equal the file name %r" % (self.name, expected))
+        return self
+
+    def digest(self):
+        """SHA-256 of the resolved spec (canonical JSON, defaults filled in)."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    def canonical_json(self):
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+def spec_path(name):
+    """Path of spec ``name``: a file path as given, else specs/<name>.yaml."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml"):
+        return path
+    return SPECS_DIR / ("%s.yaml" % name)
+
+
+def available():
+    """Names of the specs under specs/."""
+    return sorted(p.stem for p in SPECS_DIR.glob("*.yaml"))
+
+
+def load(name):
+    """Load and validate a spec by name or path; raises SpecError naming file, line and field."""
+    path = spec_path(name)
+    if not path.is_file():
+        raise SpecError(path, ["%s: no such spec; available: %s" % (path, ", ".join(available()))])
+    return yamlfile.load(path, Spec, context=lambda data: {"models": _model_names(data), "file_stem": path.stem})
+
+
+def _model_names(data):
+    """Model names the file declares, so a variant's reference is checked where it is written."""
+    models = data.get("models")
+    return set(models) if isinstance(models, dict) else None

@@ -1,0 +1,123 @@
+"""Load a YAML file into a pydantic model, with errors that name file, line and field.
+
+Used for specs, the image matrix and the dataset catalogue alike. A problem is
+reported as ``specs/alexnet.yaml:14: variants.alexnet-s.batch_sizes.cpu.0: expected
+an integer, got 'sixteen'`` (one line each), so the user can go straight to the fix.
+"""
+import types
+import typing
+from pathlib import Path
+
+import pydantic
+import yaml
+
+from dlrepro.errors import SpecError
+
+
+def _locate(root, loc):
+    """(1-based line, shown field path) of the YAML node at ``loc``, the deepest one that exists.
+
+    Discriminated unions put the tag (a layer's ``type``) into pydantic's location;
+    such parts have no node of their own and are left out of the shown path.
+    """
+    node, line, shown = root, root.start_mark.line + 1, []
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = [v for k, v in node.value if k.value == str(part)]
+            if not match:
+                if any(k.value == "type" and getattr(v, "value", None) == part for k, v in node.value):
+                    continue
+                shown.append(str(part))
+                node = None
+                continue
+            node = match[0]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            shown.append(str(part))
+            continue
+        shown.append(str(part))
+        line = node.start_mark.line + 1
+    return line, ".".join(shown) or "(top level)"
+
+
+def _strip(annotation):
+    """Unwrap Optional/Annotated to the class that holds fields, list or dict item types."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _strip(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args
+    return annotation
+
+
+def _allowed_fields(model, loc):
+    """Field names permitted at the mapping that holds ``loc[-1]``, or None if unknown."""
+    candidates = [model]
+    for part in loc[:-1]:
+        nxt = []
+        for cand in candidates:
+            cand = _strip(cand)
+            for c in cand if isinstance(cand, list) else [cand]:
+                origin = typing.get_origin(c)
+                if isinstance(c, type) and issubclass(c, pydantic.BaseModel):
+                    tag = c.model_fields.get("type")
+                    if part in c.model_fields:
+                        nxt.append(c.model_fields[part].annotation)
+                    elif tag is not None and part in typing.get_args(tag.annotation):
+                        nxt.append(c)  # a tag inserted by a discriminated union
+                elif origin in (list, tuple) and isinstance(part, int):
+                    nxt.append(typing.get_args(c)[0])
+                elif origin is dict:
+                    nxt.append(typing.get_args(c)[1])
+        candidates = nxt
+    names = set()
+    for cand in candidates:
+        cand = _strip(cand)
+        for c in cand if isinstance(cand, list) else [cand]:
+            if isinstance(c, type) and issubclass(c, pydantic.BaseModel):
+                names.update(c.model_fields)
+    return sorted(names) or None
+
+
+def _message(model, err):
+    kind, loc = err["type"], err["loc"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_fields(model, loc)
+        return "unknown field %r; expected one of: %s" % (loc[-1], ", ".join(allowed)) if allowed else \
+            "unknown field %r" % (loc[-1],)
+    if kind == "missing":
+        return "required field is missing"
+    msg, got = err["msg"].removeprefix("Value error, "), err.get("input")
+    return msg if isinstance(got, (dict, list)) else "%s (got %r)" % (msg, got)
+
+
+def load(path, model, context=None):
+    """Parse YAML file ``path`` and validate it as pydantic ``model``.
+
+    ``context`` is passed to pydantic validators; a callable receives the parsed data first.
+    Raises SpecError listing every problem as ``FILE:LINE: FIELD: message``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(path, ["%s: cannot read: %s" % (path, exc.strerror)]) from None
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = "%s:%d" % (path, mark.line + 1) if mark else str(path)
+        raise SpecError(path, ["%s: not valid YAML: %s" % (where, getattr(exc, "problem", exc))]) from None
+    if not isinstance(data, dict):
+        raise SpecError(path, ["%s:1: the file must hold a mapping (key: value) at top level" % path])
+    try:
+        return model.model_validate(data, context=context(data) if callable(context) else context)
+    except pydantic.ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            line, field = _locate(root, err["loc"])
+            problems.append("%s:%s: %s: %s" % (path, line, field, _message(model, err)))
+        raise SpecError(path, problems) from None
