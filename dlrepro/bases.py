@@ -1,0 +1,130 @@
+"""Base images: pulled from a registry by digest, or bootstrapped with debootstrap when none is reachable.
+
+Either way the base is recorded by a digest: the registry's manifest digest, or
+the SHA-256 of the bootstrapped root filesystem tar, which is also the diff_id of
+the single layer that ``docker import`` makes (checked after the import).
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+import docker
+
+from dlrepro import cache
+from dlrepro.engine import client
+from dlrepro.errors import ImageError
+from runner.contract import utc_now
+
+LABEL = "org.dlrepro.base"
+SOURCES = ("auto", "registry", "bootstrap")
+BOOTSTRAP_REPO = "dlrepro/base"
+
+
+class BaseRef:
+    """A base image ready for ``FROM``: ``ref`` goes into the Dockerfile, ``record`` into bundles."""
+
+    def __init__(self, name, ref, source, digest, image_id, detail):
+        self.name, self.ref, self.source, self.digest, self.image_id = name, ref, source, digest, image_id
+        self.detail = detail
+
+    @property
+    def record(self):
+        return dict(self.detail, name=self.name, ref=self.ref, source=self.source, digest=self.digest,
+                    image_id=self.image_id)
+
+
+def _digest_ref(pinned):
+    """``NAME@sha256:HEX`` from ``NAME[:TAG]@sha256:HEX`` (the tag is informative only)."""
+    name, digest = pinned.split("@", 1)
+    repo = name.rsplit(":", 1)[0] if ":" in name.split("/")[-1] else name
+    return "%s@%s" % (repo, digest)
+
+
+def _from_registry(name, base, log):
+    ref = _digest_ref(base.registry)
+    try:
+        image = client().images.get(ref)
+    except docker.errors.ImageNotFound:
+        log("pulling base %s" % base.registry)
+        try:
+            image = client().images.pull(ref)
+        except docker.errors.APIError as exc:
+            log("registry not reachable for %s: %s" % (ref, exc.explanation or exc))
+            return None
+    return BaseRef(name, ref, "registry", ref.split("@", 1)[1], image.id, {"pinned": base.registry})
+
+
+def _bootstrapped(name):
+    images = client().images.list(name=BOOTSTRAP_REPO, filters={"label": "%s=%s" % (LABEL, name)})
+    if not images:
+        return None
+    image = max(images, key=lambda i: i.attrs["Created"])
+    labels = image.labels
+    return BaseRef(name, image.tags[0], "bootstrap", labels["org.dlrepro.rootfs"], image.id,
+                   {"suite": labels.get("org.dlrepro.suite"), "variant": labels.get("org.dlrepro.variant"),
+                    "bootstrapped": labels.get("org.dlrepro.bootstrapped")})
+
+
+def bootstrap(name, base, log, mirror=None):
+    """Make base ``name`` with ``debootstrap --variant=VARIANT SUITE`` and ``docker import``.
+
+    Needs root and the debootstrap program; raises ImageError saying which is missing.
+    """
+    if shutil.which("debootstrap") is None:
+        raise ImageError("no registry answered for base %s and debootstrap is not installed: install it "
+                         "(`apt-get install debootstrap`) or make the registry reachable" % name)
+    if os.geteuid() != 0:
+        raise ImageError("bootstrapping base %s with debootstrap needs root: run `invoke build` as root once, "
+                         "or make the registry reachable" % name)
+    spec = base.bootstrap
+    with tempfile.TemporaryDirectory(dir=cache.directory("bootstrap")) as tmp:
+        rootfs, tar_path, log_path = os.path.join(tmp, "rootfs"), os.path.join(tmp, "rootfs.tar"), \
+            cache.directory("builds") / ("base-%s.debootstrap.log" % name)
+        log("bootstrapping base %s: debootstrap --variant=%s %s (about a minute)" % (name, spec.variant, spec.suite))
+        command = ["debootstrap", "--variant=%s" % spec.variant, spec.suite, rootfs] + ([mirror] if mirror else [])
+        with open(log_path, "wb") as out:
+            if subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode != 0:
+                raise ImageError("debootstrap failed for base %s; see %s" % (name, log_path))
+        shutil.rmtree(os.path.join(rootfs, "var", "cache", "apt", "archives"), ignore_errors=True)
+        digest = hashlib.sha256()
+        with open(tar_path, "wb") as out:
+            proc = subprocess.Popen(["tar", "--numeric-owner", "--sort=name", "-C", rootfs, "-c", "."],
+                                    stdout=subprocess.PIPE)
+            for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
+                digest.update(chunk)
+                out.write(chunk)
+            if proc.wait() != 0:
+                raise ImageError("tar of the bootstrapped root filesystem failed for base %s" % name)
+        rootfs_digest = "sha256:" + digest.hexdigest()
+        changes = ["LABEL %s=%s" % (LABEL, name), "LABEL org.dlrepro.rootfs=%s" % rootfs_digest,
+                   "LABEL org.dlrepro.suite=%s" % spec.suite, "LABEL org.dlrepro.variant=%s" % spec.variant,
+                   "LABEL org.dlrepro.bootstrapped=%s" % utc_now(), "ENV LANG=C.UTF-8", 'CMD ["bash"]']
+        tag = "%s-%s" % (name, digest.hexdigest()[:12])
+        client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
+    image = client().images.get("%s:%s" % (BOOTSTRAP_REPO, tag))
+    layers = image.attrs["RootFS"]["Layers"]
+    if layers != [rootfs_digest]:
+        raise ImageError("imported base %s has layers %s, expected the rootfs digest %s" % (tag, layers, rootfs_digest))
+    log("base %s: rootfs %s" % (tag, rootfs_digest))
+    return _bootstrapped(name)
+
+
+def ensure(name, base, source="auto", log=print):
+    """The base image for matrix base ``name``, made available locally.
+
+    ``source``: "registry" (pull by digest, fail if unreachable), "bootstrap" (reuse or
+    make a bootstrapped base), "auto" (registry when it answers, else bootstrap).
+    Raises ImageError when no way works.
+    """
+    if source not in SOURCES:
+        raise ImageError("base source %r: expected one of %s" % (source, ", ".join(SOURCES)))
+    if source in ("auto", "registry"):
+        ref = _from_registry(name, base, log)
+        if ref is not None:
+            return ref
+        if source == "registry":
+            raise ImageError("base %s: cannot pull %s; use --base-source=bootstrap on a machine without registry access"
+                             % (name, base.registry))
+    return _bootstrapped(name) or bootstrap(name, base, log)

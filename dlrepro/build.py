@@ -1,0 +1,123 @@
+"""Build images from the matrix, skipping any whose content-hashed tag already exists.
+
+``ensure`` returns a built image's record for bundles: tag, image ID (the digest of
+its config, which is what identifies a locally built image), repo digests if it was
+pushed, base record, recipe digest, and the package manifests read from the image
+(/opt/dlrepro/{requirements.lock,pip-freeze.txt,dpkg.txt}).
+"""
+import io
+import json
+import tarfile
+import time
+
+import docker
+
+from dlrepro import bases, context, transport
+from dlrepro.engine import client
+from dlrepro.errors import ImageError
+
+MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
+
+
+class BuildOptions:
+    """How to build: base source (auto | registry | bootstrap), pip settings, extra CA bundle."""
+
+    def __init__(self, base_source="auto", use_host_pip=True, ca_bundle=None):
+        self.base_source, self.use_host_pip, self.ca_bundle = base_source, use_host_pip, ca_bundle
+
+    def pip_settings(self):
+        return transport.host_settings() if self.use_host_pip else transport.PipSettings()
+
+
+class BuiltImage:
+    def __init__(self, image, tag, image_id, repo_digests, base, recipe_digest, transport_record, built,
+                 seconds, manifests, dockerfile):
+        self.image, self.tag, self.image_id = image, tag, image_id
+        self.repo_digests, self.base, self.recipe_digest = repo_digests, base, recipe_digest
+        self.transport, self.built, self.seconds = transport_record, built, seconds
+        self.manifests, self.dockerfile = manifests, dockerfile
+
+    @property
+    def record(self):
+        return {"name": self.image.name, "framework": self.image.framework, "framework_version": self.image.version,
+                "device": self.image.device, "python": self.image.python, "cuda": self.image.cuda,
+                "cudnn": self.image.cudnn, "min_driver": self.image.min_driver, "tag": self.tag,
+                "image_id": self.image_id, "repo_digests": self.repo_digests, "recipe_digest": self.recipe_digest,
+                "base": self.base.record, "transport": self.transport, "built_now": self.built,
+                "build_seconds": round(self.seconds, 1)}
+
+
+def _tar(directory):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(directory), arcname=".")
+    buf.seek(0)
+    return buf
+
+
+def _hint(lines):
+    text = "\n".join(lines)
+    if "No matching distribution" in text and "+cpu" in text:
+        return ("\nPyTorch's CPU wheels (+cpu) are not on PyPI: add PyTorch's CPU wheel index to your pip "
+                "configuration (pip config set global.extra-index-url URL), or put the wheel in a find-links directory.")
+    if "THESE PACKAGES DO NOT MATCH THE HASHES" in text:
+        return "\nA downloaded file does not match the lock: the index serves other bytes than the lock pins."
+    return ""
+
+
+def _docker_build(ctx, log):
+    log_path = ctx.directory.parent / ("%s.log" % ctx.digest[:12])
+    lines = []
+    with open(log_path, "w") as out:
+        try:
+            for chunk in client().api.build(fileobj=_tar(ctx.directory), custom_context=True, tag=ctx.tag, rm=True,
+                                            forcerm=True, pull=False, decode=True):
+                text = chunk.get("stream") or chunk.get("status") or ""
+                if "error" in chunk:
+                    text = "ERROR: %s\n" % chunk["error"]
+                if text:
+                    out.write(text)
+                    lines.extend(text.rstrip("\n").splitlines())
+                    if text.startswith("Step "):
+                        log(text.strip())
+                if "error" in chunk:
+                    raise ImageError("building %s failed; log: %s\n%s%s"
+                                     % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines)))
+        except docker.errors.APIError as exc:
+            raise ImageError("building %s failed: %s; log: %s" % (ctx.image.name, exc, log_path)) from None
+
+
+def read_manifests(image_id):
+    """The package manifests stored in the image under /opt/dlrepro, read without starting it."""
+    container = client().containers.create(image_id, command=["true"])
+    try:
+        stream, _ = container.get_archive("/opt/dlrepro")
+        archive = tarfile.open(fileobj=io.BytesIO(b"".join(stream)))
+        return {name: archive.extractfile("dlrepro/" + name).read().decode() for name in MANIFESTS}
+    finally:
+        container.remove(force=True)
+
+
+def ensure(matrix, image, options, log=print):
+    """The built image for matrix entry ``image``, building it only when its tag is missing.
+
+    Raises ImageError (build or base failure) or ExecutorError (no Docker engine).
+    """
+    base = bases.ensure(image.base, matrix.base_of(image), options.base_source, log)
+    ctx = context.render(image, base)
+    transport_path = ctx.directory.parent / ("%s.transport.json" % ctx.digest[:12])
+    start = time.monotonic()
+    try:
+        found = client().images.get(ctx.tag)
+        built = False
+        log("%s: %s exists, no build" % (image.name, ctx.tag))
+    except docker.errors.ImageNotFound:
+        log("%s: building %s" % (image.name, ctx.tag))
+        transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
+        _docker_build(ctx, log)
+        found = client().images.get(ctx.tag)
+        built = True
+    transport_record = json.loads(transport_path.read_text()) if transport_path.is_file() else None
+    return BuiltImage(image, ctx.tag, found.id, found.attrs.get("RepoDigests") or [], base, ctx.digest,
+                      transport_record, built, time.monotonic() - start, read_manifests(found.id),
+                      (ctx.directory / "Dockerfile").read_text())

@@ -1,0 +1,67 @@
+"""Render an image's build context and name it by the hash of its recipe.
+
+The context is a folder: ``Dockerfile`` (rendered from images/Dockerfile.j2),
+``requirements.lock`` (the image's lock) and ``transport/`` (CA bundle, pip
+settings, local copies of locked files; see dlrepro.transport). The recipe
+digest covers the Dockerfile, which names the base by digest, and the lock: it
+changes exactly when what gets installed changes, so an unchanged recipe keeps
+its tag and is never rebuilt, whichever way its bytes travelled.
+"""
+import hashlib
+import shutil
+
+import jinja2
+
+from dlrepro import cache, locks, transport
+from dlrepro.matrix import IMAGES_DIR
+
+RECIPE_FILES = ("Dockerfile", "requirements.lock")
+
+
+class Context:
+    def __init__(self, image, directory, digest):
+        self.image, self.directory, self.digest = image, directory, digest
+
+    def add_transport(self, settings, ca_bundle=None):
+        """Fill transport/ (only needed when building); returns its record. See dlrepro.transport."""
+        return transport.write(self.directory / "transport", locks.parse(self.image.lock), settings, ca_bundle)
+
+    @property
+    def tag(self):
+        """``dlrepro/<framework>:<version>-<device>-<first 12 hex of the recipe digest>``."""
+        return "dlrepro/%s:%s-%s-%s" % (self.image.framework, self.image.version, self.image.device,
+                                        self.digest[:12])
+
+
+def render_dockerfile(image, base):
+    """The Dockerfile text for ``image`` on ``base`` (a bases.BaseRef)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    major, minor = image.python.split(".")
+    return env.get_template("Dockerfile.j2").render(image=image, base=base, python_major=major,
+                                                    python_minor=minor, transport_dir=transport.CONTAINER_DIR)
+
+
+def recipe_digest(directory):
+    """SHA-256 over the recipe files' names and contents (transport/ excluded)."""
+    h = hashlib.sha256()
+    for name in RECIPE_FILES:
+        data = (directory / name).read_bytes()
+        h.update(b"%s\0%d\0" % (name.encode(), len(data)))
+        h.update(data)
+    return h.hexdigest()
+
+
+def render(image, base):
+    """Write the recipe of ``image`` (Dockerfile and lock) under the cache; returns a Context.
+
+    Raises ImageError when the lock file is missing or malformed.
+    """
+    locks.parse(image.lock)
+    directory = cache.directory("builds", image.name, "context")
+    shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    (directory / "Dockerfile").write_text(render_dockerfile(image, base))
+    shutil.copyfile(image.lock, directory / "requirements.lock")
+    (directory / "transport").mkdir()
+    return Context(image, directory, recipe_digest(directory))

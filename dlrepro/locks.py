@@ -1,0 +1,70 @@
+"""Lock files: every Python package of an image pinned by version and SHA-256.
+
+A lock (images/locks/<image>.txt) is pip's requirements format with ``--hash``
+options, installed with ``pip install --require-hashes --no-deps``. It is compiled
+from the image's top-level requirements (<image>.in) by uv for the image's Python
+version and platform, with the hashes of every published file of each pinned
+version (pip takes whichever file fits and checks it against the list).
+"""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from dlrepro.errors import ImageError
+
+PLATFORM = "x86_64-manylinux_2_28"
+_LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)$")
+
+
+class Pin:
+    """One locked requirement: canonical name, exact version, accepted SHA-256 hashes."""
+
+    def __init__(self, name, version, hashes):
+        self.name, self.version, self.hashes = canonicalize_name(name), version, frozenset(hashes)
+
+    def __repr__(self):
+        return "Pin(%s==%s, %d hashes)" % (self.name, self.version, len(self.hashes))
+
+
+def parse(path):
+    """Pins of lock file ``path``; raises ImageError for a line that is not ``name==version --hash=...``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ImageError("%s: lock file missing; create it with `invoke lock --image %s`"
+                         % (path, path.stem))
+    text = path.read_text().replace("\\\n", " ")
+    pins = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if not line:
+            continue
+        tokens = line.split()
+        match = _LINE.match(tokens[0])
+        hashes = [t.split("sha256:", 1)[1] for t in tokens[1:] if t.startswith("--hash=sha256:")]
+        if not match or not hashes or len(hashes) != len(tokens) - 1:
+            raise ImageError("%s: %r is not an exact pin with --hash=sha256 options; regenerate with "
+                             "`invoke lock --image %s`" % (path, tokens[0], path.stem))
+        pins.append(Pin(match["name"], match["version"], hashes))
+    return pins
+
+
+def compile_lock(image, find_links=()):
+    """Regenerate ``image``'s lock from its .in file with uv; returns the lock path.
+
+    Raises ImageError when uv is not installed or the resolution fails.
+    """
+    uv = shutil.which("uv")
+    if uv is None:
+        raise ImageError("uv is needed to compile lock files: pip install uv")
+    command = [uv, "pip", "compile", str(image.lock_input), "-o", str(image.lock), "--quiet",
+               "--python-version", image.python, "--python-platform", PLATFORM, "--only-binary", ":all:",
+               "--generate-hashes", "--custom-compile-command", "invoke lock --image %s" % image.name]
+    for directory in find_links:
+        command += ["--find-links", str(directory)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ImageError("uv could not lock %s:\n%s" % (image.lock_input, proc.stderr.strip()))
+    return image.lock
