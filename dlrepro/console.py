@@ -1,0 +1,84 @@
+"""Terminal output with rich: run progress, per-job lines, result tables, errors."""
+import contextlib
+
+from invoke import Exit
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dlrepro.errors import DlreproError
+from dlrepro.runs import Reporter
+
+console = Console(highlight=False, soft_wrap=True)
+MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]"}
+
+
+def job_line(job_id, result):
+    """One line for a finished job: status, median and spread, throughput, parameters, or the reason."""
+    status = result["status"]
+    line = "%s %s" % (MARK.get(status, status), job_id)
+    timing = result.get("timing")
+    if status == "ok" and timing:
+        s = timing["summary"]
+        line += "  %.4g s (IQR %.2g) %s, %.4g %s" % (s["median"], s["iqr"], timing["quantity"],
+                                                     timing["throughput"], timing["throughput_unit"])
+        if result.get("parameters"):
+            line += ", %s parameters" % format(result["parameters"]["measured"], ",")
+        if result.get("convergence"):
+            line += ", test accuracy %.2f%%" % (100 * result["convergence"]["final_test_accuracy"])
+    elif result.get("reason"):
+        line += ": " + result["reason"]
+        if result.get("remedy"):
+            line += "\n    remedy: " + result["remedy"]
+    return line
+
+
+class RichReporter(Reporter):
+    def __init__(self):
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
+        self.task = None
+
+    def __enter__(self):
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.progress.stop()
+
+    def log(self, message):
+        self.progress.console.print("[dim]%s[/]" % message)
+
+    def started(self, total):
+        self.task = self.progress.add_task("jobs", total=total)
+
+    def job_started(self, job_id):
+        self.progress.update(self.task, description=job_id)
+
+    def job_finished(self, job_id, result):
+        self.progress.console.print(job_line(job_id, result))
+        self.progress.advance(self.task)
+
+
+def summary_table(rows, title):
+    table = Table(title=title)
+    for column in ("job", "status", "median (s)", "IQR (s)", "throughput (samples/s)", "parameters", "accuracy"):
+        table.add_column(column, justify="left" if column in ("job", "status") else "right")
+    for r in rows:
+        table.add_row(r["job_id"], MARK.get(r["status"], r["status"]),
+                      "%.4g" % r["median"] if r["median"] is not None else "",
+                      "%.2g" % r["iqr"] if r["iqr"] is not None else "",
+                      "%.4g" % r["throughput"] if r["throughput"] is not None else "",
+                      format(r["parameters"], ",") if r["parameters"] else "",
+                      "%.2f%%" % (100 * r["final_test_accuracy"]) if r["final_test_accuracy"] is not None else "")
+    console.print(table)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn the suite's errors into a red message and exit status 1 (no traceback)."""
+    try:
+        yield
+    except DlreproError as exc:
+        console.print("[red]error:[/] %s" % exc)
+        raise Exit(code=1)

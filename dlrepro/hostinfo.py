@@ -1,0 +1,42 @@
+"""Description of the host a bundle was measured on (the runner records what it sees inside)."""
+import os
+import platform
+import socket
+
+from runner.environment import cpu_flags, cpu_model
+
+
+def gpus():
+    """NVIDIA GPUs as NVML reports them: name, driver, memory; [] where there is no NVML."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no NVIDIA driver or library on this host
+        return []
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        found = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+            found.append({"index": index, "name": pynvml.nvmlDeviceGetName(handle), "driver": driver,
+                          "capability": "%d.%d" % (major, minor),
+                          "memory_bytes": pynvml.nvmlDeviceGetMemoryInfo(handle).total})
+        return found
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def describe():
+    """Host record for bundle.json: machine, OS, CPU, memory (bytes), GPUs."""
+    return {
+        "hostname": socket.gethostname(),
+        "os": platform.platform(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpu": {"model": cpu_model(), "logical_cpus": os.cpu_count(), "flags": cpu_flags()},
+        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        "python": platform.python_version(),
+        "gpus": gpus(),
+    }

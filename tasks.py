@@ -1,0 +1,167 @@
+"""dlrepro's front door. `invoke --list` shows the tasks; `invoke --help TASK` their options.
+
+    invoke build run --spec=alexnet        build the default images, then run the alexnet spec
+    invoke run --spec=fcn --executor local run in this Python, without containers
+    invoke specs --show alexnet            what a spec defines
+"""
+import json
+
+from invoke import task
+
+from dlrepro import REPO_ROOT
+from dlrepro.console import RichReporter, console, summary_table, user_errors
+
+OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
+                "timeout_s": "--timeout"}
+
+
+def _list(text, convert=str):
+    return [convert(x) for x in text.split(",") if x.strip()] or None
+
+
+def _host_devices():
+    from dlrepro import hostinfo
+
+    return ["cpu", "cuda"] if hostinfo.gpus() else ["cpu"]
+
+
+@task(help={
+    "framework": "frameworks to build, comma-separated, or 'all' (default: the matrix's default_frameworks)",
+    "device": "cpu or cuda (default: cpu, plus cuda when an NVIDIA GPU is visible)",
+    "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
+    "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
+    "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
+})
+def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle=""):
+    """Build the pinned images. Alone it builds the default frameworks (images/matrix.yaml: default_frameworks)
+    for every device this host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose
+    content-hashed tag exists is not rebuilt. `invoke run` builds what it needs too, so
+    `invoke build run --spec=NAME` works as typed."""
+    from dlrepro import build as buildmod, matrix as matrixmod
+
+    with user_errors():
+        matrix = matrixmod.load()
+        frameworks = sorted({i.framework for i in matrix.images}) if framework == "all" else \
+            (_list(framework) or matrix.default_frameworks)
+        devices = _list(device) or _host_devices()
+        options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
+        for fw in frameworks:
+            for dev in devices:
+                built = buildmod.ensure(matrix, matrix.find(fw, dev), options, lambda m: console.print("[dim]%s[/]" % m))
+                console.print("%s: %s (%s, %s)" % (built.image.name, built.tag, built.image_id[:19],
+                                                    "built in %.0f s" % built.seconds if built.built else "cached"))
+
+
+@task(help={
+    "spec": "spec name (specs/NAME.yaml) or path",
+    "framework": "frameworks, comma-separated (default: the spec's)",
+    "device": "cpu (default) or cuda",
+    "executor": "docker (default) or local (this Python, no containers)",
+    "variant": "variants to run, comma-separated (default: all)",
+    "mode": "throughput (default: seconds per mini-batch) or convergence (epochs, test accuracy)",
+    "batch-size": "batch sizes, comma-separated (default: the spec's for the device)",
+    "warmup": "warm-up iterations (default: the spec's)",
+    "iterations": "measured iterations per repeat (default: the spec's)",
+    "repeats": "repeats of the measured iterations (default: the spec's)",
+    "epochs": "epochs of a convergence run (default: the spec's)",
+    "threads": "CPU threads (OMP/MKL/OpenBLAS and the framework; default: the framework's choice)",
+    "gpu": "host GPU index for --device cuda (default 0)",
+    "quick": "smoke run: first batch size, 1 warm-up + 3 iterations, convergence 1 epoch of 100 iterations",
+    "python": "interpreter for --executor local (default: this one)",
+    "results": "folder for bundles (default: results/)",
+    "base-source": "as for build",
+    "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
+})
+def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode="throughput", batch_size="",
+        warmup=-1, iterations=0, repeats=0, epochs=0, threads=0, gpu=0, quick=False, python="", results="",
+        base_source="auto", timeout=0):
+    """Run every job of a spec (frameworks x variants x batch sizes) and write a result bundle under results/."""
+    from dlrepro import build as buildmod, jobs, runs
+
+    from pydantic import ValidationError
+
+    from dlrepro.errors import DlreproError
+
+    with user_errors():
+        try:
+            options = jobs.RunOptions(
+                frameworks=_list(framework), device=device, executor=executor, variants=_list(variant), mode=mode,
+                batch_sizes=_list(batch_size, int), warmup=None if warmup < 0 else warmup,
+                iterations=iterations or None, repeats=repeats or None, epochs=epochs or None,
+                threads=threads or None, gpu=gpu, quick=quick, timeout_s=timeout or None)
+        except ValidationError as exc:
+            raise DlreproError("\n".join("%s: %s (got %r)" % (
+                OPTION_NAMES.get(e["loc"][0], "--" + str(e["loc"][0]).replace("_", "-")), e["msg"], e["input"])
+                for e in exc.errors())) from None
+        except ValueError as exc:  # a batch size that is not a number
+            raise DlreproError("--batch-size: %s" % exc) from None
+        with RichReporter() as reporter:
+            path = runs.run(spec, options, buildmod.BuildOptions(base_source), results or REPO_ROOT / "results",
+                            python or None, reporter)
+        bundle = json.loads((path / "bundle.json").read_text())
+        summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s) for s, n in bundle["counts"].items())))
+        console.print("bundle: %s" % path)
+
+
+@task(help={"show": "print one spec in full: models layer by layer, variants, batch sizes"})
+def specs(c, show=""):
+    """List the specs, or show one."""
+    from rich.table import Table
+
+    from dlrepro import spec as specmod
+    from runner import shapes
+
+    with user_errors():
+        if not show:
+            for name in specmod.available():
+                s = specmod.load(name)
+                console.print("[bold]%s[/]: %s" % (name, s.title))
+                for vname, v in s.variants.items():
+                    m = s.models[v.model]
+                    console.print("  %-12s %s parameters, %s, batch sizes %s" % (
+                        vname, format(m.parameters, ","), v.data.kind if v.data.kind == "synthetic" else v.data.name,
+                        ", ".join("%s %s" % (d, b) for d, b in v.batch_sizes.items())))
+            return
+        s = specmod.load(show)
+        console.print("[bold]%s[/]: %s\nstudy: %s\nsource: %s\nframeworks: %s" % (
+            s.name, s.title, s.study, s.source, ", ".join(s.frameworks)))
+        for mname, m in s.models.items():
+            table = Table(title="model %s: %s parameters" % (mname, format(m.parameters, ",")), caption=m.source)
+            for column in ("layer", "settings", "input", "output", "parameters"):
+                table.add_column(column, justify="right" if column == "parameters" else "left")
+            for layer, shape_in, shape_out, params in shapes.trace(m.layer_dicts(), m.input_shape):
+                settings = ", ".join("%s=%s" % (k, v) for k, v in layer.items() if k != "type")
+                table.add_row(layer["type"], settings, str(shape_in), str(shape_out), format(params, ","))
+            console.print(table)
+        for vname, v in s.variants.items():
+            console.print("[bold]variant %s[/]: %s" % (vname, v.description))
+            console.print_json(data=v.model_dump(mode="json", exclude={"description"}, exclude_none=True))
+
+
+@task(help={"source": "a local copy: the file, or a folder holding the files (optionally .gz)"})
+def fetch(c, dataset, source=""):
+    """Put a dataset into the cache from its mirrors, or from a local copy; every file is checked by SHA-256."""
+    from dlrepro import datasets
+
+    with user_errors():
+        try:
+            record = datasets.import_local(dataset, source) if source else datasets.ensure(dataset, console.print)
+        except datasets.DatasetError as exc:
+            if exc.remedy:
+                exc.args = ("%s\nremedy: %s" % (exc, exc.remedy),)
+            raise
+        for role, f in record.record["files"].items():
+            console.print("%s %s: sha256 %s (%s)" % (dataset, f["name"], f["sha256"], f["source"]["mirror"]))
+
+
+@task(help={"image": "image name (e.g. torch-2.13.0-cpu); default: every image of the matrix"})
+def lock(c, image=""):
+    """Recompile lock files (images/locks/NAME.txt from NAME.in) with uv, hashes included."""
+    from dlrepro import locks, matrix as matrixmod, transport
+
+    with user_errors():
+        matrix = matrixmod.load()
+        find_links = [d for d in transport.host_settings().find_links if "://" not in d]
+        for entry in matrix.images:
+            if not image or entry.name == image:
+                console.print("locked %s" % locks.compile_lock(entry, find_links).relative_to(REPO_ROOT))
