@@ -1,0 +1,45 @@
+"""Seconds per mini-batch of the same jobs in the container (docker executor) and in this Python
+(local executor): AlexNet-S at batch 16 and FCN-S at batch 64, DLBench's CPU settings.
+
+    python benchmarks/executor_parity.py [--repeats N] [--results DIR]
+
+Prints one row per job: median and IQR from each executor and their ratio (docker / local).
+The bundles are kept under --results (default: a temporary folder) for inspection.
+"""
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from dlrepro import jobs, runs
+from dlrepro.runs import Reporter
+
+CASES = [("alexnet", "alexnet-s"), ("fcn", "fcn-s")]
+
+
+def medians(bundle):
+    rows = json.loads((bundle / "bundle.json").read_text())["jobs"]
+    return {r["job_id"]: r for r in rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--results", default=None)
+    args = parser.parse_args()
+    results = Path(args.results or tempfile.mkdtemp(prefix="dlrepro-parity-"))
+    print("%-26s %12s %9s %12s %9s %8s" % ("job", "docker (s)", "IQR", "local (s)", "IQR", "ratio"))
+    for spec, variant in CASES:
+        got = {}
+        for executor in ("docker", "local"):
+            options = jobs.RunOptions(variants=[variant], executor=executor, repeats=args.repeats)
+            got[executor] = medians(runs.run(spec, options, results_dir=results, reporter=Reporter()))
+        for job_id, d in got["docker"].items():
+            l = got["local"][job_id]
+            print("%-26s %12.4f %9.4f %12.4f %9.4f %8.3f" % (job_id, d["median"], d["iqr"], l["median"], l["iqr"],
+                                                          d["median"] / l["median"]))
+    print("bundles: %s" % results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The docker executor for real: the torch CPU image built from its lock, jobs run in hardened containers."""
+import json
+
+import pytest
+
+from dlrepro import build, datasets, executors, jobs, runs
+from dlrepro import spec
+from tests.helpers import check_sums, run_executor
+
+pytestmark = pytest.mark.docker
+
+
+def test_second_build_is_a_cache_hit(torch_cpu_image, matrix):
+    again = build.ensure(matrix, matrix.find("torch", "cpu"), build.BuildOptions(), log=print)
+    assert again.built is False and again.tag == torch_cpu_image.tag and again.image_id == torch_cpu_image.image_id
+    assert again.tag.startswith("dlrepro/torch:2.13.0-cpu-")
+    assert "torch==2.13.0+cpu" in again.manifests["pip-freeze.txt"]
+    assert again.base.source in ("registry", "bootstrap") and again.base.digest.startswith("sha256:")
+
+
+def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter):
+    path = runs.run("alexnet", jobs.RunOptions(quick=True), results_dir=tmp_path, reporter=reporter)
+    bundle = json.loads((path / "bundle.json").read_text())
+    image = bundle["images"][0]
+    assert image["image_id"] == torch_cpu_image.image_id and image["framework_version"] == "2.13.0"
+    assert image["base"]["digest"].startswith("sha256:") and image["tag"].endswith(image["recipe_digest"][:12])
+    rows = {r["job_id"]: r for r in bundle["jobs"]}
+    s = rows["alexnet-s.torch.cpu.b16"]
+    assert s["status"] == "ok" and s["parameters"] == 62_378_344 and s["median"] > 0
+    assert s["framework_version"] == "2.13.0+cpu" and s["image_id"] == torch_cpu_image.image_id
+    r = rows["alexnet-r.torch.cpu.b1024"]
+    assert r["status"] == "skipped" and "cifar10" in r["reason"]
+    result = json.loads((path / "jobs" / "alexnet-r.torch.cpu.b1024" / "result.json").read_text())
+    assert "invoke fetch cifar10 --source PATH" in result["remedy"]
+    env = json.loads((path / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json").read_text())["environment"]
+    assert env["in_container"] is True and env["python"].startswith("3.11")
+    assert (path / "images" / "torch-2.13.0-cpu" / "Dockerfile").read_text().startswith("# torch-2.13.0-cpu")
+    assert bundle["executor"]["isolation"]["network"] == "none"
+    check_sums(path)
+
+
+def test_fcn_r_on_real_mnist_in_a_container_loss_falls(torch_cpu_image, mnist, tmp_path, reporter):
+    path = runs.run("fcn", jobs.RunOptions(variants=["fcn-r"], mode="convergence", quick=True), results_dir=tmp_path,
+                    reporter=reporter)
+    result = json.loads((path / "jobs" / "fcn-r.torch.cpu.b64.convergence" / "result.json").read_text())
+    assert result["status"] == "ok" and result["parameters"]["measured"] == 14_205_962
+    epoch = result["convergence"]["epochs"][0]
+    assert epoch["iterations"] == 100 and len(epoch["loss_curve"]) == 2
+    assert epoch["loss_curve"][-1] < epoch["loss_curve"][0]
+    assert 0.0 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_samples"] == 10000
+
+
+def test_a_job_failing_in_the_container_does_not_stop_the_others(torch_cpu_image, tmp_path):
+    bad, good, results, events = run_executor(executors.DockerExecutor(), torch_cpu_image, tmp_path)
+    assert results[bad["id"]]["status"] == "failed" and "ModelMismatch" in results[bad["id"]]["reason"]
+    assert "Traceback" in (tmp_path / bad["id"] / "log.txt").read_text()
+    assert results[good["id"]]["status"] == "ok"
+    assert results[good["id"]]["environment"]["in_container"] is True
+
+
+def test_the_container_has_no_network_and_a_read_only_runner(torch_cpu_image, tmp_path):
+    from dlrepro.engine import client
+    from dlrepro import REPO_ROOT
+
+    probe = ("import socket, sys\n"
+             "try:\n    socket.create_connection(('10.0.0.1', 80), timeout=2); print('network')\n"
+             "except OSError as e:\n    print('no network')\n"
+             "try:\n    open('/opt/dlrepro/runner/x', 'w'); print('writable')\n"
+             "except OSError as e:\n    print('read-only')\n"
+             "import os; print(os.getuid())\n")
+    out = client().containers.run(torch_cpu_image.tag, ["python", "-c", probe], network_mode="none", remove=True,
+                                  read_only=True, user="1000:1000", security_opt=["no-new-privileges"],
+                                  volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"}})
+    assert out.decode().split() == ["no", "network", "read-only", "1000"]
+
+
+def test_cuda_on_a_host_without_a_gpu_runtime_fails_with_the_reason(torch_cpu_image, tmp_path):
+    job = jobs.expand(spec.load("fcn"),
+                      jobs.RunOptions(variants=["fcn-s"], device="cuda", quick=True), datasets.catalogue().datasets)[0]
+    executors.DockerExecutor(device="cuda").run(torch_cpu_image, [job], tmp_path, datasets.root(), lambda *e: None)
+    result = json.loads((tmp_path / job["id"] / "result.json").read_text())
+    assert result["status"] == "failed" and "NVIDIA Container Toolkit" in result["reason"]

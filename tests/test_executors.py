@@ -1,0 +1,76 @@
+"""The local executor and the per-job supervisor: identical result files, failures recorded, others go on."""
+import json
+import sys
+
+import pandas as pd
+import pytest
+
+from dlrepro import datasets, engine, executors, jobs, runs, spec
+from dlrepro.errors import ExecutorError
+from runner import supervise
+from tests.helpers import bad_and_good_jobs, check_sums, run_executor
+
+pytest.importorskip("torch")
+
+
+def test_local_run_writes_a_complete_bundle(tmp_path, reporter, mnist):
+    path = runs.run("fcn", jobs.RunOptions(executor="local", quick=True), results_dir=tmp_path, reporter=reporter)
+    assert path.parent == tmp_path and path.name.startswith("fcn-") and not list(tmp_path.glob(".*partial"))
+    bundle = json.loads((path / "bundle.json").read_text())
+    assert bundle["schema"] == "dlrepro.bundle/1" and bundle["counts"] == {"ok": 2, "failed": 0, "skipped": 0}
+    assert bundle["spec"]["file"] == "specs/fcn.yaml" and len(bundle["spec"]["sha256"]) == 64
+    assert bundle["executor"]["executor"] == "local" and bundle["datasets"][0]["name"] == "mnist"
+    rows = {r["job_id"]: r for r in bundle["jobs"]}
+    assert rows["fcn-s.torch.cpu.b64"]["parameters"] == 117_997_696
+    assert rows["fcn-r.torch.cpu.b1024"]["parameters"] == 14_205_962
+    assert rows["fcn-s.torch.cpu.b64"]["framework_version"].startswith("2.13.0")
+    result = json.loads((path / "jobs" / "fcn-s.torch.cpu.b64" / "result.json").read_text())
+    assert result["timing"]["quantity"] == "seconds per mini-batch" and len(result["timing"]["repeats"][0]) == 3
+    assert result["timing"]["summary"]["median"] > 0 and result["environment"]["threads"] >= 1
+    table = pd.read_csv(path / "summary.csv")
+    assert table["parameters"].tolist() == [117_997_696, 14_205_962] and set(table["status"]) == {"ok"}
+    check_sums(path)
+
+
+def test_a_failing_job_is_recorded_and_the_next_runs(tmp_path):
+    bad, good, results, events = run_executor(executors.LocalExecutor(), None, tmp_path)
+    assert results[bad["id"]]["status"] == "failed"
+    assert "ModelMismatch: model fcn-s has 117,997,696 trainable parameters in torch, the spec states 117,997,697" \
+        == results[bad["id"]]["reason"]
+    assert "Traceback" in (tmp_path / bad["id"] / "log.txt").read_text()
+    assert results[good["id"]]["status"] == "ok" and results[good["id"]]["parameters"]["measured"] == 117_997_696
+    assert events == [("start", bad["id"], None), ("end", bad["id"], "failed"),
+                      ("start", good["id"], None), ("end", good["id"], "ok")]
+
+
+def test_a_crashing_job_process_is_recorded_as_failed(tmp_path):
+    job = {"id": "crash", "timeout_s": 60}
+    status = supervise.run_one([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
+                               job, str(tmp_path / "crash"))
+    result = json.loads((tmp_path / "crash" / "result.json").read_text())
+    assert status == "failed" and result["reason"] == "the job process died of SIGKILL (killed: out of memory?)"
+
+
+def test_a_hanging_job_is_killed_at_its_time_limit(tmp_path):
+    status = supervise.run_one([sys.executable, "-c", "import time; time.sleep(60)"], {"id": "hang", "timeout_s": 1},
+                               str(tmp_path / "hang"))
+    result = json.loads((tmp_path / "hang" / "result.json").read_text())
+    assert status == "failed" and result["reason"] == "the job exceeded its time limit of 1 s and was killed"
+
+
+def test_missing_engine_names_the_local_executor(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    engine.client.cache_clear()
+    try:
+        with pytest.raises(ExecutorError, match="--executor local"):
+            executors.get("docker")
+    finally:
+        engine.client.cache_clear()
+
+
+def test_missing_interpreter_fails_every_job_with_the_reason(tmp_path):
+    bad, good = bad_and_good_jobs()
+    executors.LocalExecutor(python=str(tmp_path / "no-python")).run(None, [good], tmp_path, datasets.root(),
+                                                                    lambda *e: None)
+    result = json.loads((tmp_path / good["id"] / "result.json").read_text())
+    assert result["status"] == "failed" and result["reason"].startswith("cannot start %s" % (tmp_path / "no-python"))

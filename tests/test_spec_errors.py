@@ -1,0 +1,77 @@
+"""Bad specs get one line per problem naming file, line and field."""
+import subprocess
+import sys
+
+import pytest
+
+from dlrepro import REPO_ROOT, spec
+from dlrepro.errors import SpecError
+
+ALEXNET = (REPO_ROOT / "specs" / "alexnet.yaml").read_text()
+
+
+def load_variant(tmp_path, text, name="alexnet"):
+    path = tmp_path / ("%s.yaml" % name)
+    path.write_text(text)
+    with pytest.raises(SpecError) as err:
+        spec.load(str(path))
+    return path, err.value.problems
+
+
+def test_unknown_field(tmp_path):
+    path, problems = load_variant(tmp_path, ALEXNET.replace("    warmup: 8\n", "    warmup: 8\n    warm_up: 8\n", 1))
+    assert len(problems) == 1
+    assert problems[0].startswith("%s:" % path)
+    assert "variants.alexnet-s.warm_up: unknown field 'warm_up'; expected one of:" in problems[0]
+    assert "warmup" in problems[0].split("expected one of:")[1]
+
+
+def test_wrong_type_names_line_and_field(tmp_path):
+    text = ALEXNET.replace("cpu: [16] ", "cpu: [sixteen] ")
+    path, problems = load_variant(tmp_path, text)
+    line = [i for i, l in enumerate(text.splitlines(), 1) if "[sixteen]" in l][0]
+    assert problems == ["%s:%d: variants.alexnet-s.batch_sizes.cpu.0: Input should be a valid integer, unable to "
+                        "parse string as an integer (got 'sixteen')" % (path, line)]
+
+
+def test_unknown_model(tmp_path):
+    _, problems = load_variant(tmp_path, ALEXNET.replace("model: alexnet-r\n", "model: alexnet-z\n"))
+    assert len(problems) == 1 and "variants.alexnet-r.model: unknown model 'alexnet-z'; this spec defines: " \
+                                  "alexnet-r, alexnet-s" in problems[0]
+
+
+def test_unknown_layer_type(tmp_path):
+    _, problems = load_variant(tmp_path, ALEXNET.replace("{type: conv, filters: 96,", "{type: convolution, filters: 96,"))
+    assert len(problems) == 1 and "models.alexnet-s.layers.0: Input tag 'convolution'" in problems[0]
+
+
+def test_stated_parameter_count_is_checked_against_the_layers(tmp_path):
+    _, problems = load_variant(tmp_path, ALEXNET.replace("parameters: 62378344", "parameters: 62378343"))
+    assert len(problems) == 1
+    assert "models.alexnet-s: the layers have 62,378,344 parameters but the spec states 62,378,343" in problems[0]
+
+
+def test_name_must_match_file(tmp_path):
+    _, problems = load_variant(tmp_path, ALEXNET, name="other")
+    assert "name 'alexnet' must equal the file name 'other'" in problems[0]
+
+
+def test_invalid_yaml(tmp_path):
+    path, problems = load_variant(tmp_path, ALEXNET.replace("frameworks: [torch]", "frameworks: [torch"))
+    assert problems[0].startswith("%s:" % path) and "not valid YAML" in problems[0]
+
+
+def test_cli_prints_one_line_and_exits_1(tmp_path):
+    path = tmp_path / "alexnet.yaml"
+    path.write_text(ALEXNET.replace("cpu: [16] ", "cpu: [sixteen] "))
+    proc = subprocess.run([sys.executable, "-m", "invoke", "run", "--spec", str(path), "--executor", "local"],
+                          cwd=REPO_ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1
+    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: %s:" % path) and "batch_sizes.cpu.0" in lines[0]
+
+
+def test_cli_rejects_a_bad_option():
+    proc = subprocess.run([sys.executable, "-m", "invoke", "run", "--spec", "alexnet", "--device", "gpu"],
+                          cwd=REPO_ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1 and "--device: Input should be 'cpu' or 'cuda' (got 'gpu')" in proc.stdout
