@@ -150,7 +150,7 @@ def fetch(c, dataset, source=""):
             if exc.remedy:
                 exc.args = ("%s\nremedy: %s" % (exc, exc.remedy),)
             raise
-        for role, f in record.record["files"].items():
+        for f in record.record["files"].values():
             console.print("%s %s: sha256 %s (%s)" % (dataset, f["name"], f["sha256"], f["source"]["mirror"]))
 
 

@@ -17,6 +17,14 @@ from dlrepro.runs import Reporter
 CASES = [("alexnet", "alexnet-s"), ("fcn", "fcn-s")]
 
 
+class Silent(Reporter):
+    def log(self, message):
+        pass
+
+    def job_finished(self, job_id, result):
+        pass
+
+
 def medians(bundle):
     rows = json.loads((bundle / "bundle.json").read_text())["jobs"]
     return {r["job_id"]: r for r in rows}
@@ -33,11 +41,11 @@ def main():
         got = {}
         for executor in ("docker", "local"):
             options = jobs.RunOptions(variants=[variant], executor=executor, repeats=args.repeats)
-            got[executor] = medians(runs.run(spec, options, results_dir=results, reporter=Reporter()))
+            got[executor] = medians(runs.run(spec, options, results_dir=results, reporter=Silent()))
         for job_id, d in got["docker"].items():
-            l = got["local"][job_id]
-            print("%-26s %12.4f %9.4f %12.4f %9.4f %8.3f" % (job_id, d["median"], d["iqr"], l["median"], l["iqr"],
-                                                          d["median"] / l["median"]))
+            loc = got["local"][job_id]
+            print("%-26s %12.4f %9.4f %12.4f %9.4f %8.3f" % (job_id, d["median"], d["iqr"], loc["median"], loc["iqr"],
+                                                          d["median"] / loc["median"]))
     print("bundles: %s" % results)
 
 

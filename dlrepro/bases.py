@@ -47,12 +47,12 @@ def _from_registry(name, base, log):
     try:
         image = client().images.get(ref)
     except docker.errors.ImageNotFound:
-        log("pulling base %s" % base.registry)
         try:
             image = client().images.pull(ref)
         except docker.errors.APIError as exc:
-            log("registry not reachable for %s: %s" % (ref, exc.explanation or exc))
+            log("base %s: cannot pull %s: %s" % (name, base.registry, str(exc.explanation or exc)[:160]))
             return None
+        log("base %s: pulled %s" % (name, base.registry))
     return BaseRef(name, ref, "registry", ref.split("@", 1)[1], image.id, {"pinned": base.registry})
 
 
@@ -127,4 +127,6 @@ def ensure(name, base, source="auto", log=print):
         if source == "registry":
             raise ImageError("base %s: cannot pull %s; use --base-source=bootstrap on a machine without registry access"
                              % (name, base.registry))
-    return _bootstrapped(name) or bootstrap(name, base, log)
+    found = _bootstrapped(name) or bootstrap(name, base, log)
+    log("base %s: bootstrapped %s (rootfs %s)" % (name, found.ref, found.digest))
+    return found

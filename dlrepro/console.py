@@ -63,7 +63,8 @@ class RichReporter(Reporter):
 def summary_table(rows, title):
     table = Table(title=title)
     for column in ("job", "status", "median (s)", "IQR (s)", "throughput (samples/s)", "parameters", "accuracy"):
-        table.add_column(column, justify="left" if column in ("job", "status") else "right")
+        table.add_column(column, justify="left" if column in ("job", "status") else "right",
+                         overflow="fold" if column == "job" else "ellipsis")
     for r in rows:
         table.add_row(r["job_id"], MARK.get(r["status"], r["status"]),
                       "%.4g" % r["median"] if r["median"] is not None else "",
@@ -81,4 +82,4 @@ def user_errors():
         yield
     except DlreproError as exc:
         console.print("[red]error:[/] %s" % exc)
-        raise Exit(code=1)
+        raise Exit(code=1) from None

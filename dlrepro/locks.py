@@ -37,7 +37,7 @@ def parse(path):
                          % (path, path.stem))
     text = path.read_text().replace("\\\n", " ")
     pins = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for line in text.splitlines():
         line = re.sub(r"(^|\s)#.*$", "", line).strip()
         if not line:
             continue

@@ -2,7 +2,7 @@
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dlrepro import REPO_ROOT, yamlfile
 from dlrepro.errors import ImageError
@@ -40,13 +40,7 @@ class Image(Strict):
     min_driver: Optional[str] = None
     notes: Optional[str] = None
 
-    @field_validator("base")
-    @classmethod
-    def _known_base(cls, value, info: ValidationInfo):
-        bases = (info.context or {}).get("bases")
-        if bases is not None and value not in bases:
-            raise ValueError("unknown base %r; matrix bases: %s" % (value, ", ".join(sorted(bases))))
-        return value
+    _known_base = field_validator("base")(yamlfile.reference("bases", "base"))
 
     @property
     def name(self):
@@ -85,5 +79,4 @@ class Matrix(Strict):
 
 def load(path=MATRIX_FILE):
     """Load and validate the image matrix; raises SpecError naming file, line and field."""
-    return yamlfile.load(path, Matrix, context=lambda data: {
-        "bases": set(data.get("bases") or {}) if isinstance(data.get("bases"), dict) else None})
+    return yamlfile.load(path, Matrix, names_of=("bases",))

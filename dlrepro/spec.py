@@ -87,7 +87,7 @@ class Model(Strict):
             out = shapes.output_shape(layers, self.input_shape)
             counted = shapes.count_parameters(layers, self.input_shape)
         except shapes.ShapeError as exc:
-            raise ValueError("layers do not fit together: %s" % exc)
+            raise ValueError("layers do not fit together: %s" % exc) from None
         if out != (self.classes,):
             raise ValueError("the last layer gives shape %s, but classes is %d" % (out, self.classes))
         if counted != self.parameters:
@@ -142,13 +142,7 @@ class Variant(Strict):
     convergence: Optional[Convergence] = None
     notes: Optional[str] = None
 
-    @field_validator("model")
-    @classmethod
-    def _known_model(cls, value, info: ValidationInfo):
-        models = (info.context or {}).get("models")
-        if models is not None and value not in models:
-            raise ValueError("unknown model %r; this spec defines: %s" % (value, ", ".join(sorted(models))))
-        return value
+    _known_model = field_validator("model")(yamlfile.reference("models", "model"))
 
 
 class Spec(Strict):
@@ -194,10 +188,4 @@ def load(name):
     path = spec_path(name)
     if not path.is_file():
         raise SpecError(path, ["%s: no such spec; available: %s" % (path, ", ".join(available()))])
-    return yamlfile.load(path, Spec, context=lambda data: {"models": _model_names(data), "file_stem": path.stem})
-
-
-def _model_names(data):
-    """Model names the file declares, so a variant's reference is checked where it is written."""
-    models = data.get("models")
-    return set(models) if isinstance(models, dict) else None
+    return yamlfile.load(path, Spec, names_of=("models",), context={"file_stem": path.stem})

@@ -93,10 +93,25 @@ def _message(model, err):
     return msg if isinstance(got, (dict, list)) else "%s (got %r)" % (msg, got)
 
 
-def load(path, model, context=None):
+def reference(key, what):
+    """A pydantic field validator: the value must name an entry of the file's top-level mapping ``key``.
+
+    Use as ``_check = reference("models", "model")`` on a field; ``load(..., names_of=("models",))``
+    supplies the names.
+    """
+    def check(cls, value, info):
+        names = (info.context or {}).get(key)
+        if names is not None and value not in names:
+            raise ValueError("unknown %s %r; the file defines: %s" % (what, value, ", ".join(sorted(names))))
+        return value
+    return check
+
+
+def load(path, model, names_of=(), context=None):
     """Parse YAML file ``path`` and validate it as pydantic ``model``.
 
-    ``context`` is passed to pydantic validators; a callable receives the parsed data first.
+    ``context`` is passed to pydantic validators, with the names of the top-level
+    mappings listed in ``names_of`` added (for ``reference`` validators).
     Raises SpecError listing every problem as ``FILE:LINE: FIELD: message``.
     """
     path = Path(path)
@@ -114,7 +129,8 @@ def load(path, model, context=None):
     if not isinstance(data, dict):
         raise SpecError(path, ["%s:1: the file must hold a mapping (key: value) at top level" % path])
     try:
-        return model.model_validate(data, context=context(data) if callable(context) else context)
+        names = {key: set(data[key]) if isinstance(data.get(key), dict) else None for key in names_of}
+        return model.model_validate(data, context=dict(context or {}, **names))
     except pydantic.ValidationError as exc:
         problems = []
         for err in exc.errors():

@@ -29,9 +29,9 @@ def median_ci(sorted_values, level=0.95):
     alpha = 1.0 - level
     # largest l (1-based) with P(X <= l - 1) <= alpha / 2; the interval is x_(l) .. x_(n + 1 - l)
     lower = 0
-    for l in range(1, n // 2 + 1):
-        if _binomial_cdf(l - 1, n) <= alpha / 2:
-            lower = l
+    for rank in range(1, n // 2 + 1):
+        if _binomial_cdf(rank - 1, n) <= alpha / 2:
+            lower = rank
         else:
             break
     if lower == 0:

@@ -5,7 +5,7 @@ import sys
 import pandas as pd
 import pytest
 
-from dlrepro import datasets, engine, executors, jobs, runs, spec
+from dlrepro import datasets, engine, executors, jobs, runs
 from dlrepro.errors import ExecutorError
 from runner import supervise
 from tests.helpers import bad_and_good_jobs, check_sums, run_executor

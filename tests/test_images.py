@@ -88,7 +88,7 @@ def test_matrix_errors_name_file_and_field(tmp_path):
     path.write_text(text)
     with pytest.raises(SpecError) as err:
         load_matrix(path)
-    assert "images.0.base: unknown base 'debian-sid'; matrix bases: debian-bookworm" in str(err.value)
+    assert "images.0.base: unknown base 'debian-sid'; the file defines: debian-bookworm" in str(err.value)
 
 
 def test_unknown_image_is_a_clear_error(matrix):

@@ -36,7 +36,7 @@ def test_wrong_type_names_line_and_field(tmp_path):
 
 def test_unknown_model(tmp_path):
     _, problems = load_variant(tmp_path, ALEXNET.replace("model: alexnet-r\n", "model: alexnet-z\n"))
-    assert len(problems) == 1 and "variants.alexnet-r.model: unknown model 'alexnet-z'; this spec defines: " \
+    assert len(problems) == 1 and "variants.alexnet-r.model: unknown model 'alexnet-z'; the file defines: " \
                                   "alexnet-r, alexnet-s" in problems[0]
 
 

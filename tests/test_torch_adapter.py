@@ -36,7 +36,8 @@ def test_xavier_is_caffes_fan_in_uniform():
     adapter.build()
     first = adapter.model[0]
     bound = math.sqrt(3.0 / 784)
-    assert float(first.weight.abs().max()) <= bound and float(first.weight.abs().max()) > 0.95 * bound
+    largest = float(first.weight.detach().abs().max())
+    assert 0.95 * bound < largest <= bound
     assert float(first.bias.abs().max()) == 0.0
 
 
