@@ -38,7 +38,7 @@ def test_xavier_is_caffes_fan_in_uniform():
     bound = math.sqrt(3.0 / 784)
     largest = float(first.weight.detach().abs().max())
     assert 0.95 * bound < largest <= bound
-    assert float(first.bias.abs().max()) == 0.0
+    assert float(first.bias.detach().abs().max()) == 0.0
 
 
 def test_throughput_measurement_records_every_iteration():
