@@ -6,17 +6,22 @@
 """
 import json
 
-from invoke import task
+from invoke import Exit, task
 
 from dlrepro import REPO_ROOT
 from dlrepro.console import RichReporter, console, summary_table, user_errors
 
 OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
                 "timeout_s": "--timeout"}
+UNSET = -1  # integer options left at -1 take the spec's value
 
 
 def _list(text, convert=str):
-    return [convert(x) for x in text.split(",") if x.strip()] or None
+    return [convert(x.strip()) for x in text.split(",") if x.strip()] or None
+
+
+def _given(value):
+    return None if value == UNSET else value
 
 
 def _host_devices():
@@ -27,23 +32,29 @@ def _host_devices():
 
 @task(help={
     "framework": "frameworks to build, comma-separated, or 'all' (default: the matrix's default_frameworks)",
-    "device": "cpu or cuda (default: cpu, plus cuda when an NVIDIA GPU is visible)",
+    "device": "cpu or cuda, comma-separated (default: cpu, plus cuda when an NVIDIA GPU is visible)",
     "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
 })
 def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle=""):
-    """Build the pinned images. Alone it builds the default frameworks (images/matrix.yaml: default_frameworks)
-    for every device this host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose
-    content-hashed tag exists is not rebuilt. `invoke run` builds what it needs too, so
+    """Build the pinned images (alone: the default frameworks for this host's devices).
+
+    Without options it builds images/matrix.yaml's default_frameworks for every device this
+    host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
+    tag exists is not rebuilt. `invoke run` builds what it needs too, so
     `invoke build run --spec=NAME` works as typed."""
     from dlrepro import build as buildmod, matrix as matrixmod
+    from dlrepro.errors import DlreproError
 
     with user_errors():
         matrix = matrixmod.load()
         frameworks = sorted({i.framework for i in matrix.images}) if framework == "all" else \
             (_list(framework) or matrix.default_frameworks)
         devices = _list(device) or _host_devices()
+        wrong = [d for d in devices if d not in ("cpu", "cuda")]
+        if wrong:
+            raise DlreproError("--device: expected cpu or cuda (got %s)" % ", ".join(map(repr, wrong)))
         options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
         for fw in frameworks:
             for dev in devices:
@@ -52,55 +63,72 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
                                                     "built in %.0f s" % built.seconds if built.built else "cached"))
 
 
+def _spec_names():
+    from dlrepro import spec as specmod
+
+    return ", ".join(specmod.available())
+
+
 @task(help={
-    "spec": "spec name (specs/NAME.yaml) or path",
+    "spec": "spec name (%s) or the path of a spec file" % _spec_names(),
     "framework": "frameworks, comma-separated (default: the spec's)",
     "device": "cpu (default) or cuda",
     "executor": "docker (default) or local (this Python, no containers)",
     "variant": "variants to run, comma-separated (default: all)",
     "mode": "throughput (default: seconds per mini-batch) or convergence (epochs, test accuracy)",
     "batch-size": "batch sizes, comma-separated (default: the spec's for the device)",
-    "warmup": "warm-up iterations (default: the spec's)",
-    "iterations": "measured iterations per repeat (default: the spec's)",
-    "repeats": "repeats of the measured iterations (default: the spec's)",
-    "epochs": "epochs of a convergence run (default: the spec's)",
-    "threads": "CPU threads (OMP/MKL/OpenBLAS and the framework; default: the framework's choice)",
+    "warmup": "warm-up iterations, >= 0 (default: the spec's)",
+    "iterations": "measured iterations per repeat, >= 1 (default: the spec's)",
+    "repeats": "repeats of the measured iterations, >= 1 (default: the spec's)",
+    "epochs": "epochs of a convergence run, >= 1 (default: the spec's)",
+    "threads": "CPU threads, >= 1 (OMP/MKL/OpenBLAS and the framework; default: the framework's choice)",
     "gpu": "host GPU index for --device cuda (default 0)",
     "quick": "smoke run: first batch size, 1 warm-up + 3 iterations, convergence 1 epoch of 100 iterations",
     "python": "interpreter for --executor local (default: this one)",
     "results": "folder for bundles (default: results/)",
-    "base-source": "as for build",
+    "base-source": "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap",
     "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
 })
 def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode="throughput", batch_size="",
-        warmup=-1, iterations=0, repeats=0, epochs=0, threads=0, gpu=0, quick=False, python="", results="",
-        base_source="auto", timeout=0):
-    """Run every job of a spec (frameworks x variants x batch sizes) and write a result bundle under results/."""
-    from dlrepro import build as buildmod, jobs, runs
+        warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads=UNSET, gpu=0, quick=False, python="",
+        results="", base_source="auto", timeout=UNSET):
+    """Run every job of a spec and write a result bundle under results/.
 
+    Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
+    every job that could run here ran (skipped jobs name their reason and remedy), 1 when
+    a job failed or none ran, 130 when interrupted (the bundle keeps what finished)."""
     from pydantic import ValidationError
 
+    from dlrepro import build as buildmod, jobs, runs
     from dlrepro.errors import DlreproError
 
     with user_errors():
         try:
             options = jobs.RunOptions(
                 frameworks=_list(framework), device=device, executor=executor, variants=_list(variant), mode=mode,
-                batch_sizes=_list(batch_size, int), warmup=None if warmup < 0 else warmup,
-                iterations=iterations or None, repeats=repeats or None, epochs=epochs or None,
-                threads=threads or None, gpu=gpu, quick=quick, timeout_s=timeout or None)
+                batch_sizes=_list(batch_size, int), warmup=_given(warmup), iterations=_given(iterations),
+                repeats=_given(repeats), epochs=_given(epochs), threads=_given(threads), gpu=gpu, quick=quick,
+                timeout_s=_given(timeout))
         except ValidationError as exc:
             raise DlreproError("\n".join("%s: %s (got %r)" % (
                 OPTION_NAMES.get(e["loc"][0], "--" + str(e["loc"][0]).replace("_", "-")), e["msg"], e["input"])
                 for e in exc.errors())) from None
         except ValueError as exc:  # a batch size that is not a number
             raise DlreproError("--batch-size: %s" % exc) from None
-        with RichReporter() as reporter:
-            path = runs.run(spec, options, buildmod.BuildOptions(base_source), results or REPO_ROOT / "results",
-                            python or None, reporter)
+        build_options = buildmod.BuildOptions(base_source)
+        try:
+            with RichReporter() as reporter:
+                path = runs.run(spec, options, build_options, results or REPO_ROOT / "results", python or None,
+                                reporter)
+        except KeyboardInterrupt as exc:
+            console.print("[yellow]interrupted[/] (%s)" % exc)
+            raise Exit(code=130) from None
         bundle = json.loads((path / "bundle.json").read_text())
-        summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s) for s, n in bundle["counts"].items())))
+        counts = bundle["counts"]
+        summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s) for s, n in counts.items())))
         console.print("bundle: %s" % path)
+        if counts["failed"] or not counts["ok"]:
+            raise Exit(code=1)
 
 
 @task(help={"show": "print one spec in full: models layer by layer, variants, batch sizes"})
@@ -138,7 +166,14 @@ def specs(c, show=""):
             console.print_json(data=v.model_dump(mode="json", exclude={"description"}, exclude_none=True))
 
 
-@task(help={"source": "a local copy: the file, or a folder holding the files (optionally .gz)"})
+def _dataset_names():
+    from dlrepro import datasets
+
+    return ", ".join(sorted(datasets.catalogue().datasets))
+
+
+@task(help={"dataset": "a dataset of dlrepro/datasets.yaml (%s)" % _dataset_names(),
+            "source": "a local copy: the file, or a folder holding the files (optionally .gz)"})
 def fetch(c, dataset, source=""):
     """Put a dataset into the cache from its mirrors, or from a local copy; every file is checked by SHA-256."""
     from dlrepro import datasets
@@ -159,9 +194,14 @@ def lock(c, image=""):
     """Recompile lock files (images/locks/NAME.txt from NAME.in) with uv, hashes included."""
     from dlrepro import locks, matrix as matrixmod, transport
 
+    from dlrepro.errors import DlreproError
+
     with user_errors():
         matrix = matrixmod.load()
+        chosen = [e for e in matrix.images if not image or e.name == image]
+        if not chosen:
+            raise DlreproError("--image: no image %r in images/matrix.yaml; it has: %s"
+                               % (image, ", ".join(e.name for e in matrix.images)))
         find_links = [d for d in transport.host_settings().find_links if "://" not in d]
-        for entry in matrix.images:
-            if not image or entry.name == image:
-                console.print("locked %s" % locks.compile_lock(entry, find_links).relative_to(REPO_ROOT))
+        for entry in chosen:
+            console.print("locked %s" % locks.compile_lock(entry, find_links).relative_to(REPO_ROOT))

@@ -25,7 +25,7 @@ class Silent(Reporter):
         pass
 
 
-def medians(bundle):
+def job_rows(bundle):
     rows = json.loads((bundle / "bundle.json").read_text())["jobs"]
     return {r["job_id"]: r for r in rows}
 
@@ -41,7 +41,7 @@ def main():
         got = {}
         for executor in ("docker", "local"):
             options = jobs.RunOptions(variants=[variant], executor=executor, repeats=args.repeats)
-            got[executor] = medians(runs.run(spec, options, results_dir=results, reporter=Silent()))
+            got[executor] = job_rows(runs.run(spec, options, results_dir=results, reporter=Silent()))
         for job_id, d in got["docker"].items():
             loc = got["local"][job_id]
             print("%-26s %12.4f %9.4f %12.4f %9.4f %8.3f" % (job_id, d["median"], d["iqr"], loc["median"], loc["iqr"],

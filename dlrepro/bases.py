@@ -42,11 +42,14 @@ def _digest_ref(pinned):
     return "%s@%s" % (repo, digest)
 
 
-def _from_registry(name, base, log):
+def _registry_base(name, base, log, pull):
+    """The registry base if it is here (or, with ``pull``, once pulled by digest); else None."""
     ref = _digest_ref(base.registry)
     try:
         image = client().images.get(ref)
     except docker.errors.ImageNotFound:
+        if not pull:
+            return None
         try:
             image = client().images.pull(ref)
         except docker.errors.APIError as exc:
@@ -115,18 +118,20 @@ def ensure(name, base, source="auto", log=print):
     """The base image for matrix base ``name``, made available locally.
 
     ``source``: "registry" (pull by digest, fail if unreachable), "bootstrap" (reuse or
-    make a bootstrapped base), "auto" (registry when it answers, else bootstrap).
+    make a bootstrapped base), "auto" (a base already here, registry first; else pull by
+    digest; else bootstrap). Preferring what is here keeps a machine's images stable:
+    once bootstrapped, auto does not switch to the registry base (and new tags) on its
+    own; ``--base-source=registry`` does. ``source`` is checked by build.BuildOptions.
     Raises ImageError when no way works.
     """
-    if source not in SOURCES:
-        raise ImageError("base source %r: expected one of %s" % (source, ", ".join(SOURCES)))
+    found = None
     if source in ("auto", "registry"):
-        ref = _from_registry(name, base, log)
-        if ref is not None:
-            return ref
-        if source == "registry":
-            raise ImageError("base %s: cannot pull %s; use --base-source=bootstrap on a machine without registry access"
-                             % (name, base.registry))
-    found = _bootstrapped(name) or bootstrap(name, base, log)
-    log("base %s: bootstrapped %s (rootfs %s)" % (name, found.ref, found.digest))
-    return found
+        found = _registry_base(name, base, log, pull=False)
+    if found is None and source in ("auto", "bootstrap"):
+        found = _bootstrapped(name)
+    if found is None and source in ("auto", "registry"):
+        found = _registry_base(name, base, log, pull=True)
+        if found is None and source == "registry":
+            raise ImageError("base %s: cannot pull %s; use --base-source=bootstrap on a machine without registry "
+                             "access" % (name, base.registry))
+    return found or bootstrap(name, base, log)

@@ -7,6 +7,8 @@ pushed, base record, recipe digest, and the package manifests read from the imag
 """
 import io
 import json
+import os
+import re
 import tarfile
 import time
 
@@ -17,12 +19,20 @@ from dlrepro.engine import client
 from dlrepro.errors import ImageError
 
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
+STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12})$", re.MULTILINE)
 
 
 class BuildOptions:
-    """How to build: base source (auto | registry | bootstrap), pip settings, extra CA bundle."""
+    """How to build: base source (auto | registry | bootstrap), pip settings, extra CA bundle.
+
+    Raises ImageError for an unknown base source or a CA bundle that is not a file.
+    """
 
     def __init__(self, base_source="auto", use_host_pip=True, ca_bundle=None):
+        if base_source not in bases.SOURCES:
+            raise ImageError("--base-source: expected one of %s (got %r)" % (", ".join(bases.SOURCES), base_source))
+        if ca_bundle and not os.path.isfile(ca_bundle):
+            raise ImageError("--ca-bundle: no such file: %s" % ca_bundle)
         self.base_source, self.use_host_pip, self.ca_bundle = base_source, use_host_pip, ca_bundle
 
     def pip_settings(self):
@@ -65,9 +75,26 @@ def _hint(lines):
     return ""
 
 
+def _remove_build_stages(step_ids, final_id):
+    """Delete the untagged images of build stages that the final image does not contain.
+
+    The classic builder keeps them, and the install stage still holds the build's transport
+    (pip settings, CA bundle, wheels), which must not outlive the build.
+    """
+    kept = {entry["Id"] for entry in client().api.history(final_id)}
+    for short in reversed(step_ids):
+        try:
+            image_id = client().images.get(short).id
+            if image_id not in kept:
+                client().images.remove(image_id)
+        except docker.errors.APIError:
+            pass  # already removed with a child, or still the parent of another image
+
+
 def _docker_build(ctx, log):
+    """Build the context; returns the ids of the images of every step."""
     log_path = ctx.directory.parent / ("%s.log" % ctx.digest[:12])
-    lines = []
+    lines, step_ids = [], []
     with open(log_path, "w") as out:
         try:
             for chunk in client().api.build(fileobj=_tar(ctx.directory), custom_context=True, tag=ctx.tag, rm=True,
@@ -80,11 +107,13 @@ def _docker_build(ctx, log):
                     lines.extend(text.rstrip("\n").splitlines())
                     if text.startswith("Step "):
                         log(text.strip())
+                    step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
                 if "error" in chunk:
                     raise ImageError("building %s failed; log: %s\n%s%s"
                                      % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines)))
         except docker.errors.APIError as exc:
             raise ImageError("building %s failed: %s; log: %s" % (ctx.image.name, exc, log_path)) from None
+    return step_ids
 
 
 def read_manifests(image_id):
@@ -114,8 +143,9 @@ def ensure(matrix, image, options, log=print):
     except docker.errors.ImageNotFound:
         log("%s: building %s" % (image.name, ctx.tag))
         transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
-        _docker_build(ctx, log)
+        step_ids = _docker_build(ctx, log)
         found = client().images.get(ctx.tag)
+        _remove_build_stages(step_ids, found.id)
         built = True
     transport_record = json.loads(transport_path.read_text()) if transport_path.is_file() else None
     return BuiltImage(image, ctx.tag, found.id, found.attrs.get("RepoDigests") or [], base, ctx.digest,

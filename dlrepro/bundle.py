@@ -13,7 +13,6 @@ The config hash is the digest of the resolved spec and the run options, so runs 
 the same configuration share it. The bundle is written under ``.<id>.partial`` and
 renamed when complete; it is never modified afterwards.
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from dlrepro import REPO_ROOT, __version__
+from dlrepro.files import sha256_file
 from runner.contract import utc_now, write_json
 
 SCHEMA = "dlrepro.bundle/1"
@@ -29,7 +29,7 @@ SUMMARY_COLUMNS = [
     "bundle_id", "job_id", "spec", "spec_sha256", "variant", "framework", "framework_version", "image",
     "image_id", "executor", "device", "mode", "batch_size", "threads", "precision", "status", "quantity", "unit",
     "median", "q1", "q3", "iqr", "ci95_low", "ci95_high", "n", "throughput", "throughput_unit",
-    "parameters", "parameters_expected", "final_test_accuracy", "reason",
+    "parameters", "parameters_expected", "final_test_accuracy", "reason", "remedy",
 ]
 
 INTEGER_COLUMNS = ["batch_size", "threads", "n", "parameters", "parameters_expected"]
@@ -66,16 +66,8 @@ def summary_row(bundle_id, executor, job, result, image):
         "ci95_high": ci[1], "n": stats.get("n"), "throughput": timing.get("throughput"),
         "throughput_unit": timing.get("throughput_unit"), "parameters": params.get("measured"),
         "parameters_expected": job["model"]["parameters"], "final_test_accuracy": conv.get("final_test_accuracy"),
-        "reason": result.get("reason"),
+        "reason": result.get("reason"), "remedy": result.get("remedy"),
     }
-
-
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class BundleWriter:
@@ -84,11 +76,21 @@ class BundleWriter:
     def __init__(self, results_dir, spec_name, config_digest):
         self.created = utc_now()
         stamp = self.created.replace("-", "").replace(":", "")
-        self.id = "%s-%s-%s" % (spec_name, stamp, config_digest[:8])
         self.results_dir = Path(results_dir)
-        self.partial = self.results_dir / (".%s.partial" % self.id)
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        base, n = "%s-%s-%s" % (spec_name, stamp, config_digest[:8]), 1
+        while True:  # the partial folder reserves the id; a second run in the same second gets -2, -3, ...
+            self.id = base if n == 1 else "%s-%d" % (base, n)
+            self.partial = self.results_dir / (".%s.partial" % self.id)
+            if not (self.results_dir / self.id).exists():
+                try:
+                    self.partial.mkdir()
+                    break
+                except FileExistsError:
+                    pass
+            n += 1
         self.jobs_dir = self.partial / "jobs"
-        self.jobs_dir.mkdir(parents=True)
+        self.jobs_dir.mkdir()
 
     def job_dir(self, job_id):
         return self.jobs_dir / job_id
@@ -120,6 +122,6 @@ class BundleWriter:
         files = sorted(p for p in self.partial.rglob("*") if p.is_file())
         with open(self.partial / "SHA256SUMS", "w") as out:
             for path in files:
-                out.write("%s  %s\n" % (_sha256(path), path.relative_to(self.partial).as_posix()))
+                out.write("%s  %s\n" % (sha256_file(path), path.relative_to(self.partial).as_posix()))
         os.rename(self.partial, self.results_dir / self.id)
         return self.results_dir / self.id

@@ -1,5 +1,6 @@
 """Terminal output with rich: run progress, per-job lines, result tables, errors."""
 import contextlib
+import sys
 
 from invoke import Exit
 from rich.console import Console
@@ -9,7 +10,8 @@ from rich.table import Table
 from dlrepro.errors import DlreproError
 from dlrepro.runs import Reporter
 
-console = Console(highlight=False, soft_wrap=True)
+# logs and CI output are not terminals: give tables room rather than rich's 80 columns
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]"}
 
 

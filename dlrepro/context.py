@@ -4,8 +4,12 @@ The context is a folder: ``Dockerfile`` (rendered from images/Dockerfile.j2),
 ``requirements.lock`` (the image's lock) and ``transport/`` (CA bundle, pip
 settings, local copies of locked files; see dlrepro.transport). The recipe
 digest covers the Dockerfile, which names the base by digest, and the lock: it
-changes exactly when what gets installed changes, so an unchanged recipe keeps
-its tag and is never rebuilt, whichever way its bytes travelled.
+changes when the recipe changes, so an unchanged recipe keeps its tag and is
+never rebuilt, whichever way its bytes travelled. The Python packages are pinned
+by hash; the few Debian packages (python3, ...) come from the base's suite at
+build time and are recorded in the image (/opt/dlrepro/dpkg.txt, copied into
+every bundle) rather than pinned: a rebuild of the same recipe on a later day can
+get a newer Debian point release, and the bundle shows it.
 """
 import hashlib
 import shutil

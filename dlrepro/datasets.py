@@ -6,8 +6,9 @@ is mounted read-only into containers; which mirror supplied each file is kept in
 SHA-256 differs from the catalogue's is an error for that mirror and is never stored.
 """
 import base64
-import gzip
+import functools
 import hashlib
+import gzip
 import json
 import os
 import shutil
@@ -18,18 +19,16 @@ import urllib.request
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import Field, PositiveInt
 
 from dlrepro import cache, yamlfile
 from dlrepro.errors import DatasetError
+from dlrepro.files import sha256_file
+from dlrepro.yamlfile import Strict
 from runner.contract import utc_now
 
 CATALOGUE = Path(__file__).with_name("datasets.yaml")
 TIMEOUT_S = 60
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class File(Strict):
@@ -67,12 +66,18 @@ class Dataset(Strict):
     files: dict[str, File]
     mirrors: list[Mirror] = Field(min_length=1)
 
+    def digests(self):
+        """{role: sha256} as job.json names the files."""
+        return {role: f.sha256 for role, f in self.files.items()}
+
 
 class Catalogue(Strict):
     datasets: dict[str, Dataset]
 
 
+@functools.lru_cache(maxsize=1)
 def catalogue():
+    """The dataset catalogue (dlrepro/datasets.yaml), validated."""
     return yamlfile.load(CATALOGUE, Catalogue)
 
 
@@ -87,13 +92,13 @@ def _blob(digest):
 
 def _store(tmp_path, expected, origin):
     """Move a verified file into the cache; raises DatasetError on a size or hash mismatch."""
-    h = hashlib.sha256()
-    with open(tmp_path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    if h.hexdigest() != expected.sha256:
+    size = os.path.getsize(tmp_path)
+    if size != expected.bytes:
+        raise DatasetError("%s from %s has %d bytes, expected %d: not used" % (expected.name, origin, size, expected.bytes))
+    digest = sha256_file(tmp_path)
+    if digest != expected.sha256:
         raise DatasetError("%s from %s has sha256 %s, expected %s: not used"
-                           % (expected.name, origin, h.hexdigest(), expected.sha256))
+                           % (expected.name, origin, digest, expected.sha256))
     target = _blob(expected.sha256)
     target.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(tmp_path, 0o444)
@@ -105,8 +110,11 @@ def _fetch_url(mirror, wanted, scratch):
     for role, f in wanted.items():
         url = mirror.url.format(name=f.name)
         tmp = Path(scratch) / f.name
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(tmp, "wb") as out:
-            shutil.copyfileobj(gzip.GzipFile(fileobj=response) if mirror.compression == "gzip" else response, out)
+        try:
+            with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(tmp, "wb") as out:
+                shutil.copyfileobj(gzip.GzipFile(fileobj=response) if mirror.compression == "gzip" else response, out)
+        except OSError as exc:
+            raise DatasetError("%s: %s" % (url, getattr(exc, "reason", exc))) from None
         got[role] = tmp
     return got
 
@@ -144,7 +152,7 @@ class DatasetRecord:
 
     @property
     def files(self):
-        return {role: f.sha256 for role, f in self.dataset.files.items()}
+        return self.dataset.digests()
 
     @property
     def record(self):
@@ -198,7 +206,9 @@ def ensure(name, log=print):
                     sources[role] = {"mirror": mirror.describe(), "fetched": utc_now()}
                     del wanted[role]
                 log("%s: fetched from %s" % (name, mirror.describe()))
-            except (OSError, DatasetError, subprocess.SubprocessError, tarfile.TarError, KeyError) as exc:
+            except DatasetError as exc:
+                failures.append(str(exc))
+            except (OSError, ValueError, subprocess.SubprocessError, tarfile.TarError, KeyError) as exc:
                 failures.append("%s: %s" % (mirror.describe(), exc))
     if wanted:
         names = ", ".join("%s (sha256 %s)" % (f.name, f.sha256) for f in wanted.values())
@@ -217,6 +227,8 @@ def import_local(name, source):
     by name, optionally gzip-compressed. Raises DatasetError on a missing file or mismatch.
     """
     dataset, source = lookup(name), Path(source)
+    if not source.exists():
+        raise DatasetError("%s: no such file or folder" % source)
     sources = {}
     with tempfile.TemporaryDirectory(dir=cache.directory("datasets", "tmp")) as scratch:
         for role, f in dataset.files.items():

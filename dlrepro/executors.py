@@ -1,34 +1,41 @@
 """Executors: where the runner runs. One interface, two backends (after ReFrame's container platforms).
 
-Both stage the jobs the same way (a read-only folder with plan.json and <id>.json)
-and start the same supervisor (``python -m runner.supervise JOBS OUT``), which runs
-one process per job, so their result files are identical in form:
+Both stage the jobs the same way (a read-only folder with plan.json and <id>.json),
+start the same supervisor (``python -m runner.supervise JOBS OUT``), which runs one
+process per job, into a scratch output folder of their own, and then move each job's
+result.json and log.txt into the bundle, so their result files are identical in form:
 
 - ``docker``: one container per image and group of jobs; the runner and the dataset
-  cache are mounted read-only, the output folder read-write; no network, non-root,
-  no new privileges, all capabilities dropped, read-only root file system; with
-  ``device="cuda"`` one GPU is passed in by a device request.
+  cache are mounted read-only, the scratch output read-write; no network, non-root,
+  no new privileges, all capabilities dropped, read-only root file system, a process
+  limit; with ``device="cuda"`` one GPU is passed in by a device request.
 - ``local``: the same supervisor in a Python on this machine (the current one by
   default), for machines without a Docker engine and for the GPU lab machine.
 
-A job that never got a result.json (the container or interpreter could not start)
-is recorded as failed with the reason, so nothing is dropped silently.
+A job that never got a result.json (the container or interpreter could not start,
+the engine went away) is recorded as failed with the reason: nothing is dropped.
 """
+import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import docker
+import requests
 
-from dlrepro import REPO_ROOT
-from dlrepro.engine import client
+from dlrepro import REPO_ROOT, hostinfo
+from dlrepro.engine import client, engine_version
 from dlrepro.errors import ExecutorError
 from runner import contract
 
+INTERRUPTED = "the run was interrupted before this job finished"
 CONTAINER_ROOT = "/opt/dlrepro"
 CONTAINER_UID = 1000
+PIDS_LIMIT = 4096
 
 
 def _stage(jobs, directory):
@@ -39,121 +46,170 @@ def _stage(jobs, directory):
         os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
 
 
-def _follow(lines, on_event):
-    """Pass the supervisor's ``@dlrepro start|end`` lines to ``on_event(kind, job_id, status)``."""
+def _follow(lines, scratch, on_event):
+    """Turn the supervisor's ``@dlrepro start|end <id>`` lines into ``on_event(kind, job_id, result)``.
+
+    ``result`` is the finished job's result.json body for "end", None for "start".
+    """
     for line in lines:
         parts = line.strip().split()
         if len(parts) >= 3 and parts[0] == "@dlrepro":
-            on_event(parts[1], parts[2], parts[3] if len(parts) > 3 else None)
+            path = Path(scratch) / parts[2] / "result.json"
+            result = json.loads(path.read_text()) if parts[1] == "end" and path.is_file() else None
+            on_event(parts[1], parts[2], result)
 
 
-def _fill_missing(jobs, out_dir, reason):
+def _collect(jobs, scratch, out_dir, reason, status):
+    """Move each job's result.json and log.txt into out_dir/<id>/; record the missing ones with ``status``."""
     for job in jobs:
-        path = Path(out_dir) / job["id"] / "result.json"
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            result = contract.new_result(job["id"], "failed", reason=reason)
-            result["finished"] = contract.utc_now()
-            contract.write_json(str(path), result)
+        source, target = Path(scratch) / job["id"], Path(out_dir) / job["id"]
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("result.json", "log.txt"):
+            if (source / name).is_file():
+                shutil.move(str(source / name), str(target / name))
+        if not (target / "result.json").is_file():
+            result = contract.new_result(job["id"], status, reason=reason)
+            result["started"] = result["finished"] = contract.utc_now()
+            contract.write_json(str(target / "result.json"), result)
 
 
 class Executor:
     name = None
 
+    def __init__(self, device="cpu", gpu=0):
+        self.device, self.gpu = device, gpu
+
+    def preflight(self):
+        """None when jobs can run here, else (reason, remedy) for recording them as skipped."""
+        if self.device != "cuda":
+            return None
+        indices = [g["index"] for g in hostinfo.gpus()]
+        if self.gpu not in indices:
+            return ("GPU %d is not visible on this host (NVML sees %s)" % (self.gpu, indices or "no NVIDIA GPU"),
+                    "run on a machine with an NVIDIA GPU and driver, choose one with --gpu, or use --device cpu")
+        return None
+
     def run(self, image, jobs, out_dir, data_root, on_event):
-        """Run ``jobs`` (job.json dicts) and leave out_dir/<id>/{result.json, log.txt} for each."""
-        with tempfile.TemporaryDirectory(prefix="dlrepro-jobs-") as stage:
+        """Run ``jobs`` (job.json dicts) and leave out_dir/<id>/{result.json, log.txt} for each.
+
+        ``on_event(kind, job_id, result)`` is called as each job starts ("start", result None)
+        and ends ("end", its result.json body).
+        """
+        with tempfile.TemporaryDirectory(prefix="dlrepro-jobs-") as stage, \
+                tempfile.TemporaryDirectory(prefix="dlrepro-out-") as scratch:
             _stage(jobs, stage)
-            reason = "the executor ended before this job ran"
+            reason, status = "the executor ended before this job ran", "failed"
             try:
-                self._launch(image, stage, Path(out_dir), Path(data_root), on_event)
+                self._launch(image, stage, Path(scratch), Path(data_root), on_event)
             except ExecutorError as exc:
                 reason = str(exc)
-            _fill_missing(jobs, out_dir, reason)
+            except (docker.errors.DockerException, requests.RequestException) as exc:
+                reason = "the Docker engine failed during the run: %s" % exc
+            except BaseException:  # interrupted: keep what finished, mark the rest, let the caller publish
+                reason, status = INTERRUPTED, "skipped"
+                raise
+            finally:
+                self._release(Path(scratch))
+                _collect(jobs, scratch, out_dir, reason, status)
 
-    def _launch(self, image, stage, out_dir, data_root, on_event):
+    def _launch(self, image, stage, scratch, data_root, on_event):
         raise NotImplementedError
 
+    def _release(self, scratch):
+        """Give the scratch output back to this user after the run (docker runs write as another uid)."""
+
     def describe(self):
-        return {"executor": self.name}
+        return {"executor": self.name, "device": self.device, "gpu": self.gpu if self.device == "cuda" else None}
 
 
 class DockerExecutor(Executor):
     name = "docker"
 
-    def __init__(self, device="cpu", gpu=0):
-        self.device, self.gpu = device, gpu
+    def preflight(self):
+        problem = super().preflight()
+        if problem is None and self.device == "cuda":
+            runtimes = client().info().get("Runtimes") or {}
+            if "nvidia" not in runtimes and shutil.which("nvidia-container-runtime-hook") is None:
+                return ("the Docker engine has no NVIDIA runtime, so it cannot pass GPUs into containers",
+                        "install the NVIDIA Container Toolkit (nvidia-ctk runtime configure --runtime=docker), "
+                        "or run without containers: --executor local")
+        return problem
 
-    def _user(self, out_dir):
+    def _user(self, scratch):
         if os.geteuid() != 0:
             return "%d:%d" % (os.geteuid(), os.getegid())
-        for path in [out_dir] + list(out_dir.rglob("*")):
-            os.chown(path, CONTAINER_UID, CONTAINER_UID)
+        os.chown(scratch, CONTAINER_UID, CONTAINER_UID)
         return "%d:%d" % (CONTAINER_UID, CONTAINER_UID)
 
-    def _launch(self, image, stage, out_dir, data_root, on_event):
-        out_dir.mkdir(parents=True, exist_ok=True)
-        requests = [docker.types.DeviceRequest(device_ids=[str(self.gpu)], capabilities=[["gpu"]])] \
+    def _release(self, scratch):
+        if os.geteuid() == 0:
+            for path in [scratch] + list(scratch.rglob("*")):
+                os.chown(path, 0, 0)
+
+    def _launch(self, image, stage, scratch, data_root, on_event):
+        requests_ = [docker.types.DeviceRequest(device_ids=[str(self.gpu)], capabilities=[["gpu"]])] \
             if self.device == "cuda" else []
+        container = client().containers.create(
+            image.tag, ["python", "-m", "runner.supervise", "/jobs", "/out"],
+            user=self._user(scratch), network_mode="none", read_only=True, tmpfs={"/tmp": "rw,exec"},
+            security_opt=["no-new-privileges"], cap_drop=["ALL"], pids_limit=PIDS_LIMIT, device_requests=requests_,
+            environment={"PYTHONPATH": CONTAINER_ROOT, "DLREPRO_DATA_ROOT": "/data"},
+            volumes={str(REPO_ROOT / "runner"): {"bind": CONTAINER_ROOT + "/runner", "mode": "ro"},
+                     str(data_root): {"bind": "/data", "mode": "ro"},
+                     stage: {"bind": "/jobs", "mode": "ro"},
+                     str(scratch): {"bind": "/out", "mode": "rw"}},
+            labels={"org.dlrepro.role": "runner"})
         try:
-            container = client().containers.run(
-                image.tag, ["python", "-m", "runner.supervise", "/jobs", "/out"], detach=True,
-                user=self._user(out_dir), network_mode="none", read_only=True, tmpfs={"/tmp": "rw,exec"},
-                security_opt=["no-new-privileges"], cap_drop=["ALL"], device_requests=requests,
-                environment={"PYTHONPATH": CONTAINER_ROOT, "DLREPRO_DATA_ROOT": "/data"},
-                volumes={str(REPO_ROOT / "runner"): {"bind": CONTAINER_ROOT + "/runner", "mode": "ro"},
-                         str(data_root): {"bind": "/data", "mode": "ro"},
-                         stage: {"bind": "/jobs", "mode": "ro"},
-                         str(out_dir): {"bind": "/out", "mode": "rw"}},
-                labels={"org.dlrepro.role": "runner"})
-        except docker.errors.APIError as exc:
-            hint = (" The engine cannot pass GPUs into containers: install the NVIDIA Container Toolkit, "
-                    "or use --device cpu." if requests and "capabilities" in str(exc) else "")
-            raise ExecutorError("the container for %s could not start: %s.%s"
-                                % (image.tag, exc.explanation or exc, hint)) from None
-        try:
-            _follow((raw.decode("utf-8", "replace") for raw in container.logs(stream=True, follow=True)), on_event)
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                raise ExecutorError("the container for %s could not start: %s" % (image.tag, exc.explanation or exc)) \
+                    from None
+            _follow((raw.decode("utf-8", "replace") for raw in container.logs(stream=True, follow=True)), scratch,
+                    on_event)
             code = container.wait()["StatusCode"]
             if code != 0:
                 tail = container.logs(tail=20).decode("utf-8", "replace")
                 raise ExecutorError("the container of %s exited with status %d: %s" % (image.tag, code, tail))
         finally:
             container.remove(force=True)
-            if os.geteuid() == 0:
-                for path in [out_dir] + list(out_dir.rglob("*")):
-                    os.chown(path, 0, 0)
 
     def describe(self):
-        return {"executor": self.name, "engine": client().version().get("Version"), "device": self.device,
-                "gpu": self.gpu if self.device == "cuda" else None,
-                "isolation": {"network": "none", "read_only_root": True, "user": "non-root",
-                              "no_new_privileges": True, "cap_drop": "ALL"}}
+        return dict(super().describe(), engine=engine_version(),
+                    isolation={"network": "none", "read_only_root": True, "user": "non-root",
+                               "no_new_privileges": True, "cap_drop": "ALL", "pids_limit": PIDS_LIMIT})
 
 
 class LocalExecutor(Executor):
     name = "local"
 
     def __init__(self, device="cpu", gpu=0, python=None):
-        self.device, self.gpu, self.python = device, gpu, python or sys.executable
+        super().__init__(device, gpu)
+        self.python = python or sys.executable
 
-    def _launch(self, image, stage, out_dir, data_root, on_event):
+    def _launch(self, image, stage, scratch, data_root, on_event):
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), DLREPRO_DATA_ROOT=str(data_root), PYTHONUNBUFFERED="1")
         if self.device == "cuda":
             env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
-        try:
-            proc = subprocess.Popen([self.python, "-m", "runner.supervise", stage, str(out_dir)], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:  # a session of its own: an interrupted run ends the supervisor and its job, nothing is orphaned
+            proc = subprocess.Popen([self.python, "-m", "runner.supervise", stage, str(scratch)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
         except OSError as exc:
             raise ExecutorError("cannot start %s: %s" % (self.python, exc.strerror)) from None
-        _follow(proc.stdout, on_event)
-        if proc.wait() != 0:
-            raise ExecutorError("the local supervisor (%s) exited with status %d" % (self.python, proc.returncode))
+        try:
+            _follow(proc.stdout, scratch, on_event)
+            if proc.wait() != 0:
+                raise ExecutorError("the local supervisor (%s) exited with status %d" % (self.python, proc.returncode))
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
     def describe(self):
         version = subprocess.run([self.python, "-c", "import platform; print(platform.python_version())"],
                                  capture_output=True, text=True).stdout.strip()
-        return {"executor": self.name, "python": self.python, "python_version": version, "device": self.device,
-                "gpu": self.gpu if self.device == "cuda" else None}
+        return dict(super().describe(), python=self.python, python_version=version)
 
 
 def get(name, device="cpu", gpu=0, python=None):

@@ -8,7 +8,7 @@ import hashlib
 import json
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
 from dlrepro.errors import DlreproError
 from runner.contract import JOB_SCHEMA
@@ -36,7 +36,16 @@ class RunOptions(BaseModel):
     quick: bool = False
     timeout_s: Optional[PositiveInt] = None
 
+    @field_validator("frameworks", "variants", "batch_sizes")
+    @classmethod
+    def _no_repeats(cls, value):
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("lists %s more than once" % ", ".join(str(v) for v in sorted(set(value), key=str)
+                                                                     if value.count(v) > 1))
+        return value
+
     def digest(self):
+        """What is measured, not where: the executor and GPU index are left out."""
         return hashlib.sha256(self.model_dump_json(exclude={"executor", "gpu"}).encode()).hexdigest()
 
 
@@ -60,8 +69,7 @@ def _data(variant, catalogue):
     if data.kind == "synthetic":
         return {"kind": "synthetic", "seed": data.seed}
     entry = catalogue[data.name]
-    return {"kind": "dataset", "name": data.name, "format": entry.format,
-            "files": {role: f.sha256 for role, f in entry.files.items()},
+    return {"kind": "dataset", "name": data.name, "format": entry.format, "files": entry.digests(),
             "scale": data.scale, "subtract_mean": data.subtract_mean}
 
 

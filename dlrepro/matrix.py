@@ -2,18 +2,15 @@
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from dlrepro import REPO_ROOT, yamlfile
 from dlrepro.errors import ImageError
+from dlrepro.yamlfile import Strict
 
 IMAGES_DIR = REPO_ROOT / "images"
 MATRIX_FILE = IMAGES_DIR / "matrix.yaml"
 LOCKS_DIR = IMAGES_DIR / "locks"
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Bootstrap(Strict):
@@ -60,17 +57,16 @@ class Matrix(Strict):
     default_frameworks: list[str] = Field(min_length=1)
     images: list[Image] = Field(min_length=1)
 
-    def find(self, framework, device, version=None):
-        """The image for (framework, device[, version]); the newest listed version when none is given.
+    def find(self, framework, device):
+        """The image for (framework, device), the last one listed when there are several versions.
 
         Raises ImageError naming the matrix file and the entries that exist.
         """
-        found = [i for i in self.images if i.framework == framework and i.device == device
-                 and (version is None or i.version == version)]
+        found = [i for i in self.images if i.framework == framework and i.device == device]
         if not found:
             have = ", ".join(i.name for i in self.images)
-            raise ImageError("%s: no image for framework %r on device %r%s; the matrix has: %s"
-                             % (MATRIX_FILE, framework, device, " version %s" % version if version else "", have))
+            raise ImageError("%s: no image for framework %r on device %r; the matrix has: %s"
+                             % (MATRIX_FILE, framework, device, have))
         return found[-1]
 
     def base_of(self, image):

@@ -1,18 +1,20 @@
 """One run of a spec, end to end: expand jobs, fetch datasets, build images, execute, write the bundle.
 
-Nothing measured is lost: a job whose dataset cannot be had is recorded as skipped
-with the reason and the remedy; a job whose image cannot be built, or that fails
-inside its container, is recorded as failed with its log; the other jobs go on; an
-interrupted run still publishes a bundle with what finished.
+Nothing measured is lost: a job whose dataset cannot be had, or that cannot run on
+this host, is recorded as skipped with the reason and the remedy; a job whose image
+cannot be built, or that fails inside its container, is recorded as failed with its
+log; the other jobs go on. A run interrupted (Ctrl-C, SIGTERM) or broken by an
+unexpected error still publishes a bundle with what finished, the rest marked.
 """
-import hashlib
 import shlex
+import signal
 import sys
 from collections import OrderedDict
 
 from dlrepro import REPO_ROOT, build, datasets, executors, hostinfo, jobs as jobsmod, matrix as matrixmod, spec as specmod
 from dlrepro.bundle import BundleWriter, summary_row
 from dlrepro.errors import DatasetError, DlreproError
+from dlrepro.files import sha256_file
 from runner.contract import new_result, utc_now
 
 
@@ -32,25 +34,78 @@ class Reporter:
         print("%s: %s" % (job_id, result["status"]))
 
 
-def _record_all(writer, group, status, reason, remedy=None):
-    for job in group:
-        result = new_result(job["id"], status, reason=reason, remedy=remedy)
-        result["finished"] = utc_now()
-        writer.write_result(job["id"], result)
+class RunBroken(DlreproError):
+    """An unexpected error stopped the run; the bundle with what finished was still published."""
 
 
 def _spec_record(spec, path):
     path = path.resolve()
     shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-    return {"name": spec.name, "file": str(shown), "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    return {"name": spec.name, "file": str(shown), "file_sha256": sha256_file(path),
             "sha256": spec.digest(), "resolved": spec.model_dump(mode="json")}
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
+class _Run:
+    """The mutable state of one run: the bundle being written and the images used."""
+
+    def __init__(self, writer, reporter):
+        self.writer, self.reporter, self.images, self.datasets = writer, reporter, {}, {}
+
+    def done(self, job):
+        return (self.writer.job_dir(job["id"]) / "result.json").is_file()
+
+    def record(self, group, status, reason, remedy=None):
+        """Write a host-made result for each job of ``group`` and report it."""
+        for job in group:
+            result = new_result(job["id"], status, reason=reason, remedy=remedy)
+            result["started"] = result["finished"] = utc_now()
+            self.writer.write_result(job["id"], result)
+            self.reporter.job_finished(job["id"], result)
+
+    def on_event(self, kind, job_id, result):
+        if kind == "start":
+            self.reporter.job_started(job_id)
+        elif kind == "end" and result is not None:
+            self.reporter.job_finished(job_id, result)
+
+    def execute(self, jobs, options, executor, matrix, build_options):
+        for name in OrderedDict.fromkeys(j["data"]["name"] for j in jobs if j["data"]["kind"] == "dataset"):
+            try:
+                self.datasets[name] = datasets.ensure(name, self.reporter.log).record
+            except DatasetError as exc:
+                self.record([j for j in jobs if j["data"].get("name") == name], "skipped", str(exc), exc.remedy)
+        problem = executor.preflight()
+        if problem is not None:
+            self.record([j for j in jobs if not self.done(j)], "skipped", *problem)
+        groups = OrderedDict()
+        for job in jobs:
+            if not self.done(job):
+                groups.setdefault(job["framework"], []).append(job)
+        for framework, group in groups.items():
+            built = None
+            if options.executor == "docker":
+                try:
+                    built = build.ensure(matrix, matrix.find(framework, options.device), build_options,
+                                         self.reporter.log)
+                except DlreproError as exc:
+                    self.record(group, "failed", "image for %s: %s" % (framework, exc))
+                    continue
+                self.images[framework] = built.record
+                self.writer.add_image(built)
+            executor.run(built, group, self.writer.jobs_dir, datasets.root(), self.on_event)
 
 
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None):
     """Run every job of spec ``spec_name`` under ``options`` (jobs.RunOptions); returns the bundle path.
 
     Raises SpecError / DlreproError before anything runs when the spec or options are
-    invalid, and ExecutorError when the chosen executor is unavailable.
+    invalid, and ExecutorError when the chosen executor is unavailable. After that,
+    KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised
+    only once the bundle with the finished jobs is published; their message names it.
     """
     reporter = reporter or Reporter()
     build_options = build_options or build.BuildOptions()
@@ -63,57 +118,30 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     for job in jobs:
         writer.write_job(job)
     reporter.started(len(jobs))
-    images, dataset_records, interrupted = {}, {}, False
-
-    def on_event(kind, job_id, status):
-        if kind == "start":
-            reporter.job_started(job_id)
-        elif kind == "end":
-            reporter.job_finished(job_id, writer.read_result(job_id))
-
+    state = _Run(writer, reporter)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    stopped = None
     try:
-        runnable = []
-        for name in OrderedDict.fromkeys(j["data"]["name"] for j in jobs if j["data"]["kind"] == "dataset"):
-            try:
-                dataset_records[name] = datasets.ensure(name, reporter.log).record
-            except DatasetError as exc:
-                needing = [j for j in jobs if j["data"].get("name") == name]
-                _record_all(writer, needing, "skipped", str(exc), exc.remedy)
-                for job in needing:
-                    reporter.job_finished(job["id"], writer.read_result(job["id"]))
-        skipped = {j["id"] for j in jobs if (writer.job_dir(j["id"]) / "result.json").is_file()}
-        runnable = [j for j in jobs if j["id"] not in skipped]
-        groups = OrderedDict()
-        for job in runnable:
-            groups.setdefault(job["framework"], []).append(job)
-        for framework, group in groups.items():
-            built = None
-            if options.executor == "docker":
-                try:
-                    built = build.ensure(matrix, matrix.find(framework, options.device), build_options, reporter.log)
-                except DlreproError as exc:
-                    _record_all(writer, group, "failed", "image for %s: %s" % (framework, exc))
-                    for job in group:
-                        reporter.job_finished(job["id"], writer.read_result(job["id"]))
-                    continue
-                images[framework] = built.record
-                writer.add_image(built)
-            executor.run(built, group, writer.jobs_dir, datasets.root(), on_event)
-    except KeyboardInterrupt:
-        interrupted = True
-        pending = [j for j in jobs if not (writer.job_dir(j["id"]) / "result.json").is_file()]
-        _record_all(writer, pending, "skipped", "the run was interrupted before this job finished")
+        state.execute(jobs, options, executor, matrix, build_options)
+    except KeyboardInterrupt as exc:
+        stopped = exc
+        state.record([j for j in jobs if not state.done(j)], "skipped", executors.INTERRUPTED)
+    except Exception as exc:  # publish what was measured before reporting the error
+        stopped = RunBroken("the run stopped on %s: %s" % (type(exc).__name__, exc))
+        state.record([j for j in jobs if not state.done(j)], "failed", str(stopped))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     rows = []
     for job in jobs:
         result = writer.read_result(job["id"])
-        image = images.get(job["framework"]) if result["status"] != "skipped" else None
+        image = state.images.get(job["framework"]) if result["status"] != "skipped" else None
         rows.append(summary_row(writer.id, options.executor, job, result, image))
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "skipped")}
     body = {"command": " ".join(shlex.quote(a) for a in sys.argv), "spec": _spec_record(spec, specmod.spec_path(spec_name)),
             "options": options.model_dump(mode="json"), "executor": executor.describe(), "host": hostinfo.describe(),
-            "images": list(images.values()), "datasets": list(dataset_records.values()), "counts": counts,
-            "interrupted": interrupted}
+            "images": list(state.images.values()), "datasets": list(state.datasets.values()), "counts": counts,
+            "interrupted": isinstance(stopped, KeyboardInterrupt)}
     path = writer.finish(body, rows)
-    if interrupted:
-        raise KeyboardInterrupt("bundle with the finished jobs: %s" % path)
+    if stopped is not None:
+        raise type(stopped)("%s; bundle with the finished jobs: %s" % (stopped, path)) from stopped
     return path

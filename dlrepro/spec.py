@@ -11,19 +11,15 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, NonNegativeInt, \
-    NonNegativeFloat, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, NonNegativeInt, NonNegativeFloat, ValidationInfo, \
+    field_validator
 
-from dlrepro import REPO_ROOT, yamlfile
+from dlrepro import REPO_ROOT, datasets, yamlfile
 from dlrepro.errors import SpecError
-from runner import shapes
+from dlrepro.yamlfile import Strict
+from runner import adapters, shapes
 
 SPECS_DIR = REPO_ROOT / "specs"
-DEVICES = ("cpu", "cuda")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Conv(Strict):
@@ -61,15 +57,23 @@ class Simple(Strict):
 Layer = Annotated[Union[Conv, Pool, Dense, Dropout, Simple], Field(discriminator="type")]
 
 
+def _dicts(layers):
+    return [layer.model_dump(exclude_none=True) for layer in layers]
+
+
 class Model(Strict):
-    """A network as a layer list applied to one sample of ``input_shape`` ((C, H, W) or (F,))."""
+    """A network as a layer list applied to one sample of ``input_shape`` ((C, H, W) or (F,)).
+
+    Fields are checked in order: the layers must fit the input shape, the last layer must
+    give ``classes`` outputs, and the layers must have exactly ``parameters`` parameters.
+    """
     description: str
     source: str = Field(description="where the architecture is defined: repo + commit + file, or paper + table")
     input_shape: list[PositiveInt] = Field(min_length=1, max_length=3)
-    classes: PositiveInt
     init: Literal["default", "xavier", "glorot_uniform"] = "default"
-    parameters: PositiveInt = Field(description="expected trainable parameters; every framework must match")
     layers: list[Layer] = Field(min_length=1)
+    classes: PositiveInt
+    parameters: PositiveInt = Field(description="expected trainable parameters; every framework must match")
     notes: Optional[str] = None
 
     @field_validator("layers", mode="before")
@@ -80,23 +84,37 @@ class Model(Strict):
             return [{"type": v} if isinstance(v, str) else v for v in value]
         return value
 
-    @model_validator(mode="after")
-    def _check_shapes(self):
-        layers = self.layer_dicts()
-        try:
-            out = shapes.output_shape(layers, self.input_shape)
-            counted = shapes.count_parameters(layers, self.input_shape)
-        except shapes.ShapeError as exc:
-            raise ValueError("layers do not fit together: %s" % exc) from None
-        if out != (self.classes,):
-            raise ValueError("the last layer gives shape %s, but classes is %d" % (out, self.classes))
-        if counted != self.parameters:
-            raise ValueError("the layers have %s parameters but the spec states %s"
-                             % (format(counted, ","), format(self.parameters, ",")))
-        return self
+    @field_validator("layers")
+    @classmethod
+    def _layers_fit(cls, value, info: ValidationInfo):
+        if "input_shape" in info.data:
+            try:
+                shapes.trace(_dicts(value), info.data["input_shape"])
+            except shapes.ShapeError as exc:
+                raise ValueError("layers do not fit together: %s" % exc) from None
+        return value
+
+    @field_validator("classes")
+    @classmethod
+    def _classes_match(cls, value, info: ValidationInfo):
+        if "layers" in info.data:
+            out = shapes.output_shape(_dicts(info.data["layers"]), info.data["input_shape"])
+            if out != (value,):
+                raise ValueError("the last layer gives shape %s, not (%d,)" % (out, value))
+        return value
+
+    @field_validator("parameters")
+    @classmethod
+    def _count_matches(cls, value, info: ValidationInfo):
+        if "layers" in info.data:
+            counted = shapes.count_parameters(_dicts(info.data["layers"]), info.data["input_shape"])
+            if counted != value:
+                raise ValueError("the layers have %s parameters but the spec states %s"
+                                 % (format(counted, ","), format(value, ",")))
+        return value
 
     def layer_dicts(self):
-        return [layer.model_dump(exclude_none=True) for layer in self.layers]
+        return _dicts(self.layers)
 
 
 class Synthetic(Strict):
@@ -109,6 +127,14 @@ class DatasetInput(Strict):
     name: str = Field(description="a dataset of dlrepro/datasets.yaml")
     scale: PositiveFloat = 1.0
     subtract_mean: Optional[Literal["pixel"]] = None
+
+    @field_validator("name")
+    @classmethod
+    def _known_dataset(cls, value):
+        known = datasets.catalogue().datasets
+        if value not in known:
+            raise ValueError("unknown dataset %r; dlrepro/datasets.yaml defines: %s" % (value, ", ".join(sorted(known))))
+        return value
 
 
 Data = Annotated[Union[Synthetic, DatasetInput], Field(discriminator="kind")]
@@ -155,12 +181,22 @@ class Spec(Strict):
     variants: dict[str, Variant] = Field(min_length=1)
     notes: Optional[str] = None
 
-    @model_validator(mode="after")
-    def _file_name(self, info: ValidationInfo):
+    @field_validator("name")
+    @classmethod
+    def _file_name(cls, value, info: ValidationInfo):
         expected = (info.context or {}).get("file_stem")
-        if expected is not None and self.name != expected:
-            raise ValueError("name %r must equal the file name %r" % (self.name, expected))
-        return self
+        if expected is not None and value != expected:
+            raise ValueError("name %r must equal the file name %r" % (value, expected))
+        return value
+
+    @field_validator("frameworks")
+    @classmethod
+    def _adapters_exist(cls, value):
+        missing = [f for f in value if f not in adapters.available()]
+        if missing:
+            raise ValueError("no runner adapter for %s; runner/adapters has: %s"
+                             % (", ".join(missing), ", ".join(adapters.available())))
+        return value
 
     def digest(self):
         """SHA-256 of the resolved spec (canonical JSON, defaults filled in)."""

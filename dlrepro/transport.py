@@ -10,7 +10,6 @@ None of this changes what is installed (the lock pins every file by SHA-256), so
 sits in the context's ``transport/`` folder, which the image tag's hash leaves out.
 """
 import configparser
-import hashlib
 import html.parser
 import os
 import shutil
@@ -21,6 +20,8 @@ import urllib.request
 from pathlib import Path
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from dlrepro.files import sha256_file
 
 CONTAINER_DIR = "/tmp/transport"
 
@@ -98,7 +99,7 @@ def _dir_candidates(directory, pin):
         except ValueError:
             continue
         if name == canonicalize_name(pin.name) and str(version) == pin.version:
-            found.append((hashlib.sha256(path.read_bytes()).hexdigest(), path))
+            found.append((sha256_file(path), path))
     return found
 
 

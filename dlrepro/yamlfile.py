@@ -14,6 +14,11 @@ import yaml
 from dlrepro.errors import SpecError
 
 
+class Strict(pydantic.BaseModel):
+    """Base of every file schema: unknown fields are errors, loaded values are immutable."""
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
 def _locate(root, loc):
     """(1-based line, shown field path) of the YAML node at ``loc``, the deepest one that exists.
 
@@ -89,8 +94,10 @@ def _message(model, err):
             "unknown field %r" % (loc[-1],)
     if kind == "missing":
         return "required field is missing"
-    msg, got = err["msg"].removeprefix("Value error, "), err.get("input")
-    return msg if isinstance(got, (dict, list)) else "%s (got %r)" % (msg, got)
+    if kind == "value_error":  # our own validators' messages already say what was given
+        return err["msg"].removeprefix("Value error, ")
+    got = err.get("input")
+    return err["msg"] if isinstance(got, (dict, list)) else "%s (got %r)" % (err["msg"], got)
 
 
 def reference(key, what):

@@ -1,11 +1,15 @@
 """The two JSON contracts between host and runner, in one place.
 
-job.json (host -> runner), schema ``dlrepro.job/1``. Required keys:
-  schema, id, framework, device ("cpu" | "cuda"), mode ("throughput" | "convergence"),
-  model {name, input_shape, classes, layers, init, parameters},
+job.json (host -> runner), schema ``dlrepro.job/1``:
+  schema, id, spec {name, sha256}, variant, framework, device ("cpu" | "cuda"; a cuda job sees its one
+  GPU as device 0), mode ("throughput" | "convergence"),
+  model {name, input_shape [C, H, W] or [F], classes, layers (runner.shapes), init ("default" |
+  "xavier" | "glorot_uniform"), parameters (expected count)},
   data {kind: "synthetic", seed} | {kind: "dataset", name, format, files {role: sha256}, scale, subtract_mean},
-  optimizer {name, lr, momentum, weight_decay}, batch_size, warmup, iterations, repeats,
-  epochs, max_iterations_per_epoch, threads, precision, cudnn_autotune, seed, timeout_s.
+  optimizer {name: "sgd", lr, momentum, weight_decay}, loss ("softmax_cross_entropy"), batch_size,
+  warmup, iterations, repeats (throughput mode), epochs, max_iterations_per_epoch (convergence mode),
+  threads (null: the framework's choice), precision ("fp32"), cudnn_autotune, seed, timeout_s.
+  JOB_KEYS are the keys every runner needs; the others have defaults.
 
 result.json (runner -> host), schema ``dlrepro.result/1``:
   schema, job_id, status ("ok" | "failed" | "skipped"), reason, remedy, error {type, message, traceback},

@@ -117,8 +117,7 @@ def load_dataset(data, input_shape):
     return x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64)
 
 
-def epoch_batches(n, batch_size, rng, drop_last=True):
-    """Index arrays of one shuffled epoch over ``n`` samples."""
+def epoch_batches(n, batch_size, rng):
+    """Index arrays of one shuffled epoch over ``n`` samples, complete mini-batches only."""
     order = rng.permutation(n)
-    stop = n - n % batch_size if drop_last else n
-    return [order[i:i + batch_size] for i in range(0, stop, batch_size)]
+    return [order[i:i + batch_size] for i in range(0, n - n % batch_size, batch_size)]

@@ -8,8 +8,6 @@ GPU) through ``Adapter.environment()``.
 import os
 import platform
 
-import numpy as np
-
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -56,6 +54,8 @@ def set_thread_count(threads):
 
 def describe():
     """Framework-independent part of result.json's ``environment``."""
+    import numpy as np  # imported here: the thread-count variables must be set first
+
     return {
         "python": platform.python_version(),
         "numpy": np.__version__,

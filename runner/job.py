@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 
-from runner import contract, environment, measure, data as datamod
+from runner import contract, environment
 
 
 class ModelMismatch(RuntimeError):
@@ -17,7 +17,8 @@ class ModelMismatch(RuntimeError):
 
 
 def _execute(job, result):
-    from runner import adapters  # the framework is imported here, after the thread variables are set
+    # numpy and the framework are imported only now, after the thread-count variables are set
+    from runner import adapters, data as datamod, measure
 
     adapter = adapters.load(job)
     expected = job["model"]["parameters"]
@@ -35,7 +36,7 @@ def _execute(job, result):
     elif job["mode"] == "convergence":
         if dataset is None:
             raise contract.ContractError("convergence mode needs a dataset")
-        result["timing"], result["convergence"] = measure.convergence(adapter, job, dataset)
+        result["timing"], result["loss"], result["convergence"] = measure.convergence(adapter, job, dataset)
     else:
         raise contract.ContractError("unknown mode %r" % job["mode"])
 

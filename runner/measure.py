@@ -38,18 +38,22 @@ def _step_source(adapter, job, dataset):
         model = job["model"]
         x, y = adapter.to_device(*datamod.synthetic_batch(model["input_shape"], model["classes"], batch_size,
                                                           job["data"]["seed"]))
-        return (lambda: adapter.train_step(x, y)), "forward+backward+update on one synthetic mini-batch resident on the device"
+        return (lambda: adapter.train_step(x, y)), \
+            "forward+backward+update on one synthetic mini-batch resident on the device"
     x_train, y_train = dataset[0], dataset[1]
     rng = np.random.RandomState(job.get("seed", 0))
-    queue = []
+    needed = job["warmup"] + job["repeats"] * job["iterations"]
+    order = []  # drawn before any timing: shuffled epochs, complete mini-batches
+    while len(order) < needed:
+        order.extend(datamod.epoch_batches(len(x_train), batch_size, rng))
+    batches = iter(order[:needed])
 
     def step():
-        if not queue:
-            queue.extend(datamod.epoch_batches(len(x_train), batch_size, rng))
-        idx = queue.pop(0)
+        idx = next(batches)
         return adapter.train_step(*adapter.to_device(x_train[idx], y_train[idx]))
 
-    return step, "host-to-device copy of a real mini-batch + forward+backward+update"
+    return step, ("gather of a shuffled real mini-batch from memory + copy to the device (none on CPU) "
+                  "+ forward+backward+update")
 
 
 def throughput(adapter, job, dataset=None):
@@ -78,11 +82,11 @@ def throughput(adapter, job, dataset=None):
 
 
 def convergence(adapter, job, dataset):
-    """Convergence mode; returns the result's ``timing`` and ``convergence`` sections."""
+    """Convergence mode; returns the result's ``timing``, ``loss`` and ``convergence`` sections."""
     x_train, y_train, x_test, y_test = dataset
     batch_size = job["batch_size"]
     rng = np.random.RandomState(job.get("seed", 0))
-    epochs, seconds = [], []
+    epochs, seconds, ends = [], [], []
     for epoch in range(1, job["epochs"] + 1):
         batches = datamod.epoch_batches(len(x_train), batch_size, rng)
         if job.get("max_iterations_per_epoch"):
@@ -95,6 +99,7 @@ def convergence(adapter, job, dataset):
         adapter.synchronize()
         elapsed = time.perf_counter() - start
         losses = adapter.losses(handles)
+        ends.extend([losses[0], losses[-1]])
         curve = [float(np.mean(losses[i:i + LOSS_CURVE_EVERY])) for i in range(0, len(losses), LOSS_CURVE_EVERY)]
         epochs.append({
             "epoch": epoch,
@@ -105,7 +110,7 @@ def convergence(adapter, job, dataset):
             "test_accuracy": adapter.accuracy(x_test, y_test, batch_size),
         })
         seconds.append(elapsed)
-    summary = stats.summarize(seconds)
+    summary = stats.summarize_repeats([seconds])
     timing = {
         "quantity": "seconds per epoch",
         "timed_region": "training loop of one epoch (host-to-device copies included, evaluation excluded)",
@@ -119,4 +124,4 @@ def convergence(adapter, job, dataset):
     }
     conv = {"epochs": epochs, "loss_curve_every": LOSS_CURVE_EVERY, "test_samples": int(len(x_test)),
             "final_test_accuracy": epochs[-1]["test_accuracy"]}
-    return timing, conv
+    return timing, {"first": ends[0], "last": ends[-1]}, conv

@@ -7,8 +7,11 @@ checks a spec's stated parameter count against ``count_parameters`` before any
 job runs, so the arithmetic lives here once.
 
 Pooling follows Caffe: with ``ceil: true`` the output size is
-ceil((H + 2*pad - kernel) / stride) + 1, reduced by one when the last window
-would start in the padding (the rule PyTorch's ``ceil_mode`` also applies).
+ceil((H + 2*pad - kernel) / stride) + 1, reduced by one when pad > 0 and the last
+window would start in the padding. PyTorch's ``ceil_mode`` applies that reduction
+even without padding, which differs only when stride > kernel; every framework's
+measured parameter count is checked against this arithmetic, so such a difference
+cannot pass unnoticed.
 """
 import math
 

@@ -17,6 +17,15 @@ import sys
 from runner import contract
 
 LOG_TAIL_BYTES = 4000
+_running = []  # the job process being waited for, so that SIGTERM can end it too
+
+
+def _terminate(signum, frame):
+    """On SIGTERM (e.g. `docker stop`, or the host cancelling a run), end the running job, then exit."""
+    for proc in _running:
+        if proc.poll() is None:
+            proc.kill()
+    sys.exit(128 + signum)
 
 
 def _log_tail(path):
@@ -48,6 +57,7 @@ def run_one(command, job, outdir):
     timeout = job.get("timeout_s")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        _running[:] = [proc]
         try:
             proc.wait(timeout=timeout)
             reason = _exit_reason(proc.returncode)
@@ -55,6 +65,8 @@ def run_one(command, job, outdir):
             proc.kill()
             proc.wait()
             reason = "the job exceeded its time limit of %s s and was killed" % timeout
+        finally:
+            del _running[:]
     if os.path.isfile(result_path):  # written last and atomically: the job finished its work
         with open(result_path) as f:
             return json.load(f)["status"]
@@ -70,6 +82,7 @@ def main(argv):
         sys.stderr.write("usage: python -m runner.supervise JOBS_DIR OUT_DIR\n")
         return 2
     jobs_dir, out_dir = argv
+    signal.signal(signal.SIGTERM, _terminate)
     with open(os.path.join(jobs_dir, "plan.json")) as f:
         plan = json.load(f)
     for job_id in plan["jobs"]:

@@ -23,6 +23,7 @@ def run_executor(executor, image, tmp_path):
     """Run a job that fails inside the runner (wrong expected parameter count), then a good one."""
     bad, good = bad_and_good_jobs()
     events = []
-    executor.run(image, [bad, good], tmp_path, datasets.root(), lambda *e: events.append(e))
+    executor.run(image, [bad, good], tmp_path, datasets.root(),
+                 lambda kind, job_id, result: events.append((kind, job_id, result and result["status"])))
     results = {j["id"]: json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in (bad, good)}
     return bad, good, results, events

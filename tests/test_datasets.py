@@ -78,8 +78,11 @@ def test_importing_a_file_with_the_wrong_checksum_is_an_error(tmp_path, monkeypa
     digest = write_cifar_like(tmp_path / "cifar-10-python.tar.gz")
     with pytest.raises(DatasetError) as err:
         datasets.import_local("cifar10", tmp_path / "cifar-10-python.tar.gz")
-    assert "has sha256 %s, expected 6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce: not used" \
-        % digest in str(err.value)
+    size = (tmp_path / "cifar-10-python.tar.gz").stat().st_size
+    assert "has %d bytes, expected 170498071: not used" % size in str(err.value)
+    same_size = datasets.File(name="x", bytes=size, sha256="6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce")
+    with pytest.raises(DatasetError, match="x from here has sha256 %s, expected 6d958be0" % digest):
+        datasets._store(tmp_path / "cifar-10-python.tar.gz", same_size, "here")
     assert not list((tmp_path / "cache" / "datasets").rglob("sha256/*"))
 
 

@@ -74,9 +74,33 @@ def test_the_container_has_no_network_and_a_read_only_runner(torch_cpu_image, tm
     assert out.decode().split() == ["no", "network", "read-only", "1000"]
 
 
-def test_cuda_on_a_host_without_a_gpu_runtime_fails_with_the_reason(torch_cpu_image, tmp_path):
-    job = jobs.expand(spec.load("fcn"),
-                      jobs.RunOptions(variants=["fcn-s"], device="cuda", quick=True), datasets.catalogue().datasets)[0]
+def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, reporter):
+    path = runs.run("fcn", jobs.RunOptions(variants=["fcn-s"], device="cuda", quick=True), results_dir=tmp_path,
+                    reporter=reporter)
+    bundle = json.loads((path / "bundle.json").read_text())
+    assert bundle["images"] == [] and bundle["counts"] == {"ok": 0, "failed": 0, "skipped": 1}
+    result = json.loads((path / "jobs" / "fcn-s.torch.cuda.b32" / "result.json").read_text())
+    assert result["reason"] == "GPU 0 is not visible on this host (NVML sees no NVIDIA GPU)"
+    assert "--device cpu" in result["remedy"]
+
+
+def test_a_container_that_cannot_start_is_removed_and_its_jobs_fail(torch_cpu_image, tmp_path):
+    from dlrepro.engine import client
+
+    job = jobs.expand(spec.load("fcn"), jobs.RunOptions(variants=["fcn-s"], device="cuda", quick=True),
+                      datasets.catalogue().datasets)[0]
+    before = {c.id for c in client().containers.list(all=True)}
     executors.DockerExecutor(device="cuda").run(torch_cpu_image, [job], tmp_path, datasets.root(), lambda *e: None)
     result = json.loads((tmp_path / job["id"] / "result.json").read_text())
-    assert result["status"] == "failed" and "NVIDIA Container Toolkit" in result["reason"]
+    assert result["status"] == "failed" and result["reason"].startswith("the container for %s could not start"
+                                                                        % torch_cpu_image.tag)
+    assert {c.id for c in client().containers.list(all=True)} == before
+
+
+def test_no_build_stage_images_are_left_behind(torch_cpu_image):
+    """The install stage holds the build's pip settings and CA bundle: it must not outlive the build."""
+    from dlrepro.engine import client
+
+    for image in client().images.list(filters={"dangling": True}):
+        steps = " ".join(h.get("CreatedBy") or "" for h in client().api.history(image.id))
+        assert "/tmp/transport" not in steps, image.id

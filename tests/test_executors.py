@@ -1,5 +1,6 @@
 """The local executor and the per-job supervisor: identical result files, failures recorded, others go on."""
 import json
+import subprocess
 import sys
 
 import pandas as pd
@@ -74,3 +75,26 @@ def test_missing_interpreter_fails_every_job_with_the_reason(tmp_path):
                                                                     lambda *e: None)
     result = json.loads((tmp_path / good["id"] / "result.json").read_text())
     assert result["status"] == "failed" and result["reason"].startswith("cannot start %s" % (tmp_path / "no-python"))
+
+
+def test_sigterm_publishes_what_finished_and_leaves_no_process(tmp_path, reporter):
+    import os
+    import signal
+    import threading
+
+    # a short job, then one of minutes: SIGTERM arrives during the second
+    options = jobs.RunOptions(executor="local", variants=["fcn-s"], batch_sizes=[8, 4096], warmup=0, iterations=3,
+                              repeats=1)
+    timer = threading.Timer(10, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt, match="bundle with the finished jobs: "):
+        runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
+    timer.cancel()
+    bundle_dir = [p for p in tmp_path.iterdir() if not p.name.startswith(".")][0]
+    bundle = json.loads((bundle_dir / "bundle.json").read_text())
+    rows = {r["job_id"]: r for r in bundle["jobs"]}
+    assert bundle["interrupted"] is True and rows["fcn-s.torch.cpu.b8"]["status"] == "ok"
+    assert rows["fcn-s.torch.cpu.b4096"]["status"] == "skipped"
+    assert rows["fcn-s.torch.cpu.b4096"]["reason"] == "the run was interrupted before this job finished"
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "runner.supervise" not in ps and not list(tmp_path.glob(".*partial"))

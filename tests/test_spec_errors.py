@@ -46,14 +46,22 @@ def test_unknown_layer_type(tmp_path):
 
 
 def test_stated_parameter_count_is_checked_against_the_layers(tmp_path):
-    _, problems = load_variant(tmp_path, ALEXNET.replace("parameters: 62378344", "parameters: 62378343"))
-    assert len(problems) == 1
-    assert "models.alexnet-s: the layers have 62,378,344 parameters but the spec states 62,378,343" in problems[0]
+    text = ALEXNET.replace("parameters: 62378344", "parameters: 62378343")
+    path, problems = load_variant(tmp_path, text)
+    line = text.splitlines().index("    parameters: 62378343") + 1
+    assert problems == ["%s:%d: models.alexnet-s.parameters: the layers have 62,378,344 parameters but the spec "
+                        "states 62,378,343" % (path, line)]
+
+
+def test_a_framework_without_adapter(tmp_path):
+    _, problems = load_variant(tmp_path, ALEXNET.replace("frameworks: [torch]", "frameworks: [torch, tensorflow]"))
+    assert len(problems) == 1 and ":5: frameworks: no runner adapter for tensorflow; runner/adapters has: torch" \
+        in problems[0]
 
 
 def test_name_must_match_file(tmp_path):
-    _, problems = load_variant(tmp_path, ALEXNET, name="other")
-    assert "name 'alexnet' must equal the file name 'other'" in problems[0]
+    path, problems = load_variant(tmp_path, ALEXNET, name="other")
+    assert problems == ["%s:1: name: name 'alexnet' must equal the file name 'other'" % path]
 
 
 def test_invalid_yaml(tmp_path):

@@ -20,10 +20,18 @@ imported only when a job asks for it, so importing the runner never imports a
 framework.
 """
 import importlib
+import os
+
+SUFFIX = "_adapter.py"
 
 
 class UnsupportedError(RuntimeError):
     """The framework adapter cannot express something the job asks for."""
+
+
+def available():
+    """Frameworks that have an adapter module here (found by file name, nothing imported)."""
+    return sorted(f[:-len(SUFFIX)] for f in os.listdir(os.path.dirname(__file__)) if f.endswith(SUFFIX))
 
 
 def load(job):

@@ -1,4 +1,4 @@
-"""PyTorch adapter: builds the job's layer list as an ``nn.Sequential`` and trains it with torch.optim.
+"""PyTorch adapter (torch >= 1.10): builds the job's layer list as an ``nn.Sequential``, trains it with torch.optim.
 
 Precision "fp32" means true fp32: TF32 is switched off for matmuls and cuDNN
 convolutions, since the studies' GPUs (K80, P100, GTX 1080) had no TF32.
@@ -98,6 +98,8 @@ class Adapter(object):
         self.model = nn.Sequential(*[_module(layer, in_shape) for layer, in_shape, _, _ in rows])
         _initialize(self.model, model.get("init", "default"))
         self.model.to(self.device).train()
+        if self.job.get("loss", "softmax_cross_entropy") != "softmax_cross_entropy":
+            raise UnsupportedError("torch adapter has no loss %r" % self.job["loss"])
         opt = self.job["optimizer"]
         if opt["name"] != "sgd":
             raise UnsupportedError("torch adapter has no optimizer %r" % opt["name"])
