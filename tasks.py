@@ -6,7 +6,7 @@
 """
 import json
 
-from invoke import Exit, task
+from invoke import Collection, Exit, task
 
 from dlrepro import REPO_ROOT
 from dlrepro.console import RichReporter, console, summary_table, user_errors
@@ -75,13 +75,15 @@ def _spec_names():
     "device": "cpu (default) or cuda",
     "executor": "docker (default) or local (this Python, no containers)",
     "variant": "variants to run, comma-separated (default: all)",
-    "mode": "throughput (default: seconds per mini-batch) or convergence (epochs, test accuracy)",
+    "mode": "throughput (seconds per mini-batch), convergence (epochs, test accuracy) or inference "
+            "(default: each variant's own)",
     "batch-size": "batch sizes, comma-separated (default: the spec's for the device)",
     "warmup": "warm-up iterations, >= 0 (default: the spec's)",
     "iterations": "measured iterations per repeat, >= 1 (default: the spec's)",
     "repeats": "repeats of the measured iterations, >= 1 (default: the spec's)",
     "epochs": "epochs of a convergence run, >= 1 (default: the spec's)",
-    "threads": "CPU threads, >= 1 (OMP/MKL/OpenBLAS and the framework; default: the framework's choice)",
+    "threads": "CPU thread counts, comma-separated, or 'sweep' for the study's (sets OMP/MKL/OpenBLAS and the "
+               "framework's; default: the framework's choice)",
     "gpu": "host GPU index for --device cuda (default 0)",
     "quick": "smoke run: first batch size, 1 warm-up + 3 iterations, convergence 1 epoch of 100 iterations",
     "python": "interpreter for --executor local (default: this one)",
@@ -89,8 +91,8 @@ def _spec_names():
     "base-source": "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap",
     "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
 })
-def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode="throughput", batch_size="",
-        warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads=UNSET, gpu=0, quick=False, python="",
+def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
+        warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET):
     """Run every job of a spec and write a result bundle under results/.
 
@@ -105,16 +107,18 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
     with user_errors():
         try:
             options = jobs.RunOptions(
-                frameworks=_list(framework), device=device, executor=executor, variants=_list(variant), mode=mode,
+                frameworks=_list(framework), device=device, executor=executor, variants=_list(variant),
+                mode=mode or None,
                 batch_sizes=_list(batch_size, int), warmup=_given(warmup), iterations=_given(iterations),
-                repeats=_given(repeats), epochs=_given(epochs), threads=_given(threads), gpu=gpu, quick=quick,
+                repeats=_given(repeats), epochs=_given(epochs),
+                threads=threads if threads == "sweep" else _list(threads, int), gpu=gpu, quick=quick,
                 timeout_s=_given(timeout))
         except ValidationError as exc:
             raise DlreproError("\n".join("%s: %s (got %r)" % (
                 OPTION_NAMES.get(e["loc"][0], "--" + str(e["loc"][0]).replace("_", "-")), e["msg"], e["input"])
                 for e in exc.errors())) from None
-        except ValueError as exc:  # a batch size that is not a number
-            raise DlreproError("--batch-size: %s" % exc) from None
+        except ValueError as exc:  # a batch size or thread count that is not a number
+            raise DlreproError("--batch-size / --threads: %s" % exc) from None
         build_options = buildmod.BuildOptions(base_source)
         try:
             with RichReporter() as reporter:
@@ -164,6 +168,29 @@ def specs(c, show=""):
         for vname, v in s.variants.items():
             console.print("[bold]variant %s[/]: %s" % (vname, v.description))
             console.print_json(data=v.model_dump(mode="json", exclude={"description"}, exclude_none=True))
+        _references(s)
+
+
+def _references(s):
+    """The spec's published references as one table per kind, and what could not be retrieved."""
+    from rich.table import Table
+
+    from dlrepro.references import KINDS
+
+    for kind in KINDS:
+        refs = [r for r in s.references if r.kind == kind]
+        if not refs:
+            continue
+        table = Table(title="references: %s (%d)" % (kind, len(refs)))
+        for column in ("variant", "framework", "hardware", "batch", "metric", "value", "source"):
+            table.add_column(column, overflow="fold")
+        for r in refs:
+            value = "%s-%s" % tuple(r.value) if isinstance(r.value, list) else "%g" % r.value
+            table.add_row(r.variant or "-", "%s %s" % (r.framework, r.framework_version or ""), r.hardware,
+                          str(r.batch_size or ""), r.metric, "%s %s" % (value, r.unit), r.source)
+        console.print(table)
+    for m in s.missing_references:
+        console.print("[yellow]missing[/] %s: %s (%s; %s)" % (m.id, m.what, m.where, m.status))
 
 
 def _dataset_names():
@@ -172,21 +199,38 @@ def _dataset_names():
     return ", ".join(sorted(datasets.catalogue().datasets))
 
 
-@task(help={"dataset": "a dataset of dlrepro/datasets.yaml (%s)" % _dataset_names(),
-            "source": "a local copy: the file, or a folder holding the files (optionally .gz)"})
-def fetch(c, dataset, source=""):
+@task(name="list", default=True)
+def datasets_list(c):
+    """List the catalogued datasets: which files the cache holds, re-hashed to verify them."""
+    from rich.table import Table
+
+    from dlrepro import datasets
+
+    with user_errors():
+        table = Table(title="datasets (cache: %s)" % datasets.root())
+        for column in ("dataset", "files cached", "verified", "title"):
+            table.add_column(column)
+        for name, title, have, total, verified in datasets.status():
+            table.add_row(name, "%d of %d" % (have, total), ("[green]yes[/]" if verified else "[red]NO[/]")
+                          if have else "-", title)
+        console.print(table)
+
+
+@task(name="fetch", help={"name": "a dataset of dlrepro/datasets.yaml (%s)" % _dataset_names(),
+                          "from": "a copy you downloaded: the file, or a folder holding the files (optionally .gz)"})
+def datasets_fetch(c, name, from_=""):
     """Put a dataset into the cache from its mirrors, or from a local copy; every file is checked by SHA-256."""
     from dlrepro import datasets
 
     with user_errors():
         try:
-            record = datasets.import_local(dataset, source) if source else datasets.ensure(dataset, console.print)
+            record = datasets.import_local(name, from_) if from_ else datasets.ensure(name, console.print)
         except datasets.DatasetError as exc:
             if exc.remedy:
                 exc.args = ("%s\nremedy: %s" % (exc, exc.remedy),)
             raise
         for f in record.record["files"].values():
-            console.print("%s %s: sha256 %s (%s)" % (dataset, f["name"], f["sha256"], f["source"]["mirror"]))
+            console.print("%s %s: sha256 %s (%s)" % (name, f["name"], f["sha256"], f["source"]["mirror"]))
 
 
 @task(help={"image": "image name (e.g. torch-2.13.0-cpu); default: every image of the matrix"})
@@ -205,3 +249,6 @@ def lock(c, image=""):
         find_links = [d for d in transport.host_settings().find_links if "://" not in d]
         for entry in chosen:
             console.print("locked %s" % locks.compile_lock(entry, find_links).relative_to(REPO_ROOT))
+
+
+ns = Collection(build, run, specs, lock, Collection("datasets", datasets_list, datasets_fetch))

@@ -29,7 +29,8 @@ SUMMARY_COLUMNS = [
     "bundle_id", "job_id", "spec", "spec_sha256", "variant", "framework", "framework_version", "image",
     "image_id", "executor", "device", "mode", "batch_size", "threads", "precision", "status", "quantity", "unit",
     "median", "q1", "q3", "iqr", "ci95_low", "ci95_high", "n", "throughput", "throughput_unit",
-    "parameters", "parameters_expected", "final_test_accuracy", "reason", "remedy",
+    "parameters", "parameters_expected", "final_test_accuracy", "final_perplexity", "total_seconds",
+    "seconds_per_1000_images", "reason", "remedy",
 ]
 
 INTEGER_COLUMNS = ["batch_size", "threads", "n", "parameters", "parameters_expected"]
@@ -54,6 +55,7 @@ def summary_row(bundle_id, executor, job, result, image):
     ci = stats.get("ci95") or [None, None]
     params = result.get("parameters") or {}
     conv = result.get("convergence") or {}
+    inference = result.get("inference") or {}
     return {
         "bundle_id": bundle_id, "job_id": job["id"], "spec": job["spec"]["name"], "spec_sha256": job["spec"]["sha256"],
         "variant": job["variant"], "framework": job["framework"],
@@ -66,6 +68,8 @@ def summary_row(bundle_id, executor, job, result, image):
         "ci95_high": ci[1], "n": stats.get("n"), "throughput": timing.get("throughput"),
         "throughput_unit": timing.get("throughput_unit"), "parameters": params.get("measured"),
         "parameters_expected": job["model"]["parameters"], "final_test_accuracy": conv.get("final_test_accuracy"),
+        "final_perplexity": conv.get("final_perplexity"), "total_seconds": conv.get("total_seconds"),
+        "seconds_per_1000_images": inference.get("seconds_per_1000_images"),
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     }
 

@@ -26,8 +26,15 @@ def job_line(job_id, result):
                                                      timing["throughput"], timing["throughput_unit"])
         if result.get("parameters"):
             line += ", %s parameters" % format(result["parameters"]["measured"], ",")
-        if result.get("convergence"):
-            line += ", test accuracy %.2f%%" % (100 * result["convergence"]["final_test_accuracy"])
+        conv = result.get("convergence") or {}
+        if conv.get("final_test_accuracy") is not None:
+            line += ", test accuracy %.2f%%" % (100 * conv["final_test_accuracy"])
+        if conv.get("final_perplexity") is not None:
+            line += ", test perplexity %.1f" % conv["final_perplexity"]
+        if conv:
+            line += ", %.1f s for %d epochs" % (conv["total_seconds"], len(conv["epochs"]))
+        if result.get("inference"):
+            line += ", %.3g s per 1000 images" % result["inference"]["seconds_per_1000_images"]
     elif result.get("reason"):
         line += ": " + result["reason"]
         if result.get("remedy"):
@@ -64,13 +71,14 @@ class RichReporter(Reporter):
 
 def summary_table(rows, title):
     table = Table(title=title)
-    for column in ("job", "status", "median (s)", "IQR (s)", "throughput (samples/s)", "parameters", "accuracy"):
+    for column in ("job", "status", "median (s)", "IQR (s)", "per", "throughput (samples/s)", "parameters", "accuracy"):
         table.add_column(column, justify="left" if column in ("job", "status") else "right",
                          overflow="fold" if column == "job" else "ellipsis")
     for r in rows:
         table.add_row(r["job_id"], MARK.get(r["status"], r["status"]),
                       "%.4g" % r["median"] if r["median"] is not None else "",
                       "%.2g" % r["iqr"] if r["iqr"] is not None else "",
+                      (r["quantity"] or "").replace("seconds per ", ""),
                       "%.4g" % r["throughput"] if r["throughput"] is not None else "",
                       format(r["parameters"], ",") if r["parameters"] else "",
                       "%.2f%%" % (100 * r["final_test_accuracy"]) if r["final_test_accuracy"] is not None else "")

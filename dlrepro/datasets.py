@@ -3,12 +3,14 @@
 The cache (``<DLREPRO_CACHE>/datasets``) holds each file once as ``sha256/<hex>`` and
 is mounted read-only into containers; which mirror supplied each file is kept in
 ``sources/<dataset>.json`` for the bundle. Mirrors are tried in order; a file whose
-SHA-256 differs from the catalogue's is an error for that mirror and is never stored.
+size or SHA-256 differs from the catalogue's is an error for that mirror and is
+never stored. A file that its publisher pins only by a SHA-256 prefix (torchvision's
+weights) is checked against the prefix, and its full digest is recorded on first fetch.
 """
 import base64
 import functools
-import hashlib
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -19,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, model_validator
 
 from dlrepro import cache, yamlfile
 from dlrepro.errors import DatasetError
@@ -33,14 +35,29 @@ TIMEOUT_S = 60
 
 class File(Strict):
     name: str
-    bytes: PositiveInt
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: Optional[PositiveInt] = None
+    sha256: Optional[str] = Field(None, pattern=r"^[0-9a-f]{64}$")
+    sha256_prefix: Optional[str] = Field(None, pattern=r"^[0-9a-f]{8,63}$")
+
+    @model_validator(mode="after")
+    def _pinned(self):
+        if (self.sha256 is None) == (self.sha256_prefix is None):
+            raise ValueError("give exactly one of sha256 and sha256_prefix")
+        return self
+
+    def matches(self, digest):
+        return digest == self.sha256 if self.sha256 else digest.startswith(self.sha256_prefix)
+
+    @property
+    def pin(self):
+        return self.sha256 or "%s... (prefix)" % self.sha256_prefix
 
 
 class UrlMirror(Strict):
     kind: Literal["url"]
     url: str = Field(description="URL template; {name} is the file's name")
     compression: Optional[Literal["gzip"]] = None
+    member: Optional[str] = Field(None, description="the file is this member of the tar archive at url")
 
     def describe(self):
         return self.url
@@ -56,19 +73,24 @@ class NpmMirror(Strict):
         return "npm:%s" % self.package
 
 
-Mirror = Annotated[Union[UrlMirror, NpmMirror], Field(discriminator="kind")]
+class TorchvisionMirror(Strict):
+    kind: Literal["torchvision"]
+    weights: str = Field(description="torchvision weights enum, e.g. ResNet50_Weights.IMAGENET1K_V1; its url")
+
+    def describe(self):
+        return "torchvision %s" % self.weights
+
+
+Mirror = Annotated[Union[UrlMirror, NpmMirror, TorchvisionMirror], Field(discriminator="kind")]
 
 
 class Dataset(Strict):
     title: str
     citation: str
     format: str
+    notes: Optional[str] = None
     files: dict[str, File]
     mirrors: list[Mirror] = Field(min_length=1)
-
-    def digests(self):
-        """{role: sha256} as job.json names the files."""
-        return {role: f.sha256 for role, f in self.files.items()}
 
 
 class Catalogue(Strict):
@@ -91,30 +113,42 @@ def _blob(digest):
 
 
 def _store(tmp_path, expected, origin):
-    """Move a verified file into the cache; raises DatasetError on a size or hash mismatch."""
+    """Move a verified file into the cache; returns its SHA-256. Raises DatasetError on a mismatch."""
     size = os.path.getsize(tmp_path)
-    if size != expected.bytes:
+    if expected.bytes is not None and size != expected.bytes:
         raise DatasetError("%s from %s has %d bytes, expected %d: not used" % (expected.name, origin, size, expected.bytes))
     digest = sha256_file(tmp_path)
-    if digest != expected.sha256:
-        raise DatasetError("%s from %s has sha256 %s, expected %s: not used"
-                           % (expected.name, origin, digest, expected.sha256))
-    target = _blob(expected.sha256)
+    if not expected.matches(digest):
+        raise DatasetError("%s from %s has sha256 %s, expected %s: not used" % (expected.name, origin, digest, expected.pin))
+    target = _blob(digest)
     target.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(tmp_path, 0o444)
     os.replace(tmp_path, target)
+    return digest
+
+
+def _download(url, target, gunzip=False):
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(target, "wb") as out:
+            shutil.copyfileobj(gzip.GzipFile(fileobj=response) if gunzip else response, out)
+    except OSError as exc:
+        raise DatasetError("%s: %s" % (url, getattr(exc, "reason", exc))) from None
 
 
 def _fetch_url(mirror, wanted, scratch):
     got = {}
+    archive = None
     for role, f in wanted.items():
-        url = mirror.url.format(name=f.name)
         tmp = Path(scratch) / f.name
-        try:
-            with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response, open(tmp, "wb") as out:
-                shutil.copyfileobj(gzip.GzipFile(fileobj=response) if mirror.compression == "gzip" else response, out)
-        except OSError as exc:
-            raise DatasetError("%s: %s" % (url, getattr(exc, "reason", exc))) from None
+        if mirror.member is None:
+            _download(mirror.url.format(name=f.name), tmp, mirror.compression == "gzip")
+        else:
+            if archive is None:
+                archive = Path(scratch) / "archive"
+                _download(mirror.url, archive)
+            with tarfile.open(archive) as tar, tar.extractfile(mirror.member.format(name=f.name)) as src, \
+                    open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out)
         got[role] = tmp
     return got
 
@@ -141,36 +175,56 @@ def _fetch_npm(mirror, wanted, scratch):
     return got
 
 
-FETCHERS = {"url": _fetch_url, "npm": _fetch_npm}
+def _fetch_torchvision(mirror, wanted, scratch):
+    """Download the file torchvision names for ``mirror.weights`` (needs torchvision on this host)."""
+    try:
+        import torchvision.models as models
+    except ImportError:
+        raise DatasetError("torchvision is not installed on this host, so it cannot name the URL of %s"
+                           % mirror.weights) from None
+    enum, member = mirror.weights.split(".")
+    url = getattr(getattr(models, enum), member).url
+    got = {}
+    for role, f in wanted.items():
+        _download(url, Path(scratch) / f.name)
+        got[role] = Path(scratch) / f.name
+    return got
 
 
-class DatasetRecord:
-    """A dataset present in the cache: ``files`` maps role -> sha256; ``record`` goes into bundles."""
-
-    def __init__(self, name, dataset, sources):
-        self.name, self.dataset, self.sources = name, dataset, sources
-
-    @property
-    def files(self):
-        return self.dataset.digests()
-
-    @property
-    def record(self):
-        return {"name": self.name, "title": self.dataset.title, "citation": self.dataset.citation,
-                "format": self.dataset.format,
-                "files": {role: dict(f.model_dump(), source=self.sources.get(role)) for role, f in
-                          self.dataset.files.items()}}
+FETCHERS = {"url": _fetch_url, "npm": _fetch_npm, "torchvision": _fetch_torchvision}
 
 
 def _sources_path(name):
     return cache.directory("datasets", "sources") / ("%s.json" % name)
 
 
-def _record(name, dataset, new_sources):
+def _sources(name):
     path = _sources_path(name)
-    sources = json.loads(path.read_text()) if path.is_file() else {}
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+class DatasetRecord:
+    """A dataset present in the cache: ``files`` maps role -> SHA-256; ``record`` goes into bundles."""
+
+    def __init__(self, name, dataset, sources):
+        self.name, self.dataset, self.sources = name, dataset, sources
+
+    @property
+    def files(self):
+        return {role: f.sha256 or self.sources[role]["sha256"] for role, f in self.dataset.files.items()}
+
+    @property
+    def record(self):
+        return {"name": self.name, "title": self.dataset.title, "citation": self.dataset.citation,
+                "format": self.dataset.format, "notes": self.dataset.notes,
+                "files": {role: dict(f.model_dump(exclude_none=True), sha256=self.files[role],
+                                     source=self.sources.get(role)) for role, f in self.dataset.files.items()}}
+
+
+def _record(name, dataset, new_sources):
+    sources = _sources(name)
     sources.update(new_sources)
-    path.write_text(json.dumps(sources, indent=1, sort_keys=True))
+    _sources_path(name).write_text(json.dumps(sources, indent=1, sort_keys=True))
     return DatasetRecord(name, dataset, sources)
 
 
@@ -184,7 +238,10 @@ def lookup(name):
 
 def missing(name):
     """Roles of ``name``'s files that are not in the cache."""
-    return {role: f for role, f in lookup(name).files.items() if not _blob(f.sha256).is_file()}
+    sources = _sources(name)
+    have = lambda role, f: f.sha256 or (sources.get(role) or {}).get("sha256")
+    return {role: f for role, f in lookup(name).files.items()
+            if not have(role, f) or not _blob(have(role, f)).is_file()}
 
 
 def ensure(name, log=print):
@@ -202,8 +259,8 @@ def ensure(name, log=print):
         with tempfile.TemporaryDirectory(dir=cache.directory("datasets", "tmp")) as scratch:
             try:
                 for role, tmp in FETCHERS[mirror.kind](mirror, wanted, scratch).items():
-                    _store(tmp, wanted[role], mirror.describe())
-                    sources[role] = {"mirror": mirror.describe(), "fetched": utc_now()}
+                    digest = _store(tmp, wanted[role], mirror.describe())
+                    sources[role] = {"mirror": mirror.describe(), "fetched": utc_now(), "sha256": digest}
                     del wanted[role]
                 log("%s: fetched from %s" % (name, mirror.describe()))
             except DatasetError as exc:
@@ -211,11 +268,11 @@ def ensure(name, log=print):
             except (OSError, ValueError, subprocess.SubprocessError, tarfile.TarError, KeyError) as exc:
                 failures.append("%s: %s" % (mirror.describe(), exc))
     if wanted:
-        names = ", ".join("%s (sha256 %s)" % (f.name, f.sha256) for f in wanted.values())
+        names = ", ".join("%s (sha256 %s)" % (f.name, f.pin) for f in wanted.values())
         raise DatasetError(
             "dataset %s is not in the cache and no mirror supplied it (tried: %s)" % (name, "; ".join(failures)),
-            "fetch it where a mirror is reachable (`invoke fetch %s`), or download %s yourself and run "
-            "`invoke fetch %s --source PATH` (a file, or a folder holding the files, optionally .gz)"
+            "fetch it where a mirror is reachable (`invoke datasets.fetch %s`), or download %s yourself and run "
+            "`invoke datasets.fetch %s --from PATH` (the file, or a folder holding the files, optionally .gz)"
             % (name, names, name))
     return _record(name, dataset, sources)
 
@@ -241,6 +298,21 @@ def import_local(name, source):
             opener = gzip.open if found[0].suffix == ".gz" and not f.name.endswith(".gz") else open
             with opener(found[0], "rb") as src, open(tmp, "wb") as out:
                 shutil.copyfileobj(src, out)
-            _store(tmp, f, str(found[0]))
-            sources[role] = {"mirror": "local file %s" % found[0], "fetched": utc_now()}
+            digest = _store(tmp, f, str(found[0]))
+            sources[role] = {"mirror": "local file %s" % found[0], "fetched": utc_now(), "sha256": digest}
     return _record(name, dataset, sources)
+
+
+def status():
+    """(name, title, cached roles, total roles, verified) for every catalogued dataset.
+
+    ``verified`` re-hashes each cached file: True when all of them match.
+    """
+    rows = []
+    for name, dataset in sorted(catalogue().datasets.items()):
+        absent = missing(name)
+        present = {role: f for role, f in dataset.files.items() if role not in absent}
+        record = DatasetRecord(name, dataset, _sources(name))
+        verified = all(sha256_file(_blob(record.files[role])) == record.files[role] for role in present)
+        rows.append((name, dataset.title, len(present), len(dataset.files), verified))
+    return rows

@@ -1,20 +1,23 @@
-"""Expand a spec into jobs: framework x variant x batch size (x threads) on one device.
+"""Expand a spec into jobs: framework x variant x batch size (x thread count) on one device.
 
 A job is the job.json body of runner.contract (schema dlrepro.job/1), complete in
-itself: the runner never reads specs. ``RunOptions`` carries the user's choices and
-overrides; its digest, with the spec's, names the run configuration in the bundle id.
+itself: the runner never reads specs. Dataset and weight files are named by the
+dataset actually used, so ``resolve`` fills them in once the cache holds it.
+``RunOptions`` carries the user's choices and overrides; its digest, with the
+spec's, names the run configuration in the bundle id.
 """
 import hashlib
 import json
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
 from dlrepro.errors import DlreproError
 from runner.contract import JOB_SCHEMA
 
-QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100}
-TIMEOUT_S = {"throughput": 1800, "convergence": 86400}
+QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100,
+         "inference_batches": 3}
+TIMEOUT_S = {"throughput": 1800, "convergence": 86400, "inference": 1800}
 
 
 class RunOptions(BaseModel):
@@ -25,21 +28,23 @@ class RunOptions(BaseModel):
     device: Literal["cpu", "cuda"] = "cpu"
     executor: Literal["docker", "local"] = "docker"
     variants: Optional[list[str]] = None
-    mode: Literal["throughput", "convergence"] = "throughput"
+    mode: Optional[Literal["throughput", "convergence", "inference"]] = Field(
+        None, description="default: each variant's own mode")
     batch_sizes: Optional[list[PositiveInt]] = None
     warmup: Optional[NonNegativeInt] = None
     iterations: Optional[PositiveInt] = None
     repeats: Optional[PositiveInt] = None
     epochs: Optional[PositiveInt] = None
-    threads: Optional[PositiveInt] = None
+    threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
+        None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
     gpu: NonNegativeInt = Field(0, description="host GPU index for --device cuda")
     quick: bool = False
     timeout_s: Optional[PositiveInt] = None
 
-    @field_validator("frameworks", "variants", "batch_sizes")
+    @field_validator("frameworks", "variants", "batch_sizes", "threads")
     @classmethod
     def _no_repeats(cls, value):
-        if value is not None and len(set(value)) != len(value):
+        if isinstance(value, list) and len(set(value)) != len(value):
             raise ValueError("lists %s more than once" % ", ".join(str(v) for v in sorted(set(value), key=str)
                                                                      if value.count(v) > 1))
         return value
@@ -55,29 +60,59 @@ def _pick(option, quick_value, spec_value, quick):
     return quick_value if quick else spec_value
 
 
-def _job_id(variant, framework, device, batch_size, threads, mode):
+def _job_id(variant, framework, device, batch_size, threads, mode, default_mode):
     parts = [variant, framework, device, "b%d" % batch_size]
     if threads:
         parts.append("t%d" % threads)
-    if mode == "convergence":
-        parts.append("convergence")
+    if mode != default_mode:
+        parts.append(mode)
     return ".".join(parts)
 
 
-def _data(variant, catalogue):
+def _data(variant):
     data = variant.data
     if data.kind == "synthetic":
         return {"kind": "synthetic", "seed": data.seed}
-    entry = catalogue[data.name]
-    return {"kind": "dataset", "name": data.name, "format": entry.format, "files": entry.digests(),
-            "scale": data.scale, "subtract_mean": data.subtract_mean}
+    return {"kind": "dataset", "name": data.name, "candidates": [data.name] + list(data.fallback), "format": None,
+            "files": None, "scale": data.scale, "subtract_mean": data.subtract_mean,
+            "options": data.tokens.model_dump(exclude_none=True) if data.tokens else {}}
 
 
-def expand(spec, options, catalogue):
+def _sizes(variant, options, mode):
+    if options.batch_sizes:
+        return options.batch_sizes
+    sizes = variant.batch_sizes.get(options.device, [])
+    if mode == "convergence" and variant.convergence.batch_size:
+        sizes = [variant.convergence.batch_size]
+    return sizes[:1] if options.quick else sizes
+
+
+def _threads(variant, options):
+    if options.device == "cuda" or options.threads is None:
+        return [None]
+    if options.threads == "sweep":
+        return variant.threads or [None]
+    return options.threads
+
+
+def _mode_settings(variant, options, mode):
+    if mode == "convergence":
+        conv = variant.convergence
+        return {"epochs": _pick(options.epochs, QUICK["epochs"], conv.epochs, options.quick),
+                "max_iterations_per_epoch": QUICK["max_iterations_per_epoch"] if options.quick
+                else conv.max_iterations_per_epoch,
+                "test_complete_batches": conv.test_complete_batches}
+    if mode == "inference":
+        return {"inference_batches": QUICK["inference_batches"] if options.quick else variant.inference.batches,
+                "untimed_passes": variant.inference.untimed_passes}
+    return {}
+
+
+def expand(spec, options):
     """Jobs (job.json dicts, in run order) for ``spec`` under ``options``.
 
-    ``catalogue`` maps dataset names to datasets.Dataset. Raises DlreproError for a
-    variant or framework the spec does not have, or a selection that leaves no job.
+    Raises DlreproError for a variant or framework the spec does not have, or a
+    selection that leaves no job.
     """
     variants = options.variants or list(spec.variants)
     unknown = [v for v in variants if v not in spec.variants]
@@ -93,49 +128,56 @@ def expand(spec, options, catalogue):
     for name in variants:
         variant = spec.variants[name]
         model = spec.models[variant.model]
-        if options.mode == "convergence":
-            if variant.convergence is None or variant.data.kind != "dataset":
-                continue
-            sizes = options.batch_sizes or [variant.convergence.batch_size]
-            epochs = _pick(options.epochs, QUICK["epochs"], variant.convergence.epochs, options.quick)
-            per_epoch = QUICK["max_iterations_per_epoch"] if options.quick else variant.convergence.max_iterations_per_epoch
-        else:
-            sizes = options.batch_sizes or variant.batch_sizes.get(options.device, [])
-            sizes = sizes[:1] if options.quick and not options.batch_sizes else sizes
-            epochs, per_epoch = None, None
+        mode = options.mode or variant.mode
+        if mode == "convergence" and (variant.convergence is None or variant.data.kind != "dataset"):
+            continue
+        if mode == "inference" and variant.inference is None:
+            continue
         for framework in frameworks:
-            for batch_size in sizes:
-                jobs.append({
-                    "schema": JOB_SCHEMA,
-                    "id": _job_id(name, framework, options.device, batch_size, options.threads, options.mode),
-                    "spec": {"name": spec.name, "sha256": spec.digest()},
-                    "variant": name,
-                    "framework": framework,
-                    "device": options.device,
-                    "mode": options.mode,
-                    "model": {"name": variant.model, "input_shape": list(model.input_shape), "classes": model.classes,
-                              "init": model.init, "parameters": model.parameters, "layers": model.layer_dicts()},
-                    "data": _data(variant, catalogue),
-                    "optimizer": variant.optimizer.model_dump(),
-                    "loss": "softmax_cross_entropy",
-                    "batch_size": batch_size,
-                    "warmup": _pick(options.warmup, QUICK["warmup"], variant.warmup, options.quick),
-                    "iterations": _pick(options.iterations, QUICK["iterations"], variant.iterations, options.quick),
-                    "repeats": _pick(options.repeats, QUICK["repeats"], variant.repeats, options.quick),
-                    "epochs": epochs,
-                    "max_iterations_per_epoch": per_epoch,
-                    "threads": options.threads,
-                    "precision": "fp32",
-                    "cudnn_autotune": True,
-                    "seed": 0,
-                    "timeout_s": options.timeout_s or TIMEOUT_S[options.mode],
-                })
+            for batch_size in _sizes(variant, options, mode):
+                for threads in _threads(variant, options):
+                    job = {
+                        "schema": JOB_SCHEMA,
+                        "id": _job_id(name, framework, options.device, batch_size, threads, mode, variant.mode),
+                        "spec": {"name": spec.name, "sha256": spec.digest()},
+                        "variant": name,
+                        "framework": framework,
+                        "device": options.device,
+                        "mode": mode,
+                        "model": {"name": variant.model, "input_shape": list(model.input_shape),
+                                  "input_kind": model.input_kind, "target": model.target, "classes": model.classes,
+                                  "init": model.init.model_dump(exclude_none=True), "parameters": model.parameters,
+                                  "layers": model.layer_dicts()},
+                        "data": _data(variant),
+                        "weights": {"name": variant.weights.dataset, "format": None, "files": None,
+                                    "layout": variant.weights.layout, "top1": variant.weights.top1}
+                        if variant.weights else None,
+                        "optimizer": variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None,
+                        "loss": variant.loss.model_dump(),
+                        "batch_size": batch_size,
+                        "warmup": _pick(options.warmup, QUICK["warmup"], variant.warmup, options.quick),
+                        "iterations": _pick(options.iterations, QUICK["iterations"], variant.iterations, options.quick),
+                        "repeats": _pick(options.repeats, QUICK["repeats"], variant.repeats, options.quick),
+                        "epochs": None,
+                        "max_iterations_per_epoch": None,
+                        "threads": threads,
+                        "precision": "fp32",
+                        "cudnn_autotune": True,
+                        "seed": 0,
+                        "timeout_s": options.timeout_s or TIMEOUT_S[mode],
+                    }
+                    job.update(_mode_settings(variant, options, mode))
+                    jobs.append(job)
     if not jobs:
-        raise DlreproError("spec %s gives no %s job for device %s with these options%s"
-                           % (spec.name, options.mode, options.device,
-                              " (convergence needs a variant with a convergence section and a dataset)"
-                              if options.mode == "convergence" else ""))
+        raise DlreproError("spec %s gives no %s job for device %s with these options (convergence needs a variant "
+                           "with a convergence section and a dataset, inference an inference section)"
+                           % (spec.name, options.mode or "", options.device))
     return jobs
+
+
+def resolve(job, section, record):
+    """Name the files of the dataset actually used in ``job[section]`` ("data" or "weights")."""
+    job[section] = dict(job[section], name=record.name, format=record.dataset.format, files=record.files)
 
 
 def digest(spec, options):

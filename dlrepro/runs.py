@@ -72,12 +72,42 @@ class _Run:
         elif kind == "end" and result is not None:
             self.reporter.job_finished(job_id, result)
 
-    def execute(self, jobs, options, executor, matrix, build_options):
-        for name in OrderedDict.fromkeys(j["data"]["name"] for j in jobs if j["data"]["kind"] == "dataset"):
+    def dataset(self, candidates):
+        """The first of ``candidates`` (dataset names) that the cache holds or can fetch.
+
+        Returns (DatasetRecord, None), or (None, DatasetError of the first candidate).
+        """
+        first = None
+        for name in candidates:
             try:
-                self.datasets[name] = datasets.ensure(name, self.reporter.log).record
+                record = datasets.ensure(name, self.reporter.log)
             except DatasetError as exc:
-                self.record([j for j in jobs if j["data"].get("name") == name], "skipped", str(exc), exc.remedy)
+                first = first or exc
+                continue
+            self.datasets[name] = record.record
+            return record, None
+        return None, first
+
+    def resolve(self, jobs):
+        """Fill each job's dataset and weight files; jobs whose files cannot be had are skipped."""
+        found = {}
+        for job in jobs:
+            for section in ("data", "weights"):
+                part = job.get(section)
+                if not part or part.get("kind", "dataset") != "dataset":
+                    continue
+                candidates = tuple(part.get("candidates") or [part["name"]])
+                if candidates not in found:
+                    found[candidates] = self.dataset(candidates)
+                record, error = found[candidates]
+                if record is None:
+                    self.record([job], "skipped", str(error), error.remedy)
+                    break
+                jobsmod.resolve(job, section, record)
+            self.writer.write_job(job)
+
+    def execute(self, jobs, options, executor, matrix, build_options):
+        self.resolve(jobs)
         problem = executor.preflight()
         if problem is not None:
             self.record([j for j in jobs if not self.done(j)], "skipped", *problem)
@@ -110,13 +140,12 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     reporter = reporter or Reporter()
     build_options = build_options or build.BuildOptions()
     spec = specmod.load(spec_name)
-    catalogue = datasets.catalogue().datasets
-    jobs = jobsmod.expand(spec, options, catalogue)
+    jobs = jobsmod.expand(spec, options)
     executor = executors.get(options.executor, options.device, options.gpu, python)
     matrix = matrixmod.load()
     writer = BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
     for job in jobs:
-        writer.write_job(job)
+        writer.write_job(job)  # written again once its files are resolved
     reporter.started(len(jobs))
     state = _Run(writer, reporter)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -1,95 +1,62 @@
 """Experiment specs: one YAML file per experiment family under specs/, validated on load.
 
-A spec holds models (exact layer lists with their expected parameter count) and
-variants (a model + data + optimizer + batch sizes + measurement settings). The
-layer vocabulary and its shape arithmetic are the runner's (runner.shapes), so the
-count a spec states is checked against its own layers before anything runs, and
-again against each framework's model inside the container.
+A spec holds models (exact layer lists with their expected parameter count),
+variants (a model + data + optimizer + batch sizes + measurement settings) and the
+published references that belong to them. The layer vocabulary and its shape
+arithmetic are the runner's (runner.shapes), so the count a spec states is checked
+against its own layers before anything runs, and again against each framework's
+model inside the container.
 """
 import hashlib
 import json
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import Field, PositiveFloat, PositiveInt, NonNegativeInt, NonNegativeFloat, ValidationInfo, \
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, ValidationInfo, \
     field_validator
 
 from dlrepro import REPO_ROOT, datasets, yamlfile
 from dlrepro.errors import SpecError
+from dlrepro.layers import Layer, _shorthand, as_dicts
+from dlrepro.references import Missing, Reference
 from dlrepro.yamlfile import Strict
 from runner import adapters, shapes
 
 SPECS_DIR = REPO_ROOT / "specs"
 
 
-class Conv(Strict):
-    type: Literal["conv"]
-    filters: PositiveInt
-    kernel: PositiveInt
-    stride: PositiveInt = 1
-    pad: NonNegativeInt = 0
-    bias: bool = True
-
-
-class Pool(Strict):
-    type: Literal["maxpool", "avgpool"]
-    kernel: PositiveInt
-    stride: Optional[PositiveInt] = None
-    pad: NonNegativeInt = 0
-    ceil: bool = Field(False, description="Caffe's ceil rounding of the output size")
-
-
-class Dense(Strict):
-    type: Literal["dense"]
-    units: PositiveInt
-    bias: bool = True
-
-
-class Dropout(Strict):
-    type: Literal["dropout"]
-    rate: float = Field(gt=0.0, lt=1.0)
-
-
-class Simple(Strict):
-    type: Literal["relu", "sigmoid", "tanh", "flatten"]
-
-
-Layer = Annotated[Union[Conv, Pool, Dense, Dropout, Simple], Field(discriminator="type")]
-
-
-def _dicts(layers):
-    return [layer.model_dump(exclude_none=True) for layer in layers]
+class Init(Strict):
+    scheme: Literal["default", "xavier", "glorot_uniform", "uniform"] = "default"
+    scale: Optional[PositiveFloat] = Field(None, description="uniform: every parameter U(-scale, scale)")
 
 
 class Model(Strict):
-    """A network as a layer list applied to one sample of ``input_shape`` ((C, H, W) or (F,)).
+    """A network as a layer list applied to one sample of ``input_shape``.
 
     Fields are checked in order: the layers must fit the input shape, the last layer must
-    give ``classes`` outputs, and the layers must have exactly ``parameters`` parameters.
+    give ``classes`` outputs (per time step for sequence targets), and the layers must
+    have exactly ``parameters`` trainable parameters.
     """
     description: str
     source: str = Field(description="where the architecture is defined: repo + commit + file, or paper + table")
     input_shape: list[PositiveInt] = Field(min_length=1, max_length=3)
-    init: Literal["default", "xavier", "glorot_uniform"] = "default"
+    input_kind: Literal["dense", "tokens"] = "dense"
+    target: Literal["class", "sequence", "multilabel"] = "class"
+    init: Init = Init()
     layers: list[Layer] = Field(min_length=1)
     classes: PositiveInt
     parameters: PositiveInt = Field(description="expected trainable parameters; every framework must match")
     notes: Optional[str] = None
 
-    @field_validator("layers", mode="before")
-    @classmethod
-    def _shorthand(cls, value):
-        """Allow a bare layer name (``- relu``) for layers without settings."""
-        if isinstance(value, list):
-            return [{"type": v} if isinstance(v, str) else v for v in value]
-        return value
+    _short = field_validator("layers", mode="before")(lambda cls, v: _shorthand(v))
+    _init_short = field_validator("init", mode="before")(lambda cls, v: {"scheme": v} if isinstance(v, str) else v)
 
     @field_validator("layers")
     @classmethod
     def _layers_fit(cls, value, info: ValidationInfo):
         if "input_shape" in info.data:
             try:
-                shapes.trace(_dicts(value), info.data["input_shape"])
+                shapes.trace(as_dicts(value), info.data["input_shape"])
             except shapes.ShapeError as exc:
                 raise ValueError("layers do not fit together: %s" % exc) from None
         return value
@@ -98,23 +65,34 @@ class Model(Strict):
     @classmethod
     def _classes_match(cls, value, info: ValidationInfo):
         if "layers" in info.data:
-            out = shapes.output_shape(_dicts(info.data["layers"]), info.data["input_shape"])
-            if out != (value,):
-                raise ValueError("the last layer gives shape %s, not (%d,)" % (out, value))
+            out = shapes.output_shape(as_dicts(info.data["layers"]), info.data["input_shape"])
+            want = (info.data["input_shape"][0], value) if info.data.get("target") == "sequence" else (value,)
+            if out != want:
+                raise ValueError("the last layer gives shape %s, not %s" % (out, want))
         return value
 
     @field_validator("parameters")
     @classmethod
     def _count_matches(cls, value, info: ValidationInfo):
         if "layers" in info.data:
-            counted = shapes.count_parameters(_dicts(info.data["layers"]), info.data["input_shape"])
+            counted = shapes.count_parameters(as_dicts(info.data["layers"]), info.data["input_shape"])
             if counted != value:
                 raise ValueError("the layers have %s parameters but the spec states %s"
                                  % (format(counted, ","), format(value, ",")))
         return value
 
     def layer_dicts(self):
-        return _dicts(self.layers)
+        return as_dicts(self.layers)
+
+
+def _known_dataset(cls, value):
+    known = datasets.catalogue().datasets
+    names = value if isinstance(value, list) else [value]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError("unknown dataset %s; dlrepro/datasets.yaml defines: %s"
+                         % (", ".join(map(repr, unknown)), ", ".join(sorted(known))))
+    return value
 
 
 class Synthetic(Strict):
@@ -122,53 +100,105 @@ class Synthetic(Strict):
     seed: NonNegativeInt = Field(description="seed of the random mini-batch, recorded in every job")
 
 
+class Tokens(Strict):
+    vocab: PositiveInt = Field(description="ids >= vocab become out-of-vocabulary (PTB: the vocabulary size)")
+    maxlen: Optional[PositiveInt] = Field(None, description="reviews: keep the last maxlen ids, zero-pad at the end")
+
+
 class DatasetInput(Strict):
     kind: Literal["dataset"]
     name: str = Field(description="a dataset of dlrepro/datasets.yaml")
+    fallback: list[str] = Field([], description="datasets to use, in order, where `name` cannot be had")
     scale: PositiveFloat = 1.0
     subtract_mean: Optional[Literal["pixel"]] = None
+    tokens: Optional[Tokens] = None
 
-    @field_validator("name")
-    @classmethod
-    def _known_dataset(cls, value):
-        known = datasets.catalogue().datasets
-        if value not in known:
-            raise ValueError("unknown dataset %r; dlrepro/datasets.yaml defines: %s" % (value, ", ".join(sorted(known))))
-        return value
+    _known = field_validator("name", "fallback")(_known_dataset)
 
 
 Data = Annotated[Union[Synthetic, DatasetInput], Field(discriminator="kind")]
 
 
+class Weights(Strict):
+    """Pretrained weights for the model's named layers, from the dataset cache."""
+    dataset: str
+    layout: str = Field(description="which architecture the weights fit and how they were converted")
+    top1: float = Field(description="the weights' published ImageNet top-1 accuracy, percent")
+    top1_source: str
+
+    _known = field_validator("dataset")(_known_dataset)
+
+
 class Optimizer(Strict):
-    name: Literal["sgd"]
+    name: Literal["sgd", "adam"]
     lr: PositiveFloat
     momentum: NonNegativeFloat = 0.0
+    nesterov: bool = False
     weight_decay: NonNegativeFloat = 0.0
+    betas: Optional[list[float]] = Field(None, min_length=2, max_length=2, description="adam")
+    eps: Optional[PositiveFloat] = Field(None, description="adam")
+    clip_norm: Optional[PositiveFloat] = Field(None, description="clip the global gradient norm to this")
+
+
+class Loss(Strict):
+    name: Literal["softmax_cross_entropy", "sigmoid_binary_cross_entropy"] = "softmax_cross_entropy"
+    reduction: Literal["mean", "sum_over_time"] = "mean"
 
 
 class Convergence(Strict):
-    """Training to accuracy: epochs over the real training set, test accuracy after each."""
+    """Training to accuracy: epochs over the real training set, evaluation after each."""
     epochs: PositiveInt
-    batch_size: PositiveInt
+    batch_size: Optional[PositiveInt] = Field(None, description="default: the variant's batch size for the device")
     max_iterations_per_epoch: Optional[PositiveInt] = None
+    test_complete_batches: bool = Field(False, description="evaluate on complete test mini-batches only (DLF)")
+
+
+class Inference(Strict):
+    batches: PositiveInt
+    untimed_passes: NonNegativeInt = 1
 
 
 class Variant(Strict):
-    """One experiment: expanded into jobs over frameworks x batch sizes x devices."""
+    """One experiment: expanded into jobs over frameworks x batch sizes (x thread counts) on a device."""
     description: str
     model: str
+    mode: Literal["throughput", "convergence", "inference"] = "throughput"
     data: Data
-    optimizer: Optimizer
+    weights: Optional[Weights] = None
+    optimizer: Optional[Optimizer] = Field(None, validate_default=True, description="required unless mode is inference")
     optimizer_source: Optional[str] = None
+    loss: Loss = Loss()
     batch_sizes: dict[Literal["cpu", "cuda"], list[PositiveInt]]
+    threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (invoke run --threads=sweep)")
     warmup: NonNegativeInt = 8
     iterations: PositiveInt = 8
     repeats: PositiveInt = 3
-    convergence: Optional[Convergence] = None
+    convergence: Optional[Convergence] = Field(None, validate_default=True)
+    inference: Optional[Inference] = Field(None, validate_default=True)
     notes: Optional[str] = None
 
     _known_model = field_validator("model")(yamlfile.reference("models", "model"))
+
+    @field_validator("optimizer")
+    @classmethod
+    def _trains(cls, value, info: ValidationInfo):
+        if value is None and info.data.get("mode", "throughput") != "inference":
+            raise ValueError("a training variant needs an optimizer (name, lr, ...)")
+        return value
+
+    @field_validator("inference")
+    @classmethod
+    def _inference_settings(cls, value, info: ValidationInfo):
+        if info.data.get("mode") == "inference" and value is None:
+            raise ValueError("mode inference needs an inference section (batches, untimed_passes)")
+        return value
+
+    @field_validator("convergence")
+    @classmethod
+    def _convergence_settings(cls, value, info: ValidationInfo):
+        if info.data.get("mode") == "convergence" and value is None:
+            raise ValueError("mode convergence needs a convergence section (epochs)")
+        return value
 
 
 class Spec(Strict):
@@ -179,6 +209,8 @@ class Spec(Strict):
     frameworks: list[str] = Field(min_length=1, description="frameworks whose adapters implement these variants")
     models: dict[str, Model]
     variants: dict[str, Variant] = Field(min_length=1)
+    references: list[Reference] = []
+    missing_references: list[Missing] = []
     notes: Optional[str] = None
 
     @field_validator("name")
@@ -224,4 +256,4 @@ def load(name):
     path = spec_path(name)
     if not path.is_file():
         raise SpecError(path, ["%s: no such spec; available: %s" % (path, ", ".join(available()))])
-    return yamlfile.load(path, Spec, names_of=("models",), context={"file_stem": path.stem})
+    return yamlfile.load(path, Spec, names_of=("models", "variants"), context={"file_stem": path.stem})

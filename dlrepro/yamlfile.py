@@ -100,14 +100,16 @@ def _message(model, err):
     return err["msg"] if isinstance(got, (dict, list)) else "%s (got %r)" % (err["msg"], got)
 
 
-def reference(key, what):
+def reference(key, what, optional=False):
     """A pydantic field validator: the value must name an entry of the file's top-level mapping ``key``.
 
-    Use as ``_check = reference("models", "model")`` on a field; ``load(..., names_of=("models",))``
-    supplies the names.
+    Use as ``_check = field_validator("model")(reference("models", "model"))``;
+    ``load(..., names_of=("models",))`` supplies the names. With ``optional``, None passes.
     """
     def check(cls, value, info):
         names = (info.context or {}).get(key)
+        if value is None and optional:
+            return value
         if names is not None and value not in names:
             raise ValueError("unknown %s %r; the file defines: %s" % (what, value, ", ".join(sorted(names))))
         return value

@@ -2,21 +2,29 @@
 
 job.json (host -> runner), schema ``dlrepro.job/1``:
   schema, id, spec {name, sha256}, variant, framework, device ("cpu" | "cuda"; a cuda job sees its one
-  GPU as device 0), mode ("throughput" | "convergence"),
-  model {name, input_shape [C, H, W] or [F], classes, layers (runner.shapes), init ("default" |
-  "xavier" | "glorot_uniform"), parameters (expected count)},
-  data {kind: "synthetic", seed} | {kind: "dataset", name, format, files {role: sha256}, scale, subtract_mean},
-  optimizer {name: "sgd", lr, momentum, weight_decay}, loss ("softmax_cross_entropy"), batch_size,
-  warmup, iterations, repeats (throughput mode), epochs, max_iterations_per_epoch (convergence mode),
-  threads (null: the framework's choice), precision ("fp32"), cudnn_autotune, seed, timeout_s.
+  GPU as device 0), mode ("throughput" | "convergence" | "inference"),
+  model {name, input_shape [C, H, W] | [F] | [T], input_kind ("dense" | "tokens"), target ("class" |
+  "sequence" | "multilabel"), classes, layers (runner.shapes), init {scheme ("default" | "xavier" |
+  "glorot_uniform" | "uniform"), scale}, parameters (expected count)},
+  data {kind: "synthetic", seed} | {kind: "dataset", name, candidates, format, files {role: sha256}, scale,
+  subtract_mean, options {vocab, maxlen}},
+  weights (null | {name, format, files {role: sha256}, layout, top1}),
+  optimizer (null for inference | {name: "sgd" | "adam", lr, momentum, nesterov, weight_decay, betas, eps,
+  clip_norm}), loss {name: "softmax_cross_entropy" | "sigmoid_binary_cross_entropy", reduction: "mean" |
+  "sum_over_time"}, batch_size, warmup, iterations, repeats (throughput), epochs,
+  max_iterations_per_epoch, test_complete_batches (convergence), inference_batches, untimed_passes
+  (inference), threads (null: the framework's choice), precision ("fp32"), cudnn_autotune, seed, timeout_s.
   JOB_KEYS are the keys every runner needs; the others have defaults.
 
 result.json (runner -> host), schema ``dlrepro.result/1``:
   schema, job_id, status ("ok" | "failed" | "skipped"), reason, remedy, error {type, message, traceback},
-  parameters {measured, expected}, timing {quantity, timed_region, unit, samples_per_measurement,
-  warmup_seconds, repeats [[seconds]], summary {n, median, q1, q3, iqr, mean, min, max, ci95,
-  repeat_medians}, throughput, throughput_unit}, loss {first, last}, convergence {epochs [...]},
-  environment {...}, started, finished (UTC ISO 8601).
+  parameters {measured, expected}, weights {name, layers, values_loaded}, timing {quantity, timed_region,
+  unit, samples_per_measurement, warmup_seconds, repeats [[seconds]], summary {n, median, q1, q3, iqr,
+  mean, min, max, ci95, repeat_medians}, throughput, throughput_unit}, loss {first, last},
+  convergence {epochs [{epoch, iterations, seconds, cumulative_seconds, train_loss, loss_curve,
+  test_accuracy | perplexity, ...}], total_seconds, test_batches, final_test_accuracy, final_perplexity},
+  inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...},
+  started, finished (UTC ISO 8601).
 
 The host writes results itself only for jobs that never reached a runner (skipped,
 or a container that could not start) and uses ``new_result`` for that too.
@@ -64,6 +72,8 @@ def new_result(job_id, status, reason=None, remedy=None, error=None):
         "timing": None,
         "loss": None,
         "convergence": None,
+        "inference": None,
+        "weights": None,
         "environment": {},
         "started": None,
         "finished": None,

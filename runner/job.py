@@ -28,15 +28,19 @@ def _execute(job, result):
     if measured != expected:
         raise ModelMismatch("model %s has %s trainable parameters in %s, the spec states %s"
                             % (job["model"]["name"], format(measured, ","), job["framework"], format(expected, ",")))
+    if job.get("weights"):
+        result["weights"] = adapter.load_weights(job["weights"])
     dataset = None
     if job["data"]["kind"] == "dataset":
-        dataset = datamod.load_dataset(job["data"], job["model"]["input_shape"])
+        dataset = datamod.load_dataset(job["data"], job["model"])
     if job["mode"] == "throughput":
         result["timing"], result["loss"] = measure.throughput(adapter, job, dataset)
     elif job["mode"] == "convergence":
         if dataset is None:
             raise contract.ContractError("convergence mode needs a dataset")
         result["timing"], result["loss"], result["convergence"] = measure.convergence(adapter, job, dataset)
+    elif job["mode"] == "inference":
+        result["timing"], result["inference"] = measure.inference(adapter, job)
     else:
         raise contract.ContractError("unknown mode %r" % job["mode"])
 

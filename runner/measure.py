@@ -1,4 +1,4 @@
-"""The two measurement modes of a job, independent of the framework.
+"""The three measurement modes of a job, independent of the framework.
 
 throughput   DLBench's quantity: seconds per mini-batch of one training iteration
              (forward, backward, update). Warm-up iterations run first and are kept
@@ -6,9 +6,17 @@ throughput   DLBench's quantity: seconds per mini-batch of one training iteratio
              device is synchronised before every clock read, so each sample is the
              wall time of exactly one iteration.
 convergence  epochs over a real training set (shuffled per epoch from the job's seed,
-             complete mini-batches only), test accuracy after each epoch; the timed
-             quantity is the wall time of one epoch's training loop, evaluation excluded.
+             complete mini-batches only; a language model's stream in order, its state
+             carried), evaluation after each epoch (test accuracy; perplexity for a
+             language model; mean loss for multi-label targets); the timed quantity is
+             the wall time of each epoch's training loop, evaluation excluded, and the
+             wall time of the whole loop up to each epoch is kept (DeepLearningFrameworks'
+             quantity is that total for all epochs).
+inference    DeepLearningFrameworks' feature extraction: one untimed pass over the
+             batches, then a timed pass; each batch is copied to the device, run
+             forward without gradients and copied back; seconds per 1000 images.
 """
+import math
 import time
 
 import numpy as np
@@ -20,45 +28,49 @@ LOSS_CURVE_EVERY = 50  # iterations per point of a convergence run's loss curve
 
 
 def _timed(adapter, step, count):
-    """Run ``step()`` ``count`` times; returns (seconds per call, loss handles)."""
-    seconds, handles = [], []
+    """Run ``step()`` ``count`` times; returns (seconds per call, results)."""
+    seconds, results = [], []
     for _ in range(count):
         adapter.synchronize()
         start = time.perf_counter()
-        handles.append(step())
+        results.append(step())
         adapter.synchronize()
         seconds.append(time.perf_counter() - start)
-    return seconds, handles
+    return seconds, results
+
+
+def _timing(quantity, region, per_measurement, warmup, repeats):
+    summary = stats.summarize_repeats(repeats)
+    return {"quantity": quantity, "timed_region": region, "unit": "s", "samples_per_measurement": per_measurement,
+            "warmup_seconds": warmup, "repeats": repeats, "summary": summary,
+            "throughput": per_measurement / summary["median"], "throughput_unit": "samples/s"}
 
 
 def _step_source(adapter, job, dataset):
     """A zero-argument training step and the description of what it times."""
     batch_size = job["batch_size"]
     if dataset is None:
-        model = job["model"]
-        x, y = adapter.to_device(*datamod.synthetic_batch(model["input_shape"], model["classes"], batch_size,
-                                                          job["data"]["seed"]))
+        x, y = adapter.to_device(*datamod.synthetic_batch(job["model"], batch_size, job["data"]["seed"]))
         return (lambda: adapter.train_step(x, y)), \
             "forward+backward+update on one synthetic mini-batch resident on the device"
-    x_train, y_train = dataset[0], dataset[1]
     rng = np.random.RandomState(job.get("seed", 0))
     needed = job["warmup"] + job["repeats"] * job["iterations"]
-    order = []  # drawn before any timing: shuffled epochs, complete mini-batches
-    while len(order) < needed:
-        order.extend(datamod.epoch_batches(len(x_train), batch_size, rng))
-    batches = iter(order[:needed])
+    keys = []  # drawn before any timing: shuffled epochs (a language model's stream in order)
+    while len(keys) < needed:
+        keys.extend(dataset.order(batch_size, rng))
+    keys = iter(keys[:needed])
 
     def step():
-        idx = next(batches)
-        return adapter.train_step(*adapter.to_device(x_train[idx], y_train[idx]))
+        return adapter.train_step(*adapter.to_device(*dataset.batch(next(keys))))
 
-    return step, ("gather of a shuffled real mini-batch from memory + copy to the device (none on CPU) "
+    return step, ("gather of a real mini-batch from memory + copy to the device (none on CPU) "
                   "+ forward+backward+update")
 
 
 def throughput(adapter, job, dataset=None):
     """Throughput mode; returns the result's ``timing`` and ``loss`` sections."""
     step, region = _step_source(adapter, job, dataset)
+    adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
     repeats, handles = [], []
     for _ in range(job["repeats"]):
@@ -66,62 +78,78 @@ def throughput(adapter, job, dataset=None):
         repeats.append(seconds)
         handles.extend(hs)
     losses = adapter.losses(warm_handles[:1] + handles[-1:])
-    summary = stats.summarize_repeats(repeats)
-    timing = {
-        "quantity": "seconds per mini-batch",
-        "timed_region": region,
-        "unit": "s",
-        "samples_per_measurement": job["batch_size"],
-        "warmup_seconds": warmup,
-        "repeats": repeats,
-        "summary": summary,
-        "throughput": job["batch_size"] / summary["median"],
-        "throughput_unit": "samples/s",
-    }
+    timing = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats)
     return timing, {"first": losses[0] if warm_handles else None, "last": losses[-1]}
 
 
 def convergence(adapter, job, dataset):
     """Convergence mode; returns the result's ``timing``, ``loss`` and ``convergence`` sections."""
-    x_train, y_train, x_test, y_test = dataset
     batch_size = job["batch_size"]
     rng = np.random.RandomState(job.get("seed", 0))
-    epochs, seconds, ends = [], [], []
+    epochs, seconds, ends, elapsed_total = [], [], [], 0.0
+    test = dataset.test(batch_size, job.get("test_complete_batches", False))
     for epoch in range(1, job["epochs"] + 1):
-        batches = datamod.epoch_batches(len(x_train), batch_size, rng)
+        keys = dataset.order(batch_size, rng)
         if job.get("max_iterations_per_epoch"):
-            batches = batches[:job["max_iterations_per_epoch"]]
+            keys = keys[:job["max_iterations_per_epoch"]]
         handles = []
+        adapter.reset_state()
         adapter.synchronize()
         start = time.perf_counter()
-        for idx in batches:
-            handles.append(adapter.train_step(*adapter.to_device(x_train[idx], y_train[idx])))
+        for key in keys:
+            handles.append(adapter.train_step(*adapter.to_device(*dataset.batch(key))))
         adapter.synchronize()
         elapsed = time.perf_counter() - start
+        elapsed_total += elapsed
         losses = adapter.losses(handles)
         ends.extend([losses[0], losses[-1]])
-        curve = [float(np.mean(losses[i:i + LOSS_CURVE_EVERY])) for i in range(0, len(losses), LOSS_CURVE_EVERY)]
-        epochs.append({
-            "epoch": epoch,
-            "iterations": len(batches),
-            "seconds": elapsed,
-            "train_loss": float(np.mean(losses)),
-            "loss_curve": curve,
-            "test_accuracy": adapter.accuracy(x_test, y_test, batch_size),
-        })
+        record = {"epoch": epoch, "iterations": len(keys), "seconds": elapsed, "cumulative_seconds": elapsed_total,
+                  "train_loss": float(np.mean(losses)),
+                  "loss_curve": [float(np.mean(losses[i:i + LOSS_CURVE_EVERY]))
+                                 for i in range(0, len(losses), LOSS_CURVE_EVERY)]}
+        adapter.reset_state()
+        record.update(adapter.evaluate(test, job["model"].get("target", "class")))
+        if "mean_token_loss" in record:
+            record["perplexity"] = math.exp(record["mean_token_loss"])
+        epochs.append(record)
         seconds.append(elapsed)
-    summary = stats.summarize_repeats([seconds])
-    timing = {
-        "quantity": "seconds per epoch",
-        "timed_region": "training loop of one epoch (host-to-device copies included, evaluation excluded)",
-        "unit": "s",
-        "samples_per_measurement": epochs[0]["iterations"] * batch_size,
-        "warmup_seconds": [],
-        "repeats": [seconds],
-        "summary": summary,
-        "throughput": epochs[0]["iterations"] * batch_size / summary["median"],
-        "throughput_unit": "samples/s",
-    }
-    conv = {"epochs": epochs, "loss_curve_every": LOSS_CURVE_EVERY, "test_samples": int(len(x_test)),
-            "final_test_accuracy": epochs[-1]["test_accuracy"]}
+    samples = epochs[0]["iterations"] * batch_size
+    timing = _timing("seconds per epoch",
+                     "training loop of one epoch (mini-batch gathers and copies to the device included, "
+                     "evaluation excluded)", samples, [], [seconds])
+    last = epochs[-1]
+    conv = {"epochs": epochs, "loss_curve_every": LOSS_CURVE_EVERY, "test_batches": len(test),
+            "total_seconds": elapsed_total, "final_test_accuracy": last.get("test_accuracy"),
+            "final_perplexity": last.get("perplexity")}
     return timing, {"first": ends[0], "last": ends[-1]}, conv
+
+
+def inference(adapter, job):
+    """Inference mode; returns the result's ``timing`` and ``inference`` sections."""
+    batch_size, count = job["batch_size"], job["inference_batches"]
+    x, _ = datamod.synthetic_batch(job["model"], batch_size * count, job["data"]["seed"])
+    batches = [x[i:i + batch_size] for i in range(0, len(x), batch_size)]
+    features = [None] * count
+
+    def run_pass():
+        per_batch = []
+        for i, batch in enumerate(batches):
+            start = time.perf_counter()
+            features[i] = adapter.infer(batch)  # copies in and back: the result is on the host
+            per_batch.append(time.perf_counter() - start)
+        return per_batch
+
+    adapter.synchronize()
+    for _ in range(job.get("untimed_passes", 1)):
+        run_pass()
+    adapter.synchronize()
+    start = time.perf_counter()
+    per_batch = run_pass()
+    adapter.synchronize()
+    wall = time.perf_counter() - start
+    timing = _timing("seconds per mini-batch",
+                     "copy of a mini-batch to the device + forward without gradients + copy of the outputs "
+                     "back to the host", batch_size, [], [per_batch])
+    images = batch_size * count
+    return timing, {"images": images, "pass_seconds": wall, "seconds_per_1000_images": wall / images * 1000.0,
+                    "output_shape": list(features[0].shape[1:])}

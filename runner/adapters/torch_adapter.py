@@ -1,45 +1,137 @@
-"""PyTorch adapter (torch >= 1.10): builds the job's layer list as an ``nn.Sequential``, trains it with torch.optim.
+"""PyTorch adapter (torch >= 1.10): builds the job's layer list as nn modules and trains it with torch.optim.
 
+Idioms: ``model.train()`` for training steps, ``model.eval()`` and ``torch.no_grad()``
+for evaluation and feature extraction; cuDNN autotuning (``cudnn.benchmark``)
+follows the job, on by default as DeepLearningFrameworks' README (lesson 3)
+recommends; recurrent layers are nn.LSTM / nn.GRU (cuDNN kernels on GPU).
 Precision "fp32" means true fp32: TF32 is switched off for matmuls and cuDNN
 convolutions, since the studies' GPUs (K80, P100, GTX 1080) had no TF32.
-cuDNN autotuning (``cudnn.benchmark``) follows the job, on by default as
-DeepLearningFrameworks' README (lesson 3) recommends.
 """
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from runner import data as datamod
 from runner import shapes
 from runner.adapters import UnsupportedError
 
 _ACTIVATIONS = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
 
 
-def _module(layer, in_shape):
+class Residual(nn.Module):
+    def __init__(self, body, shortcut, after):
+        super(Residual, self).__init__()
+        self.body, self.shortcut, self.after = body, shortcut, after
+
+    def forward(self, x):
+        return self.after(self.body(x) + self.shortcut(x))
+
+
+class Concat(nn.Module):
+    def __init__(self, body):
+        super(Concat, self).__init__()
+        self.body = body
+
+    def forward(self, x):
+        return torch.cat([x, self.body(x)], 1)
+
+
+class PadChannels(nn.Module):
+    def __init__(self, extra):
+        super(PadChannels, self).__init__()
+        self.extra = extra
+
+    def forward(self, x):
+        return F.pad(x, (0, 0, 0, 0, 0, self.extra))
+
+
+class GlobalAvgPool(nn.Module):
+    def forward(self, x):
+        return x.mean(dim=(2, 3))
+
+
+class LastStep(nn.Module):
+    def forward(self, x):
+        return x[:, -1]
+
+
+class Recurrent(nn.Module):
+    """nn.LSTM / nn.GRU on (N, T, F), batch first; with ``stateful`` the final state feeds the next call."""
+
+    def __init__(self, kind, width, layer):
+        super(Recurrent, self).__init__()
+        cls = nn.LSTM if kind == "lstm" else nn.GRU
+        self.rnn = cls(width, layer["units"], num_layers=layer.get("layers", 1), batch_first=True)
+        self.stateful, self.state = layer.get("stateful", False), None
+
+    def forward(self, x):
+        out, state = self.rnn(x, self.state)
+        if self.stateful:
+            self.state = tuple(s.detach() for s in state) if isinstance(state, tuple) else state.detach()
+        return out
+
+
+def _module(layer, in_shape, named):
     kind = layer["type"]
     if kind == "conv":
-        return nn.Conv2d(in_shape[0], layer["filters"], layer["kernel"], stride=layer.get("stride", 1),
-                         padding=layer.get("pad", 0), bias=layer.get("bias", True))
-    if kind in ("maxpool", "avgpool"):
+        m = nn.Conv2d(in_shape[0], layer["filters"], layer["kernel"], stride=layer.get("stride", 1),
+                      padding=layer.get("pad", 0), bias=layer.get("bias", True))
+    elif kind in ("maxpool", "avgpool"):
         cls = nn.MaxPool2d if kind == "maxpool" else nn.AvgPool2d
         kwargs = {"count_include_pad": True} if kind == "avgpool" else {}
-        return cls(layer["kernel"], stride=layer.get("stride", layer["kernel"]), padding=layer.get("pad", 0),
-                   ceil_mode=layer.get("ceil", False), **kwargs)
-    if kind == "dense":
-        return nn.Linear(in_shape[0], layer["units"], bias=layer.get("bias", True))
-    if kind == "dropout":
-        return nn.Dropout(layer["rate"])
-    if kind == "flatten":
-        return nn.Flatten()
-    if kind in _ACTIVATIONS:
-        return _ACTIVATIONS[kind]()
-    raise UnsupportedError("torch adapter has no layer type %r" % kind)
+        m = cls(layer["kernel"], stride=layer.get("stride", layer["kernel"]), padding=layer.get("pad", 0),
+                ceil_mode=layer.get("ceil", False), **kwargs)
+    elif kind == "global_avgpool":
+        m = GlobalAvgPool()
+    elif kind == "batchnorm":
+        cls = nn.BatchNorm2d if len(in_shape) == 3 else nn.BatchNorm1d
+        m = cls(in_shape[0], eps=layer.get("eps", 1e-5), momentum=layer.get("momentum", 0.1))
+    elif kind == "dense":
+        m = nn.Linear(in_shape[-1], layer["units"], bias=layer.get("bias", True))
+    elif kind == "dropout":
+        m = nn.Dropout(layer["rate"])
+    elif kind == "flatten":
+        m = nn.Flatten()
+    elif kind in _ACTIVATIONS:
+        m = _ACTIVATIONS[kind]()
+    elif kind == "pad_channels":
+        m = PadChannels(layer["filters"] - in_shape[0])
+    elif kind == "residual":
+        m = Residual(_sequential(layer["body"], in_shape, named), _sequential(layer.get("shortcut", []), in_shape, named),
+                     _sequential(layer.get("after", []), shapes.apply_all(layer["body"], in_shape)[0], named))
+    elif kind == "concat":
+        m = Concat(_sequential(layer["body"], in_shape, named))
+    elif kind == "embedding":
+        m = nn.Embedding(layer["vocab"], layer["dim"])
+    elif kind in ("lstm", "gru"):
+        m = Recurrent(kind, in_shape[-1], layer)
+    elif kind == "last_step":
+        m = LastStep()
+    else:
+        raise UnsupportedError("torch adapter has no layer type %r" % kind)
+    if layer.get("name"):
+        named[layer["name"]] = m
+    return m
 
 
-def _initialize(model, scheme):
-    """Apply the spec's weight initialisation; biases start at zero except for "default"."""
+def _sequential(layers, shape, named):
+    modules = []
+    for layer in layers:
+        modules.append(_module(layer, shape, named))
+        shape = shapes.apply(layer, shape)[0]
+    return nn.Sequential(*modules)
+
+
+def _initialize(model, init):
+    """Apply the spec's initialisation; "default" keeps PyTorch's own."""
+    scheme = init["scheme"]
     if scheme == "default":
+        return
+    if scheme == "uniform":  # every parameter U(-scale, scale), as TensorFlow's PTB models do
+        for p in model.parameters():
+            nn.init.uniform_(p, -init["scale"], init["scale"])
         return
     for m in model.modules():
         if not isinstance(m, (nn.Conv2d, nn.Linear)):
@@ -57,6 +149,67 @@ def _initialize(model, scheme):
             nn.init.zeros_(m.bias)
 
 
+def _loss(loss):
+    """The job's loss as f(outputs, targets) -> scalar.
+
+    softmax_cross_entropy over the last axis: reduction "mean" averages over every
+    prediction (samples, or tokens of a sequence); "sum_over_time" sums a sequence's
+    tokens and averages over sequences, as TensorFlow's PTB model (sequence_loss_by_example
+    / batch_size). sigmoid_binary_cross_entropy: the mean over all labels of logits.
+    """
+    if loss["name"] == "sigmoid_binary_cross_entropy":
+        return F.binary_cross_entropy_with_logits
+    if loss["name"] != "softmax_cross_entropy":
+        raise UnsupportedError("torch adapter has no loss %r" % loss["name"])
+    if loss.get("reduction", "mean") == "sum_over_time":
+        return lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="sum") / y.shape[0]
+    return lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+def _optimizer(params, opt):
+    if opt["name"] == "sgd":
+        return torch.optim.SGD(params, lr=opt["lr"], momentum=opt.get("momentum", 0.0),
+                               weight_decay=opt.get("weight_decay", 0.0), nesterov=opt.get("nesterov", False))
+    if opt["name"] == "adam":
+        return torch.optim.Adam(params, lr=opt["lr"], betas=tuple(opt.get("betas", (0.9, 0.999))),
+                                eps=opt.get("eps", 1e-8), weight_decay=opt.get("weight_decay", 0.0))
+    raise UnsupportedError("torch adapter has no optimizer %r" % opt["name"])
+
+
+def _torchvision_resnet_as_keras(files):
+    """torchvision ResNet state-dict entries under Keras/Caffe layer names, in Keras layouts.
+
+    conv1 -> conv1, bn1 -> bn_conv1, layerL.B.convK / bnK -> res{L+1}{B}_branch2{a,b,c},
+    layerL.B.downsample.0 / .1 -> res{L+1}{B}_branch1, fc -> fc1000.
+    """
+    import io
+
+    state = torch.load(io.BytesIO(datamod.read_verified(files["state_dict"])), map_location="cpu")
+    out = {}
+    for key, value in state.items():
+        parts = key.split(".")
+        array = value.numpy()
+        if parts[0] in ("conv1", "bn1", "fc"):
+            layer, field = {"conv1": "conv1", "bn1": "bn_conv1", "fc": "fc1000"}[parts[0]], parts[1]
+        else:
+            tag = "%d%s" % (int(parts[0][len("layer"):]) + 1, "abcdefghijklmnopqrstuvwxyz"[int(parts[1])])
+            if parts[2] == "downsample":
+                layer, field = ("res" if parts[3] == "0" else "bn") + tag + "_branch1", parts[4]
+            else:
+                kind, branch = parts[2][:-1], "abc"[int(parts[2][-1]) - 1]
+                layer, field = ("res" if kind == "conv" else "bn") + tag + "_branch2" + branch, parts[3]
+        if field == "num_batches_tracked":
+            continue
+        if layer.startswith("bn"):
+            field = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
+                     "running_var": "moving_variance"}[field]
+        elif field == "weight":  # back to Keras layouts, which load_weights transposes
+            array = array.transpose(2, 3, 1, 0) if array.ndim == 4 else array.T
+            field = "kernel"
+        out["%s/%s" % (layer, field)] = array
+    return out
+
+
 class Adapter(object):
     name = "torch"
 
@@ -71,7 +224,7 @@ class Adapter(object):
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.benchmark = bool(job.get("cudnn_autotune", True))
         torch.manual_seed(job.get("seed", 0))
-        self.model = None
+        self.model, self.named = None, {}
 
     def environment(self):
         env = {
@@ -94,28 +247,69 @@ class Adapter(object):
 
     def build(self):
         model = self.job["model"]
-        rows = shapes.trace(model["layers"], model["input_shape"])
-        self.model = nn.Sequential(*[_module(layer, in_shape) for layer, in_shape, _, _ in rows])
-        _initialize(self.model, model.get("init", "default"))
-        self.model.to(self.device).train()
-        if self.job.get("loss", "softmax_cross_entropy") != "softmax_cross_entropy":
-            raise UnsupportedError("torch adapter has no loss %r" % self.job["loss"])
-        opt = self.job["optimizer"]
-        if opt["name"] != "sgd":
-            raise UnsupportedError("torch adapter has no optimizer %r" % opt["name"])
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=opt["lr"], momentum=opt.get("momentum", 0.0),
-                                         weight_decay=opt.get("weight_decay", 0.0))
-        self.loss_fn = nn.CrossEntropyLoss()
+        layers = shapes.expand(model["layers"], model["input_shape"])
+        self.model = _sequential(layers, tuple(model["input_shape"]), self.named)
+        _initialize(self.model, model.get("init", {"scheme": "default"}))
+        self.model.to(self.device)
+        self.model.train(self.job["mode"] != "inference")
+        self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
+        if self.job.get("optimizer"):  # none for inference
+            self.clip_norm = self.job["optimizer"].get("clip_norm")
+            self.optimizer = _optimizer(self.model.parameters(), self.job["optimizer"])
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
+    def load_weights(self, weights):
+        """Copy pretrained weights into the named layers; returns a record of what was loaded.
+
+        Formats: "tfjs-layers" (Keras names: conv1/kernel (kh, kw, in, out), bn_conv1/gamma,
+        fc1000/kernel (in, out), ...) and "torchvision-state-dict" (torchvision's ResNet keys,
+        translated to the same names). Raises DataError for a missing or misshapen weight.
+        """
+        if weights["format"] == "tfjs-layers":
+            source = datamod.load_tfjs_layers(weights["files"])
+        elif weights["format"] == "torchvision-state-dict":
+            source = _torchvision_resnet_as_keras(weights["files"])
+        else:
+            raise UnsupportedError("torch adapter cannot read weights in %r" % weights["format"])
+        missing = sorted(set(n for n in self.named) - set(k.split("/")[0] for k in source))
+        if missing:
+            raise datamod.DataError("the weights have nothing for layers %s" % ", ".join(missing[:5]))
+        loaded = 0
+        with torch.no_grad():
+            for name, m in self.named.items():
+                pairs = []
+                if isinstance(m, nn.Conv2d):
+                    pairs = [(m.weight, source[name + "/kernel"].transpose(3, 2, 0, 1))]
+                    if m.bias is not None:
+                        pairs.append((m.bias, source[name + "/bias"]))
+                elif isinstance(m, nn.Linear):
+                    pairs = [(m.weight, source[name + "/kernel"].T), (m.bias, source[name + "/bias"])]
+                elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                    pairs = [(m.weight, source[name + "/gamma"]), (m.bias, source[name + "/beta"]),
+                             (m.running_mean, source[name + "/moving_mean"]),
+                             (m.running_var, source[name + "/moving_variance"])]
+                for target, array in pairs:
+                    if tuple(target.shape) != array.shape:
+                        raise datamod.DataError("weight for %s has shape %s, the layer %s"
+                                                % (name, array.shape, tuple(target.shape)))
+                    target.copy_(torch.from_numpy(array.copy()))
+                    loaded += int(array.size)
+        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+
     def to_device(self, x, y):
-        return (torch.from_numpy(x).to(self.device, non_blocking=False),
-                torch.from_numpy(y).to(self.device, non_blocking=False))
+        return torch.from_numpy(x).to(self.device), torch.from_numpy(y).to(self.device)
+
+    def reset_state(self):
+        for m in self.model.modules():
+            if isinstance(m, Recurrent):
+                m.state = None
 
     def train_step(self, x, y):
         self.optimizer.zero_grad(set_to_none=True)
         loss = self.loss_fn(self.model(x), y)
         loss.backward()
+        if self.clip_norm:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
         self.optimizer.step()
         return loss.detach()
 
@@ -128,12 +322,30 @@ class Adapter(object):
             return []
         return [float(v) for v in torch.stack(handles).cpu().tolist()]
 
-    def accuracy(self, x, y, batch_size):
-        self.model.eval()
-        correct = 0
+    def infer(self, x):
         with torch.no_grad():
-            for i in range(0, len(x), batch_size):
-                xb, yb = self.to_device(x[i:i + batch_size], y[i:i + batch_size])
-                correct += int((self.model(xb).argmax(dim=1) == yb).sum())
+            return self.model(torch.from_numpy(x).to(self.device)).cpu().numpy()
+
+    def evaluate(self, batches, target):
+        """Test metrics over numpy ``batches``: test_accuracy (classes), mean_token_loss (sequences), test_loss."""
+        self.model.eval()
+        correct = total = 0
+        loss_sum = 0.0
+        with torch.no_grad():
+            for x, y in batches:
+                out = self.model(torch.from_numpy(x).to(self.device))
+                yd = torch.from_numpy(y).to(self.device)
+                if target == "multilabel":
+                    loss_sum += float(F.binary_cross_entropy_with_logits(out, yd, reduction="sum"))
+                    total += yd.numel()
+                else:
+                    flat, labels = out.reshape(-1, out.shape[-1]), yd.reshape(-1)
+                    loss_sum += float(F.cross_entropy(flat, labels, reduction="sum"))
+                    correct += int((flat.argmax(dim=1) == labels).sum())
+                    total += labels.numel()
         self.model.train()
-        return correct / float(len(x))
+        if target == "sequence":
+            return {"mean_token_loss": loss_sum / total}
+        if target == "multilabel":
+            return {"test_loss": loss_sum / total}
+        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}

@@ -1,0 +1,50 @@
+"""Published reference values that a spec carries, each with its kind and source.
+
+Kinds are kept apart and never mixed (from ../shared/research/reference-results.yaml):
+  published             printed in a study's published table (README or paper) at a stated version
+  notebook_measured     printed in a committed notebook's output (may differ from the README)
+  third_party_rerun     measured by someone other than the authors with the study's scripts
+  contributor_estimate  an approximate number stated by a contributor in a PR or issue
+  secondhand_ratio      a ratio reported by a secondary source about a table whose numbers are missing
+"""
+from typing import Literal, Optional, Union
+
+from pydantic import Field, PositiveInt, field_validator
+
+from dlrepro import yamlfile
+from dlrepro.yamlfile import Strict
+
+KINDS = ("published", "notebook_measured", "third_party_rerun", "contributor_estimate", "secondhand_ratio")
+
+
+class Reference(Strict):
+    id: str
+    kind: Literal["published", "notebook_measured", "third_party_rerun", "contributor_estimate", "secondhand_ratio"]
+    variant: Optional[str] = Field(None, description="the variant it measures; none when no variant matches exactly")
+    experiment: str = Field(description="the experiment as the source names it")
+    framework: str
+    framework_version: Optional[str] = None
+    hardware: str
+    batch_size: Optional[PositiveInt] = None
+    metric: str
+    value: Union[float, list[float]] = Field(description="a number, or [low, high] for a stated range")
+    unit: str
+    source: str
+    notes: Optional[str] = None
+
+    _known_variant = field_validator("variant")(yamlfile.reference("variants", "variant", optional=True))
+
+    @field_validator("value")
+    @classmethod
+    def _range(cls, value):
+        if isinstance(value, list) and len(value) != 2:
+            raise ValueError("a range is [low, high]")
+        return value
+
+
+class Missing(Strict):
+    """A published result the spec belongs to whose numbers could not be retrieved."""
+    id: str
+    what: str
+    where: str
+    status: str
