@@ -158,6 +158,16 @@ class Inference(Strict):
     untimed_passes: NonNegativeInt = 1
 
 
+def _required_in(modes, what):
+    """A field validator: the field may be left out only when the variant's mode is not in ``modes``."""
+    def check(cls, value, info):
+        mode = info.data.get("mode", "throughput")
+        if value is None and mode in modes:
+            raise ValueError("mode %s needs %s" % (mode, what))
+        return value
+    return check
+
+
 class Variant(Strict):
     """One experiment: expanded into jobs over frameworks x batch sizes (x thread counts) on a device."""
     description: str
@@ -179,26 +189,11 @@ class Variant(Strict):
 
     _known_model = field_validator("model")(yamlfile.reference("models", "model"))
 
-    @field_validator("optimizer")
-    @classmethod
-    def _trains(cls, value, info: ValidationInfo):
-        if value is None and info.data.get("mode", "throughput") != "inference":
-            raise ValueError("a training variant needs an optimizer (name, lr, ...)")
-        return value
-
-    @field_validator("inference")
-    @classmethod
-    def _inference_settings(cls, value, info: ValidationInfo):
-        if info.data.get("mode") == "inference" and value is None:
-            raise ValueError("mode inference needs an inference section (batches, untimed_passes)")
-        return value
-
-    @field_validator("convergence")
-    @classmethod
-    def _convergence_settings(cls, value, info: ValidationInfo):
-        if info.data.get("mode") == "convergence" and value is None:
-            raise ValueError("mode convergence needs a convergence section (epochs)")
-        return value
+    _needs_optimizer = field_validator("optimizer")(_required_in(("throughput", "convergence"),
+                                                                 "an optimizer (name, lr, ...)"))
+    _needs_inference = field_validator("inference")(_required_in(("inference",), "an inference section (batches)"))
+    _needs_convergence = field_validator("convergence")(_required_in(("convergence",),
+                                                                     "a convergence section (epochs)"))
 
 
 class Spec(Strict):
