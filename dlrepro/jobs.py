@@ -88,7 +88,7 @@ def _sizes(variant, options, mode):
 
 
 def _threads(variant, options):
-    if options.device == "cuda" or options.threads is None:
+    if options.threads is None:
         return [None]
     if options.threads == "sweep":
         return variant.threads or [None]
@@ -108,12 +108,33 @@ def _mode_settings(variant, options, mode):
     return {}
 
 
+def _not_applicable(variant, mode):
+    """Why ``variant`` cannot run in ``mode``, or None."""
+    if mode == "convergence" and (variant.convergence is None or variant.data.kind != "dataset"):
+        return "convergence needs real data and a convergence section"
+    if mode == "inference" and (variant.inference is None or variant.data.kind != "synthetic"):
+        return "inference needs an inference section and synthetic data"
+    if mode in ("throughput", "convergence") and variant.optimizer is None:
+        return "%s trains, and the variant has no optimizer" % mode
+    return None
+
+
+def left_out(spec, options):
+    """(variant, reason) for each selected variant that ``options.mode`` does not apply to."""
+    names = options.variants or list(spec.variants)
+    return [(name, reason) for name in names
+            for reason in [_not_applicable(spec.variants[name], options.mode or spec.variants[name].mode)] if reason]
+
+
 def expand(spec, options):
     """Jobs (job.json dicts, in run order) for ``spec`` under ``options``.
 
-    Raises DlreproError for a variant or framework the spec does not have, or a
-    selection that leaves no job.
+    Variants the mode does not apply to are left out (see ``left_out``). Raises
+    DlreproError for a variant or framework the spec does not have, thread counts
+    on a GPU, or a selection that leaves no job.
     """
+    if options.device == "cuda" and options.threads is not None:
+        raise DlreproError("--threads sets CPU thread counts; it does not apply to --device cuda")
     variants = options.variants or list(spec.variants)
     unknown = [v for v in variants if v not in spec.variants]
     if unknown:
@@ -129,9 +150,7 @@ def expand(spec, options):
         variant = spec.variants[name]
         model = spec.models[variant.model]
         mode = options.mode or variant.mode
-        if mode == "convergence" and (variant.convergence is None or variant.data.kind != "dataset"):
-            continue
-        if mode == "inference" and variant.inference is None:
+        if _not_applicable(variant, mode):
             continue
         for framework in frameworks:
             for batch_size in _sizes(variant, options, mode):
@@ -169,9 +188,9 @@ def expand(spec, options):
                     job.update(_mode_settings(variant, options, mode))
                     jobs.append(job)
     if not jobs:
-        raise DlreproError("spec %s gives no %s job for device %s with these options (convergence needs a variant "
-                           "with a convergence section and a dataset, inference an inference section)"
-                           % (spec.name, options.mode or "", options.device))
+        reasons = "; ".join("%s: %s" % item for item in left_out(spec, options))
+        raise DlreproError("spec %s gives no job for device %s with these options%s"
+                           % (spec.name, options.device, " (%s)" % reasons if reasons else ""))
     return jobs
 
 

@@ -16,6 +16,7 @@ from dlrepro.bundle import BundleWriter, summary_row
 from dlrepro.errors import DatasetError, DlreproError
 from dlrepro.files import sha256_file
 from runner.contract import new_result, utc_now
+from runner.environment import usable_cpus
 
 
 class Reporter:
@@ -75,18 +76,21 @@ class _Run:
     def dataset(self, candidates):
         """The first of ``candidates`` (dataset names) that the cache holds or can fetch.
 
-        Returns (DatasetRecord, None), or (None, DatasetError of the first candidate).
+        Returns (DatasetRecord, None), or (None, a DatasetError naming every candidate's failure).
         """
-        first = None
+        errors = []
         for name in candidates:
             try:
                 record = datasets.ensure(name, self.reporter.log)
             except DatasetError as exc:
-                first = first or exc
+                errors.append(exc)
                 continue
             self.datasets[name] = record.record
             return record, None
-        return None, first
+        if len(errors) == 1:
+            return None, errors[0]
+        return None, DatasetError("; and, as a fallback, ".join(str(e) for e in errors),
+                                  " Or: ".join(e.remedy for e in errors if e.remedy))
 
     def resolve(self, jobs):
         """Fill each job's dataset and weight files; jobs whose files cannot be had are skipped."""
@@ -107,10 +111,10 @@ class _Run:
             self.writer.write_job(job)
 
     def execute(self, jobs, options, executor, matrix, build_options):
-        self.resolve(jobs)
         problem = executor.preflight()
         if problem is not None:
-            self.record([j for j in jobs if not self.done(j)], "skipped", *problem)
+            self.record(jobs, "skipped", *problem)
+        self.resolve([j for j in jobs if not self.done(j)])
         groups = OrderedDict()
         for job in jobs:
             if not self.done(job):
@@ -147,6 +151,12 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     for job in jobs:
         writer.write_job(job)  # written again once its files are resolved
     reporter.started(len(jobs))
+    left_out = jobsmod.left_out(spec, options)
+    for variant, reason in left_out:
+        reporter.log("variant %s left out: %s" % (variant, reason))
+    usable = usable_cpus()
+    for threads in sorted({j["threads"] for j in jobs if j["threads"] and j["threads"] > usable}):
+        reporter.log("%d threads on a host where this process may use %d CPUs: oversubscribed" % (threads, usable))
     state = _Run(writer, reporter)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     stopped = None
@@ -169,6 +179,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     body = {"command": " ".join(shlex.quote(a) for a in sys.argv), "spec": _spec_record(spec, specmod.spec_path(spec_name)),
             "options": options.model_dump(mode="json"), "executor": executor.describe(), "host": hostinfo.describe(),
             "images": list(state.images.values()), "datasets": list(state.datasets.values()), "counts": counts,
+            "left_out": [{"variant": v, "reason": r} for v, r in left_out],
             "interrupted": isinstance(stopped, KeyboardInterrupt)}
     path = writer.finish(body, rows)
     if stopped is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, ValidationInfo, \
-    field_validator
+    field_validator, model_validator
 
 from dlrepro import REPO_ROOT, datasets, yamlfile
 from dlrepro.errors import SpecError
@@ -23,6 +23,7 @@ from dlrepro.yamlfile import Strict
 from runner import adapters, shapes
 
 SPECS_DIR = REPO_ROOT / "specs"
+TOKEN_FORMATS = {"imdb-npz", "imdb-reviews-json", "ptb-text"}  # dataset formats that give token ids
 
 
 class Init(Strict):
@@ -44,7 +45,7 @@ class Model(Strict):
     target: Literal["class", "sequence", "multilabel"] = "class"
     init: Init = Init()
     layers: list[Layer] = Field(min_length=1)
-    classes: PositiveInt
+    classes: PositiveInt = Field(description="width of the last layer: classes, or features of a feature extractor")
     parameters: PositiveInt = Field(description="expected trainable parameters; every framework must match")
     notes: Optional[str] = None
 
@@ -101,7 +102,8 @@ class Synthetic(Strict):
 
 
 class Tokens(Strict):
-    vocab: PositiveInt = Field(description="ids >= vocab become out-of-vocabulary (PTB: the vocabulary size)")
+    vocab: PositiveInt = Field(description="number of distinct ids (the embedding's rows): ids >= vocab become "
+                                           "out-of-vocabulary; reviews reserve 0 (pad), 1 (start), 2 (OOV)")
     maxlen: Optional[PositiveInt] = Field(None, description="reviews: keep the last maxlen ids, zero-pad at the end")
 
 
@@ -189,6 +191,16 @@ class Variant(Strict):
 
     _known_model = field_validator("model")(yamlfile.reference("models", "model"))
 
+    @field_validator("data")
+    @classmethod
+    def _data_suits_mode(cls, value, info: ValidationInfo):
+        mode = info.data.get("mode", "throughput")
+        if mode == "inference" and value.kind != "synthetic":
+            raise ValueError("mode inference runs on synthetic data (DLF's random images)")
+        if mode == "convergence" and value.kind != "dataset":
+            raise ValueError("mode convergence trains on a dataset")
+        return value
+
     _needs_optimizer = field_validator("optimizer")(_required_in(("throughput", "convergence"),
                                                                  "an optimizer (name, lr, ...)"))
     _needs_inference = field_validator("inference")(_required_in(("inference",), "an inference section (batches)"))
@@ -215,6 +227,34 @@ class Spec(Strict):
         if expected is not None and value != expected:
             raise ValueError("name %r must equal the file name %r" % (value, expected))
         return value
+
+    @model_validator(mode="after")
+    def _data_fits_models(self):
+        """Each variant's data must suit its model: dense vs token input, vocabulary, sequence length."""
+        problems = []
+        for name, variant in self.variants.items():
+            model, data = self.models.get(variant.model), variant.data
+            if model is None or data.kind != "dataset":
+                continue
+            where = "variants.%s.data" % name
+            formats = {datasets.lookup(n).format for n in [data.name] + list(data.fallback)}
+            tokens = bool(formats & TOKEN_FORMATS)
+            if tokens != (model.input_kind == "tokens"):
+                problems.append(yamlfile.at(where, "dataset %s gives %s, model %s takes %s input" % (
+                    data.name, "token ids" if tokens else "dense arrays", variant.model, model.input_kind)))
+            elif tokens and data.tokens is None:
+                problems.append(yamlfile.at(where, "dataset %s needs tokens: {vocab, maxlen}" % data.name))
+            elif tokens:
+                embedding = [l for l in model.layers if l.type == "embedding"]
+                if embedding and embedding[0].vocab != data.tokens.vocab:
+                    problems.append(yamlfile.at(where + ".tokens.vocab", "%d ids, but model %s embeds %d"
+                                                % (data.tokens.vocab, variant.model, embedding[0].vocab)))
+                if data.tokens.maxlen is not None and data.tokens.maxlen != model.input_shape[0]:
+                    problems.append(yamlfile.at(where + ".tokens.maxlen", "%d, but model %s reads %d steps"
+                                                % (data.tokens.maxlen, variant.model, model.input_shape[0])))
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
 
     @field_validator("frameworks")
     @classmethod

@@ -116,6 +116,27 @@ def reference(key, what, optional=False):
     return check
 
 
+def at(path, message):
+    """A validator message about another field than the validated one: ``at("variants.x.data", "...")``.
+
+    Validators that check several fields together (pydantic reports them at the model)
+    join such messages with newlines; ``load`` reports each at ``path``'s own line.
+    """
+    return "@%s: %s" % (path, message)
+
+
+def _pointed(err):
+    """[(location, message)]: the error's own, or those that ``at`` messages point to."""
+    text = err["msg"].removeprefix("Value error, ")
+    if err["type"] != "value_error" or not text.startswith("@"):
+        return [(err["loc"], None)]
+    pointed = []
+    for line in text.splitlines():
+        where, _, message = line[1:].partition(": ")
+        pointed.append((tuple(int(p) if p.isdigit() else p for p in where.split(".")), message))
+    return pointed
+
+
 def load(path, model, names_of=(), context=None):
     """Parse YAML file ``path`` and validate it as pydantic ``model``.
 
@@ -143,6 +164,7 @@ def load(path, model, names_of=(), context=None):
     except pydantic.ValidationError as exc:
         problems = []
         for err in exc.errors():
-            line, field = _locate(root, err["loc"])
-            problems.append("%s:%s: %s: %s" % (path, line, field, _message(model, err)))
+            for loc, message in _pointed(err):
+                line, field = _locate(root, loc)
+                problems.append("%s:%s: %s: %s" % (path, line, field, message or _message(model, err)))
         raise SpecError(path, problems) from None

@@ -71,8 +71,8 @@ def read_verified(digest):
         blob = f.read()
     actual = hashlib.sha256(blob).hexdigest()
     if actual != digest:
-        raise DataError("cached file sha256:%s hashes to %s: the cache is corrupt, delete it and fetch again"
-                        % (digest, actual))
+        raise DataError("cached file sha256:%s hashes to %s: the cache is corrupt; `invoke datasets.fetch NAME` "
+                        "on the host replaces corrupt files" % (digest, actual))
     return blob
 
 
@@ -186,7 +186,7 @@ def load_ptb_text(files, options):
     index = dict((w, i) for i, (w, _) in enumerate(vocab))
     unk = index.get("<unk>", len(index) - 1)
     to_ids = lambda ws: np.array([index.get(w, unk) for w in ws], np.int64)
-    return to_ids(train), None, to_ids(words(options.get("test_split", "test"))), None
+    return to_ids(train), None, to_ids(words("test")), None
 
 
 def load_tfjs_layers(files):
@@ -217,7 +217,6 @@ LOADERS = {"mnist-idx": load_mnist_idx, "cifar10-python": load_cifar10_python, "
 
 class ArrayData(object):
     """Samples in memory; an epoch is a shuffled order of complete mini-batches."""
-    sequential = False
 
     def __init__(self, x_train, y_train, x_test, y_test):
         self.x_train, self.y_train, self.x_test, self.y_test = x_train, y_train, x_test, y_test
@@ -241,8 +240,8 @@ class LanguageModelData(object):
 
     Consecutive windows continue each row, so a recurrent model's state is carried
     from one mini-batch to the next within an epoch (truncated back-propagation).
+    Windows are always complete, in training and in test.
     """
-    sequential = True
 
     def __init__(self, train, test, steps):
         self.train, self.test_stream, self.steps = train, test, steps

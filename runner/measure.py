@@ -57,7 +57,7 @@ def _step_source(adapter, job, dataset):
     needed = job["warmup"] + job["repeats"] * job["iterations"]
     keys = []  # drawn before any timing: shuffled epochs (a language model's stream in order)
     while len(keys) < needed:
-        keys.extend(dataset.order(batch_size, rng))
+        keys.extend(_epoch(dataset, batch_size, rng))
     keys = iter(keys[:needed])
 
     def step():
@@ -65,6 +65,14 @@ def _step_source(adapter, job, dataset):
 
     return step, ("gather of a real mini-batch from memory + copy to the device (none on CPU) "
                   "+ forward+backward+update")
+
+
+def _epoch(dataset, batch_size, rng):
+    """One epoch's mini-batch keys; raises DataError when the training set holds no complete mini-batch."""
+    keys = dataset.order(batch_size, rng)
+    if not keys:
+        raise datamod.DataError("batch size %d is larger than the training set: no complete mini-batch" % batch_size)
+    return keys
 
 
 def throughput(adapter, job, dataset=None):
@@ -88,8 +96,10 @@ def convergence(adapter, job, dataset):
     rng = np.random.RandomState(job.get("seed", 0))
     epochs, seconds, ends, elapsed_total = [], [], [], 0.0
     test = dataset.test(batch_size, job.get("test_complete_batches", False))
+    if not test:
+        raise datamod.DataError("batch size %d is larger than the test set: nothing to evaluate" % batch_size)
     for epoch in range(1, job["epochs"] + 1):
-        keys = dataset.order(batch_size, rng)
+        keys = _epoch(dataset, batch_size, rng)
         if job.get("max_iterations_per_epoch"):
             keys = keys[:job["max_iterations_per_epoch"]]
         handles = []

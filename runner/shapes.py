@@ -72,6 +72,13 @@ def _need(shape, rank, kind):
         raise ShapeError("%s needs %s input, got %s" % (kind, what, shape))
 
 
+def block_letter(index):
+    """The letter of a residual block within its stage, as Caffe's and Keras's ResNets name them (0 -> a)."""
+    if index >= 26:
+        raise ShapeError("a stage of more than 26 blocks has no Caffe/Keras block letters")
+    return "abcdefghijklmnopqrstuvwxyz"[index]
+
+
 def _conv(name, kernel, filters, stride=1, pad=0, bias=False):
     return dict({"type": "conv", "filters": filters, "kernel": kernel, "stride": stride, "pad": pad, "bias": bias},
                 **({"name": name} if name else {}))
@@ -89,7 +96,7 @@ def _resnet_stage(m, channels):
     eps, mom, bias = m.get("bn_eps", 1e-5), m.get("bn_momentum", 0.1), m.get("conv_bias", False)
     for i in range(m["blocks"]):
         s = m.get("stride", 1) if i == 0 else 1
-        tag = "%s%s" % (m["stage"], "abcdefghijklmnopqrstuvwxyz"[i] if m["blocks"] <= 26 else "_%d" % (i + 1))
+        tag = "%s%s" % (m["stage"], block_letter(i))
         if bottleneck:
             first_stride = s if m.get("stride_on", "3x3") == "1x1" else 1
             body = [_conv("res%s_branch2a" % tag, 1, m["filters"], first_stride, 0, bias),
@@ -134,8 +141,12 @@ def expand(layers, input_shape):
             elif kind == "densenet_block":
                 new = _densenet_block(layer)
             elif kind in ("residual", "concat"):
-                new = [dict(layer, **{key: expand(layer.get(key, []), shape) for key in ("body", "shortcut")
-                                      if key in layer})]
+                parts = {"body": expand(layer["body"], shape)}
+                if "shortcut" in layer:
+                    parts["shortcut"] = expand(layer["shortcut"], shape)
+                if "after" in layer:
+                    parts["after"] = expand(layer["after"], apply_all(parts["body"], shape)[0])
+                new = [dict(layer, **parts)]
             else:
                 new = [layer]
             for item in new:

@@ -26,3 +26,31 @@ def run_executor(executor, image, tmp_path):
                  lambda kind, job_id, result: events.append((kind, job_id, result and result["status"])))
     results = {j["id"]: json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in (bad, good)}
     return bad, good, results, events
+
+
+def unreachable(monkeypatch, *names):
+    """Make the mirrors of datasets ``names`` unreachable (a closed local port), whatever the network allows."""
+    from dlrepro.datasets import UrlMirror
+
+    catalogue = datasets.catalogue()
+    mirror = UrlMirror(kind="url", url="http://127.0.0.1:9/{name}")
+    patched = catalogue.model_copy(update={"datasets": {
+        n: d.model_copy(update={"mirrors": [mirror]}) if n in names else d for n, d in catalogue.datasets.items()}})
+    monkeypatch.setattr(datasets, "catalogue", lambda: patched)
+
+
+def fresh_cache(monkeypatch, path, **copies):
+    """Point DLREPRO_CACHE at ``path``; ``copies`` {dataset: DatasetRecord of the real cache} are imported into it."""
+    import shutil
+
+    folders = {}
+    for name, record in copies.items():
+        folder = path / ("source-" + name)
+        folder.mkdir(parents=True)
+        for role, f in record.dataset.files.items():
+            shutil.copyfile(str(datasets._blob(record.files[role])), str(folder / f.name))
+        folders[name] = folder
+    monkeypatch.setenv("DLREPRO_CACHE", str(path / "cache"))
+    for name, folder in folders.items():
+        datasets.import_local(name, folder)
+    return path / "cache"

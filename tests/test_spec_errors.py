@@ -83,3 +83,27 @@ def test_cli_rejects_a_bad_option():
     proc = subprocess.run([sys.executable, "-m", "invoke", "run", "--spec", "alexnet", "--device", "gpu"],
                           cwd=REPO_ROOT, capture_output=True, text=True)
     assert proc.returncode == 1 and "--device: Input should be 'cpu' or 'cuda' (got 'gpu')" in proc.stdout
+
+
+IMDB = (REPO_ROOT / "specs" / "imdb-gru.yaml").read_text()
+
+
+def test_token_settings_must_fit_the_model(tmp_path):
+    text = IMDB.replace("tokens: {vocab: 30000, maxlen: 150}", "tokens: {vocab: 20000, maxlen: 100}")
+    path, problems = load_variant(tmp_path, text, name="imdb-gru")
+    line = [i for i, l in enumerate(text.splitlines(), 1) if "vocab: 20000" in l][0]
+    assert problems == ["%s:%d: variants.imdb-gru.data.tokens.vocab: 20000 ids, but model gru embeds 30000" % (path, line),
+                        "%s:%d: variants.imdb-gru.data.tokens.maxlen: 100, but model gru reads 150 steps" % (path, line)]
+    _, problems = load_variant(tmp_path, IMDB.replace(", tokens: {vocab: 30000, maxlen: 150}", ""), name="imdb-gru")
+    assert problems[0].endswith("variants.imdb-gru.data: dataset imdb needs tokens: {vocab, maxlen}")
+
+
+def test_data_must_suit_the_mode(tmp_path):
+    text = ALEXNET.replace("    model: alexnet-s\n", "    model: alexnet-s\n    mode: convergence\n    convergence: {epochs: 1}\n")
+    _, problems = load_variant(tmp_path, text)
+    assert len(problems) == 1 and "variants.alexnet-s.data: mode convergence trains on a dataset" in problems[0]
+    text = ALEXNET.replace("data: {kind: dataset, name: cifar10, subtract_mean: pixel}",
+                           "data: {kind: dataset, name: imdb, tokens: {vocab: 30000}}")
+    _, problems = load_variant(tmp_path, text)
+    assert len(problems) == 1 and problems[0].endswith(
+        "variants.alexnet-r.data: dataset imdb gives token ids, model alexnet-r takes dense input")

@@ -144,3 +144,16 @@ def test_torchvision_weights_are_mapped_to_the_v15_layers(tmp_path, monkeypatch)
         m.num_features for m in target.model.modules() if isinstance(m, torch.nn.BatchNorm2d))
     for (a, pa), (b, pb) in zip(source.model.state_dict().items(), target.model.state_dict().items()):
         assert a == b and torch.equal(pa, pb), a
+
+
+def test_a_batch_larger_than_the_training_set_fails_at_once():
+    job = dict(job_for("fcn", "fcn-r"), batch_size=8, warmup=1, iterations=1, repeats=1, epochs=1)
+    job["model"] = dict(job["model"], layers=[{"type": "dense", "units": 10}], input_shape=[4], parameters=50)
+    adapter = adapters.load(job)
+    adapter.build()
+    tiny = data.ArrayData(np.zeros((5, 4), np.float32), np.zeros(5, np.int64), np.zeros((5, 4), np.float32),
+                          np.zeros(5, np.int64))
+    with pytest.raises(data.DataError, match="batch size 8 is larger than the training set"):
+        measure.throughput(adapter, job, tiny)
+    with pytest.raises(data.DataError, match="batch size 8 is larger than the test set"):
+        measure.convergence(adapter, dict(job, test_complete_batches=True), tiny)

@@ -192,7 +192,7 @@ def _torchvision_resnet_as_keras(files):
         if parts[0] in ("conv1", "bn1", "fc"):
             layer, field = {"conv1": "conv1", "bn1": "bn_conv1", "fc": "fc1000"}[parts[0]], parts[1]
         else:
-            tag = "%d%s" % (int(parts[0][len("layer"):]) + 1, "abcdefghijklmnopqrstuvwxyz"[int(parts[1])])
+            tag = "%d%s" % (int(parts[0][len("layer"):]) + 1, shapes.block_letter(int(parts[1])))
             if parts[2] == "downsample":
                 layer, field = ("res" if parts[3] == "0" else "bn") + tag + "_branch1", parts[4]
             else:
@@ -236,7 +236,7 @@ class Adapter(object):
             "interop_threads": torch.get_num_interop_threads(),
             "mkldnn": torch.backends.mkldnn.is_available(),
             "tf32": {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32},
-            "cudnn_autotune": torch.backends.cudnn.benchmark,
+            "cudnn_autotune": torch.backends.cudnn.benchmark if self.device.type == "cuda" else None,
             "layout": "NCHW",
         }
         if self.device.type == "cuda":
