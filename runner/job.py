@@ -23,11 +23,18 @@ def _execute(job, result):
     adapter = adapters.load(job)
     expected = job["model"]["parameters"]
     measured = adapter.build()
-    result["parameters"] = {"measured": measured, "expected": expected}
+    conventions = adapter.conventions()
+    equivalent = measured + sum(c["difference"] for c in conventions)
+    result["parameters"] = {"measured": measured, "expected": expected, "conventions": conventions,
+                            "equivalent": equivalent}
     result["environment"].update(adapter.environment())
-    if measured != expected:
-        raise ModelMismatch("model %s has %s trainable parameters in %s, the spec states %s"
-                            % (job["model"]["name"], format(measured, ","), job["framework"], format(expected, ",")))
+    if equivalent != expected:
+        raise ModelMismatch("model %s has %s trainable parameters in %s%s, the spec states %s"
+                            % (job["model"]["name"], format(measured, ","), job["framework"],
+                               "".join(" (+%s: %s)" % (format(c["difference"], ","), c["name"]) for c in conventions),
+                               format(expected, ",")))
+    if job["mode"] == "parameters":
+        return
     if job.get("weights"):
         result["weights"] = adapter.load_weights(job["weights"])
     dataset = None

@@ -6,6 +6,9 @@ An adapter is constructed from the job dict and offers:
 - ``build()``: create the model from ``job["model"]["layers"]`` (runner.shapes, macros
   expanded), its initialisation, loss and optimizer; return the measured number of
   trainable parameters.
+- ``conventions()``: how this framework's count differs from the spec's by convention, as
+  [{name, difference (spec count - framework count), reason}] (e.g. Keras LSTMs keep one
+  bias vector per gate set where cuDNN and PyTorch keep two); [] when it does not.
 - ``load_weights(weights)``: copy pretrained weights (job["weights"]) into the named
   layers; returns a record of what was loaded.
 - ``to_device(x, y)``: copy a numpy mini-batch (runner.data's shapes and dtypes) to

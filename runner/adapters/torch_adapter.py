@@ -258,6 +258,9 @@ class Adapter(object):
             self.optimizer = _optimizer(self.model.parameters(), self.job["optimizer"])
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
+    def conventions(self):
+        return []  # the spec's counting conventions are PyTorch's
+
     def load_weights(self, weights):
         """Copy pretrained weights into the named layers; returns a record of what was loaded.
 

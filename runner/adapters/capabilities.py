@@ -1,0 +1,52 @@
+"""What each framework adapter can express, readable without importing any framework.
+
+The host uses this to declare spec/framework pairs unsupported, with the reason, before
+anything runs (they are listed by `invoke specs --show` and in each bundle), and each
+adapter raises UnsupportedError for the same things if a job asks anyway.
+"""
+from runner import shapes
+
+ALL_LAYERS = frozenset(shapes.PRIMITIVES)
+LOSSES = frozenset(["softmax_cross_entropy", "sigmoid_binary_cross_entropy"])
+OPTIMIZERS = frozenset(["sgd", "adam"])
+
+CAPABILITIES = {
+    "torch": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
+              "weights": frozenset(["tfjs-layers", "torchvision-state-dict"])},
+    "tensorflow": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
+                   "weights": frozenset(["tfjs-layers"])},
+    "mxnet": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
+              "weights": frozenset(["tfjs-layers"])},
+    "jax": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
+            "weights": frozenset(["tfjs-layers"])},
+}
+WEIGHT_FORMAT_NOTES = {
+    "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
+}
+
+
+def _layer_types(layers):
+    for layer in layers:
+        yield layer["type"]
+        for key in ("body", "shortcut", "after"):
+            for kind in _layer_types(layer.get(key, [])):
+                yield kind
+
+
+def unsupported(framework, layers, loss, optimizer, weights_format):
+    """Why ``framework`` cannot run a model of these (expanded) ``layers`` with this loss,
+    optimizer name (None for inference) and weight format (None without weights); None if it can."""
+    caps = CAPABILITIES.get(framework)
+    if caps is None:
+        return "no runner adapter for %s" % framework
+    missing = sorted(set(_layer_types(layers)) - caps["layers"])
+    if missing:
+        return "the %s adapter has no layer %s" % (framework, ", ".join(missing))
+    if loss not in caps["losses"]:
+        return "the %s adapter has no loss %s" % (framework, loss)
+    if optimizer is not None and optimizer not in caps["optimizers"]:
+        return "the %s adapter has no optimizer %s" % (framework, optimizer)
+    if weights_format is not None and weights_format not in caps["weights"]:
+        return "%s cannot read %s weights: %s" % (framework, weights_format,
+                                                  WEIGHT_FORMAT_NOTES.get(weights_format, "no reader"))
+    return None
