@@ -1,0 +1,386 @@
+"""TensorFlow adapter (TensorFlow 2 with Keras 3): Keras layers, training steps in graph mode.
+
+Idioms: each training step is a ``tf.function`` (graph mode, as TensorFlow 1 ran the
+studies' models), XLA off (``jit_compile=False``, recorded); channels-last (NHWC) on
+the CPU, whose convolutions support no other layout, and channels-first (NCHW) on
+GPUs, as DeepLearningFrameworks' TensorFlow notebooks; Keras's LSTM and GRU use the
+cuDNN kernels on GPUs. Caffe's ceil-mode pooling, which Keras lacks, pads the bottom
+and right edges and (for averages) divides by the window's cells inside the padded
+input, as Caffe and PyTorch do. Weight decay is added to the gradients (L2, as
+PyTorch's SGD), not decoupled as Keras's optimizers would do it.
+
+Counting convention: Keras's LSTM keeps one bias vector per gate set (4 x units per
+layer) where cuDNN and PyTorch keep two; its GRU (reset_after=True) keeps two, as they do.
+"""
+import numpy as np
+import tensorflow as tf
+import keras
+
+from runner import data as datamod
+from runner import shapes
+from runner.adapters import UnsupportedError
+
+_ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
+
+
+class CaffePool(keras.layers.Layer):
+    """Max or average pooling with Caffe's ceil rounding and symmetric padding.
+
+    The input is padded by ``pad`` on every side and, for ceil rounding, by the extra
+    cells the last window needs on the bottom and right. Maximum: padding is -inf.
+    Average: the sum over the window is divided by its cells inside the symmetric
+    padding (padding cells count, cells beyond it do not), as Caffe and PyTorch do.
+    """
+
+    def __init__(self, kind, kernel, stride, pad, ceil, in_shape, channels_first, **kwargs):
+        super(CaffePool, self).__init__(**kwargs)
+        self.kind, self.kernel, self.stride, self.cf = kind, kernel, stride, channels_first
+        _, h, w = in_shape
+        self.extra = [max(0, (shapes.pool_output(n, kernel, stride, pad, ceil) - 1) * stride + kernel - n - 2 * pad)
+                      for n in (h, w)]
+        self.pad, self.size = pad, (h + 2 * pad, w + 2 * pad)
+
+    def _spatial(self, x, before, after, value):
+        spatial = [[before, after[0]], [before, after[1]]]
+        pads = [[0, 0], [0, 0]] + spatial if self.cf else [[0, 0]] + spatial + [[0, 0]]
+        return tf.pad(x, pads, constant_values=value)
+
+    def _window(self, x, op):
+        if self.cf:  # the CPU pools only NHWC; transposing costs little next to the convolutions
+            x = tf.transpose(x, [0, 2, 3, 1])
+        y = op(x, self.kernel, self.stride, "VALID")
+        return tf.transpose(y, [0, 3, 1, 2]) if self.cf else y
+
+    def call(self, x):
+        after = [self.pad + e for e in self.extra]
+        if self.kind == "maxpool":
+            return self._window(self._spatial(x, self.pad, after, float("-inf")), tf.nn.max_pool2d)
+        total = self._window(self._spatial(x, self.pad, after, 0.0), tf.nn.avg_pool2d)
+        ones = tf.ones([1, 1] + list(self.size) if self.cf else [1] + list(self.size) + [1])
+        counts = self._window(self._spatial(ones, 0, self.extra, 0.0), tf.nn.avg_pool2d)
+        return total / counts
+
+
+class Recurrent(keras.layers.Layer):
+    """Stacked keras LSTM/GRU layers on (N, T, F); with ``stateful`` the final state feeds the next call."""
+
+    def __init__(self, kind, layer, batch_size, initializers, **kwargs):
+        super(Recurrent, self).__init__(**kwargs)
+        cls = keras.layers.LSTM if kind == "lstm" else keras.layers.GRU
+        self.kind, self.units, self.stateful = kind, layer["units"], layer.get("stateful", False)
+        self.cells = [cls(self.units, return_sequences=True, return_state=True, **initializers)
+                      for _ in range(layer.get("layers", 1))]
+        per_layer = 2 if kind == "lstm" else 1
+        self.state = [tf.Variable(tf.zeros((batch_size, self.units)), trainable=False)
+                      for _ in range(per_layer * len(self.cells))] if self.stateful else []
+
+    def call(self, x, training=False):
+        per_layer = 2 if self.kind == "lstm" else 1
+        for i, cell in enumerate(self.cells):
+            initial = self.state[i * per_layer:(i + 1) * per_layer] or None
+            out = cell(x, initial_state=[tf.identity(s) for s in initial] if initial else None, training=training)
+            x, final = out[0], out[1:]
+            if self.stateful:
+                for var, value in zip(self.state[i * per_layer:(i + 1) * per_layer], final):
+                    var.assign(value)
+        return x
+
+    def reset(self):
+        for var in self.state:
+            var.assign(tf.zeros_like(var))
+
+
+class Net(keras.Model):
+    """The layer list as a Keras model: a call walks the built operations in order.
+
+    ``layers_made`` lists every Keras layer the operations use, so that Keras tracks
+    their weights (operations may be closures around them).
+    """
+
+    def __init__(self, ops, layers_made, **kwargs):
+        super(Net, self).__init__(**kwargs)
+        self.ops, self.layers_made = ops, layers_made
+
+    def call(self, x, training=False):
+        return _run(self.ops, x, training)
+
+
+def _run(ops, x, training):
+    for kind, op in ops:
+        if kind == "residual":
+            body, shortcut, after = op
+            x = _run(after, _run(body, x, training) + _run(shortcut, x, training), training)
+        elif kind == "concat":
+            body, axis = op
+            x = tf.concat([x, _run(body, x, training)], axis=axis)
+        elif kind in ("dropout", "batchnorm", "recurrent"):
+            x = op(x, training=training)
+        else:
+            x = op(x)
+    return x
+
+
+class Adapter(object):
+    name = "tensorflow"
+
+    def __init__(self, job):
+        self.job = job
+        if job.get("threads"):
+            tf.config.threading.set_intra_op_parallelism_threads(job["threads"])
+        if job.get("precision", "fp32") != "fp32":
+            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
+        gpus = tf.config.list_physical_devices("GPU")
+        if job["device"] == "cuda" and not gpus:
+            raise UnsupportedError("the job asks for a GPU and TensorFlow sees none")
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        keras.utils.set_random_seed(job.get("seed", 0))
+        self.device = "/GPU:0" if job["device"] == "cuda" else "/CPU:0"
+        self.channels_first = job["device"] == "cuda"
+        self.named, self.recurrent, self.made, self.last = {}, [], [], None
+
+    def environment(self):
+        info = tf.sysconfig.get_build_info()
+        return {"framework": "tensorflow", "framework_version": tf.__version__, "keras": keras.__version__,
+                "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
+                "threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
+                "xla": False, "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
+                "layout": "NCHW" if self.channels_first else "NHWC",
+                "gpus": [d.name for d in tf.config.list_physical_devices("GPU")]}
+
+    # ------------------------------------------------------------------ building
+
+    def _initializers(self, kind):
+        init = self.job["model"].get("init", {"scheme": "default"})
+        scheme = init["scheme"]
+        if scheme == "uniform":
+            u = keras.initializers.RandomUniform(-init["scale"], init["scale"])
+            if kind == "embedding":
+                return {"embeddings_initializer": u}
+            if kind in ("lstm", "gru"):
+                return {"kernel_initializer": u, "recurrent_initializer": u, "bias_initializer": u}
+            return {"kernel_initializer": u, "bias_initializer": u}
+        if kind not in ("conv", "dense") or scheme == "default":
+            return {}
+        if scheme == "xavier":  # Caffe XavierFiller: U(-a, a), a = sqrt(3 / fan_in)
+            return {"kernel_initializer": keras.initializers.VarianceScaling(1.0, "fan_in", "uniform"),
+                    "bias_initializer": "zeros"}
+        if scheme == "glorot_uniform":
+            return {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
+        raise UnsupportedError("tensorflow adapter has no initialisation %r" % scheme)
+
+    def _op(self, layer, shape):
+        kind, op = self._make(layer, shape)
+        for made in (op if isinstance(op, tuple) else [op]):
+            if isinstance(made, keras.layers.Layer):
+                self.made.append(made)
+        return kind, op
+
+    def _make(self, layer, shape):
+        kind, cf = layer["type"], self.channels_first
+        fmt = "channels_first" if cf else "channels_last"
+        axis = 1 if cf and len(shape) == 3 else -1
+        if kind == "conv":
+            conv = keras.layers.Conv2D(layer["filters"], layer["kernel"], strides=layer.get("stride", 1),
+                                       use_bias=layer.get("bias", True), data_format=fmt, **self._initializers(kind))
+            self._name(layer, conv)
+            self.made.append(conv)
+            if layer.get("pad"):
+                pad = keras.layers.ZeroPadding2D(layer["pad"], data_format=fmt)
+                return "plain", lambda x: conv(pad(x))
+            return "plain", conv
+        if kind in ("maxpool", "avgpool"):
+            return "plain", CaffePool(kind, layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0),
+                                      layer.get("ceil", False), shape, cf)
+        if kind == "global_avgpool":
+            return "plain", keras.layers.GlobalAveragePooling2D(data_format=fmt)
+        if kind == "batchnorm":
+            bn = keras.layers.BatchNormalization(axis=axis, momentum=1.0 - layer.get("momentum", 0.1),
+                                                 epsilon=layer.get("eps", 1e-5))
+            self._name(layer, bn)
+            return "batchnorm", bn
+        if kind == "dense":
+            dense = keras.layers.Dense(layer["units"], use_bias=layer.get("bias", True), **self._initializers(kind))
+            self._name(layer, dense)
+            return "plain", dense
+        if kind == "dropout":
+            return "dropout", keras.layers.Dropout(layer["rate"])
+        if kind == "flatten":
+            return "plain", keras.layers.Flatten(data_format=fmt)
+        if kind in _ACTIVATIONS:
+            return "plain", keras.layers.Activation(_ACTIVATIONS[kind])
+        if kind == "pad_channels":
+            extra = layer["filters"] - shape[0]
+            pads = [[0, 0], [0, extra], [0, 0], [0, 0]] if cf else [[0, 0], [0, 0], [0, 0], [0, extra]]
+            return "plain", lambda x: tf.pad(x, pads)
+        if kind == "residual":
+            inner = shapes.apply_all(layer["body"], shape)[0]
+            return "residual", (self._ops(layer["body"], shape), self._ops(layer.get("shortcut", []), shape),
+                                self._ops(layer.get("after", []), inner))
+        if kind == "concat":
+            return "concat", (self._ops(layer["body"], shape), axis)
+        if kind == "embedding":
+            return "plain", keras.layers.Embedding(layer["vocab"], layer["dim"], **self._initializers(kind))
+        if kind in ("lstm", "gru"):
+            rnn = Recurrent(kind, layer, self.job["batch_size"], self._initializers(kind))
+            self.recurrent.append(rnn)
+            return "recurrent", rnn
+        if kind == "last_step":
+            return "plain", lambda x: x[:, -1]
+        raise UnsupportedError("tensorflow adapter has no layer type %r" % kind)
+
+    def _name(self, layer, op):
+        if layer.get("name"):
+            self.named[layer["name"]] = op
+
+    def _ops(self, layers, shape):
+        ops = []
+        for layer in layers:
+            ops.append(self._op(layer, shape))
+            shape = shapes.apply(layer, shape)[0]
+        return ops
+
+    def build(self):
+        model = self.job["model"]
+        layers = shapes.expand(model["layers"], model["input_shape"])
+        with tf.device(self.device):
+            self.net = Net(self._ops(layers, tuple(model["input_shape"])), self.made)
+            sample = datamod.synthetic_batch(model, self.job["batch_size"], 0)[0]
+            self.net(self._input(sample), training=False)  # creates the weights
+            for rnn in self.recurrent:
+                rnn.reset()
+        self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
+        self._compile()
+        return int(sum(np.prod(v.shape) for v in self.net.trainable_variables))
+
+    def conventions(self):
+        """Keras LSTMs have one bias vector per gate set; the spec counts two (cuDNN, PyTorch)."""
+        out = []
+        for rnn in self.recurrent:
+            if rnn.kind == "lstm":
+                out.append({"name": "keras-lstm-single-bias", "difference": 4 * rnn.units * len(rnn.cells),
+                            "reason": "Keras's LSTM keeps one bias vector per gate set (4 x %d per layer, %d layers) "
+                                      "where cuDNN and PyTorch keep two" % (rnn.units, len(rnn.cells))})
+        return out
+
+    def _compile(self):
+        opt = self.job.get("optimizer")
+        variables = self.net.trainable_variables
+        if opt is None:
+            self.optimizer = None
+        elif opt["name"] == "sgd":
+            self.optimizer = keras.optimizers.SGD(opt["lr"], momentum=opt.get("momentum", 0.0),
+                                                  nesterov=opt.get("nesterov", False))
+        elif opt["name"] == "adam":
+            betas = opt.get("betas", (0.9, 0.999))
+            self.optimizer = keras.optimizers.Adam(opt["lr"], beta_1=betas[0], beta_2=betas[1],
+                                                   epsilon=opt.get("eps", 1e-8))
+        else:
+            raise UnsupportedError("tensorflow adapter has no optimizer %r" % opt["name"])
+        if self.optimizer is not None:
+            self.optimizer.build(variables)
+        decay, clip = (opt or {}).get("weight_decay", 0.0), (opt or {}).get("clip_norm")
+
+        @tf.function(jit_compile=False)
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = self.loss_fn(self.net(x, training=True), y)
+            grads = tape.gradient(loss, variables)
+            if decay:
+                grads = [g + decay * v for g, v in zip(grads, variables)]
+            if clip:
+                grads, _ = tf.clip_by_global_norm(grads, clip)
+            self.optimizer.apply_gradients(zip(grads, variables))
+            return loss
+
+        @tf.function(jit_compile=False)
+        def forward(x):
+            return self.net(x, training=False)
+
+        self._step, self._forward = step, forward
+
+    # ------------------------------------------------------------------ running
+
+    def _input(self, x):
+        if x.ndim == 4 and not self.channels_first:
+            x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        return tf.convert_to_tensor(x)
+
+    def to_device(self, x, y):
+        with tf.device(self.device):
+            return tf.identity(self._input(x)), tf.identity(tf.convert_to_tensor(y))
+
+    def reset_state(self):
+        for rnn in self.recurrent:
+            rnn.reset()
+
+    def train_step(self, x, y):
+        with tf.device(self.device):
+            self.last = self._step(x, y)
+        return self.last
+
+    def synchronize(self):
+        if hasattr(tf.test.experimental, "sync_devices"):
+            tf.test.experimental.sync_devices()
+        elif self.last is not None:
+            self.last.numpy()
+
+    def losses(self, handles):
+        return [float(h.numpy()) for h in handles]
+
+    def infer(self, x):
+        with tf.device(self.device):
+            return self._forward(self._input(x)).numpy()
+
+    def evaluate(self, batches, target):
+        correct = total = 0
+        loss_sum = 0.0
+        for x, y in batches:
+            with tf.device(self.device):
+                out = self._forward(self._input(x))
+            if target == "multilabel":
+                loss_sum += float(tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(tf.constant(y), out)))
+                total += y.size
+                continue
+            flat = tf.reshape(out, [-1, out.shape[-1]])
+            labels = tf.constant(y.reshape(-1))
+            loss_sum += float(tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, flat)))
+            correct += int(tf.reduce_sum(tf.cast(tf.equal(tf.argmax(flat, 1), labels), tf.int64)))
+            total += labels.shape[0]
+        if target == "sequence":
+            return {"mean_token_loss": loss_sum / total}
+        if target == "multilabel":
+            return {"test_loss": loss_sum / total}
+        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+
+    def load_weights(self, weights):
+        """Copy Keras-named pretrained weights (tfjs-layers) into the named layers, as Keras stores them."""
+        if weights["format"] != "tfjs-layers":
+            raise UnsupportedError("tensorflow adapter cannot read weights in %r" % weights["format"])
+        source = datamod.load_tfjs_layers(weights["files"])
+        loaded = 0
+        for name, layer in self.named.items():
+            if isinstance(layer, keras.layers.BatchNormalization):
+                fields = ["gamma", "beta", "moving_mean", "moving_variance"]
+            else:
+                fields = ["kernel"] + (["bias"] if layer.use_bias else [])
+            try:
+                values = [source["%s/%s" % (name, f)] for f in fields]
+            except KeyError as exc:
+                raise datamod.DataError("the weights have no %s" % exc)
+            layer.set_weights(values)
+            loaded += sum(int(v.size) for v in values)
+        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+
+
+def _loss(loss):
+    """The job's loss on logits; see the torch adapter for the reductions."""
+    if loss["name"] == "sigmoid_binary_cross_entropy":
+        return lambda out, y: tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y, out))
+    if loss["name"] != "softmax_cross_entropy":
+        raise UnsupportedError("tensorflow adapter has no loss %r" % loss["name"])
+    per_time = loss.get("reduction", "mean") == "sum_over_time"
+
+    def softmax(out, y):
+        per = tf.nn.sparse_softmax_cross_entropy_with_logits(y, out)
+        return tf.reduce_sum(per) / tf.cast(tf.shape(y)[0], per.dtype) if per_time else tf.reduce_mean(per)
+    return softmax
