@@ -1,0 +1,340 @@
+"""MXNet adapter (MXNet 1.x, Gluon): hybridized HybridBlocks, gluon.Trainer, NCHW.
+
+Idioms: every part of the network without carried recurrent state is a HybridBlock
+and is ``hybridize()``d (static allocation and shapes, as DeepLearningFrameworks'
+README lessons 13-15 say); Gluon's pooling has Caffe's ceil mode ("full" convention)
+itself; rnn.LSTM / rnn.GRU are the fused (cuDNN on GPUs) kernels, with two bias
+vectors per gate set as PyTorch; token ids enter embeddings as float32, as Gluon
+expects; the loss is the batch mean and ``Trainer.step(1)`` does not rescale it.
+"""
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+from mxnet.gluon import nn, rnn as grnn
+
+from runner import data as datamod
+from runner import shapes
+from runner.adapters import UnsupportedError
+
+
+class Residual(gluon.HybridBlock):
+    def __init__(self, body, shortcut, after, **kwargs):
+        super(Residual, self).__init__(**kwargs)
+        with self.name_scope():
+            self.body, self.shortcut, self.after = body, shortcut, after
+
+    def hybrid_forward(self, F, x):
+        return self.after(self.body(x) + self.shortcut(x))
+
+
+class Concat(gluon.HybridBlock):
+    def __init__(self, body, **kwargs):
+        super(Concat, self).__init__(**kwargs)
+        with self.name_scope():
+            self.body = body
+
+    def hybrid_forward(self, F, x):
+        return F.concat(x, self.body(x), dim=1)
+
+
+class PadChannels(gluon.HybridBlock):
+    """Zero channels appended: (C, H, W) -> (C + extra, H, W)."""
+
+    def __init__(self, channels, extra, **kwargs):
+        super(PadChannels, self).__init__(**kwargs)
+        self.channels, self.extra = channels, extra
+
+    def hybrid_forward(self, F, x):
+        zeros = F.zeros_like(x)
+        pieces = [zeros] * (self.extra // self.channels)
+        if self.extra % self.channels:
+            pieces.append(F.slice_axis(zeros, axis=1, begin=0, end=self.extra % self.channels))
+        return F.concat(x, *pieces, dim=1)
+
+
+class LastStep(gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        return F.squeeze(F.slice_axis(x, axis=1, begin=-1, end=None), axis=1)
+
+
+class Identity(gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        return x
+
+
+class Stateful(gluon.Block):
+    """A recurrent layer whose final state feeds the next call (truncated back-propagation)."""
+
+    def __init__(self, layer, **kwargs):
+        super(Stateful, self).__init__(**kwargs)
+        with self.name_scope():
+            self.layer = layer
+        self.state = None
+
+    def forward(self, x):
+        if self.state is None:
+            self.state = self.layer.begin_state(batch_size=x.shape[0], ctx=x.context)
+        out, state = self.layer(x, self.state)
+        self.state = [s.detach() for s in state]
+        return out
+
+
+class Chain(gluon.Block):
+    """Hybridized segments and stateful recurrent layers, applied in order."""
+
+    def __init__(self, parts, **kwargs):
+        super(Chain, self).__init__(**kwargs)
+        with self.name_scope():
+            for i, part in enumerate(parts):
+                self.register_child(part, "part%d" % i)
+        self.parts = parts
+
+    def forward(self, x):
+        for part in self.parts:
+            x = part(x)
+        return x
+
+
+class Adapter(object):
+    name = "mxnet"
+
+    def __init__(self, job):
+        self.job = job
+        if job.get("precision", "fp32") != "fp32":
+            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
+        if job["device"] == "cuda" and mx.context.num_gpus() < 1:
+            raise UnsupportedError("the job asks for a GPU and MXNet sees none")
+        self.ctx = mx.gpu(0) if job["device"] == "cuda" else mx.cpu()
+        mx.random.seed(job.get("seed", 0))
+        np.random.seed(job.get("seed", 0))
+        self.named, self.stateful, self.last = {}, [], None
+
+    def environment(self):
+        features = mx.runtime.Features()
+        enabled = [f for f in ("CUDA", "CUDNN", "NCCL", "MKLDNN", "BLAS_OPEN", "OPENMP", "CPU_AVX2")
+                   if features.is_enabled(f)]
+        return {"framework": "mxnet", "framework_version": mx.__version__, "features": enabled,
+                "cuda": "enabled" if "CUDA" in enabled else None, "cudnn": "enabled" if "CUDNN" in enabled else None,
+                "threads": None, "hybridized": True, "layout": "NCHW"}
+
+    # ------------------------------------------------------------------ building
+
+    def _block(self, layer, shape):
+        kind = layer["type"]
+        if kind == "conv":
+            b = nn.Conv2D(layer["filters"], layer["kernel"], strides=layer.get("stride", 1), padding=layer.get("pad", 0),
+                          use_bias=layer.get("bias", True), in_channels=shape[0])
+        elif kind in ("maxpool", "avgpool"):
+            cls = nn.MaxPool2D if kind == "maxpool" else nn.AvgPool2D
+            kwargs = {"count_include_pad": True} if kind == "avgpool" else {}
+            b = cls(layer["kernel"], strides=layer.get("stride", layer["kernel"]), padding=layer.get("pad", 0),
+                    ceil_mode=layer.get("ceil", False), **kwargs)
+        elif kind == "global_avgpool":
+            b = nn.HybridSequential()
+            b.add(nn.GlobalAvgPool2D(), nn.Flatten())
+        elif kind == "batchnorm":
+            b = nn.BatchNorm(axis=1, momentum=1.0 - layer.get("momentum", 0.1), epsilon=layer.get("eps", 1e-5),
+                             in_channels=shape[0])
+        elif kind == "dense":
+            b = nn.Dense(layer["units"], use_bias=layer.get("bias", True), flatten=len(shape) == 1,
+                         in_units=shape[-1])
+        elif kind == "dropout":
+            b = nn.Dropout(layer["rate"])
+        elif kind == "flatten":
+            b = nn.Flatten()
+        elif kind in ("relu", "sigmoid", "tanh"):
+            b = nn.Activation(kind)
+        elif kind == "pad_channels":
+            b = PadChannels(shape[0], layer["filters"] - shape[0])
+        elif kind == "residual":
+            inner = shapes.apply_all(layer["body"], shape)[0]
+            b = Residual(self._hybrid(layer["body"], shape), self._hybrid(layer.get("shortcut", []), shape),
+                         self._hybrid(layer.get("after", []), inner))
+        elif kind == "concat":
+            b = Concat(self._hybrid(layer["body"], shape))
+        elif kind == "embedding":
+            b = nn.Embedding(layer["vocab"], layer["dim"])
+        elif kind in ("lstm", "gru"):
+            cls = grnn.LSTM if kind == "lstm" else grnn.GRU
+            b = cls(layer["units"], num_layers=layer.get("layers", 1), layout="NTC", input_size=shape[-1])
+        elif kind == "last_step":
+            b = LastStep()
+        else:
+            raise UnsupportedError("mxnet adapter has no layer type %r" % kind)
+        if layer.get("name"):
+            self.named[layer["name"]] = b
+        return b
+
+    def _hybrid(self, layers, shape):
+        seq = nn.HybridSequential()
+        if not layers:
+            seq.add(Identity())
+        for layer in layers:
+            seq.add(self._block(layer, shape))
+            shape = shapes.apply(layer, shape)[0]
+        return seq
+
+    def build(self):
+        model = self.job["model"]
+        layers = shapes.expand(model["layers"], model["input_shape"])
+        parts, segment, shape, start = [], [], tuple(model["input_shape"]), tuple(model["input_shape"])
+        for layer in layers:  # stateful recurrent layers split the net into hybridized segments
+            if layer.get("stateful"):
+                if segment:
+                    parts.append(self._hybrid(segment, start))
+                stateful = Stateful(self._block(layer, shape))
+                self.stateful.append(stateful)
+                parts.append(stateful)
+                segment, start = [], shapes.apply(layer, shape)[0]
+            else:
+                segment.append(layer)
+            shape = shapes.apply(layer, shape)[0]
+        if segment:
+            parts.append(self._hybrid(segment, start))
+        self.net = Chain(parts)
+        self._initialize(model.get("init", {"scheme": "default"}))
+        for part in parts:
+            if isinstance(part, gluon.HybridBlock):
+                part.hybridize(static_alloc=True, static_shape=True)
+        opt = self.job.get("optimizer")
+        if opt:
+            self.trainer = gluon.Trainer(self.net.collect_params(), *_optimizer(opt))
+            self.clip_norm = opt.get("clip_norm")
+        self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
+        return int(sum(p.data().size for p in self.net.collect_params().values() if p.grad_req != "null"))
+
+    def _initialize(self, init):
+        scheme = init["scheme"]
+        self.net.initialize(mx.init.Uniform(0.07), ctx=self.ctx)  # Gluon's default
+        params = self.net.collect_params().values()
+        if scheme == "uniform":
+            for p in params:
+                if p.grad_req != "null":
+                    p.initialize(init=mx.init.Uniform(init["scale"]), ctx=self.ctx, force_reinit=True)
+        elif scheme in ("xavier", "glorot_uniform"):
+            factor = "in" if scheme == "xavier" else "avg"  # U(-a, a), a = sqrt(3 / factor)
+            for block in self._conv_and_dense():
+                block.weight.initialize(init=mx.init.Xavier("uniform", factor, 3), ctx=self.ctx, force_reinit=True)
+                if block.bias is not None:
+                    block.bias.initialize(init=mx.init.Zero(), ctx=self.ctx, force_reinit=True)
+        elif scheme != "default":
+            raise UnsupportedError("mxnet adapter has no initialisation %r" % scheme)
+
+    def _conv_and_dense(self):
+        found = []
+
+        def walk(block):
+            if isinstance(block, (nn.Conv2D, nn.Dense)):
+                found.append(block)
+            for child in block._children.values():
+                walk(child)
+        walk(self.net)
+        return found
+
+    def conventions(self):
+        return []  # fused LSTM/GRU keep two bias vectors, as the spec counts
+
+    # ------------------------------------------------------------------ running
+
+    def _array(self, x):
+        return mx.nd.array(x, ctx=self.ctx, dtype="float32")
+
+    def to_device(self, x, y):
+        return self._array(x), mx.nd.array(y, ctx=self.ctx, dtype="float32" if y.dtype != np.float32 else y.dtype)
+
+    def reset_state(self):
+        for stateful in self.stateful:
+            stateful.state = None
+
+    def train_step(self, x, y):
+        with autograd.record():
+            loss = self.loss_fn(self.net(x), y)
+        loss.backward()
+        if self.clip_norm:
+            grads = [p.grad(self.ctx) for p in self.net.collect_params().values() if p.grad_req != "null"]
+            gluon.utils.clip_global_norm(grads, self.clip_norm)
+        self.trainer.step(1)
+        self.last = loss
+        return loss
+
+    def synchronize(self):
+        mx.nd.waitall()
+
+    def losses(self, handles):
+        return [float(h.asscalar()) for h in handles]
+
+    def infer(self, x):
+        return self.net(self._array(x)).asnumpy()
+
+    def evaluate(self, batches, target):
+        correct = total = 0
+        loss_sum = 0.0
+        for x, y in batches:
+            out = self.net(self._array(x))
+            yd = mx.nd.array(y, ctx=self.ctx)
+            if target == "multilabel":
+                loss_sum += float(_bce(out, yd).sum().asscalar())
+                total += y.size
+                continue
+            flat, labels = out.reshape((-1, out.shape[-1])), yd.reshape((-1,))
+            loss_sum += float(_nll(flat, labels).sum().asscalar())
+            correct += int((flat.argmax(axis=1) == labels).sum().asscalar())
+            total += labels.shape[0]
+        if target == "sequence":
+            return {"mean_token_loss": loss_sum / total}
+        if target == "multilabel":
+            return {"test_loss": loss_sum / total}
+        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+
+    def load_weights(self, weights):
+        """Copy Keras-named pretrained weights (tfjs-layers) into the named blocks, in Gluon's layouts."""
+        if weights["format"] != "tfjs-layers":
+            raise UnsupportedError("mxnet adapter cannot read weights in %r" % weights["format"])
+        source = datamod.load_tfjs_layers(weights["files"])
+        loaded = 0
+        for name, block in self.named.items():
+            if isinstance(block, nn.BatchNorm):
+                pairs = [(block.gamma, source[name + "/gamma"]), (block.beta, source[name + "/beta"]),
+                         (block.running_mean, source[name + "/moving_mean"]),
+                         (block.running_var, source[name + "/moving_variance"])]
+            else:
+                kernel = source[name + "/kernel"]
+                pairs = [(block.weight, kernel.transpose(3, 2, 0, 1) if kernel.ndim == 4 else kernel.T)]
+                if block.bias is not None:
+                    pairs.append((block.bias, source[name + "/bias"]))
+            for param, array in pairs:
+                if param.shape != array.shape:
+                    raise datamod.DataError("weight for %s has shape %s, the block %s" % (name, array.shape, param.shape))
+                param.set_data(mx.nd.array(array, ctx=self.ctx))
+                loaded += int(array.size)
+        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+
+
+def _optimizer(opt):
+    if opt["name"] == "sgd":
+        name = "nag" if opt.get("nesterov") else "sgd"
+        return name, {"learning_rate": opt["lr"], "momentum": opt.get("momentum", 0.0), "wd": opt.get("weight_decay", 0.0)}
+    if opt["name"] == "adam":
+        betas = opt.get("betas", (0.9, 0.999))
+        return "adam", {"learning_rate": opt["lr"], "beta1": betas[0], "beta2": betas[1],
+                        "epsilon": opt.get("eps", 1e-8), "wd": opt.get("weight_decay", 0.0)}
+    raise UnsupportedError("mxnet adapter has no optimizer %r" % opt["name"])
+
+
+def _nll(logits, labels):
+    return -mx.nd.pick(mx.nd.log_softmax(logits, axis=-1), labels, axis=-1)
+
+
+def _bce(logits, targets):
+    return mx.nd.relu(logits) - logits * targets + mx.nd.Activation(-mx.nd.abs(logits), act_type="softrelu")
+
+
+def _loss(loss):
+    """The job's loss on logits; see the torch adapter for the reductions."""
+    if loss["name"] == "sigmoid_binary_cross_entropy":
+        return lambda out, y: _bce(out, y).mean()
+    if loss["name"] != "softmax_cross_entropy":
+        raise UnsupportedError("mxnet adapter has no loss %r" % loss["name"])
+    if loss.get("reduction", "mean") == "sum_over_time":
+        return lambda out, y: _nll(out, y).sum() / y.shape[0]
+    return lambda out, y: _nll(out, y).mean()
