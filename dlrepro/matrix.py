@@ -35,6 +35,7 @@ class Image(Strict):
     cuda: Optional[str] = None
     cudnn: Optional[str] = None
     min_driver: Optional[str] = None
+    env: dict[str, str] = Field({}, description="environment variables of the image (e.g. LD_LIBRARY_PATH)")
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))
@@ -57,16 +58,17 @@ class Matrix(Strict):
     default_frameworks: list[str] = Field(min_length=1)
     images: list[Image] = Field(min_length=1)
 
-    def find(self, framework, device):
-        """The image for (framework, device), the last one listed when there are several versions.
+    def find(self, framework, device, version=None):
+        """The image for (framework, device[, version]), the last one listed when no version is given.
 
         Raises ImageError naming the matrix file and the entries that exist.
         """
-        found = [i for i in self.images if i.framework == framework and i.device == device]
+        found = [i for i in self.images if i.framework == framework and i.device == device
+                 and version in (None, i.version)]
         if not found:
             have = ", ".join(i.name for i in self.images)
-            raise ImageError("%s: no image for framework %r on device %r; the matrix has: %s"
-                             % (MATRIX_FILE, framework, device, have))
+            raise ImageError("%s: no image for framework %r%s on device %r; the matrix has: %s"
+                             % (MATRIX_FILE, framework, " version %s" % version if version else "", device, have))
         return found[-1]
 
     def base_of(self, image):
