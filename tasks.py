@@ -154,7 +154,7 @@ def specs(c, show=""):
     """List the specs, or show one."""
     from rich.table import Table
 
-    from dlrepro import spec as specmod
+    from dlrepro import jobs, spec as specmod
     from runner import shapes
 
     with user_errors():
@@ -181,6 +181,10 @@ def specs(c, show=""):
         for vname, v in s.variants.items():
             console.print("[bold]variant %s[/]: %s" % (vname, v.description))
             console.print_json(data=v.model_dump(mode="json", exclude={"description"}, exclude_none=True))
+            for framework in s.frameworks:
+                reason = jobs.unsupported(s, vname, framework)
+                if reason:
+                    console.print("[yellow]unsupported[/] %s on %s: %s" % (vname, framework, reason))
         _references(s)
 
 

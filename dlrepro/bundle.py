@@ -29,11 +29,11 @@ SUMMARY_COLUMNS = [
     "bundle_id", "job_id", "spec", "spec_sha256", "variant", "framework", "framework_version", "image",
     "image_id", "executor", "device", "mode", "batch_size", "threads", "precision", "status", "quantity", "unit",
     "median", "q1", "q3", "iqr", "ci95_low", "ci95_high", "n", "throughput", "throughput_unit",
-    "parameters", "parameters_expected", "final_test_accuracy", "final_perplexity", "total_seconds",
+    "parameters", "parameters_equivalent", "parameters_expected", "final_test_accuracy", "final_perplexity", "total_seconds",
     "seconds_per_1000_images", "reason", "remedy",
 ]
 
-INTEGER_COLUMNS = ["batch_size", "threads", "n", "parameters", "parameters_expected"]
+INTEGER_COLUMNS = ["batch_size", "threads", "n", "parameters", "parameters_equivalent", "parameters_expected"]
 
 
 def git_state():
@@ -67,6 +67,7 @@ def summary_row(bundle_id, executor, job, result, image):
         "q1": stats.get("q1"), "q3": stats.get("q3"), "iqr": stats.get("iqr"), "ci95_low": ci[0],
         "ci95_high": ci[1], "n": stats.get("n"), "throughput": timing.get("throughput"),
         "throughput_unit": timing.get("throughput_unit"), "parameters": params.get("measured"),
+        "parameters_equivalent": params.get("equivalent"),
         "parameters_expected": job["model"]["parameters"], "final_test_accuracy": conv.get("final_test_accuracy"),
         "final_perplexity": conv.get("final_perplexity"), "total_seconds": conv.get("total_seconds"),
         "seconds_per_1000_images": inference.get("seconds_per_1000_images"),

@@ -24,8 +24,11 @@ def job_line(job_id, result):
         s = timing["summary"]
         line += "  %.4g s (IQR %.2g) %s, %.4g %s" % (s["median"], s["iqr"], timing["quantity"],
                                                      timing["throughput"], timing["throughput_unit"])
-        if result.get("parameters"):
-            line += ", %s parameters" % format(result["parameters"]["measured"], ",")
+        params = result.get("parameters")
+        if params:
+            line += ", %s parameters" % format(params["measured"], ",")
+            for c in params.get("conventions") or []:
+                line += " (+%s by convention: %s)" % (format(c["difference"], ","), c["name"])
         conv = result.get("convergence") or {}
         if conv.get("final_test_accuracy") is not None:
             line += ", test accuracy %.2f%%" % (100 * conv["final_test_accuracy"])

@@ -12,24 +12,27 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
+from dlrepro import datasets
 from dlrepro.errors import DlreproError
+from runner import shapes
+from runner.adapters import capabilities
 from runner.contract import JOB_SCHEMA
 
 QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100,
          "inference_batches": 3}
-TIMEOUT_S = {"throughput": 1800, "convergence": 86400, "inference": 1800}
+TIMEOUT_S = {"throughput": 1800, "convergence": 86400, "inference": 1800, "parameters": 600}
 
 
 class RunOptions(BaseModel):
     """What ``invoke run`` was asked to do; None means "as the spec says"."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    frameworks: Optional[list[str]] = None
+    frameworks: Optional[list[str]] = Field(None, description="framework names, or name@version for one image")
     device: Literal["cpu", "cuda"] = "cpu"
     executor: Literal["docker", "local"] = "docker"
     variants: Optional[list[str]] = None
-    mode: Optional[Literal["throughput", "convergence", "inference"]] = Field(
-        None, description="default: each variant's own mode")
+    mode: Optional[Literal["throughput", "convergence", "inference", "parameters"]] = Field(
+        None, description="default: each variant's own mode; parameters: build the model and count, nothing else")
     batch_sizes: Optional[list[PositiveInt]] = None
     warmup: Optional[NonNegativeInt] = None
     iterations: Optional[PositiveInt] = None
@@ -110,6 +113,8 @@ def _mode_settings(variant, options, mode):
 
 def _not_applicable(variant, mode):
     """Why ``variant`` cannot run in ``mode``, or None."""
+    if mode == "parameters":
+        return None
     if mode == "convergence" and (variant.convergence is None or variant.data.kind != "dataset"):
         return "convergence needs real data and a convergence section"
     if mode == "inference" and (variant.inference is None or variant.data.kind != "synthetic"):
@@ -119,11 +124,38 @@ def _not_applicable(variant, mode):
     return None
 
 
+def unsupported(spec, variant_name, framework):
+    """Why ``framework``'s adapter cannot express variant ``variant_name`` of ``spec``, or None."""
+    variant = spec.variants[variant_name]
+    model = spec.models[variant.model]
+    weights = datasets.lookup(variant.weights.dataset).format if variant.weights else None
+    return capabilities.unsupported(framework, shapes.expand(model.layer_dicts(), model.input_shape), variant.loss.name,
+                                    variant.optimizer.name if variant.optimizer else None, weights)
+
+
 def left_out(spec, options):
-    """(variant, reason) for each selected variant that ``options.mode`` does not apply to."""
-    names = options.variants or list(spec.variants)
-    return [(name, reason) for name in names
-            for reason in [_not_applicable(spec.variants[name], options.mode or spec.variants[name].mode)] if reason]
+    """{variant, framework, reason} for each selected variant (x framework) that cannot run as asked:
+    the mode does not apply to the variant, or the framework's adapter cannot express it."""
+    out = []
+    for name in options.variants or list(spec.variants):
+        reason = _not_applicable(spec.variants[name], options.mode or spec.variants[name].mode)
+        if reason:
+            out.append({"variant": name, "framework": None, "reason": reason})
+            continue
+        for framework in _frameworks(spec, options):
+            reason = unsupported(spec, name, _framework_name(framework))
+            if reason:
+                out.append({"variant": name, "framework": framework, "reason": "unsupported: " + reason})
+    return out
+
+
+def _framework_name(token):
+    """"tensorflow" from "tensorflow" or "tensorflow@2.15.1"."""
+    return token.split("@", 1)[0]
+
+
+def _frameworks(spec, options):
+    return options.frameworks or list(spec.frameworks)
 
 
 def expand(spec, options):
@@ -140,11 +172,11 @@ def expand(spec, options):
     if unknown:
         raise DlreproError("spec %s has no variant %s; it has: %s"
                            % (spec.name, ", ".join(unknown), ", ".join(spec.variants)))
-    frameworks = options.frameworks or list(spec.frameworks)
-    unsupported = [f for f in frameworks if f not in spec.frameworks]
-    if unsupported:
+    frameworks = _frameworks(spec, options)
+    foreign = [f for f in frameworks if _framework_name(f) not in spec.frameworks]
+    if foreign:
         raise DlreproError("spec %s declares no adapter for %s; its frameworks: %s"
-                           % (spec.name, ", ".join(unsupported), ", ".join(spec.frameworks)))
+                           % (spec.name, ", ".join(foreign), ", ".join(spec.frameworks)))
     jobs = []
     for name in variants:
         variant = spec.variants[name]
@@ -153,14 +185,18 @@ def expand(spec, options):
         if _not_applicable(variant, mode):
             continue
         for framework in frameworks:
+            if unsupported(spec, name, _framework_name(framework)):
+                continue
             for batch_size in _sizes(variant, options, mode):
                 for threads in _threads(variant, options):
                     job = {
                         "schema": JOB_SCHEMA,
-                        "id": _job_id(name, framework, options.device, batch_size, threads, mode, variant.mode),
+                        "id": _job_id(name, framework.replace("@", "-"), options.device, batch_size, threads, mode,
+                                      variant.mode),
                         "spec": {"name": spec.name, "sha256": spec.digest()},
                         "variant": name,
-                        "framework": framework,
+                        "framework": _framework_name(framework),
+                        "framework_version": framework.split("@", 1)[1] if "@" in framework else None,
                         "device": options.device,
                         "mode": mode,
                         "model": {"name": variant.model, "input_shape": list(model.input_shape),
@@ -188,7 +224,8 @@ def expand(spec, options):
                     job.update(_mode_settings(variant, options, mode))
                     jobs.append(job)
     if not jobs:
-        reasons = "; ".join("%s: %s" % item for item in left_out(spec, options))
+        reasons = "; ".join("%s%s: %s" % (o["variant"], " on " + o["framework"] if o["framework"] else "", o["reason"])
+                            for o in left_out(spec, options))
         raise DlreproError("spec %s gives no job for device %s with these options%s"
                            % (spec.name, options.device, " (%s)" % reasons if reasons else ""))
     return jobs

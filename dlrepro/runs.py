@@ -96,6 +96,9 @@ class _Run:
         """Fill each job's dataset and weight files; jobs whose files cannot be had are skipped."""
         found = {}
         for job in jobs:
+            if job["mode"] == "parameters":  # counts need no data
+                self.writer.write_job(job)
+                continue
             for section in ("data", "weights"):
                 part = job.get(section)
                 if not part or part.get("kind", "dataset") != "dataset":
@@ -118,17 +121,17 @@ class _Run:
         groups = OrderedDict()
         for job in jobs:
             if not self.done(job):
-                groups.setdefault(job["framework"], []).append(job)
-        for framework, group in groups.items():
+                groups.setdefault((job["framework"], job["framework_version"]), []).append(job)
+        for (framework, version), group in groups.items():
             built = None
             if options.executor == "docker":
                 try:
-                    built = build.ensure(matrix, matrix.find(framework, options.device), build_options,
+                    built = build.ensure(matrix, matrix.find(framework, options.device, version), build_options,
                                          self.reporter.log)
                 except DlreproError as exc:
                     self.record(group, "failed", "image for %s: %s" % (framework, exc))
                     continue
-                self.images[framework] = built.record
+                self.images[(framework, version)] = built.record
                 self.writer.add_image(built)
             executor.run(built, group, self.writer.jobs_dir, datasets.root(), self.on_event)
 
@@ -152,8 +155,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         writer.write_job(job)  # written again once its files are resolved
     reporter.started(len(jobs))
     left_out = jobsmod.left_out(spec, options)
-    for variant, reason in left_out:
-        reporter.log("variant %s left out: %s" % (variant, reason))
+    for item in left_out:
+        reporter.log("variant %s%s left out: %s" % (item["variant"], " on " + item["framework"] if item["framework"]
+                                                    else "", item["reason"]))
     usable = usable_cpus()
     for threads in sorted({j["threads"] for j in jobs if j["threads"] and j["threads"] > usable}):
         reporter.log("%d threads on a host where this process may use %d CPUs: oversubscribed" % (threads, usable))
@@ -173,13 +177,13 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     rows = []
     for job in jobs:
         result = writer.read_result(job["id"])
-        image = state.images.get(job["framework"]) if result["status"] != "skipped" else None
+        image = state.images.get((job["framework"], job["framework_version"])) if result["status"] != "skipped" else None
         rows.append(summary_row(writer.id, options.executor, job, result, image))
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "skipped")}
     body = {"command": " ".join(shlex.quote(a) for a in sys.argv), "spec": _spec_record(spec, specmod.spec_path(spec_name)),
             "options": options.model_dump(mode="json"), "executor": executor.describe(), "host": hostinfo.describe(),
             "images": list(state.images.values()), "datasets": list(state.datasets.values()), "counts": counts,
-            "left_out": [{"variant": v, "reason": r} for v, r in left_out],
+            "left_out": left_out,
             "interrupted": isinstance(stopped, KeyboardInterrupt)}
     path = writer.finish(body, rows)
     if stopped is not None:
