@@ -1,8 +1,11 @@
-"""Base images: pulled from a registry by digest, or bootstrapped with debootstrap when none is reachable.
+"""Base images: pulled from a registry by digest, or made offline when none is reachable.
 
-Either way the base is recorded by a digest: the registry's manifest digest, or
-the SHA-256 of the bootstrapped root filesystem tar, which is also the diff_id of
-the single layer that ``docker import`` makes (checked after the import).
+Offline, a Debian base is bootstrapped with debootstrap, and a Python base (a CPython no
+Debian suite has) becomes another base plus a relocatable CPython build that the
+Dockerfile copies in (dlrepro.pythons). Either way the base is recorded by a digest: the
+registry's manifest digest, or the SHA-256 of the bootstrapped root filesystem tar,
+which is also the diff_id of the single layer that ``docker import`` makes (checked
+after the import), and for a copied CPython the SHA-256 of its file tree.
 """
 import hashlib
 import os
@@ -12,7 +15,7 @@ import tempfile
 
 import docker
 
-from dlrepro import cache
+from dlrepro import cache, pythons
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
 from runner.contract import utc_now
@@ -23,16 +26,17 @@ BOOTSTRAP_REPO = "dlrepro/base"
 
 
 class BaseRef:
-    """A base image ready for ``FROM``: ``ref`` goes into the Dockerfile, ``record`` into bundles."""
+    """A base image ready for ``FROM``: ``ref`` goes into the Dockerfile, ``record`` into bundles;
+    ``python`` (a pythons.Provider) says how the Dockerfile gets its Python."""
 
-    def __init__(self, name, ref, source, digest, image_id, detail):
+    def __init__(self, name, ref, source, digest, image_id, detail, python=None):
         self.name, self.ref, self.source, self.digest, self.image_id = name, ref, source, digest, image_id
-        self.detail = detail
+        self.detail, self.python = detail, python
 
     @property
     def record(self):
         return dict(self.detail, name=self.name, ref=self.ref, source=self.source, digest=self.digest,
-                    image_id=self.image_id)
+                    image_id=self.image_id, python=self.python.record if self.python else None)
 
 
 def _digest_ref(pinned):
@@ -114,24 +118,48 @@ def bootstrap(name, base, log, mirror=None):
     return _bootstrapped(name)
 
 
-def ensure(name, base, source="auto", log=print):
-    """The base image for matrix base ``name``, made available locally.
+def _offline(matrix, name, source, log):
+    """Base ``name`` made without a registry: reused or bootstrapped, or for a relocatable
+    CPython, its ``onto`` base with the build to copy in; None if the build is not here."""
+    base = matrix.bases[name]
+    if base.bootstrap:
+        found = _bootstrapped(name) or bootstrap(name, base, log)
+        found.python = pythons.system(base)
+        return found
+    try:
+        provider = pythons.relocatable(name, base.relocatable)
+    except ImageError:
+        if source == "bootstrap":
+            raise
+        return None
+    onto = ensure(matrix, base.relocatable.onto, source, log)
+    return BaseRef(name, onto.ref, "relocatable", onto.digest, onto.image_id, {"onto": onto.record}, provider)
 
-    ``source``: "registry" (pull by digest, fail if unreachable), "bootstrap" (reuse or
-    make a bootstrapped base), "auto" (a base already here, registry first; else pull by
+
+def ensure(matrix, name, source="auto", log=print):
+    """Matrix base ``name``, made available locally; its ``python`` says how images get Python.
+
+    ``source``: "registry" (pull by digest, fail if unreachable), "bootstrap" (offline:
+    reuse or make a bootstrapped base; a Python base copies pyenv's build onto its
+    ``onto`` base), "auto" (a registry base already here; else the offline way when it
+    needs no download, i.e. a bootstrapped base or pyenv's build is here; else pull by
     digest; else bootstrap). Preferring what is here keeps a machine's images stable:
     once bootstrapped, auto does not switch to the registry base (and new tags) on its
     own; ``--base-source=registry`` does. ``source`` is checked by build.BuildOptions.
     Raises ImageError when no way works.
     """
+    base = matrix.bases[name]
     found = None
     if source in ("auto", "registry"):
         found = _registry_base(name, base, log, pull=False)
-    if found is None and source in ("auto", "bootstrap"):
-        found = _bootstrapped(name)
+    if found is None and source == "auto":
+        found = _bootstrapped(name) if base.bootstrap else _offline(matrix, name, source, log)
     if found is None and source in ("auto", "registry"):
         found = _registry_base(name, base, log, pull=True)
         if found is None and source == "registry":
             raise ImageError("base %s: cannot pull %s; use --base-source=bootstrap on a machine without registry "
                              "access" % (name, base.registry))
-    return found or bootstrap(name, base, log)
+    if found is None:
+        return _offline(matrix, name, "bootstrap", log)
+    found.python = found.python or pythons.system(base)
+    return found

@@ -132,7 +132,7 @@ def ensure(matrix, image, options, log=print):
 
     Raises ImageError (build or base failure) or ExecutorError (no Docker engine).
     """
-    base = bases.ensure(image.base, matrix.base_of(image), options.base_source, log)
+    base = bases.ensure(matrix, image.base, options.base_source, log)
     ctx = context.render(image, base)
     transport_path = ctx.directory.parent / ("%s.transport.json" % ctx.digest[:12])
     start = time.monotonic()
@@ -143,6 +143,7 @@ def ensure(matrix, image, options, log=print):
     except docker.errors.ImageNotFound:
         log("%s: building %s" % (image.name, ctx.tag))
         transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
+        ctx.add_python(base.python)
         step_ids = _docker_build(ctx, log)
         found = client().images.get(ctx.tag)
         _remove_build_stages(step_ids, found.id)

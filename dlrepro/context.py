@@ -1,8 +1,10 @@
 """Render an image's build context and name it by the hash of its recipe.
 
 The context is a folder: ``Dockerfile`` (rendered from images/Dockerfile.j2),
-``requirements.lock`` (the image's lock) and ``transport/`` (CA bundle, pip
-settings, local copies of locked files; see dlrepro.transport). The recipe
+``requirements.lock`` (the image's lock), ``transport/`` (CA bundle, pip
+settings, local copies of locked files; see dlrepro.transport) and, when the base's
+Python is a copied build, ``python/`` (see dlrepro.pythons; the Dockerfile names its
+tree digest, so the recipe digest covers it). The recipe
 digest covers the Dockerfile, which names the base by digest, and the lock: it
 changes when the recipe changes, so an unchanged recipe keeps its tag and is
 never rebuilt, whichever way its bytes travelled. The Python packages are pinned
@@ -16,7 +18,7 @@ import shutil
 
 import jinja2
 
-from dlrepro import cache, locks, transport
+from dlrepro import cache, locks, pythons, transport
 from dlrepro.matrix import IMAGES_DIR
 
 RECIPE_FILES = ("Dockerfile", "requirements.lock")
@@ -30,6 +32,11 @@ class Context:
         """Fill transport/ (only needed when building); returns its record. See dlrepro.transport."""
         return transport.write(self.directory / "transport", locks.parse(self.image.lock), settings, ca_bundle)
 
+    def add_python(self, provider):
+        """Copy a relocatable CPython build into python/ (only needed when building)."""
+        if provider.source:
+            shutil.copytree(provider.source, self.directory / pythons.CONTEXT_DIR, symlinks=True)
+
     @property
     def tag(self):
         """``dlrepro/<framework>:<version>-<device>-<first 12 hex of the recipe digest>``."""
@@ -42,8 +49,9 @@ def render_dockerfile(image, base):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     major, minor = image.python.split(".")
-    return env.get_template("Dockerfile.j2").render(image=image, base=base, python_major=major,
-                                                    python_minor=minor, transport_dir=transport.CONTAINER_DIR)
+    return env.get_template("Dockerfile.j2").render(image=image, base=base, python=base.python, python_major=major,
+                                                    python_minor=minor, transport_dir=transport.CONTAINER_DIR,
+                                                    python_dir=pythons.CONTEXT_DIR)
 
 
 def recipe_digest(directory):

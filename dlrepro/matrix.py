@@ -2,7 +2,7 @@
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from dlrepro import REPO_ROOT, yamlfile
 from dlrepro.errors import ImageError
@@ -18,23 +18,53 @@ class Bootstrap(Strict):
     variant: Literal["minbase", "buildd"] = "minbase"
 
 
+class Python(Strict):
+    """The CPython a base provides: its version and the Debian packages that install it (none when
+    the base already has it, as official Python images do)."""
+    version: str = Field(pattern=r"^3\.\d+$")
+    packages: list[str] = []
+
+
+class Relocatable(Strict):
+    """Offline provider of a Python that no Debian suite here has: a relocatable CPython build
+    (pyenv's, built with --enable-shared and an RPATH to its own lib/) copied onto base ``onto`` at
+    the same prefix it was built for, plus the shared libraries it links against."""
+    onto: str
+    pyenv: str = Field(pattern=r"^\d+\.\d+\.\d+$", description="the build in $PYENV_ROOT/versions/<this>")
+    packages: list[str] = Field(min_length=1, description="Debian packages of the libraries the build links against")
+
+
 class Base(Strict):
+    """A base image: pulled by ``registry`` digest, or made offline by ``bootstrap`` (debootstrap)
+    or ``relocatable`` (a CPython build copied onto another base)."""
     description: str
     registry: str = Field(pattern=r"^[^@\s]+@sha256:[0-9a-f]{64}$",
                           description="image reference pinned by digest: NAME[:TAG]@sha256:HEX")
-    bootstrap: Bootstrap
+    python: Python
+    bootstrap: Optional[Bootstrap] = None
+    relocatable: Optional[Relocatable] = None
+
+    @model_validator(mode="after")
+    def _one_offline_way(self):
+        if (self.bootstrap is None) == (self.relocatable is None):
+            raise ValueError("give exactly one offline way to make this base: bootstrap (debootstrap a Debian "
+                             "suite) or relocatable (copy a CPython build onto another base)")
+        return self
 
 
 class Image(Strict):
     framework: str
     version: str
     device: Literal["cpu", "cuda"]
-    python: str = Field(pattern=r"^3\.\d+$")
+    python: str = Field(pattern=r"^3\.\d+$", description="must be the Python of the base")
     base: str
-    system_packages: list[str] = Field(min_length=1)
+    system_packages: list[str] = Field([], description="Debian packages besides Python (shared libraries)")
     cuda: Optional[str] = None
     cudnn: Optional[str] = None
     min_driver: Optional[str] = None
+    cuda_archs: list[str] = Field([], description="GPU architectures the build ships kernels for (sm_XY); [] = unknown")
+    cpu_flags: list[Literal["avx", "avx2", "fma", "avx512f"]] = Field(
+        [], description="CPU instruction sets the framework build needs (checked before running)")
     env: dict[str, str] = Field({}, description="environment variables of the image (e.g. LD_LIBRARY_PATH)")
     notes: Optional[str] = None
 
@@ -58,6 +88,20 @@ class Matrix(Strict):
     default_frameworks: list[str] = Field(min_length=1)
     images: list[Image] = Field(min_length=1)
 
+    @model_validator(mode="after")
+    def _pythons_match(self):
+        for name, base in self.bases.items():
+            if base.relocatable and base.relocatable.onto not in self.bases:
+                raise ValueError(yamlfile.at("bases.%s.relocatable.onto" % name, "unknown base %r; the matrix has: %s"
+                                             % (base.relocatable.onto, ", ".join(self.bases))))
+        for i, image in enumerate(self.images):
+            have = self.bases[image.base].python.version
+            if image.python != have:
+                raise ValueError(yamlfile.at("images.%d.python" % i, "base %s provides Python %s, not %s: pick a base "
+                                             "with that Python (e.g. python-%s)" % (image.base, have, image.python,
+                                                                                   image.python)))
+        return self
+
     def find(self, framework, device, version=None):
         """The image for (framework, device[, version]), the last one listed when no version is given.
 
@@ -70,9 +114,6 @@ class Matrix(Strict):
             raise ImageError("%s: no image for framework %r%s on device %r; the matrix has: %s"
                              % (MATRIX_FILE, framework, " version %s" % version if version else "", device, have))
         return found[-1]
-
-    def base_of(self, image):
-        return self.bases[image.base]
 
 
 def load(path=MATRIX_FILE):
