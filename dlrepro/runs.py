@@ -11,7 +11,7 @@ import signal
 import sys
 from collections import OrderedDict
 
-from dlrepro import REPO_ROOT, build, datasets, executors, hostinfo, jobs as jobsmod, matrix as matrixmod, spec as specmod
+from dlrepro import REPO_ROOT, build, datasets, executors, feasibility, hostinfo, jobs as jobsmod, matrix as matrixmod, spec as specmod
 from dlrepro.bundle import BundleWriter, summary_row
 from dlrepro.errors import DatasetError, DlreproError
 from dlrepro.files import sha256_file
@@ -126,8 +126,12 @@ class _Run:
             built = None
             if options.executor == "docker":
                 try:
-                    built = build.ensure(matrix, matrix.find(framework, options.device, version), build_options,
-                                         self.reporter.log)
+                    image = matrix.find(framework, options.device, version)
+                    problem = feasibility.check(image, options.device, options.gpu)
+                    if problem is not None:
+                        self.record(group, "skipped", *problem)
+                        continue
+                    built = build.ensure(matrix, image, build_options, self.reporter.log)
                 except DlreproError as exc:
                     self.record(group, "failed", "image for %s: %s" % (framework, exc))
                     continue

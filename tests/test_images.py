@@ -1,13 +1,14 @@
 """The image matrix, lock files and rendered Dockerfiles, including the CUDA flavour that cannot run here."""
 import pytest
 
-from dlrepro import context, locks, transport
+from dlrepro import context, locks, pythons, transport
 from dlrepro.bases import BaseRef
 from dlrepro.errors import ImageError, SpecError
-from dlrepro.matrix import load as load_matrix
+from dlrepro.matrix import MATRIX_FILE, load as load_matrix
 
+DEBIAN_PYTHON = pythons.Provider("debian", "python3", ["python3", "python3-venv"])
 REGISTRY_BASE = BaseRef("debian-bookworm", "debian@sha256:" + "3" * 64, "registry", "sha256:" + "3" * 64,
-                        "sha256:" + "4" * 64, {})
+                        "sha256:" + "4" * 64, {}, DEBIAN_PYTHON)
 
 
 def pins_by_name(image):
@@ -84,13 +85,132 @@ def test_a_malformed_lock_is_refused(tmp_path):
 
 def test_matrix_errors_name_file_and_field(tmp_path):
     path = tmp_path / "matrix.yaml"
-    text = (load_matrix.__globals__["MATRIX_FILE"]).read_text().replace("base: debian-bookworm\n", "base: debian-sid\n", 1)
+    text = MATRIX_FILE.read_text().replace("base: debian-bookworm\n", "base: debian-sid\n", 1)
     path.write_text(text)
     with pytest.raises(SpecError) as err:
         load_matrix(path)
-    assert "images.0.base: unknown base 'debian-sid'; the file defines: debian-bookworm" in str(err.value)
+    assert "images.0.base: unknown base 'debian-sid'; the file defines: debian-bookworm, debian-bullseye, " \
+        "python-3.6, python-3.9" in str(err.value)
+
+
+def test_an_image_python_must_be_its_bases(tmp_path):
+    path = tmp_path / "matrix.yaml"
+    text = MATRIX_FILE.read_text().replace('python: "3.11"\n', 'python: "3.6"\n', 1)
+    path.write_text(text)
+    with pytest.raises(SpecError) as err:
+        load_matrix(path)
+    line = text.splitlines().index('    python: "3.6"') + 1
+    assert err.value.problems == ["%s:%d: images.0.python: base debian-bookworm provides Python 3.11, not 3.6: pick a "
+                                  "base with that Python (e.g. python-3.6)" % (path, line)]
+
+
+def fake_pyenv(root, version, prints_prefix=None):
+    """A stand-in for pyenv's build of ``version`` under ``root``: bin/python3 prints its prefix."""
+    prefix = root / "versions" / version
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib" / "libpython3.6m.so.1.0").parent.mkdir()
+    (prefix / "lib" / "libpython3.6m.so.1.0").write_bytes(b"ELF")
+    python = prefix / "bin" / "python3"
+    python.write_text("#!/bin/sh\necho %s\n" % (prints_prefix or prefix))
+    python.chmod(0o755)
+    return prefix
+
+
+def test_offline_python_is_pyenvs_build_copied_to_its_own_prefix(matrix, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    monkeypatch.setenv("DLREPRO_CACHE", str(tmp_path / "cache"))
+    prefix = fake_pyenv(tmp_path / "pyenv", "3.6.15")
+    provider = pythons.relocatable("python-3.6", matrix.bases["python-3.6"].relocatable)
+    assert provider.prefix == str(prefix) and len(provider.tree_sha256) == 64
+    base = BaseRef("python-3.6", REGISTRY_BASE.ref, "relocatable", REGISTRY_BASE.digest, REGISTRY_BASE.image_id,
+                   {"onto": {"name": "debian-bookworm"}}, provider)
+    image = matrix.find("torch", "cpu").model_copy(update={"python": "3.6", "base": "python-3.6"})
+    text = context.render_dockerfile(image, base)
+    assert "COPY python/ %s/\n" % prefix in text and "tree sha256:%s" % provider.tree_sha256 in text
+    assert "apt-get install -y --no-install-recommends libssl3 libffi8 " in text and " python3-venv" not in text
+    assert " && chmod o+x %s \\\n" % " ".join(str(p) for p in reversed(prefix.parents) if str(p) != "/") in text
+    assert "RUN %s/bin/python3 -m venv /opt/venv" % prefix in text and "assert v == (3, 6)" in text
+    assert base.record["python"] == {"provider": "relocatable", "command": "%s/bin/python3" % prefix,
+                                     "source": str(prefix), "prefix": str(prefix), "tree_sha256": provider.tree_sha256}
+    ctx = context.render(image, base)
+    ctx.add_python(provider)
+    assert (ctx.directory / "python" / "bin" / "python3").is_file()
+    assert context.recipe_digest(ctx.directory) == ctx.digest  # the copy itself is not in the recipe, its digest is
+    (prefix / "lib" / "libpython3.6m.so.1.0").write_bytes(b"ELF, another build")
+    other = pythons.relocatable("python-3.6", matrix.bases["python-3.6"].relocatable)
+    assert other.tree_sha256 != provider.tree_sha256
+    base.python = other
+    assert context.render(image, base).digest != ctx.digest
+
+
+def test_a_missing_or_moved_python_build_is_a_clear_error(matrix, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    with pytest.raises(ImageError, match=r"from pyenv's build at .*3\.9\.18, which is missing: install it "
+                                         r"\(`pyenv install 3\.9\.18`\) or make the registry reachable"):
+        pythons.relocatable("python-3.9", matrix.bases["python-3.9"].relocatable)
+    fake_pyenv(tmp_path / "pyenv", "3.9.18", prints_prefix="/opt/elsewhere")
+    with pytest.raises(ImageError, match="does not run from its own prefix \\(/opt/elsewhere\\)"):
+        pythons.relocatable("python-3.9", matrix.bases["python-3.9"].relocatable)
 
 
 def test_unknown_image_is_a_clear_error(matrix):
     with pytest.raises(ImageError, match="no image for framework 'caffe' on device 'cpu'"):
         matrix.find("caffe", "cpu")
+
+
+@pytest.mark.parametrize("framework, cuda, cudnn_pin", [
+    ("tensorflow", "12.9", "nvidia-cudnn-cu12"), ("mxnet", "11.7", "nvidia-cudnn-cu11"), ("jax", "13.5", "nvidia-cudnn-cu13")])
+def test_every_framework_has_a_rendered_and_locked_cuda_flavour(matrix, framework, cuda, cudnn_pin):
+    image = matrix.find(framework, "cuda")
+    pins = pins_by_name(image)
+    assert image.cuda == cuda and cudnn_pin in pins and image.cudnn and image.min_driver
+    text = context.render_dockerfile(image, REGISTRY_BASE)
+    assert "FROM debian@sha256:" in text and "--require-hashes" in text and "{{" not in text
+    if framework == "mxnet":  # the wheel links against CUDA 11.7 libraries that the nvidia-*-cu11 wheels hold
+        assert pins["mxnet-cu117"].version == "1.9.1" and pins["numpy"].version == "1.23.5"
+        assert "ENV LD_LIBRARY_PATH=/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib" in text.replace(
+            "cuda_runtime/lib:/opt/venv/lib/python3.11/site-packages/nvidia/cuda_nvrtc/lib:/opt/venv/lib/python3.11/"
+            "site-packages/nvidia/", "")
+
+
+def test_cpu_locks_pin_the_framework_versions(matrix):
+    assert pins_by_name(matrix.find("tensorflow", "cpu"))["tensorflow-cpu"].version == "2.21.0"
+    assert pins_by_name(matrix.find("mxnet", "cpu"))["numpy"].version == "1.23.5"
+    jax = pins_by_name(matrix.find("jax", "cpu"))
+    assert jax["jax"].version == jax["jaxlib"].version == "0.10.2" and "optax" in jax
+
+
+def test_a_version_is_chosen_by_framework_at_version(matrix):
+    assert matrix.find("tensorflow", "cpu", "2.21.0").name == "tensorflow-2.21.0-cpu"
+    with pytest.raises(ImageError, match="no image for framework 'tensorflow' version 2.15.1 on device 'cpu'"):
+        matrix.find("tensorflow", "cpu", "2.15.1")
+
+
+HOST = {"cpu_flags": ["avx", "avx2", "fma"], "cpu_model": "Old Xeon", "gpus": [
+    {"index": 0, "name": "NVIDIA H200", "driver": "570.124.06", "capability": "9.0", "memory_bytes": 150 * 2 ** 30}]}
+
+
+def test_preflight_refuses_an_image_whose_build_this_cpu_cannot_run(matrix):
+    from dlrepro import feasibility
+
+    tensorflow = matrix.find("tensorflow", "cpu")
+    assert tensorflow.cpu_flags == ["avx"] and feasibility.check(tensorflow, "cpu", host=HOST) is None
+    reason, remedy = feasibility.check(tensorflow, "cpu", host=dict(HOST, cpu_flags=[]))
+    assert reason == "tensorflow-2.21.0-cpu is built for CPUs with AVX, which this CPU (Old Xeon) lacks"
+    assert remedy.startswith("run on a CPU with AVX, or choose another version of the framework (--framework")
+    assert feasibility.check(matrix.find("mxnet", "cpu"), "cpu", host=dict(HOST, cpu_flags=[])) is None
+
+
+def test_preflight_refuses_an_old_driver_and_a_gpu_the_build_has_no_kernels_for(matrix):
+    from dlrepro import feasibility
+
+    torch = matrix.find("torch", "cuda")
+    reason, _ = feasibility.check(torch, "cuda", 0, HOST)
+    assert reason == "torch-2.13.0-cuda (CUDA 13.0) needs NVIDIA driver 580 or newer; this host has 570.124.06"
+    newer = dict(HOST, gpus=[dict(HOST["gpus"][0], driver="580.95.05")])
+    assert feasibility.check(torch, "cuda", 0, newer) is None
+    ampere_only = torch.model_copy(update={"cuda_archs": ["sm_80", "sm_86"]})
+    reason, remedy = feasibility.check(ampere_only, "cuda", 0, newer)
+    assert reason == ("torch-2.13.0-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build "
+                      "ships sm_80, sm_86")
+    assert remedy.startswith("run on a GPU the build supports")
