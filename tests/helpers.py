@@ -12,7 +12,7 @@ def check_sums(bundle):
 
 
 def bad_and_good_jobs():
-    found = jobs.expand(spec.load("fcn"), jobs.RunOptions(variants=["fcn-s"], batch_sizes=[8, 16], quick=True))
+    found = jobs.expand(spec.load("fcn"), jobs.RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8, 16], quick=True))
     bad, good = found
     bad["model"] = dict(bad["model"], parameters=bad["model"]["parameters"] + 1)
     return bad, good

@@ -7,6 +7,8 @@ from runner import contract
 
 
 def expand(name, **options):
+    """Jobs of spec ``name``; PyTorch's only unless ``frameworks`` is given."""
+    options.setdefault("frameworks", ["torch"])
     return jobs.expand(spec.load(name), jobs.RunOptions(**options))
 
 
@@ -85,11 +87,12 @@ def test_config_digest_is_stable_and_option_sensitive():
 def test_a_mode_that_does_not_apply_is_reported_not_run():
     s = spec.load("fcn")
     options = jobs.RunOptions(mode="convergence")
-    assert jobs.left_out(s, options) == [("fcn-s", "convergence needs real data and a convergence section"),
-                                         ("fcn-8", "convergence needs real data and a convergence section")]
+    reason = "convergence needs real data and a convergence section"
+    assert jobs.left_out(s, options) == [{"variant": "fcn-s", "framework": None, "reason": reason},
+                                         {"variant": "fcn-8", "framework": None, "reason": reason}]
     features = jobs.RunOptions(mode="throughput", variants=["features"])
     assert jobs.left_out(spec.load("resnet50-features"), features) == [
-        ("features", "throughput trains, and the variant has no optimizer")]
+        {"variant": "features", "framework": None, "reason": "throughput trains, and the variant has no optimizer"}]
     with pytest.raises(DlreproError, match="features: throughput trains, and the variant has no optimizer"):
         jobs.expand(spec.load("resnet50-features"), features)
 
@@ -97,3 +100,22 @@ def test_a_mode_that_does_not_apply_is_reported_not_run():
 def test_thread_counts_do_not_apply_to_gpus():
     with pytest.raises(DlreproError, match="--threads sets CPU thread counts; it does not apply to --device cuda"):
         expand("fcn", device="cuda", threads="sweep")
+
+
+def test_unsupported_pairs_are_declared_with_the_reason():
+    s = spec.load("resnet50-features")
+    assert jobs.unsupported(s, "features", "mxnet") is None
+    reason = jobs.unsupported(s, "features-torchvision", "jax")
+    assert reason == ("jax cannot read torchvision-state-dict weights: torchvision's weights are a PyTorch pickle, "
+                      "which only torch reads")
+    left = jobs.left_out(s, jobs.RunOptions(frameworks=["torch", "jax"]))
+    assert left == [{"variant": "features-torchvision", "framework": "jax", "reason": "unsupported: " + reason}]
+    assert [j["framework"] for j in jobs.expand(s, jobs.RunOptions(frameworks=["torch", "jax"]))] == ["torch", "jax", "torch"]
+
+
+def test_a_framework_version_can_be_asked_for():
+    job = expand("fcn", variants=["fcn-s"], frameworks=["tensorflow@2.21.0"])[0]
+    assert job["framework"] == "tensorflow" and job["framework_version"] == "2.21.0"
+    assert job["id"] == "fcn-s.tensorflow-2.21.0.cpu.b64"
+    with pytest.raises(DlreproError, match="declares no adapter for caffe@1.0"):
+        expand("fcn", frameworks=["caffe@1.0"])

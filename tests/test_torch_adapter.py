@@ -13,7 +13,8 @@ SPEC_MODELS = [(name, variant) for name in spec.available() for variant in spec.
 
 
 def job_for(name, variant, **options):
-    return jobs.expand(spec.load(name), jobs.RunOptions(variants=[variant], **options))[0]
+    options = dict({"frameworks": ["torch"], "variants": [variant]}, **options)
+    return jobs.expand(spec.load(name), jobs.RunOptions(**options))[0]
 
 
 @pytest.mark.parametrize("name, variant", SPEC_MODELS)

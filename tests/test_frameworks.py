@@ -1,0 +1,80 @@
+"""TensorFlow, MXNet and JAX in their own images: the same models as PyTorch, measured side by side.
+
+Model equivalence: every spec's every variant is built in every framework's container
+(job mode "parameters") and its trainable-parameter count must equal the spec's, or
+differ only by a declared convention that the result names.
+"""
+import json
+
+import pytest
+
+from dlrepro import build, datasets, executors, jobs, runs, spec
+from tests.helpers import check_sums, fresh_cache, unreachable
+
+pytestmark = pytest.mark.docker
+FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax")
+
+
+@pytest.fixture(scope="session")
+def images(docker_engine, matrix):
+    """The CPU image of every framework, built for real (or found by its content-hashed tag)."""
+    return {fw: build.ensure(matrix, matrix.find(fw, "cpu"), build.BuildOptions(), log=print) for fw in FRAMEWORKS}
+
+
+def parameter_jobs(framework):
+    """A parameters-mode job (first batch size) for every variant of every spec that ``framework`` can express."""
+    return [dict(job, id="%s.%s" % (name, job["id"])) for name in spec.available()
+            for job in jobs.expand(spec.load(name), jobs.RunOptions(frameworks=[framework], mode="parameters", quick=True))]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_spec_model_is_the_same_model_in_each_framework(framework, images, tmp_path):
+    batch = parameter_jobs(framework)
+    executors.DockerExecutor().run(images[framework], batch, tmp_path, datasets.root(), lambda *e: None)
+    checked = {}
+    for job in batch:
+        result = json.loads((tmp_path / job["id"] / "result.json").read_text())
+        assert result["status"] == "ok", (job["id"], result["reason"])
+        params = result["parameters"]
+        assert params["equivalent"] == params["expected"] == job["model"]["parameters"], job["id"]
+        checked[job["id"]] = params
+    expressible = {(name, v) for name in spec.available() for v in spec.load(name).variants
+                   if jobs.unsupported(spec.load(name), v, framework) is None}
+    assert {(j["spec"]["name"], j["variant"]) for j in batch} == expressible and len(expressible) >= 16
+    lstm = checked["lstm.lstm.%s.cpu.b128.parameters" % framework]
+    if framework == "tensorflow":  # the one declared convention: Keras's LSTM has one bias vector per gate set
+        assert lstm["measured"] == 6_180_624 and [c["name"] for c in lstm["conventions"]] == ["keras-lstm-single-bias"]
+        assert lstm["conventions"][0]["difference"] == 2048
+    else:
+        assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
+
+
+def test_alexnet_and_fcn_r_in_four_containers_one_bundle(images, tmp_path, reporter, monkeypatch, mnist):
+    unreachable(monkeypatch, "cifar10")
+    fresh_cache(monkeypatch, tmp_path, mnist=mnist)
+    path = runs.run("alexnet", jobs.RunOptions(frameworks=list(FRAMEWORKS), variants=["alexnet-s"], quick=True),
+                    results_dir=tmp_path, reporter=reporter)
+    bundle = json.loads((path / "bundle.json").read_text())
+    assert sorted(i["framework"] for i in bundle["images"]) == sorted(FRAMEWORKS)
+    assert len({i["image_id"] for i in bundle["images"]}) == 4
+    versions = {r["framework"]: r["framework_version"] for r in bundle["jobs"]}
+    assert versions["torch"].startswith("2.13.0") and versions["tensorflow"] == "2.21.0"
+    assert versions["mxnet"] == "1.9.1" and versions["jax"] == "0.10.2"
+    assert {r["parameters"] for r in bundle["jobs"]} == {62_378_344} and {r["status"] for r in bundle["jobs"]} == {"ok"}
+    check_sums(path)
+    path = runs.run("fcn", jobs.RunOptions(frameworks=list(FRAMEWORKS), variants=["fcn-r"], quick=True),
+                    results_dir=tmp_path, reporter=reporter)
+    rows = json.loads((path / "bundle.json").read_text())["jobs"]
+    assert {r["framework"] for r in rows} == set(FRAMEWORKS) and {r["status"] for r in rows} == {"ok"}
+    assert {r["parameters"] for r in rows} == {14_205_962} and all(r["median"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("framework", ("tensorflow", "mxnet", "jax"))
+def test_a_short_convergence_run_learns(framework, images, tmp_path, reporter, monkeypatch, mnist):
+    fresh_cache(monkeypatch, tmp_path, mnist=mnist)
+    path = runs.run("fcn", jobs.RunOptions(frameworks=[framework], variants=["fcn-r"], mode="convergence", quick=True),
+                    results_dir=tmp_path, reporter=reporter)
+    result = json.loads(next(path.glob("jobs/*/result.json")).read_text())
+    epoch = result["convergence"]["epochs"][0]
+    assert result["status"] == "ok" and epoch["iterations"] == 100
+    assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and 0.0 <= epoch["test_accuracy"] <= 1.0
