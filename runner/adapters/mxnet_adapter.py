@@ -6,7 +6,13 @@ README lessons 13-15 say); Gluon's pooling has Caffe's ceil mode ("full" convent
 itself; rnn.LSTM / rnn.GRU are the fused (cuDNN on GPUs) kernels, with two bias
 vectors per gate set as PyTorch; token ids enter embeddings as float32, as Gluon
 expects; the loss is the batch mean and ``Trainer.step(1)`` does not rescale it.
+
+Runs on MXNet 1.9.1 and on 0.12.0 (the version DeepLearningFrameworks measured, Nov 2017).
+The few 0.12 differences are the ``_LEGACY_*`` branches below, each named by what the old
+Gluon lacks; the models they build have the same parameters.
 """
+import re
+
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
@@ -15,6 +21,31 @@ from mxnet.gluon import nn, rnn as grnn
 from runner import data as datamod
 from runner import shapes
 from runner.adapters import UnsupportedError
+
+MX_VERSION = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", mx.__version__).groups())
+# MXNet < 1.3: hybridize() takes no static_alloc / static_shape (CachedOp without static memory planning).
+_LEGACY_HYBRIDIZE = MX_VERSION < (1, 3)
+# MXNet < 1.3: rnn.LSTM / rnn.GRU are plain Blocks (not hybridizable; on the CPU they run as unrolled
+# LSTMCell / GRUCell steps, fused only on GPUs), so they split the net into hybridized segments.
+_LEGACY_RNN = not issubclass(grnn.LSTM, gluon.HybridBlock)
+# MXNet < 1.3: avg pooling always counts the padding (Caffe's way) and takes no count_include_pad.
+_LEGACY_AVGPOOL = MX_VERSION < (1, 3)
+
+
+def _children(block):
+    """A block's child blocks: a list in MXNet < 1.3, a name -> block dict after."""
+    children = block._children
+    return list(children.values()) if isinstance(children, dict) else list(children)
+
+
+def _gpus():
+    if hasattr(mx.context, "num_gpus"):
+        return mx.context.num_gpus()
+    try:  # MXNet < 1.3 has no num_gpus(): try to place an array on GPU 0
+        mx.nd.zeros((1,), ctx=mx.gpu(0)).wait_to_read()
+        return 1
+    except mx.base.MXNetError:
+        return 0
 
 
 class Residual(gluon.HybridBlock):
@@ -54,7 +85,8 @@ class PadChannels(gluon.HybridBlock):
 
 class LastStep(gluon.HybridBlock):
     def hybrid_forward(self, F, x):
-        return F.squeeze(F.slice_axis(x, axis=1, begin=-1, end=None), axis=1)
+        # (N, 1, C) -> (N, C) by reshape: MXNet 0.12 has no squeeze operator
+        return F.reshape(F.slice_axis(x, axis=1, begin=-1, end=None), shape=(0, -1))
 
 
 class Identity(gluon.HybridBlock):
@@ -86,7 +118,10 @@ class Chain(gluon.Block):
         super(Chain, self).__init__(**kwargs)
         with self.name_scope():
             for i, part in enumerate(parts):
-                self.register_child(part, "part%d" % i)
+                if isinstance(self._children, dict):
+                    self.register_child(part, "part%d" % i)
+                else:  # MXNet < 1.3: register_child(block) takes no name
+                    self.register_child(part)
         self.parts = parts
 
     def forward(self, x):
@@ -102,7 +137,7 @@ class Adapter(object):
         self.job = job
         if job.get("precision", "fp32") != "fp32":
             raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
-        if job["device"] == "cuda" and mx.context.num_gpus() < 1:
+        if job["device"] == "cuda" and _gpus() < 1:
             raise UnsupportedError("the job asks for a GPU and MXNet sees none")
         self.ctx = mx.gpu(0) if job["device"] == "cuda" else mx.cpu()
         mx.random.seed(job.get("seed", 0))
@@ -110,12 +145,18 @@ class Adapter(object):
         self.named, self.stateful, self.last = {}, [], None
 
     def environment(self):
-        features = mx.runtime.Features()
-        enabled = [f for f in ("CUDA", "CUDNN", "NCCL", "MKLDNN", "BLAS_OPEN", "OPENMP", "CPU_AVX2")
-                   if features.is_enabled(f)]
+        if hasattr(mx, "runtime"):
+            features = mx.runtime.Features()
+            enabled = [f for f in ("CUDA", "CUDNN", "NCCL", "MKLDNN", "BLAS_OPEN", "OPENMP", "CPU_AVX2")
+                       if features.is_enabled(f)]
+        else:  # MXNet < 1.5 cannot report its build features
+            enabled = None
+        gpu = bool(enabled and "CUDA" in enabled) or (enabled is None and self.job["device"] == "cuda")
         return {"framework": "mxnet", "framework_version": mx.__version__, "features": enabled,
-                "cuda": "enabled" if "CUDA" in enabled else None, "cudnn": "enabled" if "CUDNN" in enabled else None,
-                "threads": None, "hybridized": True, "layout": "NCHW"}
+                "cuda": "enabled" if gpu else None,
+                "cudnn": "enabled" if enabled and "CUDNN" in enabled else None,
+                "threads": None, "hybridized": True, "layout": "NCHW",
+                "static_alloc": not _LEGACY_HYBRIDIZE, "rnn_hybridized": not _LEGACY_RNN}
 
     # ------------------------------------------------------------------ building
 
@@ -126,7 +167,7 @@ class Adapter(object):
                           use_bias=layer.get("bias", True), in_channels=shape[0])
         elif kind in ("maxpool", "avgpool"):
             cls = nn.MaxPool2D if kind == "maxpool" else nn.AvgPool2D
-            kwargs = {"count_include_pad": True} if kind == "avgpool" else {}
+            kwargs = {"count_include_pad": True} if kind == "avgpool" and not _LEGACY_AVGPOOL else {}
             b = cls(layer["kernel"], strides=layer.get("stride", layer["kernel"]), padding=layer.get("pad", 0),
                     ceil_mode=layer.get("ceil", False), **kwargs)
         elif kind == "global_avgpool":
@@ -178,13 +219,16 @@ class Adapter(object):
         model = self.job["model"]
         layers = shapes.expand(model["layers"], model["input_shape"])
         parts, segment, shape, start = [], [], tuple(model["input_shape"]), tuple(model["input_shape"])
-        for layer in layers:  # stateful recurrent layers split the net into hybridized segments
-            if layer.get("stateful"):
+        # stateful (and, before MXNet 1.3, all) recurrent layers split the net into hybridized segments
+        for layer in layers:
+            if layer.get("stateful") or (_LEGACY_RNN and layer["type"] in ("lstm", "gru")):
                 if segment:
                     parts.append(self._hybrid(segment, start))
-                stateful = Stateful(self._block(layer, shape))
-                self.stateful.append(stateful)
-                parts.append(stateful)
+                block = self._block(layer, shape)
+                if layer.get("stateful"):
+                    block = Stateful(block)
+                    self.stateful.append(block)
+                parts.append(block)
                 segment, start = [], shapes.apply(layer, shape)[0]
             else:
                 segment.append(layer)
@@ -195,7 +239,10 @@ class Adapter(object):
         self._initialize(model.get("init", {"scheme": "default"}))
         for part in parts:
             if isinstance(part, gluon.HybridBlock):
-                part.hybridize(static_alloc=True, static_shape=True)
+                if _LEGACY_HYBRIDIZE:
+                    part.hybridize()
+                else:
+                    part.hybridize(static_alloc=True, static_shape=True)
         opt = self.job.get("optimizer")
         if opt:
             self.trainer = gluon.Trainer(self.net.collect_params(), *_optimizer(opt))
@@ -226,7 +273,7 @@ class Adapter(object):
         def walk(block):
             if isinstance(block, (nn.Conv2D, nn.Dense)):
                 found.append(block)
-            for child in block._children.values():
+            for child in _children(block):
                 walk(child)
         walk(self.net)
         return found
