@@ -66,6 +66,8 @@ class Image(Strict):
     cpu_flags: list[Literal["avx", "avx2", "fma", "avx512f"]] = Field(
         [], description="CPU instruction sets the framework build needs (checked before running)")
     env: dict[str, str] = Field({}, description="environment variables of the image (e.g. LD_LIBRARY_PATH)")
+    links: dict[str, str] = Field({}, description="symbolic links made in the final image, path -> target (e.g. an "
+                                  "old soname no Debian package has, onto a copy a wheel bundles)")
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))
