@@ -13,6 +13,7 @@ FRAMEWORK_MODULES = {
     "tensorflow_adapter.py": {"tensorflow", "keras"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
+    "cntk_adapter.py": {"cntk"},
 }
 
 

@@ -19,6 +19,9 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"])},
     "jax": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
             "weights": frozenset(["tfjs-layers"])},
+    # recurrent layers: see runner.adapters.cntk_adapter.RECURRENT_REASON
+    "cntk": {"layers": ALL_LAYERS - frozenset(["embedding", "lstm", "gru", "last_step"]), "losses": LOSSES,
+             "optimizers": OPTIMIZERS, "weights": frozenset(["tfjs-layers"])},
 }
 WEIGHT_FORMAT_NOTES = {
     "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
