@@ -23,6 +23,7 @@ are explicit zero padding; every layer's CNTK output shape is checked against
 runner.shapes, so a geometry CNTK cannot reproduce fails instead of passing silently.
 """
 import math
+import os
 
 import cntk as C
 import numpy as np
@@ -64,7 +65,9 @@ class Adapter(object):
         return {"framework": "cntk", "framework_version": C.__version__, "device": str(device),
                 "cuda": "enabled" if gpu else None, "cudnn": "enabled" if gpu else None,
                 "threads": C.cntk_py.get_max_num_cputhreads(), "layout": "NCHW",
-                "learner_semantics": "lr on the mean-loss gradient, momentum without unit gain"}
+                "learner_semantics": "lr on the mean-loss gradient, momentum without unit gain",
+                # CNTK 2.7 bundles MKL-ML 2018, which takes its slow generic path on non-Intel CPUs unless 5 (AVX2)
+                "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE")}
 
     # ------------------------------------------------------------------ building
 
