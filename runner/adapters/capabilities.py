@@ -19,9 +19,15 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"])},
     "jax": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
             "weights": frozenset(["tfjs-layers"])},
-    # recurrent layers: see runner.adapters.cntk_adapter.RECURRENT_REASON
     "cntk": {"layers": ALL_LAYERS - frozenset(["embedding", "lstm", "gru", "last_step"]), "losses": LOSSES,
-             "optimizers": OPTIMIZERS, "weights": frozenset(["tfjs-layers"])},
+             "optimizers": OPTIMIZERS, "weights": frozenset(["tfjs-layers"]),
+             "layer_notes": dict.fromkeys(["embedding", "lstm", "gru", "last_step"], (
+                 "CNTK's recurrent layers run over its sequence axis; carrying an LSTM's state across mini-batches "
+                 "(truncated back-propagation) and cuDNN/PyTorch's GRU (reset gate after the recurrent product, two "
+                 "bias sets) are not expressed by this adapter"))},
+    "caffe": {"layers": ALL_LAYERS - frozenset(["gru"]), "losses": LOSSES, "optimizers": OPTIMIZERS,
+              "weights": frozenset(["tfjs-layers"]),
+              "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
 WEIGHT_FORMAT_NOTES = {
     "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
@@ -44,7 +50,9 @@ def unsupported(framework, layers, loss, optimizer, weights_format):
         return "no runner adapter for %s" % framework
     missing = sorted(set(_layer_types(layers)) - caps["layers"])
     if missing:
-        return "the %s adapter has no layer %s" % (framework, ", ".join(missing))
+        notes = caps.get("layer_notes", {})
+        return "the %s adapter has no layer %s" % (framework, ", ".join(
+            "%s (%s)" % (kind, notes[kind]) if kind in notes else kind for kind in missing))
     if loss not in caps["losses"]:
         return "the %s adapter has no loss %s" % (framework, loss)
     if optimizer is not None and optimizer not in caps["optimizers"]:
