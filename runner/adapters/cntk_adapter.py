@@ -30,13 +30,11 @@ import numpy as np
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError
+from runner.adapters import UnsupportedError, capabilities
 
 _ACTIVATIONS = {"relu": C.relu, "sigmoid": C.sigmoid, "tanh": C.tanh}
 # reasons shared with runner.adapters.capabilities (which may not import cntk)
-RECURRENT_REASON = ("CNTK's recurrent layers run over its sequence axis; carrying an LSTM's state across "
-                    "mini-batches (truncated back-propagation) and cuDNN/PyTorch's GRU (reset gate after the "
-                    "recurrent product, two bias sets) are not expressed by this adapter")
+RECURRENT_REASON = capabilities.CAPABILITIES["cntk"]["layer_notes"]["lstm"]
 
 
 class Adapter(object):
