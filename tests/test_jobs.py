@@ -71,8 +71,8 @@ def test_modes_follow_the_variant_unless_asked():
 def test_unknown_variant_framework_and_repeats():
     with pytest.raises(DlreproError, match="spec fcn has no variant fcn-x; it has: fcn-s, fcn-8, fcn-r"):
         expand("fcn", variants=["fcn-x"])
-    with pytest.raises(DlreproError, match="declares no adapter for caffe"):
-        expand("fcn", frameworks=["caffe"])
+    with pytest.raises(DlreproError, match="declares no adapter for theano"):
+        expand("fcn", frameworks=["theano"])
     with pytest.raises(ValueError, match="lists 8 more than once"):
         jobs.RunOptions(batch_sizes=[8, 8])
 

@@ -14,6 +14,7 @@ FRAMEWORK_MODULES = {
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
     "cntk_adapter.py": {"cntk"},
+    "caffe_adapter.py": {"caffe"},
 }
 
 

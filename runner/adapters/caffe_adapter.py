@@ -41,6 +41,7 @@ Conventions (what Caffe does its own way, and how the spec's recipe is met):
 
 Every array handed to Caffe is float32 (labels and token ids included), the blob type.
 """
+import ctypes
 import math
 import os
 import tempfile
@@ -77,6 +78,20 @@ def debian_package_versions(status="/var/lib/dpkg/status"):
     except (IOError, OSError):
         pass
     return found
+
+
+def blas_library():
+    """The BLAS that Debian's libblas.so.3 alternative selects, and OpenBLAS's build and kernel when it is that."""
+    info = {"library": os.path.realpath(BLAS_ALTERNATIVE) if os.path.islink(BLAS_ALTERNATIVE) else None}
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+    except OSError:
+        return info
+    lib.openblas_get_config.restype = ctypes.c_char_p
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    info.update({"openblas_config": lib.openblas_get_config().decode(), "core": lib.openblas_get_corename().decode(),
+                 "threads": int(lib.openblas_get_num_threads())})
+    return info
 
 
 class _Builder(object):
@@ -223,12 +238,12 @@ class Adapter(object):
         self.carry = False  # whether the first step of the next batch continues the previous one's state
 
     def environment(self):
-        blas = None
-        if os.path.islink(BLAS_ALTERNATIVE):
-            blas = os.path.realpath(BLAS_ALTERNATIVE)
-        return {"framework": "caffe", "framework_version": getattr(caffe, "__version__", None),
-                "debian_packages": debian_package_versions(), "blas": blas, "mode": "CPU_ONLY",
-                "cuda": None, "cudnn": None, "threads": self.job.get("threads"), "layout": "NCHW",
+        packages = debian_package_versions()
+        blas = blas_library()
+        return {"framework": "caffe",
+                "framework_version": getattr(caffe, "__version__", None) or packages.get("python3-caffe"),
+                "debian_packages": packages, "blas": blas, "mode": "CPU_ONLY", "cuda": None, "cudnn": None,
+                "threads": blas.get("threads", self.job.get("threads")), "layout": "NCHW",
                 "solver": self.solver_type if self.solver is not None else None}
 
     # ------------------------------------------------------------------ building
@@ -271,12 +286,16 @@ class Adapter(object):
             n.loss = self._loss_layer(out, n.label)
         self.named, self.statistics = builder.named, builder.statistics
         names = dict((top, name) for name, top in n.tops.items())
-        self.expected_blobs = []
-        for top, sample, time_major in builder.expected:
+
+        def blob(top):
             while top.fn.in_place:  # an in-place layer's output is its input's blob
                 top = top.fn.inputs[0]
+            return names[top]
+        self.expected_blobs = []
+        for top, sample, time_major in builder.expected:
             dims = (sample[0], batch) + tuple(sample[1:]) if time_major else (batch,) + tuple(sample)
-            self.expected_blobs.append((names[top], dims))
+            self.expected_blobs.append((blob(top), dims))
+        self.output = blob(out)
         net = n.to_proto()
         net.name = model["name"]
         if not train:
@@ -422,7 +441,7 @@ class Adapter(object):
         self._feed(net, x, carry=self.test_carry)
         self.test_carry = self._stateful()
         net.forward()
-        return net.blobs[net.outputs[0]].data
+        return net.blobs[self.output].data
 
     def infer(self, x):
         return self._forward(self.to_device(x, np.zeros(1))[0]).copy()
