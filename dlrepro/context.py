@@ -51,7 +51,7 @@ def render_dockerfile(image, base):
     major, minor = image.python.split(".")
     return env.get_template("Dockerfile.j2").render(image=image, base=base, python=base.python, python_major=major,
                                                     python_minor=minor, transport_dir=transport.CONTAINER_DIR,
-                                                    python_dir=pythons.CONTEXT_DIR)
+                                                    python_dir=pythons.CONTEXT_DIR, pinned=bool(locks.parse(image.lock)))
 
 
 def recipe_digest(directory):

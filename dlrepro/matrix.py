@@ -65,6 +65,8 @@ class Image(Strict):
     cuda_archs: list[str] = Field([], description="GPU architectures the build ships kernels for (sm_XY); [] = unknown")
     cpu_flags: list[Literal["avx", "avx2", "fma", "avx512f"]] = Field(
         [], description="CPU instruction sets the framework build needs (checked before running)")
+    system_site_packages: bool = Field(False, description="the venv sees the Python packages Debian installs "
+                                       "(frameworks that come as Debian packages, e.g. BVLC Caffe)")
     env: dict[str, str] = Field({}, description="environment variables of the image (e.g. LD_LIBRARY_PATH)")
     links: dict[str, str] = Field({}, description="symbolic links made in the final image, path -> target (e.g. an "
                                   "old soname no Debian package has, onto a copy a wheel bundles)")

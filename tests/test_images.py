@@ -18,7 +18,28 @@ def pins_by_name(image):
 def test_every_lock_pins_every_package_with_hashes(matrix):
     for image in matrix.images:
         pins = locks.parse(image.lock)
+        if image.framework == "caffe":  # Debian's packages, pinned by version in the matrix; nothing from pip
+            assert pins == [] and all("=" in p for p in image.system_packages) and image.system_site_packages
+            continue
         assert pins and all(p.hashes and all(len(h) == 64 for h in p.hashes) for p in pins), image.name
+
+
+def test_old_framework_locks_pin_their_era(matrix):
+    cntk = pins_by_name(matrix.find("cntk", "cpu"))
+    assert cntk["cntk"].version == "2.7.post2" and cntk["numpy"].version == "1.19.5" and cntk["scipy"].version == "1.5.4"
+    caffe2 = pins_by_name(matrix.find("caffe2", "cpu"))
+    assert caffe2["torch"].version == "1.10.2" and caffe2["protobuf"].version == "3.20.3"
+    assert caffe2["numpy"].version == "1.23.5"
+    era = matrix.find("mxnet", "cpu", "0.12.0")
+    assert pins_by_name(era)["numpy"].version == "1.13.3" and era.python == "3.6" and era.base == "python-3.6"
+    assert matrix.find("mxnet", "cpu").version == "1.9.1"  # without a version: the newest entry
+
+
+def test_a_debian_framework_gets_a_venv_that_sees_debians_packages(matrix):
+    caffe = matrix.find("caffe", "cpu")
+    text = context.render_dockerfile(caffe, REGISTRY_BASE)
+    assert "RUN python3 -m venv --system-site-packages /opt/venv\n" in text and "pip install" not in text
+    assert "python3-caffe=1.0.0+git20180821.99bd997-8+b2" in text
 
 
 def test_cpu_lock_takes_the_cpu_build_of_torch(matrix):
@@ -154,8 +175,8 @@ def test_a_missing_or_moved_python_build_is_a_clear_error(matrix, tmp_path, monk
 
 
 def test_unknown_image_is_a_clear_error(matrix):
-    with pytest.raises(ImageError, match="no image for framework 'caffe' on device 'cpu'"):
-        matrix.find("caffe", "cpu")
+    with pytest.raises(ImageError, match="no image for framework 'caffe' on device 'cuda'"):
+        matrix.find("caffe", "cuda")
 
 
 @pytest.mark.parametrize("framework, cuda, cudnn_pin", [

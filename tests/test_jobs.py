@@ -117,5 +117,7 @@ def test_a_framework_version_can_be_asked_for():
     job = expand("fcn", variants=["fcn-s"], frameworks=["tensorflow@2.21.0"])[0]
     assert job["framework"] == "tensorflow" and job["framework_version"] == "2.21.0"
     assert job["id"] == "fcn-s.tensorflow-2.21.0.cpu.b64"
-    with pytest.raises(DlreproError, match="declares no adapter for caffe@1.0"):
-        expand("fcn", frameworks=["caffe@1.0"])
+    with pytest.raises(DlreproError, match="declares no adapter for theano@1.0"):
+        expand("fcn", frameworks=["theano@1.0"])
+    era = expand("fcn", variants=["fcn-r"], frameworks=["mxnet@0.12.0", "mxnet"])
+    assert [(j["framework"], j["framework_version"]) for j in era] == [("mxnet", "0.12.0"), ("mxnet", None)]

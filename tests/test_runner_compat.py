@@ -15,6 +15,7 @@ FRAMEWORK_MODULES = {
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
     "cntk_adapter.py": {"cntk"},
     "caffe_adapter.py": {"caffe"},
+    "caffe2_adapter.py": {"caffe2"},
 }
 
 

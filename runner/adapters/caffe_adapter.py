@@ -388,7 +388,7 @@ class Adapter(object):
         fewer = sum(4 * layer["units"] * layer.get("layers", 1) for layer in layers if layer["type"] == "lstm")
         if not fewer:
             return []
-        return [{"name": "single LSTM bias", "difference": fewer,
+        return [{"name": "caffe-lstm-single-bias", "difference": fewer,
                  "reason": "Caffe's LSTM keeps one bias vector per gate set; cuDNN and PyTorch keep two"}]
 
     # ------------------------------------------------------------------ running

@@ -9,6 +9,7 @@ from runner import shapes
 ALL_LAYERS = frozenset(shapes.PRIMITIVES)
 LOSSES = frozenset(["softmax_cross_entropy", "sigmoid_binary_cross_entropy"])
 OPTIMIZERS = frozenset(["sgd", "adam"])
+RECURRENT = frozenset(["embedding", "lstm", "gru", "last_step"])
 
 CAPABILITIES = {
     "torch": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
@@ -19,12 +20,16 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"])},
     "jax": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
             "weights": frozenset(["tfjs-layers"])},
-    "cntk": {"layers": ALL_LAYERS - frozenset(["embedding", "lstm", "gru", "last_step"]), "losses": LOSSES,
-             "optimizers": OPTIMIZERS, "weights": frozenset(["tfjs-layers"]),
-             "layer_notes": dict.fromkeys(["embedding", "lstm", "gru", "last_step"], (
+    "cntk": {"layers": ALL_LAYERS - RECURRENT, "losses": LOSSES, "optimizers": OPTIMIZERS,
+             "weights": frozenset(["tfjs-layers"]),
+             "layer_notes": dict.fromkeys(RECURRENT, (
                  "CNTK's recurrent layers run over its sequence axis; carrying an LSTM's state across mini-batches "
                  "(truncated back-propagation) and cuDNN/PyTorch's GRU (reset gate after the recurrent product, two "
                  "bias sets) are not expressed by this adapter"))},
+    "caffe2": {"layers": ALL_LAYERS - RECURRENT, "losses": LOSSES, "optimizers": OPTIMIZERS,
+               "weights": frozenset(["tfjs-layers"]),
+               "layer_notes": dict.fromkeys(RECURRENT, "Caffe2 has Gather embeddings and RecurrentNetwork LSTM/GRU "
+                                                       "cells, but this adapter does not build them yet")},
     "caffe": {"layers": ALL_LAYERS - frozenset(["gru"]), "losses": LOSSES, "optimizers": OPTIMIZERS,
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
@@ -51,8 +56,11 @@ def unsupported(framework, layers, loss, optimizer, weights_format):
     missing = sorted(set(_layer_types(layers)) - caps["layers"])
     if missing:
         notes = caps.get("layer_notes", {})
-        return "the %s adapter has no layer %s" % (framework, ", ".join(
-            "%s (%s)" % (kind, notes[kind]) if kind in notes else kind for kind in missing))
+        by_note = {}
+        for kind in missing:
+            by_note.setdefault(notes.get(kind), []).append(kind)
+        return "the %s adapter has no layer %s" % (framework, "; ".join(
+            ", ".join(kinds) + (" (%s)" % note if note else "") for note, kinds in sorted(by_note.items(), key=str)))
     if loss not in caps["losses"]:
         return "the %s adapter has no loss %s" % (framework, loss)
     if optimizer is not None and optimizer not in caps["optimizers"]:
