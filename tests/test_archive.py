@@ -1,0 +1,236 @@
+"""invoke archive / verify: a real bundle round-trips, and tampering with any byte is caught and named."""
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dlrepro import REPO_ROOT, archive
+
+
+def _real_bundle():
+    """The newest bundle under results/ that ran in images (it has images/<name>/ folders)."""
+    found = sorted((p for p in (REPO_ROOT / "results").glob("*/bundle.json") if (p.parent / "images").is_dir()),
+                   key=lambda p: json.loads(p.read_text()).get("created", ""))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    source = _real_bundle()
+    if source is None:
+        pytest.skip("no bundle with images under results/")
+    return Path(shutil.copytree(source, tmp_path / "bundles" / source.name))
+
+
+@pytest.fixture
+def archived(bundle, tmp_path):
+    return archive.create(bundle, tmp_path / "a.tar.gz", log=lambda m: None)
+
+
+def rewrite(path, change):
+    """Unpack the archive into memory, let ``change`` edit {name below <bundle-id>/: bytes}, repack it."""
+    with tarfile.open(path) as tar:
+        top = tar.getmembers()[0].name.split("/")[0]
+        files = {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar if m.isfile()}
+    change(files)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo("%s/%s" % (top, name))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def flip(data, at=None):
+    at = len(data) // 2 if at is None else at
+    return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
+
+
+def named(problems, name):
+    return [p for p in problems if p.file == name or name in p.message]
+
+
+def test_round_trip_and_crate_lists_every_file(archived, tmp_path):
+    result = archive.verify(archived.path)
+    assert result.ok, "\n".join(map(str, result.problems))
+    assert result.bundle_id == archived.bundle_id and result.files == len(archived.members)
+
+    out = tmp_path / "unpacked"
+    with tarfile.open(archived.path) as tar:
+        tar.extractall(out, filter="data")
+    root = out / archived.bundle_id
+    body = json.loads((root / "bundle" / "bundle.json").read_text())
+    spec = body["spec"]
+    resolved = root / "specs" / ("%s.resolved.json" % spec["name"])
+    assert hashlib.sha256(resolved.read_bytes()).hexdigest() == spec["sha256"]
+    original = root / "specs" / ("%s.yaml" % spec["name"])
+    if original.exists():
+        assert hashlib.sha256(original.read_bytes()).hexdigest() == spec["file_sha256"]
+    for image in body["images"]:
+        assert (root / "bundle" / "images" / image["name"] / "Dockerfile").is_file()
+        assert (root / "bundle" / "images" / image["name"] / "requirements.lock").is_file()
+
+    from rocrate.rocrate import ROCrate
+
+    crate = ROCrate(root)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    listed = {e.id: e for e in crate.data_entities}
+    for name in files:
+        if name in (archive.CRATE, archive.MANIFEST):
+            continue
+        assert name in listed, name
+        assert listed[name]["sha256"] == hashlib.sha256((root / name).read_bytes()).hexdigest(), name
+        assert listed[name]["encodingFormat"]
+    assert set(listed) == set(files) - {archive.CRATE, archive.MANIFEST}
+    assert crate.license.id.endswith("CC-BY-4.0")
+    action = crate.get_by_type("CreateAction")[0]
+    instruments = [i.id for i in action["instrument"]]
+    assert "#dlrepro" in instruments
+    assert {"#image-%s" % i["name"] for i in body["images"]} <= set(instruments)
+    assert crate.dereference("bundle/bundle.json")["schemaVersion"] == body["schema"]
+    manifest = (root / archive.MANIFEST).read_text().splitlines()
+    assert len(manifest) == len(files) - 1
+
+
+def test_the_same_bundle_archives_to_the_same_bytes(archived, bundle, tmp_path):
+    again = archive.create(bundle, tmp_path / "b.tar.gz", log=lambda m: None)
+    assert again.path.read_bytes() == archived.path.read_bytes()
+
+
+def _tamper_targets(archived):
+    names = sorted(m.name for m in archived.members)
+    job = next(n for n in names if n.startswith("bundle/jobs/") and n.endswith("/result.json"))
+    lock_in = next((n for n in names if n.startswith("images/") and n.endswith("requirements.in")), None)
+    return [job, "bundle/bundle.json", "bundle/SHA256SUMS", next(n for n in names if n.endswith(".resolved.json")),
+            archive.CRATE, archive.MANIFEST] + ([lock_in] if lock_in else [])
+
+
+@pytest.mark.parametrize("which", range(7))
+def test_one_flipped_byte_fails_verify_and_names_the_file(archived, which):
+    targets = _tamper_targets(archived)
+    if which >= len(targets):
+        pytest.skip("this bundle has no lock input to tamper with")
+    name = targets[which]
+    rewrite(archived.path, lambda files: files.__setitem__(name, flip(files[name])))
+    result = archive.verify(archived.path)
+    assert not result.ok
+    assert named(result.problems, name), "%s not named in:\n%s" % (name, "\n".join(map(str, result.problems)))
+
+
+def test_a_flipped_hash_digit_in_the_manifest_blames_the_manifest(archived):
+    def change(files):
+        lines = files[archive.MANIFEST].decode().splitlines(True)
+        digest, name = lines[0].split("  ", 1)
+        lines[0] = "%s  %s" % (("0" if digest[0] != "0" else "1") + digest[1:], name)
+        files[archive.MANIFEST] = "".join(lines).encode()
+
+    rewrite(archived.path, change)
+    problems = archive.verify(archived.path).problems
+    assert [p.file for p in problems] == [archive.MANIFEST]
+
+
+def test_a_missing_file_is_named(archived):
+    name = next(m.name for m in archived.members if m.name.endswith("/log.txt"))
+    rewrite(archived.path, lambda files: files.pop(name))
+    problems = archive.verify(archived.path).problems
+    missing = named(problems, name)
+    assert missing and all("missing" in p.message for p in missing)
+
+
+def test_an_added_file_is_named(archived):
+    rewrite(archived.path, lambda files: files.__setitem__("bundle/jobs/extra.txt", b"not measured\n"))
+    problems = archive.verify(archived.path).problems
+    assert {p.check for p in named(problems, "bundle/jobs/extra.txt")} >= {"manifest", "sha256sums", "ro-crate"}
+
+
+def test_a_corrupt_gzip_stream_is_reported(archived):
+    data = archived.path.read_bytes()
+    archived.path.write_bytes(flip(data, len(data) // 3))
+    result = archive.verify(archived.path)
+    assert not result.ok and any(p.check == "archive" or p.check == "manifest" for p in result.problems)
+
+
+def test_unsafe_members_are_rejected_and_not_extracted(tmp_path):
+    path = tmp_path / "evil.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in (("b/../../escaped.txt", b"x"), ("/abs.txt", b"y"), ("b/ok.txt", b"z")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("b/link")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    problems = archive.verify(path).problems
+    unsafe = {p.file for p in problems if p.check == "archive"}
+    assert {"b/../../escaped.txt", "/abs.txt", "b/link"} <= unsafe
+    assert not (tmp_path / "escaped.txt").exists() and not list(tmp_path.rglob("abs.txt"))
+
+
+def test_verify_and_archive_name_the_file_on_user_errors(tmp_path):
+    with pytest.raises(archive.ArchiveError, match="no bundle.json"):
+        archive.create(tmp_path, tmp_path / "x.tar.gz")
+    with pytest.raises(archive.ArchiveError, match="no such archive"):
+        archive.verify(tmp_path / "nothing.tar.gz")
+
+
+def test_invoke_archive_and_verify_exit_codes(bundle, tmp_path):
+    invoke = [str(Path(sys.executable).with_name("invoke")), "--search-root", str(REPO_ROOT)]
+    out = tmp_path / "cli.tar.gz"
+    made = subprocess.run(invoke + ["archive", str(bundle), "--out", str(out)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
+    good = subprocess.run(invoke + ["verify", str(out)], capture_output=True, text=True)
+    assert good.returncode == 0 and "ok" in good.stdout, good.stdout + good.stderr
+    rewrite(out, lambda files: files.__setitem__("bundle/bundle.json", flip(files["bundle/bundle.json"])))
+    bad = subprocess.run(invoke + ["verify", str(out)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "bundle/bundle.json" in bad.stdout, bad.stdout + bad.stderr
+
+
+@pytest.fixture
+def tiny_image(docker_engine, tmp_path):
+    """A one-file image imported from a small tar (no registry, no build), removed afterwards."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("hello.txt")
+        info.size = 6
+        tar.addfile(info, io.BytesIO(b"hello\n"))
+    tag = "dlrepro-test/archive-tiny:%s" % tmp_path.name[-12:].lower().replace("_", "-")
+    repository, version = tag.split(":")
+    docker_engine.api.import_image_from_data(buf.getvalue(), repository=repository, tag=version)
+    image = docker_engine.images.get(tag)
+    yield image, tag
+    docker_engine.images.remove(tag, force=True)
+
+
+@pytest.mark.docker
+def test_images_are_saved_by_id_and_checked(bundle, tmp_path, tiny_image):
+    """--images saves each image bundle.json records, by ID; here the bundle is made to record only a tiny one
+    (its real images are gigabytes), so schema checks of the edited bundle are not asserted."""
+    image, tag = tiny_image
+    body = json.loads((bundle / "bundle.json").read_text())
+    body["images"] = [dict(body["images"][0], name="tiny", tag=tag, image_id=image.id)]
+    (bundle / "bundle.json").write_text(json.dumps(body, indent=1, sort_keys=True))
+    digest = hashlib.sha256((bundle / "bundle.json").read_bytes()).hexdigest()
+    sums = [line if not line.endswith("  bundle.json") else "%s  bundle.json" % digest
+            for line in (bundle / "SHA256SUMS").read_text().splitlines()]
+    (bundle / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+
+    made = archive.create(bundle, tmp_path / "i.tar.gz", images=True, log=lambda m: None)
+    assert [m.name for m in made.members if m.name.startswith("docker/")] == ["docker/tiny.tar"]
+    result = archive.verify(made.path)
+    assert not [p for p in result.problems if not p.check.startswith("schema")], "\n".join(map(str, result.problems))
+    with tarfile.open(made.path) as tar:
+        saved = tar.extractfile("%s/docker/tiny.tar" % made.bundle_id).read()
+        crate = json.loads(tar.extractfile("%s/%s" % (made.bundle_id, archive.CRATE)).read())
+    with tarfile.open(fileobj=io.BytesIO(saved)) as inner:
+        assert archive.image_config_digest(inner) == image.id
+        assert tag in json.loads(inner.extractfile("manifest.json").read())[0]["RepoTags"]
+    tiny = next(e for e in crate["@graph"] if e["@id"] == "#image-tiny")
+    assert tiny["identifier"] == image.id and tiny["distribution"] == {"@id": "docker/tiny.tar"}
+
+    rewrite(made.path, lambda files: files.__setitem__("docker/tiny.tar", flip(files["docker/tiny.tar"], 700)))
+    assert named(archive.verify(made.path).problems, "docker/tiny.tar")
