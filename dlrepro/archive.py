@@ -52,6 +52,7 @@ FORMATS = {".json": "application/json", ".csv": "text/csv", ".parquet": "applica
            ".yaml": "application/yaml", ".txt": "text/plain", ".lock": "text/plain", ".in": "text/plain",
            ".tar": "application/x-tar", ".md": "text/markdown", ".html": "text/html", ".png": "image/png",
            ".svg": "image/svg+xml", ".log": "text/plain"}
+SMALL = 4 << 20  # members of an image tar up to this size are hashed when it is verified
 PLAIN_NAMES = {"Dockerfile": "text/plain", SUMS: "text/plain", MANIFEST: "text/plain"}
 
 
@@ -341,7 +342,7 @@ def _mtime(body):
 def write_tar(out, top, members, mtime):
     """A deterministic tar.gz of ``members`` below ``top/`` at ``out`` (written aside, then renamed)."""
     partial = out.with_name("." + out.name + ".partial")
-    with open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+    with open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for m in sorted(members, key=lambda m: m.name):
             info = tarfile.TarInfo("%s/%s" % (top, m.name))
@@ -433,7 +434,7 @@ def _image_tar_check(stream):
     try:
         with tarfile.open(fileobj=buffered, mode="r|") as tar:
             for info in tar:
-                if info.isfile() and info.name.endswith(".json"):
+                if info.isfile() and info.size <= SMALL:  # configs and manifests (*.json, OCI blobs/sha256/*)
                     data = tar.extractfile(info).read()
                     jsons[info.name] = hashlib.sha256(data).hexdigest()
                     if info.name == "manifest.json":
@@ -459,9 +460,9 @@ def read_archive(path, dest):
         with tarfile.open(path, mode="r|gz") as tar:
             for info in tar:
                 current = info.name
-                if top is None:
-                    top = info.name.split("/", 1)[0]
                 why = _unsafe(info.name, top)
+                if why is None and top is None:
+                    top = info.name.split("/", 1)[0]
                 if info.isdir() and why is None:
                     continue
                 if why is None and not info.isfile():
