@@ -606,62 +606,76 @@ def check_schema(bundle_dir, body):
     return "built-in", problems
 
 
+def read_listings(root, actual):
+    """The three checksum records of an unpacked archive: ({path: sha256} of MANIFEST.sha256, of the bundle's
+    SHA256SUMS (as paths below <bundle-id>/), of the RO-Crate's Files), and problems reading them."""
+    problems, records = [], []
+    for check, name, prefix in (("manifest", MANIFEST, ""), ("sha256sums", "bundle/" + SUMS, "bundle/")):
+        if name in actual:
+            listed, bad = parse_sums((root / name).read_text(errors="replace"), name)
+            records.append({prefix + k: v for k, v in listed.items()})
+            problems += bad
+        else:
+            records.append({})
+            problems.append(Problem(check, name, "missing: nothing lists the files' checksums"))
+    crate = {}
+    if CRATE in actual:
+        try:
+            crate = crate_hashes((root / CRATE).read_bytes())
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            problems.append(Problem("ro-crate", CRATE, "not RO-Crate JSON-LD with an @graph (%s)" % exc))
+    else:
+        problems.append(Problem("ro-crate", CRATE, "missing"))
+    return records[0], records[1], crate, problems
+
+
+def check_checksums(actual, manifest, sums, crate):
+    """Every member against each record that should list it, and every member listed where it should be."""
+    problems = check_listing("manifest", MANIFEST, manifest, actual, others=[crate, sums])
+    problems += [Problem("manifest", n, "in the archive but not listed in %s" % MANIFEST)
+                 for n in sorted(actual) if n not in manifest and n != MANIFEST]
+    problems += check_listing("sha256sums", "bundle/" + SUMS, sums, actual, others=[manifest, crate])
+    problems += [Problem("sha256sums", n, "in the bundle but not listed in its %s" % SUMS)
+                 for n in sorted(actual) if n.startswith("bundle/") and n not in sums and n != "bundle/" + SUMS]
+    if crate:
+        problems += check_listing("ro-crate", CRATE, crate, actual, others=[manifest, sums])
+        problems += [Problem("ro-crate", n, "in the archive but not a File of %s" % CRATE)
+                     for n in sorted(actual) if n not in crate and n not in (CRATE, MANIFEST)]
+    return problems
+
+
+def check_bundle(root, top, actual, digests, scratch):
+    """(schema checker, problems) of bundle.json, the specs and image tars against it, and the bundle's schema."""
+    try:
+        body = json.loads((root / "bundle" / "bundle.json").read_text())
+        if not isinstance(body, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as exc:
+        return "none", [Problem("schema", "bundle/bundle.json", "unreadable (%s)" % exc)]
+    problems = []
+    if body.get("id") != top:
+        problems.append(Problem("schema", "bundle/bundle.json", "id %r, but the archive's folder is %r"
+                                % (body.get("id"), top)))
+    problems += check_specs(root, body, actual) + check_images(body, digests)
+    bundle_dir = scratch / top  # validate sees a folder named as the bundle
+    bundle_dir.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(root / "bundle", bundle_dir)
+    checker, more = check_schema(bundle_dir, body)
+    return checker, problems + more
+
+
 def verify(archive):
     """Recheck every checksum of an archive and its bundle's schema; returns Verified (``ok`` when no problem)."""
     archive = Path(archive)
     if not archive.is_file():
         raise ArchiveError("%s: no such archive file" % archive)
     with tempfile.TemporaryDirectory(prefix=".dlrepro-verify-") as tmp:
-        root = Path(tmp) / "x"
+        root = Path(tmp) / "archive"
         top, actual, digests, problems = read_archive(archive, root)
         if top is None:
             return Verified(archive, None, 0, problems, "none")
-        manifest, crate = {}, {}
-        if MANIFEST in actual:
-            manifest, bad = parse_sums((root / MANIFEST).read_text(errors="replace"), MANIFEST)
-            problems += bad
-        else:
-            problems.append(Problem("manifest", MANIFEST, "missing: the archive has no manifest of its files"))
-        if CRATE in actual:
-            try:
-                crate = crate_hashes((root / CRATE).read_bytes())
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                problems.append(Problem("ro-crate", CRATE, "not RO-Crate JSON-LD with an @graph (%s)" % exc))
-        else:
-            problems.append(Problem("ro-crate", CRATE, "missing"))
-        sums = {}
-        if "bundle/" + SUMS in actual:
-            listed, bad = parse_sums((root / "bundle" / SUMS).read_text(errors="replace"), "bundle/" + SUMS)
-            sums, problems = {"bundle/" + k: v for k, v in listed.items()}, problems + bad
-        else:
-            problems.append(Problem("sha256sums", "bundle/" + SUMS, "missing from the bundle"))
-        problems += check_listing("manifest", MANIFEST, manifest, actual, others=[crate, sums])
-        problems += [Problem("manifest", n, "in the archive but not listed in %s" % MANIFEST)
-                     for n in sorted(actual) if n not in manifest and n != MANIFEST]
-        problems += check_listing("sha256sums", "bundle/" + SUMS, sums, actual, others=[manifest, crate])
-        problems += [Problem("sha256sums", n, "in the bundle but not listed in its %s" % SUMS)
-                     for n in sorted(actual) if n.startswith("bundle/") and n not in sums and n != "bundle/" + SUMS]
-        if crate:
-            problems += check_listing("ro-crate", CRATE, crate, actual, others=[manifest, sums])
-            problems += [Problem("ro-crate", n, "in the archive but not a File of %s" % CRATE)
-                         for n in sorted(actual) if n not in crate and n not in (CRATE, MANIFEST)]
-        checker = "none"
-        try:
-            body = json.loads((root / "bundle" / "bundle.json").read_text())
-            if not isinstance(body, dict):
-                raise ValueError("not a JSON object")
-        except (OSError, ValueError) as exc:
-            problems.append(Problem("schema", "bundle/bundle.json", "unreadable (%s)" % exc))
-        else:
-            if body.get("id") != top:
-                problems.append(Problem("schema", "bundle/bundle.json", "id %r, but the archive's folder is %r"
-                                        % (body.get("id"), top)))
-            problems += check_specs(root, body, actual) + check_images(body, digests)
-            bundle_dir = Path(tmp) / "bundle" / top  # validate sees a folder named as the bundle
-            bundle_dir.parent.mkdir()
-            if (root / "bundle").is_dir():
-                os.rename(root / "bundle", bundle_dir)
-            checker, more = check_schema(bundle_dir, body)
-            problems += more
-    unique = list(dict.fromkeys(problems))
-    return Verified(archive, top, len(actual), unique, checker)
+        manifest, sums, crate, more = read_listings(root, actual)
+        problems += more + check_checksums(actual, manifest, sums, crate)
+        checker, more = check_bundle(root, top, actual, digests, Path(tmp) / "bundle")
+        problems += more
+    return Verified(archive, top, len(actual), list(dict.fromkeys(problems)), checker)

@@ -235,3 +235,15 @@ def test_images_are_saved_by_id_and_checked(bundle, tmp_path, tiny_image):
 
     rewrite(made.path, lambda files: files.__setitem__("docker/tiny.tar", flip(files["docker/tiny.tar"], 700)))
     assert named(archive.verify(made.path).problems, "docker/tiny.tar")
+
+
+def test_a_spec_edited_since_the_run_comes_from_git_history():
+    revs = subprocess.run(["git", "-C", str(REPO_ROOT), "log", "--format=%H", "--", "specs/alexnet.yaml"],
+                          capture_output=True, text=True).stdout.split()
+    if len(revs) < 2:
+        pytest.skip("specs/alexnet.yaml has fewer than two versions in git history here")
+    old = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "%s:specs/alexnet.yaml" % revs[-1]],
+                         capture_output=True).stdout
+    found = archive.versioned_file("specs/alexnet.yaml", hashlib.sha256(old).hexdigest())
+    assert found and found[0] == old
+    assert archive.versioned_file("specs/alexnet.yaml", "0" * 64) is None
