@@ -1,0 +1,153 @@
+"""The figures of a report, drawn with matplotlib (Agg, no display) into PNG bytes.
+
+Each function takes tidy tables (``dlrepro.tables.summary`` / ``samples`` columns) and returns one
+``Plot`` per group of comparable jobs (same spec, variant, device model and precision):
+
+- ``seconds_vs_batch``: median seconds per mini-batch against batch size, one line per framework,
+  whiskers from the first to the third quartile of the iteration times; only for variants measured
+  at two or more batch sizes, on log-log axes from LOG_AXES_FROM batch sizes on;
+- ``throughput_bars``: training throughput in samples/s at the median time, one bar per framework,
+  whiskers at the throughput of the quartile times (the IQR mapped through samples / seconds);
+- ``accuracy_vs_time``: test accuracy (%) after each epoch against the cumulative wall time (s) of
+  the training loops up to it, one line per job, for convergence runs.
+
+Every figure is WIDTH_PX x HEIGHT_PX pixels.
+"""
+import io
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+DPI = 100
+WIDTH_PX, HEIGHT_PX = 800, 450
+LOG_AXES_FROM = 4  # distinct batch sizes from which both axes of seconds_vs_batch are logarithmic
+GROUP = ["spec", "variant", "device", "device_name", "precision"]
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str  # file name stem, unique within a report
+    title: str
+    caption: str  # what the figure shows, with units
+    png: bytes
+
+
+def _figure():
+    fig = Figure(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _png(fig):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
+
+
+def _groups(df, keys):
+    """(values dict, rows) per group; missing key values (e.g. threads left to the framework) group too."""
+    for values, rows in df.groupby(keys, dropna=False, sort=True):
+        yield dict(zip(keys, values)), rows
+
+
+def _where(g):
+    """'alexnet-s, AMD EPYC (cpu, fp32)' for a group's key values."""
+    return "%s, %s (%s, %s)" % (g["variant"], g["device_name"], g["device"], g["precision"])
+
+
+def _names(rows):
+    """'framework version' per row, with ', N threads' where the rows' thread counts differ."""
+    names = (rows["framework"] + " " + rows["framework_version"].fillna("")).str.strip()
+    if rows["threads"].nunique(dropna=False) > 1:
+        names = names + ", " + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d threads" % t)
+    return names
+
+
+def _labels(rows):
+    """One label per row: its _names, with the bundle id appended where that name repeats."""
+    labels = _names(rows)
+    repeated = labels.duplicated(keep=False)
+    return labels.where(~repeated, labels + " [" + rows["bundle_id"] + "]")
+
+
+def _slug(*parts):
+    return re.sub(r"[^a-z0-9]+", "-", "-".join(str(p) for p in parts).lower()).strip("-")
+
+
+def seconds_vs_batch(summary):
+    """Median seconds per mini-batch (whiskers: q1..q3) against batch size, one line per framework."""
+    ok = summary[(summary["status"] == "ok") & (summary["mode"] == "throughput")]
+    plots = []
+    for g, rows in _groups(ok, GROUP):
+        sizes = rows["batch_size"].nunique()
+        if sizes < 2:
+            continue
+        fig, ax = _figure()
+        for label, line in rows.sort_values("batch_size").groupby(_names(rows), sort=True):
+            ax.errorbar(line["batch_size"], line["median"], marker="o", capsize=3, label=label,
+                        yerr=[line["median"] - line["q1"], line["q3"] - line["median"]])
+        if sizes >= LOG_AXES_FROM:
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+        ax.set_xlabel("batch size (samples per mini-batch)")
+        ax.set_ylabel("seconds per mini-batch (median)")
+        ax.legend(fontsize="small")
+        title = "Seconds per mini-batch vs batch size: " + _where(g)
+        ax.set_title(title, fontsize="medium")
+        plots.append(Plot(_slug("seconds-vs-batch", g["spec"], g["variant"], g["device"], len(plots)), title,
+                          "Median seconds per training iteration (forward, backward, update) at each batch "
+                          "size; whiskers span the interquartile range of the measured iterations.", _png(fig)))
+    return plots
+
+
+def throughput_bars(summary):
+    """Samples/s at the median time per framework (whiskers: samples/s at the q3 and q1 times)."""
+    ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
+    plots = []
+    for g, rows in _groups(ok, GROUP + ["mode", "batch_size"]):
+        fig, ax = _figure()
+        rate = rows["throughput"]
+        low, high = rate * rows["median"] / rows["q3"], rate * rows["median"] / rows["q1"]
+        labels = _labels(rows)
+        bars = ax.bar(labels, rate, yerr=[(rate - low).fillna(0), (high - rate).fillna(0)], capsize=4, color="#4c72b0")
+        ax.bar_label(bars, fmt="%.3g", label_type="center", color="white", fontsize="small")
+        ax.set_ylabel(rows["throughput_unit"].iloc[0] + " (median)")
+        ax.tick_params(axis="x", labelrotation=20 if len(rows) > 4 else 0)
+        title = "Samples/s at batch %d (%s mode): %s" % (g["batch_size"], g["mode"], _where(g))
+        ax.set_title(title, fontsize="medium")
+        plots.append(Plot(_slug("throughput", g["spec"], g["variant"], g["mode"], g["device"], "b%d" % g["batch_size"],
+                                len(plots)), title,
+                          "Samples per second at the median %s (%s mode, batch %d); whiskers: samples per second at "
+                          "the third and first quartile of the times (the interquartile range)."
+                          % (rows["quantity"].iloc[0], g["mode"], g["batch_size"]), _png(fig)))
+    return plots
+
+
+def accuracy_vs_time(samples):
+    """Test accuracy (%) after each epoch against cumulative training seconds, one line per job."""
+    epochs = samples[(samples["sample"] == "epoch") & samples["test_accuracy"].notna()]
+    plots = []
+    for g, rows in _groups(epochs, GROUP + ["batch_size"]):
+        fig, ax = _figure()
+        jobs = rows.drop_duplicates(["bundle_id", "job_id"])
+        for label, (_, job) in zip(_labels(jobs), jobs.iterrows()):
+            line = rows[(rows["bundle_id"] == job["bundle_id"]) & (rows["job_id"] == job["job_id"])]
+            line = line.sort_values(["repeat", "index"])
+            ax.plot(line["cumulative_seconds"], 100 * line["test_accuracy"], marker="o", label=label)
+        ax.set_xlabel("cumulative training time (s)")
+        ax.set_ylabel("test accuracy (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        title = "Test accuracy vs wall time, batch %d: %s" % (g["batch_size"], _where(g))
+        ax.set_title(title, fontsize="medium")
+        plots.append(Plot(_slug("accuracy-vs-time", g["spec"], g["variant"], g["device"], "b%d" % g["batch_size"],
+                                len(plots)), title,
+                          "Test accuracy after each epoch against the wall time of the training loops up to that "
+                          "epoch (evaluation not counted), one line per job.", _png(fig)))
+    return plots
+
+
+def all_plots(summary, samples):
+    """Every figure of a report, in reading order."""
+    return seconds_vs_batch(summary) + throughput_bars(summary) + accuracy_vs_time(samples)
