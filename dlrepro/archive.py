@@ -126,17 +126,25 @@ def _git(*args):
 
 
 def versioned_file(relpath, sha256, commit=None):
-    """(bytes, where) of the repository file ``relpath`` whose SHA-256 is ``sha256``: the work tree,
-    then ``commit``, then every commit that touched it; None when no version matches."""
+    """(bytes, revision) of the repository file ``relpath`` whose SHA-256 is ``sha256``: the work tree
+    (revision None), then ``commit``, then every commit that touched it; None when no version matches."""
     disk = REPO_ROOT / relpath
     if disk.is_file() and sha256_file(disk) == sha256:
-        return disk.read_bytes(), "work tree"
+        return disk.read_bytes(), None
     history = (_git("log", "--format=%H", "--", relpath) or b"").decode().split()
     for rev in ([commit] if commit else []) + history:
         data = _git("show", "%s:%s" % (rev, relpath))
         if data is not None and hashlib.sha256(data).hexdigest() == sha256:
-            return data, "commit %s" % rev[:12]
+            return data, rev
     return None
+
+
+def repository_file(relpath, rev):
+    """Bytes of ``relpath`` in the work tree (rev None) or at a git revision; None when absent."""
+    if rev is None:
+        path = REPO_ROOT / relpath
+        return path.read_bytes() if path.is_file() else None
+    return _git("show", "%s:%s" % (rev, relpath))
 
 
 def _canonical(obj):
@@ -163,31 +171,25 @@ def spec_members(body):
 
 
 def lock_members(bundle_dir, body):
-    """Each image's lock input (images/locks/<image>.in) at the version whose lock is the bundle's."""
+    """Each image's lock input (images/locks/<image>.in) at the version whose compiled lock is the bundle's;
+    for a bundle without its lock, the lock and its input at the suite commit the bundle records."""
     members, warnings = [], []
     commit = ((body.get("suite") or {}).get("git") or {}).get("commit")
     for image in body.get("images") or []:
         name = image["name"]
-        lock = bundle_dir / "images" / name / "requirements.lock"
-        txt = "images/locks/%s.txt" % name
+        lock, txt = bundle_dir / "images" / name / "requirements.lock", "images/locks/%s.txt" % name
         if lock.is_file():
             found = versioned_file(txt, sha256_file(lock), commit)
-            rev = None if not found else ("HEAD" if found[1] == "work tree" else found[1].split()[-1])
-        elif commit and _git("cat-file", "-e", "%s:%s" % (commit, txt)) is not None:
-            rev = commit
-            members.append(Member("images/%s/requirements.lock" % name, data=_git("show", "%s:%s" % (commit, txt))))
         else:
-            rev = None
-        source = None
-        source_in = REPO_ROOT / "images" / "locks" / ("%s.in" % name)
-        if rev == "HEAD" and source_in.is_file():
-            source = source_in.read_bytes()
-        elif rev:
-            source = _git("show", "%s:images/locks/%s.in" % (rev, name))
-        if source is not None:
+            found = commit and repository_file(txt, commit)
+            found = (found, commit) if found else None
+            if found:
+                members.append(Member("images/%s/requirements.lock" % name, data=found[0]))
+        source = found and repository_file("images/locks/%s.in" % name, found[1])
+        if source:
             members.append(Member("images/%s/requirements.in" % name, data=source))
         else:
-            warnings.append("image %s: no version of images/locks/%s.in matches the bundle's lock; archived "
+            warnings.append("image %s: no version of images/locks/%s.in belongs to the bundle's lock; archived "
                             "without it" % (name, name))
     return members, warnings
 
