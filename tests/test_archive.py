@@ -247,3 +247,13 @@ def test_a_spec_edited_since_the_run_comes_from_git_history():
     found = archive.versioned_file("specs/alexnet.yaml", hashlib.sha256(old).hexdigest())
     assert found and found[0] == old
     assert archive.versioned_file("specs/alexnet.yaml", "0" * 64) is None
+
+
+def test_author_and_license_are_recorded(bundle, tmp_path):
+    made = archive.create(bundle, tmp_path / "a.tar.gz", license_id="CC0-1.0", author="A. Reviewer", log=print)
+    with tarfile.open(made.path) as tar:
+        graph = json.loads(tar.extractfile("%s/%s" % (made.bundle_id, archive.CRATE)).read())["@graph"]
+    entities = {e["@id"]: e for e in graph}
+    assert entities["./"]["license"] == {"@id": "https://spdx.org/licenses/CC0-1.0"}
+    assert entities["#author"]["name"] == "A. Reviewer" and entities["#author"]["@type"] == "Person"
+    assert entities["#run-%s" % made.bundle_id]["agent"] == {"@id": "#author"}
