@@ -12,7 +12,7 @@ import sys
 from collections import OrderedDict
 
 from dlrepro import REPO_ROOT, build, datasets, executors, feasibility, hostinfo, jobs as jobsmod, matrix as matrixmod, spec as specmod
-from dlrepro.bundle import BundleWriter, summary_row
+from dlrepro.bundle import BundleWriter
 from dlrepro.errors import DatasetError, DlreproError
 from dlrepro.files import sha256_file
 from runner.contract import new_result, utc_now
@@ -135,7 +135,7 @@ class _Run:
                 except DlreproError as exc:
                     self.record(group, "failed", "image for %s: %s" % (framework, exc))
                     continue
-                self.images[(framework, version)] = built.record
+                self.images[(framework, version)] = dict(built.record, jobs=[j["id"] for j in group])
                 self.writer.add_image(built)
             executor.run(built, group, self.writer.jobs_dir, datasets.root(), self.on_event)
 
@@ -178,18 +178,11 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         state.record([j for j in jobs if not state.done(j)], "failed", str(stopped))
     finally:
         signal.signal(signal.SIGTERM, previous)
-    rows = []
-    for job in jobs:
-        result = writer.read_result(job["id"])
-        image = state.images.get((job["framework"], job["framework_version"])) if result["status"] != "skipped" else None
-        rows.append(summary_row(writer.id, options.executor, job, result, image))
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "skipped")}
     body = {"command": " ".join(shlex.quote(a) for a in sys.argv), "spec": _spec_record(spec, specmod.spec_path(spec_name)),
             "options": options.model_dump(mode="json"), "executor": executor.describe(), "host": hostinfo.describe(),
-            "images": list(state.images.values()), "datasets": list(state.datasets.values()), "counts": counts,
-            "left_out": left_out,
+            "images": list(state.images.values()), "datasets": list(state.datasets.values()), "left_out": left_out,
             "interrupted": isinstance(stopped, KeyboardInterrupt)}
-    path = writer.finish(body, rows)
+    path = writer.finish(body)
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (stopped, path)) from stopped
     return path

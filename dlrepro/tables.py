@@ -1,0 +1,243 @@
+"""Tidy tables of a bundle, schema ``dlrepro.tables/1``: one row per job, one row per measured sample.
+
+Every row carries its provenance, so rows from many bundles, machines and suite versions
+can be concatenated and still say where each number came from (benchopt's one-table shape).
+
+summary.parquet / summary.csv: one row per job (SUMMARY_COLUMNS).
+samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
+  "iteration"  one timed iteration (``seconds``, s): a training mini-batch of a throughput job, or
+               one inference mini-batch (copy in, forward, copy out) of an inference job,
+  "epoch"      one epoch of a convergence job (``seconds``, ``cumulative_seconds``: wall time, s;
+               ``test_accuracy``: fraction in [0, 1], ``perplexity``),
+  "pass"       the timed pass over all inference images (``seconds``: its wall time, s).
+
+Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
+fraction; GPU clocks in MHz and power in W. The schema version travels in the parquet files'
+key-value metadata (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a
+new version, and merge fills columns an older version lacks with nulls.
+"""
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+SCHEMA = "dlrepro.tables/1"
+METADATA_KEY = b"dlrepro.tables"
+
+# column -> pandas dtype; the order is the order in the files
+PROVENANCE = {
+    "tables_schema": "string", "bundle_id": "string", "bundle_created": "string", "suite_version": "string",
+    "suite_commit": "string", "job_id": "string", "spec": "string", "spec_sha256": "string", "variant": "string",
+    "framework": "string", "framework_version": "string", "image": "string", "image_id": "string",
+    "executor": "string", "host": "string", "device": "string", "device_name": "string", "driver": "string",
+    "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64",
+    "precision": "string",
+}
+MEASURED = {
+    "status": "string", "quantity": "string", "unit": "string", "median": "float64", "q1": "float64",
+    "q3": "float64", "iqr": "float64", "ci95_low": "float64", "ci95_high": "float64", "n": "Int64",
+    "throughput": "float64", "throughput_unit": "string", "parameters": "Int64", "parameters_equivalent": "Int64",
+    "parameters_expected": "Int64", "epochs": "Int64", "final_test_accuracy": "float64",
+    "final_perplexity": "float64", "total_seconds": "float64", "seconds_per_1000_images": "float64",
+    "reason": "string", "remedy": "string",
+}
+SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
+SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": "Int64", "seconds": "float64",
+                  "cumulative_seconds": "float64", "test_accuracy": "float64", "test_loss": "float64",
+                  "train_loss": "float64", "perplexity": "float64"}
+FILES = ("summary.parquet", "samples.parquet")
+
+
+def _image_for(body, job):
+    """The image record a job ran in: by job id; bundles of schema 1 only by framework and device."""
+    images = body.get("images") or []
+    for image in images:
+        if job["id"] in image.get("jobs", ()):
+            return image
+    return next((i for i in images if "jobs" not in i and i["framework"] == job["framework"]
+                 and i.get("device") == job["device"]), None)
+
+
+def _gpu(body, result):
+    gpu = (result.get("environment") or {}).get("gpu") or {}
+    host_gpus = (body.get("host") or {}).get("gpus") or []
+    return gpu, (host_gpus[0] if host_gpus else {})
+
+
+def provenance(body, job, result):
+    """The provenance columns of one job's rows, from bundle.json's body, job.json and result.json."""
+    env = result.get("environment") or {}
+    image = _image_for(body, job) if result["status"] != "skipped" else None
+    gpu, host_gpu = _gpu(body, result)
+    cuda_job = job["device"] == "cuda"
+    cpu_model = (env.get("cpu") or {}).get("model") or ((body.get("host") or {}).get("cpu") or {}).get("model")
+    suite = body.get("suite") or {}
+    return {
+        "tables_schema": SCHEMA, "bundle_id": body["id"], "bundle_created": body.get("created"),
+        "suite_version": suite.get("version"), "suite_commit": (suite.get("git") or {}).get("commit"),
+        "job_id": job["id"], "spec": job["spec"]["name"], "spec_sha256": job["spec"]["sha256"],
+        "variant": job["variant"], "framework": job["framework"], "framework_version": env.get("framework_version"),
+        "image": image["name"] if image else None, "image_id": image["image_id"] if image else None,
+        "executor": (body.get("executor") or {}).get("executor"), "host": (body.get("host") or {}).get("hostname"),
+        "device": job["device"],
+        "device_name": (gpu.get("name") or host_gpu.get("name")) if cuda_job else cpu_model,
+        "driver": (gpu.get("driver") or host_gpu.get("driver")) if cuda_job else None,
+        "cuda": _text(env.get("cuda") or (image or {}).get("cuda")) if cuda_job else None,
+        "cudnn": _text(env.get("cudnn") or (image or {}).get("cudnn")) if cuda_job else None,
+        "mode": job["mode"], "batch_size": job["batch_size"], "threads": env.get("threads", job["threads"]),
+        "precision": job["precision"],
+    }
+
+
+def _text(value):
+    return None if value is None else str(value)
+
+
+def summary_row(body, job, result):
+    """One row of the summary table (and of bundle.json's job list) for one job."""
+    timing = result.get("timing") or {}
+    stats = timing.get("summary") or {}
+    ci = stats.get("ci95") or [None, None]
+    params = result.get("parameters") or {}
+    conv = result.get("convergence") or {}
+    return dict(provenance(body, job, result), **{
+        "status": result["status"], "quantity": timing.get("quantity"), "unit": timing.get("unit"),
+        "median": stats.get("median"), "q1": stats.get("q1"), "q3": stats.get("q3"), "iqr": stats.get("iqr"),
+        "ci95_low": ci[0], "ci95_high": ci[1], "n": stats.get("n"), "throughput": timing.get("throughput"),
+        "throughput_unit": timing.get("throughput_unit"), "parameters": params.get("measured"),
+        "parameters_equivalent": params.get("equivalent"), "parameters_expected": job["model"]["parameters"],
+        "epochs": len(conv.get("epochs") or []) or None, "final_test_accuracy": conv.get("final_test_accuracy"),
+        "final_perplexity": conv.get("final_perplexity"), "total_seconds": conv.get("total_seconds"),
+        "seconds_per_1000_images": (result.get("inference") or {}).get("seconds_per_1000_images"),
+        "reason": result.get("reason"), "remedy": result.get("remedy"),
+    })
+
+
+def sample_rows(body, job, result):
+    """The samples table's rows for one job: timed iterations, epochs or inference passes."""
+    base = provenance(body, job, result)
+    rows = []
+    timing = result.get("timing") or {}
+    if timing.get("quantity") == "seconds per mini-batch":  # a convergence job's epochs come below, with accuracy
+        for repeat, seconds in enumerate(timing.get("repeats") or [], 1):
+            rows += [dict(base, sample="iteration", repeat=repeat, index=i, seconds=s) for i, s in enumerate(seconds, 1)]
+    for epoch in (result.get("convergence") or {}).get("epochs") or []:
+        rows.append(dict(base, sample="epoch", repeat=1, index=epoch["epoch"], seconds=epoch.get("seconds"),
+                         cumulative_seconds=epoch.get("cumulative_seconds"), test_accuracy=epoch.get("test_accuracy"),
+                         test_loss=epoch.get("test_loss"), train_loss=epoch.get("train_loss"),
+                         perplexity=epoch.get("perplexity")))
+    if (result.get("inference") or {}).get("pass_seconds") is not None:
+        rows.append(dict(base, sample="pass", repeat=1, index=1, seconds=result["inference"]["pass_seconds"]))
+    return rows
+
+
+def frame(rows, columns):
+    """A DataFrame with exactly ``columns`` (name -> dtype), missing ones null, in their order."""
+    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
+
+
+def build(folder, body, job_ids):
+    """(summary rows, sample rows) as dicts, of the jobs ``job_ids`` (in that order) of the bundle in
+    ``folder`` with bundle.json ``body``."""
+    summary, samples = [], []
+    for job_id in job_ids:
+        job_dir = Path(folder) / "jobs" / job_id
+        job, result = (json.loads((job_dir / name).read_text()) for name in ("job.json", "result.json"))
+        summary.append(summary_row(body, job, result))
+        samples += sample_rows(body, job, result)
+    return summary, samples
+
+
+def write(folder, summary_rows, sample_rows):
+    """Write summary.parquet, summary.csv and samples.parquet into ``folder``, the schema in the metadata."""
+    folder = Path(folder)
+    summary = frame(summary_rows, SUMMARY_COLUMNS)
+    for name, table in (("summary.parquet", summary), ("samples.parquet", frame(sample_rows, SAMPLE_COLUMNS))):
+        arrow = pa.Table.from_pandas(table, preserve_index=False)
+        metadata = {**(arrow.schema.metadata or {}), METADATA_KEY: SCHEMA.encode()}
+        pq.write_table(arrow.replace_schema_metadata(metadata), folder / name)
+    summary.to_csv(folder / "summary.csv", index=False)
+
+
+def schema_of(path):
+    """The tables schema a parquet file declares in its metadata, or None."""
+    value = (pq.read_schema(path).metadata or {}).get(METADATA_KEY)
+    return value.decode() if value else None
+
+
+def read(folder, name):
+    """One table of a bundle folder ("summary" or "samples"), with this version's columns.
+
+    A bundle written before tables existed (bundle schema 1) has its tables derived from its
+    JSON files; columns of a newer schema are kept, columns it lacks are null.
+    """
+    folder = Path(folder)
+    columns = SUMMARY_COLUMNS if name == "summary" else SAMPLE_COLUMNS
+    path = folder / ("%s.parquet" % name)
+    if path.is_file():
+        table = pq.read_table(path).to_pandas()
+    else:
+        body = json.loads((folder / "bundle.json").read_text())
+        rows = build(folder, body, [r["job_id"] for r in body["jobs"]])[0 if name == "summary" else 1]
+        table = frame(rows, columns)
+    extra = [c for c in table.columns if c not in columns]
+    return table.reindex(columns=list(columns) + extra).astype(columns)
+
+
+def summary(folder):
+    """The bundle's summary table: one row per job (SUMMARY_COLUMNS)."""
+    return read(folder, "summary")
+
+
+def samples(folder):
+    """The bundle's samples table: one row per measured iteration, epoch or inference pass."""
+    return read(folder, "samples")
+
+
+def _arrow_schema(columns):
+    return pa.Schema.from_pandas(frame([], columns), preserve_index=False).remove_metadata()
+
+
+def _concat(folders, name, columns):
+    """One arrow table of table ``name`` of every folder, with exactly this version's ``columns``."""
+    schema = _arrow_schema(columns)
+    stored = [str(f / ("%s.parquet" % name)) for f in folders if (f / ("%s.parquet" % name)).is_file()]
+    parts = [ds.dataset(stored, format="parquet", schema=schema).to_table()] if stored else []
+    parts += [pa.Table.from_pandas(read(f, name)[list(columns)], schema=schema, preserve_index=False)
+              for f in folders if not (f / ("%s.parquet" % name)).is_file()]
+    return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
+
+
+DUPLICATE_KEY = ["spec_sha256", "job_id", "image_id", "host", "device_name"]
+
+
+def merge(folders, with_samples=True):
+    """(summary, samples) of many bundles in one table each: bundles x machines x suite versions.
+
+    ``with_samples=False`` reads the summaries only and returns (summary, None).
+
+    Rules: a bundle given twice (the same bundle id) is read once. The same job measured more
+    than once (the same resolved spec, job, image, host and device: DUPLICATE_KEY) in different
+    bundles is kept every time, labelled: ``measurement`` numbers them in bundle order (1, 2, ...)
+    and ``measurements`` says how many there are. The tables have this suite version's columns:
+    columns a bundle's schema version lacks are null, columns only a newer version has are left
+    out. Raises FileNotFoundError naming a folder that is not a bundle.
+    """
+    unique = {}
+    for folder in map(Path, folders):
+        if not (folder / "bundle.json").is_file():
+            raise FileNotFoundError("%s is not a bundle: it has no bundle.json" % folder)
+        unique.setdefault(folder.name, folder)
+    summary = _concat(unique.values(), "summary", SUMMARY_COLUMNS)
+    summary = summary.sort_values(["bundle_created", "bundle_id"], kind="stable")
+    keys = summary[DUPLICATE_KEY].astype("string").fillna("")
+    summary["measurement"] = keys.groupby(DUPLICATE_KEY, sort=False).cumcount() + 1
+    summary["measurements"] = keys.groupby(DUPLICATE_KEY, sort=False)["job_id"].transform("size")
+    summary = summary.reset_index(drop=True)
+    if not with_samples:
+        return summary, None
+    labels = summary[["bundle_id", "job_id", "measurement", "measurements"]]
+    return summary, _concat(unique.values(), "samples", SAMPLE_COLUMNS).merge(labels, on=["bundle_id", "job_id"], how="left")

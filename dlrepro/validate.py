@@ -1,0 +1,161 @@
+"""Check a bundle against its schema: one small check per concern, each naming the file and the fix.
+
+The checks, in order (CHECKS): checksums (SHA256SUMS covers every file and every hash matches),
+bundle (bundle.json parses, has a known schema and the keys that schema requires, its id is the
+folder's name), spec (the recorded spec hash is the hash of the resolved spec it carries), jobs
+(every job row has job.json and result.json with a known result schema, a valid status and a
+reason when not ok; the counts add up), tables (schema 2: summary.parquet, samples.parquet and
+summary.csv exist with exactly the documented columns and types, one summary row per job),
+statistics (each ok throughput job's samples reproduce its recorded n and median).
+"""
+import hashlib
+import json
+from collections import namedtuple
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from dlrepro import tables
+from dlrepro.files import sha256_file
+from runner.contract import RESULT_SCHEMA
+
+Problem = namedtuple("Problem", "check file message")
+
+BUNDLE_KEYS = {
+    "dlrepro.bundle/1": ("schema", "id", "created", "finished", "suite", "spec", "options", "executor", "host",
+                         "images", "jobs", "counts"),
+}
+BUNDLE_KEYS["dlrepro.bundle/2"] = BUNDLE_KEYS["dlrepro.bundle/1"]
+STATUSES = ("ok", "failed", "skipped")
+
+
+def checksums(folder, body):
+    listed = {}
+    sums = folder / "SHA256SUMS"
+    if not sums.is_file():
+        return [Problem("checksums", "SHA256SUMS", "missing: the bundle cannot be verified (re-run to get one)")]
+    for line in sums.read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        listed[name] = digest
+    problems = [Problem("checksums", name, "listed in SHA256SUMS but missing")
+                for name in listed if not (folder / name).is_file()]
+    problems += [Problem("checksums", name, "SHA-256 differs from SHA256SUMS: the file was changed after the run")
+                 for name, digest in listed.items() if (folder / name).is_file() and sha256_file(folder / name) != digest]
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"SHA256SUMS"}
+    problems += [Problem("checksums", name, "not listed in SHA256SUMS: added after the run")
+                 for name in sorted(present - set(listed))]
+    return problems
+
+
+def bundle(folder, body):
+    if body is None:
+        return [Problem("bundle", "bundle.json", "missing or not JSON")]
+    keys = BUNDLE_KEYS.get(body.get("schema"))
+    if keys is None:
+        return [Problem("bundle", "bundle.json", "schema %r is not one of %s: written by another suite version?"
+                        % (body.get("schema"), ", ".join(BUNDLE_KEYS)))]
+    problems = [Problem("bundle", "bundle.json", "lacks key %r" % k) for k in keys if k not in body]
+    if body.get("id") != folder.name:
+        problems.append(Problem("bundle", "bundle.json", "id %r is not the folder's name %r (renamed?)"
+                                % (body.get("id"), folder.name)))
+    return problems
+
+
+def spec(folder, body):
+    record = (body or {}).get("spec") or {}
+    if "resolved" not in record:
+        return [Problem("spec", "bundle.json", "spec.resolved is missing")]
+    text = json.dumps(record["resolved"], sort_keys=True, separators=(",", ":"))
+    if hashlib.sha256(text.encode()).hexdigest() != record.get("sha256"):
+        return [Problem("spec", "bundle.json", "spec.sha256 is not the SHA-256 of spec.resolved")]
+    return []
+
+
+def jobs(folder, body):
+    problems, statuses = [], []
+    for row in (body or {}).get("jobs") or []:
+        job_dir = "jobs/%s" % row["job_id"]
+        for name in ("job.json", "result.json"):
+            if not (folder / job_dir / name).is_file():
+                problems.append(Problem("jobs", "%s/%s" % (job_dir, name), "missing"))
+        if not (folder / job_dir / "result.json").is_file():
+            continue
+        result = json.loads((folder / job_dir / "result.json").read_text())
+        statuses.append(result.get("status"))
+        if result.get("schema") != RESULT_SCHEMA:
+            problems.append(Problem("jobs", job_dir + "/result.json", "schema %r is not %r"
+                                    % (result.get("schema"), RESULT_SCHEMA)))
+        if result.get("status") not in STATUSES:
+            problems.append(Problem("jobs", job_dir + "/result.json", "status %r is not one of %s"
+                                    % (result.get("status"), ", ".join(STATUSES))))
+        elif result["status"] != "ok" and not result.get("reason"):
+            problems.append(Problem("jobs", job_dir + "/result.json", "a %s job without a reason" % result["status"]))
+    counts = {s: statuses.count(s) for s in STATUSES}
+    if body and body.get("counts") != counts:
+        problems.append(Problem("jobs", "bundle.json", "counts %s do not match the results' statuses %s"
+                                % (body.get("counts"), counts)))
+    return problems
+
+
+def _columns(path, expected):
+    schema = pq.read_schema(path)
+    problems = []
+    if (schema.metadata or {}).get(tables.METADATA_KEY) != tables.SCHEMA.encode():
+        problems.append("declares tables schema %r, not %r" % (tables.schema_of(path), tables.SCHEMA))
+    if schema.names != list(expected):
+        problems.append("columns differ from %s: missing %s, unexpected %s" % (
+            tables.SCHEMA, sorted(set(expected) - set(schema.names)) or "none",
+            sorted(set(schema.names) - set(expected)) or "none"))
+    return problems
+
+
+def table_files(folder, body):
+    if (body or {}).get("schema") == "dlrepro.bundle/1":
+        return []  # written before the tables existed: they are derived from the JSON files on reading
+    problems = [Problem("tables", name, "missing") for name in tables.FILES + ("summary.csv",)
+                if not (folder / name).is_file()]
+    if problems:
+        return problems
+    for name, expected in (("summary.parquet", tables.SUMMARY_COLUMNS), ("samples.parquet", tables.SAMPLE_COLUMNS)):
+        problems += [Problem("tables", name, text) for text in _columns(folder / name, expected)]
+    summary = pq.read_table(folder / "summary.parquet", columns=["job_id"]).column("job_id").to_pylist()
+    if sorted(summary) != sorted(r["job_id"] for r in body.get("jobs") or []):
+        problems.append(Problem("tables", "summary.parquet", "its jobs are not bundle.json's jobs"))
+    return problems
+
+
+def statistics(folder, body):
+    problems = []
+    summary, samples = tables.summary(folder), tables.samples(folder)
+    iterations = samples[samples["sample"] == "iteration"].groupby("job_id")["seconds"]
+    for row in summary[(summary["status"] == "ok") & (summary["quantity"] == "seconds per mini-batch")].itertuples():
+        if row.job_id not in iterations.groups:
+            problems.append(Problem("statistics", "samples.parquet", "no timed iterations for %s" % row.job_id))
+            continue
+        seconds = iterations.get_group(row.job_id)
+        if len(seconds) != row.n or abs(seconds.median() - row.median) > 1e-9 * max(1.0, row.median):
+            problems.append(Problem("statistics", "jobs/%s/result.json" % row.job_id,
+                                    "%d samples with median %.6g s do not give the recorded n=%s, median %.6g s"
+                                    % (len(seconds), seconds.median(), row.n, row.median)))
+    return problems
+
+
+CHECKS = (checksums, bundle, spec, jobs, table_files, statistics)
+
+
+def check(folder):
+    """Every problem of the bundle in ``folder`` as Problem(check, file, message); [] when it is valid.
+
+    Later checks that need what an earlier check found broken are not run (a bundle.json that
+    does not parse stops every check that reads it)."""
+    folder = Path(folder)
+    try:
+        body = json.loads((folder / "bundle.json").read_text())
+    except (OSError, ValueError):
+        body = None
+    problems = []
+    for step in CHECKS:
+        if body is None and step is not checksums and step is not bundle:
+            continue
+        problems += step(folder, body)
+    return problems
