@@ -1,0 +1,221 @@
+"""A report of one or more bundles: report.md (figures as PNG files beside it) and report.html
+(self-contained: figures embedded as base64 PNG, no external CSS, scripts or fonts).
+
+Sections: the bundles; the environment, the studies' (their published references' hardware and
+framework versions) next to this one's (host, GPUs and driver, images by ID, CUDA and cuDNN); the
+results per spec and mode (median and IQR of the timed quantity, 95% CI, throughput, accuracy,
+status with the reason of failed and skipped jobs); the comparison with the published values and
+the ranking verdicts (``dlrepro.compare``); the figures (``dlrepro.plots``).
+"""
+import base64
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from dlrepro import REPO_ROOT, compare, plots, tables
+from dlrepro.errors import DlreproError
+
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro", "templates"), trim_blocks=True,
+                               lstrip_blocks=True, autoescape=jinja2.select_autoescape(["html.j2"]),
+                               undefined=jinja2.StrictUndefined)
+TEMPLATES.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
+TEMPLATES.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list
+    rows: list  # lists of strings, one per column
+    note: str = ""
+
+
+@dataclass
+class Report:
+    html: Path
+    markdown: Path
+    figures: list = field(default_factory=list)  # PNG paths beside report.md
+
+
+def _fmt(value, spec="%.4g"):
+    """A number as text ('' for a missing one)."""
+    return "" if value is None or pd.isna(value) else spec % value
+
+
+def _table(title, frame, note=""):
+    """A Table of a DataFrame of strings, leaving out columns that are empty in every row."""
+    frame = frame.fillna("").astype(str)
+    keep = [c for c in frame.columns if (frame[c] != "").any()]
+    return Table(title, keep, frame[keep].values.tolist(), note)
+
+
+def _short(image_id):
+    return image_id.split(":")[-1][:12] if isinstance(image_id, str) else ""
+
+
+def environment(bundles, summary):
+    """Two tables: hardware and framework versions of the studies vs here; the images used here."""
+    measured = set(zip(summary["spec"], summary["variant"]))
+    paper = {}
+    for body in bundles:
+        spec = body["spec"]
+        for ref in spec["resolved"].get("references") or []:
+            if (spec["name"], ref.get("variant")) in measured:
+                key = ("paper (%s)" % ref["kind"].replace("_", " "), ref["hardware"], ref["source"])
+                paper.setdefault(key, set()).add(" ".join(filter(None, (ref["framework"], ref.get("framework_version")))))
+    rows = [[side, hardware, ", ".join(sorted(frameworks)), source]
+            for (side, hardware, source), frameworks in sorted(paper.items())]
+    here = {}  # hardware and system -> (framework versions, bundle ids)
+    for body in bundles:
+        host, executor = body["host"], body.get("executor") or {}
+        gpus = "; ".join("%s (driver %s)" % (g["name"], g["driver"]) for g in host.get("gpus") or []) or "no GPU"
+        hardware = "%s, %s CPUs, %.0f GiB; %s" % (host["cpu"]["model"], host["cpu"]["logical_cpus"],
+                                                  host["memory_bytes"] / 2 ** 30, gpus)
+        ours = summary[(summary["bundle_id"] == body["id"]) & summary["framework_version"].notna()]
+        system = "%s; %s executor %s" % (host["os"], executor.get("executor", ""), executor.get("engine") or "")
+        versions, ids = here.setdefault(hardware + "; " + system.strip(), (set(), []))
+        versions.update(ours["framework"] + " " + ours["framework_version"])
+        ids.append(body["id"])
+    rows += [["here", machine, ", ".join(sorted(versions)), ", ".join(ids)] for machine, (versions, ids) in here.items()]
+    side_by_side = _table("Environment: the studies vs here", pd.DataFrame(
+        rows, columns=["side", "hardware and system", "frameworks", "source"]),
+        "Paper rows: the hardware of every published reference for the variants measured here (by kind).")
+    images = {}
+    for body in bundles:
+        for image in body.get("images") or []:
+            base = image.get("base") or {}
+            images[image["image_id"]] = [image["framework"], image["framework_version"], image["name"],
+                                         _short(image["image_id"]), image.get("cuda") or "", image.get("cudnn") or "",
+                                         "%s %s" % (base.get("name", ""), _short(base.get("digest"))), image.get("python")]
+    used = pd.DataFrame(images.values(), columns=["framework", "version", "image", "image ID", "CUDA", "cuDNN",
+                                                  "base (digest)", "Python"])
+    return [side_by_side, _table("Images here", used.sort_values(["framework", "version"]),
+                                 "IDs and digests: the first 12 hex digits of their SHA-256.")]
+
+
+def results(summary):
+    """One table per (spec, mode): the timed quantity's median, IQR, 95% CI and n; throughput; accuracy."""
+    out = []
+    for (spec, mode), rows in summary.groupby(["spec", "mode"], sort=True):
+        rows = rows.sort_values(["variant", "device", "batch_size", "framework", "bundle_id"])
+        quantity = rows["quantity"].dropna()
+        unit = rows["unit"].dropna()
+        frame = pd.DataFrame({
+            "bundle": rows["bundle_id"] if rows["bundle_id"].nunique() > 1 else "",
+            "variant": rows["variant"], "device": (rows["device"] + " " + rows["device_name"].fillna("")).str.strip(),
+            "batch": rows["batch_size"].astype(str), "framework": rows["framework"],
+            "version": rows["framework_version"], "threads": rows["threads"].map(_fmt_int),
+            "status": rows["status"], "median": rows["median"].map(_fmt),
+            "IQR (q1-q3)": [_range(a, b) for a, b in zip(rows["q1"], rows["q3"])],
+            "95% CI": [_range(a, b) for a, b in zip(rows["ci95_low"], rows["ci95_high"])],
+            "n": rows["n"].map(_fmt_int),
+            "throughput": [_fmt(v) + " " + u if pd.notna(v) else "" for v, u in zip(rows["throughput"],
+                                                                                      rows["throughput_unit"])],
+            "test accuracy": rows["final_test_accuracy"].map(lambda v: _fmt(100 * v, "%.2f%%") if pd.notna(v) else ""),
+            "perplexity": rows["final_perplexity"].map(_fmt),
+            "total s": rows["total_seconds"].map(lambda v: _fmt(v, "%.1f")),
+            "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
+            "parameters": rows["parameters"].map(lambda v: format(v, ",") if pd.notna(v) else ""),
+            "reason": rows["reason"].fillna("") + ("; remedy: " + rows["remedy"]).fillna(""),
+        })
+        title = "%s, %s mode" % (spec, mode)
+        if len(quantity):
+            title += ": %s (%s)" % (quantity.iloc[0], unit.iloc[0])
+        out.append(_table(title, frame, "median, IQR and CI of the timed quantity over every measured sample."))
+    return out
+
+
+def _fmt_int(value):
+    return "" if pd.isna(value) else str(int(value))
+
+
+def _range(low, high):
+    return "" if pd.isna(low) or pd.isna(high) else "%.4g-%.4g" % (low, high)
+
+
+def comparison(cells):
+    """The measured / published ratio and verdict per cell, both sides' hardware and versions."""
+    frame = pd.DataFrame({
+        "spec": cells["spec"], "variant": cells["variant"], "batch": cells["batch_size"].map(_fmt_int),
+        "framework": cells["framework"],
+        "metric": cells["metric"] + " (" + cells["unit"] + ")", "measured": cells["measured"].map(_fmt),
+        "published": cells["published"].map(_fmt), "ratio": cells["ratio"].map(lambda v: _fmt(v, "%.3g")),
+        "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])], "verdict": cells["verdict"],
+        "reference": cells["reference_id"] + " (" + cells["reference_kind"] + ")",
+        "published by": (cells["published_framework"] + " " + cells["published_version"].fillna("")).str.strip()
+        + " on " + cells["published_hardware"],
+        "measured with": cells["measured_framework_version"].fillna("") + " on " + cells["measured_hardware"],
+    })
+    return _table("Comparison with the published values", frame,
+                  "ratio = measured / published; the tolerance is the ratio range counted as reproducing.")
+
+
+def ranking(ranks):
+    """The frameworks' order measured vs published per spec, variant, batch size and metric, with tau."""
+    frame = pd.DataFrame({
+        "spec": ranks["spec"], "variant": ranks["variant"], "batch": ranks["batch_size"].map(_fmt_int),
+        "metric": ranks["metric"],
+        "published on": ranks["published_hardware"] + " (" + ranks["reference_kind"] + ")",
+        "published order": ranks["published_order"], "measured order": ranks["measured_order"],
+        "n": ranks["n"].map(_fmt_int), "Kendall tau": ranks["tau"].map(lambda v: _fmt(v, "%.2f")),
+        "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "verdict": ranks["verdict"], "swapped": ranks["swapped"],
+    })
+    return _table("Ranking of the frameworks: the studies' conclusion here", frame,
+                  "orders: best first (fastest; highest rate or accuracy); Kendall's tau: 1 = the same order, "
+                  "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.")
+
+
+def bundle_folders(names):
+    """Bundle folders from paths or bundle ids under results/, in order, each once."""
+    folders = []
+    for name in names:
+        found = next((p for p in (Path(name), REPO_ROOT / "results" / name) if (p / "bundle.json").is_file()), None)
+        if found is None:
+            raise DlreproError("%s: no bundle.json there; give a bundle folder (results/<bundle-id>) or a bundle id"
+                               % name)
+        if found.resolve() not in {f.resolve() for f in folders}:
+            folders.append(found)
+    return folders
+
+
+def context(bundle_dirs, summary, samples):
+    """Everything the templates show (figures as plots.Plot with PNG bytes)."""
+    bundles = [json.loads((Path(d) / "bundle.json").read_text()) for d in bundle_dirs]
+    cells = compare.against_published(summary)
+    ranks = compare.ranking(cells)
+    return {
+        "bundles": bundles,
+        "environment": environment(bundles, summary),
+        "results": results(summary),
+        "comparison": comparison(cells) if len(cells) else None,
+        "ranking": ranking(ranks) if len(ranks) else None,
+        "sentences": list(ranks["sentence"]) if len(ranks) else [],
+        "figures": plots.all_plots(summary, samples),
+        "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX),
+    }
+
+
+def write(bundles, out_dir=None):
+    """Write report.html, report.md and figures/*.png into out_dir (default: reports/<first bundle id>,
+    '+N' appended for N more bundles); ``bundles``: folders or bundle ids. Returns the paths."""
+    bundle_dirs = bundle_folders(bundles)
+    if not bundle_dirs:
+        raise DlreproError("no bundle given")
+    more = "+%d" % (len(bundle_dirs) - 1) if len(bundle_dirs) > 1 else ""
+    out = Path(out_dir or Path("reports") / (bundle_dirs[0].name + more))
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    for old in (out / "figures").glob("*.png"):  # figures of an earlier report written here
+        old.unlink()
+    summary, samples = tables.merge(bundle_dirs)
+    ctx = context(bundle_dirs, summary, samples)
+    report = Report(out / "report.html", out / "report.md")
+    for figure in ctx["figures"]:
+        path = out / "figures" / (figure.name + ".png")
+        path.write_bytes(figure.png)
+        report.figures.append(path)
+    report.html.write_text(TEMPLATES.get_template("report.html.j2").render(ctx))
+    report.markdown.write_text(TEMPLATES.get_template("report.md.j2").render(ctx))
+    return report

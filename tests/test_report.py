@@ -1,0 +1,237 @@
+"""`invoke report`: Markdown and self-contained HTML reports of real bundles, opened in headless Chromium."""
+import base64
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+from html import unescape
+from html.parser import HTMLParser
+from io import BytesIO
+
+import pandas as pd
+import pytest
+from PIL import Image, ImageChops, ImageStat
+
+from dlrepro import REPO_ROOT, plots, report, tables
+
+ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S, 7 frameworks, CPU batch 16
+FCN = REPO_ROOT / "results" / "fcn-20261130T022354Z-cc755c44"  # FCN-R convergence, 3 frameworks, 5 epochs
+FCN_FAILED = REPO_ROOT / "results" / "fcn-20261130T014428Z-a5ac0efc"  # FCN-R: torch ok, 3 failed
+BUNDLES = [ALEXNET, FCN, FCN_FAILED]
+
+
+class Tables(HTMLParser):
+    """Every <table> of a page as (caption, header, rows of cell texts); every <img> src."""
+
+    def __init__(self, html):
+        super().__init__()
+        self.tables, self.images, self._cell, self._caption = [], [], None, None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append(["", [], []])
+        elif tag == "tr":
+            self.tables[-1][2].append([])
+        elif tag in ("td", "th"):
+            self._cell = ""
+        elif tag == "caption":
+            self._caption = ""
+        elif tag == "img":
+            self.images.append(dict(attrs))
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+        if self._caption is not None:
+            self._caption += data
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.tables[-1][2][-1].append(self._cell)
+            self._cell = None
+        elif tag == "caption":
+            self.tables[-1][0], self._caption = self._caption, None
+        elif tag == "table":
+            caption, _, rows = self.tables[-1]
+            self.tables[-1] = (caption, rows[0], rows[1:])
+
+    def table(self, caption_start):
+        found = [t for t in self.tables if t[0].startswith(caption_start)]
+        assert len(found) == 1, [t[0] for t in self.tables]
+        caption, header, rows = found[0]
+        return pd.DataFrame(rows, columns=header)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    return report.write(BUNDLES, out)
+
+
+@pytest.fixture(scope="module")
+def page(made):
+    return Tables(made.html.read_text())
+
+
+def png_size(data):
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_results_table_has_every_framework_median_iqr_and_ci(made, page):
+    summary = tables.summary(ALEXNET)
+    assert len(summary) == 7
+    shown = page.table("alexnet, throughput mode: seconds per mini-batch (s)").set_index("framework")
+    assert sorted(shown.index) == sorted(summary["framework"])
+    markdown = made.markdown.read_text()
+    for _, row in summary.iterrows():
+        cells = shown.loc[row["framework"]]
+        assert cells["median"] == "%.4g" % row["median"]
+        assert cells["IQR (q1-q3)"] == "%.4g-%.4g" % (row["q1"], row["q3"])
+        assert cells["95% CI"] == "%.4g-%.4g" % (row["ci95_low"], row["ci95_high"])
+        assert cells["throughput"] == "%.4g samples/s" % row["throughput"]
+        assert cells["status"] == "ok" and cells["parameters"] == "62,378,344"
+        assert "| %s | %s |" % (row["framework"], row["framework_version"]) in markdown
+        assert "| %.4g | %.4g-%.4g |" % (row["median"], row["q1"], row["q3"]) in markdown
+
+
+def test_convergence_table_has_accuracy_and_failed_jobs_with_reason(page):
+    shown = page.table("fcn, convergence mode: seconds per epoch (s)")
+    ok = shown[shown["status"] == "ok"].set_index("framework")
+    assert ok.loc["jax", "test accuracy"] == "92.54%" and ok.loc["jax", "total s"] == "668.8"
+    assert sorted(ok.index) == ["jax", "mxnet", "tensorflow", "torch"]
+    failed = shown[shown["status"] == "failed"]
+    assert sorted(failed["framework"]) == ["jax", "mxnet", "tensorflow"]
+    assert set(failed["bundle"]) == {FCN_FAILED.name}
+    assert failed["reason"].str.contains("UndefinedError").all()
+
+
+def test_environment_sets_the_studies_hardware_beside_this_host(page):
+    side = page.table("Environment: the studies vs here")
+    paper = side[side["side"].str.startswith("paper")]
+    assert paper["hardware and system"].str.contains("GTX Titan X (Maxwell)", regex=False).any()
+    assert paper["frameworks"].str.contains("CNTK 1.7.1", regex=False).any()
+    here = side[side["side"] == "here"]
+    assert len(here) == 1 and here["hardware and system"].iloc[0].startswith("AMD EPYC, 2 CPUs")
+    assert "caffe2 1.10.2+cu102" in here["frameworks"].iloc[0]
+    images = page.table("Images here").set_index("framework")
+    assert len(images) == 7
+    assert images.loc["torch", "image ID"] == tables.summary(ALEXNET).set_index("framework").loc[
+        "torch", "image_id"].split(":")[1][:12]
+
+
+def test_comparison_and_ranking_verdicts(made, page):
+    summary = tables.summary(ALEXNET).set_index("framework")
+    cells = page.table("Comparison with the published values").set_index("framework")
+    # DLBench's AlexNet-S at batch 16 as rerun on a GTX Titan X: Caffe, CNTK, MXNet and TensorFlow (Lua Torch is not PyTorch)
+    assert sorted(cells.index) == ["caffe", "cntk", "mxnet", "tensorflow"]
+    for framework, row in cells.iterrows():
+        assert row["measured"] == "%.4g" % summary.loc[framework, "median"]
+        assert row["verdict"] == "not comparable (different hardware)"
+        assert "GTX Titan X" in row["published by"] and row["measured with"].endswith("on AMD EPYC")
+    ranks = page.table("Ranking of the frameworks")
+    assert len(ranks) == 1 and ranks["measured order"].iloc[0] == "cntk, caffe, mxnet, tensorflow"
+    assert ranks["verdict"].iloc[0] in ("holds", "partly holds", "does not hold")
+    assert "Kendall's tau = %s" % ranks["Kendall tau"].iloc[0] in unescape(made.html.read_text())
+
+
+def test_html_embeds_every_figure_as_png_and_is_self_contained(made, page):
+    html = made.html.read_text()
+    # alexnet: throughput bars; fcn: throughput bars and accuracy vs time
+    assert len(page.images) == len(made.figures) == 3
+    files = {p.read_bytes() for p in made.figures}
+    for img in page.images:
+        head, data = img["src"].split(",", 1)
+        assert head == "data:image/png;base64"
+        png = base64.b64decode(data)
+        assert png_size(png) == (plots.WIDTH_PX, plots.HEIGHT_PX)
+        assert png in files
+    assert not re.search(r"<script|<link|@import|url\(|(src|href)=\"(?!data:)", html)
+    markdown = made.markdown.read_text()
+    for path in made.figures:
+        assert "](figures/%s)" % path.name in markdown
+
+
+def test_seconds_vs_batch_plot_only_for_several_batch_sizes():
+    summary = tables.summary(ALEXNET)
+    assert plots.seconds_vs_batch(summary) == []  # one batch size: the bars say it
+    times = ["median", "q1", "q3"]
+    sweep = pd.concat([summary.assign(batch_size=b, **{t: summary[t] * b / 16 for t in times}) for b in (16, 32, 64, 128)])
+    figures = plots.seconds_vs_batch(sweep)
+    assert len(figures) == 1 and png_size(figures[0].png) == (plots.WIDTH_PX, plots.HEIGHT_PX)
+
+
+def test_invoke_report_writes_and_prints_the_paths(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "invoke", "report", "%s,%s" % (ALEXNET, FCN), "--out", str(tmp_path)],
+                          cwd=REPO_ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + done.stdout
+    for name in ("report.html", "report.md"):
+        assert str(tmp_path / name) in done.stdout
+    assert len(list((tmp_path / "figures").glob("*.png"))) == 3
+    missing = subprocess.run([sys.executable, "-m", "invoke", "report", str(tmp_path / "nothing")],
+                             cwd=REPO_ROOT, capture_output=True, text=True)
+    assert missing.returncode == 1 and "error:" in missing.stdout and "Traceback" not in missing.stderr
+
+
+# --- the page in a real browser -------------------------------------------------------------------
+
+PROBE = """<script>
+addEventListener("load", function () {
+  var found = [].map.call(document.images, function (img) {
+    var r = img.getBoundingClientRect();
+    return [img.naturalWidth, img.naturalHeight, r.left + scrollX, r.top + scrollY].map(Math.round).join(",");
+  });
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = found.join(";") + "|" + document.documentElement.scrollHeight;
+  document.body.appendChild(out);
+});
+</script>
+"""
+WIDTH = 1400  # wider than a figure, so every image shows at its natural size
+
+
+def chromium():
+    """Debian's chromium; missing, the test is skipped, unless DLREPRO_REQUIRE_BROWSER=1 (.ci/run) fails it."""
+    found = shutil.which("chromium")
+    if not found:
+        if os.environ.get("DLREPRO_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium is not installed (apt-get install chromium) and DLREPRO_REQUIRE_BROWSER=1")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return found
+
+
+def headless(browser, profile, *args):
+    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+               "--force-device-scale-factor=1", "--user-data-dir=%s" % profile, *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_chromium_renders_every_plot(made, tmp_path):
+    browser = chromium()
+    probe_page = tmp_path / "probe.html"
+    probe_page.write_text(made.html.read_text().replace("</body>", PROBE + "</body>"))
+    dom = headless(browser, tmp_path / "profile", "--window-size=%d,1000" % WIDTH, "--virtual-time-budget=10000",
+                   "--dump-dom", probe_page.as_uri())
+    found, height = re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1).split("|")
+    images = [tuple(map(int, i.split(","))) for i in found.split(";")]
+    assert len(images) == 3
+    assert all((w, h) == (plots.WIDTH_PX, plots.HEIGHT_PX) for w, h, _, _ in images), images
+
+    shot = tmp_path / "page.png"
+    headless(browser, tmp_path / "profile", "--window-size=%d,%s" % (WIDTH, height), "--screenshot=%s" % shot,
+             made.html.as_uri())
+    page = Image.open(shot).convert("L")
+    assert page.size == (WIDTH, int(height))
+    embedded = [Image.open(BytesIO(base64.b64decode(i["src"].split(",", 1)[1]))).convert("L")
+                for i in Tables(made.html.read_text()).images]
+    for (w, h, left, top), original in zip(images, embedded):
+        shown = page.crop((left, top, left + w, top + h))
+        assert ImageStat.Stat(shown).stddev[0] > 20, "plot region at %d,%d is blank" % (left, top)
+        # the browser shows the figure's own pixels: mean difference below 2 of 255 grey levels
+        assert ImageStat.Stat(ImageChops.difference(shown, original)).mean[0] < 2
