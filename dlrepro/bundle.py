@@ -21,10 +21,20 @@ import subprocess
 from pathlib import Path
 
 from dlrepro import REPO_ROOT, __version__, tables
+from dlrepro.errors import DlreproError
 from dlrepro.files import sha256_file
 from runner.contract import utc_now, write_json
 
 SCHEMA = "dlrepro.bundle/2"  # 2: tidy tables (dlrepro.tables); 1 had summary.csv only
+def locate(name):
+    """The folder of bundle ``name``: a path, or a bundle id under results/. Raises DlreproError."""
+    for folder in (Path(name), REPO_ROOT / "results" / name):
+        if (folder / "bundle.json").is_file():
+            return folder
+    raise DlreproError("%s: no bundle.json there; give a bundle folder (results/<bundle-id>) or the id of one "
+                       "under results/" % name)
+
+
 def git_state():
     """{commit, dirty} of the suite's checkout, or None outside a git work tree."""
     def git(*args):

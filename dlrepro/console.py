@@ -2,6 +2,7 @@
 import contextlib
 import sys
 
+import pandas as pd
 from invoke import Exit
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -104,6 +105,24 @@ def summary_table(rows, title):
                       "%.1f s loop" % r["total_seconds"] if r["total_seconds"] is not None else
                       "%.3g s / 1000 images" % r["seconds_per_1000_images"] if r["seconds_per_1000_images"] else "")
     console.print(table)
+
+
+def _cell(value):
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return ""
+    if isinstance(value, float):
+        return "%.4g" % value
+    return str(value)
+
+
+def summary_frame(frame, columns, title):
+    """A rich table of ``columns`` of a DataFrame: floats to 4 significant digits, nulls blank."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in frame[columns].itertuples(index=False):
+        table.add_row(*(MARK.get(v, _cell(v)) if isinstance(v, str) else _cell(v) for v in row))
+    return table
 
 
 @contextlib.contextmanager

@@ -9,12 +9,24 @@ Kinds are kept apart and never mixed (from ../shared/research/reference-results.
 """
 from typing import Literal, Optional, Union
 
-from pydantic import Field, PositiveInt, field_validator
+from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from dlrepro import yamlfile
 from dlrepro.yamlfile import Strict
 
 KINDS = ("published", "notebook_measured", "third_party_rerun", "contributor_estimate", "secondhand_ratio")
+
+
+class Tolerance(Strict):
+    """The band of measured / published ratios that counts as reproducing a reference."""
+    lower: float = Field(gt=0, description="smallest ratio that reproduces")
+    upper: float = Field(gt=0, description="largest ratio that reproduces")
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if not self.lower <= 1.0 <= self.upper:
+            raise ValueError("lower <= 1 <= upper (got %s, %s)" % (self.lower, self.upper))
+        return self
 
 
 class Reference(Strict):
@@ -31,6 +43,7 @@ class Reference(Strict):
     unit: str
     source: str
     notes: Optional[str] = None
+    tolerance: Optional[Tolerance] = Field(None, description="default: dlrepro.compare.DEFAULT_TOLERANCE by metric")
 
     _known_variant = field_validator("variant")(yamlfile.reference("variants", "variant", optional=True))
 

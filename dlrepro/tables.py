@@ -211,6 +211,11 @@ def _concat(folders, name, columns):
     return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
 
 
+def _sums(folder):
+    path = folder / "SHA256SUMS"
+    return path.read_bytes() if path.is_file() else None
+
+
 DUPLICATE_KEY = ["spec_sha256", "job_id", "image_id", "host", "device_name"]
 
 
@@ -219,7 +224,8 @@ def merge(folders, with_samples=True):
 
     ``with_samples=False`` reads the summaries only and returns (summary, None).
 
-    Rules: a bundle given twice (the same bundle id) is read once. The same job measured more
+    Rules: a bundle given twice (the same bundle id and SHA256SUMS) is read once; two different
+    bundles with one id raise ValueError. The same job measured more
     than once (the same resolved spec, job, image, host and device: DUPLICATE_KEY) in different
     bundles is kept every time, labelled: ``measurement`` numbers them in bundle order (1, 2, ...)
     and ``measurements`` says how many there are. The tables have this suite version's columns:
@@ -230,7 +236,10 @@ def merge(folders, with_samples=True):
     for folder in map(Path, folders):
         if not (folder / "bundle.json").is_file():
             raise FileNotFoundError("%s is not a bundle: it has no bundle.json" % folder)
-        unique.setdefault(folder.name, folder)
+        first = unique.setdefault(folder.name, folder)
+        if first != folder and _sums(first) != _sums(folder):
+            raise ValueError("two different bundles have the id %s: %s and %s (their SHA256SUMS differ)"
+                             % (folder.name, first, folder))
     summary = _concat(unique.values(), "summary", SUMMARY_COLUMNS)
     summary = summary.sort_values(["bundle_created", "bundle_id"], kind="stable")
     keys = summary[DUPLICATE_KEY].astype("string").fillna("")

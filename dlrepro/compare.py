@@ -1,0 +1,237 @@
+"""Measured vs published, and bundle vs bundle: ratios with verdicts, rankings with Kendall's tau,
+regressions with a rank test and a minimum effect.
+
+Against published references (a spec's ``references``):
+  one cell per measured job x matching reference (same spec, variant, batch size, metric, and a
+  published framework that is the same framework: FRAMEWORK_NAMES). ratio = measured / published,
+  both in the measured unit. A reference's ``tolerance`` (lower, upper ratio) or the metric's
+  DEFAULT_TOLERANCE decides the verdict:
+    timings (seconds, lower is better): ratio < lower "faster", > upper "slower", else "reproduces";
+    rates (images/s, higher is better): ratio > upper "faster", < lower "slower";
+    accuracy: "higher" / "lower" / "reproduces", whatever the hardware;
+  a timing or rate measured on other hardware than the published one (HARDWARE_MATCH) is
+  "not comparable (different hardware)": its ratio is shown, not judged.
+Ranking: per spec, variant, batch size, metric, published hardware and measured device, the order
+  of the frameworks measured vs published, Kendall's tau-b (scipy.stats.kendalltau); the study's
+  conclusion "holds" when the order is the same (tau = 1), "partly holds" when tau > 0, else
+  "does not hold"; swapped pairs are named, with those whose measured 95% CIs overlap marked.
+Against another bundle: per job configuration in both (REGRESSION_KEY), the timed iterations'
+  medians and a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu); a change is reported
+  only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
+"""
+import re
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+# our framework -> its names in the studies' tables, the closest first (DLF names its MXNet rows by API;
+# our MXNet adapter is Gluon). Lua Torch (DLBench) is not PyTorch, Keras(*) rows are not the plain framework.
+FRAMEWORK_NAMES = {
+    "torch": ("PyTorch",), "tensorflow": ("TensorFlow", "Tensorflow"), "mxnet": ("MXNet(Gluon)", "MXNet", "MXNet(Module API)"),
+    "cntk": ("CNTK",), "caffe2": ("Caffe2",), "caffe": ("Caffe",), "jax": (),
+}
+DEFAULT_TOLERANCE = {"time": (0.9, 1.1), "rate": (0.9, 1.1), "accuracy": (0.98, 1.02)}
+TO_MEASURED_UNIT = {"s": 1.0, "min": 60.0, "percent": 0.01, "fraction": 1.0, "images/s": 1.0}
+GPU_WORDS = ("nvidia", "tesla", "geforce", "gtx", "titan", "quadro", "gpu")
+CELL_COLUMNS = ["spec", "variant", "batch_size", "framework", "measured_framework_version", "device",
+                "measured_hardware", "metric", "unit", "measured", "ci95_low", "ci95_high", "published", "ratio",
+                "lower", "upper", "verdict", "reference_id", "reference_kind", "published_framework",
+                "published_version", "published_hardware", "source", "bundle_id", "job_id"]
+REGRESSION_KEY = ["spec", "variant", "framework", "device", "mode", "batch_size", "precision", "threads"]
+
+
+def metric_kind(metric):
+    """'time', 'rate' or 'accuracy' for a metric the suite measures, else None (not compared)."""
+    if metric == "seconds_per_minibatch" or metric == "seconds_per_1000_images" or _epochs(metric):
+        return "time"
+    return {"images_per_second": "rate", "test_accuracy": "accuracy"}.get(metric)
+
+
+def _epochs(metric):
+    match = re.fullmatch(r"(?:training_)?wall_time_(\d+)_epochs", metric)
+    return int(match.group(1)) if match else None
+
+
+def measured_value(row, metric):
+    """The summary row's value for a published metric, in the measured unit (s, images/s, fraction), or None."""
+    if row.status != "ok":
+        return None
+    if metric == "seconds_per_minibatch":
+        return row.median if row.mode == "throughput" and row.quantity == "seconds per mini-batch" else None
+    if metric == "seconds_per_1000_images":
+        return _value(row.seconds_per_1000_images)
+    if metric == "images_per_second":
+        return 1000.0 / row.seconds_per_1000_images if pd.notna(row.seconds_per_1000_images) else None
+    if metric == "test_accuracy":
+        return _value(row.final_test_accuracy)
+    if _epochs(metric):
+        return _value(row.total_seconds) if pd.notna(row.epochs) and row.epochs == _epochs(metric) else None
+    return None
+
+
+def _value(value):
+    return None if pd.isna(value) else float(value)
+
+
+def _model_tokens(name):
+    """Words of a device name that name the model (they hold a digit): 'NVIDIA Tesla K80' -> {'k80'}."""
+    return {w for w in re.split(r"[\s,()@]+", name.lower())
+            if any(c.isdigit() for c in w) and not re.fullmatch(r"[\d.]+(gb|ghz|mhz)", w)}
+
+
+def same_hardware(reference_hardware, device, device_name):
+    """Whether the job ran on the published hardware: the same kind of device (a GPU reference names
+    one: GPU_WORDS) and the measured device's model number ('H200', 'K80', 'i7-5960X') in the
+    reference's hardware text. Conservative: unknown means different."""
+    text = reference_hardware.lower()
+    gpu_reference = any(w in text for w in GPU_WORDS) and "cpu-only" not in text
+    if (device == "cuda") != gpu_reference or not isinstance(device_name, str):
+        return False
+    words = set(re.split(r"[\s,()]+", text))
+    return any(token in words or token in text for token in _model_tokens(device_name))
+
+
+def _verdict(kind, ratio, lower, upper, comparable):
+    if kind != "accuracy" and not comparable:
+        return "not comparable (different hardware)"
+    if lower <= ratio <= upper:
+        return "reproduces"
+    if kind == "accuracy":
+        return "higher" if ratio > upper else "lower"
+    faster = ratio < lower if kind == "time" else ratio > upper
+    return "faster" if faster else "slower"
+
+
+def _published_framework(framework, names_present):
+    for name in FRAMEWORK_NAMES.get(framework, ()):
+        if name in names_present:
+            return name
+    return None
+
+
+def against_published(summary, references=None):
+    """One row per (measured job, matching published reference): CELL_COLUMNS.
+
+    ``summary``: a summary table (dlrepro.tables). ``references``: {spec name: [Reference]}; by
+    default each spec's current references (specs/<name>.yaml). Rows with no matching reference
+    give no cell."""
+    if references is None:
+        from dlrepro import spec as specmod
+        references = {name: specmod.load(name).references for name in summary["spec"].dropna().unique()}
+    cells = []
+    for row in summary.itertuples(index=False):
+        refs = [r for r in references.get(row.spec, ()) if r.variant == row.variant and r.batch_size == row.batch_size
+                and metric_kind(r.metric) and not isinstance(r.value, list)]
+        names = {(r.metric, r.hardware, r.kind): set() for r in refs}
+        for r in refs:
+            names[(r.metric, r.hardware, r.kind)].add(r.framework)
+        for ref in refs:
+            if ref.framework != _published_framework(row.framework, names[(ref.metric, ref.hardware, ref.kind)]):
+                continue
+            measured = measured_value(row, ref.metric)
+            if measured is None:
+                continue
+            kind = metric_kind(ref.metric)
+            published = ref.value * TO_MEASURED_UNIT[ref.unit]
+            lower, upper = (ref.tolerance.lower, ref.tolerance.upper) if ref.tolerance else DEFAULT_TOLERANCE[kind]
+            ratio = measured / published
+            comparable = same_hardware(ref.hardware, row.device, row.device_name)
+            timing = ref.metric == "seconds_per_minibatch"
+            cells.append({
+                "spec": row.spec, "variant": row.variant, "batch_size": row.batch_size, "framework": row.framework,
+                "measured_framework_version": row.framework_version, "device": row.device,
+                "measured_hardware": row.device_name, "metric": ref.metric,
+                "unit": {"time": "s", "rate": "images/s", "accuracy": "fraction"}[kind], "measured": measured,
+                "ci95_low": row.ci95_low if timing else None, "ci95_high": row.ci95_high if timing else None,
+                "published": published, "ratio": ratio, "lower": lower, "upper": upper,
+                "verdict": _verdict(kind, ratio, lower, upper, comparable), "reference_id": ref.id,
+                "reference_kind": ref.kind, "published_framework": ref.framework,
+                "published_version": ref.framework_version, "published_hardware": ref.hardware, "source": ref.source,
+                "bundle_id": row.bundle_id, "job_id": row.job_id,
+            })
+    return pd.DataFrame(cells, columns=CELL_COLUMNS)
+
+
+RANKING_GROUP = ["spec", "variant", "batch_size", "metric", "published_hardware", "reference_kind", "source", "device",
+                 "measured_hardware"]
+RANKING_COLUMNS = RANKING_GROUP + ["n", "published_order", "measured_order", "tau", "p_value", "verdict", "swapped",
+                                   "sentence"]
+
+
+def _label(framework, version, versions_in_group):
+    return "%s %s" % (framework, version) if versions_in_group > 1 else framework
+
+
+def _order(values, best_first_descending):
+    return ", ".join(values.sort_values(ascending=not best_first_descending).index)
+
+
+def _overlap(a, b):
+    return pd.notna(a.ci95_low) and pd.notna(b.ci95_low) and a.ci95_low <= b.ci95_high and b.ci95_low <= a.ci95_high
+
+
+def ranking(cells):
+    """Whether the study's ranking of frameworks holds here: one row per group (RANKING_GROUP) with at
+    least two frameworks, RANKING_COLUMNS. Repeated measurements of one framework are combined by
+    their median."""
+    rows = []
+    for key, group in cells.groupby(RANKING_GROUP, dropna=False, sort=True):
+        g = dict(zip(RANKING_GROUP, key))
+        versions = group.groupby("framework")["measured_framework_version"].nunique()
+        group = group.assign(label=[_label(f, v, versions[f]) for f, v in
+                                    zip(group["framework"], group["measured_framework_version"])])
+        items = group.groupby("label").agg(measured=("measured", "median"), published=("published", "first"),
+                                           ci95_low=("ci95_low", "min"), ci95_high=("ci95_high", "max"))
+        if len(items) < 2:
+            continue
+        tau, p_value = stats.kendalltau(items["measured"], items["published"])
+        descending = metric_kind(g["metric"]) != "time"
+        swapped = []
+        for a, b in combinations(items.index, 2):
+            x, y = items.loc[a], items.loc[b]
+            if np.sign(x.measured - y.measured) * np.sign(x.published - y.published) < 0:
+                swapped.append("%s/%s%s" % (a, b, " (within noise)" if _overlap(x, y) else ""))
+        verdict = "holds" if tau >= 1 - 1e-12 else "partly holds" if tau > 0 else "does not hold"
+        best = "best" if metric_kind(g["metric"]) == "accuracy" else "fastest"
+        sentence = ("%s, batch %s, %s: published (%s, %s) %s first: %s; here (%s): %s. Kendall's tau = %.2f "
+                    "(p = %.2g, n = %d): the study's conclusion %s here%s." % (
+                        g["variant"], g["batch_size"], g["metric"], g["reference_kind"], g["published_hardware"], best,
+                        _order(items["published"], descending), g["measured_hardware"],
+                        _order(items["measured"], descending), tau, p_value, len(items), verdict,
+                        "; swapped: " + ", ".join(swapped) if swapped else ""))
+        rows.append(dict(g, n=len(items), published_order=_order(items["published"], descending),
+                         measured_order=_order(items["measured"], descending), tau=tau, p_value=p_value,
+                         verdict=verdict, swapped=", ".join(swapped), sentence=sentence))
+    return pd.DataFrame(rows, columns=RANKING_COLUMNS)
+
+
+REGRESSION_COLUMNS = REGRESSION_KEY + ["n_a", "n_b", "median_a", "median_b", "change", "p_value", "verdict"]
+
+
+def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
+    """Bundle B against bundle A, job configuration by configuration (REGRESSION_KEY), on the timed
+    iterations (seconds): REGRESSION_COLUMNS, ``change`` = median_b / median_a - 1. Verdicts:
+    "slower" / "faster" (p < alpha and |change| >= min_effect), "no change" (otherwise), "only in A",
+    "only in B". Raises ValueError on min_effect < 0 or alpha outside (0, 1)."""
+    if min_effect < 0 or not 0 < alpha < 1:
+        raise ValueError("min_effect must be >= 0 and alpha in (0, 1) (got %s, %s)" % (min_effect, alpha))
+
+    def groups(samples):
+        timed = samples[samples["sample"] == "iteration"]
+        return {k: g["seconds"].to_numpy() for k, g in timed.groupby(REGRESSION_KEY, dropna=False, sort=True)}
+
+    a, b = groups(samples_a), groups(samples_b)
+    rows = []
+    for key in sorted(set(a) | set(b), key=str):
+        row = dict(zip(REGRESSION_KEY, key), n_a=len(a.get(key, ())), n_b=len(b.get(key, ())))
+        if key not in a or key not in b:
+            rows.append(dict(row, verdict="only in A" if key in a else "only in B"))
+            continue
+        median_a, median_b = float(np.median(a[key])), float(np.median(b[key]))
+        change = median_b / median_a - 1
+        p_value = float(stats.mannwhitneyu(a[key], b[key], alternative="two-sided").pvalue)
+        verdict = ("slower" if change > 0 else "faster") if p_value < alpha and abs(change) >= min_effect else "no change"
+        rows.append(dict(row, median_a=median_a, median_b=median_b, change=change, p_value=p_value, verdict=verdict))
+    return pd.DataFrame(rows, columns=REGRESSION_COLUMNS)

@@ -1,0 +1,106 @@
+"""Comparison with published references (ratios, verdicts, ranking with Kendall's tau) and between bundles."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dlrepro import REPO_ROOT, compare, spec as specmod, tables
+from dlrepro.references import Reference
+
+ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
+
+
+def test_alexnet_on_this_cpu_gives_a_ratio_per_cell_but_no_timing_verdict():
+    cells = compare.against_published(tables.summary(ALEXNET))
+    by = cells.set_index("framework")
+    assert sorted(by.index) == ["caffe", "cntk", "mxnet", "tensorflow"]  # DLBench's Torch is Lua Torch, not PyTorch
+    assert by.loc["cntk", "ratio"] == pytest.approx(1.107075 / 0.035, rel=1e-6)
+    assert by.loc["cntk", "published_framework"] == "CNTK" and by.loc["cntk", "published_version"] == "1.7.1"
+    assert set(cells["verdict"]) == {"not comparable (different hardware)"}
+    (rank,) = compare.ranking(cells).itertuples()
+    assert rank.n == 4 and rank.measured_order == "cntk, caffe, mxnet, tensorflow"
+    assert rank.tau == pytest.approx(stats.kendalltau([1.107075, 1.4972648, 1.9656, 2.5258], [0.035, 0.046, 0.032, 0.032])[0])
+    assert rank.verdict == "does not hold" and "Kendall's tau = -0.55" in rank.sentence
+
+
+@pytest.mark.parametrize("hardware, device, name, same", [
+    ("NVIDIA Tesla K80, one GK210 (half board), Azure NC6 DLVM", "cuda", "Tesla K80", True),
+    ("NVIDIA Tesla P100-PCIE-16GB, Azure DLVM, CUDA 8.0.61", "cuda", "Tesla P100-PCIE-16GB", True),
+    ("NVIDIA Tesla K80, one GK210 (half board)", "cuda", "NVIDIA H200", False),
+    ("Azure NC6 CPU (6 vCPU), CPU-only", "cpu", "AMD EPYC", False),
+    ("NVIDIA GTX Titan X (Maxwell), Intel i7-5960X", "cpu", "Intel(R) Core(TM) i7-5960X CPU @ 3.00GHz", False),
+])
+def test_hardware_is_the_same_only_for_the_same_device_model(hardware, device, name, same):
+    assert compare.same_hardware(hardware, device, name) is same
+
+
+def _imdb_row(framework, total_seconds, accuracy, device_name="Tesla K80"):
+    return {"bundle_id": "b", "job_id": "imdb-gru.%s.cuda.b64" % framework, "spec": "imdb-gru", "variant": "imdb-gru",
+            "framework": framework, "framework_version": "1", "device": "cuda", "device_name": device_name,
+            "mode": "convergence", "batch_size": 64, "status": "ok", "quantity": "seconds per epoch", "epochs": 3,
+            "total_seconds": total_seconds, "final_test_accuracy": accuracy}
+
+
+def test_dlf_references_give_verdicts_on_their_hardware_and_a_ranking():
+    # DLF README Table 4, K80: CNTK 32 s, Tensorflow 30 s, PyTorch 31 s, MXNet(Module API) 29 s; accuracy 85-86 %
+    summary = tables.frame([_imdb_row("cntk", 32.0, 0.85), _imdb_row("tensorflow", 15.0, 0.80),
+                            _imdb_row("torch", 62.0, 0.861), _imdb_row("mxnet", 29.5, 0.86)], tables.SUMMARY_COLUMNS)
+    cells = compare.against_published(summary)
+    k80 = cells[cells["published_hardware"].str.contains("K80")].set_index(["framework", "metric"])
+    assert k80.loc[("cntk", "training_wall_time_3_epochs"), "verdict"] == "reproduces"
+    assert k80.loc[("tensorflow", "training_wall_time_3_epochs"), ["ratio", "verdict"]].tolist() == [0.5, "faster"]
+    assert k80.loc[("torch", "training_wall_time_3_epochs"), ["ratio", "verdict"]].tolist() == [2.0, "slower"]
+    assert k80.loc[("mxnet", "training_wall_time_3_epochs"), "published_framework"] == "MXNet(Module API)"
+    assert k80.loc[("tensorflow", "test_accuracy"), ["published", "verdict"]].tolist() == [0.86, "lower"]
+    assert k80.loc[("torch", "test_accuracy"), "verdict"] == "reproduces"
+    p100 = cells[cells["published_hardware"].str.contains("P100") & (cells["metric"] != "test_accuracy")]
+    assert len(p100) and set(p100["verdict"]) == {"not comparable (different hardware)"}
+    ranks = compare.ranking(cells)
+    times = ranks[(ranks["metric"] == "training_wall_time_3_epochs") & ranks["published_hardware"].str.contains("K80")]
+    (rank,) = times.itertuples()
+    assert rank.published_order == "mxnet, tensorflow, torch, cntk" and rank.measured_order == "tensorflow, mxnet, cntk, torch"
+    expected = stats.kendalltau([32.0, 15.0, 62.0, 29.5], [32.0, 30.0, 31.0, 29.0])
+    assert rank.tau == pytest.approx(expected[0]) and rank.p_value == pytest.approx(expected[1])
+    assert rank.verdict == "partly holds" and "swapped: cntk/torch, mxnet/tensorflow" in rank.sentence
+
+
+def test_a_reference_tolerance_replaces_the_default_band():
+    ref = specmod.load("imdb-gru").references[0]
+    assert ref.id == "dlf.gru_imdb.k80.cntk" and ref.value == 32.0
+    summary = tables.frame([_imdb_row("cntk", 48.0, 0.85)], tables.SUMMARY_COLUMNS)
+    assert compare.against_published(summary, {"imdb-gru": [ref]})["verdict"].tolist() == ["slower"]
+    loose = Reference.model_validate(dict(ref.model_dump(), tolerance={"lower": 0.5, "upper": 1.6}))
+    cell = compare.against_published(summary, {"imdb-gru": [loose]}).iloc[0]
+    assert (cell["ratio"], cell["lower"], cell["upper"], cell["verdict"]) == (1.5, 0.5, 1.6, "reproduces")
+    with pytest.raises(ValueError, match="lower <= 1 <= upper"):
+        Reference.model_validate(dict(ref.model_dump(), tolerance={"lower": 1.2, "upper": 1.6}))
+
+
+def _samples(seconds_by_framework):
+    rows = [{"spec": "alexnet", "variant": "alexnet-s", "framework": f, "device": "cpu", "mode": "throughput",
+             "batch_size": 16, "precision": "fp32", "threads": 2, "sample": "iteration", "seconds": s}
+            for f, seconds in seconds_by_framework.items() for s in seconds]
+    return tables.frame(rows, tables.SAMPLE_COLUMNS)
+
+
+def test_a_regression_needs_significance_and_the_minimum_effect():
+    rng = np.random.default_rng(0)
+    base = rng.normal(1.0, 0.02, 48)
+    a = _samples({"torch": base, "mxnet": base, "jax": base, "caffe": base})
+    b = _samples({"torch": rng.normal(1.10, 0.02, 48), "mxnet": rng.normal(1.0, 0.02, 48),
+                  "jax": rng.normal(1.02, 0.002, 48), "cntk": base})
+    rows = compare.against_bundle(a, b, min_effect=0.05, alpha=0.01).set_index("framework")
+    assert rows.loc["torch", "verdict"] == "slower" and rows.loc["torch", "change"] == pytest.approx(0.10, abs=0.02)
+    assert rows.loc["torch", "p_value"] < 1e-10
+    assert rows.loc["mxnet", "verdict"] == "no change" and rows.loc["mxnet", "p_value"] > 0.01
+    assert rows.loc["jax", "p_value"] < 0.01 and rows.loc["jax", "verdict"] == "no change"  # real but below 5 %
+    assert rows.loc["caffe", "verdict"] == "only in A" and rows.loc["cntk", "verdict"] == "only in B"
+    with pytest.raises(ValueError, match="alpha in"):
+        compare.against_bundle(a, b, alpha=1.5)
+
+
+def test_unknown_metrics_and_ranges_are_not_compared():
+    assert compare.metric_kind("approx_speedup_percent_1_to_2_gpus") is None
+    assert compare.metric_kind("wall_time_5_epochs") == "time" and compare.metric_kind("images_per_second") == "rate"
+    row = pd.Series(_imdb_row("torch", 10.0, 0.9)).to_frame().T.astype({"epochs": "Int64"}).iloc[0]
+    assert compare.measured_value(row, "training_wall_time_10_epochs") is None  # 3 epochs measured, not 10

@@ -1,0 +1,111 @@
+"""Tidy tables, bundle validation and merging, on bundles rewritten from a real seven-framework run."""
+import json
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from dlrepro import REPO_ROOT, tables, validate
+from dlrepro.bundle import BundleWriter
+
+REAL = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16, 7 frameworks, CPU, schema 1
+MEDIANS = {"caffe": 1.4972648284983734, "cntk": 1.107075, "torch": 2.719071340001392}
+
+
+def rewrite(real, results_dir, config_digest="0" * 64):
+    """A schema-2 bundle written by BundleWriter from a real bundle's jobs, results and body."""
+    body = json.loads((real / "bundle.json").read_text())
+    writer = BundleWriter(results_dir, body["spec"]["name"], config_digest)
+    for row in body["jobs"]:
+        job_dir = real / "jobs" / row["job_id"]
+        writer.write_job(json.loads((job_dir / "job.json").read_text()))
+        writer.write_result(row["job_id"], json.loads((job_dir / "result.json").read_text()))
+    keep = ("command", "spec", "options", "executor", "host", "images", "datasets", "left_out", "interrupted")
+    return writer.finish({k: body[k] for k in keep})
+
+
+@pytest.fixture
+def bundle(tmp_path):
+    return rewrite(REAL, tmp_path / "results")
+
+
+def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
+    summary, samples = tables.summary(bundle), tables.samples(bundle)
+    assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and len(summary) == 7
+    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/1"
+    by_framework = summary.set_index("framework")
+    assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
+    assert by_framework.loc["torch", "median"] == MEDIANS["torch"]
+    assert by_framework.loc["torch", "image_id"].startswith("sha256:b5a176a069f5")
+    assert by_framework.loc["caffe", "framework_version"] == "1.0.0" and by_framework.loc["caffe", "device_name"] == "AMD EPYC"
+    assert set(summary["parameters"]) == {62_378_344} and set(summary["batch_size"]) == {16}
+    iterations = samples[samples["sample"] == "iteration"]
+    assert len(iterations) == 7 * 24 and set(iterations["repeat"]) == {1, 2, 3}
+    assert iterations.groupby("framework")["seconds"].median()["caffe"] == MEDIANS["caffe"]
+    assert (iterations["spec_sha256"] == summary["spec_sha256"][0]).all()
+    csv = (bundle / "summary.csv").read_text().splitlines()
+    assert csv[0].split(",") == list(tables.SUMMARY_COLUMNS) and len(csv) == 8
+
+
+def test_a_bundle_of_schema_1_gives_the_same_tables_from_its_json(bundle):
+    old, new = tables.summary(REAL), tables.summary(bundle)
+    assert old["median"].tolist() == new["median"].tolist() and old["image_id"].tolist() == new["image_id"].tolist()
+    assert len(tables.samples(REAL)) == len(tables.samples(bundle)) == 168
+
+
+def test_a_written_bundle_is_valid_and_every_check_names_what_breaks_it(bundle):
+    assert validate.check(bundle) == [] and validate.check(REAL) == []
+    result = bundle / "jobs" / "alexnet-s.cntk.cpu.b16" / "result.json"
+    result.write_bytes(result.read_bytes().replace(b'"status": "ok"', b'"status": "OK"', 1))
+    (bundle / "samples.parquet").unlink()
+    problems = validate.check(bundle)
+    assert ("checksums", "jobs/alexnet-s.cntk.cpu.b16/result.json") in [(p.check, p.file) for p in problems]
+    assert ("checksums", "samples.parquet", "listed in SHA256SUMS but missing") in problems
+    assert ("tables", "samples.parquet", "missing") in problems
+    assert any(p.check == "jobs" and "status 'OK'" in p.message for p in problems)
+
+
+def test_statistics_that_do_not_follow_from_the_samples_are_named(bundle):
+    result_path = bundle / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json"
+    result = json.loads(result_path.read_text())
+    result["timing"]["summary"]["median"] = 1.0  # a median that its own iterations do not give
+    result_path.write_text(json.dumps(result))
+    shutil.rmtree(bundle / "jobs" / "alexnet-s.caffe.cpu.b16")
+    # regenerate the derived files as a careless tool would: the checksums then agree
+    body = json.loads((bundle / "bundle.json").read_text())
+    body["jobs"] = [r for r in body["jobs"] if r["job_id"] != "alexnet-s.caffe.cpu.b16"]
+    (bundle / "bundle.json").write_text(json.dumps(body))
+    (bundle / "summary.parquet").unlink()
+    (bundle / "SHA256SUMS").write_text("")
+    problems = validate.check(bundle)
+    messages = {(p.check, p.file): p.message for p in problems}
+    assert "do not give the recorded n=24, median 1 s" in messages[("statistics", "jobs/alexnet-s.torch.cpu.b16/result.json")]
+    assert messages[("jobs", "bundle.json")].endswith("do not match the results' statuses {'ok': 6, 'failed': 0, 'skipped': 0}")
+    assert ("tables", "summary.parquet") in messages
+
+
+def test_merge_reads_a_bundle_once_and_labels_a_job_measured_twice(bundle, tmp_path):
+    again = rewrite(REAL, tmp_path / "other", "1" * 64)  # the same jobs measured again: another bundle id
+    summary, samples = tables.merge([bundle, again, bundle, REAL])
+    assert len(summary) == 21 and summary["bundle_id"].nunique() == 3
+    torch = summary[summary["framework"] == "torch"]
+    assert torch["measurement"].tolist() == [1, 2, 3] and set(torch["measurements"]) == {3}
+    assert len(samples) == 3 * 168 and set(samples["measurements"]) == {3}
+    only_summary, none = tables.merge([bundle], with_samples=False)
+    assert none is None and only_summary["median"].tolist() == tables.summary(bundle)["median"].tolist()
+    with pytest.raises(FileNotFoundError, match="has no bundle.json"):
+        tables.merge([tmp_path])
+    twin = shutil.copytree(bundle, tmp_path / "twin" / bundle.name)  # the same id, other bytes
+    (twin / "SHA256SUMS").write_text((twin / "SHA256SUMS").read_text()[1:])
+    with pytest.raises(ValueError, match="two different bundles have the id %s" % bundle.name):
+        tables.merge([bundle, twin])
+
+
+def test_merged_tables_write_and_read_back_with_the_schema(bundle, tmp_path):
+    summary, samples = tables.merge([bundle, REAL])
+    out = tmp_path / "merged"
+    out.mkdir()
+    tables.write(out, summary.to_dict("records"), samples.to_dict("records"))
+    back = pq.read_table(out / "summary.parquet").to_pandas()
+    assert tables.schema_of(out / "summary.parquet") == tables.SCHEMA
+    assert back["median"].tolist() == summary["median"].tolist() and "measurement" not in back.columns
