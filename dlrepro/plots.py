@@ -6,7 +6,7 @@ Each function takes tidy tables (``dlrepro.tables.summary`` / ``samples`` column
 - ``seconds_vs_batch``: median seconds per mini-batch against batch size, one line per framework,
   whiskers from the first to the third quartile of the iteration times; only for variants measured
   at two or more batch sizes, on log-log axes from LOG_AXES_FROM batch sizes on;
-- ``throughput_bars``: training throughput in samples/s at the median time, one bar per framework,
+- ``throughput_bars``: throughput in samples/s at the median time, one horizontal bar per framework,
   whiskers at the throughput of the quartile times (the IQR mapped through samples / seconds);
 - ``accuracy_vs_time``: test accuracy (%) after each epoch against the cumulative wall time (s) of
   the training loops up to it, one line per job, for convergence runs.
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 DPI = 100
 WIDTH_PX, HEIGHT_PX = 800, 450
@@ -60,7 +61,7 @@ def _names(rows):
     """'framework version' per row, with ', N threads' where the rows' thread counts differ."""
     names = (rows["framework"] + " " + rows["framework_version"].fillna("")).str.strip()
     if rows["threads"].nunique(dropna=False) > 1:
-        names = names + ", " + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d threads" % t)
+        names = names + ", " + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d thread%s" % (t, "s"[t == 1:]))
     return names
 
 
@@ -90,11 +91,14 @@ def seconds_vs_batch(summary):
         if sizes >= LOG_AXES_FROM:
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
+        ticks = sorted(rows["batch_size"].unique())
+        ax.set_xticks(ticks, [str(b) for b in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("batch size (samples per mini-batch)")
         ax.set_ylabel("seconds per mini-batch (median)")
         ax.legend(fontsize="small")
         title = "Seconds per mini-batch vs batch size: " + _where(g)
-        ax.set_title(title, fontsize="medium")
+        fig.suptitle(title, fontsize="medium")
         plots.append(Plot(_slug("seconds-vs-batch", g["spec"], g["variant"], g["device"], len(plots)), title,
                           "Median seconds per training iteration (forward, backward, update) at each batch "
                           "size; whiskers span the interquartile range of the measured iterations.", _png(fig)))
@@ -110,12 +114,12 @@ def throughput_bars(summary):
         rate = rows["throughput"]
         low, high = rate * rows["median"] / rows["q3"], rate * rows["median"] / rows["q1"]
         labels = _labels(rows)
-        bars = ax.bar(labels, rate, yerr=[(rate - low).fillna(0), (high - rate).fillna(0)], capsize=4, color="#4c72b0")
+        bars = ax.barh(labels, rate, xerr=[(rate - low).fillna(0), (high - rate).fillna(0)], capsize=4, color="#4c72b0")
         ax.bar_label(bars, fmt="%.3g", label_type="center", color="white", fontsize="small")
-        ax.set_ylabel(rows["throughput_unit"].iloc[0] + " (median)")
-        ax.tick_params(axis="x", labelrotation=20 if len(rows) > 4 else 0)
+        ax.invert_yaxis()  # first row on top, as in the results table
+        ax.set_xlabel(rows["throughput_unit"].iloc[0] + " (median)")
         title = "Samples/s at batch %d (%s mode): %s" % (g["batch_size"], g["mode"], _where(g))
-        ax.set_title(title, fontsize="medium")
+        fig.suptitle(title, fontsize="medium")
         plots.append(Plot(_slug("throughput", g["spec"], g["variant"], g["mode"], g["device"], "b%d" % g["batch_size"],
                                 len(plots)), title,
                           "Samples per second at the median %s (%s mode, batch %d); whiskers: samples per second at "
@@ -140,7 +144,7 @@ def accuracy_vs_time(samples):
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
         title = "Test accuracy vs wall time, batch %d: %s" % (g["batch_size"], _where(g))
-        ax.set_title(title, fontsize="medium")
+        fig.suptitle(title, fontsize="medium")
         plots.append(Plot(_slug("accuracy-vs-time", g["spec"], g["variant"], g["device"], "b%d" % g["batch_size"],
                                 len(plots)), title,
                           "Test accuracy after each epoch against the wall time of the training loops up to that "
