@@ -56,6 +56,19 @@ def _short(image_id):
     return image_id.split(":")[-1][:12] if isinstance(image_id, str) else ""
 
 
+def bundle_table(bundles):
+    """One row per bundle: id, spec and its hash, when, suite version and commit, job counts, command."""
+    rows = []
+    for body in bundles:
+        suite, git = body.get("suite") or {}, (body.get("suite") or {}).get("git") or {}
+        commit = (git.get("commit") or "")[:12] or "unknown commit"
+        commit += ", dirty" if git.get("dirty") else ""
+        rows.append([body["id"], "%s (sha256 %s)" % (body["spec"]["name"], body["spec"]["sha256"][:12]),
+                     body.get("created"), "%s (%s)" % (suite.get("version"), commit),
+                     ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()), body.get("command")])
+    return _table("Bundles", pd.DataFrame(rows, columns=["bundle", "spec", "created", "suite", "jobs", "command"]))
+
+
 def environment(bundles, summary):
     """Two tables: hardware and framework versions of the studies vs here; the images used here."""
     measured = set(zip(summary["spec"], summary["variant"]))
@@ -118,14 +131,27 @@ def results(summary):
             "perplexity": rows["final_perplexity"].map(_fmt),
             "total s": rows["total_seconds"].map(lambda v: _fmt(v, "%.1f")),
             "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
-            "parameters": rows["parameters"].map(lambda v: format(v, ",") if pd.notna(v) else ""),
+            "parameters": [_parameters(*p) for p in zip(rows["parameters"], rows["parameters_equivalent"],
+                                                          rows["parameters_expected"])],
             "reason": rows["reason"].fillna("") + ("; remedy: " + rows["remedy"]).fillna(""),
         })
-        title = "%s, %s mode" % (spec, mode)
+        title, note = "%s, %s mode" % (spec, mode), ""
         if len(quantity):
             title += ": %s (%s)" % (quantity.iloc[0], unit.iloc[0])
-        out.append(_table(title, frame, "median, IQR and CI of the timed quantity over every measured sample."))
+            note = "median, IQR and 95%% CI of the %s over every measured sample." % quantity.iloc[0]
+        out.append(_table(title, frame, note))
     return out
+
+
+def _parameters(measured, equivalent, expected):
+    """'62,378,344'; the count under a declared convention where it differs ('6,174,480 (6,182,672 by
+    convention)'), and the spec's count where that differs too ('... (spec: 62,378,344)')."""
+    if pd.isna(measured):
+        return ""
+    text, compared = format(measured, ","), measured
+    if pd.notna(equivalent) and equivalent != measured:
+        text, compared = text + " (%s by convention)" % format(equivalent, ","), equivalent
+    return text + (" (spec: %s)" % format(expected, ",") if pd.notna(expected) and expected != compared else "")
 
 
 def _fmt_int(value):
@@ -187,7 +213,8 @@ def context(bundle_dirs, summary, samples):
     cells = compare.against_published(summary)
     ranks = compare.ranking(cells)
     return {
-        "bundles": bundles,
+        "bundle_ids": [b["id"] for b in bundles],
+        "bundles": bundle_table(bundles),
         "environment": environment(bundles, summary),
         "results": results(summary),
         "comparison": comparison(cells) if len(cells) else None,
