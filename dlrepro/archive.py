@@ -41,6 +41,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from dlrepro import REPO_ROOT, __version__
+from dlrepro.bundle import locate
 from dlrepro.errors import DlreproError
 from dlrepro.files import sha256_file
 
@@ -109,16 +110,6 @@ class Verified:
 
 
 # ---------------------------------------------------------------- finding what the bundle references
-
-def resolve_bundle(bundle):
-    """The bundle folder: a path, or a bundle id under results/."""
-    path = Path(bundle)
-    for candidate in (path, REPO_ROOT / "results" / bundle):
-        if (candidate / "bundle.json").is_file():
-            return candidate
-    raise ArchiveError("%s: no bundle.json there; give a bundle folder (e.g. results/<bundle-id>) or the id of "
-                       "one under results/" % bundle)
-
 
 def _git(*args):
     proc = subprocess.run(["git", "-C", str(REPO_ROOT)] + list(args), capture_output=True)
@@ -360,7 +351,7 @@ def write_tar(out, top, members, mtime):
 
 def create(bundle, out=None, images=False, license_id=DEFAULT_LICENSE, author=None, log=print):
     """Archive a bundle (folder or id) into one tar.gz; returns Created(path, bundle_id, members, warnings)."""
-    bundle_dir = resolve_bundle(bundle)
+    bundle_dir = locate(bundle)
     try:
         body = json.loads((bundle_dir / "bundle.json").read_text())
         bundle_id = body["id"]
@@ -594,7 +585,11 @@ def check_schema(bundle_dir, body):
     except ImportError:
         validate = None
     if validate is not None and hasattr(validate, "check"):
-        return "dlrepro.validate", [_as_problem(p) for p in validate.check(bundle_dir)]
+        try:
+            return "dlrepro.validate", [_as_problem(p) for p in validate.check(bundle_dir)]
+        except Exception as exc:  # a damaged bundle can stop a check midway; what stopped it is the problem
+            return "dlrepro.validate", [Problem("schema", "bundle", "dlrepro.validate stopped on the damaged "
+                                                "bundle: %s: %s" % (exc.__class__.__name__, exc))]
     problems = []
     schema = body.get("schema")
     if not (isinstance(schema, str) and schema.startswith("dlrepro.bundle/")):

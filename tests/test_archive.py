@@ -1,5 +1,6 @@
 """invoke archive / verify: a real bundle round-trips, and tampering with any byte is caught and named."""
 import hashlib
+import importlib.util
 import io
 import json
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dlrepro import REPO_ROOT, archive
+from dlrepro.errors import DlreproError
 
 
 def _real_bundle():
@@ -59,6 +61,7 @@ def test_round_trip_and_crate_lists_every_file(archived, tmp_path):
     result = archive.verify(archived.path)
     assert result.ok, "\n".join(map(str, result.problems))
     assert result.bundle_id == archived.bundle_id and result.files == len(archived.members)
+    assert result.schema_checker == ("dlrepro.validate" if importlib.util.find_spec("dlrepro.validate") else "built-in")
 
     out = tmp_path / "unpacked"
     with tarfile.open(archived.path) as tar:
@@ -173,7 +176,7 @@ def test_unsafe_members_are_rejected_and_not_extracted(tmp_path):
 
 
 def test_verify_and_archive_name_the_file_on_user_errors(tmp_path):
-    with pytest.raises(archive.ArchiveError, match="no bundle.json"):
+    with pytest.raises(DlreproError, match="no bundle.json"):
         archive.create(tmp_path, tmp_path / "x.tar.gz")
     with pytest.raises(archive.ArchiveError, match="no such archive"):
         archive.verify(tmp_path / "nothing.tar.gz")
