@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlrepro import REPO_ROOT, compare, plots, tables
+from dlrepro import bundle, compare, plots, tables
 from dlrepro.errors import DlreproError
 
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro", "templates"), trim_blocks=True,
@@ -195,13 +195,9 @@ def ranking(ranks):
 
 
 def bundle_folders(names):
-    """Bundle folders from paths or bundle ids under results/, in order, each once."""
+    """Bundle folders from paths or bundle ids under results/ (bundle.locate), in order, each once."""
     folders = []
-    for name in names:
-        found = next((p for p in (Path(name), REPO_ROOT / "results" / name) if (p / "bundle.json").is_file()), None)
-        if found is None:
-            raise DlreproError("%s: no bundle.json there; give a bundle folder (results/<bundle-id>) or a bundle id"
-                               % name)
+    for found in map(bundle.locate, names):
         if found.resolve() not in {f.resolve() for f in folders}:
             folders.append(found)
     return folders
