@@ -24,7 +24,7 @@ and the gzip header has no name or time, so one bundle archives to the same byte
 (absolute paths, '..', links, devices, duplicates), hashes every member, extracts all but the
 image tars to a temporary folder, and then checks MANIFEST.sha256, the bundle's SHA256SUMS, the
 RO-Crate's sha256 values, the specs against bundle.json, each image tar's config digest against
-its recorded image ID, and the bundle's schema (``dlrepro.validate.check`` where present).
+its recorded image ID, and the bundle's schema (``dlrepro.validate.check``).
 """
 import gzip
 import hashlib
@@ -40,7 +40,7 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import unquote
 
-from dlrepro import REPO_ROOT, __version__
+from dlrepro import REPO_ROOT, __version__, validate
 from dlrepro.bundle import locate
 from dlrepro.errors import DlreproError
 from dlrepro.files import sha256_file
@@ -102,7 +102,6 @@ class Verified:
     bundle_id: str | None
     files: int
     problems: list
-    schema_checker: str
 
     @property
     def ok(self):
@@ -565,42 +564,10 @@ def check_images(body, digests):
     return problems
 
 
-def _as_problem(p):
-    """A problem of dlrepro.validate (object, mapping or tuple) as a Problem with a path below <bundle-id>/."""
-    if isinstance(p, Problem):
-        check, file, message = p.check, p.file, p.message
-    elif isinstance(p, dict):
-        check, file, message = p.get("check"), p.get("file"), p.get("message")
-    elif isinstance(p, tuple):
-        check, file, message = (tuple(p) + (None, None, None))[:3]
-    else:
-        check, file, message = getattr(p, "check", "schema"), getattr(p, "file", None), getattr(p, "message", str(p))
-    return Problem("schema/%s" % check, "bundle/%s" % file if file else "bundle", str(message))
-
-
-def check_schema(bundle_dir, body):
-    """('dlrepro.validate' or 'built-in', problems) for the extracted bundle folder."""
-    try:
-        from dlrepro import validate
-    except ImportError:
-        validate = None
-    if validate is not None and hasattr(validate, "check"):
-        try:
-            return "dlrepro.validate", [_as_problem(p) for p in validate.check(bundle_dir)]
-        except Exception as exc:  # a damaged bundle can stop a check midway; what stopped it is the problem
-            return "dlrepro.validate", [Problem("schema", "bundle", "dlrepro.validate stopped on the damaged "
-                                                "bundle: %s: %s" % (exc.__class__.__name__, exc))]
-    problems = []
-    schema = body.get("schema")
-    if not (isinstance(schema, str) and schema.startswith("dlrepro.bundle/")):
-        problems.append(Problem("schema", "bundle/bundle.json", "schema %r is not a dlrepro.bundle version" % schema))
-    for key in ("id", "spec", "images", "jobs", "suite", "created", "finished"):
-        if key not in body:
-            problems.append(Problem("schema", "bundle/bundle.json", "no %r field" % key))
-    if body.get("id") != bundle_dir.name:
-        problems.append(Problem("schema", "bundle/bundle.json", "id %r is not the archive's folder %r"
-                                % (body.get("id"), bundle_dir.name)))
-    return "built-in", problems
+def check_schema(bundle_dir):
+    """What dlrepro.validate finds in the extracted bundle, its SHA256SUMS aside (checked above)."""
+    return [Problem("schema/%s" % p.check, "bundle/%s" % p.file, p.message)
+            for p in validate.check(bundle_dir) if p.check != "checksums"]
 
 
 def read_listings(root, actual):
@@ -642,13 +609,13 @@ def check_checksums(actual, manifest, sums, crate):
 
 
 def check_bundle(root, top, actual, digests, scratch):
-    """(schema checker, problems) of bundle.json, the specs and image tars against it, and the bundle's schema."""
+    """Problems of bundle.json, the specs and image tars against it, and the bundle's schema."""
     try:
         body = json.loads((root / "bundle" / "bundle.json").read_text())
         if not isinstance(body, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
-        return "none", [Problem("schema", "bundle/bundle.json", "unreadable (%s)" % exc)]
+        return [Problem("schema", "bundle/bundle.json", "unreadable (%s)" % exc)]
     problems = []
     if body.get("id") != top:
         problems.append(Problem("schema", "bundle/bundle.json", "id %r, but the archive's folder is %r"
@@ -657,8 +624,7 @@ def check_bundle(root, top, actual, digests, scratch):
     bundle_dir = scratch / top  # validate sees a folder named as the bundle
     bundle_dir.parent.mkdir(parents=True, exist_ok=True)
     os.rename(root / "bundle", bundle_dir)
-    checker, more = check_schema(bundle_dir, body)
-    return checker, problems + more
+    return problems + check_schema(bundle_dir)
 
 
 def verify(archive):
@@ -670,9 +636,8 @@ def verify(archive):
         root = Path(tmp) / "archive"
         top, actual, digests, problems = read_archive(archive, root)
         if top is None:
-            return Verified(archive, None, 0, problems, "none")
+            return Verified(archive, None, 0, problems)
         manifest, sums, crate, more = read_listings(root, actual)
         problems += more + check_checksums(actual, manifest, sums, crate)
-        checker, more = check_bundle(root, top, actual, digests, Path(tmp) / "bundle")
-        problems += more
-    return Verified(archive, top, len(actual), list(dict.fromkeys(problems)), checker)
+        problems += check_bundle(root, top, actual, digests, Path(tmp) / "bundle")
+    return Verified(archive, top, len(actual), list(dict.fromkeys(problems)))

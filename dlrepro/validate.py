@@ -80,7 +80,11 @@ def jobs(folder, body):
                 problems.append(Problem("jobs", "%s/%s" % (job_dir, name), "missing"))
         if not (folder / job_dir / "result.json").is_file():
             continue
-        result = json.loads((folder / job_dir / "result.json").read_text())
+        try:
+            result = json.loads((folder / job_dir / "result.json").read_text())
+        except ValueError as exc:
+            problems.append(Problem("jobs", job_dir + "/result.json", "not JSON (%s)" % exc))
+            continue
         statuses.append(result.get("status"))
         if result.get("schema") != RESULT_SCHEMA:
             problems.append(Problem("jobs", job_dir + "/result.json", "schema %r is not %r"
@@ -146,8 +150,8 @@ CHECKS = (checksums, bundle, spec, jobs, table_files, statistics)
 def check(folder):
     """Every problem of the bundle in ``folder`` as Problem(check, file, message); [] when it is valid.
 
-    Later checks that need what an earlier check found broken are not run (a bundle.json that
-    does not parse stops every check that reads it)."""
+    A bundle.json that does not parse stops every check that reads it; a damaged file that stops
+    one check is reported as that check's problem, and the other checks go on."""
     folder = Path(folder)
     try:
         body = json.loads((folder / "bundle.json").read_text())
@@ -157,5 +161,9 @@ def check(folder):
     for step in CHECKS:
         if body is None and step is not checksums and step is not bundle:
             continue
-        problems += step(folder, body)
+        try:
+            problems += step(folder, body)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged file stops this check, not the others
+            problems.append(Problem(step.__name__, getattr(exc, "filename", None) or "bundle",
+                                    "could not be checked: %s: %s" % (type(exc).__name__, exc)))
     return problems
