@@ -1,5 +1,6 @@
 """`invoke report`: Markdown and self-contained HTML reports of real bundles, opened in headless Chromium."""
 import base64
+import json
 import os
 import re
 import shutil
@@ -136,6 +137,14 @@ def test_comparison_and_ranking_verdicts(made, page):
     assert len(ranks) == 1 and ranks["measured order"].iloc[0] == "cntk, caffe, mxnet, tensorflow"
     assert ranks["verdict"].iloc[0] in ("holds", "partly holds", "does not hold")
     assert "Kendall's tau = %s" % ranks["Kendall tau"].iloc[0] in unescape(made.html.read_text())
+
+
+def test_environment_names_gpus_and_driver_of_a_gpu_host():
+    body = json.loads((ALEXNET / "bundle.json").read_text())
+    body["host"]["gpus"] = [{"index": 0, "name": "NVIDIA H200", "driver": "580.95.05", "capability": "9.0"}]
+    side, _ = report.environment([body], tables.summary(ALEXNET))
+    here = [row for row in side.rows if row[0] == "here"]
+    assert len(here) == 1 and "NVIDIA H200 (driver 580.95.05)" in here[0][1]
 
 
 def test_html_embeds_every_figure_as_png_and_is_self_contained(made, page):
