@@ -9,7 +9,7 @@ import json
 from invoke import Collection, Exit, task
 
 from dlrepro import REPO_ROOT
-from dlrepro.console import RichReporter, console, layer_summary, summary_table, user_errors
+from dlrepro.console import RichReporter, console, layer_summary, summary_frame, summary_table, user_errors
 
 OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
                 "timeout_s": "--timeout"}
@@ -270,4 +270,132 @@ def lock(c, image=""):
             console.print("locked %s" % locks.compile_lock(entry, find_links).relative_to(REPO_ROOT))
 
 
-ns = Collection(build, run, specs, lock, Collection("datasets", datasets_list, datasets_fetch))
+@task(help={"bundle": "a bundle folder (results/<bundle-id>) or a bundle id under results/"})
+def validate(c, bundle):
+    """Check a bundle against its schema, one check per concern (checksums, bundle.json, spec hash, jobs,
+    tables, statistics); exit status 1 when any check fails."""
+    from dlrepro import bundle as bundles, validate as checks
+
+    with user_errors():
+        folder = bundles.locate(bundle)
+        problems = checks.check(folder)
+        for p in problems:
+            console.print("[red]%s[/] %s: %s" % (p.check, p.file, p.message))
+        if problems:
+            console.print("[red]invalid:[/] %s: %d problem(s)" % (folder, len(problems)))
+            raise Exit(code=1)
+        console.print("[green]valid[/] %s: %s" % (folder, ", ".join(c.__name__ for c in checks.CHECKS)))
+
+
+@task(help={"bundles": "bundle folders or ids, comma-separated",
+            "out": "folder for summary.parquet, summary.csv and samples.parquet (default: print the summary only)"})
+def merge(c, bundles, out=""):
+    """Merge bundles (machines, suite versions) into one summary and one samples table.
+
+    A bundle given twice is read once; the same job measured in several bundles is kept each
+    time, numbered in the columns measurement / measurements."""
+    from pathlib import Path
+
+    from dlrepro import bundle as bundlesmod, tables
+
+    with user_errors():
+        summary, samples = tables.merge([bundlesmod.locate(b) for b in _list(bundles) or []], with_samples=bool(out))
+        if out:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            tables.write(out, summary.to_dict("records"), samples.to_dict("records"))
+            console.print("wrote %s: %d jobs, %d samples" % (out, len(summary), len(samples)))
+        console.print(summary_frame(summary, ["bundle_id", "job_id", "device_name", "framework_version", "status",
+                                              "median", "throughput", "measurement", "measurements"],
+                                    "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary))))
+
+
+@task(help={"bundle": "the bundle to compare (folder or id)",
+            "against": "'published' (the spec's published references, default) or another bundle (folder or id): "
+                       "then BUNDLE is B, the one checked for regressions against it",
+            "min-effect": "smallest relative change of the median reported as a change (default 0.05 = 5%)",
+            "alpha": "significance level of the Mann-Whitney U test (default 0.01)"})
+def compare(c, bundle, against="published", min_effect=0.05, alpha=0.01):
+    """Compare a bundle with the published numbers (ratio and verdict per cell, ranking with Kendall's
+    tau), or with another bundle (Mann-Whitney U on the timed iterations, minimum effect)."""
+    from dlrepro import bundle as bundlesmod, compare as comparemod, tables
+    from dlrepro.references import Reference
+
+    with user_errors():
+        folder = bundlesmod.locate(bundle)
+        if against != "published":
+            base = bundlesmod.locate(against)
+            rows = comparemod.against_bundle(tables.samples(base), tables.samples(folder), min_effect, alpha)
+            console.print(summary_frame(rows, list(rows.columns), "%s (B) against %s (A)" % (folder.name, base.name)))
+            return
+        resolved = json.loads((folder / "bundle.json").read_text())["spec"]["resolved"]
+        references = {resolved["name"]: [Reference.model_validate(r) for r in resolved.get("references") or []]}
+        cells = comparemod.against_published(tables.summary(folder), references)
+        if cells.empty:
+            console.print("no job of %s matches a published reference of spec %s" % (folder.name, resolved["name"]))
+            return
+        console.print(summary_frame(cells, ["variant", "batch_size", "framework", "metric", "measured", "published",
+                                            "ratio", "verdict", "published_framework", "published_hardware",
+                                            "measured_hardware"], "%s against the published references" % folder.name))
+        for sentence in comparemod.ranking(cells)["sentence"]:
+            console.print("- " + sentence)
+
+
+@task(help={
+    "bundle": "a bundle folder (results/<bundle-id>) or a bundle id under results/",
+    "out": "the archive to write (default: ./<bundle-id>.tar.gz)",
+    "images": "also `docker save` the bundle's images, by the image IDs bundle.json records (large)",
+    "license": "SPDX id of the results' license, recorded in the RO-Crate (default CC-BY-4.0)",
+    "author": "name of the person archiving, recorded as the run's agent in the RO-Crate",
+})
+def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author=""):
+    """Archive a bundle into one tar.gz: the bundle, its exact specs, lock inputs, RO-Crate metadata, a manifest.
+
+    `invoke verify ARCHIVE` rechecks it anywhere, years later."""
+    from dlrepro import archive as archives
+
+    with user_errors():
+        made = archives.create(bundle, out or None, images, license, author or None,
+                               log=lambda m: console.print("[dim]%s[/]" % m))
+        for warning in made.warnings:
+            console.print("[yellow]warning:[/] %s" % warning)
+        console.print("archive: %s (%d files, %.1f MB)" % (made.path, len(made.members),
+                                                          made.path.stat().st_size / 1e6))
+
+
+@task(help={"archive": "a tar.gz written by `invoke archive`"})
+def verify(c, archive):
+    """Recheck an archive: every checksum (manifest, the bundle's SHA256SUMS, RO-Crate) and the bundle's schema.
+
+    Exit status 1 when any check fails; each problem names its file."""
+    from dlrepro import archive as archives
+
+    with user_errors():
+        result = archives.verify(archive)
+        for p in result.problems:
+            console.print("[red]%s[/]: %s: %s" % (p.file, p.check, p.message))
+        if not result.ok:
+            console.print("[red]verify failed:[/] %d problem(s) in %d file(s) of %s" % (
+                len(result.problems), len({p.file for p in result.problems}), result.archive))
+            raise Exit(code=1)
+        console.print("[green]ok[/] %s: %d files; MANIFEST.sha256, SHA256SUMS and the RO-Crate agree; the bundle is "
+                      "valid (invoke validate's checks)" % (result.bundle_id, result.files))
+
+
+@task(help={
+    "bundles": "bundle folders (results/<bundle-id>) or bundle ids, comma-separated",
+    "out": "folder for report.html, report.md and figures/ (default: reports/<first bundle id>[+N])",
+})
+def report(c, bundles, out=""):
+    """Write a report of bundles: report.md (figures beside it) and a self-contained report.html.
+
+    Environment (the studies' vs here), results, comparison with the published values, ranking
+    verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time."""
+    from dlrepro import report as reports
+
+    with user_errors():
+        made = reports.write(_list(bundles) or [], out or None)
+        for path in [made.html, made.markdown] + made.figures:
+            console.print(str(path))
+
+
+ns = Collection(build, run, specs, lock, validate, merge, compare, archive, verify, report, Collection("datasets", datasets_list, datasets_fetch))
