@@ -1,4 +1,7 @@
 """Comparison with published references (ratios, verdicts, ranking with Kendall's tau) and between bundles."""
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -104,3 +107,28 @@ def test_unknown_metrics_and_ranges_are_not_compared():
     assert compare.metric_kind("wall_time_5_epochs") == "time" and compare.metric_kind("images_per_second") == "rate"
     row = pd.Series(_imdb_row("torch", 10.0, 0.9)).to_frame().T.astype({"epochs": "Int64"}).iloc[0]
     assert compare.measured_value(row, "training_wall_time_10_epochs") is None  # 3 epochs measured, not 10
+
+
+def invoke(*args):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=120,
+                          cwd=REPO_ROOT)
+
+
+def test_invoke_compare_prints_ratios_verdicts_and_the_ranking():
+    done = invoke("compare", ALEXNET.name)
+    assert done.returncode == 0, done.stderr
+    assert "31.63" in done.stdout and "not comparable" in done.stdout  # CNTK: 1.107 s here / 0.035 s published
+    assert "Kendall's tau = -0.55 (p = 0.28, n = 4): the study's conclusion does not hold here" in done.stdout
+
+
+def test_invoke_compare_against_another_bundle_and_merge(tmp_path):
+    from tests.test_tables import rewrite
+
+    again = rewrite(ALEXNET, tmp_path, "1" * 64)
+    done = invoke("compare", str(again), "--against", str(ALEXNET))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("no change") == 7  # the same samples: no regression
+    merged = tmp_path / "merged"
+    done = invoke("merge", "%s,%s" % (ALEXNET, again), "--out", str(merged))
+    assert done.returncode == 0 and "wrote %s: 14 jobs, 336 samples" % merged in done.stdout.replace("\n", "")
+    assert tables.read(merged, "summary")["framework"].value_counts()["cntk"] == 2

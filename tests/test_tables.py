@@ -109,3 +109,14 @@ def test_merged_tables_write_and_read_back_with_the_schema(bundle, tmp_path):
     back = pq.read_table(out / "summary.parquet").to_pandas()
     assert tables.schema_of(out / "summary.parquet") == tables.SCHEMA
     assert back["median"].tolist() == summary["median"].tolist() and "measurement" not in back.columns
+
+
+def test_invoke_validate_exits_1_naming_the_changed_file(bundle):
+    from tests.test_compare import invoke
+
+    assert invoke("validate", str(bundle)).returncode == 0
+    log = bundle / "jobs" / "alexnet-s.jax.cpu.b16" / "job.json"
+    log.write_text(log.read_text() + " ")
+    done = invoke("validate", str(bundle))
+    assert done.returncode == 1
+    assert "checksums jobs/alexnet-s.jax.cpu.b16/job.json: SHA-256 differs from SHA256SUMS" in done.stdout
