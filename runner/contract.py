@@ -13,7 +13,26 @@ job.json (host -> runner), schema ``dlrepro.job/1``:
   clip_norm}), loss {name: "softmax_cross_entropy" | "sigmoid_binary_cross_entropy", reduction: "mean" |
   "sum_over_time"}, batch_size, warmup, iterations, repeats (throughput), epochs,
   max_iterations_per_epoch, test_complete_batches (convergence), inference_batches, untimed_passes
-  (inference), threads (null: the framework's choice), precision ("fp32"), cudnn_autotune, seed, timeout_s.
+  (inference), threads (null: the framework's choice), seed, timeout_s, and the measurement options
+  (OPTION_DEFAULTS; a runner takes a missing one as its default):
+    precision      "fp32" | "tf32" | "bf16" | "fp16". "fp32" is true fp32: TF32 off for matrix products
+                   AND convolutions. The studies' GPUs (K80, P100, GTX 1080) had no TF32, so this is the
+                   faithful default; note that frameworks' own defaults differ on TF32-capable GPUs
+                   (Ampere and later): PyTorch lets cuDNN convolutions use TF32 by default
+                   (torch.backends.cudnn.allow_tf32 = True) but not matmuls (cuda.matmul.allow_tf32 =
+                   False); TensorFlow enables TF32 for both by default; JAX's default matmul precision
+                   on GPUs is TF32-like. "tf32": TF32 on for both. "bf16" / "fp16": automatic mixed
+                   precision (torch.autocast; fp16 with a gradient scaler), parameters and optimizer in
+                   fp32, TF32 off for what stays fp32.
+    cudnn_autotune true (default; DLF's lesson 3) | false: cuDNN picks algorithms by benchmarking.
+    layout         "default" (the adapter's: NCHW in PyTorch; see each adapter) | "channels_last"
+                   (NHWC memory layout of images and convolution weights).
+    compile        false (default) | true: torch.compile the model (PyTorch only).
+    cuda_graphs    false (default); no adapter captures CUDA graphs yet (true is refused).
+    allow_ptx_jit  false (default) | true: run a CUDA job whose framework build has no kernels for the
+                   GPU but PTX for an older architecture (the driver JIT-compiles it); marked ptx_jit.
+  cuda_archs (the image matrix's table of the architectures the build ships, for frameworks that
+  cannot report it; [] = unknown), timer ("auto" | "host_sync"; see runner.measure).
   JOB_KEYS are the keys every runner needs; the others have defaults.
 
 result.json (runner -> host), schema ``dlrepro.result/1``:
@@ -25,6 +44,19 @@ result.json (runner -> host), schema ``dlrepro.result/1``:
   test_accuracy | perplexity, ...}], total_seconds, test_batches, final_test_accuracy, final_perplexity},
   inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...},
   started, finished (UTC ISO 8601).
+  timing also has timer ("host_sync" | "device_events") and repeat_wall_seconds (throughput).
+  options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
+  cuda_graphs, allow_ptx_jit) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
+  own kernels). What each option did in the framework is in environment (tf32 {matmul, cudnn},
+  autocast, layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability}).
+  telemetry (runner.telemetry; cuda jobs): status "ok" | "unavailable", reason, window,
+  interval_s, device {nvml_index, name, uuid, pci_bus_id, driver, nvml_version, power_limit_w,
+  max_sm_clock_mhz, max_memory_clock_mhz, persistence_mode}, samples {t_s, sm_clock_mhz,
+  memory_clock_mhz, power_w, temperature_c, gpu_util_pct, memory_util_pct, reasons (NVML clock
+  event bit masks)}, summary {field: {min, median, max}}, reasons_seen {name: samples},
+  violation_s {power, thermal}, throttled (true: power cap, HW slowdown, SW/HW thermal or power
+  brake held the clocks during the measured window; null when unavailable), throttle_reasons.
+  A job that cannot run as asked here is "skipped" with reason and remedy (runner.archs.Refused).
 
 The host writes results itself only for jobs that never reached a runner (skipped,
 or a container that could not start) and uses ``new_result`` for that too.
@@ -35,6 +67,10 @@ import os
 
 JOB_SCHEMA = "dlrepro.job/1"
 RESULT_SCHEMA = "dlrepro.result/1"
+OPTION_DEFAULTS = {"precision": "fp32", "cudnn_autotune": True, "layout": "default", "compile": False,
+                   "cuda_graphs": False, "allow_ptx_jit": False}
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+LAYOUTS = ("default", "channels_last")
 JOB_KEYS = ("schema", "id", "framework", "device", "mode", "model", "data", "optimizer", "batch_size",
             "warmup", "iterations", "repeats", "epochs", "threads", "precision", "seed")
 
@@ -59,6 +95,13 @@ def check_job(job):
         raise ContractError("job %s lacks %s" % (job.get("id"), ", ".join(missing)))
 
 
+def job_options(job):
+    """The measurement options of ``job``, defaults filled in, plus ptx_jit (decided when the job runs)."""
+    options = dict((k, job.get(k, v)) for k, v in OPTION_DEFAULTS.items())
+    options["ptx_jit"] = False
+    return options
+
+
 def new_result(job_id, status, reason=None, remedy=None, error=None):
     """A result.json body with every top-level key present."""
     return {
@@ -75,6 +118,8 @@ def new_result(job_id, status, reason=None, remedy=None, error=None):
         "inference": None,
         "weights": None,
         "environment": {},
+        "options": None,
+        "telemetry": None,
         "started": None,
         "finished": None,
     }

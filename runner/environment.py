@@ -63,4 +63,6 @@ def describe():
         "cpu": {"model": cpu_model(), "usable_cpus": usable_cpus(), "flags": cpu_flags()},
         "thread_variables": dict((k, os.environ.get(k)) for k in THREAD_VARIABLES),
         "in_container": os.path.exists("/.dockerenv"),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "host_gpu": os.environ.get("DLREPRO_GPU"),
     }

@@ -2,9 +2,20 @@
 
 throughput   DLBench's quantity: seconds per mini-batch of one training iteration
              (forward, backward, update). Warm-up iterations run first and are kept
-             apart; then ``repeats`` runs of ``iterations`` measured iterations. The
-             device is synchronised before every clock read, so each sample is the
-             wall time of exactly one iteration.
+             apart; then ``repeats`` runs of ``iterations`` measured iterations. Each
+             sample is the time of exactly one iteration, taken one of two ways
+             (recorded as ``timing.timer``):
+             "host_sync": the device is synchronised before every host clock read
+             (perf_counter), so each sample is the wall time of one iteration; the
+             launch queue drains at every iteration boundary.
+             "device_events" (adapters with ``device_timer()``: PyTorch on CUDA):
+             an event is recorded in stream order at every iteration boundary and
+             read after one synchronisation at the end of the repeat; sample i is the
+             device timeline from the end of iteration i-1 to the end of iteration i
+             (idle gaps included), so the queue is never drained inside a repeat, as
+             in a plain training loop. The repeat's host wall time is kept beside it
+             (``repeat_wall_seconds``) as a cross-check.
+             GPU telemetry (runner.telemetry) is sampled while the measured repeats run.
 convergence  epochs over a real training set (shuffled per epoch from the job's seed,
              complete mini-batches only; a language model's stream in order, its state
              carried), evaluation after each epoch (test accuracy; perplexity for a
@@ -28,7 +39,7 @@ LOSS_CURVE_EVERY = 50  # iterations per point of a convergence run's loss curve
 
 
 def _timed(adapter, step, count):
-    """Run ``step()`` ``count`` times; returns (seconds per call, results)."""
+    """Run ``step()`` ``count`` times; returns (seconds per call, results), synchronising around each call."""
     seconds, results = [], []
     for _ in range(count):
         adapter.synchronize()
@@ -39,11 +50,28 @@ def _timed(adapter, step, count):
     return seconds, results
 
 
-def _timing(quantity, region, per_measurement, warmup, repeats):
+def _timing(quantity, region, per_measurement, warmup, repeats, timer="host_sync"):
     summary = stats.summarize_repeats(repeats)
     return {"quantity": quantity, "timed_region": region, "unit": "s", "samples_per_measurement": per_measurement,
-            "warmup_seconds": warmup, "repeats": repeats, "summary": summary,
+            "warmup_seconds": warmup, "repeats": repeats, "summary": summary, "timer": timer,
             "throughput": per_measurement / summary["median"], "throughput_unit": "samples/s"}
+
+
+def _repeat_timer(adapter, job):
+    """(name, f(step, count) -> (seconds per call, results)) for the measured repeats."""
+    device_timer = getattr(adapter, "device_timer", None)
+    timer = device_timer() if device_timer is not None and job.get("timer", "auto") != "host_sync" else None
+    if timer is not None:
+        return "device_events", timer
+    return "host_sync", lambda step, count: _timed(adapter, step, count)
+
+
+class _NoSampler(object):
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
 
 
 def _step_source(adapter, job, dataset):
@@ -75,23 +103,48 @@ def _epoch(dataset, batch_size, rng):
     return keys
 
 
-def throughput(adapter, job, dataset=None):
-    """Throughput mode; returns the result's ``timing`` and ``loss`` sections."""
+def throughput(adapter, job, dataset=None, sampler=None):
+    """Throughput mode; returns the result's ``timing`` and ``loss`` sections.
+
+    ``sampler`` (runner.telemetry.Sampler) runs while the measured repeats do.
+    """
+    sampler = sampler or _NoSampler()
     step, region = _step_source(adapter, job, dataset)
     adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
-    repeats, handles = [], []
-    for _ in range(job["repeats"]):
-        seconds, hs = _timed(adapter, step, job["iterations"])
-        repeats.append(seconds)
-        handles.extend(hs)
-    losses = adapter.losses(warm_handles[:1] + handles[-1:])
-    timing = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats)
+    name, timed = _repeat_timer(adapter, job)
+    repeats, walls, last = [], [], None
+    sampler.start()
+    try:
+        for _ in range(job["repeats"]):
+            adapter.synchronize()
+            start = time.perf_counter()
+            seconds, hs = timed(step, job["iterations"])
+            walls.append(time.perf_counter() - start)  # the timer synchronised at its end
+            repeats.append(seconds)
+            last = hs[-1:]  # only the last loss is kept: no device memory grows with the run
+    finally:
+        sampler.stop()
+    losses = adapter.losses(warm_handles[:1] + last)
+    timing = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name)
+    timing["repeat_wall_seconds"] = walls
     return timing, {"first": losses[0] if warm_handles else None, "last": losses[-1]}
 
 
-def convergence(adapter, job, dataset):
-    """Convergence mode; returns the result's ``timing``, ``loss`` and ``convergence`` sections."""
+def convergence(adapter, job, dataset, sampler=None):
+    """Convergence mode; returns the result's ``timing``, ``loss`` and ``convergence`` sections.
+
+    ``sampler`` runs from the first epoch's training loop to the last one's end.
+    """
+    sampler = sampler or _NoSampler()
+    sampler.start()
+    try:
+        return _convergence(adapter, job, dataset)
+    finally:
+        sampler.stop()
+
+
+def _convergence(adapter, job, dataset):
     batch_size = job["batch_size"]
     rng = np.random.RandomState(job.get("seed", 0))
     epochs, seconds, ends, elapsed_total = [], [], [], 0.0
@@ -134,8 +187,9 @@ def convergence(adapter, job, dataset):
     return timing, {"first": ends[0], "last": ends[-1]}, conv
 
 
-def inference(adapter, job):
-    """Inference mode; returns the result's ``timing`` and ``inference`` sections."""
+def inference(adapter, job, sampler=None):
+    """Inference mode; returns the result's ``timing`` and ``inference`` sections (``sampler``: the timed pass)."""
+    sampler = sampler or _NoSampler()
     batch_size, count = job["batch_size"], job["inference_batches"]
     x, _ = datamod.synthetic_batch(job["model"], batch_size * count, job["data"]["seed"])
     batches = [x[i:i + batch_size] for i in range(0, len(x), batch_size)]
@@ -153,10 +207,14 @@ def inference(adapter, job):
     for _ in range(job.get("untimed_passes", 1)):
         run_pass()
     adapter.synchronize()
-    start = time.perf_counter()
-    per_batch = run_pass()
-    adapter.synchronize()
-    wall = time.perf_counter() - start
+    sampler.start()
+    try:
+        start = time.perf_counter()
+        per_batch = run_pass()
+        adapter.synchronize()
+        wall = time.perf_counter() - start
+    finally:
+        sampler.stop()
     timing = _timing("seconds per mini-batch",
                      "copy of a mini-batch to the device + forward without gradients + copy of the outputs "
                      "back to the host", batch_size, [], [per_batch])

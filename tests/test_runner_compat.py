@@ -16,6 +16,7 @@ FRAMEWORK_MODULES = {
     "cntk_adapter.py": {"cntk"},
     "caffe_adapter.py": {"caffe"},
     "caffe2_adapter.py": {"caffe2"},
+    "telemetry.py": {"pynvml"},  # optional: nvidia-ml-py, pure ctypes; "unavailable: reason" without it
 }
 
 

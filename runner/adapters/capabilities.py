@@ -34,6 +34,13 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
+# measurement options each adapter implements (runner.contract.OPTION_DEFAULTS); the rest take the defaults only
+_ALL = {"precision": ("fp32", "tf32", "bf16", "fp16"), "layout": ("default", "channels_last"), "compile": (False, True)}
+OPTIONS = {
+    "torch": _ALL,
+    "jax": {"precision": ("fp32", "tf32"), "layout": ("default", "channels_last")},
+}
+OPTION_NOTES = {"cuda_graphs": "no adapter captures CUDA graphs yet"}
 WEIGHT_FORMAT_NOTES = {
     "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
 }
@@ -68,4 +75,23 @@ def unsupported(framework, layers, loss, optimizer, weights_format):
     if weights_format is not None and weights_format not in caps["weights"]:
         return "%s cannot read %s weights: %s" % (framework, weights_format,
                                                   WEIGHT_FORMAT_NOTES.get(weights_format, "no reader"))
+    return None
+
+
+def unsupported_options(framework, job, device):
+    """Why ``framework``'s adapter cannot run ``job``'s measurement options on ``device``, or None."""
+    from runner.contract import OPTION_DEFAULTS
+
+    have = OPTIONS.get(framework, {})
+    problems = []
+    for name in ("precision", "layout", "compile", "cuda_graphs"):
+        value = job.get(name, OPTION_DEFAULTS[name])
+        if value != OPTION_DEFAULTS[name] and value not in have.get(name, ()):
+            note = OPTION_NOTES.get(name)
+            problems.append("%s=%s (the %s adapter has %s)" % (
+                name, value, framework, note or ", ".join(str(v) for v in have.get(name, (OPTION_DEFAULTS[name],)))))
+    if device != "cuda" and job.get("precision", "fp32") == "tf32":
+        problems.append("precision=tf32 on %s (TF32 is a mode of NVIDIA GPUs' matrix units)" % device)
+    if problems:
+        return "the %s adapter cannot run %s" % (framework, "; ".join(problems))
     return None
