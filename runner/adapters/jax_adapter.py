@@ -5,7 +5,9 @@ parameters and state (batch-norm running statistics, carried recurrent state); t
 whole training step (forward, backward, optax update) is one ``jax.jit``-compiled XLA
 program, so XLA is on by construction (recorded). Images are NHWC with HWIO kernels on
 the CPU, where XLA's convolutions run fastest so, and NCHW with OIHW kernels on GPUs
-(recorded as the layout). Layers follow PyTorch's definitions and default initialisation
+(recorded as the layout; job["layout"] "channels_last" asks for NHWC on GPUs too). Precision
+"fp32" sets the default matmul precision to "highest" (true fp32: JAX's own default on GPUs
+with TF32 is TF32-like); "tf32" sets "tensorfloat32". Layers follow PyTorch's definitions and default initialisation
 (U(-1/sqrt(fan_in), 1/sqrt(fan_in)); LSTM/GRU with two bias vectors, gates i, f, g, o and
 r, z, n), so the counts equal the spec's. Caffe's ceil pooling pads the bottom and right;
 averages divide by the window's cells inside the symmetric padding.
@@ -292,24 +294,34 @@ class Adapter(object):
 
     def __init__(self, job):
         self.job = job
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
-        jax.config.update("jax_default_matmul_precision", "highest")  # true fp32: no TF32 on GPUs
+        precision = job.get("precision", "fp32")
+        if precision not in ("fp32", "tf32"):
+            raise UnsupportedError("jax adapter has no precision %r" % precision)
+        self.matmul_precision = "tensorfloat32" if precision == "tf32" else "highest"  # highest: no TF32 on GPUs
+        jax.config.update("jax_default_matmul_precision", self.matmul_precision)
         platform = "gpu" if job["device"] == "cuda" else "cpu"
         try:
             self.device = jax.devices(platform)[0]
         except RuntimeError:
             raise UnsupportedError("the job asks for %s and JAX sees none" % platform)
         self.key = jax.device_put(jax.random.PRNGKey(job.get("seed", 0)), self.device)
-        self.channels_last = platform == "cpu"
+        self.channels_last = platform == "cpu" or job.get("layout", "default") == "channels_last"
+        self.build_name = "jaxlib %s" % getattr(__import__("jaxlib"), "__version__", "?")
         self.last = None
+
+    def gpu_capability(self):
+        """(GPU name, compute capability "X.Y") of the job's GPU; None on the CPU or when JAX does not say."""
+        capability = getattr(self.device, "compute_capability", None)
+        if self.device.platform != "gpu" or not capability:
+            return None
+        return getattr(self.device, "device_kind", "GPU"), str(capability)
 
     def environment(self):
         import jaxlib
 
         return {"framework": "jax", "framework_version": jax.__version__, "jaxlib": jaxlib.__version__,
                 "optax": optax.__version__, "device": str(self.device), "platform": self.device.platform,
-                "xla": True, "matmul_precision": "highest", "layout": "NHWC" if self.channels_last else "NCHW",
+                "xla": True, "matmul_precision": self.matmul_precision, "layout": "NHWC" if self.channels_last else "NCHW",
                 "threads": None, "cuda": None, "cudnn": None}
 
     def build(self):

@@ -135,8 +135,22 @@ class Adapter(object):
         tf.config.experimental.enable_tensor_float_32_execution(False)
         keras.utils.set_random_seed(job.get("seed", 0))
         self.device = "/GPU:0" if job["device"] == "cuda" else "/CPU:0"
+        self.build_name = "tensorflow %s" % tf.__version__
         self.channels_first = job["device"] == "cuda"
         self.named, self.recurrent, self.made, self.last = {}, [], [], None
+
+    def cuda_archs(self):
+        """The architectures this TensorFlow build ships (sm_XY cubins, compute_XY PTX), as its build info says."""
+        return list(tf.sysconfig.get_build_info().get("cuda_compute_capabilities") or [])
+
+    def gpu_capability(self):
+        """(GPU name, compute capability "X.Y") of the job's GPU; None on the CPU."""
+        gpus = tf.config.list_physical_devices("GPU")
+        if self.job["device"] != "cuda" or not gpus:
+            return None
+        details = tf.config.experimental.get_device_details(gpus[0])
+        capability = details.get("compute_capability")
+        return (details.get("device_name", "GPU"), "%d.%d" % tuple(capability)) if capability else None
 
     def environment(self):
         info = tf.sysconfig.get_build_info()

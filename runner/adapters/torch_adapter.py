@@ -4,10 +4,19 @@ Idioms: ``model.train()`` for training steps, ``model.eval()`` and ``torch.no_gr
 for evaluation and feature extraction; cuDNN autotuning (``cudnn.benchmark``)
 follows the job, on by default as DeepLearningFrameworks' README (lesson 3)
 recommends; recurrent layers are nn.LSTM / nn.GRU (cuDNN kernels on GPU).
-Precision "fp32" means true fp32: TF32 is switched off for matmuls and cuDNN
-convolutions, since the studies' GPUs (K80, P100, GTX 1080) had no TF32.
+
+Precision (job["precision"]): "fp32" means true fp32: TF32 is switched off for matmuls
+AND cuDNN convolutions, since the studies' GPUs (K80, P100, GTX 1080) had no TF32 (PyTorch's
+own default on Ampere and later is TF32 on for cuDNN convolutions, off for matmuls).
+"tf32": on for both. "bf16" / "fp16": torch.autocast around forward and loss, parameters
+and optimizer state in fp32 (fp16 with a GradScaler), TF32 off for what stays fp32.
+Layout (job["layout"]): "default" is NCHW; "channels_last" converts the model and every
+4-d input to torch.channels_last. job["compile"]: torch.compile the model.
+On CUDA the measured repeats are timed with CUDA events (``device_timer``; runner.measure).
 """
+import contextlib
 import math
+import os
 
 import torch
 import torch.nn.functional as F
@@ -16,6 +25,11 @@ from torch import nn
 from runner import data as datamod
 from runner import shapes
 from runner.adapters import UnsupportedError
+
+@contextlib.contextmanager
+def _nothing():
+    yield
+
 
 _ACTIVATIONS = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
 
@@ -216,15 +230,58 @@ class Adapter(object):
     def __init__(self, job):
         self.job = job
         self.device = torch.device("cuda:0" if job["device"] == "cuda" else "cpu")
+        self.build_name = "torch %s" % torch.__version__
         if job.get("threads"):
             torch.set_num_threads(job["threads"])
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        precision = job.get("precision", "fp32")
+        if precision not in ("fp32", "tf32", "bf16", "fp16"):
+            raise UnsupportedError("torch adapter has no precision %r" % precision)
+        if job.get("cuda_graphs"):
+            raise UnsupportedError("torch adapter does not capture CUDA graphs")
+        tf32 = precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = bool(job.get("cudnn_autotune", True))
+        self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        self.scaler = None
+        if precision == "fp16" and self.device.type == "cuda":
+            self.scaler = torch.cuda.amp.GradScaler()
+        self.memory_format = torch.channels_last if job.get("layout", "default") == "channels_last" \
+            else torch.contiguous_format
         torch.manual_seed(job.get("seed", 0))
-        self.model, self.named = None, {}
+        self.model, self.named, self.clip_norm = None, {}, None
+
+    def _autocast(self):
+        if self.amp_dtype is None:
+            return _nothing()
+        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    def gpu_capability(self):
+        """(GPU name, compute capability "X.Y") of the job's GPU; None on the CPU."""
+        if self.device.type != "cuda":
+            return None
+        major, minor = torch.cuda.get_device_capability(self.device)
+        return torch.cuda.get_device_name(self.device), "%d.%d" % (major, minor)
+
+    def cuda_archs(self):
+        """The architectures this torch build ships kernels (sm_XY) and PTX (compute_XY) for."""
+        return list(torch.cuda.get_arch_list()) if torch.cuda.is_available() else []
+
+    def device_timer(self):
+        """On CUDA, f(step, count) -> (seconds per call, results) timed by CUDA events; None elsewhere."""
+        if self.device.type != "cuda":
+            return None
+
+        def timed(step, count):
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(count + 1)]
+            results = []
+            events[0].record()
+            for i in range(count):
+                results.append(step())
+                events[i + 1].record()
+            events[-1].synchronize()
+            return [events[i].elapsed_time(events[i + 1]) / 1000.0 for i in range(count)], results
+        return timed
 
     def environment(self):
         env = {
@@ -236,13 +293,18 @@ class Adapter(object):
             "interop_threads": torch.get_num_interop_threads(),
             "mkldnn": torch.backends.mkldnn.is_available(),
             "tf32": {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32},
+            "autocast": str(self.amp_dtype).replace("torch.", "") if self.amp_dtype is not None else None,
+            "grad_scaler": self.scaler is not None,
             "cudnn_autotune": torch.backends.cudnn.benchmark if self.device.type == "cuda" else None,
-            "layout": "NCHW",
+            "layout": "NHWC (channels_last)" if self.memory_format == torch.channels_last else "NCHW",
+            "compile": bool(self.job.get("compile")),
+            "cuda_graphs": False,
         }
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
             env["gpu"] = {"name": props.name, "capability": "%d.%d" % (props.major, props.minor),
-                          "memory_bytes": props.total_memory, "arch_list": torch.cuda.get_arch_list()}
+                          "memory_bytes": props.total_memory, "arch_list": torch.cuda.get_arch_list(),
+                          "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
         return env
 
     def build(self):
@@ -250,8 +312,9 @@ class Adapter(object):
         layers = shapes.expand(model["layers"], model["input_shape"])
         self.model = _sequential(layers, tuple(model["input_shape"]), self.named)
         _initialize(self.model, model.get("init", {"scheme": "default"}))
-        self.model.to(self.device)
+        self.model.to(self.device, memory_format=self.memory_format)
         self.model.train(self.job["mode"] != "inference")
+        self.forward = torch.compile(self.model) if self.job.get("compile") else self.model
         self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
         if self.job.get("optimizer"):  # none for inference
             self.clip_norm = self.job["optimizer"].get("clip_norm")
@@ -299,8 +362,12 @@ class Adapter(object):
                     loaded += int(array.size)
         return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
 
+    def _input(self, x):
+        x = torch.from_numpy(x).to(self.device)
+        return x.contiguous(memory_format=self.memory_format) if x.dim() == 4 else x
+
     def to_device(self, x, y):
-        return torch.from_numpy(x).to(self.device), torch.from_numpy(y).to(self.device)
+        return self._input(x), torch.from_numpy(y).to(self.device)
 
     def reset_state(self):
         for m in self.model.modules():
@@ -309,7 +376,19 @@ class Adapter(object):
 
     def train_step(self, x, y):
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(x), y)
+        if self.amp_dtype is None:
+            loss = self.loss_fn(self.forward(x), y)
+        else:
+            with torch.autocast(self.device.type, dtype=self.amp_dtype):
+                loss = self.loss_fn(self.forward(x), y)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            if self.clip_norm:
+                self.scaler.unscale_(self.optimizer)
+                nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            return loss.detach()
         loss.backward()
         if self.clip_norm:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
@@ -326,8 +405,8 @@ class Adapter(object):
         return [float(v) for v in torch.stack(handles).cpu().tolist()]
 
     def infer(self, x):
-        with torch.no_grad():
-            return self.model(torch.from_numpy(x).to(self.device)).cpu().numpy()
+        with torch.no_grad(), self._autocast():
+            return self.forward(self._input(x)).float().cpu().numpy()
 
     def evaluate(self, batches, target):
         """Test metrics over numpy ``batches``: test_accuracy (classes), mean_token_loss (sequences), test_loss."""
@@ -336,7 +415,8 @@ class Adapter(object):
         loss_sum = 0.0
         with torch.no_grad():
             for x, y in batches:
-                out = self.model(torch.from_numpy(x).to(self.device))
+                with self._autocast():
+                    out = self.forward(self._input(x)).float()
                 yd = torch.from_numpy(y).to(self.device)
                 if target == "multilabel":
                     loss_sum += float(F.binary_cross_entropy_with_logits(out, yd, reduction="sum"))
