@@ -16,7 +16,7 @@ from dlrepro import datasets
 from dlrepro.errors import DlreproError
 from runner import shapes
 from runner.adapters import capabilities
-from runner.contract import JOB_SCHEMA
+from runner.contract import JOB_SCHEMA, OPTION_DEFAULTS
 
 QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100,
          "inference_batches": 3}
@@ -41,10 +41,20 @@ class RunOptions(BaseModel):
     threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
         None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
     gpu: NonNegativeInt = Field(0, description="host GPU index for --device cuda")
+    gpus: Optional[list[NonNegativeInt]] = Field(
+        None, description="host GPU indices for --device cuda: independent jobs run concurrently, one per GPU")
     quick: bool = False
     timeout_s: Optional[PositiveInt] = None
+    precision: Literal["fp32", "tf32", "bf16", "fp16"] = Field(
+        "fp32", description="fp32 = TF32 off (the studies' GPUs had none); tf32; bf16/fp16 autocast")
+    cudnn_autotune: bool = True
+    layout: Literal["default", "channels_last"] = "default"
+    compile: bool = False
+    cuda_graphs: bool = False
+    allow_ptx_jit: bool = Field(False, description="run a build that has only PTX for an older architecture "
+                                                   "than the GPU's (driver JIT), marked ptx_jit")
 
-    @field_validator("frameworks", "variants", "batch_sizes", "threads")
+    @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus")
     @classmethod
     def _no_repeats(cls, value):
         if isinstance(value, list) and len(set(value)) != len(value):
@@ -53,8 +63,13 @@ class RunOptions(BaseModel):
         return value
 
     def digest(self):
-        """What is measured, not where: the executor and GPU index are left out."""
-        return hashlib.sha256(self.model_dump_json(exclude={"executor", "gpu"}).encode()).hexdigest()
+        """What is measured, not where: the executor and GPU indices are left out (and measurement
+        options at their defaults, so that configurations from before they existed keep their digest)."""
+        body = self.model_dump(mode="json", exclude={"executor", "gpu", "gpus"})
+        for name, default in OPTION_DEFAULTS.items():
+            if body.get(name) == default:
+                del body[name]
+        return hashlib.sha256(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
 
 
 def _pick(option, quick_value, spec_value, quick):
@@ -216,8 +231,13 @@ def expand(spec, options):
                         "epochs": None,
                         "max_iterations_per_epoch": None,
                         "threads": threads,
-                        "precision": "fp32",
-                        "cudnn_autotune": True,
+                        "precision": options.precision,
+                        "cudnn_autotune": options.cudnn_autotune,
+                        "layout": options.layout,
+                        "compile": options.compile,
+                        "cuda_graphs": options.cuda_graphs,
+                        "allow_ptx_jit": options.allow_ptx_jit,
+                        "cuda_archs": [],
                         "seed": 0,
                         "timeout_s": options.timeout_s or TIMEOUT_S[mode],
                     }
