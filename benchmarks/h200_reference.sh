@@ -1,0 +1,46 @@
+#!/bin/bash
+# How the H200 reference bundles and overhead figures were made (local executor; no Docker there).
+#   bash benchmarks/h200_reference.sh check|overhead|torch|jax|alexnet   (outputs under $OUT, or /tmp/out)
+# Wheels the machine lacks (invoke, docker SDK, pydantic) travel in .whl and go to /tmp/site.
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ] && [ ! -d /tmp/site ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD
+R=$OUT/results; mkdir -p "$R"
+run() { timeout "$1" python3 -m invoke run --executor local --device cuda --results "$R" "${@:2}" 2>&1 | grep -v "^[│┃┏┡└]" | tail -20
+  (cd "$R" && tar cf "$OUT/bundles.tar" .) 2>/dev/null; }
+for step in "$@"; do
+  case $step in
+    check)
+      python3 --version; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv
+      python3 -c 'import torch, pynvml, jax; print(torch.__version__, torch.cuda.get_arch_list(), pynvml.__file__); print(jax.__version__, jax.devices(), getattr(jax.devices()[0], "compute_capability", None))'
+      python3 -c 'import invoke, docker, pydantic; print("host side ok", invoke.__version__, pydantic.__version__)' ;;
+    archs)  # what the JAX CUDA plugin ships (cubins and PTX), for images/matrix.yaml's table
+      d=$(python3 -c 'import jax_plugins.xla_cuda13 as m, os; print(os.path.dirname(m.__file__))')
+      for f in "$d"/*.so; do echo "$f"; cuobjdump --list-elf "$f" 2>/dev/null | grep -o 'sm_[0-9]*[a-z]*' | sort | uniq -c
+        cuobjdump --list-ptx "$f" 2>/dev/null | grep -o 'sm_[0-9]*[a-z]*' | sort | uniq -c | sed 's/^/ptx /'; done ;;
+    overhead-quick)
+      timeout 300 python3 benchmarks/overhead.py --device cuda --rounds 3 --json "$OUT/overhead2.json" 2>&1 | tee "$OUT/overhead2.txt" ;;
+    overhead)
+      timeout 420 python3 benchmarks/overhead.py --device cuda --rounds 3 --host-sync --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt" ;;
+    alexnet)  # one job per GPU of --gpus; merged with a CPU bundle by `invoke merge`
+      run 240 --spec=alexnet --framework torch --variant alexnet-s --gpus 0 ;;
+    torch)
+      run 150 --spec=resnet50 --framework torch
+      run 150 --spec=fcn --framework torch --variant fcn-s,fcn-8
+      run 120 --spec=lstm --framework torch --variant lstm-synthetic
+      run 90 --spec=cifar10-vgg --framework torch --variant cifar10-vgg-synthetic
+      run 60 --spec=resnet50-features --framework torch ;;
+    jax)  # fewer batch sizes than the spec's sweep (each one is an XLA compile): the smallest and largest
+      run 80 --spec=alexnet --framework jax --variant alexnet-s --batch-size 16,128
+      run 100 --spec=resnet50 --framework jax --batch-size 8,64
+      run 70 --spec=fcn --framework jax --variant fcn-s --batch-size 32,1024
+      run 70 --spec=lstm --framework jax --variant lstm-synthetic --batch-size 32,1024
+      run 50 --spec=cifar10-vgg --framework jax --variant cifar10-vgg-synthetic
+      run 30 --spec=resnet50-features --framework jax ;;
+  esac
+  (cd "$R" && tar cf "$OUT/bundles.tar" .) 2>/dev/null  # after every step: a later step's time-out loses nothing
+done
+ls "$R"
