@@ -96,6 +96,12 @@ def _spec_names():
     "threads": "CPU thread counts, comma-separated, or 'sweep' for the study's (sets OMP/MKL/OpenBLAS and the "
                "framework's; default: the framework's choice)",
     "gpu": "host GPU index for --device cuda (default 0)",
+    "gpus": "host GPU indices for --device cuda, comma-separated: independent jobs run concurrently, one per GPU",
+    "precision": "fp32 (default: TF32 off, as on the studies' GPUs), tf32, bf16 or fp16 (autocast; PyTorch)",
+    "layout": "default (the framework's) or channels_last (NHWC memory layout; PyTorch, JAX)",
+    "cudnn-autotune": "cuDNN picks algorithms by benchmarking (default on; --no-cudnn-autotune)",
+    "compile": "torch.compile the model (PyTorch; default off)",
+    "allow-ptx-jit": "run a build that ships no kernels for this GPU, only PTX for an older one (marked ptx_jit)",
     "quick": "smoke run: first batch size, 1 warm-up + 3 iterations, convergence 1 epoch of 100 iterations",
     "python": "interpreter for --executor local (default: this one)",
     "results": "folder for bundles (default: results/)",
@@ -104,7 +110,8 @@ def _spec_names():
 })
 def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
-        results="", base_source="auto", timeout=UNSET):
+        results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
+        cudnn_autotune=True, compile=False, allow_ptx_jit=False):
     """Run every job of a spec and write a result bundle under results/.
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
@@ -123,7 +130,8 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
                 batch_sizes=_list(batch_size, int), warmup=_given(warmup), iterations=_given(iterations),
                 repeats=_given(repeats), epochs=_given(epochs),
                 threads=_threads(threads), gpu=gpu, quick=quick,
-                timeout_s=_given(timeout))
+                timeout_s=_given(timeout), gpus=_list(gpus, int), precision=precision, layout=layout,
+                cudnn_autotune=cudnn_autotune, compile=compile, allow_ptx_jit=allow_ptx_jit)
         except ValidationError as exc:
             deepest = {}  # an option that may take several forms reports each; keep the most specific
             for e in sorted(exc.errors(), key=lambda e: -len(e["loc"])):

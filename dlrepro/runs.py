@@ -127,7 +127,8 @@ class _Run:
             if options.executor == "docker":
                 try:
                     image = matrix.find(framework, options.device, version)
-                    problem = feasibility.check(image, options.device, options.gpu)
+                    problem = feasibility.check(image, options.device, options.gpus or options.gpu,
+                                                allow_ptx_jit=options.allow_ptx_jit)
                     if problem is not None:
                         self.record(group, "skipped", *problem)
                         continue
@@ -137,6 +138,9 @@ class _Run:
                     continue
                 self.images[(framework, version)] = dict(built.record, jobs=[j["id"] for j in group])
                 self.writer.add_image(built)
+                for job in group:  # the matrix's table of the build's GPU architectures, for the runner's check
+                    job["cuda_archs"] = list(image.cuda_archs)
+                    self.writer.write_job(job)
             executor.run(built, group, self.writer.jobs_dir, datasets.root(), self.on_event)
 
 
@@ -152,7 +156,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     build_options = build_options or build.BuildOptions()
     spec = specmod.load(spec_name)
     jobs = jobsmod.expand(spec, options)
-    executor = executors.get(options.executor, options.device, options.gpu, python)
+    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python)
     matrix = matrixmod.load()
     writer = BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
     for job in jobs:

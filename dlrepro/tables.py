@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/1``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/2``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -12,9 +12,12 @@ samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
   "pass"       the timed pass over all inference images (``seconds``: its wall time, s).
 
 Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
-fraction; GPU clocks in MHz and power in W. The schema version travels in the parquet files'
-key-value metadata (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a
-new version, and merge fills columns an older version lacks with nulls.
+fraction; GPU clocks in MHz, power in W, temperature in degrees C (medians and maxima over the
+measured iterations' NVML samples; ``throttled``: the GPU was held back by power or thermal
+limits while they ran). The schema version travels in the parquet files' key-value metadata
+(``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
+(ADDED says what each added). Tables of an older version are re-derived from the bundle's JSON
+files when read, so every reader sees this version's columns.
 """
 import json
 from pathlib import Path
@@ -24,7 +27,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-SCHEMA = "dlrepro.tables/1"
+from runner import telemetry
+
+SCHEMA = "dlrepro.tables/2"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -34,7 +39,7 @@ PROVENANCE = {
     "framework": "string", "framework_version": "string", "image": "string", "image_id": "string",
     "executor": "string", "host": "string", "device": "string", "device_name": "string", "driver": "string",
     "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64",
-    "precision": "string",
+    "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean",
 }
 MEASURED = {
     "status": "string", "quantity": "string", "unit": "string", "median": "float64", "q1": "float64",
@@ -42,6 +47,8 @@ MEASURED = {
     "throughput": "float64", "throughput_unit": "string", "parameters": "Int64", "parameters_equivalent": "Int64",
     "parameters_expected": "Int64", "epochs": "Int64", "final_test_accuracy": "float64",
     "final_perplexity": "float64", "total_seconds": "float64", "seconds_per_1000_images": "float64",
+    "throttled": "boolean", "throttle_reasons": "string", "sm_clock_median_mhz": "float64",
+    "memory_clock_median_mhz": "float64", "power_median_w": "float64", "temperature_max_c": "float64",
     "reason": "string", "remedy": "string",
 }
 SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
@@ -49,6 +56,19 @@ SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": 
                   "cumulative_seconds": "float64", "test_accuracy": "float64", "test_loss": "float64",
                   "train_loss": "float64", "perplexity": "float64"}
 FILES = ("summary.parquet", "samples.parquet")
+ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled", "throttle_reasons",
+                              "sm_clock_median_mhz", "memory_clock_median_mhz", "power_median_w", "temperature_max_c")}
+
+
+def columns_of(version, name):
+    """The column names of table ``name`` ("summary" or "samples") in tables schema ``version``;
+    None for a version this suite does not know."""
+    current = list(SUMMARY_COLUMNS if name == "summary" else SAMPLE_COLUMNS)
+    versions = ["dlrepro.tables/%d" % n for n in range(int(SCHEMA.rsplit("/", 1)[1]), 0, -1)]
+    if version not in versions:
+        return None
+    later = [c for v in versions[:versions.index(version)] for c in ADDED.get(v, ())]
+    return [c for c in current if c not in later]
 
 
 def _image_for(body, job):
@@ -62,6 +82,7 @@ def _image_for(body, job):
 
 
 def _gpu(body, result):
+    """The job's GPU as the framework saw it, and the host's first GPU (bundles without telemetry)."""
     gpu = (result.get("environment") or {}).get("gpu") or {}
     host_gpus = (body.get("host") or {}).get("gpus") or []
     return gpu, (host_gpus[0] if host_gpus else {})
@@ -72,6 +93,7 @@ def provenance(body, job, result):
     env = result.get("environment") or {}
     image = _image_for(body, job) if result["status"] != "skipped" else None
     gpu, host_gpu = _gpu(body, result)
+    measured = telemetry.summary_columns(result)
     cuda_job = job["device"] == "cuda"
     cpu_model = (env.get("cpu") or {}).get("model") or ((body.get("host") or {}).get("cpu") or {}).get("model")
     suite = body.get("suite") or {}
@@ -83,12 +105,13 @@ def provenance(body, job, result):
         "image": image["name"] if image else None, "image_id": image["image_id"] if image else None,
         "executor": (body.get("executor") or {}).get("executor"), "host": (body.get("host") or {}).get("hostname"),
         "device": job["device"],
-        "device_name": (gpu.get("name") or host_gpu.get("name")) if cuda_job else cpu_model,
-        "driver": (gpu.get("driver") or host_gpu.get("driver")) if cuda_job else None,
+        "device_name": (measured["gpu_name"] or gpu.get("name") or host_gpu.get("name")) if cuda_job else cpu_model,
+        "driver": (measured["driver"] or gpu.get("driver") or host_gpu.get("driver")) if cuda_job else None,
         "cuda": _text(env.get("cuda") or (image or {}).get("cuda")) if cuda_job else None,
         "cudnn": _text(env.get("cudnn") or (image or {}).get("cudnn")) if cuda_job else None,
         "mode": job["mode"], "batch_size": job["batch_size"], "threads": env.get("threads", job["threads"]),
-        "precision": job["precision"],
+        "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
+        "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],
     }
 
 
@@ -103,6 +126,7 @@ def summary_row(body, job, result):
     ci = stats.get("ci95") or [None, None]
     params = result.get("parameters") or {}
     conv = result.get("convergence") or {}
+    gpu = telemetry.summary_columns(result)
     return dict(provenance(body, job, result), **{
         "status": result["status"], "quantity": timing.get("quantity"), "unit": timing.get("unit"),
         "median": stats.get("median"), "q1": stats.get("q1"), "q3": stats.get("q3"), "iqr": stats.get("iqr"),
@@ -112,6 +136,8 @@ def summary_row(body, job, result):
         "epochs": len(conv.get("epochs") or []) or None, "final_test_accuracy": conv.get("final_test_accuracy"),
         "final_perplexity": conv.get("final_perplexity"), "total_seconds": conv.get("total_seconds"),
         "seconds_per_1000_images": (result.get("inference") or {}).get("seconds_per_1000_images"),
+        **{c: gpu[c] for c in ("throttled", "throttle_reasons", "sm_clock_median_mhz", "memory_clock_median_mhz",
+                               "power_median_w", "temperature_max_c")},
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })
 
@@ -168,23 +194,24 @@ def schema_of(path):
     return value.decode() if value else None
 
 
+def stored(folder, name):
+    """The parquet file of table ``name`` when it is of this tables version, else None."""
+    path = Path(folder) / ("%s.parquet" % name)
+    return path if path.is_file() and schema_of(path) == SCHEMA else None
+
+
 def read(folder, name):
     """One table of a bundle folder ("summary" or "samples"), with this version's columns.
 
-    A bundle written before tables existed (bundle schema 1) has its tables derived from its
-    JSON files; columns of a newer schema are kept, columns it lacks are null.
+    A bundle written before tables existed (bundle schema 1), or with tables of an older
+    version, has them derived from its JSON files.
     """
-    folder = Path(folder)
     columns = SUMMARY_COLUMNS if name == "summary" else SAMPLE_COLUMNS
-    path = folder / ("%s.parquet" % name)
-    if path.is_file():
-        table = pq.read_table(path).to_pandas()
-    else:
-        body = json.loads((folder / "bundle.json").read_text())
-        rows = build(folder, body, [r["job_id"] for r in body["jobs"]])[0 if name == "summary" else 1]
-        table = frame(rows, columns)
-    extra = [c for c in table.columns if c not in columns]
-    return table.reindex(columns=list(columns) + extra).astype(columns)
+    path = stored(folder, name)
+    if path is not None:
+        return pq.read_table(path).to_pandas().astype(columns)
+    body = json.loads((Path(folder) / "bundle.json").read_text())
+    return frame(build(folder, body, [r["job_id"] for r in body["jobs"]])[0 if name == "summary" else 1], columns)
 
 
 def summary(folder):
@@ -204,10 +231,11 @@ def _arrow_schema(columns):
 def _concat(folders, name, columns):
     """One arrow table of table ``name`` of every folder, with exactly this version's ``columns``."""
     schema = _arrow_schema(columns)
-    stored = [str(f / ("%s.parquet" % name)) for f in folders if (f / ("%s.parquet" % name)).is_file()]
-    parts = [ds.dataset(stored, format="parquet", schema=schema).to_table()] if stored else []
-    parts += [pa.Table.from_pandas(read(f, name)[list(columns)], schema=schema, preserve_index=False)
-              for f in folders if not (f / ("%s.parquet" % name)).is_file()]
+    files = {f: stored(f, name) for f in folders}
+    current = [str(path) for path in files.values() if path is not None]
+    parts = [ds.dataset(current, format="parquet", schema=schema).to_table()] if current else []
+    parts += [pa.Table.from_pandas(read(f, name), schema=schema, preserve_index=False)
+              for f, path in files.items() if path is None]
     return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
 
 
@@ -228,9 +256,9 @@ def merge(folders, with_samples=True):
     bundles with one id raise ValueError. The same job measured more
     than once (the same resolved spec, job, image, host and device: DUPLICATE_KEY) in different
     bundles is kept every time, labelled: ``measurement`` numbers them in bundle order (1, 2, ...)
-    and ``measurements`` says how many there are. The tables have this suite version's columns:
-    columns a bundle's schema version lacks are null, columns only a newer version has are left
-    out. Raises FileNotFoundError naming a folder that is not a bundle.
+    and ``measurements`` says how many there are. The tables have this suite version's columns
+    (tables of other versions are re-derived from their bundle's JSON files). Raises
+    FileNotFoundError naming a folder that is not a bundle.
     """
     unique = {}
     for folder in map(Path, folders):

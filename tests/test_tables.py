@@ -32,7 +32,7 @@ def bundle(tmp_path):
 def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     summary, samples = tables.summary(bundle), tables.samples(bundle)
     assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and len(summary) == 7
-    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/1"
+    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/2"
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
     assert by_framework.loc["torch", "median"] == MEDIANS["torch"]
@@ -120,3 +120,19 @@ def test_invoke_validate_exits_1_naming_the_changed_file(bundle):
     done = invoke("validate", str(bundle))
     assert done.returncode == 1
     assert "checksums jobs/alexnet-s.jax.cpu.b16/job.json: SHA-256 differs from SHA256SUMS" in done.stdout
+
+
+H200_RESNET50 = REPO_ROOT / "results" / "resnet50-20261130T041045Z-eb31f4df"  # torch 2.11, H200, tables version 1
+
+
+def test_tables_of_an_older_version_are_derived_again_with_the_gpu_telemetry():
+    assert tables.schema_of(H200_RESNET50 / "summary.parquet") == "dlrepro.tables/1"
+    assert validate.check(H200_RESNET50) == []  # valid against the version it declares
+    assert "throttled" not in pq.read_schema(H200_RESNET50 / "summary.parquet").names
+    summary = tables.summary(H200_RESNET50)
+    assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and summary["batch_size"].tolist() == [8, 16, 32, 64]
+    assert set(summary["device_name"]) == {"NVIDIA H200"} and set(summary["driver"]) == {"580.159.04"}
+    assert set(summary["throttled"]) == {False} and set(summary["sm_clock_median_mhz"]) == {1980.0}
+    assert summary["power_median_w"].is_monotonic_increasing and summary["power_median_w"].iloc[-1] > 500
+    merged, _ = tables.merge([H200_RESNET50, REAL], with_samples=False)
+    assert merged.groupby("device")["throttled"].apply(lambda s: s.isna().all()).to_dict() == {"cpu": True, "cuda": False}
