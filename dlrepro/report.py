@@ -133,6 +133,8 @@ def results(summary):
             "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
             "parameters": [_parameters(*p) for p in zip(rows["parameters"], rows["parameters_equivalent"],
                                                           rows["parameters_expected"])],
+            "options": [_options(*o) for o in zip(rows["precision"], rows["layout"], rows["ptx_jit"])],
+            "GPU during the measured iterations": [_gpu_state(r) for r in rows.itertuples()],
             "reason": rows["reason"].fillna("") + ("; remedy: " + rows["remedy"]).fillna(""),
         })
         title, note = "%s, %s mode" % (spec, mode), ""
@@ -141,6 +143,23 @@ def results(summary):
             note = "median, IQR and 95%% CI of the %s over every measured sample." % quantity.iloc[0]
         out.append(_table(title, frame, note))
     return out
+
+
+def _options(precision, layout, ptx_jit):
+    """The measurement options where they differ from the studies' defaults (fp32, the framework's layout)."""
+    shown = [precision if isinstance(precision, str) and precision != "fp32" else "",
+             layout if isinstance(layout, str) and layout != "default" else "", "PTX JIT" if ptx_jit is True else ""]
+    return ", ".join(s for s in shown if s)
+
+
+def _gpu_state(row):
+    """'SM 1980 MHz, 465 W, max 49 C' from the job's NVML telemetry, led by THROTTLED and the reasons when
+    power or thermal limits held the clocks back."""
+    if pd.isna(row.sm_clock_median_mhz):
+        return ""
+    text = "SM %s MHz, %s W, max %s C" % (_fmt(row.sm_clock_median_mhz, "%.0f"), _fmt(row.power_median_w, "%.0f"),
+                                          _fmt(row.temperature_max_c, "%.0f"))
+    return "THROTTLED (%s): %s" % (row.throttle_reasons, text) if row.throttled is True else text
 
 
 def _parameters(measured, equivalent, expected):

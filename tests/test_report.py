@@ -244,3 +244,17 @@ def test_chromium_renders_every_plot(made, tmp_path):
         assert ImageStat.Stat(shown).stddev[0] > 20, "plot region at %d,%d is blank" % (left, top)
         # the browser shows the figure's own pixels: mean difference below 2 of 255 grey levels
         assert ImageStat.Stat(ImageChops.difference(shown, original)).mean[0] < 2
+
+
+H200_RESNET50 = REPO_ROOT / "results" / "resnet50-20261130T041045Z-eb31f4df"  # torch on an H200, NVML telemetry
+
+
+def test_gpu_jobs_show_clocks_power_and_the_throttle_flag(tmp_path):
+    page = Tables(report.write([H200_RESNET50], tmp_path / "h200").html.read_text())
+    state = page.table("resnet50, throughput mode").set_index("batch")["GPU during the measured iterations"]
+    assert state["64"].startswith("SM 1980 MHz, ") and state["64"].endswith(" C") and "THROTTLED" not in state["64"]
+    summary = tables.summary(H200_RESNET50)
+    assert state["64"] == "SM 1980 MHz, %.0f W, max %.0f C" % (summary["power_median_w"].iloc[-1],
+                                                               summary["temperature_max_c"].iloc[-1])
+    throttled = summary.iloc[[-1]].assign(throttled=True, throttle_reasons="sw_power_cap")
+    assert report._gpu_state(next(throttled.itertuples())).startswith("THROTTLED (sw_power_cap): SM 1980 MHz")

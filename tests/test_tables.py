@@ -136,3 +136,14 @@ def test_tables_of_an_older_version_are_derived_again_with_the_gpu_telemetry():
     assert summary["power_median_w"].is_monotonic_increasing and summary["power_median_w"].iloc[-1] > 500
     merged, _ = tables.merge([H200_RESNET50, REAL], with_samples=False)
     assert merged.groupby("device")["throttled"].apply(lambda s: s.isna().all()).to_dict() == {"cpu": True, "cuda": False}
+
+
+def test_a_gpu_bundle_from_the_h200_and_the_cpu_bundle_from_here_merge_into_one_table():
+    h200 = REPO_ROOT / "results" / "alexnet-20261130T041002Z-d802ef07"  # invoke run --spec=alexnet --device cuda --gpus 0
+    summary, samples = tables.merge([REAL, h200])
+    assert len(summary) == 7 + 4 and summary.groupby("device")["executor"].first().to_dict() == {"cpu": "docker", "cuda": "local"}
+    gpu = summary[summary["device"] == "cuda"].set_index("batch_size")
+    assert gpu.index.tolist() == [16, 32, 64, 128] and set(gpu["device_name"]) == {"NVIDIA H200"}
+    assert gpu.loc[128, "median"] < 0.02 < summary[summary["device"] == "cpu"]["median"].min()
+    assert set(summary["parameters"]) == {62_378_344} and (samples["device"] == "cpu").sum() == 168
+    assert (samples["device"] == "cuda").sum() == gpu["n"].sum() > 0
