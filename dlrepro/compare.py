@@ -14,7 +14,8 @@ Against published references (a spec's ``references``):
 Ranking: per spec, variant, batch size, metric, published hardware and measured device, the order
   of the frameworks measured vs published, Kendall's tau-b (scipy.stats.kendalltau); the study's
   conclusion "holds" when the order is the same (tau = 1), "partly holds" when tau > 0, else
-  "does not hold"; swapped pairs are named, with those whose measured 95% CIs overlap marked.
+  "does not hold" ("not ranked" when the published values all tie); swapped pairs are named,
+  with those whose measured 95% CIs overlap marked.
 Against another bundle: per job configuration in both (REGRESSION_KEY), the timed iterations'
   medians and a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu); a change is reported
   only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
@@ -168,6 +169,10 @@ def _order(values, best_first_descending):
     return ", ".join(values.sort_values(ascending=not best_first_descending).index)
 
 
+def _fmt(value):
+    return "%.4g" % value
+
+
 def _overlap(a, b):
     return pd.notna(a.ci95_low) and pd.notna(b.ci95_low) and a.ci95_low <= b.ci95_high and b.ci95_low <= a.ci95_high
 
@@ -193,14 +198,17 @@ def ranking(cells):
             x, y = items.loc[a], items.loc[b]
             if np.sign(x.measured - y.measured) * np.sign(x.published - y.published) < 0:
                 swapped.append("%s/%s%s" % (a, b, " (within noise)" if _overlap(x, y) else ""))
-        verdict = "holds" if tau >= 1 - 1e-12 else "partly holds" if tau > 0 else "does not hold"
         best = "best" if metric_kind(g["metric"]) == "accuracy" else "fastest"
-        sentence = ("%s, batch %s, %s: published (%s, %s) %s first: %s; here (%s): %s. Kendall's tau = %.2f "
-                    "(p = %.2g, n = %d): the study's conclusion %s here%s." % (
-                        g["variant"], g["batch_size"], g["metric"], g["reference_kind"], g["published_hardware"], best,
-                        _order(items["published"], descending), g["measured_hardware"],
-                        _order(items["measured"], descending), tau, p_value, len(items), verdict,
-                        "; swapped: " + ", ".join(swapped) if swapped else ""))
+        sentence = "%s, batch %s, %s: published (%s, %s; %s) %s first: %s; here (%s): %s. " % (
+            g["variant"], g["batch_size"], g["metric"], g["reference_kind"], g["published_hardware"], g["source"], best,
+            _order(items["published"], descending), g["measured_hardware"], _order(items["measured"], descending))
+        if items["published"].nunique() < 2:  # tau is undefined: there is no published order to reproduce
+            verdict = "not ranked"
+            sentence += "The published values all tie (%s): the study ranks nothing here." % _fmt(items["published"].iloc[0])
+        else:
+            verdict = "holds" if tau >= 1 - 1e-12 else "partly holds" if tau > 0 else "does not hold"
+            sentence += "Kendall's tau = %.2f (p = %.2g, n = %d): the study's conclusion %s here%s." % (
+                tau, p_value, len(items), verdict, "; swapped: " + ", ".join(swapped) if swapped else "")
         rows.append(dict(g, n=len(items), published_order=_order(items["published"], descending),
                          measured_order=_order(items["measured"], descending), tau=tau, p_value=p_value,
                          verdict=verdict, swapped=", ".join(swapped), sentence=sentence))

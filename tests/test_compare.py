@@ -132,3 +132,12 @@ def test_invoke_compare_against_another_bundle_and_merge(tmp_path):
     done = invoke("merge", "%s,%s" % (ALEXNET, again), "--out", str(merged))
     assert done.returncode == 0 and "wrote %s: 14 jobs, 336 samples" % merged in done.stdout.replace("\n", "")
     assert tables.read(merged, "summary")["framework"].value_counts()["cntk"] == 2
+
+
+def test_published_values_that_all_tie_rank_nothing():
+    # DLF README, IMDB GRU test accuracy on the K80: 86 % for PyTorch, Tensorflow and MXNet(Module API) alike
+    summary = tables.frame([_imdb_row("torch", 30.0, 0.869), _imdb_row("tensorflow", 30.0, 0.860),
+                            _imdb_row("mxnet", 30.0, 0.862)], tables.SUMMARY_COLUMNS)
+    ranks = compare.ranking(compare.against_published(summary))
+    (rank,) = ranks[(ranks["metric"] == "test_accuracy") & ranks["published_hardware"].str.contains("K80")].itertuples()
+    assert rank.verdict == "not ranked" and rank.sentence.endswith("The published values all tie (0.86): the study ranks nothing here.")
