@@ -53,3 +53,23 @@ def load(job):
             raise UnsupportedError("no runner adapter for framework %r" % name)
         raise
     return module.Adapter(job)
+
+
+def test_metrics(target, loss_sum, correct, total):
+    """What every adapter's evaluate returns, from sums over ``total`` test samples (tokens for
+    sequences): {"test_accuracy" (fraction), "test_loss"} for classes, {"mean_token_loss"} for
+    sequences, {"test_loss"} for multilabel targets."""
+    if target == "sequence":
+        return {"mean_token_loss": loss_sum / total}
+    if target == "multilabel":
+        return {"test_loss": loss_sum / total}
+    return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+
+
+def tfjs_weights(weights, framework):
+    """The arrays of pretrained weights in tfjs-layers format (runner.data.load_tfjs_layers), by
+    Keras weight name; raises UnsupportedError for another format."""
+    if weights["format"] != "tfjs-layers":
+        raise UnsupportedError("%s adapter cannot read weights in %r" % (framework, weights["format"]))
+    from runner import data
+    return data.load_tfjs_layers(weights["files"])

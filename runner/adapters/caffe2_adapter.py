@@ -27,7 +27,7 @@ from caffe2.python import brew, core, model_helper, optimizer, workspace
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError
+from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
 
 UNSUPPORTED_LAYERS = {
     "embedding": "the adapter does not build Caffe2's Gather-based embeddings and sparse updates yet",
@@ -351,15 +351,11 @@ class Adapter(object):
             loss_sum += float(-logp[np.arange(len(labels)), labels].sum())
             correct += int((flat.argmax(axis=1) == labels).sum())
             total += labels.size
-        if target == "multilabel":
-            return {"test_loss": loss_sum / total}
-        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+        return test_metrics(target, loss_sum, correct, total)
 
     def load_weights(self, weights):
         """Copy Keras-named pretrained weights (tfjs-layers) into the named layers' blobs, in Caffe2's layouts."""
-        if weights["format"] != "tfjs-layers":
-            raise UnsupportedError("caffe2 adapter cannot read weights in %r" % weights["format"])
-        source = datamod.load_tfjs_layers(weights["files"])
+        source = tfjs_weights(weights, "caffe2")
         missing = sorted(set(self.named) - set(k.split("/")[0] for k in source))
         if missing:
             raise datamod.DataError("the weights have nothing for layers %s" % ", ".join(missing[:5]))

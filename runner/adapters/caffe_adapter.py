@@ -55,7 +55,7 @@ from caffe.proto import caffe_pb2  # noqa: E402
 
 from runner import data as datamod  # noqa: E402
 from runner import shapes  # noqa: E402
-from runner.adapters import UnsupportedError  # noqa: E402
+from runner.adapters import UnsupportedError, test_metrics, tfjs_weights  # noqa: E402
 
 DEBIAN_PACKAGES = ("python3-caffe", "libcaffe1")
 BLAS_ALTERNATIVE = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
@@ -462,17 +462,11 @@ class Adapter(object):
             loss_sum -= float(logp[np.arange(labels.shape[0]), labels].sum())
             correct += int((flat.argmax(axis=1) == labels).sum())
             total += labels.shape[0]
-        if target == "sequence":
-            return {"mean_token_loss": loss_sum / total}
-        if target == "multilabel":
-            return {"test_loss": loss_sum / total}
-        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+        return test_metrics(target, loss_sum, correct, total)
 
     def load_weights(self, weights):
         """Copy Keras-named pretrained weights (tfjs-layers) into the named layers, in Caffe's layouts."""
-        if weights["format"] != "tfjs-layers":
-            raise UnsupportedError("caffe adapter cannot read weights in %r" % weights["format"])
-        source = datamod.load_tfjs_layers(weights["files"])
+        source = tfjs_weights(weights, "caffe")
         params = self.net.params
         loaded = 0
         for name, (kind, caffe_names) in self.named.items():

@@ -30,7 +30,7 @@ import numpy as np
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, capabilities
+from runner.adapters import UnsupportedError, test_metrics, tfjs_weights, capabilities
 
 _ACTIVATIONS = {"relu": C.relu, "sigmoid": C.sigmoid, "tanh": C.tanh}
 # reasons shared with runner.adapters.capabilities (which may not import cntk)
@@ -184,9 +184,7 @@ class Adapter(object):
 
     def load_weights(self, weights):
         """Copy Keras-named pretrained weights (tfjs-layers) into the named layers, in CNTK's layouts."""
-        if weights["format"] != "tfjs-layers":
-            raise UnsupportedError("cntk adapter cannot read weights in %r" % weights["format"])
-        source = datamod.load_tfjs_layers(weights["files"])
+        source = tfjs_weights(weights, "cntk")
         missing = sorted(set(self.named) - set(k.split("/")[0] for k in source))
         if missing:
             raise datamod.DataError("the weights have nothing for layers %s" % ", ".join(missing[:5]))
@@ -253,9 +251,7 @@ class Adapter(object):
             loss_sum += float(-log_probs[np.arange(len(labels)), labels].sum())
             correct += int((flat.argmax(axis=1) == labels).sum())
             total += len(labels)
-        if target == "multilabel":
-            return {"test_loss": loss_sum / total}
-        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+        return test_metrics(target, loss_sum, correct, total)
 
 
 def _learner(parameters, opt, batch_size):

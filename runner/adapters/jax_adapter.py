@@ -22,7 +22,7 @@ from jax import lax
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError
+from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
 
 
 def _uniform(key, shape, bound):
@@ -401,17 +401,11 @@ class Adapter(object):
             loss_sum += float(optax.softmax_cross_entropy_with_integer_labels(flat, labels).sum())
             correct += int((flat.argmax(axis=1) == labels).sum())
             total += labels.size
-        if target == "sequence":
-            return {"mean_token_loss": loss_sum / total}
-        if target == "multilabel":
-            return {"test_loss": loss_sum / total}
-        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+        return test_metrics(target, loss_sum, correct, total)
 
     def load_weights(self, weights):
         """Copy Keras-named pretrained weights (tfjs-layers) into the named layers (HWIO or OIHW; dense (out, in))."""
-        if weights["format"] != "tfjs-layers":
-            raise UnsupportedError("jax adapter cannot read weights in %r" % weights["format"])
-        source = datamod.load_tfjs_layers(weights["files"])
+        source = tfjs_weights(weights, "jax")
         loaded = 0
         params, state = jax.device_get(self.params), jax.device_get(self.state)
         for name, path in self.builder.named.items():

@@ -20,7 +20,7 @@ from mxnet.gluon import nn, rnn as grnn
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError
+from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
 
 MX_VERSION = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", mx.__version__).groups())
 # MXNet < 1.3: hybridize() takes no static_alloc / static_shape (CachedOp without static memory planning).
@@ -327,17 +327,11 @@ class Adapter(object):
             loss_sum += float(_nll(flat, labels).sum().asscalar())
             correct += int((flat.argmax(axis=1) == labels).sum().asscalar())
             total += labels.shape[0]
-        if target == "sequence":
-            return {"mean_token_loss": loss_sum / total}
-        if target == "multilabel":
-            return {"test_loss": loss_sum / total}
-        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+        return test_metrics(target, loss_sum, correct, total)
 
     def load_weights(self, weights):
         """Copy Keras-named pretrained weights (tfjs-layers) into the named blocks, in Gluon's layouts."""
-        if weights["format"] != "tfjs-layers":
-            raise UnsupportedError("mxnet adapter cannot read weights in %r" % weights["format"])
-        source = datamod.load_tfjs_layers(weights["files"])
+        source = tfjs_weights(weights, "mxnet")
         loaded = 0
         for name, block in self.named.items():
             if isinstance(block, nn.BatchNorm):

@@ -18,7 +18,7 @@ import keras
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError
+from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
 
@@ -360,17 +360,11 @@ class Adapter(object):
             loss_sum += float(tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, flat)))
             correct += int(tf.reduce_sum(tf.cast(tf.equal(tf.argmax(flat, 1), labels), tf.int64)))
             total += labels.shape[0]
-        if target == "sequence":
-            return {"mean_token_loss": loss_sum / total}
-        if target == "multilabel":
-            return {"test_loss": loss_sum / total}
-        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+        return test_metrics(target, loss_sum, correct, total)
 
     def load_weights(self, weights):
         """Copy Keras-named pretrained weights (tfjs-layers) into the named layers, as Keras stores them."""
-        if weights["format"] != "tfjs-layers":
-            raise UnsupportedError("tensorflow adapter cannot read weights in %r" % weights["format"])
-        source = datamod.load_tfjs_layers(weights["files"])
+        source = tfjs_weights(weights, "tensorflow")
         loaded = 0
         for name, layer in self.named.items():
             if isinstance(layer, keras.layers.BatchNormalization):

@@ -24,7 +24,7 @@ from torch import nn
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError
+from runner.adapters import UnsupportedError, test_metrics
 
 @contextlib.contextmanager
 def _nothing():
@@ -427,8 +427,4 @@ class Adapter(object):
                     correct += int((flat.argmax(dim=1) == labels).sum())
                     total += labels.numel()
         self.model.train()
-        if target == "sequence":
-            return {"mean_token_loss": loss_sum / total}
-        if target == "multilabel":
-            return {"test_loss": loss_sum / total}
-        return {"test_accuracy": correct / float(total), "test_loss": loss_sum / total}
+        return test_metrics(target, loss_sum, correct, total)
