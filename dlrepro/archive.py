@@ -20,7 +20,10 @@
 
 Members are sorted by name with a fixed mtime (the bundle's finish time), owner 0:0 and mode 0644,
 and the gzip header has no name or time, so one bundle archives to the same bytes each time
-(docker save output aside). ``verify`` streams the archive once: it rejects unsafe members
+(docker save output aside). ``create`` refuses a bundle that ``dlrepro.validate.check`` finds invalid.
+``verify`` streams the archive once, to its real end (gzip checks its CRC and length; the tar's padding
+and everything after its end-of-archive marker must be zeros; a damaged stream is one problem and
+nothing more is checked): it rejects unsafe members
 (absolute paths, '..', links, devices, duplicates), hashes every member, extracts all but the
 image tars to a temporary folder, and then checks MANIFEST.sha256, the bundle's SHA256SUMS, the
 RO-Crate's sha256 values, the specs against bundle.json, each image tar's config digest against
@@ -35,6 +38,8 @@ import os
 import subprocess
 import tarfile
 import tempfile
+import zlib
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +59,7 @@ FORMATS = {".json": "application/json", ".csv": "text/csv", ".parquet": "applica
            ".tar": "application/x-tar", ".md": "text/markdown", ".html": "text/html", ".png": "image/png",
            ".svg": "image/svg+xml", ".log": "text/plain"}
 SMALL = 4 << 20  # members of an image tar up to this size are hashed when it is verified
+KEEP = 1 << 16  # bytes of the tar stream kept to check padding and the end-of-archive marker
 PLAIN_NAMES = {"Dockerfile": "text/plain", SUMS: "text/plain", MANIFEST: "text/plain"}
 
 
@@ -332,25 +338,73 @@ def _mtime(body):
 
 
 def write_tar(out, top, members, mtime):
-    """A deterministic tar.gz of ``members`` below ``top/`` at ``out`` (written aside, then renamed)."""
+    """A deterministic tar.gz of ``members`` below ``top/`` at ``out`` (written aside, then renamed; on any error
+    the partial file is removed)."""
     partial = out.with_name("." + out.name + ".partial")
-    with open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
-            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for m in sorted(members, key=lambda m: m.name):
-            info = tarfile.TarInfo("%s/%s" % (top, m.name))
-            info.size, info.mtime, info.mode, info.uid, info.gid = m.size, mtime, 0o644, 0, 0
-            info.uname = info.gname = ""
-            if m.data is not None:
-                tar.addfile(info, io.BytesIO(m.data))
-            else:
-                with open(m.path, "rb") as f:
-                    tar.addfile(info, f)
-    os.replace(partial, out)
+    try:
+        with open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                                                       compresslevel=6) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for m in sorted(members, key=lambda m: m.name):
+                add_member(tar, "%s/%s" % (top, m.name), m, mtime)
+        os.replace(partial, out)
+    except BaseException as exc:
+        partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ArchiveError("%s: could not be written (%s); nothing was written: free space or choose another "
+                               "--out" % (out, exc)) from None
+        raise
+
+
+def add_member(tar, name, member, mtime):
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode, info.uid, info.gid = member.size, mtime, 0o644, 0, 0
+    info.uname = info.gname = ""
+    if member.data is not None:
+        tar.addfile(info, io.BytesIO(member.data))
+    else:
+        with open(member.path, "rb") as f:
+            tar.addfile(info, f)
+
+
+def require_valid(bundle_dir):
+    """Raise ArchiveError listing what `invoke validate` finds in the bundle: an archive holds a valid bundle only."""
+    try:
+        problems = validate.check(bundle_dir)
+    except DlreproError as exc:
+        problems = [validate.Problem("validate", bundle_dir.name, "could not finish: %s" % exc)]
+    if problems:
+        lines = ["  %s: %s: %s" % (p.file, p.check, p.message) for p in problems[:20]]
+        if len(problems) > 20:
+            lines.append("  ... and %d more" % (len(problems) - 20))
+        raise ArchiveError("%s: not a valid bundle (%d problem(s)), so it is not archived; an archive holds a valid "
+                           "bundle only:\n%s\nrun `invoke validate %s` and fix the bundle or re-run it"
+                           % (bundle_dir, len(problems), "\n".join(lines), bundle_dir))
+
+
+def out_path(out, bundle_id):
+    """The archive to write: ``out``, ``out``/<bundle-id>.tar.gz when it is a folder, or ./<bundle-id>.tar.gz."""
+    name = "%s.tar.gz" % bundle_id
+    out = Path(out) if out else Path.cwd() / name
+    if out.is_dir():
+        out = out / name
+    if not out.parent.is_dir():
+        raise ArchiveError("--out %s: folder %s does not exist; create it or give an existing folder"
+                           % (out, out.parent))
+    return out
+
+
+def scratch(folder):
+    try:
+        return tempfile.TemporaryDirectory(prefix=".dlrepro-archive-", dir=folder)
+    except OSError as exc:
+        raise ArchiveError("--out: cannot write in folder %s (%s); choose a writable folder" % (folder, exc)) from None
 
 
 def create(bundle, out=None, images=False, license_id=DEFAULT_LICENSE, author=None, log=print):
     """Archive a bundle (folder or id) into one tar.gz; returns Created(path, bundle_id, members, warnings)."""
     bundle_dir = locate(bundle)
+    require_valid(bundle_dir)
     try:
         body = json.loads((bundle_dir / "bundle.json").read_text())
         bundle_id = body["id"]
@@ -358,15 +412,13 @@ def create(bundle, out=None, images=False, license_id=DEFAULT_LICENSE, author=No
     except (ValueError, KeyError, TypeError) as exc:
         raise ArchiveError("%s: unreadable or incomplete bundle.json (%s); run `invoke validate %s`"
                            % (bundle_dir / "bundle.json", exc, bundle_dir)) from None
-    out = Path(out) if out else Path.cwd() / ("%s.tar.gz" % bundle_id)
-    if not out.parent.is_dir():
-        raise ArchiveError("--out %s: folder %s does not exist" % (out, out.parent))
+    out = out_path(out, bundle_id)
     members = bundle_members(bundle_dir)
     specs, warnings = spec_members(body)
     locks, more = lock_members(bundle_dir, body)
     members += specs + locks
     warnings += more
-    with tempfile.TemporaryDirectory(prefix=".dlrepro-archive-", dir=out.parent) as tmp:
+    with scratch(out.parent) as tmp:
         if images:
             recorded = [i for i in body.get("images") or [] if i.get("image_id")]
             if not recorded:
@@ -443,49 +495,146 @@ def _image_tar_check(stream):
     return reader.hash.hexdigest(), digest
 
 
-def read_archive(path, dest):
-    """Stream the archive: hash every member, extract all but docker/*.tar into ``dest``.
+class _Tail(io.RawIOBase):
+    """A readable stream over ``raw`` that counts the bytes it passes on and keeps the last KEEP of them."""
 
-    Returns (top, {name below top: sha256}, {image tar name: config digest}, problems)."""
-    problems, hashes, digests, top, current = [], {}, {}, None, None
+    def __init__(self, raw):
+        self.raw, self.pos, self.chunks, self.kept = raw, 0, deque(), 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        data = self.raw.read(len(buffer))
+        buffer[:len(data)] = data
+        if data:
+            self.chunks.append((self.pos, data))
+            self.pos, self.kept = self.pos + len(data), self.kept + len(data)
+            while self.kept - len(self.chunks[0][1]) >= KEEP:
+                self.kept -= len(self.chunks.popleft()[1])
+        return len(data)
+
+    def span(self, start, end):
+        """Bytes [start, end) of the stream from those kept (b"" when no longer kept)."""
+        if not self.chunks or start < self.chunks[0][0]:
+            return b""
+        base = self.chunks[0][0]
+        return b"".join(c for _, c in self.chunks)[start - base:end - base]
+
+
+@dataclass
+class Read:
+    """What streaming an archive found: its top folder, {name below it: sha256}, {image tar: config digest},
+    problems, and whether the stream is damaged (then nothing in it can be trusted)."""
+    top: str | None = None
+    hashes: dict = field(default_factory=dict)
+    digests: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)
+    damage: Problem | None = None  # the first sign of damage; gzip's, which explains the rest, replaces it
+
+
+def read_archive(path, dest):
+    """Stream the archive to its real end: hash every member, extract all but docker/*.tar into ``dest``, check
+    the tar's padding and end-of-archive marker, and let gzip check its CRC and length. Returns Read."""
+    read, current = Read(), None
     try:
-        with tarfile.open(path, mode="r|gz") as tar:
-            for info in tar:
-                current = info.name
-                why = _unsafe(info.name, top)
-                if why is None and top is None:
-                    top = info.name.split("/", 1)[0]
-                if info.isdir() and why is None:
-                    continue
-                if why is None and not info.isfile():
-                    why = "a %s; an archive holds regular files only" % (
-                        "link" if info.issym() or info.islnk() else "special file")
-                name = info.name.split("/", 1)[-1]
-                if why is None and name in hashes:
-                    why = "a second member with this name"
-                if why:
-                    problems.append(Problem("archive", info.name, "unsafe member: %s; not extracted" % why))
-                    continue
-                stream = tar.extractfile(info)
-                if name.startswith("docker/") and name.endswith(".tar"):
-                    hashes[name], digests[name] = _image_tar_check(stream)
-                    continue
-                target = dest.joinpath(*name.split("/"))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                h = hashlib.sha256()
-                with open(target, "wb") as out:
-                    for chunk in iter(lambda: stream.read(1 << 20), b""):
-                        h.update(chunk)
-                        out.write(chunk)
-                hashes[name] = h.hexdigest()
-                current = None
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
-        problems.append(Problem("archive", current or Path(path).name,
-                                "the archive is corrupt%s (%s: %s); it cannot be read to its end" % (
-                                    " inside this member" if current else "", exc.__class__.__name__, exc)))
-    if top is None and not problems:
-        problems.append(Problem("archive", Path(path).name, "empty archive"))
-    return top, hashes, digests, problems
+        with gzip.open(path, "rb") as gz:
+            tail = _Tail(gz)
+            with tarfile.open(fileobj=tail, mode="r|") as tar:
+                previous = None
+                for info in tar:
+                    _padding(tail, previous, read, path)
+                    current, previous = info.name.split("/", 1)[-1], info
+                    _read_member(tar, info, read, dest)
+                    current = None
+                _padding(tail, previous, read, path)
+                _end_of_archive(tail, tar.offset, read, path)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        read.damage = _damage(path, exc, current)
+    if read.damage:
+        read.problems.append(read.damage)
+    if read.top is None and not read.problems:
+        read.problems.append(Problem("archive", str(path), "empty archive: it holds no member"))
+    return read
+
+
+def _read_member(tar, info, read, dest):
+    why = _unsafe(info.name, read.top)
+    if why is None and read.top is None:
+        read.top = info.name.split("/", 1)[0]
+    if info.isdir() and why is None:
+        return
+    if why is None and not info.isfile():
+        why = "a %s; an archive holds regular files only" % ("link" if info.issym() or info.islnk() else "special file")
+    name = info.name.split("/", 1)[-1]
+    if why is None and name in read.hashes:
+        why = "a second member with this name"
+    if why:
+        read.problems.append(Problem("archive", info.name, "unsafe member: %s; not extracted" % why))
+        return
+    stream = tar.extractfile(info)
+    if name.startswith("docker/") and name.endswith(".tar"):
+        read.hashes[name], read.digests[name] = _image_tar_check(stream)
+        return
+    target = dest.joinpath(*name.split("/"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    with open(target, "wb") as out:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            h.update(chunk)
+            out.write(chunk)
+    read.hashes[name] = h.hexdigest()
+
+
+def _padding(tail, info, read, path):
+    """A problem when the zero padding after ``info``'s data (up to its next 512-byte block) is not zero."""
+    if info is None:
+        return
+    start = info.offset_data + info.size
+    if read.damage is None and tail.span(start, start + (-info.size % tarfile.BLOCKSIZE)).strip(b"\0"):
+        read.damage = Problem("tar", str(path), "non-zero bytes in the padding after member %s: the archive was "
+                              "altered" % info.name.split("/", 1)[-1])
+
+
+def _end_of_archive(tail, end, read, path):
+    """Read the tar stream after its last member to its end (so gzip checks its CRC and length): it must be the
+    end-of-archive marker (at least two zero blocks) and zeros only."""
+    data, length, first = tail.span(end, tail.pos), 0, None
+    while data:
+        if first is None and data.strip(b"\0"):
+            first = end + length + len(data) - len(data.lstrip(b"\0"))
+        length += len(data)
+        data = tail.read(1 << 20)
+    if first is not None and first < end + tarfile.BLOCKSIZE:
+        why = "a damaged block at byte %d of the tar stream, where a member header or the end-of-archive marker " \
+              "belongs: the archive is corrupt" % end
+    elif first is not None:
+        why = "non-zero bytes after the end-of-archive marker (first at byte %d of the tar stream): the archive was " \
+              "altered" % first
+    elif length < 2 * tarfile.BLOCKSIZE:
+        why = "truncated: the tar stream ends after %d bytes without its end-of-archive marker (two zero blocks)" % end
+    else:
+        return
+    read.damage = read.damage or Problem("tar", str(path), why)
+
+
+def _damage(path, exc, member):
+    """The one problem of an archive that cannot be read to its end."""
+    text, where = str(exc), " (while reading member %s)" % member if member else ""
+    if isinstance(exc, EOFError) or "unexpected end of data" in text:
+        check, why = "gzip" if isinstance(exc, EOFError) else "tar", "truncated: the file ends early"
+    elif "CRC" in text:
+        check, why = "gzip", "CRC mismatch: the decompressed data are not what was compressed"
+    elif "length" in text.lower() and isinstance(exc, gzip.BadGzipFile):
+        check, why = "gzip", "length mismatch: the decompressed data are not what was compressed"
+    elif isinstance(exc, (gzip.BadGzipFile, zlib.error)) or "zlib" in text:
+        check, why = "gzip", "not a valid gzip stream"
+    elif isinstance(exc, tarfile.TarError):
+        check, why = "tar", "not a valid tar stream"
+    else:
+        check, why = "archive", "cannot be read"
+    return Problem(check, str(path), "%s%s (%s: %s); the archive is damaged: use an intact copy" % (
+        why, where, exc.__class__.__name__, text))
 
 
 def parse_sums(text, where):
@@ -565,9 +714,26 @@ def check_images(body, digests):
 
 
 def check_schema(bundle_dir):
-    """What dlrepro.validate finds in the extracted bundle, its SHA256SUMS aside (checked above)."""
-    return [Problem("schema/%s" % p.check, "bundle/%s" % p.file, p.message)
-            for p in validate.check(bundle_dir) if p.check != "checksums"]
+    """What dlrepro.validate finds in the extracted bundle, its SHA256SUMS aside (checked above); files and
+    messages name members below <bundle-id>/, never the temporary folder."""
+    try:
+        found = validate.check(bundle_dir)
+    except DlreproError as exc:
+        found = [validate.Problem("bundle", "bundle.json", "could not be checked: %s" % exc)]
+    return [Problem("schema/%s" % p.check, _in_bundle(bundle_dir, p.file),
+                    str(p.message).replace(str(bundle_dir), "bundle")) for p in found if p.check != "checksums"]
+
+
+def _in_bundle(bundle_dir, file):
+    """'bundle/<path>' of a file that validate names relative to the bundle or by its (temporary) full path."""
+    path = Path(str(file))
+    if path.is_absolute():
+        try:
+            path = path.relative_to(bundle_dir)
+        except ValueError:
+            path = Path(path.name)
+    rel = path.as_posix()
+    return "bundle/" if rel in ("bundle", ".") else "bundle/" + rel
 
 
 def read_listings(root, actual):
@@ -630,14 +796,24 @@ def check_bundle(root, top, actual, digests, scratch):
 def verify(archive):
     """Recheck every checksum of an archive and its bundle's schema; returns Verified (``ok`` when no problem)."""
     archive = Path(archive)
-    if not archive.is_file():
-        raise ArchiveError("%s: no such archive file" % archive)
+    require_archive_file(archive)
     with tempfile.TemporaryDirectory(prefix=".dlrepro-verify-") as tmp:
         root = Path(tmp) / "archive"
-        top, actual, digests, problems = read_archive(archive, root)
-        if top is None:
-            return Verified(archive, None, 0, problems)
+        read = read_archive(archive, root)
+        if read.top is None or read.damage:  # one problem says so; what is missing after it is no news
+            return Verified(archive, read.top, len(read.hashes), read.problems)
+        actual, problems = read.hashes, read.problems
         manifest, sums, crate, more = read_listings(root, actual)
         problems += more + check_checksums(actual, manifest, sums, crate)
-        problems += check_bundle(root, top, actual, digests, Path(tmp) / "bundle")
-    return Verified(archive, top, len(actual), list(dict.fromkeys(problems)))
+        problems += check_bundle(root, read.top, actual, read.digests, Path(tmp) / "bundle")
+    return Verified(archive, read.top, len(actual), list(dict.fromkeys(problems)))
+
+
+def require_archive_file(archive):
+    if archive.is_dir():
+        hint = " (it is a bundle folder: check it with `invoke validate %s`, archive it with `invoke archive %s`)" \
+            % (archive, archive) if (archive / "bundle.json").is_file() else ""
+        raise ArchiveError("%s is a folder, not a .tar.gz archive; give the file `invoke archive` wrote%s"
+                           % (archive, hint))
+    if not archive.is_file():
+        raise ArchiveError("%s: no such archive file; give the .tar.gz that `invoke archive` wrote" % archive)

@@ -1,4 +1,5 @@
 """invoke archive / verify: a real bundle round-trips, and tampering with any byte is caught and named."""
+import gzip
 import hashlib
 import io
 import json
@@ -149,11 +150,102 @@ def test_an_added_file_is_named(archived):
     assert {p.check for p in named(problems, "bundle/jobs/extra.txt")} >= {"manifest", "sha256sums", "ro-crate"}
 
 
-def test_a_corrupt_gzip_stream_is_reported(archived):
+def test_a_corrupt_gzip_stream_is_reported_once(archived):
     data = archived.path.read_bytes()
     archived.path.write_bytes(flip(data, len(data) // 3))
+    problems = archive.verify(archived.path).problems
+    assert len(problems) == 1 and problems[0].check in ("gzip", "tar"), "\n".join(map(str, problems))
+    assert problems[0].file == str(archived.path)
+
+
+def _end_of_last_member(tar_bytes):
+    """Offset in the tar stream just after the last member's data and padding, and that member."""
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+        last = tar.getmembers()[-1]
+    return last.offset_data + -(-last.size // 512) * 512, last
+
+
+def _damage_tar(path, where):
+    """Decompress the archive, flip one byte of the tar stream at ``where(tar bytes)``, recompress."""
+    data = gzip.decompress(path.read_bytes())
+    path.write_bytes(gzip.compress(flip(data, where(data)), mtime=0))
+
+
+DAMAGE = {
+    "last 10 bytes cut": (lambda p: p.write_bytes(p.read_bytes()[:-10]), "gzip", "truncated"),
+    "half cut": (lambda p: p.write_bytes(p.read_bytes()[:p.stat().st_size // 2]), "gzip", "truncated"),
+    "gzip CRC flipped": (lambda p: p.write_bytes(flip(p.read_bytes(), p.stat().st_size - 8)), "gzip", "CRC mismatch"),
+    "gzip length flipped": (lambda p: p.write_bytes(flip(p.read_bytes(), p.stat().st_size - 1)), "gzip", "length"),
+    "byte in the trailing zeros": (lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] + 700), "tar",
+                                   "non-zero bytes after the end-of-archive marker"),
+    "last byte of the tar": (lambda p: _damage_tar(p, lambda d: len(d) - 1), "tar",
+                             "non-zero bytes after the end-of-archive marker"),
+    "byte in the end-of-archive marker": (lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] + 3), "tar",
+                                          "damaged block"),
+    "byte in a member's padding": (lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] - 1), "tar",
+                                   "padding after member"),
+    "tar without its end-of-archive marker": (
+        lambda p: p.write_bytes(gzip.compress(gzip.decompress(p.read_bytes())[:_end_of_last_member(
+            gzip.decompress(p.read_bytes()))[0]], mtime=0)), "tar", "truncated"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_archive_fails_verify_once_naming_the_archive(archived, damage):
+    change, check, words = DAMAGE[damage]
+    if damage == "byte in a member's padding":
+        _, last = _end_of_last_member(gzip.decompress(archived.path.read_bytes()))
+        if last.size % 512 in (0, 511):
+            pytest.skip("the last member fills its last block")
+    change(archived.path)
     result = archive.verify(archived.path)
-    assert not result.ok and any(p.check == "archive" or p.check == "manifest" for p in result.problems)
+    assert not result.ok
+    assert [(p.check, p.file) for p in result.problems] == [(check, str(archived.path))], \
+        "\n".join(map(str, result.problems))
+    assert words in result.problems[0].message and "dlrepro-verify" not in result.problems[0].message
+
+
+def test_problems_name_members_below_the_bundle_id_never_temporary_paths(archived):
+    name = next(m.name for m in archived.members if m.name.endswith("/job.json"))
+    rewrite(archived.path, lambda files: files.pop(name))
+    problems = archive.verify(archived.path).problems
+    assert named(problems, name)
+    for p in problems:
+        assert "dlrepro-verify" not in p.file + p.message and "//" not in p.file, p
+    assert archive._in_bundle(Path("/tmp/x/b"), "/tmp/x/b/jobs/j/job.json") == "bundle/jobs/j/job.json"
+    assert archive._in_bundle(Path("/tmp/x/b"), "bundle") == "bundle/"
+
+
+def test_an_invalid_bundle_is_not_archived(bundle, tmp_path):
+    result = next((bundle / "jobs").glob("*/result.json"))
+    result.write_text("garbage, not JSON")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(archive.ArchiveError, match="not a valid bundle") as raised:
+        archive.create(bundle, out / "x.tar.gz", log=lambda m: None)
+    assert "invoke validate %s" % bundle in str(raised.value)
+    assert not list(out.iterdir())
+
+
+def test_out_may_be_a_folder(bundle, tmp_path):
+    made = archive.create(bundle, tmp_path, log=lambda m: None)
+    assert made.path == tmp_path / ("%s.tar.gz" % made.bundle_id) and archive.verify(made.path).ok
+    with pytest.raises(archive.ArchiveError, match="does not exist"):
+        archive.create(bundle, tmp_path / "no" / "x.tar.gz", log=lambda m: None)
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_no_partial_file_is_left_behind(bundle, tmp_path, monkeypatch, error):
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def fail(*args):
+        raise error
+
+    monkeypatch.setattr(archive, "add_member", fail)
+    with pytest.raises(archive.ArchiveError if isinstance(error, OSError) else KeyboardInterrupt):
+        archive.create(bundle, out, log=lambda m: None)
+    assert not list(out.iterdir())
 
 
 def test_unsafe_members_are_rejected_and_not_extracted(tmp_path):
@@ -178,6 +270,8 @@ def test_verify_and_archive_name_the_file_on_user_errors(tmp_path):
         archive.create(tmp_path, tmp_path / "x.tar.gz")
     with pytest.raises(archive.ArchiveError, match="no such archive"):
         archive.verify(tmp_path / "nothing.tar.gz")
+    with pytest.raises(archive.ArchiveError, match="is a folder, not a .tar.gz archive"):
+        archive.verify(tmp_path)
 
 
 def test_invoke_archive_and_verify_exit_codes(bundle, tmp_path):
@@ -190,6 +284,10 @@ def test_invoke_archive_and_verify_exit_codes(bundle, tmp_path):
     rewrite(out, lambda files: files.__setitem__("bundle/bundle.json", flip(files["bundle/bundle.json"])))
     bad = subprocess.run(invoke + ["verify", str(out)], capture_output=True, text=True)
     assert bad.returncode == 1 and "bundle/bundle.json" in bad.stdout, bad.stdout + bad.stderr
+    into = subprocess.run(invoke + ["archive", str(bundle), "--out", str(tmp_path)], capture_output=True, text=True)
+    assert into.returncode == 0 and (tmp_path / ("%s.tar.gz" % bundle.name)).is_file(), into.stdout + into.stderr
+    folder = subprocess.run(invoke + ["verify", str(tmp_path)], capture_output=True, text=True)
+    assert folder.returncode == 1 and "is a folder" in folder.stdout and "Traceback" not in folder.stderr
 
 
 @pytest.fixture
