@@ -35,6 +35,20 @@ def _threads(text):
         raise DlreproError("--threads: expected 'sweep' or comma-separated thread counts (got %r)" % text) from None
 
 
+def _number(option, text, low, high):
+    """``text`` as a number in [low, high) (high None: unbounded; low excluded when it is 0 for alpha)."""
+    from dlrepro.errors import DlreproError
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and not low < value < high):
+        raise DlreproError("%s: expected a number %s (got %r)" % (
+            option, ">= %g" % low if high is None else "between %g and %g" % (low, high), text))
+    return value
+
+
 def _host_devices():
     from dlrepro import hostinfo
 
@@ -107,7 +121,7 @@ def _spec_names():
     "results": "folder for bundles (default: results/)",
     "base-source": "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap",
     "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
-})
+}, auto_shortflags=False)  # too many options for one-letter flags: each would be a guess
 def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
@@ -320,22 +334,31 @@ def merge(c, bundles, out=""):
 @task(help={"bundle": "the bundle to compare (folder or id)",
             "against": "'published' (the spec's published references, default) or another bundle (folder or id): "
                        "then BUNDLE is B, the one checked for regressions against it",
-            "min-effect": "smallest relative change of the median reported as a change (default 0.05 = 5%)",
-            "alpha": "significance level of the Mann-Whitney U test (default 0.01)"})
-def compare(c, bundle, against="published", min_effect=0.05, alpha=0.01):
+            "min-effect": "smallest relative change of the median reported as a change, >= 0 (default 0.05 = 5%)",
+            "alpha": "significance level of the Mann-Whitney U test, between 0 and 1 (default 0.01)"})
+def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01"):
     """Compare a bundle with the published numbers (ratio and verdict per cell, ranking with Kendall's
     tau), or with another bundle (Mann-Whitney U on the timed iterations, minimum effect)."""
     from dlrepro import bundle as bundlesmod, compare as comparemod, tables
+    from dlrepro.errors import DlreproError
     from dlrepro.references import Reference
 
     with user_errors():
         folder = bundlesmod.locate(bundle)
         if against != "published":
+            effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 1)
             base = bundlesmod.locate(against)
-            rows = comparemod.against_bundle(tables.samples(base), tables.samples(folder), min_effect, alpha)
-            console.print(summary_frame(rows, list(rows.columns), "%s (B) against %s (A)" % (folder.name, base.name)))
+            specs = [bundlesmod.body(f)["spec"]["name"] for f in (base, folder)]
+            if specs[0] != specs[1]:
+                raise DlreproError("%s is a bundle of spec %s, %s of spec %s: compare bundles of one spec"
+                                   % (base.name, specs[0], folder.name, specs[1]))
+            rows = comparemod.against_bundle(tables.samples(base), tables.samples(folder), effect, level)
+            shown = ["variant", "framework", "device", "batch_size", "sample", "n_a", "n_b", "median_a", "median_b",
+                     "change", "p_value", "verdict"]
+            console.print(summary_frame(rows, shown, "%s (B) against %s (A), seconds; spec %s" % (
+                folder.name, base.name, ", ".join(rows["spec"].dropna().unique()))))
             return
-        resolved = json.loads((folder / "bundle.json").read_text())["spec"]["resolved"]
+        resolved = bundlesmod.body(folder)["spec"]["resolved"]
         references = {resolved["name"]: [Reference.model_validate(r) for r in resolved.get("references") or []]}
         cells = comparemod.against_published(tables.summary(folder), references)
         if cells.empty:

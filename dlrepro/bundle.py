@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from dlrepro import REPO_ROOT, __version__, tables
-from dlrepro.errors import DlreproError
+from dlrepro.errors import BundleError, DlreproError
 from dlrepro.files import sha256_file
 from runner.contract import utc_now, write_json
 
@@ -33,6 +33,19 @@ def locate(name):
             return folder
     raise DlreproError("%s: no bundle.json there; give a bundle folder (results/<bundle-id>) or the id of one "
                        "under results/" % name)
+
+
+def body(folder):
+    """bundle.json of the bundle in ``folder`` as a dict; raises BundleError when it cannot be read."""
+    path = Path(folder) / "bundle.json"
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BundleError("%s: cannot be read (%s); `invoke validate %s` lists what is wrong" % (path, exc, folder)) from None
+    if not isinstance(found, dict) or "spec" not in found or "jobs" not in found:
+        raise BundleError("%s: not a bundle's bundle.json (no spec or jobs); `invoke validate %s` lists what is wrong"
+                          % (path, folder))
+    return found
 
 
 def git_state():

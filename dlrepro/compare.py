@@ -17,7 +17,7 @@ Ranking: per spec, variant, batch size, metric, published hardware and measured 
   "does not hold" ("not ranked" when the published values all tie); swapped pairs are named,
   with those whose measured 95% CIs overlap marked.
 Against another bundle: per job configuration in both (REGRESSION_KEY), the timed iterations'
-  medians and a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu); a change is reported
+  (convergence jobs: epochs') medians and a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu); a change is reported
   only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
 """
 import re
@@ -40,7 +40,7 @@ CELL_COLUMNS = ["spec", "variant", "batch_size", "framework", "measured_framewor
                 "measured_hardware", "metric", "unit", "measured", "ci95_low", "ci95_high", "published", "ratio",
                 "lower", "upper", "verdict", "reference_id", "reference_kind", "published_framework",
                 "published_version", "published_hardware", "source", "bundle_id", "job_id"]
-REGRESSION_KEY = ["spec", "variant", "framework", "device", "mode", "batch_size", "precision", "threads"]
+REGRESSION_KEY = ["spec", "variant", "framework", "device", "mode", "batch_size", "precision", "threads", "sample"]
 
 
 def metric_kind(metric):
@@ -199,12 +199,14 @@ def ranking(cells):
             if np.sign(x.measured - y.measured) * np.sign(x.published - y.published) < 0:
                 swapped.append("%s/%s%s" % (a, b, " (within noise)" if _overlap(x, y) else ""))
         best = "best" if metric_kind(g["metric"]) == "accuracy" else "fastest"
-        sentence = "%s, batch %s, %s: published (%s, %s; %s) %s first: %s; here (%s): %s. " % (
-            g["variant"], g["batch_size"], g["metric"], g["reference_kind"], g["published_hardware"], g["source"], best,
-            _order(items["published"], descending), g["measured_hardware"], _order(items["measured"], descending))
-        if items["published"].nunique() < 2:  # tau is undefined: there is no published order to reproduce
+        tie = items["published"].nunique() < 2  # tau is undefined: there is no published order to reproduce
+        sentence = "%s, batch %s, %s: published (%s, %s; %s) %s; here (%s): %s. " % (
+            g["variant"], g["batch_size"], g["metric"], g["reference_kind"], g["published_hardware"], g["source"],
+            "all %s" % _fmt(items["published"].iloc[0]) if tie else "%s first: %s" % (best, _order(items["published"], descending)),
+            g["measured_hardware"], _order(items["measured"], descending))
+        if tie:
             verdict = "not ranked"
-            sentence += "The published values all tie (%s): the study ranks nothing here." % _fmt(items["published"].iloc[0])
+            sentence += "The published values all tie: the study ranks nothing here."
         else:
             verdict = "holds" if tau >= 1 - 1e-12 else "partly holds" if tau > 0 else "does not hold"
             sentence += "Kendall's tau = %.2f (p = %.2g, n = %d): the study's conclusion %s here%s." % (
@@ -219,15 +221,17 @@ REGRESSION_COLUMNS = REGRESSION_KEY + ["n_a", "n_b", "median_a", "median_b", "ch
 
 
 def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
-    """Bundle B against bundle A, job configuration by configuration (REGRESSION_KEY), on the timed
-    iterations (seconds): REGRESSION_COLUMNS, ``change`` = median_b / median_a - 1. Verdicts:
+    """Bundle B against bundle A, job configuration by configuration (REGRESSION_KEY; CPU threads
+    only for cpu jobs), on the timed iterations or, for convergence jobs, the epochs (seconds):
+    REGRESSION_COLUMNS, ``change`` = median_b / median_a - 1. Verdicts:
     "slower" / "faster" (p < alpha and |change| >= min_effect), "no change" (otherwise), "only in A",
     "only in B". Raises ValueError on min_effect < 0 or alpha outside (0, 1)."""
     if min_effect < 0 or not 0 < alpha < 1:
         raise ValueError("min_effect must be >= 0 and alpha in (0, 1) (got %s, %s)" % (min_effect, alpha))
 
     def groups(samples):
-        timed = samples[samples["sample"] == "iteration"]
+        timed = samples[samples["sample"].isin(["iteration", "epoch"])]
+        timed = timed.assign(threads=timed["threads"].where(timed["device"] == "cpu"))  # a GPU job's host cores
         return {k: g["seconds"].to_numpy() for k, g in timed.groupby(REGRESSION_KEY, dropna=False, sort=True)}
 
     a, b = groups(samples_a), groups(samples_b)

@@ -28,3 +28,7 @@ class DatasetError(DlreproError):
 
 class ExecutorError(DlreproError):
     """An executor cannot start (no Docker engine, no GPU runtime, ...)."""
+
+
+class BundleError(DlreproError):
+    """A bundle cannot be read or combined; the message names the file (``invoke validate`` tells more)."""

@@ -58,9 +58,10 @@ def _where(g):
 
 
 def _names(rows):
-    """'framework version' per row, with ', N threads' where the rows' thread counts differ."""
+    """'framework version' per row, with ', N threads' where the rows' thread counts differ (CPU jobs: a GPU
+    job's host threads say nothing of it)."""
     names = (rows["framework"] + " " + rows["framework_version"].fillna("")).str.strip()
-    if rows["threads"].nunique(dropna=False) > 1:
+    if (rows["device"] == "cpu").all() and rows["threads"].nunique(dropna=False) > 1:
         names = names + ", " + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d thread%s" % (t, "s"[t == 1:]))
     return names
 

@@ -8,7 +8,6 @@ status with the reason of failed and skipped jobs); the comparison with the publ
 the ranking verdicts (``dlrepro.compare``); the figures (``dlrepro.plots``).
 """
 import base64
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +104,8 @@ def environment(bundles, summary):
                                          "%s %s" % (base.get("name", ""), _short(base.get("digest"))), image.get("python")]
     used = pd.DataFrame(images.values(), columns=["framework", "version", "image", "image ID", "CUDA", "cuDNN",
                                                   "base (digest)", "Python"])
+    if used.empty:  # local executor: the framework of the Python that ran the jobs, no image
+        return [side_by_side]
     return [side_by_side, _table("Images here", used.sort_values(["framework", "version"]),
                                  "IDs and digests: the first 12 hex digits of their SHA-256.")]
 
@@ -152,14 +153,22 @@ def _options(precision, layout, ptx_jit):
     return ", ".join(s for s in shown if s)
 
 
+FEW_SAMPLES = 5  # NVML samples (10 Hz) below which the medians say little about the measured window
+
+
 def _gpu_state(row):
-    """'SM 1980 MHz, 465 W, max 49 C' from the job's NVML telemetry, led by THROTTLED and the reasons when
-    power or thermal limits held the clocks back."""
-    if pd.isna(row.sm_clock_median_mhz):
+    """'not throttled: SM 1980 MHz, 465 W, max 49 C (24 samples)' from the job's NVML telemetry;
+    'THROTTLED (reasons)' when power or thermal limits held the clocks back; 'no telemetry' for a
+    GPU job that ran without it; a warning when the window held too few samples to judge."""
+    if row.device != "cuda" or row.status != "ok":
         return ""
-    text = "SM %s MHz, %s W, max %s C" % (_fmt(row.sm_clock_median_mhz, "%.0f"), _fmt(row.power_median_w, "%.0f"),
-                                          _fmt(row.temperature_max_c, "%.0f"))
-    return "THROTTLED (%s): %s" % (row.throttle_reasons, text) if row.throttled is True else text
+    if pd.isna(row.sm_clock_median_mhz):
+        return "no telemetry"
+    samples = 0 if pd.isna(row.telemetry_samples) else int(row.telemetry_samples)
+    text = "SM %s MHz, %s W, max %s C (%d sample%s%s)" % (
+        _fmt(row.sm_clock_median_mhz, "%.0f"), _fmt(row.power_median_w, "%.0f"), _fmt(row.temperature_max_c, "%.0f"),
+        samples, "s"[samples == 1:], ": too few to judge" if samples < FEW_SAMPLES else "")
+    return ("THROTTLED (%s): " % row.throttle_reasons if row.throttled is True else "not throttled: ") + text
 
 
 def _parameters(measured, equivalent, expected):
@@ -224,7 +233,7 @@ def bundle_folders(names):
 
 def context(bundle_dirs, summary, samples):
     """Everything the templates show (figures as plots.Plot with PNG bytes)."""
-    bundles = [json.loads((Path(d) / "bundle.json").read_text()) for d in bundle_dirs]
+    bundles = [bundle.body(d) for d in bundle_dirs]
     cells = compare.against_published(summary)
     ranks = compare.ranking(cells)
     return {

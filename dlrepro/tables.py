@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/2``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/3``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -13,8 +13,8 @@ samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
 
 Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
 fraction; GPU clocks in MHz, power in W, temperature in degrees C (medians and maxima over the
-measured iterations' NVML samples; ``throttled``: the GPU was held back by power or thermal
-limits while they ran). The schema version travels in the parquet files' key-value metadata
+measured iterations' NVML samples, ``telemetry_samples`` of them at 10 Hz; ``throttled``: the
+GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
 (ADDED says what each added). Tables of an older version are re-derived from the bundle's JSON
 files when read, so every reader sees this version's columns.
@@ -27,9 +27,10 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from dlrepro.errors import BundleError
 from runner import telemetry
 
-SCHEMA = "dlrepro.tables/2"
+SCHEMA = "dlrepro.tables/3"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -49,7 +50,7 @@ MEASURED = {
     "final_perplexity": "float64", "total_seconds": "float64", "seconds_per_1000_images": "float64",
     "throttled": "boolean", "throttle_reasons": "string", "sm_clock_median_mhz": "float64",
     "memory_clock_median_mhz": "float64", "power_median_w": "float64", "temperature_max_c": "float64",
-    "reason": "string", "remedy": "string",
+    "telemetry_samples": "Int64", "reason": "string", "remedy": "string",
 }
 SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
 SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": "Int64", "seconds": "float64",
@@ -57,7 +58,8 @@ SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": 
                   "train_loss": "float64", "perplexity": "float64"}
 FILES = ("summary.parquet", "samples.parquet")
 ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled", "throttle_reasons",
-                              "sm_clock_median_mhz", "memory_clock_median_mhz", "power_median_w", "temperature_max_c")}
+                              "sm_clock_median_mhz", "memory_clock_median_mhz", "power_median_w", "temperature_max_c"),
+         "dlrepro.tables/3": ("telemetry_samples",)}
 
 
 def columns_of(version, name):
@@ -138,6 +140,7 @@ def summary_row(body, job, result):
         "seconds_per_1000_images": (result.get("inference") or {}).get("seconds_per_1000_images"),
         **{c: gpu[c] for c in ("throttled", "throttle_reasons", "sm_clock_median_mhz", "memory_clock_median_mhz",
                                "power_median_w", "temperature_max_c")},
+        "telemetry_samples": len(((result.get("telemetry") or {}).get("samples") or {}).get("t_s") or []) or None,
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })
 
@@ -161,8 +164,10 @@ def sample_rows(body, job, result):
 
 
 def frame(rows, columns):
-    """A DataFrame with exactly ``columns`` (name -> dtype), missing ones null, in their order."""
-    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
+    """A DataFrame of ``rows`` (dicts) with ``columns`` (name -> dtype) first, those missing null, then any
+    other keys the rows have (merge's ``measurement`` labels)."""
+    table = pd.DataFrame(rows)
+    return table.reindex(columns=list(columns) + [c for c in table.columns if c not in columns]).astype(columns)
 
 
 def build(folder, body, job_ids):
@@ -194,24 +199,42 @@ def schema_of(path):
     return value.decode() if value else None
 
 
+UNREADABLE = (OSError, ValueError, KeyError, TypeError, pa.ArrowException)  # what a damaged bundle file raises
+
+
+def unreadable(folder, exc, path=None):
+    """The BundleError for a file of the bundle in ``folder`` that could not be read."""
+    where = path or getattr(exc, "filename", None) or folder
+    return BundleError("%s: cannot be read (%s: %s); `invoke validate %s` lists what is wrong"
+                       % (where, type(exc).__name__, exc, folder))
+
+
 def stored(folder, name):
-    """The parquet file of table ``name`` when it is of this tables version, else None."""
+    """The parquet file of table ``name`` when it is of this tables version, else None; raises
+    BundleError naming a parquet file that cannot be read."""
     path = Path(folder) / ("%s.parquet" % name)
-    return path if path.is_file() and schema_of(path) == SCHEMA else None
+    try:
+        return path if path.is_file() and schema_of(path) == SCHEMA else None
+    except UNREADABLE as exc:
+        raise unreadable(folder, exc, path) from None
 
 
 def read(folder, name):
     """One table of a bundle folder ("summary" or "samples"), with this version's columns.
 
     A bundle written before tables existed (bundle schema 1), or with tables of an older
-    version, has them derived from its JSON files.
+    version, has them derived from its JSON files. Raises BundleError naming a file that
+    cannot be read.
     """
     columns = SUMMARY_COLUMNS if name == "summary" else SAMPLE_COLUMNS
     path = stored(folder, name)
-    if path is not None:
-        return pq.read_table(path).to_pandas().astype(columns)
-    body = json.loads((Path(folder) / "bundle.json").read_text())
-    return frame(build(folder, body, [r["job_id"] for r in body["jobs"]])[0 if name == "summary" else 1], columns)
+    try:
+        if path is not None:
+            return pq.read_table(path).to_pandas().astype(columns)
+        body = json.loads((Path(folder) / "bundle.json").read_text())
+        return frame(build(folder, body, [r["job_id"] for r in body["jobs"]])[0 if name == "summary" else 1], columns)
+    except UNREADABLE as exc:
+        raise unreadable(folder, exc, path) from None
 
 
 def summary(folder):
@@ -231,9 +254,15 @@ def _arrow_schema(columns):
 def _concat(folders, name, columns):
     """One arrow table of table ``name`` of every folder, with exactly this version's ``columns``."""
     schema = _arrow_schema(columns)
-    files = {f: stored(f, name) for f in folders}
+    files = {folder: stored(folder, name) for folder in folders}
     current = [str(path) for path in files.values() if path is not None]
-    parts = [ds.dataset(current, format="parquet", schema=schema).to_table()] if current else []
+    try:
+        parts = [ds.dataset(current, format="parquet", schema=schema).to_table()] if current else []
+    except UNREADABLE:  # name the damaged file
+        for folder, path in files.items():
+            if path is not None:
+                read(folder, name)
+        raise
     parts += [pa.Table.from_pandas(read(f, name), schema=schema, preserve_index=False)
               for f, path in files.items() if path is None]
     return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
@@ -253,21 +282,23 @@ def merge(folders, with_samples=True):
     ``with_samples=False`` reads the summaries only and returns (summary, None).
 
     Rules: a bundle given twice (the same bundle id and SHA256SUMS) is read once; two different
-    bundles with one id raise ValueError. The same job measured more
+    bundles with one id raise BundleError. The same job measured more
     than once (the same resolved spec, job, image, host and device: DUPLICATE_KEY) in different
     bundles is kept every time, labelled: ``measurement`` numbers them in bundle order (1, 2, ...)
     and ``measurements`` says how many there are. The tables have this suite version's columns
     (tables of other versions are re-derived from their bundle's JSON files). Raises
-    FileNotFoundError naming a folder that is not a bundle.
+    BundleError naming a folder that is not a bundle or a file that cannot be read.
     """
     unique = {}
     for folder in map(Path, folders):
         if not (folder / "bundle.json").is_file():
-            raise FileNotFoundError("%s is not a bundle: it has no bundle.json" % folder)
+            raise BundleError("%s is not a bundle: it has no bundle.json" % folder)
         first = unique.setdefault(folder.name, folder)
         if first != folder and _sums(first) != _sums(folder):
-            raise ValueError("two different bundles have the id %s: %s and %s (their SHA256SUMS differ)"
-                             % (folder.name, first, folder))
+            raise BundleError("two different bundles have the id %s: %s and %s (their SHA256SUMS differ); merge "
+                              "one of them" % (folder.name, first, folder))
+    if not unique:
+        raise BundleError("no bundle to merge: give bundle folders or ids, comma-separated")
     summary = _concat(unique.values(), "summary", SUMMARY_COLUMNS)
     summary = summary.sort_values(["bundle_created", "bundle_id"], kind="stable")
     keys = summary[DUPLICATE_KEY].astype("string").fillna("")

@@ -7,16 +7,20 @@ folder's name), spec (the recorded spec hash is the hash of the resolved spec it
 reason when not ok; the counts add up), tables (bundle schema 2: summary.parquet, samples.parquet
 and summary.csv exist with exactly the columns of the tables version they declare, one summary
 row per job),
-statistics (each ok throughput job's samples reproduce its recorded n and median).
+statistics (each ok job timed per mini-batch: its samples reproduce the recorded n and median, the
+95% CI (when there are enough samples for one) holds the median within the samples' range,
+throughput = batch size / median).
 """
 import hashlib
 import json
 from collections import namedtuple
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 
 from dlrepro import tables
+from dlrepro.errors import BundleError
 from dlrepro.files import sha256_file
 from runner.contract import RESULT_SCHEMA
 
@@ -137,11 +141,16 @@ def statistics(folder, body):
         if row.job_id not in iterations.groups:
             problems.append(Problem("statistics", "samples.parquet", "no timed iterations for %s" % row.job_id))
             continue
-        seconds = iterations.get_group(row.job_id)
+        seconds, where = iterations.get_group(row.job_id), "jobs/%s/result.json" % row.job_id
         if len(seconds) != row.n or abs(seconds.median() - row.median) > 1e-9 * max(1.0, row.median):
-            problems.append(Problem("statistics", "jobs/%s/result.json" % row.job_id,
-                                    "%d samples with median %.6g s do not give the recorded n=%s, median %.6g s"
-                                    % (len(seconds), seconds.median(), row.n, row.median)))
+            problems.append(Problem("statistics", where, "%d samples with median %.6g s do not give the recorded "
+                                    "n=%s, median %.6g s" % (len(seconds), seconds.median(), row.n, row.median)))
+        elif pd.notna(row.ci95_low) and not seconds.min() <= row.ci95_low <= row.median <= row.ci95_high <= seconds.max():
+            problems.append(Problem("statistics", where, "95%% CI %.6g-%.6g s does not hold the median %.6g s within "
+                                    "the samples' range" % (row.ci95_low, row.ci95_high, row.median)))
+        elif abs(row.throughput * row.median - row.batch_size) > 1e-6 * row.batch_size:
+            problems.append(Problem("statistics", where, "throughput %.6g samples/s is not batch size %d / median "
+                                    "%.6g s" % (row.throughput, row.batch_size, row.median)))
     return problems
 
 
@@ -164,7 +173,7 @@ def check(folder):
             continue
         try:
             problems += step(folder, body)
-        except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged file stops this check, not the others
+        except tables.UNREADABLE + (BundleError,) as exc:  # a damaged file stops this check, not the others
             problems.append(Problem(step.__name__, getattr(exc, "filename", None) or "bundle",
                                     "could not be checked: %s: %s" % (type(exc).__name__, exc)))
     return problems

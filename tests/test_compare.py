@@ -140,4 +140,5 @@ def test_published_values_that_all_tie_rank_nothing():
                             _imdb_row("mxnet", 30.0, 0.862)], tables.SUMMARY_COLUMNS)
     ranks = compare.ranking(compare.against_published(summary))
     (rank,) = ranks[(ranks["metric"] == "test_accuracy") & ranks["published_hardware"].str.contains("K80")].itertuples()
-    assert rank.verdict == "not ranked" and rank.sentence.endswith("The published values all tie (0.86): the study ranks nothing here.")
+    assert rank.verdict == "not ranked" and "published (published, NVIDIA Tesla K80" in rank.sentence
+    assert " all 0.86; here (Tesla K80): torch, mxnet, tensorflow. The published values all tie: the study ranks nothing" in rank.sentence

@@ -7,6 +7,7 @@ import pytest
 
 from dlrepro import REPO_ROOT, tables, validate
 from dlrepro.bundle import BundleWriter
+from dlrepro.errors import BundleError
 
 REAL = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16, 7 frameworks, CPU, schema 1
 MEDIANS = {"caffe": 1.4972648284983734, "cntk": 1.107075, "torch": 2.719071340001392}
@@ -32,7 +33,7 @@ def bundle(tmp_path):
 def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     summary, samples = tables.summary(bundle), tables.samples(bundle)
     assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and len(summary) == 7
-    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/2"
+    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/3"
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
     assert by_framework.loc["torch", "median"] == MEDIANS["torch"]
@@ -93,11 +94,11 @@ def test_merge_reads_a_bundle_once_and_labels_a_job_measured_twice(bundle, tmp_p
     assert len(samples) == 3 * 168 and set(samples["measurements"]) == {3}
     only_summary, none = tables.merge([bundle], with_samples=False)
     assert none is None and only_summary["median"].tolist() == tables.summary(bundle)["median"].tolist()
-    with pytest.raises(FileNotFoundError, match="has no bundle.json"):
+    with pytest.raises(BundleError, match="has no bundle.json"):
         tables.merge([tmp_path])
     twin = shutil.copytree(bundle, tmp_path / "twin" / bundle.name)  # the same id, other bytes
     (twin / "SHA256SUMS").write_text((twin / "SHA256SUMS").read_text()[1:])
-    with pytest.raises(ValueError, match="two different bundles have the id %s" % bundle.name):
+    with pytest.raises(BundleError, match="two different bundles have the id %s" % bundle.name):
         tables.merge([bundle, twin])
 
 
@@ -108,7 +109,8 @@ def test_merged_tables_write_and_read_back_with_the_schema(bundle, tmp_path):
     tables.write(out, summary.to_dict("records"), samples.to_dict("records"))
     back = pq.read_table(out / "summary.parquet").to_pandas()
     assert tables.schema_of(out / "summary.parquet") == tables.SCHEMA
-    assert back["median"].tolist() == summary["median"].tolist() and "measurement" not in back.columns
+    assert back["median"].tolist() == summary["median"].tolist()
+    assert back["measurement"].tolist() == summary["measurement"].tolist() and sorted(back["measurement"]) == [1] * 7 + [2] * 7
 
 
 def test_invoke_validate_exits_1_naming_the_changed_file(bundle):
@@ -147,3 +149,18 @@ def test_a_gpu_bundle_from_the_h200_and_the_cpu_bundle_from_here_merge_into_one_
     assert gpu.loc[128, "median"] < 0.02 < summary[summary["device"] == "cpu"]["median"].min()
     assert set(summary["parameters"]) == {62_378_344} and (samples["device"] == "cpu").sum() == 168
     assert (samples["device"] == "cuda").sum() == gpu["n"].sum() > 0
+
+
+def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
+    from tests.test_compare import invoke
+
+    parquet = bundle / "summary.parquet"
+    parquet.write_bytes(parquet.read_bytes()[:100])
+    with pytest.raises(BundleError, match="summary.parquet: cannot be read .*`invoke validate "):
+        tables.merge([REAL, bundle])
+    broken = shutil.copytree(REAL, tmp_path / "broken" / REAL.name)
+    (broken / "bundle.json").write_text("{")
+    for args in (["compare", str(broken)], ["merge", "%s,%s" % (bundle, broken)], ["report", str(broken)],
+                 ["compare", str(bundle), "--against", str(REAL), "--alpha", "2"]):
+        done = invoke(*args)
+        assert done.returncode == 1 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args
