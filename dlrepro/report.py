@@ -159,7 +159,8 @@ FEW_SAMPLES = 5  # NVML samples (10 Hz) below which the medians say little about
 def _gpu_state(row):
     """'not throttled: SM 1980 MHz, 465 W, max 49 C (24 samples)' from the job's NVML telemetry;
     'THROTTLED (reasons)' when power or thermal limits held the clocks back; 'no telemetry' for a
-    GPU job that ran without it; a warning when the window held too few samples to judge."""
+    GPU job that ran without it; a note when the window held too few samples for the medians (the
+    throttle flag also comes from NVML's violation counters, read at the window's start and end)."""
     if row.device != "cuda" or row.status != "ok":
         return ""
     if pd.isna(row.sm_clock_median_mhz):
@@ -167,7 +168,7 @@ def _gpu_state(row):
     samples = 0 if pd.isna(row.telemetry_samples) else int(row.telemetry_samples)
     text = "SM %s MHz, %s W, max %s C (%d sample%s%s)" % (
         _fmt(row.sm_clock_median_mhz, "%.0f"), _fmt(row.power_median_w, "%.0f"), _fmt(row.temperature_max_c, "%.0f"),
-        samples, "s"[samples == 1:], ": too few to judge" if samples < FEW_SAMPLES else "")
+        samples, "s"[samples == 1:], ": too few for the medians" if samples < FEW_SAMPLES else "")
     return ("THROTTLED (%s): " % row.throttle_reasons if row.throttled is True else "not throttled: ") + text
 
 

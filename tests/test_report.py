@@ -259,6 +259,6 @@ def test_gpu_jobs_show_clocks_power_and_the_throttle_flag(tmp_path):
         last["power_median_w"], last["temperature_max_c"], last["telemetry_samples"])
     throttled = summary.iloc[[-1]].assign(throttled=True, throttle_reasons="sw_power_cap", telemetry_samples=3)
     assert report._gpu_state(next(throttled.itertuples())) == "THROTTLED (sw_power_cap): SM 1980 MHz, %.0f W, max " \
-        "%.0f C (3 samples: too few to judge)" % (last["power_median_w"], last["temperature_max_c"])
+        "%.0f C (3 samples: too few for the medians)" % (last["power_median_w"], last["temperature_max_c"])
     silent = summary.iloc[[-1]].assign(sm_clock_median_mhz=float("nan"))
     assert report._gpu_state(next(silent.itertuples())) == "no telemetry"
