@@ -341,7 +341,6 @@ def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01"):
     tau), or with another bundle (Mann-Whitney U on the timed iterations, minimum effect)."""
     from dlrepro import bundle as bundlesmod, compare as comparemod, tables
     from dlrepro.errors import DlreproError
-    from dlrepro.references import Reference
 
     with user_errors():
         folder = bundlesmod.locate(bundle)
@@ -358,11 +357,10 @@ def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01"):
             console.print(summary_frame(rows, shown, "%s (B) against %s (A), seconds; spec %s" % (
                 folder.name, base.name, ", ".join(rows["spec"].dropna().unique()))))
             return
-        resolved = bundlesmod.body(folder)["spec"]["resolved"]
-        references = {resolved["name"]: [Reference.model_validate(r) for r in resolved.get("references") or []]}
-        cells = comparemod.against_published(tables.summary(folder), references)
+        body = bundlesmod.body(folder)
+        cells = comparemod.against_published(tables.summary(folder), comparemod.recorded_references([body]))
         if cells.empty:
-            console.print("no job of %s matches a published reference of spec %s" % (folder.name, resolved["name"]))
+            console.print("no job of %s matches a published reference of spec %s" % (folder.name, body["spec"]["name"]))
             return
         console.print(summary_frame(cells, ["variant", "batch_size", "framework", "metric", "measured", "published",
                                             "ratio", "verdict", "published_framework", "published_hardware",

@@ -48,6 +48,7 @@ from urllib.parse import unquote
 from dlrepro import REPO_ROOT, __version__, validate
 from dlrepro.bundle import locate
 from dlrepro.errors import DlreproError
+from dlrepro import files
 from dlrepro.files import sha256_file
 
 MANIFEST = "MANIFEST.sha256"
@@ -430,7 +431,7 @@ def create(bundle, out=None, images=False, license_id=DEFAULT_LICENSE, author=No
                 members.append(Member("docker/%s.tar" % image["name"], path=dest))
         crate = Member(CRATE, data=crate_json(body, members, schema_versions(bundle_dir), license_id, author))
         members.append(crate)
-        manifest = "".join("%s  %s\n" % (m.sha256, m.name) for m in sorted(members, key=lambda m: m.name))
+        manifest = files.sums_text({m.name: m.sha256 for m in members})
         members.append(Member(MANIFEST, data=manifest.encode()))
         write_tar(out, bundle_id, members, _mtime(body))
     return Created(out, bundle_id, members, warnings)
@@ -639,15 +640,9 @@ def _damage(path, exc, member):
 
 def parse_sums(text, where):
     """{path: sha256} from `sha256sum` lines; problems for lines that are not."""
-    listed, problems = {}, []
-    for n, line in enumerate(text.splitlines(), 1):
-        digest, sep, name = line.partition("  ")
-        if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            problems.append(Problem("manifest" if where == MANIFEST else "sha256sums", where,
-                                    "line %d is not '<sha256>  <path>': %r" % (n, line[:80])))
-            continue
-        listed[name.lstrip("*")] = digest
-    return listed, problems
+    listed, bad = files.parse_sums(text)
+    return listed, [Problem("manifest" if where == MANIFEST else "sha256sums", where,
+                            "line %d is not '<sha256>  <path>': %r" % (n, line[:80])) for n, line in bad]
 
 
 def check_listing(check, listing, listed, actual, prefix="", others=()):

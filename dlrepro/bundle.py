@@ -22,7 +22,7 @@ from pathlib import Path
 
 from dlrepro import REPO_ROOT, __version__, tables
 from dlrepro.errors import BundleError, DlreproError
-from dlrepro.files import sha256_file
+from dlrepro.files import sha256_file, sums_text
 from runner.contract import utc_now, write_json
 
 SCHEMA = "dlrepro.bundle/2"  # 2: tidy tables (dlrepro.tables); 1 had summary.csv only
@@ -114,9 +114,7 @@ class BundleWriter:
         body.update(jobs=rows, counts={s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "skipped")})
         write_json(str(self.partial / "bundle.json"), body)
         tables.write(self.partial, rows, samples)
-        files = sorted(p for p in self.partial.rglob("*") if p.is_file())
-        with open(self.partial / "SHA256SUMS", "w") as out:
-            for path in files:
-                out.write("%s  %s\n" % (sha256_file(path), path.relative_to(self.partial).as_posix()))
+        (self.partial / "SHA256SUMS").write_text(sums_text(
+            {p.relative_to(self.partial).as_posix(): sha256_file(p) for p in self.partial.rglob("*") if p.is_file()}))
         os.rename(self.partial, self.results_dir / self.id)
         return self.results_dir / self.id

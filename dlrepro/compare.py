@@ -112,6 +112,20 @@ def _published_framework(framework, names_present):
     return None
 
 
+def recorded_references(bodies):
+    """{spec name: [Reference]} as the bundles (bundle.json bodies) recorded them in their resolved
+    specs: a comparison uses the references a bundle was run with, whatever the spec says today."""
+    from dlrepro.references import Reference
+
+    found = {}
+    for body in bodies:
+        resolved = body["spec"]["resolved"]
+        refs = found.setdefault(resolved["name"], {})
+        for ref in resolved.get("references") or []:
+            refs.setdefault(ref["id"], Reference.model_validate(ref))
+    return {name: list(refs.values()) for name, refs in found.items()}
+
+
 def against_published(summary, references=None):
     """One row per (measured job, matching published reference): CELL_COLUMNS.
 

@@ -55,6 +55,5 @@ def _check_gpu(image, card, allow_ptx_jit):
     try:
         archs.check(image.name, card["name"], card["capability"], image.cuda_archs, allow_ptx_jit)
     except archs.Refused as exc:
-        return exc.reason, exc.remedy.replace("(--framework NAME@VERSION)", "(--framework NAME@VERSION; "
-                                              "images/matrix.yaml)")
+        return exc.reason, exc.remedy
     return None

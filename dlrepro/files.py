@@ -1,4 +1,4 @@
-"""File digests, computed in one way everywhere on the host."""
+"""File digests, computed and listed in one way everywhere on the host (`sha256sum` format)."""
 import hashlib
 
 
@@ -9,3 +9,20 @@ def sha256_file(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def sums_text(digests):
+    """`sha256sum -c` lines for {path: hex SHA-256}, sorted by path."""
+    return "".join("%s  %s\n" % (digest, name) for name, digest in sorted(digests.items()))
+
+
+def parse_sums(text):
+    """({path: hex SHA-256}, [(line number, line)] of lines that are not `<sha256>  <path>`)."""
+    listed, bad = {}, []
+    for n, line in enumerate(text.splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            bad.append((n, line))
+            continue
+        listed[name.lstrip("*")] = digest
+    return listed, bad

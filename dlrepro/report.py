@@ -235,7 +235,7 @@ def bundle_folders(names):
 def context(bundle_dirs, summary, samples):
     """Everything the templates show (figures as plots.Plot with PNG bytes)."""
     bundles = [bundle.body(d) for d in bundle_dirs]
-    cells = compare.against_published(summary)
+    cells = compare.against_published(summary, compare.recorded_references(bundles))
     ranks = compare.ranking(cells)
     return {
         "bundle_ids": [b["id"] for b in bundles],

@@ -90,12 +90,13 @@ def _gpu(body, result):
     return gpu, (host_gpus[0] if host_gpus else {})
 
 
-def provenance(body, job, result):
-    """The provenance columns of one job's rows, from bundle.json's body, job.json and result.json."""
+def provenance(body, job, result, measured=None):
+    """The provenance columns of one job's rows, from bundle.json's body, job.json and result.json
+    (``measured``: the job's runner.telemetry.summary_columns, when the caller has them)."""
     env = result.get("environment") or {}
     image = _image_for(body, job) if result["status"] != "skipped" else None
     gpu, host_gpu = _gpu(body, result)
-    measured = telemetry.summary_columns(result)
+    measured = measured or telemetry.summary_columns(result)
     cuda_job = job["device"] == "cuda"
     cpu_model = (env.get("cpu") or {}).get("model") or ((body.get("host") or {}).get("cpu") or {}).get("model")
     suite = body.get("suite") or {}
@@ -129,7 +130,7 @@ def summary_row(body, job, result):
     params = result.get("parameters") or {}
     conv = result.get("convergence") or {}
     gpu = telemetry.summary_columns(result)
-    return dict(provenance(body, job, result), **{
+    return dict(provenance(body, job, result, gpu), **{
         "status": result["status"], "quantity": timing.get("quantity"), "unit": timing.get("unit"),
         "median": stats.get("median"), "q1": stats.get("q1"), "q3": stats.get("q3"), "iqr": stats.get("iqr"),
         "ci95_low": ci[0], "ci95_high": ci[1], "n": stats.get("n"), "throughput": timing.get("throughput"),
@@ -139,8 +140,7 @@ def summary_row(body, job, result):
         "final_perplexity": conv.get("final_perplexity"), "total_seconds": conv.get("total_seconds"),
         "seconds_per_1000_images": (result.get("inference") or {}).get("seconds_per_1000_images"),
         **{c: gpu[c] for c in ("throttled", "throttle_reasons", "sm_clock_median_mhz", "memory_clock_median_mhz",
-                               "power_median_w", "temperature_max_c")},
-        "telemetry_samples": len(((result.get("telemetry") or {}).get("samples") or {}).get("t_s") or []) or None,
+                               "power_median_w", "temperature_max_c", "telemetry_samples")},
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })
 

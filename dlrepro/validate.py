@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from dlrepro import tables
 from dlrepro.errors import BundleError
-from dlrepro.files import sha256_file
+from dlrepro.files import parse_sums, sha256_file
 from runner.contract import RESULT_SCHEMA
 
 Problem = namedtuple("Problem", "check file message")
@@ -35,14 +35,13 @@ STATUSES = ("ok", "failed", "skipped")
 
 
 def checksums(folder, body):
-    listed = {}
     sums = folder / "SHA256SUMS"
     if not sums.is_file():
         return [Problem("checksums", "SHA256SUMS", "missing: the bundle cannot be verified (re-run to get one)")]
-    for line in sums.read_text().splitlines():
-        digest, _, name = line.partition("  ")
-        listed[name] = digest
-    problems = [Problem("checksums", name, "listed in SHA256SUMS but missing")
+    listed, bad = parse_sums(sums.read_text(errors="replace"))
+    problems = [Problem("checksums", "SHA256SUMS", "line %d is not '<sha256>  <path>': %r" % (n, line[:80]))
+                for n, line in bad]
+    problems += [Problem("checksums", name, "listed in SHA256SUMS but missing")
                 for name in listed if not (folder / name).is_file()]
     problems += [Problem("checksums", name, "SHA-256 differs from SHA256SUMS: the file was changed after the run")
                  for name, digest in listed.items() if (folder / name).is_file() and sha256_file(folder / name) != digest]

@@ -77,8 +77,8 @@ def check(what, gpu_name, capability, archs, allow_ptx_jit):
                       % (what, gpu_name, arch, capability, used, shipped),
                       "run with --allow-ptx-jit to measure the JIT-compiled build anyway (the result is marked "
                       "ptx_jit), run on a GPU the build supports, or choose another version of the framework "
-                      "(--framework NAME@VERSION)")
+                      "(--framework NAME@VERSION; images/matrix.yaml)")
     raise Refused("%s has no kernels for %s (%s, compute capability %s); its build ships %s"
                   % (what, gpu_name, arch, capability, shipped),
                   "run on a GPU the build supports, or choose another version of the framework "
-                  "(--framework NAME@VERSION)")
+                  "(--framework NAME@VERSION; images/matrix.yaml)")

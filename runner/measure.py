@@ -27,6 +27,7 @@ inference    DeepLearningFrameworks' feature extraction: one untimed pass over t
              batches, then a timed pass; each batch is copied to the device, run
              forward without gradients and copied back; seconds per 1000 images.
 """
+import contextlib
 import math
 import time
 
@@ -66,12 +67,17 @@ def _repeat_timer(adapter, job):
     return "host_sync", lambda step, count: _timed(adapter, step, count)
 
 
-class _NoSampler(object):
-    def start(self):
-        pass
-
-    def stop(self):
-        pass
+@contextlib.contextmanager
+def _sampled(sampler):
+    """Run the block with ``sampler`` (runner.telemetry.Sampler, or None for none) sampling."""
+    if sampler is None:
+        yield
+        return
+    sampler.start()
+    try:
+        yield
+    finally:
+        sampler.stop()
 
 
 def _step_source(adapter, job, dataset):
@@ -108,14 +114,12 @@ def throughput(adapter, job, dataset=None, sampler=None):
 
     ``sampler`` (runner.telemetry.Sampler) runs while the measured repeats do.
     """
-    sampler = sampler or _NoSampler()
     step, region = _step_source(adapter, job, dataset)
     adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
     name, timed = _repeat_timer(adapter, job)
     repeats, walls, last = [], [], None
-    sampler.start()
-    try:
+    with _sampled(sampler):
         for _ in range(job["repeats"]):
             adapter.synchronize()
             start = time.perf_counter()
@@ -123,8 +127,6 @@ def throughput(adapter, job, dataset=None, sampler=None):
             walls.append(time.perf_counter() - start)  # the timer synchronised at its end
             repeats.append(seconds)
             last = hs[-1:]  # only the last loss is kept: no device memory grows with the run
-    finally:
-        sampler.stop()
     losses = adapter.losses(warm_handles[:1] + last)
     timing = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name)
     timing["repeat_wall_seconds"] = walls
@@ -136,12 +138,8 @@ def convergence(adapter, job, dataset, sampler=None):
 
     ``sampler`` runs from the first epoch's training loop to the last one's end.
     """
-    sampler = sampler or _NoSampler()
-    sampler.start()
-    try:
+    with _sampled(sampler):
         return _convergence(adapter, job, dataset)
-    finally:
-        sampler.stop()
 
 
 def _convergence(adapter, job, dataset):
@@ -189,7 +187,6 @@ def _convergence(adapter, job, dataset):
 
 def inference(adapter, job, sampler=None):
     """Inference mode; returns the result's ``timing`` and ``inference`` sections (``sampler``: the timed pass)."""
-    sampler = sampler or _NoSampler()
     batch_size, count = job["batch_size"], job["inference_batches"]
     x, _ = datamod.synthetic_batch(job["model"], batch_size * count, job["data"]["seed"])
     batches = [x[i:i + batch_size] for i in range(0, len(x), batch_size)]
@@ -207,14 +204,11 @@ def inference(adapter, job, sampler=None):
     for _ in range(job.get("untimed_passes", 1)):
         run_pass()
     adapter.synchronize()
-    sampler.start()
-    try:
+    with _sampled(sampler):
         start = time.perf_counter()
         per_batch = run_pass()
         adapter.synchronize()
         wall = time.perf_counter() - start
-    finally:
-        sampler.stop()
     timing = _timing("seconds per mini-batch",
                      "copy of a mini-batch to the device + forward without gradients + copy of the outputs "
                      "back to the host", batch_size, [], [per_batch])

@@ -62,21 +62,14 @@ def unavailable(reason):
     return {"status": "unavailable", "reason": reason, "throttled": None, "throttle_reasons": []}
 
 
-def _median(values):
-    ordered = sorted(values)
-    n = len(ordered)
-    if n == 0:
-        return None
-    mid = n // 2
-    return float(ordered[mid]) if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
-
-
 def summarize(samples):
     """{field: {min, median, max}} over the sample columns (None where a field was never read)."""
+    from runner import stats  # numpy: imported only once the job's thread count is set (runner.job)
+
     out = {}
     for field in FIELDS:
         values = [v for v in samples.get(field, []) if v is not None]
-        out[field] = {"min": min(values), "median": _median(values), "max": max(values)} if values else None
+        out[field] = {k: stats.summarize(values)[k] for k in ("min", "median", "max")} if values else None
     return out
 
 
@@ -260,5 +253,6 @@ def summary_columns(result):
             "gpu_name": device.get("name"), "driver": device.get("driver"),
             "sm_clock_median_mhz": median("sm_clock_mhz"), "memory_clock_median_mhz": median("memory_clock_mhz"),
             "power_median_w": median("power_w"), "temperature_max_c": (summary.get("temperature_c") or {}).get("max"),
+            "telemetry_samples": len((tel.get("samples") or {}).get("t_s") or []) or None,
             "precision": options.get("precision"), "layout": options.get("layout"),
             "cudnn_autotune": options.get("cudnn_autotune"), "ptx_jit": options.get("ptx_jit")}
