@@ -3,36 +3,15 @@
     invoke build run --spec=alexnet        build the default images, then run the alexnet spec
     invoke run --spec=fcn --executor local run in this Python, without containers
     invoke specs --show alexnet            what a spec defines
-"""
-import json
 
+Each task parses its options, calls one library function and renders what it returns
+(dlrepro.cli); errors print as ``error:`` and ``remedy:`` lines with exit status 1.
+"""
 from invoke import Collection, Exit, task
 
 from dlrepro import REPO_ROOT
-from dlrepro.console import RichReporter, console, layer_summary, summary_frame, summary_table, user_errors
-
-OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
-                "timeout_s": "--timeout"}
-UNSET = -1  # integer options left at -1 take the spec's value
-
-
-def _list(text, convert=str):
-    return [convert(x.strip()) for x in text.split(",") if x.strip()] or None
-
-
-def _given(value):
-    return None if value == UNSET else value
-
-
-def _threads(text):
-    from dlrepro.errors import DlreproError
-
-    if text.strip() == "sweep":
-        return "sweep"
-    try:
-        return _list(text, int)
-    except ValueError:
-        raise DlreproError("--threads: expected 'sweep' or comma-separated thread counts (got %r)" % text) from None
+from dlrepro.cli.console import RichReporter, console, user_errors
+from dlrepro.run.options import UNSET, split
 
 
 def _number(option, text, low, high):
@@ -49,14 +28,9 @@ def _number(option, text, low, high):
     return value
 
 
-def _host_devices():
-    from dlrepro import hostinfo
-
-    return ["cpu", "cuda"] if hostinfo.gpus() else ["cpu"]
-
-
 @task(help={
-    "framework": "frameworks to build, comma-separated, or 'all' (default: the matrix's default_frameworks)",
+    "framework": "frameworks to build, comma-separated (NAME or NAME@VERSION), or 'all' (default: the matrix's "
+                 "default_frameworks)",
     "device": "cpu or cuda, comma-separated (default: cpu, plus cuda when an NVIDIA GPU is visible)",
     "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
@@ -69,23 +43,17 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
     tag exists is not rebuilt. `invoke run` builds what it needs too, so
     `invoke build run --spec=NAME` works as typed."""
-    from dlrepro import build as buildmod, matrix as matrixmod
-    from dlrepro.errors import DlreproError
+    from dlrepro.images import build as buildmod, matrix as matrixmod
+    from dlrepro.run import hostinfo
 
     with user_errors():
         matrix = matrixmod.load()
-        frameworks = sorted({i.framework for i in matrix.images}) if framework == "all" else \
-            (_list(framework) or matrix.default_frameworks)
-        devices = _list(device) or _host_devices()
-        wrong = [d for d in devices if d not in ("cpu", "cuda")]
-        if wrong:
-            raise DlreproError("--device: expected cpu or cuda (got %s)" % ", ".join(map(repr, wrong)))
+        entries = matrix.select(split(framework), split(device) or hostinfo.devices())
         options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
-        for fw in frameworks:
-            for dev in devices:
-                built = buildmod.ensure(matrix, matrix.find(fw, dev), options, lambda m: console.print("[dim]%s[/]" % m))
-                console.print("%s: %s (%s, %s)" % (built.image.name, built.tag, built.image_id[:19],
-                                                    "built in %.0f s" % built.seconds if built.built else "cached"))
+        for entry in entries:
+            built = buildmod.ensure(matrix, entry, options, lambda m: console.print("[dim]%s[/]" % m))
+            console.print("%s: %s (%s, %s)" % (built.image.name, built.tag, built.image_id[:19],
+                                                "built in %.0f s" % built.seconds if built.built else "cached"))
 
 
 def _spec_names():
@@ -131,41 +99,27 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
     every job that could run here ran (skipped jobs name their reason and remedy), 1 when
     a job failed or none ran, 130 when interrupted (the bundle keeps what finished)."""
-    from pydantic import ValidationError
+    import json
 
-    from dlrepro import build as buildmod, jobs, runs
-    from dlrepro.errors import DlreproError
+    from dlrepro.cli import render
+    from dlrepro.images import build as buildmod
+    from dlrepro.run import options as optionsmod, runs
 
     with user_errors():
-        try:
-            options = jobs.RunOptions(
-                frameworks=_list(framework), device=device, executor=executor, variants=_list(variant),
-                mode=mode or None,
-                batch_sizes=_list(batch_size, int), warmup=_given(warmup), iterations=_given(iterations),
-                repeats=_given(repeats), epochs=_given(epochs),
-                threads=_threads(threads), gpu=gpu, quick=quick,
-                timeout_s=_given(timeout), gpus=_list(gpus, int), precision=precision, layout=layout,
-                cudnn_autotune=cudnn_autotune, compile=compile, allow_ptx_jit=allow_ptx_jit)
-        except ValidationError as exc:
-            deepest = {}  # an option that may take several forms reports each; keep the most specific
-            for e in sorted(exc.errors(), key=lambda e: -len(e["loc"])):
-                deepest.setdefault(e["loc"][0], e)
-            raise DlreproError("\n".join("%s: %s (got %r)" % (
-                OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"], e["input"])
-                for name, e in deepest.items())) from None
-        except ValueError as exc:  # a batch size that is not a number
-            raise DlreproError("--batch-size: expected comma-separated numbers (%s)" % exc) from None
-        build_options = buildmod.BuildOptions(base_source)
+        options = optionsmod.from_cli(
+            framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
+            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit)
         try:
             with RichReporter() as reporter:
-                path = runs.run(spec, options, build_options, results or REPO_ROOT / "results", python or None,
-                                reporter)
+                path = runs.run(spec, options, buildmod.BuildOptions(base_source), results or REPO_ROOT / "results",
+                                python or None, reporter)
         except KeyboardInterrupt as exc:
             console.print("[yellow]interrupted[/] (%s)" % exc)
             raise Exit(code=130) from None
         bundle = json.loads((path / "bundle.json").read_text())
         counts = bundle["counts"]
-        summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s) for s, n in counts.items())))
+        render.summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s)
+                                                                                    for s, n in counts.items())))
         console.print("bundle: %s" % path)
         if counts["failed"] or not counts["ok"]:
             raise Exit(code=1)
@@ -174,62 +128,16 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
 @task(help={"show": "print one spec in full: models layer by layer, variants, batch sizes"})
 def specs(c, show=""):
     """List the specs, or show one."""
-    from rich.table import Table
-
-    from dlrepro import jobs, spec as specmod
-    from runner import shapes
+    from dlrepro import spec as specmod
+    from dlrepro.cli import render
+    from dlrepro.run import jobs
 
     with user_errors():
         if not show:
-            for name in specmod.available():
-                s = specmod.load(name)
-                console.print("[bold]%s[/]: %s" % (name, s.title))
-                for vname, v in s.variants.items():
-                    m = s.models[v.model]
-                    console.print("  %-12s %s parameters, %s, batch sizes %s" % (
-                        vname, format(m.parameters, ","), v.data.kind if v.data.kind == "synthetic" else v.data.name,
-                        ", ".join("%s %s" % (d, b) for d, b in v.batch_sizes.items())))
+            render.spec_list(specmod.load(name) for name in specmod.available())
             return
         s = specmod.load(show)
-        console.print("[bold]%s[/]: %s\nstudy: %s\nsource: %s\nframeworks: %s" % (
-            s.name, s.title, s.study, s.source, ", ".join(s.frameworks)))
-        for mname, m in s.models.items():
-            table = Table(title="model %s: %s parameters" % (mname, format(m.parameters, ",")), caption=m.source)
-            for column in ("layer", "settings", "input", "output", "parameters"):
-                table.add_column(column, justify="right" if column == "parameters" else "left")
-            for layer, shape_in, shape_out, params in shapes.trace(m.layer_dicts(), m.input_shape):
-                table.add_row(layer["type"], layer_summary(layer), str(shape_in), str(shape_out), format(params, ","))
-            console.print(table)
-        for vname, v in s.variants.items():
-            console.print("[bold]variant %s[/]: %s" % (vname, v.description))
-            console.print_json(data=v.model_dump(mode="json", exclude={"description"}, exclude_none=True))
-            for framework in s.frameworks:
-                reason = jobs.unsupported(s, vname, framework)
-                if reason:
-                    console.print("[yellow]unsupported[/] %s on %s: %s" % (vname, framework, reason))
-        _references(s)
-
-
-def _references(s):
-    """The spec's published references as one table per kind, and what could not be retrieved."""
-    from rich.table import Table
-
-    from dlrepro.references import KINDS
-
-    for kind in KINDS:
-        refs = [r for r in s.references if r.kind == kind]
-        if not refs:
-            continue
-        table = Table(title="references: %s (%d)" % (kind, len(refs)))
-        for column in ("variant", "framework", "hardware", "batch", "metric", "value", "source"):
-            table.add_column(column, overflow="fold")
-        for r in refs:
-            value = "%s-%s" % tuple(r.value) if isinstance(r.value, list) else "%g" % r.value
-            table.add_row(r.variant or "-", "%s %s" % (r.framework, r.framework_version or ""), r.hardware,
-                          str(r.batch_size or ""), r.metric, "%s %s" % (value, r.unit), r.source)
-        console.print(table)
-    for m in s.missing_references:
-        console.print("[yellow]missing[/] %s: %s (%s; %s)" % (m.id, m.what, m.where, m.status))
+        render.spec_detail(s, jobs.unsupported_pairs(s))
 
 
 def _dataset_names():
@@ -241,18 +149,11 @@ def _dataset_names():
 @task(name="list", default=True)
 def datasets_list(c):
     """List the catalogued datasets: which files the cache holds, re-hashed to verify them."""
-    from rich.table import Table
-
     from dlrepro import datasets
+    from dlrepro.cli import render
 
     with user_errors():
-        table = Table(title="datasets (cache: %s)" % datasets.root())
-        for column in ("dataset", "files cached", "verified", "title"):
-            table.add_column(column)
-        for name, title, have, total, verified in datasets.status():
-            table.add_row(name, "%d of %d" % (have, total), ("[green]yes[/]" if verified else "[red]NO[/]")
-                          if have else "-", title)
-        console.print(table)
+        render.datasets_table(datasets.root(), datasets.status())
 
 
 @task(name="fetch", help={"name": "a dataset of dlrepro/datasets.yaml (%s)" % _dataset_names(),
@@ -263,12 +164,7 @@ def datasets_fetch(c, name, from_=""):
     from dlrepro import datasets
 
     with user_errors():
-        try:
-            record = datasets.import_local(name, from_) if from_ else datasets.ensure(name, console.print, verify=True)
-        except datasets.DatasetError as exc:
-            if exc.remedy:
-                exc.args = ("%s\nremedy: %s" % (exc, exc.remedy),)
-            raise
+        record = datasets.import_local(name, from_) if from_ else datasets.ensure(name, console.print, verify=True)
         for f in record.record["files"].values():
             console.print("%s %s: sha256 %s (%s)" % (name, f["name"], f["sha256"],
                                                      (f["source"] or {}).get("mirror", "cached earlier")))
@@ -277,32 +173,24 @@ def datasets_fetch(c, name, from_=""):
 @task(help={"image": "image name (e.g. torch-2.13.0-cpu); default: every image of the matrix"})
 def lock(c, image=""):
     """Recompile lock files (images/locks/NAME.txt from NAME.in) with uv, hashes included."""
-    from dlrepro import locks, matrix as matrixmod, transport
-
-    from dlrepro.errors import DlreproError
+    from dlrepro.images import locks, matrix as matrixmod
 
     with user_errors():
-        matrix = matrixmod.load()
-        chosen = [e for e in matrix.images if not image or e.name == image]
-        if not chosen:
-            raise DlreproError("--image: no image %r in images/matrix.yaml; it has: %s"
-                               % (image, ", ".join(e.name for e in matrix.images)))
-        find_links = [d for d in transport.host_settings().find_links if "://" not in d]
-        for entry in chosen:
-            console.print("locked %s" % locks.compile_lock(entry, find_links).relative_to(REPO_ROOT))
+        for path in locks.compile_locks(matrixmod.load(), image or None):
+            console.print("locked %s" % path.relative_to(REPO_ROOT))
 
 
 @task(help={"bundle": "a bundle folder (results/<bundle-id>) or a bundle id under results/"})
 def validate(c, bundle):
     """Check a bundle against its schema, one check per concern (checksums, bundle.json, spec hash, jobs,
     tables, statistics); exit status 1 when any check fails."""
-    from dlrepro import bundle as bundles, validate as checks
+    from dlrepro.cli import render
+    from dlrepro.results import bundle as bundles, validate as checks
 
     with user_errors():
         folder = bundles.locate(bundle)
         problems = checks.check(folder)
-        for p in problems:
-            console.print("[red]%s[/] %s: %s" % (p.check, p.file, p.message))
+        render.problems(problems)
         if problems:
             console.print("[red]invalid:[/] %s: %d problem(s)" % (folder, len(problems)))
             raise Exit(code=1)
@@ -316,19 +204,16 @@ def merge(c, bundles, out=""):
 
     A bundle given twice is read once; the same job measured in several bundles is kept each
     time, numbered in the columns measurement / measurements."""
-    from pathlib import Path
-
-    from dlrepro import bundle as bundlesmod, tables
+    from dlrepro.cli import render
+    from dlrepro.results import bundle as bundlesmod, tables
 
     with user_errors():
-        summary, samples = tables.merge([bundlesmod.locate(b) for b in _list(bundles) or []], with_samples=bool(out))
+        summary, samples = tables.merge_to([bundlesmod.locate(b) for b in split(bundles) or []], out or None)
         if out:
-            Path(out).mkdir(parents=True, exist_ok=True)
-            tables.write(out, summary.to_dict("records"), samples.to_dict("records"))
             console.print("wrote %s: %d jobs, %d samples" % (out, len(summary), len(samples)))
-        console.print(summary_frame(summary, ["bundle_id", "job_id", "device_name", "framework_version", "status",
-                                              "median", "throughput", "measurement", "measurements"],
-                                    "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary))))
+        console.print(render.summary_frame(summary, ["bundle_id", "job_id", "device_name", "framework_version",
+                                                     "status", "median", "throughput", "measurement", "measurements"],
+                                           "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary))))
 
 
 @task(help={"bundle": "the bundle to compare (folder or id)",
@@ -339,34 +224,13 @@ def merge(c, bundles, out=""):
 def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01"):
     """Compare a bundle with the published numbers (ratio and verdict per cell, ranking with Kendall's
     tau), or with another bundle (Mann-Whitney U on the timed iterations, minimum effect)."""
-    from dlrepro import bundle as bundlesmod, compare as comparemod, tables
-    from dlrepro.errors import DlreproError
+    from dlrepro.cli import render
+    from dlrepro.results import compare as comparemod
 
     with user_errors():
-        folder = bundlesmod.locate(bundle)
-        if against != "published":
-            effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 1)
-            base = bundlesmod.locate(against)
-            specs = [bundlesmod.body(f)["spec"]["name"] for f in (base, folder)]
-            if specs[0] != specs[1]:
-                raise DlreproError("%s is a bundle of spec %s, %s of spec %s: compare bundles of one spec"
-                                   % (base.name, specs[0], folder.name, specs[1]))
-            rows = comparemod.against_bundle(tables.samples(base), tables.samples(folder), effect, level)
-            shown = ["variant", "framework", "device", "batch_size", "sample", "n_a", "n_b", "median_a", "median_b",
-                     "change", "p_value", "verdict"]
-            console.print(summary_frame(rows, shown, "%s (B) against %s (A), seconds; spec %s" % (
-                folder.name, base.name, ", ".join(rows["spec"].dropna().unique()))))
-            return
-        body = bundlesmod.body(folder)
-        cells = comparemod.against_published(tables.summary(folder), comparemod.recorded_references([body]))
-        if cells.empty:
-            console.print("no job of %s matches a published reference of spec %s" % (folder.name, body["spec"]["name"]))
-            return
-        console.print(summary_frame(cells, ["variant", "batch_size", "framework", "metric", "measured", "published",
-                                            "ratio", "verdict", "published_framework", "published_hardware",
-                                            "measured_hardware"], "%s against the published references" % folder.name))
-        for sentence in comparemod.ranking(cells)["sentence"]:
-            console.print("- " + sentence)
+        found = comparemod.run(bundle, against, _number("--min-effect", min_effect, 0, None),
+                               _number("--alpha", alpha, 0, 1))
+        render.comparison(found)
 
 
 @task(help={
@@ -380,7 +244,7 @@ def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author=""):
     """Archive a bundle into one tar.gz: the bundle, its exact specs, lock inputs, RO-Crate metadata, a manifest.
 
     `invoke verify ARCHIVE` rechecks it anywhere, years later."""
-    from dlrepro import archive as archives
+    from dlrepro.results import archive as archives
 
     with user_errors():
         made = archives.create(bundle, out or None, images, license, author or None,
@@ -396,12 +260,12 @@ def verify(c, archive):
     """Recheck an archive: every checksum (manifest, the bundle's SHA256SUMS, RO-Crate) and the bundle's schema.
 
     Exit status 1 when any check fails; each problem names its file."""
-    from dlrepro import archive as archives
+    from dlrepro.cli import render
+    from dlrepro.results import archive as archives
 
     with user_errors():
         result = archives.verify(archive)
-        for p in result.problems:
-            console.print("[red]%s[/]: %s: %s" % (p.file, p.check, p.message))
+        render.problems(result.problems)
         if not result.ok:
             console.print("[red]verify failed:[/] %d problem(s) in %d file(s) of %s" % (
                 len(result.problems), len({p.file for p in result.problems}), result.archive))
@@ -419,12 +283,13 @@ def report(c, bundles, out=""):
 
     Environment (the studies' vs here), results, comparison with the published values, ranking
     verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time."""
-    from dlrepro import report as reports
+    from dlrepro.results import report as reports
 
     with user_errors():
-        made = reports.write(_list(bundles) or [], out or None)
+        made = reports.write(split(bundles) or [], out or None)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 
 
-ns = Collection(build, run, specs, lock, validate, merge, compare, archive, verify, report, Collection("datasets", datasets_list, datasets_fetch))
+ns = Collection(build, run, specs, lock, validate, merge, compare, archive, verify, report,
+                Collection("datasets", datasets_list, datasets_fetch))

@@ -8,7 +8,7 @@ build nothing. Prints each call's seconds and whether it built.
 import argparse
 import time
 
-from dlrepro import build, matrix as matrixmod
+from dlrepro.images import build, matrix as matrixmod
 
 
 def main():

@@ -11,8 +11,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from dlrepro import jobs, runs
-from dlrepro.runs import Reporter
+from dlrepro.run import runs
+from dlrepro.run.runs import Reporter
+from dlrepro.run.options import RunOptions
 
 CASES = [("alexnet", "alexnet-s"), ("fcn", "fcn-s")]
 
@@ -40,7 +41,7 @@ def main():
     for spec, variant in CASES:
         got = {}
         for executor in ("docker", "local"):
-            options = jobs.RunOptions(variants=[variant], executor=executor, repeats=args.repeats)
+            options = RunOptions(variants=[variant], executor=executor, repeats=args.repeats)
             got[executor] = job_rows(runs.run(spec, options, results_dir=results, reporter=Silent()))
         for job_id, d in got["docker"].items():
             loc = got["local"][job_id]

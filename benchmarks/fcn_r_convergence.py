@@ -10,8 +10,9 @@ accuracy (the target: within 1.5 points).
 import argparse
 import json
 
-from dlrepro import jobs, runs
-from dlrepro.runs import Reporter
+from dlrepro.run import runs
+from dlrepro.run.runs import Reporter
+from dlrepro.run.options import RunOptions
 
 
 class Quiet(Reporter):
@@ -25,7 +26,7 @@ def main():
     parser.add_argument("--frameworks", default="torch,tensorflow,mxnet,jax")
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
-    options = jobs.RunOptions(frameworks=frameworks, variants=["fcn-r"], mode="convergence", epochs=args.epochs)
+    options = RunOptions(frameworks=frameworks, variants=["fcn-r"], mode="convergence", epochs=args.epochs)
     path = runs.run("fcn", options, reporter=Quiet())
     results = {}
     for job_dir in path.glob("jobs/*"):

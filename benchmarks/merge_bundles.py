@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dlrepro import tables
+from dlrepro.results import tables
 
 FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax")
 

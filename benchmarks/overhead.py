@@ -42,11 +42,13 @@ CPU_BATCH = {"alexnet": 8, "resnet50": 4, "fcn": 32, "lstm": 16}
 
 
 def make_job(spec_name, variant, batch, precision, layout, device, warmup, iterations, repeats):
-    from dlrepro import jobs, spec as specmod
+    from dlrepro import spec as specmod
+    from dlrepro.run import jobs
+    from dlrepro.run.options import RunOptions
 
-    options = jobs.RunOptions(frameworks=["torch"], variants=[variant], device=device, batch_sizes=[batch],
-                              warmup=warmup, iterations=iterations, repeats=repeats, precision=precision,
-                              layout=layout, executor="local")
+    options = RunOptions(frameworks=["torch"], variants=[variant], device=device, batch_sizes=[batch],
+                         warmup=warmup, iterations=iterations, repeats=repeats, precision=precision,
+                         layout=layout, executor="local")
     (job,) = jobs.expand(specmod.load(spec_name), options)
     return job
 

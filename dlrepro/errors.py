@@ -1,8 +1,18 @@
-"""Errors the suite reports to users: each names the file, the field and the fix."""
+"""Errors the suite reports to users, and the problems its checks find.
+
+Every error has one shape: a message that names the file, the field or the option, and
+(where there is one) a remedy; every task prints them the same way (``error: ...``, then
+``remedy: ...``; dlrepro.cli.console.user_errors).
+"""
+from typing import NamedTuple
 
 
 class DlreproError(Exception):
-    """Base of the suite's user-facing errors; ``str(err)`` is the message to print."""
+    """Base of the suite's user-facing errors: ``str(err)`` is the message, ``err.remedy`` the fix or None."""
+
+    def __init__(self, message, remedy=None):
+        super().__init__(message)
+        self.remedy = remedy
 
 
 class SpecError(DlreproError):
@@ -21,10 +31,6 @@ class ImageError(DlreproError):
 class DatasetError(DlreproError):
     """A dataset cannot be fetched or fails its checksum; ``remedy`` says what the user can do."""
 
-    def __init__(self, message, remedy=None):
-        super().__init__(message)
-        self.remedy = remedy
-
 
 class ExecutorError(DlreproError):
     """An executor cannot start (no Docker engine, no GPU runtime, ...)."""
@@ -32,3 +38,23 @@ class ExecutorError(DlreproError):
 
 class BundleError(DlreproError):
     """A bundle cannot be read or combined; the message names the file (``invoke validate`` tells more)."""
+
+
+class ArchiveError(DlreproError):
+    """An archive cannot be written or read; the message names the file and the fix."""
+
+
+class RunBroken(DlreproError):
+    """An unexpected error stopped the run; the bundle with what finished was still published."""
+
+
+class Problem(NamedTuple):
+    """One failed check of a bundle or an archive: which check, which file (relative to the bundle or
+    the archive's top folder), what is wrong. Printed as ``CHECK FILE: MESSAGE``; equal to the tuple
+    (check, file, message)."""
+    check: str
+    file: str
+    message: str
+
+    def __str__(self):
+        return "%s %s: %s" % (self.check, self.file, self.message)

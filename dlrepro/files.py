@@ -1,5 +1,6 @@
-"""File digests, computed and listed in one way everywhere on the host (`sha256sum` format)."""
+"""File digests and canonical JSON, computed and listed in one way everywhere on the host (`sha256sum` format)."""
 import hashlib
+import json
 
 
 def sha256_file(path):
@@ -26,3 +27,9 @@ def parse_sums(text):
             continue
         listed[name.lstrip("*")] = digest
     return listed, bad
+
+
+def canonical_json(obj):
+    """The canonical JSON text of ``obj``: keys sorted, no spaces; its SHA-256 is what the suite records as the
+    hash of a resolved spec (spec hash, validate, archive)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

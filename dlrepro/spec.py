@@ -8,7 +8,6 @@ against its own layers before anything runs, and again against each framework's
 model inside the container.
 """
 import hashlib
-import json
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
@@ -17,6 +16,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, Pos
 
 from dlrepro import REPO_ROOT, datasets, yamlfile
 from dlrepro.errors import SpecError
+from dlrepro.files import canonical_json
 from dlrepro.layers import Layer, _shorthand, as_dicts
 from dlrepro.references import Missing, Reference
 from dlrepro.yamlfile import Strict
@@ -270,7 +270,7 @@ class Spec(Strict):
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
     def canonical_json(self):
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.model_dump(mode="json"))
 
 
 def spec_path(name):

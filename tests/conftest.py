@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from dlrepro import build, datasets, engine, matrix as matrixmod
+from dlrepro.images import build, matrix as matrixmod
+from dlrepro import datasets, engine
 from dlrepro.errors import ExecutorError
 
 

@@ -2,7 +2,9 @@
 import hashlib
 import json
 
-from dlrepro import datasets, jobs, spec
+from dlrepro import datasets, spec
+from dlrepro.run import jobs
+from dlrepro.run.options import RunOptions
 
 
 def check_sums(bundle):
@@ -12,7 +14,7 @@ def check_sums(bundle):
 
 
 def bad_and_good_jobs():
-    found = jobs.expand(spec.load("fcn"), jobs.RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8, 16], quick=True))
+    found = jobs.expand(spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8, 16], quick=True))
     bad, good = found
     bad["model"] = dict(bad["model"], parameters=bad["model"]["parameters"] + 1)
     return bad, good

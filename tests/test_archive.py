@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dlrepro import REPO_ROOT, archive
+from dlrepro import REPO_ROOT
+from dlrepro import checkout
+from dlrepro.results import archive
+from dlrepro.results.archive import checks as archive_checks, write as archive_write
 from dlrepro.errors import DlreproError
 
 
@@ -212,8 +215,8 @@ def test_problems_name_members_below_the_bundle_id_never_temporary_paths(archive
     assert named(problems, name)
     for p in problems:
         assert "dlrepro-verify" not in p.file + p.message and "//" not in p.file, p
-    assert archive._in_bundle(Path("/tmp/x/b"), "/tmp/x/b/jobs/j/job.json") == "bundle/jobs/j/job.json"
-    assert archive._in_bundle(Path("/tmp/x/b"), "bundle") == "bundle/"
+    assert archive_checks._in_bundle(Path("/tmp/x/b"), "/tmp/x/b/jobs/j/job.json") == "bundle/jobs/j/job.json"
+    assert archive_checks._in_bundle(Path("/tmp/x/b"), "bundle") == "bundle/"
 
 
 def test_an_invalid_bundle_is_not_archived(bundle, tmp_path):
@@ -242,7 +245,7 @@ def test_no_partial_file_is_left_behind(bundle, tmp_path, monkeypatch, error):
     def fail(*args):
         raise error
 
-    monkeypatch.setattr(archive, "add_member", fail)
+    monkeypatch.setattr(archive_write, "add_member", fail)
     with pytest.raises(archive.ArchiveError if isinstance(error, OSError) else KeyboardInterrupt):
         archive.create(bundle, out, log=lambda m: None)
     assert not list(out.iterdir())
@@ -343,9 +346,9 @@ def test_a_spec_edited_since_the_run_comes_from_git_history():
         pytest.skip("specs/alexnet.yaml has fewer than two versions in git history here")
     old = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "%s:specs/alexnet.yaml" % revs[-1]],
                          capture_output=True).stdout
-    found = archive.versioned_file("specs/alexnet.yaml", hashlib.sha256(old).hexdigest())
+    found = checkout.versioned_file("specs/alexnet.yaml", hashlib.sha256(old).hexdigest())
     assert found and found[0] == old
-    assert archive.versioned_file("specs/alexnet.yaml", "0" * 64) is None
+    assert checkout.versioned_file("specs/alexnet.yaml", "0" * 64) is None
 
 
 def test_author_and_license_are_recorded(bundle, tmp_path):

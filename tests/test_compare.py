@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dlrepro import REPO_ROOT, compare, spec as specmod, tables
+from dlrepro import REPO_ROOT, spec as specmod
+from dlrepro.results import compare, tables
 from dlrepro.references import Reference
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"

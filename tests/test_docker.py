@@ -3,8 +3,11 @@ import json
 
 import pytest
 
-from dlrepro import build, datasets, executors, feasibility, jobs, runs
+from dlrepro.images import build
+from dlrepro import datasets
+from dlrepro.run import executors, hostinfo, jobs, runs
 from dlrepro import spec
+from dlrepro.run.options import RunOptions
 from tests.helpers import check_sums, fresh_cache, run_executor, unreachable
 
 pytestmark = pytest.mark.docker
@@ -22,7 +25,7 @@ def test_second_build_is_a_cache_hit(torch_cpu_image, matrix):
 def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter, monkeypatch):
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path)
-    path = runs.run("alexnet", jobs.RunOptions(frameworks=["torch"], quick=True), results_dir=tmp_path, reporter=reporter)
+    path = runs.run("alexnet", RunOptions(frameworks=["torch"], quick=True), results_dir=tmp_path, reporter=reporter)
     bundle = json.loads((path / "bundle.json").read_text())
     image = bundle["images"][0]
     assert image["image_id"] == torch_cpu_image.image_id and image["framework_version"] == "2.13.0"
@@ -43,7 +46,7 @@ def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter, mon
 
 
 def test_fcn_r_on_real_mnist_in_a_container_loss_falls(torch_cpu_image, mnist, tmp_path, reporter):
-    path = runs.run("fcn", jobs.RunOptions(frameworks=["torch"], variants=["fcn-r"], mode="convergence", quick=True), results_dir=tmp_path,
+    path = runs.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-r"], mode="convergence", quick=True), results_dir=tmp_path,
                     reporter=reporter)
     result = json.loads((path / "jobs" / "fcn-r.torch.cpu.b64.convergence" / "result.json").read_text())
     assert result["status"] == "ok" and result["parameters"]["measured"] == 14_205_962
@@ -78,7 +81,7 @@ def test_the_container_has_no_network_and_a_read_only_runner(torch_cpu_image, tm
 
 
 def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, reporter):
-    path = runs.run("fcn", jobs.RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True), results_dir=tmp_path,
+    path = runs.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True), results_dir=tmp_path,
                     reporter=reporter)
     bundle = json.loads((path / "bundle.json").read_text())
     assert bundle["images"] == [] and bundle["counts"] == {"ok": 0, "failed": 0, "skipped": 1}
@@ -90,7 +93,7 @@ def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, repo
 def test_a_container_that_cannot_start_is_removed_and_its_jobs_fail(torch_cpu_image, tmp_path):
     from dlrepro.engine import client
 
-    job = jobs.expand(spec.load("fcn"), jobs.RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True))[0]
+    job = jobs.expand(spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True))[0]
     before = {c.id for c in client().containers.list(all=True)}
     executors.DockerExecutor(device="cuda").run(torch_cpu_image, [job], tmp_path, datasets.root(), lambda *e: None)
     result = json.loads((tmp_path / job["id"] / "result.json").read_text())
@@ -109,9 +112,9 @@ def test_no_build_stage_images_are_left_behind(torch_cpu_image):
 
 
 def test_a_job_whose_image_cannot_run_here_is_skipped_before_any_build(docker_engine, tmp_path, reporter, monkeypatch):
-    monkeypatch.setattr(feasibility, "cpu_flags", lambda: ["sse4_2"])
+    monkeypatch.setattr(hostinfo, "cpu_flags", lambda: ["sse4_2"])
     monkeypatch.setattr(build, "ensure", lambda *a, **k: pytest.fail("an image that cannot run here was built"))
-    path = runs.run("alexnet", jobs.RunOptions(frameworks=["tensorflow"], variants=["alexnet-s"], quick=True),
+    path = runs.run("alexnet", RunOptions(frameworks=["tensorflow"], variants=["alexnet-s"], quick=True),
                     results_dir=tmp_path, reporter=reporter)
     bundle = json.loads((path / "bundle.json").read_text())
     assert bundle["counts"] == {"ok": 0, "failed": 0, "skipped": 1} and bundle["images"] == []

@@ -6,8 +6,10 @@ import sys
 import pandas as pd
 import pytest
 
-from dlrepro import datasets, engine, executors, jobs, runs
+from dlrepro import datasets, engine
+from dlrepro.run import executors, runs
 from dlrepro.errors import ExecutorError
+from dlrepro.run.options import RunOptions
 from runner import supervise
 from tests.helpers import bad_and_good_jobs, check_sums, fresh_cache, run_executor, unreachable
 
@@ -15,7 +17,7 @@ pytest.importorskip("torch")
 
 
 def test_local_run_writes_a_complete_bundle(tmp_path, reporter, mnist):
-    path = runs.run("fcn", jobs.RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["fcn-s", "fcn-r"]),
+    path = runs.run("fcn", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["fcn-s", "fcn-r"]),
                     results_dir=tmp_path, reporter=reporter)
     assert path.parent == tmp_path and path.name.startswith("fcn-") and not list(tmp_path.glob(".*partial"))
     bundle = json.loads((path / "bundle.json").read_text())
@@ -84,7 +86,7 @@ def test_sigterm_publishes_what_finished_and_leaves_no_process(tmp_path, reporte
     import threading
 
     # a short job, then one of minutes: SIGTERM arrives during the second
-    options = jobs.RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 4096], warmup=0, iterations=3,
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 4096], warmup=0, iterations=3,
                               repeats=1)
     timer = threading.Timer(10, os.kill, (os.getpid(), signal.SIGTERM))
     timer.start()
@@ -125,7 +127,7 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
     """Where Keras's imdb.npz cannot be had, the raw npm reviews are tokenised instead, and the bundle says so."""
     unreachable(monkeypatch, "imdb")
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
-    path = runs.run("imdb-gru", jobs.RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
+    path = runs.run("imdb-gru", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
                     results_dir=tmp_path / "results", reporter=reporter)
     job = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "job.json").read_text())
     result = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "result.json").read_text())
@@ -139,7 +141,7 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
 
 
 def test_thread_counts_are_set_and_recorded(tmp_path, reporter):
-    path = runs.run("fcn", jobs.RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["fcn-s"], batch_sizes=[8],
+    path = runs.run("fcn", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["fcn-s"], batch_sizes=[8],
                                            threads=[1, 2]), results_dir=tmp_path, reporter=reporter)
     for threads in (1, 2):
         env = json.loads((path / "jobs" / ("fcn-s.torch.cpu.b8.t%d" % threads) / "result.json").read_text())["environment"]
@@ -149,7 +151,7 @@ def test_thread_counts_are_set_and_recorded(tmp_path, reporter):
 def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, reporter, monkeypatch):
     unreachable(monkeypatch, "ptb")
     fresh_cache(monkeypatch, tmp_path)
-    path = runs.run("lstm", jobs.RunOptions(frameworks=["torch"], executor="local", quick=True), results_dir=tmp_path, reporter=reporter)
+    path = runs.run("lstm", RunOptions(frameworks=["torch"], executor="local", quick=True), results_dir=tmp_path, reporter=reporter)
     rows = {r["job_id"]: r for r in json.loads((path / "bundle.json").read_text())["jobs"]}
     skipped = rows["lstm.torch.cpu.b128"]
     assert skipped["status"] == "skipped" and skipped["reason"].startswith("dataset ptb is not in the cache")
@@ -162,7 +164,7 @@ def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, report
 def test_when_every_candidate_fails_each_is_named(tmp_path, reporter, monkeypatch):
     unreachable(monkeypatch, "imdb", "imdb-reviews")
     fresh_cache(monkeypatch, tmp_path)
-    path = runs.run("imdb-gru", jobs.RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
+    path = runs.run("imdb-gru", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
                     results_dir=tmp_path, reporter=reporter)
     row = json.loads((path / "bundle.json").read_text())["jobs"][0]
     assert row["status"] == "skipped" and "dataset imdb is not in the cache" in row["reason"]

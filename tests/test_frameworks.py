@@ -8,7 +8,10 @@ import json
 
 import pytest
 
-from dlrepro import build, datasets, executors, jobs, runs, spec
+from dlrepro.images import build
+from dlrepro import datasets, spec
+from dlrepro.run import executors, jobs, runs
+from dlrepro.run.options import RunOptions
 from tests.helpers import check_sums, fresh_cache, unreachable
 
 pytestmark = pytest.mark.docker
@@ -32,7 +35,7 @@ def parameter_jobs(framework):
     """A parameters-mode job (first batch size) for every variant of every spec that ``framework`` can express."""
     names = sorted({name for name, _ in expressible(framework)})
     return [dict(job, id="%s.%s" % (name, job["id"])) for name in names
-            for job in jobs.expand(spec.load(name), jobs.RunOptions(frameworks=[framework], mode="parameters", quick=True))]
+            for job in jobs.expand(spec.load(name), RunOptions(frameworks=[framework], mode="parameters", quick=True))]
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -61,7 +64,7 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
 def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, reporter, monkeypatch, mnist):
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
-    path = runs.run("alexnet", jobs.RunOptions(frameworks=list(FRAMEWORKS), variants=["alexnet-s"], quick=True),
+    path = runs.run("alexnet", RunOptions(frameworks=list(FRAMEWORKS), variants=["alexnet-s"], quick=True),
                     results_dir=tmp_path, reporter=reporter)
     bundle = json.loads((path / "bundle.json").read_text())
     assert sorted(i["framework"] for i in bundle["images"]) == sorted(FRAMEWORKS)
@@ -74,7 +77,7 @@ def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, repo
     assert pythons["caffe"] == pythons["torch"] == "debian" and {pythons["cntk"], pythons["caffe2"]} <= {"relocatable", "image"}
     assert {r["parameters"] for r in bundle["jobs"]} == {62_378_344} and {r["status"] for r in bundle["jobs"]} == {"ok"}
     check_sums(path)
-    path = runs.run("fcn", jobs.RunOptions(frameworks=list(FRAMEWORKS), variants=["fcn-r"], quick=True),
+    path = runs.run("fcn", RunOptions(frameworks=list(FRAMEWORKS), variants=["fcn-r"], quick=True),
                     results_dir=tmp_path, reporter=reporter)
     rows = json.loads((path / "bundle.json").read_text())["jobs"]
     assert {r["framework"] for r in rows} == set(FRAMEWORKS) and {r["status"] for r in rows} == {"ok"}
@@ -84,7 +87,7 @@ def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, repo
 @pytest.mark.parametrize("framework", FRAMEWORKS[1:])
 def test_a_short_convergence_run_learns(framework, images, tmp_path, reporter, monkeypatch, mnist):
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
-    path = runs.run("fcn", jobs.RunOptions(frameworks=[framework], variants=["fcn-r"], mode="convergence", quick=True),
+    path = runs.run("fcn", RunOptions(frameworks=[framework], variants=["fcn-r"], mode="convergence", quick=True),
                     results_dir=tmp_path, reporter=reporter)
     result = json.loads(next(path.glob("jobs/*/result.json")).read_text())
     epoch = result["convergence"]["epochs"][0]

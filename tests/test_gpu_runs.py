@@ -10,7 +10,10 @@ import types
 
 import pytest
 
-from dlrepro import build, datasets, executors, feasibility, hostinfo, jobs, matrix as matrixmod, runs, spec
+from dlrepro.images import build, feasibility, matrix as matrixmod
+from dlrepro import datasets, spec
+from dlrepro.run import executors, hostinfo, jobs, runs
+from dlrepro.run.options import RunOptions
 from runner import archs, contract, job as runner_job, telemetry
 from runner.adapters import capabilities
 
@@ -18,7 +21,7 @@ H200 = {"index": 0, "name": "NVIDIA H200", "driver": "580.95.05", "capability": 
 
 
 def _job(spec_name, variant, **options):
-    (found,) = jobs.expand(spec.load(spec_name), jobs.RunOptions(frameworks=[options.pop("framework", "torch")],
+    (found,) = jobs.expand(spec.load(spec_name), RunOptions(frameworks=[options.pop("framework", "torch")],
                                                                  variants=[variant], quick=True, **options))
     return found
 
@@ -94,7 +97,7 @@ def test_preflight_refuses_an_image_lacking_the_gpus_arch_with_the_reason_in_res
     monkeypatch.setattr(hostinfo, "gpus", lambda: [H200])
     monkeypatch.setattr(executors.DockerExecutor, "preflight", lambda self: None)  # as if it had the NVIDIA runtime
     monkeypatch.setattr(build, "ensure", lambda *a, **k: pytest.fail("an image that cannot run here was built"))
-    path = runs.run("alexnet", jobs.RunOptions(frameworks=["torch"], variants=["alexnet-s"], device="cuda",
+    path = runs.run("alexnet", RunOptions(frameworks=["torch"], variants=["alexnet-s"], device="cuda",
                                                quick=True), results_dir=tmp_path, reporter=reporter)
     (job_dir,) = (path / "jobs").iterdir()
     result = json.loads((job_dir / "result.json").read_text())
@@ -243,10 +246,10 @@ def test_fp32_means_tf32_off_and_tf32_is_refused_on_a_cpu():
 def test_default_options_keep_the_configuration_digest_of_earlier_runs():
     import hashlib
 
-    legacy = jobs.RunOptions().model_dump_json(exclude={"executor", "gpu", "gpus"} | set(contract.OPTION_DEFAULTS))
-    assert jobs.RunOptions().digest() == hashlib.sha256(legacy.encode()).hexdigest()
-    assert jobs.RunOptions(precision="bf16").digest() != jobs.RunOptions().digest()
-    assert jobs.RunOptions(gpus=[0, 1]).digest() == jobs.RunOptions().digest()
+    legacy = RunOptions().model_dump_json(exclude={"executor", "gpu", "gpus"} | set(contract.OPTION_DEFAULTS))
+    assert RunOptions().digest() == hashlib.sha256(legacy.encode()).hexdigest()
+    assert RunOptions(precision="bf16").digest() != RunOptions().digest()
+    assert RunOptions(gpus=[0, 1]).digest() == RunOptions().digest()
 
 
 # ---------------------------------------------------------------- several GPUs
@@ -297,7 +300,7 @@ def test_the_local_executor_pins_each_job_to_its_gpu(tmp_path, monkeypatch):
     assert executor.preflight() is None and executor.describe()["gpus"] == [0, 1]
     assert executor.environment("/data", 1)["CUDA_VISIBLE_DEVICES"] == "1"
     assert executor.environment("/data", 1)["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
-    found = jobs.expand(spec.load("resnet56"), jobs.RunOptions(frameworks=["torch"], device="cuda", quick=True, variants=["resnet56-synthetic"],
+    found = jobs.expand(spec.load("resnet56"), RunOptions(frameworks=["torch"], device="cuda", quick=True, variants=["resnet56-synthetic"],
                                                                batch_sizes=[2, 4, 8, 16]))
     events = []
     executor.run(None, found, tmp_path, datasets.root(), lambda kind, job_id, result: events.append((kind, job_id)))

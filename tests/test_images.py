@@ -1,10 +1,10 @@
 """The image matrix, lock files and rendered Dockerfiles, including the CUDA flavour that cannot run here."""
 import pytest
 
-from dlrepro import context, locks, pythons, transport
-from dlrepro.bases import BaseRef
+from dlrepro.images import context, locks, pythons, transport
+from dlrepro.images.bases import BaseRef
 from dlrepro.errors import ImageError, SpecError
-from dlrepro.matrix import MATRIX_FILE, load as load_matrix
+from dlrepro.images.matrix import MATRIX_FILE, load as load_matrix
 
 DEBIAN_PYTHON = pythons.Provider("debian", "python3", ["python3", "python3-venv"])
 REGISTRY_BASE = BaseRef("debian-bookworm", "debian@sha256:" + "3" * 64, "registry", "sha256:" + "3" * 64,
@@ -212,7 +212,7 @@ HOST = {"cpu_flags": ["avx", "avx2", "fma"], "cpu_model": "Old Xeon", "gpus": [
 
 
 def test_preflight_refuses_an_image_whose_build_this_cpu_cannot_run(matrix):
-    from dlrepro import feasibility
+    from dlrepro.images import feasibility
 
     tensorflow = matrix.find("tensorflow", "cpu")
     assert tensorflow.cpu_flags == ["avx"] and feasibility.check(tensorflow, "cpu", host=HOST) is None
@@ -223,7 +223,7 @@ def test_preflight_refuses_an_image_whose_build_this_cpu_cannot_run(matrix):
 
 
 def test_preflight_refuses_an_old_driver_and_a_gpu_the_build_has_no_kernels_for(matrix):
-    from dlrepro import feasibility
+    from dlrepro.images import feasibility
 
     torch = matrix.find("torch", "cuda")
     reason, _ = feasibility.check(torch, "cuda", 0, HOST)

@@ -1,15 +1,17 @@
 """Expanding specs into job.json bodies (the host -> runner contract)."""
 import pytest
 
-from dlrepro import jobs, spec
+from dlrepro.run import jobs
+from dlrepro import spec
 from dlrepro.errors import DlreproError
+from dlrepro.run.options import RunOptions
 from runner import contract
 
 
 def expand(name, **options):
     """Jobs of spec ``name``; PyTorch's only unless ``frameworks`` is given."""
     options.setdefault("frameworks", ["torch"])
-    return jobs.expand(spec.load(name), jobs.RunOptions(**options))
+    return jobs.expand(spec.load(name), RunOptions(**options))
 
 
 def test_cpu_jobs_use_the_published_cpu_batches():
@@ -74,23 +76,23 @@ def test_unknown_variant_framework_and_repeats():
     with pytest.raises(DlreproError, match="declares no adapter for theano"):
         expand("fcn", frameworks=["theano"])
     with pytest.raises(ValueError, match="lists 8 more than once"):
-        jobs.RunOptions(batch_sizes=[8, 8])
+        RunOptions(batch_sizes=[8, 8])
 
 
 def test_config_digest_is_stable_and_option_sensitive():
     s = spec.load("fcn")
-    a = jobs.digest(s, jobs.RunOptions(quick=True))
-    assert a == jobs.digest(s, jobs.RunOptions(quick=True, executor="local"))  # where it runs is not what it runs
-    assert a != jobs.digest(s, jobs.RunOptions())
+    a = jobs.digest(s, RunOptions(quick=True))
+    assert a == jobs.digest(s, RunOptions(quick=True, executor="local"))  # where it runs is not what it runs
+    assert a != jobs.digest(s, RunOptions())
 
 
 def test_a_mode_that_does_not_apply_is_reported_not_run():
     s = spec.load("fcn")
-    options = jobs.RunOptions(mode="convergence")
+    options = RunOptions(mode="convergence")
     reason = "convergence needs real data and a convergence section"
     assert jobs.left_out(s, options) == [{"variant": "fcn-s", "framework": None, "reason": reason},
                                          {"variant": "fcn-8", "framework": None, "reason": reason}]
-    features = jobs.RunOptions(mode="throughput", variants=["features"])
+    features = RunOptions(mode="throughput", variants=["features"])
     assert jobs.left_out(spec.load("resnet50-features"), features) == [
         {"variant": "features", "framework": None, "reason": "throughput trains, and the variant has no optimizer"}]
     with pytest.raises(DlreproError, match="features: throughput trains, and the variant has no optimizer"):
@@ -108,9 +110,9 @@ def test_unsupported_pairs_are_declared_with_the_reason():
     reason = jobs.unsupported(s, "features-torchvision", "jax")
     assert reason == ("jax cannot read torchvision-state-dict weights: torchvision's weights are a PyTorch pickle, "
                       "which only torch reads")
-    left = jobs.left_out(s, jobs.RunOptions(frameworks=["torch", "jax"]))
+    left = jobs.left_out(s, RunOptions(frameworks=["torch", "jax"]))
     assert left == [{"variant": "features-torchvision", "framework": "jax", "reason": "unsupported: " + reason}]
-    assert [j["framework"] for j in jobs.expand(s, jobs.RunOptions(frameworks=["torch", "jax"]))] == ["torch", "jax", "torch"]
+    assert [j["framework"] for j in jobs.expand(s, RunOptions(frameworks=["torch", "jax"]))] == ["torch", "jax", "torch"]
 
 
 def test_a_framework_version_can_be_asked_for():

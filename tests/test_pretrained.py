@@ -9,7 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 skimage = pytest.importorskip("skimage")
 
-from dlrepro import datasets, jobs, spec  # noqa: E402
+from dlrepro import datasets, spec  # noqa: E402
+from dlrepro.run import jobs
+from dlrepro.run.options import RunOptions
 from runner import adapters, data  # noqa: E402
 
 CAFFE_BGR_MEAN = np.array([103.939, 116.779, 123.68], np.float32)  # Keras "caffe" preprocessing
@@ -19,7 +21,7 @@ CAFFE_BGR_MEAN = np.array([103.939, 116.779, 123.68], np.float32)  # Keras "caff
 def classifier(monkeypatch_module):
     """The features model of spec resnet50-features plus Keras's fc1000 head, with the npm weights."""
     record = datasets.ensure("resnet50-keras-v1")
-    job = jobs.expand(spec.load("resnet50-features"), jobs.RunOptions(frameworks=["torch"], variants=["features"]))[0]
+    job = jobs.expand(spec.load("resnet50-features"), RunOptions(frameworks=["torch"], variants=["features"]))[0]
     jobs.resolve(job, "weights", record)
     job["model"] = dict(job["model"], classes=1000, parameters=25_583_592,
                         layers=job["model"]["layers"] + [{"type": "dense", "units": 1000, "name": "fc1000"}])

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageChops, ImageStat
 
-from dlrepro import REPO_ROOT, plots, report, tables
+from dlrepro import REPO_ROOT
+from dlrepro.results import plots, report, tables
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S, 7 frameworks, CPU batch 16
 FCN = REPO_ROOT / "results" / "fcn-20261130T022354Z-cc755c44"  # FCN-R convergence, 3 frameworks, 5 epochs

@@ -6,7 +6,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlrepro import jobs, spec  # noqa: E402
+from dlrepro.run import jobs
+from dlrepro import spec  # noqa: E402
+from dlrepro.run.options import RunOptions
 from runner import adapters, data, measure  # noqa: E402
 
 SPEC_MODELS = [(name, variant) for name in spec.available() for variant in spec.load(name).variants]
@@ -14,7 +16,7 @@ SPEC_MODELS = [(name, variant) for name in spec.available() for variant in spec.
 
 def job_for(name, variant, **options):
     options = dict({"frameworks": ["torch"], "variants": [variant]}, **options)
-    return jobs.expand(spec.load(name), jobs.RunOptions(**options))[0]
+    return jobs.expand(spec.load(name), RunOptions(**options))[0]
 
 
 @pytest.mark.parametrize("name, variant", SPEC_MODELS)

@@ -21,11 +21,17 @@ Against another bundle: per job configuration in both (REGRESSION_KEY), the time
   only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
 """
 import re
+from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from dlrepro.errors import DlreproError
+from dlrepro.results import tables
+from dlrepro.results.bundle import body as bundle_body, locate
 
 # our framework -> its names in the studies' tables, the closest first (DLF names its MXNet rows by API;
 # our MXNet adapter is Gluon). Lua Torch (DLBench) is not PyTorch, Keras(*) rows are not the plain framework.
@@ -261,3 +267,34 @@ def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
         verdict = ("slower" if change > 0 else "faster") if p_value < alpha and abs(change) >= min_effect else "no change"
         rows.append(dict(row, median_a=median_a, median_b=median_b, change=change, p_value=p_value, verdict=verdict))
     return pd.DataFrame(rows, columns=REGRESSION_COLUMNS)
+
+
+@dataclass
+class Comparison:
+    """What ``invoke compare`` found: ``kind`` "published" (cells: CELL_COLUMNS, rankings: RANKING_COLUMNS)
+    or "bundle" (cells: REGRESSION_COLUMNS; rankings None), and the bundles compared (folders)."""
+    kind: str
+    bundle: Path
+    cells: pd.DataFrame
+    rankings: pd.DataFrame = None
+    against: Path = None
+    spec: str = None
+
+
+def run(bundle, against="published", min_effect=0.05, alpha=0.01):
+    """Compare bundle ``bundle`` (folder or id) with its spec's published references, or, when ``against`` names
+    another bundle (A), bundle vs bundle (``bundle`` is B, checked for regressions against A; ``min_effect`` and
+    ``alpha`` as in ``against_bundle``). Raises DlreproError for a folder that is not a bundle or bundles of two
+    specs."""
+    folder = locate(bundle)
+    if against == "published":
+        body = bundle_body(folder)
+        cells = against_published(tables.summary(folder), recorded_references([body]))
+        return Comparison("published", folder, cells, ranking(cells), spec=body["spec"]["name"])
+    base = locate(against)
+    specs = [bundle_body(f)["spec"]["name"] for f in (base, folder)]
+    if specs[0] != specs[1]:
+        raise DlreproError("%s is a bundle of spec %s, %s of spec %s: compare bundles of one spec"
+                           % (base.name, specs[0], folder.name, specs[1]))
+    cells = against_bundle(tables.samples(base), tables.samples(folder), min_effect, alpha)
+    return Comparison("bundle", folder, cells, against=base, spec=specs[1])

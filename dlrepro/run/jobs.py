@@ -3,73 +3,21 @@
 A job is the job.json body of runner.contract (schema dlrepro.job/1), complete in
 itself: the runner never reads specs. Dataset and weight files are named by the
 dataset actually used, so ``resolve`` fills them in once the cache holds it.
-``RunOptions`` carries the user's choices and overrides; its digest, with the
-spec's, names the run configuration in the bundle id.
+The user's choices and overrides come as dlrepro.run.options.RunOptions; its digest, with
+the spec's, names the run configuration in the bundle id.
 """
 import hashlib
 import json
-from typing import Literal, Optional, Union
-
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
 
 from dlrepro import datasets
 from dlrepro.errors import DlreproError
 from runner import shapes
 from runner.adapters import capabilities
-from runner.contract import JOB_SCHEMA, OPTION_DEFAULTS
+from runner.contract import JOB_SCHEMA
 
 QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100,
          "inference_batches": 3}
 TIMEOUT_S = {"throughput": 1800, "convergence": 86400, "inference": 1800, "parameters": 600}
-
-
-class RunOptions(BaseModel):
-    """What ``invoke run`` was asked to do; None means "as the spec says"."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    frameworks: Optional[list[str]] = Field(None, description="framework names, or name@version for one image")
-    device: Literal["cpu", "cuda"] = "cpu"
-    executor: Literal["docker", "local"] = "docker"
-    variants: Optional[list[str]] = None
-    mode: Optional[Literal["throughput", "convergence", "inference", "parameters"]] = Field(
-        None, description="default: each variant's own mode; parameters: build the model and count, nothing else")
-    batch_sizes: Optional[list[PositiveInt]] = None
-    warmup: Optional[NonNegativeInt] = None
-    iterations: Optional[PositiveInt] = None
-    repeats: Optional[PositiveInt] = None
-    epochs: Optional[PositiveInt] = None
-    threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
-        None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
-    gpu: NonNegativeInt = Field(0, description="host GPU index for --device cuda")
-    gpus: Optional[list[NonNegativeInt]] = Field(
-        None, description="host GPU indices for --device cuda: independent jobs run concurrently, one per GPU")
-    quick: bool = False
-    timeout_s: Optional[PositiveInt] = None
-    precision: Literal["fp32", "tf32", "bf16", "fp16"] = Field(
-        "fp32", description="fp32 = TF32 off (the studies' GPUs had none); tf32; bf16/fp16 autocast")
-    cudnn_autotune: bool = True
-    layout: Literal["default", "channels_last"] = "default"
-    compile: bool = False
-    cuda_graphs: bool = False
-    allow_ptx_jit: bool = Field(False, description="run a build that has only PTX for an older architecture "
-                                                   "than the GPU's (driver JIT), marked ptx_jit")
-
-    @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus")
-    @classmethod
-    def _no_repeats(cls, value):
-        if isinstance(value, list) and len(set(value)) != len(value):
-            raise ValueError("lists %s more than once" % ", ".join(str(v) for v in sorted(set(value), key=str)
-                                                                     if value.count(v) > 1))
-        return value
-
-    def digest(self):
-        """What is measured, not where: the executor and GPU indices are left out (and measurement
-        options at their defaults, so that configurations from before they existed keep their digest)."""
-        body = self.model_dump(mode="json", exclude={"executor", "gpu", "gpus"})
-        for name, default in OPTION_DEFAULTS.items():
-            if body.get(name) == default:
-                del body[name]
-        return hashlib.sha256(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
 
 
 def _pick(option, quick_value, spec_value, quick):
@@ -146,6 +94,12 @@ def unsupported(spec, variant_name, framework):
     weights = datasets.lookup(variant.weights.dataset).format if variant.weights else None
     return capabilities.unsupported(framework, shapes.expand(model.layer_dicts(), model.input_shape), variant.loss.name,
                                     variant.optimizer.name if variant.optimizer else None, weights)
+
+
+def unsupported_pairs(spec):
+    """[(variant, framework, reason)] for every pair of ``spec`` that the framework's adapter cannot express."""
+    return [(name, framework, reason) for name in spec.variants for framework in spec.frameworks
+            for reason in [unsupported(spec, name, framework)] if reason]
 
 
 def left_out(spec, options):

@@ -17,10 +17,10 @@ renamed when complete; it is never modified afterwards.
 """
 import json
 import os
-import subprocess
 from pathlib import Path
 
-from dlrepro import REPO_ROOT, __version__, tables
+from dlrepro import REPO_ROOT, __version__, checkout
+from dlrepro.results import tables
 from dlrepro.errors import BundleError, DlreproError
 from dlrepro.files import sha256_file, sums_text
 from runner.contract import utc_now, write_json
@@ -46,18 +46,6 @@ def body(folder):
         raise BundleError("%s: not a bundle's bundle.json (no spec or jobs); `invoke validate %s` lists what is wrong"
                           % (path, folder))
     return found
-
-
-def git_state():
-    """{commit, dirty} of the suite's checkout, or None outside a git work tree."""
-    def git(*args):
-        proc = subprocess.run(["git", "-C", str(REPO_ROOT)] + list(args), capture_output=True, text=True)
-        return proc.stdout.strip() if proc.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    if commit is None:
-        return None
-    return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
 class BundleWriter:
@@ -109,7 +97,7 @@ class BundleWriter:
         """Write bundle.json (with one summary row per job and the status counts), the tidy tables and
         SHA256SUMS, then rename into place; returns the bundle path."""
         body = dict(body, schema=SCHEMA, id=self.id, created=self.created, finished=utc_now(),
-                    suite={"version": __version__, "git": git_state()})
+                    suite={"version": __version__, "git": checkout.state()})
         rows, samples = tables.build(self.partial, body, self.job_ids)
         body.update(jobs=rows, counts={s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "skipped")})
         write_json(str(self.partial / "bundle.json"), body)

@@ -14,10 +14,10 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlrepro import bundle, compare, plots, tables
+from dlrepro.results import bundle, compare, plots, tables
 from dlrepro.errors import DlreproError
 
-TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro", "templates"), trim_blocks=True,
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.results", "templates"), trim_blocks=True,
                                lstrip_blocks=True, autoescape=jinja2.select_autoescape(["html.j2"]),
                                undefined=jinja2.StrictUndefined)
 TEMPLATES.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")

@@ -14,7 +14,7 @@ import time
 
 import docker
 
-from dlrepro import bases, context, transport
+from dlrepro.images import bases, context, transport
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
 

@@ -38,7 +38,8 @@ from pathlib import Path
 import docker
 import requests
 
-from dlrepro import REPO_ROOT, hostinfo
+from dlrepro import REPO_ROOT
+from dlrepro.run import hostinfo
 from dlrepro.engine import client, engine_version
 from dlrepro.errors import ExecutorError
 from runner import contract

@@ -18,8 +18,9 @@ import shutil
 
 import jinja2
 
-from dlrepro import cache, locks, pythons, transport
-from dlrepro.matrix import IMAGES_DIR
+from dlrepro import cache
+from dlrepro.images import locks, pythons, transport
+from dlrepro.images.matrix import IMAGES_DIR
 
 RECIPE_FILES = ("Dockerfile", "requirements.lock")
 

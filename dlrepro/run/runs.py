@@ -11,9 +11,11 @@ import signal
 import sys
 from collections import OrderedDict
 
-from dlrepro import REPO_ROOT, build, datasets, executors, feasibility, hostinfo, jobs as jobsmod, matrix as matrixmod, spec as specmod
-from dlrepro.bundle import BundleWriter
-from dlrepro.errors import DatasetError, DlreproError
+from dlrepro import REPO_ROOT, datasets, spec as specmod
+from dlrepro.images import build, feasibility, matrix as matrixmod
+from dlrepro.run import executors, hostinfo, jobs as jobsmod
+from dlrepro.results.bundle import BundleWriter
+from dlrepro.errors import DatasetError, DlreproError, RunBroken
 from dlrepro.files import sha256_file
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
@@ -33,10 +35,6 @@ class Reporter:
 
     def job_finished(self, job_id, result):
         print("%s: %s" % (job_id, result["status"]))
-
-
-class RunBroken(DlreproError):
-    """An unexpected error stopped the run; the bundle with what finished was still published."""
 
 
 def _spec_record(spec, path):
@@ -127,7 +125,7 @@ class _Run:
             if options.executor == "docker":
                 try:
                     image = matrix.find(framework, options.device, version)
-                    problem = feasibility.check(image, options.device, options.gpus or options.gpu,
+                    problem = feasibility.check(image, options.device, options.gpus or options.gpu, hostinfo.facts(),
                                                 allow_ptx_jit=options.allow_ptx_jit)
                     if problem is not None:
                         self.record(group, "skipped", *problem)
@@ -145,7 +143,7 @@ class _Run:
 
 
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None):
-    """Run every job of spec ``spec_name`` under ``options`` (jobs.RunOptions); returns the bundle path.
+    """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
     Raises SpecError / DlreproError before anything runs when the spec or options are
     invalid, and ExecutorError when the chosen executor is unavailable. After that,

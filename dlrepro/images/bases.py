@@ -15,7 +15,8 @@ import tempfile
 
 import docker
 
-from dlrepro import cache, pythons
+from dlrepro import cache
+from dlrepro.images import pythons
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
 from runner.contract import utc_now

@@ -28,6 +28,16 @@ def gpus():
         pynvml.nvmlShutdown()
 
 
+def devices():
+    """The devices jobs can use here: ["cpu"], plus "cuda" when NVML sees an NVIDIA GPU."""
+    return ["cpu", "cuda"] if gpus() else ["cpu"]
+
+
+def facts():
+    """What the image pre-flight (dlrepro.images.feasibility) checks of this host: CPU flags and model, GPUs."""
+    return {"cpu_flags": cpu_flags(), "cpu_model": cpu_model(), "gpus": gpus()}
+
+
 def describe():
     """Host record for bundle.json: machine, OS, CPU, memory (bytes), GPUs."""
     return {

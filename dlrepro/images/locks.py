@@ -14,6 +14,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from dlrepro.errors import ImageError
+from dlrepro.images import transport
 
 PLATFORM = "x86_64-manylinux_2_28"
 _LINE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)$")
@@ -49,6 +50,13 @@ def parse(path):
                              "`invoke lock --image %s`" % (path, tokens[0], path.stem))
         pins.append(Pin(match["name"], match["version"], hashes))
     return pins
+
+
+def compile_locks(matrix, name=None):
+    """Compile the lock of image ``name`` (every image of the matrix when None), with this host's local
+    find-links folders; returns the lock paths. Raises ImageError for an unknown image or a failed lock."""
+    find_links = [d for d in transport.host_settings().find_links if "://" not in d]
+    return [compile_lock(entry, find_links) for entry in ([matrix.entry(name)] if name else matrix.images)]
 
 
 def compile_lock(image, find_links=()):

@@ -309,3 +309,13 @@ def merge(folders, with_samples=True):
         return summary, None
     labels = summary[["bundle_id", "job_id", "measurement", "measurements"]]
     return summary, _concat(unique.values(), "samples", SAMPLE_COLUMNS).merge(labels, on=["bundle_id", "job_id"], how="left")
+
+
+def merge_to(folders, out=None):
+    """``merge`` of the bundles in ``folders``; with ``out``, also write its summary.parquet, summary.csv and
+    samples.parquet there (the samples are read only then). Returns (summary, samples or None)."""
+    summary, samples = merge(folders, with_samples=bool(out))
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        write(out, summary.to_dict("records"), samples.to_dict("records"))
+    return summary, samples

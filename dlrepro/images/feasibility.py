@@ -13,9 +13,7 @@ which is not what a study measured: such a job is refused unless --allow-ptx-jit
 given, and its result is then marked ptx_jit. A job whose image cannot run here is
 recorded as skipped with the reason and the remedy, before any build.
 """
-from dlrepro import hostinfo
 from runner import archs
-from runner.environment import cpu_flags, cpu_model
 
 REMEDY_MATRIX = "or choose another version of the framework (--framework NAME@VERSION; images/matrix.yaml)"
 
@@ -25,12 +23,13 @@ def _version(text):
 
 
 def check(image, device, gpu=0, host=None, allow_ptx_jit=False):
-    """None when ``image`` (a matrix.Image) can run here, else (reason, remedy).
+    """None when ``image`` (a matrix.Image) can run on ``host``, else (reason, remedy).
 
-    ``gpu``: a host GPU index or a list of them (each is checked). ``host``: {"cpu_flags": [...],
-    "cpu_model": str, "gpus": hostinfo.gpus()}; this host's by default.
+    ``gpu``: a host GPU index or a list of them (each is checked). ``host`` (required): {"cpu_flags": [...],
+    "cpu_model": str, "gpus": [{index, name, driver, capability}]}, as dlrepro.run.hostinfo.facts() gives.
     """
-    host = host or {"cpu_flags": cpu_flags(), "cpu_model": cpu_model(), "gpus": hostinfo.gpus()}
+    if host is None:
+        raise TypeError("feasibility.check needs the host's facts (dlrepro.run.hostinfo.facts())")
     missing = [flag for flag in image.cpu_flags if flag not in host["cpu_flags"]]
     if missing:
         return ("%s is built for CPUs with %s, which this CPU (%s) lacks" % (image.name, ", ".join(missing).upper(),

@@ -119,6 +119,29 @@ class Matrix(Strict):
                              % (MATRIX_FILE, framework, " version %s" % version if version else "", device, have))
         return found[-1]
 
+    def select(self, frameworks=None, devices=("cpu",)):
+        """The entries to build for framework tokens (NAME or NAME@VERSION; ["all"]: every framework; None: the
+        default_frameworks) on ``devices``. Raises ImageError for a device other than cpu or cuda, or an
+        entry the matrix lacks."""
+        wrong = [d for d in devices if d not in ("cpu", "cuda")]
+        if wrong:
+            raise ImageError("--device: expected cpu or cuda (got %s)" % ", ".join(map(repr, wrong)))
+        if frameworks == ["all"]:
+            frameworks = sorted({i.framework for i in self.images})
+        chosen = []
+        for token in frameworks or self.default_frameworks:
+            name, _, version = token.partition("@")
+            chosen += [self.find(name, device, version or None) for device in devices]
+        return chosen
+
+    def entry(self, name):
+        """The entry called ``name`` (e.g. torch-2.13.0-cpu); raises ImageError naming the ones that exist."""
+        for image in self.images:
+            if image.name == name:
+                return image
+        raise ImageError("--image: no image %r in %s; it has: %s" % (name, MATRIX_FILE,
+                                                                    ", ".join(e.name for e in self.images)))
+
 
 def load(path=MATRIX_FILE):
     """Load and validate the image matrix; raises SpecError naming file, line and field."""

@@ -13,18 +13,15 @@ throughput = batch size / median).
 """
 import hashlib
 import json
-from collections import namedtuple
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 
-from dlrepro import tables
-from dlrepro.errors import BundleError
-from dlrepro.files import parse_sums, sha256_file
+from dlrepro.results import tables
+from dlrepro.errors import BundleError, Problem
+from dlrepro.files import canonical_json, parse_sums, sha256_file
 from runner.contract import RESULT_SCHEMA
-
-Problem = namedtuple("Problem", "check file message")
 
 BUNDLE_KEYS = {
     "dlrepro.bundle/1": ("schema", "id", "created", "finished", "suite", "spec", "options", "executor", "host",
@@ -69,7 +66,7 @@ def spec(folder, body):
     record = (body or {}).get("spec") or {}
     if "resolved" not in record:
         return [Problem("spec", "bundle.json", "spec.resolved is missing")]
-    text = json.dumps(record["resolved"], sort_keys=True, separators=(",", ":"))
+    text = canonical_json(record["resolved"])
     if hashlib.sha256(text.encode()).hexdigest() != record.get("sha256"):
         return [Problem("spec", "bundle.json", "spec.sha256 is not the SHA-256 of spec.resolved")]
     return []

@@ -1,0 +1,90 @@
+"""The terminal: one rich console, the run's progress reporter, and one way to print errors."""
+import contextlib
+import sys
+
+from invoke import Exit
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from dlrepro.errors import DlreproError
+from dlrepro.run.runs import Reporter
+
+# logs and CI output are not terminals: give tables room rather than rich's 80 columns
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]"}
+
+
+def job_line(job_id, result):
+    """One line for a finished job: status, median and spread, throughput, parameters, or the reason."""
+    status = result["status"]
+    line = "%s %s" % (MARK.get(status, status), job_id)
+    timing = result.get("timing")
+    if status == "ok" and timing:
+        s = timing["summary"]
+        line += "  %.4g s (IQR %.2g) %s, %.4g %s" % (s["median"], s["iqr"], timing["quantity"],
+                                                     timing["throughput"], timing["throughput_unit"])
+        params = result.get("parameters")
+        if params:
+            line += ", %s parameters" % format(params["measured"], ",")
+            for c in params.get("conventions") or []:
+                line += " (+%s by convention: %s)" % (format(c["difference"], ","), c["name"])
+        conv = result.get("convergence") or {}
+        if conv.get("final_test_accuracy") is not None:
+            line += ", test accuracy %.2f%%" % (100 * conv["final_test_accuracy"])
+        if conv.get("final_perplexity") is not None:
+            line += ", test perplexity %.1f" % conv["final_perplexity"]
+        if conv:
+            line += ", %.1f s for %d epochs" % (conv["total_seconds"], len(conv["epochs"]))
+        if result.get("inference"):
+            line += ", %.3g s per 1000 images" % result["inference"]["seconds_per_1000_images"]
+    elif result.get("reason"):
+        line += ": " + result["reason"]
+        if result.get("remedy"):
+            line += "\n    remedy: " + result["remedy"]
+    return line
+
+
+class RichReporter(Reporter):
+    """The run's progress as a rich bar over the jobs, one line per finished job."""
+
+    def __init__(self):
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
+        self.task = None
+
+    def __enter__(self):
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.progress.stop()
+
+    def log(self, message):
+        self.progress.console.print("[dim]%s[/]" % message)
+
+    def started(self, total):
+        self.task = self.progress.add_task("jobs", total=total)
+
+    def job_started(self, job_id):
+        self.progress.update(self.task, description=job_id)
+
+    def job_finished(self, job_id, result):
+        self.progress.console.print(job_line(job_id, result))
+        self.progress.advance(self.task)
+
+
+def print_error(exc):
+    """``error: MESSAGE`` and, when the error has one, ``remedy: REMEDY``."""
+    console.print("[red]error:[/] %s" % exc)
+    if getattr(exc, "remedy", None):
+        console.print("[bold]remedy:[/] %s" % exc.remedy)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn the suite's errors into ``error:`` / ``remedy:`` lines and exit status 1 (no traceback)."""
+    try:
+        yield
+    except DlreproError as exc:
+        print_error(exc)
+        raise Exit(code=1) from None

@@ -1,0 +1,116 @@
+"""What ``invoke run`` was asked to do (RunOptions), and the translation of its command-line text.
+
+RunOptions is immutable and validated by pydantic; None in a field means "as the spec says".
+``from_cli`` takes the option texts exactly as typed (comma-separated lists, ``-1`` for "not
+given") and raises DlreproError naming the option (``--batch-size``, ``--gpus``, ...) and what it
+expects, never a pydantic or ValueError traceback.
+"""
+import hashlib
+import json
+from typing import Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
+
+from dlrepro.errors import DlreproError
+from runner.contract import OPTION_DEFAULTS
+
+UNSET = -1  # integer options left at -1 take the spec's value
+OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
+                "timeout_s": "--timeout"}
+
+
+class RunOptions(BaseModel):
+    """What ``invoke run`` was asked to do; None means "as the spec says"."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    frameworks: Optional[list[str]] = Field(None, description="framework names, or name@version for one image")
+    device: Literal["cpu", "cuda"] = "cpu"
+    executor: Literal["docker", "local"] = "docker"
+    variants: Optional[list[str]] = None
+    mode: Optional[Literal["throughput", "convergence", "inference", "parameters"]] = Field(
+        None, description="default: each variant's own mode; parameters: build the model and count, nothing else")
+    batch_sizes: Optional[list[PositiveInt]] = None
+    warmup: Optional[NonNegativeInt] = None
+    iterations: Optional[PositiveInt] = None
+    repeats: Optional[PositiveInt] = None
+    epochs: Optional[PositiveInt] = None
+    threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
+        None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
+    gpu: NonNegativeInt = Field(0, description="host GPU index for --device cuda")
+    gpus: Optional[list[NonNegativeInt]] = Field(
+        None, description="host GPU indices for --device cuda: independent jobs run concurrently, one per GPU")
+    quick: bool = False
+    timeout_s: Optional[PositiveInt] = None
+    precision: Literal["fp32", "tf32", "bf16", "fp16"] = Field(
+        "fp32", description="fp32 = TF32 off (the studies' GPUs had none); tf32; bf16/fp16 autocast")
+    cudnn_autotune: bool = True
+    layout: Literal["default", "channels_last"] = "default"
+    compile: bool = False
+    cuda_graphs: bool = False
+    allow_ptx_jit: bool = Field(False, description="run a build that has only PTX for an older architecture "
+                                                   "than the GPU's (driver JIT), marked ptx_jit")
+
+    @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus")
+    @classmethod
+    def _no_repeats(cls, value):
+        if isinstance(value, list) and len(set(value)) != len(value):
+            raise ValueError("lists %s more than once" % ", ".join(str(v) for v in sorted(set(value), key=str)
+                                                                     if value.count(v) > 1))
+        return value
+
+    def digest(self):
+        """What is measured, not where: the executor and GPU indices are left out (and measurement
+        options at their defaults, so that configurations from before they existed keep their digest)."""
+        body = self.model_dump(mode="json", exclude={"executor", "gpu", "gpus"})
+        for name, default in OPTION_DEFAULTS.items():
+            if body.get(name) == default:
+                del body[name]
+        return hashlib.sha256(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+def split(text, convert=str):
+    """The comma-separated items of ``text`` converted by ``convert``, or None when there are none.
+
+    Raises ValueError when an item does not convert."""
+    return [convert(x.strip()) for x in text.split(",") if x.strip()] or None
+
+
+def _items(option, text, convert, what):
+    try:
+        return split(text, convert)
+    except ValueError:
+        raise DlreproError("%s: expected %s (got %r)" % (option, what, text)) from None
+
+
+def _threads(text):
+    if text.strip() == "sweep":
+        return "sweep"
+    return _items("--threads", text, int, "'sweep' or comma-separated thread counts")
+
+
+def _given(value):
+    return None if value == UNSET else value
+
+
+def from_cli(framework="", device="cpu", executor="docker", variant="", mode="", batch_size="", warmup=UNSET,
+             iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
+             precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False):
+    """RunOptions from ``invoke run``'s option texts (lists comma-separated, UNSET for integers not given).
+
+    Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
+    values = dict(
+        frameworks=split(framework), device=device, executor=executor, variants=split(variant), mode=mode or None,
+        batch_sizes=_items("--batch-size", batch_size, int, "comma-separated numbers"), warmup=_given(warmup),
+        iterations=_given(iterations), repeats=_given(repeats), epochs=_given(epochs), threads=_threads(threads),
+        gpu=gpu, quick=quick, timeout_s=_given(timeout), gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
+        precision=precision, layout=layout, cudnn_autotune=cudnn_autotune, compile=compile,
+        allow_ptx_jit=allow_ptx_jit)
+    try:
+        return RunOptions(**values)
+    except ValidationError as exc:
+        deepest = {}  # an option that may take several forms reports each; keep the most specific
+        for e in sorted(exc.errors(), key=lambda e: -len(e["loc"])):
+            deepest.setdefault(e["loc"][0], e)
+        raise DlreproError("\n".join("%s: %s (got %r)" % (
+            OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"], e["input"])
+            for name, e in deepest.items())) from None
