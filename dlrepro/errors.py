@@ -36,6 +36,11 @@ class ExecutorError(DlreproError):
     """An executor cannot start (no Docker engine, no GPU runtime, ...)."""
 
 
+class CannotRunHere(DlreproError):
+    """Jobs cannot run on this host as asked (an image it cannot run, a missing GPU): they are recorded as
+    skipped with this message as the reason and the remedy."""
+
+
 class BundleError(DlreproError):
     """A bundle cannot be read or combined; the message names the file (``invoke validate`` tells more)."""
 

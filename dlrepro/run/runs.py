@@ -12,10 +12,10 @@ import sys
 from collections import OrderedDict
 
 from dlrepro import REPO_ROOT, datasets, spec as specmod
-from dlrepro.images import build, feasibility, matrix as matrixmod
+from dlrepro.images import build, matrix as matrixmod
 from dlrepro.run import executors, hostinfo, jobs as jobsmod
 from dlrepro.results.bundle import BundleWriter
-from dlrepro.errors import DatasetError, DlreproError, RunBroken
+from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, RunBroken
 from dlrepro.files import sha256_file
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
@@ -121,26 +121,22 @@ class _Run:
             if not self.done(job):
                 groups.setdefault((job["framework"], job["framework_version"]), []).append(job)
         for (framework, version), group in groups.items():
-            built = None
-            if options.executor == "docker":
-                try:
-                    image = matrix.find(framework, options.device, version)
-                    problem = feasibility.check(image, options.device, options.gpus or options.gpu, hostinfo.facts(),
-                                                allow_ptx_jit=options.allow_ptx_jit)
-                    if problem is not None:
-                        self.record(group, "skipped", *problem)
-                        continue
-                    built = build.ensure(matrix, image, build_options, self.reporter.log)
-                except DlreproError as exc:
-                    self.record(group, "failed", "image for %s: %s" % (framework, exc))
-                    continue
+            try:
+                built = executor.prepare(matrix, framework, version, build_options, self.reporter.log,
+                                         options.allow_ptx_jit)
+            except CannotRunHere as exc:
+                self.record(group, "skipped", str(exc), exc.remedy)
+                continue
+            except DlreproError as exc:
+                self.record(group, "failed", "image for %s: %s" % (framework, exc))
+                continue
+            if built is not None:
                 self.images[(framework, version)] = dict(built.record, jobs=[j["id"] for j in group])
                 self.writer.add_image(built)
                 for job in group:  # the matrix's table of the build's GPU architectures, for the runner's check
-                    job["cuda_archs"] = list(image.cuda_archs)
+                    job["cuda_archs"] = list(built.image.cuda_archs)
                     self.writer.write_job(job)
             executor.run(built, group, self.writer.jobs_dir, datasets.root(), self.on_event)
-
 
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.

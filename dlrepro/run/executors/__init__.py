@@ -1,0 +1,32 @@
+"""Executors: where the runner runs. One interface (``base.Executor``), one module per backend.
+
+Every executor stages a group of jobs the same way (a read-only folder with plan.json and
+<id>.json), starts the same supervisor (``python -m runner.supervise JOBS OUT``) and moves each
+job's result.json and log.txt into the bundle, so their result files are identical in form:
+
+- ``docker`` (``docker.py``): one container per image and group of jobs, through the engine's
+  Docker API; its isolation is one pure function of the job (``docker.create_args``);
+- ``local`` (``local.py``): the same supervisor in a Python on this machine.
+
+``prepare`` gives each executor's image for a group (a built image for containers, none locally),
+so the run loop never asks which executor it has.
+"""
+from dlrepro.errors import ExecutorError
+from dlrepro.run.executors.base import INTERRUPTED, Executor, run_on_gpus
+from dlrepro.run.executors.docker import DockerExecutor
+from dlrepro.run.executors.local import LocalExecutor
+
+__all__ = ["INTERRUPTED", "DockerExecutor", "Executor", "LocalExecutor", "get", "run_on_gpus"]
+
+
+def get(name, device="cpu", gpu=0, python=None):
+    """The executor called ``name`` (``gpu``: an index or a list of them); raises ExecutorError for an
+    unknown one or a missing engine."""
+    if name == "docker":
+        from dlrepro.engine import client
+
+        client()
+        return DockerExecutor(device, gpu)
+    if name == "local":
+        return LocalExecutor(device, gpu, python)
+    raise ExecutorError("unknown executor %r: use docker or local" % name)

@@ -1,0 +1,179 @@
+"""The executor interface and what every executor shares: staging a group of jobs, following the
+supervisor's progress lines, collecting each job's result into the bundle, and running jobs
+concurrently over several GPUs.
+
+With several GPUs (``gpus=[0, 1, ...]``, ``invoke run --gpus``) the jobs of a group are
+independent: one worker thread per GPU takes the next job from a shared queue and runs
+it alone, pinned to its GPU, so as many jobs run at once as there are GPUs. Each job still
+gets its own staging, scratch output and result files, exactly as in a sequential run;
+the progress callback is serialised by a lock.
+
+A job that never got a result.json (the container or interpreter could not start,
+the engine went away) is recorded as failed with the reason: nothing is dropped.
+"""
+import collections
+import json
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from dlrepro.errors import ExecutorError
+from dlrepro.run import hostinfo
+from runner import contract
+
+INTERRUPTED = "the run was interrupted before this job finished"
+
+
+def _stage(jobs, directory):
+    for job in jobs:
+        contract.write_json(os.path.join(directory, job["id"] + ".json"), job)
+    contract.write_json(os.path.join(directory, "plan.json"), {"jobs": [job["id"] for job in jobs]})
+    for path in [directory] + [os.path.join(directory, f) for f in os.listdir(directory)]:
+        os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
+
+
+def follow(lines, scratch, on_event):
+    """Turn the supervisor's ``@dlrepro start|end <id>`` lines into ``on_event(kind, job_id, result)``.
+
+    ``result`` is the finished job's result.json body for "end", None for "start".
+    """
+    for line in lines:
+        parts = line.strip().split()
+        if len(parts) >= 3 and parts[0] == "@dlrepro":
+            path = Path(scratch) / parts[2] / "result.json"
+            result = json.loads(path.read_text()) if parts[1] == "end" and path.is_file() else None
+            on_event(parts[1], parts[2], result)
+
+
+def _collect(jobs, scratch, out_dir, reason, status):
+    """Move each job's result.json and log.txt into out_dir/<id>/; record the missing ones with ``status``."""
+    for job in jobs:
+        source, target = Path(scratch) / job["id"], Path(out_dir) / job["id"]
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("result.json", "log.txt"):
+            if (source / name).is_file():
+                shutil.move(str(source / name), str(target / name))
+        if not (target / "result.json").is_file():
+            result = contract.new_result(job["id"], status, reason=reason)
+            result["started"] = result["finished"] = contract.utc_now()
+            contract.write_json(str(target / "result.json"), result)
+
+
+def run_on_gpus(run_one, jobs, gpus, on_event, cancel=lambda: None):
+    """Run each of ``jobs`` by ``run_one(job, gpu, on_event)``, one at a time per GPU of ``gpus``, concurrently.
+
+    One worker thread per GPU takes the next job from a shared queue, so a GPU never runs two
+    jobs at once and none idles while jobs wait. ``on_event`` calls are serialised. An
+    exception in a worker stops the others taking new jobs and is raised once every worker
+    has ended; an interrupt of the caller calls ``cancel()`` (end the running jobs), waits for
+    the workers to record what they ran, and is raised again.
+    """
+    queue, lock, errors, stop = collections.deque(jobs), threading.Lock(), [], threading.Event()
+
+    def event(*args):
+        with lock:
+            on_event(*args)
+
+    def worker(gpu):
+        while not stop.is_set():
+            with lock:
+                if not queue:
+                    return
+                job = queue.popleft()
+            try:
+                run_one(job, gpu, event)
+            except BaseException as exc:  # noqa: B036 - handed to the caller's thread
+                errors.append(exc)
+                stop.set()
+                return
+
+    threads = [threading.Thread(target=worker, args=(gpu,), name="dlrepro-gpu%d" % gpu, daemon=True) for gpu in gpus]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)
+    except BaseException:
+        stop.set()
+        cancel()
+        for thread in threads:
+            thread.join(60)
+        raise
+    if errors:
+        raise errors[0]
+
+
+class Executor:
+    """Runs groups of jobs; subclasses say how to start the supervisor (``_launch``) and where its image
+    comes from (``prepare``)."""
+    name = None
+
+    def __init__(self, device="cpu", gpu=0):
+        """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU)."""
+        self.gpus = list(gpu) if isinstance(gpu, (list, tuple)) else [gpu]
+        self.device, self.gpu = device, self.gpus[0]
+        self._active, self._lock = set(), threading.Lock()
+
+    def preflight(self):
+        """None when jobs can run here, else (reason, remedy) for recording them as skipped."""
+        if self.device != "cuda":
+            return None
+        indices = [g["index"] for g in hostinfo.gpus()]
+        missing = [g for g in self.gpus if g not in indices]
+        if missing:
+            return ("GPU %s %s not visible on this host (NVML sees %s)"
+                    % (", ".join(map(str, missing)), "is" if len(missing) == 1 else "are", indices or "no NVIDIA GPU"),
+                    "run on a machine with an NVIDIA GPU and driver, choose GPUs with --gpu / --gpus, "
+                    "or use --device cpu")
+        return None
+
+    def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
+        """The image the jobs of (framework, version) run in, built if needed; None for an executor that runs
+        them in a Python of this host. Raises CannotRunHere (reason, remedy) when that image cannot run on
+        this host, DlreproError when it cannot be found or built."""
+        return None
+
+    def run(self, image, jobs, out_dir, data_root, on_event):
+        """Run ``jobs`` (job.json dicts) and leave out_dir/<id>/{result.json, log.txt} for each.
+
+        ``on_event(kind, job_id, result)`` is called as each job starts ("start", result None)
+        and ends ("end", its result.json body). With several GPUs on a cuda run, the jobs run
+        concurrently, one per GPU (``run_on_gpus``).
+        """
+        if self.device == "cuda" and len(self.gpus) > 1 and len(jobs) > 1:
+            run_on_gpus(lambda job, gpu, event: self._run_group(image, [job], out_dir, data_root, event, gpu),
+                        jobs, self.gpus, on_event, self.cancel)
+            return
+        self._run_group(image, jobs, out_dir, data_root, on_event, self.gpu)
+
+    def cancel(self):
+        """End every job process or container this executor has running (an interrupted multi-GPU run)."""
+
+    def _run_group(self, image, jobs, out_dir, data_root, on_event, gpu):
+        with tempfile.TemporaryDirectory(prefix="dlrepro-jobs-") as stage, \
+                tempfile.TemporaryDirectory(prefix="dlrepro-out-") as scratch:
+            _stage(jobs, stage)
+            reason, status = "the executor ended before this job ran", "failed"
+            try:
+                self._launch(image, stage, Path(scratch), Path(data_root), on_event, gpu)
+            except ExecutorError as exc:
+                reason = str(exc)
+            except BaseException:  # interrupted: keep what finished, mark the rest, let the caller publish
+                reason, status = INTERRUPTED, "skipped"
+                raise
+            finally:
+                self._release(Path(scratch))
+                _collect(jobs, scratch, out_dir, reason, status)
+
+    def _launch(self, image, stage, scratch, data_root, on_event, gpu):
+        raise NotImplementedError
+
+    def _release(self, scratch):
+        """Give the scratch output back to this user after the run (docker runs write as another uid)."""
+
+    def describe(self):
+        return {"executor": self.name, "device": self.device, "gpu": self.gpu if self.device == "cuda" else None,
+                "gpus": self.gpus if self.device == "cuda" else None}

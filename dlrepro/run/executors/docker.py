@@ -1,0 +1,134 @@
+"""The docker executor: one container per image and group of jobs, through a Docker-compatible engine's API.
+
+The runner and the dataset cache are mounted read-only, the jobs' staging folder read-only and the
+scratch output read-write; the container has no network, runs as a non-root user with no new
+privileges, every capability dropped, a read-only root file system and a process limit; with
+``device="cuda"`` one GPU is passed in by a device request. All of it is one pure function,
+``create_args``, which the bundle's isolation record (``isolation``) and the tests read.
+"""
+import os
+import shutil
+
+import docker
+import requests
+
+from dlrepro import REPO_ROOT
+from dlrepro.engine import client, engine_version
+from dlrepro.errors import CannotRunHere, ExecutorError
+from dlrepro.images import build, feasibility
+from dlrepro.run import hostinfo
+from dlrepro.run.executors.base import Executor, follow
+
+CONTAINER_ROOT = "/opt/dlrepro"
+CONTAINER_UID = 1000
+PIDS_LIMIT = 4096
+ROLE_LABEL = "org.dlrepro.role"
+
+
+def create_args(tag, user, stage, scratch, data_root, gpu=None, runner_dir=REPO_ROOT / "runner"):
+    """Keyword arguments of the engine's container create for one group of jobs (docker SDK
+    ``containers.create``): image ``tag``, ``user`` "UID:GID", the staging folder, scratch output and
+    dataset cache (host paths), and the host ``gpu`` index passed in (None: no GPU)."""
+    return {
+        "image": tag,
+        "command": ["python", "-m", "runner.supervise", "/jobs", "/out"],
+        "user": user,
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {"/tmp": "rw,exec"},
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "pids_limit": PIDS_LIMIT,
+        "device_requests": [docker.types.DeviceRequest(device_ids=[str(gpu)], capabilities=[["gpu"]])]
+        if gpu is not None else [],
+        "environment": {"PYTHONPATH": CONTAINER_ROOT, "DLREPRO_DATA_ROOT": "/data"},
+        "volumes": {str(runner_dir): {"bind": CONTAINER_ROOT + "/runner", "mode": "ro"},
+                    str(data_root): {"bind": "/data", "mode": "ro"},
+                    str(stage): {"bind": "/jobs", "mode": "ro"},
+                    str(scratch): {"bind": "/out", "mode": "rw"}},
+        "labels": {ROLE_LABEL: "runner"},
+    }
+
+
+def isolation(args):
+    """The bundle's isolation record of container create arguments ``args`` (``create_args``)."""
+    return {"network": args["network_mode"], "read_only_root": args["read_only"],
+            "user": "root" if args["user"].split(":")[0] == "0" else "non-root",
+            "no_new_privileges": "no-new-privileges" in args["security_opt"], "cap_drop": ",".join(args["cap_drop"]),
+            "pids_limit": args["pids_limit"]}
+
+
+class DockerExecutor(Executor):
+    name = "docker"
+
+    def preflight(self):
+        problem = super().preflight()
+        if problem is None and self.device == "cuda":
+            runtimes = client().info().get("Runtimes") or {}
+            if "nvidia" not in runtimes and shutil.which("nvidia-container-runtime-hook") is None:
+                return ("the Docker engine has no NVIDIA runtime, so it cannot pass GPUs into containers",
+                        "install the NVIDIA Container Toolkit (nvidia-ctk runtime configure --runtime=docker), "
+                        "or run without containers: --executor local")
+        return problem
+
+    def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
+        """The matrix's image of (framework, version) on this device, checked against this host before it is
+        built (dlrepro.images.feasibility), then built or found by its tag (dlrepro.images.build)."""
+        image = matrix.find(framework, self.device, version)
+        problem = feasibility.check(image, self.device, self.gpus, hostinfo.facts(), allow_ptx_jit=allow_ptx_jit)
+        if problem is not None:
+            raise CannotRunHere(*problem)
+        return build.ensure(matrix, image, build_options, log)
+
+    def _user(self, scratch):
+        if os.geteuid() != 0:
+            return "%d:%d" % (os.geteuid(), os.getegid())
+        os.chown(scratch, CONTAINER_UID, CONTAINER_UID)
+        return "%d:%d" % (CONTAINER_UID, CONTAINER_UID)
+
+    def _release(self, scratch):
+        if os.geteuid() == 0:
+            for path in [scratch] + list(scratch.rglob("*")):
+                os.chown(path, 0, 0)
+
+    def cancel(self):
+        with self._lock:
+            active = list(self._active)
+        for container in active:
+            try:
+                container.kill()
+            except docker.errors.DockerException:
+                pass
+
+    def _launch(self, image, stage, scratch, data_root, on_event, gpu):
+        try:
+            self._container(image, stage, scratch, data_root, on_event, gpu)
+        except (docker.errors.DockerException, requests.RequestException) as exc:
+            raise ExecutorError("the Docker engine failed during the run: %s" % exc) from None
+
+    def _container(self, image, stage, scratch, data_root, on_event, gpu):
+        args = create_args(image.tag, self._user(scratch), stage, scratch, data_root,
+                           gpu if self.device == "cuda" else None)
+        container = client().containers.create(**args)
+        with self._lock:
+            self._active.add(container)
+        try:
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                raise ExecutorError("the container for %s could not start: %s" % (image.tag, exc.explanation or exc)) \
+                    from None
+            follow((raw.decode("utf-8", "replace") for raw in container.logs(stream=True, follow=True)), scratch,
+                   on_event)
+            code = container.wait()["StatusCode"]
+            if code != 0:
+                tail = container.logs(tail=20).decode("utf-8", "replace")
+                raise ExecutorError("the container of %s exited with status %d: %s" % (image.tag, code, tail))
+        finally:
+            with self._lock:
+                self._active.discard(container)
+            container.remove(force=True)
+
+    def describe(self):
+        return dict(super().describe(), engine=engine_version(),
+                    isolation=isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "")))
