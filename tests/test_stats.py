@@ -28,3 +28,58 @@ def test_repeats_keep_their_own_medians():
 def test_no_samples_is_an_error():
     with pytest.raises(ValueError):
         stats.summarize([])
+
+
+def _simulated_repeats(rng, repeats=6, iterations=8, true_median=0.1, drift=0.004, noise=0.002, phi=0.7):
+    """Seconds of ``repeats`` repeats: each repeat drifts by N(0, drift) (clocks, placement, background load) and
+    its iterations follow an AR(1) process around it; everything symmetric, so the median is ``true_median``."""
+    out = []
+    for _ in range(repeats):
+        level, e, rep = true_median + rng.normal(0, drift), 0.0, []
+        for _ in range(iterations):
+            e = phi * e + rng.normal(0, noise)
+            rep.append(level + e)
+        out.append(rep)
+    return out
+
+
+def test_the_interval_covers_the_true_median_when_repeats_drift():
+    import numpy as np
+
+    rng = np.random.RandomState(2026)
+    trials, true_median = 2000, 0.1
+    covered = pooled_covered = 0
+    for _ in range(trials):
+        repeats = _simulated_repeats(rng, true_median=true_median)
+        low, high = stats.summarize_repeats(repeats)["ci95"]
+        covered += low <= true_median <= high
+        pooled = stats.median_ci(sorted(s for rep in repeats for s in rep))  # the interval before tables v4
+        pooled_covered += pooled[0] <= true_median <= pooled[1]
+    assert 0.92 <= covered / trials <= 0.98, covered / trials  # exact: 1 - 2 / 2**6 = 96.9%
+    assert pooled_covered / trials < 0.80, pooled_covered / trials  # iterations pooled as if independent
+
+
+def test_the_interval_needs_six_repeats_and_records_its_coverage():
+    five = stats.summarize_repeats([[1.0, 2.0]] * 5)
+    assert five["ci95"] is None and five["ci95_units"] == 5 and five["ci95_coverage"] is None
+    six = stats.summarize_repeats([[1.0, 1.5], [2.0, 2.5], [3.0, 3.5], [4.0, 4.5], [5.0, 5.5], [6.0, 6.5]])
+    assert six["ci95"] == [1.25, 6.25] and six["ci95_coverage"] == 0.96875  # min and max of the repeat medians
+    epochs = stats.summarize_repeats([[9.0, 7.0, 8.0, 6.0, 10.0, 11.0]], units="sample")
+    assert epochs["ci95"] == [6.0, 11.0] and epochs["ci95_units"] == 6
+
+
+def test_the_interval_is_the_exact_binomial_one_at_every_size():
+    import math
+
+    def slow(n, level=0.95):  # the definition, term by term (what the suite computed before, in O(n^2))
+        cdf = lambda k: sum(math.comb(n, i) for i in range(k + 1)) / 2.0 ** n  # noqa: E731
+        lower = 0
+        for rank in range(1, n // 2 + 1):
+            if cdf(rank - 1) <= (1 - level) / 2:
+                lower = rank
+        return lower
+
+    for n in list(range(1, 60)) + [100, 257, 1000]:
+        values = list(range(n))
+        expected = slow(n)
+        assert stats.median_ci(values) == (None if expected == 0 else [float(expected - 1), float(n - expected)]), n
