@@ -80,27 +80,45 @@ def test_a_reference_tolerance_replaces_the_default_band():
         Reference.model_validate(dict(ref.model_dump(), tolerance={"lower": 1.2, "upper": 1.6}))
 
 
-def _samples(seconds_by_framework):
+def _samples(seconds_by_framework, repeats=6):
+    """Sample rows of one bundle: per framework its seconds, split into ``repeats`` equal repeats in order."""
     rows = [{"spec": "alexnet", "variant": "alexnet-s", "framework": f, "device": "cpu", "mode": "throughput",
-             "batch_size": 16, "precision": "fp32", "threads": 2, "sample": "iteration", "seconds": s}
-            for f, seconds in seconds_by_framework.items() for s in seconds]
+             "batch_size": 16, "precision": "fp32", "threads": 2, "sample": "iteration", "seconds": s,
+             "bundle_id": "b", "job_id": "alexnet-s.%s.cpu.b16" % f, "repeat": 1 + i * repeats // len(seconds)}
+            for f, seconds in seconds_by_framework.items() for i, s in enumerate(seconds)]
     return tables.frame(rows, tables.SAMPLE_COLUMNS)
 
 
 def test_a_regression_needs_significance_and_the_minimum_effect():
     rng = np.random.default_rng(0)
     base = rng.normal(1.0, 0.02, 48)
-    a = _samples({"torch": base, "mxnet": base, "jax": base, "caffe": base})
+    a = _samples({"torch": base, "mxnet": base, "jax": rng.normal(1.0, 0.002, 48), "caffe": base})
     b = _samples({"torch": rng.normal(1.10, 0.02, 48), "mxnet": rng.normal(1.0, 0.02, 48),
                   "jax": rng.normal(1.02, 0.002, 48), "cntk": base})
     rows = compare.against_bundle(a, b, min_effect=0.05, alpha=0.01).set_index("framework")
     assert rows.loc["torch", "verdict"] == "slower" and rows.loc["torch", "change"] == pytest.approx(0.10, abs=0.02)
-    assert rows.loc["torch", "p_value"] < 1e-10
+    assert rows.loc["torch", "n_a"] == rows.loc["torch", "n_b"] == 6  # repeats, not iterations
+    assert rows.loc["torch", "p_value"] == pytest.approx(2 / 924)  # every repeat of B slower than every one of A
     assert rows.loc["mxnet", "verdict"] == "no change" and rows.loc["mxnet", "p_value"] > 0.01
     assert rows.loc["jax", "p_value"] < 0.01 and rows.loc["jax", "verdict"] == "no change"  # real but below 5 %
     assert rows.loc["caffe", "verdict"] == "only in A" and rows.loc["cntk", "verdict"] == "only in B"
     with pytest.raises(ValueError, match="alpha in"):
         compare.against_bundle(a, b, alpha=1.5)
+
+
+def test_a_regression_is_judged_on_repeats_not_on_correlated_iterations():
+    # B's six repeats drift around A's level: within each repeat the iterations agree closely, so pooled they look
+    # like 48 independent samples over 5% slower (p < 0.01); over repeats the difference is noise
+    rng = np.random.default_rng(3)
+    level_a = [1.0, 1.1, 0.9, 1.05, 0.95, 1.0]
+    level_b = [1.2, 1.0, 1.15, 0.95, 1.1, 0.98]
+    a = _samples({"torch": np.concatenate([rng.normal(m, 0.001, 8) for m in level_a])})
+    b = _samples({"torch": np.concatenate([rng.normal(m, 0.001, 8) for m in level_b])})
+    (row,) = compare.against_bundle(a, b).itertuples()
+    pooled = stats.mannwhitneyu(a["seconds"], b["seconds"]).pvalue
+    assert pooled < 0.01 and row.change > 0.05 and row.p_value > 0.1 and row.verdict == "no change"  # before: slower
+    few = compare.against_bundle(_samples({"torch": np.full(24, 1.0)}, 3), _samples({"torch": np.full(24, 1.3)}, 3))
+    assert few.iloc[0]["verdict"] == "cannot tell (too few repeats)" and few.iloc[0]["p_value"] > 0.01
 
 
 def test_unknown_metrics_and_ranges_are_not_compared():

@@ -15,13 +15,16 @@ Ranking: per spec, variant, batch size, metric, published hardware and measured 
   of the frameworks measured vs published, Kendall's tau-b (scipy.stats.kendalltau); the study's
   conclusion "holds" when the order is the same (tau = 1), "partly holds" when tau > 0, else
   "does not hold" ("not ranked" when the published values all tie); swapped pairs are named,
-  with those whose measured 95% CIs overlap marked.
+  with those whose measured repeat-level 95% CIs overlap marked "within noise" (and "noise unknown" where a
+  job has too few repeats for one).
 Against another bundle: per job configuration in both (REGRESSION_KEY), the timed iterations'
-  (convergence jobs: epochs') medians and a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu); a change is reported
-  only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
+  (convergence jobs: epochs') medians and a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu) on the
+  repeat medians (repeat-level variation: iterations within a repeat are not independent); a change is
+  reported only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
 """
 import re
 from dataclasses import dataclass
+from math import comb
 from itertools import combinations
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from scipy import stats
 from dlrepro.errors import DlreproError
 from dlrepro.results import tables
 from dlrepro.results.bundle import body as bundle_body, locate
+from runner.stats import CI_METHOD
 
 # our framework -> its names in the studies' tables, the closest first (DLF names its MXNet rows by API;
 # our MXNet adapter is Gluon). Lua Torch (DLBench) is not PyTorch, Keras(*) rows are not the plain framework.
@@ -159,7 +163,7 @@ def against_published(summary, references=None):
             lower, upper = (ref.tolerance.lower, ref.tolerance.upper) if ref.tolerance else DEFAULT_TOLERANCE[kind]
             ratio = measured / published
             comparable = same_hardware(ref.hardware, row.device, row.device_name)
-            timing = ref.metric == "seconds_per_minibatch"
+            timing = ref.metric == "seconds_per_minibatch" and row.ci95_method == CI_METHOD  # repeat-level noise
             cells.append({
                 "spec": row.spec, "variant": row.variant, "batch_size": row.batch_size, "framework": row.framework,
                 "measured_framework_version": row.framework_version, "device": row.device,
@@ -193,8 +197,12 @@ def _fmt(value):
     return "%.4g" % value
 
 
-def _overlap(a, b):
-    return pd.notna(a.ci95_low) and pd.notna(b.ci95_low) and a.ci95_low <= b.ci95_high and b.ci95_low <= a.ci95_high
+def _noise(a, b, metric):
+    """" (within noise)" when the two repeat-level 95% CIs overlap; for seconds per mini-batch, " (noise
+    unknown)" when either has none (fewer than 6 repeats, or a bundle from before tables v4); else ""."""
+    if pd.isna(a.ci95_low) or pd.isna(b.ci95_low):
+        return " (noise unknown)" if metric == "seconds_per_minibatch" else ""
+    return " (within noise)" if a.ci95_low <= b.ci95_high and b.ci95_low <= a.ci95_high else ""
 
 
 def ranking(cells):
@@ -217,7 +225,7 @@ def ranking(cells):
         for a, b in combinations(items.index, 2):
             x, y = items.loc[a], items.loc[b]
             if np.sign(x.measured - y.measured) * np.sign(x.published - y.published) < 0:
-                swapped.append("%s/%s%s" % (a, b, " (within noise)" if _overlap(x, y) else ""))
+                swapped.append("%s/%s%s" % (a, b, _noise(x, y, g["metric"])))
         best = "best" if metric_kind(g["metric"]) == "accuracy" else "fastest"
         tie = items["published"].nunique() < 2  # tau is undefined: there is no published order to reproduce
         sentence = "%s, batch %s, %s: published (%s, %s; %s) %s; here (%s): %s. " % (
@@ -240,31 +248,53 @@ def ranking(cells):
 REGRESSION_COLUMNS = REGRESSION_KEY + ["n_a", "n_b", "median_a", "median_b", "change", "p_value", "verdict"]
 
 
+def _units(samples):
+    """{configuration: (all seconds, unit values)} of a samples table: the unit of replication is a repeat of a
+    throughput or inference job (its median) and an epoch of a convergence job (its seconds)."""
+    timed = samples[samples["sample"].isin(["iteration", "epoch"])]
+    timed = timed.assign(threads=timed["threads"].where(timed["device"] == "cpu"))  # a GPU job's host cores
+    found = {}
+    for key, g in timed.groupby(REGRESSION_KEY, dropna=False, sort=True):
+        units = g["seconds"] if key[-1] == "epoch" else g.groupby(["bundle_id", "job_id", "repeat"], dropna=False)["seconds"].median()
+        found[key] = (g["seconds"].to_numpy(), units.to_numpy())
+    return found
+
+
+def _smallest_p(n_a, n_b):
+    """The smallest two-sided p-value an exact Mann-Whitney U test can give for samples of these sizes."""
+    return min(1.0, 2.0 / comb(n_a + n_b, n_a))
+
+
 def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
     """Bundle B against bundle A, job configuration by configuration (REGRESSION_KEY; CPU threads
-    only for cpu jobs), on the timed iterations or, for convergence jobs, the epochs (seconds):
-    REGRESSION_COLUMNS, ``change`` = median_b / median_a - 1. Verdicts:
-    "slower" / "faster" (p < alpha and |change| >= min_effect), "no change" (otherwise), "only in A",
-    "only in B". Raises ValueError on min_effect < 0 or alpha outside (0, 1)."""
+    only for cpu jobs): REGRESSION_COLUMNS, ``change`` = median_b / median_a - 1 (medians of the timed
+    iterations, or of a convergence job's epochs, in seconds). The decision uses repeat-level
+    variation: a two-sided Mann-Whitney U test on the repeat medians (convergence jobs: the epochs;
+    ``n_a``, ``n_b`` count them), since iterations within a repeat are not independent. Verdicts:
+    "slower" / "faster" (p < alpha and |change| >= min_effect); "cannot tell (too few repeats)" when
+    |change| >= min_effect but no p-value below alpha is possible with so few repeats; "no change"
+    otherwise; "only in A", "only in B". Raises ValueError on min_effect < 0 or alpha outside (0, 1)."""
     if min_effect < 0 or not 0 < alpha < 1:
         raise ValueError("min_effect must be >= 0 and alpha in (0, 1) (got %s, %s)" % (min_effect, alpha))
-
-    def groups(samples):
-        timed = samples[samples["sample"].isin(["iteration", "epoch"])]
-        timed = timed.assign(threads=timed["threads"].where(timed["device"] == "cpu"))  # a GPU job's host cores
-        return {k: g["seconds"].to_numpy() for k, g in timed.groupby(REGRESSION_KEY, dropna=False, sort=True)}
-
-    a, b = groups(samples_a), groups(samples_b)
+    a, b = _units(samples_a), _units(samples_b)
     rows = []
     for key in sorted(set(a) | set(b), key=str):
-        row = dict(zip(REGRESSION_KEY, key), n_a=len(a.get(key, ())), n_b=len(b.get(key, ())))
+        row = dict(zip(REGRESSION_KEY, key), n_a=len(a[key][1]) if key in a else 0,
+                   n_b=len(b[key][1]) if key in b else 0)
         if key not in a or key not in b:
             rows.append(dict(row, verdict="only in A" if key in a else "only in B"))
             continue
-        median_a, median_b = float(np.median(a[key])), float(np.median(b[key]))
+        median_a, median_b = float(np.median(a[key][0])), float(np.median(b[key][0]))
         change = median_b / median_a - 1
-        p_value = float(stats.mannwhitneyu(a[key], b[key], alternative="two-sided").pvalue)
-        verdict = ("slower" if change > 0 else "faster") if p_value < alpha and abs(change) >= min_effect else "no change"
+        p_value = float(stats.mannwhitneyu(a[key][1], b[key][1], alternative="two-sided").pvalue)
+        if abs(change) < min_effect:
+            verdict = "no change"
+        elif p_value < alpha:
+            verdict = "slower" if change > 0 else "faster"
+        elif _smallest_p(row["n_a"], row["n_b"]) >= alpha:
+            verdict = "cannot tell (too few repeats)"
+        else:
+            verdict = "no change"
         rows.append(dict(row, median_a=median_a, median_b=median_b, change=change, p_value=p_value, verdict=verdict))
     return pd.DataFrame(rows, columns=REGRESSION_COLUMNS)
 

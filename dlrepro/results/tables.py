@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/3``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/4``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -12,7 +12,12 @@ samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
   "pass"       the timed pass over all inference images (``seconds``: its wall time, s).
 
 Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
-fraction; GPU clocks in MHz, power in W, temperature in degrees C (medians and maxima over the
+fraction; ``ci95_low``/``ci95_high``: the 95% CI of the median by ``ci95_method`` (tables v4: over the
+repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact coverage
+``ci95_coverage``; earlier versions: the iterations pooled); ``threads``: the CPU threads the job
+asked for (null: the framework's choice), ``framework_threads``: what the framework reported using,
+``usable_cpus``: the CPUs the job was confined to, ``cpu_seconds`` / ``effective_parallelism``:
+the process CPU time over the measured window and that divided by its wall time; GPU clocks in MHz, power in W, temperature in degrees C (medians and maxima over the
 measured iterations' NVML samples, ``telemetry_samples`` of them at 10 Hz; ``throttled``: the
 GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
@@ -30,7 +35,7 @@ import pyarrow.parquet as pq
 from dlrepro.errors import BundleError
 from runner import telemetry
 
-SCHEMA = "dlrepro.tables/3"
+SCHEMA = "dlrepro.tables/4"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -43,14 +48,16 @@ PROVENANCE = {
     "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean",
 }
 MEASURED = {
-    "status": "string", "quantity": "string", "unit": "string", "median": "float64", "q1": "float64",
-    "q3": "float64", "iqr": "float64", "ci95_low": "float64", "ci95_high": "float64", "n": "Int64",
+    "status": "string", "quantity": "string", "unit": "string", "median": "float64", "mean": "float64",
+    "q1": "float64", "q3": "float64", "iqr": "float64", "ci95_low": "float64", "ci95_high": "float64",
+    "ci95_method": "string", "ci95_coverage": "float64", "ci95_units": "Int64", "n": "Int64",
     "throughput": "float64", "throughput_unit": "string", "parameters": "Int64", "parameters_equivalent": "Int64",
     "parameters_expected": "Int64", "epochs": "Int64", "final_test_accuracy": "float64",
     "final_perplexity": "float64", "total_seconds": "float64", "seconds_per_1000_images": "float64",
     "throttled": "boolean", "throttle_reasons": "string", "sm_clock_median_mhz": "float64",
     "memory_clock_median_mhz": "float64", "power_median_w": "float64", "temperature_max_c": "float64",
-    "telemetry_samples": "Int64", "reason": "string", "remedy": "string",
+    "telemetry_samples": "Int64", "framework_threads": "Int64", "usable_cpus": "Int64", "cpu_seconds": "float64",
+    "effective_parallelism": "float64", "reason": "string", "remedy": "string",
 }
 SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
 SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": "Int64", "seconds": "float64",
@@ -59,7 +66,10 @@ SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": 
 FILES = ("summary.parquet", "samples.parquet")
 ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled", "throttle_reasons",
                               "sm_clock_median_mhz", "memory_clock_median_mhz", "power_median_w", "temperature_max_c"),
-         "dlrepro.tables/3": ("telemetry_samples",)}
+         "dlrepro.tables/3": ("telemetry_samples",),
+         "dlrepro.tables/4": ("mean", "ci95_method", "ci95_coverage", "ci95_units", "framework_threads", "usable_cpus",
+                              "cpu_seconds", "effective_parallelism")}
+POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
 def columns_of(version, name):
@@ -112,7 +122,7 @@ def provenance(body, job, result, measured=None):
         "driver": (measured["driver"] or gpu.get("driver") or host_gpu.get("driver")) if cuda_job else None,
         "cuda": _text(env.get("cuda") or (image or {}).get("cuda")) if cuda_job else None,
         "cudnn": _text(env.get("cudnn") or (image or {}).get("cudnn")) if cuda_job else None,
-        "mode": job["mode"], "batch_size": job["batch_size"], "threads": env.get("threads", job["threads"]),
+        "mode": job["mode"], "batch_size": job["batch_size"], "threads": job["threads"],
         "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
         "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],
     }
@@ -130,10 +140,13 @@ def summary_row(body, job, result):
     params = result.get("parameters") or {}
     conv = result.get("convergence") or {}
     gpu = telemetry.summary_columns(result)
+    cpu = result.get("cpu_usage") or {}
     return dict(provenance(body, job, result, gpu), **{
         "status": result["status"], "quantity": timing.get("quantity"), "unit": timing.get("unit"),
-        "median": stats.get("median"), "q1": stats.get("q1"), "q3": stats.get("q3"), "iqr": stats.get("iqr"),
-        "ci95_low": ci[0], "ci95_high": ci[1], "n": stats.get("n"), "throughput": timing.get("throughput"),
+        "median": stats.get("median"), "mean": stats.get("mean"), "q1": stats.get("q1"), "q3": stats.get("q3"),
+        "iqr": stats.get("iqr"), "ci95_low": ci[0], "ci95_high": ci[1],
+        "ci95_method": stats.get("ci95_method") or (POOLED_CI if stats else None),
+        "ci95_coverage": stats.get("ci95_coverage"), "ci95_units": stats.get("ci95_units"), "n": stats.get("n"), "throughput": timing.get("throughput"),
         "throughput_unit": timing.get("throughput_unit"), "parameters": params.get("measured"),
         "parameters_equivalent": params.get("equivalent"), "parameters_expected": job["model"]["parameters"],
         "epochs": len(conv.get("epochs") or []) or None, "final_test_accuracy": conv.get("final_test_accuracy"),
@@ -141,6 +154,8 @@ def summary_row(body, job, result):
         "seconds_per_1000_images": (result.get("inference") or {}).get("seconds_per_1000_images"),
         **{c: gpu[c] for c in ("throttled", "throttle_reasons", "sm_clock_median_mhz", "memory_clock_median_mhz",
                                "power_median_w", "temperature_max_c", "telemetry_samples")},
+        "framework_threads": (result.get("environment") or {}).get("threads"), "usable_cpus": cpu.get("usable_cpus"),
+        "cpu_seconds": cpu.get("cpu_seconds"), "effective_parallelism": cpu.get("effective_parallelism"),
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })
 

@@ -8,19 +8,21 @@ reason when not ok; the counts add up), tables (bundle schema 2: summary.parquet
 and summary.csv exist with exactly the columns of the tables version they declare, one summary
 row per job),
 statistics (each ok job timed per mini-batch: its samples reproduce the recorded n and median, the
-95% CI (when there are enough samples for one) holds the median within the samples' range,
-throughput = batch size / median).
+95% CI is the interval of its repeat medians (tables v4; earlier: it holds the median within the
+samples' range), throughput = batch size / median).
 """
 import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
 from dlrepro.results import tables
 from dlrepro.errors import BundleError, Problem
 from dlrepro.files import canonical_json, parse_sums, sha256_file
+from runner import stats
 from runner.contract import RESULT_SCHEMA
 
 BUNDLE_KEYS = {
@@ -129,21 +131,39 @@ def table_files(folder, body):
     return problems
 
 
+def _interval_problem(row, seconds, repeats):
+    """Why the recorded 95% CI does not follow from the samples, or None: an interval over repeat medians
+    (tables v4) is recomputed exactly; an older pooled one must hold the median within the samples' range."""
+    if row.ci95_method == stats.CI_METHOD:
+        medians = sorted(float(np.median(g)) for _, g in seconds.groupby(repeats))
+        expected = stats.median_ci(medians) or [None, None]
+        recorded = [None if pd.isna(v) else float(v) for v in (row.ci95_low, row.ci95_high)]
+        if any((a is None) != (b is None) or (a is not None and abs(a - b) > 1e-12 * max(1.0, abs(b)))
+               for a, b in zip(recorded, expected)):
+            return "95%% CI %s s is not the interval of its %d repeat medians, %s s" % (recorded, len(medians), expected)
+        return None
+    if pd.notna(row.ci95_low) and not seconds.min() <= row.ci95_low <= row.median <= row.ci95_high <= seconds.max():
+        return "95%% CI %.6g-%.6g s does not hold the median %.6g s within the samples' range" % (
+            row.ci95_low, row.ci95_high, row.median)
+    return None
+
+
 def statistics(folder, body):
     problems = []
     summary, samples = tables.summary(folder), tables.samples(folder)
-    iterations = samples[samples["sample"] == "iteration"].groupby("job_id")["seconds"]
+    iterations = samples[samples["sample"] == "iteration"].groupby("job_id")
     for row in summary[(summary["status"] == "ok") & (summary["quantity"] == "seconds per mini-batch")].itertuples():
         if row.job_id not in iterations.groups:
             problems.append(Problem("statistics", "samples.parquet", "no timed iterations for %s" % row.job_id))
             continue
-        seconds, where = iterations.get_group(row.job_id), "jobs/%s/result.json" % row.job_id
+        rows, where = iterations.get_group(row.job_id), "jobs/%s/result.json" % row.job_id
+        seconds = rows["seconds"]
+        interval = _interval_problem(row, seconds, rows["repeat"])
         if len(seconds) != row.n or abs(seconds.median() - row.median) > 1e-9 * max(1.0, row.median):
             problems.append(Problem("statistics", where, "%d samples with median %.6g s do not give the recorded "
                                     "n=%s, median %.6g s" % (len(seconds), seconds.median(), row.n, row.median)))
-        elif pd.notna(row.ci95_low) and not seconds.min() <= row.ci95_low <= row.median <= row.ci95_high <= seconds.max():
-            problems.append(Problem("statistics", where, "95%% CI %.6g-%.6g s does not hold the median %.6g s within "
-                                    "the samples' range" % (row.ci95_low, row.ci95_high, row.median)))
+        elif interval:
+            problems.append(Problem("statistics", where, interval))
         elif abs(row.throughput * row.median - row.batch_size) > 1e-6 * row.batch_size:
             problems.append(Problem("statistics", where, "throughput %.6g samples/s is not batch size %d / median "
                                     "%.6g s" % (row.throughput, row.batch_size, row.median)))
