@@ -18,6 +18,7 @@ import subprocess
 import tarfile
 import tempfile
 import urllib.request
+import zlib
 from pathlib import Path
 from typing import Annotated, Literal, Optional, Union
 
@@ -314,6 +315,15 @@ def import_local(name, source):
     dataset, source = lookup(name), Path(source)
     if not source.exists():
         raise DatasetError("%s: no such file or folder" % source)
+    try:
+        return _import(name, dataset, source)
+    except (EOFError, gzip.BadGzipFile, tarfile.TarError, zlib.error) as exc:
+        raise DatasetError("%s: %s cannot be read: %s (%s)" % (name, source, "truncated" if isinstance(exc, EOFError)
+                                                               else "damaged", exc or type(exc).__name__),
+                           "download it again and check it against the SHA-256 in dlrepro/datasets.yaml") from None
+
+
+def _import(name, dataset, source):
     whole_file = source.is_file() and len(dataset.files) == 1 and not (
         tarfile.is_tarfile(source) and list(dataset.files.values())[0].name != source.name)
     sources = {}

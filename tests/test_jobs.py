@@ -123,3 +123,19 @@ def test_a_framework_version_can_be_asked_for():
         expand("fcn", frameworks=["theano@1.0"])
     era = expand("fcn", variants=["fcn-r"], frameworks=["mxnet@0.12.0", "mxnet"])
     assert [(j["framework"], j["framework_version"]) for j in era] == [("mxnet", "0.12.0"), ("mxnet", None)]
+
+
+def test_run_options_from_the_command_line_name_the_wrong_option():
+    from dlrepro.run import options
+
+    with pytest.raises(DlreproError, match=r"^--gpus: expected comma-separated GPU indices \(got '0,x'\)$"):
+        options.from_cli(device="cuda", gpus="0,x")
+    with pytest.raises(DlreproError, match=r"^--batch-size: expected comma-separated numbers \(got '8,a'\)$"):
+        options.from_cli(batch_size="8,a")
+    with pytest.raises(DlreproError, match=r"^--threads: expected 'sweep' or comma-separated thread counts"):
+        options.from_cli(threads="two")
+    with pytest.raises(DlreproError, match=r"^--repeats: Input should be greater than 0 \(got 0\)$"):
+        options.from_cli(repeats=0)
+    assert options.from_cli(framework="torch,jax", batch_size="8, 16", threads="sweep", gpus="0,1").model_dump(
+        include={"frameworks", "batch_sizes", "threads", "gpus"}) == {
+        "frameworks": ["torch", "jax"], "batch_sizes": [8, 16], "threads": "sweep", "gpus": [0, 1]}

@@ -107,3 +107,11 @@ def test_data_must_suit_the_mode(tmp_path):
     _, problems = load_variant(tmp_path, text)
     assert len(problems) == 1 and problems[0].endswith(
         "variants.alexnet-r.data: dataset imdb gives token ids, model alexnet-r takes dense input")
+
+
+def test_a_bad_input_shape_names_its_line_and_field(tmp_path):
+    text = ALEXNET.replace("input_shape: [3, 224, 224]", "input_shape: [3, 224, zero]", 1)
+    path, problems = load_variant(tmp_path, text)
+    line = [i for i, l in enumerate(text.splitlines(), 1) if "[3, 224, zero]" in l][0]
+    assert problems == ["%s:%d: models.alexnet-s.input_shape.2: Input should be a valid integer, unable to parse "
+                        "string as an integer (got 'zero')" % (path, line)]
