@@ -180,7 +180,7 @@ class Variant(Strict):
     optimizer: Optional[Optimizer] = Field(None, validate_default=True, description="required unless mode is inference")
     optimizer_source: Optional[str] = None
     loss: Loss = Loss()
-    batch_sizes: dict[Literal["cpu", "cuda"], list[PositiveInt]]
+    batch_sizes: dict[Literal["cpu", "cuda"], Annotated[list[PositiveInt], Field(min_length=1)]] = Field(min_length=1)
     threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (invoke run --threads=sweep)")
     warmup: NonNegativeInt = 8
     iterations: PositiveInt = 8

@@ -137,18 +137,49 @@ def _pointed(err):
     return pointed
 
 
+def _duplicates(node, path):
+    """``FILE:LINE: duplicate key 'K'`` for every key that a mapping of the YAML node tree repeats (YAML forbids
+    it; PyYAML would silently keep the last value)."""
+    problems = []
+    if isinstance(node, yaml.MappingNode):
+        seen = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    problems.append("%s:%d: duplicate key %r: a mapping may name each key once (the first is at "
+                                    "an earlier line); remove one" % (path, key.start_mark.line + 1, key.value))
+                seen.add(key.value)
+            problems += _duplicates(value, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            problems += _duplicates(item, path)
+    return problems
+
+
+def _text(path):
+    """The file's text; raises SpecError when it cannot be read or is not UTF-8."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(path, ["%s: cannot read: %s" % (path, exc.strerror)]) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SpecError(path, ["%s:%d: not UTF-8 text (byte 0x%02x at offset %d): save the file as UTF-8"
+                               % (path, line, raw[exc.start], exc.start)]) from None
+
+
 def load(path, model, names_of=(), context=None):
     """Parse YAML file ``path`` and validate it as pydantic ``model``.
 
     ``context`` is passed to pydantic validators, with the names of the top-level
     mappings listed in ``names_of`` added (for ``reference`` validators).
-    Raises SpecError listing every problem as ``FILE:LINE: FIELD: message``.
+    Raises SpecError listing every problem as ``FILE:LINE: FIELD: message``: a file that cannot
+    be read or is not UTF-8, YAML that does not parse, a duplicate key, a value the schema refuses.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(path, ["%s: cannot read: %s" % (path, exc.strerror)]) from None
+    text = _text(path)
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -156,6 +187,9 @@ def load(path, model, names_of=(), context=None):
         mark = getattr(exc, "problem_mark", None)
         where = "%s:%d" % (path, mark.line + 1) if mark else str(path)
         raise SpecError(path, ["%s: not valid YAML: %s" % (where, getattr(exc, "problem", exc))]) from None
+    duplicates = _duplicates(root, path)
+    if duplicates:
+        raise SpecError(path, duplicates)
     if not isinstance(data, dict):
         raise SpecError(path, ["%s:1: the file must hold a mapping (key: value) at top level" % path])
     try:

@@ -115,3 +115,40 @@ def test_a_bad_input_shape_names_its_line_and_field(tmp_path):
     line = [i for i, l in enumerate(text.splitlines(), 1) if "[3, 224, zero]" in l][0]
     assert problems == ["%s:%d: models.alexnet-s.input_shape.2: Input should be a valid integer, unable to parse "
                         "string as an integer (got 'zero')" % (path, line)]
+
+
+def test_a_duplicate_key_is_refused_with_its_line(tmp_path):
+    text = ALEXNET.replace("optimizer: {name: sgd, lr: 0.01}", "optimizer: {name: sgd, lr: 0.01, lr: 5.0}", 1)
+    path, problems = load_variant(tmp_path, text)
+    line = [i for i, l in enumerate(text.splitlines(), 1) if "lr: 5.0" in l][0]
+    assert len(problems) == 1 and problems[0].startswith("%s:%d: duplicate key 'lr'" % (path, line))
+
+
+def test_every_yaml_file_of_the_suite_refuses_duplicate_keys(tmp_path):
+    from dlrepro import datasets
+    from dlrepro.images import matrix
+
+    for source, loader in ((matrix.MATRIX_FILE, matrix.load), (datasets.CATALOGUE, datasets.yamlfile.load)):
+        text = source.read_text()
+        first = [l for l in text.splitlines() if l.startswith("  ") and ":" in l and not l.strip().startswith("#")][0]
+        copy = tmp_path / source.name
+        copy.write_text(text.replace(first + "\n", first + "\n" + first + "\n", 1))
+        with pytest.raises(SpecError, match="duplicate key %r" % first.split(":")[0].strip().lstrip("- ")):
+            loader(copy) if loader is matrix.load else loader(copy, datasets.Catalogue)
+
+
+def test_a_file_that_is_not_utf8_is_a_clear_error(tmp_path):
+    path = tmp_path / "alexnet.yaml"
+    path.write_bytes(ALEXNET.encode().replace(b"AlexNet", "AlexNet \u00e9".encode("latin-1"), 1))
+    with pytest.raises(SpecError) as err:
+        spec.load(str(path))
+    assert len(err.value.problems) == 1 and err.value.problems[0].startswith("%s:" % path)
+    assert "not UTF-8 text (byte 0xe9 at offset" in err.value.problems[0] and "save the file as UTF-8" in err.value.problems[0]
+
+
+def test_an_empty_batch_size_list_is_an_error_naming_the_field(tmp_path):
+    text = ALEXNET.replace("cpu: [16] ", "cpu: [] ", 1)
+    path, problems = load_variant(tmp_path, text)
+    line = [i for i, l in enumerate(text.splitlines(), 1) if "cpu: []" in l][0]
+    assert problems == ["%s:%d: variants.alexnet-s.batch_sizes.cpu: List should have at least 1 item after "
+                        "validation, not 0" % (path, line)]
