@@ -220,17 +220,35 @@ def merge(c, bundles, out=""):
             "against": "'published' (the spec's published references, default) or another bundle (folder or id): "
                        "then BUNDLE is B, the one checked for regressions against it",
             "min-effect": "smallest relative change of the median reported as a change, >= 0 (default 0.05 = 5%)",
-            "alpha": "significance level of the Mann-Whitney U test, between 0 and 1 (default 0.01)"})
-def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01"):
+            "alpha": "significance level of the Mann-Whitney U test, between 0 and 1 (default 0.01)",
+            "fail-on": "exit status 1 when a cell is: slower (default with --against), faster, change (either; "
+                       "against the published values also a ranking that does not hold) or never (default "
+                       "against the published values)",
+            "json": "also write the result as JSON to this file (in every case)"})
+def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01", fail_on="", json=""):
     """Compare a bundle with the published numbers (ratio and verdict per cell, ranking with Kendall's
-    tau), or with another bundle (Mann-Whitney U on the timed iterations, minimum effect)."""
+    tau), or with another bundle (Mann-Whitney U on the repeat medians, minimum effect).
+
+    Exit status 1 when a cell fails under --fail-on, so a pipeline can stop on a regression."""
+    import json as jsonlib
+    from pathlib import Path
+
     from dlrepro.cli import render
     from dlrepro.results import compare as comparemod
 
     with user_errors():
+        fail_on = fail_on or ("never" if against == "published" else "slower")
         found = comparemod.run(bundle, against, _number("--min-effect", min_effect, 0, None),
                                _number("--alpha", alpha, 0, 1))
+        result = found.to_json(fail_on)
+        if json:
+            Path(json).write_text(jsonlib.dumps(result, indent=1) + "\n")
         render.comparison(found)
+        if result["failed"]:
+            console.print("[red]failed[/] (--fail-on %s): %d cell(s)%s" % (
+                fail_on, len(result["failing_cells"]), ", %d ranking(s) that do not hold"
+                % len(result["failing_rankings"]) if result["failing_rankings"] else ""))
+            raise Exit(code=1)
 
 
 @task(help={

@@ -1,4 +1,5 @@
 """Comparison with published references (ratios, verdicts, ranking with Kendall's tau) and between bundles."""
+import json
 import subprocess
 import sys
 
@@ -161,3 +162,47 @@ def test_published_values_that_all_tie_rank_nothing():
     (rank,) = ranks[(ranks["metric"] == "test_accuracy") & ranks["published_hardware"].str.contains("K80")].itertuples()
     assert rank.verdict == "not ranked" and "published (published, NVIDIA Tesla K80" in rank.sentence
     assert " all 0.86; here (Tesla K80): torch, mxnet, tensorflow. The published values all tie: the study ranks nothing" in rank.sentence
+
+
+def _six_repeats(real, results_dir, digest, scale):
+    """A bundle of ``real``'s jobs with each job's 24 iterations as 6 repeats of 4, times scaled per framework."""
+    from runner import stats as runner_stats
+
+    from dlrepro.results.bundle import BundleWriter
+
+    body = json.loads((real / "bundle.json").read_text())
+    writer = BundleWriter(results_dir, body["spec"]["name"], digest)
+    for row in body["jobs"]:
+        job_dir = real / "jobs" / row["job_id"]
+        job, result = (json.loads((job_dir / name).read_text()) for name in ("job.json", "result.json"))
+        seconds = [s * scale.get(job["framework"], 1.0) for rep in result["timing"]["repeats"] for s in rep]
+        result["timing"]["repeats"] = [seconds[i:i + 4] for i in range(0, 24, 4)]
+        result["timing"]["summary"] = runner_stats.summarize_repeats(result["timing"]["repeats"])
+        result["timing"]["throughput"] = job["batch_size"] / result["timing"]["summary"]["median"]
+        writer.write_job(job)
+        writer.write_result(row["job_id"], result)
+    keep = ("command", "spec", "options", "executor", "host", "images", "datasets", "left_out", "interrupted")
+    return writer.finish({k: body[k] for k in keep})
+
+
+def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
+    old = _six_repeats(ALEXNET, tmp_path, "2" * 64, {})
+    new = _six_repeats(ALEXNET, tmp_path, "3" * 64, {"torch": 1.5})
+    report = tmp_path / "compare.json"
+    done = invoke("compare", str(new), "--against", str(old), "--json", str(report))
+    assert done.returncode == 1 and "failed (--fail-on slower): 1 cell(s)" in done.stdout, done.stdout + done.stderr
+    result = json.loads(report.read_text())
+    assert result["failed"] is True and result["fail_on"] == "slower" and len(result["cells"]) == 7
+    assert [(c["framework"], c["verdict"]) for c in result["failing_cells"]] == [("torch", "slower")]
+    assert result["failing_cells"][0]["change"] == pytest.approx(0.5)
+    assert invoke("compare", str(new), "--against", str(old), "--fail-on", "never").returncode == 0
+    assert invoke("compare", str(old), "--against", str(new)).returncode == 0  # faster is not a regression
+    assert invoke("compare", str(old), "--against", str(new), "--fail-on", "faster").returncode == 1
+    assert invoke("compare", str(old), "--against", str(new), "--fail-on", "change").returncode == 1
+    wrong = invoke("compare", str(old), "--against", str(new), "--fail-on", "worse")
+    assert wrong.returncode == 1 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
+    # against the published values the default is never; "change" fails on DLBench's ranking, which does not hold here
+    assert invoke("compare", str(old), "--json", str(report)).returncode == 0
+    assert json.loads(report.read_text())["failed"] is False
+    done = invoke("compare", str(old), "--fail-on", "change", "--json", str(report))
+    assert done.returncode == 1 and json.loads(report.read_text())["failing_rankings"][0]["verdict"] == "does not hold"

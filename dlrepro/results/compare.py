@@ -22,6 +22,7 @@ Against another bundle: per job configuration in both (REGRESSION_KEY), the time
   repeat medians (repeat-level variation: iterations within a repeat are not independent); a change is
   reported only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
 """
+import json
 import re
 from dataclasses import dataclass
 from math import comb
@@ -299,6 +300,18 @@ def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
     return pd.DataFrame(rows, columns=REGRESSION_COLUMNS)
 
 
+FAIL_ON = ("slower", "faster", "change", "never")
+# which verdicts fail a comparison under --fail-on: bundle vs bundle, and cells vs the published values (accuracy
+# "lower" is worse, as "slower" is); "change" against the published values also fails on a ranking that does not hold
+FAILING = {"slower": {"slower", "lower"}, "faster": {"faster", "higher"},
+           "change": {"slower", "faster", "lower", "higher"}, "never": set()}
+
+
+def _records(frame):
+    """A DataFrame's rows as JSON-ready dicts (missing values None)."""
+    return [] if frame is None else json.loads(frame.to_json(orient="records"))
+
+
 @dataclass
 class Comparison:
     """What ``invoke compare`` found: ``kind`` "published" (cells: CELL_COLUMNS, rankings: RANKING_COLUMNS)
@@ -309,6 +322,26 @@ class Comparison:
     rankings: pd.DataFrame = None
     against: Path = None
     spec: str = None
+
+    def failing(self, fail_on):
+        """The cells (and, against the published values with "change", the rankings that do not hold) that fail
+        the comparison under ``fail_on`` (FAIL_ON); raises DlreproError for another value."""
+        if fail_on not in FAIL_ON:
+            raise DlreproError("--fail-on: expected one of %s (got %r)" % (", ".join(FAIL_ON), fail_on))
+        cells = self.cells[self.cells["verdict"].isin(FAILING[fail_on])]
+        rankings = self.rankings[self.rankings["verdict"] == "does not hold"] \
+            if self.kind == "published" and fail_on == "change" else None
+        return cells, rankings
+
+    def to_json(self, fail_on):
+        """The machine-readable result (``--json FILE``): what was compared, every cell and ranking, and which
+        of them fail under ``fail_on``."""
+        cells, rankings = self.failing(fail_on)
+        return {"schema": "dlrepro.compare/1", "kind": self.kind, "spec": self.spec, "bundle": self.bundle.name,
+                "against": self.against.name if self.against else "published", "fail_on": fail_on,
+                "failed": bool(len(cells) or (rankings is not None and len(rankings))),
+                "failing_cells": _records(cells), "failing_rankings": _records(rankings),
+                "cells": _records(self.cells), "rankings": _records(self.rankings)}
 
 
 def run(bundle, against="published", min_effect=0.05, alpha=0.01):
