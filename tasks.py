@@ -89,12 +89,16 @@ def _spec_names():
     "results": "folder for bundles (default: results/)",
     "base-source": "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap",
     "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
+    "resume": "continue a bundle (its id, folder, or 'latest'): run only its jobs without an ok result, with its "
+              "spec and options",
+    "retry-failed": "with --resume: run its failed jobs again too",
+    "memory": "memory limit of each job container, e.g. 8g or 512m (default: this host's memory less headroom)",
 }, auto_shortflags=False)  # too many options for one-letter flags: each would be a guess
-def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
+def run(c, spec="", framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
-        cudnn_autotune=True, compile=False, allow_ptx_jit=False):
-    """Run every job of a spec and write a result bundle under results/.
+        cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory=""):
+    """Run every job of a spec and write a result bundle under results/ (or continue one: --resume).
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
     every job that could run here ran (skipped jobs name their reason and remedy), 1 when
@@ -102,6 +106,7 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
     import json
 
     from dlrepro.cli import render
+    from dlrepro.errors import DlreproError
     from dlrepro.images import build as buildmod
     from dlrepro.run import options as optionsmod, runs
 
@@ -109,10 +114,15 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
         options = optionsmod.from_cli(
             framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
             gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit)
+        if not spec and not resume:
+            raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
+        if retry_failed and not resume:
+            raise DlreproError("--retry-failed goes with --resume BUNDLE")
         try:
             with RichReporter() as reporter:
-                path = runs.run(spec, options, buildmod.BuildOptions(base_source), results or REPO_ROOT / "results",
-                                python or None, reporter)
+                path = runs.run(spec or None, options, buildmod.BuildOptions(base_source),
+                                results or REPO_ROOT / "results", python or None, reporter, resume or None,
+                                retry_failed, optionsmod.memory_bytes(memory) if memory else None)
         except KeyboardInterrupt as exc:
             console.print("[yellow]interrupted[/] (%s)" % exc)
             raise Exit(code=130) from None
@@ -123,6 +133,26 @@ def run(c, spec, framework="", device="cpu", executor="docker", variant="", mode
         console.print("bundle: %s" % path)
         if counts["failed"] or not counts["ok"]:
             raise Exit(code=1)
+
+
+@task(help={"results": "the results folder (default: results/)"})
+def bundles(c, results=""):
+    """List the bundles, complete and partial: their state, job counts, and how to resume each."""
+    from dlrepro.cli import render
+    from dlrepro.results import bundle as bundlemod
+
+    with user_errors():
+        render.bundles(bundlemod.listing(results or None))
+
+
+@task(help={"bundle": "a partial bundle (its id, folder, or 'latest')",
+            "results": "the results folder (default: results/)"})
+def publish(c, bundle, results=""):
+    """Publish a partial bundle as it is: its missing jobs are recorded as skipped (not run)."""
+    from dlrepro.run import runs
+
+    with user_errors():
+        console.print("bundle: %s" % runs.publish(bundle, results or REPO_ROOT / "results"))
 
 
 @task(help={"show": "print one spec in full: models layer by layer, variants, batch sizes"})
@@ -309,5 +339,5 @@ def report(c, bundles, out=""):
             console.print(str(path))
 
 
-ns = Collection(build, run, specs, lock, validate, merge, compare, archive, verify, report,
+ns = Collection(build, run, bundles, publish, specs, lock, validate, merge, compare, archive, verify, report,
                 Collection("datasets", datasets_list, datasets_fetch))

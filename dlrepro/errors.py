@@ -45,6 +45,11 @@ class BundleError(DlreproError):
     """A bundle cannot be read or combined; the message names the file (``invoke validate`` tells more)."""
 
 
+class ResultsUnwritable(DlreproError):
+    """The results folder cannot be written (full, read-only): the run stops; what was measured stays in the
+    partial bundle, resumable once the folder can be written."""
+
+
 class ArchiveError(DlreproError):
     """An archive cannot be written or read; the message names the file and the fix."""
 

@@ -21,7 +21,7 @@ def test_local_run_writes_a_complete_bundle(tmp_path, reporter, mnist):
                     results_dir=tmp_path, reporter=reporter)
     assert path.parent == tmp_path and path.name.startswith("fcn-") and not list(tmp_path.glob(".*partial"))
     bundle = json.loads((path / "bundle.json").read_text())
-    assert bundle["schema"] == "dlrepro.bundle/2" and bundle["counts"] == {"ok": 2, "failed": 0, "skipped": 0}
+    assert bundle["schema"] == "dlrepro.bundle/3" and bundle["counts"] == {"ok": 2, "failed": 0, "skipped": 0}
     assert bundle["spec"]["file"] == "specs/fcn.yaml" and len(bundle["spec"]["sha256"]) == 64
     assert bundle["executor"]["executor"] == "local" and bundle["datasets"][0]["name"] == "mnist"
     rows = {r["job_id"]: r for r in bundle["jobs"]}

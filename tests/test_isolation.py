@@ -5,23 +5,33 @@ from dlrepro.run.executors import docker as docker_executor
 
 
 def test_create_arguments_are_the_isolation_the_bundle_records():
-    args = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/s/jobs", "/s/out", "/cache/ds")
+    args = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/s/jobs", "/s/out", "/cache/ds",
+                                       memory=8 << 30, labels={"org.dlrepro.run": "alexnet-x"})
     assert args == {
         "image": "dlrepro/torch:2.13.0-cpu-abc",
-        "command": ["python", "-m", "runner.supervise", "/jobs", "/out"],
+        "command": ["python", "-m", "runner.supervise", "--watch-stdin", "/jobs", "/out"],
         "user": "1000:1000", "network_mode": "none", "read_only": True, "tmpfs": {"/tmp": "rw,exec"},
         "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"], "pids_limit": 4096, "device_requests": [],
         "environment": {"PYTHONPATH": "/opt/dlrepro", "DLREPRO_DATA_ROOT": "/data"},
         "volumes": {str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
                     "/cache/ds": {"bind": "/data", "mode": "ro"}, "/s/jobs": {"bind": "/jobs", "mode": "ro"},
                     "/s/out": {"bind": "/out", "mode": "rw"}},
-        "labels": {"org.dlrepro.role": "runner"},
+        "labels": {"org.dlrepro.role": "runner", "org.dlrepro.run": "alexnet-x"},
+        "stdin_open": True, "detach": False, "auto_remove": True,  # the host's pipe; no container outlives its run
+        "mem_limit": 8 << 30, "memswap_limit": 8 << 30,
     }
     assert docker_executor.isolation(args) == {"network": "none", "read_only_root": True, "user": "non-root",
-                                               "no_new_privileges": True, "cap_drop": "ALL", "pids_limit": 4096}
+                                               "no_new_privileges": True, "cap_drop": "ALL", "pids_limit": 4096,
+                                               "memory_bytes": 8 << 30}
     assert docker_executor.isolation(dict(args, user="0:0"))["user"] == "root"
 
 
 def test_a_cuda_group_gets_exactly_its_gpu():
     (request,) = docker_executor.create_args("t", "1000:1000", "/j", "/o", "/d", gpu=3)["device_requests"]
     assert request["DeviceIDs"] == ["3"] and request["Capabilities"] == [["gpu"]]
+
+
+def test_the_default_memory_limit_leaves_the_host_headroom():
+    assert docker_executor.default_memory(24 << 30) == (24 << 30) - (24 << 30) // 10  # 10% of 24 GiB: over 2 GiB
+    assert docker_executor.default_memory(8 << 30) == 6 << 30  # 2 GiB for the host
+    assert docker_executor.default_memory(3 << 30) == 3 << 29  # never below half

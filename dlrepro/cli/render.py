@@ -4,6 +4,7 @@ from rich.table import Table
 
 from dlrepro.cli.console import MARK, console
 from dlrepro.references import KINDS
+from dlrepro.run import hostinfo
 from runner import shapes
 
 
@@ -145,3 +146,26 @@ def comparison(found):
                                 "%s against the published references" % found.bundle.name))
     for sentence in found.rankings["sentence"]:
         console.print("- " + sentence)
+
+
+def bundles(rows):
+    """bundle.listing() rows: state, spec, when, job counts and the command that continues each."""
+    table = Table(title="bundles (%d)" % len(rows))
+    for column in ("bundle", "state", "spec", "created", "ok", "failed", "skipped", "missing", "next"):
+        table.add_column(column, overflow="fold", no_wrap=column == "bundle")
+    for r in rows:
+        c = r["counts"]
+        if r["state"] == "partial":
+            state = "partial (being written by pid %s)" % r["running"]["pid"] if hostinfo.alive(r["running"]) \
+                else "partial (its run ended)"
+        else:
+            state = r["state"]
+        step = ""
+        if r["state"] == "partial" or c["missing"] or c["skipped"]:
+            step = "invoke run --resume %s" % r["id"] + ("; or invoke publish %s" % r["id"]
+                                                          if r["state"] == "partial" else "")
+        elif c["failed"]:
+            step = "invoke run --resume %s --retry-failed" % r["id"]
+        table.add_row(r["id"], state, r["spec"], r["created"] or "", *(str(c[k]) for k in
+                                                                         ("ok", "failed", "skipped", "missing")), step)
+    console.print(table)

@@ -1,38 +1,70 @@
-"""Result bundles, schema ``dlrepro.bundle/1``: one self-describing folder per run.
+"""Result bundles, schema ``dlrepro.bundle/3``: one self-describing folder per run.
 
     results/<spec>-<UTC yyyymmddThhmmssZ>-<config hash>/
         bundle.json      schema, suite version and git commit, command, resolved spec and its hash,
                          run options, executor, host, images (tag, image ID, base, recipe digest),
-                         datasets (files, SHA-256, source), one summary entry per job, status counts
-        jobs/<job id>/   job.json, result.json, log.txt
+                         datasets (files, SHA-256, source), one summary entry per job, status counts,
+                         state ("partial" | "published") and the attempts that wrote it
+        jobs/<job id>/   job.json, result.json, log.txt; attempts/<n>/ the results of earlier attempts
         images/<name>/   Dockerfile, requirements.lock, pip-freeze.txt, dpkg.txt (docker executor)
-        summary.parquet  one row per job, with provenance columns (dlrepro.tables)
+        summary.parquet  one row per job, with provenance columns (dlrepro.results.tables)
         summary.csv      the same rows as CSV
         samples.parquet  one row per measured iteration, epoch or inference pass
         SHA256SUMS       every other file, `sha256sum -c` format
 
-The config hash is the digest of the resolved spec and the run options, so runs of
-the same configuration share it. The bundle is written under ``.<id>.partial`` and
-renamed when complete; it is never modified afterwards.
+The config hash is the digest of the resolved spec and the run options, so runs of the same
+configuration share it. A run writes its bundle under ``results/.<id>.partial``: bundle.json (state
+"partial", the planned jobs, the attempts) from its start, each job's result the moment the job
+ends (moved in whole by a rename, so the folder is consistent at every instant), and the running
+jobs' scratch output under ``.work/``, where a killed run leaves what those jobs measured. ``finish``
+writes the tables and SHA256SUMS and renames it into place; a published bundle is never modified
+afterwards, except by a resume (``reopen``), which moves it back, runs what is missing and
+publishes it again with its tables and checksums rebuilt. A results folder that cannot be written
+(full, read-only) raises ResultsUnwritable naming it; what was measured stays in the partial bundle.
 """
+import errno
+import functools
 import json
 import os
+import shutil
 from pathlib import Path
 
 from dlrepro import REPO_ROOT, __version__, checkout
-from dlrepro.results import tables
-from dlrepro.errors import BundleError, DlreproError
+from dlrepro.errors import BundleError, DlreproError, ResultsUnwritable
 from dlrepro.files import sha256_file, sums_text
+from dlrepro.results import tables
 from runner.contract import utc_now, write_json
 
-SCHEMA = "dlrepro.bundle/2"  # 2: tidy tables (dlrepro.tables); 1 had summary.csv only
-def locate(name):
-    """The folder of bundle ``name``: a path, or a bundle id under results/. Raises DlreproError."""
-    for folder in (Path(name), REPO_ROOT / "results" / name):
+SCHEMA = "dlrepro.bundle/3"  # 3: state and attempts (resumable partial bundles); 2: tidy tables; 1: summary.csv only
+STATUSES = ("ok", "failed", "skipped")
+WORK = ".work"  # scratch output of running jobs, inside the partial bundle
+NOT_WRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG)
+
+
+def results_root():
+    return REPO_ROOT / "results"
+
+
+def _partial_name(bundle_id):
+    return ".%s.partial" % bundle_id
+
+
+def locate(name, results_dir=None, partial=False):
+    """The folder of bundle ``name``: a path, a bundle id under the results folder, or (``partial``) the partial
+    bundle of that id, or "latest" (the most recently created bundle, partial ones included). Raises
+    DlreproError naming what to give."""
+    results_dir = Path(results_dir or results_root())
+    if partial and name == "latest":
+        found = listing(results_dir)
+        if not found:
+            raise DlreproError("--resume latest: no bundle under %s" % results_dir)
+        return found[-1]["folder"]
+    candidates = [Path(name), results_dir / name] + ([results_dir / _partial_name(name)] if partial else [])
+    for folder in candidates:
         if (folder / "bundle.json").is_file():
             return folder
     raise DlreproError("%s: no bundle.json there; give a bundle folder (results/<bundle-id>) or the id of one "
-                       "under results/" % name)
+                       "under results/%s" % (name, " (`invoke bundles` lists them)" if partial else ""))
 
 
 def body(folder):
@@ -48,44 +80,173 @@ def body(folder):
     return found
 
 
+def _statuses(folder, job_ids):
+    """{job id: status of its result.json, or None when it has none}."""
+    found = {}
+    for job_id in job_ids:
+        path = Path(folder) / "jobs" / job_id / "result.json"
+        try:
+            found[job_id] = json.loads(path.read_text())["status"] if path.is_file() else None
+        except (OSError, ValueError, KeyError):
+            found[job_id] = None
+    return found
+
+
+def listing(results_dir=None):
+    """Every bundle under the results folder, oldest first: {id, folder, state, spec, created, counts (ok,
+    failed, skipped, missing), running ({host, pid} of a run writing it, or None)}."""
+    rows = []
+    for path in sorted(Path(results_dir or results_root()).glob("*/bundle.json")) + \
+            sorted(Path(results_dir or results_root()).glob(".*.partial/bundle.json")):
+        try:
+            found = body(path.parent)
+        except BundleError:
+            continue
+        plan = found.get("plan") or [r["job_id"] for r in found["jobs"]]
+        statuses = list(_statuses(path.parent, plan).values())
+        counts = {s: statuses.count(s) for s in STATUSES}
+        counts["missing"] = statuses.count(None)
+        rows.append({"id": found.get("id"), "folder": path.parent, "state": found.get("state", "published"),
+                     "spec": found["spec"]["name"], "created": found.get("created"), "counts": counts,
+                     "running": found.get("running")})
+    return sorted(rows, key=lambda r: (r["created"] or "", r["id"] or ""))
+
+
+def _writes(method):
+    """Turn a failed write of the results folder (full, read-only, no permission) into ResultsUnwritable."""
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            if exc.errno not in NOT_WRITABLE:
+                raise
+            raise self.unwritable(exc) from None
+    return wrapped
+
+
 class BundleWriter:
-    """Collects a run into ``results/.<id>.partial`` and publishes it with ``finish``."""
+    """Writes a run into ``results/.<id>.partial`` (a new bundle, or a reopened one) and publishes it."""
 
     def __init__(self, results_dir, spec_name, config_digest):
         self.created = utc_now()
         stamp = self.created.replace("-", "").replace(":", "")
         self.results_dir = Path(results_dir)
-        self.results_dir.mkdir(parents=True, exist_ok=True)
         base, n = "%s-%s-%s" % (spec_name, stamp, config_digest[:8]), 1
-        while True:  # the partial folder reserves the id; a second run in the same second gets -2, -3, ...
-            self.id = base if n == 1 else "%s-%d" % (base, n)
-            self.partial = self.results_dir / (".%s.partial" % self.id)
-            if not (self.results_dir / self.id).exists():
-                try:
-                    self.partial.mkdir()
-                    break
-                except FileExistsError:
-                    pass
-            n += 1
-        self.jobs_dir = self.partial / "jobs"
-        self.jobs_dir.mkdir()
+        try:
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            while True:  # the partial folder reserves the id; a second run in the same second gets -2, -3, ...
+                self.id = base if n == 1 else "%s-%d" % (base, n)
+                self.partial = self.results_dir / _partial_name(self.id)
+                if not (self.results_dir / self.id).exists():
+                    try:
+                        self.partial.mkdir()
+                        break
+                    except FileExistsError:
+                        pass
+                n += 1
+            self.jobs_dir.mkdir()
+        except OSError as exc:
+            if exc.errno not in NOT_WRITABLE:
+                raise
+            raise ResultsUnwritable("results folder %s cannot be written (%s): nothing was run" % (
+                self.results_dir, exc.strerror), "free space or choose a writable folder (--results)") from None
+        self.body = {"schema": SCHEMA, "id": self.id, "created": self.created, "state": "partial", "jobs": [],
+                     "attempts": []}
         self.job_ids = []  # in the order first written: the order of the bundle's rows
+
+    @classmethod
+    def reopen(cls, folder):
+        """The writer of an existing bundle for a resume: a partial one as it is, a published one moved back to
+        ``.<id>.partial`` (its tables and checksums are rebuilt when it is published again). The caller makes
+        sure that no live run writes it (bundle.json's ``running``)."""
+        folder = Path(folder)
+        found = body(folder)
+        self = cls.__new__(cls)
+        self.results_dir, self.id, self.created = folder.parent, found["id"], found["created"]
+        self.partial = self.results_dir / _partial_name(self.id)
+        if folder != self.partial:
+            os.rename(folder, self.partial)
+        found["state"] = "partial"
+        self.body = found
+        self.body.setdefault("attempts", [])
+        self.job_ids = list(found.get("plan") or [r["job_id"] for r in found["jobs"]])
+        return self
+
+    @property
+    def jobs_dir(self):
+        return self.partial / "jobs"
+
+    @property
+    def work_dir(self):
+        """Scratch output of the running jobs (inside the partial bundle, so that a killed run leaves it)."""
+        return self.partial / WORK
+
+    def unwritable(self, exc):
+        free = shutil.disk_usage(self.results_dir).free if self.results_dir.exists() else None
+        return ResultsUnwritable(
+            "results folder %s cannot be written (%s%s): the run stopped; what was measured is kept in %s" % (
+                self.results_dir, exc.strerror, ", %d bytes free" % free if free is not None else "", self.partial),
+            "free space or make it writable, then `invoke run --resume %s`" % self.id)
 
     def job_dir(self, job_id):
         return self.jobs_dir / job_id
 
+    def statuses(self):
+        """{job id: the status of its result, or None} for every planned job."""
+        return _statuses(self.partial, self.job_ids)
+
+    @_writes
+    def save(self, **updates):
+        """bundle.json of the partial bundle, with ``updates`` (the planned jobs, the running attempt, ...)."""
+        self.body.update(updates, plan=self.job_ids)
+        write_json(str(self.partial / "bundle.json"), self.body)
+
+    @_writes
     def write_job(self, job):
         if job["id"] not in self.job_ids:
             self.job_ids.append(job["id"])
         self.job_dir(job["id"]).mkdir(parents=True, exist_ok=True)
         write_json(str(self.job_dir(job["id"]) / "job.json"), job)
 
+    @_writes
     def write_result(self, job_id, result):
         write_json(str(self.job_dir(job_id) / "result.json"), result)
 
     def read_result(self, job_id):
         return json.loads((self.job_dir(job_id) / "result.json").read_text())
 
+    @_writes
+    def accept(self, job_id, source, stamp):
+        """Take the result.json (and log.txt) that a job left in folder ``source`` into the bundle, with
+        ``stamp`` (its attempt: number, host, executor) added: the log first, then the result, each by a rename,
+        so the bundle holds either the whole finished job or nothing of it. Returns the result."""
+        source, target = Path(source), self.job_dir(job_id)
+        target.mkdir(parents=True, exist_ok=True)
+        if (source / "log.txt").is_file():
+            os.replace(source / "log.txt", target / "log.txt")
+            if os.geteuid() == 0:  # written in a container as its non-root user
+                os.chown(target / "log.txt", 0, 0)
+        result = json.loads((source / "result.json").read_text())
+        result["attempt"] = stamp
+        write_json(str(source / "result.json"), result)
+        os.replace(source / "result.json", target / "result.json")
+        return result
+
+    @_writes
+    def retire(self, job_id):
+        """Move a job's result and log of an earlier attempt to jobs/<id>/attempts/<n>/ before it runs again."""
+        current = self.job_dir(job_id)
+        if not (current / "result.json").is_file():
+            return
+        attempts = current / "attempts"
+        n = 1 + len(list(attempts.glob("*"))) if attempts.is_dir() else 1
+        (attempts / str(n)).mkdir(parents=True)
+        for name in ("result.json", "log.txt"):
+            if (current / name).is_file():
+                os.replace(current / name, attempts / str(n) / name)
+
+    @_writes
     def add_image(self, built):
         folder = self.partial / "images" / built.image.name
         folder.mkdir(parents=True, exist_ok=True)
@@ -93,16 +254,21 @@ class BundleWriter:
         for name, text in built.manifests.items():
             (folder / name).write_text(text)
 
+    @_writes
     def finish(self, body):
         """Write bundle.json (with one summary row per job and the status counts), the tidy tables and
         SHA256SUMS, then rename into place; returns the bundle path."""
-        body = dict(body, schema=SCHEMA, id=self.id, created=self.created, finished=utc_now(),
-                    suite={"version": __version__, "git": checkout.state()})
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        body = dict(self.body, **body, schema=SCHEMA, id=self.id, created=self.created, finished=utc_now(),
+                    state="published", suite={"version": __version__, "git": checkout.state()})
+        body.pop("running", None)
+        body.pop("plan", None)
         rows, samples = tables.build(self.partial, body, self.job_ids)
-        body.update(jobs=rows, counts={s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "failed", "skipped")})
-        write_json(str(self.partial / "bundle.json"), body)
+        body.update(jobs=rows, counts={s: sum(1 for r in rows if r["status"] == s) for s in STATUSES})
         tables.write(self.partial, rows, samples)
+        write_json(str(self.partial / "bundle.json"), body)
         (self.partial / "SHA256SUMS").write_text(sums_text(
-            {p.relative_to(self.partial).as_posix(): sha256_file(p) for p in self.partial.rglob("*") if p.is_file()}))
+            {p.relative_to(self.partial).as_posix(): sha256_file(p) for p in self.partial.rglob("*")
+             if p.is_file() and p.name != "SHA256SUMS"}))
         os.rename(self.partial, self.results_dir / self.id)
         return self.results_dir / self.id

@@ -30,6 +30,7 @@ BUNDLE_KEYS = {
                          "images", "jobs", "counts"),
 }
 BUNDLE_KEYS["dlrepro.bundle/2"] = BUNDLE_KEYS["dlrepro.bundle/1"]
+BUNDLE_KEYS["dlrepro.bundle/3"] = BUNDLE_KEYS["dlrepro.bundle/2"] + ("state", "attempts")
 STATUSES = ("ok", "failed", "skipped")
 
 

@@ -38,6 +38,23 @@ def facts():
     return {"cpu_flags": cpu_flags(), "cpu_model": cpu_model(), "gpus": gpus()}
 
 
+def memory_bytes():
+    """This host's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def alive(running):
+    """Whether the process recorded as ``running`` ({host, pid}) is alive on this host (False for another host
+    or no record)."""
+    if not running or running.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(running["pid"]), 0)
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
 def describe():
     """Host record for bundle.json: machine, OS, CPU, memory (bytes), GPUs."""
     return {
@@ -47,7 +64,7 @@ def describe():
         "machine": platform.machine(),
         "cpu": {"model": cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable_cpus(),
                 "flags": cpu_flags()},
-        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        "memory_bytes": memory_bytes(),
         "python": platform.python_version(),
         "gpus": gpus(),
     }

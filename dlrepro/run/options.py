@@ -7,6 +7,7 @@ expects, never a pydantic or ValueError traceback.
 """
 import hashlib
 import json
+import re
 from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
@@ -80,6 +81,16 @@ def _items(option, text, convert, what):
         return split(text, convert)
     except ValueError:
         raise DlreproError("%s: expected %s (got %r)" % (option, what, text)) from None
+
+
+def memory_bytes(text):
+    """Bytes of a memory size as docker writes it: a number with an optional unit b, k, m or g (powers of 1024;
+    "kib", "gb" and the like too). Raises DlreproError for anything else or less than the engine's 6 MiB."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:([kmg])i?b?|b)?\s*", text.lower())
+    value = float(match.group(1)) * {None: 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2)] if match else 0
+    if value < 6 << 20:
+        raise DlreproError("--memory: expected a size such as 512m or 8g, at least 6m (got %r)" % text)
+    return int(value)
 
 
 def _threads(text):

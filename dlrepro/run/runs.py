@@ -3,22 +3,36 @@
 Nothing measured is lost: a job whose dataset cannot be had, or that cannot run on
 this host, is recorded as skipped with the reason and the remedy; a job whose image
 cannot be built, or that fails inside its container, is recorded as failed with its
-log; the other jobs go on. A run interrupted (Ctrl-C, SIGTERM) or broken by an
-unexpected error still publishes a bundle with what finished, the rest marked.
+log; the other jobs go on. Each job's result enters the partial bundle the moment the
+job ends (dlrepro.results.bundle), so a run killed outright (SIGKILL, a closed terminal,
+the OOM killer) leaves every finished job, and what the running one had measured, in a
+bundle that ``resume`` completes: only the jobs without an ok result run again (failed
+ones too with ``retry_failed``), each attempt recorded. A run interrupted (Ctrl-C, SIGTERM)
+or broken by an unexpected error still publishes a bundle with what finished, the rest
+marked; a results folder that cannot be written stops the run with ResultsUnwritable,
+the partial bundle kept for a resume.
 """
+import os
 import shlex
 import signal
+import socket
 import sys
 from collections import OrderedDict
+from pathlib import Path
 
 from dlrepro import REPO_ROOT, datasets, spec as specmod
-from dlrepro.images import build, matrix as matrixmod
-from dlrepro.run import executors, hostinfo, jobs as jobsmod
-from dlrepro.results.bundle import BundleWriter
-from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, RunBroken
+from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
+from dlrepro.images import build, matrix as matrixmod
+from dlrepro.results import bundle as bundlemod
+from dlrepro.results.bundle import BundleWriter
+from dlrepro.run import executors, hostinfo, jobs as jobsmod
+from dlrepro.run.executors.base import INTERRUPTED, settle
+from dlrepro.run.options import RunOptions
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
+
+KILLED = "the run was killed before this job finished"
 
 
 class Reporter:
@@ -49,19 +63,44 @@ def _raise_interrupt(signum, frame):
 
 
 class _Run:
-    """The mutable state of one run: the bundle being written and the images used."""
+    """The mutable state of one run: the bundle being written, the images and datasets used; also the executors'
+    sink (``scratch``, ``accept``, ``missing``), so each job's result enters the bundle as the job ends."""
 
-    def __init__(self, writer, reporter):
-        self.writer, self.reporter, self.images, self.datasets = writer, reporter, {}, {}
+    def __init__(self, writer, reporter, attempt):
+        self.writer, self.reporter, self.attempt = writer, reporter, attempt
+        self.images, self.datasets, self.scratches = {}, {}, 0
+        self.earlier = {"images": writer.body.get("images") or [], "datasets": writer.body.get("datasets") or []}
+
+    def records(self):
+        """bundle.json's images and datasets: those of earlier attempts and this one's."""
+        return {"images": _images(self.earlier["images"], self.images.values()),
+                "datasets": list({d["name"]: d for d in list(self.earlier["datasets"]) +
+                                  list(self.datasets.values())}.values())}
 
     def done(self, job):
         return (self.writer.job_dir(job["id"]) / "result.json").is_file()
+
+    def scratch(self):
+        self.scratches += 1
+        folder = self.writer.work_dir / ("attempt-%d" % self.attempt["number"]) / str(self.scratches)
+        folder.mkdir(parents=True)
+        return folder
+
+    def accept(self, job_id, source):
+        return self.writer.accept(job_id, source, self.stamp())
+
+    def missing(self, job, status, reason):
+        self.record([job], status, reason)
+
+    def stamp(self):
+        return {key: self.attempt[key] for key in ("number", "host", "executor")}
 
     def record(self, group, status, reason, remedy=None):
         """Write a host-made result for each job of ``group`` and report it."""
         for job in group:
             result = new_result(job["id"], status, reason=reason, remedy=remedy)
             result["started"] = result["finished"] = utc_now()
+            result["attempt"] = self.stamp()
             self.writer.write_result(job["id"], result)
             self.reporter.job_finished(job["id"], result)
 
@@ -110,6 +149,7 @@ class _Run:
                     break
                 jobsmod.resolve(job, section, record)
             self.writer.write_job(job)
+        self.writer.save(**self.records())
 
     def execute(self, jobs, options, executor, matrix, build_options):
         problem = executor.preflight()
@@ -133,54 +173,165 @@ class _Run:
             if built is not None:
                 self.images[(framework, version)] = dict(built.record, jobs=[j["id"] for j in group])
                 self.writer.add_image(built)
+                self.writer.save(**self.records())
                 for job in group:  # the matrix's table of the build's GPU architectures, for the runner's check
                     job["cuda_archs"] = list(built.image.cuda_archs)
                     self.writer.write_job(job)
-            executor.run(built, group, self.writer.jobs_dir, datasets.root(), self.on_event)
+            executor.run(built, group, self, datasets.root(), self.on_event)
 
-def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None):
+
+def _refuse_if_written(folder, running):
+    """Raise DlreproError when another live run (on this host, another process) is writing the bundle in ``folder``."""
+    if hostinfo.alive(running) and int(running["pid"]) != os.getpid():  # a run of this process has ended by now
+        raise DlreproError("%s is being written by a run that is still alive (pid %s on this host)"
+                           % (folder, running["pid"]), "wait for it to end, or stop it")
+
+
+def _resumed(prior, spec_name, options):
+    """(spec, its file, options) of a resume of the bundle whose bundle.json is ``prior``: its spec, which must still hash
+    as recorded, and its measurement options (options given again must be the same; where it runs may change).
+    Raises DlreproError naming what differs."""
+    record = prior["spec"]
+    path = Path(spec_name) if spec_name and Path(spec_name).suffix in (".yaml", ".yml") else \
+        specmod.spec_path(spec_name) if spec_name else (REPO_ROOT / record["file"])
+    spec = specmod.load(str(path))
+    if spec.name != record["name"]:
+        raise DlreproError("--resume: the bundle ran spec %s, not %s" % (record["name"], spec.name))
+    if spec.digest() != record["sha256"]:
+        raise DlreproError("--resume: spec %s has changed since the bundle ran (resolved sha256 %s now, %s recorded)"
+                           % (path, spec.digest()[:12], record["sha256"][:12]),
+                           "restore the spec file as it was (%s at commit %s), or start a new run" % (
+                               record["file"], ((prior.get("suite") or {}).get("git") or {}).get("commit")))
+    recorded = RunOptions(**prior["options"])
+    where = {"executor", "gpu", "gpus"}
+    given = options.model_dump(exclude=where)
+    if given != RunOptions().model_dump(exclude=where) and options.digest() != recorded.digest():
+        differ = sorted(k for k, v in given.items() if v != getattr(recorded, k))
+        raise DlreproError("--resume: the bundle was measured with other options: %s" % ", ".join(
+            "%s=%r there, %r here" % (k, getattr(recorded, k), given[k]) for k in differ),
+            "resume without measurement options (the bundle's are used), or start a new run")
+    return spec, path, recorded.model_copy(update={k: getattr(options, k) for k in where})
+
+
+def _images(earlier, now):
+    """The image records of every attempt: one per image ID, with the jobs that ran in it in any attempt."""
+    found = {}
+    for image in list(earlier) + list(now):
+        key = (image["name"], image["image_id"])
+        jobs = found[key]["jobs"] + [j for j in image.get("jobs", []) if j not in found[key]["jobs"]] \
+            if key in found else list(image.get("jobs", []))
+        found[key] = dict(image, jobs=jobs)
+    return list(found.values())
+
+
+def _recover(writer, stamp):
+    """Take into the bundle what jobs of dead attempts left in its scratch output: their unfinished results, marked
+    skipped (the run was killed) with what they measured; returns their ids."""
+    taken = []
+    for folder in sorted(writer.work_dir.glob("attempt-*/*/*")):
+        if folder.is_dir() and folder.name in writer.job_ids and settle(folder, "skipped", KILLED):
+            writer.accept(folder.name, folder, stamp)
+            taken.append(folder.name)
+    return taken
+
+
+def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,
+        resume=None, retry_failed=False, memory=None):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
-    Raises SpecError / DlreproError before anything runs when the spec or options are
-    invalid, and ExecutorError when the chosen executor is unavailable. After that,
-    KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised
-    only once the bundle with the finished jobs is published; their message names it.
+    ``resume``: a bundle (folder, id, ``.<id>.partial`` or "latest") to continue instead of a new one: only
+    its jobs without an ok result run (failed ones too with ``retry_failed``); ``spec_name`` may then be None.
+    ``memory``: the memory limit of each job container in bytes (docker; default: the host's less headroom).
+    Raises SpecError / DlreproError before anything runs when the spec or options are invalid (or do not
+    match the resumed bundle's), and ExecutorError when the chosen executor is unavailable. After that,
+    KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised only once the bundle
+    with the finished jobs is published; their message names it. ResultsUnwritable leaves it partial.
     """
     reporter = reporter or Reporter()
     build_options = build_options or build.BuildOptions()
-    spec = specmod.load(spec_name)
+    if resume:
+        folder = bundlemod.locate(resume, results_dir, partial=True)
+        prior = bundlemod.body(folder)
+        _refuse_if_written(folder, prior.get("running"))
+        spec, spec_path, options = _resumed(prior, spec_name, options)
+    else:
+        spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
     jobs = jobsmod.expand(spec, options)
-    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python)
+    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory)
+    for line in executor.reap():
+        reporter.log(line)
     matrix = matrixmod.load()
-    writer = BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
-    for job in jobs:
+    writer = BundleWriter.reopen(folder) if resume else \
+        BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
+    executor.run_id = writer.id
+    attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
+               "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv)}
+    state = _Run(writer, reporter, attempt)
+    recovered = _recover(writer, state.stamp())
+    statuses = writer.statuses()
+    todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped")
+            or (retry_failed and statuses.get(j["id"]) == "failed")]
+    for job in todo:
+        writer.retire(job["id"])
         writer.write_job(job)  # written again once its files are resolved
-    reporter.started(len(jobs))
+    attempt["jobs"] = [j["id"] for j in todo]
     left_out = jobsmod.left_out(spec, options)
+    writer.save(command=attempt["command"], spec=_spec_record(spec, spec_path), options=options.model_dump(mode="json"),
+                left_out=left_out, attempts=writer.body["attempts"] + [attempt], executor=executor.describe(),
+                host=hostinfo.describe(), running={"host": attempt["host"], "pid": os.getpid(),
+                                                   "since": attempt["started"]}, **state.records())
+    if resume:
+        reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s" % (
+            writer.id, attempt["number"], len(todo), len(jobs),
+            "; took what the killed run's jobs %s left" % ", ".join(recovered) if recovered else ""))
+    reporter.started(len(todo))
     for item in left_out:
         reporter.log("variant %s%s left out: %s" % (item["variant"], " on " + item["framework"] if item["framework"]
                                                     else "", item["reason"]))
     usable = usable_cpus()
-    for threads in sorted({j["threads"] for j in jobs if j["threads"] and j["threads"] > usable}):
+    for threads in sorted({j["threads"] for j in todo if j["threads"] and j["threads"] > usable}):
         reporter.log("%d threads on a host where this process may use %d CPUs: oversubscribed" % (threads, usable))
-    state = _Run(writer, reporter)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     stopped = None
     try:
-        state.execute(jobs, options, executor, matrix, build_options)
+        state.execute(todo, options, executor, matrix, build_options)
+    except ResultsUnwritable:
+        raise
     except KeyboardInterrupt as exc:
         stopped = exc
-        state.record([j for j in jobs if not state.done(j)], "skipped", executors.INTERRUPTED)
+        state.record([j for j in todo if not state.done(j)], "skipped", INTERRUPTED)
     except Exception as exc:  # publish what was measured before reporting the error
         stopped = RunBroken("the run stopped on %s: %s" % (type(exc).__name__, exc))
-        state.record([j for j in jobs if not state.done(j)], "failed", str(stopped))
+        state.record([j for j in todo if not state.done(j)], "failed", str(stopped))
     finally:
         signal.signal(signal.SIGTERM, previous)
-    body = {"command": " ".join(shlex.quote(a) for a in sys.argv), "spec": _spec_record(spec, specmod.spec_path(spec_name)),
-            "options": options.model_dump(mode="json"), "executor": executor.describe(), "host": hostinfo.describe(),
-            "images": list(state.images.values()), "datasets": list(state.datasets.values()), "left_out": left_out,
-            "interrupted": isinstance(stopped, KeyboardInterrupt)}
-    path = writer.finish(body)
+    attempt.update(finished=utc_now(), interrupted=isinstance(stopped, KeyboardInterrupt))
+    path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (stopped, path)) from stopped
     return path
+
+
+NOT_RUN = "not run: the bundle was published as it was, before this job ran"
+
+
+def publish(bundle, results_dir=REPO_ROOT / "results"):
+    """Publish a partial bundle (id, folder or "latest") as it is: what dead attempts left of running jobs is
+    kept (marked skipped), the jobs that never ran are recorded as skipped (NOT_RUN); returns the bundle path.
+    Raises DlreproError for a bundle that is not partial or that a live run is writing."""
+    folder = bundlemod.locate(bundle, results_dir, partial=True)
+    found = bundlemod.body(folder)
+    if found.get("state") != "partial":
+        raise DlreproError("%s is published already" % folder, "`invoke bundles` lists the partial ones")
+    _refuse_if_written(folder, found.get("running"))
+    writer = BundleWriter.reopen(folder)
+    last = (writer.body["attempts"] or [{"number": 0, "host": None, "executor": None}])[-1]
+    stamp = {key: last.get(key) for key in ("number", "host", "executor")}
+    _recover(writer, stamp)
+    for job_id, status in writer.statuses().items():
+        if status is None:
+            result = new_result(job_id, "skipped", reason=NOT_RUN)
+            result["started"] = result["finished"] = utc_now()
+            result["attempt"] = stamp
+            writer.write_result(job_id, result)
+    return writer.finish({"interrupted": True})

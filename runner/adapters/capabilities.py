@@ -95,3 +95,7 @@ def unsupported_options(framework, job, device):
     if problems:
         return "the %s adapter cannot run %s" % (framework, "; ".join(problems))
     return None
+
+# the module each adapter imports its framework from (checked before a local run: dlrepro.run.executors.local)
+MODULES = {"torch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet", "jax": "jax", "cntk": "cntk",
+           "caffe2": "caffe2.python", "caffe": "caffe"}

@@ -15,6 +15,7 @@ import collections
 import json
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -24,6 +25,7 @@ from dlrepro.run import hostinfo
 from runner import contract
 
 INTERRUPTED = "the run was interrupted before this job finished"
+RUN_LABEL, HOST_LABEL, PID_LABEL = "org.dlrepro.run", "org.dlrepro.host", "org.dlrepro.pid"
 
 
 def _stage(jobs, directory):
@@ -34,31 +36,79 @@ def _stage(jobs, directory):
         os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
 
 
-def follow(lines, scratch, on_event):
-    """Turn the supervisor's ``@dlrepro start|end <id>`` lines into ``on_event(kind, job_id, result)``.
-
-    ``result`` is the finished job's result.json body for "end", None for "start".
-    """
+def follow(lines, scratch, sink, on_event):
+    """Turn the supervisor's ``@dlrepro start|end <id>`` lines into ``on_event(kind, job_id, result)``; as a job
+    ends, its result moves from ``scratch`` into the sink at once (``result`` is its result.json body for "end",
+    None for "start")."""
     for line in lines:
         parts = line.strip().split()
         if len(parts) >= 3 and parts[0] == "@dlrepro":
-            path = Path(scratch) / parts[2] / "result.json"
-            result = json.loads(path.read_text()) if parts[1] == "end" and path.is_file() else None
+            source = Path(scratch) / parts[2]
+            result = sink.accept(parts[2], source) if parts[1] == "end" and (source / "result.json").is_file() else None
             on_event(parts[1], parts[2], result)
 
 
-def _collect(jobs, scratch, out_dir, reason, status):
-    """Move each job's result.json and log.txt into out_dir/<id>/; record the missing ones with ``status``."""
-    for job in jobs:
-        source, target = Path(scratch) / job["id"], Path(out_dir) / job["id"]
+def settle(folder, status, reason):
+    """A result.json that a job left unfinished (status "running": the job was killed after writing what it had
+    measured) gets ``status`` and ``reason``, its measurements kept; returns whether there was one."""
+    path = Path(folder) / "result.json"
+    if not path.is_file():
+        return False
+    try:
+        result = json.loads(path.read_text())
+    except ValueError:  # cut off while being written by a killed process: not a result
+        path.unlink()
+        return False
+    if result.get("status") == "running":
+        measured = len(((result.get("timing") or {}).get("repeats")) or []) or \
+            len(((result.get("convergence") or {}).get("epochs")) or [])
+        result.update(status=status, reason="%s%s" % (reason, "; kept what it measured: %d repeats or epochs"
+                                                     % measured if measured else ""), finished=contract.utc_now())
+        contract.write_json(str(path), result)
+    return True
+
+
+class FolderSink:
+    """Where an executor puts each job's result the moment the job ends: ``out_dir``/<id>/{result.json, log.txt}
+    (the run loop's sink puts them into the bundle being written, dlrepro.run.runs)."""
+
+    def __init__(self, out_dir):
+        self.out_dir = Path(out_dir)
+
+    def scratch(self):
+        """A new empty folder for the supervisor's output."""
+        return Path(tempfile.mkdtemp(prefix="dlrepro-out-"))
+
+    def accept(self, job_id, source):
+        """Move the job's result.json and log.txt from ``source`` into place; returns the result."""
+        target = self.out_dir / job_id
         target.mkdir(parents=True, exist_ok=True)
-        for name in ("result.json", "log.txt"):
-            if (source / name).is_file():
-                shutil.move(str(source / name), str(target / name))
-        if not (target / "result.json").is_file():
-            result = contract.new_result(job["id"], status, reason=reason)
-            result["started"] = result["finished"] = contract.utc_now()
-            contract.write_json(str(target / "result.json"), result)
+        for name in ("log.txt", "result.json"):
+            if (Path(source) / name).is_file():
+                shutil.move(str(Path(source) / name), str(target / name))
+        return json.loads((target / "result.json").read_text())
+
+    def missing(self, job, status, reason):
+        """Record a job that left no result: ``status`` with ``reason``."""
+        result = contract.new_result(job["id"], status, reason=reason)
+        result["started"] = result["finished"] = contract.utc_now()
+        target = self.out_dir / job["id"]
+        target.mkdir(parents=True, exist_ok=True)
+        contract.write_json(str(target / "result.json"), result)
+        return result
+
+
+def _collect(jobs, scratch, sink, taken, reason, status):
+    """After a group: take what each job not yet ``taken`` left (an unfinished result settled with ``status`` and
+    ``reason``) and record the jobs that left nothing; the finished ones were taken as they ended."""
+    for job in jobs:
+        if job["id"] in taken:
+            continue
+        source = Path(scratch) / job["id"]
+        if settle(source, status, reason):
+            sink.accept(job["id"], source)
+        else:
+            sink.missing(job, status, reason)
 
 
 def run_on_gpus(run_one, jobs, gpus, on_event, cancel=lambda: None):
@@ -116,6 +166,11 @@ class Executor:
         self.gpus = list(gpu) if isinstance(gpu, (list, tuple)) else [gpu]
         self.device, self.gpu = device, self.gpus[0]
         self._active, self._lock = set(), threading.Lock()
+        self.run_id = None  # the bundle id, once the run has one: labels what this executor starts
+
+    def run_labels(self):
+        """What marks the containers or processes of this run: the bundle id, this host and this process."""
+        return {RUN_LABEL: self.run_id or "", HOST_LABEL: socket.gethostname(), PID_LABEL: str(os.getpid())}
 
     def preflight(self):
         """None when jobs can run here, else (reason, remedy) for recording them as skipped."""
@@ -136,39 +191,55 @@ class Executor:
         this host, DlreproError when it cannot be found or built."""
         return None
 
-    def run(self, image, jobs, out_dir, data_root, on_event):
-        """Run ``jobs`` (job.json dicts) and leave out_dir/<id>/{result.json, log.txt} for each.
+    def run(self, image, jobs, out, data_root, on_event):
+        """Run ``jobs`` (job.json dicts); each job's result.json and log.txt go to ``out`` the moment it ends (a
+        sink: FolderSink's accept/missing/scratch, or a folder for out/<id>/), and every job gets one.
 
         ``on_event(kind, job_id, result)`` is called as each job starts ("start", result None)
         and ends ("end", its result.json body). With several GPUs on a cuda run, the jobs run
         concurrently, one per GPU (``run_on_gpus``).
         """
+        sink = out if hasattr(out, "accept") else FolderSink(out)
         if self.device == "cuda" and len(self.gpus) > 1 and len(jobs) > 1:
-            run_on_gpus(lambda job, gpu, event: self._run_group(image, [job], out_dir, data_root, event, gpu),
+            run_on_gpus(lambda job, gpu, event: self._run_group(image, [job], sink, data_root, event, gpu),
                         jobs, self.gpus, on_event, self.cancel)
             return
-        self._run_group(image, jobs, out_dir, data_root, on_event, self.gpu)
+        self._run_group(image, jobs, sink, data_root, on_event, self.gpu)
 
     def cancel(self):
         """End every job process or container this executor has running (an interrupted multi-GPU run)."""
 
-    def _run_group(self, image, jobs, out_dir, data_root, on_event, gpu):
-        with tempfile.TemporaryDirectory(prefix="dlrepro-jobs-") as stage, \
-                tempfile.TemporaryDirectory(prefix="dlrepro-out-") as scratch:
+    def reap(self):
+        """End what runs of this executor that died left running on this host; returns a line per thing ended."""
+        return []
+
+    def _run_group(self, image, jobs, sink, data_root, on_event, gpu):
+        taken = set()
+
+        def event(kind, job_id, result):
+            if kind == "end" and result is not None:
+                taken.add(job_id)
+            on_event(kind, job_id, result)
+
+        scratch = sink.scratch()
+        with tempfile.TemporaryDirectory(prefix="dlrepro-jobs-") as stage:
             _stage(jobs, stage)
             reason, status = "the executor ended before this job ran", "failed"
             try:
-                self._launch(image, stage, Path(scratch), Path(data_root), on_event, gpu)
+                self._launch(image, stage, scratch, Path(data_root), sink, event, gpu)
             except ExecutorError as exc:
                 reason = str(exc)
             except BaseException:  # interrupted: keep what finished, mark the rest, let the caller publish
                 reason, status = INTERRUPTED, "skipped"
                 raise
             finally:
-                self._release(Path(scratch))
-                _collect(jobs, scratch, out_dir, reason, status)
+                self._release(scratch)
+                _collect(jobs, scratch, sink, taken, reason, status)
+                shutil.rmtree(scratch, ignore_errors=True)
 
-    def _launch(self, image, stage, scratch, data_root, on_event, gpu):
+    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
+        """Start the supervisor on the staged jobs, follow it (``follow``) until it ends; raise ExecutorError when
+        it cannot start or ends badly."""
         raise NotImplementedError
 
     def _release(self, scratch):

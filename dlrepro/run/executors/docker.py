@@ -6,8 +6,11 @@ privileges, every capability dropped, a read-only root file system and a process
 ``device="cuda"`` one GPU is passed in by a device request. All of it is one pure function,
 ``create_args``, which the bundle's isolation record (``isolation``) and the tests read.
 """
+import collections
 import os
 import shutil
+import socket
+import threading
 
 import docker
 import requests
@@ -17,7 +20,7 @@ from dlrepro.engine import client, engine_version
 from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.images import build, feasibility
 from dlrepro.run import hostinfo
-from dlrepro.run.executors.base import Executor, follow
+from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, follow
 
 CONTAINER_ROOT = "/opt/dlrepro"
 CONTAINER_UID = 1000
@@ -25,13 +28,19 @@ PIDS_LIMIT = 4096
 ROLE_LABEL = "org.dlrepro.role"
 
 
-def create_args(tag, user, stage, scratch, data_root, gpu=None, runner_dir=REPO_ROOT / "runner"):
+def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, labels=None,
+                runner_dir=REPO_ROOT / "runner"):
     """Keyword arguments of the engine's container create for one group of jobs (docker SDK
     ``containers.create``): image ``tag``, ``user`` "UID:GID", the staging folder, scratch output and
-    dataset cache (host paths), and the host ``gpu`` index passed in (None: no GPU)."""
-    return {
+    dataset cache (host paths), the host ``gpu`` index passed in (None: no GPU), the ``memory`` limit in
+    bytes (swap included: none beyond it; None: no limit) and the run's ``labels``.
+
+    The supervisor watches its standard input, which the host holds open (StdinOnce): when the host's run
+    dies, the engine closes it, the supervisor ends its job and exits, and the engine removes the container
+    (auto_remove), so a killed run leaves no container behind."""
+    args = {
         "image": tag,
-        "command": ["python", "-m", "runner.supervise", "/jobs", "/out"],
+        "command": ["python", "-m", "runner.supervise", "--watch-stdin", "/jobs", "/out"],
         "user": user,
         "network_mode": "none",
         "read_only": True,
@@ -46,8 +55,14 @@ def create_args(tag, user, stage, scratch, data_root, gpu=None, runner_dir=REPO_
                     str(data_root): {"bind": "/data", "mode": "ro"},
                     str(stage): {"bind": "/jobs", "mode": "ro"},
                     str(scratch): {"bind": "/out", "mode": "rw"}},
-        "labels": {ROLE_LABEL: "runner"},
+        "labels": dict(labels or {}, **{ROLE_LABEL: "runner"}),
+        "stdin_open": True,
+        "detach": False,  # with stdin_open: StdinOnce, stdin closes when the host's attachment ends
+        "auto_remove": True,
     }
+    if memory is not None:
+        args.update(mem_limit=int(memory), memswap_limit=int(memory))
+    return args
 
 
 def isolation(args):
@@ -55,11 +70,35 @@ def isolation(args):
     return {"network": args["network_mode"], "read_only_root": args["read_only"],
             "user": "root" if args["user"].split(":")[0] == "0" else "non-root",
             "no_new_privileges": "no-new-privileges" in args["security_opt"], "cap_drop": ",".join(args["cap_drop"]),
-            "pids_limit": args["pids_limit"]}
+            "pids_limit": args["pids_limit"], "memory_bytes": args.get("mem_limit")}
+
+
+def default_memory(total=None):
+    """The default memory limit of a job container (bytes): the host's memory less headroom for the host itself
+    (the larger of 2 GiB and 10%)."""
+    total = total or hostinfo.memory_bytes()
+    return max(total // 2, total - max(2 << 30, total // 10))
+
+
+def _lines(chunks):
+    """Text lines of a stream of byte chunks (the engine's attach stream splits lines anywhere)."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", "replace") + "\n"
+    if pending:
+        yield pending.decode("utf-8", "replace")
 
 
 class DockerExecutor(Executor):
     name = "docker"
+
+    def __init__(self, device="cpu", gpu=0, memory=None):
+        """``memory``: the limit of each job container in bytes (None: ``default_memory()``)."""
+        super().__init__(device, gpu)
+        self.memory = memory or default_memory()
 
     def preflight(self):
         problem = super().preflight()
@@ -100,35 +139,67 @@ class DockerExecutor(Executor):
             except docker.errors.DockerException:
                 pass
 
-    def _launch(self, image, stage, scratch, data_root, on_event, gpu):
+    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
         try:
-            self._container(image, stage, scratch, data_root, on_event, gpu)
+            self._container(image, stage, scratch, data_root, sink, on_event, gpu)
         except (docker.errors.DockerException, requests.RequestException) as exc:
             raise ExecutorError("the Docker engine failed during the run: %s" % exc) from None
 
-    def _container(self, image, stage, scratch, data_root, on_event, gpu):
+    def _container(self, image, stage, scratch, data_root, sink, on_event, gpu):
         args = create_args(image.tag, self._user(scratch), stage, scratch, data_root,
-                           gpu if self.device == "cuda" else None)
-        container = client().containers.create(**args)
+                           gpu if self.device == "cuda" else None, self.memory, self.run_labels())
+        engine = client()
+        container = engine.containers.create(**args)
         with self._lock:
             self._active.add(container)
+        # attached before the start, so that no output is missed and the exit status outlives auto_remove
+        stdin = container.attach_socket(params={"stdin": 1, "stream": 1})
+        output = engine.api.attach(container.id, stdout=True, stderr=True, stream=True, logs=True)
+        status, waiter = {}, threading.Thread(target=lambda: status.update(container.wait(condition="removed")),
+                                              daemon=True)
+        waiter.start()
+        tail = collections.deque(maxlen=20)
         try:
             try:
                 container.start()
             except docker.errors.APIError as exc:
+                container.remove(force=True)
                 raise ExecutorError("the container for %s could not start: %s" % (image.tag, exc.explanation or exc)) \
                     from None
-            follow((raw.decode("utf-8", "replace") for raw in container.logs(stream=True, follow=True)), scratch,
-                   on_event)
-            code = container.wait()["StatusCode"]
+            follow((tail.append(line) or line for line in _lines(output)), scratch, sink, on_event)
+            waiter.join()
+            code = status.get("StatusCode", -1)
             if code != 0:
-                tail = container.logs(tail=20).decode("utf-8", "replace")
-                raise ExecutorError("the container of %s exited with status %d: %s" % (image.tag, code, tail))
+                raise ExecutorError("the container of %s exited with status %d: %s"
+                                    % (image.tag, code, "".join(tail)))
         finally:
             with self._lock:
                 self._active.discard(container)
-            container.remove(force=True)
+            stdin.close()
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass  # removed by the engine as it exited
+
+    def reap(self):
+        """Remove the job containers of dead runs on this host (their host process is gone: killed, or its machine
+        rebooted); returns one line per container removed."""
+        found = client().containers.list(all=True, filters={"label": ["%s=runner" % ROLE_LABEL,
+                                                                      "%s=%s" % (HOST_LABEL, socket.gethostname())]})
+        removed = []
+        for container in found:
+            labels = container.labels
+            if hostinfo.alive({"host": labels.get(HOST_LABEL), "pid": labels.get(PID_LABEL)}):
+                continue
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                continue
+            removed.append("removed container %s of the dead run %s (host process %s is gone)"
+                           % (container.short_id, labels.get(RUN_LABEL), labels.get(PID_LABEL)))
+        return removed
 
     def describe(self):
         return dict(super().describe(), engine=engine_version(),
-                    isolation=isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "")))
+                    isolation=isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "",
+                                                    memory=self.memory)))

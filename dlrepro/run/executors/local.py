@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 from dlrepro import REPO_ROOT
-from dlrepro.errors import ExecutorError
+from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.run.executors.base import Executor, follow
+from runner.adapters import capabilities
 
 
 class LocalExecutor(Executor):
@@ -17,6 +18,30 @@ class LocalExecutor(Executor):
     def __init__(self, device="cpu", gpu=0, python=None):
         super().__init__(device, gpu)
         self.python = python or sys.executable
+
+    def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
+        """No image: the jobs run in this executor's Python, which must import the framework (of ``version`` when
+        one is asked for); raises CannotRunHere with the remedy when it does not."""
+        module = capabilities.MODULES[framework]
+        probe = ("import importlib, importlib.util, sys; name = %r; top = name.split('.')[0]; "
+                 "found = importlib.util.find_spec(top); sys.exit('No module named %%r' %% top) if found is None else "
+                 "None; sys.stdout.write(str(getattr(importlib.import_module(top), '__version__', '')) if %r else '')"
+                 % (module, bool(version)))
+        try:
+            proc = subprocess.run([self.python, "-c", probe], capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CannotRunHere("cannot start %s to look for %s: %s" % (self.python, framework, exc),
+                                "give an interpreter that exists with --python, or use --executor docker") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise CannotRunHere("%s cannot import %s (%s)" % (self.python, module, last),
+                                "install %s into that Python (e.g. `%s -m pip install %s`), choose another one with "
+                                "--python, or run in the framework's image: --executor docker" % (
+                                    framework, self.python, "torch==2.13.0" if framework == "torch" else framework))
+        if version and not proc.stdout.startswith(version):
+            raise CannotRunHere("%s has %s %s, not the %s asked for" % (self.python, framework, proc.stdout, version),
+                                "install %s==%s into that Python, or use --executor docker" % (framework, version))
+        return None
 
     def environment(self, data_root, gpu):
         """The supervisor's environment: the runner on the path, and a cuda run pinned to host GPU ``gpu``."""
@@ -32,18 +57,20 @@ class LocalExecutor(Executor):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
 
-    def _launch(self, image, stage, scratch, data_root, on_event, gpu):
+    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
         env = self.environment(data_root, gpu)
-        try:  # a session of its own: an interrupted run ends the supervisor and its job, nothing is orphaned
-            proc = subprocess.Popen([self.python, "-m", "runner.supervise", stage, str(scratch)], env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=True)
+        # a session of its own (an interrupted run ends the supervisor and its job), watching the pipe this process
+        # holds: when this process dies, the pipe closes and the supervisor ends its job and exits
+        try:
+            proc = subprocess.Popen([self.python, "-m", "runner.supervise", "--watch-stdin", stage, str(scratch)],
+                                    env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, start_new_session=True)
         except OSError as exc:
             raise ExecutorError("cannot start %s: %s" % (self.python, exc.strerror)) from None
         with self._lock:
             self._active.add(proc)
         try:
-            follow(proc.stdout, scratch, on_event)
+            follow(proc.stdout, scratch, sink, on_event)
             if proc.wait() != 0:
                 raise ExecutorError("the local supervisor (%s) exited with status %d" % (self.python, proc.returncode))
         finally:

@@ -1,0 +1,183 @@
+"""Runs that survive anything: a killed run keeps its finished jobs and leaves no container or process, `--resume`
+runs only what is missing, a full results folder stops with a clear error and a resumable bundle, a memory limit
+stops one job, and the local executor skips a framework its Python lacks."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dlrepro import REPO_ROOT
+from dlrepro.errors import DlreproError, ResultsUnwritable
+from dlrepro.results import bundle as bundlemod, validate
+from dlrepro.run import runs
+from dlrepro.run.options import RunOptions
+
+FCN = ["--spec=fcn", "--variant=fcn-s", "--framework=torch", "--warmup=0", "--iterations=3", "--repeats=1"]
+
+
+def invoke(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True,
+                          timeout=600, cwd=REPO_ROOT, **kwargs)
+
+
+def _kill_after_first_job(args, results, first):
+    """Start `invoke run ARGS`, SIGKILL it as soon as job ``first`` is in its partial bundle; returns the partial."""
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "run"] + args + ["--results", str(results)],
+                            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        found = list(results.glob(".*.partial/jobs/%s/result.json" % first))
+        if found:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return found[0].parents[2]
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail("job %s did not end within 300 s (exit status %s)" % (first, proc.poll()))
+
+
+def _descendants_running(marker):
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+def _resumed_completely(partial, results, first, second):
+    """The partial bundle of a killed run kept ``first``; `--resume latest` runs only ``second`` and publishes."""
+    assert json.loads((partial / "jobs" / first / "result.json").read_text())["status"] == "ok"
+    assert not (partial / "jobs" / second / "result.json").exists()
+    listed = invoke("bundles", "--results", str(results))
+    assert listed.returncode == 0 and "partial (its run ended)" in listed.stdout
+    done = invoke("run", "--resume", "latest", "--results", str(results))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 2 jobs to run" in done.stdout
+    folder = results / partial.name[1:-len(".partial")]
+    body = json.loads((folder / "bundle.json").read_text())
+    assert [r["job_id"] for r in body["jobs"]] == [first, second] and body["counts"]["ok"] == 2
+    assert [a["jobs"] for a in body["attempts"]] == [[first, second], [second]]
+    stamps = [json.loads((folder / "jobs" / j / "result.json").read_text())["attempt"]["number"] for j in (first, second)]
+    assert stamps == [1, 2] and validate.check(folder) == []
+    return folder
+
+
+@pytest.mark.docker
+def test_sigkill_keeps_finished_jobs_leaves_no_container_and_resume_completes(tmp_path, torch_cpu_image, docker_engine):
+    results = tmp_path / "results"
+    partial = _kill_after_first_job(FCN + ["--batch-size=8,1024"], results, "fcn-s.torch.cpu.b8")
+    run_id = partial.name[1:-len(".partial")]
+    deadline, left = time.time() + 10, None
+    while time.time() < deadline:
+        left = docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % run_id})
+        if not left:
+            break
+        time.sleep(0.5)
+    assert left == [], "containers of the killed run are left: %s" % left
+    _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b1024")
+
+
+def test_sigkill_of_a_local_run_leaves_no_process_and_resume_completes(tmp_path):
+    results = tmp_path / "results"
+    partial = _kill_after_first_job(FCN + ["--batch-size=8,1024", "--executor=local"], results, "fcn-s.torch.cpu.b8")
+    deadline = time.time() + 10
+    while time.time() < deadline and _descendants_running(str(partial)):
+        time.sleep(0.2)
+    assert _descendants_running(str(partial)) == []  # the supervisor saw its pipe close and ended its job
+    _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b1024")
+
+
+@pytest.mark.docker
+def test_a_dead_runs_container_is_removed_at_the_next_start(docker_engine, torch_cpu_image, reporter):
+    from dlrepro.run.executors import docker as docker_executor
+
+    orphan = docker_engine.containers.create(torch_cpu_image.tag, ["sleep", "600"], labels={
+        "org.dlrepro.role": "runner", "org.dlrepro.run": "fcn-orphan", "org.dlrepro.host": os.uname().nodename,
+        "org.dlrepro.pid": "999999999"})
+    orphan.start()
+    lines = docker_executor.DockerExecutor().reap()
+    assert lines == ["removed container %s of the dead run fcn-orphan (host process 999999999 is gone)"
+                     % orphan.short_id]
+    assert not docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=fcn-orphan"})
+
+
+@pytest.mark.docker
+def test_a_memory_limit_stops_one_job_and_the_others_go_on(tmp_path, torch_cpu_image, reporter):
+    options = RunOptions(frameworks=["torch"], variants=["resnet56-synthetic"], batch_sizes=[8, 2048, 16], quick=True)
+    path = runs.run("resnet56", options, results_dir=tmp_path, reporter=reporter, memory=700 << 20)
+    body = json.loads((path / "bundle.json").read_text())
+    rows = {r["job_id"]: r for r in body["jobs"]}
+    assert rows["resnet56-synthetic.torch.cpu.b2048"]["status"] == "failed"
+    assert rows["resnet56-synthetic.torch.cpu.b2048"]["reason"] == \
+        "out of memory (limit 700.0 MiB): the kernel killed the job process"
+    assert rows["resnet56-synthetic.torch.cpu.b8"]["status"] == rows["resnet56-synthetic.torch.cpu.b16"]["status"] == "ok"
+    assert body["executor"]["isolation"]["memory_bytes"] == 700 << 20
+
+
+@pytest.fixture
+def tiny_results(tmp_path):
+    """A results folder on a tmpfs of 96 KB: room for a partial bundle and two jobs' results, not for the tables."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(folder)], check=True)
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_full_results_folder_is_a_clear_error_and_a_resumable_partial(tiny_results, reporter):
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 16], quick=True)
+    with pytest.raises(ResultsUnwritable) as err:
+        runs.run("fcn", options, results_dir=tiny_results, reporter=reporter)
+    (partial,) = tiny_results.glob(".*.partial")
+    assert str(err.value).startswith("results folder %s cannot be written (" % tiny_results)
+    assert "No space left on device" in str(err.value) and "what was measured is kept in %s" % partial in str(err.value)
+    assert err.value.remedy == "free space or make it writable, then `invoke run --resume %s`" % partial.name[1:-8]
+    statuses = bundlemod.listing(tiny_results)[0]["counts"]
+    assert statuses["ok"] == 2  # both jobs measured and kept
+    subprocess.run(["mount", "-o", "remount,size=16m", str(tiny_results)], check=True)
+    path = runs.run(None, RunOptions(), results_dir=tiny_results, reporter=reporter, resume="latest")
+    assert reporter.total == 0 and validate.check(path) == []  # nothing ran again: the tables were written
+
+
+def test_resume_refuses_other_options_or_a_changed_spec(tmp_path, reporter):
+    spec = tmp_path / "fcn.yaml"
+    shutil.copyfile(REPO_ROOT / "specs" / "fcn.yaml", spec)
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
+    path = runs.run(str(spec), options, results_dir=tmp_path, reporter=reporter)
+    with pytest.raises(DlreproError, match=r"--resume: the bundle was measured with other options: batch_sizes=\[8\] "
+                                           r"there, \[16\] here") as err:
+        runs.run(None, options.model_copy(update={"batch_sizes": [16]}), results_dir=tmp_path, resume=path.name)
+    assert "resume without measurement options" in err.value.remedy
+    # the same options given again are fine: nothing is missing, so nothing runs, and the bundle is published again
+    again = runs.run(str(spec), options, results_dir=tmp_path, resume=path.name, reporter=reporter)
+    assert again == path and reporter.total == 0 and validate.check(path) == []
+    spec.write_text(spec.read_text().replace("lr: 0.01", "lr: 0.02", 1))
+    with pytest.raises(DlreproError, match=r"--resume: spec .*fcn.yaml has changed since the bundle ran") as err:
+        runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name)
+    assert err.value.remedy.startswith("restore the spec file as it was")
+
+
+def test_a_partial_bundle_is_published_as_it_is(tmp_path):
+    results = tmp_path / "results"
+    partial = _kill_after_first_job(FCN + ["--batch-size=8,1024", "--executor=local"], results, "fcn-s.torch.cpu.b8")
+    done = invoke("publish", "latest", "--results", str(results))
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = results / partial.name[1:-len(".partial")]
+    rows = {r["job_id"]: r for r in json.loads((folder / "bundle.json").read_text())["jobs"]}
+    assert rows["fcn-s.torch.cpu.b8"]["status"] == "ok" and rows["fcn-s.torch.cpu.b1024"]["status"] == "skipped"
+    assert rows["fcn-s.torch.cpu.b1024"]["reason"].startswith(("not run: ", "the run was killed"))
+    assert validate.check(folder) == []
+
+
+def test_the_local_executor_skips_a_framework_its_python_cannot_import(tmp_path, reporter):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    bare = str(tmp_path / "bare" / "bin" / "python")  # a Python without torch
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
+    path = runs.run("fcn", options, results_dir=tmp_path, python=bare, reporter=reporter)
+    (row,) = json.loads((path / "bundle.json").read_text())["jobs"]
+    assert row["status"] == "skipped" and row["reason"] == "%s cannot import torch (No module named 'torch')" % bare
+    assert "install torch into that Python" in row["remedy"] and "--executor docker" in row["remedy"]
