@@ -135,6 +135,62 @@ def run(c, spec="", framework="", device="cpu", executor="docker", variant="", m
             raise Exit(code=1)
 
 
+def _study_names():
+    from dlrepro import studies
+
+    return ", ".join(studies.available())
+
+
+@task(help={
+    "name": "a study of studies/ (%s) or the path of a study file" % _study_names(),
+    "device": "only the study's runs on this device: cpu or cuda (default: every run this host can do)",
+    "framework": "frameworks, comma-separated (default: each spec's)",
+    "executor": "docker (default) or local",
+    "quick": "a smoke pass of the whole study: each run --quick, thread sweeps cut to their ends",
+    "resume": "continue the study's latest record (its own options)",
+    "results": "folder for bundles and study records (default: results/)",
+    "python": "interpreter for --executor local (default: this one)",
+    "out": "folder for the study report (default: reports/<study record name>)",
+})
+def study(c, name, device="", framework="", executor="docker", quick=False, resume=False, results="", python="",
+          out=""):
+    """Run every job of a published study that this host can run, then write its report (invoke study-report).
+
+    One bundle per run of the study and a study record naming them (results/studies/); what this host cannot
+    run is listed with the reason. Resumable: --resume continues the latest record of the study."""
+    from dlrepro.cli.console import StudyReporter
+    from dlrepro.results import study_report
+    from dlrepro.run import study as studyrun
+
+    with user_errors():
+        results_dir = results or REPO_ROOT / "results"
+        try:
+            with StudyReporter() as reporter:
+                record = studyrun.run(name, device or None, split(framework), executor, quick, resume, results_dir,
+                                      reporter, python=python or None)
+        except KeyboardInterrupt as exc:
+            console.print("[yellow]interrupted[/] (%s); continue with: invoke study %s --resume" % (exc, name))
+            raise Exit(code=130) from None
+        console.print("study record: %s" % record.path)
+        made = study_report.write(str(record.path), out or None, results_dir)
+        console.print("study report: %s (and %s)" % (made.html, made.markdown))
+
+
+@task(name="study-report", help={
+    "name": "a study name (its latest record under results/studies/) or a study record file",
+    "out": "folder for study.html, study.md and figures/ (default: reports/<study record name>)",
+    "results": "the results folder (default: results/)"})
+def study_report(c, name, out="", results=""):
+    """Write the report of a study: the published cells reproduced or not, each claim's verdict, the paper's
+    tables with the measured values beside the published ones."""
+    from dlrepro.results import study_report as reports
+
+    with user_errors():
+        made = reports.write(name, out or None, results or REPO_ROOT / "results")
+        for path in [made.html, made.markdown] + made.figures:
+            console.print(str(path))
+
+
 @task(help={"results": "the results folder (default: results/)"})
 def bundles(c, results=""):
     """List the bundles, complete and partial: their state, job counts, and how to resume each."""
@@ -339,5 +395,5 @@ def report(c, bundles, out=""):
             console.print(str(path))
 
 
-ns = Collection(build, run, bundles, publish, specs, lock, validate, merge, compare, archive, verify, report,
+ns = Collection(build, run, study, study_report, bundles, publish, specs, lock, validate, merge, compare, archive, verify, report,
                 Collection("datasets", datasets_list, datasets_fetch))

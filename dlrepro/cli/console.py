@@ -4,6 +4,9 @@ import sys
 
 from invoke import Exit
 from rich.console import Console
+import datetime
+import statistics
+
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from dlrepro.errors import DlreproError
@@ -71,6 +74,39 @@ class RichReporter(Reporter):
     def job_finished(self, job_id, result):
         self.progress.console.print(job_line(job_id, result))
         self.progress.advance(self.task)
+
+
+def _seconds(result):
+    """A job's wall time (s) from its result's started and finished times, or None."""
+    try:
+        times = [datetime.datetime.fromisoformat(result[k].replace("Z", "+00:00")) for k in ("started", "finished")]
+    except (KeyError, AttributeError, TypeError, ValueError):
+        return None
+    return (times[1] - times[0]).total_seconds()
+
+
+class StudyReporter(RichReporter):
+    """One bar over a whole study: done / total jobs, elapsed time, and the time left estimated from the jobs
+    measured so far (the median wall time of the jobs that ran, times the jobs left)."""
+
+    def __init__(self):
+        super().__init__()
+        self.progress.columns += (TextColumn("{task.fields[left]}"),)
+        self.walls = []
+
+    def started(self, total):
+        if self.task is None:
+            self.task = self.progress.add_task("study", total=total, left="")
+
+    def job_finished(self, job_id, result):
+        super().job_finished(job_id, result)
+        wall = _seconds(result)
+        if result.get("status") == "ok" and wall is not None:
+            self.walls.append(wall)
+        task = self.progress.tasks[self.task]
+        if self.walls:
+            left = statistics.median(self.walls) * max(task.total - task.completed, 0)
+            self.progress.update(self.task, left="about %s left" % datetime.timedelta(seconds=round(left)))
 
 
 def print_error(exc):

@@ -54,6 +54,12 @@ CELL_COLUMNS = ["spec", "variant", "batch_size", "framework", "measured_framewor
 REGRESSION_KEY = ["spec", "variant", "framework", "device", "mode", "batch_size", "precision", "threads", "sample"]
 
 
+def repeat_level(row):
+    """Whether a summary row's 95% CI is the repeat-level one (tables v4), so that it says what the noise is."""
+    method = row["ci95_method"] if isinstance(row, (dict, pd.Series)) else row.ci95_method
+    return isinstance(method, str) and method == CI_METHOD
+
+
 def metric_kind(metric):
     """'time', 'rate' or 'accuracy' for a metric the suite measures, else None (not compared)."""
     if metric == "seconds_per_minibatch" or metric == "seconds_per_1000_images" or _epochs(metric):
@@ -105,7 +111,8 @@ def same_hardware(reference_hardware, device, device_name):
     return any(token in words or token in text for token in _model_tokens(device_name))
 
 
-def _verdict(kind, ratio, lower, upper, comparable):
+def verdict(kind, ratio, lower, upper, comparable):
+    """The verdict of one cell: ratio = measured / published against its tolerance [lower, upper]."""
     if kind != "accuracy" and not comparable:
         return "not comparable (different hardware)"
     if lower <= ratio <= upper:
@@ -164,7 +171,7 @@ def against_published(summary, references=None):
             lower, upper = (ref.tolerance.lower, ref.tolerance.upper) if ref.tolerance else DEFAULT_TOLERANCE[kind]
             ratio = measured / published
             comparable = same_hardware(ref.hardware, row.device, row.device_name)
-            timing = ref.metric == "seconds_per_minibatch" and row.ci95_method == CI_METHOD  # repeat-level noise
+            timing = ref.metric == "seconds_per_minibatch" and repeat_level(row)  # the CI tells the noise
             cells.append({
                 "spec": row.spec, "variant": row.variant, "batch_size": row.batch_size, "framework": row.framework,
                 "measured_framework_version": row.framework_version, "device": row.device,
@@ -172,7 +179,7 @@ def against_published(summary, references=None):
                 "unit": {"time": "s", "rate": "images/s", "accuracy": "fraction"}[kind], "measured": measured,
                 "ci95_low": row.ci95_low if timing else None, "ci95_high": row.ci95_high if timing else None,
                 "published": published, "ratio": ratio, "lower": lower, "upper": upper,
-                "verdict": _verdict(kind, ratio, lower, upper, comparable), "reference_id": ref.id,
+                "verdict": verdict(kind, ratio, lower, upper, comparable), "reference_id": ref.id,
                 "reference_kind": ref.kind, "published_framework": ref.framework,
                 "published_version": ref.framework_version, "published_hardware": ref.hardware, "source": ref.source,
                 "bundle_id": row.bundle_id, "job_id": row.job_id,

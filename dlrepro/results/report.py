@@ -268,6 +268,6 @@ def write(bundles, out_dir=None):
         path = out / "figures" / (figure.name + ".png")
         path.write_bytes(figure.png)
         report.figures.append(path)
-    report.html.write_text(TEMPLATES.get_template("report.html.j2").render(ctx))
-    report.markdown.write_text(TEMPLATES.get_template("report.md.j2").render(ctx))
+    report.html.write_text(TEMPLATES.get_template("report.html.j2").render(ctx, d=ctx))
+    report.markdown.write_text(TEMPLATES.get_template("report.md.j2").render(ctx, d=ctx))
     return report

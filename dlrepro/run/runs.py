@@ -236,12 +236,13 @@ def _recover(writer, stamp):
 
 
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,
-        resume=None, retry_failed=False, memory=None):
+        resume=None, retry_failed=False, memory=None, on_start=None):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
     ``resume``: a bundle (folder, id, ``.<id>.partial`` or "latest") to continue instead of a new one: only
     its jobs without an ok result run (failed ones too with ``retry_failed``); ``spec_name`` may then be None.
     ``memory``: the memory limit of each job container in bytes (docker; default: the host's less headroom).
+    ``on_start(bundle_id)`` is called once the (partial) bundle exists.
     Raises SpecError / DlreproError before anything runs when the spec or options are invalid (or do not
     match the resumed bundle's), and ExecutorError when the chosen executor is unavailable. After that,
     KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised only once the bundle
@@ -264,6 +265,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     writer = BundleWriter.reopen(folder) if resume else \
         BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
     executor.run_id = writer.id
+    if on_start:
+        on_start(writer.id)
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
                "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv)}
     state = _Run(writer, reporter, attempt)

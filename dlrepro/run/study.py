@@ -1,0 +1,196 @@
+"""A whole study in one command: every run of a study manifest (dlrepro.studies) that this host can run, one
+bundle per run, and a study record that names them (``results/studies/<study>-<UTC>.json``).
+
+Each run becomes one ``runs.run`` (a bundle of its own, durable and resumable as any run is). What this host
+cannot run is listed with the reason instead of being tried: a cuda run without an NVIDIA GPU, GPU counts
+beyond the host's, thread counts beyond its CPUs (an oversubscribed count measures contention, not
+scaling), a run of another device than the one asked for. The record is rewritten as each run starts and
+ends, so a study killed midway is resumed (``resume``) from the record: published bundles are kept, partial
+ones resumed, the rest run. ``quick`` makes a smoke pass of the whole study (each run --quick, thread sweeps
+cut to their smallest and largest count here).
+"""
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dlrepro import REPO_ROOT, __version__, checkout, spec as specmod, studies
+from dlrepro.errors import DlreproError, RunBroken
+from dlrepro.files import sha256_file
+from dlrepro.results import bundle as bundlemod
+from dlrepro.run import hostinfo, jobs as jobsmod, runs
+from dlrepro.run.options import RunOptions
+from runner.contract import utc_now, write_json
+from runner.environment import usable_cpus
+
+SCHEMA = "dlrepro.study/1"
+
+
+@dataclass
+class Planned:
+    """One run of the study on this host: its options, or why it cannot run here; ``notes`` say what was cut."""
+    id: str
+    run: studies.Run
+    options: RunOptions = None
+    why: str = None
+    notes: list = field(default_factory=list)
+    jobs: int = 0
+
+
+def records_dir(results_dir):
+    return Path(results_dir) / "studies"
+
+
+def _threads(spec, run, quick, cpus, notes):
+    if run.device != "cpu" or run.threads is None:
+        return None
+    asked = sorted({t for v in run.variants for t in spec.variants[v].threads}) if run.threads == "sweep" \
+        else list(run.threads)
+    kept = [t for t in asked if t <= cpus]
+    if len(kept) < len(asked):
+        notes.append("thread counts %s left out: more than this host's %d CPUs" % (
+            ", ".join(str(t) for t in asked if t > cpus), cpus))
+    if quick and len(kept) > 2:
+        notes.append("--quick: thread counts %s and %s of %s" % (kept[0], kept[-1], kept))
+        kept = [kept[0], kept[-1]]
+    return kept or None
+
+
+def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None):
+    """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
+    default), restricted to ``device`` and ``frameworks`` when given."""
+    gpus = hostinfo.gpus() if gpus is None else gpus
+    cpus = cpus or usable_cpus()
+    planned = []
+    for run_id, run in study.runs.items():
+        item = Planned(run_id, run)
+        planned.append(item)
+        if device and run.device != device:
+            item.why = "--device %s was asked" % device
+            continue
+        if run.device == "cuda" and not gpus:
+            item.why = "it needs an NVIDIA GPU; NVML sees none on this host"
+            continue
+        counts = [g for g in run.gpus if g <= max(len(gpus), 1)]
+        if not counts:
+            item.why = "it needs %s GPUs; this host has %d" % (min(run.gpus), len(gpus))
+            continue
+        if any(g > 1 for g in run.gpus):
+            item.notes.append("GPU counts %s left out: jobs over several GPUs are not supported by this suite yet"
+                              % ", ".join(str(g) for g in run.gpus if g > 1))
+        spec = specmod.load(run.spec)
+        chosen = [f for f in (frameworks or spec.frameworks) if f.split("@")[0] in spec.frameworks]
+        if not chosen:
+            item.why = "spec %s has none of the frameworks asked for (%s)" % (run.spec, ", ".join(frameworks))
+            continue
+        threads = _threads(spec, run, quick, cpus, item.notes)
+        item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
+                                  mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick)
+        try:
+            item.jobs = len(jobsmod.expand(spec, item.options))
+        except DlreproError as exc:
+            item.why, item.options = str(exc), None
+    return planned
+
+
+class Record:
+    """The study record: what was asked, each run's plan, bundle and state; rewritten as runs start and end."""
+
+    def __init__(self, path, body):
+        self.path, self.body = Path(path), body
+
+    @classmethod
+    def new(cls, study, manifest, results_dir, asked):
+        stamp = utc_now().replace("-", "").replace(":", "")
+        path = records_dir(results_dir) / ("%s-%s.json" % (study.name, stamp))
+        shown = manifest.resolve().relative_to(REPO_ROOT) if manifest.resolve().is_relative_to(REPO_ROOT) else manifest
+        return cls(path, {"schema": SCHEMA, "study": study.name, "created": utc_now(),
+                          "manifest": {"file": str(shown), "sha256": sha256_file(manifest)}, "asked": asked,
+                          "suite": {"version": __version__, "git": checkout.state()}, "runs": {}})
+
+    @classmethod
+    def latest(cls, name, results_dir):
+        """The most recent record of study ``name`` (or the record file ``name``); raises DlreproError."""
+        path = Path(name)
+        if not path.is_file():
+            found = sorted(records_dir(results_dir).glob("%s-*.json" % name))
+            if not found:
+                raise DlreproError("no study record of %s under %s" % (name, records_dir(results_dir)),
+                                   "start the study: `invoke study %s`" % name)
+            path = found[-1]
+        try:
+            return cls(path, json.loads(path.read_text()))
+        except ValueError as exc:
+            raise DlreproError("%s: not a study record (%s)" % (path, exc)) from None
+
+    def save(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(str(self.path), self.body)
+
+
+def _record_plan(record, planned):
+    for item in planned:
+        entry = record.body["runs"].setdefault(item.id, {})
+        entry.update(spec=item.run.spec, variants=item.run.variants, device=item.run.device, why_here=item.why,
+                     notes=item.notes, jobs=item.jobs, what=item.run.why,
+                     options=item.options.model_dump(mode="json") if item.options else None)
+        entry.setdefault("bundle", None)
+        entry.setdefault("state", "not runnable" if item.why else "planned")
+
+
+def run(name, device=None, frameworks=None, executor="docker", quick=False, resume=False,
+        results_dir=REPO_ROOT / "results", reporter=None, build_options=None, python=None):
+    """Run study ``name`` on this host; returns the study record (Record). ``resume``: continue the study's
+    latest record (its own options) instead of starting a new one. Runs that break are recorded as broken and
+    the study goes on; an interrupt (Ctrl-C, SIGTERM) stops it after the running run published its bundle."""
+    study = studies.load(name)
+    if resume:
+        record = Record.latest(study.name, results_dir)
+        asked = record.body["asked"]
+    else:
+        asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick}
+        record = Record.new(study, studies.path_of(name), results_dir, asked)
+    planned = plan(study, asked["device"], asked["frameworks"], asked["executor"], asked["quick"])
+    _record_plan(record, planned)
+    record.save()
+    reporter = reporter or runs.Reporter()
+    reporter.started(sum(p.jobs for p in planned if p.options) - sum(
+        record.body["runs"][p.id].get("done", 0) for p in planned if p.options))
+    for item in planned:
+        entry = record.body["runs"][item.id]
+        if item.options is None or entry["state"] == "published":
+            continue
+        for note in item.notes:
+            reporter.log("%s: %s" % (item.id, note))
+
+        def started(bundle_id, entry=entry):
+            entry.update(bundle=bundle_id, state="running")
+            record.save()
+
+        try:
+            path = runs.run(item.run.spec if not entry["bundle"] else None, item.options, build_options, results_dir,
+                            python, reporter, resume=entry["bundle"], on_start=started)
+            entry.update(state="published", bundle=path.name, done=item.jobs)
+        except KeyboardInterrupt:
+            entry["state"] = "interrupted"
+            record.save()
+            raise
+        except RunBroken as exc:
+            entry.update(state="broken", error=str(exc))
+        except DlreproError as exc:
+            entry.update(state="not runnable" if not entry["bundle"] else "broken", error=str(exc))
+        record.save()
+    record.body["finished"] = utc_now()
+    record.save()
+    return record
+
+
+def bundles_of(record, results_dir=REPO_ROOT / "results"):
+    """{run id: bundle folder} of the record's runs that have a bundle."""
+    found = {}
+    for run_id, entry in record.body["runs"].items():
+        if entry.get("bundle"):
+            try:
+                found[run_id] = bundlemod.locate(entry["bundle"], results_dir, partial=True)
+            except DlreproError:
+                continue
+    return found

@@ -1,0 +1,167 @@
+"""Study manifests, the claims' verdicts, the paper's tables, and a whole (tiny) study end to end: its report's
+summary counts checked against its bundles and its HTML opened in a real browser."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from dlrepro import REPO_ROOT, studies
+from dlrepro.errors import SpecError
+from dlrepro.results import claims, tables
+from runner import stats
+from tests.test_report import Tables, chromium, headless
+
+TINY = REPO_ROOT / "tests" / "data" / "tiny-study.yaml"
+
+
+def test_the_two_studies_name_their_runs_tables_and_claims():
+    dlbench, dlf = studies.load("dlbench"), studies.load("dlf")
+    assert len(dlbench.runs) == 19 and set(dlbench.tables) == {"early-rerun", "table7-gpu", "table7-cpu", "table8"}
+    assert dlbench.tables["table7-gpu"].status == "not retrieved" and dlbench.framework("Torch") is None
+    assert dlbench.claims["fcn-s-ordering"].order == [["Caffe"], ["CNTK", "Torch"], ["TensorFlow", "MXNet"]]
+    assert dlbench.claims["lstm-ordering"].order[0] == ["CNTK"]
+    assert dlbench.runs["multigpu-fcn"].gpus == [1, 2, 4] and dlbench.runs["multigpu-fcn"].batch_sizes == [4096]
+    assert dlf.framework("MXNet(Gluon)") == "mxnet" and dlf.framework("MXNet(Module API)") is None
+    assert dlf.claims["rnn-accuracy"].band == [0.84, 0.875]
+
+
+def _bad(tmp_path, text, old, new):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(SpecError) as err:
+        studies.load(str(path))
+    return path, err.value.problems
+
+
+def test_a_bad_manifest_names_the_line_and_field(tmp_path):
+    text = TINY.read_text()
+    path, problems = _bad(tmp_path, text, "runs: [fcn]\n    variant: fcn-s\n    tools: [PyTorch]",
+                          "runs: [cpu]\n    variant: fcn-s\n    tools: [PyTorch]")
+    assert len(problems) == 1 and "claims.threads.runs: unknown run 'cpu'; the study has: fcn, gpu" in problems[0]
+    _, problems = _bad(tmp_path, text, "order: [[PyTorch], [Torch]]", "order: [[PyTorch], [Lasagne]]")
+    assert "claims.ordering: unknown tool 'Lasagne'" in problems[0]
+    _, problems = _bad(tmp_path, text, "variants: [fcn-s]\n    device: cpu", "variants: [fcn-x]\n    device: cpu")
+    assert "runs.fcn.variants: spec fcn has no variant 'fcn-x'" in problems[0]
+    _, problems = _bad(tmp_path, text, "    band: [1.1, 2.5]", "    band: [1.1, 2.5]\n    band: [1.0, 3.0]")
+    assert "duplicate key 'band'" in problems[0]
+    _, problems = _bad(tmp_path, text, "    kind: scaling\n", "    kind: scaling\n    over: gpus\n")
+    assert "duplicate key 'over'" in problems[0]
+
+
+def _rows(values, variant="fcn-s", run="fcn", metric_column="median", threads=None, ci=None):
+    """Summary rows: {framework: value} (or {(framework, threads): value}) of one run."""
+    rows = []
+    for key, value in values.items():
+        framework, t = key if isinstance(key, tuple) else (key, threads)
+        low, high = ci.get(framework, (None, None)) if ci else (None, None)
+        rows.append({"run": run, "variant": variant, "framework": framework, "status": "ok", "mode": "throughput",
+                     "quantity": "seconds per mini-batch", "device": "cpu", "batch_size": 64, "threads": t,
+                     metric_column: value, "throughput": 64 / value, "ci95_low": low, "ci95_high": high,
+                     "ci95_method": stats.CI_METHOD if ci else None})
+    return tables.frame(rows, tables.SUMMARY_COLUMNS).assign(run=[r["run"] for r in rows])
+
+
+def test_an_ordering_claim_holds_partly_holds_or_does_not():
+    study = studies.load("dlbench")
+    claim = {"fcn-s-ordering": study.claims["fcn-s-ordering"]}
+    judged = lambda values, **kw: claims.evaluate(study.model_copy(update={"claims": claim}), _rows(  # noqa: E731
+        values, run="cpu-synthetic", **kw))[0]
+    # stated: Caffe, then CNTK (and Lua Torch, not run), then TensorFlow and MXNet
+    assert judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0}).verdict == "holds"
+    assert judged({"caffe": 1.0, "cntk": 5.0, "tensorflow": 3.0, "mxnet": 4.0}).verdict == "partly holds"  # 3 of 5
+    verdict = judged({"caffe": 9.0, "cntk": 8.0, "tensorflow": 3.0, "mxnet": 4.0},
+                     ci={"caffe": (8.5, 9.5), "cntk": (7.0, 8.6), "tensorflow": (2.9, 3.1), "mxnet": (3.9, 4.1)})
+    assert verdict.verdict == "does not hold" and "caffe" not in verdict.evidence.split(";")[0]
+    assert "Caffe not ahead of CNTK at b64 (9 vs 8, within noise)" in verdict.evidence
+    assert "the suite does not run Torch" in verdict.evidence and "run cpu-synthetic, cpu" in verdict.evidence
+    assert judged({"cntk": 1.0}).verdict == claims.NOT_TESTABLE
+
+
+def test_ratio_band_and_scaling_claims():
+    study = studies.load("dlbench")
+    ratio = study.model_copy(update={"claims": {"r": study.claims["resnet50-mxnet-ratio"]}})
+    # MXNet about 5.5x faster: the others' median time / MXNet's
+    (v,) = claims.evaluate(ratio, _rows({"mxnet": 1.0, "caffe": 6.0, "cntk": 5.0, "tensorflow": 4.0},
+                                        variant="resnet50", run="cpu-synthetic-resnet"))
+    assert v.verdict == "holds" and "speed ratio of MXNet to the others: 5 at b64" in v.evidence
+    (v,) = claims.evaluate(ratio, _rows({"mxnet": 1.0, "caffe": 2.0, "tensorflow": 1.5}, variant="resnet50",
+                                        run="cpu-synthetic-resnet"))
+    assert v.verdict == "partly holds"  # faster, but 1.75x, not 3.5-8x
+    (v,) = claims.evaluate(ratio, _rows({"mxnet": 3.0, "caffe": 2.0}, variant="resnet50", run="cpu-synthetic-resnet"))
+    assert v.verdict == "does not hold"
+    scaling = study.model_copy(update={"claims": {"s": study.claims["cpu-threads-scaling"]}})
+    rows = _rows({("caffe", 4): 1.0, ("caffe", 16): 0.9, ("cntk", 4): 1.0, ("cntk", 16): 0.4}, variant="alexnet-s",
+                 run="cpu-synthetic-cnn")
+    (v,) = claims.evaluate(scaling, rows)
+    assert v.verdict == "partly holds" and "CNTK 2.5 (b64), Caffe 1.11 (b64)" in v.evidence  # 16 threads vs 4
+    (v,) = claims.evaluate(scaling, _rows({("caffe", 1): 1.0, ("caffe", 2): 0.6}, variant="alexnet-s",
+                                          run="cpu-synthetic-cnn"))
+    assert v.verdict == claims.NOT_TESTABLE and "threads 4 and 16 were not both measured (here: 1, 2)" in v.evidence
+
+
+def test_untestable_and_unmeasured_claims_say_why():
+    study = studies.load("dlbench")
+    empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
+    verdicts = {v.claim: v for v in claims.evaluate(study, empty, {"gpu-synthetic": "not runnable here: no GPU"})}
+    assert verdicts["fastest-gpu"].verdict == claims.NOT_TESTABLE
+    assert verdicts["fastest-gpu"].evidence.startswith("it compares three GPU models")
+    assert verdicts["early-gpu-fcn"].evidence == "not measured here (gpu-synthetic: not runnable here: no GPU)"
+    assert len(verdicts) == len(study.claims)
+
+
+def invoke(*args):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True,
+                          timeout=900, cwd=REPO_ROOT)
+
+
+def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
+    results = tmp_path / "results"
+    done = invoke("study", str(TINY), "--executor", "local", "--framework", "torch", "--quick", "--results",
+                  str(results), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record_path,) = (results / "studies").glob("tiny-study-*.json")
+    record = json.loads(record_path.read_text())
+    assert record["runs"]["gpu"]["state"] == "not runnable" and "NVIDIA GPU" in record["runs"]["gpu"]["why_here"]
+    bundle = results / record["runs"]["fcn"]["bundle"]
+    summary = tables.summary(bundle)
+    assert record["runs"]["fcn"]["state"] == "published" and list(summary["job_id"]) == [
+        "fcn-s.torch.cpu.b64.t1", "fcn-s.torch.cpu.b64.t2"]
+    html = (tmp_path / "report" / "study.html").read_text()
+    counts = dict(re.findall(r'data-outcome="([^"]+)">(\d+)<', html))
+    # the table has 4 rows x 1 column: Caffe and TensorFlow not run (frameworks asked: torch), Lua Torch not ours,
+    # PyTorch without a published value
+    assert counts == {"reproduces": "0", "differs": "0", "cannot be compared": "2", "not run": "2"}
+    shown = Tables(html).table("Claims: the study's conclusions here")
+    verdict = dict(zip(shown["claim"], shown["verdict"]))
+    speedup = summary.set_index("threads")["throughput"]
+    expected = "holds" if 1.1 <= speedup[2] / speedup[1] <= 2.5 else "does not hold"
+    assert verdict == {"ordering": "not testable here", "threads": expected, "untestable": "not testable here"}
+    early = Tables(html).table("Seconds per mini-batch (third-party rerun)")
+    assert list(early["tool"]) == ["Caffe", "TensorFlow", "Torch", "PyTorch"]
+    assert early.loc[0, "FCN-5 published"] == "0.037" and early.loc[0, "FCN-5 outcome"].startswith("not run: the framework")
+    # the same report opens in a real browser, with the summary at the top and the anchors of the contents
+    browser = chromium()
+    dom = headless(browser, tmp_path / "profile", "--dump-dom", (tmp_path / "report" / "study.html").as_uri())
+    assert 'id="summary"' in dom and 'href="#early"' in dom and 'id="early"' in dom
+    assert re.search(r'data-outcome="not run">2<', dom)
+    again = invoke("study", str(TINY), "--resume", "--results", str(results), "--out", str(tmp_path / "report2"))
+    assert again.returncode == 0 and "study record: %s" % record_path in again.stdout  # nothing left to run
+
+
+def test_the_study_summary_counts_every_published_cell_once():
+    from dlrepro import spec as specmod
+    from dlrepro.results import paper
+
+    study = studies.load("dlbench")
+    empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
+    refs = {run.spec: specmod.load(run.spec).references for run in study.runs.values()}
+    built = paper.build(study, empty, refs, {r: "not runnable here: no GPU" for r in study.runs})
+    total, why = paper.counts(built)
+    cells = sum(len(t.rows) * len(t.columns) for t in study.tables.values())
+    assert sum(total.values()) == cells == 6 * 5 + 5 * 7 * 2 + 5 * 3
+    assert why["cannot be compared"]["the published values were not retrieved"] == 5 * 7 * 2 + 5 * 3
+    assert why["cannot be compared"]["a tool the suite does not run"] == 2 * 5  # Theano and Lua Torch
+    assert why["cannot be compared"]["the table has no value for this tool"] == 1  # Caffe's LSTM-32: n/a
+    assert total["not run"] == why["not run"]["not runnable here: no GPU"] == 4 * 5 - 1
