@@ -20,9 +20,9 @@ import numpy as np
 import optax
 from jax import lax
 
-from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
+from runner.adapters import UnsupportedError, base
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
 
 
 def _uniform(key, shape, bound):
@@ -289,11 +289,11 @@ def _optimizer(opt):
     return optax.chain(*chain)
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "jax"
 
     def __init__(self, job):
-        self.job = job
+        super(Adapter, self).__init__(job)
         precision = job.get("precision", "fp32")
         if precision not in ("fp32", "tf32"):
             raise UnsupportedError("jax adapter has no precision %r" % precision)
@@ -306,6 +306,7 @@ class Adapter(object):
             raise UnsupportedError("the job asks for %s and JAX sees none" % platform)
         self.key = jax.device_put(jax.random.PRNGKey(job.get("seed", 0)), self.device)
         self.channels_last = platform == "cpu" or job.get("layout", "default") == "channels_last"
+        self.conv_kernel_axes = base.HWIO if self.channels_last else base.OIHW  # the weights' layout, as the images'
         self.build_name = "jaxlib %s" % getattr(__import__("jaxlib"), "__version__", "?")
         self.last = None
 
@@ -351,9 +352,6 @@ class Adapter(object):
         self._forward = jax.jit(lambda params, state, x: apply(params, state, x, False, jax.random.PRNGKey(0)))
         return int(sum(v.size for v in jax.tree_util.tree_leaves(self.params)))
 
-    def conventions(self):
-        return []  # LSTM/GRU with two bias vectors, as the spec counts
-
     def _input(self, x):
         if x.ndim == 4 and self.channels_last:
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
@@ -380,9 +378,6 @@ class Adapter(object):
     def synchronize(self):
         jax.block_until_ready(self.params)
 
-    def losses(self, handles):
-        return [float(h) for h in handles]
-
     def infer(self, x):
         return np.asarray(self._forward(self.params, self.state, self._input(x))[0])
 
@@ -403,33 +398,28 @@ class Adapter(object):
             total += labels.size
         return test_metrics(target, loss_sum, correct, total)
 
-    def load_weights(self, weights):
-        """Copy Keras-named pretrained weights (tfjs-layers) into the named layers (HWIO or OIHW; dense (out, in))."""
-        source = tfjs_weights(weights, "jax")
-        loaded = 0
-        params, state = jax.device_get(self.params), jax.device_get(self.state)
-        for name, path in self.builder.named.items():
-            p, s = _at(params, path), _at(state, path)
-            if "running_mean" in s:
-                updates = {"weight": (p, "gamma"), "bias": (p, "beta"), "running_mean": (s, "moving_mean"),
-                           "running_var": (s, "moving_variance")}
-            else:
-                updates = {"weight": (p, "kernel")}
-                if "bias" in p:
-                    updates["bias"] = (p, "bias")
-            for key, (tree, field) in updates.items():
-                array = source["%s/%s" % (name, field)]
-                if field == "kernel" and array.ndim == 2:
-                    array = array.T
-                elif field == "kernel" and not self.channels_last:
-                    array = array.transpose(3, 2, 0, 1)  # Keras's HWIO to OIHW
-                if tuple(tree[key].shape) != array.shape:
-                    raise datamod.DataError("weight for %s has shape %s, the layer %s"
-                                            % (name, array.shape, tuple(tree[key].shape)))
-                tree[key] = np.asarray(array)
-                loaded += int(array.size)
-        self.params, self.state = jax.device_put((params, state), self.device)
-        return {"name": weights.get("name"), "layers": len(self.builder.named), "values_loaded": loaded}
+    def _weight_layers(self):
+        """Each named layer's parameter and state dicts, in host copies of the trees that _weights_loaded puts back."""
+        self.params, self.state = jax.device_get(self.params), jax.device_get(self.state)
+        return dict((name, (_at(self.params, path), _at(self.state, path))) for name, path in self.builder.named.items())
+
+    def _weight_targets(self, layer):
+        params, state = layer
+        if "running_mean" in state:
+            return batchnorm_targets((params, "weight"), (params, "bias"), (state, "running_mean"),
+                                     (state, "running_var"))
+        return kernel_targets((params, "weight"), (params, "bias") if "bias" in params else None)
+
+    def _weight_shape(self, target):
+        tree, key = target
+        return tree[key].shape
+
+    def _set_weight(self, target, array):
+        tree, key = target
+        tree[key] = np.asarray(array)
+
+    def _weights_loaded(self, layers):
+        self.params, self.state = jax.device_put((self.params, self.state), self.device)
 
 
 def _at(tree, path):
