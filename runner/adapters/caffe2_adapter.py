@@ -76,6 +76,7 @@ class Adapter(Base):
         _global_init(job.get("threads"))
         if job.get("precision", "fp32") != "fp32":
             raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
+        self.build_name = "caffe2 %s" % _torch_version()[0]
         seed = job.get("seed", 0)
         if job["device"] == "cuda":
             if not workspace.has_gpu_support or workspace.NumGpuDevices() < 1:
@@ -103,10 +104,15 @@ class Adapter(Base):
         if self.job["device"] == "cuda":
             env["cuda"] = workspace.GetCUDAVersion()
             env["cudnn"] = workspace.GetCuDNNVersion()
-            props = workspace.GetDeviceProperties(0)
-            env["gpu"] = {"name": props.get("name"), "capability": "%s.%s" % (props.get("major"), props.get("minor")),
-                          "memory_bytes": props.get("totalGlobalMem")}
+            name, capability = self.gpu_capability()
+            env["gpu"] = {"name": name, "capability": capability,
+                          "memory_bytes": workspace.GetDeviceProperties(0).get("totalGlobalMem")}
         return env
+
+    def gpu_capability(self):
+        """(name, compute capability "X.Y") of GPU 0 from Caffe2's workspace.GetDeviceProperties (None without one)."""
+        props = workspace.GetDeviceProperties(0)
+        return (props.get("name"), "%s.%s" % (props.get("major"), props.get("minor"))) if props else None
 
     # ------------------------------------------------------------------ building
 

@@ -31,6 +31,7 @@ import numpy as np
 from runner import shapes
 from runner.adapters import UnsupportedError, base, capabilities
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
+from runner.environment import cuda_device
 
 _ACTIVATIONS = {"relu": C.relu, "sigmoid": C.sigmoid, "tanh": C.tanh}
 # reasons shared with runner.adapters.capabilities (which may not import cntk)
@@ -43,6 +44,7 @@ class Adapter(Base):
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
+        self.build_name = "cntk %s" % C.__version__
         if job.get("precision", "fp32") != "fp32":
             raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         if job["device"] == "cuda":
@@ -67,6 +69,11 @@ class Adapter(Base):
                 "learner_semantics": "lr on the mean-loss gradient, momentum without unit gain",
                 # CNTK 2.7 bundles MKL-ML 2018, which takes its slow generic path on non-Intel CPUs unless 5 (AVX2)
                 "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE")}
+
+    def gpu_capability(self):
+        """The GPU's name and compute capability from the CUDA driver: CNTK's device API has neither."""
+        return cuda_device()
+
     # ------------------------------------------------------------------ building
 
     def _init(self, fan_in, fan_out):

@@ -21,6 +21,7 @@ from mxnet.gluon import nn, rnn as grnn
 from runner import shapes
 from runner.adapters import UnsupportedError
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+from runner.environment import cuda_device
 
 MX_VERSION = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", mx.__version__).groups())
 # MXNet < 1.3: hybridize() takes no static_alloc / static_shape (CachedOp without static memory planning).
@@ -135,6 +136,7 @@ class Adapter(Base):
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
+        self.build_name = "mxnet %s" % mx.__version__
         if job.get("precision", "fp32") != "fp32":
             raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         if job["device"] == "cuda" and _gpus() < 1:
@@ -157,6 +159,11 @@ class Adapter(Base):
                 "cudnn": "enabled" if enabled and "CUDNN" in enabled else None,
                 "threads": None, "hybridized": True, "layout": "NCHW",
                 "static_alloc": not _LEGACY_HYBRIDIZE, "rnn_hybridized": not _LEGACY_RNN}
+
+    def gpu_capability(self):
+        """The GPU's name and compute capability from the CUDA driver: MXNet does not name its GPUs."""
+        return cuda_device()
+
     # ------------------------------------------------------------------ building
 
     def _block(self, layer, shape):
