@@ -74,8 +74,6 @@ class Adapter(Base):
     def __init__(self, job):
         super(Adapter, self).__init__(job)
         _global_init(job.get("threads"))
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         self.build_name = "caffe2 %s" % _torch_version()[0]
         seed = job.get("seed", 0)
         if job["device"] == "cuda":

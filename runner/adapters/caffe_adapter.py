@@ -225,8 +225,6 @@ class Adapter(Base):
         super(Adapter, self).__init__(job)
         if job["device"] != "cpu":
             raise UnsupportedError("the caffe image is Debian's CPU_ONLY build of Caffe")
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         caffe.set_mode_cpu()
         self.seed = job.get("seed", 0)
         caffe.set_random_seed(self.seed)

@@ -45,8 +45,6 @@ class Adapter(Base):
     def __init__(self, job):
         super(Adapter, self).__init__(job)
         self.build_name = "cntk %s" % C.__version__
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         if job["device"] == "cuda":
             if not any(d.type() == C.device.DeviceKind.GPU for d in C.device.all_devices()):
                 raise UnsupportedError("the job asks for a GPU and CNTK sees none")

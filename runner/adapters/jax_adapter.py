@@ -295,8 +295,6 @@ class Adapter(Base):
     def __init__(self, job):
         super(Adapter, self).__init__(job)
         precision = job.get("precision", "fp32")
-        if precision not in ("fp32", "tf32"):
-            raise UnsupportedError("jax adapter has no precision %r" % precision)
         self.matmul_precision = "tensorfloat32" if precision == "tf32" else "highest"  # highest: no TF32 on GPUs
         jax.config.update("jax_default_matmul_precision", self.matmul_precision)
         platform = "gpu" if job["device"] == "cuda" else "cpu"

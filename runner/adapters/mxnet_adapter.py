@@ -137,8 +137,6 @@ class Adapter(Base):
     def __init__(self, job):
         super(Adapter, self).__init__(job)
         self.build_name = "mxnet %s" % mx.__version__
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         if job["device"] == "cuda" and _gpus() < 1:
             raise UnsupportedError("the job asks for a GPU and MXNet sees none")
         self.ctx = mx.gpu(0) if job["device"] == "cuda" else mx.cpu()

@@ -129,8 +129,6 @@ class Adapter(Base):
         super(Adapter, self).__init__(job)
         if job.get("threads"):
             tf.config.threading.set_intra_op_parallelism_threads(job["threads"])
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         gpus = tf.config.list_physical_devices("GPU")
         if job["device"] == "cuda" and not gpus:
             raise UnsupportedError("the job asks for a GPU and TensorFlow sees none")
