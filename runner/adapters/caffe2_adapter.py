@@ -122,9 +122,8 @@ class Adapter(Base):
         return "l%d_%s" % (self.counter[0], kind)
 
     def _layers(self, m, layers, x, shape, is_test):
-        for layer in layers:
-            x = self._layer(m, layer, x, shape, is_test)
-            shape = shapes.apply(layer, shape)[0]
+        for layer, in_shape in shapes.inputs(layers, shape):
+            x = self._layer(m, layer, x, in_shape, is_test)
         return x
 
     def _layer(self, m, layer, x, shape, is_test):

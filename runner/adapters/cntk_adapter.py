@@ -155,9 +155,8 @@ class Adapter(Base):
         return out
 
     def _chain(self, layers, x, shape):
-        for layer in layers:
-            x = self._layer(layer, x, shape)
-            shape = shapes.apply(layer, shape)[0]
+        for layer, in_shape in shapes.inputs(layers, shape):
+            x = self._layer(layer, x, in_shape)
         return x
 
     def build(self):

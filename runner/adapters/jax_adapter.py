@@ -54,10 +54,8 @@ class Builder(object):
         return {"xavier": 0.0, "glorot_uniform": 0.0, "uniform": self.init_spec.get("scale")}.get(scheme, default)
 
     def sequence(self, layers, shape, path):
-        parts = []
-        for i, layer in enumerate(layers):
-            parts.append(self.layer(layer, shape, "%s/%d" % (path, i)))
-            shape = shapes.apply(layer, shape)[0]
+        parts = [self.layer(layer, in_shape, "%s/%d" % (path, i))
+                 for i, (layer, in_shape) in enumerate(shapes.inputs(layers, shape))]
 
         def init(key):  # parameters and state keyed by the layer's index in the list
             keys = jax.random.split(key, max(1, len(parts)))

@@ -214,9 +214,8 @@ class Adapter(Base):
         seq = nn.HybridSequential()
         if not layers:
             seq.add(Identity())
-        for layer in layers:
-            seq.add(self._block(layer, shape))
-            shape = shapes.apply(layer, shape)[0]
+        for layer, in_shape in shapes.inputs(layers, shape):
+            seq.add(self._block(layer, in_shape))
         return seq
 
     def build(self):

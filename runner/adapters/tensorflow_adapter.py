@@ -247,11 +247,7 @@ class Adapter(Base):
             self.named[layer["name"]] = op
 
     def _ops(self, layers, shape):
-        ops = []
-        for layer in layers:
-            ops.append(self._op(layer, shape))
-            shape = shapes.apply(layer, shape)[0]
-        return ops
+        return [self._op(layer, in_shape) for layer, in_shape in shapes.inputs(layers, shape)]
 
     def build(self):
         model = self.job["model"]

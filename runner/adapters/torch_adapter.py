@@ -132,11 +132,7 @@ def _module(layer, in_shape, named):
 
 
 def _sequential(layers, shape, named):
-    modules = []
-    for layer in layers:
-        modules.append(_module(layer, shape, named))
-        shape = shapes.apply(layer, shape)[0]
-    return nn.Sequential(*modules)
+    return nn.Sequential(*[_module(layer, in_shape, named) for layer, in_shape in shapes.inputs(layers, shape)])
 
 
 def _initialize(model, init):
