@@ -304,7 +304,6 @@ class Adapter(Base):
         self.channels_last = platform == "cpu" or job.get("layout", "default") == "channels_last"
         self.conv_kernel_axes = base.HWIO if self.channels_last else base.OIHW  # the weights' layout, as the images'
         self.build_name = "jaxlib %s" % getattr(__import__("jaxlib"), "__version__", "?")
-        self.last = None
 
     def gpu_capability(self):
         """(GPU name, compute capability "X.Y") of the job's GPU; None on the CPU or when JAX does not say."""
@@ -368,7 +367,6 @@ class Adapter(Base):
     def train_step(self, x, y):
         self.key, rng = jax.random.split(self.key)
         self.params, self.state, self.opt_state, loss = self._step(self.params, self.state, self.opt_state, rng, x, y)
-        self.last = loss
         return loss
 
     def synchronize(self):

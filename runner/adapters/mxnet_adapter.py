@@ -142,7 +142,7 @@ class Adapter(Base):
         self.ctx = mx.gpu(0) if job["device"] == "cuda" else mx.cpu()
         mx.random.seed(job.get("seed", 0))
         np.random.seed(job.get("seed", 0))
-        self.named, self.stateful, self.last = {}, [], None
+        self.named, self.stateful = {}, []
 
     def environment(self):
         if hasattr(mx, "runtime"):
@@ -301,7 +301,6 @@ class Adapter(Base):
             grads = [p.grad(self.ctx) for p in self.net.collect_params().values() if p.grad_req != "null"]
             gluon.utils.clip_global_norm(grads, self.clip_norm)
         self.trainer.step(1)
-        self.last = loss
         return loss
 
     def synchronize(self):
