@@ -48,7 +48,8 @@ result.json (runner -> host), schema ``dlrepro.result/1``:
   options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
   cuda_graphs, allow_ptx_jit) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
   own kernels). What each option did in the framework is in environment (tf32 {matmul, cudnn},
-  autocast, layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability}).
+  autocast, layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability} of cuda jobs; gpu and
+  capability "unknown", with a note, where the adapter cannot tell and nothing was checked).
   telemetry (runner.telemetry; cuda jobs): status "ok" | "unavailable", reason, window,
   interval_s, device {nvml_index, name, uuid, pci_bus_id, driver, nvml_version, power_limit_w,
   max_sm_clock_mhz, max_memory_clock_mhz, persistence_mode}, samples {t_s, sm_clock_mhz,

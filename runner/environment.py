@@ -5,6 +5,7 @@ itself: Python, numpy, CPU model, the CPUs this process may use, thread-count
 variables. The framework adapter adds its own versions (framework, CUDA, cuDNN,
 GPU) through ``Adapter.environment()``.
 """
+import ctypes
 import os
 import platform
 
@@ -43,6 +44,24 @@ def usable_cpus():
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count()
+
+
+def cuda_device(ordinal=0):
+    """(name, compute capability "X.Y") of CUDA device ``ordinal`` as this process numbers them
+    (CUDA_VISIBLE_DEVICES applied: a cuda job's GPU is 0), from the CUDA driver (libcuda, which
+    the NVIDIA container runtime mounts) for frameworks that do not report it; None without one."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    device, major, minor, name = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.create_string_buffer(256)
+    # CUresult 0 is CUDA_SUCCESS; attributes 75 and 76: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, _MINOR
+    if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(device), ordinal)
+            or cuda.cuDeviceGetName(name, len(name), device)
+            or cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, device)
+            or cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)):
+        return None
+    return name.value.decode("utf-8", "replace"), "%d.%d" % (major.value, minor.value)
 
 
 def set_thread_count(threads):

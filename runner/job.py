@@ -71,19 +71,23 @@ def _check_archs(adapter, job, result):
     """Refuse a CUDA job whose framework build has no kernels for the GPU (archs.check); returns ptx_jit.
 
     The architectures come from the framework when it reports them (``adapter.cuda_archs()``:
-    torch.cuda.get_arch_list()), else from the image matrix's table (job["cuda_archs"]).
+    torch.cuda.get_arch_list()), else from the image matrix's table (job["cuda_archs"]). The GPU is
+    ``adapter.gpu_capability()``; where the adapter cannot tell, the record says "unknown" with a
+    note and nothing is refused.
     """
     if job["device"] != "cuda":
         return False
-    gpu = getattr(adapter, "gpu_capability", lambda: None)()
-    if gpu is None:
-        return False
-    reported = getattr(adapter, "cuda_archs", lambda: None)()
+    gpu = adapter.gpu_capability()
+    reported = adapter.cuda_archs()
     shipped, source = (reported, "framework") if reported else (job.get("cuda_archs") or [], "image matrix")
-    result["environment"]["cuda_archs"] = {"archs": shipped, "source": source if shipped else None,
-                                           "gpu": gpu[0], "capability": gpu[1]}
-    what = getattr(adapter, "build_name", job["framework"])
-    return archs.check(what, gpu[0], gpu[1], shipped, job.get("allow_ptx_jit", False)) == "ptx"
+    record = {"archs": shipped, "source": source if shipped else None, "gpu": "unknown", "capability": "unknown"}
+    result["environment"]["cuda_archs"] = record
+    if gpu is None:
+        record["note"] = ("the %s adapter cannot tell the GPU's compute capability, so the build's architectures "
+                          "were not checked against it" % job["framework"])
+        return False
+    record["gpu"], record["capability"] = gpu
+    return archs.check(adapter.build_name, gpu[0], gpu[1], shipped, job.get("allow_ptx_jit", False)) == "ptx"
 
 
 def run(job_path, outdir):

@@ -60,8 +60,7 @@ def _timing(quantity, region, per_measurement, warmup, repeats, timer="host_sync
 
 def _repeat_timer(adapter, job):
     """(name, f(step, count) -> (seconds per call, results)) for the measured repeats."""
-    device_timer = getattr(adapter, "device_timer", None)
-    timer = device_timer() if device_timer is not None and job.get("timer", "auto") != "host_sync" else None
+    timer = adapter.device_timer() if job.get("timer", "auto") != "host_sync" else None
     if timer is not None:
         return "device_events", timer
     return "host_sync", lambda step, count: _timed(adapter, step, count)

@@ -166,6 +166,13 @@ def apply_all(layers, shape):
     return shape, params
 
 
+def inputs(layers, shape):
+    """(layer, the per-sample shape that reaches it) for each of ``layers`` in order, from ``shape``."""
+    for layer in layers:
+        yield layer, shape
+        shape = apply(layer, shape)[0]
+
+
 def apply(layer, shape):
     """(output shape, parameter count) of one primitive applied to ``shape``."""
     kind = layer["type"]

@@ -88,6 +88,56 @@ def test_ptx_jit_runs_only_when_asked_and_is_marked(tmp_path, monkeypatch):
     assert allowed["options"]["allow_ptx_jit"] is True
 
 
+def test_a_gpu_the_adapter_cannot_identify_is_recorded_as_unknown(tmp_path, monkeypatch):
+    from runner import adapters
+    from runner.adapters.base import Adapter as Base
+
+    class CannotTell(Base):  # no gpu_capability(): the base's default, "not reported"
+        name = "torch"
+
+        def build(self):
+            return self.job["model"]["parameters"]
+
+        def environment(self):
+            return {"framework": "torch"}
+
+    monkeypatch.setattr(adapters, "load", CannotTell)
+    job = dict(_job("resnet56", "resnet56-synthetic", device="cuda", mode="parameters"), cuda_archs=["sm_80", "sm_86"])
+    result = _run(job, tmp_path)
+    assert result["status"] == "ok" and result["options"]["ptx_jit"] is False
+    record = result["environment"]["cuda_archs"]
+    assert record == {"archs": ["sm_80", "sm_86"], "source": "image matrix", "gpu": "unknown", "capability": "unknown",
+                      "note": "the torch adapter cannot tell the GPU's compute capability, so the build's "
+                              "architectures were not checked against it"}
+
+
+def test_the_cuda_driver_names_the_gpu_for_frameworks_that_do_not(monkeypatch):
+    import ctypes
+
+    from runner import environment
+
+    class FakeLibcuda(object):  # the driver API's out-parameters arrive as ctypes.byref(c_int)
+        def cuInit(self, flags):
+            return 0
+
+        def cuDeviceGet(self, device, ordinal):
+            device._obj.value = ordinal
+            return 0
+
+        def cuDeviceGetName(self, buffer, size, device):
+            buffer.value = b"NVIDIA H200"
+            return 0
+
+        def cuDeviceGetAttribute(self, out, attribute, device):
+            out._obj.value = {75: 9, 76: 0}[attribute]  # compute capability major, minor
+            return 0
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: FakeLibcuda())
+    assert environment.cuda_device() == ("NVIDIA H200", "9.0")
+    monkeypatch.setattr(FakeLibcuda, "cuInit", lambda self, flags: 100)  # CUDA_ERROR_NO_DEVICE
+    assert environment.cuda_device() is None
+
+
 def test_preflight_refuses_an_image_lacking_the_gpus_arch_with_the_reason_in_result_json(
         docker_engine, tmp_path, reporter, monkeypatch):
     real = matrixmod.load()

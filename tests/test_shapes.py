@@ -77,3 +77,8 @@ def test_a_residual_whose_branches_disagree_is_refused():
     bad = {"type": "residual", "body": [{"type": "conv", "filters": 8, "kernel": 3, "pad": 1}]}
     with pytest.raises(shapes.ShapeError, match=r"layer 0 \(residual\): residual body gives \(8, 4, 4\) but its shortcut \(4, 4, 4\)"):
         shapes.trace([bad], [4, 4, 4])
+
+
+def test_inputs_pairs_each_layer_with_the_shape_that_reaches_it():
+    layers = [{"type": "conv", "filters": 8, "kernel": 3, "pad": 1}, {"type": "maxpool", "kernel": 2}, {"type": "flatten"}]
+    assert [shape for _, shape in shapes.inputs(layers, (3, 8, 8))] == [(3, 8, 8), (8, 8, 8), (8, 4, 4)]

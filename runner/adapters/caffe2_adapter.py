@@ -27,7 +27,8 @@ from caffe2.python import brew, core, model_helper, optimizer, workspace
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
+from runner.adapters import UnsupportedError
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
 
 UNSUPPORTED_LAYERS = {
     "embedding": "the adapter does not build Caffe2's Gather-based embeddings and sparse updates yet",
@@ -67,14 +68,13 @@ def _torch_version():
     return found.get("__version__"), found.get("cuda")
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "caffe2"
 
     def __init__(self, job):
-        self.job = job
+        super(Adapter, self).__init__(job)
         _global_init(job.get("threads"))
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
+        self.build_name = "caffe2 %s" % _torch_version()[0]
         seed = job.get("seed", 0)
         if job["device"] == "cuda":
             if not workspace.has_gpu_support or workspace.NumGpuDevices() < 1:
@@ -102,10 +102,15 @@ class Adapter(object):
         if self.job["device"] == "cuda":
             env["cuda"] = workspace.GetCUDAVersion()
             env["cudnn"] = workspace.GetCuDNNVersion()
-            props = workspace.GetDeviceProperties(0)
-            env["gpu"] = {"name": props.get("name"), "capability": "%s.%s" % (props.get("major"), props.get("minor")),
-                          "memory_bytes": props.get("totalGlobalMem")}
+            name, capability = self.gpu_capability()
+            env["gpu"] = {"name": name, "capability": capability,
+                          "memory_bytes": workspace.GetDeviceProperties(0).get("totalGlobalMem")}
         return env
+
+    def gpu_capability(self):
+        """(name, compute capability "X.Y") of GPU 0 from Caffe2's workspace.GetDeviceProperties (None without one)."""
+        props = workspace.GetDeviceProperties(0)
+        return (props.get("name"), "%s.%s" % (props.get("major"), props.get("minor"))) if props else None
 
     # ------------------------------------------------------------------ building
 
@@ -117,9 +122,8 @@ class Adapter(object):
         return "l%d_%s" % (self.counter[0], kind)
 
     def _layers(self, m, layers, x, shape, is_test):
-        for layer in layers:
-            x = self._layer(m, layer, x, shape, is_test)
-            shape = shapes.apply(layer, shape)[0]
+        for layer, in_shape in shapes.inputs(layers, shape):
+            x = self._layer(m, layer, x, in_shape, is_test)
         return x
 
     def _layer(self, m, layer, x, shape, is_test):
@@ -294,9 +298,6 @@ class Adapter(object):
         else:
             raise UnsupportedError("caffe2 adapter has no optimizer %r" % opt["name"])
 
-    def conventions(self):
-        return []  # weights, biases, batch-norm scale and shift: the spec's count
-
     # ------------------------------------------------------------------ running
 
     def feed(self, name, array):
@@ -321,12 +322,6 @@ class Adapter(object):
         workspace.RunNet(self.train_model.net.Proto().name)
         return workspace.FetchBlob("loss")  # RunNet has finished the device's work: already a host value
 
-    def reset_state(self):
-        pass
-
-    def synchronize(self):
-        pass  # RunNet returns after the net's last operator has finished on the device
-
     def losses(self, handles):
         return [float(np.asarray(h).reshape(())) for h in handles]
 
@@ -336,44 +331,16 @@ class Adapter(object):
         workspace.RunNet(self.test_model.net.Proto().name)
         return workspace.FetchBlob(str(self.output))
 
-    def evaluate(self, batches, target):
-        correct = total = 0
-        loss_sum = 0.0
-        for x, y in batches:
-            out = self.infer(x).astype(np.float64)
-            if target == "multilabel":
-                loss_sum += float((np.maximum(out, 0) - out * y + np.log1p(np.exp(-np.abs(out)))).sum())
-                total += y.size
-                continue
-            flat, labels = out.reshape(-1, out.shape[-1]), y.reshape(-1)
-            shifted = flat - flat.max(axis=1, keepdims=True)
-            logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-            loss_sum += float(-logp[np.arange(len(labels)), labels].sum())
-            correct += int((flat.argmax(axis=1) == labels).sum())
-            total += labels.size
-        return test_metrics(target, loss_sum, correct, total)
+    def _weight_targets(self, layer):
+        kind, blob = layer
+        if kind == "batchnorm":
+            return batchnorm_targets(blob + "_s", blob + "_b", blob + "_rm", blob + "_riv")
+        if kind in ("conv", "dense"):
+            return kernel_targets(blob + "_w", blob + "_b" if workspace.HasBlob(blob + "_b") else None)
+        return None
 
-    def load_weights(self, weights):
-        """Copy Keras-named pretrained weights (tfjs-layers) into the named layers' blobs, in Caffe2's layouts."""
-        source = tfjs_weights(weights, "caffe2")
-        missing = sorted(set(self.named) - set(k.split("/")[0] for k in source))
-        if missing:
-            raise datamod.DataError("the weights have nothing for layers %s" % ", ".join(missing[:5]))
-        loaded = 0
-        for name, (kind, blob) in sorted(self.named.items()):
-            if kind == "batchnorm":
-                pairs = [(blob + "_s", source[name + "/gamma"]), (blob + "_b", source[name + "/beta"]),
-                         (blob + "_rm", source[name + "/moving_mean"]), (blob + "_riv", source[name + "/moving_variance"])]
-            else:
-                kernel = source[name + "/kernel"]
-                pairs = [(blob + "_w", kernel.transpose(3, 2, 0, 1) if kernel.ndim == 4 else kernel.T)]
-                if workspace.HasBlob(blob + "_b"):
-                    pairs.append((blob + "_b", source[name + "/bias"]))
-            for target, array in pairs:
-                current = workspace.FetchBlob(target)
-                if current.shape != array.shape:
-                    raise datamod.DataError("weight for %s has shape %s, the blob %s %s"
-                                            % (name, array.shape, target, current.shape))
-                self.feed(target, np.ascontiguousarray(array, dtype=np.float32))
-                loaded += int(array.size)
-        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+    def _weight_shape(self, blob):
+        return workspace.FetchBlob(blob).shape
+
+    def _set_weight(self, blob, array):
+        self.feed(blob, np.ascontiguousarray(array, dtype=np.float32))

@@ -53,9 +53,9 @@ import numpy as np  # noqa: E402
 from caffe import layers as L, params as P  # noqa: E402
 from caffe.proto import caffe_pb2  # noqa: E402
 
-from runner import data as datamod  # noqa: E402
 from runner import shapes  # noqa: E402
-from runner.adapters import UnsupportedError, test_metrics, tfjs_weights  # noqa: E402
+from runner.adapters import UnsupportedError  # noqa: E402
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets  # noqa: E402
 
 DEBIAN_PACKAGES = ("python3-caffe", "libcaffe1")
 BLAS_ALTERNATIVE = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
@@ -218,15 +218,13 @@ class _Builder(object):
         return self._put(name + "_kept", kept)
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "caffe"
 
     def __init__(self, job):
-        self.job = job
+        super(Adapter, self).__init__(job)
         if job["device"] != "cpu":
             raise UnsupportedError("the caffe image is Debian's CPU_ONLY build of Caffe")
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         caffe.set_mode_cpu()
         self.seed = job.get("seed", 0)
         caffe.set_random_seed(self.seed)
@@ -430,12 +428,6 @@ class Adapter(object):
         self.solver.step(1)
         return float(self.net.blobs["loss"].data) * self.loss_weight
 
-    def synchronize(self):
-        pass  # CPU_ONLY: every call returns when its work is done
-
-    def losses(self, handles):
-        return [float(h) for h in handles]
-
     def _forward(self, x):
         net = self._test_net()
         self._feed(net, x, carry=self.test_carry)
@@ -446,49 +438,30 @@ class Adapter(object):
     def infer(self, x):
         return self._forward(self.to_device(x, np.zeros(1))[0]).copy()
 
-    def evaluate(self, batches, target):
-        correct = total = 0
-        loss_sum = 0.0
-        for x, y in batches:
-            xd, yd = self.to_device(x, y)
-            out = self._forward(xd).astype(np.float64)
-            if target == "multilabel":
-                loss_sum += float(np.sum(np.maximum(out, 0) - out * yd + np.log1p(np.exp(-np.abs(out)))))
-                total += yd.size
-                continue
-            flat, labels = out.reshape(-1, out.shape[-1]), yd.reshape(-1).astype(np.int64)
-            shifted = flat - flat.max(axis=1, keepdims=True)
-            logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-            loss_sum -= float(logp[np.arange(labels.shape[0]), labels].sum())
-            correct += int((flat.argmax(axis=1) == labels).sum())
-            total += labels.shape[0]
-        return test_metrics(target, loss_sum, correct, total)
+    def _test_outputs(self, x, y):
+        """The TEST net's outputs and the targets, both in the blobs' (time-major for sequences) order."""
+        xd, yd = self.to_device(x, y)
+        return self._forward(xd), yd
 
-    def load_weights(self, weights):
-        """Copy Keras-named pretrained weights (tfjs-layers) into the named layers, in Caffe's layouts."""
-        source = tfjs_weights(weights, "caffe")
+    def _weight_targets(self, layer):
+        kind, caffe_names = layer
         params = self.net.params
-        loaded = 0
-        for name, (kind, caffe_names) in self.named.items():
+        if kind == "batchnorm":
+            stats, scale = params[caffe_names[0]], params[caffe_names[1]]
+            return batchnorm_targets(scale[0], scale[1], stats[0], stats[1])
+        if kind in ("conv", "dense"):
+            blobs = params[caffe_names[0]]
+            return kernel_targets(blobs[0], blobs[1] if len(blobs) > 1 else None)
+        return None
+
+    def _weight_shape(self, blob):
+        return blob.data.shape
+
+    def _set_weight(self, blob, array):
+        blob.data[...] = array
+
+    def _weights_loaded(self, layers):
+        """BatchNorm's third blob, the running sums' weight (not counted), to 1: the statistics as loaded."""
+        for kind, caffe_names in layers.values():
             if kind == "batchnorm":
-                stats, scale = params[caffe_names[0]], params[caffe_names[1]]
-                pairs = [(scale[0], source[name + "/gamma"]), (scale[1], source[name + "/beta"]),
-                         (stats[0], source[name + "/moving_mean"]), (stats[1], source[name + "/moving_variance"]),
-                         (stats[2], np.ones(1, dtype=np.float32))]  # the running sums' weight: not counted
-            elif kind in ("conv", "dense"):
-                kernel = source[name + "/kernel"]
-                blobs = params[caffe_names[0]]
-                pairs = [(blobs[0], kernel.transpose(3, 2, 0, 1) if kernel.ndim == 4 else kernel.T)]
-                if len(blobs) > 1:
-                    pairs.append((blobs[1], source[name + "/bias"]))
-            else:
-                raise UnsupportedError("caffe adapter loads no pretrained %s weights" % kind)
-            for blob, array in pairs:
-                if blob.data.shape != array.shape:
-                    raise datamod.DataError("weight for %s has shape %s, the layer %s"
-                                            % (name, array.shape, blob.data.shape))
-                blob.data[...] = array
-                loaded += int(array.size)
-            if kind == "batchnorm":
-                loaded -= 1
-        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+                self.net.params[caffe_names[0]][2].data[...] = 1.0

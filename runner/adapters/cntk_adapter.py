@@ -28,22 +28,23 @@ import os
 import cntk as C
 import numpy as np
 
-from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, test_metrics, tfjs_weights, capabilities
+from runner.adapters import UnsupportedError, base, capabilities
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
+from runner.environment import cuda_device
 
 _ACTIVATIONS = {"relu": C.relu, "sigmoid": C.sigmoid, "tanh": C.tanh}
 # reasons shared with runner.adapters.capabilities (which may not import cntk)
 RECURRENT_REASON = capabilities.CAPABILITIES["cntk"]["layer_notes"]["lstm"]
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "cntk"
+    dense_kernel_axes = base.IN_OUT  # Dense W is (in, out) as in Keras; conv kernels (out, in, kh, kw)
 
     def __init__(self, job):
-        self.job = job
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
+        super(Adapter, self).__init__(job)
+        self.build_name = "cntk %s" % C.__version__
         if job["device"] == "cuda":
             if not any(d.type() == C.device.DeviceKind.GPU for d in C.device.all_devices()):
                 raise UnsupportedError("the job asks for a GPU and CNTK sees none")
@@ -66,6 +67,10 @@ class Adapter(object):
                 "learner_semantics": "lr on the mean-loss gradient, momentum without unit gain",
                 # CNTK 2.7 bundles MKL-ML 2018, which takes its slow generic path on non-Intel CPUs unless 5 (AVX2)
                 "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE")}
+
+    def gpu_capability(self):
+        """The GPU's name and compute capability from the CUDA driver: CNTK's device API has neither."""
+        return cuda_device()
 
     # ------------------------------------------------------------------ building
 
@@ -150,9 +155,8 @@ class Adapter(object):
         return out
 
     def _chain(self, layers, x, shape):
-        for layer in layers:
-            x = self._layer(layer, x, shape)
-            shape = shapes.apply(layer, shape)[0]
+        for layer, in_shape in shapes.inputs(layers, shape):
+            x = self._layer(layer, x, in_shape)
         return x
 
     def build(self):
@@ -179,36 +183,28 @@ class Adapter(object):
                                      [_learner(self.model.parameters, opt, self.job["batch_size"])])
         return int(sum(p.value.size for p in self.model.parameters))
 
-    def conventions(self):
-        return []  # conv, dense and batch-norm parameters count as the spec counts them
-
-    def load_weights(self, weights):
-        """Copy Keras-named pretrained weights (tfjs-layers) into the named layers, in CNTK's layouts."""
-        source = tfjs_weights(weights, "cntk")
-        missing = sorted(set(self.named) - set(k.split("/")[0] for k in source))
-        if missing:
-            raise datamod.DataError("the weights have nothing for layers %s" % ", ".join(missing[:5]))
-        loaded = 0
-        for name, fn in self.named.items():
-            params = dict((p.name, p) for p in fn.parameters)
+    def _weight_targets(self, fn):
+        params = dict((p.name, p) for p in fn.parameters)
+        if "scale" in params:  # batch normalization
             consts = dict((c.name, c) for c in fn.constants)
-            if "scale" in params:  # batch normalization
-                pairs = [(params["scale"], source[name + "/gamma"]), (params["bias"], source[name + "/beta"]),
-                         (consts["aggregate_mean"], source[name + "/moving_mean"]),
-                         (consts["aggregate_variance"], source[name + "/moving_variance"])]
-                consts["aggregate_count"].value = np.ones(consts["aggregate_count"].shape, np.float32)
-            else:
-                kernel = source[name + "/kernel"]  # conv (kh, kw, in, out) -> (out, in, kh, kw); dense (in, out)
-                pairs = [(params["W"], kernel.transpose(3, 2, 0, 1) if kernel.ndim == 4 else kernel)]
-                if "b" in params:
-                    pairs.append((params["b"], source[name + "/bias"].reshape(params["b"].shape)))
-            for target, array in pairs:
-                if tuple(target.shape) != array.shape:
-                    raise datamod.DataError("weight for %s has shape %s, the layer %s"
-                                            % (name, array.shape, tuple(target.shape)))
-                target.value = np.ascontiguousarray(array, dtype=np.float32)
-                loaded += int(array.size)
-        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+            return batchnorm_targets(params["scale"], params["bias"], consts["aggregate_mean"],
+                                     consts["aggregate_variance"])
+        return kernel_targets(params["W"], params.get("b"))
+
+    def _from_keras(self, field, array, shape):
+        """Keras's layouts in CNTK's, where a convolution's bias is (out, 1, 1)."""
+        array = super(Adapter, self)._from_keras(field, array, shape)
+        return array.reshape(shape) if field == "bias" and array.size == np.prod(shape) else array
+
+    def _set_weight(self, target, array):
+        target.value = np.ascontiguousarray(array, dtype=np.float32)
+
+    def _weights_loaded(self, layers):
+        """Batch norm's running-statistics sample count (aggregate_count, not counted) to 1: the loaded statistics."""
+        for fn in layers.values():
+            for const in fn.constants:
+                if const.name == "aggregate_count":
+                    const.value = np.ones(const.shape, np.float32)
 
     # ------------------------------------------------------------------ running
 
@@ -220,38 +216,12 @@ class Adapter(object):
         return (C.Value(batch=np.ascontiguousarray(x, dtype=np.float32), device=device),
                 C.Value(batch=self._targets(y), device=device))
 
-    def reset_state(self):
-        pass  # no carried recurrent state (recurrent specs are unsupported)
-
     def train_step(self, x, y):
         self.trainer.train_minibatch({self.features: x, self.labels: y})
         return self.trainer.previous_minibatch_loss_average  # CNTK's steps run synchronously
 
-    def synchronize(self):
-        pass  # train_minibatch and eval return after the device has finished
-
-    def losses(self, handles):
-        return [float(h) for h in handles]
-
     def infer(self, x):
         return np.asarray(self.model.eval({self.features: np.ascontiguousarray(x, dtype=np.float32)}))
-
-    def evaluate(self, batches, target):
-        correct = total = 0
-        loss_sum = 0.0
-        for x, y in batches:
-            out = self.infer(x).astype(np.float64)
-            if target == "multilabel":
-                loss_sum += float(np.sum(np.maximum(out, 0) - out * y + np.log1p(np.exp(-np.abs(out)))))
-                total += y.size
-                continue
-            flat, labels = out.reshape(-1, out.shape[-1]), y.reshape(-1)
-            shifted = flat - flat.max(axis=1, keepdims=True)
-            log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-            loss_sum += float(-log_probs[np.arange(len(labels)), labels].sum())
-            correct += int((flat.argmax(axis=1) == labels).sum())
-            total += len(labels)
-        return test_metrics(target, loss_sum, correct, total)
 
 
 def _learner(parameters, opt, batch_size):

@@ -20,9 +20,9 @@ import numpy as np
 import optax
 from jax import lax
 
-from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
+from runner.adapters import UnsupportedError, base
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
 
 
 def _uniform(key, shape, bound):
@@ -54,10 +54,8 @@ class Builder(object):
         return {"xavier": 0.0, "glorot_uniform": 0.0, "uniform": self.init_spec.get("scale")}.get(scheme, default)
 
     def sequence(self, layers, shape, path):
-        parts = []
-        for i, layer in enumerate(layers):
-            parts.append(self.layer(layer, shape, "%s/%d" % (path, i)))
-            shape = shapes.apply(layer, shape)[0]
+        parts = [self.layer(layer, in_shape, "%s/%d" % (path, i))
+                 for i, (layer, in_shape) in enumerate(shapes.inputs(layers, shape))]
 
         def init(key):  # parameters and state keyed by the layer's index in the list
             keys = jax.random.split(key, max(1, len(parts)))
@@ -289,14 +287,12 @@ def _optimizer(opt):
     return optax.chain(*chain)
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "jax"
 
     def __init__(self, job):
-        self.job = job
+        super(Adapter, self).__init__(job)
         precision = job.get("precision", "fp32")
-        if precision not in ("fp32", "tf32"):
-            raise UnsupportedError("jax adapter has no precision %r" % precision)
         self.matmul_precision = "tensorfloat32" if precision == "tf32" else "highest"  # highest: no TF32 on GPUs
         jax.config.update("jax_default_matmul_precision", self.matmul_precision)
         platform = "gpu" if job["device"] == "cuda" else "cpu"
@@ -306,8 +302,8 @@ class Adapter(object):
             raise UnsupportedError("the job asks for %s and JAX sees none" % platform)
         self.key = jax.device_put(jax.random.PRNGKey(job.get("seed", 0)), self.device)
         self.channels_last = platform == "cpu" or job.get("layout", "default") == "channels_last"
+        self.conv_kernel_axes = base.HWIO if self.channels_last else base.OIHW  # the weights' layout, as the images'
         self.build_name = "jaxlib %s" % getattr(__import__("jaxlib"), "__version__", "?")
-        self.last = None
 
     def gpu_capability(self):
         """(GPU name, compute capability "X.Y") of the job's GPU; None on the CPU or when JAX does not say."""
@@ -351,9 +347,6 @@ class Adapter(object):
         self._forward = jax.jit(lambda params, state, x: apply(params, state, x, False, jax.random.PRNGKey(0)))
         return int(sum(v.size for v in jax.tree_util.tree_leaves(self.params)))
 
-    def conventions(self):
-        return []  # LSTM/GRU with two bias vectors, as the spec counts
-
     def _input(self, x):
         if x.ndim == 4 and self.channels_last:
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
@@ -374,14 +367,10 @@ class Adapter(object):
     def train_step(self, x, y):
         self.key, rng = jax.random.split(self.key)
         self.params, self.state, self.opt_state, loss = self._step(self.params, self.state, self.opt_state, rng, x, y)
-        self.last = loss
         return loss
 
     def synchronize(self):
         jax.block_until_ready(self.params)
-
-    def losses(self, handles):
-        return [float(h) for h in handles]
 
     def infer(self, x):
         return np.asarray(self._forward(self.params, self.state, self._input(x))[0])
@@ -403,33 +392,28 @@ class Adapter(object):
             total += labels.size
         return test_metrics(target, loss_sum, correct, total)
 
-    def load_weights(self, weights):
-        """Copy Keras-named pretrained weights (tfjs-layers) into the named layers (HWIO or OIHW; dense (out, in))."""
-        source = tfjs_weights(weights, "jax")
-        loaded = 0
-        params, state = jax.device_get(self.params), jax.device_get(self.state)
-        for name, path in self.builder.named.items():
-            p, s = _at(params, path), _at(state, path)
-            if "running_mean" in s:
-                updates = {"weight": (p, "gamma"), "bias": (p, "beta"), "running_mean": (s, "moving_mean"),
-                           "running_var": (s, "moving_variance")}
-            else:
-                updates = {"weight": (p, "kernel")}
-                if "bias" in p:
-                    updates["bias"] = (p, "bias")
-            for key, (tree, field) in updates.items():
-                array = source["%s/%s" % (name, field)]
-                if field == "kernel" and array.ndim == 2:
-                    array = array.T
-                elif field == "kernel" and not self.channels_last:
-                    array = array.transpose(3, 2, 0, 1)  # Keras's HWIO to OIHW
-                if tuple(tree[key].shape) != array.shape:
-                    raise datamod.DataError("weight for %s has shape %s, the layer %s"
-                                            % (name, array.shape, tuple(tree[key].shape)))
-                tree[key] = np.asarray(array)
-                loaded += int(array.size)
-        self.params, self.state = jax.device_put((params, state), self.device)
-        return {"name": weights.get("name"), "layers": len(self.builder.named), "values_loaded": loaded}
+    def _weight_layers(self):
+        """Each named layer's parameter and state dicts, in host copies of the trees that _weights_loaded puts back."""
+        self.params, self.state = jax.device_get(self.params), jax.device_get(self.state)
+        return dict((name, (_at(self.params, path), _at(self.state, path))) for name, path in self.builder.named.items())
+
+    def _weight_targets(self, layer):
+        params, state = layer
+        if "running_mean" in state:
+            return batchnorm_targets((params, "weight"), (params, "bias"), (state, "running_mean"),
+                                     (state, "running_var"))
+        return kernel_targets((params, "weight"), (params, "bias") if "bias" in params else None)
+
+    def _weight_shape(self, target):
+        tree, key = target
+        return tree[key].shape
+
+    def _set_weight(self, target, array):
+        tree, key = target
+        tree[key] = np.asarray(array)
+
+    def _weights_loaded(self, layers):
+        self.params, self.state = jax.device_put((self.params, self.state), self.device)
 
 
 def _at(tree, path):

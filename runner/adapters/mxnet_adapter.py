@@ -18,9 +18,10 @@ import numpy as np
 from mxnet import autograd, gluon
 from mxnet.gluon import nn, rnn as grnn
 
-from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
+from runner.adapters import UnsupportedError
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+from runner.environment import cuda_device
 
 MX_VERSION = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", mx.__version__).groups())
 # MXNet < 1.3: hybridize() takes no static_alloc / static_shape (CachedOp without static memory planning).
@@ -130,19 +131,18 @@ class Chain(gluon.Block):
         return x
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "mxnet"
 
     def __init__(self, job):
-        self.job = job
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
+        super(Adapter, self).__init__(job)
+        self.build_name = "mxnet %s" % mx.__version__
         if job["device"] == "cuda" and _gpus() < 1:
             raise UnsupportedError("the job asks for a GPU and MXNet sees none")
         self.ctx = mx.gpu(0) if job["device"] == "cuda" else mx.cpu()
         mx.random.seed(job.get("seed", 0))
         np.random.seed(job.get("seed", 0))
-        self.named, self.stateful, self.last = {}, [], None
+        self.named, self.stateful = {}, []
 
     def environment(self):
         if hasattr(mx, "runtime"):
@@ -157,6 +157,10 @@ class Adapter(object):
                 "cudnn": "enabled" if enabled and "CUDNN" in enabled else None,
                 "threads": None, "hybridized": True, "layout": "NCHW",
                 "static_alloc": not _LEGACY_HYBRIDIZE, "rnn_hybridized": not _LEGACY_RNN}
+
+    def gpu_capability(self):
+        """The GPU's name and compute capability from the CUDA driver: MXNet does not name its GPUs."""
+        return cuda_device()
 
     # ------------------------------------------------------------------ building
 
@@ -210,9 +214,8 @@ class Adapter(object):
         seq = nn.HybridSequential()
         if not layers:
             seq.add(Identity())
-        for layer in layers:
-            seq.add(self._block(layer, shape))
-            shape = shapes.apply(layer, shape)[0]
+        for layer, in_shape in shapes.inputs(layers, shape):
+            seq.add(self._block(layer, in_shape))
         return seq
 
     def build(self):
@@ -278,9 +281,6 @@ class Adapter(object):
         walk(self.net)
         return found
 
-    def conventions(self):
-        return []  # fused LSTM/GRU keep two bias vectors, as the spec counts
-
     # ------------------------------------------------------------------ running
 
     def _array(self, x):
@@ -301,7 +301,6 @@ class Adapter(object):
             grads = [p.grad(self.ctx) for p in self.net.collect_params().values() if p.grad_req != "null"]
             gluon.utils.clip_global_norm(grads, self.clip_norm)
         self.trainer.step(1)
-        self.last = loss
         return loss
 
     def synchronize(self):
@@ -329,26 +328,15 @@ class Adapter(object):
             total += labels.shape[0]
         return test_metrics(target, loss_sum, correct, total)
 
-    def load_weights(self, weights):
-        """Copy Keras-named pretrained weights (tfjs-layers) into the named blocks, in Gluon's layouts."""
-        source = tfjs_weights(weights, "mxnet")
-        loaded = 0
-        for name, block in self.named.items():
-            if isinstance(block, nn.BatchNorm):
-                pairs = [(block.gamma, source[name + "/gamma"]), (block.beta, source[name + "/beta"]),
-                         (block.running_mean, source[name + "/moving_mean"]),
-                         (block.running_var, source[name + "/moving_variance"])]
-            else:
-                kernel = source[name + "/kernel"]
-                pairs = [(block.weight, kernel.transpose(3, 2, 0, 1) if kernel.ndim == 4 else kernel.T)]
-                if block.bias is not None:
-                    pairs.append((block.bias, source[name + "/bias"]))
-            for param, array in pairs:
-                if param.shape != array.shape:
-                    raise datamod.DataError("weight for %s has shape %s, the block %s" % (name, array.shape, param.shape))
-                param.set_data(mx.nd.array(array, ctx=self.ctx))
-                loaded += int(array.size)
-        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+    def _weight_targets(self, block):
+        if isinstance(block, nn.BatchNorm):
+            return batchnorm_targets(block.gamma, block.beta, block.running_mean, block.running_var)
+        if isinstance(block, (nn.Conv2D, nn.Dense)):
+            return kernel_targets(block.weight, block.bias)
+        return None
+
+    def _set_weight(self, param, array):
+        param.set_data(mx.nd.array(array, ctx=self.ctx))
 
 
 def _optimizer(opt):

@@ -18,7 +18,8 @@ import keras
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, test_metrics, tfjs_weights
+from runner.adapters import UnsupportedError, base
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
 
@@ -120,15 +121,14 @@ def _run(ops, x, training):
     return x
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "tensorflow"
+    conv_kernel_axes, dense_kernel_axes = base.HWIO, base.IN_OUT  # Keras's own, on every device
 
     def __init__(self, job):
-        self.job = job
+        super(Adapter, self).__init__(job)
         if job.get("threads"):
             tf.config.threading.set_intra_op_parallelism_threads(job["threads"])
-        if job.get("precision", "fp32") != "fp32":
-            raise UnsupportedError("precision %r is not implemented yet" % job["precision"])
         gpus = tf.config.list_physical_devices("GPU")
         if job["device"] == "cuda" and not gpus:
             raise UnsupportedError("the job asks for a GPU and TensorFlow sees none")
@@ -247,11 +247,7 @@ class Adapter(object):
             self.named[layer["name"]] = op
 
     def _ops(self, layers, shape):
-        ops = []
-        for layer in layers:
-            ops.append(self._op(layer, shape))
-            shape = shapes.apply(layer, shape)[0]
-        return ops
+        return [self._op(layer, in_shape) for layer, in_shape in shapes.inputs(layers, shape)]
 
     def build(self):
         model = self.job["model"]
@@ -338,9 +334,6 @@ class Adapter(object):
         elif self.last is not None:
             self.last.numpy()
 
-    def losses(self, handles):
-        return [float(h.numpy()) for h in handles]
-
     def infer(self, x):
         with tf.device(self.device):
             return self._forward(self._input(x)).numpy()
@@ -362,22 +355,13 @@ class Adapter(object):
             total += labels.shape[0]
         return test_metrics(target, loss_sum, correct, total)
 
-    def load_weights(self, weights):
-        """Copy Keras-named pretrained weights (tfjs-layers) into the named layers, as Keras stores them."""
-        source = tfjs_weights(weights, "tensorflow")
-        loaded = 0
-        for name, layer in self.named.items():
-            if isinstance(layer, keras.layers.BatchNormalization):
-                fields = ["gamma", "beta", "moving_mean", "moving_variance"]
-            else:
-                fields = ["kernel"] + (["bias"] if layer.use_bias else [])
-            try:
-                values = [source["%s/%s" % (name, f)] for f in fields]
-            except KeyError as exc:
-                raise datamod.DataError("the weights have no %s" % exc)
-            layer.set_weights(values)
-            loaded += sum(int(v.size) for v in values)
-        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+    def _weight_targets(self, layer):
+        if isinstance(layer, keras.layers.BatchNormalization):
+            return batchnorm_targets(layer.gamma, layer.beta, layer.moving_mean, layer.moving_variance)
+        return kernel_targets(layer.kernel, layer.bias)  # Conv2D, Dense: bias None without use_bias
+
+    def _set_weight(self, variable, array):
+        variable.assign(array)
 
 
 def _loss(loss):

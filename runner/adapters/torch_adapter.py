@@ -24,7 +24,8 @@ from torch import nn
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, test_metrics
+from runner.adapters import UnsupportedError
+from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
 
 @contextlib.contextmanager
 def _nothing():
@@ -131,11 +132,7 @@ def _module(layer, in_shape, named):
 
 
 def _sequential(layers, shape, named):
-    modules = []
-    for layer in layers:
-        modules.append(_module(layer, shape, named))
-        shape = shapes.apply(layer, shape)[0]
-    return nn.Sequential(*modules)
+    return nn.Sequential(*[_module(layer, in_shape, named) for layer, in_shape in shapes.inputs(layers, shape)])
 
 
 def _initialize(model, init):
@@ -224,20 +221,16 @@ def _torchvision_resnet_as_keras(files):
     return out
 
 
-class Adapter(object):
+class Adapter(Base):
     name = "torch"
 
     def __init__(self, job):
-        self.job = job
+        super(Adapter, self).__init__(job)
         self.device = torch.device("cuda:0" if job["device"] == "cuda" else "cpu")
         self.build_name = "torch %s" % torch.__version__
         if job.get("threads"):
             torch.set_num_threads(job["threads"])
         precision = job.get("precision", "fp32")
-        if precision not in ("fp32", "tf32", "bf16", "fp16"):
-            raise UnsupportedError("torch adapter has no precision %r" % precision)
-        if job.get("cuda_graphs"):
-            raise UnsupportedError("torch adapter does not capture CUDA graphs")
         tf32 = precision == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
@@ -321,46 +314,22 @@ class Adapter(object):
             self.optimizer = _optimizer(self.model.parameters(), self.job["optimizer"])
         return sum(p.numel() for p in self.model.parameters() if p.requires_grad)
 
-    def conventions(self):
-        return []  # the spec's counting conventions are PyTorch's
+    def _weight_arrays(self, weights):
+        """tfjs-layers weights, or torchvision's ResNet state dict under the same Keras names and layouts."""
+        if weights["format"] == "torchvision-state-dict":
+            return _torchvision_resnet_as_keras(weights["files"])
+        return super(Adapter, self)._weight_arrays(weights)
 
-    def load_weights(self, weights):
-        """Copy pretrained weights into the named layers; returns a record of what was loaded.
+    def _weight_targets(self, m):
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            return batchnorm_targets(m.weight, m.bias, m.running_mean, m.running_var)
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            return kernel_targets(m.weight, m.bias)
+        return None
 
-        Formats: "tfjs-layers" (Keras names: conv1/kernel (kh, kw, in, out), bn_conv1/gamma,
-        fc1000/kernel (in, out), ...) and "torchvision-state-dict" (torchvision's ResNet keys,
-        translated to the same names). Raises DataError for a missing or misshapen weight.
-        """
-        if weights["format"] == "tfjs-layers":
-            source = datamod.load_tfjs_layers(weights["files"])
-        elif weights["format"] == "torchvision-state-dict":
-            source = _torchvision_resnet_as_keras(weights["files"])
-        else:
-            raise UnsupportedError("torch adapter cannot read weights in %r" % weights["format"])
-        missing = sorted(set(n for n in self.named) - set(k.split("/")[0] for k in source))
-        if missing:
-            raise datamod.DataError("the weights have nothing for layers %s" % ", ".join(missing[:5]))
-        loaded = 0
+    def _set_weight(self, target, array):
         with torch.no_grad():
-            for name, m in self.named.items():
-                pairs = []
-                if isinstance(m, nn.Conv2d):
-                    pairs = [(m.weight, source[name + "/kernel"].transpose(3, 2, 0, 1))]
-                    if m.bias is not None:
-                        pairs.append((m.bias, source[name + "/bias"]))
-                elif isinstance(m, nn.Linear):
-                    pairs = [(m.weight, source[name + "/kernel"].T), (m.bias, source[name + "/bias"])]
-                elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-                    pairs = [(m.weight, source[name + "/gamma"]), (m.bias, source[name + "/beta"]),
-                             (m.running_mean, source[name + "/moving_mean"]),
-                             (m.running_var, source[name + "/moving_variance"])]
-                for target, array in pairs:
-                    if tuple(target.shape) != array.shape:
-                        raise datamod.DataError("weight for %s has shape %s, the layer %s"
-                                                % (name, array.shape, tuple(target.shape)))
-                    target.copy_(torch.from_numpy(array.copy()))
-                    loaded += int(array.size)
-        return {"name": weights.get("name"), "layers": len(self.named), "values_loaded": loaded}
+            target.copy_(torch.from_numpy(array.copy()))
 
     def _input(self, x):
         x = torch.from_numpy(x).to(self.device)
