@@ -35,15 +35,23 @@ job.json (host -> runner), schema ``dlrepro.job/1``:
   cannot report it; [] = unknown), timer ("auto" | "host_sync"; see runner.measure).
   JOB_KEYS are the keys every runner needs; the others have defaults.
 
-result.json (runner -> host), schema ``dlrepro.result/1``:
-  schema, job_id, status ("ok" | "failed" | "skipped"), reason, remedy, error {type, message, traceback},
+result.json (runner -> host), schema ``dlrepro.result/1``, rewritten after every repeat and epoch with
+status "running" until the job ends:
+  schema, job_id, status ("ok" | "failed" | "skipped" | "running"), reason, remedy, error {type, message,
+  traceback},
   parameters {measured, expected}, weights {name, layers, values_loaded}, timing {quantity, timed_region,
   unit, samples_per_measurement, warmup_seconds, repeats [[seconds]], summary {n, median, q1, q3, iqr,
-  mean, min, max, ci95, repeat_medians}, throughput, throughput_unit}, loss {first, last},
+  mean, min, max, ci95, ci95_method, ci95_coverage, ci95_units, repeat_medians}, throughput,
+  throughput_unit}, loss {first, last},
   convergence {epochs [{epoch, iterations, seconds, cumulative_seconds, train_loss, loss_curve,
   test_accuracy | perplexity, ...}], total_seconds, test_batches, final_test_accuracy, final_perplexity},
-  inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...},
-  started, finished (UTC ISO 8601).
+  inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...,
+  process {variables, cpus, requested_threads}: runner.settings}, cpu_usage {wall_seconds, cpu_seconds,
+  effective_parallelism, usable_cpus} and energy {status, joules, mean_w, method, note} over the measured
+  window (runner.window), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
+  job's process started: spawned, framework_imported, model_built, data_ready, warmup_done, measured_done,
+  finished}, isolation ("process" | "worker": the job shared its process with the worker's earlier jobs),
+  attempt {number, host, executor} (written by the host when it takes the result).
   timing also has timer ("host_sync" | "device_events") and repeat_wall_seconds (throughput).
   options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
   cuda_graphs, allow_ptx_jit) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
@@ -80,10 +88,12 @@ class ContractError(ValueError):
     """A job file does not follow the job contract."""
 
 
-def utc_now():
-    """Current UTC time as ISO 8601 with a Z suffix, to the second."""
-    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0, tzinfo=None)
-    return now.isoformat() + "Z"
+def utc_now(precise=False):
+    """Current UTC time as ISO 8601 with a Z suffix, to the second (``precise``: to the millisecond)."""
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    if not precise:
+        return now.replace(microsecond=0).isoformat() + "Z"
+    return now.isoformat(timespec="milliseconds") + "Z"
 
 
 def check_job(job):
@@ -97,9 +107,12 @@ def check_job(job):
 
 
 def job_options(job):
-    """The measurement options of ``job``, defaults filled in, plus ptx_jit (decided when the job runs)."""
+    """The measurement options of ``job``, defaults filled in, plus ptx_jit (decided when the job runs); on the CPU
+    cudnn_autotune is None: cuDNN takes no part."""
     options = dict((k, job.get(k, v)) for k, v in OPTION_DEFAULTS.items())
     options["ptx_jit"] = False
+    if job.get("device") != "cuda":
+        options["cudnn_autotune"] = None
     return options
 
 
@@ -121,8 +134,11 @@ def new_result(job_id, status, reason=None, remedy=None, error=None):
         "environment": {},
         "options": None,
         "telemetry": None,
+        "cpu_usage": None,
+        "energy": None,
         "started": None,
         "finished": None,
+        "phases": {},
     }
 
 

@@ -9,7 +9,7 @@ import ctypes
 import os
 import platform
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+from runner import settings
 
 
 def cpu_model():
@@ -64,13 +64,6 @@ def cuda_device(ordinal=0):
     return name.value.decode("utf-8", "replace"), "%d.%d" % (major.value, minor.value)
 
 
-def set_thread_count(threads):
-    """Export the thread-count variables before the framework is imported (None: leave as is)."""
-    if threads:
-        for name in THREAD_VARIABLES:
-            os.environ[name] = str(threads)
-
-
 def describe():
     """Framework-independent part of result.json's ``environment``."""
     import numpy as np  # imported here: the thread-count variables must be set first
@@ -80,7 +73,7 @@ def describe():
         "numpy": np.__version__,
         "os": platform.platform(),
         "cpu": {"model": cpu_model(), "usable_cpus": usable_cpus(), "flags": cpu_flags()},
-        "thread_variables": dict((k, os.environ.get(k)) for k in THREAD_VARIABLES),
+        "thread_variables": dict((k, os.environ.get(k)) for k in settings.THREAD_VARIABLES),
         "in_container": os.path.exists("/.dockerenv"),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "host_gpu": os.environ.get("DLREPRO_GPU"),

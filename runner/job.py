@@ -1,34 +1,72 @@
-"""Run one job in this process: ``python -m runner JOB.json OUTDIR``.
+"""Run one job: ``python -m runner JOB.json OUTDIR``, or ``run`` in a worker process (runner.worker).
 
 Always writes OUTDIR/result.json: status "ok" with the measurements, "skipped" with
 the reason and remedy when the job cannot run as asked here (an option the adapter
 does not have, a GPU the framework build has no kernels for), or "failed" with the
-exception and its traceback. Every result records the job's measurement options
-(``options``) and, for GPU jobs, the GPU telemetry of the measured window. The exit status is 0 for ok and 1 otherwise,
-so a supervisor can tell a recorded failure from a crash (no result.json).
+exception and its traceback. While the job runs, result.json is rewritten after every
+repeat and epoch with status "running" and what was measured so far, so a job killed
+midway keeps it (runner.supervise records it as failed with the reason). Every result
+records the job's measurement options (``options``), the process settings it ran with
+(runner.settings), the measured window's CPU time, effective parallelism and energy, and
+for GPU jobs the GPU telemetry (runner.window), and when each phase ended (``phases``).
+The exit status is 0 for ok and 1 otherwise, so a supervisor can tell a recorded failure
+from a crash (no final result.json).
 """
 import json
 import os
 import sys
+import time
 import traceback
 
-from runner import archs, contract, environment, telemetry
+from runner import archs, contract, environment, settings, window as windowmod
+
+SPAWNED = "DLREPRO_SPAWNED"  # time.time() at which the supervisor started this job's process
 
 
 class ModelMismatch(RuntimeError):
     """The framework's model has a different parameter count from the spec's."""
 
 
-def _execute(job, result):
-    # numpy and the framework are imported only now, after the thread-count variables are set
+class _Job(object):
+    """One job's result as it is being made, written to ``outdir`` whenever it changes."""
+
+    def __init__(self, job, outdir, isolation):
+        self.job, self.outdir, self.t0 = job, outdir, time.time()
+        self.result = contract.new_result(job.get("id"), "running")
+        self.result.update(started=contract.utc_now(True), options=contract.job_options(job), isolation=isolation)
+        spawned = os.environ.get(SPAWNED)
+        if spawned and isolation == "process":
+            self.result["phases"]["spawned"] = round(float(spawned) - self.t0, 3)
+
+    def phase(self, name):
+        self.result["phases"][name] = round(time.time() - self.t0, 3)
+
+    def write(self):
+        if not os.path.isdir(self.outdir):
+            os.makedirs(self.outdir)
+        contract.write_json(os.path.join(self.outdir, "result.json"), self.result)
+
+    def progress(self, timing, convergence=None):
+        """What was measured so far, status running: kept if the job dies before it ends."""
+        self.result["timing"] = timing
+        if convergence is not None:
+            self.result["convergence"] = convergence
+        self.write()
+
+
+def _execute(state):
+    # numpy and the framework are imported only now, after runner.settings has set the environment
     from runner import adapters, data as datamod, measure
     from runner.adapters import capabilities
 
+    job, result = state.job, state.result
     problem = capabilities.unsupported_options(job["framework"], job, job["device"])
     if problem:
-        raise archs.Refused(problem, "use the default for that option (%s), or a framework whose adapter has it"
+        raise archs.Refused(problem, "use the default for that option (%s), a warm-up of at least one iteration, "
+                            "or a framework whose adapter has it"
                             % ", ".join("%s=%s" % kv for kv in sorted(contract.OPTION_DEFAULTS.items())))
     adapter = adapters.load(job)
+    state.phase("framework_imported")
     result["options"]["ptx_jit"] = _check_archs(adapter, job, result)
     expected = job["model"]["parameters"]
     measured = adapter.build()
@@ -37,34 +75,38 @@ def _execute(job, result):
     result["parameters"] = {"measured": measured, "expected": expected, "conventions": conventions,
                             "equivalent": equivalent}
     result["environment"].update(adapter.environment())
+    state.phase("model_built")
     if equivalent != expected:
         raise ModelMismatch("model %s has %s trainable parameters in %s%s, the spec states %s"
                             % (job["model"]["name"], format(measured, ","), job["framework"],
                                "".join(" (+%s: %s)" % (format(c["difference"], ","), c["name"]) for c in conventions),
                                format(expected, ",")))
     if job["mode"] == "parameters":
-        return
+        return adapter
     if job.get("weights"):
         result["weights"] = adapter.load_weights(job["weights"])
     dataset = None
     if job["data"]["kind"] == "dataset":
         dataset = datamod.load_dataset(job["data"], job["model"])
-    sampler = telemetry.Sampler.for_job(job)
+    state.phase("data_ready")
+    window = windowmod.Window.for_job(job)
     try:
         if job["mode"] == "throughput":
-            result["timing"], result["loss"] = measure.throughput(adapter, job, dataset, sampler)
+            result["timing"], result["loss"] = measure.throughput(adapter, job, dataset, window, state.progress)
         elif job["mode"] == "convergence":
             if dataset is None:
                 raise contract.ContractError("convergence mode needs a dataset")
-            result["timing"], result["loss"], result["convergence"] = measure.convergence(adapter, job, dataset,
-                                                                                          sampler)
+            result["timing"], result["loss"], result["convergence"] = measure.convergence(
+                adapter, job, dataset, window, state.progress)
         elif job["mode"] == "inference":
-            result["timing"], result["inference"] = measure.inference(adapter, job, sampler)
+            result["timing"], result["inference"] = measure.inference(adapter, job, window)
         else:
             raise contract.ContractError("unknown mode %r" % job["mode"])
     finally:
-        sampler.close()
-        result["telemetry"] = sampler.result()
+        window.close()
+        result.update(telemetry=window.sampler.result(), cpu_usage=window.cpu_usage(), energy=window.energy())
+        state.phase("measured_done")
+    return adapter
 
 
 def _check_archs(adapter, job, result):
@@ -90,18 +132,20 @@ def _check_archs(adapter, job, result):
     return archs.check(adapter.build_name, gpu[0], gpu[1], shipped, job.get("allow_ptx_jit", False)) == "ptx"
 
 
-def run(job_path, outdir):
-    """Run the job in ``job_path``, write ``outdir``/result.json; returns the result dict."""
+def run(job_path, outdir, isolation="process"):
+    """Run the job in ``job_path``, write ``outdir``/result.json; returns the result dict. ``isolation``:
+    "process" (this process runs this job only) or "worker" (runner.worker: its earlier jobs ran here too, and
+    the process's settings were applied once). The adapter is released (runner.adapters.base) at the end."""
     with open(job_path) as f:
         job = json.load(f)
-    result = contract.new_result(job.get("id"), "failed")
-    result["started"] = contract.utc_now()
-    result["options"] = contract.job_options(job)
+    state = _Job(job, outdir, isolation)
+    result, adapter = state.result, None
     try:
         contract.check_job(job)
-        environment.set_thread_count(job.get("threads"))
-        result["environment"] = environment.describe()
-        _execute(job, result)
+        process = settings.apply(job) if isolation == "process" else settings.record(job)
+        result["environment"] = dict(environment.describe(), process=process)
+        state.write()
+        adapter = _execute(state)
         result["status"] = "ok"
     except archs.Refused as exc:  # cannot run as asked here: nothing went wrong
         result["status"], result["reason"], result["remedy"] = "skipped", exc.reason, exc.remedy
@@ -111,10 +155,12 @@ def run(job_path, outdir):
         result["reason"] = "%s: %s" % (type(exc).__name__, exc)
         result["error"] = {"type": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()}
         traceback.print_exc()
-    result["finished"] = contract.utc_now()
-    if not os.path.isdir(outdir):
-        os.makedirs(outdir)
-    contract.write_json(os.path.join(outdir, "result.json"), result)
+    finally:
+        if adapter is not None:
+            adapter.release()
+    result["finished"] = contract.utc_now(True)
+    state.phase("finished")
+    state.write()
     return result
 
 

@@ -15,14 +15,17 @@ throughput   DLBench's quantity: seconds per mini-batch of one training iteratio
              (idle gaps included), so the queue is never drained inside a repeat, as
              in a plain training loop. The repeat's host wall time is kept beside it
              (``repeat_wall_seconds``) as a cross-check.
-             GPU telemetry (runner.telemetry) is sampled while the measured repeats run.
+             The measured window (runner.window: wall and CPU time, GPU telemetry, energy) spans
+             the measured repeats. After every repeat ``progress(timing)`` is called with what was
+             measured so far, so that a job killed midway keeps its finished repeats.
 convergence  epochs over a real training set (shuffled per epoch from the job's seed,
              complete mini-batches only; a language model's stream in order, its state
              carried), evaluation after each epoch (test accuracy; perplexity for a
              language model; mean loss for multi-label targets); the timed quantity is
              the wall time of each epoch's training loop, evaluation excluded, and the
              wall time of the whole loop up to each epoch is kept (DeepLearningFrameworks'
-             quantity is that total for all epochs).
+             quantity is that total for all epochs). ``progress(timing, convergence)`` after
+             every epoch.
 inference    DeepLearningFrameworks' feature extraction: one untimed pass over the
              batches, then a timed pass; each batch is copied to the device, run
              forward without gradients and copied back; seconds per 1000 images.
@@ -51,8 +54,8 @@ def _timed(adapter, step, count):
     return seconds, results
 
 
-def _timing(quantity, region, per_measurement, warmup, repeats, timer="host_sync"):
-    summary = stats.summarize_repeats(repeats)
+def _timing(quantity, region, per_measurement, warmup, repeats, timer="host_sync", units="repeat"):
+    summary = stats.summarize_repeats(repeats, units)
     return {"quantity": quantity, "timed_region": region, "unit": "s", "samples_per_measurement": per_measurement,
             "warmup_seconds": warmup, "repeats": repeats, "summary": summary, "timer": timer,
             "throughput": per_measurement / summary["median"], "throughput_unit": "samples/s"}
@@ -67,16 +70,20 @@ def _repeat_timer(adapter, job):
 
 
 @contextlib.contextmanager
-def _sampled(sampler):
-    """Run the block with ``sampler`` (runner.telemetry.Sampler, or None for none) sampling."""
-    if sampler is None:
+def _measured(window):
+    """Run the block inside the measured window (runner.window.Window, or None for none)."""
+    if window is None:
         yield
         return
-    sampler.start()
+    window.start()
     try:
         yield
     finally:
-        sampler.stop()
+        window.stop()
+
+
+def _nothing(*args):
+    pass
 
 
 def _step_source(adapter, job, dataset):
@@ -108,17 +115,23 @@ def _epoch(dataset, batch_size, rng):
     return keys
 
 
-def throughput(adapter, job, dataset=None, sampler=None):
+def throughput(adapter, job, dataset=None, window=None, progress=_nothing):
     """Throughput mode; returns the result's ``timing`` and ``loss`` sections.
 
-    ``sampler`` (runner.telemetry.Sampler) runs while the measured repeats do.
+    ``window`` (runner.window.Window) spans the measured repeats; ``progress(timing)`` after each repeat.
     """
     step, region = _step_source(adapter, job, dataset)
     adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
     name, timed = _repeat_timer(adapter, job)
     repeats, walls, last = [], [], None
-    with _sampled(sampler):
+
+    def timing():
+        found = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name)
+        found["repeat_wall_seconds"] = walls
+        return found
+
+    with _measured(window):
         for _ in range(job["repeats"]):
             adapter.synchronize()
             start = time.perf_counter()
@@ -126,28 +139,39 @@ def throughput(adapter, job, dataset=None, sampler=None):
             walls.append(time.perf_counter() - start)  # the timer synchronised at its end
             repeats.append(seconds)
             last = hs[-1:]  # only the last loss is kept: no device memory grows with the run
+            if len(repeats) < job["repeats"]:
+                progress(timing())
     losses = adapter.losses(warm_handles[:1] + last)
-    timing = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name)
-    timing["repeat_wall_seconds"] = walls
-    return timing, {"first": losses[0] if warm_handles else None, "last": losses[-1]}
+    return timing(), {"first": losses[0] if warm_handles else None, "last": losses[-1]}
 
 
-def convergence(adapter, job, dataset, sampler=None):
+def convergence(adapter, job, dataset, window=None, progress=_nothing):
     """Convergence mode; returns the result's ``timing``, ``loss`` and ``convergence`` sections.
 
-    ``sampler`` runs from the first epoch's training loop to the last one's end.
+    ``window`` spans the first epoch's training loop to the last one's end; ``progress(timing, convergence)``
+    after each epoch but the last.
     """
-    with _sampled(sampler):
-        return _convergence(adapter, job, dataset)
+    with _measured(window):
+        return _convergence(adapter, job, dataset, progress)
 
 
-def _convergence(adapter, job, dataset):
+def _convergence(adapter, job, dataset, progress):
     batch_size = job["batch_size"]
     rng = np.random.RandomState(job.get("seed", 0))
     epochs, seconds, ends, elapsed_total = [], [], [], 0.0
     test = dataset.test(batch_size, job.get("test_complete_batches", False))
     if not test:
         raise datamod.DataError("batch size %d is larger than the test set: nothing to evaluate" % batch_size)
+
+    def sections():
+        timing = _timing("seconds per epoch",
+                         "training loop of one epoch (mini-batch gathers and copies to the device included, "
+                         "evaluation excluded)", epochs[0]["iterations"] * batch_size, [], [seconds], units="sample")
+        last = epochs[-1]
+        return timing, {"epochs": epochs, "loss_curve_every": LOSS_CURVE_EVERY, "test_batches": len(test),
+                        "total_seconds": elapsed_total, "final_test_accuracy": last.get("test_accuracy"),
+                        "final_perplexity": last.get("perplexity")}
+
     for epoch in range(1, job["epochs"] + 1):
         keys = _epoch(dataset, batch_size, rng)
         if job.get("max_iterations_per_epoch"):
@@ -173,19 +197,14 @@ def _convergence(adapter, job, dataset):
             record["perplexity"] = math.exp(record["mean_token_loss"])
         epochs.append(record)
         seconds.append(elapsed)
-    samples = epochs[0]["iterations"] * batch_size
-    timing = _timing("seconds per epoch",
-                     "training loop of one epoch (mini-batch gathers and copies to the device included, "
-                     "evaluation excluded)", samples, [], [seconds])
-    last = epochs[-1]
-    conv = {"epochs": epochs, "loss_curve_every": LOSS_CURVE_EVERY, "test_batches": len(test),
-            "total_seconds": elapsed_total, "final_test_accuracy": last.get("test_accuracy"),
-            "final_perplexity": last.get("perplexity")}
+        if epoch < job["epochs"]:
+            progress(*sections())
+    timing, conv = sections()
     return timing, {"first": ends[0], "last": ends[-1]}, conv
 
 
-def inference(adapter, job, sampler=None):
-    """Inference mode; returns the result's ``timing`` and ``inference`` sections (``sampler``: the timed pass)."""
+def inference(adapter, job, window=None):
+    """Inference mode; returns the result's ``timing`` and ``inference`` sections (``window``: the timed pass)."""
     batch_size, count = job["batch_size"], job["inference_batches"]
     x, _ = datamod.synthetic_batch(job["model"], batch_size * count, job["data"]["seed"])
     batches = [x[i:i + batch_size] for i in range(0, len(x), batch_size)]
@@ -203,7 +222,7 @@ def inference(adapter, job, sampler=None):
     for _ in range(job.get("untimed_passes", 1)):
         run_pass()
     adapter.synchronize()
-    with _sampled(sampler):
+    with _measured(window):
         start = time.perf_counter()
         per_batch = run_pass()
         adapter.synchronize()

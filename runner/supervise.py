@@ -1,37 +1,46 @@
-"""Run every job of a plan: ``python -m runner.supervise [--watch-stdin] JOBS_DIR OUT_DIR``.
+"""Run every job of a plan: ``python -m runner.supervise [--watch-stdin] [--isolation worker|process] JOBS OUT``.
 
-JOBS_DIR holds plan.json ({"jobs": [job ids in order]}) and <job id>.json for each.
-Each job runs as ``python -m runner JOBS_DIR/<id>.json OUT_DIR/<id>`` with its output
-in OUT_DIR/<id>/log.txt, so one job that crashes, runs out of memory or hangs cannot
-take the others down. The runner rewrites result.json after every repeat and epoch (status
-"running" until the end); when a job process ends without a final result, this supervisor
-records it as failed, naming the exit status or signal (out of memory when the cgroup's OOM
-killer took it, with the limit: runner.limits) or the time limit, with the end of the log,
-and keeps what the job had measured.
+JOBS holds plan.json ({"jobs": [job ids in order]}) and <job id>.json for each; each job's output goes to
+OUT/<id>/ (result.json, log.txt).
 
-With ``--watch-stdin`` the supervisor reads its standard input, which the host holds open:
-end of file means the host's run is gone (killed, its terminal closed), and the supervisor
-ends the running job and exits at once, so no job outlives the run that started it.
+Isolation. ``worker`` (the default): the jobs that share their process settings (runner.settings: the
+framework, the device, the thread variables and CPUs) run one after another in a warm worker
+(runner.worker) that imported the framework once, each with a fresh adapter, model, optimizer, data and
+seeds; a job that crashes, runs out of memory or hangs past its time limit takes down only its worker,
+which is replaced for the jobs after it. ``process``: each job in a process of its own
+(``python -m runner JOB OUT``), paying the interpreter's and the framework's start every time.
+
+The runner rewrites result.json after every repeat and epoch (status "running" until the end); when a job
+ends without a final result, this supervisor records it as failed, naming the exit status or signal (out of
+memory when the cgroup's OOM killer took it, with the limit: runner.limits) or the time limit, with the end
+of the log, and keeps what the job had measured.
+
+With ``--watch-stdin`` the supervisor reads its standard input, which the host holds open: end of file
+means the host's run is gone (killed, its terminal closed), and the supervisor ends the running job and
+exits at once, so no job outlives the run that started it.
 
 Progress goes to stdout as lines ``@dlrepro start <id>`` and ``@dlrepro end <id> <status>``.
 """
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+import time
 
-from runner import contract, limits
+from runner import contract, limits, settings
+from runner.job import SPAWNED
 
 LOG_TAIL_BYTES = 4000
 HOST_GONE = 75  # exit status when the host's run went away (--watch-stdin)
-_running = []  # the job process being waited for, so that SIGTERM can end it too
+_running = []  # the job or worker processes being waited for, so that SIGTERM can end them too
 _host_gone = threading.Event()  # set when standard input closed: nothing more is recorded
 
 
 def _end_running():
-    for proc in _running:
+    for proc in list(_running):
         if proc.poll() is None:
             proc.kill()
 
@@ -65,18 +74,18 @@ def _log_tail(path):
         return ""
 
 
-def _exit_reason(returncode, oom_killed):
+def _exit_reason(returncode, oom_killed, what="the job process"):
     if returncode is None:
-        return "the job process did not finish"
+        return "%s did not finish" % what
     if returncode < 0:
         if oom_killed:
             limit = limits.memory_limit()
-            return "out of memory (limit %s): the kernel killed the job process" % (
-                limits.describe_bytes(limit) if limit else "of the container")
+            return "out of memory (limit %s): the kernel killed %s" % (
+                limits.describe_bytes(limit) if limit else "of the container", what)
         name = signal.Signals(-returncode).name
         hint = " (killed: out of memory?)" if -returncode == signal.SIGKILL else ""
-        return "the job process died of %s%s" % (name, hint)
-    return "the job process exited with status %d without writing result.json" % returncode
+        return "%s died of %s%s" % (what, name, hint)
+    return "%s exited with status %d without writing result.json" % (what, returncode)
 
 
 def _final(result_path):
@@ -90,53 +99,135 @@ def _final(result_path):
 
 
 def _record_failure(job, result_path, reason, log_path):
-    """Write the failed result of a job that did not finish, keeping what it had measured."""
+    """Write the failed result of a job that did not finish, keeping what it had measured; returns its status."""
     try:
         with open(result_path) as f:
             result = json.load(f)  # written after the last complete repeat or epoch
     except (IOError, OSError, ValueError):
         result = contract.new_result(job.get("id"), "failed")
-    result.update(status="failed", reason=reason, finished=contract.utc_now(),
+    result.update(status="failed", reason=reason, finished=contract.utc_now(True),
                   error={"type": "ProcessError", "message": reason, "traceback": _log_tail(log_path)})
     contract.write_json(result_path, result)
-    return result
+    return "failed"
 
 
-def run_one(command, job, outdir):
-    """Run ``command`` (a runner invocation) for ``job``; returns the status recorded in result.json."""
-    if not os.path.isdir(outdir):
-        os.makedirs(outdir)
-    log_path = os.path.join(outdir, "log.txt")
+def _settle(job, outdir, kills_before, reason, returncode, what):
+    """The status of a job whose process (or worker) has ended: its final result's, or "failed" as recorded."""
     result_path = os.path.join(outdir, "result.json")
-    timeout = job.get("timeout_s")
-    kills_before = limits.oom_kills()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        _running[:] = [proc]
-        try:
-            proc.wait(timeout=timeout)
-            reason = None
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            reason = "the job exceeded its time limit of %s s and was killed" % timeout
-        finally:
-            del _running[:]
-    if _host_gone.is_set():  # the job was ended because the host's run is gone: it did not fail
-        os._exit(HOST_GONE)
     found = _final(result_path)
     if found is not None:
         return found["status"]
     kills_after = limits.oom_kills()
     oom = kills_before is not None and kills_after is not None and kills_after > kills_before
-    return _record_failure(job, result_path, reason or _exit_reason(proc.returncode, oom), log_path)["status"]
+    return _record_failure(job, result_path, reason or _exit_reason(returncode, oom, what),
+                           os.path.join(outdir, "log.txt"))
+
+
+def _timed_out(job):
+    return "the job exceeded its time limit of %s s and was killed" % job.get("timeout_s")
+
+
+def run_one(command, job, outdir):
+    """Run ``command`` (a runner invocation) for ``job`` in a process of its own; returns its status."""
+    if not os.path.isdir(outdir):
+        os.makedirs(outdir)
+    kills_before = limits.oom_kills()
+    with open(os.path.join(outdir, "log.txt"), "wb") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(os.environ, **{SPAWNED: repr(time.time())}))
+        _running[:] = [proc]
+        try:
+            proc.wait(timeout=job.get("timeout_s"))
+            reason = None
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            reason = _timed_out(job)
+        finally:
+            del _running[:]
+    if _host_gone.is_set():  # the job was ended because the host's run is gone: it did not fail
+        os._exit(HOST_GONE)
+    return _settle(job, outdir, kills_before, reason, proc.returncode, "the job process")
+
+
+class Worker(object):
+    """A runner.worker process for jobs of one settings key: ``run(job, path, outdir)`` gives a job's status,
+    or None after recording a job that took the worker down (the worker is then gone)."""
+
+    def __init__(self, first_job_path):
+        read, write = os.pipe()
+        self.proc = subprocess.Popen([sys.executable, "-m", "runner.worker", str(write), first_job_path],
+                                     stdin=subprocess.PIPE, stdout=sys.stderr, stderr=sys.stderr,
+                                     pass_fds=(write,), universal_newlines=True)
+        os.close(write)
+        self.control = os.fdopen(read)
+        _running.append(self.proc)
+
+    def _reply(self, timeout):
+        """The worker's next control line, "" when it ended, None at the time limit."""
+        ready, _, _ = select.select([self.control], [], [], timeout)
+        return self.control.readline() if ready else None
+
+    def run(self, job, job_path, outdir):
+        kills_before = limits.oom_kills()
+        try:
+            self.proc.stdin.write("%s %s\n" % (job_path, outdir))
+            self.proc.stdin.flush()
+            line = self._reply(job.get("timeout_s"))
+        except (IOError, OSError):  # the worker is gone already
+            line = ""
+        if line:
+            return line.split()[2]
+        self.close(kill=True)
+        if _host_gone.is_set():
+            os._exit(HOST_GONE)
+        return _settle(job, outdir, kills_before, _timed_out(job) if line is None else None,
+                       self.proc.returncode, "the worker process running it")
+
+    def close(self, kill=False):
+        if self.proc.poll() is None:
+            if kill:
+                self.proc.kill()
+            else:
+                self.proc.stdin.close()
+        self.proc.wait()
+        self.control.close()
+        if self.proc in _running:
+            _running.remove(self.proc)
+
+
+def _announce(kind, job_id, status=""):
+    print(("@dlrepro %s %s %s" % (kind, job_id, status)).rstrip())
+    sys.stdout.flush()
+
+
+def _in_workers(jobs, jobs_dir, out_dir):
+    """Run ``jobs`` [(id, job)] in warm workers, one per run of consecutive jobs with the same settings."""
+    worker, key = None, None
+    for job_id, job in jobs:
+        if worker is not None and (settings.key(job) != key or worker.proc.poll() is not None):
+            worker.close()
+            worker = None
+        job_path = os.path.join(jobs_dir, job_id + ".json")
+        if worker is None:
+            worker, key = Worker(job_path), settings.key(job)
+        _announce("start", job_id)
+        status = worker.run(job, job_path, os.path.join(out_dir, job_id))
+        _announce("end", job_id, status)
+    if worker is not None:
+        worker.close()
 
 
 def main(argv):
     watch = "--watch-stdin" in argv
     argv = [a for a in argv if a != "--watch-stdin"]
-    if len(argv) != 2:
-        sys.stderr.write("usage: python -m runner.supervise [--watch-stdin] JOBS_DIR OUT_DIR\n")
+    isolation = "worker"
+    if "--isolation" in argv:
+        at = argv.index("--isolation")
+        isolation = argv[at + 1] if at + 1 < len(argv) else None
+        argv = argv[:at] + argv[at + 2:]
+    if len(argv) != 2 or isolation not in ("worker", "process"):
+        sys.stderr.write("usage: python -m runner.supervise [--watch-stdin] [--isolation worker|process] JOBS OUT\n")
         return 2
     jobs_dir, out_dir = argv
     signal.signal(signal.SIGTERM, _terminate)
@@ -144,16 +235,19 @@ def main(argv):
         threading.Thread(target=_watch_stdin, name="watch-stdin", daemon=True).start()
     with open(os.path.join(jobs_dir, "plan.json")) as f:
         plan = json.load(f)
+    jobs = []
     for job_id in plan["jobs"]:
+        with open(os.path.join(jobs_dir, job_id + ".json")) as f:
+            jobs.append((job_id, json.load(f)))
+    if isolation == "worker":
+        _in_workers(jobs, jobs_dir, out_dir)
+        return 0
+    for job_id, job in jobs:
         job_path = os.path.join(jobs_dir, job_id + ".json")
-        with open(job_path) as f:
-            job = json.load(f)
-        print("@dlrepro start %s" % job_id)
-        sys.stdout.flush()
+        _announce("start", job_id)
         status = run_one([sys.executable, "-m", "runner", job_path, os.path.join(out_dir, job_id)], job,
                          os.path.join(out_dir, job_id))
-        print("@dlrepro end %s %s" % (job_id, status))
-        sys.stdout.flush()
+        _announce("end", job_id, status)
     return 0
 
 

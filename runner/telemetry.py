@@ -1,15 +1,19 @@
 """GPU telemetry through NVML (nvidia-ml-py's ``pynvml``), sampled while a job's measured iterations run.
 
-A ``Sampler`` thread reads, every ``interval_s`` (default 0.1 s, 10 Hz): the SM and memory
+A ``Sampler`` thread reads, every ``interval_s`` (default 0.025 s, 40 Hz, so that even a window of
+0.1 s has five readings; the first at the window's start, the last at its end): the SM and memory
 clocks (MHz), power (W), GPU temperature (C), utilisation of the GPU and of its memory
 interface (%, NVML's own averages over its last sample period) and the clock event
 ("throttle") reasons as a bit mask, decoded to names. Each NVML read is a ctypes call,
-which releases the GIL, and at 10 Hz the thread is idle well over 99% of the time, so it
-takes nothing measurable from the timed loop (benchmarks/overhead.py measures that).
+which releases the GIL, and the thread is idle well over 95% of the time, so it takes
+nothing measurable from the timed loop (benchmarks/overhead.py measures that). ``stop``
+may be called more than once: only the first ends the window.
 
 NVML also keeps cumulative violation counters (time spent held back by the power cap,
-thermal limits, ...). They are read at the start and the end of the window, so a
-slowdown shorter than the sampling interval is still seen.
+thermal limits, ...) and, since Volta, the board's total energy (mJ). They are read at the
+start and the end of the window, so a slowdown shorter than the sampling interval is still
+seen and the energy is exact over the window; on older GPUs the energy is the power
+samples integrated (trapezoids) and says so.
 
 The result (result.json's ``telemetry``):
   status "ok" | "unavailable", reason (why unavailable: CPU job, no pynvml, no NVML),
@@ -19,7 +23,8 @@ The result (result.json's ``telemetry``):
   memory_util_pct, reasons} (columns, one entry per sample; t_s from the window's start),
   summary {field: {min, median, max}}, reasons_seen {name: samples}, violation_s
   {power, thermal, ...: seconds inside the window}, throttled (bool), throttle_reasons
-  [names]. ``throttled`` is true when a sample shows, or a violation counter grew by
+  [names], energy {status, joules, mean_w, seconds, method, note} (board level: the whole
+  GPU board, not a certified measurement). ``throttled`` is true when a sample shows, or a violation counter grew by
   power cap, HW slowdown, HW thermal, SW thermal or HW power brake; idle, application or
   user clock settings, sync boost and display clocks are normal operation and do not count.
 
@@ -32,7 +37,8 @@ import os
 import threading
 import time
 
-DEFAULT_INTERVAL_S = 0.1
+DEFAULT_INTERVAL_S = 0.025
+ENERGY_NOTE = "board-level (the whole GPU board, from NVML); not a certified measurement"
 
 # NVML clock event reason bits (nvml.h, nvmlClocksEventReason*)
 REASONS = (
@@ -132,6 +138,9 @@ class Sampler(object):
         self._t0 = None
         self._violations0 = None
         self.violation_s = None
+        self._energy0 = None
+        self.energy = None
+        self.seconds = None
 
     @classmethod
     def for_job(cls, job, interval_s=DEFAULT_INTERVAL_S):
@@ -203,24 +212,31 @@ class Sampler(object):
             if self._stop.wait(self.interval_s):
                 return
 
+    def _energy_mj(self):
+        return self._get("nvmlDeviceGetTotalEnergyConsumption", self.handle)
+
     def start(self):
         if self.problem is not None or self._thread is not None:
             return
-        self._t0 = time.perf_counter()
         self._violations0 = self._violations()
+        self._energy0 = self._energy_mj()
+        self._t0 = time.perf_counter()
         self._thread = threading.Thread(target=self._loop, name="dlrepro-telemetry")
         self._thread.daemon = True
         self._thread.start()
 
     def stop(self):
-        if self._thread is None:
+        """End the window: one last reading at its very end; a second call does nothing."""
+        if self._thread is None or self._stop.is_set():
             return
         self._stop.set()
         self._thread.join()
-        self.sample()  # one reading at the very end of the window
-        end = self._violations()
+        self.sample()
+        self.seconds = time.perf_counter() - self._t0
+        end, energy = self._violations(), self._energy_mj()
         self.violation_s = dict((k, (end[k] - self._violations0[k]) / 1e9)
                                 for k in end if end[k] is not None and self._violations0.get(k) is not None)
+        self.energy = _energy(self._energy0, energy, self.seconds, self.samples)
 
     def close(self):
         self.stop()
@@ -234,9 +250,24 @@ class Sampler(object):
             return dict(unavailable("no sample was taken (nothing was measured)"), device=self.device)
         seen, throttled, reasons = judge(self.samples, self.violation_s)
         return {"status": "ok", "reason": None, "window": "measured iterations", "interval_s": self.interval_s,
-                "device": self.device, "samples": self.samples, "summary": summarize(self.samples),
-                "reasons_seen": seen, "violation_s": self.violation_s, "throttled": throttled,
-                "throttle_reasons": reasons}
+                "window_s": self.seconds, "device": self.device, "samples": self.samples,
+                "summary": summarize(self.samples), "reasons_seen": seen, "violation_s": self.violation_s,
+                "throttled": throttled, "throttle_reasons": reasons, "energy": self.energy}
+
+
+def _energy(begin_mj, end_mj, seconds, samples):
+    """The board's energy over the window (J): NVML's total-energy counter at its edges, else the power samples
+    integrated by trapezoids; with the mean power (W) over the window."""
+    if begin_mj is not None and end_mj is not None:
+        joules, method = (end_mj - begin_mj) / 1000.0, "NVML total energy counter at the window's edges"
+    else:
+        points = [(t, p) for t, p in zip(samples["t_s"], samples["power_w"]) if p is not None]
+        if len(points) < 2:
+            return {"status": "unavailable", "reason": "no energy counter and fewer than two power readings"}
+        joules = sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in zip(points, points[1:]))
+        method = "power samples integrated (trapezoids; the GPU has no total energy counter)"
+    return {"status": "ok", "joules": joules, "seconds": seconds, "mean_w": joules / seconds if seconds else None,
+            "method": method, "note": ENERGY_NOTE}
 
 
 def summary_columns(result):

@@ -1,5 +1,6 @@
 """The docker executor for real: the torch CPU image built from its lock, jobs run in hardened containers."""
 import json
+import math
 
 import pytest
 
@@ -53,7 +54,10 @@ def test_fcn_r_on_real_mnist_in_a_container_loss_falls(torch_cpu_image, mnist, t
     epoch = result["convergence"]["epochs"][0]
     assert epoch["iterations"] == 100 and len(epoch["loss_curve"]) == 2
     assert epoch["loss_curve"][-1] < epoch["loss_curve"][0]
-    assert 0.0 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157  # all 10,000
+    # 100 iterations leave FCN-R on its first plateau: the uniform prediction's loss, ln 10, and one digit's share
+    # of the test images at least (the rarest, 5, is 892 of 10,000)
+    assert epoch["loss_curve"][-1] <= math.log(10) + 0.01 and epoch["test_accuracy"] >= 0.0892
+    assert result["convergence"]["test_batches"] == 157  # all 10,000
 
 
 def test_a_job_failing_in_the_container_does_not_stop_the_others(torch_cpu_image, tmp_path):
@@ -80,7 +84,8 @@ def test_the_container_has_no_network_and_a_read_only_runner(torch_cpu_image, tm
     assert out.decode().split() == ["no", "network", "read-only", "1000"]
 
 
-def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, reporter):
+def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, reporter, monkeypatch):
+    monkeypatch.setattr(hostinfo, "gpus", lambda: [])  # this host's GPUs, whatever it has, are not seen
     path = runs.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True), results_dir=tmp_path,
                     reporter=reporter)
     bundle = json.loads((path / "bundle.json").read_text())
@@ -95,7 +100,9 @@ def test_a_container_that_cannot_start_is_removed_and_its_jobs_fail(torch_cpu_im
 
     job = jobs.expand(spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True))[0]
     before = {c.id for c in client().containers.list(all=True)}
-    executors.DockerExecutor(device="cuda").run(torch_cpu_image, [job], tmp_path, datasets.root(), lambda *e: None)
+    # GPU 99 exists on no host: the engine cannot give it to the container, with or without the NVIDIA runtime
+    executors.DockerExecutor(device="cuda", gpu=99).run(torch_cpu_image, [job], tmp_path, datasets.root(),
+                                                        lambda *e: None)
     result = json.loads((tmp_path / job["id"] / "result.json").read_text())
     assert result["status"] == "failed" and result["reason"].startswith("the container for %s could not start"
                                                                         % torch_cpu_image.tag)

@@ -5,6 +5,7 @@ Model equivalence: every spec's every variant is built in every framework's cont
 differ only by a declared convention that the result names.
 """
 import json
+import math
 
 import pytest
 
@@ -92,4 +93,7 @@ def test_a_short_convergence_run_learns(framework, images, tmp_path, reporter, m
     result = json.loads(next(path.glob("jobs/*/result.json")).read_text())
     epoch = result["convergence"]["epochs"][0]
     assert result["status"] == "ok" and epoch["iterations"] == 100
-    assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and 0.0 <= epoch["test_accuracy"] <= 1.0
+    # 100 iterations leave FCN-R on its first plateau (benchmarks/fcn_r_convergence.py trains it to 90%): the loss
+    # of the uniform prediction, ln 10, and at least one digit's share of the test images (the rarest: 0.0892)
+    assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and epoch["loss_curve"][-1] <= math.log(10) + 0.01
+    assert epoch["test_accuracy"] >= 0.0892

@@ -261,14 +261,16 @@ def test_summary_columns_from_a_result():
 # ---------------------------------------------------------------- options
 
 
-def test_every_result_records_the_options_and_torch_runs_bf16_channels_last(tmp_path):
+def test_every_result_records_the_options_and_torch_runs_bf16_channels_last_on_the_cpu(tmp_path):
+    """bf16 autocast and channels_last as torch applies them on the CPU; the GPU path was measured on an H200
+    (results/h200-overhead-20261130: ResNet-50 bf16 channels_last, suite against a bare loop)."""
     pytest.importorskip("torch")
     job = _job("resnet56", "resnet56-synthetic", precision="bf16", layout="channels_last", batch_sizes=[4])
     assert (job["precision"], job["layout"], job["cudnn_autotune"], job["compile"]) == ("bf16", "channels_last", True,
                                                                                        False)
     result = _run(job, tmp_path)
     assert result["status"] == "ok", result["reason"]
-    assert result["options"] == {"precision": "bf16", "cudnn_autotune": True, "layout": "channels_last",
+    assert result["options"] == {"precision": "bf16", "cudnn_autotune": None, "layout": "channels_last",
                                  "compile": False, "cuda_graphs": False, "allow_ptx_jit": False, "ptx_jit": False}
     env = result["environment"]
     assert env["autocast"] == "bfloat16" and env["layout"] == "NHWC (channels_last)"
@@ -296,7 +298,7 @@ def test_fp32_means_tf32_off_and_tf32_is_refused_on_a_cpu():
 def test_default_options_keep_the_configuration_digest_of_earlier_runs():
     import hashlib
 
-    legacy = RunOptions().model_dump_json(exclude={"executor", "gpu", "gpus"} | set(contract.OPTION_DEFAULTS))
+    legacy = RunOptions().model_dump_json(exclude={"executor", "gpu", "gpus", "isolation"} | set(contract.OPTION_DEFAULTS))
     assert RunOptions().digest() == hashlib.sha256(legacy.encode()).hexdigest()
     assert RunOptions(precision="bf16").digest() != RunOptions().digest()
     assert RunOptions(gpus=[0, 1]).digest() == RunOptions().digest()
@@ -357,7 +359,9 @@ def test_the_local_executor_pins_each_job_to_its_gpu(tmp_path, monkeypatch):
     seen = []
     for job in found:
         result = json.loads((tmp_path / job["id"] / "result.json").read_text())
-        assert set(result) == set(contract.new_result("x", "ok"))  # the same form as any result
+        assert set(result) == set(contract.new_result("x", "ok")) | {"isolation"}  # the same form as any result
+        # the fake GPUs have no CUDA behind them: each job fails inside torch, recorded with the reason
+        assert result["status"] == "failed" and "CUDA" in result["reason"], result["reason"]
         seen.append(result["environment"]["cuda_visible_devices"])
         assert result["environment"]["host_gpu"] == seen[-1]
     assert sorted(set(seen)) == ["0", "1"] and len(events) == 8

@@ -16,6 +16,7 @@ from dlrepro.errors import DlreproError
 from runner.contract import OPTION_DEFAULTS
 
 UNSET = -1  # integer options left at -1 take the spec's value
+WHERE = {"executor", "gpu", "gpus", "isolation"}  # where and how jobs run, not what they measure
 OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
                 "timeout_s": "--timeout"}
 
@@ -27,6 +28,8 @@ class RunOptions(BaseModel):
     frameworks: Optional[list[str]] = Field(None, description="framework names, or name@version for one image")
     device: Literal["cpu", "cuda"] = "cpu"
     executor: Literal["docker", "local"] = "docker"
+    isolation: Literal["worker", "process"] = Field(
+        "worker", description="worker: the jobs that share their settings run in one warm process; process: one each")
     variants: Optional[list[str]] = None
     mode: Optional[Literal["throughput", "convergence", "inference", "parameters"]] = Field(
         None, description="default: each variant's own mode; parameters: build the model and count, nothing else")
@@ -62,7 +65,7 @@ class RunOptions(BaseModel):
     def digest(self):
         """What is measured, not where: the executor and GPU indices are left out (and measurement
         options at their defaults, so that configurations from before they existed keep their digest)."""
-        body = self.model_dump(mode="json", exclude={"executor", "gpu", "gpus"})
+        body = self.model_dump(mode="json", exclude=WHERE)
         for name, default in OPTION_DEFAULTS.items():
             if body.get(name) == default:
                 del body[name]
@@ -105,7 +108,8 @@ def _given(value):
 
 def from_cli(framework="", device="cpu", executor="docker", variant="", mode="", batch_size="", warmup=UNSET,
              iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
-             precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False):
+             precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False,
+             isolation="worker"):
     """RunOptions from ``invoke run``'s option texts (lists comma-separated, UNSET for integers not given).
 
     Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
@@ -115,7 +119,7 @@ def from_cli(framework="", device="cpu", executor="docker", variant="", mode="",
         iterations=_given(iterations), repeats=_given(repeats), epochs=_given(epochs), threads=_threads(threads),
         gpu=gpu, quick=quick, timeout_s=_given(timeout), gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
         precision=precision, layout=layout, cudnn_autotune=cudnn_autotune, compile=compile,
-        allow_ptx_jit=allow_ptx_jit)
+        allow_ptx_jit=allow_ptx_jit, isolation=isolation)
     try:
         return RunOptions(**values)
     except ValidationError as exc:

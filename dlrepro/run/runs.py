@@ -28,7 +28,7 @@ from dlrepro.results import bundle as bundlemod
 from dlrepro.results.bundle import BundleWriter
 from dlrepro.run import executors, hostinfo, jobs as jobsmod
 from dlrepro.run.executors.base import INTERRUPTED, settle
-from dlrepro.run.options import RunOptions
+from dlrepro.run.options import WHERE, RunOptions
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
 
@@ -203,7 +203,7 @@ def _resumed(prior, spec_name, options):
                            "restore the spec file as it was (%s at commit %s), or start a new run" % (
                                record["file"], ((prior.get("suite") or {}).get("git") or {}).get("commit")))
     recorded = RunOptions(**prior["options"])
-    where = {"executor", "gpu", "gpus"}
+    where = WHERE
     given = options.model_dump(exclude=where)
     if given != RunOptions().model_dump(exclude=where) and options.digest() != recorded.digest():
         differ = sorted(k for k, v in given.items() if v != getattr(recorded, k))
@@ -258,7 +258,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     else:
         spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
     jobs = jobsmod.expand(spec, options)
-    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory)
+    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory,
+                             options.isolation)
     for line in executor.reap():
         reporter.log(line)
     matrix = matrixmod.load()

@@ -181,6 +181,15 @@ class Adapter(object):
     def reset_state(self):
         """Forget carried recurrent state (an epoch's or an evaluation's start); nothing by default."""
 
+    def release(self):
+        """Give back what the job holds, so that the next job in the same process (runner.worker) starts fresh:
+        its model, optimizer and device memory, and the framework caches that would carry over. By default the
+        adapter's attributes are dropped and the garbage collector runs; adapters add their framework's own."""
+        import gc
+
+        self.__dict__.clear()
+        gc.collect()
+
     def synchronize(self):
         """Block until the device has finished all queued work; nothing by default (a framework whose
         calls return when their work is done)."""

@@ -300,6 +300,11 @@ class Adapter(Base):
 
     # ------------------------------------------------------------------ running
 
+    def release(self):
+        """Drop the nets and every blob of Caffe2's one global workspace, which the next job would find."""
+        super(Adapter, self).release()
+        workspace.ResetWorkspace()
+
     def feed(self, name, array):
         workspace.FeedBlob(name, array, device_option=self.device)
 

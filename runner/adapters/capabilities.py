@@ -36,13 +36,28 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
-# measurement options each adapter implements (runner.contract.OPTION_DEFAULTS); the rest take the defaults only
-_ALL = {"precision": ("fp32", "tf32", "bf16", "fp16"), "layout": ("default", "channels_last"), "compile": (False, True)}
+# measurement options each adapter applies (runner.contract.OPTION_DEFAULTS), each value it can honour; a job
+# asking for another is refused (skipped with the reason), never recorded as applied. How each is applied:
+#   precision fp32 (TF32 off): torch (allow_tf32 flags), tensorflow (enable_tensor_float_32_execution(False)),
+#     jax (matmul precision "highest"), mxnet / cntk / caffe2 (NVIDIA_TF32_OVERRIDE=0, runner.settings; their
+#     CUDA libraries of 10.x have no TF32 anyway), caffe (CPU only)
+#   cudnn_autotune (cuda jobs): torch (cudnn.benchmark), tensorflow (TF_CUDNN_USE_AUTOTUNE), mxnet
+#     (MXNET_CUDNN_AUTOTUNE_DEFAULT), jax (--xla_gpu_autotune_level), caffe2 (cudnn_exhaustive_search); CNTK
+#     autotunes its convolutions and has no switch: only true
+_AUTOTUNE = (True, False)
 OPTIONS = {
-    "torch": _ALL,
-    "jax": {"precision": ("fp32", "tf32"), "layout": ("default", "channels_last")},
+    "torch": {"precision": ("fp32", "tf32", "bf16", "fp16"), "layout": ("default", "channels_last"),
+              "compile": (False, True), "cudnn_autotune": _AUTOTUNE},
+    "jax": {"precision": ("fp32", "tf32"), "layout": ("default", "channels_last"), "cudnn_autotune": _AUTOTUNE},
+    "tensorflow": {"cudnn_autotune": _AUTOTUNE},
+    "mxnet": {"cudnn_autotune": _AUTOTUNE},
+    "caffe2": {"cudnn_autotune": _AUTOTUNE},
 }
 OPTION_NOTES = {"cuda_graphs": "no adapter captures CUDA graphs yet"}
+# frameworks whose first training iteration compiles the step (graph tracing, XLA, hybridization): a job that
+# times it (--warmup 0) would time the compiler, so it is refused
+COMPILED = {"tensorflow": "tf.function traces and optimises its graph", "jax": "jax.jit compiles it with XLA",
+            "mxnet": "hybridize() builds its cached graph"}
 WEIGHT_FORMAT_NOTES = {
     "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
 }
@@ -86,7 +101,7 @@ def unsupported_options(framework, job, device):
 
     have = OPTIONS.get(framework, {})
     problems = []
-    for name in ("precision", "layout", "compile", "cuda_graphs"):
+    for name in ("precision", "layout", "compile", "cuda_graphs") + (("cudnn_autotune",) if device == "cuda" else ()):
         value = job.get(name, OPTION_DEFAULTS[name])
         if value != OPTION_DEFAULTS[name] and value not in have.get(name, ()):
             note = OPTION_NOTES.get(name)
@@ -94,6 +109,10 @@ def unsupported_options(framework, job, device):
                 name, value, framework, note or ", ".join(str(v) for v in have.get(name, (OPTION_DEFAULTS[name],)))))
     if device != "cuda" and job.get("precision", "fp32") == "tf32":
         problems.append("precision=tf32 on %s (TF32 is a mode of NVIDIA GPUs' matrix units)" % device)
+    compiled = COMPILED.get(framework) or ("torch.compile compiles it" if job.get("compile") else None)
+    if job.get("mode") == "throughput" and job.get("warmup", 1) == 0 and compiled:
+        problems.append("warm-up 0: its first iteration compiles the training step (%s), and that would be timed"
+                        % compiled)
     if problems:
         return "the %s adapter cannot run %s" % (framework, "; ".join(problems))
     return None

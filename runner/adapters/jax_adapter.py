@@ -13,6 +13,7 @@ r, z, n), so the counts equal the spec's. Caffe's ceil pooling pads the bottom a
 averages divide by the window's cells inside the symmetric padding.
 """
 import math
+import os
 
 import jax
 import jax.numpy as jnp
@@ -318,7 +319,9 @@ class Adapter(Base):
         return {"framework": "jax", "framework_version": jax.__version__, "jaxlib": jaxlib.__version__,
                 "optax": optax.__version__, "device": str(self.device), "platform": self.device.platform,
                 "xla": True, "matmul_precision": self.matmul_precision, "layout": "NHWC" if self.channels_last else "NCHW",
-                "threads": None, "cuda": None, "cudnn": None}
+                "threads": self.job.get("threads"), "xla_flags": os.environ.get("XLA_FLAGS"),
+                "cudnn_autotune": "--xla_gpu_autotune_level=0" not in (os.environ.get("XLA_FLAGS") or "")
+                if self.job["device"] == "cuda" else None, "cuda": None, "cudnn": None}
 
     def build(self):
         model = self.job["model"]
@@ -354,6 +357,11 @@ class Adapter(Base):
 
     def to_device(self, x, y):
         return self._input(x), jax.device_put(y, self.device)
+
+    def release(self):
+        """Drop the parameters and XLA's compiled executables, which would serve the next job's step."""
+        super(Adapter, self).release()
+        jax.clear_caches()
 
     def reset_state(self):
         """Carried recurrent state back to zeros (the tree keeps its shape, so nothing is recompiled)."""

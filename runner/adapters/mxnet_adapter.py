@@ -11,6 +11,7 @@ Runs on MXNet 1.9.1 and on 0.12.0 (the version DeepLearningFrameworks measured, 
 The few 0.12 differences are the ``_LEGACY_*`` branches below, each named by what the old
 Gluon lacks; the models they build have the same parameters.
 """
+import os
 import re
 
 import mxnet as mx
@@ -131,6 +132,12 @@ class Chain(gluon.Block):
         return x
 
 
+def _env_int(name):
+    """An integer setting MXNet read from the environment at import (runner.settings), or None: its default."""
+    value = os.environ.get(name)
+    return int(value) if value and value.isdigit() else None
+
+
 class Adapter(Base):
     name = "mxnet"
 
@@ -155,7 +162,10 @@ class Adapter(Base):
         return {"framework": "mxnet", "framework_version": mx.__version__, "features": enabled,
                 "cuda": "enabled" if gpu else None,
                 "cudnn": "enabled" if enabled and "CUDNN" in enabled else None,
-                "threads": None, "hybridized": True, "layout": "NCHW",
+                "threads": _env_int("OMP_NUM_THREADS"), "engine_workers": _env_int("MXNET_CPU_WORKER_NTHREADS"),
+                "cudnn_autotune": os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1") != "0"
+                if self.job["device"] == "cuda" else None,
+                "tf32_override": os.environ.get("NVIDIA_TF32_OVERRIDE"), "hybridized": True, "layout": "NCHW",
                 "static_alloc": not _LEGACY_HYBRIDIZE, "rnn_hybridized": not _LEGACY_RNN}
 
     def gpu_capability(self):
@@ -288,6 +298,11 @@ class Adapter(Base):
 
     def to_device(self, x, y):
         return self._array(x), mx.nd.array(y, ctx=self.ctx, dtype="float32" if y.dtype != np.float32 else y.dtype)
+
+    def release(self):
+        """Finish MXNet's queued work, then drop the model."""
+        mx.nd.waitall()
+        super(Adapter, self).release()
 
     def reset_state(self):
         for stateful in self.stateful:

@@ -4,14 +4,25 @@ Idioms: each training step is a ``tf.function`` (graph mode, as TensorFlow 1 ran
 studies' models), XLA off (``jit_compile=False``, recorded); channels-last (NHWC) on
 the CPU, whose convolutions support no other layout, and channels-first (NCHW) on
 GPUs, as DeepLearningFrameworks' TensorFlow notebooks; Keras's LSTM and GRU use the
-cuDNN kernels on GPUs. Caffe's ceil-mode pooling, which Keras lacks, pads the bottom
-and right edges and (for averages) divides by the window's cells inside the padded
-input, as Caffe and PyTorch do. Weight decay is added to the gradients (L2, as
-PyTorch's SGD), not decoupled as Keras's optimizers would do it.
+cuDNN kernels on GPUs. Weight decay is added to the gradients (L2, as PyTorch's SGD), not
+decoupled as Keras's optimizers would do it.
+
+The timed step holds the ops the studies' TensorFlow code had and no more: a padded
+convolution of stride 1 and kernel 2p+1 is a native padding="same" convolution (the
+studies' code used "same"); only where "same" would pad otherwise (stride > 1, or an
+even kernel: TensorFlow then pads more at the bottom and right than Caffe's symmetric
+padding) is the padding an explicit op before a "valid" convolution. Pooling is native
+(NCHW on GPUs, NHWC on the CPU) wherever Caffe's rounding gives the same windows as
+plain "valid" pooling; only padded or ceil-rounded windows that differ, which Keras
+lacks, pad the bottom and right edges first (and for averages divide by the window's
+cells inside the padding, as Caffe and PyTorch do). ``environment()["ops"]`` counts
+which form each layer took.
 
 Counting convention: Keras's LSTM keeps one bias vector per gate set (4 x units per
 layer) where cuDNN and PyTorch keep two; its GRU (reset_after=True) keeps two, as they do.
 """
+import os
+
 import numpy as np
 import tensorflow as tf
 import keras
@@ -47,10 +58,7 @@ class CaffePool(keras.layers.Layer):
         return tf.pad(x, pads, constant_values=value)
 
     def _window(self, x, op):
-        if self.cf:  # the CPU pools only NHWC; transposing costs little next to the convolutions
-            x = tf.transpose(x, [0, 2, 3, 1])
-        y = op(x, self.kernel, self.stride, "VALID")
-        return tf.transpose(y, [0, 3, 1, 2]) if self.cf else y
+        return op(x, self.kernel, self.stride, "VALID", data_format="NCHW" if self.cf else "NHWC")
 
     def call(self, x):
         after = [self.pad + e for e in self.extra]
@@ -127,8 +135,11 @@ class Adapter(Base):
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
-        if job.get("threads"):
-            tf.config.threading.set_intra_op_parallelism_threads(job["threads"])
+        threads = job.get("threads")  # the process is confined to as many CPUs too (runner.settings)
+        if threads and tf.config.threading.get_intra_op_parallelism_threads() != threads:
+            # settable before TensorFlow's runtime starts only: a worker's later jobs have the same count
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
         gpus = tf.config.list_physical_devices("GPU")
         if job["device"] == "cuda" and not gpus:
             raise UnsupportedError("the job asks for a GPU and TensorFlow sees none")
@@ -137,7 +148,7 @@ class Adapter(Base):
         self.device = "/GPU:0" if job["device"] == "cuda" else "/CPU:0"
         self.build_name = "tensorflow %s" % tf.__version__
         self.channels_first = job["device"] == "cuda"
-        self.named, self.recurrent, self.made, self.last = {}, [], [], None
+        self.named, self.recurrent, self.made, self.last, self.ops = {}, [], [], None, {}
 
     def cuda_archs(self):
         """The architectures this TensorFlow build ships (sm_XY cubins, compute_XY PTX), as its build info says."""
@@ -157,8 +168,10 @@ class Adapter(Base):
         return {"framework": "tensorflow", "framework_version": tf.__version__, "keras": keras.__version__,
                 "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
                 "threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
+                "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads() or None,
+                "cudnn_autotune": os.environ.get("TF_CUDNN_USE_AUTOTUNE", "1") != "0" if self.channels_first else None,
                 "xla": False, "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
-                "layout": "NCHW" if self.channels_first else "NHWC",
+                "layout": "NCHW" if self.channels_first else "NHWC", "ops": self.ops,
                 "gpus": [d.name for d in tf.config.list_physical_devices("GPU")]}
 
     # ------------------------------------------------------------------ building
@@ -182,6 +195,9 @@ class Adapter(Base):
             return {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
         raise UnsupportedError("tensorflow adapter has no initialisation %r" % scheme)
 
+    def _count(self, what):
+        self.ops[what] = self.ops.get(what, 0) + 1
+
     def _op(self, layer, shape):
         kind, op = self._make(layer, shape)
         for made in (op if isinstance(op, tuple) else [op]):
@@ -194,17 +210,27 @@ class Adapter(Base):
         fmt = "channels_first" if cf else "channels_last"
         axis = 1 if cf and len(shape) == 3 else -1
         if kind == "conv":
-            conv = keras.layers.Conv2D(layer["filters"], layer["kernel"], strides=layer.get("stride", 1),
-                                       use_bias=layer.get("bias", True), data_format=fmt, **self._initializers(kind))
+            stride, pad = layer.get("stride", 1), layer.get("pad", 0)
+            same = pad and stride == 1 and layer["kernel"] == 2 * pad + 1  # "same" pads symmetrically only then
+            conv = keras.layers.Conv2D(layer["filters"], layer["kernel"], strides=stride, padding="same" if same
+                                       else "valid", use_bias=layer.get("bias", True), data_format=fmt,
+                                       **self._initializers(kind))
             self._name(layer, conv)
             self.made.append(conv)
-            if layer.get("pad"):
-                pad = keras.layers.ZeroPadding2D(layer["pad"], data_format=fmt)
+            self._count("conv, padding 'same'" if same else "conv, explicit zero padding" if pad else "conv")
+            if pad and not same:
+                pad = keras.layers.ZeroPadding2D(pad, data_format=fmt)
                 return "plain", lambda x: conv(pad(x))
             return "plain", conv
         if kind in ("maxpool", "avgpool"):
-            return "plain", CaffePool(kind, layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0),
-                                      layer.get("ceil", False), shape, cf)
+            stride, pad, ceil = layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
+            if pad == 0 and all(shapes.pool_output(n, layer["kernel"], stride, 0, ceil) ==
+                                shapes.pool_output(n, layer["kernel"], stride, 0, False) for n in shape[1:]):
+                self._count("%s, native" % kind)  # nothing to pad: Caffe's rounding gives the same windows
+                cls = keras.layers.MaxPooling2D if kind == "maxpool" else keras.layers.AveragePooling2D
+                return "plain", cls(layer["kernel"], stride, padding="valid", data_format=fmt)
+            self._count("%s, padded for Caffe's windows" % kind)
+            return "plain", CaffePool(kind, layer["kernel"], stride, pad, ceil, shape, cf)
         if kind == "global_avgpool":
             return "plain", keras.layers.GlobalAveragePooling2D(data_format=fmt)
         if kind == "batchnorm":
@@ -318,6 +344,11 @@ class Adapter(Base):
     def to_device(self, x, y):
         with tf.device(self.device):
             return tf.identity(self._input(x)), tf.identity(tf.convert_to_tensor(y))
+
+    def release(self):
+        """Drop the model and Keras's global state (layer names, the graph's caches)."""
+        super(Adapter, self).release()
+        keras.backend.clear_session()
 
     def reset_state(self):
         for rnn in self.recurrent:

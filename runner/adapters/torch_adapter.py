@@ -338,6 +338,12 @@ class Adapter(Base):
     def to_device(self, x, y):
         return self._input(x), torch.from_numpy(y).to(self.device)
 
+    def release(self):
+        """Drop the model and optimizer and give their device memory back to the GPU."""
+        super(Adapter, self).release()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
     def reset_state(self):
         for m in self.model.modules():
             if isinstance(m, Recurrent):

@@ -19,14 +19,14 @@ from dlrepro.run.executors.local import LocalExecutor
 __all__ = ["INTERRUPTED", "DockerExecutor", "Executor", "LocalExecutor", "get", "run_on_gpus"]
 
 
-def get(name, device="cpu", gpu=0, python=None, memory=None):
-    """The executor called ``name`` (``gpu``: an index or a list of them; ``memory``: bytes per job container);
-    raises ExecutorError for an unknown one or a missing engine."""
+def get(name, device="cpu", gpu=0, python=None, memory=None, isolation="worker"):
+    """The executor called ``name`` (``gpu``: an index or a list of them; ``memory``: bytes per job container;
+    ``isolation``: "worker" or "process"); raises ExecutorError for an unknown one or a missing engine."""
     if name == "docker":
         from dlrepro.engine import client
 
         client()
-        return DockerExecutor(device, gpu, memory)
+        return DockerExecutor(device, gpu, memory, isolation)
     if name == "local":
-        return LocalExecutor(device, gpu, python)
+        return LocalExecutor(device, gpu, python, isolation)
     raise ExecutorError("unknown executor %r: use docker or local" % name)

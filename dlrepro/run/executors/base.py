@@ -161,12 +161,18 @@ class Executor:
     comes from (``prepare``)."""
     name = None
 
-    def __init__(self, device="cpu", gpu=0):
-        """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU)."""
+    def __init__(self, device="cpu", gpu=0, isolation="worker"):
+        """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU); ``isolation``:
+        "worker" (the jobs that share their settings run in one warm process) or "process" (one per job)."""
+        self.isolation = isolation
         self.gpus = list(gpu) if isinstance(gpu, (list, tuple)) else [gpu]
         self.device, self.gpu = device, self.gpus[0]
         self._active, self._lock = set(), threading.Lock()
         self.run_id = None  # the bundle id, once the run has one: labels what this executor starts
+
+    def supervisor(self, python, jobs, out):
+        """The command line of the supervisor (runner.supervise) for staged ``jobs`` and output ``out``."""
+        return [python, "-m", "runner.supervise", "--watch-stdin", "--isolation", self.isolation, str(jobs), str(out)]
 
     def run_labels(self):
         """What marks the containers or processes of this run: the bundle id, this host and this process."""
@@ -247,4 +253,4 @@ class Executor:
 
     def describe(self):
         return {"executor": self.name, "device": self.device, "gpu": self.gpu if self.device == "cuda" else None,
-                "gpus": self.gpus if self.device == "cuda" else None}
+                "gpus": self.gpus if self.device == "cuda" else None, "job_isolation": self.isolation}

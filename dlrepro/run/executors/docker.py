@@ -29,18 +29,20 @@ ROLE_LABEL = "org.dlrepro.role"
 
 
 def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, labels=None,
-                runner_dir=REPO_ROOT / "runner"):
+                runner_dir=REPO_ROOT / "runner", command=None):
     """Keyword arguments of the engine's container create for one group of jobs (docker SDK
     ``containers.create``): image ``tag``, ``user`` "UID:GID", the staging folder, scratch output and
     dataset cache (host paths), the host ``gpu`` index passed in (None: no GPU), the ``memory`` limit in
-    bytes (swap included: none beyond it; None: no limit) and the run's ``labels``.
+    bytes (swap included: none beyond it; None: no limit), the run's ``labels``, and the supervisor's
+    ``command`` (default: worker isolation).
 
     The supervisor watches its standard input, which the host holds open (StdinOnce): when the host's run
     dies, the engine closes it, the supervisor ends its job and exits, and the engine removes the container
     (auto_remove), so a killed run leaves no container behind."""
     args = {
         "image": tag,
-        "command": ["python", "-m", "runner.supervise", "--watch-stdin", "/jobs", "/out"],
+        "command": command or ["python", "-m", "runner.supervise", "--watch-stdin", "--isolation", "worker", "/jobs",
+                               "/out"],
         "user": user,
         "network_mode": "none",
         "read_only": True,
@@ -95,9 +97,9 @@ def _lines(chunks):
 class DockerExecutor(Executor):
     name = "docker"
 
-    def __init__(self, device="cpu", gpu=0, memory=None):
+    def __init__(self, device="cpu", gpu=0, memory=None, isolation="worker"):
         """``memory``: the limit of each job container in bytes (None: ``default_memory()``)."""
-        super().__init__(device, gpu)
+        super().__init__(device, gpu, isolation)
         self.memory = memory or default_memory()
 
     def preflight(self):
@@ -147,7 +149,8 @@ class DockerExecutor(Executor):
 
     def _container(self, image, stage, scratch, data_root, sink, on_event, gpu):
         args = create_args(image.tag, self._user(scratch), stage, scratch, data_root,
-                           gpu if self.device == "cuda" else None, self.memory, self.run_labels())
+                           gpu if self.device == "cuda" else None, self.memory, self.run_labels(),
+                           command=self.supervisor("python", "/jobs", "/out"))
         engine = client()
         container = engine.containers.create(**args)
         with self._lock:

@@ -15,8 +15,8 @@ from runner.adapters import capabilities
 class LocalExecutor(Executor):
     name = "local"
 
-    def __init__(self, device="cpu", gpu=0, python=None):
-        super().__init__(device, gpu)
+    def __init__(self, device="cpu", gpu=0, python=None, isolation="worker"):
+        super().__init__(device, gpu, isolation)
         self.python = python or sys.executable
 
     def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
@@ -62,8 +62,7 @@ class LocalExecutor(Executor):
         # a session of its own (an interrupted run ends the supervisor and its job), watching the pipe this process
         # holds: when this process dies, the pipe closes and the supervisor ends its job and exits
         try:
-            proc = subprocess.Popen([self.python, "-m", "runner.supervise", "--watch-stdin", stage, str(scratch)],
-                                    env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(self.supervisor(self.python, stage, scratch), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True, start_new_session=True)
         except OSError as exc:
             raise ExecutorError("cannot start %s: %s" % (self.python, exc.strerror)) from None

@@ -1,0 +1,86 @@
+"""What a job's process must have before its framework is imported: the environment variables each framework
+reads once, at import or when it first builds its thread pools, and the CPUs the process may run on.
+
+A thread count is real, not a hint: ``threads`` sets the variables of the BLAS and OpenMP libraries
+(OMP/MKL/OpenBLAS_NUM_THREADS), each framework's own knob (XLA's CPU flags for JAX, one MXNet engine
+worker so that only its OpenMP pool runs ops; TensorFlow's, PyTorch's, CNTK's and Caffe2's pools are set
+by their adapters, which have an API for it), and confines the process to that many CPUs (its affinity
+mask: the first ``threads`` of the CPUs it may use), so that no framework can use more, whatever it does.
+The CPU time measured over the window then says what it did use (runner.window).
+
+Options that a framework reads from the environment: cuDNN autotuning off (TensorFlow
+TF_CUDNN_USE_AUTOTUNE=0, MXNet MXNET_CUDNN_AUTOTUNE_DEFAULT=0, JAX --xla_gpu_autotune_level=0) and true
+fp32 for frameworks whose CUDA libraries would use TF32 on Ampere and later (NVIDIA_TF32_OVERRIDE=0, read
+by cuBLAS and cuDNN >= 11; TensorFlow, PyTorch and JAX switch TF32 off through their own APIs).
+
+Jobs whose settings differ cannot share a worker process (runner.worker): ``key`` tells them apart.
+"""
+import os
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+TF32_OVERRIDE = ("mxnet", "cntk", "caffe2")  # their CUDA libraries follow NVIDIA_TF32_OVERRIDE
+
+
+def _xla_flags(job):
+    flags = []
+    if job.get("threads"):
+        flags += ["--xla_cpu_multi_thread_eigen=%s" % ("false" if job["threads"] == 1 else "true"),
+                  "intra_op_parallelism_threads=%d" % job["threads"]]
+    if job["device"] == "cuda" and not job.get("cudnn_autotune", True):
+        flags.append("--xla_gpu_autotune_level=0")
+    return flags
+
+
+def environment(job):
+    """{variable: value} to set before the job's framework is imported."""
+    env, framework, threads = {}, job["framework"], job.get("threads")
+    if threads:
+        env.update((name, str(threads)) for name in THREAD_VARIABLES)
+        if framework == "mxnet":
+            env["MXNET_CPU_WORKER_NTHREADS"] = "1"
+    if framework == "jax" and _xla_flags(job):
+        env["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", "")] + _xla_flags(job)).strip()
+    if job["device"] == "cuda":
+        if not job.get("cudnn_autotune", True):
+            env.update({"tensorflow": {"TF_CUDNN_USE_AUTOTUNE": "0"},
+                        "mxnet": {"MXNET_CUDNN_AUTOTUNE_DEFAULT": "0"}}.get(framework, {}))
+        if job.get("precision", "fp32") == "fp32" and framework in TF32_OVERRIDE:
+            env["NVIDIA_TF32_OVERRIDE"] = "0"
+    return env
+
+
+def allowed_cpus():
+    """The CPUs this process may run on, sorted."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def cpus(job, allowed=None):
+    """The CPUs a job with ``threads`` is confined to (the first ``threads`` allowed ones), or None (no limit)."""
+    allowed = allowed_cpus() if allowed is None else allowed
+    return allowed[:job["threads"]] if job.get("threads") else None
+
+
+def key(job):
+    """What must be the same for jobs to share a process: the framework (and version), the device, the
+    environment before import and the CPUs."""
+    return (job["framework"], job.get("framework_version"), job["device"], tuple(sorted(environment(job).items())),
+            tuple(cpus(job) or ()))
+
+
+def record(job):
+    """What ``apply`` sets for ``job``, for result.json's environment: {"variables": {...}, "cpus": [...] or
+    None, "requested_threads"}."""
+    return {"variables": environment(job), "cpus": cpus(job), "requested_threads": job.get("threads")}
+
+
+def apply(job):
+    """Set this process's environment and CPU affinity for ``job`` (before its framework is imported); returns
+    ``record(job)``."""
+    found = record(job)
+    os.environ.update(found["variables"])
+    if found["cpus"]:
+        os.sched_setaffinity(0, found["cpus"])
+    return found

@@ -1,0 +1,250 @@
+"""Numbers that mean what they say: the measured window (CPU time, effective parallelism, energy), telemetry that
+stays inside it, thread counts that are real, options that are applied or refused, results kept as each repeat
+ends, and the timers that produced the committed GPU numbers."""
+import json
+import os
+import subprocess
+import sys
+import time
+import types
+
+import pytest
+
+from dlrepro import spec
+from dlrepro.run import jobs
+from dlrepro.run.options import RunOptions
+from runner import contract, energy, job as runner_job, settings, supervise, telemetry, window
+from runner.adapters import capabilities
+from tests.test_gpu_runs import FakeNvml
+
+
+def _job(spec_name, variant, **options):
+    (found,) = jobs.expand(spec.load(spec_name), RunOptions(frameworks=[options.pop("framework", "torch")],
+                                                            variants=[variant], quick=True, **options))
+    return found
+
+
+def _run(job, tmp_path):
+    path = tmp_path / "job.json"
+    contract.write_json(str(path), job)
+    return runner_job.run(str(path), str(tmp_path / "out"))
+
+
+class CountingNvml(FakeNvml):
+    """FakeNvml that counts every sample read and keeps a total-energy counter (mJ) rising 650 W."""
+
+    def __init__(self, reasons, energy=True):
+        super().__init__(reasons)
+        self.reads, self.t0, self.energy = 0, time.perf_counter(), energy
+
+    def nvmlDeviceGetClockInfo(self, h, kind):
+        if kind == 0:
+            self.reads += 1
+        return super().nvmlDeviceGetClockInfo(h, kind)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        if not self.energy:
+            raise RuntimeError("not supported before Volta")
+        return int((time.perf_counter() - self.t0) * 650 * 1000)
+
+
+def _sampler(nvml, interval=0.025):
+    sampler = telemetry.Sampler(interval_s=interval, nvml=nvml)
+    sampler.handle = "handle0"
+    sampler.device = sampler._describe(0)
+    return sampler
+
+
+def test_telemetry_stops_once_and_reads_nothing_after_its_window():
+    nvml = CountingNvml([0x0])
+    sampler = _sampler(nvml)
+    sampler.start()
+    time.sleep(0.12)
+    sampler.stop()
+    reads, samples = nvml.reads, len(sampler.samples["t_s"])
+    sampler.stop()  # measure.py's window and job.py's both stop it: the second call must read nothing
+    sampler.close()
+    assert nvml.reads == reads == samples and samples >= 5  # 40 Hz: a window of 0.12 s has five readings
+    record = sampler.result()
+    assert record["window_s"] == pytest.approx(0.12, abs=0.05) and record["samples"]["t_s"][-1] <= record["window_s"]
+
+
+def test_gpu_energy_is_the_boards_counter_over_the_window_or_the_power_integrated():
+    sampler = _sampler(CountingNvml([0x0]))
+    sampler.start()
+    time.sleep(0.2)
+    sampler.stop()
+    found = sampler.result()["energy"]
+    assert found["status"] == "ok" and found["method"].startswith("NVML total energy counter")
+    assert found["mean_w"] == pytest.approx(650, rel=0.05) and found["joules"] == pytest.approx(0.2 * 650, rel=0.25)
+    assert "not a certified measurement" in found["note"]
+    sampler = _sampler(CountingNvml([0x0], energy=False))
+    sampler.start()
+    time.sleep(0.2)
+    sampler.stop()
+    found = sampler.result()["energy"]
+    assert found["method"].startswith("power samples integrated") and found["mean_w"] == pytest.approx(650, rel=0.2)
+
+
+def test_cpu_energy_reads_rapl_packages_with_wraparound_or_says_why_not(tmp_path):
+    package = tmp_path / "intel-rapl:0"
+    package.mkdir()
+    (package / "name").write_text("package-0\n")
+    (package / "energy_uj").write_text("999000000\n")
+    (package / "max_energy_range_uj").write_text("1000000000\n")
+    (tmp_path / "intel-rapl:0:0").mkdir()  # a sub-domain (core): not counted twice
+    (tmp_path / "intel-rapl:0:0" / "energy_uj").write_text("5\n")
+    counter = energy.Counter(str(tmp_path))
+    counter.start()
+    (package / "energy_uj").write_text("4000000\n")  # wrapped: 1,000 J range, 5 J used
+    counter.stop()
+    found = counter.result(2.0)
+    assert found["status"] == "ok" and found["joules"] == pytest.approx(5.0) and found["mean_w"] == pytest.approx(2.5)
+    assert found["domains"] == ["package-0"]
+    assert energy.Counter(str(tmp_path / "none")).result(1.0)["reason"].startswith("no readable RAPL package counter")
+
+
+def test_the_window_measures_cpu_time_and_effective_parallelism():
+    win = window.Window(telemetry.Sampler.for_job({"device": "cpu"}), energy.Counter("/nonexistent"))
+    win.start()
+    end = time.process_time() + 0.2
+    while time.process_time() < end:  # one busy thread
+        pass
+    win.stop()
+    time.sleep(0.05)
+    win.stop()  # the first stop counts
+    usage = win.cpu_usage()
+    assert usage["cpu_seconds"] == pytest.approx(0.2, abs=0.05)
+    assert 0.7 <= usage["effective_parallelism"] <= 1.05 and usage["usable_cpus"] == len(os.sched_getaffinity(0))
+
+
+def test_a_thread_count_confines_the_job_and_is_recorded_as_asked(tmp_path):
+    job = _job("fcn", "fcn-s", batch_sizes=[4], threads=[1])
+    found = settings.environment(job)
+    assert found == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    code = "from runner import job, settings; import json, os, sys; settings.apply(json.load(open(sys.argv[1]))); " \
+           "print(sorted(os.sched_getaffinity(0)), os.environ['OMP_NUM_THREADS'])"
+    path = tmp_path / "job.json"
+    contract.write_json(str(path), job)
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
+    assert out.split("]")[0] + "]" == str(settings.allowed_cpus()[:1]) and out.split()[-1] == "1"
+    mxnet = settings.environment(dict(job, framework="mxnet"))
+    assert mxnet["MXNET_CPU_WORKER_NTHREADS"] == "1" and mxnet["OMP_NUM_THREADS"] == "1"
+    jax = settings.environment(dict(job, framework="jax", threads=2))
+    assert "--xla_cpu_multi_thread_eigen=true" in jax["XLA_FLAGS"] and "intra_op_parallelism_threads=2" in jax["XLA_FLAGS"]
+    assert settings.key(dict(job, threads=2)) != settings.key(job)  # not one worker for two thread counts
+
+
+def test_a_torch_job_at_one_thread_records_what_it_used(tmp_path):
+    result = _run(_job("fcn", "fcn-s", batch_sizes=[8], threads=[1]), tmp_path)
+    assert result["status"] == "ok", result["reason"]
+    assert result["environment"]["process"] == {"variables": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                                                              "OPENBLAS_NUM_THREADS": "1"},
+                                                "cpus": settings.allowed_cpus()[:1], "requested_threads": 1}
+    assert result["environment"]["threads"] == 1 and result["cpu_usage"]["usable_cpus"] == 1
+    assert result["cpu_usage"]["effective_parallelism"] <= 1.05  # confined to one CPU
+    assert result["energy"]["status"] in ("ok", "unavailable")
+    assert result["started"].endswith("Z") and len(result["started"]) == len("2026-12-01T10:00:00.000Z")
+    assert set(result["phases"]) == {"framework_imported", "model_built", "data_ready", "measured_done", "finished"}
+    assert result["phases"]["measured_done"] >= result["phases"]["data_ready"] >= result["phases"]["model_built"]
+
+
+@pytest.mark.parametrize("framework,name,value", [(f, n, v) for f in ("torch", "tensorflow", "mxnet", "jax", "cntk",
+                                                                      "caffe2", "caffe")
+                                                  for n, v in (("cudnn_autotune", False), ("precision", "tf32"),
+                                                               ("precision", "bf16"), ("layout", "channels_last"))])
+def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, value):
+    """The capability table, checked against what each adapter does to apply an option: a setting it sets before
+    import (runner.settings) or an API call in its module; anything else is refused for a cuda job."""
+    job = dict(_job("alexnet", "alexnet-s"), framework=framework, device="cuda", **{name: value})
+    refused = capabilities.unsupported_options(framework, job, "cuda")
+    applies = value in capabilities.OPTIONS.get(framework, {}).get(name, ())
+    assert (refused is None) == applies, refused
+    if not applies:
+        assert refused.startswith("the %s adapter cannot run %s=%s" % (framework, name, value))
+        return
+    source = open(capabilities.__file__.replace("capabilities.py", "%s_adapter.py" % framework)).read()
+    how = {("cudnn_autotune", "torch"): "cudnn.benchmark", ("cudnn_autotune", "caffe2"): "cudnn_exhaustive_search",
+           ("precision", "torch"): "allow_tf32", ("precision", "jax"): "tensorfloat32",
+           ("layout", "torch"): "channels_last", ("layout", "jax"): "channels_last"}.get((name, framework))
+    assert (how and how in source) or settings.environment(job), (framework, name)
+
+
+def test_a_cpu_job_records_no_cudnn_autotuning_and_tf32_off_for_the_old_cuda_libraries():
+    assert contract.job_options({"device": "cpu"})["cudnn_autotune"] is None
+    assert contract.job_options({"device": "cuda"})["cudnn_autotune"] is True
+    gpu = dict(_job("alexnet", "alexnet-s"), device="cuda")
+    assert settings.environment(dict(gpu, framework="mxnet"))["NVIDIA_TF32_OVERRIDE"] == "0"
+    assert settings.environment(dict(gpu, framework="tensorflow", cudnn_autotune=False)) == {"TF_CUDNN_USE_AUTOTUNE": "0"}
+    assert "--xla_gpu_autotune_level=0" in settings.environment(dict(gpu, framework="jax", cudnn_autotune=False))[
+        "XLA_FLAGS"]
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "jax", "mxnet"])
+def test_no_warmup_is_refused_where_the_first_iteration_compiles(framework, tmp_path):
+    result = _run(_job("alexnet", "alexnet-s", framework=framework, warmup=0), tmp_path)
+    assert result["status"] == "skipped" and "warm-up 0: its first iteration compiles the training step" in \
+        result["reason"]
+    assert "a warm-up of at least one iteration" in result["remedy"]
+    assert capabilities.unsupported_options("torch", dict(_job("alexnet", "alexnet-s"), warmup=0), "cpu") is None
+
+
+def test_the_result_is_rewritten_after_every_repeat_and_kept_by_the_supervisor(tmp_path, monkeypatch):
+    written = []
+    real = contract.write_json
+
+    def spy(path, body):
+        if path.endswith("result.json"):
+            written.append((body["status"], len((body.get("timing") or {}).get("repeats") or [])))
+        real(path, body)
+
+    monkeypatch.setattr(contract, "write_json", spy)
+    result = _run(_job("fcn", "fcn-s", batch_sizes=[4], repeats=3), tmp_path)
+    assert result["status"] == "ok" and written == [("running", 0), ("running", 1), ("running", 2), ("ok", 3)]
+    monkeypatch.undo()
+    # a job killed after two repeats: the supervisor records it failed and keeps both
+    out = tmp_path / "killed"
+    code = ("import json, os, signal, sys; os.makedirs(sys.argv[1], exist_ok=True); "
+            "json.dump({'schema': 'dlrepro.result/1', 'job_id': 'k', 'status': 'running', "
+            "'timing': {'repeats': [[1.0, 1.1], [1.2, 1.3]]}}, open(os.path.join(sys.argv[1], 'result.json'), 'w')); "
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    status = supervise.run_one([sys.executable, "-c", code, str(out)], {"id": "k", "timeout_s": 60}, str(out))
+    kept = json.loads((out / "result.json").read_text())
+    assert status == "failed" and kept["reason"].startswith("the job process died of SIGKILL")
+    assert kept["timing"]["repeats"] == [[1.0, 1.1], [1.2, 1.3]]
+
+
+def test_the_cuda_event_timer_gives_each_iteration_its_own_device_time(monkeypatch):
+    """The timer behind every committed PyTorch GPU number, with a fake event clock: sample i is the device time
+    from the end of iteration i-1 to the end of iteration i, read after one synchronisation."""
+    torch = pytest.importorskip("torch")
+    from runner.adapters import torch_adapter
+
+    clock, synced = [0.0], []
+
+    class Event(object):
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+            self.t = None
+
+        def record(self):
+            self.t = clock[0]
+
+        def synchronize(self):
+            synced.append(self.t)
+
+        def elapsed_time(self, later):  # milliseconds, as CUDA's
+            return (later.t - self.t) * 1000.0
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    adapter = torch_adapter.Adapter.__new__(torch_adapter.Adapter)
+    adapter.device = types.SimpleNamespace(type="cuda")
+    durations = iter([0.010, 0.012, 0.011])
+
+    def step():
+        clock[0] += next(durations)
+        return "loss"
+
+    seconds, results = adapter.device_timer()(step, 3)
+    assert seconds == pytest.approx([0.010, 0.012, 0.011]) and results == ["loss"] * 3
+    assert synced == [pytest.approx(0.033)]  # one synchronisation, at the end of the repeat
