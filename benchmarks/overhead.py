@@ -8,8 +8,11 @@ batch, precision and layout:
 
   suite  the runner's throughput path as a job runs it: runner.adapters (torch) builds the
          model from the spec, runner.measure.throughput times it (warm-up, then repeats of
-         measured iterations, CUDA-event timing on GPUs) with GPU telemetry sampling at 10 Hz;
-         the figure is the median of the iteration samples.
+         measured iterations, CUDA-event timing on GPUs) inside its measured window (GPU
+         telemetry at 40 Hz, CPU time); the figure is the median over repeats of each repeat's
+         mean iteration, the same statistic as the bare loop's (like for like: the bare loop has
+         no per-iteration clock, and a repeat's first iteration, which refills the GPU's launch
+         queue, weighs in both as it does in a plain training loop).
   bare   a plain loop over the same nn.Module, loss and optimizer (zero_grad, forward under
          autocast where asked, backward, gradient clipping where the job clips, step) on one device-resident batch: the same warm-up,
          then CUDA events around ``iterations`` steps, no synchronisation inside; the figure is
@@ -54,17 +57,20 @@ def make_job(spec_name, variant, batch, precision, layout, device, warmup, itera
 
 
 def suite(job):
-    """Median seconds per mini-batch through the runner's measurement path, and the telemetry record."""
-    from runner import adapters, measure, telemetry
+    """Seconds per mini-batch through the runner's measurement path, as the bare loop gives them: the median over
+    repeats of each repeat's mean iteration (like for like: the bare loop has no per-iteration clock), with the
+    timer used and the telemetry record."""
+    from runner import adapters, measure, window
 
     adapter = adapters.load(job)
     adapter.build()
-    sampler = telemetry.Sampler.for_job(job)
+    measured = window.Window.for_job(job)
     try:
-        timing, _ = measure.throughput(adapter, job, None, sampler)
+        timing, _ = measure.throughput(adapter, job, None, measured)
     finally:
-        sampler.close()
-    return timing["summary"]["median"], timing["timer"], sampler.result()
+        measured.close()
+    per_repeat = [statistics.fmean(rep) for rep in timing["repeats"]]
+    return statistics.median(per_repeat), timing["timer"], measured.sampler.result()
 
 
 def bare(job, model=None):

@@ -44,6 +44,10 @@ class Model(Strict):
     input_kind: Literal["dense", "tokens"] = "dense"
     target: Literal["class", "sequence", "multilabel"] = "class"
     init: Init = Init()
+    framework_init: dict[str, Init] = Field(
+        {}, description="per framework, the initialisation the study's code for that framework used, where it "
+                        "differs from init (e.g. DLF's Gluon notebook: Xavier where Gluon's default is Uniform(0.07))")
+    framework_init_source: Optional[str] = None
     layers: list[Layer] = Field(min_length=1)
     classes: PositiveInt = Field(description="width of the last layer: classes, or features of a feature extractor")
     parameters: PositiveInt = Field(description="expected trainable parameters; every framework must match")
@@ -51,6 +55,8 @@ class Model(Strict):
 
     _short = field_validator("layers", mode="before")(lambda cls, v: _shorthand(v))
     _init_short = field_validator("init", mode="before")(lambda cls, v: {"scheme": v} if isinstance(v, str) else v)
+    _framework_init_short = field_validator("framework_init", mode="before")(
+        lambda cls, v: {k: {"scheme": i} if isinstance(i, str) else i for k, i in v.items()} if isinstance(v, dict) else v)
 
     @field_validator("layers")
     @classmethod
@@ -84,6 +90,10 @@ class Model(Strict):
 
     def layer_dicts(self):
         return as_dicts(self.layers)
+
+    def init_for(self, framework):
+        """The initialisation a framework's model gets: the study's for that framework, else the model's."""
+        return self.framework_init.get(framework, self.init)
 
 
 def _known_dataset(cls, value):

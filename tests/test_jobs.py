@@ -139,3 +139,11 @@ def test_run_options_from_the_command_line_name_the_wrong_option():
     assert options.from_cli(framework="torch,jax", batch_size="8, 16", threads="sweep", gpus="0,1").model_dump(
         include={"frameworks", "batch_sizes", "threads", "gpus"}) == {
         "frameworks": ["torch", "jax"], "batch_sizes": [8, 16], "threads": "sweep", "gpus": [0, 1]}
+
+
+def test_a_framework_gets_the_initialisation_its_study_code_used():
+    s = spec.load("cifar10-vgg")
+    found = {j["framework"]: j["model"]["init"] for j in jobs.expand(s, RunOptions(
+        frameworks=["torch", "mxnet"], variants=["cifar10-vgg-synthetic"]))}
+    assert found == {"torch": {"scheme": "default"}, "mxnet": {"scheme": "glorot_uniform"}}  # DLF's Gluon: Xavier()
+    assert "Gluon_CNN.ipynb" in s.models["vgg"].framework_init_source

@@ -24,8 +24,8 @@ def job_line(job_id, result):
     timing = result.get("timing")
     if status == "ok" and timing:
         s = timing["summary"]
-        line += "  %.4g s (IQR %.2g) %s, %.4g %s" % (s["median"], s["iqr"], timing["quantity"],
-                                                     timing["throughput"], timing["throughput_unit"])
+        line += "  %.4g s (mean %.4g, IQR %.2g) %s, %.4g %s" % (s["median"], s["mean"], s["iqr"], timing["quantity"],
+                                                                timing["throughput"], timing["throughput_unit"])
         params = result.get("parameters")
         if params:
             line += ", %s parameters" % format(params["measured"], ",")

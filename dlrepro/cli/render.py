@@ -46,6 +46,9 @@ def spec_detail(s, unsupported):
         for layer, shape_in, shape_out, params in shapes.trace(m.layer_dicts(), m.input_shape):
             table.add_row(layer["type"], layer_summary(layer), str(shape_in), str(shape_out), format(params, ","))
         console.print(table)
+        console.print("initialisation of %s: %s%s" % (mname, "; ".join(
+            "%s: %s" % (f, _init_text(m.init_for(f), f)) for f in s.frameworks),
+            " (per framework: %s)" % m.framework_init_source if m.framework_init_source else ""))
     for vname, v in s.variants.items():
         console.print("[bold]variant %s[/]: %s" % (vname, v.description))
         console.print_json(data=v.model_dump(mode="json", exclude={"description"}, exclude_none=True))
@@ -53,6 +56,14 @@ def spec_detail(s, unsupported):
             if variant == vname:
                 console.print("[yellow]unsupported[/] %s on %s: %s" % (vname, framework, reason))
     references(s)
+
+
+def _init_text(init, framework):
+    from runner.adapters.capabilities import DEFAULT_INIT
+
+    if init.scheme == "default":
+        return "default, %s" % DEFAULT_INIT[framework]
+    return init.scheme + (" +-%g" % init.scale if init.scale else "")
 
 
 def references(s):

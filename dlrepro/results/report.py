@@ -15,6 +15,7 @@ import jinja2
 import pandas as pd
 
 from dlrepro.results import bundle, compare, plots, tables
+from dlrepro.results.tables import POOLED_CI
 from dlrepro.errors import DlreproError
 
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.results", "templates"), trim_blocks=True,
@@ -125,7 +126,11 @@ def results(summary):
             "status": rows["status"], "median": rows["median"].map(_fmt),
             "IQR (q1-q3)": [_range(a, b) for a, b in zip(rows["q1"], rows["q3"])],
             "95% CI": [_range(a, b) for a, b in zip(rows["ci95_low"], rows["ci95_high"])],
-            "n": rows["n"].map(_fmt_int),
+            "CI over": [_ci_over(*c) for c in zip(rows["ci95_method"], rows["ci95_units"], rows["ci95_low"])],
+            "effective parallelism": [_parallelism(*p) for p in zip(rows["threads"], rows["effective_parallelism"],
+                                                                     rows["device"])],
+            "energy": [_energy(*e) for e in zip(rows["energy_j"], rows["energy_j_per_sample"], rows["mean_power_w"])],
+            "n": rows["n"].map(_fmt_int), "mean": rows["mean"].map(_fmt),
             "throughput": [_fmt(v) + " " + u if pd.notna(v) else "" for v, u in zip(rows["throughput"],
                                                                                       rows["throughput_unit"])],
             "test accuracy": rows["final_test_accuracy"].map(lambda v: _fmt(100 * v, "%.2f%%") if pd.notna(v) else ""),
@@ -144,6 +149,30 @@ def results(summary):
             note = "median, IQR and 95%% CI of the %s over every measured sample." % quantity.iloc[0]
         out.append(_table(title, frame, note))
     return out
+
+
+def _ci_over(method, units, low):
+    """What the 95% CI rests on: 'repeats (6)', 'epochs (6)', 'iterations pooled' (tables before v4), or why none."""
+    if not isinstance(method, str):
+        return ""
+    if method == POOLED_CI:
+        return "iterations pooled (before v4)"
+    what = "epochs" if "epochs" in method else "repeats"
+    return "%s (%s)" % (what, _fmt_int(units)) if pd.notna(low) else "none: %s %s, needs 6" % (_fmt_int(units), what)
+
+
+def _parallelism(threads, measured, device):
+    """'0.98 (asked 1)': the CPUs a CPU job kept busy over its measured window, against the threads it asked for."""
+    if device != "cpu" or pd.isna(measured):
+        return ""
+    return "%.2f%s" % (measured, " (asked %d)" % threads if pd.notna(threads) else "")
+
+
+def _energy(joules, per_sample, watts):
+    """'51.2 J, 0.1 J/sample, 610 W' over the measured window (board or package level), or ''."""
+    if pd.isna(joules):
+        return ""
+    return "%s J, %s J/sample, %s W" % (_fmt(joules, "%.3g"), _fmt(per_sample, "%.3g"), _fmt(watts, "%.0f"))
 
 
 def _options(precision, layout, ptx_jit):

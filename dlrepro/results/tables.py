@@ -17,7 +17,11 @@ repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact cov
 ``ci95_coverage``; earlier versions: the iterations pooled); ``threads``: the CPU threads the job
 asked for (null: the framework's choice), ``framework_threads``: what the framework reported using,
 ``usable_cpus``: the CPUs the job was confined to, ``cpu_seconds`` / ``effective_parallelism``:
-the process CPU time over the measured window and that divided by its wall time; GPU clocks in MHz, power in W, temperature in degrees C (medians and maxima over the
+the process CPU time over the measured window and that divided by its wall time; ``energy_j``,
+``energy_j_per_sample``, ``mean_power_w``: the energy over the measured window (J, J per sample
+processed, W; a GPU board's from NVML, a CPU package's from RAPL where readable: ``energy_method``;
+not certified measurements); ``isolation``: the job's process ("process") or a warm worker shared
+with the jobs before it ("worker"); ``attempt``: which attempt of the bundle produced the row; GPU clocks in MHz, power in W, temperature in degrees C (medians and maxima over the
 measured iterations' NVML samples, ``telemetry_samples`` of them at 10 Hz; ``throttled``: the
 GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
@@ -57,7 +61,9 @@ MEASURED = {
     "throttled": "boolean", "throttle_reasons": "string", "sm_clock_median_mhz": "float64",
     "memory_clock_median_mhz": "float64", "power_median_w": "float64", "temperature_max_c": "float64",
     "telemetry_samples": "Int64", "framework_threads": "Int64", "usable_cpus": "Int64", "cpu_seconds": "float64",
-    "effective_parallelism": "float64", "reason": "string", "remedy": "string",
+    "effective_parallelism": "float64", "energy_j": "float64", "energy_j_per_sample": "float64",
+    "mean_power_w": "float64", "energy_method": "string", "isolation": "string", "attempt": "Int64",
+    "reason": "string", "remedy": "string",
 }
 SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
 SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": "Int64", "seconds": "float64",
@@ -68,7 +74,8 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
                               "sm_clock_median_mhz", "memory_clock_median_mhz", "power_median_w", "temperature_max_c"),
          "dlrepro.tables/3": ("telemetry_samples",),
          "dlrepro.tables/4": ("mean", "ci95_method", "ci95_coverage", "ci95_units", "framework_threads", "usable_cpus",
-                              "cpu_seconds", "effective_parallelism")}
+                              "cpu_seconds", "effective_parallelism", "energy_j", "energy_j_per_sample",
+                              "mean_power_w", "energy_method", "isolation", "attempt")}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -156,8 +163,31 @@ def summary_row(body, job, result):
                                "power_median_w", "temperature_max_c", "telemetry_samples")},
         "framework_threads": (result.get("environment") or {}).get("threads"), "usable_cpus": cpu.get("usable_cpus"),
         "cpu_seconds": cpu.get("cpu_seconds"), "effective_parallelism": cpu.get("effective_parallelism"),
+        **_energy(result, job), "isolation": result.get("isolation"),
+        "attempt": (result.get("attempt") or {}).get("number"),
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })
+
+
+def _processed(result, job):
+    """The samples the measured window processed: the measured iterations' mini-batches, the epochs' or the
+    timed inference pass's images."""
+    timing = result.get("timing") or {}
+    if result.get("inference"):
+        return result["inference"]["images"]
+    if result.get("convergence"):
+        return sum(e["iterations"] for e in result["convergence"]["epochs"]) * job["batch_size"]
+    return sum(len(r) for r in timing.get("repeats") or []) * job["batch_size"]
+
+
+def _energy(result, job):
+    """The energy columns: joules over the measured window, per sample processed, mean watts, the method."""
+    found = result.get("energy") or {}
+    if found.get("status") != "ok":
+        return {"energy_j": None, "energy_j_per_sample": None, "mean_power_w": None, "energy_method": None}
+    processed = _processed(result, job)
+    return {"energy_j": found["joules"], "energy_j_per_sample": found["joules"] / processed if processed else None,
+            "mean_power_w": found.get("mean_w"), "energy_method": found.get("method")}
 
 
 def sample_rows(body, job, result):

@@ -117,6 +117,17 @@ def unsupported_options(framework, job, device):
         return "the %s adapter cannot run %s" % (framework, "; ".join(problems))
     return None
 
+# what "init: default" means in each adapter: the framework's own initialisation of conv and dense layers
+DEFAULT_INIT = {
+    "torch": "PyTorch's own (Kaiming uniform with a = sqrt(5) for weights, U(+-1/sqrt(fan_in)) for biases)",
+    "tensorflow": "Keras's (Glorot uniform weights, zero biases; LSTM forget-gate bias 1)",
+    "mxnet": "Gluon's Uniform(0.07) for every parameter",
+    "jax": "PyTorch's definitions, reproduced",
+    "cntk": "the layers library's Glorot uniform, zero biases",
+    "caffe2": "brew's XavierFill weights, zero biases",
+    "caffe": "Caffe's xavier filler (fan in), zero biases",
+}
+
 # the module each adapter imports its framework from (checked before a local run: dlrepro.run.executors.local)
 MODULES = {"torch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet", "jax": "jax", "cntk": "cntk",
            "caffe2": "caffe2.python", "caffe": "caffe"}

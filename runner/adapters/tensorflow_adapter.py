@@ -183,7 +183,10 @@ class Adapter(Base):
             u = keras.initializers.RandomUniform(-init["scale"], init["scale"])
             if kind == "embedding":
                 return {"embeddings_initializer": u}
-            if kind in ("lstm", "gru"):
+            if kind == "lstm":  # DLBench's TensorFlow LSTM: every variable U(-s, s), forget_bias=0.0 (not Keras's 1)
+                return {"kernel_initializer": u, "recurrent_initializer": u, "bias_initializer": u,
+                        "unit_forget_bias": False}
+            if kind == "gru":
                 return {"kernel_initializer": u, "recurrent_initializer": u, "bias_initializer": u}
             return {"kernel_initializer": u, "bias_initializer": u}
         if kind not in ("conv", "dense") or scheme == "default":
