@@ -95,12 +95,15 @@ def _spec_names():
     "memory": "memory limit of each job container, e.g. 8g or 512m (default: this host's memory less headroom)",
     "isolation": "worker (default: the jobs that share their settings run in one warm process, which imports the "
                  "framework once) or process (one process per job)",
+    "ranks": "data-parallel jobs: rank counts, comma-separated (one rank per GPU on cuda, one process or device "
+             "each on the CPU), or 'spec' for the variant's GPU counts; the batch sizes are total mini-batches "
+             "under strong scaling, per rank under weak (the spec says which); default: plain one-device jobs",
 }, auto_shortflags=False)  # too many options for one-letter flags: each would be a guess
 def run(c, spec="", framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
         cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory="",
-        isolation="worker"):
+        isolation="worker", ranks=""):
     """Run every job of a spec and write a result bundle under results/ (or continue one: --resume).
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
@@ -116,7 +119,7 @@ def run(c, spec="", framework="", device="cpu", executor="docker", variant="", m
     with user_errors():
         options = optionsmod.from_cli(
             framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
-            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation)
+            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation, ranks)
         if not spec and not resume:
             raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
         if retry_failed and not resume:

@@ -192,6 +192,12 @@ class Variant(Strict):
     loss: Loss = Loss()
     batch_sizes: dict[Literal["cpu", "cuda"], Annotated[list[PositiveInt], Field(min_length=1)]] = Field(min_length=1)
     threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (invoke run --threads=sweep)")
+    gpus: list[PositiveInt] = Field([1], min_length=1, description="the study's GPU counts of data-parallel jobs "
+                                    "(invoke run --ranks=spec); 1 alone: the study ran none")
+    scaling: Optional[Literal["strong", "weak"]] = Field(
+        None, description="strong: the batch sizes are total mini-batches split across the GPUs (DLBench); weak: "
+                          "per-GPU mini-batches, the learning rate times the GPU count (DLF)")
+    scaling_source: Optional[str] = None
     warmup: NonNegativeInt = 8
     iterations: PositiveInt = 8
     repeats: PositiveInt = Field(6, description="repeats of the measured iterations; six are the fewest that give "
@@ -210,6 +216,13 @@ class Variant(Strict):
             raise ValueError("mode inference runs on synthetic data (DLF's random images)")
         if mode == "convergence" and value.kind != "dataset":
             raise ValueError("mode convergence trains on a dataset")
+        return value
+
+    @field_validator("scaling")
+    @classmethod
+    def _scaling_with_gpus(cls, value, info: ValidationInfo):
+        if value is None and max(info.data.get("gpus") or [1]) > 1:
+            raise ValueError("gpus lists more than one GPU: say how the mini-batch scales (strong or weak)")
         return value
 
     _needs_optimizer = field_validator("optimizer")(_required_in(("throughput", "convergence"),

@@ -46,6 +46,7 @@ class Column(Strict):
     kind: str = Field("published", description="reference kind: published, third_party_rerun, notebook_measured, ...")
     source: Optional[str] = Field(None, description="text of the references' source (e.g. a commit), when several match")
     threads: Optional[PositiveInt] = Field(None, description="CPU jobs: the thread count measured for this column")
+    gpus: PositiveInt = Field(1, description="the GPU count (data-parallel ranks) of its jobs; 1: one-device jobs")
 
 
 class Table(Strict):
@@ -123,6 +124,10 @@ class Study(Strict):
                 if variant not in spec.variants:
                     problems.append(yamlfile.at("runs.%s.variants" % name, "spec %s has no variant %r; it has: %s"
                                                 % (run.spec, variant, ", ".join(spec.variants))))
+                elif run.scaling and spec.variants[variant].scaling != run.scaling:
+                    problems.append(yamlfile.at("runs.%s.scaling" % name, "%s, but spec %s's variant %s scales %s: "
+                                                "make them agree" % (run.scaling, run.spec, variant,
+                                                                     spec.variants[variant].scaling or "not at all")))
         places = [("tables.%s.columns.%d" % (t, i), c.runs, ()) for t, table in self.tables.items()
                   for i, c in enumerate(table.columns)]
         places += [("claims.%s" % n, c.runs, [t for tier in c.order for t in tier] + c.tools + [c.subject])

@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-from runner import archs, contract, environment, settings, window as windowmod
+from runner import archs, contract, environment, ranks, settings, window as windowmod
 
 SPAWNED = "DLREPRO_SPAWNED"  # time.time() at which the supervisor started this job's process
 
@@ -30,8 +30,8 @@ class ModelMismatch(RuntimeError):
 class _Job(object):
     """One job's result as it is being made, written to ``outdir`` whenever it changes."""
 
-    def __init__(self, job, outdir, isolation):
-        self.job, self.outdir, self.t0 = job, outdir, time.time()
+    def __init__(self, job, outdir, isolation, rank=0):
+        self.job, self.outdir, self.t0, self.rank = job, outdir, time.time(), rank
         self.result = contract.new_result(job.get("id"), "running")
         self.result.update(started=contract.utc_now(True), options=contract.job_options(job), isolation=isolation)
         spawned = os.environ.get(SPAWNED)
@@ -39,12 +39,36 @@ class _Job(object):
             self.result["phases"]["spawned"] = round(float(spawned) - self.t0, 3)
 
     def phase(self, name):
+        """Record that the job reached phase ``name`` (seconds since it started), written at once: a job killed
+        later still says how far it got."""
         self.result["phases"][name] = round(time.time() - self.t0, 3)
+        self.write()
 
     def write(self):
+        """result.json (rank 0, or a plain job); a data-parallel job's other ranks write their rank record."""
         if not os.path.isdir(self.outdir):
             os.makedirs(self.outdir)
+        if self.rank:
+            if self.result["status"] != "running":
+                contract.write_json(ranks.record_path(self.outdir, self.rank), self.rank_record())
+            return
         contract.write_json(os.path.join(self.outdir, "result.json"), self.result)
+
+    def rank_record(self):
+        """This rank's part of a data-parallel job: its status, device, timed iterations and telemetry."""
+        r, timing, tel = self.result, self.result.get("timing") or {}, self.result.get("telemetry") or {}
+        return {"rank": self.rank, "status": r["status"], "reason": r["reason"],
+                "device": (r.get("environment") or {}).get("gpu") or (r.get("environment") or {}).get("cpu"),
+                "process": (r.get("environment") or {}).get("process"), "repeats": timing.get("repeats"),
+                "summary": timing.get("summary"), "telemetry": {k: tel.get(k) for k in (
+                    "status", "reason", "device", "summary", "throttled", "throttle_reasons", "energy")}}
+
+    def abort(self, reason):
+        """Another rank died: record the job as failed with the reason and end this process (its collectives
+        would wait for the dead rank)."""
+        self.result.update(status="failed", reason=reason, finished=contract.utc_now(True))
+        self.write()
+        os._exit(1)
 
     def progress(self, timing, convergence=None):
         """What was measured so far, status running: kept if the job dies before it ends."""
@@ -132,35 +156,56 @@ def _check_archs(adapter, job, result):
     return archs.check(adapter.build_name, gpu[0], gpu[1], shipped, job.get("allow_ptx_jit", False)) == "ptx"
 
 
-def run(job_path, outdir, isolation="process"):
+def _launch_ranks(job, job_path, state):
+    """Rank 0 of a data-parallel job: the rendezvous and the GPUs' topology recorded; for a process-per-rank
+    framework its rendezvous variables set and ranks 1..N-1 started (runner.ranks), returned; None otherwise."""
+    if job.get("ranks") is None:
+        return None
+    state.result["environment"].update(rendezvous=job.get("rendezvous"), gpu_topology=ranks.topology(job))
+    if job["framework"] not in ranks.PROCESS_PER_RANK:
+        return None
+    os.environ.update(ranks.environment(job, 0))
+    return ranks.Launched(job, job_path, state.outdir, state.abort) if job["ranks"] > 1 else None
+
+
+def run(job_path, outdir, isolation="process", rank=0):
     """Run the job in ``job_path``, write ``outdir``/result.json; returns the result dict. ``isolation``:
     "process" (this process runs this job only) or "worker" (runner.worker: its earlier jobs ran here too, and
-    the process's settings were applied once). The adapter is released (runner.adapters.base) at the end."""
+    the process's settings were applied once). ``rank``: which rank of a data-parallel job this process is
+    (runner.ranks; rank 0 launches the others and keeps their records in ``ranks``). The adapter is released
+    (runner.adapters.base) at the end."""
     with open(job_path) as f:
         job = json.load(f)
-    state = _Job(job, outdir, isolation)
-    result, adapter = state.result, None
+    state = _Job(job, outdir, isolation, rank)
+    result, adapter, launched = state.result, None, None
     try:
         contract.check_job(job)
-        process = settings.apply(job) if isolation == "process" else settings.record(job)
+        process = settings.apply(job, rank) if isolation == "process" else settings.record(job)
         result["environment"] = dict(environment.describe(), process=process)
         state.write()
+        if rank == 0:
+            launched = _launch_ranks(job, job_path, state)
         adapter = _execute(state)
         result["status"] = "ok"
+        if job.get("ranks") is not None and rank == 0:
+            result["ranks"] = [state.rank_record()] + (launched.collect(job.get("timeout_s")) if launched else [])
     except archs.Refused as exc:  # cannot run as asked here: nothing went wrong
         result["status"], result["reason"], result["remedy"] = "skipped", exc.reason, exc.remedy
         sys.stderr.write("skipped: %s\n" % exc.reason)
     except Exception as exc:  # every failure is recorded, never lost
         result["status"] = "failed"
         result["reason"] = "%s: %s" % (type(exc).__name__, exc)
+        if launched is not None and launched.dead(grace=5.0):  # the cause, not the collective that noticed it
+            result["reason"] = "%s (rank 0: %s)" % (launched.failure, result["reason"])
         result["error"] = {"type": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()}
         traceback.print_exc()
     finally:
         if adapter is not None:
             adapter.release()
+        if launched is not None and result["status"] != "ok":
+            launched.stop()
     result["finished"] = contract.utc_now(True)
     state.phase("finished")
-    state.write()
     return result
 
 

@@ -15,6 +15,9 @@ throughput   DLBench's quantity: seconds per mini-batch of one training iteratio
              (idle gaps included), so the queue is never drained inside a repeat, as
              in a plain training loop. The repeat's host wall time is kept beside it
              (``repeat_wall_seconds``) as a cross-check.
+             A data-parallel job's ranks (runner.ranks) each take their shard of every mini-batch
+             (``adapter.shard``) and meet at a barrier at each repeat's edges, so rank 0's repeat
+             window spans every rank's steps; samples/s is the total mini-batch over that step time.
              The measured window (runner.window: wall and CPU time, GPU telemetry, energy) spans
              the measured repeats. After every repeat ``progress(timing)`` is called with what was
              measured so far, so that a job killed midway keeps its finished repeats.
@@ -90,7 +93,7 @@ def _step_source(adapter, job, dataset):
     """A zero-argument training step and the description of what it times."""
     batch_size = job["batch_size"]
     if dataset is None:
-        x, y = adapter.to_device(*datamod.synthetic_batch(job["model"], batch_size, job["data"]["seed"]))
+        x, y = adapter.to_device(*adapter.shard(*datamod.synthetic_batch(job["model"], batch_size, job["data"]["seed"])))
         return (lambda: adapter.train_step(x, y)), \
             "forward+backward+update on one synthetic mini-batch resident on the device"
     rng = np.random.RandomState(job.get("seed", 0))
@@ -101,7 +104,7 @@ def _step_source(adapter, job, dataset):
     keys = iter(keys[:needed])
 
     def step():
-        return adapter.train_step(*adapter.to_device(*dataset.batch(next(keys))))
+        return adapter.train_step(*adapter.to_device(*adapter.shard(*dataset.batch(next(keys)))))
 
     return step, ("gather of a real mini-batch from memory + copy to the device (none on CPU) "
                   "+ forward+backward+update")
@@ -134,8 +137,10 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing):
     with _measured(window):
         for _ in range(job["repeats"]):
             adapter.synchronize()
+            adapter.barrier()  # every rank starts the repeat together
             start = time.perf_counter()
             seconds, hs = timed(step, job["iterations"])
+            adapter.barrier()  # and rank 0's window ends once every rank is done
             walls.append(time.perf_counter() - start)  # the timer synchronised at its end
             repeats.append(seconds)
             last = hs[-1:]  # only the last loss is kept: no device memory grows with the run

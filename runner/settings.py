@@ -19,10 +19,13 @@ import os
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TF32_OVERRIDE = ("mxnet", "cntk", "caffe2")  # their CUDA libraries follow NVIDIA_TF32_OVERRIDE
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def _xla_flags(job):
     flags = []
+    if job["device"] == "cpu" and (job.get("ranks") or 1) > 1:  # the CPU as that many devices, for its ranks
+        flags.append("--xla_force_host_platform_device_count=%d" % job["ranks"])
     if job.get("threads"):
         flags += ["--xla_cpu_multi_thread_eigen=%s" % ("false" if job["threads"] == 1 else "true"),
                   "intra_op_parallelism_threads=%d" % job["threads"]]
@@ -40,6 +43,8 @@ def environment(job):
             env["MXNET_CPU_WORKER_NTHREADS"] = "1"
     if framework == "jax" and _xla_flags(job):
         env["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", "")] + _xla_flags(job)).strip()
+    if job.get("ranks") is not None:  # NVLink multicast off in every rank: it can take shared GPUs out of service
+        env.update(NO_MULTICAST)
     if job["device"] == "cuda":
         if not job.get("cudnn_autotune", True):
             env.update({"tensorflow": {"TF_CUDNN_USE_AUTOTUNE": "0"},
@@ -57,29 +62,33 @@ def allowed_cpus():
         return list(range(os.cpu_count() or 1))
 
 
-def cpus(job, allowed=None):
-    """The CPUs a job with ``threads`` is confined to (the first ``threads`` allowed ones), or None (no limit)."""
+def cpus(job, allowed=None, rank=0):
+    """The CPUs a job with ``threads`` is confined to (the first ``threads`` allowed ones), or None (no limit).
+    Rank r of a data-parallel CPU job with threads takes the r-th ``threads`` of them."""
     allowed = allowed_cpus() if allowed is None else allowed
-    return allowed[:job["threads"]] if job.get("threads") else None
+    threads = job.get("threads")
+    if not threads:
+        return None
+    return allowed[rank * threads:(rank + 1) * threads] or allowed[:threads]
 
 
 def key(job):
     """What must be the same for jobs to share a process: the framework (and version), the device, the
     environment before import and the CPUs."""
     return (job["framework"], job.get("framework_version"), job["device"], tuple(sorted(environment(job).items())),
-            tuple(cpus(job) or ()))
+            tuple(cpus(job) or ()), job.get("ranks"))
 
 
-def record(job):
-    """What ``apply`` sets for ``job``, for result.json's environment: {"variables": {...}, "cpus": [...] or
-    None, "requested_threads"}."""
-    return {"variables": environment(job), "cpus": cpus(job), "requested_threads": job.get("threads")}
+def record(job, rank=0):
+    """What ``apply`` sets for ``job`` (rank ``rank`` of a data-parallel job), for result.json's environment:
+    {"variables": {...}, "cpus": [...] or None, "requested_threads"}."""
+    return {"variables": environment(job), "cpus": cpus(job, rank=rank), "requested_threads": job.get("threads")}
 
 
-def apply(job):
+def apply(job, rank=0):
     """Set this process's environment and CPU affinity for ``job`` (before its framework is imported); returns
-    ``record(job)``."""
-    found = record(job)
+    ``record(job, rank)``."""
+    found = record(job, rank)
     os.environ.update(found["variables"])
     if found["cpus"]:
         os.sched_setaffinity(0, found["cpus"])

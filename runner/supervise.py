@@ -201,10 +201,22 @@ def _announce(kind, job_id, status=""):
     sys.stdout.flush()
 
 
+def _in_process(job_id, job, jobs_dir, out_dir):
+    job_path = os.path.join(jobs_dir, job_id + ".json")
+    _announce("start", job_id)
+    status = run_one([sys.executable, "-m", "runner", job_path, os.path.join(out_dir, job_id)], job,
+                     os.path.join(out_dir, job_id))
+    _announce("end", job_id, status)
+
+
 def _in_workers(jobs, jobs_dir, out_dir):
-    """Run ``jobs`` [(id, job)] in warm workers, one per run of consecutive jobs with the same settings."""
+    """Run ``jobs`` [(id, job)] in warm workers, one per run of consecutive jobs with the same settings; a
+    data-parallel job in a process of its own (its ranks and their process group start and end with it)."""
     worker, key = None, None
     for job_id, job in jobs:
+        if job.get("ranks") is not None:
+            _in_process(job_id, job, jobs_dir, out_dir)
+            continue
         if worker is not None and (settings.key(job) != key or worker.proc.poll() is not None):
             worker.close()
             worker = None
@@ -243,11 +255,7 @@ def main(argv):
         _in_workers(jobs, jobs_dir, out_dir)
         return 0
     for job_id, job in jobs:
-        job_path = os.path.join(jobs_dir, job_id + ".json")
-        _announce("start", job_id)
-        status = run_one([sys.executable, "-m", "runner", job_path, os.path.join(out_dir, job_id)], job,
-                         os.path.join(out_dir, job_id))
-        _announce("end", job_id, status)
+        _in_process(job_id, job, jobs_dir, out_dir)
     return 0
 
 

@@ -29,8 +29,8 @@ The result (result.json's ``telemetry``):
   user clock settings, sync boost and display clocks are normal operation and do not count.
 
 Which NVML device: in a container that sees one GPU, that one; otherwise DLREPRO_GPU
-(the host index the executor pinned the job to), else the first entry of
-CUDA_VISIBLE_DEVICES when it is an index, else 0. NVML numbers GPUs in PCI bus order,
+(the host index the executor pinned the job to), else the entry of CUDA_VISIBLE_DEVICES
+for the process's rank (the first for a job of one GPU) when it is an index, else the rank. NVML numbers GPUs in PCI bus order,
 so the local executor also sets CUDA_DEVICE_ORDER=PCI_BUS_ID.
 """
 import os
@@ -96,12 +96,15 @@ def judge(samples, violation_s):
 
 
 def _index(pynvml):
+    """The NVML index of this process's GPU: rank r of a data-parallel job has the r-th visible one."""
     if pynvml.nvmlDeviceGetCount() == 1:
         return 0
-    for text in (os.environ.get("DLREPRO_GPU"), (os.environ.get("CUDA_VISIBLE_DEVICES") or "").split(",")[0]):
+    rank = int(os.environ.get("DLREPRO_RANK", "0"))
+    visible = (os.environ.get("CUDA_VISIBLE_DEVICES") or "").split(",")
+    for text in (os.environ.get("DLREPRO_GPU") if not rank else None, visible[rank] if rank < len(visible) else None):
         if text and text.strip().isdigit():
             return int(text)
-    return 0
+    return rank
 
 
 def _text(value):

@@ -174,6 +174,22 @@ def test_seconds_vs_batch_plot_only_for_several_batch_sizes():
     assert len(figures) == 1 and png_size(figures[0].png) == (plots.WIDTH_PX, plots.HEIGHT_PX)
 
 
+def test_a_speedup_plot_per_data_parallel_run_and_its_scaling_column():
+    one = tables.summary(ALEXNET).iloc[:2]  # two frameworks' rows of one bundle, made into 1/2/4-GPU jobs
+    rows = pd.concat([one.assign(ranks=n, scaling="strong", rank_batch_size=16 // n, median=one["median"] / n ** 0.8)
+                      for n in (1, 2, 4)])
+    rows = tables.frame(tables.scaling(rows.to_dict("records")), tables.SUMMARY_COLUMNS)
+    assert list(rows["speedup"].round(3)) == [1.0, 1.0, 1.741, 1.741, 3.031, 3.031]
+    (figure,) = plots.speedup_vs_gpus(rows)
+    assert figure.title.startswith("Speedup vs ranks (strong scaling, total mini-batch 16)")
+    assert png_size(figure.png) == (plots.WIDTH_PX, plots.HEIGHT_PX) and "Dashed: the ideal, N." in figure.caption
+    (table,) = report.results(rows)
+    cells = [dict(zip(table.columns, r)) for r in table.rows]
+    assert {c["ranks"] for c in cells} == {"1", "2", "4"} and "strong, 4 per rank: S 3.03, E 0.76" in {
+        c["scaling"] for c in cells}
+    assert plots.speedup_vs_gpus(tables.summary(ALEXNET)) == []  # no data-parallel jobs
+
+
 def test_invoke_report_writes_and_prints_the_paths(tmp_path):
     done = subprocess.run([sys.executable, "-m", "invoke", "report", "%s,%s" % (ALEXNET, FCN), "--out", str(tmp_path)],
                           cwd=REPO_ROOT, capture_output=True, text=True)

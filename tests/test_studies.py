@@ -101,6 +101,30 @@ def test_ratio_band_and_scaling_claims():
     assert v.verdict == claims.NOT_TESTABLE and "threads 4 and 16 were not both measured (here: 1, 2)" in v.evidence
 
 
+def test_a_weak_scaling_claim_pairs_the_jobs_of_one_per_gpu_mini_batch():
+    study = studies.load("dlf")
+    claim = study.model_copy(update={"claims": {"w": study.claims["densenet-weak-scaling"]}})
+    rows = _rows({("torch", 1): 0.2, ("torch", 4): 0.25}, variant="densenet121-synthetic", run="densenet")
+    rows = rows.assign(device="cuda", ranks=[1, 4], scaling="weak", rank_batch_size=64, batch_size=[64, 256],
+                       throughput=[64 / 0.2, 256 / 0.25])
+    (v,) = claims.evaluate(claim, rows)
+    assert v.verdict == "holds" and "throughput at gpus 4 / at 1: PyTorch 3.2 (b64)" in v.evidence  # W = 3.2
+    (v,) = claims.evaluate(claim, rows.assign(throughput=[64 / 0.2, 256 / 0.5]))
+    assert v.verdict == "does not hold" and "PyTorch 1.6 (b64)" in v.evidence
+
+
+def test_a_study_on_one_gpu_runs_its_one_gpu_data_parallel_jobs():
+    from dlrepro.run import study as studymod
+
+    planned = {p.id: p for p in studymod.plan(studies.load("dlbench"), gpus=[{"index": 0}], quick=True)}
+    fcn = planned["multigpu-fcn"]
+    assert fcn.why is None and fcn.options.ranks == [1] and fcn.notes == ["GPU counts 2, 4 left out: this host has 1 GPU"]
+    assert fcn.jobs == 2  # PyTorch and JAX: the adapters with a data-parallel path
+    assert planned["multigpu-fcn"].options.batch_sizes == [4096]
+    none = {p.id: p for p in studymod.plan(studies.load("dlbench"), gpus=[], quick=True)}
+    assert none["multigpu-fcn"].why == "it needs an NVIDIA GPU; NVML sees none on this host"
+
+
 def test_untestable_and_unmeasured_claims_say_why():
     study = studies.load("dlbench")
     empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
@@ -160,8 +184,8 @@ def test_the_study_summary_counts_every_published_cell_once():
     built = paper.build(study, empty, refs, {r: "not runnable here: no GPU" for r in study.runs})
     total, why = paper.counts(built)
     cells = sum(len(t.rows) * len(t.columns) for t in study.tables.values())
-    assert sum(total.values()) == cells == 6 * 5 + 5 * 7 * 2 + 5 * 3
-    assert why["cannot be compared"]["the published values were not retrieved"] == 5 * 7 * 2 + 5 * 3
+    assert sum(total.values()) == cells == 6 * 5 + 5 * 7 * 2 + 5 * 9  # Table 8: 3 networks x 1, 2 and 4 GPUs
+    assert why["cannot be compared"]["the published values were not retrieved"] == 5 * 7 * 2 + 5 * 9
     assert why["cannot be compared"]["a tool the suite does not run"] == 2 * 5  # Theano and Lua Torch
     assert why["cannot be compared"]["the table has no value for this tool"] == 1  # Caffe's LSTM-32: n/a
     assert total["not run"] == why["not run"]["not runnable here: no GPU"] == 4 * 5 - 1

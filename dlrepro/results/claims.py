@@ -166,19 +166,23 @@ def _band(study, claim, rows):
 
 
 def _scaling(study, claim, rows):
-    column = "threads" if claim.over == "threads" else "gpus"
-    if column not in rows.columns:
-        return NOT_TESTABLE, "no job of several GPUs was measured", {}
-    counts = sorted(int(c) for c in rows[column].dropna().unique())
+    if claim.over == "threads":
+        count, batch_of = rows["threads"], rows["batch_size"]
+    else:  # GPUs: a one-device job counts as one rank; weak scaling pairs the jobs of one per-GPU mini-batch
+        count = rows["ranks"].fillna(1)
+        batch_of = rows["rank_batch_size"].fillna(rows["batch_size"]) if (rows["scaling"] == "weak").any() \
+            else rows["batch_size"]
+    rows = rows.assign(_count=count, _batch=batch_of)
+    counts = sorted(int(c) for c in rows["_count"].dropna().unique())
     to = counts[-1] if claim.to == "max" and counts else claim.to
     found, speedups = {}, {}
     for tool in claim.tools:
         framework = study.framework(tool)
         mine = rows[rows["framework"] == framework] if framework else rows.iloc[0:0]
-        base, top = mine[mine[column] == claim.at], mine[mine[column] == to]
-        for batch in sorted(set(base["batch_size"]) & set(top["batch_size"])):
-            a = base[base["batch_size"] == batch]["throughput"].median()
-            b = top[top["batch_size"] == batch]["throughput"].median()
+        base, top = mine[mine["_count"] == claim.at], mine[mine["_count"] == to]
+        for batch in sorted(set(base["_batch"]) & set(top["_batch"])):
+            a = base[base["_batch"] == batch]["throughput"].median()
+            b = top[top["_batch"] == batch]["throughput"].median()
             if pd.notna(a) and pd.notna(b) and a > 0:
                 speedups[(tool, int(batch))] = b / a
                 found[(tool, int(batch))] = (b / a, None)

@@ -51,7 +51,7 @@ CELL_COLUMNS = ["spec", "variant", "batch_size", "framework", "measured_framewor
                 "measured_hardware", "metric", "unit", "measured", "ci95_low", "ci95_high", "published", "ratio",
                 "lower", "upper", "verdict", "reference_id", "reference_kind", "published_framework",
                 "published_version", "published_hardware", "source", "bundle_id", "job_id"]
-REGRESSION_KEY = ["spec", "variant", "framework", "device", "mode", "batch_size", "precision", "threads", "sample"]
+REGRESSION_KEY = ["spec", "variant", "framework", "device", "mode", "batch_size", "precision", "threads", "ranks", "sample"]
 
 
 def repeat_level(row):

@@ -65,6 +65,7 @@ def _measured_rows(summary, column, framework):
                        & (summary["framework"] == framework)]
         if column.batch_size is not None:
             rows = rows[rows["batch_size"] == column.batch_size]
+        rows = rows[rows["ranks"] == column.gpus] if column.gpus > 1 else rows[rows["ranks"].fillna(1) == 1]
         if column.threads is not None:
             rows = rows[rows["threads"] == column.threads]
         elif rows["threads"].notna().any():

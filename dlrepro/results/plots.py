@@ -8,6 +8,8 @@ Each function takes tidy tables (``dlrepro.tables.summary`` / ``samples`` column
   at two or more batch sizes, on log-log axes from LOG_AXES_FROM batch sizes on;
 - ``throughput_bars``: throughput in samples/s at the median time, one horizontal bar per framework,
   whiskers at the throughput of the quartile times (the IQR mapped through samples / seconds);
+- ``speedup_vs_gpus``: a data-parallel run's speedup over its 1-GPU job against the GPU (rank) count, one
+  line per framework, with the ideal line (strong scaling S = t1 / tN, weak scaling W);
 - ``accuracy_vs_time``: test accuracy (%) after each epoch against the cumulative wall time (s) of
   the training loops up to it, one line per job, for convergence runs.
 
@@ -63,6 +65,9 @@ def _names(rows):
     names = (rows["framework"] + " " + rows["framework_version"].fillna("")).str.strip()
     if (rows["device"] == "cpu").all() and rows["threads"].nunique(dropna=False) > 1:
         names = names + ", " + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d thread%s" % (t, "s"[t == 1:]))
+    if rows["ranks"].notna().any():
+        unit = "GPU" if (rows["device"] == "cuda").all() else "rank"
+        names = names + rows["ranks"].map(lambda n: "" if pd.isna(n) else ", %d %s%s" % (n, unit, "s"[n == 1:]))
     return names
 
 
@@ -153,6 +158,43 @@ def accuracy_vs_time(samples):
     return plots
 
 
+def speedup_vs_gpus(summary):
+    """Speedup over the run's 1-GPU job against the GPU count (ranks), one line per framework, the ideal
+    (speedup = N) dashed: S = t1 / tN under strong scaling, W = throughput_N / throughput_1 under weak."""
+    ok = summary[(summary["status"] == "ok") & summary["ranks"].notna() & summary["scaling_efficiency"].notna()]
+    plots = []
+    for g, rows in _groups(ok, GROUP + ["scaling", "bundle_id"]):
+        per = rows["batch_size"] if g["scaling"] == "strong" else rows["rank_batch_size"]
+        for batch in sorted(per.unique()):
+            chosen = rows[per == batch]
+            counts = sorted(int(n) for n in chosen["ranks"].unique())
+            if len(counts) < 2:
+                continue
+            fig, ax = _figure()
+            value = chosen["speedup"] if g["scaling"] == "strong" else chosen["scaled_speedup"]
+            for framework, line in chosen.assign(value=value).sort_values("ranks").groupby("framework", sort=True):
+                ax.plot(line["ranks"], line["value"], marker="o", label=framework)
+            ax.plot(counts, counts, linestyle="--", color="grey", label="ideal (speedup = N)")
+            ax.set_xticks(counts, [str(n) for n in counts])
+            ax.xaxis.set_minor_locator(NullLocator())
+            unit = "GPUs" if g["device"] == "cuda" else "ranks"
+            ax.set_xlabel("%s (data-parallel %s)" % (unit, "ranks" if unit == "GPUs" else "processes or devices"))
+            ax.set_ylabel("speedup S = t1 / tN" if g["scaling"] == "strong" else "W = throughput N / throughput 1")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small")
+            what = "total mini-batch %d" % batch if g["scaling"] == "strong" else "%d per rank" % batch
+            title = "Speedup vs %s (%s scaling, %s): %s" % (unit, g["scaling"], what, _where(g))
+            fig.suptitle(title, fontsize="medium")
+            plots.append(Plot(_slug("speedup", g["spec"], g["variant"], g["device"], g["scaling"], "b%d" % batch,
+                                    len(plots)), title,
+                              ("Strong scaling: the total mini-batch of %d split across N ranks; speedup over the "
+                               "1-rank job = its median seconds per mini-batch / the N-rank one's."
+                               % batch if g["scaling"] == "strong" else
+                               "Weak scaling: %d samples per rank, the learning rate times N; W = samples/s at N "
+                               "ranks / at 1." % batch) + " Dashed: the ideal, N.", _png(fig)))
+    return plots
+
+
 def all_plots(summary, samples):
     """Every figure of a report, in reading order."""
-    return seconds_vs_batch(summary) + throughput_bars(summary) + accuracy_vs_time(samples)
+    return seconds_vs_batch(summary) + throughput_bars(summary) + speedup_vs_gpus(summary) + accuracy_vs_time(samples)

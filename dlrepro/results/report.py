@@ -123,6 +123,9 @@ def results(summary):
             "variant": rows["variant"], "device": (rows["device"] + " " + rows["device_name"].fillna("")).str.strip(),
             "batch": rows["batch_size"].astype(str), "framework": rows["framework"],
             "version": rows["framework_version"], "threads": rows["threads"].map(_fmt_int),
+            "ranks": rows["ranks"].map(_fmt_int),
+            "scaling": [_scaling(*c) for c in zip(rows["scaling"], rows["speedup"], rows["scaled_speedup"],
+                                                   rows["scaling_efficiency"], rows["rank_batch_size"])],
             "status": rows["status"], "median": rows["median"].map(_fmt),
             "IQR (q1-q3)": [_range(a, b) for a, b in zip(rows["q1"], rows["q3"])],
             "95% CI": [_range(a, b) for a, b in zip(rows["ci95_low"], rows["ci95_high"])],
@@ -166,6 +169,17 @@ def _parallelism(threads, measured, device):
     if device != "cpu" or pd.isna(measured):
         return ""
     return "%.2f%s" % (measured, " (asked %d)" % threads if pd.notna(threads) else "")
+
+
+def _scaling(scaling, speedup, scaled, efficiency, per_rank):
+    """'strong, 512 per rank: S 1.6, E 0.80' for a data-parallel job (S or W over the run's 1-rank job), or ''."""
+    if not isinstance(scaling, str):
+        return ""
+    shown = "%s, %s per rank" % (scaling, _fmt_int(per_rank))
+    if pd.notna(efficiency):
+        shown += ": %s %.3g, E %.2f" % ("S" if scaling == "strong" else "W",
+                                       speedup if scaling == "strong" else scaled, efficiency)
+    return shown
 
 
 def _energy(joules, per_sample, watts):

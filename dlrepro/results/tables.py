@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/4``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/5``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -21,7 +21,12 @@ the process CPU time over the measured window and that divided by its wall time;
 ``energy_j_per_sample``, ``mean_power_w``: the energy over the measured window (J, J per sample
 processed, W; a GPU board's from NVML, a CPU package's from RAPL where readable: ``energy_method``;
 not certified measurements); ``isolation``: the job's process ("process") or a warm worker shared
-with the jobs before it ("worker"); ``attempt``: which attempt of the bundle produced the row; GPU clocks in MHz, power in W, temperature in degrees C (medians and maxima over the
+with the jobs before it ("worker"); ``attempt``: which attempt of the bundle produced the row; ``final_loss``:
+the last measured training loss; ``ranks``, ``scaling``, ``rank_batch_size``: a data-parallel job's ranks (one per
+GPU), "strong" or "weak" and each rank's share of the total mini-batch ``batch_size``, with ``speedup`` /
+``scaled_speedup`` / ``scaling_efficiency`` over the run's 1-rank job ``scaling_base`` (``scaling``; samples:
+``rank`` 0 is the job's timing, "rank iteration" rows the other ranks'); GPU clocks in MHz, power in W,
+temperature in degrees C (medians and maxima over the
 measured iterations' NVML samples, ``telemetry_samples`` of them at 10 Hz; ``throttled``: the
 GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
@@ -39,7 +44,7 @@ import pyarrow.parquet as pq
 from dlrepro.errors import BundleError
 from runner import telemetry
 
-SCHEMA = "dlrepro.tables/4"
+SCHEMA = "dlrepro.tables/5"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -49,6 +54,7 @@ PROVENANCE = {
     "framework": "string", "framework_version": "string", "image": "string", "image_id": "string",
     "executor": "string", "host": "string", "device": "string", "device_name": "string", "driver": "string",
     "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64",
+    "ranks": "Int64", "scaling": "string", "rank_batch_size": "Int64",
     "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean",
 }
 MEASURED = {
@@ -63,10 +69,12 @@ MEASURED = {
     "telemetry_samples": "Int64", "framework_threads": "Int64", "usable_cpus": "Int64", "cpu_seconds": "float64",
     "effective_parallelism": "float64", "energy_j": "float64", "energy_j_per_sample": "float64",
     "mean_power_w": "float64", "energy_method": "string", "isolation": "string", "attempt": "Int64",
-    "reason": "string", "remedy": "string",
+    "final_loss": "float64", "speedup": "float64", "scaled_speedup": "float64", "scaling_efficiency": "float64",
+    "scaling_base": "string", "reason": "string", "remedy": "string",
 }
 SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
-SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "repeat": "Int64", "index": "Int64", "seconds": "float64",
+SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "rank": "Int64", "repeat": "Int64", "index": "Int64",
+                  "seconds": "float64",
                   "cumulative_seconds": "float64", "test_accuracy": "float64", "test_loss": "float64",
                   "train_loss": "float64", "perplexity": "float64"}
 FILES = ("summary.parquet", "samples.parquet")
@@ -75,7 +83,9 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
          "dlrepro.tables/3": ("telemetry_samples",),
          "dlrepro.tables/4": ("mean", "ci95_method", "ci95_coverage", "ci95_units", "framework_threads", "usable_cpus",
                               "cpu_seconds", "effective_parallelism", "energy_j", "energy_j_per_sample",
-                              "mean_power_w", "energy_method", "isolation", "attempt")}
+                              "mean_power_w", "energy_method", "isolation", "attempt"),
+         "dlrepro.tables/5": ("ranks", "scaling", "rank_batch_size", "final_loss", "speedup", "scaled_speedup",
+                              "scaling_efficiency", "scaling_base", "rank")}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -130,6 +140,7 @@ def provenance(body, job, result, measured=None):
         "cuda": _text(env.get("cuda") or (image or {}).get("cuda")) if cuda_job else None,
         "cudnn": _text(env.get("cudnn") or (image or {}).get("cudnn")) if cuda_job else None,
         "mode": job["mode"], "batch_size": job["batch_size"], "threads": job["threads"],
+        "ranks": job.get("ranks"), "scaling": job.get("scaling"), "rank_batch_size": job.get("rank_batch_size"),
         "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
         "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],
     }
@@ -164,9 +175,47 @@ def summary_row(body, job, result):
         "framework_threads": (result.get("environment") or {}).get("threads"), "usable_cpus": cpu.get("usable_cpus"),
         "cpu_seconds": cpu.get("cpu_seconds"), "effective_parallelism": cpu.get("effective_parallelism"),
         **_energy(result, job), "isolation": result.get("isolation"),
-        "attempt": (result.get("attempt") or {}).get("number"),
+        "attempt": (result.get("attempt") or {}).get("number"), "final_loss": (result.get("loss") or {}).get("last"),
+        "speedup": None, "scaled_speedup": None, "scaling_efficiency": None, "scaling_base": None,
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })
+
+
+SCALING_KEY = ("spec_sha256", "variant", "framework", "framework_version", "device", "mode", "threads", "precision",
+               "layout", "scaling")
+
+
+def scaling(rows):
+    """Fill the scaling columns of a bundle's data-parallel rows (``rows``: its summary rows, changed in place)
+    from the 1-rank job of the same run (same spec, variant, framework, device, mode, threads, precision and
+    mini-batch: the total under strong scaling, the per-rank one under weak), whose id goes into
+    ``scaling_base``:
+
+    strong scaling (DLBench, Shi et al. 2016 v7 section 5.2): speedup S(N) = t1 / tN, t = median seconds per
+        total mini-batch; scaling_efficiency E = S / N;
+    weak scaling (DLF, ilkarman/DeepLearningFrameworks multi-GPU notebooks): scaled_speedup W(N) =
+        throughput_N / throughput_1 (samples/s, the total mini-batch N times the 1-rank one); E = W / N;
+        ``final_loss`` beside it is the guard that the larger batch (and N times the learning rate) still trains.
+
+    Rows without an ok 1-rank base keep them null."""
+    def key(row):
+        per = row["batch_size"] if row["scaling"] == "strong" else row["rank_batch_size"]
+        return tuple(row[c] for c in SCALING_KEY) + (per,)
+
+    bases = {key(r): r for r in rows if r["ranks"] == 1 and r["status"] == "ok" and r["median"]}
+    for row in rows:
+        base = bases.get(key(row)) if row["ranks"] and row["status"] == "ok" and row["median"] else None
+        if base is None:
+            continue
+        n = row["ranks"]
+        if row["scaling"] == "strong":
+            row["speedup"] = base["median"] / row["median"]
+            row["scaling_efficiency"] = row["speedup"] / n
+        else:
+            row["scaled_speedup"] = row["throughput"] / base["throughput"]
+            row["scaling_efficiency"] = row["scaled_speedup"] / n
+        row["scaling_base"] = base["job_id"]
+    return rows
 
 
 def _processed(result, job):
@@ -197,7 +246,12 @@ def sample_rows(body, job, result):
     timing = result.get("timing") or {}
     if timing.get("quantity") == "seconds per mini-batch":  # a convergence job's epochs come below, with accuracy
         for repeat, seconds in enumerate(timing.get("repeats") or [], 1):
-            rows += [dict(base, sample="iteration", repeat=repeat, index=i, seconds=s) for i, s in enumerate(seconds, 1)]
+            rows += [dict(base, sample="iteration", rank=0 if job.get("ranks") else None, repeat=repeat, index=i,
+                          seconds=s) for i, s in enumerate(seconds, 1)]
+        for record in (result.get("ranks") or [])[1:]:  # the other ranks' own timings of the same iterations
+            for repeat, seconds in enumerate(record.get("repeats") or [], 1):
+                rows += [dict(base, sample="rank iteration", rank=record["rank"], repeat=repeat, index=i, seconds=s)
+                         for i, s in enumerate(seconds, 1)]
     for epoch in (result.get("convergence") or {}).get("epochs") or []:
         rows.append(dict(base, sample="epoch", repeat=1, index=epoch["epoch"], seconds=epoch.get("seconds"),
                          cumulative_seconds=epoch.get("cumulative_seconds"), test_accuracy=epoch.get("test_accuracy"),
@@ -224,7 +278,7 @@ def build(folder, body, job_ids):
         job, result = (json.loads((job_dir / name).read_text()) for name in ("job.json", "result.json"))
         summary.append(summary_row(body, job, result))
         samples += sample_rows(body, job, result)
-    return summary, samples
+    return scaling(summary), samples
 
 
 def write(folder, summary_rows, sample_rows):

@@ -26,10 +26,14 @@ def _pick(option, quick_value, spec_value, quick):
     return quick_value if quick else spec_value
 
 
-def _job_id(variant, framework, device, batch_size, threads, mode, default_mode):
+def _job_id(variant, framework, device, batch_size, threads, mode, default_mode, ranks=None):
+    """variant.framework.device.b<batch>[.t<threads>][.g<GPUs> | .r<CPU ranks>][.mode]: the batch as the spec gives it
+    (a data-parallel job's total under strong scaling, per GPU under weak scaling)."""
     parts = [variant, framework, device, "b%d" % batch_size]
     if threads:
         parts.append("t%d" % threads)
+    if ranks is not None:
+        parts.append("%s%d" % ("g" if device == "cuda" else "r", ranks))
     if mode != default_mode:
         parts.append(mode)
     return ".".join(parts)
@@ -59,6 +63,27 @@ def _threads(variant, options):
     if options.threads == "sweep":
         return variant.threads or [None]
     return options.threads
+
+
+def _ranks(variant, options):
+    if options.ranks is None:
+        return [None]
+    return list(variant.gpus) if options.ranks == "spec" else list(options.ranks)
+
+
+def _data_parallel(variant, batch_size, ranks, optimizer):
+    """The job's data-parallel fields for ``ranks`` (None: a plain job), or None when the batch cannot be split:
+    {ranks, scaling, batch_size (total mini-batch), rank_batch_size, optimizer (weak scaling: lr times ranks)}."""
+    if ranks is None:
+        return {"ranks": None, "scaling": None, "rank_batch_size": None}
+    scaling = variant.scaling or "strong"
+    if scaling == "strong" and batch_size % ranks:
+        return None
+    per_rank = batch_size // ranks if scaling == "strong" else batch_size
+    found = {"ranks": ranks, "scaling": scaling, "batch_size": per_rank * ranks, "rank_batch_size": per_rank}
+    if scaling == "weak" and optimizer:
+        found["optimizer"] = dict(optimizer, lr=optimizer["lr"] * ranks)
+    return found
 
 
 def _mode_settings(variant, options, mode):
@@ -113,8 +138,17 @@ def left_out(spec, options):
             continue
         for framework in _frameworks(spec, options):
             reason = unsupported(spec, name, _framework_name(framework))
+            if reason is None and options.ranks is not None:
+                reason = capabilities.unsupported_parallel(_framework_name(framework),
+                                                           options.mode or spec.variants[name].mode)
             if reason:
                 out.append({"variant": name, "framework": framework, "reason": "unsupported: " + reason})
+        if options.ranks is not None and (spec.variants[name].scaling or "strong") == "strong":
+            uneven = sorted({(b, r) for b in _sizes(spec.variants[name], options, options.mode or spec.variants[name].mode)
+                             for r in _ranks(spec.variants[name], options) if b % r})
+            for b, r in uneven:
+                out.append({"variant": name, "framework": None,
+                            "reason": "batch %d does not split into %d equal rank mini-batches" % (b, r)})
     return out
 
 
@@ -154,50 +188,56 @@ def expand(spec, options):
         if _not_applicable(variant, mode):
             continue
         for framework in frameworks:
-            if unsupported(spec, name, _framework_name(framework)):
+            if unsupported(spec, name, _framework_name(framework)) or (
+                    options.ranks is not None and capabilities.unsupported_parallel(_framework_name(framework), mode)):
                 continue
-            for batch_size in _sizes(variant, options, mode):
-                for threads in _threads(variant, options):
-                    job = {
-                        "schema": JOB_SCHEMA,
-                        "id": _job_id(name, framework.replace("@", "-"), options.device, batch_size, threads, mode,
-                                      variant.mode),
-                        "spec": {"name": spec.name, "sha256": spec.digest()},
-                        "variant": name,
-                        "framework": _framework_name(framework),
-                        "framework_version": framework.split("@", 1)[1] if "@" in framework else None,
-                        "device": options.device,
-                        "mode": mode,
-                        "model": {"name": variant.model, "input_shape": list(model.input_shape),
-                                  "input_kind": model.input_kind, "target": model.target, "classes": model.classes,
-                                  "init": model.init_for(_framework_name(framework)).model_dump(exclude_none=True),
-                                  "parameters": model.parameters,
-                                  "layers": model.layer_dicts()},
-                        "data": _data(variant),
-                        "weights": {"name": variant.weights.dataset, "format": None, "files": None,
-                                    "layout": variant.weights.layout, "top1": variant.weights.top1}
-                        if variant.weights else None,
-                        "optimizer": variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None,
-                        "loss": variant.loss.model_dump(),
-                        "batch_size": batch_size,
-                        "warmup": _pick(options.warmup, QUICK["warmup"], variant.warmup, options.quick),
-                        "iterations": _pick(options.iterations, QUICK["iterations"], variant.iterations, options.quick),
-                        "repeats": _pick(options.repeats, QUICK["repeats"], variant.repeats, options.quick),
-                        "epochs": None,
-                        "max_iterations_per_epoch": None,
-                        "threads": threads,
-                        "precision": options.precision,
-                        "cudnn_autotune": options.cudnn_autotune,
-                        "layout": options.layout,
-                        "compile": options.compile,
-                        "cuda_graphs": options.cuda_graphs,
-                        "allow_ptx_jit": options.allow_ptx_jit,
-                        "cuda_archs": [],
-                        "seed": 0,
-                        "timeout_s": options.timeout_s or TIMEOUT_S[mode],
-                    }
-                    job.update(_mode_settings(variant, options, mode))
-                    jobs.append(job)
+            for batch_size, threads, ranks in [(b, t, r) for b in _sizes(variant, options, mode)
+                                           for t in _threads(variant, options) for r in _ranks(variant, options)]:
+                parallel = _data_parallel(variant, batch_size, ranks, variant.optimizer.model_dump(exclude_none=True)
+                                          if variant.optimizer else None)
+                if parallel is None:  # a total mini-batch that does not split evenly: left out (left_out)
+                    continue
+                job = {
+                    "schema": JOB_SCHEMA,
+                    "id": _job_id(name, framework.replace("@", "-"), options.device, batch_size, threads, mode,
+                                  variant.mode, ranks),
+                    "spec": {"name": spec.name, "sha256": spec.digest()},
+                    "variant": name,
+                    "framework": _framework_name(framework),
+                    "framework_version": framework.split("@", 1)[1] if "@" in framework else None,
+                    "device": options.device,
+                    "mode": mode,
+                    "model": {"name": variant.model, "input_shape": list(model.input_shape),
+                              "input_kind": model.input_kind, "target": model.target, "classes": model.classes,
+                              "init": model.init_for(_framework_name(framework)).model_dump(exclude_none=True),
+                              "parameters": model.parameters,
+                              "layers": model.layer_dicts()},
+                    "data": _data(variant),
+                    "weights": {"name": variant.weights.dataset, "format": None, "files": None,
+                                "layout": variant.weights.layout, "top1": variant.weights.top1}
+                    if variant.weights else None,
+                    "optimizer": variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None,
+                    "loss": variant.loss.model_dump(),
+                    "batch_size": batch_size,
+                    "warmup": _pick(options.warmup, QUICK["warmup"], variant.warmup, options.quick),
+                    "iterations": _pick(options.iterations, QUICK["iterations"], variant.iterations, options.quick),
+                    "repeats": _pick(options.repeats, QUICK["repeats"], variant.repeats, options.quick),
+                    "epochs": None,
+                    "max_iterations_per_epoch": None,
+                    "threads": threads,
+                    "precision": options.precision,
+                    "cudnn_autotune": options.cudnn_autotune,
+                    "layout": options.layout,
+                    "compile": options.compile,
+                    "cuda_graphs": options.cuda_graphs,
+                    "allow_ptx_jit": options.allow_ptx_jit,
+                    "cuda_archs": [],
+                    "seed": 0,
+                    "timeout_s": options.timeout_s or TIMEOUT_S[mode],
+                }
+                job.update(_mode_settings(variant, options, mode))
+                job.update(parallel)
+                jobs.append(job)
     if not jobs:
         reasons = "; ".join("%s%s: %s" % (o["variant"], " on " + o["framework"] if o["framework"] else "", o["reason"])
                             for o in left_out(spec, options))

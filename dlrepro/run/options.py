@@ -40,6 +40,9 @@ class RunOptions(BaseModel):
     epochs: Optional[PositiveInt] = None
     threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
         None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
+    ranks: Union[Literal["spec"], list[PositiveInt], None] = Field(
+        None, description="data-parallel ranks per job (one per GPU on cuda, one process each on the CPU), or "
+                          "'spec' for the variant's GPU counts; None: plain jobs of one device, no data parallelism")
     gpu: NonNegativeInt = Field(0, description="host GPU index for --device cuda")
     gpus: Optional[list[NonNegativeInt]] = Field(
         None, description="host GPU indices for --device cuda: independent jobs run concurrently, one per GPU")
@@ -54,7 +57,7 @@ class RunOptions(BaseModel):
     allow_ptx_jit: bool = Field(False, description="run a build that has only PTX for an older architecture "
                                                    "than the GPU's (driver JIT), marked ptx_jit")
 
-    @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus")
+    @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus", "ranks")
     @classmethod
     def _no_repeats(cls, value):
         if isinstance(value, list) and len(set(value)) != len(value):
@@ -102,6 +105,12 @@ def _threads(text):
     return _items("--threads", text, int, "'sweep' or comma-separated thread counts")
 
 
+def _ranks(text):
+    if text.strip() == "spec":
+        return "spec"
+    return _items("--ranks", text, int, "'spec' or comma-separated rank (GPU) counts")
+
+
 def _given(value):
     return None if value == UNSET else value
 
@@ -109,7 +118,7 @@ def _given(value):
 def from_cli(framework="", device="cpu", executor="docker", variant="", mode="", batch_size="", warmup=UNSET,
              iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
              precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False,
-             isolation="worker"):
+             isolation="worker", ranks=""):
     """RunOptions from ``invoke run``'s option texts (lists comma-separated, UNSET for integers not given).
 
     Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
@@ -119,7 +128,7 @@ def from_cli(framework="", device="cpu", executor="docker", variant="", mode="",
         iterations=_given(iterations), repeats=_given(repeats), epochs=_given(epochs), threads=_threads(threads),
         gpu=gpu, quick=quick, timeout_s=_given(timeout), gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
         precision=precision, layout=layout, cudnn_autotune=cudnn_autotune, compile=compile,
-        allow_ptx_jit=allow_ptx_jit, isolation=isolation)
+        allow_ptx_jit=allow_ptx_jit, isolation=isolation, ranks=_ranks(ranks))
     try:
         return RunOptions(**values)
     except ValidationError as exc:

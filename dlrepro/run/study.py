@@ -3,7 +3,8 @@ bundle per run, and a study record that names them (``results/studies/<study>-<U
 
 Each run becomes one ``runs.run`` (a bundle of its own, durable and resumable as any run is). What this host
 cannot run is listed with the reason instead of being tried: a cuda run without an NVIDIA GPU, GPU counts
-beyond the host's, thread counts beyond its CPUs (an oversubscribed count measures contention, not
+beyond the host's (a run with GPU counts runs data-parallel jobs of the counts this host has, the 1-GPU one
+included as the base of the speedups), thread counts beyond its CPUs (an oversubscribed count measures contention, not
 scaling), a run of another device than the one asked for. The record is rewritten as each run starts and
 ends, so a study killed midway is resumed (``resume``) from the record: published bundles are kept, partial
 ones resumed, the rest run. ``quick`` makes a smoke pass of the whole study (each run --quick, thread sweeps
@@ -74,9 +75,9 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
         if not counts:
             item.why = "it needs %s GPUs; this host has %d" % (min(run.gpus), len(gpus))
             continue
-        if any(g > 1 for g in run.gpus):
-            item.notes.append("GPU counts %s left out: jobs over several GPUs are not supported by this suite yet"
-                              % ", ".join(str(g) for g in run.gpus if g > 1))
+        if len(counts) < len(run.gpus):
+            item.notes.append("GPU counts %s left out: this host has %d GPU%s" % (
+                ", ".join(str(g) for g in run.gpus if g not in counts), len(gpus), "s"[len(gpus) == 1:]))
         spec = specmod.load(run.spec)
         chosen = [f for f in (frameworks or spec.frameworks) if f.split("@")[0] in spec.frameworks]
         if not chosen:
@@ -84,7 +85,8 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
             continue
         threads = _threads(spec, run, quick, cpus, item.notes)
         item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
-                                  mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick)
+                                  mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,
+                                  ranks=counts if run.gpus != [1] else None)
         try:
             item.jobs = len(jobsmod.expand(spec, item.options))
         except DlreproError as exc:

@@ -181,6 +181,26 @@ class Adapter(object):
     def reset_state(self):
         """Forget carried recurrent state (an epoch's or an evaluation's start); nothing by default."""
 
+    def shard(self, x, y):
+        """This rank's part of a total mini-batch (numpy, before ``to_device``): rows r*b .. (r+1)*b of a
+        data-parallel job (runner.ranks; b = job["rank_batch_size"]), the whole batch otherwise. Adapters that
+        drive several devices from one process split it their own way."""
+        if self.job.get("ranks") is None:
+            return x, y
+        from runner import ranks
+
+        b, r = self.job["rank_batch_size"], ranks.rank()
+        return x[r * b:(r + 1) * b], y[r * b:(r + 1) * b]
+
+    def barrier(self):
+        """Wait until every rank of a data-parallel job reaches this point (each repeat's edges); nothing for a
+        single process."""
+
+    def parameters(self):
+        """The trainable parameters as numpy arrays, in the model's order (for checking training steps against
+        each other: one rank against several)."""
+        raise self._lacks("parameters()")
+
     def release(self):
         """Give back what the job holds, so that the next job in the same process (runner.worker) starts fresh:
         its model, optimizer and device memory, and the framework caches that would carry over. By default the

@@ -117,6 +117,30 @@ def unsupported_options(framework, job, device):
         return "the %s adapter cannot run %s" % (framework, "; ".join(problems))
     return None
 
+# data-parallel training (job["ranks"]): how each adapter runs it, or why it does not
+DATA_PARALLEL = {
+    "torch": "DistributedDataParallel, one process per rank (NCCL on GPUs, gloo on the CPU)",
+    "jax": "one process over its local devices: the step pmapped, gradients averaged with lax.pmean",
+}
+NO_DATA_PARALLEL = {
+    "tensorflow": "its adapter has no tf.distribute.MirroredStrategy path yet",
+    "mxnet": "its adapter has no multi-context Trainer (kvstore device/nccl) path yet",
+    "cntk": "its data parallelism runs over MPI (mpiexec), which the CNTK image does not ship",
+    "caffe2": "its adapter has no data_parallel_model path yet",
+    "caffe": "the BVLC Caffe image is CPU-only (Debian's build), so it has no GPUs to spread over",
+}
+
+
+def unsupported_parallel(framework, mode):
+    """Why ``framework``'s adapter cannot run a data-parallel job in ``mode``, or None."""
+    if framework not in DATA_PARALLEL:
+        return "no data-parallel training in the %s adapter: %s" % (
+            framework, NO_DATA_PARALLEL.get(framework, "not implemented"))
+    if mode != "throughput":
+        return "data-parallel jobs time training steps (throughput mode), not %s" % mode
+    return None
+
+
 # what "init: default" means in each adapter: the framework's own initialisation of conv and dense layers
 DEFAULT_INIT = {
     "torch": "PyTorch's own (Kaiming uniform with a = sqrt(5) for weights, U(+-1/sqrt(fan_in)) for biases)",

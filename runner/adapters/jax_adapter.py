@@ -298,9 +298,13 @@ class Adapter(Base):
         jax.config.update("jax_default_matmul_precision", self.matmul_precision)
         platform = "gpu" if job["device"] == "cuda" else "cpu"
         try:
-            self.device = jax.devices(platform)[0]
+            found = jax.devices(platform)
         except RuntimeError:
             raise UnsupportedError("the job asks for %s and JAX sees none" % platform)
+        ranks = job.get("ranks")
+        if ranks and len(found) < ranks:
+            raise UnsupportedError("the job has %d ranks and JAX sees %d %s devices" % (ranks, len(found), platform))
+        self.device, self.devices = found[0], found[:ranks] if ranks else None  # devices: the data-parallel ranks
         self.key = jax.device_put(jax.random.PRNGKey(job.get("seed", 0)), self.device)
         self.channels_last = platform == "cpu" or job.get("layout", "default") == "channels_last"
         self.conv_kernel_axes = base.HWIO if self.channels_last else base.OIHW  # the weights' layout, as the images'
@@ -321,12 +325,15 @@ class Adapter(Base):
                 "xla": True, "matmul_precision": self.matmul_precision, "layout": "NHWC" if self.channels_last else "NCHW",
                 "threads": self.job.get("threads"), "xla_flags": os.environ.get("XLA_FLAGS"),
                 "cudnn_autotune": "--xla_gpu_autotune_level=0" not in (os.environ.get("XLA_FLAGS") or "")
-                if self.job["device"] == "cuda" else None, "cuda": None, "cudnn": None}
+                if self.job["device"] == "cuda" else None, "cuda": None, "cudnn": None,
+                "data_parallel": {"how": "shard_map over local devices, lax.pmean of the gradients", "world_size":
+                                  len(self.devices), "devices": [str(d) for d in self.devices]} if self.devices else None}
 
     def build(self):
         model = self.job["model"]
         layers = shapes.expand(model["layers"], model["input_shape"])
-        self.builder = Builder(model.get("init", {"scheme": "default"}), self.job["batch_size"], self.channels_last)
+        self.builder = Builder(model.get("init", {"scheme": "default"}),
+                               self.job.get("rank_batch_size") or self.job["batch_size"], self.channels_last)
         init, apply = self.builder.sequence(layers, tuple(model["input_shape"]), "net")
         self.key, key = jax.random.split(self.key)
         self.params, self.state = jax.device_put(init(key), self.device)
@@ -347,16 +354,55 @@ class Adapter(Base):
                 updates, opt_state = self.tx.update(grads, opt_state, params)
                 return optax.apply_updates(params, updates), new_state, opt_state, loss
             self._step = jax.jit(step)
+            if self.devices:
+                self._parallel(apply, loss_fn)
         self._forward = jax.jit(lambda params, state, x: apply(params, state, x, False, jax.random.PRNGKey(0)))
         return int(sum(v.size for v in jax.tree_util.tree_leaves(self.params)))
+
+    def _parallel(self, apply, loss_fn):
+        """The data-parallel step: the parameters replicated on every device, the total mini-batch split along
+        its first axis (one shard per device), the step run per shard with shard_map and the gradients (and
+        batch-norm statistics, and the loss) averaged with lax.pmean, so every copy takes the same update."""
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        mesh = Mesh(np.array(self.devices), ("ranks",))
+        self.replicated, self.split = NamedSharding(mesh, PartitionSpec()), NamedSharding(mesh, PartitionSpec("ranks"))
+
+        def step(params, state, opt_state, rng, x, y):
+            def objective(p):
+                out, new_state = apply(p, state, x, True, rng[0])
+                return loss_fn(out, y), new_state
+            (loss, new_state), grads = jax.value_and_grad(objective, has_aux=True)(params)
+            grads, new_state = lax.pmean(grads, "ranks"), lax.pmean(new_state, "ranks")
+            updates, opt_state = self.tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), new_state, opt_state, lax.pmean(loss, "ranks")
+        whole, shard = PartitionSpec(), PartitionSpec("ranks")
+        # check_vma off: each shard's gradient is its own (with it on, autodiff would already sum the shards'
+        # gradients of the replicated parameters), and lax.pmean makes the mean that a whole mini-batch gives
+        self._step = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(whole, whole, whole, shard, shard, shard),
+                                           out_specs=(whole, whole, whole, whole), check_vma=False))
+        self.params, self.state, self.opt_state = jax.device_put((self.params, self.state, self.opt_state),
+                                                                 self.replicated)
+
+    def shard(self, x, y):
+        """The whole total mini-batch: one process drives every rank's device, and ``_put`` splits it."""
+        return x, y
+
+    def parameters(self):
+        return [np.array(v) for v in jax.tree_util.tree_leaves(self.params)]
 
     def _input(self, x):
         if x.ndim == 4 and self.channels_last:
             x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-        return jax.device_put(x, self.device)
+        return self._put(x)
+
+    def _put(self, array):
+        """On the job's device; a data-parallel job's total mini-batch split along its first axis over the ranks'
+        devices (rank r: rows r*b .. (r+1)*b, as runner.adapters.base ``shard``)."""
+        return jax.device_put(array, self.split if self.devices else self.device)
 
     def to_device(self, x, y):
-        return self._input(x), jax.device_put(y, self.device)
+        return self._input(x), self._put(y)
 
     def release(self):
         """Drop the parameters and XLA's compiled executables, which would serve the next job's step."""
@@ -365,6 +411,9 @@ class Adapter(Base):
 
     def reset_state(self):
         """Carried recurrent state back to zeros (the tree keeps its shape, so nothing is recompiled)."""
+        if self.devices:  # a data-parallel job's replicated state: its jobs time steps, they carry nothing across
+            return
+
         def clear(tree):
             if isinstance(tree, dict):
                 return {k: (jax.tree_util.tree_map(jnp.zeros_like, v) if k == "carry" and v is not None else clear(v))
@@ -374,6 +423,8 @@ class Adapter(Base):
 
     def train_step(self, x, y):
         self.key, rng = jax.random.split(self.key)
+        if self.devices:  # one key per device (dropout masks differ across ranks, as in any data-parallel run)
+            rng = jax.device_put(jax.random.split(rng, len(self.devices)), self.split)
         self.params, self.state, self.opt_state, loss = self._step(self.params, self.state, self.opt_state, rng, x, y)
         return loss
 

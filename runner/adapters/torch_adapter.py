@@ -221,12 +221,30 @@ def _torchvision_resnet_as_keras(files):
     return out
 
 
+def _peer_access():
+    """{"i->j": whether GPU i can read GPU j's memory directly (P2P)} over the GPUs this process sees."""
+    count = torch.cuda.device_count()
+    return dict(("%d->%d" % (i, j), bool(torch.cuda.can_device_access_peer(i, j)))
+                for i in range(count) for j in range(count) if i != j)
+
+
 class Adapter(Base):
     name = "torch"
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
-        self.device = torch.device("cuda:0" if job["device"] == "cuda" else "cpu")
+        self.distributed = job.get("ranks") is not None
+        local = int(os.environ.get("LOCAL_RANK", "0")) if self.distributed else 0
+        self.device = torch.device("cuda:%d" % local if job["device"] == "cuda" else "cpu")
+        if self.distributed:  # env:// rendezvous (runner.ranks); every collective has the job's time limit
+            import datetime
+            import torch.distributed as dist
+
+            if self.device.type == "cuda":
+                torch.cuda.set_device(self.device)
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo", rank=int(os.environ["RANK"]),
+                                    world_size=job["ranks"],
+                                    timeout=datetime.timedelta(seconds=job.get("timeout_s") or 1800))
         self.build_name = "torch %s" % torch.__version__
         if job.get("threads"):
             torch.set_num_threads(job["threads"])
@@ -293,6 +311,14 @@ class Adapter(Base):
             "compile": bool(self.job.get("compile")),
             "cuda_graphs": False,
         }
+        if self.distributed:
+            import torch.distributed as dist
+
+            env["data_parallel"] = {"backend": dist.get_backend(), "world_size": dist.get_world_size(),
+                                    "rank": dist.get_rank(), "how": "DistributedDataParallel",
+                                    "nccl": ".".join(map(str, torch.cuda.nccl.version()))
+                                    if self.device.type == "cuda" else None,
+                                    "peer_access": _peer_access() if self.device.type == "cuda" else None}
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
             env["gpu"] = {"name": props.name, "capability": "%d.%d" % (props.major, props.minor),
@@ -308,6 +334,9 @@ class Adapter(Base):
         self.model.to(self.device, memory_format=self.memory_format)
         self.model.train(self.job["mode"] != "inference")
         self.forward = torch.compile(self.model) if self.job.get("compile") else self.model
+        if self.distributed:  # gradients averaged across the ranks during backward
+            self.forward = nn.parallel.DistributedDataParallel(
+                self.forward, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
         if self.job.get("optimizer"):  # none for inference
             self.clip_norm = self.job["optimizer"].get("clip_norm")
@@ -339,10 +368,24 @@ class Adapter(Base):
         return self._input(x), torch.from_numpy(y).to(self.device)
 
     def release(self):
-        """Drop the model and optimizer and give their device memory back to the GPU."""
+        """Drop the model and optimizer (and a data-parallel job's process group) and give their device memory
+        back to the GPU."""
+        if self.__dict__.get("distributed"):
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
         super(Adapter, self).release()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+    def barrier(self):
+        if self.distributed:
+            import torch.distributed as dist
+
+            dist.barrier(device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+    def parameters(self):
+        return [p.detach().cpu().numpy().copy() for p in self.model.parameters() if p.requires_grad]
 
     def reset_state(self):
         for m in self.model.modules():

@@ -28,8 +28,18 @@ INTERRUPTED = "the run was interrupted before this job finished"
 RUN_LABEL, HOST_LABEL, PID_LABEL = "org.dlrepro.run", "org.dlrepro.host", "org.dlrepro.pid"
 
 
+def free_port():
+    """A TCP port nothing listens on at this moment, for a data-parallel job's rendezvous (chosen by the host:
+    nothing inside a container asks a scheduler for it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _stage(jobs, directory):
     for job in jobs:
+        if job.get("ranks") is not None:
+            job = dict(job, rendezvous={"address": "127.0.0.1", "port": free_port()})
         contract.write_json(os.path.join(directory, job["id"] + ".json"), job)
     contract.write_json(os.path.join(directory, "plan.json"), {"jobs": [job["id"] for job in jobs]})
     for path in [directory] + [os.path.join(directory, f) for f in os.listdir(directory)]:
@@ -165,7 +175,8 @@ class Executor:
         """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU); ``isolation``:
         "worker" (the jobs that share their settings run in one warm process) or "process" (one per job)."""
         self.isolation = isolation
-        self.gpus = list(gpu) if isinstance(gpu, (list, tuple)) else [gpu]
+        self.listed = isinstance(gpu, (list, tuple))  # --gpus: also the GPUs a data-parallel job may take
+        self.gpus = list(gpu) if self.listed else [gpu]
         self.device, self.gpu = device, self.gpus[0]
         self._active, self._lock = set(), threading.Lock()
         self.run_id = None  # the bundle id, once the run has one: labels what this executor starts
@@ -206,11 +217,30 @@ class Executor:
         concurrently, one per GPU (``run_on_gpus``).
         """
         sink = out if hasattr(out, "accept") else FolderSink(out)
+        several = [j for j in jobs if self.device == "cuda" and (j.get("ranks") or 1) > 1]
+        jobs = [j for j in jobs if j not in several]
         if self.device == "cuda" and len(self.gpus) > 1 and len(jobs) > 1:
             run_on_gpus(lambda job, gpu, event: self._run_group(image, [job], sink, data_root, event, gpu),
                         jobs, self.gpus, on_event, self.cancel)
-            return
-        self._run_group(image, jobs, sink, data_root, on_event, self.gpu)
+        elif jobs:
+            self._run_group(image, jobs, sink, data_root, on_event, self.gpu)
+        for job in several:  # one at a time, each with all the GPUs it needs
+            gpus = self.gpus_for(job["ranks"])
+            if gpus is None:
+                on_event("end", job["id"], sink.missing(job, "skipped", "the job has %d ranks, one per GPU, and %s" % (
+                    job["ranks"], "--gpus names %d (%s)" % (len(self.gpus), ",".join(map(str, self.gpus)))
+                    if self.listed else "this host has %d GPUs from GPU %d on" % (len(self._host_from()), self.gpu))))
+                continue
+            self._run_group(image, [job], sink, data_root, on_event, gpus)
+
+    def _host_from(self):
+        return [g["index"] for g in hostinfo.gpus() if g["index"] >= self.gpu]
+
+    def gpus_for(self, count):
+        """The host GPUs of a data-parallel job of ``count`` ranks: the first ``count`` of --gpus when it was
+        given, else the host's GPUs from --gpu on; None when there are too few."""
+        pool = self.gpus if self.listed else self._host_from()
+        return pool[:count] if len(pool) >= count else None
 
     def cancel(self):
         """End every job process or container this executor has running (an interrupted multi-GPU run)."""

@@ -32,7 +32,8 @@ def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, lab
                 runner_dir=REPO_ROOT / "runner", command=None):
     """Keyword arguments of the engine's container create for one group of jobs (docker SDK
     ``containers.create``): image ``tag``, ``user`` "UID:GID", the staging folder, scratch output and
-    dataset cache (host paths), the host ``gpu`` index passed in (None: no GPU), the ``memory`` limit in
+    dataset cache (host paths), the host ``gpu`` index passed in (a list: a data-parallel job's GPUs; None: no
+    GPU), the ``memory`` limit in
     bytes (swap included: none beyond it; None: no limit), the run's ``labels``, and the supervisor's
     ``command`` (default: worker isolation).
 
@@ -50,8 +51,9 @@ def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, lab
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
         "pids_limit": PIDS_LIMIT,
-        "device_requests": [docker.types.DeviceRequest(device_ids=[str(gpu)], capabilities=[["gpu"]])]
-        if gpu is not None else [],
+        "device_requests": [docker.types.DeviceRequest(device_ids=[str(g) for g in (gpu if isinstance(gpu, list)
+                                                                                   else [gpu])],
+                                                       capabilities=[["gpu"]])] if gpu is not None else [],
         "environment": {"PYTHONPATH": CONTAINER_ROOT, "DLREPRO_DATA_ROOT": "/data"},
         "volumes": {str(runner_dir): {"bind": CONTAINER_ROOT + "/runner", "mode": "ro"},
                     str(data_root): {"bind": "/data", "mode": "ro"},

@@ -44,10 +44,12 @@ class LocalExecutor(Executor):
         return None
 
     def environment(self, data_root, gpu):
-        """The supervisor's environment: the runner on the path, and a cuda run pinned to host GPU ``gpu``."""
+        """The supervisor's environment: the runner on the path, and a cuda run pinned to host GPU ``gpu`` (a list:
+        the GPUs of a data-parallel job, one per rank)."""
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), DLREPRO_DATA_ROOT=str(data_root), PYTHONUNBUFFERED="1")
         if self.device == "cuda":
-            env.update(CUDA_VISIBLE_DEVICES=str(gpu), CUDA_DEVICE_ORDER="PCI_BUS_ID", DLREPRO_GPU=str(gpu))
+            shown = ",".join(map(str, gpu)) if isinstance(gpu, list) else str(gpu)
+            env.update(CUDA_VISIBLE_DEVICES=shown, CUDA_DEVICE_ORDER="PCI_BUS_ID", DLREPRO_GPU=shown.split(",")[0])
         return env
 
     def cancel(self):
