@@ -35,18 +35,21 @@ def _number(option, text, low, high):
     "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
+    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
 })
-def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle=""):
+def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine=""):
     """Build the pinned images (alone: the default frameworks for this host's devices).
 
     Without options it builds images/matrix.yaml's default_frameworks for every device this
     host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
     tag exists is not rebuilt. `invoke run` builds what it needs too, so
     `invoke build run --spec=NAME` works as typed."""
+    from dlrepro import engine as enginemod
     from dlrepro.images import build as buildmod, matrix as matrixmod
     from dlrepro.run import hostinfo
 
     with user_errors():
+        enginemod.use(engine)
         matrix = matrixmod.load()
         entries = matrix.select(split(framework), split(device) or hostinfo.devices())
         options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
@@ -66,7 +69,13 @@ def _spec_names():
     "spec": "spec name (%s) or the path of a spec file" % _spec_names(),
     "framework": "frameworks, comma-separated (default: the spec's)",
     "device": "cpu (default) or cuda",
-    "executor": "docker (default) or local (this Python, no containers)",
+    "executor": "docker (default; on --resume the bundle's), local (this Python, no containers) or slurm (sbatch "
+                "job arrays, one task per job, each in the job's container on its node)",
+    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
+    "partition": "with --executor slurm: the partition to submit to (default: the cluster's default)",
+    "slurm-option": "with --executor slurm: one more sbatch option, e.g. --slurm-option=--account=lab (repeatable)",
+    "max-parallel": "with --executor slurm: at most this many tasks of an array at once (>= 1; default: no cap)",
+    "detach": "with --executor slurm: return once submitted; `invoke run --resume BUNDLE` takes the results",
     "variant": "variants to run, comma-separated (default: all)",
     "mode": "throughput (seconds per mini-batch), convergence (epochs, test accuracy) or inference "
             "(default: each variant's own)",
@@ -93,11 +102,12 @@ def _spec_names():
               "spec and options",
     "retry-failed": "with --resume: run its failed jobs again too",
     "memory": "memory limit of each job container, e.g. 8g or 512m (default: this host's memory less headroom)",
-}, auto_shortflags=False)  # too many options for one-letter flags: each would be a guess
-def run(c, spec="", framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
+}, auto_shortflags=False, iterable=["slurm_option"])  # too many options for one-letter flags: each a guess
+def run(c, spec="", framework="", device="cpu", executor="", variant="", mode="", batch_size="",
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
-        cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory=""):
+        cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory="",
+        engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False):
     """Run every job of a spec and write a result bundle under results/ (or continue one: --resume).
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
@@ -105,12 +115,14 @@ def run(c, spec="", framework="", device="cpu", executor="docker", variant="", m
     a job failed or none ran, 130 when interrupted (the bundle keeps what finished)."""
     import json
 
+    from dlrepro import engine as enginemod
     from dlrepro.cli import render
     from dlrepro.errors import DlreproError
     from dlrepro.images import build as buildmod
     from dlrepro.run import options as optionsmod, runs
 
     with user_errors():
+        enginemod.use(engine)
         options = optionsmod.from_cli(
             framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
             gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit)
@@ -118,15 +130,22 @@ def run(c, spec="", framework="", device="cpu", executor="docker", variant="", m
             raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
         if retry_failed and not resume:
             raise DlreproError("--retry-failed goes with --resume BUNDLE")
+        slurm = optionsmod.slurm_settings(options.executor, partition, slurm_option, max_parallel, detach)
         try:
             with RichReporter() as reporter:
                 path = runs.run(spec or None, options, buildmod.BuildOptions(base_source),
                                 results or REPO_ROOT / "results", python or None, reporter, resume or None,
-                                retry_failed, optionsmod.memory_bytes(memory) if memory else None)
+                                retry_failed, optionsmod.memory_bytes(memory) if memory else None, slurm)
         except KeyboardInterrupt as exc:
             console.print("[yellow]interrupted[/] (%s)" % exc)
             raise Exit(code=130) from None
         bundle = json.loads((path / "bundle.json").read_text())
+        if bundle["state"] == "partial":  # detached: its jobs are queued or running in Slurm
+            console.print("submitted to Slurm: array %s (%d jobs); bundle (partial): %s\n"
+                          "take the results (waits for the arrays): invoke run --resume %s" % (
+                              ", ".join(r["array_id"] for r in bundle["submitted"]),
+                              sum(len(r["jobs"]) for r in bundle["submitted"]), path, bundle["id"]))
+            return
         counts = bundle["counts"]
         render.summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s)
                                                                                     for s, n in counts.items())))

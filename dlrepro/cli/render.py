@@ -157,6 +157,7 @@ def bundles(rows):
         c = r["counts"]
         if r["state"] == "partial":
             state = "partial (being written by pid %s)" % r["running"]["pid"] if hostinfo.alive(r["running"]) \
+                else "partial (submitted to Slurm: array %s)" % ", ".join(r["submitted"]) if r.get("submitted") \
                 else "partial (its run ended)"
         else:
             state = r["state"]

@@ -17,6 +17,7 @@ import docker
 
 from dlrepro import cache
 from dlrepro.images import pythons
+from dlrepro import engine
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
 from runner.contract import utc_now
@@ -70,7 +71,7 @@ def _bootstrapped(name):
         return None
     image = max(images, key=lambda i: i.attrs["Created"])
     labels = image.labels
-    return BaseRef(name, image.tags[0], "bootstrap", labels["org.dlrepro.rootfs"], image.id,
+    return BaseRef(name, engine.local_name(image.tags[0]), "bootstrap", labels["org.dlrepro.rootfs"], image.id,
                    {"suite": labels.get("org.dlrepro.suite"), "variant": labels.get("org.dlrepro.variant"),
                     "bootstrapped": labels.get("org.dlrepro.bootstrapped")})
 

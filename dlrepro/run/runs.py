@@ -44,6 +44,9 @@ class Reporter:
     def started(self, total):
         pass
 
+    def job_queued(self, job_id):
+        pass
+
     def job_started(self, job_id):
         pass
 
@@ -92,6 +95,12 @@ class _Run:
     def missing(self, job, status, reason):
         self.record([job], status, reason)
 
+    def launched(self, name, text):
+        return self.writer.keep(name, text)
+
+    def submitted(self, record):
+        self.writer.submitted(dict(record, attempt=record.get("attempt") or self.attempt["number"]))
+
     def stamp(self):
         return {key: self.attempt[key] for key in ("number", "host", "executor")}
 
@@ -105,7 +114,9 @@ class _Run:
             self.reporter.job_finished(job["id"], result)
 
     def on_event(self, kind, job_id, result):
-        if kind == "start":
+        if kind == "queued":
+            self.reporter.job_queued(job_id)
+        elif kind == "start":
             self.reporter.job_started(job_id)
         elif kind == "end" and result is not None:
             self.reporter.job_finished(job_id, result)
@@ -203,6 +214,8 @@ def _resumed(prior, spec_name, options):
                            "restore the spec file as it was (%s at commit %s), or start a new run" % (
                                record["file"], ((prior.get("suite") or {}).get("git") or {}).get("commit")))
     recorded = RunOptions(**prior["options"])
+    if options.executor is None:  # not given: where the bundle ran
+        options = options.model_copy(update={"executor": recorded.executor})
     where = {"executor", "gpu", "gpus"}
     given = options.model_dump(exclude=where)
     if given != RunOptions().model_dump(exclude=where) and options.digest() != recorded.digest():
@@ -235,13 +248,34 @@ def _recover(writer, stamp):
     return taken
 
 
+def _collect_submitted(writer, reporter):
+    """Wait for the scheduler arrays that earlier attempts submitted (a detached or killed run) and take their
+    results, each stamped with the attempt that submitted it; returns the ids of the jobs taken."""
+    pending = writer.pending()
+    if not pending:
+        return []
+    jobs = [j for r in pending for j in r["jobs"]]
+    reporter.log("%s: waiting for %d job(s) of earlier attempts in Slurm array(s) %s" % (
+        writer.id, len(jobs), ", ".join(r["array_id"] for r in pending)))
+    reporter.started(len(jobs))
+    attempts = {a["number"]: a for a in writer.body["attempts"]}
+    for number in sorted({r["attempt"] for r in pending}):
+        state = _Run(writer, reporter, attempts[number])
+        executors.collect([r for r in pending if r["attempt"] == number], state, state.on_event)
+    return jobs
+
+
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,
-        resume=None, retry_failed=False, memory=None):
+        resume=None, retry_failed=False, memory=None, slurm=None):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
     ``resume``: a bundle (folder, id, ``.<id>.partial`` or "latest") to continue instead of a new one: only
     its jobs without an ok result run (failed ones too with ``retry_failed``); ``spec_name`` may then be None.
     ``memory``: the memory limit of each job container in bytes (docker; default: the host's less headroom).
+    ``slurm``: the slurm executor's settings {partition, options, max_parallel, detach} (default: none, or on a
+    resume those the bundle recorded). A detached Slurm run returns the partial bundle's path at once, its
+    jobs queued; a resume of it first waits for them and takes their results (and those of a killed run's
+    arrays), then runs only what is still missing.
     Raises SpecError / DlreproError before anything runs when the spec or options are invalid (or do not
     match the resumed bundle's), and ExecutorError when the chosen executor is unavailable. After that,
     KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised only once the bundle
@@ -256,8 +290,13 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         spec, spec_path, options = _resumed(prior, spec_name, options)
     else:
         spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
+        options = options.model_copy(update={"executor": options.executor or "docker"})
     jobs = jobsmod.expand(spec, options)
-    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory)
+    if resume and slurm is None and options.executor == prior["options"].get("executor") == "slurm":
+        recorded = prior.get("executor") or {}
+        slurm = {"partition": recorded.get("partition"), "options": recorded.get("slurm_options"),
+                 "max_parallel": recorded.get("max_parallel")}
+    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory, slurm)
     for line in executor.reap():
         reporter.log(line)
     matrix = matrixmod.load()
@@ -267,6 +306,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
                "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv)}
     state = _Run(writer, reporter, attempt)
+    collected = _collect_submitted(writer, reporter) if resume else []
     recovered = _recover(writer, state.stamp())
     statuses = writer.statuses()
     todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped")
@@ -281,8 +321,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
                 host=hostinfo.describe(), running={"host": attempt["host"], "pid": os.getpid(),
                                                    "since": attempt["started"]}, **state.records())
     if resume:
-        reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s" % (
+        reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s%s" % (
             writer.id, attempt["number"], len(todo), len(jobs),
+            "; took the results of %d submitted job(s)" % len(collected) if collected else "",
             "; took what the killed run's jobs %s left" % ", ".join(recovered) if recovered else ""))
     reporter.started(len(todo))
     for item in left_out:
@@ -306,6 +347,11 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     finally:
         signal.signal(signal.SIGTERM, previous)
     attempt.update(finished=utc_now(), interrupted=isinstance(stopped, KeyboardInterrupt))
+    if executor.detached and stopped is None:  # its jobs run on: the bundle stays partial, for a resume
+        attempt["detached"] = True
+        writer.body.pop("running", None)
+        writer.save(**state.records())
+        return writer.partial
     path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (stopped, path)) from stopped
@@ -324,6 +370,9 @@ def publish(bundle, results_dir=REPO_ROOT / "results"):
     if found.get("state") != "partial":
         raise DlreproError("%s is published already" % folder, "`invoke bundles` lists the partial ones")
     _refuse_if_written(folder, found.get("running"))
+    if [r for r in found.get("submitted") or [] if not r.get("collected")]:
+        raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,
+                           "`invoke run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
     writer = BundleWriter.reopen(folder)
     last = (writer.body["attempts"] or [{"number": 0, "host": None, "executor": None}])[-1]
     stamp = {key: last.get(key) for key in ("number", "host", "executor")}

@@ -97,6 +97,18 @@ class FolderSink:
         contract.write_json(str(target / "result.json"), result)
         return result
 
+    def launched(self, name, text):
+        """Keep a launch record (a batch script) as file ``name`` under ``out_dir``; returns its path."""
+        path = self.out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def submitted(self, record):
+        """Keep (or update) the record of a submission to a scheduler (its ``array_id`` names it)."""
+        self.submissions = [r for r in getattr(self, "submissions", []) if r["array_id"] != record["array_id"]]
+        self.submissions.append(record)
+
 
 def _collect(jobs, scratch, sink, taken, reason, status):
     """After a group: take what each job not yet ``taken`` left (an unfinished result settled with ``status`` and
@@ -160,6 +172,7 @@ class Executor:
     """Runs groups of jobs; subclasses say how to start the supervisor (``_launch``) and where its image
     comes from (``prepare``)."""
     name = None
+    detached = False  # True once run() returned with jobs still queued or running elsewhere (slurm --detach)
 
     def __init__(self, device="cpu", gpu=0):
         """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU)."""
