@@ -80,10 +80,39 @@ def engine_version():
     return client().version().get("Version")
 
 
-def record():
-    """What a bundle records of the engine: {name (as the engine reports itself: "podman" when its version's
-    components name a Podman Engine, else "docker"), version, api_version}."""
+def _podman_info():
+    """Podman's own /libpod/info (host: security.rootless, cgroupVersion, ...), or None from Docker."""
     found = client().version()
-    podman = any("podman" in (c.get("Name") or "").lower() for c in found.get("Components") or [])
-    return {"name": "podman" if podman else "docker", "version": found.get("Version"),
+    if not any("podman" in (c.get("Name") or "").lower() for c in found.get("Components") or []):
+        return None
+    return client().api._result(client().api._get(client().api.base_url + "/v4.0.0/libpod/info"), json=True)
+
+
+def record():
+    """What a bundle records of the engine: {name (as the engine reports itself), version, api_version}, and
+    for Podman whether it runs rootless and its cgroup version."""
+    found, podman = client().version(), _podman_info()
+    body = {"name": "podman" if podman else "docker", "version": found.get("Version"),
             "api_version": found.get("ApiVersion")}
+    if podman:
+        body.update(rootless=podman["host"]["security"]["rootless"], cgroup_version=podman["host"]["cgroupVersion"])
+    return body
+
+
+def limits_problem(podman_info):
+    """Why containers of this engine would not get the memory and process limits the bundle records, or None:
+    rootless Podman on a cgroups v1 host ignores them ("Resource limits are not supported and ignored on
+    cgroups V1 rootless systems"). ``podman_info``: Podman's /libpod/info, None for Docker."""
+    host = (podman_info or {}).get("host") or {}
+    if (host.get("security") or {}).get("rootless") and host.get("cgroupVersion") == "v1":
+        return ExecutorError("--engine podman: this Podman runs rootless on a cgroups v1 host, where it ignores "
+                             "container memory and process limits, so jobs would not be isolated as recorded",
+                             "run Podman as root, or on a host with cgroups v2 (systemd.unified_cgroup_hierarchy=1)")
+    return None
+
+
+def check_limits():
+    """Raise ExecutorError (``limits_problem``) when the engine in use cannot enforce the containers' limits."""
+    problem = limits_problem(_podman_info())
+    if problem is not None:
+        raise problem

@@ -152,6 +152,16 @@ def test_podman_without_its_socket_is_one_clear_error(monkeypatch, tmp_path):
     assert engine.local_name("localhost/dlrepro/base:x") == "dlrepro/base:x" and engine.name() == "docker"
 
 
+def test_rootless_podman_on_cgroups_v1_is_refused_as_it_ignores_the_limits():
+    # Podman 4.3 here, rootless: "Resource limits are not supported and ignored on cgroups V1 rootless systems"
+    problem = engine.limits_problem({"host": {"security": {"rootless": True}, "cgroupVersion": "v1"}})
+    assert str(problem).startswith("--engine podman: this Podman runs rootless on a cgroups v1 host, where it ignores")
+    assert problem.remedy == "run Podman as root, or on a host with cgroups v2 (systemd.unified_cgroup_hierarchy=1)"
+    assert engine.limits_problem({"host": {"security": {"rootless": True}, "cgroupVersion": "v2"}}) is None
+    assert engine.limits_problem({"host": {"security": {"rootless": False}, "cgroupVersion": "v1"}}) is None
+    assert engine.limits_problem(None) is None  # Docker
+
+
 # ------------------------------------------------------------------ against a real Slurm
 
 ALEXNET = dict(frameworks=["torch"], variants=["alexnet-s"], quick=True)

@@ -8,6 +8,7 @@ which is also the diff_id of the single layer that ``docker import`` makes (chec
 after the import), and for a copied CPython the SHA-256 of its file tree.
 """
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -111,7 +112,9 @@ def bootstrap(name, base, log, mirror=None):
                    "LABEL org.dlrepro.suite=%s" % spec.suite, "LABEL org.dlrepro.variant=%s" % spec.variant,
                    "LABEL org.dlrepro.bootstrapped=%s" % utc_now(), "ENV LANG=C.UTF-8", 'CMD ["bash"]']
         tag = "%s-%s" % (name, digest.hexdigest()[:12])
-        client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
+        answer = client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
+        # Podman 4.3 imports as docker.io/dlrepro/base:latest whatever the tag asked: tag it by the ID it answers
+        client().images.get(json.loads(answer.splitlines()[-1])["status"]).tag(BOOTSTRAP_REPO, tag)
     image = client().images.get("%s:%s" % (BOOTSTRAP_REPO, tag))
     layers = image.attrs["RootFS"]["Layers"]
     if layers != [rootfs_digest]:

@@ -82,7 +82,8 @@ def _remove_build_stages(step_ids, final_id):
     The classic builder keeps them, and the install stage still holds the build's transport
     (pip settings, CA bundle, wheels), which must not outlive the build.
     """
-    kept = {entry["Id"].split(":")[-1] for entry in client().api.history(final_id)}  # Podman's lack "sha256:"
+    # the final image and its history (Podman's history ids lack "sha256:" and leave out the image itself)
+    kept = {entry["Id"].split(":")[-1] for entry in client().api.history(final_id)} | {final_id.split(":")[-1]}
     for short in reversed(step_ids):
         try:
             image_id = client().images.get(short).id

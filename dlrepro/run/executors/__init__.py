@@ -30,11 +30,11 @@ def get(name, device="cpu", gpu=0, python=None, memory=None, slurm=None):
     ``slurm``: the slurm executor's {partition, options, max_parallel, detach}); raises ExecutorError for an
     unknown one, a missing engine, or Slurm settings the cluster cannot take."""
     if name in ("docker", "slurm"):
-        from dlrepro.engine import client
+        from dlrepro import engine
 
         executor = SlurmExecutor(device, gpu, memory, **(slurm or {})) if name == "slurm" else \
             DockerExecutor(device, gpu, memory)
-        client()
+        engine.check_limits()
         return executor
     if name == "local":
         return LocalExecutor(device, gpu, python)

@@ -373,7 +373,7 @@ class SlurmExecutor(DockerExecutor):
             for job in group:
                 on_event("queued", job["id"], None)
         if self.detach:
-            self.detached = True
+            self.detached = self.detached or bool(submissions)
             return
         try:
             collect(submissions, sink, on_event)
