@@ -53,8 +53,10 @@ def set_thread_count(threads):
 
 
 def in_container():
-    """Whether this process runs in a container: Docker's /.dockerenv or Podman's /run/.containerenv."""
-    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+    """Whether this process runs in a container: Docker's /.dockerenv, Podman's /run/.containerenv, or the
+    ``container`` variable that Podman (also where it writes no /run/.containerenv: a read-only root through its
+    Docker API), systemd-nspawn and LXC set."""
+    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv") or bool(os.environ.get("container"))
 
 
 def gpu_devices(dev="/dev"):
