@@ -156,11 +156,15 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
 
 @task(help={"results": "the results folder (default: results/)"})
 def bundles(c, results=""):
-    """List the bundles, complete and partial: their state, job counts, and how to resume each."""
+    """List the bundles, complete and partial: their state, job counts, and how to resume each.
+
+    Results that detached Slurm arrays have finished are taken into their bundles first (no waiting)."""
     from dlrepro.cli import render
     from dlrepro.results import bundle as bundlemod
+    from dlrepro.run import runs
 
     with user_errors():
+        runs.take_submitted(results or REPO_ROOT / "results", runs.Reporter())
         render.bundles(bundlemod.listing(results or None))
 
 

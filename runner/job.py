@@ -28,10 +28,11 @@ def _execute(job, result):
     if problem:
         raise archs.Refused(problem, "use the default for that option (%s), or a framework whose adapter has it"
                             % ", ".join("%s=%s" % kv for kv in sorted(contract.OPTION_DEFAULTS.items())))
-    if job["device"] == "cuda" and environment.in_container() and not environment.gpu_devices():
+    assigned = os.environ.get("DLREPRO_GPU")  # the host GPU the executor assigned (Slurm: the one its GRES gave)
+    if job["device"] == "cuda" and assigned is not None and not environment.gpu_devices():
         raise archs.Refused(
-            "no NVIDIA GPU device in this container (no /dev/nvidia<N>): the GPU assigned to the job (host GPU %s) "
-            "was not passed in" % os.environ.get("DLREPRO_GPU"),
+            "no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s, assigned to it, was not "
+            "passed in" % assigned,
             "run where the engine can pass GPUs into containers (NVIDIA Container Toolkit; Podman: its CDI spec), or "
             "use --device cpu")
     adapter = adapters.load(job)

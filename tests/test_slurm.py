@@ -5,6 +5,7 @@ import json
 import re
 import shlex
 import subprocess
+import sys
 import time
 
 import pytest
@@ -241,8 +242,8 @@ def test_cuda_jobs_get_their_own_gpu_from_gres_and_are_refused_without_a_real_on
     assert len(set(seen)) == 4  # four at once: each its own GPU of its node (2 nodes x 2 fake GPUs)
     for r in results:
         assert r["slurm"]["gres"] == "gpu:1" and r["slurm"]["slurm_job_gpus"] == r["slurm"]["cuda_visible_devices"]
-        assert r["reason"] == ("no NVIDIA GPU device in this container (no /dev/nvidia<N>): the GPU assigned to the "
-                               "job (host GPU %s) was not passed in" % r["slurm"]["cuda_visible_devices"])
+        assert r["reason"] == ("no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s, "
+                               "assigned to it, was not passed in" % r["slurm"]["cuda_visible_devices"])
         assert r["environment"]["host_gpu"] == r["slurm"]["cuda_visible_devices"]
         assert "NVIDIA Container Toolkit" in r["remedy"]
     assert sorted(kind for kind, _ in events) == ["end"] * 4 + ["queued"] * 4 + ["start"] * 4
@@ -276,6 +277,14 @@ def test_scancel_is_recorded_leaves_no_container_and_resume_runs_only_the_missin
     subprocess.run(["scancel", "%s_1" % array], check=True)
     _wait_for(lambda: not docker_engine.containers.list(all=True, filters={"name": name}), 30,
               "task 1's container removed")
+    _wait_for(lambda: not any(t.active for t in slurm_state.tasks([(array, 0), (array, 1)]).values()), 60,
+              "both tasks ended")
+    listed = subprocess.run([sys.executable, "-m", "invoke", "bundles", "--results", str(tmp_path)], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120)  # takes what the array has finished
+    assert listed.returncode == 0 and "%s: ok" % first in listed.stdout, listed.stdout + listed.stderr
+    assert "%s: skipped" % second in listed.stdout
+    assert bundlemod.listing(tmp_path)[0]["counts"] == {"ok": 1, "failed": 0, "skipped": 1, "missing": 0}
+    assert bundlemod.listing(tmp_path)[0]["submitted"] == []
     resumed = runs.run(None, RunOptions(), results_dir=tmp_path, reporter=reporter, resume=body["id"])
     final = json.loads((resumed / "bundle.json").read_text())
     assert [a["jobs"] for a in final["attempts"]] == [[first, second], [second]]

@@ -17,6 +17,7 @@ import shlex
 import signal
 import socket
 import sys
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -248,21 +249,37 @@ def _recover(writer, stamp):
     return taken
 
 
-def _collect_submitted(writer, reporter):
-    """Wait for the scheduler arrays that earlier attempts submitted (a detached or killed run) and take their
-    results, each stamped with the attempt that submitted it; returns the ids of the jobs taken."""
+def _collect_submitted(writer, reporter, wait=True):
+    """Take the results of the scheduler arrays that earlier attempts submitted (a detached or killed run), each
+    stamped with the attempt that submitted it, waiting for the arrays to end (``wait``) or not (one look);
+    returns the ids of the jobs whose arrays were pending."""
     pending = writer.pending()
     if not pending:
         return []
     jobs = [j for r in pending for j in r["jobs"]]
-    reporter.log("%s: waiting for %d job(s) of earlier attempts in Slurm array(s) %s" % (
-        writer.id, len(jobs), ", ".join(r["array_id"] for r in pending)))
-    reporter.started(len(jobs))
+    if wait:
+        reporter.log("%s: waiting for %d job(s) of earlier attempts in Slurm array(s) %s" % (
+            writer.id, len(jobs), ", ".join(r["array_id"] for r in pending)))
+        reporter.started(len(jobs))
     attempts = {a["number"]: a for a in writer.body["attempts"]}
     for number in sorted({r["attempt"] for r in pending}):
         state = _Run(writer, reporter, attempts[number])
-        executors.collect([r for r in pending if r["attempt"] == number], state, state.on_event)
+        executors.collect([r for r in pending if r["attempt"] == number], state, state.on_event,
+                          deadline=None if wait else time.time())
     return jobs
+
+
+def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
+    """Take into each partial bundle under ``results_dir`` the results that its detached Slurm arrays have
+    finished so far, without waiting (``invoke bundles`` does, so that its counts are current); bundles that a
+    live run is writing are left to it. Returns the ids of the bundles looked at."""
+    reporter = reporter or Reporter()
+    looked = []
+    for row in bundlemod.listing(results_dir):
+        if row["state"] == "partial" and row["submitted"] and not hostinfo.alive(row["running"]):
+            _collect_submitted(BundleWriter.reopen(row["folder"]), reporter, wait=False)
+            looked.append(row["id"])
+    return looked
 
 
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,

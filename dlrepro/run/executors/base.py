@@ -74,6 +74,7 @@ class FolderSink:
 
     def __init__(self, out_dir):
         self.out_dir = Path(out_dir)
+        self.submissions = []  # records of submissions to a scheduler (``submitted``)
 
     def scratch(self):
         """A new empty folder for the supervisor's output."""
@@ -106,8 +107,7 @@ class FolderSink:
 
     def submitted(self, record):
         """Keep (or update) the record of a submission to a scheduler (its ``array_id`` names it)."""
-        self.submissions = [r for r in getattr(self, "submissions", []) if r["array_id"] != record["array_id"]]
-        self.submissions.append(record)
+        self.submissions = [r for r in self.submissions if r["array_id"] != record["array_id"]] + [record]
 
 
 def _collect(jobs, scratch, sink, taken, reason, status):

@@ -205,9 +205,6 @@ class _TaskSink:
     def __init__(self, sink, submission):
         self.sink, self.submission, self.ended, self.last = sink, submission, {}, None
 
-    def scratch(self):
-        return self.sink.scratch()
-
     def record(self, job_id):
         sub = self.submission
         index = sub["jobs"].index(job_id)
