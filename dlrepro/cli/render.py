@@ -164,7 +164,7 @@ def bundles(rows):
         step = ""
         if r["state"] == "partial" or c["missing"] or c["skipped"]:
             step = "invoke run --resume %s" % r["id"] + ("; or invoke publish %s" % r["id"]
-                                                          if r["state"] == "partial" else "")
+                                                          if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:
             step = "invoke run --resume %s --retry-failed" % r["id"]
         table.add_row(r["id"], state, r["spec"], r["created"] or "", *(str(c[k]) for k in

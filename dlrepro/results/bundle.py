@@ -97,8 +97,7 @@ def listing(results_dir=None):
     failed, skipped, missing), running ({host, pid} of a run writing it, or None), submitted (ids of scheduler
     arrays whose results are still to be taken)}."""
     rows = []
-    for path in sorted(Path(results_dir or results_root()).glob("*/bundle.json")) + \
-            sorted(Path(results_dir or results_root()).glob(".*.partial/bundle.json")):
+    for path in sorted(Path(results_dir or results_root()).glob("*/bundle.json")):  # pathlib's * matches .<id>.partial
         try:
             found = body(path.parent)
         except BundleError:

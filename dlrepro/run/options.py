@@ -133,9 +133,9 @@ def slurm_settings(executor, partition="", options=None, max_parallel=UNSET, det
     (UNSET: not given) and --detach, or None when none is given (on a resume: the bundle's). Raises
     DlreproError for a --max-parallel below 1 or Slurm options without ``--executor slurm``."""
     given = bool(partition or options or max_parallel != UNSET or detach)
-    if given and executor not in ("slurm", None):
+    if given and executor not in ("slurm", None):  # None: a resume's executor, checked once known (runs.run)
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm "
-                           "(not %s)" % executor)
+                           "(not %s)" % executor, "add --executor slurm, or leave them out")
     if max_parallel != UNSET and max_parallel < 1:
         raise DlreproError("--max-parallel: expected a number of tasks >= 1 (got %r)" % max_parallel,
                            "give --max-parallel 1 or more, or leave it out (no cap)")

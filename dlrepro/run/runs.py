@@ -309,6 +309,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
         options = options.model_copy(update={"executor": options.executor or "docker"})
     jobs = jobsmod.expand(spec, options)
+    if slurm is not None and options.executor != "slurm":
+        raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
+                           "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
     if resume and slurm is None and options.executor == prior["options"].get("executor") == "slurm":
         recorded = prior.get("executor") or {}
         slurm = {"partition": recorded.get("partition"), "options": recorded.get("slurm_options"),
