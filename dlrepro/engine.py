@@ -70,14 +70,13 @@ def client():
 
 
 def local_name(tag):
-    """``tag`` as Docker names a local image: without the ``localhost/`` that Podman puts before unqualified names
-    (so a recipe that names its base is the same, and its image tag too, whichever engine builds it)."""
-    return tag[len("localhost/"):] if tag.startswith("localhost/") else tag
-
-
-def engine_version():
-    """The engine's version string, e.g. '20.10.24+dfsg1' (Docker) or '4.3.1' (Podman)."""
-    return client().version().get("Version")
+    """``tag`` as Docker names a local image: without the ``localhost/`` (loaded, imported) or ``docker.io/``
+    (built) that Podman puts before unqualified names, so that a recipe that names its base is the same, and its
+    image tag too, whichever engine builds it."""
+    for prefix in ("localhost/", "docker.io/"):
+        if tag.startswith(prefix):
+            return tag[len(prefix):]
+    return tag
 
 
 def _podman_info():

@@ -72,7 +72,9 @@ def _bootstrapped(name):
         return None
     image = max(images, key=lambda i: i.attrs["Created"])
     labels = image.labels
-    return BaseRef(name, engine.local_name(image.tags[0]), "bootstrap", labels["org.dlrepro.rootfs"], image.id,
+    tags = [engine.local_name(t) for t in image.tags]  # Podman's import also leaves a ":latest"
+    ref = ([t for t in tags if t.startswith("%s:%s-" % (BOOTSTRAP_REPO, name))] or tags)[0]
+    return BaseRef(name, ref, "bootstrap", labels["org.dlrepro.rootfs"], image.id,
                    {"suite": labels.get("org.dlrepro.suite"), "variant": labels.get("org.dlrepro.variant"),
                     "bootstrapped": labels.get("org.dlrepro.bootstrapped")})
 
