@@ -204,7 +204,10 @@ class DockerExecutor(Executor):
             try:
                 container.start()
             except docker.errors.APIError as exc:
-                container.remove(force=True)
+                try:
+                    container.remove(force=True)
+                except docker.errors.NotFound:
+                    pass  # removed by the engine already (auto_remove)
                 raise ExecutorError("the container for %s could not start: %s" % (image.tag, exc.explanation or exc)) \
                     from None
             follow((tail.append(line) or line for line in _lines(output)), scratch, sink, on_event)
