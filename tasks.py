@@ -35,18 +35,21 @@ def _number(option, text, low, high):
     "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
+    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
 })
-def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle=""):
+def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine=""):
     """Build the pinned images (alone: the default frameworks for this host's devices).
 
     Without options it builds images/matrix.yaml's default_frameworks for every device this
     host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
     tag exists is not rebuilt. `invoke run` builds what it needs too, so
     `invoke build run --spec=NAME` works as typed."""
+    from dlrepro import engine as enginemod
     from dlrepro.images import build as buildmod, matrix as matrixmod
     from dlrepro.run import hostinfo
 
     with user_errors():
+        enginemod.use(engine)
         matrix = matrixmod.load()
         entries = matrix.select(split(framework), split(device) or hostinfo.devices())
         options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
@@ -66,7 +69,13 @@ def _spec_names():
     "spec": "spec name (%s) or the path of a spec file" % _spec_names(),
     "framework": "frameworks, comma-separated (default: the spec's)",
     "device": "cpu (default) or cuda",
-    "executor": "docker (default) or local (this Python, no containers)",
+    "executor": "docker (default; on --resume the bundle's), local (this Python, no containers) or slurm (sbatch "
+                "job arrays, one task per job, each in the job's container on its node)",
+    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
+    "partition": "with --executor slurm: the partition to submit to (default: the cluster's default)",
+    "slurm-option": "with --executor slurm: one more sbatch option, e.g. --slurm-option=--account=lab (repeatable)",
+    "max-parallel": "with --executor slurm: at most this many tasks of an array at once (>= 1; default: no cap)",
+    "detach": "with --executor slurm: return once submitted; `invoke run --resume BUNDLE` takes the results",
     "variant": "variants to run, comma-separated (default: all)",
     "mode": "throughput (seconds per mini-batch), convergence (epochs, test accuracy) or inference "
             "(default: each variant's own)",
@@ -98,12 +107,12 @@ def _spec_names():
     "ranks": "data-parallel jobs: rank counts, comma-separated (one rank per GPU on cuda, one process or device "
              "each on the CPU), or 'spec' for the variant's GPU counts; the batch sizes are total mini-batches "
              "under strong scaling, per rank under weak (the spec says which); default: plain one-device jobs",
-}, auto_shortflags=False)  # too many options for one-letter flags: each would be a guess
-def run(c, spec="", framework="", device="cpu", executor="docker", variant="", mode="", batch_size="",
+}, auto_shortflags=False, iterable=["slurm_option"])  # too many options for one-letter flags: each a guess
+def run(c, spec="", framework="", device="cpu", executor="", variant="", mode="", batch_size="",
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
         cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory="",
-        isolation="worker", ranks=""):
+        engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False, isolation="worker", ranks=""):
     """Run every job of a spec and write a result bundle under results/ (or continue one: --resume).
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
@@ -111,12 +120,14 @@ def run(c, spec="", framework="", device="cpu", executor="docker", variant="", m
     a job failed or none ran, 130 when interrupted (the bundle keeps what finished)."""
     import json
 
+    from dlrepro import engine as enginemod
     from dlrepro.cli import render
     from dlrepro.errors import DlreproError
     from dlrepro.images import build as buildmod
     from dlrepro.run import options as optionsmod, runs
 
     with user_errors():
+        enginemod.use(engine)
         options = optionsmod.from_cli(
             framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
             gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation, ranks)
@@ -124,15 +135,22 @@ def run(c, spec="", framework="", device="cpu", executor="docker", variant="", m
             raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
         if retry_failed and not resume:
             raise DlreproError("--retry-failed goes with --resume BUNDLE")
+        slurm = optionsmod.slurm_settings(options.executor, partition, slurm_option, max_parallel, detach)
         try:
             with RichReporter() as reporter:
                 path = runs.run(spec or None, options, buildmod.BuildOptions(base_source),
                                 results or REPO_ROOT / "results", python or None, reporter, resume or None,
-                                retry_failed, optionsmod.memory_bytes(memory) if memory else None)
+                                retry_failed, optionsmod.memory_bytes(memory) if memory else None, slurm=slurm)
         except KeyboardInterrupt as exc:
             console.print("[yellow]interrupted[/] (%s)" % exc)
             raise Exit(code=130) from None
         bundle = json.loads((path / "bundle.json").read_text())
+        if bundle["state"] == "partial":  # detached: its jobs are queued or running in Slurm
+            console.print("submitted to Slurm: array %s (%d jobs); bundle (partial): %s\n"
+                          "take the results (waits for the arrays): invoke run --resume %s" % (
+                              ", ".join(r["array_id"] for r in bundle["submitted"]),
+                              sum(len(r["jobs"]) for r in bundle["submitted"]), path, bundle["id"]))
+            return
         counts = bundle["counts"]
         render.summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s)
                                                                                     for s, n in counts.items())))
@@ -151,7 +169,9 @@ def _study_names():
     "name": "a study of studies/ (%s) or the path of a study file" % _study_names(),
     "device": "only the study's runs on this device: cpu or cuda (default: every run this host can do)",
     "framework": "frameworks, comma-separated (default: each spec's)",
-    "executor": "docker (default) or local",
+    "executor": "docker (default), local or slurm (each run's jobs as Slurm job arrays; the cluster's default "
+                "partition)",
+    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
     "quick": "a smoke pass of the whole study: each run --quick, thread sweeps cut to their ends",
     "resume": "continue the study's latest record (its own options)",
     "results": "folder for bundles and study records (default: results/)",
@@ -159,16 +179,18 @@ def _study_names():
     "out": "folder for the study report (default: reports/<study record name>)",
 })
 def study(c, name, device="", framework="", executor="docker", quick=False, resume=False, results="", python="",
-          out=""):
+          out="", engine=""):
     """Run every job of a published study that this host can run, then write its report (invoke study-report).
 
     One bundle per run of the study and a study record naming them (results/studies/); what this host cannot
     run is listed with the reason. Resumable: --resume continues the latest record of the study."""
     from dlrepro.cli.console import StudyReporter
     from dlrepro.results import study_report
+    from dlrepro import engine as enginemod
     from dlrepro.run import study as studyrun
 
     with user_errors():
+        enginemod.use(engine)
         results_dir = results or REPO_ROOT / "results"
         try:
             with StudyReporter() as reporter:
@@ -199,11 +221,15 @@ def study_report(c, name, out="", results=""):
 
 @task(help={"results": "the results folder (default: results/)"})
 def bundles(c, results=""):
-    """List the bundles, complete and partial: their state, job counts, and how to resume each."""
+    """List the bundles, complete and partial: their state, job counts, and how to resume each.
+
+    Results that detached Slurm arrays have finished are taken into their bundles first (no waiting)."""
     from dlrepro.cli import render
     from dlrepro.results import bundle as bundlemod
+    from dlrepro.run import runs
 
     with user_errors():
+        runs.take_submitted(results or REPO_ROOT / "results", runs.Reporter())
         render.bundles(bundlemod.listing(results or None))
 
 

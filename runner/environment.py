@@ -64,6 +64,24 @@ def cuda_device(ordinal=0):
     return name.value.decode("utf-8", "replace"), "%d.%d" % (major.value, minor.value)
 
 
+def in_container():
+    """Whether this process runs in a container: Docker's /.dockerenv, Podman's /run/.containerenv, or the
+    ``container`` variable that Podman (also where it writes no /run/.containerenv: a read-only root through its
+    Docker API), systemd-nspawn and LXC set."""
+    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv") or bool(os.environ.get("container"))
+
+
+def gpu_devices(dev="/dev"):
+    """The NVIDIA GPU device files this process can see (/dev/nvidia0, ...; /dev/dxg under WSL): [] where no
+    GPU was passed in (a container started without one, a node whose engine cannot pass GPUs)."""
+    try:
+        names = os.listdir(dev)
+    except OSError:
+        return []
+    return sorted(os.path.join(dev, n) for n in names
+                  if n == "dxg" or (n.startswith("nvidia") and n[len("nvidia"):].isdigit()))
+
+
 def describe():
     """Framework-independent part of result.json's ``environment``."""
     import numpy as np  # imported here: the thread-count variables must be set first
@@ -74,7 +92,7 @@ def describe():
         "os": platform.platform(),
         "cpu": {"model": cpu_model(), "usable_cpus": usable_cpus(), "flags": cpu_flags()},
         "thread_variables": dict((k, os.environ.get(k)) for k in settings.THREAD_VARIABLES),
-        "in_container": os.path.exists("/.dockerenv"),
+        "in_container": in_container(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "host_gpu": os.environ.get("DLREPRO_GPU"),
     }

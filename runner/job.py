@@ -89,6 +89,13 @@ def _execute(state):
         raise archs.Refused(problem, "use the default for that option (%s), a warm-up of at least one iteration, "
                             "or a framework whose adapter has it"
                             % ", ".join("%s=%s" % kv for kv in sorted(contract.OPTION_DEFAULTS.items())))
+    assigned = os.environ.get("DLREPRO_GPU")  # the host GPU the executor assigned (Slurm: the one its GRES gave)
+    if job["device"] == "cuda" and assigned is not None and not environment.gpu_devices():
+        raise archs.Refused(
+            "no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s, assigned to it, was not "
+            "passed in" % assigned,
+            "run where the engine can pass GPUs into containers (NVIDIA Container Toolkit; Podman: its CDI spec), or "
+            "use --device cpu")
     adapter = adapters.load(job)
     state.phase("framework_imported")
     result["options"]["ptx_jit"] = _check_archs(adapter, job, result)

@@ -1,12 +1,19 @@
 """Shared fixtures. Tests marked ``docker`` need a Docker engine: without one they are skipped,
-unless DLREPRO_REQUIRE_DOCKER=1 (set by .ci/run), where a missing engine fails them."""
+unless DLREPRO_REQUIRE_DOCKER=1 (set by .ci/run), where a missing engine fails them. Likewise tests marked
+``slurm`` start a Slurm of their own (tests/cluster.py; DLREPRO_REQUIRE_SLURM=1 fails them without one) and
+tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1)."""
 import os
+import shutil
+import subprocess
+import tempfile
+import time
 
 import pytest
 
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro import datasets, engine
 from dlrepro.errors import ExecutorError
+from tests import cluster
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +55,9 @@ class Quiet:
     def started(self, total):
         self.total = total
 
+    def job_queued(self, job_id):
+        pass
+
     def job_started(self, job_id):
         pass
 
@@ -58,3 +68,58 @@ class Quiet:
 @pytest.fixture
 def reporter():
     return Quiet()
+
+
+def _unavailable(variable, reason):
+    if os.environ.get(variable) == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """A Slurm of the tests' own (two nodes, two fake GPUs each), SLURM_CONF pointing at it; stopped at the end."""
+    problem = cluster.missing()
+    if problem:
+        _unavailable("DLREPRO_REQUIRE_SLURM", problem)
+    folder = tempfile.mkdtemp(prefix="dlrepro-slurm-")
+    running = cluster.Cluster(folder).start()
+    print("test cluster up in %.1f s: %s" % (running.started_s, folder))
+    before = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(running.conf)
+    yield running
+    running.stop()
+    if before is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = before
+    if not os.environ.get("DLREPRO_KEEP_SLURM"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def podman(tmp_path_factory):
+    """Podman's Docker-compatible API on a socket of its own (``podman system service``), with the containers.conf
+    this kind of machine needs (no default ulimits); yields the socket's path, the service stopped by its PID."""
+    if shutil.which("podman") is None:
+        _unavailable("DLREPRO_REQUIRE_PODMAN", "no podman here: apt-get install podman")
+    folder = tmp_path_factory.mktemp("podman")
+    conf = folder / "containers.conf"
+    conf.write_text("[containers]\ndefault_ulimits = []\n")
+    socket_path = folder / "podman.sock"
+    env = dict(os.environ, CONTAINERS_CONF=str(conf))
+    service = subprocess.Popen(["podman", "system", "service", "--time=0", "unix://%s" % socket_path], env=env,
+                               stdout=subprocess.DEVNULL, stderr=open(folder / "service.log", "w"))
+    deadline = time.time() + 30
+    while time.time() < deadline and not socket_path.exists():
+        time.sleep(0.2)
+    saved = {k: os.environ.get(k) for k in ("CONTAINERS_CONF", "DLREPRO_PODMAN_SOCKET")}
+    os.environ.update(CONTAINERS_CONF=str(conf), DLREPRO_PODMAN_SOCKET=str(socket_path))
+    yield socket_path
+    service.terminate()
+    service.wait(30)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

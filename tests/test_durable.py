@@ -111,7 +111,7 @@ def test_a_memory_limit_stops_one_job_and_the_others_go_on(tmp_path, torch_cpu_i
     rows = {r["job_id"]: r for r in body["jobs"]}
     assert rows["resnet56-synthetic.torch.cpu.b2048"]["status"] == "failed"
     assert rows["resnet56-synthetic.torch.cpu.b2048"]["reason"] == \
-        "out of memory (limit 700.0 MiB): the kernel killed the job process"
+        "out of memory (limit 700.0 MiB): the kernel killed the worker process running it"  # isolation: worker
     assert rows["resnet56-synthetic.torch.cpu.b8"]["status"] == rows["resnet56-synthetic.torch.cpu.b16"]["status"] == "ok"
     assert body["executor"]["isolation"]["memory_bytes"] == 700 << 20
 

@@ -48,12 +48,19 @@ def job_line(job_id, result):
 
 
 class RichReporter(Reporter):
-    """The run's progress as a rich bar over the jobs, one line per finished job."""
+    """The run's progress as a rich bar over the jobs, one line per finished job; jobs queued in a scheduler
+    (Slurm) are counted as queued, running and done."""
 
     def __init__(self):
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
         self.task = None
+        self.queued, self.running = set(), set()
+
+    def _describe(self, job_id):
+        counts = "%d queued, %d running: " % (len(self.queued), len(self.running)) if self.queued or self.running \
+            else ""
+        self.progress.update(self.task, description=counts + (job_id or ""))
 
     def __enter__(self):
         self.progress.start()
@@ -66,14 +73,26 @@ class RichReporter(Reporter):
         self.progress.console.print("[dim]%s[/]" % message)
 
     def started(self, total):
-        self.task = self.progress.add_task("jobs", total=total)
+        if self.task is None:
+            self.task = self.progress.add_task("jobs", total=total)
+        else:  # a resume that first took the results of submitted jobs
+            self.progress.reset(self.task, total=total)
+
+    def job_queued(self, job_id):
+        self.queued.add(job_id)
+        self._describe(job_id)
 
     def job_started(self, job_id):
-        self.progress.update(self.task, description=job_id)
+        self.queued.discard(job_id)
+        self.running.add(job_id)
+        self._describe(job_id)
 
     def job_finished(self, job_id, result):
+        self.queued.discard(job_id)
+        self.running.discard(job_id)
         self.progress.console.print(job_line(job_id, result))
         self.progress.advance(self.task)
+        self._describe(None)
 
 
 def _seconds(result):

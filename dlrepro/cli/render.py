@@ -168,13 +168,14 @@ def bundles(rows):
         c = r["counts"]
         if r["state"] == "partial":
             state = "partial (being written by pid %s)" % r["running"]["pid"] if hostinfo.alive(r["running"]) \
+                else "partial (submitted to Slurm: array %s)" % ", ".join(r["submitted"]) if r.get("submitted") \
                 else "partial (its run ended)"
         else:
             state = r["state"]
         step = ""
         if r["state"] == "partial" or c["missing"] or c["skipped"]:
             step = "invoke run --resume %s" % r["id"] + ("; or invoke publish %s" % r["id"]
-                                                          if r["state"] == "partial" else "")
+                                                          if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:
             step = "invoke run --resume %s --retry-failed" % r["id"]
         table.add_row(r["id"], state, r["spec"], r["created"] or "", *(str(c[k]) for k in

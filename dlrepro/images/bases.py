@@ -8,6 +8,7 @@ which is also the diff_id of the single layer that ``docker import`` makes (chec
 after the import), and for a copied CPython the SHA-256 of its file tree.
 """
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import docker
 
 from dlrepro import cache
 from dlrepro.images import pythons
+from dlrepro import engine
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
 from runner.contract import utc_now
@@ -70,7 +72,9 @@ def _bootstrapped(name):
         return None
     image = max(images, key=lambda i: i.attrs["Created"])
     labels = image.labels
-    return BaseRef(name, image.tags[0], "bootstrap", labels["org.dlrepro.rootfs"], image.id,
+    tags = [engine.local_name(t) for t in image.tags]  # Podman's import also leaves a ":latest"
+    ref = ([t for t in tags if t.startswith("%s:%s-" % (BOOTSTRAP_REPO, name))] or tags)[0]
+    return BaseRef(name, ref, "bootstrap", labels["org.dlrepro.rootfs"], image.id,
                    {"suite": labels.get("org.dlrepro.suite"), "variant": labels.get("org.dlrepro.variant"),
                     "bootstrapped": labels.get("org.dlrepro.bootstrapped")})
 
@@ -110,7 +114,9 @@ def bootstrap(name, base, log, mirror=None):
                    "LABEL org.dlrepro.suite=%s" % spec.suite, "LABEL org.dlrepro.variant=%s" % spec.variant,
                    "LABEL org.dlrepro.bootstrapped=%s" % utc_now(), "ENV LANG=C.UTF-8", 'CMD ["bash"]']
         tag = "%s-%s" % (name, digest.hexdigest()[:12])
-        client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
+        answer = client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
+        # Podman 4.3 imports as docker.io/dlrepro/base:latest whatever the tag asked: tag it by the ID it answers
+        client().images.get(json.loads(answer.splitlines()[-1])["status"]).tag(BOOTSTRAP_REPO, tag)
     image = client().images.get("%s:%s" % (BOOTSTRAP_REPO, tag))
     layers = image.attrs["RootFS"]["Layers"]
     if layers != [rootfs_digest]:

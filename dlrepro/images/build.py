@@ -19,7 +19,8 @@ from dlrepro.engine import client
 from dlrepro.errors import ImageError
 
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
-STEP_IMAGE = re.compile(r"^ ---> ([0-9a-f]{12})$", re.MULTILINE)
+# the image of each build step: " ---> <12 hex>" from Docker's classic builder, "--> <11 hex>" from Podman's
+STEP_IMAGE = re.compile(r"^ ?-{2,3}> ([0-9a-f]{11,12})$", re.MULTILINE)
 
 
 class BuildOptions:
@@ -81,11 +82,12 @@ def _remove_build_stages(step_ids, final_id):
     The classic builder keeps them, and the install stage still holds the build's transport
     (pip settings, CA bundle, wheels), which must not outlive the build.
     """
-    kept = {entry["Id"] for entry in client().api.history(final_id)}
+    # the final image and its history (Podman's history ids lack "sha256:" and leave out the image itself)
+    kept = {entry["Id"].split(":")[-1] for entry in client().api.history(final_id)} | {final_id.split(":")[-1]}
     for short in reversed(step_ids):
         try:
             image_id = client().images.get(short).id
-            if image_id not in kept:
+            if image_id.split(":")[-1] not in kept:
                 client().images.remove(image_id)
         except docker.errors.APIError:
             pass  # already removed with a child, or still the parent of another image
@@ -105,7 +107,7 @@ def _docker_build(ctx, log):
                 if text:
                     out.write(text)
                     lines.extend(text.rstrip("\n").splitlines())
-                    if text.startswith("Step "):
+                    if text.upper().startswith("STEP "):  # Docker: "Step 1/9 :", Podman: "STEP 1/9:"
                         log(text.strip())
                     step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
                 if "error" in chunk:

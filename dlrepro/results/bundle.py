@@ -94,10 +94,10 @@ def _statuses(folder, job_ids):
 
 def listing(results_dir=None):
     """Every bundle under the results folder, oldest first: {id, folder, state, spec, created, counts (ok,
-    failed, skipped, missing), running ({host, pid} of a run writing it, or None)}."""
+    failed, skipped, missing), running ({host, pid} of a run writing it, or None), submitted (ids of scheduler
+    arrays whose results are still to be taken)}."""
     rows = []
-    for path in sorted(Path(results_dir or results_root()).glob("*/bundle.json")) + \
-            sorted(Path(results_dir or results_root()).glob(".*.partial/bundle.json")):
+    for path in sorted(Path(results_dir or results_root()).glob("*/bundle.json")):  # pathlib's * matches .<id>.partial
         try:
             found = body(path.parent)
         except BundleError:
@@ -108,7 +108,8 @@ def listing(results_dir=None):
         counts["missing"] = statuses.count(None)
         rows.append({"id": found.get("id"), "folder": path.parent, "state": found.get("state", "published"),
                      "spec": found["spec"]["name"], "created": found.get("created"), "counts": counts,
-                     "running": found.get("running")})
+                     "running": found.get("running"),
+                     "submitted": [r["array_id"] for r in found.get("submitted") or [] if not r.get("collected")]})
     return sorted(rows, key=lambda r: (r["created"] or "", r["id"] or ""))
 
 
@@ -245,6 +246,30 @@ class BundleWriter:
         for name in ("result.json", "log.txt"):
             if (current / name).is_file():
                 os.replace(current / name, attempts / str(n) / name)
+
+    @_writes
+    def keep(self, name, text):
+        """Keep a launch record (e.g. the batch script of a Slurm array) as file ``name`` of the bundle (in its
+        SHA256SUMS and archive once published); returns its path."""
+        path = self.partial / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def submitted(self, record):
+        """Record (or update) a submission to a scheduler in bundle.json's ``submitted`` (named by its
+        ``array_id``): jobs that run, or wait to run, outside this process."""
+        found = list(self.body.get("submitted") or [])
+        at = [i for i, r in enumerate(found) if r["array_id"] == record["array_id"]]
+        if at:
+            found[at[0]] = record
+        else:
+            found.append(record)
+        self.save(submitted=found)
+
+    def pending(self):
+        """The submissions whose jobs have not all been taken into the bundle yet."""
+        return [r for r in self.body.get("submitted") or [] if not r.get("collected")]
 
     @_writes
     def add_image(self, built):

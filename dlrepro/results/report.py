@@ -88,7 +88,9 @@ def environment(bundles, summary):
         hardware = "%s, %s CPUs, %.0f GiB; %s" % (host["cpu"]["model"], host["cpu"]["logical_cpus"],
                                                   host["memory_bytes"] / 2 ** 30, gpus)
         ours = summary[(summary["bundle_id"] == body["id"]) & summary["framework_version"].notna()]
-        system = "%s; %s executor %s" % (host["os"], executor.get("executor", ""), executor.get("engine") or "")
+        engine = executor.get("engine") or ""  # a version string before engine records (name, version)
+        engine = " ".join((engine.get("name") or "", engine.get("version") or "")) if isinstance(engine, dict) else engine
+        system = "%s; %s executor %s" % (host["os"], executor.get("executor", ""), engine)
         versions, ids = here.setdefault(hardware + "; " + system.strip(), (set(), []))
         versions.update(ours["framework"] + " " + ours["framework_version"])
         ids.append(body["id"])

@@ -27,7 +27,8 @@ class RunOptions(BaseModel):
 
     frameworks: Optional[list[str]] = Field(None, description="framework names, or name@version for one image")
     device: Literal["cpu", "cuda"] = "cpu"
-    executor: Literal["docker", "local"] = "docker"
+    executor: Optional[Literal["docker", "local", "slurm"]] = Field(
+        None, description="docker, local or slurm; None: docker, or on a resume the bundle's")
     isolation: Literal["worker", "process"] = Field(
         "worker", description="worker: the jobs that share their settings run in one warm process; process: one each")
     variants: Optional[list[str]] = None
@@ -115,7 +116,7 @@ def _given(value):
     return None if value == UNSET else value
 
 
-def from_cli(framework="", device="cpu", executor="docker", variant="", mode="", batch_size="", warmup=UNSET,
+def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch_size="", warmup=UNSET,
              iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
              precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False,
              isolation="worker", ranks=""):
@@ -123,7 +124,7 @@ def from_cli(framework="", device="cpu", executor="docker", variant="", mode="",
 
     Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
     values = dict(
-        frameworks=split(framework), device=device, executor=executor, variants=split(variant), mode=mode or None,
+        frameworks=split(framework), device=device, executor=executor or None, variants=split(variant), mode=mode or None,
         batch_sizes=_items("--batch-size", batch_size, int, "comma-separated numbers"), warmup=_given(warmup),
         iterations=_given(iterations), repeats=_given(repeats), epochs=_given(epochs), threads=_threads(threads),
         gpu=gpu, quick=quick, timeout_s=_given(timeout), gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
@@ -138,3 +139,20 @@ def from_cli(framework="", device="cpu", executor="docker", variant="", mode="",
         raise DlreproError("\n".join("%s: %s (got %r)" % (
             OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"], e["input"])
             for name, e in deepest.items())) from None
+
+
+def slurm_settings(executor, partition="", options=None, max_parallel=UNSET, detach=False):
+    """The slurm executor's settings from ``invoke run``'s --partition, --slurm-option (a list), --max-parallel
+    (UNSET: not given) and --detach, or None when none is given (on a resume: the bundle's). Raises
+    DlreproError for a --max-parallel below 1 or Slurm options without ``--executor slurm``."""
+    given = bool(partition or options or max_parallel != UNSET or detach)
+    if given and executor not in ("slurm", None):  # None: a resume's executor, checked once known (runs.run)
+        raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm "
+                           "(not %s)" % executor, "add --executor slurm, or leave them out")
+    if max_parallel != UNSET and max_parallel < 1:
+        raise DlreproError("--max-parallel: expected a number of tasks >= 1 (got %r)" % max_parallel,
+                           "give --max-parallel 1 or more, or leave it out (no cap)")
+    if not given:
+        return None
+    return {"partition": partition or None, "options": list(options or []),
+            "max_parallel": None if max_parallel == UNSET else max_parallel, "detach": detach}

@@ -17,6 +17,7 @@ import shlex
 import signal
 import socket
 import sys
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -42,6 +43,9 @@ class Reporter:
         print(message)
 
     def started(self, total):
+        pass
+
+    def job_queued(self, job_id):
         pass
 
     def job_started(self, job_id):
@@ -92,6 +96,12 @@ class _Run:
     def missing(self, job, status, reason):
         self.record([job], status, reason)
 
+    def launched(self, name, text):
+        return self.writer.keep(name, text)
+
+    def submitted(self, record):
+        self.writer.submitted(dict(record, attempt=record.get("attempt") or self.attempt["number"]))
+
     def stamp(self):
         return {key: self.attempt[key] for key in ("number", "host", "executor")}
 
@@ -105,7 +115,9 @@ class _Run:
             self.reporter.job_finished(job["id"], result)
 
     def on_event(self, kind, job_id, result):
-        if kind == "start":
+        if kind == "queued":
+            self.reporter.job_queued(job_id)
+        elif kind == "start":
             self.reporter.job_started(job_id)
         elif kind == "end" and result is not None:
             self.reporter.job_finished(job_id, result)
@@ -203,6 +215,8 @@ def _resumed(prior, spec_name, options):
                            "restore the spec file as it was (%s at commit %s), or start a new run" % (
                                record["file"], ((prior.get("suite") or {}).get("git") or {}).get("commit")))
     recorded = RunOptions(**prior["options"])
+    if options.executor is None:  # not given: where the bundle ran
+        options = options.model_copy(update={"executor": recorded.executor})
     where = WHERE
     given = options.model_dump(exclude=where)
     if given != RunOptions().model_dump(exclude=where) and options.digest() != recorded.digest():
@@ -235,14 +249,51 @@ def _recover(writer, stamp):
     return taken
 
 
+def _collect_submitted(writer, reporter, wait=True):
+    """Take the results of the scheduler arrays that earlier attempts submitted (a detached or killed run), each
+    stamped with the attempt that submitted it, waiting for the arrays to end (``wait``) or not (one look);
+    returns the ids of the jobs whose arrays were pending."""
+    pending = writer.pending()
+    if not pending:
+        return []
+    jobs = [j for r in pending for j in r["jobs"]]
+    if wait:
+        reporter.log("%s: waiting for %d job(s) of earlier attempts in Slurm array(s) %s" % (
+            writer.id, len(jobs), ", ".join(r["array_id"] for r in pending)))
+        reporter.started(len(jobs))
+    attempts = {a["number"]: a for a in writer.body["attempts"]}
+    for number in sorted({r["attempt"] for r in pending}):
+        state = _Run(writer, reporter, attempts[number])
+        executors.collect([r for r in pending if r["attempt"] == number], state, state.on_event,
+                          deadline=None if wait else time.time())
+    return jobs
+
+
+def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
+    """Take into each partial bundle under ``results_dir`` the results that its detached Slurm arrays have
+    finished so far, without waiting (``invoke bundles`` does, so that its counts are current); bundles that a
+    live run is writing are left to it. Returns the ids of the bundles looked at."""
+    reporter = reporter or Reporter()
+    looked = []
+    for row in bundlemod.listing(results_dir):
+        if row["state"] == "partial" and row["submitted"] and not hostinfo.alive(row["running"]):
+            _collect_submitted(BundleWriter.reopen(row["folder"]), reporter, wait=False)
+            looked.append(row["id"])
+    return looked
+
+
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,
-        resume=None, retry_failed=False, memory=None, on_start=None):
+        resume=None, retry_failed=False, memory=None, on_start=None, slurm=None):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
     ``resume``: a bundle (folder, id, ``.<id>.partial`` or "latest") to continue instead of a new one: only
     its jobs without an ok result run (failed ones too with ``retry_failed``); ``spec_name`` may then be None.
     ``memory``: the memory limit of each job container in bytes (docker; default: the host's less headroom).
     ``on_start(bundle_id)`` is called once the (partial) bundle exists.
+    ``slurm``: the slurm executor's settings {partition, options, max_parallel, detach} (default: none, or on a
+    resume those the bundle recorded). A detached Slurm run returns the partial bundle's path at once, its
+    jobs queued; a resume of it first waits for them and takes their results (and those of a killed run's
+    arrays), then runs only what is still missing.
     Raises SpecError / DlreproError before anything runs when the spec or options are invalid (or do not
     match the resumed bundle's), and ExecutorError when the chosen executor is unavailable. After that,
     KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised only once the bundle
@@ -257,9 +308,17 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         spec, spec_path, options = _resumed(prior, spec_name, options)
     else:
         spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
+        options = options.model_copy(update={"executor": options.executor or "docker"})
     jobs = jobsmod.expand(spec, options)
+    if slurm is not None and options.executor != "slurm":
+        raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
+                           "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
+    if resume and slurm is None and options.executor == prior["options"].get("executor") == "slurm":
+        recorded = prior.get("executor") or {}
+        slurm = {"partition": recorded.get("partition"), "options": recorded.get("slurm_options"),
+                 "max_parallel": recorded.get("max_parallel")}
     executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory,
-                             options.isolation)
+                             options.isolation, slurm)
     for line in executor.reap():
         reporter.log(line)
     matrix = matrixmod.load()
@@ -271,6 +330,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
                "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv)}
     state = _Run(writer, reporter, attempt)
+    collected = _collect_submitted(writer, reporter) if resume else []
     recovered = _recover(writer, state.stamp())
     statuses = writer.statuses()
     todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped")
@@ -285,8 +345,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
                 host=hostinfo.describe(), running={"host": attempt["host"], "pid": os.getpid(),
                                                    "since": attempt["started"]}, **state.records())
     if resume:
-        reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s" % (
+        reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s%s" % (
             writer.id, attempt["number"], len(todo), len(jobs),
+            "; took the results of %d submitted job(s)" % len(collected) if collected else "",
             "; took what the killed run's jobs %s left" % ", ".join(recovered) if recovered else ""))
     reporter.started(len(todo))
     for item in left_out:
@@ -310,6 +371,11 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     finally:
         signal.signal(signal.SIGTERM, previous)
     attempt.update(finished=utc_now(), interrupted=isinstance(stopped, KeyboardInterrupt))
+    if executor.detached and stopped is None:  # its jobs run on: the bundle stays partial, for a resume
+        attempt["detached"] = True
+        writer.body.pop("running", None)
+        writer.save(**state.records())
+        return writer.partial
     path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (stopped, path)) from stopped
@@ -328,6 +394,9 @@ def publish(bundle, results_dir=REPO_ROOT / "results"):
     if found.get("state") != "partial":
         raise DlreproError("%s is published already" % folder, "`invoke bundles` lists the partial ones")
     _refuse_if_written(folder, found.get("running"))
+    if [r for r in found.get("submitted") or [] if not r.get("collected")]:
+        raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,
+                           "`invoke run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
     writer = BundleWriter.reopen(folder)
     last = (writer.body["attempts"] or [{"number": 0, "host": None, "executor": None}])[-1]
     stamp = {key: last.get(key) for key in ("number", "host", "executor")}

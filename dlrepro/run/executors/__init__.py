@@ -6,7 +6,11 @@ job's result.json and log.txt into the bundle, so their result files are identic
 
 - ``docker`` (``docker.py``): one container per image and group of jobs, through the engine's
   Docker API; its isolation is one pure function of the job (``docker.create_args``);
-- ``local`` (``local.py``): the same supervisor in a Python on this machine.
+- ``local`` (``local.py``): the same supervisor in a Python on this machine;
+- ``slurm`` (``slurm.py``): Slurm job arrays, one task per job, each running the docker executor's container
+  (its command line made from the same ``create_args``) on the node Slurm picked.
+
+The engine behind the containers is Docker or Podman (``dlrepro.engine``).
 
 ``prepare`` gives each executor's image for a group (a built image for containers, none locally),
 so the run loop never asks which executor it has.
@@ -15,18 +19,24 @@ from dlrepro.errors import ExecutorError
 from dlrepro.run.executors.base import INTERRUPTED, Executor, run_on_gpus
 from dlrepro.run.executors.docker import DockerExecutor
 from dlrepro.run.executors.local import LocalExecutor
+from dlrepro.run.executors.slurm import SlurmExecutor, collect
 
-__all__ = ["INTERRUPTED", "DockerExecutor", "Executor", "LocalExecutor", "get", "run_on_gpus"]
+__all__ = ["INTERRUPTED", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor", "collect", "get",
+           "run_on_gpus"]
 
 
-def get(name, device="cpu", gpu=0, python=None, memory=None, isolation="worker"):
+def get(name, device="cpu", gpu=0, python=None, memory=None, isolation="worker", slurm=None):
     """The executor called ``name`` (``gpu``: an index or a list of them; ``memory``: bytes per job container;
-    ``isolation``: "worker" or "process"); raises ExecutorError for an unknown one or a missing engine."""
-    if name == "docker":
-        from dlrepro.engine import client
+    ``isolation``: "worker" or "process"; ``slurm``: the slurm executor's {partition, options, max_parallel,
+    detach}); raises ExecutorError for an unknown one, a missing engine, or Slurm settings the cluster cannot
+    take."""
+    if name in ("docker", "slurm"):
+        from dlrepro import engine
 
-        client()
-        return DockerExecutor(device, gpu, memory, isolation)
+        executor = SlurmExecutor(device, gpu, memory, isolation=isolation, **(slurm or {})) if name == "slurm" \
+            else DockerExecutor(device, gpu, memory, isolation)
+        engine.check_limits()
+        return executor
     if name == "local":
         return LocalExecutor(device, gpu, python, isolation)
-    raise ExecutorError("unknown executor %r: use docker or local" % name)
+    raise ExecutorError("unknown executor %r: use docker, local or slurm" % name)

@@ -84,6 +84,7 @@ class FolderSink:
 
     def __init__(self, out_dir):
         self.out_dir = Path(out_dir)
+        self.submissions = []  # records of submissions to a scheduler (``submitted``)
 
     def scratch(self):
         """A new empty folder for the supervisor's output."""
@@ -106,6 +107,17 @@ class FolderSink:
         target.mkdir(parents=True, exist_ok=True)
         contract.write_json(str(target / "result.json"), result)
         return result
+
+    def launched(self, name, text):
+        """Keep a launch record (a batch script) as file ``name`` under ``out_dir``; returns its path."""
+        path = self.out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def submitted(self, record):
+        """Keep (or update) the record of a submission to a scheduler (its ``array_id`` names it)."""
+        self.submissions = [r for r in self.submissions if r["array_id"] != record["array_id"]] + [record]
 
 
 def _collect(jobs, scratch, sink, taken, reason, status):
@@ -170,6 +182,7 @@ class Executor:
     """Runs groups of jobs; subclasses say how to start the supervisor (``_launch``) and where its image
     comes from (``prepare``)."""
     name = None
+    detached = False  # True once run() returned with jobs still queued or running elsewhere (slurm --detach)
 
     def __init__(self, device="cpu", gpu=0, isolation="worker"):
         """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU); ``isolation``:

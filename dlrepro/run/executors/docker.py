@@ -16,7 +16,8 @@ import docker
 import requests
 
 from dlrepro import REPO_ROOT
-from dlrepro.engine import client, engine_version
+from dlrepro import engine
+from dlrepro.engine import client
 from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.images import build, feasibility
 from dlrepro.run import hostinfo
@@ -67,6 +68,46 @@ def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, lab
     if memory is not None:
         args.update(mem_limit=int(memory), memswap_limit=int(memory))
     return args
+
+
+def gpu_flags(engine_name, ids):
+    """The ``run`` command-line flags of ``engine_name`` ("docker" | "podman") that pass the GPUs ``ids`` (host
+    indices as text, or one shell expansion such as ``${CUDA_VISIBLE_DEVICES}``) into a container: Docker's
+    NVIDIA runtime (``--gpus device=IDS``), Podman's CDI devices (``--device nvidia.com/gpu=ID``)."""
+    if engine_name == "podman":
+        return [word for i in ids for word in ("--device", "nvidia.com/gpu=%s" % i)]
+    return ["--gpus", '"device=%s"' % ",".join(ids)]  # quoted: Docker reads --gpus as CSV, and ids hold commas
+
+
+def run_command(args, engine_name="docker", name=None):
+    """The ``docker run`` (or ``podman run``) command line, as a list of words, that creates and runs the container
+    of ``args`` (``create_args``) exactly as the SDK does, named ``name``: the same isolation, mounts, labels,
+    attached standard input (StdinOnce) and removal on exit. Raises ValueError for an argument it has no flag
+    for, so that no setting of ``create_args`` can be left out of a command line."""
+    words = [engine_name, "run"] + (["--name", name] if name else [])
+    flags = {
+        "user": lambda v: ["--user", v], "network_mode": lambda v: ["--network", v],
+        "read_only": lambda v: ["--read-only"] if v else [],
+        "tmpfs": lambda v: [w for path, opts in v.items() for w in ("--tmpfs", "%s:%s" % (path, opts))],
+        "security_opt": lambda v: [w for opt in v for w in ("--security-opt", opt)],
+        "cap_drop": lambda v: [w for cap in v for w in ("--cap-drop", cap)],
+        "pids_limit": lambda v: ["--pids-limit", str(v)],
+        "device_requests": lambda v: [w for r in v for w in gpu_flags(engine_name, r["DeviceIDs"])],
+        "environment": lambda v: [w for k, val in v.items() for w in ("--env", "%s=%s" % (k, val))],
+        "volumes": lambda v: [w for host, m in v.items() for w in ("--volume", "%s:%s:%s" % (host, m["bind"], m["mode"]))],
+        "labels": lambda v: [w for k, val in v.items() for w in ("--label", "%s=%s" % (k, val))],
+        "stdin_open": lambda v: ["--interactive"] if v else [],
+        "detach": lambda v: ["--detach"] if v else [],
+        "auto_remove": lambda v: ["--rm"] if v else [],
+        "mem_limit": lambda v: ["--memory", str(v)], "memswap_limit": lambda v: ["--memory-swap", str(v)],
+    }
+    unknown = sorted(set(args) - set(flags) - {"image", "command"})
+    if unknown:
+        raise ValueError("no %s run flag for container argument(s) %s" % (engine_name, ", ".join(unknown)))
+    for key, to_flags in flags.items():
+        if key in args:
+            words += to_flags(args[key])
+    return words + [args["image"]] + list(args["command"])
 
 
 def isolation(args):
@@ -168,7 +209,10 @@ class DockerExecutor(Executor):
             try:
                 container.start()
             except docker.errors.APIError as exc:
-                container.remove(force=True)
+                try:
+                    container.remove(force=True)
+                except docker.errors.NotFound:
+                    pass  # removed by the engine already (auto_remove)
                 raise ExecutorError("the container for %s could not start: %s" % (image.tag, exc.explanation or exc)) \
                     from None
             follow((tail.append(line) or line for line in _lines(output)), scratch, sink, on_event)
@@ -205,6 +249,6 @@ class DockerExecutor(Executor):
         return removed
 
     def describe(self):
-        return dict(super().describe(), engine=engine_version(),
+        return dict(super().describe(), engine=engine.record(),
                     isolation=isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "",
                                                     memory=self.memory)))

@@ -1,0 +1,63 @@
+"""Podman as the container engine, through its Docker-compatible API socket: the suite's own build of the torch CPU
+image and one AlexNet-S quick job in the docker executor's hardened container, the engine recorded."""
+import json
+import time
+
+import docker
+import pytest
+
+from dlrepro import engine
+from dlrepro.images import bases, build
+from dlrepro.run import runs
+from dlrepro.run.options import RunOptions
+
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
+
+def _base_from_docker(matrix, name):
+    """Load the bootstrapped base ``name`` from the Docker engine (``docker save``) into Podman (``podman load``)
+    when Docker has it and Podman has none, so that no second debootstrap is needed; returns what was done."""
+    podman = engine.client()
+    label = "%s=%s" % (bases.LABEL, name)
+    if podman.images.list(name=bases.BOOTSTRAP_REPO, filters={"label": label}):
+        return "podman has it"
+    try:
+        found = docker.from_env().images.list(name=bases.BOOTSTRAP_REPO, filters={"label": label})
+    except docker.errors.DockerException:
+        found = []
+    if not found:
+        return "bootstrapped"  # bases.ensure debootstraps it
+    started = time.time()
+    podman.images.load(b"".join(found[0].save(named=True)))
+    return "loaded from docker in %.1f s" % (time.time() - started)
+
+
+def test_the_torch_image_builds_and_an_alexnet_job_runs_through_podman(podman, matrix, tmp_path, reporter):
+    entry = matrix.find("torch", "cpu")
+    engine.use("podman")
+    try:
+        base = _base_from_docker(matrix, entry.base)
+        started = time.time()
+        built = build.ensure(matrix, entry, build.BuildOptions(), log=print)
+        print("podman: base %s; torch image %s in %.0f s" % (base, "built" if built.built else "found",
+                                                             time.time() - started))
+        assert built.tag.startswith("dlrepro/torch:2.13.0-cpu-") and "torch==2.13.0+cpu" in built.manifests["pip-freeze.txt"]
+        leftovers = [i.id for i in engine.client().images.list(filters={"dangling": True})
+                     if "/tmp/transport" in " ".join(h.get("CreatedBy") or "" for h in engine.client().api.history(i.id))]
+        assert leftovers == []  # the install stage (pip settings, CA bundle) did not outlive the build
+        started = time.time()
+        path = runs.run("alexnet", RunOptions(frameworks=["torch"], variants=["alexnet-s"], quick=True),
+                        results_dir=tmp_path, reporter=reporter, memory=4 << 30)
+        print("podman: AlexNet-S quick job in %.0f s" % (time.time() - started))
+        body = json.loads((path / "bundle.json").read_text())
+        assert body["executor"]["executor"] == "docker" and body["executor"]["engine"]["name"] == "podman"
+        assert body["executor"]["engine"]["version"].startswith("4.") and body["executor"]["isolation"] == {
+            "network": "none", "read_only_root": True, "user": "non-root", "no_new_privileges": True,
+            "cap_drop": "ALL", "pids_limit": 4096, "memory_bytes": 4 << 30}
+        (row,) = body["jobs"]
+        assert row["status"] == "ok" and row["parameters"] == 62_378_344 and row["image_id"] == built.image_id
+        result = json.loads((path / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json").read_text())
+        assert result["environment"]["in_container"] is True and len(result["timing"]["repeats"][0]) == 3
+        assert engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % body["id"]}) == []
+    finally:
+        engine.use("")

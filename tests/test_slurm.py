@@ -1,0 +1,320 @@
+"""The slurm executor: the batch script and the state parsers as pure functions (no Slurm needed, as
+test_isolation.py tests the container's arguments), then end to end against a real Slurm 22.05 of the tests' own
+(tests/cluster.py: two nodes on this host, two fake GPUs each) running the docker executor's containers."""
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dlrepro import REPO_ROOT, datasets, engine, spec
+from dlrepro.errors import DlreproError, ExecutorError
+from dlrepro.results import bundle as bundlemod, tables, validate
+from dlrepro.run import executors, jobs as jobsmod, runs, slurm_state
+from dlrepro.run.executors import docker as docker_executor, slurm as slurm_executor
+from dlrepro.run.options import RunOptions, slurm_settings
+from tests.helpers import fresh_cache, unreachable
+
+ARGS = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/s/jobs", "/s/out", "/cache/ds",
+                                   gpu=None, memory=8 << 30, labels={"org.dlrepro.run": "alexnet-x"})
+
+
+# ------------------------------------------------------------------ pure: the command line and the batch script
+
+
+def test_the_run_command_is_the_create_arguments_as_flags():
+    assert docker_executor.run_command(ARGS, "docker", "c1") == [
+        "docker", "run", "--name", "c1", "--user", "1000:1000", "--network", "none", "--read-only",
+        "--tmpfs", "/tmp:rw,exec", "--security-opt", "no-new-privileges", "--cap-drop", "ALL", "--pids-limit", "4096",
+        "--env", "PYTHONPATH=/opt/dlrepro", "--env", "DLREPRO_DATA_ROOT=/data",
+        "--volume", "%s:/opt/dlrepro/runner:ro" % (REPO_ROOT / "runner"), "--volume", "/cache/ds:/data:ro",
+        "--volume", "/s/jobs:/jobs:ro", "--volume", "/s/out:/out:rw",
+        "--label", "org.dlrepro.run=alexnet-x", "--label", "org.dlrepro.role=runner",
+        "--interactive", "--rm", "--memory", str(8 << 30), "--memory-swap", str(8 << 30),
+        "dlrepro/torch:2.13.0-cpu-abc", "python", "-m", "runner.supervise", "--watch-stdin", "--isolation", "worker",
+            "/jobs", "/out"]
+    gpu = docker_executor.create_args("t", "1000:1000", "/j", "/o", "/d", gpu=3)
+    words = docker_executor.run_command(gpu)
+    assert words[words.index("--gpus") + 1] == '"device=3"' and words.count("--gpus") == 1
+    assert docker_executor.gpu_flags("podman", ["0", "1"]) == ["--device", "nvidia.com/gpu=0",
+                                                                "--device", "nvidia.com/gpu=1"]
+    with pytest.raises(ValueError, match="no docker run flag for container argument.s. shm_size"):
+        docker_executor.run_command(dict(ARGS, shm_size="1g"))
+
+
+def test_shell_words_keep_their_expansions():
+    assert slurm_executor.shell_word("/b/.jobs/${DLREPRO_JOB}") == "/b/.jobs/\"${DLREPRO_JOB}\""
+    assert slurm_executor.shell_word("it's ${A}_${B}") == "'it'\"'\"'s '\"${A}\"_\"${B}\""
+    assert slurm_executor.shell_word("${gpu[@]}") == '"${gpu[@]}"' and slurm_executor.shell_word("") == "''"
+
+
+def _script(**kw):
+    args = slurm_executor.task_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/r/.b.partial/.work/attempt-1/1",
+                                    "/cache/ds", 8 << 30, "alexnet-x", kw.pop("gpus_arg", 0))
+    return args, slurm_executor.script(args, kw.pop("engine_name", "docker"), ["a.b16", "a.b32", "a.b64"],
+                                       "/r/.b.partial/.work/attempt-1/1", "alexnet-x", **kw)
+
+
+def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_container():
+    args, text = _script(threads=2, gpus=1, minutes=35, partition="gpu", options=["--account=lab"], max_parallel=2,
+                         gpus_arg=1)
+    sbatch = [line for line in text.splitlines() if line.startswith("#SBATCH")]
+    assert sbatch == ["#SBATCH --job-name=dlrepro-alexnet-x", "#SBATCH --array=0-2%2",
+                      "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out", "#SBATCH --time=35",
+                      "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1", "#SBATCH --partition=gpu",
+                      "#SBATCH --account=lab"]
+    assert "jobs=(a.b16 a.b32 a.b64)\nDLREPRO_JOB=${jobs[$SLURM_ARRAY_TASK_ID]}\n" in text
+    assert "name=dlrepro-alexnet-x-$task\n" in text
+    assert "trap 'docker kill \"$name\" >/dev/null 2>&1; docker rm -f \"$name\" >/dev/null 2>&1; kill \"$keeper\" " \
+           "2>/dev/null; exit 143' TERM INT" in text
+    assert "    gpu=(--gpus '\"device='\"${CUDA_VISIBLE_DEVICES}\"'\"')\n" in text
+    # the container: exactly the docker executor's isolation, with the task's own job, name and Slurm job label
+    command = text.split("trap ")[1].split("\n", 1)[1].split(" <&3 &")[0]
+    words = docker_executor.run_command(args, "docker", "dlrepro-alexnet-x-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}")
+    image = words.index(args["image"])
+    assert shlex.split(command.replace("\\\n", " ")) == words[:image] + ["${gpu[@]}"] + words[image:]
+    assert "--volume /r/.b.partial/.work/attempt-1/1/.jobs/\"${DLREPRO_JOB}\":/jobs:ro" in command
+    assert "--label org.dlrepro.slurm.job=\"${SLURM_JOB_ID}\"" in command
+    assert "--env DLREPRO_GPU=\"${first_gpu}\"" in command and "\nfirst_gpu=${first_gpu%%,*}" in text
+    assert "org.dlrepro.host" not in command and "org.dlrepro.pid" not in command  # never reaped as a dead run's
+    assert "--network none" in command and "--cap-drop ALL" in command and "--read-only" in command
+
+
+def test_a_cpu_array_without_options_asks_for_nothing_more_and_podman_gets_cdi_devices():
+    _, text = _script(minutes=31)
+    assert [line for line in text.splitlines() if line.startswith("#SBATCH")][1:] == [
+        "#SBATCH --array=0-2", "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out",
+        "#SBATCH --time=31"]
+    _, text = _script(gpus=2, engine_name="podman", gpus_arg=2)
+    assert "for i in ${CUDA_VISIBLE_DEVICES//,/ }; do gpu+=(--device nvidia.com/gpu=\"${i}\"); done" in text
+    assert "\npodman run \\\n    --name" in text and "if ! podman image inspect" in text
+
+
+def test_the_time_limit_and_gpus_of_an_array():
+    assert slurm_executor.time_minutes([{"timeout_s": 1800}, {"timeout_s": 600}]) == 35  # (1800 + 300) / 60
+    assert slurm_executor.time_minutes([{"timeout_s": 61}]) == 7
+    assert slurm_executor.job_gpus({"device": "cuda"}) == 1 and slurm_executor.job_gpus({"device": "cuda", "ranks": 4}) == 4
+    assert slurm_executor.job_gpus({"device": "cpu", "ranks": 4}) == 0
+
+
+SCONTROL = ("JobId=7 ArrayJobId=7 ArrayTaskId=2-3%1 ArrayTaskThrottle=1 JobName=dlrepro-x UserId=root(0) "
+            "JobState=PENDING Reason=JobArrayTaskLimit Dependency=(null) ExitCode=0:0 NodeList=(null)\n"
+            "JobId=8 ArrayJobId=7 ArrayTaskId=0 JobState=COMPLETED Reason=None ExitCode=0:0 NodeList=n1\n"
+            "JobId=9 ArrayJobId=7 ArrayTaskId=1 JobState=CANCELLED Reason=None ExitCode=0:15 NodeList=n2\n")
+JOBCOMP = ("JobId=3 UserId=root(0) GroupId=root(0) Name=t.sh JobState=FAILED Partition=debug TimeLimit=UNLIMITED "
+           "StartTime=2026-12-01T10:10:42 EndTime=2026-12-01T10:10:45 NodeList=n1 NodeCnt=1 ProcCnt=1 "
+           "WorkDir=/tmp/slurmtest ReservationName= Tres=cpu=1,mem=4000M,node=1,billing=1 Account= QOS= WcKey= "
+           "Cluster=unknown SubmitTime=2026-12-01T10:10:37 EligibleTime=2026-12-01T10:10:42 ArrayJobId=1 "
+           "ArrayTaskId=1 DerivedExitCode=0:0 ExitCode=1:0 \n")
+
+
+def test_slurm_state_is_read_from_scontrol_sacct_and_the_jobcomp_file():
+    tasks = {(t.array_id, t.index): t for t in slurm_state.parse_scontrol(SCONTROL)}
+    assert sorted(tasks) == [("7", 0), ("7", 1), ("7", 2), ("7", 3)]
+    assert tasks[("7", 2)].state == "PENDING" and tasks[("7", 2)].reason == "JobArrayTaskLimit"
+    assert tasks[("7", 2)].node is None and tasks[("7", 2)].active and not tasks[("7", 1)].active
+    assert tasks[("7", 1)].describe() == "task 7_1 (job 9) on n2: CANCELLED, exit code 0:15 (scontrol)"
+    (failed,) = slurm_state.parse_jobcomp(JOBCOMP)
+    assert failed == slurm_state.Task("1", 1, "3", "FAILED", None, "n1", "1:0", "jobcomp")
+    (timeout,) = slurm_state.parse_sacct("15|12_3|TIMEOUT|None|n2|0:15\n12|12_[4-5]|PENDING|None|None|0:0\n")
+    assert timeout == slurm_state.Task("12", 3, "15", "TIMEOUT", None, "n2", "0:15", "sacct")
+    assert slurm_state.indices("0-4%2") == [0, 1, 2, 3, 4] and slurm_state.indices("1,3-4") == [1, 3, 4]
+
+
+def test_bad_slurm_options_are_one_line_errors(monkeypatch, tmp_path):
+    with pytest.raises(DlreproError, match=r"^--max-parallel: expected a number of tasks >= 1 \(got 0\)$") as err:
+        slurm_settings("slurm", max_parallel=0)
+    assert err.value.remedy == "give --max-parallel 1 or more, or leave it out (no cap)"
+    with pytest.raises(DlreproError, match="go with --executor slurm .not docker."):
+        slurm_settings("docker", partition="gpu")
+    assert slurm_settings("slurm") is None
+    assert slurm_settings(None, options=["--qos=x"], max_parallel=2) == {
+        "partition": None, "options": ["--qos=x"], "max_parallel": 2, "detach": False}
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ExecutorError, match=r"^--executor slurm: no sbatch on PATH") as err:
+        executors.get("slurm")
+    assert "--executor docker" in err.value.remedy
+
+
+def test_podman_without_its_socket_is_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("DLREPRO_PODMAN_SOCKET", str(tmp_path / "none.sock"))
+    engine.use("podman")
+    try:
+        with pytest.raises(ExecutorError, match=r"^--engine podman: no Podman API answers at unix://%s"
+                                                % (tmp_path / "none.sock")) as err:
+            engine.client()
+        assert err.value.remedy.startswith("start it (`podman system service --time=0 unix://")
+    finally:
+        engine.use("")
+    with pytest.raises(ExecutorError, match="--engine lxc: unknown engine"):
+        engine.use("lxc")
+    assert engine.local_name("localhost/dlrepro/base:x") == "dlrepro/base:x" and engine.name() == "docker"
+
+
+def test_rootless_podman_on_cgroups_v1_is_refused_as_it_ignores_the_limits():
+    # Podman 4.3 here, rootless: "Resource limits are not supported and ignored on cgroups V1 rootless systems"
+    problem = engine.limits_problem({"host": {"security": {"rootless": True}, "cgroupVersion": "v1"}})
+    assert str(problem).startswith("--engine podman: this Podman runs rootless on a cgroups v1 host, where it ignores")
+    assert problem.remedy == "run Podman as root, or on a host with cgroups v2 (systemd.unified_cgroup_hierarchy=1)"
+    assert engine.limits_problem({"host": {"security": {"rootless": True}, "cgroupVersion": "v2"}}) is None
+    assert engine.limits_problem({"host": {"security": {"rootless": False}, "cgroupVersion": "v1"}}) is None
+    assert engine.limits_problem(None) is None  # Docker
+
+
+# ------------------------------------------------------------------ against a real Slurm
+
+ALEXNET = dict(frameworks=["torch"], variants=["alexnet-s"], quick=True)
+
+
+def _squeue_names():
+    return subprocess.run(["squeue", "-h", "-o", "%i %T %N"], capture_output=True, text=True).stdout
+
+
+def _containers(docker_engine, bundle_id):
+    return docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id})
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_alexnet_quick_over_both_nodes_is_a_bundle_like_a_docker_runs(slurm, torch_cpu_image, tmp_path, reporter,
+                                                                     monkeypatch):
+    unreachable(monkeypatch, "cifar10")
+    fresh_cache(monkeypatch, tmp_path)
+    options = RunOptions(batch_sizes=[16, 32], threads=[2], **ALEXNET)  # 2 CPUs a task: one task fills a node
+    started = time.time()
+    path = runs.run("alexnet", options.model_copy(update={"executor": "slurm"}), results_dir=tmp_path / "slurm",
+                    reporter=reporter, slurm={"partition": "debug"})
+    print("slurm run: %.1f s" % (time.time() - started))
+    body = json.loads((path / "bundle.json").read_text())
+    ids = ["alexnet-s.torch.cpu.b16.t2", "alexnet-s.torch.cpu.b32.t2"]
+    assert [r["job_id"] for r in body["jobs"]] == ids and body["counts"] == {"ok": 2, "failed": 0, "skipped": 0}
+    assert body["executor"]["executor"] == "slurm" and body["executor"]["partition"] == "debug"
+    assert body["executor"]["engine"]["name"] == "docker" and body["executor"]["isolation"]["network"] == "none"
+    (submission,) = body["submitted"]
+    results = {j: json.loads((path / "jobs" / j / "result.json").read_text()) for j in ids}
+    assert {results[j]["slurm"]["node"] for j in ids} == {"n1", "n2"}
+    assert [results[j]["slurm"]["array_task_id"] for j in ids] == [0, 1]
+    assert {results[j]["slurm"]["array_job_id"] for j in ids} == {submission["array_id"]}
+    assert all(results[j]["slurm"]["partition"] == "debug" and results[j]["slurm"]["gres"] is None for j in ids)
+    assert results[ids[0]]["parameters"]["measured"] == 62_378_344 and results[ids[0]]["environment"]["threads"] == 2
+    assert results[ids[0]]["environment"]["in_container"] is True and results[ids[0]]["attempt"]["executor"] == "slurm"
+    script = (path / submission["script"]).read_text()
+    assert "#SBATCH --cpus-per-task=2\n#SBATCH --partition=debug\n" in script and "#SBATCH --array=0-1\n" in script
+    assert submission["script"] in (path / "SHA256SUMS").read_text()
+    assert validate.check(path) == []
+    local = runs.run("alexnet", options.model_copy(update={"executor": "docker"}), results_dir=tmp_path / "docker",
+                     reporter=reporter)
+    assert [r["job_id"] for r in json.loads((local / "bundle.json").read_text())["jobs"]] == ids
+    assert sorted(body["jobs"][0]) == sorted(json.loads((local / "bundle.json").read_text())["jobs"][0])
+    summary, _ = tables.merge_to([path, local], None)
+    assert sorted(zip(summary["executor"], summary["job_id"])) == sorted(
+        [("slurm", j) for j in ids] + [("docker", j) for j in ids])
+    assert set(summary["status"]) == {"ok"} and list(summary["measurements"]) == [2, 2, 2, 2]
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_max_parallel_1_runs_one_task_at_a_time(slurm, torch_cpu_image, tmp_path, reporter):
+    path = runs.run("alexnet", RunOptions(executor="slurm", batch_sizes=[8, 16, 32], **ALEXNET), results_dir=tmp_path,
+                    reporter=reporter, slurm={"max_parallel": 1})
+    body = json.loads((path / "bundle.json").read_text())
+    assert body["counts"]["ok"] == 3 and "#SBATCH --array=0-2%1\n" in (path / body["submitted"][0]["script"]).read_text()
+    spans = sorted((r["started"], r["finished"]) for r in (json.loads((path / "jobs" / j["job_id"] / "result.json")
+                                                                      .read_text()) for j in body["jobs"]))
+    assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:])), spans  # no two overlap
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_cuda_jobs_get_their_own_gpu_from_gres_and_are_refused_without_a_real_one(slurm, torch_cpu_image, tmp_path):
+    found = jobsmod.expand(spec.load("alexnet"), RunOptions(frameworks=["torch"], variants=["alexnet-s"], device="cuda",
+                                                             batch_sizes=[16, 32, 64], quick=True))
+    found += jobsmod.expand(spec.load("alexnet"), RunOptions(frameworks=["torch"], variants=["alexnet-s"], device="cuda",
+                                                              batch_sizes=[16], quick=True, ranks=[2]))
+    events = []
+    executor = slurm_executor.SlurmExecutor(device="cuda")
+    executor.run_id = "cuda-test"
+    executor.run(torch_cpu_image, found, tmp_path, datasets.root(), lambda *e: events.append(e[:2]))
+    results = {j["id"]: json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in found}
+    assert [r["status"] for r in results.values()] == ["skipped"] * 4
+    parallel = results.pop("alexnet-s.torch.cuda.b16.g2")  # a data-parallel job: both GPUs of one node
+    assert parallel["slurm"]["gres"] == "gpu:2" and parallel["slurm"]["cuda_visible_devices"] == "0,1"
+    assert parallel["environment"]["host_gpu"] == "0"  # rank 0's, the first
+    seen = [(r["slurm"]["node"], r["slurm"]["cuda_visible_devices"]) for r in results.values()]
+    assert all(cvd in ("0", "1") and node in ("n1", "n2") for node, cvd in seen)
+    spans = [(r["started"], r["finished"], where) for r, where in zip(results.values(), seen)]
+    for a in spans:  # tasks that ran at once had GPUs of their own
+        assert all(a[2] != b[2] for b in spans if b is not a and a[0] < b[1] and b[0] < a[1])
+    for r in results.values():
+        assert r["slurm"]["gres"] == "gpu:1" and r["slurm"]["slurm_job_gpus"] == r["slurm"]["cuda_visible_devices"]
+        assert r["reason"] == ("no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s, "
+                               "assigned to it, was not passed in" % r["slurm"]["cuda_visible_devices"])
+        assert r["environment"]["host_gpu"] == r["slurm"]["cuda_visible_devices"]
+        assert "NVIDIA Container Toolkit" in r["remedy"]
+    assert sorted(kind for kind, _ in events) == ["end"] * 4 + ["queued"] * 4 + ["start"] * 4
+
+
+def _wait_for(condition, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.3)
+    pytest.fail("%s: not within %d s (squeue: %s)" % (what, timeout, _squeue_names()))
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_scancel_is_recorded_leaves_no_container_and_resume_runs_only_the_missing(slurm, torch_cpu_image, tmp_path,
+                                                                                 reporter, docker_engine):
+    options = RunOptions(executor="slurm", batch_sizes=[16, 32], **ALEXNET)
+    partial = runs.run("alexnet", options, results_dir=tmp_path, reporter=reporter,
+                       slurm={"max_parallel": 1, "detach": True})
+    assert partial.name.endswith(".partial")
+    body = bundlemod.body(partial)
+    (submission,) = body["submitted"]
+    array, first, second = submission["array_id"], "alexnet-s.torch.cpu.b16", "alexnet-s.torch.cpu.b32"
+    assert submission["jobs"] == [first, second] and body["attempts"][0]["detached"] is True
+    assert "running" not in body and bundlemod.listing(tmp_path)[0]["submitted"] == [array]
+    name = "dlrepro-%s-%s_1" % (body["id"], array)
+    _wait_for(lambda: docker_engine.containers.list(filters={"name": name}), 240, "task 1's container started")
+    subprocess.run(["scancel", "%s_1" % array], check=True)
+    _wait_for(lambda: not docker_engine.containers.list(all=True, filters={"name": name}), 30,
+              "task 1's container removed")
+    _wait_for(lambda: not any(t.active for t in slurm_state.tasks([(array, 0), (array, 1)]).values()), 60,
+              "both tasks ended")
+    listed = subprocess.run([sys.executable, "-m", "invoke", "bundles", "--results", str(tmp_path)], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120)  # takes what the array has finished
+    assert listed.returncode == 0 and "%s: ok" % first in listed.stdout, listed.stdout + listed.stderr
+    assert "%s: skipped" % second in listed.stdout
+    assert bundlemod.listing(tmp_path)[0]["counts"] == {"ok": 1, "failed": 0, "skipped": 1, "missing": 0}
+    assert bundlemod.listing(tmp_path)[0]["submitted"] == []
+    resumed = runs.run(None, RunOptions(), results_dir=tmp_path, reporter=reporter, resume=body["id"])
+    final = json.loads((resumed / "bundle.json").read_text())
+    assert [a["jobs"] for a in final["attempts"]] == [[first, second], [second]]
+    assert [a["executor"] for a in final["attempts"]] == ["slurm", "slurm"] and final["counts"]["ok"] == 2
+    assert [s["array_id"] == array for s in final["submitted"]] == [True, False]
+    assert all(s["collected"] for s in final["submitted"])
+    cancelled = json.loads((resumed / "jobs" / second / "attempts" / "1" / "result.json").read_text())
+    assert cancelled["status"] == "skipped" and cancelled["attempt"]["number"] == 1
+    # the job script's trap ends the task with 143 (128 + TERM), or the supervisor ends first once its standard
+    # input closes (0); Slurm's record is read while it knows the task, else from its jobcomp file
+    assert re.match(r"Slurm: task %s_1 \(job \d+\) on n[12]: CANCELLED, exit code (143|0):0 \((scontrol|jobcomp)\), "
+                    r"without a result; its output ends: .*CANCELLED AT" % array, cancelled["reason"]), cancelled["reason"]
+    assert cancelled["slurm"]["state"] == "CANCELLED" and cancelled["slurm"]["exit_code"] in ("143:0", "0:0")
+    assert cancelled["slurm"]["array_task_id"] == 1 and cancelled["slurm"]["node"] in ("n1", "n2")
+    assert json.loads((resumed / "jobs" / first / "result.json").read_text())["attempt"]["number"] == 1
+    assert json.loads((resumed / "jobs" / second / "result.json").read_text())["attempt"]["number"] == 2
+    assert validate.check(resumed) == []
+    # the last task's container goes with its --rm once the task has ended, moments after its result
+    _wait_for(lambda: _containers(docker_engine, body["id"]) == [], 30, "no container of the bundle left")
+
+
+@pytest.mark.slurm
+def test_a_partition_the_cluster_lacks_is_a_clear_error(slurm):
+    with pytest.raises(ExecutorError, match=r"^--partition gpux: the cluster has no such partition \(it has: debug\)$"):
+        slurm_executor.SlurmExecutor(partition="gpux")
