@@ -17,6 +17,11 @@ defaults it on); weight decay is added to every trainable parameter's gradient
 (biases and batch-norm scale and shift included, as torch.optim does), not with
 Caffe2's add_weight_decay, which skips biases. SpatialBN's momentum is the weight of
 the old running average (1 - the spec's momentum).
+
+Timed step (``train_step``): ``RunNet`` of the training net (forward, gradient operators, update
+operators), then ``FetchBlob("loss")``, a copy of one scalar to the host after the net has finished (RunNet
+is synchronous). A synthetic mini-batch is fed once (``to_device``); a real one is fed per step, as the
+studies' input pipelines fed theirs.
 """
 import os
 import re

@@ -40,6 +40,10 @@ Conventions (what Caffe does its own way, and how the spec's recipe is met):
   batches. Caffe 1.0 has no GRU layer.
 
 Every array handed to Caffe is float32 (labels and token ids included), the blob type.
+
+Timed step (``train_step``): the mini-batch copied into the Input blobs (one memcpy on the CPU; the
+studies' Caffe read theirs through a data layer, which also copies into its top blob), ``solver.step(1)``
+(forward, backward, update) and the loss read from its blob (Caffe runs synchronously on the CPU).
 """
 import ctypes
 import math

@@ -21,6 +21,11 @@ Padding: a convolution's symmetric pad of (kernel - 1) / 2 is CNTK's auto paddin
 kernel centred on the first input cell, checked numerically for stride 2); other pads
 are explicit zero padding; every layer's CNTK output shape is checked against
 runner.shapes, so a geometry CNTK cannot reproduce fails instead of passing silently.
+
+Timed step (``train_step``): ``Trainer.train_minibatch`` (forward, backward, the learner's update) on
+Values made once for a synthetic mini-batch (per step for real data, as the studies' minibatch sources
+fed them), then ``previous_minibatch_loss_average``, a host float: CNTK's step has returned synchronously,
+so reading it waits for nothing more. The studies' CNTK scripts called train_minibatch the same way.
 """
 import math
 import os

@@ -11,6 +11,10 @@ with TF32 is TF32-like); "tf32" sets "tensorfloat32". Layers follow PyTorch's de
 (U(-1/sqrt(fan_in), 1/sqrt(fan_in)); LSTM/GRU with two bias vectors, gates i, f, g, o and
 r, z, n), so the counts equal the spec's. Caffe's ceil pooling pads the bottom and right;
 averages divide by the window's cells inside the symmetric padding.
+
+Timed step (``train_step``): one host-side ``jax.random.split`` of the dropout key (a tiny dispatched op;
+the studies ran no JAX, so nothing is missing against them) and the one compiled program (forward,
+backward, optax update). The loss stays on the device.
 """
 import math
 import os

@@ -10,6 +10,10 @@ expects; the loss is the batch mean and ``Trainer.step(1)`` does not rescale it.
 Runs on MXNet 1.9.1 and on 0.12.0 (the version DeepLearningFrameworks measured, Nov 2017).
 The few 0.12 differences are the ``_LEGACY_*`` branches below, each named by what the old
 Gluon lacks; the models they build have the same parameters.
+
+Timed step (``train_step``): autograd.record around forward and loss, backward, ``Trainer.step(1)``,
+as DeepLearningFrameworks' Gluon notebooks; gradient clipping only where the spec asks. The loss stays an
+NDArray (MXNet's engine runs asynchronously; the repeat's end waits with ``mx.nd.waitall``).
 """
 import os
 import re

@@ -13,6 +13,11 @@ and optimizer state in fp32 (fp16 with a GradScaler), TF32 off for what stays fp
 Layout (job["layout"]): "default" is NCHW; "channels_last" converts the model and every
 4-d input to torch.channels_last. job["compile"]: torch.compile the model.
 On CUDA the measured repeats are timed with CUDA events (``device_timer``; runner.measure).
+
+Timed step (``train_step``): zero_grad (set_to_none), forward, loss, backward, optimizer step, as the
+studies' PyTorch loops (DeepLearningFrameworks' notebooks; DLBench ran Lua Torch's forward, backward,
+updateParameters). Nothing else: the loss is returned as a device tensor (no host sync per step);
+gradient clipping and autocast / GradScaler only where the spec or --precision asks.
 """
 import contextlib
 import math
