@@ -12,18 +12,9 @@ import tempfile
 from pathlib import Path
 
 from dlrepro.run import runs
-from dlrepro.run.runs import Reporter
 from dlrepro.run.options import RunOptions
 
 CASES = [("alexnet", "alexnet-s"), ("fcn", "fcn-s")]
-
-
-class Silent(Reporter):
-    def log(self, message):
-        pass
-
-    def job_finished(self, job_id, result):
-        pass
 
 
 def job_rows(bundle):
@@ -42,7 +33,7 @@ def main():
         got = {}
         for executor in ("docker", "local"):
             options = RunOptions(variants=[variant], executor=executor, repeats=args.repeats)
-            got[executor] = job_rows(runs.run(spec, options, results_dir=results, reporter=Silent()))
+            got[executor] = job_rows(runs.run(spec, options, results_dir=results, reporter=runs.Silent()))
         for job_id, d in got["docker"].items():
             loc = got["local"][job_id]
             print("%-26s %12.4f %9.4f %12.4f %9.4f %8.3f" % (job_id, d["median"], d["iqr"], loc["median"], loc["iqr"],

@@ -11,13 +11,7 @@ import argparse
 import json
 
 from dlrepro.run import runs
-from dlrepro.run.runs import Reporter
 from dlrepro.run.options import RunOptions
-
-
-class Quiet(Reporter):
-    def log(self, message):
-        pass
 
 
 def main():
@@ -27,7 +21,7 @@ def main():
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
     options = RunOptions(frameworks=frameworks, variants=["fcn-r"], mode="convergence", epochs=args.epochs)
-    path = runs.run("fcn", options, reporter=Quiet())
+    path = runs.run("fcn", options, reporter=runs.Silent())
     results = {}
     for job_dir in path.glob("jobs/*"):
         job = json.loads((job_dir / "job.json").read_text())

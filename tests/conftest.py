@@ -16,6 +16,18 @@ from dlrepro.errors import ExecutorError
 from tests import cluster
 
 
+@pytest.fixture(autouse=True)
+def _process_settings_restored():
+    """A job run in this process (runner.job.run, process isolation) sets its thread variables and pins the
+    process to its CPUs (runner.settings.apply); put both back, so no later test or its subprocesses inherit a
+    one-CPU affinity."""
+    cpus, variables = os.sched_getaffinity(0), dict(os.environ)
+    yield
+    os.sched_setaffinity(0, cpus)
+    os.environ.clear()
+    os.environ.update(variables)
+
+
 @pytest.fixture(scope="session")
 def docker_engine():
     try:

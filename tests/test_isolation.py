@@ -9,7 +9,7 @@ def test_create_arguments_are_the_isolation_the_bundle_records():
                                        memory=8 << 30, labels={"org.dlrepro.run": "alexnet-x"})
     assert args == {
         "image": "dlrepro/torch:2.13.0-cpu-abc",
-        "command": ["python", "-m", "runner.supervise", "--watch-stdin", "/jobs", "/out"],
+        "command": ["python", "-m", "runner.supervise", "--watch-stdin", "--isolation", "worker", "/jobs", "/out"],
         "user": "1000:1000", "network_mode": "none", "read_only": True, "tmpfs": {"/tmp": "rw,exec"},
         "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"], "pids_limit": 4096, "device_requests": [],
         "environment": {"PYTHONPATH": "/opt/dlrepro", "DLREPRO_DATA_ROOT": "/data"},

@@ -55,6 +55,16 @@ class Reporter:
         print("%s: %s" % (job_id, result["status"]))
 
 
+class Silent(Reporter):
+    """A Reporter that prints nothing (benchmark scripts print their own tables)."""
+
+    def log(self, message):
+        pass
+
+    def job_finished(self, job_id, result):
+        pass
+
+
 def _spec_record(spec, path):
     path = path.resolve()
     shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
