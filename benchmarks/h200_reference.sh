@@ -1,6 +1,6 @@
 #!/bin/bash
 # How the H200 reference bundles and overhead figures were made (local executor; no Docker there).
-#   bash benchmarks/h200_reference.sh check|overhead|torch|jax|alexnet   (outputs under $OUT, or /tmp/out)
+#   bash benchmarks/h200_reference.sh check|overhead|torch|jax|alexnet|isolation|study-worker|study-process|ranks   (outputs under $OUT, or /tmp/out)
 # Wheels the machine lacks (invoke, docker SDK, pydantic) travel in .whl and go to /tmp/site.
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -25,6 +25,13 @@ for step in "$@"; do
       timeout 300 python3 benchmarks/overhead.py --device cuda --rounds 3 --json "$OUT/overhead2.json" 2>&1 | tee "$OUT/overhead2.txt" ;;
     overhead)
       timeout 420 python3 benchmarks/overhead.py --device cuda --rounds 3 --host-sync --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt" ;;
+    isolation)  # issue 15: worker vs process isolation, same numbers
+      timeout 240 python3 benchmarks/isolation.py --device cuda --executor local --results "$R" 2>&1 | tee "$OUT/isolation.txt" ;;
+    study-worker|study-process)  # issue 15: every spec with torch, per-job overhead and the study's wall
+      timeout 360 python3 benchmarks/study_overhead.py --run --framework torch --device cuda --executor local \
+        --isolation "${step#study-}" --results "$R" 2>&1 | tee "$OUT/$step.txt" ;;
+    ranks)  # issue 17: the data-parallel path with one rank (NCCL; JAX shard_map) against the plain job
+      timeout 220 python3 benchmarks/ranks_one.py --frameworks "${RANKS_FRAMEWORKS:-torch,jax}" --results "$R" 2>&1 | tee "$OUT/ranks.txt" ;;
     alexnet)  # one job per GPU of --gpus; merged with a CPU bundle by `invoke merge`
       run 240 --spec=alexnet --framework torch --variant alexnet-s --gpus 0 ;;
     torch)

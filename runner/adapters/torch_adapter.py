@@ -321,6 +321,7 @@ class Adapter(Base):
 
             env["data_parallel"] = {"backend": dist.get_backend(), "world_size": dist.get_world_size(),
                                     "rank": dist.get_rank(), "how": "DistributedDataParallel",
+                                    "broadcast_buffers": False, "gradient_as_bucket_view": True,
                                     "nccl": ".".join(map(str, torch.cuda.nccl.version()))
                                     if self.device.type == "cuda" else None,
                                     "peer_access": _peer_access() if self.device.type == "cuda" else None}
@@ -340,8 +341,11 @@ class Adapter(Base):
         self.model.train(self.job["mode"] != "inference")
         self.forward = torch.compile(self.model) if self.job.get("compile") else self.model
         if self.distributed:  # gradients averaged across the ranks during backward
+            # each rank keeps its own batch-norm statistics, as the studies' frameworks did (no broadcast of rank
+            # 0's buffers before every forward); gradients live in the all-reduce buckets (no copy in and out)
             self.forward = nn.parallel.DistributedDataParallel(
-                self.forward, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+                self.forward, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                broadcast_buffers=False, gradient_as_bucket_view=True)
         self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
         if self.job.get("optimizer"):  # none for inference
             self.clip_norm = self.job["optimizer"].get("clip_norm")
