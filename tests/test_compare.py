@@ -127,6 +127,10 @@ def test_unknown_metrics_and_ranges_are_not_compared():
     assert compare.metric_kind("wall_time_5_epochs") == "time" and compare.metric_kind("images_per_second") == "rate"
     row = pd.Series(_imdb_row("torch", 10.0, 0.9)).to_frame().T.astype({"epochs": "Int64"}).iloc[0]
     assert compare.measured_value(row, "training_wall_time_10_epochs") is None  # 3 epochs measured, not 10
+    assert compare.measured_value(row, "test_accuracy") == 0.9  # the spec's 3 epochs
+    # a --quick run's one epoch is not the accuracy the study published after three
+    short = pd.Series(dict(_imdb_row("torch", 10.0, 0.55), epochs=1)).to_frame().T.astype({"epochs": "Int64"}).iloc[0]
+    assert compare.measured_value(short, "test_accuracy") is None
 
 
 def invoke(*args):

@@ -22,6 +22,7 @@ Against another bundle: per job configuration in both (REGRESSION_KEY), the time
   repeat medians (repeat-level variation: iterations within a repeat are not independent); a change is
   reported only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
 """
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dlrepro import spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.results import tables
 from dlrepro.results.bundle import body as bundle_body, locate
@@ -82,8 +84,8 @@ def measured_value(row, metric):
         return _value(row.seconds_per_1000_images)
     if metric == "images_per_second":
         return 1000.0 / row.seconds_per_1000_images if pd.notna(row.seconds_per_1000_images) else None
-    if metric == "test_accuracy":
-        return _value(row.final_test_accuracy)
+    if metric == "test_accuracy":  # a published accuracy is the end of the spec's schedule, not of a shorter run
+        return _value(row.final_test_accuracy) if _spec_epochs(row.spec, row.variant) == _value(row.epochs) else None
     if _epochs(metric):
         return _value(row.total_seconds) if pd.notna(row.epochs) and row.epochs == _epochs(metric) else None
     return None
@@ -91,6 +93,16 @@ def measured_value(row, metric):
 
 def _value(value):
     return None if pd.isna(value) else float(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _spec_epochs(spec_name, variant):
+    """The epochs of a spec variant's convergence schedule (specs/), or None (no such spec, variant or schedule)."""
+    try:
+        found = specmod.load(spec_name).variants.get(variant)
+    except DlreproError:
+        return None
+    return float(found.convergence.epochs) if found is not None and found.convergence is not None else None
 
 
 def _model_tokens(name):
