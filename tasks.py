@@ -28,6 +28,9 @@ def _number(option, text, low, high):
     return value
 
 
+ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
+
+
 @task(help={
     "framework": "frameworks to build, comma-separated (NAME or NAME@VERSION), or 'all' (default: the matrix's "
                  "default_frameworks)",
@@ -35,7 +38,7 @@ def _number(option, text, low, high):
     "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
-    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
+    "engine": ENGINE_HELP,
 })
 def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine=""):
     """Build the pinned images (alone: the default frameworks for this host's devices).
@@ -71,7 +74,7 @@ def _spec_names():
     "device": "cpu (default) or cuda",
     "executor": "docker (default; on --resume the bundle's), local (this Python, no containers) or slurm (sbatch "
                 "job arrays, one task per job, each in the job's container on its node)",
-    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
+    "engine": ENGINE_HELP,
     "partition": "with --executor slurm: the partition to submit to (default: the cluster's default)",
     "slurm-option": "with --executor slurm: one more sbatch option, e.g. --slurm-option=--account=lab (repeatable)",
     "max-parallel": "with --executor slurm: at most this many tasks of an array at once (>= 1; default: no cap)",
@@ -171,7 +174,7 @@ def _study_names():
     "framework": "frameworks, comma-separated (default: each spec's)",
     "executor": "docker (default), local or slurm (each run's jobs as Slurm job arrays; the cluster's default "
                 "partition)",
-    "engine": "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)",
+    "engine": ENGINE_HELP,
     "quick": "a smoke pass of the whole study: each run --quick, thread sweeps cut to their ends",
     "resume": "continue the study's latest record (its own options)",
     "results": "folder for bundles and study records (default: results/)",
