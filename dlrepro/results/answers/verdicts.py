@@ -1,0 +1,48 @@
+"""The verdict vocabulary, written once: every word a regression, a claim or a published cell can get.
+
+Views colour and sort by these constants (ORDER); the rules that choose them are in the sibling modules
+(regression, claims, cells). A verdict never claims more than its evidence: an unproven effect is
+CANNOT_TELL, a smoke pass or too little data is INCONCLUSIVE, another device class is NOT_TESTABLE.
+"""
+from dataclasses import dataclass, field
+
+# bundle against bundle (one job configuration measured in both)
+FASTER = "faster"  # |change| >= min_effect and the test's p < alpha
+SLOWER = "slower"
+NO_CHANGE = "no change"  # the interval of the change lies inside +-min_effect
+CANNOT_TELL = "cannot tell"  # anything else: too few repeats, overlapping evidence, p >= alpha
+ONLY_IN_A = "only in A"
+ONLY_IN_B = "only in B"
+REGRESSION = (FASTER, SLOWER, NO_CHANGE, CANNOT_TELL, ONLY_IN_A, ONLY_IN_B)
+
+# a stated conclusion of a study
+HOLDS = "holds"
+DIRECTION_ONLY = "direction holds, size does not"
+DOES_NOT_HOLD = "does not hold"
+INCONCLUSIVE = "inconclusive"  # noise unknown, a smoke pass, n too small, p above the stated level
+NOT_TESTABLE = "not testable here"  # with the reason: another device class, a tool the suite does not run, ...
+CLAIM = (HOLDS, DIRECTION_ONLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
+
+# a published cell of a study's table, or of a spec's references
+REPRODUCES = "reproduces"  # measured / published inside the tolerance, on the same hardware
+DIFFERS = "differs"  # outside it, on the same hardware
+OTHER_HARDWARE = "other hardware"  # shown through a quantity that carries across hardware, never judged
+CANNOT_COMPARE = "cannot be compared"  # with the reason
+NOT_RUN = "not run"  # with the reason
+CELL = (REPRODUCES, DIFFERS, OTHER_HARDWARE, CANNOT_COMPARE, NOT_RUN)
+
+# the order a view lists verdicts in: answers first, then what could not be answered
+ORDER = {word: i for i, word in enumerate(CLAIM + REGRESSION + CELL)}
+
+
+@dataclass
+class RestsOn:
+    """What a verdict rests on, shown next to it: repeats per side, the interval (of the change, or of the
+    measured value), the test and its p-value, the device class it applies to, and whether any of it is a
+    smoke pass (a --quick job, or one below the repeats an interval needs)."""
+    repeats: list = field(default_factory=list)  # repeats (or epochs) per side / per tool
+    interval: tuple = None  # (low, high), in the unit of the value it bounds
+    test: str = None  # e.g. "Mann-Whitney U (exact)", "Kendall's tau-b", "band per tool"
+    p_value: float = None
+    device: str = None  # "cpu" or "cuda"
+    smoke: bool = False
