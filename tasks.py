@@ -341,10 +341,11 @@ def merge(c, bundles, out=""):
             "against": "'published' (the spec's published references, default) or another bundle (folder or id): "
                        "then BUNDLE is B, the one checked for regressions against it",
             "min-effect": "smallest relative change of the median reported as a change, >= 0 (default 0.05 = 5%)",
-            "alpha": "significance level of the Mann-Whitney U test, between 0 and 1 (default 0.01)",
+            "alpha": "significance level of the Mann-Whitney U test, between 0 and 0.5 (default 0.01)",
             "fail-on": "exit status 1 when a cell is: slower (default with --against), faster, change (either; "
-                       "against the published values also a ranking that does not hold) or never (default "
-                       "against the published values)",
+                       "against the published values also a ranking that does not hold), unproven (slower or "
+                       "'cannot tell') or never (default against the published values); 'cannot tell' fails "
+                       "only under unproven",
             "json": "also write the result as JSON to this file (in every case)"})
 def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01", fail_on="", json=""):
     """Compare a bundle with the published numbers (ratio and verdict per cell, ranking with Kendall's
@@ -360,7 +361,7 @@ def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01", fai
     with user_errors():
         fail_on = fail_on or ("never" if against == "published" else "slower")
         found = comparemod.run(bundle, against, _number("--min-effect", min_effect, 0, None),
-                               _number("--alpha", alpha, 0, 1))
+                               _number("--alpha", alpha, 0, 0.5))
         result = found.to_json(fail_on)
         if json:
             Path(json).write_text(jsonlib.dumps(result, indent=1) + "\n")

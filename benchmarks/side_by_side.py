@@ -5,7 +5,8 @@ import tempfile
 
 import pandas as pd
 
-from dlrepro.results import compare, tables
+from dlrepro.results import tables
+from dlrepro.results.answers import regression
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
 
@@ -17,7 +18,7 @@ def _inside(value, low, high):
 def compare_ways(cases, ways, results=None, **common):
     """Run each (spec, variant, batch size) of ``cases`` once per way of ``ways`` ({label: RunOptions fields}, two
     of them; ``common``: the fields both share) and print one row per job of the first way's bundle. Fields that
-    only say how the job ran (REGRESSION_KEY's ``ranks``) are set alike before the comparison. Returns the
+    only say how the job ran (regression.REGRESSION_KEY's ``ranks``) are set alike before the comparison. Returns the
     bundles' folder."""
     results = results or tempfile.mkdtemp(prefix="dlrepro-side-by-side-")
     (a, b) = ways
@@ -30,7 +31,7 @@ def compare_ways(cases, ways, results=None, **common):
         rows = {label: tables.summary(folder).iloc[0] for label, folder in folders.items()}
         samples = {label: tables.samples(folder) for label, folder in folders.items()}
         samples = {label: s.assign(ranks=pd.array([pd.NA] * len(s), dtype="Int64")) for label, s in samples.items()}
-        verdicts = compare.against_bundle(samples[a], samples[b])
+        verdicts = regression.against_bundle(samples[a], samples[b])
         x, y = rows[a], rows[b]
         print("%-34s %10.4f %10.4f-%-10.4f %10.4f %10.4f-%-10.4f %7s %7s  %s (%+.1f%%)" % (
             x["job_id"], x["median"], x["ci95_low"], x["ci95_high"], y["median"], y["ci95_low"], y["ci95_high"],

@@ -9,7 +9,7 @@ Kinds are kept apart and never mixed (from ../shared/research/reference-results.
 """
 from typing import Literal, Optional, Union
 
-from pydantic import Field, PositiveInt, field_validator, model_validator
+from pydantic import Field, PositiveInt, field_validator, model_serializer, model_validator
 
 from dlrepro import yamlfile
 from dlrepro.yamlfile import Strict
@@ -37,6 +37,8 @@ class Reference(Strict):
     framework: str
     framework_version: Optional[str] = None
     hardware: str
+    gpus: Optional[PositiveInt] = Field(None, description="GPUs the value was measured on; default: the 'Nx ' the "
+                                                          "hardware begins with ('4x NVIDIA Tesla V100'), else one")
     batch_size: Optional[PositiveInt] = None
     metric: str
     value: Union[float, list[float]] = Field(description="a number, or [low, high] for a stated range")
@@ -53,6 +55,24 @@ class Reference(Strict):
         if isinstance(value, list) and len(value) != 2:
             raise ValueError("a range is [low, high]")
         return value
+
+    @model_validator(mode="after")
+    def _gpus_agree(self):
+        from dlrepro.results.answers.hardware import stated_gpus
+
+        stated = stated_gpus(self.hardware)
+        if self.gpus and stated and self.gpus != stated:
+            raise ValueError("gpus is %d but hardware says %dx (%r): make them agree"
+                             % (self.gpus, stated, self.hardware))
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler):
+        """An unset ``gpus`` is left out, so that specs (and bundles) from before the field keep their digest."""
+        body = handler(self)
+        if body.get("gpus") is None:
+            body.pop("gpus", None)
+        return body
 
 
 class Missing(Strict):

@@ -9,24 +9,22 @@ Against published references (a spec's ``references``):
     timings (seconds, lower is better): ratio < lower "faster", > upper "slower", else "reproduces";
     rates (images/s, higher is better): ratio > upper "faster", < lower "slower";
     accuracy: "higher" / "lower" / "reproduces", whatever the hardware;
-  a timing or rate measured on other hardware than the published one (HARDWARE_MATCH) is
-  "not comparable (different hardware)": its ratio is shown, not judged.
+  a timing or rate measured on other hardware than the published one (answers.hardware.same_hardware: the
+  same device model, variant included, and as many GPUs) is "not comparable (different hardware)": its
+  ratio is shown, not judged.
 Ranking: per spec, variant, batch size, metric, published hardware and measured device, the order
   of the frameworks measured vs published, Kendall's tau-b (scipy.stats.kendalltau); the study's
   conclusion "holds" when the order is the same (tau = 1), "partly holds" when tau > 0, else
   "does not hold" ("not ranked" when the published values all tie); swapped pairs are named,
   with those whose measured repeat-level 95% CIs overlap marked "within noise" (and "noise unknown" where a
   job has too few repeats for one).
-Against another bundle: per job configuration in both (REGRESSION_KEY), the timed iterations'
-  (convergence jobs: epochs') medians and a two-sided Mann-Whitney U test (scipy.stats.mannwhitneyu) on the
-  repeat medians (repeat-level variation: iterations within a repeat are not independent); a change is
-  reported only when p < alpha and |median_b / median_a - 1| >= min_effect, so noise is not a change.
+Against another bundle: dlrepro.results.answers.regression (faster, slower, no change, cannot tell, with what
+  each rests on); this module wires it to ``invoke compare`` (Comparison, FAIL_ON).
 """
 import functools
 import json
 import re
 from dataclasses import dataclass
-from math import comb
 from itertools import combinations
 from pathlib import Path
 
@@ -37,6 +35,8 @@ from scipy import stats
 from dlrepro import spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.results import tables
+from dlrepro.results.answers import hardware, regression
+from dlrepro.results.answers.verdicts import CANNOT_TELL
 from dlrepro.results.bundle import body as bundle_body, locate
 from runner.stats import CI_METHOD
 
@@ -48,12 +48,10 @@ FRAMEWORK_NAMES = {
 }
 DEFAULT_TOLERANCE = {"time": (0.9, 1.1), "rate": (0.9, 1.1), "accuracy": (0.98, 1.02)}
 TO_MEASURED_UNIT = {"s": 1.0, "min": 60.0, "percent": 0.01, "fraction": 1.0, "images/s": 1.0}
-GPU_WORDS = ("nvidia", "tesla", "geforce", "gtx", "titan", "quadro", "gpu")
 CELL_COLUMNS = ["spec", "variant", "batch_size", "framework", "measured_framework_version", "device",
                 "measured_hardware", "metric", "unit", "measured", "ci95_low", "ci95_high", "published", "ratio",
                 "lower", "upper", "verdict", "reference_id", "reference_kind", "published_framework",
                 "published_version", "published_hardware", "source", "bundle_id", "job_id"]
-REGRESSION_KEY = ["spec", "variant", "framework", "device", "mode", "batch_size", "precision", "threads", "ranks", "sample"]
 
 
 def repeat_level(row):
@@ -103,24 +101,6 @@ def _spec_epochs(spec_name, variant):
     except DlreproError:
         return None
     return float(found.convergence.epochs) if found is not None and found.convergence is not None else None
-
-
-def _model_tokens(name):
-    """Words of a device name that name the model (they hold a digit): 'NVIDIA Tesla K80' -> {'k80'}."""
-    return {w for w in re.split(r"[\s,()@]+", name.lower())
-            if any(c.isdigit() for c in w) and not re.fullmatch(r"[\d.]+(gb|ghz|mhz)", w)}
-
-
-def same_hardware(reference_hardware, device, device_name):
-    """Whether the job ran on the published hardware: the same kind of device (a GPU reference names
-    one: GPU_WORDS) and the measured device's model number ('H200', 'K80', 'i7-5960X') in the
-    reference's hardware text. Conservative: unknown means different."""
-    text = reference_hardware.lower()
-    gpu_reference = any(w in text for w in GPU_WORDS) and "cpu-only" not in text
-    if (device == "cuda") != gpu_reference or not isinstance(device_name, str):
-        return False
-    words = set(re.split(r"[\s,()]+", text))
-    return any(token in words or token in text for token in _model_tokens(device_name))
 
 
 def verdict(kind, ratio, lower, upper, comparable):
@@ -182,7 +162,7 @@ def against_published(summary, references=None):
             published = ref.value * TO_MEASURED_UNIT[ref.unit]
             lower, upper = (ref.tolerance.lower, ref.tolerance.upper) if ref.tolerance else DEFAULT_TOLERANCE[kind]
             ratio = measured / published
-            comparable = same_hardware(ref.hardware, row.device, row.device_name)
+            comparable = hardware.same_hardware(ref.hardware, row.device, row.device_name, ref.gpus, row.ranks)
             timing = ref.metric == "seconds_per_minibatch" and repeat_level(row)  # the CI tells the noise
             cells.append({
                 "spec": row.spec, "variant": row.variant, "batch_size": row.batch_size, "framework": row.framework,
@@ -265,65 +245,13 @@ def ranking(cells):
     return pd.DataFrame(rows, columns=RANKING_COLUMNS)
 
 
-REGRESSION_COLUMNS = REGRESSION_KEY + ["n_a", "n_b", "median_a", "median_b", "change", "p_value", "verdict"]
-
-
-def _units(samples):
-    """{configuration: (all seconds, unit values)} of a samples table: the unit of replication is a repeat of a
-    throughput or inference job (its median) and an epoch of a convergence job (its seconds)."""
-    timed = samples[samples["sample"].isin(["iteration", "epoch"])]
-    timed = timed.assign(threads=timed["threads"].where(timed["device"] == "cpu"))  # a GPU job's host cores
-    found = {}
-    for key, g in timed.groupby(REGRESSION_KEY, dropna=False, sort=True):
-        units = g["seconds"] if key[-1] == "epoch" else g.groupby(["bundle_id", "job_id", "repeat"], dropna=False)["seconds"].median()
-        found[key] = (g["seconds"].to_numpy(), units.to_numpy())
-    return found
-
-
-def _smallest_p(n_a, n_b):
-    """The smallest two-sided p-value an exact Mann-Whitney U test can give for samples of these sizes."""
-    return min(1.0, 2.0 / comb(n_a + n_b, n_a))
-
-
-def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
-    """Bundle B against bundle A, job configuration by configuration (REGRESSION_KEY; CPU threads
-    only for cpu jobs): REGRESSION_COLUMNS, ``change`` = median_b / median_a - 1 (medians of the timed
-    iterations, or of a convergence job's epochs, in seconds). The decision uses repeat-level
-    variation: a two-sided Mann-Whitney U test on the repeat medians (convergence jobs: the epochs;
-    ``n_a``, ``n_b`` count them), since iterations within a repeat are not independent. Verdicts:
-    "slower" / "faster" (p < alpha and |change| >= min_effect); "cannot tell (too few repeats)" when
-    |change| >= min_effect but no p-value below alpha is possible with so few repeats; "no change"
-    otherwise; "only in A", "only in B". Raises ValueError on min_effect < 0 or alpha outside (0, 1)."""
-    if min_effect < 0 or not 0 < alpha < 1:
-        raise ValueError("min_effect must be >= 0 and alpha in (0, 1) (got %s, %s)" % (min_effect, alpha))
-    a, b = _units(samples_a), _units(samples_b)
-    rows = []
-    for key in sorted(set(a) | set(b), key=str):
-        row = dict(zip(REGRESSION_KEY, key), n_a=len(a[key][1]) if key in a else 0,
-                   n_b=len(b[key][1]) if key in b else 0)
-        if key not in a or key not in b:
-            rows.append(dict(row, verdict="only in A" if key in a else "only in B"))
-            continue
-        median_a, median_b = float(np.median(a[key][0])), float(np.median(b[key][0]))
-        change = median_b / median_a - 1
-        p_value = float(stats.mannwhitneyu(a[key][1], b[key][1], alternative="two-sided").pvalue)
-        if abs(change) < min_effect:
-            verdict = "no change"
-        elif p_value < alpha:
-            verdict = "slower" if change > 0 else "faster"
-        elif _smallest_p(row["n_a"], row["n_b"]) >= alpha:
-            verdict = "cannot tell (too few repeats)"
-        else:
-            verdict = "no change"
-        rows.append(dict(row, median_a=median_a, median_b=median_b, change=change, p_value=p_value, verdict=verdict))
-    return pd.DataFrame(rows, columns=REGRESSION_COLUMNS)
-
-
-FAIL_ON = ("slower", "faster", "change", "never")
+FAIL_ON = ("slower", "faster", "change", "unproven", "never")
 # which verdicts fail a comparison under --fail-on: bundle vs bundle, and cells vs the published values (accuracy
-# "lower" is worse, as "slower" is); "change" against the published values also fails on a ranking that does not hold
+# "lower" is worse, as "slower" is); "change" against the published values also fails on a ranking that does not
+# hold. "cannot tell" fails only under "unproven": slower, or not shown to be no slower (a strict gate)
 FAILING = {"slower": {"slower", "lower"}, "faster": {"faster", "higher"},
-           "change": {"slower", "faster", "lower", "higher"}, "never": set()}
+           "change": {"slower", "faster", "lower", "higher"}, "unproven": {"slower", "lower", CANNOT_TELL},
+           "never": set()}
 
 
 def _records(frame):
@@ -334,7 +262,7 @@ def _records(frame):
 @dataclass
 class Comparison:
     """What ``invoke compare`` found: ``kind`` "published" (cells: CELL_COLUMNS, rankings: RANKING_COLUMNS)
-    or "bundle" (cells: REGRESSION_COLUMNS; rankings None), and the bundles compared (folders)."""
+    or "bundle" (cells: regression.REGRESSION_COLUMNS; rankings None), and the bundles compared (folders)."""
     kind: str
     bundle: Path
     cells: pd.DataFrame
@@ -366,8 +294,8 @@ class Comparison:
 def run(bundle, against="published", min_effect=0.05, alpha=0.01):
     """Compare bundle ``bundle`` (folder or id) with its spec's published references, or, when ``against`` names
     another bundle (A), bundle vs bundle (``bundle`` is B, checked for regressions against A; ``min_effect`` and
-    ``alpha`` as in ``against_bundle``). Raises DlreproError for a folder that is not a bundle or bundles of two
-    specs."""
+    ``alpha`` as in ``regression.against_bundle``). Raises DlreproError for a folder that is not a bundle or
+    bundles of two specs."""
     folder = locate(bundle)
     if against == "published":
         body = bundle_body(folder)
@@ -378,5 +306,5 @@ def run(bundle, against="published", min_effect=0.05, alpha=0.01):
     if specs[0] != specs[1]:
         raise DlreproError("%s is a bundle of spec %s, %s of spec %s: compare bundles of one spec"
                            % (base.name, specs[0], folder.name, specs[1]))
-    cells = against_bundle(tables.samples(base), tables.samples(folder), min_effect, alpha)
+    cells = regression.against_bundle(tables.samples(base), tables.samples(folder), min_effect, alpha)
     return Comparison("bundle", folder, cells, against=base, spec=specs[1])

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dlrepro.results import compare
+from dlrepro.results.answers import hardware
 
 OUTCOMES = ("reproduces", "differs", "cannot be compared", "not run")
 
@@ -118,7 +119,7 @@ def _cell(study, table, column, tool, summary, references, not_run):
         kind = compare.metric_kind(column.metric)
         lower, upper = (ref.tolerance.lower, ref.tolerance.upper) if ref.tolerance else compare.DEFAULT_TOLERANCE[kind]
         cell.ratio = cell.measured / cell.published
-        comparable = compare.same_hardware(ref.hardware, ok.iloc[-1]["device"], ok.iloc[-1]["device_name"])
+        comparable = hardware.same_hardware(ref.hardware, row["device"], row["device_name"], ref.gpus, row["ranks"])
         cell.verdict = compare.verdict(kind, cell.ratio, lower, upper, comparable)
         if cell.verdict == "reproduces":
             cell.outcome = "reproduces"
