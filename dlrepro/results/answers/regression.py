@@ -141,16 +141,18 @@ def judge(units_a, units_b, min_effect=0.05, alpha=0.01, unit="repeats"):
     p_value, test = rank_test(a, b)
     k, coverage = interval_rank(len(a), len(b), alpha)
     low = high = None
-    if k:
+    if k:  # on a log scale, so that swapping A and B negates the bounds exactly
         ratios = np.sort(np.subtract.outer(np.log(b), np.log(a)).ravel())
-        low, high = float(np.expm1(ratios[k - 1])), float(np.expm1(ratios[len(ratios) - k]))
+        log_low, log_high = ratios[k - 1], ratios[len(ratios) - k]
+        low, high = float(np.expm1(log_low)), float(np.expm1(log_high))
     change = math.expm1(log_change)
-    said, band_text = "%s, p = %.2g" % (_pct(change), p_value), "%s to %s" % (_pct(math.expm1(-band)), _pct(min_effect))
+    said = "%s, p = %.2g" % (_pct(change), p_value)
+    band_text = "%s to %s" % (_pct(math.expm1(-band)), _pct(min_effect))
     shown = "%.1f%% interval %s to %s" % (100 * coverage, _pct(low), _pct(high)) if k else None
     large = abs(log_change) >= band and log_change != 0
     if large and p_value < alpha:
         verdict, reason = SLOWER if log_change > 0 else FASTER, "%s < %s, %s" % (said, alpha, sizes)
-    elif not large and k and math.log1p(low) > -band and math.log1p(high) < band:
+    elif not large and k and -band < log_low and log_high < band:
         verdict, reason = NO_CHANGE, "%s, %s inside %s, %s" % (_pct(change), shown, band_text, sizes)
     elif large:
         verdict = CANNOT_TELL
