@@ -214,9 +214,6 @@ def _no_data_parallel(study, claim):
 
 def _scaling(study, claim, rows):
     if claim.over == "gpus":
-        cause = _no_data_parallel(study, claim)
-        if cause:
-            return verdicts.NOT_TESTABLE, cause, {}
         weak = (rows["scaling"] == "weak").any()
         rows = rows.assign(_count=rows["ranks"].fillna(1),
                            batch_size=rows["rank_batch_size"].fillna(rows["batch_size"]) if weak else rows["batch_size"])
@@ -279,8 +276,10 @@ def evaluate(study, summary, not_run=None, missing=None):
         device = study.device_of(name)
         base = dict(claim=name, text=claim.text, source=claim.source, kind=claim.kind, device=device,
                     hardware=claim.hardware)
-        if claim.kind == "untestable":
-            found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=claim.why, **base))
+        cause = claim.why if claim.kind == "untestable" else _no_data_parallel(study, claim) \
+            if claim.kind == "scaling" and claim.over == "gpus" else None
+        if cause:
+            found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=cause, **base))
             continue
         rows, run = summary.iloc[0:0], None
         for candidate in claim.runs:
