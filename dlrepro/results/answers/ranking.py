@@ -85,10 +85,10 @@ def ranking(cells):
         best = "best" if measured.metric_kind(g["metric"]) == "accuracy" else "fastest"
         whose = WHOSE.get(g["reference_kind"], "the %s" % g["reference_kind"].replace("_", " "))
         threads = "" if pd.isna(g["threads"]) else ", %d threads" % g["threads"]
-        published = "all %.4g" % items["published"].iloc[0] if tie else "%s first: %s" % (
+        order = "all %.4g" % items["published"].iloc[0] if tie else "%s first: %s" % (
             best, _order(items["published"], descending))
         sentence = "%s, batch %s, %s: %s order on %s (%s; %s) against here (%s%s: %s). " % (
-            g["variant"], g["batch_size"], g["metric"], whose, g["published_hardware"], g["source"], published,
+            g["variant"], g["batch_size"], g["metric"], whose, g["published_hardware"], g["source"], order,
             g["measured_hardware"], threads, _order(items["measured"], descending))
         if tie:
             sentence += "The published values all tie: there is no order to reproduce."
