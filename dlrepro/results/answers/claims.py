@@ -88,7 +88,7 @@ def _missing(study, tools, found, notes):
     return parts
 
 
-def _measure(study, claim, rows, tools, metric, threads=None):
+def _measure(study, rows, tools, metric, threads=None):
     """({(tool, batch size): row}, notes): one row per tool and batch size (measured.pick); a tool whose rows
     are ambiguous is left out and named in ``notes``."""
     found, notes = {}, []
@@ -119,7 +119,7 @@ def _separated(a, b):
 
 def _ordering(study, claim, rows):
     tools = [t for tier in claim.order for t in tier]
-    found, notes = _measure(study, claim, rows, tools, claim.metric)
+    found, notes = _measure(study, rows, tools, claim.metric)
     values = {k: _entry(k[0], k[1], r, claim.metric) for k, r in found.items()}
     sign = _better(claim.metric)
     pairs, agree, separated, wrong = 0, 0, 0, []
@@ -160,7 +160,7 @@ def _ordering(study, claim, rows):
 
 
 def _ratio(study, claim, rows):
-    found, notes = _measure(study, claim, rows, [claim.subject] + claim.tools, claim.metric)
+    found, notes = _measure(study, rows, [claim.subject] + claim.tools, claim.metric)
     sign = _better(claim.metric)
     values, ratios = {}, {}
     for (tool, batch), row in found.items():
@@ -187,7 +187,7 @@ def _ratio_words(what, ratios, band, missing):
 
 
 def _band(study, claim, rows):
-    found, notes = _measure(study, claim, rows, claim.tools, claim.metric)
+    found, notes = _measure(study, rows, claim.tools, claim.metric)
     values = {k: _entry(k[0], k[1], r, claim.metric) for k, r in found.items()}
     missing = _missing(study, claim.tools, found, notes)
     if not values:
@@ -223,7 +223,7 @@ def _scaling(study, claim, rows):
     to = counts[-1] if claim.to == "max" and counts else claim.to
     values, speedups, notes = {}, {}, []
     for count in (claim.at, to):
-        found, more = _measure(study, claim, rows[rows["_count"] == count], claim.tools, "throughput",
+        found, more = _measure(study, rows[rows["_count"] == count], claim.tools, "throughput",
                                threads=count if claim.over == "threads" else None)
         notes += [n for n in more if n not in notes]
         for key, row in found.items():
@@ -236,11 +236,12 @@ def _scaling(study, claim, rows):
             entry = _entry(tool, batch, at[to], "throughput", value=top / base)
             entry.update(low=None, high=None, smoke=measured.smoke(at[claim.at], "throughput") or entry["smoke"])
             entries[(tool, batch)] = entry
-    missing = _missing(study, claim.tools, speedups, notes)
     if not speedups:
+        missing = _missing(study, claim.tools, values, notes)  # "no measurement": at neither count
         return verdicts.NOT_TESTABLE, "%s %s and %s were not both measured (here: %s)%s" % (
             claim.over, claim.at, to, ", ".join(map(str, counts)) or "none",
             "; " + "; ".join(missing) if missing else ""), entries
+    missing = _missing(study, claim.tools, speedups, notes)
     verdict = _judge_band(speedups.values(), claim.band, directional=True)
     return verdict, _ratio_words("throughput at %s %s / at %s" % (claim.over, to, claim.at), speedups, claim.band,
                                  missing), entries
@@ -260,8 +261,9 @@ def _unmeasured(study, claim, summary, device, not_run, missing):
     ok = summary[(summary["variant"] == claim.variant) & (summary["status"] == "ok")]
     others = sorted(set(ok["device"].dropna()) - {device})
     if device != "any" and others:
-        return "the claim is about %ss; this host measured %s only" % (
-            DEVICE_WORDS[device], " and ".join(DEVICE_WORDS.get(d, d) for d in others))
+        return "the claim is about %ss; this host measured %s only%s" % (
+            DEVICE_WORDS[device], " and ".join(DEVICE_WORDS.get(d, d) for d in others), "".join(
+                " (%s: %s)" % (r, not_run[r]) for r in claim.runs if r in not_run))
     return "not measured here (%s)" % "; ".join(
         "%s: %s" % (r, not_run.get(r, "no ok job of %s" % claim.variant)) for r in claim.runs)
 
