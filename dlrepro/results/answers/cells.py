@@ -105,8 +105,7 @@ def _not_found(cell, column, not_run, missing):
 def _judge(cell, row, ref):
     """Fill a cell with a published value and its measured row from answers.published.judge."""
     judged = published.judge(row, ref)
-    cell.ratio, cell.direction, cell.smoke, cell.interval = judged.ratio, judged.direction, judged.smoke, judged.interval
-    cell.outcome = judged.verdict
+    cell.ratio, cell.direction, cell.smoke, cell.outcome = judged.ratio, judged.direction, judged.smoke, judged.verdict
     if judged.verdict == verdicts.OTHER_HARDWARE:
         _outcome(cell, judged.verdict, "other hardware", judged.why)
     elif judged.smoke:

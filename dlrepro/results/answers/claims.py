@@ -25,8 +25,6 @@ Verdicts (answers.verdicts), each with what it rests on (RestsOn):
 """
 from dataclasses import dataclass, field
 
-import pandas as pd
-
 from dlrepro.results.answers import measured, verdicts
 from runner.adapters import capabilities
 
@@ -215,8 +213,8 @@ def _no_data_parallel(study, claim):
 def _scaling(study, claim, rows):
     if claim.over == "gpus":
         weak = (rows["scaling"] == "weak").any()
-        rows = rows.assign(_count=rows["ranks"].fillna(1),
-                           batch_size=rows["rank_batch_size"].fillna(rows["batch_size"]) if weak else rows["batch_size"])
+        batch = rows["rank_batch_size"].fillna(rows["batch_size"]) if weak else rows["batch_size"]
+        rows = rows.assign(_count=rows["ranks"].fillna(1), batch_size=batch)
     else:
         rows = rows.assign(_count=rows["threads"])
     counts = sorted(int(c) for c in rows["_count"].dropna().unique())

@@ -22,7 +22,8 @@ from dlrepro.results.answers import measured, verdicts
 # our framework -> its names in the studies' tables, the closest first (DLF names its MXNet rows by API;
 # our MXNet adapter is Gluon). Lua Torch (DLBench) is not PyTorch, Keras(*) rows are not the plain framework.
 FRAMEWORK_NAMES = {
-    "torch": ("PyTorch",), "tensorflow": ("TensorFlow", "Tensorflow"), "mxnet": ("MXNet(Gluon)", "MXNet", "MXNet(Module API)"),
+    "torch": ("PyTorch",), "tensorflow": ("TensorFlow", "Tensorflow"),
+    "mxnet": ("MXNet(Gluon)", "MXNet", "MXNet(Module API)"),
     "cntk": ("CNTK",), "caffe2": ("Caffe2",), "caffe": ("Caffe",), "jax": (),
 }
 DEFAULT_TOLERANCE = {"time": (0.9, 1.1), "rate": (0.9, 1.1), "accuracy": (0.98, 1.02)}

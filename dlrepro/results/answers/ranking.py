@@ -62,7 +62,8 @@ def _verdict(tau, p_value, n, items, tie):
 def ranking(cells):
     """One row per group (GROUP) of at least two frameworks with a measured value on the published
     hardware's device class: COLUMNS. ``cells``: answers.published.CELL_COLUMNS rows."""
-    cells = cells[cells["measured"].notna() & (cells["device"] == cells["published_hardware"].map(published.reference_device))]
+    same_class = cells["device"] == cells["published_hardware"].map(published.reference_device)
+    cells = cells[cells["measured"].notna() & same_class]
     rows = []
     for key, group in cells.groupby(GROUP, dropna=False, sort=True):
         g = dict(zip(GROUP, key))
