@@ -152,7 +152,7 @@ def comparison(found):
         console.print("no job of %s matches a published reference of spec %s" % (found.bundle.name, found.spec))
         return
     console.print(summary_frame(found.cells, ["variant", "batch_size", "framework", "metric", "measured", "published",
-                                              "ratio", "verdict", "direction", "published_framework", "published_hardware",
+                                              "ratio", "verdict", "published_framework", "published_hardware",
                                               "measured_hardware"],
                                 "%s against the published references" % found.bundle.name))
     for sentence in found.rankings["sentence"]:
