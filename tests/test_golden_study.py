@@ -185,3 +185,25 @@ def test_the_value_of_a_row_is_the_same_for_a_dict_a_series_and_a_namedtuple():
         assert measured.value(row, "seconds_per_minibatch") == 0.010
         assert measured.interval(row, "seconds_per_minibatch") == pytest.approx((0.0098, 0.0102))
     assert isinstance(series, pd.Series)
+
+
+def test_an_accuracy_after_fewer_epochs_than_the_spec_is_a_smoke_pass_with_its_value_shown():
+    from dlrepro import spec as specmod
+    from dlrepro.results.answers import published
+
+    # DLF's IMDB GRU: 3 epochs, 85-86% on the K80; a --quick pass trains one capped epoch
+    row = {"run": "cpu-rnn", "spec": "imdb-gru", "variant": "imdb-gru", "framework": "torch", "status": "ok",
+           "mode": "convergence", "quantity": "seconds per epoch", "device": "cpu", "device_name": EPYC,
+           "batch_size": 64, "epochs": 1, "final_test_accuracy": 0.55, "total_seconds": 40.0, "precision": "fp32",
+           "job_id": "imdb-gru.torch.cpu.b64"}
+    ref = next(r for r in specmod.load("imdb-gru").references if r.metric == "test_accuracy" and r.framework == "PyTorch")
+    judged = published.judge(row, ref)
+    assert (judged.verdict, judged.measured, judged.why) == (verdicts.CANNOT_COMPARE, 0.55,
+                                                            "smoke pass: trained 1 of 3 epochs")
+    dlf = studies.load("dlf")
+    study = dlf.model_copy(update={"claims": {"rnn-accuracy": dlf.claims["rnn-accuracy"]}})
+    summary = tables.frame([{k: v for k, v in row.items() if k != "run"}], tables.SUMMARY_COLUMNS).assign(run="cpu-rnn")
+    (verdict,) = claims.evaluate(study, summary)
+    assert verdict.verdict == verdicts.INCONCLUSIVE and verdict.device == "any"
+    assert verdict.evidence.startswith("smoke pass (PyTorch: trained 1 of 3 epochs); PyTorch 0.55 (stated band 0.84-0.875)")
+    assert verdict.values[0]["value"] == 0.55
