@@ -45,7 +45,7 @@ class Reference(Strict):
     unit: str
     source: str
     notes: Optional[str] = None
-    tolerance: Optional[Tolerance] = Field(None, description="default: dlrepro.compare.DEFAULT_TOLERANCE by metric")
+    tolerance: Optional[Tolerance] = Field(None, description="default: dlrepro.results.answers.published.DEFAULT_TOLERANCE by metric")
 
     _known_variant = field_validator("variant")(yamlfile.reference("variants", "variant", optional=True))
 

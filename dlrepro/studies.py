@@ -67,11 +67,19 @@ class Claim(Strict):
     band      each named tool's metric lies in ``band`` (e.g. an accuracy the study says every tool reaches)
     scaling   from ``at`` to ``to`` (threads, or GPUs), each tool's speedup t(at) / t(to) lies in ``band``
     untestable  no run here can test it: ``why``
+
+    ``device``: the device class the study states it for ("cpu" or "cuda"; "any" only for a test accuracy,
+    which carries across devices); default: the device of its runs, which must then all be of one class. It is
+    judged only from rows of that class (dlrepro.results.answers.claims). ``hardware``: the hardware it was
+    stated on, where the study says.
     """
     text: str = Field(description="the conclusion as the study states it (paraphrase), with the tools it names")
     source: str
     kind: Literal["ordering", "ratio", "band", "scaling", "untestable"]
-    runs: list[str] = Field([], description="the runs that can test it, in order of preference")
+    runs: list[str] = Field([], description="the runs that can test it, in order of preference, all of its device")
+    device: Optional[Literal["cpu", "cuda", "any"]] = Field(
+        None, description="the device class it is stated for; default: its runs' (they must agree)")
+    hardware: Optional[str] = Field(None, description="the hardware it was stated on, where the study says")
     variant: Optional[str] = None
     metric: str = "seconds_per_minibatch"
     order: list[list[str]] = []
@@ -92,6 +100,8 @@ class Claim(Strict):
         missing = [name for name in needs if not getattr(self, name)]
         if missing:
             raise ValueError("a %s claim needs %s" % (self.kind, ", ".join(missing)))
+        if self.device == "any" and self.metric != "test_accuracy":
+            raise ValueError("device any: only a test accuracy carries across devices; give cpu or cuda")
         if self.band and not 0 < self.band[0] <= self.band[1]:
             raise ValueError("band: expected [low, high] with 0 < low <= high (got %s)" % self.band)
         return self
@@ -141,6 +151,17 @@ class Study(Strict):
             if unknown:
                 problems.append(yamlfile.at(where, "unknown tool %s; the study's tools: %s"
                                             % (", ".join(map(repr, unknown)), ", ".join(self.tools))))
+        for name, claim in self.claims.items():
+            devices = {self.runs[r].device for r in claim.runs if r in self.runs}
+            if claim.kind == "untestable" or claim.device == "any":
+                continue
+            if claim.device is None and len(devices) > 1:
+                problems.append(yamlfile.at("claims.%s.runs" % name, "runs on cpu and cuda: give the claim's device "
+                                            "(the one the study states it for) and list only its runs"))
+            elif claim.device is not None and devices - {claim.device}:
+                problems.append(yamlfile.at("claims.%s.runs" % name, "a %s claim lists runs on %s: drop them, or "
+                                            "make a separate claim where the study states it for that device"
+                                            % (claim.device, ", ".join(sorted(devices - {claim.device})))))
         for name, table in self.tables.items():
             unknown = [t for t in table.rows if t not in self.tools]
             if unknown:
@@ -149,6 +170,14 @@ class Study(Strict):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def device_of(self, name):
+        """The device class claim ``name`` is stated for: its ``device``, else its runs' ("cpu", "cuda", "any");
+        None for an untestable claim."""
+        claim = self.claims[name]
+        if claim.device or claim.kind == "untestable":
+            return claim.device
+        return self.runs[claim.runs[0]].device
 
     def framework(self, tool):
         """The suite's framework for one of the study's tools, or None when the suite does not run it."""

@@ -4,7 +4,7 @@ import typing
 
 from dlrepro.images import matrix as matrixmod
 from dlrepro.layers import Layer
-from dlrepro.results.compare import FRAMEWORK_NAMES
+from dlrepro.results.answers.published import FRAMEWORK_NAMES
 from runner import adapters, shapes
 from runner.adapters import capabilities
 from tests.test_frameworks import FRAMEWORKS

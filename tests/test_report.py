@@ -132,12 +132,10 @@ def test_comparison_and_ranking_verdicts(made, page):
     assert sorted(cells.index) == ["caffe", "cntk", "mxnet", "tensorflow"]
     for framework, row in cells.iterrows():
         assert row["measured"] == "%.4g" % summary.loc[framework, "median"]
-        assert row["verdict"] == "not comparable (different hardware)"
+        assert row["verdict"] == "other hardware"
         assert "GTX Titan X" in row["published by"] and row["measured with"].endswith("on AMD EPYC")
-    ranks = page.table("Ranking of the frameworks")
-    assert len(ranks) == 1 and ranks["measured order"].iloc[0] == "cntk, caffe, mxnet, tensorflow"
-    assert ranks["verdict"].iloc[0] in ("holds", "partly holds", "does not hold")
-    assert "Kendall's tau = %s" % ranks["Kendall tau"].iloc[0] in unescape(made.html.read_text())
+    # a CPU run is not ranked against the Titan X rerun's order
+    assert "Kendall's tau" not in unescape(made.html.read_text())
 
 
 def test_environment_names_gpus_and_driver_of_a_gpu_host():

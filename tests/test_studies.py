@@ -9,7 +9,8 @@ import pytest
 
 from dlrepro import REPO_ROOT, studies
 from dlrepro.errors import SpecError
-from dlrepro.results import claims, tables
+from dlrepro.results import tables
+from dlrepro.results.answers import claims, verdicts
 from runner import stats
 from tests.test_report import Tables, chromium, headless
 
@@ -50,67 +51,90 @@ def test_a_bad_manifest_names_the_line_and_field(tmp_path):
     assert "duplicate key 'over'" in problems[0]
 
 
-def _rows(values, variant="fcn-s", run="fcn", metric_column="median", threads=None, ci=None):
-    """Summary rows: {framework: value} (or {(framework, threads): value}) of one run."""
+def _rows(values, variant="fcn-s", run="fcn", metric_column="median", threads=None, ci=None, device="cpu"):
+    """Summary rows: {framework: value} (or {(framework, threads): value}) of one run; ``ci``: {framework: (low,
+    high)}, or "tight" for a repeat-level interval of +-1% around every value (no ci: a smoke pass)."""
     rows = []
     for key, value in values.items():
         framework, t = key if isinstance(key, tuple) else (key, threads)
-        low, high = ci.get(framework, (None, None)) if ci else (None, None)
+        low, high = (value * 0.99, value * 1.01) if ci == "tight" else ci.get(framework, (None, None)) if ci \
+            else (None, None)
         rows.append({"run": run, "variant": variant, "framework": framework, "status": "ok", "mode": "throughput",
-                     "quantity": "seconds per mini-batch", "device": "cpu", "batch_size": 64, "threads": t,
+                     "quantity": "seconds per mini-batch", "device": device, "batch_size": 64, "threads": t,
                      metric_column: value, "throughput": 64 / value, "ci95_low": low, "ci95_high": high,
-                     "ci95_method": stats.CI_METHOD if ci else None})
+                     "ci95_method": stats.CI_METHOD if ci else None, "ci95_units": 6 if ci else None,
+                     "precision": "fp32", "job_id": "%s.%s.t%s" % (variant, framework, t)})
     return tables.frame(rows, tables.SUMMARY_COLUMNS).assign(run=[r["run"] for r in rows])
 
 
-def test_an_ordering_claim_holds_partly_holds_or_does_not():
+def test_an_ordering_claim_holds_does_not_or_is_inconclusive_by_its_separated_pairs():
     study = studies.load("dlbench")
-    claim = {"fcn-s-ordering": study.claims["fcn-s-ordering"]}
+    claim = {"fcn-s-ordering": study.claims["fcn-s-ordering"]}  # stated for GPUs
     judged = lambda values, **kw: claims.evaluate(study.model_copy(update={"claims": claim}), _rows(  # noqa: E731
-        values, run="cpu-synthetic", **kw))[0]
+        values, run="gpu-synthetic", device="cuda", **kw))[0]
     # stated: Caffe, then CNTK (and Lua Torch, not run), then TensorFlow and MXNet
-    assert judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0}).verdict == "holds"
-    assert judged({"caffe": 1.0, "cntk": 5.0, "tensorflow": 3.0, "mxnet": 4.0}).verdict == "partly holds"  # 3 of 5
-    verdict = judged({"caffe": 9.0, "cntk": 8.0, "tensorflow": 3.0, "mxnet": 4.0},
-                     ci={"caffe": (8.5, 9.5), "cntk": (7.0, 8.6), "tensorflow": (2.9, 3.1), "mxnet": (3.9, 4.1)})
-    assert verdict.verdict == "does not hold" and "caffe" not in verdict.evidence.split(";")[0]
-    assert "Caffe not ahead of CNTK at b64 (9 vs 8, within noise)" in verdict.evidence
-    assert "the suite does not run Torch" in verdict.evidence and "run cpu-synthetic, cpu" in verdict.evidence
-    assert judged({"cntk": 1.0}).verdict == claims.NOT_TESTABLE
+    fine = judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0}, ci="tight")
+    assert fine.verdict == verdicts.HOLDS and fine.rests_on.device == "cuda" and fine.rests_on.repeats == [6] * 4
+    # CNTK behind TensorFlow and MXNet, and separated from them: a reversed pair is evidence against
+    assert judged({"caffe": 1.0, "cntk": 5.0, "tensorflow": 3.0, "mxnet": 4.0}, ci="tight").verdict == verdicts.DOES_NOT_HOLD
+    # the one reversed pair within noise: not evidence either way
+    verdict = judged({"caffe": 8.3, "cntk": 8.0, "tensorflow": 9.0, "mxnet": 10.0},
+                     ci={"caffe": (7.9, 8.6), "cntk": (7.5, 8.5), "tensorflow": (8.9, 9.1), "mxnet": (9.9, 10.1)})
+    assert verdict.verdict == verdicts.INCONCLUSIVE
+    assert verdict.evidence.startswith("4 of 5 pairs in the stated order, 4 of them with separated 95% intervals; "
+                                       "Caffe not ahead of CNTK at b64 (8.3 vs 8, within noise)")
+    assert "the suite does not run Torch" in verdict.evidence
+    # a --quick pass (one repeat, no interval) gives no verdict, but its values are shown
+    smoke = judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0})
+    assert smoke.verdict == verdicts.INCONCLUSIVE and smoke.evidence.startswith("smoke pass (")
+    assert smoke.rests_on.smoke and [(v["tool"], v["value"]) for v in smoke.values] == [
+        ("CNTK", 2.0), ("Caffe", 1.0), ("MXNet", 4.0), ("TensorFlow", 3.0)]
+    assert judged({"cntk": 1.0}, ci="tight").verdict == verdicts.NOT_TESTABLE
+    # the same rows measured on a CPU: the claim is about GPUs
+    (cpu,) = claims.evaluate(study.model_copy(update={"claims": claim}), _rows(
+        {"caffe": 1.0, "cntk": 2.0}, run="cpu-synthetic", ci="tight"))
+    assert cpu.verdict == verdicts.NOT_TESTABLE
+    assert cpu.evidence == "the claim is about GPUs; this host measured CPU only"
 
 
 def test_ratio_band_and_scaling_claims():
     study = studies.load("dlbench")
     ratio = study.model_copy(update={"claims": {"r": study.claims["resnet50-mxnet-ratio"]}})
-    # MXNet about 5.5x faster: the others' median time / MXNet's
-    (v,) = claims.evaluate(ratio, _rows({"mxnet": 1.0, "caffe": 6.0, "cntk": 5.0, "tensorflow": 4.0},
-                                        variant="resnet50", run="cpu-synthetic-resnet"))
-    assert v.verdict == "holds" and "speed ratio of MXNet to the others: 5 at b64" in v.evidence
-    (v,) = claims.evaluate(ratio, _rows({"mxnet": 1.0, "caffe": 2.0, "tensorflow": 1.5}, variant="resnet50",
-                                        run="cpu-synthetic-resnet"))
-    assert v.verdict == "partly holds"  # faster, but 1.75x, not 3.5-8x
-    (v,) = claims.evaluate(ratio, _rows({"mxnet": 3.0, "caffe": 2.0}, variant="resnet50", run="cpu-synthetic-resnet"))
-    assert v.verdict == "does not hold"
+    # MXNet about 5.5x faster (band 3.5-8): each other tool's time / MXNet's
+    gpu = dict(variant="resnet50", run="gpu-synthetic-resnet", device="cuda", ci="tight")
+    (v,) = claims.evaluate(ratio, _rows({"mxnet": 1.0, "caffe": 6.0, "cntk": 5.0, "tensorflow": 4.0}, **gpu))
+    assert v.verdict == verdicts.HOLDS
+    assert "ratio of MXNet to each other tool: min 4 (TensorFlow, b64), max 6 (Caffe, b64)" in v.evidence
+    (v,) = claims.evaluate(ratio, _rows({"mxnet": 1.0, "caffe": 2.0, "tensorflow": 1.5}, **gpu))
+    assert v.verdict == verdicts.DIRECTION_ONLY  # faster, but 1.5-2x, not 3.5-8x
+    # one tool inside the band, one slower than MXNet: the median (4.5) would hold, the tools do not
+    (v,) = claims.evaluate(ratio, _rows({"mxnet": 1.0, "caffe": 8.0, "tensorflow": 0.5}, **gpu))
+    assert v.verdict == verdicts.DOES_NOT_HOLD and "min 0.5 (TensorFlow, b64), max 8 (Caffe, b64)" in v.evidence
+    (v,) = claims.evaluate(ratio, _rows({"mxnet": 3.0, "caffe": 2.0}, **gpu))
+    assert v.verdict == verdicts.DOES_NOT_HOLD
     scaling = study.model_copy(update={"claims": {"s": study.claims["cpu-threads-scaling"]}})
-    rows = _rows({("caffe", 4): 1.0, ("caffe", 16): 0.9, ("cntk", 4): 1.0, ("cntk", 16): 0.4}, variant="alexnet-s",
-                 run="cpu-synthetic-cnn")
+    cpu = dict(variant="alexnet-s", run="cpu-synthetic-cnn", ci="tight")
+    rows = _rows({("caffe", 4): 1.0, ("caffe", 16): 0.9, ("cntk", 4): 1.0, ("cntk", 16): 0.4}, **cpu)
     (v,) = claims.evaluate(scaling, rows)
-    assert v.verdict == "partly holds" and "CNTK 2.5 (b64), Caffe 1.11 (b64)" in v.evidence  # 16 threads vs 4
-    (v,) = claims.evaluate(scaling, _rows({("caffe", 1): 1.0, ("caffe", 2): 0.6}, variant="alexnet-s",
-                                          run="cpu-synthetic-cnn"))
-    assert v.verdict == claims.NOT_TESTABLE and "threads 4 and 16 were not both measured (here: 1, 2)" in v.evidence
+    # band 0.8-1.5 holds 1: no direction is stated, so CNTK's 2.5x is a miss, not "direction holds"
+    assert v.verdict == verdicts.DOES_NOT_HOLD and "each: CNTK 2.5 (b64), Caffe 1.11 (b64)" in v.evidence
+    (v,) = claims.evaluate(scaling, rows.assign(ci95_low=None, ci95_high=None, ci95_method=None))
+    assert v.verdict == verdicts.INCONCLUSIVE and "smoke pass (CNTK: no repeat-level 95% interval" in v.evidence
+    (v,) = claims.evaluate(scaling, _rows({("caffe", 1): 1.0, ("caffe", 2): 0.6}, **cpu))
+    assert v.verdict == verdicts.NOT_TESTABLE and "threads 4 and 16 were not both measured (here: 1, 2)" in v.evidence
 
 
 def test_a_weak_scaling_claim_pairs_the_jobs_of_one_per_gpu_mini_batch():
     study = studies.load("dlf")
     claim = study.model_copy(update={"claims": {"w": study.claims["densenet-weak-scaling"]}})
-    rows = _rows({("torch", 1): 0.2, ("torch", 4): 0.25}, variant="densenet121-synthetic", run="densenet")
-    rows = rows.assign(device="cuda", ranks=[1, 4], scaling="weak", rank_batch_size=64, batch_size=[64, 256],
-                       throughput=[64 / 0.2, 256 / 0.25])
+    rows = _rows({("torch", 1): 0.2, ("torch", 4): 0.25}, variant="densenet121-synthetic", run="densenet", ci="tight",
+                 device="cuda")
+    rows = rows.assign(ranks=[1, 4], scaling="weak", rank_batch_size=64, batch_size=[64, 256],
+                       throughput=[64 / 0.2, 256 / 0.25], threads=None)
     (v,) = claims.evaluate(claim, rows)
-    assert v.verdict == "holds" and "throughput at gpus 4 / at 1: PyTorch 3.2 (b64)" in v.evidence  # W = 3.2
+    assert v.verdict == verdicts.HOLDS and "throughput at gpus 4 / at 1: min 3.2 (PyTorch, b64)" in v.evidence  # W
     (v,) = claims.evaluate(claim, rows.assign(throughput=[64 / 0.2, 256 / 0.5]))
-    assert v.verdict == "does not hold" and "PyTorch 1.6 (b64)" in v.evidence
+    assert v.verdict == verdicts.DIRECTION_ONLY and "each: PyTorch 1.6 (b64)" in v.evidence  # faster, not 2.5-3.8x
 
 
 def test_a_study_on_one_gpu_runs_its_one_gpu_data_parallel_jobs():
@@ -128,11 +152,18 @@ def test_a_study_on_one_gpu_runs_its_one_gpu_data_parallel_jobs():
 def test_untestable_and_unmeasured_claims_say_why():
     study = studies.load("dlbench")
     empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
-    verdicts = {v.claim: v for v in claims.evaluate(study, empty, {"gpu-synthetic": "not runnable here: no GPU"})}
-    assert verdicts["fastest-gpu"].verdict == claims.NOT_TESTABLE
-    assert verdicts["fastest-gpu"].evidence.startswith("it compares three GPU models")
-    assert verdicts["early-gpu-fcn"].evidence == "not measured here (gpu-synthetic: not runnable here: no GPU)"
-    assert len(verdicts) == len(study.claims)
+    found = {v.claim: v for v in claims.evaluate(study, empty, {"gpu-synthetic": "not runnable here: no GPU"},
+                                                 {"gpu-synthetic-cnn": "bundle fcn-x missing"})}
+    assert found["fastest-gpu"].verdict == verdicts.NOT_TESTABLE
+    assert found["fastest-gpu"].evidence.startswith("it compares three GPU models")
+    assert found["early-gpu-fcn"].evidence == "not measured here (gpu-synthetic: not runnable here: no GPU)"
+    assert found["early-gpu-cnn"].evidence == "cannot judge: bundle fcn-x missing"
+    assert len(found) == len(study.claims)
+    # DLBench's multi-GPU claims: none of its tools has a data-parallel path here, and the evidence says so
+    multi = found["multigpu-fcn-r-fast"]
+    assert multi.verdict == verdicts.NOT_TESTABLE and multi.evidence.startswith(
+        "no data-parallel path for its tools here (only jax, torch have one): CNTK: no data-parallel training in "
+        "the cntk adapter")
 
 
 def invoke(*args):
@@ -159,9 +190,9 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     assert counts == {"reproduces": "0", "differs": "0", "cannot be compared": "2", "not run": "2"}
     shown = Tables(html).table("Claims: the study's conclusions here")
     verdict = dict(zip(shown["claim"], shown["verdict"]))
-    speedup = summary.set_index("threads")["throughput"]
-    expected = "holds" if 1.1 <= speedup[2] / speedup[1] <= 2.5 else "does not hold"
-    assert verdict == {"ordering": "not testable here", "threads": expected, "untestable": "not testable here"}
+    # --quick: one repeat, no interval: the scaling claim is a smoke pass whatever the speedup
+    assert verdict == {"ordering": "not testable here", "threads": "inconclusive", "untestable": "not testable here"}
+    assert "smoke pass" in dict(zip(shown["claim"], shown["evidence"]))["threads"]
     early = Tables(html).table("Seconds per mini-batch (third-party rerun)")
     assert list(early["tool"]) == ["Caffe", "TensorFlow", "Torch", "PyTorch"]
     assert early.loc[0, "FCN-5 published"] == "0.037" and early.loc[0, "FCN-5 outcome"].startswith("not run: the framework")
@@ -176,7 +207,7 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
 
 def test_the_study_summary_counts_every_published_cell_once():
     from dlrepro import spec as specmod
-    from dlrepro.results import paper
+    from dlrepro.results.answers import cells as paper
 
     study = studies.load("dlbench")
     empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
@@ -186,6 +217,7 @@ def test_the_study_summary_counts_every_published_cell_once():
     cells = sum(len(t.rows) * len(t.columns) for t in study.tables.values())
     assert sum(total.values()) == cells == 6 * 5 + 5 * 7 * 2 + 5 * 9  # Table 8: 3 networks x 1, 2 and 4 GPUs
     assert why["cannot be compared"]["the published values were not retrieved"] == 5 * 7 * 2 + 5 * 9
+    assert total["reproduces"] == total["differs"] == total["other hardware"] == 0
     assert why["cannot be compared"]["a tool the suite does not run"] == 2 * 5  # Theano and Lua Torch
     assert why["cannot be compared"]["the table has no value for this tool"] == 1  # Caffe's LSTM-32: n/a
     assert total["not run"] == why["not run"]["not runnable here: no GPU"] == 4 * 5 - 1

@@ -15,6 +15,8 @@ import jinja2
 import pandas as pd
 
 from dlrepro.results import bundle, compare, plots, tables
+from dlrepro.results.answers import published
+from dlrepro.results.answers.ranking import ranking as rank_frameworks
 from dlrepro.results.tables import POOLED_CI
 from dlrepro.errors import DlreproError
 
@@ -280,8 +282,8 @@ def bundle_folders(names):
 def context(bundle_dirs, summary, samples):
     """Everything the templates show (figures as plots.Plot with PNG bytes)."""
     bundles = [bundle.body(d) for d in bundle_dirs]
-    cells = compare.against_published(summary, compare.recorded_references(bundles))
-    ranks = compare.ranking(cells)
+    cells = published.against_published(summary, compare.recorded_references(bundles))
+    ranks = rank_frameworks(cells)
     return {
         "bundle_ids": [b["id"] for b in bundles],
         "bundles": bundle_table(bundles),

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from dlrepro import REPO_ROOT, spec as specmod, studies
-from dlrepro.results import bundle, claims, compare, paper, plots, report, tables
+from dlrepro.results import bundle, compare, plots, report, tables
+from dlrepro.results.answers import cells as paper, claims
 from dlrepro.results.report import TEMPLATES, Report, Table, _fmt, _table
 
 

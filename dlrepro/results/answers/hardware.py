@@ -73,17 +73,22 @@ def stated_gpus(hardware):
     return int(found[1]) if found else None
 
 
+def reference_device(hardware):
+    """The device class a reference's hardware text names: "cuda" for a GPU (GPU_WORDS, or a GPU model, and not
+    "CPU-only"), else "cpu"."""
+    text = hardware.lower()
+    gpu = any(w in text for w in GPU_WORDS) or any(k.startswith("gpu:") for k in model_keys(hardware))
+    return "cuda" if gpu and "cpu-only" not in text else "cpu"
+
+
 def same_hardware(reference_hardware, device, device_name, gpus=None, ranks=None):
     """Whether a job ran on the published hardware: the same device class (a GPU reference names a GPU:
     GPU_WORDS, or a GPU model, and not "CPU-only"), the job's device model among those the reference names
     (model_key), and for a GPU job as many GPUs: ``gpus`` the reference's (None: stated_gpus, else 1),
     ``ranks`` the job's data-parallel ranks (None or NA: one GPU). Conservative: unknown means different."""
     keys = model_keys(reference_hardware)
-    text = reference_hardware.lower()
-    gpu_reference = ((any(w in text for w in GPU_WORDS) or any(k.startswith("gpu:") for k in keys))
-                     and "cpu-only" not in text)
     measured = model_key(device_name)
-    if (device == "cuda") != gpu_reference or measured is None or measured not in keys:
+    if device != reference_device(reference_hardware) or measured is None or measured not in keys:
         return False
     if measured.startswith("gpu:") != (device == "cuda"):
         return False
