@@ -27,7 +27,8 @@ TRAINING_SOURCES = {"cifar10": "CIFAR-10: 50,000 training images", "mnist": "MNI
 PUBLISHED_COLUMNS = ["spec", "model", "batch_size", "metric", "published_framework", "published_version",
                      "published_hardware", "published_value", "published_unit", "published_seconds", "flops",
                      "published_achieved_flops", "published_peak_flops", "published_peak_device",
-                     "published_fraction", "framework", "framework_version", "measured_hardware", "precision",
+                     "published_fraction", "framework", "framework_version", "measured_hardware", "measured_batch_size",
+                     "precision",
                      "measured_seconds", "measured_achieved_flops", "measured_peak_device", "measured_fraction",
                      "verdict", "sentence", "basis", "reference_id", "source", "bundle_id", "job_id"]
 THEN_AND_NOW_KEY = ["spec", "variant", "batch_size", "framework", "mode", "device", "device_name", "host", "precision",
@@ -121,12 +122,12 @@ def _percent(fraction):
     return "%.0f%%" % (100 * fraction) if fraction >= 0.01 else "%.2g%%" % (100 * fraction)
 
 
-def sentence(published_fraction, published_device, measured_fraction, measured_hardware):
+def sentence(published_fraction, published_device, measured_fraction, measured_hardware, batch_note=""):
     """'other hardware: 31% of a tesla-k80-gk210's peak then, 24% of this NVIDIA H200's now'."""
     then = "%s: %s of a %s's peak then" % (OTHER_HARDWARE, _percent(published_fraction), published_device)
     if measured_fraction is None or pd.isna(measured_fraction):
         return then + "; not measured now"
-    return "%s, %s of this %s's now" % (then, _percent(measured_fraction), measured_hardware)
+    return "%s, %s of this %s's now%s" % (then, _percent(measured_fraction), measured_hardware, batch_note)
 
 
 def _same_framework(ours, published_name):
@@ -136,8 +137,10 @@ def _same_framework(ours, published_name):
 
 
 def published_efficiency(summary, references=None):
-    """One row per (published timing on hardware with a known fp32 peak, measured job of the same network,
-    batch size and framework, or none): PUBLISHED_COLUMNS, the verdict always OTHER_HARDWARE.
+    """One row per (published timing on hardware with a known fp32 peak, measured job of the same network and
+    framework (compare.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict always OTHER_HARDWARE.
+    The measured jobs are those of the published mini-batch where there are any, else those of every other
+    mini-batch measured (``measured_batch_size`` says which; the sentence names it).
 
     ``summary``: a summary table (dlrepro.results.tables, v6: fraction_of_peak). ``references``: {spec name:
     [Reference]}; default: each spec's in specs/. The published side is at fp32 (the studies' GPUs had no
@@ -165,16 +168,21 @@ def published_efficiency(summary, references=None):
                     "published_achieved_flops": work_flops / seconds, "published_peak_flops": peak.flops,
                     "published_peak_device": peak.device, "published_fraction": work_flops / seconds / peak.flops,
                     "verdict": OTHER_HARDWARE, "basis": basis, "reference_id": ref.id, "source": ref.source}
-            matched = measured[measured["variant"].map(models).eq(model) & (measured["batch_size"] == ref.batch_size)
+            matched = measured[measured["variant"].map(models).eq(model)
                                & (measured["mode"] == ("inference" if inference else "throughput"))
                                & measured["framework"].map(lambda f: _same_framework(f, ref.framework))]
+            if (matched["batch_size"] == ref.batch_size).any():
+                matched = matched[matched["batch_size"] == ref.batch_size]
             for row in matched.itertuples(index=False):
+                note = "" if row.batch_size == ref.batch_size else " (mini-batch %d, %d then)" % (
+                    row.batch_size, ref.batch_size)
                 rows.append(dict(base, framework=row.framework, framework_version=row.framework_version,
-                                 measured_hardware=row.device_name, precision=row.precision,
+                                 measured_hardware=row.device_name, measured_batch_size=row.batch_size,
+                                 precision=row.precision,
                                  measured_seconds=row.median, measured_achieved_flops=row.achieved_flops,
                                  measured_peak_device=row.peak_device, measured_fraction=row.fraction_of_peak,
                                  sentence=sentence(base["published_fraction"], peak.device, row.fraction_of_peak,
-                                                   row.device_name),
+                                                   row.device_name, note),
                                  bundle_id=row.bundle_id, job_id=row.job_id))
             if matched.empty:
                 rows.append(dict(base, sentence=sentence(base["published_fraction"], peak.device, None, None)))
@@ -182,9 +190,9 @@ def published_efficiency(summary, references=None):
 
 
 def plot(rows, title="Fraction of peak: published (then) and measured (now)"):
-    """PNG bytes of a bar chart of ``rows`` (published_efficiency's): per network and published framework,
-    one bar for the published fraction of peak (its hardware) and one per measured precision (this
-    hardware), in percent. Raises ValueError on no rows."""
+    """PNG bytes of a horizontal bar chart of ``rows`` (published_efficiency's, filtered as the view wants): per
+    network, mini-batch, published framework and hardware, one bar for the published fraction of peak (then)
+    and one per measured precision (now, this hardware), in percent. Raises ValueError on no rows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -194,20 +202,21 @@ def plot(rows, title="Fraction of peak: published (then) and measured (now)"):
         raise ValueError("no published efficiency rows to plot")
     rows = rows.assign(label=rows["model"] + " b" + rows["batch_size"].astype(str) + "\n" + rows["published_framework"]
                        + " (" + rows["published_peak_device"] + ")")
-    then = rows.groupby("label", sort=True)["published_fraction"].max() * 100
+    then = rows.groupby("label", sort=True)["published_fraction"].max() * 100  # several cells of a label: the largest
     now = rows.dropna(subset=["measured_fraction"]).pivot_table(index="label", columns="precision",
                                                                 values="measured_fraction", aggfunc="max") * 100
     labels = list(then.index)
     series = [("then", then)] + [("now, %s" % p, now[p]) for p in now.columns]
-    width = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 2), 4.5))
+    height = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(8, 1.5 + 0.3 * len(labels) * max(1, len(series) / 2)))
     for i, (name, values) in enumerate(series):
-        ax.bar([x + i * width for x in range(len(labels))], [values.get(label, float("nan")) for label in labels],
-               width, label=name)
-    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))])
-    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("achieved FLOP/s, % of the device's peak")
-    ax.set_title(title)
+        ax.barh([y + i * height for y in range(len(labels))], [values.get(label, float("nan")) for label in labels],
+                height, label=name)
+    ax.set_yticks([y + height * (len(series) - 1) / 2 for y in range(len(labels))])
+    ax.set_yticklabels([label.replace("\n", ", ") for label in labels], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("achieved FLOP/s, % of the device's peak")
+    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     buffer = io.BytesIO()
