@@ -22,8 +22,9 @@ from runner import flops
 
 COLUMNS = ("flops_per_iteration", "achieved_flops", "peak_flops", "fraction_of_peak", "peak_device", "peak_source")
 # a published training wall time covers epochs x (training samples // mini-batch) iterations, feeding included
-TRAINING_SAMPLES = {"cifar10": 50000, "mnist": 60000}
-TRAINING_SOURCES = {"cifar10": "CIFAR-10: 50,000 training images", "mnist": "MNIST: 60,000 training images"}
+TRAINING_SAMPLES = {"cifar10": 50000, "mnist": 60000, "imdb": 25000}
+TRAINING_SOURCES = {"cifar10": "CIFAR-10: 50,000 training images", "mnist": "MNIST: 60,000 training images",
+                    "imdb": "IMDB: 25,000 training reviews"}
 PUBLISHED_COLUMNS = ["spec", "model", "batch_size", "metric", "published_framework", "published_version",
                      "published_hardware", "published_value", "published_unit", "published_seconds", "flops",
                      "published_achieved_flops", "published_peak_flops", "published_peak_device",
