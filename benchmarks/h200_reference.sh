@@ -1,6 +1,6 @@
 #!/bin/bash
 # How the H200 reference bundles and overhead figures were made (local executor; no Docker there).
-#   bash benchmarks/h200_reference.sh check|overhead|torch|jax|alexnet|isolation|study-worker|study-process|ranks   (outputs under $OUT, or /tmp/out)
+#   bash benchmarks/h200_reference.sh check|overhead|torch|jax|alexnet|isolation|study-worker|study-process|ranks|efficiency-torch|efficiency-jax   (outputs under $OUT, or /tmp/out)
 # Wheels the machine lacks (invoke, docker SDK, pydantic) travel in .whl and go to /tmp/site.
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -47,6 +47,18 @@ for step in "$@"; do
       run 70 --spec=lstm --framework jax --variant lstm-synthetic --batch-size 32,1024
       run 50 --spec=cifar10-vgg --framework jax --variant cifar10-vgg-synthetic
       run 30 --spec=resnet50-features --framework jax ;;
+    efficiency-torch)  # issue 26: achieved FLOP/s and fraction of peak, the largest batch of each network, fp32 and bf16
+      for p in fp32 bf16; do
+        run 150 --spec=alexnet --framework torch --variant alexnet-s --batch-size 128 --precision $p
+        run 150 --spec=resnet50 --framework torch --batch-size 64 --precision $p
+        run 120 --spec=fcn --framework torch --variant fcn-s --batch-size 1024 --precision $p
+        run 120 --spec=lstm --framework torch --variant lstm-synthetic --batch-size 1024 --precision $p
+      done ;;
+    efficiency-jax)  # fp32 only: the JAX adapter honours fp32 and tf32 (runner/adapters/capabilities.py)
+      run 100 --spec=alexnet --framework jax --variant alexnet-s --batch-size 128
+      run 120 --spec=resnet50 --framework jax --batch-size 64
+      run 100 --spec=fcn --framework jax --variant fcn-s --batch-size 1024
+      run 150 --spec=lstm --framework jax --variant lstm-synthetic --batch-size 1024 ;;
   esac
   (cd "$R" && tar cf "$OUT/bundles.tar" .) 2>/dev/null  # after every step: a later step's time-out loses nothing
 done

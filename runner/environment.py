@@ -8,6 +8,7 @@ GPU) through ``Adapter.environment()``.
 import ctypes
 import os
 import platform
+import re
 
 from runner import settings
 
@@ -36,6 +37,27 @@ def cpu_flags():
     except OSError:
         pass
     return []
+
+
+def cpu_mhz():
+    """The CPU's highest clock in MHz: cpufreq's maximum, else the model name's "@ 2.30GHz", else the first
+    "cpu MHz" of /proc/cpuinfo (the current clock); None where none is readable."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            return int(f.read().strip()) / 1000.0
+    except (OSError, ValueError):
+        pass
+    stated = re.search(r"@\s*([\d.]+)\s*GHz", cpu_model() or "")
+    if stated:
+        return float(stated.group(1)) * 1000.0
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    return float(line.split(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def usable_cpus():
@@ -90,7 +112,7 @@ def describe():
         "python": platform.python_version(),
         "numpy": np.__version__,
         "os": platform.platform(),
-        "cpu": {"model": cpu_model(), "usable_cpus": usable_cpus(), "flags": cpu_flags()},
+        "cpu": {"model": cpu_model(), "usable_cpus": usable_cpus(), "flags": cpu_flags(), "mhz": cpu_mhz()},
         "thread_variables": dict((k, os.environ.get(k)) for k in settings.THREAD_VARIABLES),
         "in_container": in_container(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

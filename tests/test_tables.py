@@ -34,7 +34,7 @@ def bundle(tmp_path):
 def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     summary, samples = tables.summary(bundle), tables.samples(bundle)
     assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and len(summary) == 7
-    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/5"
+    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/6"
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
     assert by_framework.loc["torch", "median"] == MEDIANS["torch"]
@@ -150,6 +150,30 @@ def test_a_gpu_bundle_from_the_h200_and_the_cpu_bundle_from_here_merge_into_one_
     assert gpu.loc[128, "median"] < 0.02 < summary[summary["device"] == "cpu"]["median"].min()
     assert set(summary["parameters"]) == {62_378_344} and (samples["device"] == "cpu").sum() == 168
     assert (samples["device"] == "cuda").sum() == gpu["n"].sum() > 0
+
+
+H200_ALEXNET = {"fp32": "alexnet-20261201T201740Z-9f78cd5d", "bf16": "alexnet-20261201T201858Z-76e63b6c"}
+
+
+@pytest.mark.parametrize("precision, peak_tflops", [("fp32", 67.0), ("bf16", 989.4)])
+def test_tables_v6_give_achieved_flops_and_the_fraction_of_peak_at_the_precision_run(precision, peak_tflops):
+    """AlexNet-S b128 on the H200 (torch, tables v5 files: derived again): 843.6 GFLOPs a training iteration
+    (runner.flops) over the median, against the H200's fp32 (TF32 off) or dense bf16 peak."""
+    row = tables.summary(REPO_ROOT / "results" / H200_ALEXNET[precision]).iloc[0]
+    assert row["precision"] == precision and row["device_name"] == "NVIDIA H200"
+    assert row["flops_per_iteration"] == 843_604_258_512
+    assert row["achieved_flops"] == pytest.approx(843_604_258_512 / row["median"])
+    assert row["peak_flops"] == pytest.approx(peak_tflops * 1e12) and row["peak_device"] == "h200-sxm"
+    assert row["fraction_of_peak"] == pytest.approx(row["achieved_flops"] / (peak_tflops * 1e12))
+    assert row["peak_source"].startswith("NVIDIA H200 Tensor Core GPU datasheet")
+
+
+def test_a_cpu_job_without_a_recorded_clock_has_work_but_no_peak():
+    summary = tables.summary(REAL)
+    # AlexNet-S b16: 16 x (products 6,585,512,448 + other 4,171,160) + SGD 2 x 62,378,344
+    assert set(summary["flops_per_iteration"]) == {16 * (6_585_512_448 + 4_171_160) + 124_756_688} == {105_559_694_416}
+    assert summary["fraction_of_peak"].isna().all() and summary["achieved_flops"].notna().all()
+    assert set(summary["peak_source"]) == {"no peak known for AMD EPYC (cpu, fp32): the job recorded no CPU clock"}
 
 
 def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):

@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/5``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/6``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -25,7 +25,11 @@ with the jobs before it ("worker"); ``attempt``: which attempt of the bundle pro
 the last measured training loss; ``ranks``, ``scaling``, ``rank_batch_size``: a data-parallel job's ranks (one per
 GPU), "strong" or "weak" and each rank's share of the total mini-batch ``batch_size``, with ``speedup`` /
 ``scaled_speedup`` / ``scaling_efficiency`` over the run's 1-rank job ``scaling_base`` (``scaling``; samples:
-``rank`` 0 is the job's timing, "rank iteration" rows the other ranks'); GPU clocks in MHz, power in W,
+``rank`` 0 is the job's timing, "rank iteration" rows the other ranks'); ``flops_per_iteration``: the FLOPs of
+one timed mini-batch counted from the spec (runner.flops: a training iteration, or an inference pass), with
+``achieved_flops`` (FLOP/s over the median), ``peak_flops`` (FLOP/s of the device at the job's precision:
+dlrepro.peaks, ``peak_device`` and ``peak_source`` say which and from where; a CPU's is an estimate) and
+``fraction_of_peak`` (achieved over peak, a fraction: dlrepro.results.answers.efficiency); GPU clocks in MHz, power in W,
 temperature in degrees C (medians and maxima over the
 measured iterations' NVML samples, ``telemetry_samples`` of them at 10 Hz; ``throttled``: the
 GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
@@ -42,9 +46,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from dlrepro.errors import BundleError
+from dlrepro.results.answers import efficiency
 from runner import telemetry
 
-SCHEMA = "dlrepro.tables/5"
+SCHEMA = "dlrepro.tables/6"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -70,7 +75,9 @@ MEASURED = {
     "effective_parallelism": "float64", "energy_j": "float64", "energy_j_per_sample": "float64",
     "mean_power_w": "float64", "energy_method": "string", "isolation": "string", "attempt": "Int64",
     "final_loss": "float64", "speedup": "float64", "scaled_speedup": "float64", "scaling_efficiency": "float64",
-    "scaling_base": "string", "reason": "string", "remedy": "string",
+    "scaling_base": "string", "flops_per_iteration": "Int64", "achieved_flops": "float64", "peak_flops": "float64",
+    "fraction_of_peak": "float64", "peak_device": "string", "peak_source": "string", "reason": "string",
+    "remedy": "string",
 }
 SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
 SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "rank": "Int64", "repeat": "Int64", "index": "Int64",
@@ -85,7 +92,8 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
                               "cpu_seconds", "effective_parallelism", "energy_j", "energy_j_per_sample",
                               "mean_power_w", "energy_method", "isolation", "attempt"),
          "dlrepro.tables/5": ("ranks", "scaling", "rank_batch_size", "final_loss", "speedup", "scaled_speedup",
-                              "scaling_efficiency", "scaling_base", "rank")}
+                              "scaling_efficiency", "scaling_base", "rank"),
+         "dlrepro.tables/6": efficiency.COLUMNS}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -159,7 +167,8 @@ def summary_row(body, job, result):
     conv = result.get("convergence") or {}
     gpu = telemetry.summary_columns(result)
     cpu = result.get("cpu_usage") or {}
-    return dict(provenance(body, job, result, gpu), **{
+    base = provenance(body, job, result, gpu)
+    return dict(base, **{
         "status": result["status"], "quantity": timing.get("quantity"), "unit": timing.get("unit"),
         "median": stats.get("median"), "mean": stats.get("mean"), "q1": stats.get("q1"), "q3": stats.get("q3"),
         "iqr": stats.get("iqr"), "ci95_low": ci[0], "ci95_high": ci[1],
@@ -177,6 +186,8 @@ def summary_row(body, job, result):
         **_energy(result, job), "isolation": result.get("isolation"),
         "attempt": (result.get("attempt") or {}).get("number"), "final_loss": (result.get("loss") or {}).get("last"),
         "speedup": None, "scaled_speedup": None, "scaling_efficiency": None, "scaling_base": None,
+        **efficiency.job_columns(job, result, base["precision"], base["device_name"], stats.get("median"),
+                                 timing.get("quantity")),
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })
 

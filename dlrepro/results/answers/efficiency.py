@@ -1,0 +1,261 @@
+"""Comparable across hardware: achieved FLOP/s, the fraction of the device's peak, then and now.
+
+A job's work per timed mini-batch is counted from its spec (runner.flops: a training iteration, or an
+inference pass, as direct convolutions and plain matrix products: the "model FLOPs"; a library that picks
+Winograd or FFT convolutions does fewer, so a fraction near or above 1 is possible and says so); over the measured seconds per mini-batch (the median) it gives the achieved FLOP/s,
+and over the device's peak at the precision the job ran (dlrepro.peaks: fp32 with TF32 off, tf32, bf16,
+fp16) the fraction of peak. A published timing on hardware with a known peak gets the same two numbers
+from the cell's own seconds, so a K80 cell of 2017 and an H200 job of today can be set side by side:
+never judged ("reproduces" needs the same hardware), shown as verdicts.OTHER_HARDWARE.
+
+Functions are pure: tables in, rows (DataFrames) or a figure out.
+"""
+import functools
+import io
+import re
+
+import pandas as pd
+
+from dlrepro import peaks
+from dlrepro.results.answers.verdicts import OTHER_HARDWARE
+from runner import flops
+
+COLUMNS = ("flops_per_iteration", "achieved_flops", "peak_flops", "fraction_of_peak", "peak_device", "peak_source")
+# a published training wall time covers epochs x (training samples // mini-batch) iterations, feeding included
+TRAINING_SAMPLES = {"cifar10": 50000, "mnist": 60000, "imdb": 25000}
+TRAINING_SOURCES = {"cifar10": "CIFAR-10: 50,000 training images", "mnist": "MNIST: 60,000 training images",
+                    "imdb": "IMDB: 25,000 training reviews"}
+PUBLISHED_COLUMNS = ["spec", "model", "batch_size", "metric", "published_framework", "published_version",
+                     "published_hardware", "published_value", "published_unit", "published_seconds", "flops",
+                     "published_achieved_flops", "published_peak_flops", "published_peak_device",
+                     "published_fraction", "framework", "framework_version", "measured_hardware", "measured_batch_size",
+                     "precision",
+                     "measured_seconds", "measured_achieved_flops", "measured_peak_device", "measured_fraction",
+                     "verdict", "sentence", "basis", "reference_id", "source", "bundle_id", "job_id"]
+THEN_AND_NOW_KEY = ["spec", "variant", "batch_size", "framework", "mode", "device", "device_name", "host", "precision",
+                    "threads", "ranks"]
+THEN_AND_NOW_COLUMNS = THEN_AND_NOW_KEY + ["then_version", "now_version", "then_seconds", "now_seconds", "speedup",
+                                           "speedup_low", "speedup_high", "then_job_id", "now_job_id"]
+
+
+def job_peak(job, result, precision, device_name):
+    """The Peak a job ran against (dlrepro.peaks.Peak), or None: a cuda job's GPU by name and its ranks' count
+    at ``precision``; a cpu job's estimate from its threads (else usable CPUs), clock and flags."""
+    if job["device"] == "cuda":
+        return peaks.gpu(device_name, job.get("ranks") or 1, precision or "fp32")
+    cpu = (result.get("environment") or {}).get("cpu") or {}
+    if (precision or "fp32") != "fp32":
+        return None
+    return peaks.cpu(job.get("threads") or cpu.get("usable_cpus"), cpu.get("mhz"), cpu.get("flags"))
+
+
+def job_columns(job, result, precision, device_name, median, quantity):
+    """The efficiency columns (COLUMNS) of one job: ``median`` seconds per mini-batch of a throughput or
+    inference job (``quantity`` "seconds per mini-batch"); None in each column that does not apply.
+    achieved_flops and peak_flops in FLOP/s, fraction_of_peak in [0, 1] (a fraction, not percent)."""
+    out = dict.fromkeys(COLUMNS)
+    if result.get("status") != "ok" or quantity != "seconds per mini-batch" or not median:
+        return out
+    work = flops.of_job(job)
+    if work is None:
+        return out
+    out["flops_per_iteration"], out["achieved_flops"] = work, work / median
+    peak = job_peak(job, result, precision, device_name)
+    if peak is None:
+        clock = job["device"] != "cuda" and not ((result.get("environment") or {}).get("cpu") or {}).get("mhz")
+        out["peak_source"] = "no peak known for %s (%s, %s)%s" % (
+            device_name, job["device"], precision or "fp32", ": the job recorded no CPU clock" if clock else "")
+        return out
+    out["peak_device"], out["peak_source"] = peak.device, peak.source
+    if peak.flops:
+        out["peak_flops"], out["fraction_of_peak"] = peak.flops, out["achieved_flops"] / peak.flops
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _spec(name):
+    from dlrepro import spec as specmod
+
+    return specmod.load(name)
+
+
+def _model_dict(spec, model_name):
+    m = spec.models[model_name]
+    return {"layers": m.layer_dicts(), "input_shape": list(m.input_shape), "parameters": m.parameters}
+
+
+def _epochs(metric):
+    match = re.fullmatch(r"(?:training_)?wall_time_(\d+)_epochs", metric)
+    return int(match.group(1)) if match else None
+
+
+def published_work(spec, ref):
+    """(FLOPs, seconds, basis) of a published cell: the work its value timed and the seconds it took, or
+    None where the metric cannot be turned into work (accuracy, ratios, a dataset of unknown size).
+
+    seconds_per_minibatch: a training iteration of ref.batch_size; images_per_second and
+    seconds_per_1000_images: inference passes (forward FLOPs per image); (training_)wall_time_N_epochs:
+    N x (training samples // batch) training iterations (TRAINING_SAMPLES), their wall time including feeding
+    and anything else the loop did, so its efficiency is a lower bound."""
+    variant = spec.variants.get(ref.variant) if ref.variant else None
+    if variant is None or not ref.batch_size or isinstance(ref.value, list):
+        return None
+    model = _model_dict(spec, variant.model)
+    optimizer = variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None
+    value = float(ref.value) * {"min": 60.0}.get(ref.unit, 1.0)
+    if ref.metric == "seconds_per_minibatch":
+        return flops.of_model(model, ref.batch_size, optimizer)["training"], value, "a training iteration"
+    per_image = flops.of_model(model, 1)["inference"]
+    if ref.metric == "images_per_second":
+        return per_image, 1.0 / value, "an inference pass per image"
+    if ref.metric == "seconds_per_1000_images":
+        return 1000 * per_image, value, "an inference pass of 1000 images"
+    epochs = _epochs(ref.metric)
+    dataset = getattr(variant.data, "name", None)
+    if epochs and dataset in TRAINING_SAMPLES:
+        iterations = epochs * (TRAINING_SAMPLES[dataset] // ref.batch_size)
+        return (iterations * flops.of_model(model, ref.batch_size, optimizer)["training"], value,
+                "%d training iterations (%s), wall time: a lower bound" % (iterations, TRAINING_SOURCES[dataset]))
+    return None
+
+
+def _percent(fraction):
+    return "%.0f%%" % (100 * fraction) if fraction >= 0.01 else "%.2g%%" % (100 * fraction)
+
+
+def sentence(published_fraction, published_device, measured_fraction, measured_hardware, batch_note=""):
+    """'other hardware: 31% of a tesla-k80-gk210's peak then, 24% of this NVIDIA H200's now'."""
+    then = "%s: %s of a %s's peak then" % (OTHER_HARDWARE, _percent(published_fraction), published_device)
+    if measured_fraction is None or pd.isna(measured_fraction):
+        return then + "; not measured now"
+    return "%s, %s of this %s's now%s" % (then, _percent(measured_fraction), measured_hardware, batch_note)
+
+
+def _same_framework(ours, published_name):
+    from dlrepro.results.compare import FRAMEWORK_NAMES
+
+    return published_name in FRAMEWORK_NAMES.get(ours, ())
+
+
+def published_efficiency(summary, references=None):
+    """One row per (published timing on hardware with a known fp32 peak, measured job of the same network and
+    framework (compare.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict always OTHER_HARDWARE.
+    The measured jobs are those of the published mini-batch where there are any, else those of every other
+    mini-batch measured (``measured_batch_size`` says which; the sentence names it).
+
+    ``summary``: a summary table (dlrepro.results.tables, v6: fraction_of_peak). ``references``: {spec name:
+    [Reference]}; default: each spec's in specs/. The published side is at fp32 (the studies' GPUs had no
+    TF32 or bf16 tensor cores); the measured side at each precision measured, one row each."""
+    names = summary["spec"].dropna().unique() if len(summary) else []
+    if references is None:
+        references = {name: _spec(name).references for name in names}
+    rows = []
+    for name, refs in references.items():
+        spec = _spec(name)
+        measured = summary[(summary["spec"] == name) & summary["fraction_of_peak"].notna()] if len(summary) else summary
+        models = {v: spec.variants[v].model for v in measured["variant"].unique() if v in spec.variants}
+        for ref in refs:
+            peak = peaks.published(ref.hardware)
+            work = published_work(spec, ref) if peak is not None and peak.flops else None
+            if work is None:
+                continue
+            work_flops, seconds, basis = work
+            model = spec.variants[ref.variant].model
+            inference = ref.metric in ("images_per_second", "seconds_per_1000_images")
+            base = {"spec": name, "model": model, "batch_size": ref.batch_size, "metric": ref.metric,
+                    "published_framework": ref.framework, "published_version": ref.framework_version,
+                    "published_hardware": ref.hardware, "published_value": ref.value, "published_unit": ref.unit,
+                    "published_seconds": seconds, "flops": work_flops,
+                    "published_achieved_flops": work_flops / seconds, "published_peak_flops": peak.flops,
+                    "published_peak_device": peak.device, "published_fraction": work_flops / seconds / peak.flops,
+                    "verdict": OTHER_HARDWARE, "basis": basis, "reference_id": ref.id, "source": ref.source}
+            matched = measured[measured["variant"].map(models).eq(model)
+                               & (measured["mode"] == ("inference" if inference else "throughput"))
+                               & measured["framework"].map(lambda f: _same_framework(f, ref.framework))]
+            if (matched["batch_size"] == ref.batch_size).any():
+                matched = matched[matched["batch_size"] == ref.batch_size]
+            for row in matched.itertuples(index=False):
+                note = "" if row.batch_size == ref.batch_size else " (mini-batch %d, %d then)" % (
+                    row.batch_size, ref.batch_size)
+                rows.append(dict(base, framework=row.framework, framework_version=row.framework_version,
+                                 measured_hardware=row.device_name, measured_batch_size=row.batch_size,
+                                 precision=row.precision,
+                                 measured_seconds=row.median, measured_achieved_flops=row.achieved_flops,
+                                 measured_peak_device=row.peak_device, measured_fraction=row.fraction_of_peak,
+                                 sentence=sentence(base["published_fraction"], peak.device, row.fraction_of_peak,
+                                                   row.device_name, note),
+                                 bundle_id=row.bundle_id, job_id=row.job_id))
+            if matched.empty:
+                rows.append(dict(base, sentence=sentence(base["published_fraction"], peak.device, None, None)))
+    return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
+
+
+def plot(rows, title="Fraction of peak: published (then) and measured (now)"):
+    """PNG bytes of a horizontal bar chart of ``rows`` (published_efficiency's, filtered as the view wants): per
+    network, mini-batch, published framework and hardware, one bar for the published fraction of peak (then)
+    and one per measured precision (now, this hardware), in percent. Raises ValueError on no rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if rows is None or rows.empty:
+        raise ValueError("no published efficiency rows to plot")
+    rows = rows.assign(label=rows["model"] + " b" + rows["batch_size"].astype(str) + "\n" + rows["published_framework"]
+                       + " (" + rows["published_peak_device"] + ")")
+    then = rows.groupby("label", sort=True)["published_fraction"].max() * 100  # several cells of a label: the largest
+    now = rows.dropna(subset=["measured_fraction"]).pivot_table(index="label", columns="precision",
+                                                                values="measured_fraction", aggfunc="max") * 100
+    labels = list(then.index)
+    series = [("then", then)] + [("now, %s" % p, now[p]) for p in now.columns]
+    height = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(8, 1.5 + 0.3 * len(labels) * max(1, len(series) / 2)))
+    for i, (name, values) in enumerate(series):
+        ax.barh([y + i * height for y in range(len(labels))], [values.get(label, float("nan")) for label in labels],
+                height, label=name)
+    ax.set_yticks([y + height * (len(series) - 1) / 2 for y in range(len(labels))])
+    ax.set_yticklabels([label.replace("\n", ", ") for label in labels], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("achieved FLOP/s, % of the device's peak")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _version_key(version):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(str(version)))
+    except InvalidVersion:
+        return (1, str(version))
+
+
+def then_and_now(summary):
+    """The speedup of a framework's newest version over its oldest on the same host, device, spec, variant,
+    batch size, precision and threads (an era image against a modern one: MXNet 0.12.0 and 1.9.1):
+    THEN_AND_NOW_COLUMNS, one row per such pair of ok jobs timed in seconds per mini-batch.
+
+    speedup = then_seconds / now_seconds (medians; > 1: the modern version is faster), with the interval
+    [then ci95_low / now ci95_high, then ci95_high / now ci95_low] from the two medians' 95% intervals
+    (conservative: both ends at once; null where either job has no interval)."""
+    ok = summary[(summary["status"] == "ok") & (summary["quantity"] == "seconds per mini-batch")
+                 & summary["framework_version"].notna() & summary["median"].notna()]
+    rows = []
+    for key, group in ok.groupby(THEN_AND_NOW_KEY, dropna=False, sort=True):
+        versions = sorted(group["framework_version"].unique(), key=_version_key)
+        if len(versions) < 2:
+            continue
+        then = group[group["framework_version"] == versions[0]].iloc[0]
+        now = group[group["framework_version"] == versions[-1]].iloc[0]
+        low = then["ci95_low"] / now["ci95_high"] if pd.notna(then["ci95_low"]) and pd.notna(now["ci95_high"]) else None
+        high = then["ci95_high"] / now["ci95_low"] if pd.notna(then["ci95_high"]) and pd.notna(now["ci95_low"]) else None
+        rows.append(dict(zip(THEN_AND_NOW_KEY, key), then_version=versions[0], now_version=versions[-1],
+                         then_seconds=then["median"], now_seconds=now["median"],
+                         speedup=then["median"] / now["median"], speedup_low=low, speedup_high=high,
+                         then_job_id=then["job_id"], now_job_id=now["job_id"]))
+    return pd.DataFrame(rows, columns=THEN_AND_NOW_COLUMNS)

@@ -1,0 +1,129 @@
+"""Comparable across hardware (dlrepro.results.answers.efficiency): achieved FLOP/s and fraction of peak of a
+job, the published cells set against it, and the same framework then and now."""
+import pandas as pd
+import pytest
+
+from dlrepro import spec
+from dlrepro.results import tables
+from dlrepro.results.answers import efficiency
+from dlrepro.results.answers.verdicts import OTHER_HARDWARE
+from runner import flops
+
+FCN_S = spec.load("fcn").models["fcn-s"]
+MODEL = {"layers": FCN_S.layer_dicts(), "input_shape": list(FCN_S.input_shape), "parameters": FCN_S.parameters}
+
+
+def _job(device="cuda", **extra):
+    return dict({"device": device, "mode": "throughput", "batch_size": 64, "model": MODEL,
+                 "optimizer": {"name": "sgd", "lr": 0.05}}, **extra)
+
+
+WORK = flops.of_model(MODEL, 64, {"name": "sgd", "lr": 0.05})["training"]
+OK = {"status": "ok"}
+
+
+@pytest.mark.parametrize("precision, tflops", [("fp32", 67), ("tf32", 494.7), ("bf16", 989.4)])
+def test_a_cuda_job_is_set_against_its_gpus_peak_at_the_precision_it_ran(precision, tflops):
+    out = efficiency.job_columns(_job(), OK, precision, "NVIDIA H200", 0.01, "seconds per mini-batch")
+    assert out["flops_per_iteration"] == WORK and out["achieved_flops"] == pytest.approx(WORK / 0.01)
+    assert out["peak_flops"] == pytest.approx(tflops * 1e12) and out["peak_device"] == "h200-sxm"
+    assert out["fraction_of_peak"] == pytest.approx(WORK / 0.01 / (tflops * 1e12))
+
+
+def test_two_ranks_on_a_k80_board_are_set_against_the_board():
+    out = efficiency.job_columns(_job(ranks=2), OK, "fp32", "Tesla K80", 0.5, "seconds per mini-batch")
+    assert out["peak_device"] == "tesla-k80-board" and out["peak_flops"] == pytest.approx(8.74e12)
+
+
+def test_no_peak_known_keeps_the_work_and_says_why():
+    out = efficiency.job_columns(_job(), OK, "fp32", "NVIDIA GeForce GTX 1080 Ti", 0.1, "seconds per mini-batch")
+    assert out["achieved_flops"] == pytest.approx(WORK / 0.1) and out["fraction_of_peak"] is None
+    assert out["peak_source"] == "no peak known for NVIDIA GeForce GTX 1080 Ti (cuda, fp32)"
+    k80 = efficiency.job_columns(_job(), OK, "bf16", "Tesla K80", 0.1, "seconds per mini-batch")
+    assert k80["peak_device"] == "tesla-k80-gk210" and k80["fraction_of_peak"] is None
+
+
+def test_a_cpu_job_gets_an_estimate_from_its_threads_clock_and_flags():
+    result = {"status": "ok", "environment": {"cpu": {"usable_cpus": 8, "mhz": 2000.0, "flags": ["avx", "avx2", "fma"]}}}
+    out = efficiency.job_columns(_job("cpu", threads=4), result, "fp32", "AMD EPYC", 2.0, "seconds per mini-batch")
+    assert out["peak_flops"] == 4 * 2000e6 * 32 and out["peak_device"] == "CPU estimate"
+    assert out["peak_source"].startswith("estimate: 4 cores x 2000 MHz x 32")
+
+
+@pytest.mark.parametrize("job, result, quantity", [
+    (_job(mode="convergence"), OK, "seconds per mini-batch"), (_job(), {"status": "failed"}, "seconds per mini-batch"),
+    (_job(), OK, "seconds per epoch")])
+def test_jobs_without_a_timed_mini_batch_get_no_efficiency(job, result, quantity):
+    assert set(efficiency.job_columns(job, result, "fp32", "NVIDIA H200", 0.01, quantity).values()) == {None}
+
+
+def test_a_published_timing_is_turned_into_work_over_its_seconds():
+    """CNTK on the GTX Titan X (Maxwell): AlexNet-S b16 in 0.035 s; 105.56 GFLOPs per iteration (runner.flops)
+    over 6.144 TFLOP/s: 49% of its peak."""
+    alexnet = spec.load("alexnet")
+    ref = next(r for r in alexnet.references if r.id == "dlbench_early.alexnet_224.titanx_maxwell.cntk")
+    work, seconds, basis = efficiency.published_work(alexnet, ref)
+    assert work == 105_559_694_416 and seconds == 0.035 and basis == "a training iteration"
+    vgg = spec.load("cifar10-vgg")
+    k80 = next(r for r in vgg.references if r.id == "dlf.cnn_cifar10.k80.pytorch")
+    work, seconds, basis = efficiency.published_work(vgg, k80)
+    iteration = flops.of_model({"layers": vgg.models["vgg"].layer_dicts(), "input_shape": [3, 32, 32],
+                                "parameters": 3_441_592}, 64, {"name": "sgd", "lr": 0.01, "momentum": 0.9})["training"]
+    assert work == 10 * 781 * iteration and seconds == 169 and basis.startswith("7810 training iterations")
+
+
+def _row(**values):
+    base = {c: None for c in tables.SUMMARY_COLUMNS}
+    base.update(status="ok", quantity="seconds per mini-batch", mode="throughput", device="cuda", host="h",
+                threads=None, ranks=None, precision="fp32", bundle_id="b", job_id="j")
+    base.update(values)
+    return base
+
+
+def test_published_cells_are_set_against_the_same_network_and_framework_as_other_hardware():
+    summary = pd.DataFrame([_row(spec="cifar10-vgg", variant="cifar10-vgg-synthetic", framework="torch", batch_size=64,
+                                 device_name="NVIDIA H200", median=0.002, fraction_of_peak=0.15, achieved_flops=1e13,
+                                 peak_device="h200-sxm"),
+                            _row(spec="cifar10-vgg", variant="cifar10-vgg-synthetic", framework="jax", batch_size=64,
+                                 device_name="NVIDIA H200", median=0.002, fraction_of_peak=0.2)])
+    vgg = spec.load("cifar10-vgg")
+    refs = {"cifar10-vgg": [r for r in vgg.references if r.id in ("dlf.cnn_cifar10.k80.pytorch",
+                                                                   "dlf.cnn_cifar10.k80.caffe2")]}
+    rows = efficiency.published_efficiency(summary, refs).set_index("reference_id")
+    assert set(rows["verdict"]) == {OTHER_HARDWARE}
+    pytorch = rows.loc["dlf.cnn_cifar10.k80.pytorch"]
+    assert pytorch["framework"] == "torch" and pytorch["measured_fraction"] == 0.15
+    assert pytorch["published_fraction"] == pytest.approx(pytorch["flops"] / 169 / 4.37e12)
+    assert pytorch["sentence"] == "other hardware: %.0f%% of a tesla-k80-gk210's peak then, 15%% of this NVIDIA H200's now" \
+        % (100 * pytorch["published_fraction"])
+    caffe2 = rows.loc["dlf.cnn_cifar10.k80.caffe2"]  # no Caffe2 measured: shown, not set against jax
+    assert pd.isna(caffe2["framework"]) and caffe2["sentence"].endswith("peak then; not measured now")
+    png = efficiency.plot(rows.reset_index())
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    with pytest.raises(ValueError, match="no published efficiency rows"):
+        efficiency.plot(rows.iloc[:0])
+
+
+def test_another_mini_batch_is_named_when_the_published_one_was_not_measured():
+    summary = pd.DataFrame([_row(spec="alexnet", variant="alexnet-s", framework="tensorflow", batch_size=128,
+                                 device_name="NVIDIA H200", median=0.01, fraction_of_peak=0.3)])
+    alexnet = spec.load("alexnet")
+    refs = {"alexnet": [r for r in alexnet.references if r.id == "dlbench_early.alexnet_224.titanx_maxwell.tensorflow"]}
+    row = efficiency.published_efficiency(summary, refs).iloc[0]
+    assert row["measured_batch_size"] == 128 and row["sentence"].endswith("30% of this NVIDIA H200's now (mini-batch 128, 16 then)")
+
+
+def test_then_and_now_gives_the_speedup_since_the_papers_version_with_its_interval():
+    key = dict(spec="alexnet", variant="alexnet-s", batch_size=16, framework="mxnet", device="cpu", device_name="EPYC")
+    summary = pd.DataFrame([
+        _row(framework_version="0.12.0", median=2.0, ci95_low=1.8, ci95_high=2.4, job_id="old", **key),
+        _row(framework_version="1.9.1", median=1.0, ci95_low=0.9, ci95_high=1.2, job_id="new", **key),
+        _row(framework_version="1.9.1", median=1.0, ci95_low=0.9, ci95_high=1.2, **dict(key, batch_size=32)),
+        _row(framework_version="0.12.0", median=3.0, **dict(key, host="other")),
+        _row(framework_version="2.21.0", median=1.0, **dict(key, framework="tensorflow")),
+    ])
+    rows = efficiency.then_and_now(summary)
+    assert len(rows) == 1
+    row = rows.iloc[0]
+    assert (row["then_version"], row["now_version"], row["then_job_id"], row["now_job_id"]) == ("0.12.0", "1.9.1", "old", "new")
+    assert row["speedup"] == 2.0 and row["speedup_low"] == pytest.approx(1.5) and row["speedup_high"] == pytest.approx(2.4 / 0.9)
