@@ -132,14 +132,14 @@ def sentence(published_fraction, published_device, measured_fraction, measured_h
 
 
 def _same_framework(ours, published_name):
-    from dlrepro.results.compare import FRAMEWORK_NAMES
+    from dlrepro.results.answers.published import FRAMEWORK_NAMES
 
     return published_name in FRAMEWORK_NAMES.get(ours, ())
 
 
 def published_efficiency(summary, references=None):
     """One row per (published timing on hardware with a known fp32 peak, measured job of the same network and
-    framework (compare.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict always OTHER_HARDWARE.
+    framework (answers.published.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict always OTHER_HARDWARE.
     The measured jobs are those of the published mini-batch where there are any, else those of every other
     mini-batch measured (``measured_batch_size`` says which; the sentence names it).
 
