@@ -179,7 +179,7 @@ def _study_names():
     "resume": "continue the study's latest record (its own options)",
     "results": "folder for bundles and study records (default: results/)",
     "python": "interpreter for --executor local (default: this one)",
-    "out": "folder for the study report (default: reports/<study record name>)",
+    "out": "folder for the study report (default: <results>/reports/<study record name>)",
 })
 def study(c, name, device="", framework="", executor="docker", quick=False, resume=False, results="", python="",
           out="", engine=""):
@@ -208,16 +208,19 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
 
 
 @task(name="study-report", help={
-    "name": "a study name (its latest record under results/studies/) or a study record file",
-    "out": "folder for study.html, study.md and figures/ (default: reports/<study record name>)",
-    "results": "the results folder (default: results/)"})
-def study_report(c, name, out="", results=""):
-    """Write the report of a study: the published cells reproduced or not, each claim's verdict, the paper's
-    tables with the measured values beside the published ones."""
+    "name": "a study name (its latest record anywhere under results/) or a study record file",
+    "out": "folder for study.html, study.md and figures/ (default: <results>/reports/<study record name>)",
+    "results": "the results folder (default: results/)",
+    "allow_missing": "write the report (exit 0) even when bundles the record names are not under results/"})
+def study_report(c, name, out="", results="", allow_missing=False):
+    """Write the report of a study: each claim's verdict, the paper's tables beside the measured values.
+
+    Rebuilt from the repository alone: a bundle the record names but results/ lacks is named as missing and
+    the command exits 1 (after writing the report) unless --allow-missing."""
     from dlrepro.results import study_report as reports
 
     with user_errors():
-        made = reports.write(name, out or None, results or REPO_ROOT / "results")
+        made = reports.write(name, out or None, results or REPO_ROOT / "results", allow_missing)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 

@@ -8,6 +8,7 @@ status with the reason of failed and skipped jobs); the comparison with the publ
 the ranking verdicts (``dlrepro.compare``); the figures (``dlrepro.plots``).
 """
 import base64
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,8 @@ TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.results", "t
                                undefined=jinja2.StrictUndefined)
 TEMPLATES.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
 TEMPLATES.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+NUMERIC = re.compile(r"^[+-]?[\d,]*\.?\d+(e[+-]?\d+)?\s?(%|x|ms|s|min)?$")
+TEMPLATES.tests["numeric"] = lambda text: bool(NUMERIC.match(str(text)))  # right-aligned in a table
 
 
 @dataclass
