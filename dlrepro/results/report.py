@@ -1,11 +1,13 @@
 """A report of one or more bundles: report.md (figures as PNG files beside it) and report.html
 (self-contained: figures embedded as base64 PNG, no external CSS, scripts or fonts).
 
-Sections: the bundles; the environment, the studies' (their published references' hardware and
-framework versions) next to this one's (host, GPUs and driver, images by ID, CUDA and cuDNN); the
-results per spec and mode (median and IQR of the timed quantity, 95% CI, throughput, accuracy,
-status with the reason of failed and skipped jobs); the comparison with the published values and
-the ranking verdicts (``dlrepro.compare``); the figures (``dlrepro.plots``).
+Sections, summary first: the headline (fastest and slowest framework per spec, variant, device and batch
+size; how many published cells were compared and what could not be); the figures (``dlrepro.plots``);
+the results per spec and mode (median and IQR of the timed quantity, 95% CI, throughput, accuracy, status,
+the reasons of failed and skipped jobs as numbered footnotes); the comparison with the published values and
+the ranking verdicts (``dlrepro.compare``); then how it was measured: the bundles and the environment, the
+studies' (their published references' hardware and framework versions) next to this one's (host, GPUs and
+driver, images by ID, CUDA and cuDNN). Numbers as dlrepro.results.numbers writes them, one unit per column.
 """
 import base64
 import re
@@ -15,7 +17,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlrepro.results import bundle, compare, plots, tables
+from dlrepro.results import bundle, compare, numbers, palette, plots, tables
 from dlrepro.results.tables import POOLED_CI
 from dlrepro.errors import DlreproError
 
@@ -34,6 +36,7 @@ class Table:
     columns: list
     rows: list  # lists of strings, one per column
     note: str = ""
+    footnotes: list = field(default_factory=list)  # texts of the [1], [2], ... marks in the rows
 
 
 @dataclass
@@ -155,8 +158,34 @@ def results(summary):
         if len(quantity):
             title += ": %s (%s)" % (quantity.iloc[0], unit.iloc[0])
             note = "median, IQR and 95%% CI of the %s over every measured sample." % quantity.iloc[0]
-        out.append(_table(title, frame, note))
+        time = numbers.time_unit(rows["median"]) if len(unit) and unit.iloc[0] == "s" else None
+        if time:
+            for column, values in (("median", rows["median"]), ("mean", rows["mean"])):
+                frame[column] = [numbers.in_unit(v, time) for v in values]
+            frame["IQR (q1-q3)"] = [_range(a, b, time) for a, b in zip(rows["q1"], rows["q3"])]
+            frame["95% CI"] = [_range(a, b, time) for a, b in zip(rows["ci95_low"], rows["ci95_high"])]
+            frame = frame.rename(columns={c: "%s (%s)" % (c, time) for c in ("median", "mean", "IQR (q1-q3)",
+                                                                              "95% CI")})
+        rates = rows["throughput_unit"].dropna()
+        frame["throughput"] = rows["throughput"].map(numbers.rate)
+        frame = frame.rename(columns={"throughput": "throughput (%s)" % (rates.iloc[0] if len(rates) else
+                                                                        "samples/s")})
+        marks, footnotes = _footnotes(frame.pop("reason"))
+        frame.insert(list(frame.columns).index("status") + 1, "note", marks)
+        table = _table(title, frame, note)
+        table.footnotes = footnotes
+        out.append(table)
     return out
+
+
+def _footnotes(reasons):
+    """('[1]' marks per row, the distinct texts in order): long reasons leave the table for footnotes."""
+    texts, marks = [], []
+    for text in reasons:
+        if text and text not in texts:
+            texts.append(text)
+        marks.append("[%d]" % (texts.index(text) + 1) if text else "")
+    return marks, texts
 
 
 def _ci_over(method, units, low):
@@ -235,18 +264,22 @@ def _fmt_int(value):
     return "" if pd.isna(value) else str(int(value))
 
 
-def _range(low, high):
-    return "" if pd.isna(low) or pd.isna(high) else "%.4g-%.4g" % (low, high)
+def _range(low, high, unit=None):
+    """'3.41-3.62' (in ``unit``, 'ms' or 's', for times), '' when either end is missing."""
+    if pd.isna(low) or pd.isna(high):
+        return ""
+    return "%s-%s" % ((numbers.in_unit(low, unit), numbers.in_unit(high, unit)) if unit else
+                      (numbers.significant(low), numbers.significant(high)))
 
 
 def comparison(cells):
     """The measured / published ratio and verdict per cell, both sides' hardware and versions."""
     frame = pd.DataFrame({
         "spec": cells["spec"], "variant": cells["variant"], "batch": cells["batch_size"].map(_fmt_int),
-        "framework": cells["framework"],
-        "metric": cells["metric"] + " (" + cells["unit"] + ")", "measured": cells["measured"].map(_fmt),
-        "published": cells["published"].map(_fmt), "ratio": cells["ratio"].map(lambda v: _fmt(v, "%.3g")),
-        "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])], "verdict": cells["verdict"],
+        "framework": cells["framework"], "verdict": cells["verdict"],
+        "metric": cells["metric"] + " (" + cells["unit"] + ")", "measured": cells["measured"].map(numbers.significant),
+        "published": cells["published"].map(numbers.significant), "ratio": cells["ratio"].map(numbers.ratio),
+        "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])],
         "reference": cells["reference_id"] + " (" + cells["reference_kind"] + ")",
         "published by": (cells["published_framework"] + " " + cells["published_version"].fillna("")).str.strip()
         + " on " + cells["published_hardware"],
@@ -260,15 +293,44 @@ def ranking(ranks):
     """The frameworks' order measured vs published per spec, variant, batch size and metric, with tau."""
     frame = pd.DataFrame({
         "spec": ranks["spec"], "variant": ranks["variant"], "batch": ranks["batch_size"].map(_fmt_int),
-        "metric": ranks["metric"],
+        "metric": ranks["metric"], "verdict": ranks["verdict"],
         "published on": ranks["published_hardware"] + " (" + ranks["reference_kind"] + ")",
         "published order": ranks["published_order"], "measured order": ranks["measured_order"],
         "n": ranks["n"].map(_fmt_int), "Kendall tau": ranks["tau"].map(lambda v: _fmt(v, "%.2f")),
-        "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "verdict": ranks["verdict"], "swapped": ranks["swapped"],
+        "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "swapped": ranks["swapped"],
     })
     return _table("Ranking of the frameworks: the studies' conclusion here", frame,
                   "orders: best first (fastest; highest rate or accuracy); Kendall's tau: 1 = the same order, "
                   "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.")
+
+
+def headline(summary, cells):
+    """The lines a reader wants first: per spec, variant, device, mode and batch size the fastest and slowest
+    framework (samples/s); how many published cells were compared, by verdict; what could not be run."""
+    lines = []
+    ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
+    for (spec, variant, device, mode, batch), rows in ok.groupby(
+            ["spec", "variant", "device_name", "mode", "batch_size"], sort=True, dropna=False):
+        rows = rows.sort_values("throughput", ascending=False)
+        best, worst = rows.iloc[0], rows.iloc[-1]
+        text = "%s b%d on %s (%s mode): fastest %s %s %s" % (
+            variant, batch, device, mode, palette.name(best["framework"]), numbers.rate(best["throughput"]),
+            best["throughput_unit"])
+        if len(rows) > 1:
+            text += ", slowest %s %s %s (%s frameworks)" % (palette.name(worst["framework"]),
+                                                          numbers.rate(worst["throughput"]), worst["throughput_unit"], len(rows))
+        lines.append(text)
+    if len(cells):
+        tally = cells["verdict"].value_counts()
+        lines.append("%s compared with the published values: %s" % (
+            numbers.count(len(cells), "cell"), ", ".join("%d %s" % (n, w) for w, n in tally.items())))
+    else:
+        lines.append("No published value matches a measured cell.")
+    other = summary[summary["status"] != "ok"]["status"].value_counts()
+    if len(other):
+        lines.append("Not measured: %s (reasons in the results' footnotes)." % ", ".join(
+            numbers.count(n, "job") + " " + status for status, n in other.items()))
+    return lines
 
 
 def bundle_folders(names):
@@ -287,6 +349,7 @@ def context(bundle_dirs, summary, samples):
     ranks = compare.ranking(cells)
     return {
         "bundle_ids": [b["id"] for b in bundles],
+        "headline": headline(summary, cells),
         "bundles": bundle_table(bundles),
         "environment": environment(bundles, summary),
         "results": results(summary),

@@ -9,20 +9,12 @@
 
 Both are WIDTH_PX wide; their height grows with the rows.
 """
-import io
-
 from matplotlib.figure import Figure
 
 from dlrepro.results import claims, compare, palette, plots
 from dlrepro.results.answers import verdicts as words
 
 ROW_PX = 75
-
-
-def _png(fig):
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=plots.DPI)
-    return buf.getvalue()
 
 
 def _points(study, v):
@@ -73,7 +65,8 @@ def claims_strip(study, verdict_list):
     return [plots.Plot("claims-strip", "The claims judged here",
                        "One row per judged claim, its verdict on the left; dots: the measured values, one colour "
                        "per framework; grey: the band the claim states (a ratio claim: the subject's speed over "
-                       "each other tool's; a scaling claim: the speedup).", _png(fig))]
+                       "each other tool's; a scaling claim: the speedup).", plots._png(fig),
+                       (plots.WIDTH_PX, height))]
 
 
 def ratio_dots(tables):
@@ -101,7 +94,7 @@ def ratio_dots(tables):
     return [plots.Plot("ratio-to-published", "Measured against published",
                        "Each published cell measured here: measured / published on a log axis; grey: %g-%g; filled "
                        "markers on the published hardware, hollow ones on other hardware (shown, not judged)."
-                       % (low, high), _png(fig))]
+                       % (low, high), plots._png(fig), (plots.WIDTH_PX, height))]
 
 
 def all_plots(study, verdict_list, tables):
