@@ -225,18 +225,24 @@ def study_report(c, name, out="", results="", allow_missing=False):
             console.print(str(path))
 
 
-@task(help={"results": "the results folder (default: results/)"})
-def bundles(c, results=""):
-    """List the bundles, complete and partial: their state, job counts, and how to resume each.
+@task(help={"results": "the results folder (default: results/)", "spec": "only the bundles of this spec"})
+def bundles(c, results="", spec=""):
+    """List the bundles, complete and partial: device, hardware, frameworks, job counts, the next step of each.
 
     Results that detached Slurm arrays have finished are taken into their bundles first (no waiting)."""
+    from pathlib import Path
+
     from dlrepro.cli import render
+    from dlrepro.errors import DlreproError
     from dlrepro.results import bundle as bundlemod
     from dlrepro.run import runs
 
     with user_errors():
+        if results and not Path(results).is_dir():
+            raise DlreproError("--results %s: no such folder" % results, "give the folder the bundles were written "
+                               "to (default: results/)")
         runs.take_submitted(results or REPO_ROOT / "results", runs.Reporter())
-        render.bundles(bundlemod.listing(results or None))
+        render.bundles(bundlemod.listing(results or None), spec or None)
 
 
 @task(help={"bundle": "a partial bundle (its id, folder, or 'latest')",
@@ -362,12 +368,16 @@ def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01", fai
 
     with user_errors():
         fail_on = fail_on or ("never" if against == "published" else "slower")
-        found = comparemod.run(bundle, against, _number("--min-effect", min_effect, 0, None),
-                               _number("--alpha", alpha, 0, 1))
+        effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 1)
+        found = comparemod.run(bundle, against, effect, level)
         result = found.to_json(fail_on)
         if json:
             Path(json).write_text(jsonlib.dumps(result, indent=1) + "\n")
-        render.comparison(found)
+        render.comparison(found, effect, level)
+        if found.kind == "bundle" and not render.shared(found):
+            console.print("[red]error:[/] %s and %s share no configuration (spec, variant, framework, device, "
+                          "batch size, ...): nothing was compared" % (found.bundle.name, found.against.name))
+            raise Exit(code=2)
         if result["failed"]:
             console.print("[red]failed[/] (--fail-on %s): %d cell(s)%s" % (
                 fail_on, len(result["failing_cells"]), ", %d ranking(s) that do not hold"
