@@ -151,3 +151,19 @@ def test_numbers_for_humans():
     assert numbers.count(1, "repeat") == "1 repeat" and numbers.count(3, "repeat") == "3 repeats"
     assert numbers.time_unit([0.0035, 0.8]) == "ms" and numbers.in_unit(0.0035, "ms") == "3.50"
     assert numbers.significant(1234567.8) == "1,234,568" and numbers.ratio(1.514) == "1.51x"
+
+
+def test_dlf_table_2_is_in_minutes_as_published():
+    from dlrepro import spec as specmod, studies
+    from dlrepro.results import paper, tables
+
+    study = studies.load("dlf")
+    empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
+    refs = {run.spec: specmod.load(run.spec).references for run in study.runs.values()}
+    built = {t.name: t for t in paper.build(study, empty, refs, {r: "not runnable here: no GPU" for r in study.runs})}
+    shown, _ = study_report._paper_table(study, built["table2-densenet"])
+    cells = [dict(zip(shown.columns, row)) for row in shown.rows]
+    assert [c for c in shown.columns if "published" in c] == ["1x V100 published (min)", "4x V100 published (min)"]
+    # the README's 25 and 8 minutes of PyTorch (stored in minutes, converted to seconds), shown in minutes again
+    assert (cells[0]["tool"], cells[0]["1x V100 published (min)"], cells[0]["4x V100 published (min)"]) == (
+        "PyTorch", "25.0", "8.00")
