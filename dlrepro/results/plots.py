@@ -8,7 +8,8 @@ Each function takes tidy tables (``dlrepro.tables.summary`` / ``samples`` column
   at two or more batch sizes, on log-log axes from LOG_AXES_FROM batch sizes on;
 - ``throughput_bars``: throughput in samples/s at the median time, one horizontal bar per framework, sorted
   by value (fastest on top), whiskers at the throughput of the quartile times (the IQR mapped through
-  samples / seconds); small multiples: one figure per spec, variant, device and mode, a panel per batch size;
+  samples / seconds); small multiples: one figure per spec, variant, device and mode, a panel per batch size
+  (PANEL_SHARE of HEIGHT_PX each); a label that repeats gets the bundle's hash;
 - ``speedup_vs_threads``: a CPU thread sweep's speedup over its fewest threads, one line per framework, the
   ideal (linear in the threads) dashed;
 - ``speedup_vs_gpus``: a data-parallel run's speedup over its 1-GPU job against the GPU (rank) count, one
@@ -34,6 +35,7 @@ DPI = 100
 WIDTH_PX, HEIGHT_PX = 800, 450
 LOG_AXES_FROM = 4  # distinct batch sizes from which both axes of seconds_vs_batch are logarithmic
 GROUP = ["spec", "variant", "device", "device_name", "precision"]
+PANEL_SHARE = 0.55  # of HEIGHT_PX, the height of each panel of a figure of small multiples
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def _where(g):
 def _names(rows):
     """'framework version' per row, with ', N threads' where the rows' thread counts differ (CPU jobs: a GPU
     job's host threads say nothing of it)."""
-    names = (rows["framework"] + " " + rows["framework_version"].fillna("")).str.strip()
+    names = (rows["framework"].map(palette.name) + " " + rows["framework_version"].fillna("")).str.strip()
     if (rows["device"] == "cpu").all() and rows["threads"].nunique(dropna=False) > 1:
         names = names + ", " + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d thread%s" % (t, "s"[t == 1:]))
     if rows["ranks"].notna().any():
@@ -90,7 +92,7 @@ def _labels(rows):
     """One label per row: its _names, with the bundle id appended where that name repeats."""
     labels = _names(rows)
     repeated = labels.duplicated(keep=False)
-    return labels.where(~repeated, labels + " [" + rows["bundle_id"] + "]")
+    return labels.where(~repeated, labels + " [" + rows["bundle_id"].str.rsplit("-", n=1).str[-1] + "]")
 
 
 def _slug(*parts):
@@ -131,15 +133,14 @@ def seconds_vs_batch(summary):
 
 def throughput_bars(summary):
     """Samples/s at the median time per framework (whiskers: samples/s at the q3 and q1 times), fastest on top;
-    one figure per spec, variant, device and mode, a panel per batch size (two columns)."""
+    one figure per spec, variant, device and mode, a panel per batch size, one under the other."""
     ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
     plots = []
     for g, group in _groups(ok, GROUP + ["mode"]):
         sizes = sorted(group["batch_size"].unique())
-        columns = 1 if len(sizes) == 1 else 2
-        lines = -(-len(sizes) // columns)
-        fig = Figure(figsize=(WIDTH_PX / DPI, lines * HEIGHT_PX / DPI), dpi=DPI, layout="constrained")
-        axes = fig.subplots(lines, columns, squeeze=False).ravel()
+        height = HEIGHT_PX if len(sizes) == 1 else int(PANEL_SHARE * HEIGHT_PX) * len(sizes)
+        fig = Figure(figsize=(WIDTH_PX / DPI, height / DPI), dpi=DPI, layout="constrained")
+        axes = fig.subplots(len(sizes), 1, squeeze=False).ravel()
         for ax, batch in zip(axes, sizes):
             rows = group[group["batch_size"] == batch].sort_values("throughput", ascending=False)
             rate = rows["throughput"]
@@ -151,15 +152,13 @@ def throughput_bars(summary):
             ax.invert_yaxis()  # fastest on top
             ax.set_title("batch %d" % batch, fontsize="small")
             ax.set_xlabel(rows["throughput_unit"].iloc[0] + " (median)")
-        for ax in axes[len(sizes):]:
-            ax.set_visible(False)
         title = "Samples/s (%s mode): %s" % (g["mode"], _where(g))
         fig.suptitle(title, fontsize="medium")
         plots.append(Plot(_slug("throughput", g["spec"], g["variant"], g["mode"], g["device"], len(plots)), title,
                           "Samples per second at the median %s (%s mode), a panel per batch size, fastest on top; "
                           "whiskers: samples per second at the third and first quartile of the times (the "
                           "interquartile range)." % (group["quantity"].iloc[0], g["mode"]), _png(fig),
-                          (WIDTH_PX, lines * HEIGHT_PX)))
+                          (WIDTH_PX, height)))
     return plots
 
 

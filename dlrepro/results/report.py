@@ -62,6 +62,9 @@ def _short(image_id):
     return image_id.split(":")[-1][:12] if isinstance(image_id, str) else ""
 
 
+INVOKE = re.compile(r"^\S*/invoke/__main__\.py")  # the recorded command as the reader would type it
+
+
 def bundle_table(bundles):
     """One row per bundle: id, spec and its hash, when, suite version and commit, job counts, command."""
     rows = []
@@ -71,7 +74,8 @@ def bundle_table(bundles):
         commit += ", dirty" if git.get("dirty") else ""
         rows.append([body["id"], "%s (sha256 %s)" % (body["spec"]["name"], body["spec"]["sha256"][:12]),
                      body.get("created"), "%s (%s)" % (suite.get("version"), commit),
-                     ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()), body.get("command")])
+                     ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()),
+                     INVOKE.sub("invoke", body.get("command") or "")])
     return _table("Bundles", pd.DataFrame(rows, columns=["bundle", "spec", "created", "suite", "jobs", "command"]))
 
 
@@ -309,17 +313,17 @@ def headline(summary, cells):
     framework (samples/s); how many published cells were compared, by verdict; what could not be run."""
     lines = []
     ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
-    for (spec, variant, device, mode, batch), rows in ok.groupby(
-            ["spec", "variant", "device_name", "mode", "batch_size"], sort=True, dropna=False):
-        rows = rows.sort_values("throughput", ascending=False)
-        best, worst = rows.iloc[0], rows.iloc[-1]
-        text = "%s b%d on %s (%s mode): fastest %s %s %s" % (
-            variant, batch, device, mode, palette.name(best["framework"]), numbers.rate(best["throughput"]),
-            best["throughput_unit"])
-        if len(rows) > 1:
-            text += ", slowest %s %s %s (%s frameworks)" % (palette.name(worst["framework"]),
-                                                          numbers.rate(worst["throughput"]), worst["throughput_unit"], len(rows))
-        lines.append(text)
+    for (spec, variant, device, mode), group in ok.groupby(["spec", "variant", "device_name", "mode"], sort=True,
+                                                           dropna=False):
+        per = []
+        for batch, rows in group.groupby("batch_size", sort=True):
+            rows = rows.sort_values("throughput", ascending=False)
+            best, worst = rows.iloc[0], rows.iloc[-1]
+            per.append("b%d %s %s" % (batch, palette.name(best["framework"]), numbers.rate(best["throughput"]))
+                       + (" / %s %s" % (palette.name(worst["framework"]), numbers.rate(worst["throughput"]))
+                          if len(rows) > 1 else ""))
+        lines.append("%s on %s (%s mode), fastest / slowest, %s: %s" % (
+            variant, device, mode, group["throughput_unit"].iloc[0], "; ".join(per)))
     if len(cells):
         tally = cells["verdict"].value_counts()
         lines.append("%s compared with the published values: %s" % (
