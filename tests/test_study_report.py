@@ -73,7 +73,7 @@ def test_the_verdict_table_sorts_answers_first_and_folds_the_untestable(made):
     assert ranks == sorted(ranks) and len(order) == 3
     assert html.count("<details>") == 4 and 'class="chip" style="background: #' in html
     # the missing bundle is named, and so is its run's claim
-    assert "bundle %s (run fcn) not found under results/" % GONE in html
+    assert "1 bundle of this record not found under results/: %s (run fcn)." % GONE in html
     assert "cannot judge: bundle missing (%s not found under results)" % GONE in html
 
 

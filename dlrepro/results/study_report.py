@@ -209,7 +209,7 @@ def _smoke(record, summary):
     bare = [row for _, row in ok.iterrows() if not (compare.repeat_level(row) and pd.notna(row["ci95_low"]))]
     if not quick and not bare:
         return None
-    text = "Smoke pass%s: " % (" (invoke study --quick: few repeats of few iterations per job)" if quick else "")
+    text = "Smoke pass: " + ("`invoke study --quick`, few repeats of few iterations per job. " if quick else "")
     if bare:
         text += "%d of %d timed jobs have no interval over repeats (an interval needs 6 repeats). " % (
             len(bare), len(ok))
