@@ -195,8 +195,9 @@ def answer(study, host, verdict_list, groups):
     for v in sorted(tested, key=lambda v: palette.rank(v.verdict)):
         tally[v.verdict] = tally.get(v.verdict, 0) + 1
     where = "On this study's host (%s)" % host if host else "With none of its bundles at hand"
-    text = "%s %d of %s's %d claims could be tested" % (where, len(tested), study.title.split(" - ")[0].strip(),
-                                                        len(verdict_list))
+    name = study.title.split(" - ")[0].strip()
+    text = "%s %d of %s %d claims could be tested" % (where, len(tested), name + ("'" if name.endswith("s") else "'s"),
+                                                      len(verdict_list))
     text += (": " + ", ".join("%d %s" % (n, w) for w, n in tally.items())) if tally else ""
     rest = "; ".join("%s (%d)" % (why, len(ids)) for why, ids in groups.items())
     return text + "." + (" Not testable here: %s." % rest if rest else "")
