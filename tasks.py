@@ -439,6 +439,8 @@ def report(c, bundles, out=""):
 
     with user_errors():
         made = reports.write(split(bundles) or [], out or None)
+        for line in made.headline:
+            console.print(line, soft_wrap=True, highlight=False)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 

@@ -5,7 +5,7 @@ import pandas as pd
 from rich.table import Table
 
 from dlrepro.cli.console import MARK, console
-from dlrepro.results import bundle, numbers, palette
+from dlrepro.results import bundle, numbers, palette, report
 from dlrepro.results.answers import verdicts as words
 from dlrepro.references import KINDS
 from dlrepro.run import hostinfo
@@ -198,20 +198,7 @@ def comparison(found, min_effect=None, alpha=None):
         ranks = found.rankings
         for rank in ranks[(ranks["reference_kind"] == kind) & (ranks["published_hardware"] == hardware)
                           & (ranks["metric"] == metric)].itertuples() if ranks is not None else ():
-            console.print(ranking_line(rank), soft_wrap=True)
-
-
-def ranking_line(rank):
-    """'alexnet-s b16: published (third-party rerun, GTX Titan X): tensorflow > mxnet > cntk; here (AMD EPYC):
-    cntk > caffe > ... (tau -0.55, n 4, p 0.28)': a published order beside the measured one, never called the
-    study's conclusion (that word is for the claims of studies/*.yaml)."""
-    order = lambda text: " > ".join(palette.name(t.strip()) for t in str(text).split(","))
-    line = "%s b%s: published (%s, %s): %s; here (%s): %s" % (
-        rank.variant, rank.batch_size, rank.reference_kind.replace("_", " "), rank.published_hardware,
-        order(rank.published_order), rank.measured_hardware, order(rank.measured_order))
-    if pd.notna(rank.tau):
-        line += " (tau %.2f, n %d, p %.2g)" % (rank.tau, rank.n, rank.p_value)
-    return line
+            console.print(report.ranking_sentence(rank), soft_wrap=True)
 
 
 def _regression(found, min_effect, alpha):

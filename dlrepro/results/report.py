@@ -44,6 +44,7 @@ class Report:
     html: Path
     markdown: Path
     figures: list = field(default_factory=list)  # PNG paths beside report.md
+    headline: list = field(default_factory=list)  # the report's first lines (report.headline)
 
 
 def _fmt(value, spec="%.4g"):
@@ -303,7 +304,7 @@ def ranking(ranks):
         "n": ranks["n"].map(_fmt_int), "Kendall tau": ranks["tau"].map(lambda v: _fmt(v, "%.2f")),
         "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "swapped": ranks["swapped"],
     })
-    return _table("Ranking of the frameworks: the studies' conclusion here", frame,
+    return _table("Ranking of the frameworks: the published order against the measured one", frame,
                   "orders: best first (fastest; highest rate or accuracy); Kendall's tau: 1 = the same order, "
                   "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.")
 
@@ -337,6 +338,22 @@ def headline(summary, cells):
     return lines
 
 
+def ranking_sentence(rank):
+    """'alexnet-s b16: published (third party rerun, GTX Titan X): TensorFlow > MXNet > CNTK > Caffe; here (AMD
+    EPYC): CNTK > Caffe > MXNet > TensorFlow (tau -0.55, n 4, p 0.28)' from a compare.RANKING_COLUMNS row: a
+    published order beside the measured one, never called the study's conclusion (that word is for the
+    claims of studies/*.yaml)."""
+    def order(text):
+        return " > ".join(palette.name(t.strip()) for t in str(text).split(","))
+
+    line = "%s b%s: published (%s, %s): %s; here (%s): %s" % (
+        rank.variant, rank.batch_size, rank.reference_kind.replace("_", " "), rank.published_hardware,
+        order(rank.published_order), rank.measured_hardware, order(rank.measured_order))
+    if pd.notna(rank.tau):
+        line += " (tau %.2f, n %d, p %.2g)" % (rank.tau, rank.n, rank.p_value)
+    return line
+
+
 def bundle_folders(names):
     """Bundle folders from paths or bundle ids under results/ (bundle.locate), in order, each once."""
     folders = []
@@ -359,7 +376,7 @@ def context(bundle_dirs, summary, samples):
         "results": results(summary),
         "comparison": comparison(cells) if len(cells) else None,
         "ranking": ranking(ranks) if len(ranks) else None,
-        "sentences": list(ranks["sentence"]) if len(ranks) else [],
+        "sentences": [ranking_sentence(r) for r in ranks.itertuples()],
         "figures": plots.all_plots(summary, samples),
         "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX),
     }
@@ -378,7 +395,7 @@ def write(bundles, out_dir=None):
         old.unlink()
     summary, samples = tables.merge(bundle_dirs)
     ctx = context(bundle_dirs, summary, samples)
-    report = Report(out / "report.html", out / "report.md")
+    report = Report(out / "report.html", out / "report.md", headline=ctx["headline"])
     for figure in ctx["figures"]:
         path = out / "figures" / (figure.name + ".png")
         path.write_bytes(figure.png)
