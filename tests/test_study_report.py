@@ -92,7 +92,8 @@ def test_no_machine_path_and_every_figure_embedded(made):
     assert page.images and all(i["src"].startswith("data:image/png;base64,") for i in page.images)
     for name in re.findall(r"\]\((figures/[^)]+)\)", made.markdown.read_text()):
         assert (made.markdown.parent / name).is_file(), name
-    assert (made.markdown.parent / "figures" / "claims-strip.png").is_file()
+    assert {p.name for p in made.figures} == {"claims-strip.png", "stated-vs-measured.png",
+                                              "throughput-alexnet-alexnet-s-throughput-cpu-0.png"}
 
 
 def test_a_missing_bundle_exits_1_unless_allowed(tmp_path):
@@ -140,7 +141,7 @@ def first_screen(html, tmp_path):
 def test_the_first_screen_holds_the_answer_and_the_verdict_table(made, tmp_path):
     answer, verdicts, loaded, images, width = first_screen(made.html, tmp_path)
     assert answer < 900 and verdicts < 900, (answer, verdicts)
-    assert loaded == images == 2  # the claims strip and the bundle's throughput bars, each decoded
+    assert loaded == images == 3  # the claims strip, stated vs measured order, the bundle's bars, each decoded
     assert width <= 1400  # no horizontal scroll at 1400 px
 
 

@@ -4,6 +4,8 @@
   as dots (one colour per framework, palette) against the stated band (shaded): a band or scaling claim's
   values, a ratio claim's per-tool speed ratios (the subject's speed over each other tool's), an ordering
   claim's values on their own axis, tools in the stated order labelled;
+- ``stated_vs_measured``: for the judged ordering claims, a slope chart per claim: the tools at their stated
+  place (tiers, best on top) on the left, at their measured place (best on top) on the right, a line each;
 - ``ratio_dots``: measured / published per published cell with both values, on a log axis, the default
   tolerance of its kind shaded; filled markers on the published hardware, hollow ones on other hardware.
 
@@ -69,6 +71,44 @@ def claims_strip(study, verdict_list):
                        (plots.WIDTH_PX, height))]
 
 
+def stated_vs_measured(study, verdict_list):
+    """A panel per judged ordering claim: stated place (tier) against measured place, one line per tool."""
+    judged = [v for v in verdict_list if v.verdict != words.NOT_TESTABLE and v.values
+              and study.claims[v.claim].kind == "ordering"]
+    if not judged:
+        return []
+    columns = min(3, len(judged))
+    lines = -(-len(judged) // columns)
+    height = int(0.7 * plots.HEIGHT_PX) * lines
+    fig = Figure(figsize=(plots.WIDTH_PX / plots.DPI, height / plots.DPI), dpi=plots.DPI, layout="constrained")
+    axes = fig.subplots(lines, columns, squeeze=False).ravel()
+    for ax, v in zip(axes, judged):
+        claim = study.claims[v.claim]
+        tier = {tool: i for i, tools in enumerate(claim.order) for tool in tools}
+        sign = claims._better(claim.metric)
+        best = {}
+        for row in v.values:  # a tool's best value over the batch sizes measured
+            if row["tool"] not in best or sign * row["value"] > sign * best[row["tool"]]:
+                best[row["tool"]] = row["value"]
+        measured = sorted(best, key=lambda t: -sign * best[t])
+        for place, tool in enumerate(measured):
+            colour = palette.colour(study.framework(tool))
+            ax.plot([0, 1], [tier[tool], place], marker="o", color=colour)
+            ax.text(1.05, place, palette.name(study.framework(tool)), va="center", fontsize="x-small", color=colour)
+        ax.set_xticks([0, 1], ["stated", "measured"])
+        ax.set_yticks([])
+        ax.invert_yaxis()
+        ax.set_xlim(-0.2, 1.6)
+        ax.set_title("%s: %s" % (v.claim, v.verdict), fontsize="small", color=palette.verdict_colour(v.verdict))
+    for ax in axes[len(judged):]:
+        ax.set_visible(False)
+    fig.suptitle("Ordering claims: the stated order (tiers, best on top) against the measured one", fontsize="medium")
+    return [plots.Plot("stated-vs-measured", "Stated order against measured order",
+                       "One panel per judged ordering claim: each tool at its stated tier (left, best on top) and "
+                       "at its measured place (right, best on top, at its best batch size); crossing lines are "
+                       "tools out of the stated order.", plots._png(fig), (plots.WIDTH_PX, height))]
+
+
 def ratio_dots(tables):
     """Measured / published per cell with both, on a log axis; [] when no cell has both."""
     rows = [(t.name, c) for t in tables for c in t.cells.values() if c.ratio]
@@ -99,4 +139,4 @@ def ratio_dots(tables):
 
 def all_plots(study, verdict_list, tables):
     """The study-level figures, in reading order."""
-    return claims_strip(study, verdict_list) + ratio_dots(tables)
+    return claims_strip(study, verdict_list) + stated_vs_measured(study, verdict_list) + ratio_dots(tables)
