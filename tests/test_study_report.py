@@ -138,6 +138,23 @@ def first_screen(html, tmp_path):
     return tuple(map(float, re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1).split("|")))
 
 
+def test_a_changed_manifest_is_judged_as_recorded_when_git_has_it():
+    first = "bad6887"  # the commit that added studies/dlbench.yaml (22 claims then, as now)
+    old = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "%s:studies/dlbench.yaml" % first], capture_output=True)
+    if old.returncode != 0:
+        pytest.skip("this checkout has no history back to %s (a shallow clone)" % first)
+    from dlrepro.run import study as studyrun
+
+    sha = hashlib.sha256(old.stdout).hexdigest()
+    record = studyrun.Record("dlbench-20261201T000000Z.json", {
+        "manifest": {"file": "studies/dlbench.yaml", "sha256": sha}, "suite": {"git": {"commit": first}}})
+    study, note = study_report._manifest(record)
+    assert len(study.claims) == 22
+    assert note == "judged by studies/dlbench.yaml as recorded (sha256 %s, commit %s); today's file differs (sha256 " \
+                   "%s)" % (sha[:12], first, hashlib.sha256((REPO_ROOT / "studies" / "dlbench.yaml").read_bytes())
+                            .hexdigest()[:12])
+
+
 def test_the_first_screen_holds_the_answer_and_the_verdict_table(made, tmp_path):
     answer, verdicts, loaded, images, width = first_screen(made.html, tmp_path)
     assert answer < 900 and verdicts < 900, (answer, verdicts)
