@@ -185,3 +185,12 @@ def test_dlf_table_2_is_in_minutes_as_published():
     # the README's 25 and 8 minutes of PyTorch (stored in minutes, converted to seconds), shown in minutes again
     assert (cells[0]["tool"], cells[0]["1x V100 published (min)"], cells[0]["4x V100 published (min)"]) == (
         "PyTorch", "25.0", "8.00")
+
+
+def test_what_an_interval_rests_on_in_words():
+    from runner.stats import CI_METHOD
+    from dlrepro.results import report
+
+    assert report._ci_over(CI_METHOD, 1, float("nan")) == "none: 1 repeat, needs 6"
+    assert report._ci_over(CI_METHOD, 6, 0.01) == "6 repeats"
+    assert report._ci_over(CI_METHOD.replace("repeat medians", "epochs"), 3, float("nan")) == "none: 3 epochs, needs 6"

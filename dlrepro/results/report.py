@@ -199,8 +199,10 @@ def _ci_over(method, units, low):
         return ""
     if method == POOLED_CI:
         return "iterations pooled (before v4)"
-    what = "epochs" if "epochs" in method else "repeats"
-    return "%s (%s)" % (what, _fmt_int(units)) if pd.notna(low) else "none: %s %s, needs 6" % (_fmt_int(units), what)
+    what = "epoch" if "epochs" in method else "repeat"
+    if pd.isna(units):
+        return "%ss" % what
+    return numbers.count(int(units), what) if pd.notna(low) else "none: %s, needs 6" % numbers.count(int(units), what)
 
 
 def _parallelism(threads, measured, device):
