@@ -179,7 +179,7 @@ def _study_names():
     "resume": "continue the study's latest record (its own options)",
     "results": "folder for bundles and study records (default: results/)",
     "python": "interpreter for --executor local (default: this one)",
-    "out": "folder for the study report (default: reports/<study record name>)",
+    "out": "folder for the study report (default: <results>/reports/<study record name>)",
 })
 def study(c, name, device="", framework="", executor="docker", quick=False, resume=False, results="", python="",
           out="", engine=""):
@@ -208,32 +208,41 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
 
 
 @task(name="study-report", help={
-    "name": "a study name (its latest record under results/studies/) or a study record file",
-    "out": "folder for study.html, study.md and figures/ (default: reports/<study record name>)",
-    "results": "the results folder (default: results/)"})
-def study_report(c, name, out="", results=""):
-    """Write the report of a study: the published cells reproduced or not, each claim's verdict, the paper's
-    tables with the measured values beside the published ones."""
+    "name": "a study name (its latest record anywhere under results/) or a study record file",
+    "out": "folder for study.html, study.md and figures/ (default: <results>/reports/<study record name>)",
+    "results": "the results folder (default: results/)",
+    "allow_missing": "write the report (exit 0) even when bundles the record names are not under results/"})
+def study_report(c, name, out="", results="", allow_missing=False):
+    """Write the report of a study: each claim's verdict, the paper's tables beside the measured values.
+
+    Rebuilt from the repository alone: a bundle the record names but results/ lacks is named as missing and
+    the command exits 1 (after writing the report) unless --allow-missing."""
     from dlrepro.results import study_report as reports
 
     with user_errors():
-        made = reports.write(name, out or None, results or REPO_ROOT / "results")
+        made = reports.write(name, out or None, results or REPO_ROOT / "results", allow_missing)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 
 
-@task(help={"results": "the results folder (default: results/)"})
-def bundles(c, results=""):
-    """List the bundles, complete and partial: their state, job counts, and how to resume each.
+@task(help={"results": "the results folder (default: results/)", "spec": "only the bundles of this spec"})
+def bundles(c, results="", spec=""):
+    """List the bundles, complete and partial: device, hardware, frameworks, job counts, the next step of each.
 
     Results that detached Slurm arrays have finished are taken into their bundles first (no waiting)."""
+    from pathlib import Path
+
     from dlrepro.cli import render
+    from dlrepro.errors import DlreproError
     from dlrepro.results import bundle as bundlemod
     from dlrepro.run import runs
 
     with user_errors():
+        if results and not Path(results).is_dir():
+            raise DlreproError("--results %s: no such folder" % results, "give the folder the bundles were written "
+                               "to (default: results/)")
         runs.take_submitted(results or REPO_ROOT / "results", runs.Reporter())
-        render.bundles(bundlemod.listing(results or None))
+        render.bundles(bundlemod.listing(results or None), spec or None)
 
 
 @task(help={"bundle": "a partial bundle (its id, folder, or 'latest')",
@@ -360,12 +369,16 @@ def compare(c, bundle, against="published", min_effect="0.05", alpha="0.01", fai
 
     with user_errors():
         fail_on = fail_on or ("never" if against == "published" else "slower")
-        found = comparemod.run(bundle, against, _number("--min-effect", min_effect, 0, None),
-                               _number("--alpha", alpha, 0, 0.5))
+        effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 0.5)
+        found = comparemod.run(bundle, against, effect, level)
         result = found.to_json(fail_on)
         if json:
             Path(json).write_text(jsonlib.dumps(result, indent=1) + "\n")
-        render.comparison(found)
+        render.comparison(found, effect, level)
+        if found.kind == "bundle" and not render.shared(found):
+            console.print("[red]error:[/] %s and %s share no configuration (spec, variant, framework, device, "
+                          "batch size, ...): nothing was compared" % (found.bundle.name, found.against.name))
+            raise Exit(code=2)
         if result["failed"]:
             console.print("[red]failed[/] (--fail-on %s): %d cell(s)%s" % (
                 fail_on, len(result["failing_cells"]), ", %d ranking(s) that do not hold"
@@ -427,6 +440,8 @@ def report(c, bundles, out=""):
 
     with user_errors():
         made = reports.write(split(bundles) or [], out or None)
+        for line in made.headline:
+            console.print(line, soft_wrap=True, highlight=False)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 

@@ -1,8 +1,12 @@
 """Rich renderings of what the tasks return: specs layer by layer, result rows, tables, problems."""
+import re
+
 import pandas as pd
 from rich.table import Table
 
 from dlrepro.cli.console import MARK, console
+from dlrepro.results import bundle, numbers, palette, report
+from dlrepro.results.answers import verdicts as words
 from dlrepro.references import KINDS
 from dlrepro.run import hostinfo
 from runner import shapes
@@ -139,31 +143,123 @@ def problems(found):
         console.print("[red]%s[/] %s: %s" % (p.check, p.file, p.message))
 
 
-def comparison(found):
-    """A compare.Comparison: bundle vs bundle per configuration, or measured vs published per cell and the
-    ranking sentences."""
+def _verdict(word):
+    """A verdict word in its colour (palette)."""
+    return "[%s]%s[/]" % (palette.verdict_colour(word), word)
+
+
+def _values(values, unit, alongside=()):
+    """(header unit, texts) for a column of values in ``unit`` ('s', 'images/s', 'fraction'): ms when they and
+    ``alongside`` (the other columns shown in the same unit) are all below a second, thousands separators for
+    rates, percent for fractions."""
+    if unit == "s":
+        shown = numbers.time_unit(list(values) + list(alongside))
+        return shown, [numbers.in_unit(v, shown) for v in values]
+    if unit == "fraction":
+        return "%", [numbers.percent(v) for v in values]
+    return unit, [numbers.rate(v) for v in values]
+
+
+SAME = "unchanged"  # the closing line's word for verdicts.NO_CHANGE
+
+
+def shared(found):
+    """How many configurations two bundles both measured (bundle against bundle)."""
+    return int((~found.cells["verdict"].isin([words.ONLY_IN_A, words.ONLY_IN_B])).sum())
+
+
+def comparison(found, min_effect=None, alpha=None):
+    """A compare.Comparison. Bundle against bundle: one row per configuration, before (A) / after (B) in one
+    unit, the change in %, the test's p and the verdict, then a closing line ('4 unchanged, 0 slower, 0
+    faster; alpha 0.01, min effect 5%'). Against the published values: one table per published source and
+    hardware with the unit in its header, and the ranking in one line under it."""
     if found.kind == "bundle":
-        shown = ["variant", "framework", "device", "batch_size", "sample", "n_a", "n_b", "median_a", "median_b",
-                 "change", "p_value", "verdict"]
-        console.print(summary_frame(found.cells, shown, "%s (B) against %s (A), seconds; spec %s" % (
-            found.bundle.name, found.against.name, found.spec)))
+        _regression(found, min_effect, alpha)
         return
     if found.cells.empty:
         console.print("no job of %s matches a published reference of spec %s" % (found.bundle.name, found.spec))
         return
-    console.print(summary_frame(found.cells, ["variant", "batch_size", "framework", "metric", "measured", "published",
-                                              "ratio", "verdict", "published_framework", "published_hardware",
-                                              "measured_hardware"],
-                                "%s against the published references" % found.bundle.name))
-    for sentence in found.rankings["sentence"]:
-        console.print("- " + sentence)
+    cells = found.cells.sort_values(["variant", "batch_size", "framework"])
+    for (kind, hardware, metric, unit), group in cells.groupby(
+            ["reference_kind", "published_hardware", "metric", "unit"], sort=True, dropna=False):
+        shown, measured = _values(group["measured"], unit, group["published"])
+        _, published = _values(group["published"], unit, group["measured"])
+        sources = sorted({re.sub(r"\b([0-9a-f]{7})[0-9a-f]{33}\b", r"\1", s) for s in group["source"]})
+        table = Table(title="%s, %s on %s; here on %s" % (
+            metric.replace("_", " "), kind.replace("_", " "), hardware,
+            ", ".join(sorted(set(group["measured_hardware"])))), caption="; ".join(sources))
+        for column in ("variant", "batch", "framework", "here (%s)" % shown, "published (%s)" % shown,
+                       "measured / published", "verdict"):
+            table.add_column(column, justify="left" if column in ("variant", "framework", "verdict") else "right")
+        for row, m, p in zip(group.itertuples(), measured, published):
+            table.add_row(row.variant, str(int(row.batch_size)), palette.name(row.framework), m, p,
+                          numbers.ratio(row.ratio), _verdict(row.verdict))
+        console.print(table)
+        ranks = found.rankings
+        for rank in ranks[(ranks["reference_kind"] == kind) & (ranks["published_hardware"] == hardware)
+                          & (ranks["metric"] == metric)].itertuples() if ranks is not None else ():
+            console.print(report.ranking_sentence(rank), soft_wrap=True)
 
 
-def bundles(rows):
-    """bundle.listing() rows: state, spec, when, job counts and the command that continues each."""
-    table = Table(title="bundles (%d)" % len(rows))
-    for column in ("bundle", "state", "spec", "created", "ok", "failed", "skipped", "missing", "next"):
-        table.add_column(column, overflow="fold", no_wrap=column == "bundle")
+def _regression(found, min_effect, alpha):
+    cells = found.cells.assign(_batch=pd.to_numeric(found.cells["batch_size"], errors="coerce")).sort_values(
+        ["variant", "framework", "device", "_batch"])
+    unit, before = _values(cells["median_a"], "s", cells["median_b"])
+    _, after = _values(cells["median_b"], "s", cells["median_a"])
+    extra = [c for c in ("change_low", "change_high") if c in cells]
+    table = Table(title="after %s against before %s (spec %s): seconds per %s" % (
+        found.bundle.name, found.against.name, found.spec, "/".join(sorted(set(cells["sample"].dropna()))) or "sample"))
+    columns = ["variant", "framework", "device", "batch", "repeats", "before (%s)" % unit, "after (%s)" % unit,
+               "Δ%"] + (["Δ% interval"] if len(extra) == 2 else []) + ["p", "verdict"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("variant", "framework", "device", "verdict") else "right")
+    for row, a, b in zip(cells.itertuples(), before, after):
+        interval = ["%s to %s" % (numbers.change(getattr(row, "change_low")), numbers.change(getattr(row, "change_high")))
+                    if pd.notna(getattr(row, "change_low")) else ""] if len(extra) == 2 else []
+        table.add_row(row.variant, palette.name(row.framework), row.device, _cell(row.batch_size),
+                      "%s/%s" % (_cell(row.n_a) or "-", _cell(row.n_b) or "-"), a, b, numbers.change(row.change),
+                      *interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict))
+    console.print(table)
+    tally = cells["verdict"].value_counts()
+    line = ", ".join("%d %s" % (tally.get(w, 0), SAME if w == words.NO_CHANGE else w)
+                     for w in (words.NO_CHANGE, words.SLOWER, words.FASTER))
+    line += "".join(", %d %s" % (tally[w], w) for w in (words.CANNOT_TELL, words.ONLY_IN_A, words.ONLY_IN_B)
+                    if tally.get(w))
+    settings = [s for s in ("alpha %g" % alpha if alpha is not None else "",
+                            "min effect %s" % numbers.percent(min_effect, 0) if min_effect is not None else "") if s]
+    console.print(line + ("; " + ", ".join(settings) if settings else ""), soft_wrap=True)
+
+
+def _remedy(folder):
+    """The recorded remedy of a bundle's skipped or failed jobs, as a command where it names one."""
+    for job in bundle.body(folder)["jobs"]:
+        found = re.search(r"`([^`]+)`", job.get("remedy") or "")
+        if job.get("status") in ("skipped", "failed") and found:
+            return found.group(1)
+    return None
+
+
+def _hardware(folder):
+    """(device classes, CPU or GPU model, frameworks) of a bundle, from its bundle.json."""
+    body = bundle.body(folder)
+    jobs = body["jobs"]
+    devices = sorted({j.get("device") for j in jobs if j.get("device")})
+    gpus = sorted({g["name"] for g in (body.get("host") or {}).get("gpus") or []})
+    model = ", ".join(gpus) if "cuda" in devices and gpus else ((body.get("host") or {}).get("cpu") or {}).get("model", "")
+    return ", ".join(devices), model, ", ".join(sorted({palette.name(j["framework"]) for j in jobs if j.get("framework")}))
+
+
+def bundles(rows, spec=None):
+    """bundle.listing() rows (those of ``spec`` where given): state, spec, device, CPU or GPU model,
+    frameworks, job counts; the next step of each as a numbered footnote under the table, one copyable line
+    (the recorded remedy where the jobs were skipped for it, else the command that continues the bundle)."""
+    rows = [r for r in rows if spec is None or r["spec"] == spec]
+    table = Table(title="bundles (%d)%s" % (len(rows), " of spec %s" % spec if spec else ""))
+    for column in ("bundle", "state", "spec", "device", "hardware", "frameworks", "ok", "failed", "skipped",
+                   "missing", "next"):
+        table.add_column(column, overflow="fold", no_wrap=column == "bundle",
+                         justify="right" if column in ("ok", "failed", "skipped", "missing") else "left")
+    steps = []
     for r in rows:
         c = r["counts"]
         if r["state"] == "partial":
@@ -173,11 +269,19 @@ def bundles(rows):
         else:
             state = r["state"]
         step = ""
-        if r["state"] == "partial" or c["missing"] or c["skipped"]:
+        remedy = _remedy(r["folder"]) if c["skipped"] or c["failed"] else None
+        if remedy:
+            step = remedy
+        elif r["state"] == "partial" or c["missing"] or c["skipped"]:
             step = "invoke run --resume %s" % r["id"] + ("; or invoke publish %s" % r["id"]
                                                           if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:
             step = "invoke run --resume %s --retry-failed" % r["id"]
-        table.add_row(r["id"], state, r["spec"], r["created"] or "", *(str(c[k]) for k in
-                                                                         ("ok", "failed", "skipped", "missing")), step)
+        if step:
+            steps.append(step)
+        table.add_row(r["id"], state, r["spec"], *_hardware(r["folder"]),
+                      *(str(c[k]) for k in ("ok", "failed", "skipped", "missing")),
+                      "[%d]" % len(steps) if step else "")
     console.print(table)
+    for i, step in enumerate(steps, 1):
+        console.print("[%d] %s" % (i, step), soft_wrap=True, highlight=False, markup=False)

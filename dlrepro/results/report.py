@@ -1,20 +1,23 @@
 """A report of one or more bundles: report.md (figures as PNG files beside it) and report.html
 (self-contained: figures embedded as base64 PNG, no external CSS, scripts or fonts).
 
-Sections: the bundles; the environment, the studies' (their published references' hardware and
-framework versions) next to this one's (host, GPUs and driver, images by ID, CUDA and cuDNN); the
-results per spec and mode (median and IQR of the timed quantity, 95% CI, throughput, accuracy,
-status with the reason of failed and skipped jobs); the comparison with the published values and
-the ranking verdicts (``dlrepro.compare``); the figures (``dlrepro.plots``).
+Sections, summary first: the headline (fastest and slowest framework per spec, variant, device and batch
+size; how many published cells were compared and what could not be); the figures (``dlrepro.plots``);
+the results per spec and mode (median and IQR of the timed quantity, 95% CI, throughput, accuracy, status,
+the reasons of failed and skipped jobs as numbered footnotes); the comparison with the published values and
+the ranking verdicts (``dlrepro.compare``); then how it was measured: the bundles and the environment, the
+studies' (their published references' hardware and framework versions) next to this one's (host, GPUs and
+driver, images by ID, CUDA and cuDNN). Numbers as dlrepro.results.numbers writes them, one unit per column.
 """
 import base64
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
 import pandas as pd
 
-from dlrepro.results import bundle, compare, plots, tables
+from dlrepro.results import bundle, compare, numbers, palette, plots, tables
 from dlrepro.results.answers import published
 from dlrepro.results.answers.ranking import ranking as rank_frameworks
 from dlrepro.results.tables import POOLED_CI
@@ -25,6 +28,8 @@ TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.results", "t
                                undefined=jinja2.StrictUndefined)
 TEMPLATES.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
 TEMPLATES.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+NUMERIC = re.compile(r"^[+-]?[\d,]*\.?\d+(e[+-]?\d+)?\s?(%|x|ms|s|min)?$")
+TEMPLATES.tests["numeric"] = lambda text: bool(NUMERIC.match(str(text)))  # right-aligned in a table
 
 
 @dataclass
@@ -33,6 +38,7 @@ class Table:
     columns: list
     rows: list  # lists of strings, one per column
     note: str = ""
+    footnotes: list = field(default_factory=list)  # texts of the [1], [2], ... marks in the rows
 
 
 @dataclass
@@ -40,6 +46,7 @@ class Report:
     html: Path
     markdown: Path
     figures: list = field(default_factory=list)  # PNG paths beside report.md
+    headline: list = field(default_factory=list)  # the report's first lines (report.headline)
 
 
 def _fmt(value, spec="%.4g"):
@@ -58,6 +65,9 @@ def _short(image_id):
     return image_id.split(":")[-1][:12] if isinstance(image_id, str) else ""
 
 
+INVOKE = re.compile(r"^\S*/invoke/__main__\.py")  # the recorded command as the reader would type it
+
+
 def bundle_table(bundles):
     """One row per bundle: id, spec and its hash, when, suite version and commit, job counts, command."""
     rows = []
@@ -67,7 +77,8 @@ def bundle_table(bundles):
         commit += ", dirty" if git.get("dirty") else ""
         rows.append([body["id"], "%s (sha256 %s)" % (body["spec"]["name"], body["spec"]["sha256"][:12]),
                      body.get("created"), "%s (%s)" % (suite.get("version"), commit),
-                     ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()), body.get("command")])
+                     ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()),
+                     INVOKE.sub("invoke", body.get("command") or "")])
     return _table("Bundles", pd.DataFrame(rows, columns=["bundle", "spec", "created", "suite", "jobs", "command"]))
 
 
@@ -154,8 +165,34 @@ def results(summary):
         if len(quantity):
             title += ": %s (%s)" % (quantity.iloc[0], unit.iloc[0])
             note = "median, IQR and 95%% CI of the %s over every measured sample." % quantity.iloc[0]
-        out.append(_table(title, frame, note))
+        time = numbers.time_unit(rows["median"]) if len(unit) and unit.iloc[0] == "s" else None
+        if time:
+            for column, values in (("median", rows["median"]), ("mean", rows["mean"])):
+                frame[column] = [numbers.in_unit(v, time) for v in values]
+            frame["IQR (q1-q3)"] = [_range(a, b, time) for a, b in zip(rows["q1"], rows["q3"])]
+            frame["95% CI"] = [_range(a, b, time) for a, b in zip(rows["ci95_low"], rows["ci95_high"])]
+            frame = frame.rename(columns={c: "%s (%s)" % (c, time) for c in ("median", "mean", "IQR (q1-q3)",
+                                                                              "95% CI")})
+        rates = rows["throughput_unit"].dropna()
+        frame["throughput"] = rows["throughput"].map(numbers.rate)
+        frame = frame.rename(columns={"throughput": "throughput (%s)" % (rates.iloc[0] if len(rates) else
+                                                                        "samples/s")})
+        marks, footnotes = _footnotes(frame.pop("reason"))
+        frame.insert(list(frame.columns).index("status") + 1, "note", marks)
+        table = _table(title, frame, note)
+        table.footnotes = footnotes
+        out.append(table)
     return out
+
+
+def _footnotes(reasons):
+    """('[1]' marks per row, the distinct texts in order): long reasons leave the table for footnotes."""
+    texts, marks = [], []
+    for text in reasons:
+        if text and text not in texts:
+            texts.append(text)
+        marks.append("[%d]" % (texts.index(text) + 1) if text else "")
+    return marks, texts
 
 
 def _ci_over(method, units, low):
@@ -164,8 +201,10 @@ def _ci_over(method, units, low):
         return ""
     if method == POOLED_CI:
         return "iterations pooled (before v4)"
-    what = "epochs" if "epochs" in method else "repeats"
-    return "%s (%s)" % (what, _fmt_int(units)) if pd.notna(low) else "none: %s %s, needs 6" % (_fmt_int(units), what)
+    what = "epoch" if "epochs" in method else "repeat"
+    if pd.isna(units):
+        return "%ss" % what
+    return numbers.count(int(units), what) if pd.notna(low) else "none: %s, needs 6" % numbers.count(int(units), what)
 
 
 def _parallelism(threads, measured, device):
@@ -234,18 +273,22 @@ def _fmt_int(value):
     return "" if pd.isna(value) else str(int(value))
 
 
-def _range(low, high):
-    return "" if pd.isna(low) or pd.isna(high) else "%.4g-%.4g" % (low, high)
+def _range(low, high, unit=None):
+    """'3.41-3.62' (in ``unit``, 'ms' or 's', for times), '' when either end is missing."""
+    if pd.isna(low) or pd.isna(high):
+        return ""
+    return "%s-%s" % ((numbers.in_unit(low, unit), numbers.in_unit(high, unit)) if unit else
+                      (numbers.significant(low), numbers.significant(high)))
 
 
 def comparison(cells):
     """The measured / published ratio and verdict per cell, both sides' hardware and versions."""
     frame = pd.DataFrame({
         "spec": cells["spec"], "variant": cells["variant"], "batch": cells["batch_size"].map(_fmt_int),
-        "framework": cells["framework"],
-        "metric": cells["metric"] + " (" + cells["unit"] + ")", "measured": cells["measured"].map(_fmt),
-        "published": cells["published"].map(_fmt), "ratio": cells["ratio"].map(lambda v: _fmt(v, "%.3g")),
-        "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])], "verdict": cells["verdict"],
+        "framework": cells["framework"], "verdict": cells["verdict"],
+        "metric": cells["metric"] + " (" + cells["unit"] + ")", "measured": cells["measured"].map(numbers.significant),
+        "published": cells["published"].map(numbers.significant), "ratio": cells["ratio"].map(numbers.ratio),
+        "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])],
         "reference": cells["reference_id"] + " (" + cells["reference_kind"] + ")",
         "published by": (cells["published_framework"] + " " + cells["published_version"].fillna("")).str.strip()
         + " on " + cells["published_hardware"],
@@ -259,15 +302,60 @@ def ranking(ranks):
     """The frameworks' order measured vs published per spec, variant, batch size and metric, with tau."""
     frame = pd.DataFrame({
         "spec": ranks["spec"], "variant": ranks["variant"], "batch": ranks["batch_size"].map(_fmt_int),
-        "metric": ranks["metric"],
+        "metric": ranks["metric"], "verdict": ranks["verdict"],
         "published on": ranks["published_hardware"] + " (" + ranks["reference_kind"] + ")",
         "published order": ranks["published_order"], "measured order": ranks["measured_order"],
         "n": ranks["n"].map(_fmt_int), "Kendall tau": ranks["tau"].map(lambda v: _fmt(v, "%.2f")),
-        "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "verdict": ranks["verdict"], "swapped": ranks["swapped"],
+        "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "swapped": ranks["swapped"],
     })
-    return _table("Ranking of the frameworks: the studies' conclusion here", frame,
+    return _table("Ranking of the frameworks: the published order against the measured one", frame,
                   "orders: best first (fastest; highest rate or accuracy); Kendall's tau: 1 = the same order, "
                   "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.")
+
+
+def headline(summary, cells):
+    """The lines a reader wants first: per spec, variant, device, mode and batch size the fastest and slowest
+    framework (samples/s); how many published cells were compared, by verdict; what could not be run."""
+    lines = []
+    ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
+    for (spec, variant, device, mode), group in ok.groupby(["spec", "variant", "device_name", "mode"], sort=True,
+                                                           dropna=False):
+        per = []
+        for batch, rows in group.groupby("batch_size", sort=True):
+            rows = rows.sort_values("throughput", ascending=False)
+            best, worst = rows.iloc[0], rows.iloc[-1]
+            per.append("b%d %s %s" % (batch, palette.name(best["framework"]), numbers.rate(best["throughput"]))
+                       + (" / %s %s" % (palette.name(worst["framework"]), numbers.rate(worst["throughput"]))
+                          if len(rows) > 1 else ""))
+        lines.append("%s on %s (%s mode), fastest / slowest, %s: %s" % (
+            variant, device, mode, group["throughput_unit"].iloc[0], "; ".join(per)))
+    if len(cells):
+        tally = cells["verdict"].value_counts()
+        lines.append("%s compared with the published values: %s" % (
+            numbers.count(len(cells), "cell"), ", ".join("%d %s" % (n, w) for w, n in tally.items())))
+    else:
+        lines.append("No published value matches a measured cell.")
+    other = summary[summary["status"] != "ok"]["status"].value_counts()
+    if len(other):
+        lines.append("Not measured: %s (reasons in the results' footnotes)." % ", ".join(
+            numbers.count(n, "job") + " " + status for status, n in other.items()))
+    return lines
+
+
+def ranking_sentence(rank):
+    """'alexnet-s b16: published (third party rerun, GTX Titan X): TensorFlow > MXNet > CNTK > Caffe; here (AMD
+    EPYC): CNTK > Caffe > MXNet > TensorFlow (tau -0.55, n 4, p 0.28)' from a compare.RANKING_COLUMNS row: a
+    published order beside the measured one, never called the study's conclusion (that word is for the
+    claims of studies/*.yaml)."""
+    def order(text):
+        return " > ".join(palette.name(t.strip()) for t in str(text).split(","))
+
+    line = "%s b%s: published (%s, %s): %s; here (%s): %s" % (
+        rank.variant, rank.batch_size, rank.reference_kind.replace("_", " "), rank.published_hardware,
+        order(rank.published_order), rank.measured_hardware, order(rank.measured_order))
+    if pd.notna(rank.tau):
+        line += " (tau %.2f, n %d, p %.2g)" % (rank.tau, rank.n, rank.p_value)
+    return line
 
 
 def bundle_folders(names):
@@ -286,12 +374,13 @@ def context(bundle_dirs, summary, samples):
     ranks = rank_frameworks(cells)
     return {
         "bundle_ids": [b["id"] for b in bundles],
+        "headline": headline(summary, cells),
         "bundles": bundle_table(bundles),
         "environment": environment(bundles, summary),
         "results": results(summary),
         "comparison": comparison(cells) if len(cells) else None,
         "ranking": ranking(ranks) if len(ranks) else None,
-        "sentences": list(ranks["sentence"]) if len(ranks) else [],
+        "sentences": [ranking_sentence(r) for r in ranks.itertuples()],
         "figures": plots.all_plots(summary, samples),
         "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX),
     }
@@ -310,7 +399,7 @@ def write(bundles, out_dir=None):
         old.unlink()
     summary, samples = tables.merge(bundle_dirs)
     ctx = context(bundle_dirs, summary, samples)
-    report = Report(out / "report.html", out / "report.md")
+    report = Report(out / "report.html", out / "report.md", headline=ctx["headline"])
     for figure in ctx["figures"]:
         path = out / "figures" / (figure.name + ".png")
         path.write_bytes(figure.png)

@@ -1,0 +1,48 @@
+"""What `invoke compare` and `invoke bundles` print: units in the headers, before/after by bundle id, a closing
+line, exit 2 on nothing in common, the next step as a copyable footnote."""
+import subprocess
+import sys
+
+from dlrepro import REPO_ROOT
+
+OLD, NEW = "alexnet-20261130T041002Z-d802ef07", "alexnet-20261130T043240Z-d802ef07"  # PyTorch on an H200, b16-128
+CPU = "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16 on 2 CPUs
+
+
+def invoke(*args):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=300,
+                          cwd=REPO_ROOT, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)})
+
+
+def test_bundle_against_bundle_labels_before_and_after_and_closes_with_the_counts():
+    done = invoke("compare", NEW, "--against", OLD)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "after %s against before %s (spec alexnet)" % (NEW, OLD) in out
+    assert "before (ms)" in out and "after (ms)" in out and "Δ%" in out
+    # batch sizes in numeric order, times in ms: 3.50 ms at b16 (3.499 s/1000), 14.5 ms at b128
+    rows = [line for line in out.splitlines() if "PyTorch" in line]
+    assert [r.split("│")[4].strip() for r in rows] == ["16", "32", "64", "128"]
+    assert "3.50" in rows[0] and "+0.1%" in rows[0]  # the medians of the 3 repeat medians a side
+    # 3 repeats a side: too few for an interval of the change, so no "unchanged" can be shown
+    assert all(r.split("│")[-2].strip() == "cannot tell" for r in rows)
+    assert out.strip().splitlines()[-1] == "0 unchanged, 0 slower, 0 faster, 4 cannot tell; alpha 0.01, min effect 5%"
+
+
+def test_two_bundles_with_nothing_in_common_exit_2():
+    done = invoke("compare", CPU, "--against", OLD)
+    assert done.returncode == 2
+    assert "share no configuration" in done.stdout and "0 unchanged, 0 slower, 0 faster, 4 only in A, 7 only in B" \
+        in done.stdout
+
+
+def test_bundles_shows_device_hardware_frameworks_and_the_recorded_remedy():
+    done = invoke("bundles", "--spec", "resnet50-features")
+    assert done.returncode == 0, done.stderr
+    assert "bundles (4) of spec resnet50-features" in done.stdout and "NVIDIA H200" in done.stdout
+    assert "alexnet" not in done.stdout
+    # the skipped jobs' recorded remedy, one line each, not a resume that would skip them again
+    assert done.stdout.strip().splitlines()[-2:] == ["[1] invoke datasets.fetch resnet50-keras-v1",
+                                                     "[2] invoke datasets.fetch resnet50-keras-v1"]
+    missing = invoke("bundles", "--results", str(REPO_ROOT / "no-such-folder"))
+    assert missing.returncode == 1 and "no such folder" in missing.stdout + missing.stderr

@@ -1,0 +1,199 @@
+"""The study report rebuilt from the repository alone: a constructed study (tests/data/report-study.yaml) over
+the committed CPU AlexNet-S bundle, a GPU run this host cannot do and a run whose bundle is missing."""
+import hashlib
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from dlrepro import REPO_ROOT
+from dlrepro.errors import DlreproError
+from dlrepro.results import numbers, study_report
+from tests.test_report import Tables, chromium, headless
+
+MANIFEST = REPO_ROOT / "tests" / "data" / "report-study.yaml"
+ALEXNET = "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16 on 2 CPUs, 7 frameworks, 1 thread count
+GONE = "fcn-20990101T000000Z-00000000"
+
+
+def write_record(folder, fcn_bundle=GONE, sha256=None, name="report-study-20261201T000000Z.json"):
+    """A study record of report-study: run cpu -> the committed AlexNet bundle, gpu not runnable, fcn ->
+    ``fcn_bundle``."""
+    path = folder / "studies" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runs = {"cpu": {"spec": "alexnet", "variants": ["alexnet-s"], "device": "cpu", "state": "published",
+                    "bundle": ALEXNET, "what": "the AlexNet-S column"},
+            "gpu": {"spec": "alexnet", "variants": ["alexnet-s"], "device": "cuda", "state": "not runnable",
+                    "bundle": None, "why_here": "it needs an NVIDIA GPU; NVML sees none on this host"},
+            "fcn": {"spec": "fcn", "variants": ["fcn-s"], "device": "cpu", "state": "published",
+                    "bundle": fcn_bundle}}
+    path.write_text(json.dumps({
+        "schema": "dlrepro.study/1", "study": "report-study", "created": "2026-12-01T00:00:00Z",
+        "manifest": {"file": "tests/data/report-study.yaml",
+                     "sha256": sha256 or hashlib.sha256(MANIFEST.read_bytes()).hexdigest()},
+        "asked": {"device": None, "executor": "docker", "frameworks": None, "quick": True},
+        "suite": {"version": "0.1.0", "git": {"commit": None, "dirty": False}}, "runs": runs}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("study")
+    record = write_record(tmp)
+    return study_report.write(str(record), tmp / "report", REPO_ROOT / "results", allow_missing=True)
+
+
+def verdicts_of(html):
+    """{claim id: verdict} of a study report's HTML (the verdict table and the folded untestable claims)."""
+    return dict(re.findall(r'data-claim="([^"]+)" data-verdict="([^"]+)"', html))
+
+
+def test_the_answer_comes_first_and_counts_the_claims(made):
+    html = made.html.read_text()
+    answer = re.search(r'<p id="answer" class="answer">([^<]+)</p>', html).group(1)
+    assert answer.startswith("On this study&#39;s host (2-CPU AMD EPYC, no GPU) 3 of Report Study&#39;s 7 claims "
+                             "could be tested: ")
+    assert "needs an NVIDIA GPU (1)" in answer and "cannot judge: bundle missing (1)" in answer
+    assert "needs Torch (the suite does not run it) (1)" in answer and "it needs two GPU models (1)" in answer
+    # the banner of a smoke pass (the record asked --quick) sits under the title, before the answer
+    assert html.index('id="smoke"') < html.index('id="answer"') < html.index('id="verdicts"')
+
+
+def test_the_verdict_table_sorts_answers_first_and_folds_the_untestable(made):
+    html = made.html.read_text()
+    table = Tables(html).table("The claims judged here")
+    # the bundle has 3 repeats a job, too few for a repeat-level interval: every judged claim is a smoke pass
+    assert list(table["claim"]) == ["cntk-ahead", "tensorflow-ahead", "cntk-ratio"]
+    found = verdicts_of(html)
+    assert found["gpu-only"] == found["torch"] == found["fcn"] == found["untestable"] == "not testable here"
+    assert found["cntk-ahead"] == found["tensorflow-ahead"] == found["cntk-ratio"] == "inconclusive"
+    assert all("smoke pass" in e for e in table["evidence"])
+    order = [c for c in re.findall(r'<tr data-claim="([^"]+)"', html)]
+    ranks = [study_report.palette.rank(found[c]) for c in order]
+    assert ranks == sorted(ranks) and len(order) == 3
+    assert html.count("<details>") == 4 and 'class="chip" style="background: #' in html
+    # the missing bundle is named, and so is its run's claim
+    assert "1 bundle of this record not found under results/: %s (run fcn)." % GONE in html
+    assert "cannot judge: bundle %s not found under results" % GONE in html
+
+
+def test_an_empty_table_is_one_line_and_units_are_in_the_header(made):
+    html = made.html.read_text()
+    assert "A GPU table never retrieved: no value to show (the published values were not retrieved)." in html
+    early = Tables(html).table("Seconds per mini-batch (third-party rerun)")
+    assert "AlexNet (b16) published (s)" in early.columns or "AlexNet (b16) published (ms)" in early.columns
+    assert all("e+" not in v for v in early.values.ravel())
+
+
+def test_no_machine_path_and_every_figure_embedded(made):
+    for text in (made.html.read_text(), made.markdown.read_text()):
+        assert str(REPO_ROOT) not in text and "/home/" not in text and "/tmp/" not in text
+    page = Tables(made.html.read_text())
+    assert page.images and all(i["src"].startswith("data:image/png;base64,") for i in page.images)
+    for name in re.findall(r"\]\((figures/[^)]+)\)", made.markdown.read_text()):
+        assert (made.markdown.parent / name).is_file(), name
+    assert {p.name for p in made.figures} == {"claims-strip.png", "stated-vs-measured.png", "ratio-to-published.png",
+                                              "throughput-alexnet-alexnet-s-throughput-cpu-0.png"}
+
+
+def test_a_missing_bundle_exits_1_unless_allowed(tmp_path):
+    record = write_record(tmp_path)
+    run = [sys.executable, "-m", "invoke", "study-report", "--name", str(record), "--out", str(tmp_path / "r")]
+    done = subprocess.run(run, capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    assert done.returncode == 1
+    assert "names 1 bundle not found under results: %s" % GONE in done.stdout + done.stderr
+    assert (tmp_path / "r" / "study.html").is_file()  # written all the same, saying so
+    allowed = subprocess.run(run + ["--allow-missing"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=600)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
+def test_a_record_is_found_by_study_name_anywhere_under_results(tmp_path):
+    write_record(tmp_path / "a", name="report-study-20261201T000000Z.json")
+    newer = write_record(tmp_path / "b" / "deeper", name="report-study-20261202T000000Z.json")
+    write_record(tmp_path / "c", name="report-study-extra-20261203T000000Z.json")  # another study's name
+    assert study_report.find_record("report-study", tmp_path).path == newer
+    with pytest.raises(DlreproError, match="no study record of report under"):
+        study_report.find_record("report", tmp_path)
+
+
+def test_a_changed_manifest_is_refused(tmp_path):
+    record = write_record(tmp_path, sha256="0" * 64)
+    with pytest.raises(DlreproError, match="changed since the record was made"):
+        study_report.write(str(record), tmp_path / "r", REPO_ROOT / "results", allow_missing=True)
+
+
+def first_screen(html, tmp_path):
+    """(bottom of the answer, bottom of the verdict table, images decoded, images, page width), in CSS px, of a
+    study report opened in headless Chromium at 1400 x 900."""
+    probe = """<script>window.onload = () => { const f = e => e.getBoundingClientRect().bottom;
+    const imgs = [...document.images]; const p = document.createElement('pre'); p.id = 'probe';
+    p.textContent = [f(document.getElementById('answer')), f(document.getElementById('verdicts')),
+     imgs.filter(i => i.complete && i.naturalWidth > 0).length, imgs.length,
+     document.documentElement.scrollWidth].join('|'); document.body.appendChild(p); };</script>"""
+    page = tmp_path / "probe.html"
+    page.write_text(html.read_text().replace("</body>", probe + "</body>"))
+    dom = headless(chromium(), tmp_path / "profile", "--window-size=1400,900", "--virtual-time-budget=10000",
+                   "--dump-dom", page.as_uri())
+    assert str(REPO_ROOT) not in dom
+    return tuple(map(float, re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1).split("|")))
+
+
+def test_a_changed_manifest_of_an_older_schema_is_refused_naming_its_commit():
+    first = "bad6887"  # the commit that added studies/dlbench.yaml: its claims then mixed CPU and GPU runs
+    old = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "%s:studies/dlbench.yaml" % first], capture_output=True)
+    if old.returncode != 0:
+        pytest.skip("this checkout has no history back to %s (a shallow clone)" % first)
+    from dlrepro.run import study as studyrun
+
+    sha = hashlib.sha256(old.stdout).hexdigest()
+    record = studyrun.Record(REPO_ROOT / "results" / "studies" / "dlbench-20261201T000000Z.json", {
+        "manifest": {"file": "studies/dlbench.yaml", "sha256": sha}, "suite": {"git": {"commit": first}}})
+    with pytest.raises(DlreproError) as caught:
+        study_report._manifest(record)
+    assert "the manifest as recorded (studies/dlbench.yaml at commit %s) does not validate under today's rules: " \
+           "studies/dlbench.yaml@%s:" % (first, first) in str(caught.value)
+    assert "runs on cpu and cuda" in str(caught.value)
+
+
+def test_the_first_screen_holds_the_answer_and_the_verdict_table(made, tmp_path):
+    answer, verdicts, loaded, images, width = first_screen(made.html, tmp_path)
+    assert answer < 900 and verdicts < 900, (answer, verdicts)
+    assert loaded == images == 4  # claims strip, stated vs measured order, ratio to published, the bars: decoded
+    assert width <= 1400  # no horizontal scroll at 1400 px
+
+
+def test_numbers_for_humans():
+    assert numbers.rate(13650.2) == "13,650" and numbers.rate(4.571) == "4.57"
+    assert numbers.duration(0.003499) == "3.50 ms" and numbers.duration(1500) == "25.0 min"
+    assert numbers.change(-0.002608) == "-0.3%" and numbers.percent(0.8694) == "86.9%"
+    assert numbers.count(1, "repeat") == "1 repeat" and numbers.count(3, "repeat") == "3 repeats"
+    assert numbers.time_unit([0.0035, 0.8]) == "ms" and numbers.in_unit(0.0035, "ms") == "3.50"
+    assert numbers.significant(1234567.8) == "1,234,568" and numbers.ratio(1.514) == "1.51x"
+
+
+def test_dlf_table_2_is_in_minutes_as_published():
+    from dlrepro import spec as specmod, studies
+    from dlrepro.results import tables
+    from dlrepro.results.answers import cells as paper
+
+    study = studies.load("dlf")
+    empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
+    refs = {run.spec: specmod.load(run.spec).references for run in study.runs.values()}
+    built = {t.name: t for t in paper.build(study, empty, refs, {r: "not runnable here: no GPU" for r in study.runs})}
+    shown, _ = study_report._paper_table(study, built["table2-densenet"])
+    cells = [dict(zip(shown.columns, row)) for row in shown.rows]
+    assert [c for c in shown.columns if "published" in c] == ["1x V100 published (min)", "4x V100 published (min)"]
+    # the README's 25 and 8 minutes of PyTorch (stored in minutes, converted to seconds), shown in minutes again
+    assert (cells[0]["tool"], cells[0]["1x V100 published (min)"], cells[0]["4x V100 published (min)"]) == (
+        "PyTorch", "25.0", "8.00")
+
+
+def test_what_an_interval_rests_on_in_words():
+    from runner.stats import CI_METHOD
+    from dlrepro.results import report
+
+    assert report._ci_over(CI_METHOD, 1, float("nan")) == "none: 1 repeat, needs 6"
+    assert report._ci_over(CI_METHOD, 6, 0.01) == "6 repeats"
+    assert report._ci_over(CI_METHOD.replace("repeat medians", "epochs"), 3, float("nan")) == "none: 3 epochs, needs 6"
