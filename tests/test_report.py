@@ -305,3 +305,16 @@ def test_gpu_jobs_show_clocks_power_and_the_throttle_flag(tmp_path):
         "%.0f C (3 samples: too few for the medians)" % (last["power_median_w"], last["temperature_max_c"])
     silent = summary.iloc[[-1]].assign(sm_clock_median_mhz=float("nan"))
     assert report._gpu_state(next(silent.itertuples())) == "no telemetry"
+
+
+def test_the_bundle_report_sets_published_cells_against_their_peak(tmp_path):
+    """The committed H200 AlexNet-S bundles (issue 26): achieved TFLOP/s and fraction of peak per job, and DLBench's
+    Titan X rerun cells against the Titan X's fp32 peak, labelled other hardware, never reproduced."""
+    made = report.write(["alexnet-20261201T201740Z-9f78cd5d", "alexnet-20261201T201858Z-76e63b6c"], tmp_path)
+    page = Tables(made.html.read_text())
+    jobs = page.table("alexnet, throughput mode: seconds per mini-batch (s)")
+    assert sorted(zip(jobs["TFLOP/s"], jobs["% of peak"])) == [("143", "14.4% (h200-sxm)"), ("58.1", "86.8% (h200-sxm)")]
+    cells = page.table("Fraction of peak: the published cells then, this hardware now").set_index("published")
+    cntk = cells.loc[[i for i in cells.index if i.startswith("CNTK on NVIDIA GTX Titan X")][0]]
+    assert (cntk["then (% of peak)"], cntk["verdict"], cntk["now"]) == ("49.1%", "other hardware", "not measured here")
+    assert "fraction-of-peak" in {f.stem for f in made.figures}

@@ -19,6 +19,7 @@ import pandas as pd
 
 from dlrepro.results import bundle, compare, numbers, palette, plots, tables
 from dlrepro.results.answers import published
+from dlrepro.results.answers.efficiency import plot as efficiency_plot, published_efficiency as efficiency_rows, then_and_now
 from dlrepro.results.answers.ranking import ranking as rank_frameworks
 from dlrepro.results.tables import POOLED_CI
 from dlrepro.errors import DlreproError
@@ -155,6 +156,8 @@ def results(summary):
             "perplexity": rows["final_perplexity"].map(_fmt),
             "total s": rows["total_seconds"].map(lambda v: _fmt(v, "%.1f")),
             "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
+            "TFLOP/s": rows["achieved_flops"].map(lambda v: "%.3g" % (v / 1e12) if pd.notna(v) else ""),
+            "% of peak": [_peak(*p) for p in zip(rows["fraction_of_peak"], rows["peak_device"])],
             "parameters": [_parameters(*p) for p in zip(rows["parameters"], rows["parameters_equivalent"],
                                                           rows["parameters_expected"])],
             "options": [_options(*o) for o in zip(rows["precision"], rows["layout"], rows["ptx_jit"])],
@@ -183,6 +186,48 @@ def results(summary):
         table.footnotes = footnotes
         out.append(table)
     return out
+
+
+def _peak(fraction, device):
+    """'24% (nvidia-h200, fp32)': achieved FLOP/s over the peak of the device it was matched to (dlrepro/peaks.yaml)."""
+    return "%s (%s)" % (numbers.percent(fraction), device) if pd.notna(fraction) else ""
+
+
+def efficiency(summary, references):
+    """(published cells set against their hardware's peak, the same framework then and now), as Tables or None,
+    and the figure of the first (answers.efficiency; published cells on other hardware are never 'reproduced')."""
+    shown = efficiency_rows(summary, references)
+    table = _table("Fraction of peak: the published cells then, this hardware now", pd.DataFrame({
+        "network": shown["model"], "batch": shown["batch_size"].astype(str),
+        "published": shown["published_framework"] + " on " + shown["published_hardware"],
+        "then (% of peak)": shown["published_fraction"].map(numbers.percent),
+        "now": ["%s %s" % (palette.name(f), p) if isinstance(f, str) else "not measured here"
+                for f, p in zip(shown["framework"], shown["precision"])],
+        "now (% of peak)": shown["measured_fraction"].map(numbers.percent), "verdict": shown["verdict"],
+        "basis": shown["basis"].fillna(""), "source": shown["source"]}),
+        "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/peaks.yaml; another "
+        "device's figure is set beside this one's, never judged as reproducing.") if len(shown) else None
+    figure = None
+    if len(shown):
+        png = efficiency_plot(shown)
+        figure = plots.Plot("fraction-of-peak", "Fraction of peak, then and now", "Achieved FLOP/s as % of the "
+                            "device's peak: each published cell on its own hardware, and this host's jobs of the same "
+                            "network and framework.", png, _png_size(png))
+    speedups = then_and_now(summary)
+    since = _table("The same framework then and now (this host)", pd.DataFrame({
+        "spec": speedups["spec"], "variant": speedups["variant"], "batch": speedups["batch_size"].astype(str),
+        "framework": speedups["framework"].map(palette.name),
+        "versions": speedups["then_version"] + " -> " + speedups["now_version"],
+        "speedup": [numbers.ratio(v) for v in speedups["speedup"]],
+        "95% interval": ["%s-%s" % (numbers.ratio(a), numbers.ratio(b)) if pd.notna(a) and pd.notna(b) else ""
+                         for a, b in zip(speedups["speedup_low"], speedups["speedup_high"])]}),
+        "seconds per mini-batch of the paper's version over the newest one's.") if len(speedups) else None
+    return table, since, figure
+
+
+def _png_size(png):
+    """(width, height) in pixels from a PNG's IHDR chunk."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 def _footnotes(reasons):
@@ -372,6 +417,7 @@ def context(bundle_dirs, summary, samples):
     bundles = [bundle.body(d) for d in bundle_dirs]
     cells = published.against_published(summary, compare.recorded_references(bundles))
     ranks = rank_frameworks(cells)
+    peak_table, since, peak_figure = efficiency(summary, compare.recorded_references(bundles))
     return {
         "bundle_ids": [b["id"] for b in bundles],
         "headline": headline(summary, cells),
@@ -381,7 +427,8 @@ def context(bundle_dirs, summary, samples):
         "comparison": comparison(cells) if len(cells) else None,
         "ranking": ranking(ranks) if len(ranks) else None,
         "sentences": [ranking_sentence(r) for r in ranks.itertuples()],
-        "figures": plots.all_plots(summary, samples),
+        "efficiency": peak_table, "then_and_now": since,
+        "figures": plots.all_plots(summary, samples) + ([peak_figure] if peak_figure else []),
         "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX),
     }
 
