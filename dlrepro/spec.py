@@ -14,7 +14,7 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, ValidationInfo, \
     field_validator, model_validator
 
-from dlrepro import REPO_ROOT, datasets, yamlfile
+from dlrepro import datasets, folders, yamlfile
 from dlrepro.errors import SpecError
 from dlrepro.files import canonical_json
 from dlrepro.layers import Layer, _shorthand, as_dicts
@@ -22,7 +22,7 @@ from dlrepro.references import Missing, Reference
 from dlrepro.yamlfile import Strict
 from runner import adapters, shapes
 
-SPECS_DIR = REPO_ROOT / "specs"
+SPECS_DIR = folders.SPECS_DIR
 TOKEN_FORMATS = {"imdb-npz", "imdb-reviews-json", "ptb-text"}  # dataset formats that give token ids
 
 
@@ -307,7 +307,7 @@ def spec_path(name):
 
 def available():
     """Names of the specs under specs/."""
-    return sorted(p.stem for p in SPECS_DIR.glob("*.yaml"))
+    return folders.names(SPECS_DIR)
 
 
 def load(name):

@@ -13,11 +13,11 @@ from typing import Literal, Optional, Union
 
 from pydantic import Field, PositiveInt, model_validator
 
-from dlrepro import REPO_ROOT, spec as specmod, yamlfile
+from dlrepro import folders, spec as specmod, yamlfile
 from dlrepro.errors import SpecError
 from dlrepro.yamlfile import Strict
 
-STUDIES_DIR = REPO_ROOT / "studies"
+STUDIES_DIR = folders.STUDIES_DIR
 
 
 class Run(Strict):
@@ -163,7 +163,7 @@ def path_of(name):
 
 def available():
     """Names of the studies under studies/."""
-    return sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
+    return folders.names(STUDIES_DIR)
 
 
 def load(name):

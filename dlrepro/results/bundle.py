@@ -29,7 +29,7 @@ import os
 import shutil
 from pathlib import Path
 
-from dlrepro import REPO_ROOT, __version__, checkout
+from dlrepro import __version__, checkout, folders
 from dlrepro.errors import BundleError, DlreproError, ResultsUnwritable
 from dlrepro.files import sha256_file, sums_text
 from dlrepro.results import tables
@@ -42,7 +42,8 @@ NOT_WRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPE
 
 
 def results_root():
-    return REPO_ROOT / "results"
+    """The results folder when none is given: $DLREPRO_RESULTS, else the checkout's results/."""
+    return folders.results_root()
 
 
 def _partial_name(bundle_id):
