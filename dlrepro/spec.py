@@ -15,6 +15,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, Pos
     field_validator, model_validator
 
 from dlrepro import datasets, folders, yamlfile
+from dlrepro.names import near_miss, unknown
 from dlrepro.errors import SpecError
 from dlrepro.files import canonical_json
 from dlrepro.layers import Layer, _shorthand, as_dicts
@@ -286,7 +287,8 @@ class Spec(Strict):
         missing = [f for f in value if f not in adapters.available()]
         if missing:
             raise ValueError("no runner adapter for %s; runner/adapters has: %s"
-                             % (", ".join(missing), ", ".join(adapters.available())))
+                             % (", ".join(unknown(f, adapters.available()) for f in missing),
+                                ", ".join(adapters.available())))
         return value
 
     def digest(self):
@@ -314,5 +316,6 @@ def load(name):
     """Load and validate a spec by name or path; raises SpecError naming file, line and field."""
     path = spec_path(name)
     if not path.is_file():
-        raise SpecError(path, ["%s: no such spec; available: %s" % (path, ", ".join(available()))])
+        raise SpecError(path, ["%s: no such spec%s; available: %s" % (path, near_miss(str(name), available()),
+                                                                       ", ".join(available()))])
     return yamlfile.load(path, Spec, names_of=("models", "variants"), context={"file_stem": path.stem})

@@ -13,9 +13,10 @@ from typing import Literal, Optional, Union
 
 from pydantic import Field, PositiveInt, model_validator
 
-from dlrepro import folders, spec as specmod, yamlfile
+from dlrepro import folders, names, spec as specmod, yamlfile
 from dlrepro.errors import SpecError
 from dlrepro.yamlfile import Strict
+from runner import adapters
 
 STUDIES_DIR = folders.STUDIES_DIR
 
@@ -141,6 +142,12 @@ class Study(Strict):
             if unknown:
                 problems.append(yamlfile.at(where, "unknown tool %s; the study's tools: %s"
                                             % (", ".join(map(repr, unknown)), ", ".join(self.tools))))
+        for tool, framework in self.tools.items():
+            if framework is not None and framework not in adapters.available():
+                problems.append(yamlfile.at("tools.%s" % tool, "unknown framework %s; runner/adapters has: %s "
+                                            "(null: a tool the suite does not run)" % (
+                                                names.unknown(framework, adapters.available()),
+                                                ", ".join(adapters.available()))))
         for name, table in self.tables.items():
             unknown = [t for t in table.rows if t not in self.tools]
             if unknown:
@@ -170,5 +177,6 @@ def load(name):
     """Load and validate a study by name or path; raises SpecError naming file, line and field."""
     path = path_of(name)
     if not path.is_file():
-        raise SpecError(path, ["%s: no such study; available: %s" % (path, ", ".join(available()))])
+        raise SpecError(path, ["%s: no such study%s; available: %s" % (path, names.near_miss(str(name), available()),
+                                                                        ", ".join(available()))])
     return yamlfile.load(path, Study)

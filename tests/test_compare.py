@@ -138,8 +138,8 @@ def invoke(*args):
                           cwd=REPO_ROOT)
 
 
-def test_invoke_compare_prints_ratios_verdicts_and_the_ranking():
-    done = invoke("compare", ALEXNET.name)
+def test_invoke_check_prints_ratios_verdicts_and_the_ranking():
+    done = invoke("check", ALEXNET.name)
     assert done.returncode == 0, done.stderr
     assert "31.63" in done.stdout and "not comparable" in done.stdout  # CNTK: 1.107 s here / 0.035 s published
     assert "Kendall's tau = -0.55 (p = 0.28, n = 4): the study's conclusion does not hold here" in done.stdout
@@ -205,8 +205,15 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
     assert invoke("compare", str(old), "--against", str(new), "--fail-on", "change").returncode == 1
     wrong = invoke("compare", str(old), "--against", str(new), "--fail-on", "worse")
     assert wrong.returncode == 1 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
-    # against the published values the default is never; "change" fails on DLBench's ranking, which does not hold here
-    assert invoke("compare", str(old), "--json", str(report)).returncode == 0
+    # `compare A B` is `compare B --against A`
+    assert invoke("compare", str(old), str(new)).returncode == 1 and invoke("compare", str(new), str(old)).returncode == 0
+    both = invoke("compare", str(old), str(new), "--against", str(old))
+    assert both.returncode == 1 and both.stdout.startswith("error: give two bundles (compare A B) or one and --against")
+    # against the published values (check) the default is never; "change" fails on DLBench's ranking, which does not
+    # hold here; check has no "slower"
+    assert invoke("check", str(old), "--json", str(report)).returncode == 0
     assert json.loads(report.read_text())["failed"] is False
-    done = invoke("compare", str(old), "--fail-on", "change", "--json", str(report))
+    assert invoke("check", str(old), "--fail-on", "slower").stdout.startswith(
+        "error: --fail-on: expected one of never, change (got 'slower')")
+    done = invoke("check", str(old), "--fail-on", "change", "--json", str(report))
     assert done.returncode == 1 and json.loads(report.read_text())["failing_rankings"][0]["verdict"] == "does not hold"

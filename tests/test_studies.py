@@ -150,7 +150,7 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     assert record["runs"]["gpu"]["state"] == "not runnable" and "NVIDIA GPU" in record["runs"]["gpu"]["why_here"]
     bundle = results / record["runs"]["fcn"]["bundle"]
     summary = tables.summary(bundle)
-    assert record["runs"]["fcn"]["state"] == "published" and list(summary["job_id"]) == [
+    assert record["runs"]["fcn"]["state"] == "complete" and list(summary["job_id"]) == [
         "fcn-s.torch.cpu.b64.t1", "fcn-s.torch.cpu.b64.t2"]
     html = (tmp_path / "report" / "study.html").read_text()
     counts = dict(re.findall(r'data-outcome="([^"]+)">(\d+)<', html))

@@ -2,8 +2,8 @@
 different meaning per task), four shared ones that mean the same everywhere, positional arguments marked in
 the help, and a positional that ``--against`` may stand in for (``compare OLD NEW`` or ``compare NEW --against
 OLD``)."""
-from invoke import Collection, Task
-from invoke.parser import ParserContext
+from invoke import Task
+from invoke.parser import Argument
 
 # the only short flags: each means one thing in every task that has the option
 SHORT = {"framework": "f", "device": "d", "results": "r", "out": "o"}
@@ -28,27 +28,28 @@ class DlTask(Task):
                 ", or --%s" % self.either[name] if name in self.either else "", opts.get("help") or "")
         return opts
 
+    def get_arguments(self, ignore_unknown_help=None):
+        arguments = super().get_arguments(ignore_unknown_help)
+        by_name = {a.name: a for a in arguments}
+        for positional, option in self.either.items():
+            by_name[positional].__class__ = _EitherArgument
+            by_name[positional].stand_in = by_name[option]
+        return arguments
 
-class _EitherContext(ParserContext):
-    """A task's parser context in which a positional named in ``either`` is not missing once its stand-in option
-    has a value."""
 
-    either = {}
+
+class _EitherArgument(Argument):
+    """A positional argument that has a value ("") once its stand-in option has one: the parser asks for it only
+    while neither is given."""
+
+    stand_in = None
 
     @property
-    def missing_positional_args(self):
-        return [a for a in self.positional_args if a.value is None
-                and not (a.name in self.either and self.flags["--" + self.either[a.name]].value)]
+    def value(self):
+        if self._value is None and self.stand_in is not None and self.stand_in.value:
+            return ""
+        return super().value
 
-
-class Tasks(Collection):
-    """A collection whose tasks' contexts honour DlTask.either."""
-
-    def to_contexts(self, ignore_unknown_help=None):
-        contexts = super().to_contexts(ignore_unknown_help)
-        for context in contexts:
-            either = getattr(self[context.name], "either", None)
-            if either:
-                context.__class__ = _EitherContext
-                context.either = either
-        return contexts
+    @value.setter
+    def value(self, arg):
+        self.set_value(arg, cast=True)

@@ -97,7 +97,7 @@ def bundles(rows):
             state = r["state"]
         step = ""
         if r["state"] == "partial" or c["missing"] or c["skipped"]:
-            step = "invoke run --resume %s" % r["id"] + ("; or invoke publish %s" % r["id"]
+            step = "invoke run --resume %s" % r["id"] + ("; or dlrepro finalize %s" % r["id"]
                                                           if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:
             step = "invoke run --resume %s --retry-failed" % r["id"]

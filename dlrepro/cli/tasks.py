@@ -15,11 +15,11 @@ reads or writes bundles looks, so a bundle written with --results DIR is named b
 """
 import sys
 
-from invoke import Exit, task as invoke_task
+from invoke import Collection, Exit, task as invoke_task
 
 from dlrepro import folders
 from dlrepro.cli.console import console, user_errors
-from dlrepro.cli.options import DlTask, Tasks
+from dlrepro.cli.options import DlTask
 from dlrepro.run.optiontext import UNSET, split
 
 
@@ -269,8 +269,9 @@ def publish(c, bundle, results=""):
 
 
 @task(help={"show": "one spec in full: models layer by layer, one table of its variants, its references",
-            "json": "with --show: the resolved spec as JSON (every default filled in)"})
-def specs(c, show="", json=False):
+            "json": "with --show: write the resolved spec (every default filled in) as JSON to this file ('-': print "
+                    "it instead of the tables)"})
+def specs(c, show="", json=""):
     """List the specs, or show one (--show NAME)."""
     from dlrepro import spec as specmod
     from dlrepro.cli import spec_view
@@ -281,8 +282,14 @@ def specs(c, show="", json=False):
             return
         s = specmod.load(show)
         if json:
-            console.print_json(data=s.model_dump(mode="json"))
-            return
+            import json as jsonlib
+            from pathlib import Path
+
+            text = jsonlib.dumps(s.model_dump(mode="json"), indent=1)
+            if json == "-":
+                print(text)
+                return
+            Path(json).write_text(text + "\n")
         from dlrepro.run import jobs
 
         spec_view.spec_detail(s, jobs.unsupported_pairs(s))
@@ -531,5 +538,5 @@ def report(c, bundles, out="", results=""):
             console.print(str(path))
 
 
-ns = Tasks(build, run, study, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,
-           archive, verify, report, Tasks("datasets", datasets_list, datasets_fetch))
+ns = Collection(build, run, study, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,
+                archive, verify, report, Collection("datasets", datasets_list, datasets_fetch))
