@@ -112,5 +112,5 @@ def test_specs_did_you_mean_and_json(tmp_path):
 def test_archive_out_folder_with_a_slash_is_a_folder(tmp_path, out):
     from dlrepro.results.archive.write import out_path
 
-    target = out_path(str(tmp_path / out), "b-1")
+    target = out_path("%s/%s" % (tmp_path, out), "b-1")
     assert target == tmp_path / out / "b-1.tar.gz" and (tmp_path / out).is_dir()
