@@ -140,6 +140,7 @@ def _pointed(err):
 # the C parser when PyYAML was built with libyaml (tens of times faster on a large file), else the Python one
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_NODES = 1_000_000  # a spec holds thousands; aliases that expand past this are refused, not expanded
+MAX_BYTES = 4 * 2**20  # the suite's largest file is under 100 KB; PyYAML builds objects in Python, ~30 s per 10 MB
 
 
 def _walk(root):
@@ -207,8 +208,12 @@ def _parse(path, text):
 
 
 def _text(path):
-    """The file's text; raises SpecError when it cannot be read or is not UTF-8."""
+    """The file's text; raises SpecError when it cannot be read, is larger than MAX_BYTES or is not UTF-8."""
     try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError(path, ["%s: %.1f MB, larger than the %d MB a spec, study or catalogue file may be: is it "
+                                   "the right file?" % (path, size / 2**20, MAX_BYTES // 2**20)])
         raw = path.read_bytes()
     except OSError as exc:
         raise SpecError(path, ["%s: cannot read: %s" % (path, exc.strerror)]) from None

@@ -114,3 +114,25 @@ def test_archive_out_folder_with_a_slash_is_a_folder(tmp_path, out):
 
     target = out_path("%s/%s" % (tmp_path, out), "b-1")
     assert target == tmp_path / out / "b-1.tar.gz" and (tmp_path / out).is_dir()
+
+
+def test_a_size_above_the_limits_on_the_command_line_names_the_option(tmp_path):
+    done = dlrepro("run", "--spec=alexnet", "--variant=alexnet-s", "--batch-size=16,2147483648", "--executor=local",
+                   "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout.splitlines()[0] == (
+        "error: --batch-size 2,147,483,648: above the limits of variant alexnet-s (batch_size 65,536, iterations "
+        "100,000, repeats 1,000, epochs 1,000)") and list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_without_a_reason_says_ctrl_c(capsys):
+    from invoke import Exit
+
+    from dlrepro.cli import tasks as tasksmod
+
+    with pytest.raises(Exit) as stopped:
+        tasksmod._interrupted(KeyboardInterrupt(), "; continue with: dlrepro study dlbench --resume latest")
+    assert stopped.value.code == 130
+    assert capsys.readouterr().out == "interrupted (Ctrl-C); continue with: dlrepro study dlbench --resume latest\n"
+    with pytest.raises(Exit):
+        tasksmod._interrupted(KeyboardInterrupt("signal 15; bundle with the finished jobs: results/x"))
+    assert capsys.readouterr().out == "interrupted (signal 15; bundle with the finished jobs: results/x)\n"

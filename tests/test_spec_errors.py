@@ -206,3 +206,20 @@ def test_a_study_that_maps_a_tool_to_an_unknown_framework_is_refused(tmp_path):
         studies.load(str(path))
     assert len(err.value.problems) == 1 and "tools.TensorFlow: unknown framework 'tensorflw' (did you mean " \
         "tensorflow?)" in err.value.problems[0] and err.value.problems[0].startswith("%s:" % path)
+
+
+def test_a_20_mb_spec_is_refused_in_seconds_and_a_large_one_parsed_once(tmp_path):
+    import time
+
+    from dlrepro import yamlfile
+
+    start = time.perf_counter()
+    path, problems = load_variant(tmp_path, ALEXNET + "padding:\n" + "  - 1\n" * 3_500_000)
+    assert time.perf_counter() - start < 5
+    assert problems == ["%s: 20.0 MB, larger than the 4 MB a spec, study or catalogue file may be: is it the right "
+                        "file?" % path]
+    # under the bound: one parse by the C loader; the unknown field is named at the line its value starts
+    assert yamlfile.LOADER is yamlfile.yaml.CSafeLoader
+    path, problems = load_variant(tmp_path, ALEXNET + "padding:\n" + "  - 1\n" * 20_000)
+    assert len(problems) == 1 and problems[0].startswith("%s:%d: padding: unknown field 'padding'" % (
+        path, ALEXNET.count("\n") + 2))

@@ -53,19 +53,23 @@ class RichReporter(Reporter):
             else ""
         self.progress.update(self.task, description=counts + (job_id or ""))
 
-    def __enter__(self):
-        self.progress.start()
+    def __enter__(self):  # the bar starts with the jobs: an error before them prints alone, on its first line
         return self
 
     def __exit__(self, *exc):
-        self.progress.stop()
+        if self.task is not None:
+            self.progress.stop()
+
+    def _begin(self, description, **fields):
+        self.progress.start()
+        self.task = self.progress.add_task(description, **fields)
 
     def log(self, message):
         self.progress.console.print("[dim]%s[/]" % message)
 
     def started(self, total):
         if self.task is None:
-            self.task = self.progress.add_task("jobs", total=total)
+            self._begin("jobs", total=total)
         else:  # a resume that first took the results of submitted jobs
             self.progress.reset(self.task, total=total)
 
@@ -106,7 +110,7 @@ class StudyReporter(RichReporter):
 
     def started(self, total):
         if self.task is None:
-            self.task = self.progress.add_task("study", total=total, left="")
+            self._begin("study", total=total, left="")
 
     def job_finished(self, job_id, result):
         super().job_finished(job_id, result)

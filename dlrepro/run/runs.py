@@ -353,7 +353,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     if on_start:
         on_start(writer.id)
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
-               "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv)}
+               "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv),
+               "cwd": os.getcwd(), "results": str(Path(results_dir).resolve())}
     state = _Run(writer, reporter, attempt)
     collected = _collect_submitted(writer, reporter) if resume else []
     recovered = _recover(writer, state.stamp())
