@@ -136,3 +136,13 @@ def test_an_interrupt_without_a_reason_says_ctrl_c(capsys):
     with pytest.raises(Exit):
         tasksmod._interrupted(KeyboardInterrupt("signal 15; bundle with the finished jobs: results/x"))
     assert capsys.readouterr().out == "interrupted (signal 15; bundle with the finished jobs: results/x)\n"
+
+
+def test_dlrepro_help_lists_the_tasks_and_its_core_options_keep_off_the_shared_flags(tmp_path):
+    done = dlrepro("--help", cwd=tmp_path)
+    assert done.returncode == 0 and "Subcommands:" in done.stdout
+    listed = done.stdout.split("Subcommands:")[1]
+    assert all(name in listed for name in ns.task_names)
+    core = done.stdout.split("Subcommands:")[0]
+    assert "--debug" in core and "--config=STRING" in core
+    assert not any("-%s," % short in core or "-%s " % short in core for short in SHORT.values())
