@@ -97,10 +97,10 @@ def bundles(rows):
             state = r["state"]
         step = ""
         if r["state"] == "partial" or c["missing"] or c["skipped"]:
-            step = "invoke run --resume %s" % r["id"] + ("; or dlrepro finalize %s" % r["id"]
+            step = "dlrepro run --resume %s" % r["id"] + ("; or dlrepro finalize %s" % r["id"]
                                                           if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:
-            step = "invoke run --resume %s --retry-failed" % r["id"]
+            step = "dlrepro run --resume %s --retry-failed" % r["id"]
         table.add_row(r["id"], state, r["spec"], r["created"] or "", *(str(c[k]) for k in
                                                                          ("ok", "failed", "skipped", "missing")), step)
     console.print(table)

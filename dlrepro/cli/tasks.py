@@ -401,7 +401,7 @@ def _gate(found, fail_on, json, failed_line, nothing):
         Path(json).write_text(jsonlib.dumps(result, indent=1) + "\n")
     render.comparison(found)
     if nothing:
-        console.print("[red]nothing compared:[/] %s" % nothing)
+        console.print("[red]nothing compared[/] (exit status 2): %s" % nothing)
         raise Exit(code=2)
     if result["failed"]:
         console.print("[red]failed[/] (--fail-on %s): %d cell(s)%s" % (
@@ -473,7 +473,8 @@ def check(c, bundle, fail_on="never", json="", results=""):
         found = comparemod.run(str(_bundle(bundle, results)), "published")
         _gate(found, fail_on, json, lambda r: ", %d ranking(s) that do not hold" % len(r["failing_rankings"])
               if r["failing_rankings"] else "", None if len(found.cells) else
-              "no job of %s matches a published reference of spec %s" % (found.bundle.name, found.spec))
+              "check a bundle with jobs at the published variants, batch sizes and devices (`dlrepro specs --show "
+              "%s` lists them)" % found.spec)
 
 
 @task(help={
