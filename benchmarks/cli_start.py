@@ -1,5 +1,6 @@
-"""How long each task of the command line takes to start: the wall time of `--list`, `specs` and every task's
-`--help`, the median of a few runs each, in seconds.
+"""How long each task of the command line takes to start: the wall time and the CPU time (user + system, which
+other load on the machine disturbs less) of `--list`, `specs` and every task's `--help`, the median of a few runs
+each, in seconds; the first row is a bare `python -c pass` for scale.
 
     python benchmarks/cli_start.py                      # `python -m invoke` in this checkout
     python benchmarks/cli_start.py --command dlrepro    # the installed console command
@@ -10,6 +11,7 @@ anything. Run it from the checkout (its tasks.py is what `invoke` loads).
 """
 import argparse
 import json
+import resource
 import shlex
 import statistics
 import subprocess
@@ -17,14 +19,21 @@ import sys
 import time
 
 
+def _cpu():
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def seconds(argv, repeats):
-    """Median wall time (s) of ``repeats`` runs of ``argv``; raises CalledProcessError when it fails."""
-    times = []
+    """(median wall time, median CPU time) in seconds of ``repeats`` runs of ``argv``; raises CalledProcessError
+    when it fails."""
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(_cpu() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def task_names(command):
@@ -48,11 +57,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (default 3)")
     args = parser.parse_args()
     command = shlex.split(args.command)
-    rows = [("--list", command + ["--list"]), ("specs", command + ["specs"])]
+    rows = [("python -c pass", [sys.executable, "-c", "pass"]), ("--list", command + ["--list"]),
+            ("specs", command + ["specs"])]
     rows += [("%s --help" % name, command + ["--help", name]) for name in task_names(command)]
-    print("%-28s %s" % (args.command, "seconds (median of %d)" % args.repeats))
+    print("%s: seconds, median of %d runs" % (args.command, args.repeats))
+    print("%-28s %6s %6s" % ("", "wall", "cpu"))
     for label, argv in rows:
-        print("%-28s %.2f" % (label, seconds(argv, args.repeats)))
+        print("%-28s %6.2f %6.2f" % ((label,) + seconds(argv, args.repeats)))
 
 
 if __name__ == "__main__":
