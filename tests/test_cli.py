@@ -146,3 +146,16 @@ def test_dlrepro_help_lists_the_tasks_and_its_core_options_keep_off_the_shared_f
     core = done.stdout.split("Subcommands:")[0]
     assert "--debug" in core and "--config=STRING" in core
     assert not any("-%s," % short in core or "-%s " % short in core for short in SHORT.values())
+
+
+def test_a_run_stopped_by_ctrl_c_says_so(tmp_path, monkeypatch):
+    from dlrepro.run import runs
+    from dlrepro.run.options import RunOptions
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt()  # what Ctrl-C raises: no message
+
+    monkeypatch.setattr(runs._Run, "execute", ctrl_c)
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
+    with pytest.raises(KeyboardInterrupt, match=r"^Ctrl-C; bundle with the finished jobs: %s/fcn-" % tmp_path):
+        runs.run("fcn", options, results_dir=tmp_path)
