@@ -170,7 +170,8 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     dom = headless(browser, tmp_path / "profile", "--dump-dom", (tmp_path / "report" / "study.html").as_uri())
     assert 'id="summary"' in dom and 'href="#early"' in dom and 'id="early"' in dom
     assert re.search(r'data-outcome="not run">2<', dom)
-    again = invoke("study", str(TINY), "--resume", "--results", str(results), "--out", str(tmp_path / "report2"))
+    again = invoke("study", str(TINY), "--resume", "latest", "--results", str(results), "--out",
+                   str(tmp_path / "report2"))
     assert again.returncode == 0 and "study record: %s" % record_path in again.stdout  # nothing left to run
 
 
