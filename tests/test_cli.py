@@ -159,3 +159,11 @@ def test_a_run_stopped_by_ctrl_c_says_so(tmp_path, monkeypatch):
     options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
     with pytest.raises(KeyboardInterrupt, match=r"^Ctrl-C; bundle with the finished jobs: %s/fcn-" % tmp_path):
         runs.run("fcn", options, results_dir=tmp_path)
+
+
+def test_a_look_alike_letter_in_framework_is_pointed_at(tmp_path):
+    done = dlrepro("run", "--spec=fcn", "-f", "t\u043erch", "--executor=local", "-r", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout.strip().splitlines()[0] == (
+        "error: spec fcn declares no adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC SMALL "
+        "LETTER O, not ASCII); its frameworks: %s" % ", ".join(
+            __import__("dlrepro.spec", fromlist=["load"]).load("fcn").frameworks))

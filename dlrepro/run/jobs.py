@@ -11,6 +11,7 @@ import json
 
 from dlrepro import datasets
 from dlrepro.errors import DlreproError
+from dlrepro.names import unknown as unknown_name
 from runner import shapes
 from runner.adapters import capabilities
 from runner.contract import JOB_SCHEMA
@@ -196,7 +197,8 @@ def expand(spec, options):
     foreign = [f for f in frameworks if _framework_name(f) not in spec.frameworks]
     if foreign:
         raise DlreproError("spec %s declares no adapter for %s; its frameworks: %s"
-                           % (spec.name, ", ".join(foreign), ", ".join(spec.frameworks)))
+                           % (spec.name, ", ".join(unknown_name(f, spec.frameworks) for f in foreign),
+                              ", ".join(spec.frameworks)))
     jobs = []
     for name in variants:
         variant = spec.variants[name]
