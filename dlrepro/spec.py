@@ -14,7 +14,8 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, ValidationInfo, \
     field_validator, model_validator
 
-from dlrepro import REPO_ROOT, datasets, yamlfile
+from dlrepro import datasets, folders, yamlfile
+from dlrepro.names import near_miss, unknown
 from dlrepro.errors import SpecError
 from dlrepro.files import canonical_json
 from dlrepro.layers import Layer, _shorthand, as_dicts
@@ -22,7 +23,7 @@ from dlrepro.references import Missing, Reference
 from dlrepro.yamlfile import Strict
 from runner import adapters, shapes
 
-SPECS_DIR = REPO_ROOT / "specs"
+SPECS_DIR = folders.SPECS_DIR
 TOKEN_FORMATS = {"imdb-npz", "imdb-reviews-json", "ptb-text"}  # dataset formats that give token ids
 
 
@@ -180,6 +181,16 @@ def _required_in(modes, what):
     return check
 
 
+class Limits(Strict):
+    """Bounds on a variant's sizes, so that a typo (2**31 for 32) is refused naming its field, not met by the
+    framework as "Unable to allocate 2.30 PiB". A study that needs more raises them in the variant
+    (``limits: {batch_size: 131072}``); they bound the spec's values and the command line's alike."""
+    batch_size: PositiveInt = 65536  # samples per mini-batch (DLBench's largest: 4096)
+    iterations: PositiveInt = 100_000  # warm-up, and measured iterations per repeat
+    repeats: PositiveInt = 1000
+    epochs: PositiveInt = 1000
+
+
 class Variant(Strict):
     """One experiment: expanded into jobs over frameworks x batch sizes (x thread counts) on a device."""
     description: str
@@ -205,8 +216,21 @@ class Variant(Strict):
     convergence: Optional[Convergence] = Field(None, validate_default=True)
     inference: Optional[Inference] = Field(None, validate_default=True)
     notes: Optional[str] = None
+    limits: Limits = Limits()
 
     _known_model = field_validator("model")(yamlfile.reference("models", "model"))
+
+    def over_limits(self, where):
+        """[(field, message)] for each of the variant's sizes above its ``limits`` (``where``: its path)."""
+        checks = [("batch_size", "%s.batch_sizes.%s.%d" % (where, d, i), b) for d, sizes in self.batch_sizes.items()
+                  for i, b in enumerate(sizes)]
+        checks += [("iterations", "%s.%s" % (where, k), getattr(self, k)) for k in ("warmup", "iterations")]
+        checks += [("repeats", where + ".repeats", self.repeats)]
+        if self.convergence:
+            checks += [("epochs", where + ".convergence.epochs", self.convergence.epochs)]
+        return [(field, "%s is above the limit of %s; a variant that needs more says so: limits: {%s: N}" % (
+            format(value, ","), format(getattr(self.limits, limit), ","), limit))
+            for limit, field, value in checks if value > getattr(self.limits, limit)]
 
     @field_validator("data")
     @classmethod
@@ -253,6 +277,15 @@ class Spec(Strict):
         return value
 
     @model_validator(mode="after")
+    def _sizes_within_limits(self):
+        """Batch sizes, iteration counts, repeats and epochs within each variant's limits."""
+        problems = [yamlfile.at(field, message) for name, variant in self.variants.items()
+                    for field, message in variant.over_limits("variants.%s" % name)]
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    @model_validator(mode="after")
     def _data_fits_models(self):
         """Each variant's data must suit its model: dense vs token input, vocabulary, sequence length."""
         problems = []
@@ -286,7 +319,8 @@ class Spec(Strict):
         missing = [f for f in value if f not in adapters.available()]
         if missing:
             raise ValueError("no runner adapter for %s; runner/adapters has: %s"
-                             % (", ".join(missing), ", ".join(adapters.available())))
+                             % (", ".join(unknown(f, adapters.available()) for f in missing),
+                                ", ".join(adapters.available())))
         return value
 
     def digest(self):
@@ -307,12 +341,13 @@ def spec_path(name):
 
 def available():
     """Names of the specs under specs/."""
-    return sorted(p.stem for p in SPECS_DIR.glob("*.yaml"))
+    return folders.names(SPECS_DIR)
 
 
 def load(name):
     """Load and validate a spec by name or path; raises SpecError naming file, line and field."""
     path = spec_path(name)
     if not path.is_file():
-        raise SpecError(path, ["%s: no such spec; available: %s" % (path, ", ".join(available()))])
+        raise SpecError(path, ["%s: no such spec%s; available: %s" % (path, near_miss(str(name), available()),
+                                                                       ", ".join(available()))])
     return yamlfile.load(path, Spec, names_of=("models", "variants"), context={"file_stem": path.stem})

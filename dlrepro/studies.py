@@ -13,11 +13,12 @@ from typing import Literal, Optional, Union
 
 from pydantic import Field, PositiveInt, model_validator
 
-from dlrepro import REPO_ROOT, spec as specmod, yamlfile
+from dlrepro import folders, names, spec as specmod, yamlfile
 from dlrepro.errors import SpecError
 from dlrepro.yamlfile import Strict
+from runner import adapters
 
-STUDIES_DIR = REPO_ROOT / "studies"
+STUDIES_DIR = folders.STUDIES_DIR
 
 
 class Run(Strict):
@@ -162,6 +163,12 @@ class Study(Strict):
                 problems.append(yamlfile.at("claims.%s.runs" % name, "a %s claim lists runs on %s: drop them, or "
                                             "make a separate claim where the study states it for that device"
                                             % (claim.device, ", ".join(sorted(devices - {claim.device})))))
+        for tool, framework in self.tools.items():
+            if framework is not None and framework not in adapters.available():
+                problems.append(yamlfile.at("tools.%s" % tool, "unknown framework %s; runner/adapters has: %s "
+                                            "(null: a tool the suite does not run)" % (
+                                                names.unknown(framework, adapters.available()),
+                                                ", ".join(adapters.available()))))
         for name, table in self.tables.items():
             unknown = [t for t in table.rows if t not in self.tools]
             if unknown:
@@ -192,12 +199,13 @@ def path_of(name):
 
 def available():
     """Names of the studies under studies/."""
-    return sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))
+    return folders.names(STUDIES_DIR)
 
 
 def load(name):
     """Load and validate a study by name or path; raises SpecError naming file, line and field."""
     path = path_of(name)
     if not path.is_file():
-        raise SpecError(path, ["%s: no such study; available: %s" % (path, ", ".join(available()))])
+        raise SpecError(path, ["%s: no such study%s; available: %s" % (path, names.near_miss(str(name), available()),
+                                                                        ", ".join(available()))])
     return yamlfile.load(path, Study)

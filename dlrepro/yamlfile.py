@@ -137,28 +137,83 @@ def _pointed(err):
     return pointed
 
 
-def _duplicates(node, path):
-    """``FILE:LINE: duplicate key 'K'`` for every key that a mapping of the YAML node tree repeats (YAML forbids
-    it; PyYAML would silently keep the last value)."""
+# the C parser when PyYAML was built with libyaml (tens of times faster on a large file), else the Python one
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_NODES = 1_000_000  # a spec holds thousands; aliases that expand past this are refused, not expanded
+MAX_BYTES = 4 * 2**20  # the suite's largest file is under 100 KB; PyYAML builds objects in Python, ~30 s per 10 MB
+
+
+def _walk(root):
+    """Each distinct node of the graph under ``root`` once (an alias is one node however often it is used), and
+    the number of nodes the graph expands to (every alias counted as its whole subtree)."""
+    sizes, seen, order, stack = {}, set(), [], [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            children = node.value if isinstance(node, yaml.SequenceNode) else \
+                [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 0) for c in children)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        stack.append((node, True))
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(c, False) for c in node.value]
+        elif isinstance(node, yaml.MappingNode):
+            stack += [(c, False) for pair in node.value for c in pair]
+    return order, sizes.get(id(root), 1)
+
+
+def _duplicates(nodes, path):
+    """``FILE:LINE: duplicate key 'K'`` for every key that a mapping among ``nodes`` repeats (YAML forbids it;
+    PyYAML would silently keep the last value)."""
     problems = []
-    if isinstance(node, yaml.MappingNode):
-        seen = set()
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                if key.value in seen:
-                    problems.append("%s:%d: duplicate key %r: a mapping may name each key once (the first is at "
-                                    "an earlier line); remove one" % (path, key.start_mark.line + 1, key.value))
-                seen.add(key.value)
-            problems += _duplicates(value, path)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            problems += _duplicates(item, path)
+    for node in nodes:
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        problems.append("%s:%d: duplicate key %r: a mapping may name each key once (the first is "
+                                        "at an earlier line); remove one" % (path, key.start_mark.line + 1, key.value))
+                    seen.add(key.value)
     return problems
 
 
-def _text(path):
-    """The file's text; raises SpecError when it cannot be read or is not UTF-8."""
+def _parse(path, text):
+    """(root node, data) of YAML ``text``, parsed once; raises SpecError for YAML that does not parse, a duplicate
+    key, or aliases that expand to more than MAX_NODES nodes."""
+    loader = LOADER(text)
     try:
+        root = loader.get_single_node()
+        if root is None:
+            return None, None
+        nodes, expanded = _walk(root)
+        if expanded > MAX_NODES:
+            raise SpecError(path, ["%s:%d: aliases (*name) expand this file to %s values, more than the %s a file "
+                                   "may hold: write the values out, or reuse fewer" % (
+                                       path, root.start_mark.line + 1, format(expanded, ","), format(MAX_NODES, ","))])
+        duplicates = _duplicates(nodes, path)
+        if duplicates:
+            raise SpecError(path, duplicates)
+        return root, loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = "%s:%d" % (path, mark.line + 1) if mark else str(path)
+        raise SpecError(path, ["%s: not valid YAML: %s" % (where, getattr(exc, "problem", exc))]) from None
+    finally:
+        loader.dispose()
+
+
+def _text(path):
+    """The file's text; raises SpecError when it cannot be read, is larger than MAX_BYTES or is not UTF-8."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError(path, ["%s: %.1f MB, larger than the %d MB a spec, study or catalogue file may be: is it "
+                                   "the right file?" % (path, size / 2**20, MAX_BYTES // 2**20)])
         raw = path.read_bytes()
     except OSError as exc:
         raise SpecError(path, ["%s: cannot read: %s" % (path, exc.strerror)]) from None
@@ -176,20 +231,11 @@ def load(path, model, names_of=(), context=None):
     ``context`` is passed to pydantic validators, with the names of the top-level
     mappings listed in ``names_of`` added (for ``reference`` validators).
     Raises SpecError listing every problem as ``FILE:LINE: FIELD: message``: a file that cannot
-    be read or is not UTF-8, YAML that does not parse, a duplicate key, a value the schema refuses.
+    be read or is not UTF-8, YAML that does not parse, a duplicate key, aliases that expand past MAX_NODES,
+    a value the schema refuses.
     """
     path = Path(path)
-    text = _text(path)
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = "%s:%d" % (path, mark.line + 1) if mark else str(path)
-        raise SpecError(path, ["%s: not valid YAML: %s" % (where, getattr(exc, "problem", exc))]) from None
-    duplicates = _duplicates(root, path)
-    if duplicates:
-        raise SpecError(path, duplicates)
+    root, data = _parse(path, _text(path))
     if not isinstance(data, dict):
         raise SpecError(path, ["%s:1: the file must hold a mapping (key: value) at top level" % path])
     try:

@@ -93,8 +93,8 @@ def invoke(*args):
                           cwd=REPO_ROOT)
 
 
-def test_invoke_compare_prints_ratios_verdicts_and_the_ranking():
-    done = invoke("compare", ALEXNET.name)
+def test_invoke_check_prints_ratios_verdicts_and_the_ranking():
+    done = invoke("check", ALEXNET.name)
     assert done.returncode == 0, done.stderr
     assert "31.6x" in done.stdout and "other hardware" in done.stdout  # CNTK: 1.107 s here / 0.035 s published
     # a CPU run is not ranked against the Titan X rerun, and no order is ever called the study's conclusion
@@ -173,9 +173,15 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
     assert invoke("compare", str(old), "--against", str(new), "--fail-on", "change").returncode == 1
     wrong = invoke("compare", str(old), "--against", str(new), "--fail-on", "worse")
     assert wrong.returncode == 1 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
-    # against the published values the default is never; "change" finds nothing to fail on a CPU run against the
-    # Titan X rerun: its cells are other hardware, and its ranking is not made
-    assert invoke("compare", str(old), "--json", str(report)).returncode == 0
+    # `compare A B` is `compare B --against A`
+    assert invoke("compare", str(old), str(new)).returncode == 1 and invoke("compare", str(new), str(old)).returncode == 0
+    both = invoke("compare", str(old), str(new), "--against", str(old))
+    assert both.returncode == 1 and both.stdout.startswith("error: give two bundles (compare A B) or one and --against")
+    # against the published values (check) the default is never; "change" finds nothing to fail on a CPU run against
+    # the Titan X rerun: its cells are other hardware, and its ranking is not made; check has no "slower"
+    assert invoke("check", str(old), "--json", str(report)).returncode == 0
     assert json.loads(report.read_text())["failed"] is False
-    done = invoke("compare", str(old), "--fail-on", "change", "--json", str(report))
+    assert invoke("check", str(old), "--fail-on", "slower").stdout.startswith(
+        "error: --fail-on: expected one of never, change (got 'slower')")
+    done = invoke("check", str(old), "--fail-on", "change", "--json", str(report))
     assert done.returncode == 0 and json.loads(report.read_text())["failing_rankings"] == []

@@ -157,16 +157,20 @@ def test_resume_refuses_other_options_or_a_changed_spec(tmp_path, reporter):
     again = runs.run(str(spec), options, results_dir=tmp_path, resume=path.name, reporter=reporter)
     assert again == path and reporter.total == 0 and validate.check(path) == []
     spec.write_text(spec.read_text().replace("lr: 0.01", "lr: 0.02", 1))
-    with pytest.raises(DlreproError, match=r"--resume: spec .*fcn.yaml has changed since the bundle ran") as err:
+    with pytest.raises(DlreproError, match=r"--resume: spec .*fcn.yaml has changed since the bundle ran: "
+                                           r"variants.fcn-s.optimizer.lr: 0.01 there, 0.02 here$") as err:
         runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name)
-    assert err.value.remedy.startswith("restore the spec file as it was")
+    assert err.value.remedy.startswith("restore the spec file as it was (sha256 ") and "None" not in err.value.remedy
 
 
-def test_a_partial_bundle_is_published_as_it_is(tmp_path):
+def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     results = tmp_path / "results"
     partial = _kill_after_first_job(FCN + ["--batch-size=8,1024", "--executor=local"], results, "fcn-s.torch.cpu.b8")
-    done = invoke("publish", "latest", "--results", str(results))
+    done = invoke("finalize", "latest", "--results", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((results / partial.name[1:-len(".partial")] / "bundle.json").read_text())["state"] == "complete"
+    again = invoke("publish", "latest", "--results", str(results))  # the deprecated name: same task, a warning
+    assert again.returncode == 1 and "`publish` is deprecated" in again.stderr and "is complete already" in again.stdout
     folder = results / partial.name[1:-len(".partial")]
     rows = {r["job_id"]: r for r in json.loads((folder / "bundle.json").read_text())["jobs"]}
     assert rows["fcn-s.torch.cpu.b8"]["status"] == "ok" and rows["fcn-s.torch.cpu.b1024"]["status"] == "skipped"

@@ -73,7 +73,7 @@ def test_modes_follow_the_variant_unless_asked():
 def test_unknown_variant_framework_and_repeats():
     with pytest.raises(DlreproError, match="spec fcn has no variant fcn-x; it has: fcn-s, fcn-8, fcn-r"):
         expand("fcn", variants=["fcn-x"])
-    with pytest.raises(DlreproError, match="declares no adapter for theano"):
+    with pytest.raises(DlreproError, match="declares no adapter for 'theano'"):
         expand("fcn", frameworks=["theano"])
     with pytest.raises(ValueError, match="lists 8 more than once"):
         RunOptions(batch_sizes=[8, 8])
@@ -119,7 +119,7 @@ def test_a_framework_version_can_be_asked_for():
     job = expand("fcn", variants=["fcn-s"], frameworks=["tensorflow@2.21.0"])[0]
     assert job["framework"] == "tensorflow" and job["framework_version"] == "2.21.0"
     assert job["id"] == "fcn-s.tensorflow-2.21.0.cpu.b64"
-    with pytest.raises(DlreproError, match="declares no adapter for theano@1.0"):
+    with pytest.raises(DlreproError, match="declares no adapter for 'theano@1.0'"):
         expand("fcn", frameworks=["theano@1.0"])
     era = expand("fcn", variants=["fcn-r"], frameworks=["mxnet@0.12.0", "mxnet"])
     assert [(j["framework"], j["framework_version"]) for j in era] == [("mxnet", "0.12.0"), ("mxnet", None)]

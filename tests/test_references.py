@@ -45,9 +45,12 @@ def test_a_reference_to_an_unknown_variant_is_refused(tmp_path):
 
 def test_specs_lists_every_spec_and_shows_references():
     listing = invoke("specs").stdout
-    for name in ("alexnet", "fcn", "resnet50", "resnet56", "lstm", "cifar10-vgg", "imdb-gru", "resnet50-features",
-                 "densenet121-chestxray"):
-        assert "%s:" % name in listing
+    cells = [[c.strip() for c in line.split("\u2502")[1:-1]] for line in listing.splitlines() if line.startswith("\u2502")]
+    assert {c[0]: c[-1] for c in cells if c[0]} == {  # each spec once, with the study whose runs use it
+        "alexnet": "dlbench", "fcn": "dlbench", "resnet50": "dlbench", "resnet56": "dlbench", "lstm": "dlbench",
+        "cifar10-vgg": "dlf", "imdb-gru": "dlf", "resnet50-features": "dlf", "densenet121-chestxray": "dlf"}
+    assert [c[1:3] for c in cells if c[1] in ("cifar10-vgg-synthetic", "features-torchvision")] == [
+        ["cifar10-vgg-synthetic", "throughput"], ["features-torchvision", "inference"]]  # long names stay aligned
     shown = invoke("specs", "--show", "imdb-gru").stdout
     assert "references: published (40)" in shown and "references: notebook_measured (14)" in shown
     assert "training_wall_time_3_epochs" in shown and "missing dlf.readme.unreported_cells" in shown

@@ -317,4 +317,5 @@ def test_the_bundle_report_sets_published_cells_against_their_peak(tmp_path):
     cells = page.table("Fraction of peak: the published cells then, this hardware now").set_index("published")
     cntk = cells.loc[[i for i in cells.index if i.startswith("CNTK on NVIDIA GTX Titan X")][0]]
     assert (cntk["then (% of peak)"], cntk["verdict"], cntk["now"]) == ("49.1%", "other hardware", "not measured here")
-    assert "fraction-of-peak" in {f.stem for f in made.figures}
+    # no framework of the Titan X rerun was measured here: no "then against now" figure to draw
+    assert "fraction-of-peak" not in {f.stem for f in made.figures}

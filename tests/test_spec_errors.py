@@ -55,7 +55,7 @@ def test_stated_parameter_count_is_checked_against_the_layers(tmp_path):
 
 def test_a_framework_without_adapter(tmp_path):
     _, problems = load_variant(tmp_path, ALEXNET.replace("frameworks: [torch,", "frameworks: [theano, torch,"))
-    assert len(problems) == 1 and ":5: frameworks: no runner adapter for theano; runner/adapters has: caffe, " \
+    assert len(problems) == 1 and ":5: frameworks: no runner adapter for 'theano'; runner/adapters has: caffe, " \
         "caffe2, cntk, jax, mxnet, tensorflow, torch" in problems[0]
 
 
@@ -152,3 +152,74 @@ def test_an_empty_batch_size_list_is_an_error_naming_the_field(tmp_path):
     line = [i for i, l in enumerate(text.splitlines(), 1) if "cpu: []" in l][0]
     assert problems == ["%s:%d: variants.alexnet-s.batch_sizes.cpu: List should have at least 1 item after "
                         "validation, not 0" % (path, line)]
+
+
+def test_aliases_that_expand_to_millions_of_values_are_refused_at_once(tmp_path):
+    import time
+
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        "%s: &%s [%s]\n" % (chr(98 + i), chr(98 + i), ", ".join(["*%s" % chr(97 + i)] * 10)) for i in range(6))
+    start = time.perf_counter()
+    path, problems = load_variant(tmp_path, bomb)
+    assert time.perf_counter() - start < 5
+    # a: 11 nodes, each next list 1 + 10 x the one before (b 111 ... g 11,111,111), plus the root and 7 keys
+    assert problems == ["%s:1: aliases (*name) expand this file to 12,345,685 values, more than the 1,000,000 a "
+                        "file may hold: write the values out, or reuse fewer" % path]
+    # a duplicate key behind an alias is found once, on the node graph
+    text = ALEXNET + "extra: &e {k: 1, k: 2}\nagain: *e\n"
+    path, problems = load_variant(tmp_path, text)
+    assert len(problems) == 1 and "duplicate key 'k'" in problems[0]
+
+
+@pytest.mark.parametrize("field, old, new, limit", [
+    ("batch_sizes.cpu.0", "cpu: [16] ", "cpu: [2147483648] ", "65,536"),
+    ("warmup", "warmup: 8", "warmup: 1000000000000", "100,000"),
+])
+def test_sizes_have_bounds_a_variant_can_raise(tmp_path, field, old, new, limit):
+    variant = "variants.alexnet-s" if field.startswith("batch") else None
+    text = ALEXNET.replace(old, new, 1)
+    path, problems = load_variant(tmp_path, text)
+    assert len(problems) == 1 and ("above the limit of %s" % limit) in problems[0] and problems[0].startswith(
+        "%s:" % path), problems
+    if variant:
+        assert ": %s.%s: 2,147,483,648 is above the limit" % (variant, field) in problems[0]
+        raised = text.replace("    warmup: 8\n", "    warmup: 8\n    limits: {batch_size: 4294967296}\n", 1)
+        path.write_text(raised)
+        assert spec.load(str(path)).variants["alexnet-s"].batch_sizes["cpu"] == [2147483648]
+
+
+def test_a_look_alike_letter_in_a_framework_name_is_pointed_at(tmp_path):
+    _, problems = load_variant(tmp_path, ALEXNET.replace("frameworks: [torch,", "frameworks: [t\u043erch,"))
+    assert len(problems) == 1 and "no runner adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC " \
+        "SMALL LETTER O, not ASCII)" in problems[0]
+    _, problems = load_variant(tmp_path, ALEXNET.replace("frameworks: [torch,", "frameworks: [trch,"))
+    assert "no runner adapter for 'trch' (did you mean torch?)" in problems[0]
+
+
+def test_a_study_that_maps_a_tool_to_an_unknown_framework_is_refused(tmp_path):
+    from dlrepro import studies
+
+    text = (REPO_ROOT / "studies" / "dlbench.yaml").read_text()
+    path = tmp_path / "dlbench.yaml"
+    path.write_text(text.replace(": tensorflow", ": tensorflw", 1))
+    with pytest.raises(SpecError) as err:
+        studies.load(str(path))
+    assert len(err.value.problems) == 1 and "tools.TensorFlow: unknown framework 'tensorflw' (did you mean " \
+        "tensorflow?)" in err.value.problems[0] and err.value.problems[0].startswith("%s:" % path)
+
+
+def test_a_20_mb_spec_is_refused_in_seconds_and_a_large_one_parsed_once(tmp_path):
+    import time
+
+    from dlrepro import yamlfile
+
+    start = time.perf_counter()
+    path, problems = load_variant(tmp_path, ALEXNET + "padding:\n" + "  - 1\n" * 3_500_000)
+    assert time.perf_counter() - start < 5
+    assert problems == ["%s: 20.0 MB, larger than the 4 MB a spec, study or catalogue file may be: is it the right "
+                        "file?" % path]
+    # under the bound: one parse by the C loader; the unknown field is named at the line its value starts
+    assert yamlfile.LOADER is yamlfile.yaml.CSafeLoader
+    path, problems = load_variant(tmp_path, ALEXNET + "padding:\n" + "  - 1\n" * 20_000)
+    assert len(problems) == 1 and problems[0].startswith("%s:%d: padding: unknown field 'padding'" % (
+        path, ALEXNET.count("\n") + 2))

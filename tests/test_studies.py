@@ -181,7 +181,7 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     assert record["runs"]["gpu"]["state"] == "not runnable" and "NVIDIA GPU" in record["runs"]["gpu"]["why_here"]
     bundle = results / record["runs"]["fcn"]["bundle"]
     summary = tables.summary(bundle)
-    assert record["runs"]["fcn"]["state"] == "published" and list(summary["job_id"]) == [
+    assert record["runs"]["fcn"]["state"] == "complete" and list(summary["job_id"]) == [
         "fcn-s.torch.cpu.b64.t1", "fcn-s.torch.cpu.b64.t2"]
     html = (tmp_path / "report" / "study.html").read_text()
     counts = dict(re.findall(r'data-outcome="([^"]+)">(\d+)<', html))
@@ -203,7 +203,8 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     dom = headless(browser, tmp_path / "profile", "--dump-dom", (tmp_path / "report" / "study.html").as_uri())
     assert 'id="answer"' in dom and 'href="#early"' in dom and 'id="early"' in dom
     assert re.search(r'data-outcome="not run">2<', dom)
-    again = invoke("study", str(TINY), "--resume", "--results", str(results), "--out", str(tmp_path / "report2"))
+    again = invoke("study", str(TINY), "--resume", "latest", "--results", str(results), "--out",
+                   str(tmp_path / "report2"))
     assert again.returncode == 0 and "study record: %s" % record_path in again.stdout  # nothing left to run
 
 

@@ -7,85 +7,7 @@ from rich.table import Table
 from dlrepro.cli.console import MARK, console
 from dlrepro.results import bundle, numbers, palette, report
 from dlrepro.results.answers import verdicts as words
-from dlrepro.references import KINDS
 from dlrepro.run import hostinfo
-from runner import shapes
-
-
-def layer_summary(layer):
-    """A compact description of a layer: "conv 3x3/2 64", composite layers by their branches."""
-    kind = layer["type"]
-    if kind == "conv":
-        text = "conv %dx%d%s %d" % (layer["kernel"], layer["kernel"],
-                                    "/%d" % layer["stride"] if layer.get("stride", 1) != 1 else "", layer["filters"])
-        return text + (" p%d" % layer["pad"] if layer.get("pad") else "")
-    if kind in ("residual", "concat"):
-        parts = [(key, layer.get(key)) for key in ("body", "shortcut", "after") if layer.get(key)]
-        return " | ".join("%s: %s" % (key, ", ".join(layer_summary(l) for l in branch)) for key, branch in parts) + \
-            (" | shortcut: identity" if kind == "residual" and not layer.get("shortcut") else "")
-    settings = ", ".join("%s=%s" % (k, v) for k, v in layer.items() if k not in ("type", "name"))
-    return "%s%s" % (kind, " (%s)" % settings if settings else "")
-
-
-def spec_list(specs):
-    """One line per spec and one per variant: parameters, data, batch sizes per device."""
-    for s in specs:
-        console.print("[bold]%s[/]: %s" % (s.name, s.title))
-        for vname, v in s.variants.items():
-            m = s.models[v.model]
-            console.print("  %-12s %s parameters, %s, batch sizes %s" % (
-                vname, format(m.parameters, ","), v.data.kind if v.data.kind == "synthetic" else v.data.name,
-                ", ".join("%s %s" % (d, b) for d, b in v.batch_sizes.items())))
-
-
-def spec_detail(s, unsupported):
-    """A spec in full: each model layer by layer with shapes and parameters, each variant, which framework
-    cannot express it (``unsupported``: [(variant, framework, reason)]), and its published references."""
-    console.print("[bold]%s[/]: %s\nstudy: %s\nsource: %s\nframeworks: %s" % (
-        s.name, s.title, s.study, s.source, ", ".join(s.frameworks)))
-    for mname, m in s.models.items():
-        table = Table(title="model %s: %s parameters" % (mname, format(m.parameters, ",")), caption=m.source)
-        for column in ("layer", "settings", "input", "output", "parameters"):
-            table.add_column(column, justify="right" if column == "parameters" else "left")
-        for layer, shape_in, shape_out, params in shapes.trace(m.layer_dicts(), m.input_shape):
-            table.add_row(layer["type"], layer_summary(layer), str(shape_in), str(shape_out), format(params, ","))
-        console.print(table)
-        console.print("initialisation of %s: %s%s" % (mname, "; ".join(
-            "%s: %s" % (f, _init_text(m.init_for(f), f)) for f in s.frameworks),
-            " (per framework: %s)" % m.framework_init_source if m.framework_init_source else ""))
-    for vname, v in s.variants.items():
-        console.print("[bold]variant %s[/]: %s" % (vname, v.description))
-        console.print_json(data=v.model_dump(mode="json", exclude={"description"}, exclude_none=True))
-        for variant, framework, reason in unsupported:
-            if variant == vname:
-                console.print("[yellow]unsupported[/] %s on %s: %s" % (vname, framework, reason))
-    references(s)
-
-
-def _init_text(init, framework):
-    from runner.adapters.capabilities import DEFAULT_INIT
-
-    if init.scheme == "default":
-        return "default, %s" % DEFAULT_INIT[framework]
-    return init.scheme + (" +-%g" % init.scale if init.scale else "")
-
-
-def references(s):
-    """The spec's published references as one table per kind, and what could not be retrieved."""
-    for kind in KINDS:
-        refs = [r for r in s.references if r.kind == kind]
-        if not refs:
-            continue
-        table = Table(title="references: %s (%d)" % (kind, len(refs)))
-        for column in ("variant", "framework", "hardware", "batch", "metric", "value", "source"):
-            table.add_column(column, overflow="fold")
-        for r in refs:
-            value = "%s-%s" % tuple(r.value) if isinstance(r.value, list) else "%g" % r.value
-            table.add_row(r.variant or "-", "%s %s" % (r.framework, r.framework_version or ""), r.hardware,
-                          str(r.batch_size or ""), r.metric, "%s %s" % (value, r.unit), r.source)
-        console.print(table)
-    for m in s.missing_references:
-        console.print("[yellow]missing[/] %s: %s (%s; %s)" % (m.id, m.what, m.where, m.status))
 
 
 def summary_table(rows, title):
@@ -273,10 +195,10 @@ def bundles(rows, spec=None):
         if remedy:
             step = remedy
         elif r["state"] == "partial" or c["missing"] or c["skipped"]:
-            step = "invoke run --resume %s" % r["id"] + ("; or invoke publish %s" % r["id"]
+            step = "dlrepro run --resume %s" % r["id"] + ("; or dlrepro finalize %s" % r["id"]
                                                           if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:
-            step = "invoke run --resume %s --retry-failed" % r["id"]
+            step = "dlrepro run --resume %s --retry-failed" % r["id"]
         if step:
             steps.append(step)
         table.add_row(r["id"], state, r["spec"], *_hardware(r["folder"]),

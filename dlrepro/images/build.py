@@ -69,8 +69,10 @@ def _tar(directory):
 def _hint(lines):
     text = "\n".join(lines)
     if "No matching distribution" in text and "+cpu" in text:
-        return ("\nPyTorch's CPU wheels (+cpu) are not on PyPI: add PyTorch's CPU wheel index to your pip "
-                "configuration (pip config set global.extra-index-url URL), or put the wheel in a find-links directory.")
+        return ("\nPyTorch's CPU wheels (+cpu) are not on PyPI: put the wheel the lock pins (e.g. "
+                "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl) in a folder and `pip config set "
+                "global.find-links FOLDER`, or `pip config set global.extra-index-url INDEX` with the CPU wheel index "
+                "that PyTorch's install selector prints for \"Pip, CPU\" (its --index-url); then build again.")
     if "THESE PACKAGES DO NOT MATCH THE HASHES" in text:
         return "\nA downloaded file does not match the lock: the index serves other bytes than the lock pins."
     return ""

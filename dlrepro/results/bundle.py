@@ -4,7 +4,7 @@
         bundle.json      schema, suite version and git commit, command, resolved spec and its hash,
                          run options, executor, host, images (tag, image ID, base, recipe digest),
                          datasets (files, SHA-256, source), one summary entry per job, status counts,
-                         state ("partial" | "published") and the attempts that wrote it
+                         state ("partial" | "complete"; older bundles say "published") and the attempts that wrote it
         jobs/<job id>/   job.json, result.json, log.txt; attempts/<n>/ the results of earlier attempts
         images/<name>/   Dockerfile, requirements.lock, pip-freeze.txt, dpkg.txt (docker executor)
         summary.parquet  one row per job, with provenance columns (dlrepro.results.tables)
@@ -29,7 +29,7 @@ import os
 import shutil
 from pathlib import Path
 
-from dlrepro import REPO_ROOT, __version__, checkout
+from dlrepro import __version__, checkout, folders
 from dlrepro.errors import BundleError, DlreproError, ResultsUnwritable
 from dlrepro.files import sha256_file, sums_text
 from dlrepro.results import tables
@@ -41,8 +41,20 @@ WORK = ".work"  # scratch output of running jobs, inside the partial bundle
 NOT_WRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG)
 
 
+COMPLETE = "complete"  # a finished bundle's state; bundles written before the rename say OLD_COMPLETE
+OLD_COMPLETE = "published"
+
+
+def state(found):
+    """The state of bundle.json ``found``: "partial" or "complete" (an old bundle's "published", or none, is
+    complete)."""
+    value = found.get("state", COMPLETE)
+    return COMPLETE if value == OLD_COMPLETE else value
+
+
 def results_root():
-    return REPO_ROOT / "results"
+    """The results folder when none is given: $DLREPRO_RESULTS, else the checkout's results/."""
+    return folders.results_root()
 
 
 def _partial_name(bundle_id):
@@ -63,8 +75,9 @@ def locate(name, results_dir=None, partial=False):
     for folder in candidates:
         if (folder / "bundle.json").is_file():
             return folder
-    raise DlreproError("%s: no bundle.json there; give a bundle folder (results/<bundle-id>) or the id of one "
-                       "under results/%s" % (name, " (`invoke bundles` lists them)" if partial else ""))
+    raise DlreproError("%s: no bundle.json there; give a bundle folder or the id of one under %s (another "
+                       "results folder: --results DIR)%s" % (name, results_dir,
+                                                             "; `dlrepro bundles` lists them" if partial else ""))
 
 
 def body(folder):
@@ -106,7 +119,7 @@ def listing(results_dir=None):
         statuses = list(_statuses(path.parent, plan).values())
         counts = {s: statuses.count(s) for s in STATUSES}
         counts["missing"] = statuses.count(None)
-        rows.append({"id": found.get("id"), "folder": path.parent, "state": found.get("state", "published"),
+        rows.append({"id": found.get("id"), "folder": path.parent, "state": state(found),
                      "spec": found["spec"]["name"], "created": found.get("created"), "counts": counts,
                      "running": found.get("running"),
                      "submitted": [r["array_id"] for r in found.get("submitted") or [] if not r.get("collected")]})
@@ -285,7 +298,7 @@ class BundleWriter:
         SHA256SUMS, then rename into place; returns the bundle path."""
         shutil.rmtree(self.work_dir, ignore_errors=True)
         body = dict(self.body, **body, schema=SCHEMA, id=self.id, created=self.created, finished=utc_now(),
-                    state="published", suite={"version": __version__, "git": checkout.state()})
+                    state=COMPLETE, suite={"version": __version__, "git": checkout.state()})
         body.pop("running", None)
         body.pop("plan", None)
         rows, samples = tables.build(self.partial, body, self.job_ids)

@@ -208,7 +208,7 @@ def efficiency(summary, references):
         "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/peaks.yaml; another "
         "device's figure is set beside this one's, never judged as reproducing.") if len(shown) else None
     figure = None
-    if len(shown):
+    if len(shown) and shown["measured_fraction"].notna().any():  # then against now: a figure once both exist
         png = efficiency_plot(shown)
         figure = plots.Plot("fraction-of-peak", "Fraction of peak, then and now", "Achieved FLOP/s as % of the "
                             "device's peak: each published cell on its own hardware, and this host's jobs of the same "

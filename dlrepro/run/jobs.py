@@ -11,6 +11,7 @@ import json
 
 from dlrepro import datasets
 from dlrepro.errors import DlreproError
+from dlrepro.names import unknown as unknown_name
 from runner import shapes
 from runner.adapters import capabilities
 from runner.contract import JOB_SCHEMA
@@ -161,6 +162,22 @@ def _frameworks(spec, options):
     return options.frameworks or list(spec.frameworks)
 
 
+def _within_limits(spec, variants, options):
+    """Raise DlreproError naming the option when a size given on the command line is above a chosen variant's
+    limits (the spec's ``limits``, which the spec may raise)."""
+    given = [("--batch-size", b, "batch_size") for b in options.batch_sizes or []] + [
+        ("--warmup", options.warmup, "iterations"), ("--iterations", options.iterations, "iterations"),
+        ("--repeats", options.repeats, "repeats"), ("--epochs", options.epochs, "epochs")]
+    for name in variants:
+        limits = spec.variants[name].limits
+        over = ["%s %s" % (option, format(value, ",")) for option, value, limit in given
+                if value is not None and value > getattr(limits, limit)]
+        if over:
+            raise DlreproError("%s: above the limits of variant %s (%s)" % (", ".join(over), name, ", ".join(
+                "%s %s" % (k, format(v, ",")) for k, v in limits.model_dump().items())),
+                "a typo? If the study needs it, raise the limit in the spec: limits: {batch_size: N} in the variant")
+
+
 def expand(spec, options):
     """Jobs (job.json dicts, in run order) for ``spec`` under ``options``.
 
@@ -175,11 +192,13 @@ def expand(spec, options):
     if unknown:
         raise DlreproError("spec %s has no variant %s; it has: %s"
                            % (spec.name, ", ".join(unknown), ", ".join(spec.variants)))
+    _within_limits(spec, variants, options)
     frameworks = _frameworks(spec, options)
     foreign = [f for f in frameworks if _framework_name(f) not in spec.frameworks]
     if foreign:
         raise DlreproError("spec %s declares no adapter for %s; its frameworks: %s"
-                           % (spec.name, ", ".join(foreign), ", ".join(spec.frameworks)))
+                           % (spec.name, ", ".join(unknown_name(f, spec.frameworks) for f in foreign),
+                              ", ".join(spec.frameworks)))
     jobs = []
     for name in variants:
         variant = spec.variants[name]

@@ -13,9 +13,9 @@ from typing import Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 
 from dlrepro.errors import DlreproError
+from dlrepro.run.optiontext import UNSET, split  # noqa: F401 (split: the tasks' too)
 from runner.contract import OPTION_DEFAULTS
 
-UNSET = -1  # integer options left at -1 take the spec's value
 WHERE = {"executor", "gpu", "gpus", "isolation"}  # where and how jobs run, not what they measure
 OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
                 "timeout_s": "--timeout"}
@@ -74,13 +74,6 @@ class RunOptions(BaseModel):
             if body.get(name) == default:
                 del body[name]
         return hashlib.sha256(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
-
-
-def split(text, convert=str):
-    """The comma-separated items of ``text`` converted by ``convert``, or None when there are none.
-
-    Raises ValueError when an item does not convert."""
-    return [convert(x.strip()) for x in text.split(",") if x.strip()] or None
 
 
 def _items(option, text, convert, what):

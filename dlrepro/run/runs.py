@@ -12,6 +12,7 @@ or broken by an unexpected error still publishes a bundle with what finished, th
 marked; a results folder that cannot be written stops the run with ResultsUnwritable,
 the partial bundle kept for a resume.
 """
+import json
 import os
 import shlex
 import signal
@@ -209,6 +210,16 @@ def _refuse_if_written(folder, running):
                            % (folder, running["pid"]), "wait for it to end, or stop it")
 
 
+def _changes(then, now, where="", limit=5):
+    """Up to ``limit`` differences between two resolved specs, each ``FIELD: THEN there, NOW here``."""
+    if isinstance(then, dict) and isinstance(now, dict):
+        found = []
+        for key in list(then) + [k for k in now if k not in then]:
+            found += _changes(then.get(key), now.get(key), "%s.%s" % (where, key) if where else key, limit)
+        return found[:limit]
+    return [] if then == now else ["%s: %s there, %s here" % (where, json.dumps(then), json.dumps(now))]
+
+
 def _resumed(prior, spec_name, options):
     """(spec, its file, options) of a resume of the bundle whose bundle.json is ``prior``: its spec, which must still hash
     as recorded, and its measurement options (options given again must be the same; where it runs may change).
@@ -219,11 +230,15 @@ def _resumed(prior, spec_name, options):
     spec = specmod.load(str(path))
     if spec.name != record["name"]:
         raise DlreproError("--resume: the bundle ran spec %s, not %s" % (record["name"], spec.name))
-    if spec.digest() != record["sha256"]:
-        raise DlreproError("--resume: spec %s has changed since the bundle ran (resolved sha256 %s now, %s recorded)"
-                           % (path, spec.digest()[:12], record["sha256"][:12]),
-                           "restore the spec file as it was (%s at commit %s), or start a new run" % (
-                               record["file"], ((prior.get("suite") or {}).get("git") or {}).get("commit")))
+    if spec.digest() != record["sha256"]:  # the rule: the resolved spec must match; comments and layout may change
+        commit = ((prior.get("suite") or {}).get("git") or {}).get("commit")  # a partial bundle has none yet
+        raise DlreproError("--resume: spec %s has changed since the bundle ran: %s" % (
+            path, "; ".join(_changes(record.get("resolved") or {}, spec.model_dump(mode="json"))) or
+            "resolved sha256 %s now, %s recorded" % (spec.digest()[:12], record["sha256"][:12])),
+            "restore the spec file as it was (sha256 %s%s), or start a new run" % (
+                (record.get("file_sha256") or "not recorded")[:12],
+                "; `git log -- %s` finds it" % record["file"] if not commit else ", %s at commit %s" % (
+                    record["file"], commit)))
     recorded = RunOptions(**prior["options"])
     if options.executor is None:  # not given: where the bundle ran
         options = options.model_copy(update={"executor": recorded.executor})
@@ -307,7 +322,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     Raises SpecError / DlreproError before anything runs when the spec or options are invalid (or do not
     match the resumed bundle's), and ExecutorError when the chosen executor is unavailable. After that,
     KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised only once the bundle
-    with the finished jobs is published; their message names it. ResultsUnwritable leaves it partial.
+    with the finished jobs is complete; their message names it. ResultsUnwritable leaves it partial.
     """
     reporter = reporter or Reporter()
     build_options = build_options or build.BuildOptions()
@@ -338,7 +353,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     if on_start:
         on_start(writer.id)
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
-               "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv)}
+               "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv),
+               "cwd": os.getcwd(), "results": str(Path(results_dir).resolve())}
     state = _Run(writer, reporter, attempt)
     collected = _collect_submitted(writer, reporter) if resume else []
     recovered = _recover(writer, state.stamp())
@@ -388,21 +404,21 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         return writer.partial
     path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
     if stopped is not None:
-        raise type(stopped)("%s; bundle with the finished jobs: %s" % (stopped, path)) from stopped
+        raise type(stopped)("%s; bundle with the finished jobs: %s" % (str(stopped) or "Ctrl-C", path)) from stopped
     return path
 
 
-NOT_RUN = "not run: the bundle was published as it was, before this job ran"
+NOT_RUN = "not run: the bundle was finalized as it was, before this job ran"
 
 
-def publish(bundle, results_dir=REPO_ROOT / "results"):
-    """Publish a partial bundle (id, folder or "latest") as it is: what dead attempts left of running jobs is
+def finalize(bundle, results_dir=REPO_ROOT / "results"):
+    """Finalize a partial bundle (id, folder or "latest") as it is, its state complete: what dead attempts left of running jobs is
     kept (marked skipped), the jobs that never ran are recorded as skipped (NOT_RUN); returns the bundle path.
     Raises DlreproError for a bundle that is not partial or that a live run is writing."""
     folder = bundlemod.locate(bundle, results_dir, partial=True)
     found = bundlemod.body(folder)
     if found.get("state") != "partial":
-        raise DlreproError("%s is published already" % folder, "`invoke bundles` lists the partial ones")
+        raise DlreproError("%s is complete already" % folder, "`dlrepro bundles` lists the partial ones")
     _refuse_if_written(folder, found.get("running"))
     if [r for r in found.get("submitted") or [] if not r.get("collected")]:
         raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,

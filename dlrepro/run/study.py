@@ -141,12 +141,12 @@ def _record_plan(record, planned):
 
 def run(name, device=None, frameworks=None, executor="docker", quick=False, resume=False,
         results_dir=REPO_ROOT / "results", reporter=None, build_options=None, python=None):
-    """Run study ``name`` on this host; returns the study record (Record). ``resume``: continue the study's
-    latest record (its own options) instead of starting a new one. Runs that break are recorded as broken and
+    """Run study ``name`` on this host; returns the study record (Record). ``resume``: continue a record of the
+    study ("latest" or True: its latest; else a record file), with its own options, instead of starting a new one. Runs that break are recorded as broken and
     the study goes on; an interrupt (Ctrl-C, SIGTERM) stops it after the running run published its bundle."""
     study = studies.load(name)
     if resume:
-        record = Record.latest(study.name, results_dir)
+        record = Record.latest(study.name if resume in (True, "latest") else resume, results_dir)
         asked = record.body["asked"]
     else:
         asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick}
@@ -159,7 +159,7 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
         record.body["runs"][p.id].get("done", 0) for p in planned if p.options))
     for item in planned:
         entry = record.body["runs"][item.id]
-        if item.options is None or entry["state"] == "published":
+        if item.options is None or entry["state"] in (bundlemod.COMPLETE, bundlemod.OLD_COMPLETE):
             continue
         for note in item.notes:
             reporter.log("%s: %s" % (item.id, note))
@@ -171,7 +171,7 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
         try:
             path = runs.run(item.run.spec if not entry["bundle"] else None, item.options, build_options, results_dir,
                             python, reporter, resume=entry["bundle"], on_start=started)
-            entry.update(state="published", bundle=path.name, done=item.jobs)
+            entry.update(state=bundlemod.COMPLETE, bundle=path.name, done=item.jobs)
         except KeyboardInterrupt:
             entry["state"] = "interrupted"
             record.save()

@@ -169,9 +169,10 @@ def published_efficiency(summary, references=None):
                     "published_achieved_flops": work_flops / seconds, "published_peak_flops": peak.flops,
                     "published_peak_device": peak.device, "published_fraction": work_flops / seconds / peak.flops,
                     "verdict": OTHER_HARDWARE, "basis": basis, "reference_id": ref.id, "source": ref.source}
-            matched = measured[measured["variant"].map(models).eq(model)
+            ours = [f for f in measured["framework"].dropna().unique() if _same_framework(f, ref.framework)]
+            matched = measured[measured["variant"].isin([v for v, m in models.items() if m == model])
                                & (measured["mode"] == ("inference" if inference else "throughput"))
-                               & measured["framework"].map(lambda f: _same_framework(f, ref.framework))]
+                               & measured["framework"].isin(ours)]
             if (matched["batch_size"] == ref.batch_size).any():
                 matched = matched[matched["batch_size"] == ref.batch_size]
             for row in matched.itertuples(index=False):

@@ -81,9 +81,13 @@ def require_valid(bundle_dir):
 
 
 def out_path(out, bundle_id):
-    """The archive to write: ``out``, ``out``/<bundle-id>.tar.gz when it is a folder, or ./<bundle-id>.tar.gz."""
+    """The archive to write: ``out``, ``out``/<bundle-id>.tar.gz when it is a folder (or ends with a "/": a folder,
+    created when missing), or ./<bundle-id>.tar.gz."""
     name = "%s.tar.gz" % bundle_id
+    folder = bool(out) and str(out).endswith(("/", os.sep))
     out = Path(out) if out else Path.cwd() / name
+    if folder:
+        out.mkdir(parents=True, exist_ok=True)
     if out.is_dir():
         out = out / name
     if not out.parent.is_dir():

@@ -1,0 +1,55 @@
+"""One set of options for every task: no automatic short flags (Invoke's first free letter gave one letter a
+different meaning per task), four shared ones that mean the same everywhere, positional arguments marked in
+the help, and a positional that ``--against`` may stand in for (``compare OLD NEW`` or ``compare NEW --against
+OLD``)."""
+from invoke import Task
+from invoke.parser import Argument
+
+# the only short flags: each means one thing in every task that has the option
+SHORT = {"framework": "f", "device": "d", "results": "r", "out": "o"}
+
+
+class DlTask(Task):
+    """An Invoke task with the suite's flags: SHORT's short flags, "(positional)" in a positional's help, and
+    ``either`` ({positional: option}): the positional need not be given when that option is."""
+
+    def __init__(self, *args, either=None, **kwargs):
+        kwargs["auto_shortflags"] = False
+        super().__init__(*args, **kwargs)
+        self.either = either or {}
+
+    def arg_opts(self, name, default, taken_names):
+        opts = super().arg_opts(name, default, taken_names)
+        short = SHORT.get(name)
+        if short and short not in taken_names:
+            opts["names"].append(short)
+        if opts["positional"]:
+            opts["help"] = "(positional%s) %s" % (
+                ", or --%s" % self.either[name] if name in self.either else "", opts.get("help") or "")
+        return opts
+
+    def get_arguments(self, ignore_unknown_help=None):
+        arguments = super().get_arguments(ignore_unknown_help)
+        by_name = {a.name: a for a in arguments}
+        for positional, option in self.either.items():
+            by_name[positional].__class__ = _EitherArgument
+            by_name[positional].stand_in = by_name[option]
+        return arguments
+
+
+
+class _EitherArgument(Argument):
+    """A positional argument that has a value ("") once its stand-in option has one: the parser asks for it only
+    while neither is given."""
+
+    stand_in = None
+
+    @property
+    def value(self):
+        if self._value is None and self.stand_in is not None and self.stand_in.value:
+            return ""
+        return super().value
+
+    @value.setter
+    def value(self, arg):
+        self.set_value(arg, cast=True)

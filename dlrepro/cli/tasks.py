@@ -1,0 +1,555 @@
+"""dlrepro's tasks: `dlrepro --list` shows them, `dlrepro --help TASK` their options (`invoke ...` in the checkout).
+
+    dlrepro run --spec=alexnet -f torch --quick   build what it needs, run, write a bundle
+    dlrepro report latest                         its report.md and report.html
+    dlrepro study dlbench --quick                 a whole published study and its report
+    dlrepro specs --show alexnet                  what a spec defines
+
+Each task parses its options, calls one library function and renders what it returns (dlrepro.cli); errors print
+as ``error:`` and ``remedy:`` lines with exit status 1. Only the tasks that need them import the heavy libraries
+(pandas, pyarrow, matplotlib, scipy, docker), so every task starts in a fraction of a second.
+
+One option means one thing in every task: the short flags are -f (--framework), -d (--device), -r (--results)
+and -o (--out) only; --results (else $DLREPRO_RESULTS, else the checkout's results/) is where every task that
+reads or writes bundles looks, so a bundle written with --results DIR is named by id with --results DIR.
+"""
+import sys
+
+from invoke import Collection, Exit, task as invoke_task
+
+from dlrepro import folders
+from dlrepro.cli.console import console, user_errors
+from dlrepro.cli.options import DlTask
+from dlrepro.run.optiontext import UNSET, split
+
+
+def task(*args, **kwargs):
+    """Invoke's @task with the suite's flags (dlrepro.cli.options.DlTask)."""
+    return invoke_task(*args, klass=DlTask, **kwargs)
+
+
+
+
+def _number(option, text, low, high):
+    """``text`` as a number in [low, high) (high None: unbounded; low excluded when it is 0 for alpha)."""
+    from dlrepro.errors import DlreproError
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and not low < value < high):
+        raise DlreproError("%s: expected a number %s (got %r)" % (
+            option, ">= %g" % low if high is None else "between %g and %g" % (low, high), text))
+    return value
+
+
+def _interrupted(exc, then=""):
+    """The line a task prints on Ctrl-C or SIGTERM: what stopped it (the signal, or Ctrl-C) and what to do next."""
+    console.print("[yellow]interrupted[/] (%s)%s" % (str(exc) or "Ctrl-C", then))
+    raise Exit(code=130) from None
+
+
+def _deprecated(old, new):
+    print("warning: `%s` is deprecated and goes in the next release: use `%s`" % (old, new), file=sys.stderr)
+
+
+ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
+RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
+BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"
+
+
+@task(help={
+    "framework": "frameworks to build, comma-separated (NAME or NAME@VERSION), or 'all' (default: the matrix's "
+                 "default_frameworks)",
+    "device": "cpu or cuda, comma-separated (default: cpu, plus cuda when an NVIDIA GPU is visible)",
+    "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
+    "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
+    "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
+    "engine": ENGINE_HELP,
+})
+def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine=""):
+    """Build the pinned images for this host's devices.
+
+    Without options it builds images/matrix.yaml's default_frameworks for every device this
+    host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
+    tag exists is not rebuilt. `dlrepro run` builds what it needs too, so
+    `invoke build run --spec=NAME` works as typed."""
+    from dlrepro import engine as enginemod
+    from dlrepro.images import build as buildmod, matrix as matrixmod
+    from dlrepro.run import hostinfo
+
+    with user_errors():
+        enginemod.use(engine)
+        matrix = matrixmod.load()
+        entries = matrix.select(split(framework), split(device) or hostinfo.devices())
+        options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
+        for entry in entries:
+            built = buildmod.ensure(matrix, entry, options, lambda m: console.print("[dim]%s[/]" % m))
+            console.print("%s: %s (%s, %s)" % (built.image.name, built.tag, built.image_id[:19],
+                                                "built in %.0f s" % built.seconds if built.built else "cached"))
+
+
+@task(help={
+    "spec": "spec name (%s) or the path of a spec file" % ", ".join(folders.names(folders.SPECS_DIR)),
+    "framework": "frameworks, comma-separated (default: the spec's)",
+    "device": "cpu (default) or cuda",
+    "executor": "docker (default; on --resume the bundle's), local (this Python, no containers) or slurm (sbatch "
+                "job arrays, one task per job, each in the job's container on its node)",
+    "engine": ENGINE_HELP,
+    "partition": "with --executor slurm: the partition to submit to (default: the cluster's default)",
+    "slurm-option": "with --executor slurm: one more sbatch option, e.g. --slurm-option=--account=lab (repeatable)",
+    "max-parallel": "with --executor slurm: at most this many tasks of an array at once (>= 1; default: no cap)",
+    "detach": "with --executor slurm: return once submitted; `dlrepro run --resume BUNDLE` takes the results",
+    "variant": "variants to run, comma-separated (default: all)",
+    "mode": "throughput (seconds per mini-batch), convergence (epochs, test accuracy) or inference "
+            "(default: each variant's own)",
+    "batch-size": "batch sizes, comma-separated (default: the spec's for the device)",
+    "warmup": "warm-up iterations, >= 0 (default: the spec's)",
+    "iterations": "measured iterations per repeat, >= 1 (default: the spec's)",
+    "repeats": "repeats of the measured iterations, >= 1 (default: the spec's)",
+    "epochs": "epochs of a convergence run, >= 1 (default: the spec's)",
+    "threads": "CPU thread counts, comma-separated, or 'sweep' for the study's (sets OMP/MKL/OpenBLAS and the "
+               "framework's; default: the framework's choice)",
+    "gpu": "host GPU index for --device cuda (default 0)",
+    "gpus": "host GPU indices for --device cuda, comma-separated: independent jobs run concurrently, one per GPU",
+    "precision": "fp32 (default: TF32 off, as on the studies' GPUs), tf32, bf16 or fp16 (autocast; PyTorch)",
+    "layout": "default (the framework's) or channels_last (NHWC memory layout; PyTorch, JAX)",
+    "cudnn-autotune": "cuDNN picks algorithms by benchmarking (default on; --no-cudnn-autotune)",
+    "compile": "torch.compile the model (PyTorch; default off)",
+    "allow-ptx-jit": "run a build that ships no kernels for this GPU, only PTX for an older one (marked ptx_jit)",
+    "quick": "smoke run: first batch size, 1 warm-up + 3 iterations, convergence 1 epoch of 100 iterations",
+    "python": "interpreter for --executor local (default: this one)",
+    "results": "folder for bundles (default: $DLREPRO_RESULTS, else the checkout's results/)",
+    "base-source": "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap",
+    "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
+    "resume": "continue a bundle (its id, folder, or 'latest'): run only its jobs without an ok result, with its "
+              "spec and options",
+    "retry-failed": "with --resume: run its failed jobs again too",
+    "memory": "memory limit of each job container, e.g. 8g or 512m (default: this host's memory less headroom)",
+    "isolation": "worker (default: the jobs that share their settings run in one warm process, which imports the "
+                 "framework once) or process (one process per job)",
+    "ranks": "data-parallel jobs: rank counts, comma-separated (one rank per GPU on cuda, one process or device "
+             "each on the CPU), or 'spec' for the variant's GPU counts; the batch sizes are total mini-batches "
+             "under strong scaling, per rank under weak (the spec says which); default: plain one-device jobs",
+}, iterable=["slurm_option"])
+def run(c, spec="", framework="", device="cpu", executor="", variant="", mode="", batch_size="",
+        warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
+        results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
+        cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory="",
+        engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False, isolation="worker", ranks=""):
+    """Run a spec's jobs into a bundle, or --resume one.
+
+    Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
+    every job that could run here ran (skipped jobs name their reason and remedy), 1 when
+    a job failed or none ran, 130 when interrupted (the bundle keeps what finished)."""
+    import json
+
+    from dlrepro import engine as enginemod
+    from dlrepro.cli import render
+    from dlrepro.cli.progress import RichReporter
+    from dlrepro.errors import DlreproError
+    from dlrepro.images import build as buildmod
+    from dlrepro.run import options as optionsmod, runs
+
+    with user_errors():
+        enginemod.use(engine)
+        options = optionsmod.from_cli(
+            framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
+            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation, ranks)
+        if not spec and not resume:
+            raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
+        if retry_failed and not resume:
+            raise DlreproError("--retry-failed goes with --resume BUNDLE")
+        slurm = optionsmod.slurm_settings(options.executor, partition, slurm_option, max_parallel, detach)
+        try:
+            with RichReporter() as reporter:
+                path = runs.run(spec or None, options, buildmod.BuildOptions(base_source),
+                                folders.results_root(results), python or None, reporter, resume or None,
+                                retry_failed, optionsmod.memory_bytes(memory) if memory else None, slurm=slurm)
+        except KeyboardInterrupt as exc:
+            _interrupted(exc)
+        bundle = json.loads((path / "bundle.json").read_text())
+        if bundle["state"] == "partial":  # detached: its jobs are queued or running in Slurm
+            console.print("submitted to Slurm: array %s (%d jobs); bundle (partial): %s\n"
+                          "take the results (waits for the arrays): dlrepro run --resume %s" % (
+                              ", ".join(r["array_id"] for r in bundle["submitted"]),
+                              sum(len(r["jobs"]) for r in bundle["submitted"]), path, bundle["id"]))
+            return
+        counts = bundle["counts"]
+        render.summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s)
+                                                                                    for s, n in counts.items())))
+        console.print("bundle: %s" % path)
+        if counts["failed"] or not counts["ok"]:
+            raise Exit(code=1)
+
+
+@task(help={
+    "name": "a study of studies/ (%s) or the path of a study file" % ", ".join(folders.names(folders.STUDIES_DIR)),
+    "device": "only the study's runs on this device: cpu or cuda (default: every run this host can do)",
+    "framework": "frameworks, comma-separated (default: each spec's)",
+    "executor": "docker (default), local or slurm (each run's jobs as Slurm job arrays; the cluster's default "
+                "partition)",
+    "engine": ENGINE_HELP,
+    "quick": "a smoke pass of the whole study: each run --quick, thread sweeps cut to their ends",
+    "resume": "continue a study record ('latest': the study's latest, or a record file), with its own options",
+    "results": "folder for bundles and study records (default: $DLREPRO_RESULTS, else the checkout's results/)",
+    "python": "interpreter for --executor local (default: this one)",
+    "out": "folder for the study report (default: RESULTS/reports/<study record name>)",
+})
+def study(c, name, device="", framework="", executor="docker", quick=False, resume="", results="", python="",
+          out="", engine=""):
+    """Run a published study here, then write its report.
+
+    One bundle per run of the study and a study record naming them (results/studies/); what this host cannot
+    run is listed with the reason. Resumable: --resume latest continues the latest record of the study."""
+    from dlrepro import engine as enginemod
+    from dlrepro.cli.progress import StudyReporter
+    from dlrepro.results import study_report
+    from dlrepro.run import study as studyrun
+
+    with user_errors():
+        enginemod.use(engine)
+        results_dir = folders.results_root(results)
+        try:
+            with StudyReporter() as reporter:
+                record = studyrun.run(name, device or None, split(framework), executor, quick, resume or None,
+                                      results_dir, reporter, python=python or None)
+        except KeyboardInterrupt as exc:
+            _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
+        console.print("study record: %s" % record.path)
+        made = study_report.write(str(record.path), out or None, results_dir)
+        console.print("study report: %s (and %s)" % (made.html, made.markdown))
+
+
+@task(name="study-report", help={
+    "name": "a study name (its latest record under RESULTS/studies/) or a study record file",
+    "out": "folder for study.html, study.md and figures/ (default: RESULTS/reports/<study record name>)",
+    "results": RESULTS_HELP,
+    "allow_missing": "write the report (exit 0) even when bundles the record names are not under RESULTS"})
+def study_report(c, name, out="", results="", allow_missing=False):
+    """Write a study's report from its record.
+
+    Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
+    the command exits 1 (after writing the report) unless --allow-missing."""
+    from dlrepro.results import study_report as reports
+
+    with user_errors():
+        made = reports.write(name, out or None, folders.results_root(results), allow_missing)
+        for path in [made.html, made.markdown] + made.figures:
+            console.print(str(path))
+
+
+@task(help={"results": RESULTS_HELP, "spec": "only the bundles of this spec"})
+def bundles(c, results="", spec=""):
+    """List bundles: device, frameworks, jobs, next step.
+
+    Results that detached Slurm arrays have finished are taken into their bundles first (no waiting)."""
+    from dlrepro.cli import render
+    from dlrepro.errors import DlreproError
+    from dlrepro.results import bundle as bundlemod
+    from dlrepro.run import runs
+
+    with user_errors():
+        root = folders.results_root(results)
+        if not root.is_dir():
+            raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
+                               "(default: the checkout's results/, or DLREPRO_RESULTS)")
+        runs.take_submitted(root, runs.Reporter())
+        render.bundles(bundlemod.listing(root), spec or None)
+
+
+@task(help={"bundle": "a partial bundle: its folder, its id under --results, or 'latest'", "results": RESULTS_HELP})
+def finalize(c, bundle, results=""):
+    """Close a partial bundle; missing jobs: skipped.
+
+    Its state becomes complete; the jobs that never ran are recorded as skipped (not run)."""
+    from dlrepro.run import runs
+
+    with user_errors():
+        console.print("bundle: %s" % runs.finalize(bundle, folders.results_root(results)))
+
+
+@task(help={"bundle": "a partial bundle: its folder, its id under --results, or 'latest'", "results": RESULTS_HELP})
+def publish(c, bundle, results=""):
+    """Deprecated: the old name of finalize."""
+    _deprecated("publish", "finalize")
+    finalize(c, bundle, results)
+
+
+@task(help={"show": "one spec in full: models layer by layer, one table of its variants, its references",
+            "json": "with --show: write the resolved spec (every default filled in) as JSON to this file ('-': print "
+                    "it instead of the tables)"})
+def specs(c, show="", json=""):
+    """List the specs, or show one (--show NAME)."""
+    from dlrepro import spec as specmod
+    from dlrepro.cli import spec_view
+
+    with user_errors():
+        if not show:
+            spec_view.spec_list([specmod.load(name) for name in specmod.available()])
+            return
+        s = specmod.load(show)
+        if json:
+            import json as jsonlib
+            from pathlib import Path
+
+            text = jsonlib.dumps(s.model_dump(mode="json"), indent=1)
+            if json == "-":
+                print(text)
+                return
+            Path(json).write_text(text + "\n")
+        from dlrepro.run import jobs
+
+        spec_view.spec_detail(s, jobs.unsupported_pairs(s))
+
+
+@task(name="list", default=True)
+def datasets_list(c):
+    """List the datasets and which files the cache holds.
+
+    Each cached file is re-hashed to verify it."""
+    from dlrepro import datasets
+    from dlrepro.cli import render
+
+    with user_errors():
+        render.datasets_table(datasets.root(), datasets.status())
+
+
+@task(name="fetch", help={"name": "a dataset of dlrepro/datasets.yaml (`dlrepro datasets` lists them)",
+                          "from": "a copy you downloaded: the file, a folder holding the files (optionally .gz), or a tar "
+                                  "archive holding them"})
+def datasets_fetch(c, name, from_=""):
+    """Put a dataset into the cache (mirror or copy).
+
+    Cached files are re-hashed, corrupt ones replaced."""
+    from dlrepro import datasets
+
+    with user_errors():
+        record = datasets.import_local(name, from_) if from_ else datasets.ensure(name, console.print, verify=True)
+        for f in record.record["files"].values():
+            console.print("%s %s: sha256 %s (%s)" % (name, f["name"], f["sha256"],
+                                                     (f["source"] or {}).get("mirror", "cached earlier")))
+
+
+@task(help={"image": "image name (e.g. torch-2.13.0-cpu); default: every image of the matrix"})
+def lock(c, image=""):
+    """Recompile the images' lock files with uv.
+
+    images/locks/NAME.txt from NAME.in."""
+    from dlrepro import REPO_ROOT
+    from dlrepro.images import locks, matrix as matrixmod
+
+    with user_errors():
+        for path in locks.compile_locks(matrixmod.load(), image or None):
+            console.print("locked %s" % path.relative_to(REPO_ROOT))
+
+
+def _bundle(name, results):
+    """The folder of bundle ``name`` (folder, id under the results folder, or 'latest')."""
+    from dlrepro.results import bundle as bundlemod
+
+    if name == "latest":
+        found = [r for r in bundlemod.listing(folders.results_root(results)) if r["state"] != "partial"]
+        if not found:
+            from dlrepro.errors import DlreproError
+
+            raise DlreproError("latest: no complete bundle under %s" % folders.results_root(results))
+        return found[-1]["folder"]
+    return bundlemod.locate(name, folders.results_root(results))
+
+
+@task(help={"bundle": BUNDLE_HELP, "results": RESULTS_HELP})
+def validate(c, bundle, results=""):
+    """Check a bundle's files against its schema.
+
+    Checksums, bundle.json, spec hash, jobs, tables, statistics; exit status 1 when any check fails."""
+    from dlrepro.cli import render
+    from dlrepro.results import validate as checks
+
+    with user_errors():
+        folder = _bundle(bundle, results).resolve()
+        problems = checks.check(folder)
+        render.problems(problems)
+        if problems:
+            console.print("[red]invalid:[/] %s: %d problem(s)" % (folder, len(problems)))
+            raise Exit(code=1)
+        console.print("[green]valid[/] %s: %s" % (folder, ", ".join(c.__name__ for c in checks.CHECKS)))
+
+
+@task(help={"bundles": "bundles (folders, ids under --results, or 'latest'), comma-separated",
+            "out": "folder for summary.parquet, summary.csv and samples.parquet (default: print the summary only)",
+            "results": RESULTS_HELP})
+def merge(c, bundles, out="", results=""):
+    """Merge bundles into one summary and samples table.
+
+    A bundle given twice is read once; the same job measured in several bundles is kept each
+    time, numbered in the columns measurement / measurements."""
+    from dlrepro.cli import render
+    from dlrepro.results import tables
+
+    with user_errors():
+        summary, samples = tables.merge_to([_bundle(b, results) for b in split(bundles) or []], out or None)
+        if out:
+            console.print("wrote %s: %d jobs, %d samples" % (out, len(summary), len(samples)))
+        console.print(render.summary_frame(summary, ["bundle_id", "job_id", "device_name", "framework_version",
+                                                     "status", "median", "throughput", "measurement", "measurements"],
+                                           "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary))))
+
+
+def _gate(found, fail_on, json, failed_line, nothing, min_effect=None, alpha=None):
+    """Render a comparison, write its JSON, and exit: 2 when ``nothing`` (no cell to judge), 1 when a cell fails
+    under ``fail_on``, else 0."""
+    import json as jsonlib
+    from pathlib import Path
+
+    from dlrepro.cli import render
+
+    result = found.to_json(fail_on)
+    if json:
+        Path(json).write_text(jsonlib.dumps(result, indent=1) + "\n")
+    render.comparison(found, min_effect, alpha)
+    if nothing:
+        console.print("[red]nothing compared[/] (exit status 2): %s" % nothing)
+        raise Exit(code=2)
+    if result["failed"]:
+        console.print("[red]failed[/] (--fail-on %s): %d cell(s)%s" % (
+            fail_on, len(result["failing_cells"]), failed_line(result)))
+        raise Exit(code=1)
+
+
+COMPARE_FAIL_ON = ("slower", "faster", "change", "unproven", "never")
+CHECK_FAIL_ON = ("never", "change")
+
+
+def _choice(option, value, choices):
+    from dlrepro.errors import DlreproError
+
+    if value not in choices:
+        raise DlreproError("%s: expected one of %s (got %r)" % (option, ", ".join(choices), value))
+    return value
+
+
+@task(positional=["old", "new"], either={"new": "against"}, help={
+    "old": "the baseline bundle A (folder, id under --results, or 'latest'); with --against: the bundle B",
+    "new": "the bundle B checked for regressions against A",
+    "against": "the baseline A, for `compare B --against A` (the same as `compare A B`)",
+    "min-effect": "smallest relative change of the median reported as a change, >= 0 (default 0.05 = 5%)",
+    "alpha": "significance level of the test, between 0 and 0.5 (default 0.01)",
+    "fail-on": "exit status 1 when a configuration is: slower (default), faster, change (either), unproven (slower "
+               "or 'cannot tell') or never",
+    "json": "also write the result as JSON to this file (in every case)",
+    "results": RESULTS_HELP})
+def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_on="slower", json="", results=""):
+    """Compare two bundles: faster, slower, no change.
+
+    Per job configuration in both: Mann-Whitney U on the repeat medians and a minimum effect; the verdicts are
+    faster, slower, no change or cannot tell. Exit status: 0 when nothing fails under --fail-on, 1 when a
+    configuration does (a pipeline stops on a regression), 2 when the bundles share no configuration.
+    Against the published values: `dlrepro check BUNDLE`."""
+    from dlrepro.cli import render
+    from dlrepro.errors import DlreproError
+    from dlrepro.results import compare as comparemod
+
+    with user_errors():
+        if against and new:
+            raise DlreproError("give two bundles (compare A B) or one and --against (compare B --against A), "
+                               "not both")
+        a, b = (against, old) if against else (old, new)
+        _choice("--fail-on", fail_on, COMPARE_FAIL_ON)
+        effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 0.5)
+        found = comparemod.run(str(_bundle(b, results)), str(_bundle(a, results)), effect, level)
+        _gate(found, fail_on, json, lambda r: "", None if render.shared(found) else
+              "%s and %s share no configuration (spec, variant, framework, device, batch size, ...): is A the right "
+              "baseline?" % (found.against.name, found.bundle.name), effect, level)
+
+
+@task(help={
+    "bundle": BUNDLE_HELP,
+    "fail-on": "exit status 1 when: never (default) or change (a cell outside the published tolerance, or a "
+               "ranking that does not hold)",
+    "json": "also write the result as JSON to this file (in every case)",
+    "results": RESULTS_HELP})
+def check(c, bundle, fail_on="never", json="", results=""):
+    """Check a bundle against the published numbers.
+
+    Per published cell: measured / published and a verdict; per published ranking: Kendall's tau.
+    Exit status: 0 (by default whatever the verdicts: other hardware differs), 1 when --fail-on change and a
+    cell or ranking fails, 2 when no job of the bundle matches a published reference."""
+    from dlrepro.results import compare as comparemod
+
+    with user_errors():
+        _choice("--fail-on", fail_on, CHECK_FAIL_ON)
+        found = comparemod.run(str(_bundle(bundle, results)), "published")
+        _gate(found, fail_on, json, lambda r: ", %d ranking(s) that do not hold" % len(r["failing_rankings"])
+              if r["failing_rankings"] else "", None if len(found.cells) else
+              "check a bundle with jobs at the published variants, batch sizes and devices (`dlrepro specs --show "
+              "%s` lists them)" % found.spec)
+
+
+@task(help={
+    "bundle": BUNDLE_HELP,
+    "out": "the archive to write, or a folder (ending in /: created when missing) for <bundle-id>.tar.gz "
+           "(default: ./<bundle-id>.tar.gz)",
+    "images": "also `docker save` the bundle's images, by the image IDs bundle.json records (large)",
+    "license": "SPDX id of the results' license, recorded in the RO-Crate (default CC-BY-4.0)",
+    "author": "name of the person archiving, recorded as the run's agent in the RO-Crate",
+    "results": RESULTS_HELP,
+})
+def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author="", results=""):
+    """Archive a bundle into one checkable tar.gz.
+
+    With RO-Crate metadata and a manifest; `dlrepro verify ARCHIVE` rechecks it anywhere, years later."""
+    from dlrepro.results import archive as archives
+
+    with user_errors():
+        made = archives.create(str(_bundle(bundle, results)), out or None, images, license, author or None,
+                               log=lambda m: console.print("[dim]%s[/]" % m))
+        for warning in made.warnings:
+            console.print("[yellow]warning:[/] %s" % warning)
+        console.print("archive: %s (%d files, %.1f MB)" % (made.path, len(made.members),
+                                                          made.path.stat().st_size / 1e6))
+
+
+@task(help={"archive": "a tar.gz written by `dlrepro archive`"})
+def verify(c, archive):
+    """Recheck an archive's checksums and schema.
+
+    Every checksum (manifest, the bundle's SHA256SUMS, RO-Crate); exit status 1 when any check fails, each
+    problem naming its file."""
+    from dlrepro.cli import render
+    from dlrepro.results import archive as archives
+
+    with user_errors():
+        result = archives.verify(archive)
+        render.problems(result.problems)
+        if not result.ok:
+            console.print("[red]verify failed:[/] %d problem(s) in %d file(s) of %s" % (
+                len(result.problems), len({p.file for p in result.problems}), result.archive))
+            raise Exit(code=1)
+        console.print("[green]ok[/] %s: %d files; MANIFEST.sha256, SHA256SUMS and the RO-Crate agree; the bundle is "
+                      "valid (dlrepro validate's checks)" % (result.bundle_id, result.files))
+
+
+@task(help={
+    "bundles": "bundles (folders, ids under --results, or 'latest'), comma-separated",
+    "out": "folder for report.html, report.md and figures/ (default: reports/<first bundle id>[+N])",
+    "results": RESULTS_HELP,
+})
+def report(c, bundles, out="", results=""):
+    """Write report.md and report.html of bundles.
+
+    Environment (the studies' vs here), results, comparison with the published values, ranking
+    verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time."""
+    from dlrepro.results import report as reports
+
+    with user_errors():
+        made = reports.write([str(_bundle(b, results)) for b in split(bundles) or []], out or None)
+        for line in made.headline:
+            console.print(line, soft_wrap=True, highlight=False)
+        for path in [made.html, made.markdown] + made.figures:
+            console.print(str(path))
+
+
+ns = Collection(build, run, study, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,
+                archive, verify, report, Collection("datasets", datasets_list, datasets_fetch))

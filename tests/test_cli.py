@@ -1,0 +1,169 @@
+"""The command line as a whole: one meaning per flag, help that shows what to type, a `dlrepro` that works from
+any folder, starts without the heavy libraries, and finds bundles under --results or $DLREPRO_RESULTS."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dlrepro import REPO_ROOT
+from dlrepro.cli.options import SHORT
+from dlrepro.cli.tasks import ns
+
+HEAVY = ("pandas", "pyarrow", "matplotlib", "scipy", "docker", "rich.table", "pydantic")
+ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
+
+
+def tasks():
+    """{dotted task name: its invoke Task} for every task, sub-collections' included."""
+    return {name: ns[name] for name in ns.task_names}
+
+
+def dlrepro(*args, cwd, env=None):
+    """The `dlrepro` console command's entry point (pyproject's [project.scripts]) run in ``cwd``."""
+    return subprocess.run([sys.executable, "-c", "from dlrepro.cli.main import program; program.run()"] + list(args),
+                          capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200", **(env or {})))
+
+
+def test_no_flag_means_two_things():
+    meanings = {}
+    for name, t in tasks().items():
+        for arg in t.get_arguments():
+            for flag in arg.names:
+                if len(flag) == 1:
+                    meanings.setdefault(flag, set()).add(arg.name)
+    assert meanings == {short: {long} for long, short in SHORT.items() if short in meanings}
+    assert set(meanings) == {"f", "d", "r", "o"}
+
+
+def test_options_that_recur_take_the_same_kind_of_value_everywhere():
+    kinds = {}
+    for name, t in tasks().items():
+        for arg in t.get_arguments():
+            kinds.setdefault(arg.name, set()).add((arg.kind, arg.positional))
+    recurring = {n: k for n, k in kinds.items() if len(k) > 1}
+    # a bundle is positional where a task takes one; --resume takes a value in run and study alike
+    assert recurring == {}, recurring
+    assert {(n, a.kind) for n in ("run", "study") for a in tasks()[n].get_arguments() if a.name == "resume"} == {
+        ("run", str), ("study", str)}
+
+
+def test_every_task_that_names_a_bundle_takes_results():
+    names_bundles = {n for n, t in tasks().items() for a in t.get_arguments()
+                     if a.name in ("bundle", "bundles", "old", "resume", "name")} - {"datasets.fetch"}
+    assert names_bundles == {"archive", "check", "compare", "finalize", "merge", "publish", "report", "run", "study",
+                             "study-report", "validate"}
+    for n in names_bundles | {"bundles"}:
+        assert "results" in [a.name for a in tasks()[n].get_arguments()], n
+
+
+def test_help_marks_positionals_and_summaries_fit_the_list():
+    for name, t in tasks().items():
+        for arg in t.get_arguments():
+            assert arg.positional == (arg.help or "").startswith("(positional"), (name, arg.name)
+        first = t.__doc__.strip().splitlines()[0]
+        assert len(first) <= 50 and first.endswith("."), (name, first)
+
+
+def test_the_tasks_start_without_the_heavy_libraries():
+    loaded = subprocess.run([sys.executable, "-c", "import sys, dlrepro.cli.main; print(' '.join(m for m in %r if m "
+                             "in sys.modules))" % (HEAVY,)], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT))).stdout.split()
+    assert loaded == []
+
+
+def test_dlrepro_works_from_any_folder(tmp_path):
+    listed = dlrepro("--list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert {line.split()[0] for line in listed.stdout.splitlines()[2:] if line.strip()} == set(ns.task_names) | {
+        "datasets.list"}
+    shown = dlrepro("specs", cwd=tmp_path)
+    assert shown.returncode == 0 and "alexnet-s" in shown.stdout and "dlbench" in shown.stdout
+
+
+def test_a_bundle_under_results_is_named_by_id(tmp_path):
+    results = tmp_path / "r"
+    results.mkdir()
+    subprocess.run(["cp", "-r", str(ALEXNET), str(results)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = dlrepro("validate", ALEXNET.name, "-r", str(results), cwd=elsewhere)
+    assert done.returncode == 0 and "valid %s" % (results / ALEXNET.name) in done.stdout, done.stdout
+    listed = dlrepro("bundles", cwd=elsewhere, env={"DLREPRO_RESULTS": str(results)})
+    assert listed.returncode == 0 and "bundles (1)" in listed.stdout and "complete" in listed.stdout
+    report = dlrepro("check", ALEXNET.name, "--results", str(results), "--json", str(tmp_path / "c.json"),
+                     cwd=elsewhere)
+    assert report.returncode == 0 and json.loads((tmp_path / "c.json").read_text())["bundle"] == ALEXNET.name
+    missing = dlrepro("validate", "alexnet-nope", "-r", str(results), cwd=elsewhere)
+    assert missing.returncode == 1 and missing.stdout.startswith("error: alexnet-nope: no bundle.json there")
+
+
+def test_specs_did_you_mean_and_json(tmp_path):
+    near = dlrepro("specs", "--show", "alexnt", cwd=tmp_path)
+    assert near.returncode == 1 and "did you mean alexnet?" in near.stdout
+    resolved = dlrepro("specs", "--show", "fcn", "--json", "-", cwd=tmp_path)
+    body = json.loads(resolved.stdout)
+    assert body["name"] == "fcn" and body["variants"]["fcn-s"]["repeats"] == 6
+
+
+@pytest.mark.parametrize("out", ["missing/", "missing/deeper/"])
+def test_archive_out_folder_with_a_slash_is_a_folder(tmp_path, out):
+    from dlrepro.results.archive.write import out_path
+
+    target = out_path("%s/%s" % (tmp_path, out), "b-1")
+    assert target == tmp_path / out / "b-1.tar.gz" and (tmp_path / out).is_dir()
+
+
+def test_a_size_above_the_limits_on_the_command_line_names_the_option(tmp_path):
+    done = dlrepro("run", "--spec=alexnet", "--variant=alexnet-s", "--batch-size=16,2147483648", "--executor=local",
+                   "--results", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout.splitlines()[0] == (
+        "error: --batch-size 2,147,483,648: above the limits of variant alexnet-s (batch_size 65,536, iterations "
+        "100,000, repeats 1,000, epochs 1,000)") and list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_without_a_reason_says_ctrl_c(capsys):
+    from invoke import Exit
+
+    from dlrepro.cli import tasks as tasksmod
+
+    with pytest.raises(Exit) as stopped:
+        tasksmod._interrupted(KeyboardInterrupt(), "; continue with: dlrepro study dlbench --resume latest")
+    assert stopped.value.code == 130
+    assert capsys.readouterr().out == "interrupted (Ctrl-C); continue with: dlrepro study dlbench --resume latest\n"
+    with pytest.raises(Exit):
+        tasksmod._interrupted(KeyboardInterrupt("signal 15; bundle with the finished jobs: results/x"))
+    assert capsys.readouterr().out == "interrupted (signal 15; bundle with the finished jobs: results/x)\n"
+
+
+def test_dlrepro_help_lists_the_tasks_and_its_core_options_keep_off_the_shared_flags(tmp_path):
+    done = dlrepro("--help", cwd=tmp_path)
+    assert done.returncode == 0 and "Subcommands:" in done.stdout
+    listed = done.stdout.split("Subcommands:")[1]
+    assert all(name in listed for name in ns.task_names)
+    core = done.stdout.split("Subcommands:")[0]
+    assert "--debug" in core and "--config=STRING" in core
+    assert not any("-%s," % short in core or "-%s " % short in core for short in SHORT.values())
+
+
+def test_a_run_stopped_by_ctrl_c_says_so(tmp_path, monkeypatch):
+    from dlrepro.run import runs
+    from dlrepro.run.options import RunOptions
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt()  # what Ctrl-C raises: no message
+
+    monkeypatch.setattr(runs._Run, "execute", ctrl_c)
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
+    with pytest.raises(KeyboardInterrupt, match=r"^Ctrl-C; bundle with the finished jobs: %s/fcn-" % tmp_path):
+        runs.run("fcn", options, results_dir=tmp_path)
+
+
+def test_a_look_alike_letter_in_framework_is_pointed_at(tmp_path):
+    done = dlrepro("run", "--spec=fcn", "-f", "t\u043erch", "--executor=local", "-r", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout.strip().splitlines()[0] == (
+        "error: spec fcn declares no adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC SMALL "
+        "LETTER O, not ASCII); its frameworks: %s" % ", ".join(
+            __import__("dlrepro.spec", fromlist=["load"]).load("fcn").frameworks))
