@@ -14,7 +14,8 @@ from dlrepro.run.runs import Reporter
 
 # logs and CI output are not terminals: give tables room rather than rich's 80 columns
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]"}
+MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]",
+        "interrupted": "[magenta]interrupted[/]"}
 
 
 def job_line(job_id, result):

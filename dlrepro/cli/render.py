@@ -173,7 +173,7 @@ def bundles(rows):
         else:
             state = r["state"]
         step = ""
-        if r["state"] == "partial" or c["missing"] or c["skipped"]:
+        if r["state"] == "partial" or c["missing"] or c["skipped"] or c.get("interrupted"):
             step = "invoke run --resume %s" % r["id"] + ("; or invoke publish %s" % r["id"]
                                                           if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:
