@@ -68,13 +68,26 @@ class Dockerd:
             raise RuntimeError("docker save %s failed (status %d)" % (tag, save.returncode))
         return time.time() - began
 
-    def kill(self):
-        """SIGKILL dockerd (by its PID) and reap it."""
+    def kill(self, timeout=60):
+        """SIGKILL dockerd (by its PID), reap it, and wait until its containerd has ended too (a dockerd started
+        while it lives gives up on it: "containerd is still running")."""
+        pidfile = self.folder / "exec" / "containerd" / "containerd.pid"
+        containerd = int(pidfile.read_text()) if pidfile.is_file() else None
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        deadline = time.time() + timeout
+        while containerd is not None and time.time() < deadline:
+            try:
+                os.kill(containerd, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
 
     def stop(self):
-        """End dockerd (SIGTERM, by its PID) and undo the bind mount it leaves on its data root."""
+        """End dockerd (SIGTERM, by its PID) and undo the bind mount it leaves on its data root; a killed one is
+        started again first, so that it removes the containers it left running."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self.start()
         if self.proc is not None and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
             try:

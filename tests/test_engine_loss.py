@@ -4,8 +4,10 @@ writes checksums over a changed file; "latest" is only ever a partial bundle (of
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -115,3 +117,71 @@ def test_latest_never_reopens_a_published_bundle(tmp_path):
     assert err.value.remedy == ("name it to run its skipped or failed jobs again (`invoke run --resume fcn-3`, with "
                                 "--retry-failed for the failed ones), or start a new run")
     assert json.loads((published / "bundle.json").read_text())["state"] == "published"
+
+
+@pytest.fixture
+def own_engine(docker_engine, torch_cpu_image, tmp_path):
+    """A dockerd of the test's own (tests/dockerd.py) holding the torch CPU image and its base, loaded from the
+    host's engine; ended by its PID at the end."""
+    if shutil.which("dockerd") is None or os.geteuid() != 0:
+        reason = "starting an engine of the test's own needs dockerd and root"
+        if os.environ.get("DLREPRO_REQUIRE_DOCKER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    folder = tempfile.mkdtemp(prefix="dlr-e-")  # short: containerd's socket paths must fit in 108 bytes
+    engine = dockerd.Dockerd(folder, dockerd.data_root(torch_cpu_image.image_id))
+    try:
+        took = engine.start()
+        loaded = [engine.load(tag) for tag in (torch_cpu_image.base.ref, torch_cpu_image.tag)]
+        print("test engine up in %.1f s, images loaded in %.1f s" % (took, sum(loaded)))
+        yield engine
+    finally:
+        engine.stop()
+        if not any(line.split()[1].startswith(folder) for line in open("/proc/mounts")):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _invoke(engine, *args):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=600,
+                          cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=engine.url))
+
+
+@pytest.mark.docker
+def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_completes(own_engine, mnist, tmp_path):
+    results, began = tmp_path / "results", time.time()
+    b1, b2, b4 = ("fcn-r.torch.cpu.b%d" % n for n in (1, 2, 4))
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "run", "--spec=fcn", "--variant=fcn-r", "--framework=torch",
+                             "--batch-size=1,2,4", "--warmup=0", "--iterations=3", "--repeats=3", "--results",
+                             str(results)], cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and \
+            not list(results.glob(".*.partial/.work/attempt-1/*/%s/result.json" % b2)):  # b2 measured a repeat
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stdout.read()
+    own_engine.kill()
+    out = proc.communicate(timeout=120)[0]
+    print(out)
+    (partial,) = results.glob(".*.partial")
+    bundle_id = partial.name[1:-len(".partial")]
+    assert proc.returncode == 1 and "Traceback" not in out
+    assert re.search(r"error: the Docker engine at %s went away \(\w+\) while job %s was running; the run stopped "
+                     r"\(1 ok, 2 interrupted\), its bundle kept partial: %s" % (re.escape(own_engine.url), b2,
+                                                                                 re.escape(str(partial))), out), out
+    assert "then `invoke run --resume %s`" % bundle_id in out
+    statuses = {j: json.loads((partial / "jobs" / j / "result.json").read_text())["status"] for j in (b1, b2, b4)}
+    assert statuses == {b1: "ok", b2: "interrupted", b4: "interrupted"}
+    assert json.loads((partial / "bundle.json").read_text())["state"] == "partial"
+    print("engine back in %.1f s" % own_engine.start())
+    done = _invoke(own_engine, "run", "--resume", "latest", "--results", str(results))
+    print(done.stdout + done.stderr)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr
+    assert "resuming %s (attempt 2): 2 of 3 jobs to run" % bundle_id in done.stdout
+    folder = results / bundle_id
+    body = json.loads((folder / "bundle.json").read_text())
+    assert [a["jobs"] for a in body["attempts"]] == [[b1, b2, b4], [b2, b4]] and body["counts"]["ok"] == 3
+    assert json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())["status"] == "interrupted"
+    checked = _invoke(own_engine, "validate", str(folder))
+    assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
+    assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
+    print("killed, resumed and validated in %.1f s" % (time.time() - began))

@@ -394,7 +394,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s%s" % (
             writer.id, attempt["number"], len(todo), len(jobs),
             "; took the results of %d submitted job(s)" % len(collected) if collected else "",
-            "; took what the killed run's jobs %s left" % ", ".join(recovered) if recovered else ""))
+            "; took what jobs %s of an earlier attempt left" % ", ".join(recovered) if recovered else ""))
     reporter.started(len(todo))
     for item in left_out:
         reporter.log("variant %s%s left out: %s" % (item["variant"], " on " + item["framework"] if item["framework"]
