@@ -83,6 +83,12 @@ class Dockerd:
                 return
             time.sleep(0.2)
 
+    def _mounted(self):
+        """Whether the data root is a mount point (a bind mount of the same file system, which os.path.ismount
+        cannot see)."""
+        with open("/proc/mounts") as mounts:
+            return any(line.split()[1] == str(self.root) for line in mounts)
+
     def stop(self):
         """End dockerd (SIGTERM, by its PID) and undo the bind mount it leaves on its data root; a killed one is
         started again first, so that it removes the containers it left running."""
@@ -94,6 +100,6 @@ class Dockerd:
                 self.proc.wait(60)
             except subprocess.TimeoutExpired:
                 self.kill()
-        while os.path.ismount(self.root):  # one per start: a killed dockerd leaves its own
+        while self._mounted():  # one per start: a killed dockerd leaves its own
             if subprocess.run(["umount", str(self.root)], check=False).returncode != 0:
                 break

@@ -160,11 +160,22 @@ def _remove(container):
             raise
 
 
+def _listed(labels):
+    """The containers (all states) with every one of ``labels`` ("key=value"); one removed while the engine lists
+    them (an engine just restarted removes its auto_remove containers) is left out."""
+    for _ in range(50):
+        try:
+            return client().containers.list(all=True, filters={"label": labels})
+        except docker.errors.NotFound:
+            time.sleep(0.2)
+    return client().containers.list(all=True, filters={"label": labels})
+
+
 def remove_run(run_id, timeout=60):
     """Make sure that no container of run ``run_id`` (its RUN_LABEL) is left: remove each (killing it) and wait
     until the engine lists none; returns one line per container removed. Raises ExecutorError when the engine
     does not answer, or when one is still listed after ``timeout`` seconds."""
-    found = client().containers.list(all=True, filters={"label": "%s=%s" % (RUN_LABEL, run_id)})
+    found = _listed(["%s=%s" % (RUN_LABEL, run_id)])
     for container in found:
         try:
             container.remove(force=True)
@@ -174,7 +185,7 @@ def remove_run(run_id, timeout=60):
             if exc.status_code != 409:
                 raise
     deadline = time.time() + timeout
-    while client().containers.list(all=True, filters={"label": "%s=%s" % (RUN_LABEL, run_id)}):
+    while _listed(["%s=%s" % (RUN_LABEL, run_id)]):
         if time.time() > deadline:
             raise ExecutorError("the container of an earlier attempt of %s is still there after %d s" % (run_id, timeout),
                                 "remove it (`docker rm -f $(docker ps -aq --filter label=%s=%s)`), then resume again"
@@ -297,8 +308,7 @@ class DockerExecutor(Executor):
     def reap(self):
         """Remove the job containers of dead runs on this host (their host process is gone: killed, or its machine
         rebooted); returns one line per container removed."""
-        found = client().containers.list(all=True, filters={"label": ["%s=runner" % ROLE_LABEL,
-                                                                      "%s=%s" % (HOST_LABEL, socket.gethostname())]})
+        found = _listed(["%s=runner" % ROLE_LABEL, "%s=%s" % (HOST_LABEL, socket.gethostname())])
         removed = []
         for container in found:
             labels = container.labels
