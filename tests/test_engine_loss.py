@@ -141,6 +141,16 @@ def own_engine(docker_engine, torch_cpu_image, tmp_path):
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _repeats(results, job_id):
+    """How many repeats job ``job_id`` has measured so far in its scratch output (0: none, or not started)."""
+    for path in results.glob(".*.partial/.work/attempt-1/*/%s/result.json" % job_id):
+        try:
+            return len((json.loads(path.read_text()).get("timing") or {}).get("repeats") or [])
+        except ValueError:  # being rewritten
+            return 0
+    return 0
+
+
 def _invoke(engine, *args):
     return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=600,
                           cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=engine.url))
@@ -155,8 +165,7 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
                              str(results)], cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None and \
-            not list(results.glob(".*.partial/.work/attempt-1/*/%s/result.json" % b2)):  # b2 measured a repeat
+    while time.time() < deadline and proc.poll() is None and _repeats(results, b2) < 1:  # b2 is measuring
         time.sleep(0.2)
     assert proc.poll() is None, proc.stdout.read()
     own_engine.kill()
@@ -180,7 +189,10 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     folder = results / bundle_id
     body = json.loads((folder / "bundle.json").read_text())
     assert [a["jobs"] for a in body["attempts"]] == [[b1, b2, b4], [b2, b4]] and body["counts"]["ok"] == 3
-    assert json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())["status"] == "interrupted"
+    lost = json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())
+    assert lost["status"] == "interrupted" and re.fullmatch(
+        r"interrupted by the machine: the Docker engine at %s went away \(\w+\) while this job ran; kept what it "
+        r"measured: [12] repeats or epochs" % re.escape(own_engine.url), lost["reason"]), lost["reason"]
     checked = _invoke(own_engine, "validate", str(folder))
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
     assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
