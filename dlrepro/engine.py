@@ -45,14 +45,18 @@ def podman_socket():
     return given if "://" in given else "unix://" + given
 
 
+def address():
+    """Where the engine in use (``name()``) is reached: Podman's socket URL, else DOCKER_HOST or the local socket."""
+    return podman_socket() if name() == "podman" else os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
 @functools.lru_cache(maxsize=1)
 def client():
     """A docker SDK client for the engine in use (``name()``).
 
     Raises ExecutorError naming the fix (start the engine or Podman's socket, or ``--executor local``).
     """
-    engine = name()
-    where = podman_socket() if engine == "podman" else os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    engine, where = name(), address()
     try:
         c = docker.DockerClient(base_url=where, timeout=600) if engine == "podman" else docker.from_env(timeout=600)
         c.ping()

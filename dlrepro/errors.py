@@ -36,6 +36,16 @@ class ExecutorError(DlreproError):
     """An executor cannot start (no Docker engine, no GPU runtime, ...)."""
 
 
+class EngineLost(ExecutorError):
+    """The container engine went away while jobs ran (its process died, its socket closed): the run stops without
+    publishing, its bundle stays partial, and the jobs it lost are recorded "interrupted"; a plain ``--resume``
+    runs them again once the engine is back. ``running``: the ids of the jobs that were running."""
+
+    def __init__(self, message, remedy=None, running=()):
+        super().__init__(message, remedy)
+        self.running = list(running)
+
+
 class CannotRunHere(DlreproError):
     """Jobs cannot run on this host as asked (an image it cannot run, a missing GPU): they are recorded as
     skipped with this message as the reason and the remedy."""

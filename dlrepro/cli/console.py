@@ -9,7 +9,8 @@ from dlrepro.errors import DlreproError
 
 # logs and CI output are not terminals: give tables room rather than rich's 80 columns
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]"}
+MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]",
+        "interrupted": "[magenta]interrupted[/]"}
 
 
 def print_error(exc):

@@ -194,7 +194,7 @@ def bundles(rows, spec=None):
         remedy = _remedy(r["folder"]) if c["skipped"] or c["failed"] else None
         if remedy:
             step = remedy
-        elif r["state"] == "partial" or c["missing"] or c["skipped"]:
+        elif r["state"] == "partial" or c["missing"] or c["skipped"] or c.get("interrupted"):
             step = "dlrepro run --resume %s" % r["id"] + ("; or dlrepro finalize %s" % r["id"]
                                                           if r["state"] == "partial" and not r.get("submitted") else "")
         elif c["failed"]:

@@ -18,8 +18,9 @@ configuration share it. A run writes its bundle under ``results/.<id>.partial``:
 ends (moved in whole by a rename, so the folder is consistent at every instant), and the running
 jobs' scratch output under ``.work/``, where a killed run leaves what those jobs measured. ``finish``
 writes the tables and SHA256SUMS and renames it into place; a published bundle is never modified
-afterwards, except by a resume (``reopen``), which moves it back, runs what is missing and
-publishes it again with its tables and checksums rebuilt. A results folder that cannot be written
+afterwards, except by a resume that names it (``reopen``; "latest" is only ever a partial bundle),
+which checks every file against SHA256SUMS (a changed file stops it), moves it back, runs what is
+missing and publishes it again with its tables and checksums rebuilt. A results folder that cannot be written
 (full, read-only) raises ResultsUnwritable naming it; what was measured stays in the partial bundle.
 """
 import errno
@@ -31,12 +32,14 @@ from pathlib import Path
 
 from dlrepro import __version__, checkout, folders
 from dlrepro.errors import BundleError, DlreproError, ResultsUnwritable
-from dlrepro.files import sha256_file, sums_text
+from dlrepro.files import parse_sums, sha256_file, sums_text
 from dlrepro.results import tables
 from runner.contract import utc_now, write_json
 
 SCHEMA = "dlrepro.bundle/3"  # 3: state and attempts (resumable partial bundles); 2: tidy tables; 1: summary.csv only
-STATUSES = ("ok", "failed", "skipped")
+# a job's status: "interrupted" is a job the machine lost (its engine went away, its node failed, it was preempted),
+# run again by a plain resume; "failed" failed on its own (--retry-failed runs it again)
+STATUSES = ("ok", "failed", "skipped", "interrupted")
 WORK = ".work"  # scratch output of running jobs, inside the partial bundle
 NOT_WRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG)
 
@@ -61,16 +64,33 @@ def _partial_name(bundle_id):
     return ".%s.partial" % bundle_id
 
 
-def locate(name, results_dir=None, partial=False):
+def counts(statuses):
+    """{status: how many} of a list of job statuses: ok, failed and skipped always, interrupted when any is (a
+    bundle written before that status existed counts the same)."""
+    found = {s: statuses.count(s) for s in STATUSES}
+    if not found["interrupted"]:
+        del found["interrupted"]
+    return found
+
+
+def locate(name, results_dir=None, partial=False, spec=None):
     """The folder of bundle ``name``: a path, a bundle id under the results folder, or (``partial``) the partial
-    bundle of that id, or "latest" (the most recently created bundle, partial ones included). Raises
-    DlreproError naming what to give."""
+    bundle of that id, or "latest": the most recently created partial bundle (of spec ``spec`` when given; a
+    published bundle is never "latest", it is reopened only when named). Raises DlreproError naming what to
+    give."""
     results_dir = Path(results_dir or results_root())
     if partial and name == "latest":
-        found = listing(results_dir)
-        if not found:
-            raise DlreproError("--resume latest: no bundle under %s" % results_dir)
-        return found[-1]["folder"]
+        rows = [r for r in listing(results_dir) if spec is None or r["spec"] == spec]
+        found = [r for r in rows if r["state"] == "partial"]
+        if found:
+            return found[-1]["folder"]
+        of = " of spec %s" % spec if spec else ""
+        if rows:
+            raise DlreproError("latest: no partial bundle%s under %s; the newest%s, %s, is %s and is not reopened as "
+                               "'latest'" % (of, results_dir, of, rows[-1]["id"], rows[-1]["state"]),
+                               "name it to run its skipped or failed jobs again (`invoke run --resume %s`, with "
+                               "--retry-failed for the failed ones), or start a new run" % rows[-1]["id"])
+        raise DlreproError("latest: no bundle%s under %s" % (of, results_dir), "start a run: invoke run --spec NAME")
     candidates = [Path(name), results_dir / name] + ([results_dir / _partial_name(name)] if partial else [])
     for folder in candidates:
         if (folder / "bundle.json").is_file():
@@ -107,7 +127,7 @@ def _statuses(folder, job_ids):
 
 def listing(results_dir=None):
     """Every bundle under the results folder, oldest first: {id, folder, state, spec, created, counts (ok,
-    failed, skipped, missing), running ({host, pid} of a run writing it, or None), submitted (ids of scheduler
+    failed, skipped, interrupted when any, missing), running ({host, pid} of a run writing it, or None), submitted (ids of scheduler
     arrays whose results are still to be taken)}."""
     rows = []
     for path in sorted(Path(results_dir or results_root()).glob("*/bundle.json")):  # pathlib's * matches .<id>.partial
@@ -117,13 +137,29 @@ def listing(results_dir=None):
             continue
         plan = found.get("plan") or [r["job_id"] for r in found["jobs"]]
         statuses = list(_statuses(path.parent, plan).values())
-        counts = {s: statuses.count(s) for s in STATUSES}
-        counts["missing"] = statuses.count(None)
         rows.append({"id": found.get("id"), "folder": path.parent, "state": state(found),
-                     "spec": found["spec"]["name"], "created": found.get("created"), "counts": counts,
+                     "spec": found["spec"]["name"], "created": found.get("created"),
+                     "counts": dict(counts(statuses), missing=statuses.count(None)),
                      "running": found.get("running"),
                      "submitted": [r["array_id"] for r in found.get("submitted") or [] if not r.get("collected")]})
     return sorted(rows, key=lambda r: (r["created"] or "", r["id"] or ""))
+
+
+def _unchanged(folder):
+    """Raise BundleError when a file that the SHA256SUMS of the bundle in ``folder`` lists is missing or differs
+    from its recorded SHA-256 (a bundle without SHA256SUMS, never published, has nothing recorded)."""
+    sums = Path(folder) / "SHA256SUMS"
+    if not sums.is_file():
+        return
+    listed, _ = parse_sums(sums.read_text(errors="replace"))
+    changed = [name for name, digest in listed.items()
+               if not (Path(folder) / name).is_file() or sha256_file(Path(folder) / name) != digest]
+    if changed:
+        raise BundleError("%s: %s changed since SHA256SUMS recorded %s: the bundle is not reopened, so that no "
+                          "checksum is written over a changed file" % (folder, ", ".join(changed),
+                                                                        "it" if len(changed) == 1 else "them"),
+                          "restore %s as recorded (from the bundle's archive or a copy), or start a new run; "
+                          "`invoke validate %s` lists every problem" % ("it" if len(changed) == 1 else "them", folder))
 
 
 def _writes(method):
@@ -172,15 +208,20 @@ class BundleWriter:
     @classmethod
     def reopen(cls, folder):
         """The writer of an existing bundle for a resume: a partial one as it is, a published one moved back to
-        ``.<id>.partial`` (its tables and checksums are rebuilt when it is published again). The caller makes
-        sure that no live run writes it (bundle.json's ``running``)."""
+        ``.<id>.partial`` once every file matches its SHA256SUMS (its tables and checksums are rebuilt when it is
+        published again). The caller makes sure that no live run writes it (bundle.json's ``running``). Raises
+        BundleError naming each file changed or missing since SHA256SUMS recorded it (nothing is then moved):
+        checksums are never written again over a changed file."""
         folder = Path(folder)
         found = body(folder)
+        _unchanged(folder)
         self = cls.__new__(cls)
         self.results_dir, self.id, self.created = folder.parent, found["id"], found["created"]
         self.partial = self.results_dir / _partial_name(self.id)
         if folder != self.partial:
             os.rename(folder, self.partial)
+        if (self.partial / "SHA256SUMS").is_file():  # verified: written again by finish
+            (self.partial / "SHA256SUMS").unlink()
         found["state"] = "partial"
         self.body = found
         self.body.setdefault("attempts", [])
@@ -302,7 +343,7 @@ class BundleWriter:
         body.pop("running", None)
         body.pop("plan", None)
         rows, samples = tables.build(self.partial, body, self.job_ids)
-        body.update(jobs=rows, counts={s: sum(1 for r in rows if r["status"] == s) for s in STATUSES})
+        body.update(jobs=rows, counts=counts([r["status"] for r in rows]))
         tables.write(self.partial, rows, samples)
         write_json(str(self.partial / "bundle.json"), body)
         (self.partial / "SHA256SUMS").write_text(sums_text(

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from dlrepro.results import tables
+from dlrepro.results.bundle import STATUSES, counts as status_counts
 from dlrepro.errors import BundleError, Problem
 from dlrepro.files import canonical_json, parse_sums, sha256_file
 from runner import stats
@@ -31,7 +32,6 @@ BUNDLE_KEYS = {
 }
 BUNDLE_KEYS["dlrepro.bundle/2"] = BUNDLE_KEYS["dlrepro.bundle/1"]
 BUNDLE_KEYS["dlrepro.bundle/3"] = BUNDLE_KEYS["dlrepro.bundle/2"] + ("state", "attempts")
-STATUSES = ("ok", "failed", "skipped")
 
 
 def checksums(folder, body):
@@ -98,7 +98,7 @@ def jobs(folder, body):
                                     % (result.get("status"), ", ".join(STATUSES))))
         elif result["status"] != "ok" and not result.get("reason"):
             problems.append(Problem("jobs", job_dir + "/result.json", "a %s job without a reason" % result["status"]))
-    counts = {s: statuses.count(s) for s in STATUSES}
+    counts = status_counts(statuses)
     if body and body.get("counts") != counts:
         problems.append(Problem("jobs", "bundle.json", "counts %s do not match the results' statuses %s"
                                 % (body.get("counts"), counts)))

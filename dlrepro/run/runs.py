@@ -10,7 +10,9 @@ bundle that ``resume`` completes: only the jobs without an ok result run again (
 ones too with ``retry_failed``), each attempt recorded. A run interrupted (Ctrl-C, SIGTERM)
 or broken by an unexpected error still publishes a bundle with what finished, the rest
 marked; a results folder that cannot be written stops the run with ResultsUnwritable,
-the partial bundle kept for a resume.
+the partial bundle kept for a resume. So does a container engine that goes away (EngineLost):
+the jobs it lost are recorded "interrupted" (not failed), and a plain resume, once the engine is
+back, removes the lost run's containers, takes what they left and runs those jobs again.
 """
 import json
 import os
@@ -23,13 +25,13 @@ from collections import OrderedDict
 from pathlib import Path
 
 from dlrepro import REPO_ROOT, datasets, spec as specmod
-from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, ResultsUnwritable, RunBroken
+from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, EngineLost, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro.results import bundle as bundlemod
 from dlrepro.results.bundle import BundleWriter
 from dlrepro.run import executors, hostinfo, jobs as jobsmod
-from dlrepro.run.executors.base import INTERRUPTED, settle
+from dlrepro.run.executors.base import INTERRUPTED, LOST, settle
 from dlrepro.run.options import WHERE, RunOptions
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
@@ -252,6 +254,22 @@ def _resumed(prior, spec_name, options):
     return spec, path, recorded.model_copy(update={k: getattr(options, k) for k in where})
 
 
+def _stop_lost(exc, writer, state, attempt, left):
+    """Record the jobs ``left`` (not run) as interrupted, end the attempt and keep the bundle partial after the
+    engine was lost (``exc``); returns the EngineLost to raise: one line naming what was lost, the job that ran,
+    the bundle, and the remedy."""
+    ran = "while job %s was running" % ", ".join(exc.running) if exc.running else "before a job started"
+    state.record(left, LOST, "interrupted by the machine: %s before this job started" % exc)
+    attempt.update(finished=utc_now(), interrupted=True, lost=str(exc))
+    writer.body.pop("running", None)
+    writer.save(**state.records())
+    counts = bundlemod.counts(list(writer.statuses().values()))
+    return EngineLost("%s %s; the run stopped (%s), its bundle kept partial: %s" % (
+        exc, ran, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n), writer.partial),
+        "start the engine again (e.g. `sudo systemctl start docker`), then `invoke run --resume %s`: it runs the "
+        "interrupted jobs" % writer.id, exc.running)
+
+
 def _images(earlier, now):
     """The image records of every attempt: one per image ID, with the jobs that ran in it in any attempt."""
     found = {}
@@ -263,12 +281,27 @@ def _images(earlier, now):
     return list(found.values())
 
 
+def _containers_gone(writer):
+    """Make sure that no container of an earlier docker attempt of the bundle still runs (found by the run label;
+    one whose engine went away may have lived on), so that what it left can be taken; returns a line per
+    container removed. Raises ExecutorError when the engine does not answer."""
+    if not writer.work_dir.is_dir() or not any(a.get("executor") == "docker" for a in writer.body["attempts"]):
+        return []
+    from dlrepro.run.executors import docker as docker_executor
+
+    return docker_executor.remove_run(writer.id)
+
+
 def _recover(writer, stamp):
-    """Take into the bundle what jobs of dead attempts left in its scratch output: their unfinished results, marked
-    skipped (the run was killed) with what they measured; returns their ids."""
+    """Take into the bundle what jobs of dead attempts left in its scratch output (their containers gone:
+    ``_containers_gone``): their unfinished results, with what they measured, marked skipped (the run was
+    killed) or, for a job the machine lost, interrupted with the recorded reason; returns their ids."""
     taken = []
     for folder in sorted(writer.work_dir.glob("attempt-*/*/*")):
-        if folder.is_dir() and folder.name in writer.job_ids and settle(folder, "skipped", KILLED):
+        if not folder.is_dir() or folder.name not in writer.job_ids:
+            continue
+        recorded = writer.read_result(folder.name) if writer.statuses()[folder.name] == LOST else None
+        if settle(folder, LOST, recorded["reason"]) if recorded else settle(folder, "skipped", KILLED):
             writer.accept(folder.name, folder, stamp)
             taken.append(folder.name)
     return taken
@@ -327,7 +360,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     reporter = reporter or Reporter()
     build_options = build_options or build.BuildOptions()
     if resume:
-        folder = bundlemod.locate(resume, results_dir, partial=True)
+        of = specmod.load(spec_name).name if spec_name and resume == "latest" else None
+        folder = bundlemod.locate(resume, results_dir, partial=True, spec=of)
         prior = bundlemod.body(folder)
         _refuse_if_written(folder, prior.get("running"))
         spec, spec_path, options = _resumed(prior, spec_name, options)
@@ -357,9 +391,11 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
                "cwd": os.getcwd(), "results": str(Path(results_dir).resolve())}
     state = _Run(writer, reporter, attempt)
     collected = _collect_submitted(writer, reporter) if resume else []
+    for line in _containers_gone(writer):
+        reporter.log(line)
     recovered = _recover(writer, state.stamp())
     statuses = writer.statuses()
-    todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped")
+    todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped", LOST)
             or (retry_failed and statuses.get(j["id"]) == "failed")]
     for job in todo:
         writer.retire(job["id"])
@@ -374,7 +410,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s%s" % (
             writer.id, attempt["number"], len(todo), len(jobs),
             "; took the results of %d submitted job(s)" % len(collected) if collected else "",
-            "; took what the killed run's jobs %s left" % ", ".join(recovered) if recovered else ""))
+            "; took what jobs %s of an earlier attempt left" % ", ".join(recovered) if recovered else ""))
     reporter.started(len(todo))
     for item in left_out:
         reporter.log("variant %s%s left out: %s" % (item["variant"], " on " + item["framework"] if item["framework"]
@@ -388,6 +424,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         state.execute(todo, options, executor, matrix, build_options)
     except ResultsUnwritable:
         raise
+    except EngineLost as exc:  # not published: the lost containers may still write their scratch output
+        raise _stop_lost(exc, writer, state, attempt, [j for j in todo if not state.done(j)]) from None
     except KeyboardInterrupt as exc:
         stopped = exc
         state.record([j for j in todo if not state.done(j)], "skipped", INTERRUPTED)

@@ -8,8 +8,11 @@ it alone, pinned to its GPU, so as many jobs run at once as there are GPUs. Each
 gets its own staging, scratch output and result files, exactly as in a sequential run;
 the progress callback is serialised by a lock.
 
-A job that never got a result.json (the container or interpreter could not start,
-the engine went away) is recorded as failed with the reason: nothing is dropped.
+A job that never got a result.json (the container or interpreter could not start) is recorded
+as failed with the reason: nothing is dropped. When the container engine goes away (EngineLost),
+the group's jobs that had not ended are recorded "interrupted" (``LOST``: lost by the machine, not
+failed on their own), and nothing is taken out of their scratch output: their container may live on
+without its engine, still writing there; a resume takes it once that container is gone.
 """
 import collections
 import json
@@ -20,11 +23,12 @@ import tempfile
 import threading
 from pathlib import Path
 
-from dlrepro.errors import ExecutorError
+from dlrepro.errors import EngineLost, ExecutorError
 from dlrepro.run import hostinfo
 from runner import contract
 
 INTERRUPTED = "the run was interrupted before this job finished"
+LOST = "interrupted"  # the status of a job the machine lost (engine gone, node failed): a plain --resume reruns it
 RUN_LABEL, HOST_LABEL, PID_LABEL = "org.dlrepro.run", "org.dlrepro.host", "org.dlrepro.pid"
 
 
@@ -263,28 +267,41 @@ class Executor:
         return []
 
     def _run_group(self, image, jobs, sink, data_root, on_event, gpu):
-        taken = set()
+        taken, started = set(), []
 
         def event(kind, job_id, result):
+            if kind == "start":
+                started.append(job_id)
             if kind == "end" and result is not None:
                 taken.add(job_id)
             on_event(kind, job_id, result)
 
-        scratch = sink.scratch()
-        with tempfile.TemporaryDirectory(prefix="dlrepro-jobs-") as stage:
-            _stage(jobs, stage)
-            reason, status = "the executor ended before this job ran", "failed"
-            try:
-                self._launch(image, stage, scratch, Path(data_root), sink, event, gpu)
-            except ExecutorError as exc:
-                reason = str(exc)
-            except BaseException:  # interrupted: keep what finished, mark the rest, let the caller publish
-                reason, status = INTERRUPTED, "skipped"
-                raise
-            finally:
+        scratch = Path(sink.scratch())
+        stage = Path(str(scratch) + ".jobs")  # beside the scratch output: both stay while a lost container lives
+        stage.mkdir()
+        _stage(jobs, str(stage))
+        reason, status, lost = "the executor ended before this job ran", "failed", False
+        try:
+            self._launch(image, str(stage), scratch, Path(data_root), sink, event, gpu)
+        except EngineLost as exc:  # its container may run on: leave its folders alone, record the jobs lost
+            lost = True
+            running = [j for j in started if j not in taken]
+            for job in jobs:
+                if job["id"] not in taken:
+                    sink.missing(job, LOST, "interrupted by the machine: %s %s" % (
+                        exc, "while this job ran" if job["id"] in running else "before this job started"))
+            raise EngineLost(str(exc), exc.remedy, running) from None
+        except ExecutorError as exc:
+            reason = str(exc)
+        except BaseException:  # interrupted: keep what finished, mark the rest, let the caller publish
+            reason, status = INTERRUPTED, "skipped"
+            raise
+        finally:
+            if not lost:
                 self._release(scratch)
                 _collect(jobs, scratch, sink, taken, reason, status)
                 shutil.rmtree(scratch, ignore_errors=True)
+                shutil.rmtree(stage, ignore_errors=True)
 
     def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
         """Start the supervisor on the staged jobs, follow it (``follow``) until it ends; raise ExecutorError when

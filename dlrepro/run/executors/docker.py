@@ -5,20 +5,27 @@ scratch output read-write; the container has no network, runs as a non-root user
 privileges, every capability dropped, a read-only root file system and a process limit; with
 ``device="cuda"`` one GPU is passed in by a device request. All of it is one pure function,
 ``create_args``, which the bundle's isolation record (``isolation``) and the tests read.
+
+An engine that goes away while a group runs (its connection refused, or broken while the host streams the
+container's output or waits for its end) raises EngineLost naming the engine; the container may live on
+without it (its shim keeps the job running), so a resume first removes the run's containers by their run
+label (``remove_run``) before it takes what they left.
 """
 import collections
 import os
 import shutil
 import socket
 import threading
+import time
 
 import docker
 import requests
+import urllib3
 
 from dlrepro import REPO_ROOT
 from dlrepro import engine
 from dlrepro.engine import client
-from dlrepro.errors import CannotRunHere, ExecutorError
+from dlrepro.errors import CannotRunHere, EngineLost, ExecutorError
 from dlrepro.images import build, feasibility
 from dlrepro.run import hostinfo
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, follow
@@ -27,6 +34,9 @@ CONTAINER_ROOT = "/opt/dlrepro"
 CONTAINER_UID = 1000
 PIDS_LIMIT = 4096
 ROLE_LABEL = "org.dlrepro.role"
+# what a call to the engine raises when it fails, its connection included (refused, or broken mid-stream)
+ENGINE_ERRORS = (docker.errors.DockerException, requests.RequestException, urllib3.exceptions.HTTPError,
+                 ConnectionError)
 
 
 def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, labels=None,
@@ -125,6 +135,65 @@ def default_memory(total=None):
     return max(total // 2, total - max(2 << 30, total // 10))
 
 
+def _gone(exc):
+    """Whether ``exc`` (one of ENGINE_ERRORS) means that the engine went away: its connection was refused or
+    broken, or it no longer answers."""
+    if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
+                        urllib3.exceptions.ProtocolError, ConnectionError)):
+        return True
+    try:
+        client().ping()
+    except (ExecutorError,) + ENGINE_ERRORS:
+        return True
+    return False
+
+
+def _remove(container):
+    """Remove ``container`` (killing it); one the engine removed already, or an engine that went away, is no error
+    (a restarted engine removes its auto_remove containers itself; a resume makes sure: ``remove_run``)."""
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except ENGINE_ERRORS as exc:
+        if not _gone(exc):
+            raise
+
+
+def _listed(labels):
+    """The containers (all states) with every one of ``labels`` ("key=value"); one removed while the engine lists
+    them (an engine just restarted removes its auto_remove containers) is left out."""
+    for _ in range(50):
+        try:
+            return client().containers.list(all=True, filters={"label": labels})
+        except docker.errors.NotFound:
+            time.sleep(0.2)
+    return client().containers.list(all=True, filters={"label": labels})
+
+
+def remove_run(run_id, timeout=60):
+    """Make sure that no container of run ``run_id`` (its RUN_LABEL) is left: remove each (killing it) and wait
+    until the engine lists none; returns one line per container removed. Raises ExecutorError when the engine
+    does not answer, or when one is still listed after ``timeout`` seconds."""
+    found = _listed(["%s=%s" % (RUN_LABEL, run_id)])
+    for container in found:
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:  # 409: its removal is under way already
+            if exc.status_code != 409:
+                raise
+    deadline = time.time() + timeout
+    while _listed(["%s=%s" % (RUN_LABEL, run_id)]):
+        if time.time() > deadline:
+            raise ExecutorError("the container of an earlier attempt of %s is still there after %d s" % (run_id, timeout),
+                                "remove it (`docker rm -f $(docker ps -aq --filter label=%s=%s)`), then resume again"
+                                % (RUN_LABEL, run_id))
+        time.sleep(0.5)
+    return ["removed container %s of an earlier attempt of %s" % (c.short_id, run_id) for c in found]
+
+
 def _lines(chunks):
     """Text lines of a stream of byte chunks (the engine's attach stream splits lines anywhere)."""
     pending = b""
@@ -181,13 +250,16 @@ class DockerExecutor(Executor):
         for container in active:
             try:
                 container.kill()
-            except docker.errors.DockerException:
+            except ENGINE_ERRORS:
                 pass
 
     def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
         try:
             self._container(image, stage, scratch, data_root, sink, on_event, gpu)
-        except (docker.errors.DockerException, requests.RequestException) as exc:
+        except ENGINE_ERRORS as exc:
+            if _gone(exc):
+                raise EngineLost("the %s engine at %s went away (%s)" % (engine.name().capitalize(), engine.address(),
+                                                                         type(exc).__name__)) from None
             raise ExecutorError("the Docker engine failed during the run: %s" % exc) from None
 
     def _container(self, image, stage, scratch, data_root, sink, on_event, gpu):
@@ -201,22 +273,28 @@ class DockerExecutor(Executor):
         # attached before the start, so that no output is missed and the exit status outlives auto_remove
         stdin = container.attach_socket(params={"stdin": 1, "stream": 1})
         output = engine.api.attach(container.id, stdout=True, stderr=True, stream=True, logs=True)
-        status, waiter = {}, threading.Thread(target=lambda: status.update(container.wait(condition="removed")),
-                                              daemon=True)
+        status = {}
+
+        def wait():
+            try:
+                status.update(container.wait(condition="removed"))
+            except ENGINE_ERRORS as exc:  # handed to the caller's thread
+                status["error"] = exc
+
+        waiter = threading.Thread(target=wait, name="dlrepro-wait", daemon=True)
         waiter.start()
         tail = collections.deque(maxlen=20)
         try:
             try:
                 container.start()
             except docker.errors.APIError as exc:
-                try:
-                    container.remove(force=True)
-                except docker.errors.NotFound:
-                    pass  # removed by the engine already (auto_remove)
+                _remove(container)
                 raise ExecutorError("the container for %s could not start: %s" % (image.tag, exc.explanation or exc)) \
                     from None
             follow((tail.append(line) or line for line in _lines(output)), scratch, sink, on_event)
             waiter.join()
+            if "error" in status:
+                raise status["error"]
             code = status.get("StatusCode", -1)
             if code != 0:
                 raise ExecutorError("the container of %s exited with status %d: %s"
@@ -225,16 +303,12 @@ class DockerExecutor(Executor):
             with self._lock:
                 self._active.discard(container)
             stdin.close()
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                pass  # removed by the engine as it exited
+            _remove(container)
 
     def reap(self):
         """Remove the job containers of dead runs on this host (their host process is gone: killed, or its machine
         rebooted); returns one line per container removed."""
-        found = client().containers.list(all=True, filters={"label": ["%s=runner" % ROLE_LABEL,
-                                                                      "%s=%s" % (HOST_LABEL, socket.gethostname())]})
+        found = _listed(["%s=runner" % ROLE_LABEL, "%s=%s" % (HOST_LABEL, socket.gethostname())])
         removed = []
         for container in found:
             labels = container.labels

@@ -1,0 +1,199 @@
+"""When the machine under a run goes away: a container engine lost mid-run stops the run with one line, keeps its
+bundle partial with the lost jobs "interrupted", and a plain `--resume latest` runs exactly those; a resume never
+writes checksums over a changed file; "latest" is only ever a partial bundle (of the given spec)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from dlrepro import REPO_ROOT
+from dlrepro.errors import BundleError, DlreproError, EngineLost
+from dlrepro.results import bundle as bundlemod, validate
+from dlrepro.run import executors, runs
+from dlrepro.run.executors.local import LocalExecutor
+from dlrepro.run.options import RunOptions
+from tests import dockerd
+
+LOST = "the Docker engine at unix:///nowhere went away (ChunkedEncodingError)"
+B8, B16 = "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b16"
+
+
+class LosesItsEngine(LocalExecutor):
+    """A local executor whose engine "goes away" as soon as the group's first job has started."""
+
+    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
+        on_event("start", json.loads(Path(stage, "plan.json").read_text())["jobs"][0], None)
+        raise EngineLost(LOST)
+
+
+def _lose_the_engine(tmp_path, monkeypatch, reporter):
+    real = executors.get
+    monkeypatch.setattr(executors, "get", lambda *args: LosesItsEngine())
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 16], quick=True)
+    with pytest.raises(EngineLost) as err:
+        runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
+    monkeypatch.setattr(executors, "get", real)
+    return err.value
+
+
+def test_a_lost_engine_keeps_the_bundle_partial_with_its_jobs_interrupted(tmp_path, monkeypatch, reporter):
+    err = _lose_the_engine(tmp_path, monkeypatch, reporter)
+    (partial,) = tmp_path.glob(".*.partial")
+    bundle_id = partial.name[1:-len(".partial")]
+    assert str(err) == ("%s while job %s was running; the run stopped (2 interrupted), its bundle kept partial: %s"
+                        % (LOST, B8, partial))
+    assert err.remedy == ("start the engine again (e.g. `sudo systemctl start docker`), then `invoke run --resume "
+                          "%s`: it runs the interrupted jobs" % bundle_id)
+    results = {j: json.loads((partial / "jobs" / j / "result.json").read_text()) for j in (B8, B16)}
+    assert {j: r["status"] for j, r in results.items()} == {B8: "interrupted", B16: "interrupted"}
+    assert results[B8]["reason"] == "interrupted by the machine: %s while this job ran" % LOST
+    assert results[B16]["reason"] == "interrupted by the machine: %s before this job started" % LOST
+    body = json.loads((partial / "bundle.json").read_text())
+    assert body["state"] == "partial" and "running" not in body and body["attempts"][0]["lost"] == LOST
+    assert reporter.finished == {B8: "interrupted", B16: "interrupted"}
+    # a plain resume (no --retry-failed) runs them again
+    path = runs.run(None, RunOptions(), results_dir=tmp_path, reporter=reporter, resume="latest")
+    assert reporter.total == 2 and validate.check(path) == []
+    body = json.loads((path / "bundle.json").read_text())
+    assert body["counts"] == {"ok": 2, "failed": 0, "skipped": 0} and body["attempts"][1]["jobs"] == [B8, B16]
+    assert json.loads((path / "jobs" / B8 / "attempts" / "1" / "result.json").read_text())["status"] == "interrupted"
+
+
+def test_a_bundle_published_with_interrupted_jobs_validates(tmp_path, monkeypatch, reporter):
+    _lose_the_engine(tmp_path, monkeypatch, reporter)
+    path = runs.finalize("latest", tmp_path)
+    body = json.loads((path / "bundle.json").read_text())
+    assert body["counts"] == {"ok": 0, "failed": 0, "skipped": 0, "interrupted": 2}
+    assert [r["status"] for r in body["jobs"]] == ["interrupted", "interrupted"] and validate.check(path) == []
+
+
+def test_a_resume_refuses_a_file_changed_after_it_was_recorded(tmp_path, reporter):
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
+    path = runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
+    sums = (path / "SHA256SUMS").read_text()
+    with open(path / "jobs" / B8 / "log.txt", "a") as log:
+        log.write("written after the run\n")
+    with pytest.raises(BundleError) as err:
+        runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, retry_failed=True)
+    assert str(err.value) == ("%s: jobs/%s/log.txt changed since SHA256SUMS recorded it: the bundle is not reopened, "
+                              "so that no checksum is written over a changed file" % (path, B8))
+    assert err.value.remedy.startswith("restore it as recorded")
+    assert path.is_dir() and (path / "SHA256SUMS").read_text() == sums  # left as it was: published, sums unchanged
+    assert [p.file for p in validate.check(path)] == ["jobs/%s/log.txt" % B8]
+
+
+def _bundle(results, bundle_id, spec, state, created):
+    folder = results / (".%s.partial" % bundle_id if state == "partial" else bundle_id)
+    folder.mkdir(parents=True)
+    (folder / "bundle.json").write_text(json.dumps({"id": bundle_id, "created": created, "state": state,
+                                                    "spec": {"name": spec}, "jobs": [], "plan": []}))
+    return folder
+
+
+def test_latest_is_the_newest_partial_bundle_of_the_given_spec(tmp_path):
+    older = _bundle(tmp_path, "fcn-1", "fcn", "partial", "2026-12-01T10:00:00Z")
+    other = _bundle(tmp_path, "alexnet-2", "alexnet", "partial", "2026-12-01T11:00:00Z")
+    _bundle(tmp_path, "fcn-3", "fcn", "published", "2026-12-01T12:00:00Z")
+    assert bundlemod.locate("latest", tmp_path, partial=True) == other
+    assert bundlemod.locate("latest", tmp_path, partial=True, spec="fcn") == older  # not the newer published one
+    with pytest.raises(DlreproError) as err:
+        bundlemod.locate("latest", tmp_path, partial=True, spec="lstm")
+    assert str(err.value) == "latest: no bundle of spec lstm under %s" % tmp_path
+
+
+def test_latest_never_reopens_a_published_bundle(tmp_path):
+    published = _bundle(tmp_path, "fcn-3", "fcn", "published", "2026-12-01T12:00:00Z")
+    with pytest.raises(DlreproError) as err:
+        runs.run("fcn", RunOptions(), results_dir=tmp_path, resume="latest")
+    assert str(err.value) == ("latest: no partial bundle of spec fcn under %s; the newest of spec fcn, fcn-3, is "
+                              "complete and is not reopened as 'latest'" % tmp_path)
+    assert err.value.remedy == ("name it to run its skipped or failed jobs again (`invoke run --resume fcn-3`, with "
+                                "--retry-failed for the failed ones), or start a new run")
+    assert json.loads((published / "bundle.json").read_text())["state"] == "published"
+
+
+@pytest.fixture
+def own_engine(docker_engine, torch_cpu_image, tmp_path):
+    """A dockerd of the test's own (tests/dockerd.py) holding the torch CPU image and its base, loaded from the
+    host's engine; ended by its PID at the end."""
+    if shutil.which("dockerd") is None or os.geteuid() != 0:
+        reason = "starting an engine of the test's own needs dockerd and root"
+        if os.environ.get("DLREPRO_REQUIRE_DOCKER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    folder = tempfile.mkdtemp(prefix="dlr-e-")  # short: containerd's socket paths must fit in 108 bytes
+    engine = dockerd.Dockerd(folder, dockerd.data_root(torch_cpu_image.image_id))
+    try:
+        took = engine.start()
+        loaded = [engine.load(tag) for tag in (torch_cpu_image.base.ref, torch_cpu_image.tag)]
+        print("test engine up in %.1f s, images loaded in %.1f s" % (took, sum(loaded)))
+        yield engine
+    finally:
+        engine.stop()
+        if not any(line.split()[1].startswith(folder) for line in open("/proc/mounts")):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _repeats(results, job_id):
+    """How many repeats job ``job_id`` has measured so far in its scratch output (0: none, or not started)."""
+    for path in results.glob(".*.partial/.work/attempt-1/*/%s/result.json" % job_id):
+        try:
+            return len((json.loads(path.read_text()).get("timing") or {}).get("repeats") or [])
+        except ValueError:  # being rewritten
+            return 0
+    return 0
+
+
+def _invoke(engine, *args):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=600,
+                          cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=engine.url))
+
+
+@pytest.mark.docker
+def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_completes(own_engine, mnist, tmp_path):
+    results, began = tmp_path / "results", time.time()
+    b1, b2, b4 = ("fcn-r.torch.cpu.b%d" % n for n in (1, 2, 4))
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "run", "--spec=fcn", "--variant=fcn-r", "--framework=torch",
+                             "--batch-size=1,2,4", "--warmup=0", "--iterations=3", "--repeats=3", "--results",
+                             str(results)], cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and _repeats(results, b2) < 1:  # b2 is measuring
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stdout.read()
+    own_engine.kill()
+    out = proc.communicate(timeout=120)[0]
+    print(out)
+    (partial,) = results.glob(".*.partial")
+    bundle_id = partial.name[1:-len(".partial")]
+    assert proc.returncode == 1 and "Traceback" not in out
+    assert re.search(r"error: the Docker engine at %s went away \(\w+\) while job %s was running; the run stopped "
+                     r"\(1 ok, 2 interrupted\), its bundle kept partial: %s" % (re.escape(own_engine.url), b2,
+                                                                                 re.escape(str(partial))), out), out
+    assert "then `invoke run --resume %s`" % bundle_id in out
+    statuses = {j: json.loads((partial / "jobs" / j / "result.json").read_text())["status"] for j in (b1, b2, b4)}
+    assert statuses == {b1: "ok", b2: "interrupted", b4: "interrupted"}
+    assert json.loads((partial / "bundle.json").read_text())["state"] == "partial"
+    print("engine back in %.1f s" % own_engine.start())
+    done = _invoke(own_engine, "run", "--resume", "latest", "--results", str(results))
+    print(done.stdout + done.stderr)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr
+    assert "resuming %s (attempt 2): 2 of 3 jobs to run" % bundle_id in done.stdout
+    folder = results / bundle_id
+    body = json.loads((folder / "bundle.json").read_text())
+    assert [a["jobs"] for a in body["attempts"]] == [[b1, b2, b4], [b2, b4]] and body["counts"]["ok"] == 3
+    lost = json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())
+    assert lost["status"] == "interrupted" and re.fullmatch(
+        r"interrupted by the machine: the Docker engine at %s went away \(\w+\) while this job ran; kept what it "
+        r"measured: [12] repeats or epochs" % re.escape(own_engine.url), lost["reason"]), lost["reason"]
+    checked = _invoke(own_engine, "validate", str(folder))
+    assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
+    assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
+    print("killed, resumed and validated in %.1f s" % (time.time() - began))
