@@ -25,9 +25,12 @@ with the jobs before it ("worker"); ``attempt``: which attempt of the bundle pro
 the last measured training loss; ``ranks``, ``scaling``, ``rank_batch_size``: a data-parallel job's ranks (one per
 GPU), "strong" or "weak" and each rank's share of the total mini-batch ``batch_size``, with ``speedup`` /
 ``scaled_speedup`` / ``scaling_efficiency`` over the run's 1-rank job ``scaling_base`` (``scaling``; samples:
-``rank`` 0 is the job's timing, "rank iteration" rows the other ranks'); GPU clocks in MHz, power in W,
+"iteration" rows are the job's timing: the slowest rank's per iteration, ``rank`` null, and every rank's own
+are "rank iteration" rows; results before runner.rankjoin: rank 0's, ``rank`` 0, the other ranks' as "rank
+iteration"; a data-parallel job's energy is every rank's GPU board summed, before runner.rankjoin rank 0's
+only, so its J/sample was about 1/ranks of the true one); GPU clocks in MHz, power in W,
 temperature in degrees C (medians and maxima over the
-measured iterations' NVML samples, ``telemetry_samples`` of them at 10 Hz; ``throttled``: the
+measured iterations' NVML samples, ``telemetry_samples`` of them at 40 Hz; ``throttled``: the
 GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
 (ADDED says what each added). Tables of an older version are re-derived from the bundle's JSON
@@ -219,8 +222,8 @@ def scaling(rows):
 
 
 def _processed(result, job):
-    """The samples the measured window processed: the measured iterations' mini-batches, the epochs' or the
-    timed inference pass's images."""
+    """The samples the measured window processed: the measured iterations' mini-batches (a data-parallel
+    job's total mini-batch, every rank's shard), the epochs' or the timed inference pass's images."""
     timing = result.get("timing") or {}
     if result.get("inference"):
         return result["inference"]["images"]
@@ -245,10 +248,11 @@ def sample_rows(body, job, result):
     rows = []
     timing = result.get("timing") or {}
     if timing.get("quantity") == "seconds per mini-batch":  # a convergence job's epochs come below, with accuracy
+        joined = bool(timing.get("ranks_joined"))  # the slowest rank's per iteration (runner.rankjoin)
         for repeat, seconds in enumerate(timing.get("repeats") or [], 1):
-            rows += [dict(base, sample="iteration", rank=0 if job.get("ranks") else None, repeat=repeat, index=i,
-                          seconds=s) for i, s in enumerate(seconds, 1)]
-        for record in (result.get("ranks") or [])[1:]:  # the other ranks' own timings of the same iterations
+            rows += [dict(base, sample="iteration", rank=0 if job.get("ranks") and not joined else None,
+                          repeat=repeat, index=i, seconds=s) for i, s in enumerate(seconds, 1)]
+        for record in (result.get("ranks") or [])[0 if joined else 1:]:  # each rank's own timings of them
             for repeat, seconds in enumerate(record.get("repeats") or [], 1):
                 rows += [dict(base, sample="rank iteration", rank=record["rank"], repeat=repeat, index=i, seconds=s)
                          for i, s in enumerate(seconds, 1)]
