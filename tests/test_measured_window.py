@@ -268,3 +268,13 @@ def test_rapl_sums_package_domains_only(tmp_path):
     _rapl(only_mmio, "package-0", "intel-rapl-mmio:0", 5)
     assert [path for _, path, _ in energy.packages(str(only_mmio))] == [str(only_mmio / "intel-rapl-mmio:0" /
                                                                             "energy_uj")]
+
+
+def test_energy_per_sample_counts_what_the_window_processed():
+    from dlrepro.results import tables
+
+    found = {"status": "ok", "joules": 26.0, "mean_w": 13.0, "method": "RAPL package counters (powercap)"}
+    throughput = {"energy": found, "timing": {"repeats": [[0.1] * 4] * 2, "lead_in": {"iterations": 1}}}
+    assert tables._energy(throughput, {"batch_size": 2})["energy_j_per_sample"] == 26.0 / 20  # (2 x (4 + 1)) x 2
+    convergence = {"energy": found, "convergence": {"epochs": [{"iterations": 4}, {"iterations": 9}]}}
+    assert tables._energy(convergence, {"batch_size": 2})["energy_j_per_sample"] == 1.0  # training samples only

@@ -12,7 +12,9 @@ samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
   "pass"       the timed pass over all inference images (``seconds``: its wall time, s).
 
 Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
-fraction; ``ci95_low``/``ci95_high``: the 95% CI of the median by ``ci95_method`` (tables v4: over the
+fraction; ``median``: the median of the repeat medians (of a convergence run's epochs), the estimator the
+interval is of (results whose summary has no ``point_estimate``, written before: the median of every
+sample; runner.stats); ``ci95_low``/``ci95_high``: the 95% CI of the median by ``ci95_method`` (tables v4: over the
 repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact coverage
 ``ci95_coverage``; earlier versions: the iterations pooled); ``threads``: the CPU threads the job
 asked for (null: the framework's choice), ``framework_threads``: what the framework reported using,
@@ -222,14 +224,18 @@ def scaling(rows):
 
 
 def _processed(result, job):
-    """The samples the measured window processed: the measured iterations' mini-batches (a data-parallel
-    job's total mini-batch, every rank's shard), the epochs' or the timed inference pass's images."""
+    """The samples the measured window processed: the measured iterations' mini-batches and the untimed lead-in
+    ones of the device-events timer (``timing.lead_in``; a data-parallel job's total mini-batch, every rank's
+    shard), the epochs' training mini-batches (their evaluation is outside the window: runner.window) or the
+    timed inference pass's images."""
     timing = result.get("timing") or {}
     if result.get("inference"):
         return result["inference"]["images"]
     if result.get("convergence"):
         return sum(e["iterations"] for e in result["convergence"]["epochs"]) * job["batch_size"]
-    return sum(len(r) for r in timing.get("repeats") or []) * job["batch_size"]
+    repeats = timing.get("repeats") or []
+    lead_in = (timing.get("lead_in") or {}).get("iterations") or 0
+    return (sum(len(r) for r in repeats) + lead_in * len(repeats)) * job["batch_size"]
 
 
 def _energy(result, job):
