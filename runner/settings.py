@@ -60,6 +60,9 @@ def environment(job):
     return env
 
 
+POOL = "DLREPRO_CPU_POOL"  # the CPUs a data-parallel job's ranks are chosen from, before rank 0 confined itself
+
+
 def allowed_cpus():
     """The CPUs this process may run on, sorted."""
     try:
@@ -78,9 +81,11 @@ def choice(job, allowed=None, rank=0, root=topology.SYSFS):
     """(CPUs, record) for rank ``rank`` of ``job`` with ``threads``: the job's CPUs taken together by
     runner.topology.choose (every rank's, so that ranks do not share a core), then the rank's share; (None, None)
     for a job without a thread count. Fewer CPUs allowed than every rank needs: each rank the first share."""
-    allowed = allowed_cpus() if allowed is None else allowed
     if not job.get("threads"):
         return None, None
+    if allowed is None:  # the ranks rank 0 starts inherit its confinement: they choose from what it could use
+        pool = os.environ.get(POOL)
+        allowed = [int(c) for c in pool.split(",")] if pool else allowed_cpus()
     width, processes = _width(job)
     where = topology.read(allowed, root)
     taken, rule = topology.choose(allowed, width * processes, where)
@@ -114,6 +119,8 @@ def apply(job, rank=0):
     ``record(job, rank)``."""
     found = record(job, rank)
     os.environ.update(found["variables"])
+    if found["cpus"] and job.get("ranks") and rank == 0:
+        os.environ.setdefault(POOL, ",".join(str(c) for c in allowed_cpus()))
     if found["cpus"]:
         os.sched_setaffinity(0, found["cpus"])
     return found

@@ -10,7 +10,8 @@ core. ``choose`` takes, of the CPUs the process may run on:
 1. one CPU (the lowest-numbered thread) per core, all in the first node that has enough cores;
 2. else one per core across nodes (the nodes with the most cores first);
 3. else, when there are fewer cores than CPUs asked for, SMT siblings too: the cores' first threads, then
-   their second ones, again within one node where one has enough CPUs.
+   their second ones, again within one node where one has enough CPUs;
+4. else (fewer CPUs allowed than asked for) every allowed one.
 
 The record (``describe``) names the CPUs, their package, core and node, and which rule chose them. Where the
 topology cannot be read (no sysfs), the first N allowed CPUs are taken, and the record says so.
@@ -21,6 +22,7 @@ SYSFS = "/sys/devices/system"
 RULES = {1: "one CPU per physical core, within one NUMA node",
          2: "one CPU per physical core, across NUMA nodes (no node has enough cores)",
          3: "SMT siblings included (fewer physical cores than CPUs asked for)",
+         4: "every allowed CPU, SMT siblings included (fewer allowed than asked for: ranks share them)",
          None: "the first allowed CPUs (the CPU topology could not be read)"}
 
 
@@ -87,6 +89,7 @@ def choose(allowed, count, topology):
     ``topology`` (``read``'s, or None). Fewer than ``count`` when fewer are allowed."""
     if topology is None:
         return list(allowed[:count]), None
+    # from here on, ``topology`` covers every allowed CPU (``read`` returns None otherwise)
     by_node = _cores(allowed, topology)
     nodes = sorted(by_node, key=lambda n: (-len(by_node[n]), n))
     for node in sorted(by_node):
@@ -97,7 +100,8 @@ def choose(allowed, count, topology):
     for node in sorted(by_node):
         if sum(len(c) for c in by_node[node]) >= count:
             return _threads_first(by_node[node])[:count], 3
-    return _threads_first([core for n in nodes for core in by_node[n]])[:count], 3
+    every = _threads_first([core for n in nodes for core in by_node[n]])
+    return every[:count], 3 if len(every) >= count else 4
 
 
 def describe(chosen, rule, topology):

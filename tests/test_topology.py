@@ -70,3 +70,24 @@ def test_without_a_readable_topology_the_first_cpus_are_taken_and_the_record_say
     assert cpus == [3, 4] and record == {"rule": "the first allowed CPUs (the CPU topology could not be read)",
                                          "cpus": [{"cpu": 3}, {"cpu": 4}]}
     assert topology.parse_list("0-2,8,10-11") == [0, 1, 2, 8, 10, 11]
+
+
+def test_ranks_started_by_a_confined_rank_0_choose_from_what_it_could_use(tmp_path, monkeypatch):
+    root = _smt(tmp_path)
+    job = {"framework": "torch", "threads": 2, "ranks": 2, "device": "cpu"}
+    monkeypatch.setenv(settings.POOL, "0,1,2,3,4,5,6,7")  # what rank 0 saw before it confined itself to [0, 2]
+    assert settings.choice(job, None, 1, root)[0] == [4, 6]
+    where = topology.read(range(8), root)
+    assert topology.choose([0, 1], 4, where) == ([0, 1], 4)  # fewer allowed than asked for: said so
+    assert topology.RULES[4].endswith("(fewer allowed than asked for: ranks share them)")
+
+
+def test_rank_0_of_a_data_parallel_job_leaves_its_ranks_the_cpus_it_could_use(monkeypatch):
+    import os
+
+    confined = []
+    monkeypatch.setattr(os, "environ", {})
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cpus: confined.append(sorted(cpus)))
+    monkeypatch.setattr(settings, "allowed_cpus", lambda: [0, 1, 2, 3])
+    found = settings.apply({"framework": "torch", "threads": 1, "ranks": 2, "device": "cpu"}, 0)
+    assert os.environ[settings.POOL] == "0,1,2,3" and confined == [found["cpus"]] and len(found["cpus"]) == 1
