@@ -40,19 +40,23 @@ status "running" until the job ends:
   schema, job_id, status ("ok" | "failed" | "skipped" | "running"), reason, remedy, error {type, message,
   traceback},
   parameters {measured, expected}, weights {name, layers, values_loaded}, timing {quantity, timed_region,
-  unit, samples_per_measurement, warmup_seconds, repeats [[seconds]], summary {n, median, q1, q3, iqr,
-  mean, min, max, ci95, ci95_method, ci95_coverage, ci95_units, repeat_medians}, throughput,
-  throughput_unit}, loss {first, last},
+  unit, samples_per_measurement, warmup_seconds, repeats [[seconds]], summary {n, median (the median of
+  the repeat medians, point_estimate naming it; results without point_estimate: of every sample),
+  pooled_median, point_estimate, q1, q3, iqr, mean, min, max, ci95, ci95_method, ci95_coverage, ci95_units,
+  repeat_medians}: runner.stats, throughput, throughput_unit, ranks_joined (a data-parallel job's: the
+  slowest rank per iteration, runner.rankjoin)}, loss {first, last},
   convergence {epochs [{epoch, iterations, seconds, cumulative_seconds, train_loss, loss_curve,
   test_accuracy | perplexity, ...}], total_seconds, test_batches, final_test_accuracy, final_perplexity},
   inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...,
-  process {variables, cpus, requested_threads}: runner.settings}, cpu_usage {wall_seconds, cpu_seconds,
-  effective_parallelism, usable_cpus} and energy {status, joules, mean_w, method, note} over the measured
-  window (runner.window), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
+  process {variables, cpus, requested_threads, cpu_choice {rule, cpus [{cpu, package, core, node,
+  siblings}]}}: runner.settings}, cpu_usage {wall_seconds, cpu_seconds, effective_parallelism, usable_cpus,
+  excluded, method} and energy {status, joules, mean_w, method, note, excluded} over the measured window
+  (runner.window; ``excluded``: what it left out), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
   job's process started: spawned, framework_imported, model_built, data_ready, warmup_done, measured_done,
   finished}, isolation ("process" | "worker": the job shared its process with the worker's earlier jobs),
   attempt {number, host, executor} (written by the host when it takes the result).
-  timing also has timer ("host_sync" | "device_events") and repeat_wall_seconds (throughput).
+  timing also has timer ("host_sync" | "device_events"), lead_in {iterations, why} (the untimed
+  iterations at each repeat's start) and repeat_wall_seconds (throughput; the lead-in included).
   options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
   cuda_graphs, allow_ptx_jit) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
   own kernels). What each option did in the framework is in environment (tf32 {matmul, cudnn},

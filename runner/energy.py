@@ -21,55 +21,78 @@ def _read(path):
         return None
 
 
+def _name(folder):
+    try:
+        with open(os.path.join(folder, "name")) as f:
+            return f.read().strip()
+    except (IOError, OSError):
+        return os.path.basename(folder)
+
+
 def packages(root=POWERCAP):
-    """[(name, energy_uj path, max range in uJ)] of the readable package domains (not their sub-domains)."""
-    found = []
+    """[(name, energy_uj path, max range in uJ)] of the readable package domains, which do not overlap.
+
+    Kept: top-level domains (``intel-rapl:N``; ``intel-rapl:N:M`` is a sub-domain of N) named ``package-N``.
+    Left out: ``psys`` (the whole platform, packages included, on Intel client CPUs) and every domain of the
+    MMIO tree (``intel-rapl-mmio:N``, the same package counted through another interface) when the MSR tree
+    (``intel-rapl:N``) has a package; where only the MMIO tree exists, its packages are the ones read."""
+    domains = {}
     for folder in sorted(glob.glob(os.path.join(root, "*"))):
         base = os.path.basename(folder)
-        if base.count(":") != 1:  # intel-rapl:0 is a package; intel-rapl:0:1 one of its sub-domains
+        tree, _, index = base.partition(":")
+        if ":" in index or not _name(folder).startswith("package"):
             continue
         energy = os.path.join(folder, "energy_uj")
         if _read(energy) is not None:
-            try:
-                with open(os.path.join(folder, "name")) as f:
-                    name = f.read().strip()
-            except (IOError, OSError):
-                name = base
-            found.append((name, energy, _read(os.path.join(folder, "max_energy_range_uj"))))
-    return found
+            domains.setdefault(tree, []).append(
+                (_name(folder), energy, _read(os.path.join(folder, "max_energy_range_uj"))))
+    return domains.get("intel-rapl") or domains.get("intel-rapl-mmio") or []
 
 
 class Counter(object):
-    """Package energy between ``start()`` and ``stop()``; ``result(seconds)`` gives the record."""
+    """Package energy between ``start()`` and ``stop()``, less what ``pause()`` .. ``resume()`` spans (each
+    pause's counters are subtracted); ``result(seconds)`` gives the record."""
 
     def __init__(self, root=POWERCAP):
         self.domains = packages(root)
         self.begin = self.end = None
+        self._mark, self._uj = None, [0] * len(self.domains)
 
     def _now(self):
         return [_read(path) for _, path, _ in self.domains]
 
+    def _add(self):
+        """Add the microjoules since the last mark to the total (a counter that wrapped, corrected)."""
+        for i, ((_, _, wrap), a, b) in enumerate(zip(self.domains, self._mark, self._now())):
+            self._uj[i] += b - a + (wrap if b < a and wrap else 0)
+        self._mark = None
+
     def start(self):
-        self.begin = self._now()
+        self.begin = self._mark = self._now()
+
+    def pause(self):
+        if self._mark is not None and self.end is None:
+            self._add()
+
+    def resume(self):
+        if self.begin is not None and self._mark is None and self.end is None:
+            self._mark = self._now()
 
     def stop(self):
         if self.begin is not None and self.end is None:
+            if self._mark is not None:
+                self._add()
             self.end = self._now()
 
     def result(self, seconds):
         """{"status", "joules", "mean_w", "method", "domains", "note"}; "unavailable" with the reason when the
-        counters cannot be read here."""
+        counters cannot be read here. ``seconds``: the window's length less its pauses."""
         if not self.domains:
             return {"status": "unavailable", "reason": "no readable RAPL package counter under %s (root-only since "
                     "2020; absent on this CPU or hidden from the container)" % POWERCAP}
         if self.begin is None or self.end is None:
             return {"status": "unavailable", "reason": "nothing was measured"}
-        joules = 0.0
-        for (_, _, wrap), a, b in zip(self.domains, self.begin, self.end):
-            delta = b - a
-            if delta < 0 and wrap:  # the counter wrapped during the window
-                delta += wrap
-            joules += delta / 1e6
+        joules = sum(self._uj) / 1e6
         return {"status": "ok", "joules": joules, "mean_w": joules / seconds if seconds else None,
                 "method": "RAPL package counters (powercap)", "domains": [d[0] for d in self.domains],
                 "note": "whole CPU packages, other work on the machine included; not a certified measurement"}

@@ -18,7 +18,7 @@ import sys
 import time
 import traceback
 
-from runner import archs, contract, environment, ranks, settings, window as windowmod
+from runner import archs, contract, environment, rankjoin, ranks, settings, window as windowmod
 
 SPAWNED = "DLREPRO_SPAWNED"  # time.time() at which the supervisor started this job's process
 
@@ -55,12 +55,14 @@ class _Job(object):
         contract.write_json(os.path.join(self.outdir, "result.json"), self.result)
 
     def rank_record(self):
-        """This rank's part of a data-parallel job: its status, device, timed iterations and telemetry."""
+        """This rank's part of a data-parallel job: its status, device, timed iterations, CPU time and
+        telemetry (runner.rankjoin joins them into the job's)."""
         r, timing, tel = self.result, self.result.get("timing") or {}, self.result.get("telemetry") or {}
         return {"rank": self.rank, "status": r["status"], "reason": r["reason"],
                 "device": (r.get("environment") or {}).get("gpu") or (r.get("environment") or {}).get("cpu"),
                 "process": (r.get("environment") or {}).get("process"), "repeats": timing.get("repeats"),
-                "summary": timing.get("summary"), "telemetry": {k: tel.get(k) for k in (
+                "summary": timing.get("summary"), "cpu_usage": r.get("cpu_usage"),
+                "telemetry": {k: tel.get(k) for k in (
                     "status", "reason", "device", "summary", "throttled", "throttle_reasons", "energy")}}
 
     def abort(self, reason):
@@ -135,7 +137,7 @@ def _execute(state):
             raise contract.ContractError("unknown mode %r" % job["mode"])
     finally:
         window.close()
-        result.update(telemetry=window.sampler.result(), cpu_usage=window.cpu_usage(), energy=window.energy())
+        result.update(telemetry=window.telemetry(), cpu_usage=window.cpu_usage(), energy=window.energy())
         state.phase("measured_done")
     return adapter
 
@@ -196,6 +198,7 @@ def run(job_path, outdir, isolation="process", rank=0):
         result["status"] = "ok"
         if job.get("ranks") is not None and rank == 0:
             result["ranks"] = [state.rank_record()] + (launched.collect(job.get("timeout_s")) if launched else [])
+            rankjoin.join(result, job, result["ranks"])
     except archs.Refused as exc:  # cannot run as asked here: nothing went wrong
         result["status"], result["reason"], result["remedy"] = "skipped", exc.reason, exc.remedy
         sys.stderr.write("skipped: %s\n" % exc.reason)

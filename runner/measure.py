@@ -13,14 +13,18 @@ throughput   DLBench's quantity: seconds per mini-batch of one training iteratio
              read after one synchronisation at the end of the repeat; sample i is the
              device timeline from the end of iteration i-1 to the end of iteration i
              (idle gaps included), so the queue is never drained inside a repeat, as
-             in a plain training loop. The repeat's host wall time is kept beside it
+             in a plain training loop. Each repeat starts with one untimed iteration
+             (``timing.lead_in``): its time would hold the refill of the launch queue that
+             the repeat's synchronisation drained, which inflates the mean (DLBench
+             published means). The repeat's host wall time is kept beside it
              (``repeat_wall_seconds``) as a cross-check.
              A data-parallel job's ranks (runner.ranks) each take their shard of every mini-batch
              (``adapter.shard``) and meet at a barrier at each repeat's edges, so rank 0's repeat
              window spans every rank's steps; samples/s is the total mini-batch over that step time.
              The measured window (runner.window: wall and CPU time, GPU telemetry, energy) spans
              the measured repeats. After every repeat ``progress(timing)`` is called with what was
-             measured so far, so that a job killed midway keeps its finished repeats.
+             measured so far, so that a job killed midway keeps its finished repeats; the window
+             leaves those result rewrites out.
 convergence  epochs over a real training set (shuffled per epoch from the job's seed,
              complete mini-batches only; a language model's stream in order, its state
              carried), evaluation after each epoch (test accuracy; perplexity for a
@@ -28,7 +32,9 @@ convergence  epochs over a real training set (shuffled per epoch from the job's 
              the wall time of each epoch's training loop, evaluation excluded, and the
              wall time of the whole loop up to each epoch is kept (DeepLearningFrameworks'
              quantity is that total for all epochs). ``progress(timing, convergence)`` after
-             every epoch.
+             every epoch. The measured window spans the epochs' training loops: the evaluation
+             passes and result rewrites between them are left out of its CPU time, effective
+             parallelism and energy, as out of the timed quantity.
 inference    DeepLearningFrameworks' feature extraction: one untimed pass over the
              batches, then a timed pass; each batch is copied to the device, run
              forward without gradients and copied back; seconds per 1000 images.
@@ -43,6 +49,7 @@ from runner import data as datamod
 from runner import stats
 
 LOSS_CURVE_EVERY = 50  # iterations per point of a convergence run's loss curve
+REWRITES, EVALUATION = "result rewrites", "evaluation passes"  # what the window leaves out
 
 
 def _timed(adapter, step, count):
@@ -65,11 +72,12 @@ def _timing(quantity, region, per_measurement, warmup, repeats, timer="host_sync
 
 
 def _repeat_timer(adapter, job):
-    """(name, f(step, count) -> (seconds per call, results)) for the measured repeats."""
+    """(name, f(step, count) -> (seconds per call, results), untimed lead-in steps per repeat) for the
+    measured repeats."""
     timer = adapter.device_timer() if job.get("timer", "auto") != "host_sync" else None
     if timer is not None:
-        return "device_events", timer
-    return "host_sync", lambda step, count: _timed(adapter, step, count)
+        return "device_events", timer, 1
+    return "host_sync", lambda step, count: _timed(adapter, step, count), 0
 
 
 @contextlib.contextmanager
@@ -85,19 +93,30 @@ def _measured(window):
         window.stop()
 
 
+@contextlib.contextmanager
+def _outside(window, what):
+    """Run the block outside the measured window (``what``: recorded as left out), if there is one."""
+    if window is None:
+        yield
+        return
+    with window.excluded(what):
+        yield
+
+
 def _nothing(*args):
     pass
 
 
-def _step_source(adapter, job, dataset):
-    """A zero-argument training step and the description of what it times."""
+def _step_source(adapter, job, dataset, lead_in=0):
+    """A zero-argument training step and the description of what it times (``lead_in``: untimed steps the
+    timer takes per repeat, beside the warm-up and the measured ones)."""
     batch_size = job["batch_size"]
     if dataset is None:
         x, y = adapter.to_device(*adapter.shard(*datamod.synthetic_batch(job["model"], batch_size, job["data"]["seed"])))
         return (lambda: adapter.train_step(x, y)), \
             "forward+backward+update on one synthetic mini-batch resident on the device"
     rng = np.random.RandomState(job.get("seed", 0))
-    needed = job["warmup"] + job["repeats"] * job["iterations"]
+    needed = job["warmup"] + job["repeats"] * (job["iterations"] + lead_in)
     keys = []  # drawn before any timing: shuffled epochs (a language model's stream in order)
     while len(keys) < needed:
         keys.extend(_epoch(dataset, batch_size, rng))
@@ -123,15 +142,18 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing):
 
     ``window`` (runner.window.Window) spans the measured repeats; ``progress(timing)`` after each repeat.
     """
-    step, region = _step_source(adapter, job, dataset)
+    name, timed, lead_in = _repeat_timer(adapter, job)
+    step, region = _step_source(adapter, job, dataset, lead_in)
     adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
-    name, timed = _repeat_timer(adapter, job)
     repeats, walls, last = [], [], None
 
     def timing():
         found = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name)
         found["repeat_wall_seconds"] = walls
+        found["lead_in"] = {"iterations": lead_in, "why": "untimed at each repeat's start: the launch queue's "
+                            "refill after the repeat's synchronisation" if lead_in else "none: host_sync drains the "
+                            "queue at every iteration alike"}
         return found
 
     with _measured(window):
@@ -145,7 +167,8 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing):
             repeats.append(seconds)
             last = hs[-1:]  # only the last loss is kept: no device memory grows with the run
             if len(repeats) < job["repeats"]:
-                progress(timing())
+                with _outside(window, REWRITES):
+                    progress(timing())
     losses = adapter.losses(warm_handles[:1] + last)
     return timing(), {"first": losses[0] if warm_handles else None, "last": losses[-1]}
 
@@ -153,14 +176,14 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing):
 def convergence(adapter, job, dataset, window=None, progress=_nothing):
     """Convergence mode; returns the result's ``timing``, ``loss`` and ``convergence`` sections.
 
-    ``window`` spans the first epoch's training loop to the last one's end; ``progress(timing, convergence)``
-    after each epoch but the last.
+    ``window`` spans the first epoch's training loop to the last one's end, each evaluation and
+    ``progress(timing, convergence)`` (after each epoch but the last) left out.
     """
     with _measured(window):
-        return _convergence(adapter, job, dataset, progress)
+        return _convergence(adapter, job, dataset, progress, window)
 
 
-def _convergence(adapter, job, dataset, progress):
+def _convergence(adapter, job, dataset, progress, window=None):
     batch_size = job["batch_size"]
     rng = np.random.RandomState(job.get("seed", 0))
     epochs, seconds, ends, elapsed_total = [], [], [], 0.0
@@ -196,14 +219,16 @@ def _convergence(adapter, job, dataset, progress):
                   "train_loss": float(np.mean(losses)),
                   "loss_curve": [float(np.mean(losses[i:i + LOSS_CURVE_EVERY]))
                                  for i in range(0, len(losses), LOSS_CURVE_EVERY)]}
-        adapter.reset_state()
-        record.update(adapter.evaluate(test, job["model"].get("target", "class")))
+        with _outside(window, EVALUATION):
+            adapter.reset_state()
+            record.update(adapter.evaluate(test, job["model"].get("target", "class")))
         if "mean_token_loss" in record:
             record["perplexity"] = math.exp(record["mean_token_loss"])
         epochs.append(record)
         seconds.append(elapsed)
         if epoch < job["epochs"]:
-            progress(*sections())
+            with _outside(window, REWRITES):
+                progress(*sections())
     timing, conv = sections()
     return timing, {"first": ends[0], "last": ends[-1]}, conv
 

@@ -5,8 +5,11 @@ A thread count is real, not a hint: ``threads`` sets the variables of the BLAS a
 (OMP/MKL/OpenBLAS_NUM_THREADS), each framework's own knob (XLA's CPU flags for JAX, one MXNet engine
 worker so that only its OpenMP pool runs ops; TensorFlow's, PyTorch's, CNTK's and Caffe2's pools are set
 by their adapters, which have an API for it), and confines the process to that many CPUs (its affinity
-mask: the first ``threads`` of the CPUs it may use), so that no framework can use more, whatever it does.
-The CPU time measured over the window then says what it did use (runner.window).
+mask: one CPU per physical core, within one NUMA node where one has enough cores, SMT siblings only when
+there are fewer cores than threads: runner.topology; the choice and the topology it rests on are recorded),
+so that no framework can use more, whatever it does. A data-parallel CPU job's ranks each get ``threads``
+CPUs of their own: torch's rank processes each its share, JAX's one process (all its ranks) ``threads`` x
+ranks. The CPU time measured over the window then says what it did use (runner.window).
 
 Options that a framework reads from the environment: cuDNN autotuning off (TensorFlow
 TF_CUDNN_USE_AUTOTUNE=0, MXNet MXNET_CUDNN_AUTOTUNE_DEFAULT=0, JAX --xla_gpu_autotune_level=0) and true
@@ -16,6 +19,8 @@ by cuBLAS and cuDNN >= 11; TensorFlow, PyTorch and JAX switch TF32 off through t
 Jobs whose settings differ cannot share a worker process (runner.worker): ``key`` tells them apart.
 """
 import os
+
+from runner import topology
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TF32_OVERRIDE = ("mxnet", "cntk", "caffe2")  # their CUDA libraries follow NVIDIA_TF32_OVERRIDE
@@ -27,8 +32,9 @@ def _xla_flags(job):
     if job["device"] == "cpu" and (job.get("ranks") or 1) > 1:  # the CPU as that many devices, for its ranks
         flags.append("--xla_force_host_platform_device_count=%d" % job["ranks"])
     if job.get("threads"):
-        flags += ["--xla_cpu_multi_thread_eigen=%s" % ("false" if job["threads"] == 1 else "true"),
-                  "intra_op_parallelism_threads=%d" % job["threads"]]
+        # XLA has no thread-count flag (and stops parsing XLA_FLAGS at a token without "--", dropping the rest):
+        # its CPU pool is sized from the CPUs the process may run on, which ``cpus`` confines
+        flags.append("--xla_cpu_multi_thread_eigen=%s" % ("false" if job["threads"] == 1 else "true"))
     if job["device"] == "cuda" and not job.get("cudnn_autotune", True):
         flags.append("--xla_gpu_autotune_level=0")
     return flags
@@ -54,6 +60,9 @@ def environment(job):
     return env
 
 
+POOL = "DLREPRO_CPU_POOL"  # the CPUs a data-parallel job's ranks are chosen from, before rank 0 confined itself
+
+
 def allowed_cpus():
     """The CPUs this process may run on, sorted."""
     try:
@@ -62,14 +71,31 @@ def allowed_cpus():
         return list(range(os.cpu_count() or 1))
 
 
+def _width(job):
+    """How many threads' worth of CPUs one process of ``job`` runs: JAX runs every rank in its one process."""
+    ranks = job.get("ranks") or 1
+    return job["threads"] * (ranks if job["framework"] == "jax" else 1), ranks if job["framework"] != "jax" else 1
+
+
+def choice(job, allowed=None, rank=0, root=topology.SYSFS):
+    """(CPUs, record) for rank ``rank`` of ``job`` with ``threads``: the job's CPUs taken together by
+    runner.topology.choose (every rank's, so that ranks do not share a core), then the rank's share; (None, None)
+    for a job without a thread count. Fewer CPUs allowed than every rank needs: each rank the first share."""
+    if not job.get("threads"):
+        return None, None
+    if allowed is None:  # the ranks rank 0 starts inherit its confinement: they choose from what it could use
+        pool = os.environ.get(POOL)
+        allowed = [int(c) for c in pool.split(",")] if pool else allowed_cpus()
+    width, processes = _width(job)
+    where = topology.read(allowed, root)
+    taken, rule = topology.choose(allowed, width * processes, where)
+    mine = taken[rank * width:(rank + 1) * width] or taken[:width]
+    return sorted(mine), topology.describe(mine, rule, where)
+
+
 def cpus(job, allowed=None, rank=0):
-    """The CPUs a job with ``threads`` is confined to (the first ``threads`` allowed ones), or None (no limit).
-    Rank r of a data-parallel CPU job with threads takes the r-th ``threads`` of them."""
-    allowed = allowed_cpus() if allowed is None else allowed
-    threads = job.get("threads")
-    if not threads:
-        return None
-    return allowed[rank * threads:(rank + 1) * threads] or allowed[:threads]
+    """The CPUs a job with ``threads`` is confined to (``choice``), or None (no limit)."""
+    return choice(job, allowed, rank)[0]
 
 
 def key(job):
@@ -81,8 +107,11 @@ def key(job):
 
 def record(job, rank=0):
     """What ``apply`` sets for ``job`` (rank ``rank`` of a data-parallel job), for result.json's environment:
-    {"variables": {...}, "cpus": [...] or None, "requested_threads"}."""
-    return {"variables": environment(job), "cpus": cpus(job, rank=rank), "requested_threads": job.get("threads")}
+    {"variables": {...}, "cpus": [...] or None, "requested_threads", "cpu_choice": runner.topology.describe's
+    record or None}."""
+    chosen, how = choice(job, rank=rank)
+    return {"variables": environment(job), "cpus": chosen, "requested_threads": job.get("threads"),
+            "cpu_choice": how}
 
 
 def apply(job, rank=0):
@@ -90,6 +119,8 @@ def apply(job, rank=0):
     ``record(job, rank)``."""
     found = record(job, rank)
     os.environ.update(found["variables"])
+    if found["cpus"] and job.get("ranks") and rank == 0:
+        os.environ.setdefault(POOL, ",".join(str(c) for c in allowed_cpus()))
     if found["cpus"]:
         os.sched_setaffinity(0, found["cpus"])
     return found

@@ -14,6 +14,13 @@ from R = 6 repeats on (coverage 1 - 2/2^6 = 96.9%; R = 5 reaches only 93.75%), a
 coverage is recorded beside it (``ci95_coverage``). A convergence run's epochs are its units
 (each epoch is one pass of its own). Computing it costs O(R log R) (a sort, then a linear scan of
 the binomial distribution).
+
+The point estimate the interval belongs to is the median of the repeat medians (``median``; for a
+convergence run the median of its epochs, for one repeat its median): recorded with
+``point_estimate`` = POINT_ESTIMATE. The median of every sample pooled is kept beside it
+(``pooled_median``); results written before this have no ``point_estimate`` and their ``median`` is
+the pooled one. A sample that is not a finite number (NaN, inf: a timer that failed) is refused
+(NonFiniteSample) rather than turned into a NaN bound.
 """
 import math
 
@@ -21,6 +28,11 @@ import numpy as np
 
 CI_METHOD = "median of repeat medians, distribution-free (binomial order statistics)"
 MIN_UNITS_95 = 6  # the fewest repeats (or epochs) that give a 95% distribution-free interval
+POINT_ESTIMATE = "median of the ci95 units' medians"  # summary["point_estimate"]: what summary["median"] is
+
+
+class NonFiniteSample(ValueError):
+    """A timing sample is NaN or infinite."""
 
 
 def _binomial_cdf_half(n):
@@ -63,11 +75,17 @@ def summarize(samples):
     interval of the median valid when the samples are independent (``summarize_repeats`` replaces it for
     iterations of repeats, which are not).
 
-    Raises ValueError on an empty list.
+    Raises ValueError on an empty list, NonFiniteSample on a NaN or infinite sample.
     """
     if not samples:
         raise ValueError("no samples to summarize")
-    values = np.sort(np.asarray(samples, dtype=np.float64))
+    values = np.asarray(samples, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise NonFiniteSample("sample %d of %d (in measurement order) is %r, not a finite number of seconds: "
+                              "the timer failed, so no median or interval can be given"
+                              % (bad[0] + 1, values.size, float(values[bad[0]])))
+    values = np.sort(values)
     q1, median, q3 = (float(v) for v in np.percentile(values, [25, 50, 75]))
     return {"n": int(values.size), "median": median, "q1": q1, "q3": q3, "iqr": q3 - q1,
             "mean": float(values.mean()), "min": float(values[0]), "max": float(values[-1]), "ci95": median_ci(values)}
@@ -79,13 +97,18 @@ def summarize_repeats(repeats, units="repeat"):
 
     ``repeats``: a list of lists of seconds. ``units``: "repeat" (each list is one repeat: throughput
     and inference jobs) or "sample" (each sample is its own unit: a convergence run's epochs).
-    ``ci95`` is [low, high] (s), or None with fewer than MIN_UNITS_95 units; ``ci95_coverage`` its
-    exact coverage; ``ci95_units`` how many units it was computed from.
+    ``median`` (s) is the median of the units' medians (POINT_ESTIMATE, the estimator ``ci95`` is the
+    interval of), ``pooled_median`` (s) that of every sample; n, q1, q3, iqr, mean, min and max are over every
+    sample. ``ci95`` is [low, high] (s), or None with fewer than MIN_UNITS_95 units; ``ci95_coverage`` its
+    exact coverage; ``ci95_units`` how many units it was computed from. Raises NonFiniteSample on a NaN or
+    infinite sample.
     """
     pooled = [s for rep in repeats for s in rep]
     summary = summarize(pooled)
     summary["repeat_medians"] = [float(np.median(rep)) for rep in repeats if rep]
     unit_values = pooled if units == "sample" else summary["repeat_medians"]
+    summary["pooled_median"] = summary["median"]
+    summary["median"], summary["point_estimate"] = float(np.median(unit_values)), POINT_ESTIMATE
     summary["ci95"] = median_ci(sorted(unit_values))
     summary["ci95_coverage"] = median_ci_coverage(len(unit_values))
     summary["ci95_method"] = CI_METHOD if units == "repeat" else CI_METHOD.replace("repeat medians", "epochs")

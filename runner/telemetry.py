@@ -13,7 +13,9 @@ NVML also keeps cumulative violation counters (time spent held back by the power
 thermal limits, ...) and, since Volta, the board's total energy (mJ). They are read at the
 start and the end of the window, so a slowdown shorter than the sampling interval is still
 seen and the energy is exact over the window; on older GPUs the energy is the power
-samples integrated (trapezoids) and says so.
+samples integrated (trapezoids) and says so. ``pause()`` .. ``resume()`` leaves a stretch out of the window
+(runner.window: result rewrites, evaluation passes): nothing is sampled in it, and its energy, violation time
+and seconds are subtracted (the counters are read at its edges).
 
 The result (result.json's ``telemetry``):
   status "ok" | "unavailable", reason (why unavailable: CPU job, no pynvml, no NVML),
@@ -30,7 +32,9 @@ The result (result.json's ``telemetry``):
 
 Which NVML device: in a container that sees one GPU, that one; otherwise DLREPRO_GPU
 (the host index the executor pinned the job to), else the entry of CUDA_VISIBLE_DEVICES
-for the process's rank (the first for a job of one GPU) when it is an index, else the rank. NVML numbers GPUs in PCI bus order,
+for the process's rank (the first for a job of one GPU) when it is an index, else the rank. A process that
+drives several GPUs (JAX's data-parallel mesh) has one Sampler per device: ``for_job(job, device=d)`` samples
+its d-th one as if it were rank d. NVML numbers GPUs in PCI bus order,
 so the local executor also sets CUDA_DEVICE_ORDER=PCI_BUS_ID.
 """
 import os
@@ -95,11 +99,12 @@ def judge(samples, violation_s):
     return seen, bool(reasons), reasons
 
 
-def _index(pynvml):
-    """The NVML index of this process's GPU: rank r of a data-parallel job has the r-th visible one."""
+def _index(pynvml, rank=None):
+    """The NVML index of this process's GPU (``rank``: of its rank, this process's by default): rank r of a
+    data-parallel job has the r-th visible one."""
     if pynvml.nvmlDeviceGetCount() == 1:
         return 0
-    rank = int(os.environ.get("DLREPRO_RANK", "0"))
+    rank = int(os.environ.get("DLREPRO_RANK", "0")) if rank is None else rank
     visible = (os.environ.get("CUDA_VISIBLE_DEVICES") or "").split(",")
     for text in (os.environ.get("DLREPRO_GPU") if not rank else None, visible[rank] if rank < len(visible) else None):
         if text and text.strip().isdigit():
@@ -137,16 +142,20 @@ class Sampler(object):
         self.handle = None
         self.samples = dict((k, []) for k in ("t_s",) + FIELDS + ("reasons",))
         self._stop = threading.Event()
+        self._paused = threading.Event()
+        self._lock = threading.Lock()  # a pause reads from the job's thread while the sampler's may be reading
         self._thread = None
         self._t0 = None
-        self._violations0 = None
+        self._mark = None  # (perf_counter, violation counters, energy mJ) at the start of the running stretch
+        self._gaps = []  # (t_s, t_s) of each pause, from the window's start
+        self._active = {"seconds": 0.0, "energy_mj": 0, "violations": {}}
         self.violation_s = None
-        self._energy0 = None
         self.energy = None
         self.seconds = None
 
     @classmethod
-    def for_job(cls, job, interval_s=DEFAULT_INTERVAL_S):
+    def for_job(cls, job, interval_s=DEFAULT_INTERVAL_S, device=None):
+        """``device``: which of the process's GPUs (None: its rank's own)."""
         sampler = cls(interval_s)
         if job.get("device") != "cuda":
             sampler.problem = "a %s job: GPU telemetry applies to cuda jobs" % job.get("device")
@@ -159,8 +168,8 @@ class Sampler(object):
         sampler.nvml = pynvml
         try:
             pynvml.nvmlInit()
-            sampler.handle = pynvml.nvmlDeviceGetHandleByIndex(_index(pynvml))
-            sampler.device = sampler._describe(_index(pynvml))
+            sampler.handle = pynvml.nvmlDeviceGetHandleByIndex(_index(pynvml, device))
+            sampler.device = sampler._describe(_index(pynvml, device))
         except Exception as exc:  # no driver, no libnvidia-ml.so in the container, ...
             sampler.problem = "NVML is unavailable: %s: %s" % (type(exc).__name__, exc)
         return sampler
@@ -206,27 +215,60 @@ class Sampler(object):
                "gpu_util_pct": util.gpu if util is not None else None,
                "memory_util_pct": util.memory if util is not None else None,
                "reasons": self._reasons()}
-        for key, value in row.items():
-            self.samples[key].append(value)
+        with self._lock:
+            for key, value in row.items():
+                self.samples[key].append(value)
 
     def _loop(self):
         while True:
-            self.sample()
+            if not self._paused.is_set():
+                self.sample()
             if self._stop.wait(self.interval_s):
                 return
 
     def _energy_mj(self):
         return self._get("nvmlDeviceGetTotalEnergyConsumption", self.handle)
 
+    def _begin(self):
+        self._mark = (time.perf_counter(), self._violations(), self._energy_mj())
+
+    def _end(self):
+        """Add the running stretch since the last mark to the window's seconds, violation time and energy."""
+        t0, violations0, energy0 = self._mark
+        end, energy, active = self._violations(), self._energy_mj(), self._active
+        active["seconds"] += time.perf_counter() - t0
+        for k in end:
+            if end[k] is not None and violations0.get(k) is not None:
+                active["violations"][k] = active["violations"].get(k, 0) + end[k] - violations0[k]
+        active["energy_mj"] = None if None in (energy, energy0, active["energy_mj"]) \
+            else active["energy_mj"] + energy - energy0
+        self._mark = None
+
     def start(self):
         if self.problem is not None or self._thread is not None:
             return
-        self._violations0 = self._violations()
-        self._energy0 = self._energy_mj()
-        self._t0 = time.perf_counter()
+        self._begin()
+        self._t0 = self._mark[0]
         self._thread = threading.Thread(target=self._loop, name="dlrepro-telemetry")
         self._thread.daemon = True
         self._thread.start()
+
+    def pause(self):
+        """Leave what follows out of the window until ``resume()``: one reading at the pause's start."""
+        if self._thread is None or self._stop.is_set() or self._paused.is_set():
+            return
+        self._paused.set()
+        self.sample()
+        self._end()
+        self._gaps.append(self.samples["t_s"][-1])
+
+    def resume(self):
+        if self._thread is None or self._stop.is_set() or not self._paused.is_set():
+            return
+        self._begin()
+        self.sample()
+        self._gaps[-1] = (self._gaps[-1], self.samples["t_s"][-1])
+        self._paused.clear()
 
     def stop(self):
         """End the window: one last reading at its very end; a second call does nothing."""
@@ -234,12 +276,15 @@ class Sampler(object):
             return
         self._stop.set()
         self._thread.join()
-        self.sample()
-        self.seconds = time.perf_counter() - self._t0
-        end, energy = self._violations(), self._energy_mj()
-        self.violation_s = dict((k, (end[k] - self._violations0[k]) / 1e9)
-                                for k in end if end[k] is not None and self._violations0.get(k) is not None)
-        self.energy = _energy(self._energy0, energy, self.seconds, self.samples)
+        if self._paused.is_set():
+            self._gaps[-1] = (self._gaps[-1], None)
+        else:
+            self.sample()
+            self._end()
+        active = self._active
+        self.seconds = active["seconds"]
+        self.violation_s = dict((k, v / 1e9) for k, v in active["violations"].items())
+        self.energy = _energy(active["energy_mj"], self.seconds, self.samples, self._gaps)
 
     def close(self):
         self.stop()
@@ -258,16 +303,18 @@ class Sampler(object):
                 "throttled": throttled, "throttle_reasons": reasons, "energy": self.energy}
 
 
-def _energy(begin_mj, end_mj, seconds, samples):
-    """The board's energy over the window (J): NVML's total-energy counter at its edges, else the power samples
-    integrated by trapezoids; with the mean power (W) over the window."""
-    if begin_mj is not None and end_mj is not None:
-        joules, method = (end_mj - begin_mj) / 1000.0, "NVML total energy counter at the window's edges"
+def _energy(counted_mj, seconds, samples, gaps=()):
+    """The board's energy over the window (J): NVML's total-energy counter (``counted_mj``, mJ, its rises over
+    the window's running stretches; None where the GPU has none), else the power samples integrated by
+    trapezoids, none across a pause (``gaps``: its (first, last) t_s); with the mean power (W) over the window."""
+    if counted_mj is not None:
+        joules, method = counted_mj / 1000.0, "NVML total energy counter at the window's edges"
     else:
         points = [(t, p) for t, p in zip(samples["t_s"], samples["power_w"]) if p is not None]
         if len(points) < 2:
             return {"status": "unavailable", "reason": "no energy counter and fewer than two power readings"}
-        joules = sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in zip(points, points[1:]))
+        joules = sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in zip(points, points[1:])
+                     if not any(t0 <= gap[0] < t1 for gap in gaps))
         method = "power samples integrated (trapezoids; the GPU has no total energy counter)"
     return {"status": "ok", "joules": joules, "seconds": seconds, "mean_w": joules / seconds if seconds else None,
             "method": method, "note": ENERGY_NOTE}

@@ -189,5 +189,12 @@ def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(docker_engi
     jax_env = json.loads((path / "jobs" / "fcn-s.jax.cpu.b8.r2" / "result.json").read_text())["environment"]
     assert jax_env["data_parallel"]["world_size"] == 2 and jax_env["process"]["variables"]["XLA_FLAGS"].startswith(
         "--xla_force_host_platform_device_count=2")
+    assert result["timing"]["ranks_joined"] == "slowest rank per iteration (maximum over 2 ranks)"
+    assert result["cpu_usage"]["cpu_seconds"] == pytest.approx(sum(result["cpu_usage"]["rank_cpu_seconds"]))
     ranked = tables.samples(path)
-    assert set(ranked[ranked["job_id"] == "fcn-s.torch.cpu.b8.r2"]["rank"]) == {0, 1}
+    torch2 = ranked[ranked["job_id"] == "fcn-s.torch.cpu.b8.r2"]
+    per_rank = torch2[torch2["sample"] == "rank iteration"]
+    assert set(per_rank["rank"]) == {0, 1} and torch2[torch2["sample"] == "iteration"]["rank"].isna().all()
+    slowest = per_rank.groupby(["repeat", "index"])["seconds"].max()
+    assert list(torch2[torch2["sample"] == "iteration"].set_index(["repeat", "index"])["seconds"].sort_index()) == \
+        list(slowest.sort_index())

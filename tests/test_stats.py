@@ -25,6 +25,24 @@ def test_repeats_keep_their_own_medians():
     assert s["repeat_medians"] == [2.0, 11.0] and s["n"] == 6
 
 
+def test_the_point_estimate_is_the_median_the_interval_is_of():
+    # 9 repeats: pooled, the short repeats' many samples pull the median to 1.0; the repeat medians' is 3.0
+    repeats = [[1.0] * 9] * 4 + [[3.0]] + [[5.0]] * 4
+    s = stats.summarize_repeats(repeats)
+    assert s["pooled_median"] == 1.0 and s["median"] == 3.0 and s["point_estimate"] == stats.POINT_ESTIMATE
+    assert s["ci95"] == [1.0, 5.0] and s["ci95"][0] <= s["median"] <= s["ci95"][1] and s["n"] == 41
+    epochs = stats.summarize_repeats([[4.0, 2.0, 9.0]], units="sample")  # a convergence run's epochs are its units
+    assert epochs["median"] == epochs["pooled_median"] == 4.0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_sample_that_is_not_a_number_is_refused_not_turned_into_a_bound(bad):
+    repeats = [[0.1, 0.1], [0.1, bad]] + [[0.1, 0.1]] * 4
+    with pytest.raises(stats.NonFiniteSample, match=r"sample 4 of 12 \(in measurement order\) is %s, not a finite "
+                                                    r"number of seconds" % bad):
+        stats.summarize_repeats(repeats)
+
+
 def test_no_samples_is_an_error():
     with pytest.raises(ValueError):
         stats.summarize([])

@@ -11,6 +11,7 @@ from dlrepro import REPO_ROOT, studies
 from dlrepro.errors import SpecError
 from dlrepro.results import tables
 from dlrepro.results.answers import claims, verdicts
+from dlrepro.run import study as studymod
 from runner import stats
 from tests.test_report import Tables, chromium, headless
 
@@ -224,3 +225,30 @@ def test_the_study_summary_counts_every_published_cell_once():
     assert why["cannot be compared"]["a tool the suite does not run"] == 2 * 5  # Theano and Lua Torch
     assert why["cannot be compared"]["the table has no value for this tool"] == 1  # Caffe's LSTM-32: n/a
     assert total["not run"] == why["not run"]["not runnable here: no GPU"] == 4 * 5 - 1
+
+
+def test_a_study_record_is_found_by_its_exact_name(tmp_path):
+    folder = studymod.records_dir(tmp_path)
+    folder.mkdir(parents=True)
+    for stem in ("dlf-20261201T100000Z", "dlf-gpu-20261201T110000Z", "dlfx-20261201T120000Z"):
+        (folder / (stem + ".json")).write_text(json.dumps({"study": stem.rsplit("-", 1)[0]}))
+    assert studymod.Record.latest("dlf", tmp_path).path.name == "dlf-20261201T100000Z.json"
+    assert studymod.Record.latest("dlf-gpu", tmp_path).path.name == "dlf-gpu-20261201T110000Z.json"
+
+
+def test_a_resume_keeps_the_recorded_options_and_the_published_runs_as_they_were():
+    study = studies.load(str(TINY))
+    here = studymod.plan(study, gpus=[], cpus=2)  # this host: 2 CPUs, no GPU
+    assert [p.options.threads if p.options else p.why for p in here] == [
+        [1, 2], "it needs an NVIDIA GPU; NVML sees none on this host"]
+    elsewhere = studymod.plan(study, gpus=[{"index": 0}], cpus=1)  # where the study started: 1 CPU and a GPU
+    record = studymod.Record("unused.json", {"runs": {}})
+    studymod._record_plan(record, elsewhere)
+    record.body["runs"]["gpu"].update(state="published", bundle="gpu-bundle")
+    published = dict(record.body["runs"]["gpu"])
+    studymod._reuse_recorded(record, here)
+    studymod._record_plan(record, here)
+    assert record.body["runs"]["gpu"] == published and published["why_here"] is None
+    fcn = next(p for p in here if p.id == "fcn")
+    assert fcn.options.threads == [1] and record.body["runs"]["fcn"]["options"]["threads"] == [1]
+    assert fcn.notes == ["thread counts 2 left out: more than this host's 1 CPUs"]

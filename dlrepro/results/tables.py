@@ -12,7 +12,9 @@ samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
   "pass"       the timed pass over all inference images (``seconds``: its wall time, s).
 
 Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
-fraction; ``ci95_low``/``ci95_high``: the 95% CI of the median by ``ci95_method`` (tables v4: over the
+fraction; ``median``: the median of the repeat medians (of a convergence run's epochs), the estimator the
+interval is of (results whose summary has no ``point_estimate``, written before: the median of every
+sample; runner.stats); ``ci95_low``/``ci95_high``: the 95% CI of the median by ``ci95_method`` (tables v4: over the
 repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact coverage
 ``ci95_coverage``; earlier versions: the iterations pooled); ``threads``: the CPU threads the job
 asked for (null: the framework's choice), ``framework_threads``: what the framework reported using,
@@ -25,13 +27,16 @@ with the jobs before it ("worker"); ``attempt``: which attempt of the bundle pro
 the last measured training loss; ``ranks``, ``scaling``, ``rank_batch_size``: a data-parallel job's ranks (one per
 GPU), "strong" or "weak" and each rank's share of the total mini-batch ``batch_size``, with ``speedup`` /
 ``scaled_speedup`` / ``scaling_efficiency`` over the run's 1-rank job ``scaling_base`` (``scaling``; samples:
-``rank`` 0 is the job's timing, "rank iteration" rows the other ranks'); ``flops_per_iteration``: the FLOPs of
+"iteration" rows are the job's timing: the slowest rank's per iteration, ``rank`` null, and every rank's own
+are "rank iteration" rows; results before runner.rankjoin: rank 0's, ``rank`` 0, the other ranks' as "rank
+iteration"; a data-parallel job's energy is every rank's GPU board summed, before runner.rankjoin rank 0's
+only, so its J/sample was about 1/ranks of the true one); ``flops_per_iteration``: the FLOPs of
 one timed mini-batch counted from the spec (runner.flops: a training iteration, or an inference pass), with
 ``achieved_flops`` (FLOP/s over the median), ``peak_flops`` (FLOP/s of the device at the job's precision:
 dlrepro.peaks, ``peak_device`` and ``peak_source`` say which and from where; a CPU's is an estimate) and
 ``fraction_of_peak`` (achieved over peak, a fraction: dlrepro.results.answers.efficiency); GPU clocks in MHz, power in W,
 temperature in degrees C (medians and maxima over the
-measured iterations' NVML samples, ``telemetry_samples`` of them at 10 Hz; ``throttled``: the
+measured iterations' NVML samples, ``telemetry_samples`` of them at 40 Hz; ``throttled``: the
 GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
 (ADDED says what each added). Tables of an older version are re-derived from the bundle's JSON
@@ -230,14 +235,18 @@ def scaling(rows):
 
 
 def _processed(result, job):
-    """The samples the measured window processed: the measured iterations' mini-batches, the epochs' or the
+    """The samples the measured window processed: the measured iterations' mini-batches and the untimed lead-in
+    ones of the device-events timer (``timing.lead_in``; a data-parallel job's total mini-batch, every rank's
+    shard), the epochs' training mini-batches (their evaluation is outside the window: runner.window) or the
     timed inference pass's images."""
     timing = result.get("timing") or {}
     if result.get("inference"):
         return result["inference"]["images"]
     if result.get("convergence"):
         return sum(e["iterations"] for e in result["convergence"]["epochs"]) * job["batch_size"]
-    return sum(len(r) for r in timing.get("repeats") or []) * job["batch_size"]
+    repeats = timing.get("repeats") or []
+    lead_in = (timing.get("lead_in") or {}).get("iterations") or 0
+    return (sum(len(r) for r in repeats) + lead_in * len(repeats)) * job["batch_size"]
 
 
 def _energy(result, job):
@@ -256,10 +265,11 @@ def sample_rows(body, job, result):
     rows = []
     timing = result.get("timing") or {}
     if timing.get("quantity") == "seconds per mini-batch":  # a convergence job's epochs come below, with accuracy
+        joined = bool(timing.get("ranks_joined"))  # the slowest rank's per iteration (runner.rankjoin)
         for repeat, seconds in enumerate(timing.get("repeats") or [], 1):
-            rows += [dict(base, sample="iteration", rank=0 if job.get("ranks") else None, repeat=repeat, index=i,
-                          seconds=s) for i, s in enumerate(seconds, 1)]
-        for record in (result.get("ranks") or [])[1:]:  # the other ranks' own timings of the same iterations
+            rows += [dict(base, sample="iteration", rank=0 if job.get("ranks") and not joined else None,
+                          repeat=repeat, index=i, seconds=s) for i, s in enumerate(seconds, 1)]
+        for record in (result.get("ranks") or [])[0 if joined else 1:]:  # each rank's own timings of them
             for repeat, seconds in enumerate(record.get("repeats") or [], 1):
                 rows += [dict(base, sample="rank iteration", rank=record["rank"], repeat=repeat, index=i, seconds=s)
                          for i, s in enumerate(seconds, 1)]

@@ -114,7 +114,7 @@ class Record:
         """The most recent record of study ``name`` (or the record file ``name``); raises DlreproError."""
         path = Path(name)
         if not path.is_file():
-            found = sorted(records_dir(results_dir).glob("%s-*.json" % name))
+            found = sorted(p for p in records_dir(results_dir).glob("%s-*.json" % name) if _stamped(p.stem, name))
             if not found:
                 raise DlreproError("no study record of %s under %s" % (name, records_dir(results_dir)),
                                    "start the study: `invoke study %s`" % name)
@@ -129,9 +129,28 @@ class Record:
         write_json(str(self.path), self.body)
 
 
+def _stamped(stem, name):
+    """Whether record file ``stem`` is study ``name``'s: the name and a UTC stamp ("dlf-20261201T101500.123Z"),
+    not a study whose name merely starts with it ("dlf-gpu-...")."""
+    stamp = stem[len(name) + 1:]
+    return stem.startswith(name + "-") and stamp[:8].isdigit() and "-" not in stamp
+
+
+def _reuse_recorded(record, planned):
+    """A resume: each run the record has options for keeps them (and its job count and why_here), whatever this
+    host would plan now."""
+    for item in planned:
+        entry = record.body["runs"].get(item.id) or {}
+        if entry.get("options"):
+            item.options, item.why = RunOptions.model_validate(entry["options"]), entry.get("why_here")
+            item.jobs, item.notes = entry.get("jobs", item.jobs), entry.get("notes", item.notes)
+
+
 def _record_plan(record, planned):
     for item in planned:
         entry = record.body["runs"].setdefault(item.id, {})
+        if entry.get("state") == "published":  # what it was planned and published with stays as it was
+            continue
         entry.update(spec=item.run.spec, variants=item.run.variants, device=item.run.device, why_here=item.why,
                      notes=item.notes, jobs=item.jobs, what=item.run.why,
                      options=item.options.model_dump(mode="json") if item.options else None)
@@ -152,6 +171,8 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
         asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick}
         record = Record.new(study, studies.path_of(name), results_dir, asked)
     planned = plan(study, asked["device"], asked["frameworks"], asked["executor"], asked["quick"])
+    if resume:
+        _reuse_recorded(record, planned)
     _record_plan(record, planned)
     record.save()
     reporter = reporter or runs.Reporter()

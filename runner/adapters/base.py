@@ -89,7 +89,9 @@ class Adapter(object):
 
     def device_timer(self):
         """f(step, count) -> (seconds per call, results): ``count`` calls of ``step()`` timed on the
-        device's own clock (runner.measure's "device_events"); None: host clock around synchronize()."""
+        device's own clock (runner.measure's "device_events"), after one more untimed call (the lead-in:
+        the repeat starts from a drained launch queue, and the lead-in's time holds its refill); None: host
+        clock around synchronize()."""
         return None
 
     # ------------------------------------------------------------------ building
