@@ -16,7 +16,16 @@ from pathlib import Path
 
 NODES = ("n1", "n2")
 GPUS_PER_NODE = 2
+FAKE_MAJOR = 240  # fake GPUs: character devices of a major number for local use (no driver), one minor each
 DAEMONS = ("slurmctld", "slurmd", "munged", "sbatch")
+
+
+CGROUP = """CgroupPlugin=cgroup/v1
+CgroupAutomount=yes
+ConstrainCores=yes
+ConstrainDevices=yes
+ConstrainRAMSpace=no
+"""
 
 
 def missing():
@@ -51,8 +60,8 @@ SlurmctldPidFile=%(dir)s/slurmctld.pid
 SlurmdPidFile=%(dir)s/slurmd-%%n.pid
 SlurmctldLogFile=%(dir)s/log/slurmctld.log
 SlurmdLogFile=%(dir)s/log/slurmd-%%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
@@ -115,10 +124,11 @@ class Cluster:
         for i in range(GPUS_PER_NODE):
             device = self.folder / ("fakegpu%d" % i)
             if not device.exists():
-                os.mknod(device, 0o666 | 0o020000, os.makedev(1, 3))  # a character device: the null device's numbers
+                os.mknod(device, 0o666 | 0o020000, os.makedev(FAKE_MAJOR, i))
         slurm, gres = config(self.folder, _free_port(), [_free_port() for _ in NODES], os.cpu_count() or 2)
         self.conf.write_text(slurm)
         (self.folder / "gres.conf").write_text(gres)
+        (self.folder / "cgroup.conf").write_text(CGROUP)
         if not _munge_answers():
             Path("/run/munge").mkdir(exist_ok=True)
             shutil.chown("/run/munge", "munge", "munge")

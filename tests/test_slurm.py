@@ -53,9 +53,9 @@ def test_shell_words_keep_their_expansions():
 
 def _script(**kw):
     args = slurm_executor.task_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/r/.b.partial/.work/attempt-1/1",
-                                    "/cache/ds", 8 << 30, "alexnet-x", kw.pop("gpus_arg", 0))
+                                    "/cache/ds", "alexnet-x", kw.pop("gpus_arg", 0))
     return args, slurm_executor.script(args, kw.pop("engine_name", "docker"), ["a.b16", "a.b32", "a.b64"],
-                                       "/r/.b.partial/.work/attempt-1/1", "alexnet-x", **kw)
+                                       "/r/.b.partial/.work/attempt-1/1", "alexnet-x", memory=8 << 30, **kw)
 
 
 def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_container():
@@ -64,21 +64,26 @@ def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_contain
     sbatch = [line for line in text.splitlines() if line.startswith("#SBATCH")]
     assert sbatch == ["#SBATCH --job-name=dlrepro-alexnet-x", "#SBATCH --array=0-2%2",
                       "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out", "#SBATCH --time=35",
-                      "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1", "#SBATCH --partition=gpu",
+                      "#SBATCH --no-requeue", "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1", "#SBATCH --partition=gpu",
                       "#SBATCH --account=lab"]
     assert "jobs=(a.b16 a.b32 a.b64)\nDLREPRO_JOB=${jobs[$SLURM_ARRAY_TASK_ID]}\n" in text
     assert "name=dlrepro-alexnet-x-$task\n" in text
     assert "trap 'docker kill \"$name\" >/dev/null 2>&1; docker rm -f \"$name\" >/dev/null 2>&1; kill \"$keeper\" " \
            "2>/dev/null; exit 143' TERM INT" in text
-    assert "    gpu=(--gpus '\"device='\"${CUDA_VISIBLE_DEVICES}\"'\"')\n" in text
+    assert "\ntrap 'echo \"suspended $(date -u +%FT%TZ)\" >> \"$tasks/$task.suspended\"; docker pause \"$name\" " \
+           ">/dev/null 2>&1' TSTP\n" in text and "; docker unpause \"$name\" >/dev/null 2>&1' CONT\n" in text
+    assert "\nwhile kill -0 \"$container\" 2>/dev/null; do wait \"$container\"; done" in text
+    assert "    gpu=(--gpus '\"device='\"${host_gpus}\"'\"')\n" in text  # the host's GPUs, never the cgroup's numbers
+    assert "\nelse memory=8589934592 memory_source=executor\n" in text  # where Slurm sets no memory limit
     # the container: exactly the docker executor's isolation, with the task's own job, name and Slurm job label
-    command = text.split("trap ")[1].split("\n", 1)[1].split(" <&3 &")[0]
+    command = text.split("\ntrap ")[-1].split("\n", 1)[1].split(" <&3 &")[0]
     words = docker_executor.run_command(args, "docker", "dlrepro-alexnet-x-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}")
     image = words.index(args["image"])
-    assert shlex.split(command.replace("\\\n", " ")) == words[:image] + ["${gpu[@]}"] + words[image:]
+    assert shlex.split(command.replace("\\\n", " ")) == words[:image] + ["${limits[@]}", "${gpu[@]}"] + words[image:]
     assert "--volume /r/.b.partial/.work/attempt-1/1/.jobs/\"${DLREPRO_JOB}\":/jobs:ro" in command
     assert "--label org.dlrepro.slurm.job=\"${SLURM_JOB_ID}\"" in command
-    assert "--env DLREPRO_GPU=\"${first_gpu}\"" in command and "\nfirst_gpu=${first_gpu%%,*}" in text
+    assert "--env DLREPRO_GPU=\"${first_gpu}\"" in command and "\nfirst_gpu=${host_gpus%%,*}" in text
+    assert "--memory" not in command  # the task's own limit, in ${limits[@]}
     assert "org.dlrepro.host" not in command and "org.dlrepro.pid" not in command  # never reaped as a dead run's
     assert "--network none" in command and "--cap-drop ALL" in command and "--read-only" in command
 
@@ -87,9 +92,9 @@ def test_a_cpu_array_without_options_asks_for_nothing_more_and_podman_gets_cdi_d
     _, text = _script(minutes=31)
     assert [line for line in text.splitlines() if line.startswith("#SBATCH")][1:] == [
         "#SBATCH --array=0-2", "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out",
-        "#SBATCH --time=31"]
+        "#SBATCH --time=31", "#SBATCH --no-requeue"]
     _, text = _script(gpus=2, engine_name="podman", gpus_arg=2)
-    assert "for i in ${CUDA_VISIBLE_DEVICES//,/ }; do gpu+=(--device nvidia.com/gpu=\"${i}\"); done" in text
+    assert "for i in ${host_gpus//,/ }; do gpu+=(--device nvidia.com/gpu=\"${i}\"); done" in text
     assert "\npodman run \\\n    --name" in text and "if ! podman image inspect" in text
 
 
