@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +15,9 @@ from dlrepro import REPO_ROOT, datasets, engine, spec
 from dlrepro.errors import DlreproError, ExecutorError
 from dlrepro.results import bundle as bundlemod, tables, validate
 from dlrepro.run import executors, jobs as jobsmod, runs, slurm_state
-from dlrepro.run.executors import docker as docker_executor, slurm as slurm_executor
+from dlrepro.run.executors import base, docker as docker_executor, slurm as slurm_executor
 from dlrepro.run.options import RunOptions, slurm_settings
+from runner import contract
 from tests.helpers import fresh_cache, unreachable
 
 ARGS = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/s/jobs", "/s/out", "/cache/ds",
@@ -98,6 +100,59 @@ def test_a_cpu_array_without_options_asks_for_nothing_more_and_podman_gets_cdi_d
     assert "\npodman run \\\n    --name" in text and "if ! podman image inspect" in text
 
 
+def _binding(tmp_path, env, nvidia_smi=None, scontrol=None):
+    """What ``binding_lines`` finds in a task with Slurm's environment ``env``; ``nvidia_smi`` / ``scontrol``: what
+    those commands print there (None: not on PATH)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in (("nvidia-smi", nvidia_smi), ("scontrol", scontrol)):
+        (bin_dir / name).unlink(missing_ok=True)
+        if text is not None:
+            (bin_dir / name).write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % text)
+            (bin_dir / name).chmod(0o755)
+    lines = slurm_executor.binding_lines("docker", memory=8 << 30) + [
+        'echo "$host_gpus|$gpu_source|$first_gpu|$cpus|$cpu_source|$memory|$memory_source|${limits[*]}|${gpu[*]}"']
+    tools = "/usr/bin:/bin"  # awk, paste, tr; no docker (so no GPU flags), no real nvidia-smi or scontrol
+    proc = subprocess.run(["bash", "-c", "\n".join(["set -u"] + lines)], capture_output=True, text=True,
+                          env=dict(env, PATH="%s:%s" % (bin_dir, tools)))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1].split("|")
+
+
+def test_the_task_binds_its_container_to_the_host_gpus_cpus_and_memory_slurm_gave(tmp_path):
+    allowed = subprocess.run(["awk", '$1 == "Cpus_allowed_list:" {print $2}', "/proc/self/status"],
+                             capture_output=True, text=True).stdout.strip()
+    base = {"SLURM_JOB_ID": "12", "SLURM_CPUS_ON_NODE": "64"}
+    # ConstrainDevices=yes: the job holds /dev/nvidia1, its CUDA_VISIBLE_DEVICES is 0 (gres.shtml); the host's is 1
+    host, source, first, cpus, cpu_source, memory, memory_source, limits, gpu = _binding(
+        tmp_path, dict(base, CUDA_VISIBLE_DEVICES="0", SLURM_JOB_GPUS="1", SLURM_MEM_PER_NODE="300"))
+    assert (host, source, first) == ("1", "SLURM_JOB_GPUS", "1")
+    assert (cpus, cpu_source) == (allowed, "Cpus_allowed_list")  # 64 allocated: no narrower set to find
+    assert (memory, memory_source) == (str(300 << 20), "SLURM_MEM_PER_NODE")
+    assert limits == "--cpuset-cpus %s --memory %d --memory-swap %d" % (allowed, 300 << 20, 300 << 20)
+    assert gpu == ""  # no docker with an NVIDIA runtime here: no flags, and the script says so
+    # no constraint: CUDA_VISIBLE_DEVICES is the host's index already; two GPUs; memory per CPU
+    host, source, first, _, _, memory, memory_source, _, _ = _binding(
+        tmp_path, dict(base, CUDA_VISIBLE_DEVICES="2,3", SLURM_JOB_GPUS="2,3", SLURM_MEM_PER_CPU="200",
+                       SLURM_CPUS_ON_NODE="2"), scontrol="")
+    assert (host, source, first) == ("2,3", "SLURM_JOB_GPUS", "2")
+    assert (memory, memory_source) == (str(2 * 200 << 20), "SLURM_MEM_PER_CPU")
+    # inside the job's device cgroup nvidia-smi lists the job's GPUs only: their UUIDs
+    host, source, first = _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="0", SLURM_JOB_GPUS="1"),
+                                   nvidia_smi="GPU-bbbb\n")[:3]
+    assert (host, source, first) == ("GPU-bbbb", "nvidia-smi", "GPU-bbbb")
+    # without the constraint it lists every GPU of the node: not the job's, so Slurm's indices
+    assert _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="1", SLURM_JOB_GPUS="1"),
+                    nvidia_smi="GPU-aaaa\nGPU-bbbb\n")[:2] == ["1", "SLURM_JOB_GPUS"]
+    # a Slurm without SLURM_JOB_GPUS: CUDA_VISIBLE_DEVICES, named as the source; no memory: the executor's
+    assert _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="1"))[:2] == ["1", "CUDA_VISIBLE_DEVICES"]
+    assert _binding(tmp_path, base)[:2] + _binding(tmp_path, base)[5:7] == ["", "", str(8 << 30), "executor"]
+    # no task plugin binds the job (the whole node allowed): Slurm's CPU_IDs of this task, not the array's others
+    shown = ("JobId=11 ArrayJobId=10 ArrayTaskId=0 JobName=x\n     Nodes=n1 CPU_IDs=0-1 Mem=0 GRES=\n"
+             "JobId=12 ArrayJobId=10 ArrayTaskId=1 JobName=x\n     Nodes=n1 CPU_IDs=2,5 Mem=0 GRES=gpu:1(IDX:1)\n")
+    assert _binding(tmp_path, dict(base, SLURM_CPUS_ON_NODE="1"), scontrol=shown)[3:5] == ["2,5", "scontrol CPU_IDs"]
+
+
 def test_the_time_limit_and_gpus_of_an_array():
     assert slurm_executor.time_minutes([{"timeout_s": 1800}, {"timeout_s": 600}]) == 35  # (1800 + 300) / 60
     assert slurm_executor.time_minutes([{"timeout_s": 61}]) == 7
@@ -127,6 +182,135 @@ def test_slurm_state_is_read_from_scontrol_sacct_and_the_jobcomp_file():
     (timeout,) = slurm_state.parse_sacct("15|12_3|TIMEOUT|None|n2|0:15\n12|12_[4-5]|PENDING|None|None|0:0\n")
     assert timeout == slurm_state.Task("12", 3, "15", "TIMEOUT", None, "n2", "0:15", "sacct")
     assert slurm_state.indices("0-4%2") == [0, 1, 2, 3, 4] and slurm_state.indices("1,3-4") == [1, 3, 4]
+
+
+def _tool(bin_dir, name, text):
+    (bin_dir / name).write_text("#!/bin/sh\n" + text)
+    (bin_dir / name).chmod(0o755)
+
+
+def test_a_failed_state_query_is_told_from_a_task_slurm_no_longer_knows(tmp_path, monkeypatch):
+    monkeypatch.setattr(slurm_state, "RETRY_S", 0)
+    calls = tmp_path / "calls"
+    env = dict(PATH="%s:/usr/bin:/bin" % tmp_path)
+    # slurmctld down: every try fails, so Slurm was not asked (None), not "no such tasks" ({})
+    _tool(tmp_path, "scontrol", "echo x >> %s\necho 'slurm_load_jobs error: Unable to contact slurm controller "
+                                "(connect failure)' >&2; exit 1\n" % calls)
+    assert slurm_state.tasks([("7", 0)], env) is None and len(calls.read_text().split()) == slurm_state.TRIES
+    # it answers that the job is unknown (ended more than MinJobAge ago), no accounting, no jobcomp file
+    _tool(tmp_path, "scontrol", 'if [ "$2" = config ]; then echo "AccountingStorageType = accounting_storage/none"; '
+                                'echo "JobCompType = jobcomp/none"; exit 0; fi\n'
+                                'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1\n')
+    assert slurm_state.tasks([("7", 0)], env) == {}
+    # scontrol answers for one task, the config query for the other fails: nothing is known
+    _tool(tmp_path, "scontrol", 'if [ "$2" = config ]; then exit 1; fi\necho "%s"\n' % SCONTROL.splitlines()[1])
+    assert slurm_state.tasks([("7", 0)], env)[("7", 0)].state == "COMPLETED"
+    assert slurm_state.tasks([("7", 0), ("7", 9)], env) is None
+
+
+def _submission(tmp_path, jobs=("a.b16",)):
+    scratch = tmp_path / "scratch"
+    (scratch / slurm_executor.TASKS).mkdir(parents=True)
+    return {"array_id": "7", "jobs": list(jobs), "scratch": str(scratch), "script": "slurm/x.sbatch", "gpus": 0}
+
+
+def _running_result(scratch, job_id, repeats=2):
+    (scratch / job_id).mkdir(exist_ok=True)
+    result = dict(contract.new_result(job_id, "running"), timing={"repeats": [0.5] * repeats})
+    contract.write_json(str(scratch / job_id / "result.json"), result)
+
+
+def _task(state, index=0):
+    return slurm_state.Task("7", index, str(8 + index), state, None, "n1", "0:0", "scontrol")
+
+
+def test_while_slurm_cannot_be_asked_nothing_is_recorded_ended_nor_removed(tmp_path, monkeypatch):
+    sub = _submission(tmp_path)
+    scratch = Path(sub["scratch"])
+    _running_result(scratch, "a.b16")
+    answers = iter([None] * 4 + [{("7", 0): _task("RUNNING")}, None, {("7", 0): _task("NODE_FAIL")}])
+    monkeypatch.setattr(slurm_state, "tasks", lambda wanted, env=None: next(answers))
+    sink, events = base.FolderSink(tmp_path / "out"), []
+    slurm_executor.collect([sub], sink, lambda *e: events.append(e[:2]), poll_s=0)
+    assert events == [("end", "a.b16")]  # after the 7th answer, the first that says it ended
+    result = json.loads((tmp_path / "out" / "a.b16" / "result.json").read_text())
+    assert result["status"] == "interrupted" and result["slurm"]["state"] == "NODE_FAIL"
+    assert result["reason"] == ("Slurm: task 7_0 (job 8) on n1: NODE_FAIL, exit code 0:0 (scontrol), without a "
+                                "result; kept what it measured: 2 repeats or epochs")
+    assert scratch.is_dir() and sub["collected"]  # a task that ended without its result may leave a container there
+    # Slurm unanswered for longer than unanswered_s: Unanswered, the job not recorded, its scratch kept
+    sub = _submission(tmp_path / "2")
+    _running_result(Path(sub["scratch"]), "a.b16")
+    monkeypatch.setattr(slurm_state, "tasks", lambda wanted, env=None: None)
+    with pytest.raises(slurm_executor.Unanswered, match=r"^Slurm has not answered for 0 s: 1 job\(s\) of array\(s\) 7 "
+                                                         r"may still run, none is recorded as ended$"):
+        slurm_executor.collect([sub], base.FolderSink(tmp_path / "out2"), lambda *e: None, poll_s=0.01,
+                               unanswered_s=0)
+    assert not (tmp_path / "out2").exists() and "collected" not in sub
+    assert json.loads((Path(sub["scratch"]) / "a.b16" / "result.json").read_text())["status"] == "running"
+
+
+def test_a_task_slurm_does_not_list_is_gone_only_after_polls_in_which_its_output_stopped_growing(tmp_path,
+                                                                                                 monkeypatch):
+    sub = _submission(tmp_path)
+    output = Path(sub["scratch"]) / slurm_executor.TASKS / "7_0.out"
+    polls = []
+
+    def tasks(wanted, env=None):
+        polls.append(1)
+        if len(polls) <= 3:  # the output grows over the first three polls
+            with open(output, "a") as f:
+                f.write("epoch %d\n" % len(polls))
+        return {}
+
+    monkeypatch.setattr(slurm_state, "tasks", tasks)
+    slurm_executor.collect([sub], base.FolderSink(tmp_path / "out"), lambda *e: None, poll_s=0)
+    assert len(polls) == 3 + slurm_executor.ABSENT_POLLS - 1  # the third poll's size is the first one unchanged
+    result = json.loads((tmp_path / "out" / "a.b16" / "result.json").read_text())
+    assert result["status"] == "failed" and result["reason"].startswith(
+        "Slurm no longer knows this job's task (no accounting, no jobcomp file; absent from 3 answered polls, its "
+        "output no longer growing) and it left no result; its output ends: epoch 1 | epoch 2 | epoch 3")
+
+
+def test_an_output_file_that_shrank_is_read_again_from_its_start(tmp_path):
+    path = tmp_path / "7_0.out"
+    path.write_text("@dlrepro start a\nepoch 1 of the first run, a long line\n")
+    output = slurm_executor._Output(path)
+    assert output.lines() == ["@dlrepro start a\n", "epoch 1 of the first run, a long line\n"]
+    path.write_text("@dlrepro start a\n")  # Slurm truncates it as the task starts again
+    assert output.lines() == ["@dlrepro start a\n"] and output.restarts == 1 and output.offset == 17
+
+
+def test_the_end_states_of_a_task_without_a_result(tmp_path):
+    output = slurm_executor._Output(tmp_path / "none.out")
+    assert [slurm_executor._ending(_task(state), output)[0] for state in (
+        "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "CANCELLED", "DEADLINE", "TIMEOUT", "FAILED", "OUT_OF_MEMORY")] == \
+        ["interrupted"] * 3 + ["skipped"] * 2 + ["failed"] * 3
+
+
+def test_a_job_whose_task_was_suspended_is_interrupted_with_what_it_measured(tmp_path, monkeypatch):
+    sub = _submission(tmp_path, jobs=("a.b16", "a.b32"))
+    scratch = Path(sub["scratch"])
+    for index, job_id in enumerate(sub["jobs"]):
+        contract.write_json(str(scratch / slurm_executor.TASKS / ("7_%d.json" % index)),
+                            {"job_id": str(8 + index), "node": "n1", "cpus": str(index)})
+        (scratch / job_id).mkdir()
+        contract.write_json(str(scratch / job_id / "result.json"),
+                            dict(contract.new_result(job_id, "ok"), timing={"repeats": [0.5, 0.5]}))
+    (scratch / slurm_executor.TASKS / "7_0.suspended").write_text(
+        "suspended 2026-12-01T10:00:00Z\nresumed 2026-12-01T10:00:09Z\n")
+    for index, job_id in enumerate(sub["jobs"]):
+        (scratch / slurm_executor.TASKS / ("7_%d.out" % index)).write_text("@dlrepro end %s\n" % job_id)
+    answers = iter([{("7", 0): _task("RUNNING"), ("7", 1): _task("SUSPENDED", 1)}])
+    monkeypatch.setattr(slurm_state, "tasks", lambda wanted, env=None: next(answers))
+    slurm_executor.collect([sub], base.FolderSink(tmp_path / "out"), lambda *e: None, poll_s=0)
+    noted, seen = (json.loads((tmp_path / "out" / j / "result.json").read_text()) for j in sub["jobs"])
+    assert noted["status"] == seen["status"] == "interrupted" and noted["timing"]["repeats"] == [0.5, 0.5]
+    assert noted["slurm"]["suspensions"] == ["suspended 2026-12-01T10:00:00Z", "resumed 2026-12-01T10:00:09Z"]
+    assert seen["slurm"]["suspensions"] == ["SUSPENDED (seen by the client's poll)"]
+    assert noted["reason"].startswith("Slurm suspended its task while the job ran (suspended 2026-12-01T10:00:00Z; "
+                                      "resumed 2026-12-01T10:00:09Z): its timing spans the pause")
+    assert noted["slurm"]["cpus"] == "0" and not scratch.exists()  # each ended with its own result
 
 
 def test_bad_slurm_options_are_one_line_errors(monkeypatch, tmp_path):

@@ -117,13 +117,14 @@ def binding_lines(engine_name, memory=None):
     else:
         flags = ["    gpu=(%s)" % " ".join(shell_word(w) for w in gpu_flags(engine_name, ["${host_gpus}"]))]
     return [
-        "count() { local n=0 r; for r in ${1//,/ }; do if [[ $r == *-* ]]; then n=$((n + ${r#*-} - ${r%-*} + 1)); "
-        "else n=$((n + 1)); fi; done; echo $n; }",
+        "items() { local IFS=,; set -- $1; echo $#; }  # in a comma-separated list",
+        "cpu_count() { local n=0 r; for r in ${1//,/ }; do if [[ $r == *-* ]]; then n=$((n + ${r#*-} - ${r%-*} + 1)); "
+        "else n=$((n + 1)); fi; done; echo $n; }  # in a CPU list: 0-3,8",
         "host_gpus='' gpu_source=''",
         "if [ -n \"${SLURM_JOB_GPUS:-}${CUDA_VISIBLE_DEVICES:-}\" ]; then",
         "  given=${SLURM_JOB_GPUS:-$CUDA_VISIBLE_DEVICES}",
         "  uuids=$(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | paste -sd, -)",
-        "  if [ -n \"$uuids\" ] && [ \"$(count \"$uuids\")\" = \"$(count \"$given\")\" ]; then "
+        "  if [ -n \"$uuids\" ] && [ \"$(items \"$uuids\")\" = \"$(items \"$given\")\" ]; then "
         "host_gpus=$uuids gpu_source=nvidia-smi",
         "  elif [ -n \"${SLURM_JOB_GPUS:-}\" ]; then host_gpus=$SLURM_JOB_GPUS gpu_source=SLURM_JOB_GPUS",
         "  else host_gpus=$CUDA_VISIBLE_DEVICES gpu_source=CUDA_VISIBLE_DEVICES",
@@ -131,7 +132,7 @@ def binding_lines(engine_name, memory=None):
         "fi",
         "first_gpu=${host_gpus%%,*}  # a data-parallel job's ranks take every GPU Slurm gave, rank 0 the first",
         "cpus=$(awk '$1 == \"Cpus_allowed_list:\" {print $2}' /proc/self/status) cpu_source=Cpus_allowed_list",
-        "if [ \"${SLURM_CPUS_ON_NODE:-0}\" -gt 0 ] && [ \"$(count \"$cpus\")\" -gt \"$SLURM_CPUS_ON_NODE\" ]; then",
+        "if [ \"${SLURM_CPUS_ON_NODE:-0}\" -gt 0 ] && [ \"$(cpu_count \"$cpus\")\" -gt \"$SLURM_CPUS_ON_NODE\" ]; then",
         "  ids=$(scontrol show job -d \"$SLURM_JOB_ID\" 2>/dev/null | awk -v id=\"JobId=$SLURM_JOB_ID\" "
         "'$1 ~ /^JobId=/ {mine = ($1 == id)} mine && /CPU_IDs=/ {sub(/.*CPU_IDs=/, \"\"); print $1; exit}')",
         "  if [ -n \"$ids\" ]; then cpus=$ids cpu_source='scontrol CPU_IDs'; fi",
@@ -249,12 +250,19 @@ def _sbatch(path, env=None):
 
 
 class _Output:
-    """A task's Slurm output file, read as it grows: ``lines()`` gives the complete new lines; ``offset`` is the
-    size read so far. A file that shrank (Slurm truncates it when a task starts again) is read again from its
+    """A task's Slurm output file, read as it grows: ``lines()`` gives the complete new lines (``offset``: the
+    bytes read so far). A file that shrank (Slurm truncates it when a task starts again) is read again from its
     start (``restarts`` counts those)."""
 
     def __init__(self, path):
         self.path, self.offset, self.pending, self.seen, self.restarts = Path(path), 0, "", [], 0
+
+    def size(self):
+        """The file's size in bytes now (0 before it exists)."""
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
 
     def lines(self, final=False):
         try:
@@ -352,9 +360,13 @@ class _Watch:
         if task is not None:
             self.absent = 0
             return not task.active
-        self.absent = self.absent + 1 if self.output.offset == self.size else 1
-        self.size = self.output.offset
+        size = self.output.size()
+        self.absent, self.size = (self.absent + 1 if size == self.size else 1), size
         return self.absent >= ABSENT_POLLS
+
+
+class Unanswered(ExecutorError):
+    """Slurm could not be asked about the tasks for longer than ``collect``'s ``unanswered_s``."""
 
 
 def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None, unanswered_s=UNANSWERED_S):
@@ -365,8 +377,8 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None,
     result (a task that ended otherwise may leave a container writing there: the bundle's publication removes
     it). ``deadline`` (time.time() seconds): stop waiting then. While Slurm cannot be asked
     (slurm_state.tasks None) nothing is decided from its silence: results still enter as their jobs report
-    them, and after ``unanswered_s`` seconds of it the wait stops. Returns the (array id, index) of the tasks
-    left waiting (stopped early): their jobs have no result yet and their submissions stay uncollected."""
+    them, and after ``unanswered_s`` seconds of it Unanswered is raised: the jobs not yet taken have no result
+    and their submissions stay uncollected, for a later collect (a resume, ``invoke bundles``)."""
     waiting, sinks = {}, {}
     for sub in submissions:
         task_sink = sinks[id(sub)] = _TaskSink(sink, sub)
@@ -409,11 +421,14 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None,
                 if not sharing and not any(sinks[id(s)].ended for s in submissions if s["scratch"] == sub["scratch"]):
                     shutil.rmtree(sub["scratch"], ignore_errors=True)
         if waiting:
-            if deadline is not None and time.time() > deadline or \
-                    unanswered_since is not None and time.time() - unanswered_since > unanswered_s:
-                return sorted(waiting)
+            if unanswered_since is not None and time.time() - unanswered_since > unanswered_s:
+                raise Unanswered("Slurm has not answered for %d s: %d job(s) of array(s) %s may still run, none is "
+                                 "recorded as ended" % (unanswered_s, len(waiting),
+                                                        ", ".join(sorted({a for a, _ in waiting}))),
+                                 "`invoke run --resume <bundle>` once scontrol answers again takes their results")
+            if deadline is not None and time.time() > deadline:
+                return
             time.sleep(poll_s)
-    return []
 
 
 def cluster_check(partition=None, max_parallel=None, env=None):
@@ -501,12 +516,13 @@ class SlurmExecutor(DockerExecutor):
             self.detached = self.detached or bool(submissions)
             return
         try:
-            left = collect(submissions, sink, on_event)
+            collect(submissions, sink, on_event)
+        except Unanswered:  # the bundle stays partial with the submissions, as a detached run's
+            self.detached = True
         except BaseException:  # interrupted: cancel the arrays, take what they leave, let the caller publish
             self.cancel()
             collect(submissions, sink, on_event, deadline=time.time() + CANCEL_WAIT_S)
             raise
-        self.detached = self.detached or bool(left)  # Slurm stopped answering: the rest is collected later
 
     def describe(self):
         return dict(super().describe(), partition=self.partition, slurm_options=self.options,
