@@ -66,7 +66,8 @@ def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_contain
     sbatch = [line for line in text.splitlines() if line.startswith("#SBATCH")]
     assert sbatch == ["#SBATCH --job-name=dlrepro-alexnet-x", "#SBATCH --array=0-2%2",
                       "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out", "#SBATCH --time=35",
-                      "#SBATCH --no-requeue", "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1", "#SBATCH --partition=gpu",
+                      "#SBATCH --no-requeue", "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1",
+                      "#SBATCH --partition=gpu",
                       "#SBATCH --account=lab"]
     assert "jobs=(a.b16 a.b32 a.b64)\nDLREPRO_JOB=${jobs[$SLURM_ARRAY_TASK_ID]}\n" in text
     assert "name=dlrepro-alexnet-x-$task\n" in text
