@@ -2,10 +2,13 @@
 test_isolation.py tests the container's arguments), then end to end against a real Slurm 22.05 of the tests' own
 (tests/cluster.py: two nodes on this host, two fake GPUs each) running the docker executor's containers."""
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -279,7 +282,7 @@ def test_an_output_file_that_shrank_is_read_again_from_its_start(tmp_path):
     output = slurm_executor._Output(path)
     assert output.lines() == ["@dlrepro start a\n", "epoch 1 of the first run, a long line\n"]
     path.write_text("@dlrepro start a\n")  # Slurm truncates it as the task starts again
-    assert output.lines() == ["@dlrepro start a\n"] and output.restarts == 1 and output.offset == 17
+    assert output.lines() == ["@dlrepro start a\n"] and output.offset == 17
 
 
 def test_the_end_states_of_a_task_without_a_result(tmp_path):
@@ -431,18 +434,19 @@ def test_cuda_jobs_get_their_own_gpu_from_gres_and_are_refused_without_a_real_on
     results = {j["id"]: json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in found}
     assert [r["status"] for r in results.values()] == ["skipped"] * 4
     parallel = results.pop("alexnet-s.torch.cuda.b16.g2")  # a data-parallel job: both GPUs of one node
-    assert parallel["slurm"]["gres"] == "gpu:2" and parallel["slurm"]["cuda_visible_devices"] == "0,1"
+    assert parallel["slurm"]["gres"] == "gpu:2" and parallel["slurm"]["host_gpus"] == "0,1"
     assert parallel["environment"]["host_gpu"] == "0"  # rank 0's, the first
-    seen = [(r["slurm"]["node"], r["slurm"]["cuda_visible_devices"]) for r in results.values()]
-    assert all(cvd in ("0", "1") and node in ("n1", "n2") for node, cvd in seen)
+    seen = [(r["slurm"]["node"], r["slurm"]["host_gpus"]) for r in results.values()]
+    assert all(gpu in ("0", "1") and node in ("n1", "n2") for node, gpu in seen)
     spans = [(r["started"], r["finished"], where) for r, where in zip(results.values(), seen)]
     for a in spans:  # tasks that ran at once had GPUs of their own
         assert all(a[2] != b[2] for b in spans if b is not a and a[0] < b[1] and b[0] < a[1])
     for r in results.values():
-        assert r["slurm"]["gres"] == "gpu:1" and r["slurm"]["slurm_job_gpus"] == r["slurm"]["cuda_visible_devices"]
+        assert r["slurm"]["gres"] == "gpu:1" and r["slurm"]["host_gpus"] == r["slurm"]["slurm_job_gpus"]
+        assert r["slurm"]["gpu_source"] == "SLURM_JOB_GPUS" and r["slurm"]["cuda_visible_devices"] == "0"  # cgroup's
         assert r["reason"] == ("no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s, "
-                               "assigned to it, was not passed in" % r["slurm"]["cuda_visible_devices"])
-        assert r["environment"]["host_gpu"] == r["slurm"]["cuda_visible_devices"]
+                               "assigned to it, was not passed in" % r["slurm"]["host_gpus"])
+        assert r["environment"]["host_gpu"] == r["slurm"]["host_gpus"]
         assert "NVIDIA Container Toolkit" in r["remedy"]
     assert sorted(kind for kind, _ in events) == ["end"] * 4 + ["queued"] * 4 + ["start"] * 4
 
@@ -508,3 +512,134 @@ def test_scancel_is_recorded_leaves_no_container_and_resume_runs_only_the_missin
 def test_a_partition_the_cluster_lacks_is_a_clear_error(slurm):
     with pytest.raises(ExecutorError, match=r"^--partition gpux: the cluster has no such partition \(it has: debug\)$"):
         slurm_executor.SlurmExecutor(partition="gpux")
+
+
+def _task_file(scratch, array, index, suffix=".json"):
+    path = Path(scratch) / slurm_executor.TASKS / ("%s_%d%s" % (array, index, suffix))
+    return json.loads(path.read_text()) if suffix == ".json" else path.read_text()
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_two_tasks_on_one_node_get_their_own_host_gpu_and_cpus(slurm, torch_cpu_image, tmp_path, docker_engine):
+    # the real batch script with a command that waits, on a cluster with task/cgroup and ConstrainDevices=yes
+    scratch = tmp_path / "s"
+    for folder in (slurm_executor.TASKS, slurm_executor.STAGE + "/j0", slurm_executor.STAGE + "/j1"):
+        (scratch / folder).mkdir(parents=True)
+    args = slurm_executor.task_args(torch_cpu_image.tag, "1000:1000", scratch, tmp_path, "bind-test", 1,
+                                    ["sh", "-c", "echo '@dlrepro start j'; sleep 120"])
+    path = tmp_path / "bind.sbatch"
+    path.write_text(slurm_executor.script(args, "docker", ["j0", "j1"], scratch, "bind-test", threads=1, gpus=1,
+                                          minutes=5, options=["--nodelist=n1"]))
+    started = time.time()
+    array = slurm_executor._sbatch(path)
+    try:
+        running = _wait_for(lambda: [c for c in _containers(docker_engine, "bind-test") if c.status == "running"]
+                            if len(_containers(docker_engine, "bind-test")) == 2 else None, 120, "both containers")
+        inspected = {c.name: docker_engine.api.inspect_container(c.id) for c in running}
+        tasks = [_task_file(scratch, array, i) for i in (0, 1)]
+    finally:
+        subprocess.run(["scancel", array])
+    assert [t["node"] for t in tasks] == ["n1", "n1"]
+    # Slurm renumbers the devices inside each job's cgroup: both see CUDA_VISIBLE_DEVICES=0; the host's differ
+    assert [t["cuda_visible_devices"] for t in tasks] == ["0", "0"]
+    assert sorted(t["host_gpus"] for t in tasks) == ["0", "1"] and {t["gpu_source"] for t in tasks} == {"SLURM_JOB_GPUS"}
+    for t in tasks:
+        config = inspected["dlrepro-bind-test-%s_%d" % (array, t["array_task_id"])]
+        assert "DLREPRO_GPU=%s" % t["host_gpus"] in config["Config"]["Env"]
+        assert config["HostConfig"]["CpusetCpus"] == t["cpus"] and t["cpu_source"] == "Cpus_allowed_list"
+        # no NVIDIA runtime here: no device request is made (the flags the script would pass: tested above)
+        assert not config["HostConfig"]["DeviceRequests"] and t["memory_source"] == "none"
+        assert "GPU(s) %s stay outside" % t["host_gpus"] in _task_file(scratch, array, t["array_task_id"], ".out")
+    cpusets = [set(slurm_state.indices(t["cpus"])) for t in tasks]
+    assert len(cpusets[0]) == len(cpusets[1]) == 1 and not cpusets[0] & cpusets[1]
+    _wait_for(lambda: _containers(docker_engine, "bind-test") == [], 60, "the containers removed by the trap")
+    print("GPU and CPU binding on the cluster: %.1f s" % (time.time() - started))
+
+
+def _wrapper(bin_dir, flag, log):
+    """A scontrol on PATH that fails like an unreachable slurmctld while ``flag`` exists (each failure a line in
+    ``log``)."""
+    bin_dir.mkdir()
+    _tool(bin_dir, "scontrol", "if [ -e %s ]; then echo failed >> %s; echo 'slurm_load_jobs error: Unable to "
+                               "contact slurm controller (connect failure)' >&2; exit 1; fi\nexec %s \"$@\"\n"
+          % (flag, log, shutil.which("scontrol")))
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_resume_reruns_the_unfinished(
+        slurm, torch_cpu_image, tmp_path, reporter, docker_engine, monkeypatch):
+    started = time.time()
+    results = tmp_path / "results"
+    partial = runs.run("alexnet", RunOptions(executor="slurm", batch_sizes=[16, 32, 64], threads=[1], **ALEXNET),
+                       results_dir=results, reporter=reporter, slurm={"detach": True})
+    body = bundlemod.body(partial)
+    (sub,) = body["submitted"]
+    array, scratch, ids = sub["array_id"], Path(sub["scratch"]), sub["jobs"]
+    prefix = "dlrepro-%s-%s_" % (body["id"], array)
+    done, removed_under = threading.Event(), []
+
+    def watch():  # the first array's scratch must exist while any of its containers does
+        while not done.is_set():
+            if docker_engine.containers.list(all=True, filters={"name": prefix}) and not scratch.exists():
+                removed_under.append(time.time())
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        _wait_for(lambda: all("@dlrepro start" in _read(scratch / slurm_executor.TASKS / ("%s_%d.out" % (array, i)))
+                              for i in range(3)), 300, "all three jobs started")
+        nodes = [_task_file(scratch, array, i)["node"] for i in range(3)]
+        (solo,) = [i for i in range(3) if nodes.count(nodes[i]) == 1]  # 1 CPU a task, 2 a node: two share one
+        first, suspended = [i for i in range(3) if i != solo]
+        cpus = [set(slurm_state.indices(docker_engine.api.inspect_container(prefix + str(i))["HostConfig"]
+                                        ["CpusetCpus"])) for i in (first, suspended)]
+        assert len(cpus[0]) == len(cpus[1]) == 1 and not cpus[0] & cpus[1]  # two tasks on one node: their own CPUs
+        # the solo task's node fails
+        subprocess.run(["scontrol", "update", "nodename=%s" % nodes[solo], "state=down", "reason=dlrepro-test"],
+                       check=True)
+        _wait_for(lambda: getattr((slurm_state.tasks([(array, solo)]) or {}).get((array, solo)), "state", None)
+                  == "NODE_FAIL", 60, "NODE_FAIL")
+        subprocess.run(["scontrol", "update", "nodename=%s" % nodes[solo], "state=resume"], capture_output=True)
+        # --no-requeue: Slurm refuses to start a task again over its own output
+        requeue = subprocess.run(["scontrol", "requeue", "%s_%d" % (array, first)], capture_output=True, text=True)
+        assert requeue.returncode == 1 and "Requested operation is presently disabled" in requeue.stderr
+        # a suspended task's container is paused with it, and resumed
+        subprocess.run(["scontrol", "suspend", "%s_%d" % (array, suspended)], check=True)
+        _wait_for(lambda: docker_engine.api.inspect_container(prefix + str(suspended))["State"]["Paused"], 30,
+                  "the suspended task's container paused")
+        subprocess.run(["scontrol", "resume", "%s_%d" % (array, suspended)], check=True)
+        # the resume's collect meets a slurmctld that does not answer for its first 20 s
+        flag, log = tmp_path / "down", tmp_path / "failed.log"
+        flag.touch()
+        _wrapper(tmp_path / "bin", flag, log)
+        monkeypatch.setenv("PATH", "%s:%s" % (tmp_path / "bin", os.environ["PATH"]))
+        monkeypatch.setattr(slurm_state, "RETRY_S", 0.2)
+        threading.Timer(20, flag.unlink).start()
+        resumed = runs.run(None, RunOptions(), results_dir=results, reporter=reporter, resume=body["id"])
+    finally:
+        done.set()
+        watcher.join()
+    final = json.loads((resumed / "bundle.json").read_text())
+    assert len(log.read_text().split()) >= 2 * slurm_state.TRIES  # several polls went unanswered
+    assert removed_under == [] and final["counts"] == {"ok": 3, "failed": 0, "skipped": 0}
+    assert [a["jobs"] for a in final["attempts"]] == [ids, [ids[i] for i in sorted((solo, suspended))]]
+    kept = {i: json.loads((resumed / "jobs" / ids[i] / "attempts" / "1" / "result.json").read_text())
+            for i in (solo, suspended)}
+    assert kept[solo]["status"] == "interrupted" and kept[solo]["slurm"]["state"] == "NODE_FAIL"
+    assert re.match(r"Slurm: task %s_%d \(job \d+\) on %s: NODE_FAIL(, reason NodeDown)?(, exit code \d+:\d+)? "
+                    r"\((scontrol|jobcomp)\), without a result" % (array, solo, nodes[solo]), kept[solo]["reason"])
+    assert kept[suspended]["status"] == "interrupted" and len(kept[suspended]["timing"]["repeats"]) > 0
+    assert [line.split()[0] for line in kept[suspended]["slurm"]["suspensions"]] == ["suspended", "resumed"]
+    assert json.loads((resumed / "jobs" / ids[first] / "result.json").read_text())["attempt"]["number"] == 1
+    assert validate.check(resumed) == []
+    print("faults on the cluster: %.1f s" % (time.time() - started))
+
+
+def _read(path):
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

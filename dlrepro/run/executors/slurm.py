@@ -252,10 +252,10 @@ def _sbatch(path, env=None):
 class _Output:
     """A task's Slurm output file, read as it grows: ``lines()`` gives the complete new lines (``offset``: the
     bytes read so far). A file that shrank (Slurm truncates it when a task starts again) is read again from its
-    start (``restarts`` counts those)."""
+    start."""
 
     def __init__(self, path):
-        self.path, self.offset, self.pending, self.seen, self.restarts = Path(path), 0, "", [], 0
+        self.path, self.offset, self.pending, self.seen = Path(path), 0, "", []
 
     def size(self):
         """The file's size in bytes now (0 before it exists)."""
@@ -268,7 +268,7 @@ class _Output:
         try:
             with open(self.path, "rb") as f:
                 if os.fstat(f.fileno()).st_size < self.offset:
-                    self.offset, self.pending, self.restarts = 0, "", self.restarts + 1
+                    self.offset, self.pending = 0, ""
                 f.seek(self.offset)
                 data = f.read()
         except OSError:
