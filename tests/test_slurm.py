@@ -76,8 +76,9 @@ def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_contain
     assert "name=dlrepro-alexnet-x-$task\n" in text
     assert "trap 'docker kill \"$name\" >/dev/null 2>&1; docker rm -f \"$name\" >/dev/null 2>&1; kill \"$keeper\" " \
            "2>/dev/null; exit 143' TERM INT" in text
-    assert "\ntrap 'echo \"suspended $(date -u +%FT%TZ)\" >> \"$tasks/$task.suspended\"; docker pause \"$name\" " \
-           ">/dev/null 2>&1' TSTP\n" in text and "; docker unpause \"$name\" >/dev/null 2>&1' CONT\n" in text
+    assert "\ntrap 'stops=$((stops + 1)); echo \"suspended $(date -u +%FT%TZ)\" >> \"$tasks/$task.suspended\"; " \
+           "if [ $stops -gt $continues ]; then docker pause \"$name\" >/dev/null 2>&1; fi' TSTP\n" in text
+    assert "; docker unpause \"$name\" >/dev/null 2>&1' CONT\n" in text
     assert "\nwhile kill -0 \"$container\" 2>/dev/null; do wait \"$container\"; done" in text
     assert "    gpu=(--gpus '\"device='\"${host_gpus}\"'\"')\n" in text  # the host's GPUs, never the cgroup's numbers
     assert "\nelse memory=8589934592 memory_source=executor\n" in text  # where Slurm sets no memory limit
@@ -608,11 +609,14 @@ def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_res
         # --no-requeue: Slurm refuses to start a task again over its own output
         requeue = subprocess.run(["scontrol", "requeue", "%s_%d" % (array, first)], capture_output=True, text=True)
         assert requeue.returncode == 1 and "Requested operation is presently disabled" in requeue.stderr
-        # a suspended task's container is paused with it, and resumed
+        # a suspended task: its script pauses the container where it can (best effort, below), then unpauses it
         subprocess.run(["scontrol", "suspend", "%s_%d" % (array, suspended)], check=True)
-        _wait_for(lambda: docker_engine.api.inspect_container(prefix + str(suspended))["State"]["Paused"], 30,
-                  "the suspended task's container paused")
+        _wait_for(lambda: getattr((slurm_state.tasks([(array, suspended)]) or {}).get((array, suspended)), "state",
+                                  None) == "SUSPENDED", 30, "SUSPENDED")
+        time.sleep(3)
         subprocess.run(["scontrol", "resume", "%s_%d" % (array, suspended)], check=True)
+        _wait_for(lambda: not docker_engine.api.inspect_container(prefix + str(suspended))["State"]["Paused"], 60,
+                  "the resumed task's container running")
         # the resume's collect meets a slurmctld that does not answer for its first 20 s
         flag, log = tmp_path / "down", tmp_path / "failed.log"
         flag.touch()
@@ -634,8 +638,12 @@ def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_res
     assert re.match(r"Slurm: task %s_%d \(job \d+\) on %s: NODE_FAIL(, reason NodeDown)?(, exit code \d+:\d+)? "
                     r"\((scontrol|jobcomp)\), without a result" % (array, solo, nodes[solo]), kept[solo]["reason"])
     assert kept[suspended]["status"] == "interrupted" and len(kept[suspended]["timing"]["repeats"]) > 0
-    assert [line.split()[0] for line in kept[suspended]["slurm"]["suspensions"]] == ["suspended", "resumed"]
-    assert json.loads((resumed / "jobs" / ids[first] / "result.json").read_text())["attempt"]["number"] == 1
+    assert sorted(line.split()[0] for line in kept[suspended]["slurm"]["suspensions"]) == ["resumed", "suspended"]
+    finished = json.loads((resumed / "jobs" / ids[first] / "result.json").read_text())
+    assert finished["attempt"]["number"] == 1 and finished["status"] == "ok"
+    # the runner pinned its one thread inside the CPUs the container was given, which are those Slurm gave
+    assert finished["environment"]["process"]["cpus"] == slurm_state.indices(finished["slurm"]["cpus"]) == \
+        sorted(cpus[0])
     assert validate.check(resumed) == []
     print("faults on the cluster: %.1f s" % (time.time() - started))
 

@@ -165,8 +165,9 @@ def script(args, engine_name, job_ids, scratch, bundle_id, threads=None, gpus=0,
     --gres=gpu:N (0: none); ``minutes``: --time; ``partition``: --partition (None: the cluster's default);
     ``options``: further sbatch options, one ``#SBATCH`` line each; ``max_parallel``: the array's %N (None: no
     cap). ``--no-requeue``: a task whose node fails ends (NODE_FAIL) rather than starting again over its own
-    output. A suspended task (SIGTSTP, before Slurm's SIGSTOP) pauses its container and notes it in
-    ``.slurm/<task>.suspended``; SIGCONT unpauses it."""
+    output. A suspended task (SIGTSTP, before Slurm's SIGSTOP) notes it in ``.slurm/<task>.suspended`` and pauses
+    its container (best effort: the stop may come first; a TSTP handled only after its CONT pauses nothing);
+    SIGCONT notes it and unpauses it."""
     tasks = "%s/%s" % (scratch, TASKS)
     lines = ["#!/bin/bash",
              "# dlrepro: one Slurm array task per job of bundle %s, each in its own %s container (kept in the "
@@ -210,10 +211,11 @@ def script(args, engine_name, job_ids, scratch, bundle_id, threads=None, gpus=0,
         "keeper=$!",
         "trap '%s kill \"$name\" >/dev/null 2>&1; %s rm -f \"$name\" >/dev/null 2>&1; kill \"$keeper\" "
         "2>/dev/null; exit 143' TERM INT" % (engine_name, engine_name),
-        "trap 'echo \"suspended $(date -u +%%FT%%TZ)\" >> \"$tasks/$task.suspended\"; %s pause \"$name\" "
-        ">/dev/null 2>&1' TSTP" % engine_name,
-        "trap 'echo \"resumed $(date -u +%%FT%%TZ)\" >> \"$tasks/$task.suspended\"; %s unpause \"$name\" "
-        ">/dev/null 2>&1' CONT" % engine_name,
+        "stops=0 continues=0  # a TSTP handled only after the CONT (both pending once resumed) must not pause",
+        "trap 'stops=$((stops + 1)); echo \"suspended $(date -u +%%FT%%TZ)\" >> \"$tasks/$task.suspended\"; "
+        "if [ $stops -gt $continues ]; then %s pause \"$name\" >/dev/null 2>&1; fi' TSTP" % engine_name,
+        "trap 'continues=$((continues + 1)); echo \"resumed $(date -u +%%FT%%TZ)\" >> \"$tasks/$task.suspended\"; "
+        "%s unpause \"$name\" >/dev/null 2>&1' CONT" % engine_name,
         _command_lines(run, image) + " <&3 &",
         "container=$!",
         "while kill -0 \"$container\" 2>/dev/null; do wait \"$container\"; done  # a trap ends a wait early",
