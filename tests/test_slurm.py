@@ -363,10 +363,6 @@ def test_rootless_podman_on_cgroups_v1_is_refused_as_it_ignores_the_limits():
 ALEXNET = dict(frameworks=["torch"], variants=["alexnet-s"], quick=True)
 
 
-def _squeue_names():
-    return subprocess.run(["squeue", "-h", "-o", "%i %T %N"], capture_output=True, text=True).stdout
-
-
 def _containers(docker_engine, bundle_id):
     return docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id})
 
@@ -459,7 +455,8 @@ def _wait_for(condition, timeout, what):
         if found:
             return found
         time.sleep(0.3)
-    pytest.fail("%s: not within %d s (squeue: %s)" % (what, timeout, _squeue_names()))
+    squeue = subprocess.run(["squeue", "-h", "-o", "%i %T %N"], capture_output=True, text=True)
+    pytest.fail("%s: not within %d s (squeue: %s%s)" % (what, timeout, squeue.stdout, squeue.stderr))
 
 
 @pytest.mark.docker
@@ -592,8 +589,9 @@ def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_res
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        _wait_for(lambda: all("@dlrepro start" in _read(scratch / slurm_executor.TASKS / ("%s_%d.out" % (array, i)))
-                              for i in range(3)), 300, "all three jobs started")
+        outputs = [scratch / slurm_executor.TASKS / ("%s_%d.out" % (array, i)) for i in range(3)]
+        _wait_for(lambda: all("@dlrepro start" in _read(path) for path in outputs), 300,
+                  "all three jobs started (their output: %s)" % outputs)
         nodes = [_task_file(scratch, array, i)["node"] for i in range(3)]
         (solo,) = [i for i in range(3) if nodes.count(nodes[i]) == 1]  # 1 CPU a task, 2 a node: two share one
         first, suspended = [i for i in range(3) if i != solo]

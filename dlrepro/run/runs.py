@@ -312,7 +312,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     build_options = build_options or build.BuildOptions()
     if resume:
         folder = bundlemod.locate(resume, results_dir, partial=True)
-        lock.take(folder)  # before anything else: refused while another run, on any host, owns the bundle
+        if folder.name.endswith(".partial"):  # before anything else (a published one: once reopened as partial)
+            lock.take(folder)  # refused while another run, on any host, owns the bundle
         prior = bundlemod.body(folder)
         spec, spec_path, options = _resumed(prior, spec_name, options)
     else:
