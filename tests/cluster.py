@@ -168,7 +168,19 @@ class Cluster:
         raise RuntimeError("the test cluster's nodes are not idle after 60 s: %r; logs in %s" % (states, self.folder))
 
     def stop(self):
-        """End the daemons this cluster started (slurmd, slurmctld, then munged), each by its PID."""
+        """End the jobs still known (a suspended one resumed first: its frozen cgroup, named by node and job id,
+        would freeze the same job id of the next test cluster), then the daemons this cluster started (slurmd,
+        slurmctld, then munged), each by its PID."""
+        env = self.env()
+        jobs = subprocess.run(["squeue", "-h", "-t", "SUSPENDED", "-o", "%i"], capture_output=True, text=True,
+                              env=env).stdout.split()
+        for job in jobs:
+            subprocess.run(["scontrol", "resume", job], capture_output=True, env=env)
+        subprocess.run(["scancel", "--full", "--user", str(os.geteuid())], capture_output=True, env=env)
+        deadline = time.time() + 30
+        while time.time() < deadline and subprocess.run(["squeue", "-h"], capture_output=True, text=True,
+                                                        env=env).stdout.strip():
+            time.sleep(0.5)
         for name in sorted(self.pids, key=lambda n: ("slurmd" not in n, n == "munged")):
             pid = self.pids.pop(name)
             try:
