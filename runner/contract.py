@@ -77,6 +77,7 @@ or a container that could not start) and uses ``new_result`` for that too.
 import datetime
 import json
 import os
+import tempfile
 
 JOB_SCHEMA = "dlrepro.job/1"
 RESULT_SCHEMA = "dlrepro.result/1"
@@ -147,9 +148,16 @@ def new_result(job_id, status, reason=None, remedy=None, error=None):
 
 
 def write_json(path, body):
-    """Write ``body`` as JSON via a temporary file and a rename, so readers never see half a file."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(body, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Write ``body`` as JSON via a temporary file of this writer's own (``<name>.<random>.tmp`` beside it) and a
+    rename, so readers never see half a file, even with several writers (processes, hosts) at once."""
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(body, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.chmod(tmp, 0o644)  # as open() would make it (mkstemp's file is the owner's only)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -2,11 +2,15 @@
 test_isolation.py tests the container's arguments), then end to end against a real Slurm 22.05 of the tests' own
 (tests/cluster.py: two nodes on this host, two fake GPUs each) running the docker executor's containers."""
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,8 +18,9 @@ from dlrepro import REPO_ROOT, datasets, engine, spec
 from dlrepro.errors import DlreproError, ExecutorError
 from dlrepro.results import bundle as bundlemod, tables, validate
 from dlrepro.run import executors, jobs as jobsmod, runs, slurm_state
-from dlrepro.run.executors import docker as docker_executor, slurm as slurm_executor
+from dlrepro.run.executors import base, docker as docker_executor, slurm as slurm_executor
 from dlrepro.run.options import RunOptions, slurm_settings
+from runner import contract
 from tests.helpers import fresh_cache, unreachable
 
 ARGS = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/s/jobs", "/s/out", "/cache/ds",
@@ -53,9 +58,9 @@ def test_shell_words_keep_their_expansions():
 
 def _script(**kw):
     args = slurm_executor.task_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/r/.b.partial/.work/attempt-1/1",
-                                    "/cache/ds", 8 << 30, "alexnet-x", kw.pop("gpus_arg", 0))
+                                    "/cache/ds", "alexnet-x", kw.pop("gpus_arg", 0))
     return args, slurm_executor.script(args, kw.pop("engine_name", "docker"), ["a.b16", "a.b32", "a.b64"],
-                                       "/r/.b.partial/.work/attempt-1/1", "alexnet-x", **kw)
+                                       "/r/.b.partial/.work/attempt-1/1", "alexnet-x", memory=8 << 30, **kw)
 
 
 def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_container():
@@ -64,21 +69,28 @@ def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_contain
     sbatch = [line for line in text.splitlines() if line.startswith("#SBATCH")]
     assert sbatch == ["#SBATCH --job-name=dlrepro-alexnet-x", "#SBATCH --array=0-2%2",
                       "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out", "#SBATCH --time=35",
-                      "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1", "#SBATCH --partition=gpu",
+                      "#SBATCH --no-requeue", "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1",
+                      "#SBATCH --partition=gpu",
                       "#SBATCH --account=lab"]
     assert "jobs=(a.b16 a.b32 a.b64)\nDLREPRO_JOB=${jobs[$SLURM_ARRAY_TASK_ID]}\n" in text
     assert "name=dlrepro-alexnet-x-$task\n" in text
     assert "trap 'docker kill \"$name\" >/dev/null 2>&1; docker rm -f \"$name\" >/dev/null 2>&1; kill \"$keeper\" " \
            "2>/dev/null; exit 143' TERM INT" in text
-    assert "    gpu=(--gpus '\"device='\"${CUDA_VISIBLE_DEVICES}\"'\"')\n" in text
+    assert "\ntrap 'stops=$((stops + 1)); echo \"suspended $(date -u +%FT%TZ)\" >> \"$tasks/$task.suspended\"; " \
+           "if [ $stops -gt $continues ]; then docker pause \"$name\" >/dev/null 2>&1; fi' TSTP\n" in text
+    assert "; docker unpause \"$name\" >/dev/null 2>&1' CONT\n" in text
+    assert "\nwhile kill -0 \"$container\" 2>/dev/null; do wait \"$container\"; done" in text
+    assert "    gpu=(--gpus '\"device='\"${host_gpus}\"'\"')\n" in text  # the host's GPUs, never the cgroup's numbers
+    assert "\nelse memory=8589934592 memory_source=executor\n" in text  # where Slurm sets no memory limit
     # the container: exactly the docker executor's isolation, with the task's own job, name and Slurm job label
-    command = text.split("trap ")[1].split("\n", 1)[1].split(" <&3 &")[0]
+    command = text.split("\ntrap ")[-1].split("\n", 1)[1].split(" <&3 &")[0]
     words = docker_executor.run_command(args, "docker", "dlrepro-alexnet-x-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}")
     image = words.index(args["image"])
-    assert shlex.split(command.replace("\\\n", " ")) == words[:image] + ["${gpu[@]}"] + words[image:]
+    assert shlex.split(command.replace("\\\n", " ")) == words[:image] + ["${limits[@]}", "${gpu[@]}"] + words[image:]
     assert "--volume /r/.b.partial/.work/attempt-1/1/.jobs/\"${DLREPRO_JOB}\":/jobs:ro" in command
     assert "--label org.dlrepro.slurm.job=\"${SLURM_JOB_ID}\"" in command
-    assert "--env DLREPRO_GPU=\"${first_gpu}\"" in command and "\nfirst_gpu=${first_gpu%%,*}" in text
+    assert "--env DLREPRO_GPU=\"${first_gpu}\"" in command and "\nfirst_gpu=${host_gpus%%,*}" in text
+    assert "--memory" not in command  # the task's own limit, in ${limits[@]}
     assert "org.dlrepro.host" not in command and "org.dlrepro.pid" not in command  # never reaped as a dead run's
     assert "--network none" in command and "--cap-drop ALL" in command and "--read-only" in command
 
@@ -87,10 +99,63 @@ def test_a_cpu_array_without_options_asks_for_nothing_more_and_podman_gets_cdi_d
     _, text = _script(minutes=31)
     assert [line for line in text.splitlines() if line.startswith("#SBATCH")][1:] == [
         "#SBATCH --array=0-2", "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out",
-        "#SBATCH --time=31"]
+        "#SBATCH --time=31", "#SBATCH --no-requeue"]
     _, text = _script(gpus=2, engine_name="podman", gpus_arg=2)
-    assert "for i in ${CUDA_VISIBLE_DEVICES//,/ }; do gpu+=(--device nvidia.com/gpu=\"${i}\"); done" in text
+    assert "for i in ${host_gpus//,/ }; do gpu+=(--device nvidia.com/gpu=\"${i}\"); done" in text
     assert "\npodman run \\\n    --name" in text and "if ! podman image inspect" in text
+
+
+def _binding(tmp_path, env, nvidia_smi=None, scontrol=None):
+    """What ``binding_lines`` finds in a task with Slurm's environment ``env``; ``nvidia_smi`` / ``scontrol``: what
+    those commands print there (None: not on PATH)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in (("nvidia-smi", nvidia_smi), ("scontrol", scontrol)):
+        (bin_dir / name).unlink(missing_ok=True)
+        if text is not None:
+            (bin_dir / name).write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % text)
+            (bin_dir / name).chmod(0o755)
+    lines = slurm_executor.binding_lines("docker", memory=8 << 30) + [
+        'echo "$host_gpus|$gpu_source|$first_gpu|$cpus|$cpu_source|$memory|$memory_source|${limits[*]}|${gpu[*]}"']
+    tools = "/usr/bin:/bin"  # awk, paste, tr; no docker (so no GPU flags), no real nvidia-smi or scontrol
+    proc = subprocess.run(["bash", "-c", "\n".join(["set -u"] + lines)], capture_output=True, text=True,
+                          env=dict(env, PATH="%s:%s" % (bin_dir, tools)))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1].split("|")
+
+
+def test_the_task_binds_its_container_to_the_host_gpus_cpus_and_memory_slurm_gave(tmp_path):
+    allowed = subprocess.run(["awk", '$1 == "Cpus_allowed_list:" {print $2}', "/proc/self/status"],
+                             capture_output=True, text=True).stdout.strip()
+    base = {"SLURM_JOB_ID": "12", "SLURM_CPUS_ON_NODE": "64"}
+    # ConstrainDevices=yes: the job holds /dev/nvidia1, its CUDA_VISIBLE_DEVICES is 0 (gres.shtml); the host's is 1
+    host, source, first, cpus, cpu_source, memory, memory_source, limits, gpu = _binding(
+        tmp_path, dict(base, CUDA_VISIBLE_DEVICES="0", SLURM_JOB_GPUS="1", SLURM_MEM_PER_NODE="300"))
+    assert (host, source, first) == ("1", "SLURM_JOB_GPUS", "1")
+    assert (cpus, cpu_source) == (allowed, "Cpus_allowed_list")  # 64 allocated: no narrower set to find
+    assert (memory, memory_source) == (str(300 << 20), "SLURM_MEM_PER_NODE")
+    assert limits == "--cpuset-cpus %s --memory %d --memory-swap %d" % (allowed, 300 << 20, 300 << 20)
+    assert gpu == ""  # no docker with an NVIDIA runtime here: no flags, and the script says so
+    # no constraint: CUDA_VISIBLE_DEVICES is the host's index already; two GPUs; memory per CPU
+    host, source, first, _, _, memory, memory_source, _, _ = _binding(
+        tmp_path, dict(base, CUDA_VISIBLE_DEVICES="2,3", SLURM_JOB_GPUS="2,3", SLURM_MEM_PER_CPU="200",
+                       SLURM_CPUS_ON_NODE="2"), scontrol="")
+    assert (host, source, first) == ("2,3", "SLURM_JOB_GPUS", "2")
+    assert (memory, memory_source) == (str(2 * 200 << 20), "SLURM_MEM_PER_CPU")
+    # inside the job's device cgroup nvidia-smi lists the job's GPUs only: their UUIDs
+    host, source, first = _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="0", SLURM_JOB_GPUS="1"),
+                                   nvidia_smi="GPU-bbbb\n")[:3]
+    assert (host, source, first) == ("GPU-bbbb", "nvidia-smi", "GPU-bbbb")
+    # without the constraint it lists every GPU of the node: not the job's, so Slurm's indices
+    assert _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="1", SLURM_JOB_GPUS="1"),
+                    nvidia_smi="GPU-aaaa\nGPU-bbbb\n")[:2] == ["1", "SLURM_JOB_GPUS"]
+    # a Slurm without SLURM_JOB_GPUS: CUDA_VISIBLE_DEVICES, named as the source; no memory: the executor's
+    assert _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="1"))[:2] == ["1", "CUDA_VISIBLE_DEVICES"]
+    assert _binding(tmp_path, base)[:2] + _binding(tmp_path, base)[5:7] == ["", "", str(8 << 30), "executor"]
+    # no task plugin binds the job (the whole node allowed): Slurm's CPU_IDs of this task, not the array's others
+    shown = ("JobId=11 ArrayJobId=10 ArrayTaskId=0 JobName=x\n     Nodes=n1 CPU_IDs=0-1 Mem=0 GRES=\n"
+             "JobId=12 ArrayJobId=10 ArrayTaskId=1 JobName=x\n     Nodes=n1 CPU_IDs=2,5 Mem=0 GRES=gpu:1(IDX:1)\n")
+    assert _binding(tmp_path, dict(base, SLURM_CPUS_ON_NODE="1"), scontrol=shown)[3:5] == ["2,5", "scontrol CPU_IDs"]
 
 
 def test_the_time_limit_and_gpus_of_an_array():
@@ -122,6 +187,135 @@ def test_slurm_state_is_read_from_scontrol_sacct_and_the_jobcomp_file():
     (timeout,) = slurm_state.parse_sacct("15|12_3|TIMEOUT|None|n2|0:15\n12|12_[4-5]|PENDING|None|None|0:0\n")
     assert timeout == slurm_state.Task("12", 3, "15", "TIMEOUT", None, "n2", "0:15", "sacct")
     assert slurm_state.indices("0-4%2") == [0, 1, 2, 3, 4] and slurm_state.indices("1,3-4") == [1, 3, 4]
+
+
+def _tool(bin_dir, name, text):
+    (bin_dir / name).write_text("#!/bin/sh\n" + text)
+    (bin_dir / name).chmod(0o755)
+
+
+def test_a_failed_state_query_is_told_from_a_task_slurm_no_longer_knows(tmp_path, monkeypatch):
+    monkeypatch.setattr(slurm_state, "RETRY_S", 0)
+    calls = tmp_path / "calls"
+    env = dict(PATH="%s:/usr/bin:/bin" % tmp_path)
+    # slurmctld down: every try fails, so Slurm was not asked (None), not "no such tasks" ({})
+    _tool(tmp_path, "scontrol", "echo x >> %s\necho 'slurm_load_jobs error: Unable to contact slurm controller "
+                                "(connect failure)' >&2; exit 1\n" % calls)
+    assert slurm_state.tasks([("7", 0)], env) is None and len(calls.read_text().split()) == slurm_state.TRIES
+    # it answers that the job is unknown (ended more than MinJobAge ago), no accounting, no jobcomp file
+    _tool(tmp_path, "scontrol", 'if [ "$2" = config ]; then echo "AccountingStorageType = accounting_storage/none"; '
+                                'echo "JobCompType = jobcomp/none"; exit 0; fi\n'
+                                'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1\n')
+    assert slurm_state.tasks([("7", 0)], env) == {}
+    # scontrol answers for one task, the config query for the other fails: nothing is known
+    _tool(tmp_path, "scontrol", 'if [ "$2" = config ]; then exit 1; fi\necho "%s"\n' % SCONTROL.splitlines()[1])
+    assert slurm_state.tasks([("7", 0)], env)[("7", 0)].state == "COMPLETED"
+    assert slurm_state.tasks([("7", 0), ("7", 9)], env) is None
+
+
+def _submission(tmp_path, jobs=("a.b16",)):
+    scratch = tmp_path / "scratch"
+    (scratch / slurm_executor.TASKS).mkdir(parents=True)
+    return {"array_id": "7", "jobs": list(jobs), "scratch": str(scratch), "script": "slurm/x.sbatch", "gpus": 0}
+
+
+def _running_result(scratch, job_id, repeats=2):
+    (scratch / job_id).mkdir(exist_ok=True)
+    result = dict(contract.new_result(job_id, "running"), timing={"repeats": [0.5] * repeats})
+    contract.write_json(str(scratch / job_id / "result.json"), result)
+
+
+def _task(state, index=0):
+    return slurm_state.Task("7", index, str(8 + index), state, None, "n1", "0:0", "scontrol")
+
+
+def test_while_slurm_cannot_be_asked_nothing_is_recorded_ended_nor_removed(tmp_path, monkeypatch):
+    sub = _submission(tmp_path)
+    scratch = Path(sub["scratch"])
+    _running_result(scratch, "a.b16")
+    answers = iter([None] * 4 + [{("7", 0): _task("RUNNING")}, None, {("7", 0): _task("NODE_FAIL")}])
+    monkeypatch.setattr(slurm_state, "tasks", lambda wanted, env=None: next(answers))
+    sink, events = base.FolderSink(tmp_path / "out"), []
+    slurm_executor.collect([sub], sink, lambda *e: events.append(e[:2]), poll_s=0)
+    assert events == [("end", "a.b16")]  # after the 7th answer, the first that says it ended
+    result = json.loads((tmp_path / "out" / "a.b16" / "result.json").read_text())
+    assert result["status"] == "interrupted" and result["slurm"]["state"] == "NODE_FAIL"
+    assert result["reason"] == ("Slurm: task 7_0 (job 8) on n1: NODE_FAIL, exit code 0:0 (scontrol), without a "
+                                "result; kept what it measured: 2 repeats or epochs")
+    assert scratch.is_dir() and sub["collected"]  # a task that ended without its result may leave a container there
+    # Slurm unanswered for longer than unanswered_s: Unanswered, the job not recorded, its scratch kept
+    sub = _submission(tmp_path / "2")
+    _running_result(Path(sub["scratch"]), "a.b16")
+    monkeypatch.setattr(slurm_state, "tasks", lambda wanted, env=None: None)
+    with pytest.raises(slurm_executor.Unanswered, match=r"^Slurm has not answered for 0 s: 1 job\(s\) of array\(s\) 7 "
+                                                         r"may still run, none is recorded as ended$"):
+        slurm_executor.collect([sub], base.FolderSink(tmp_path / "out2"), lambda *e: None, poll_s=0.01,
+                               unanswered_s=0)
+    assert not (tmp_path / "out2").exists() and "collected" not in sub
+    assert json.loads((Path(sub["scratch"]) / "a.b16" / "result.json").read_text())["status"] == "running"
+
+
+def test_a_task_slurm_does_not_list_is_gone_only_after_polls_in_which_its_output_stopped_growing(tmp_path,
+                                                                                                 monkeypatch):
+    sub = _submission(tmp_path)
+    output = Path(sub["scratch"]) / slurm_executor.TASKS / "7_0.out"
+    polls = []
+
+    def tasks(wanted, env=None):
+        polls.append(1)
+        if len(polls) <= 3:  # the output grows over the first three polls
+            with open(output, "a") as f:
+                f.write("epoch %d\n" % len(polls))
+        return {}
+
+    monkeypatch.setattr(slurm_state, "tasks", tasks)
+    slurm_executor.collect([sub], base.FolderSink(tmp_path / "out"), lambda *e: None, poll_s=0)
+    assert len(polls) == 3 + slurm_executor.ABSENT_POLLS - 1  # the third poll's size is the first one unchanged
+    result = json.loads((tmp_path / "out" / "a.b16" / "result.json").read_text())
+    assert result["status"] == "failed" and result["reason"].startswith(
+        "Slurm no longer knows this job's task (no accounting, no jobcomp file; absent from 3 answered polls, its "
+        "output no longer growing) and it left no result; its output ends: epoch 1 | epoch 2 | epoch 3")
+
+
+def test_an_output_file_that_shrank_is_read_again_from_its_start(tmp_path):
+    path = tmp_path / "7_0.out"
+    path.write_text("@dlrepro start a\nepoch 1 of the first run, a long line\n")
+    output = slurm_executor._Output(path)
+    assert output.lines() == ["@dlrepro start a\n", "epoch 1 of the first run, a long line\n"]
+    path.write_text("@dlrepro start a\n")  # Slurm truncates it as the task starts again
+    assert output.lines() == ["@dlrepro start a\n"] and output.offset == 17
+
+
+def test_the_end_states_of_a_task_without_a_result(tmp_path):
+    output = slurm_executor._Output(tmp_path / "none.out")
+    assert [slurm_executor._ending(_task(state), output)[0] for state in (
+        "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "CANCELLED", "DEADLINE", "TIMEOUT", "FAILED", "OUT_OF_MEMORY")] == \
+        ["interrupted"] * 3 + ["skipped"] * 2 + ["failed"] * 3
+
+
+def test_a_job_whose_task_was_suspended_is_interrupted_with_what_it_measured(tmp_path, monkeypatch):
+    sub = _submission(tmp_path, jobs=("a.b16", "a.b32"))
+    scratch = Path(sub["scratch"])
+    for index, job_id in enumerate(sub["jobs"]):
+        contract.write_json(str(scratch / slurm_executor.TASKS / ("7_%d.json" % index)),
+                            {"job_id": str(8 + index), "node": "n1", "cpus": str(index)})
+        (scratch / job_id).mkdir()
+        contract.write_json(str(scratch / job_id / "result.json"),
+                            dict(contract.new_result(job_id, "ok"), timing={"repeats": [0.5, 0.5]}))
+    (scratch / slurm_executor.TASKS / "7_0.suspended").write_text(
+        "suspended 2026-12-01T10:00:00Z\nresumed 2026-12-01T10:00:09Z\n")
+    for index, job_id in enumerate(sub["jobs"]):
+        (scratch / slurm_executor.TASKS / ("7_%d.out" % index)).write_text("@dlrepro end %s\n" % job_id)
+    answers = iter([{("7", 0): _task("RUNNING"), ("7", 1): _task("SUSPENDED", 1)}])
+    monkeypatch.setattr(slurm_state, "tasks", lambda wanted, env=None: next(answers))
+    slurm_executor.collect([sub], base.FolderSink(tmp_path / "out"), lambda *e: None, poll_s=0)
+    noted, seen = (json.loads((tmp_path / "out" / j / "result.json").read_text()) for j in sub["jobs"])
+    assert noted["status"] == seen["status"] == "interrupted" and noted["timing"]["repeats"] == [0.5, 0.5]
+    assert noted["slurm"]["suspensions"] == ["suspended 2026-12-01T10:00:00Z", "resumed 2026-12-01T10:00:09Z"]
+    assert seen["slurm"]["suspensions"] == ["SUSPENDED (seen by the client's poll)"]
+    assert noted["reason"].startswith("Slurm suspended its task while the job ran (suspended 2026-12-01T10:00:00Z; "
+                                      "resumed 2026-12-01T10:00:09Z): its timing spans the pause")
+    assert noted["slurm"]["cpus"] == "0" and not scratch.exists()  # each ended with its own result
 
 
 def test_bad_slurm_options_are_one_line_errors(monkeypatch, tmp_path):
@@ -167,10 +361,6 @@ def test_rootless_podman_on_cgroups_v1_is_refused_as_it_ignores_the_limits():
 # ------------------------------------------------------------------ against a real Slurm
 
 ALEXNET = dict(frameworks=["torch"], variants=["alexnet-s"], quick=True)
-
-
-def _squeue_names():
-    return subprocess.run(["squeue", "-h", "-o", "%i %T %N"], capture_output=True, text=True).stdout
 
 
 def _containers(docker_engine, bundle_id):
@@ -241,18 +431,19 @@ def test_cuda_jobs_get_their_own_gpu_from_gres_and_are_refused_without_a_real_on
     results = {j["id"]: json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in found}
     assert [r["status"] for r in results.values()] == ["skipped"] * 4
     parallel = results.pop("alexnet-s.torch.cuda.b16.g2")  # a data-parallel job: both GPUs of one node
-    assert parallel["slurm"]["gres"] == "gpu:2" and parallel["slurm"]["cuda_visible_devices"] == "0,1"
+    assert parallel["slurm"]["gres"] == "gpu:2" and parallel["slurm"]["host_gpus"] == "0,1"
     assert parallel["environment"]["host_gpu"] == "0"  # rank 0's, the first
-    seen = [(r["slurm"]["node"], r["slurm"]["cuda_visible_devices"]) for r in results.values()]
-    assert all(cvd in ("0", "1") and node in ("n1", "n2") for node, cvd in seen)
+    seen = [(r["slurm"]["node"], r["slurm"]["host_gpus"]) for r in results.values()]
+    assert all(gpu in ("0", "1") and node in ("n1", "n2") for node, gpu in seen)
     spans = [(r["started"], r["finished"], where) for r, where in zip(results.values(), seen)]
     for a in spans:  # tasks that ran at once had GPUs of their own
         assert all(a[2] != b[2] for b in spans if b is not a and a[0] < b[1] and b[0] < a[1])
     for r in results.values():
-        assert r["slurm"]["gres"] == "gpu:1" and r["slurm"]["slurm_job_gpus"] == r["slurm"]["cuda_visible_devices"]
+        assert r["slurm"]["gres"] == "gpu:1" and r["slurm"]["host_gpus"] == r["slurm"]["slurm_job_gpus"]
+        assert r["slurm"]["gpu_source"] == "SLURM_JOB_GPUS" and r["slurm"]["cuda_visible_devices"] == "0"  # cgroup's
         assert r["reason"] == ("no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s, "
-                               "assigned to it, was not passed in" % r["slurm"]["cuda_visible_devices"])
-        assert r["environment"]["host_gpu"] == r["slurm"]["cuda_visible_devices"]
+                               "assigned to it, was not passed in" % r["slurm"]["host_gpus"])
+        assert r["environment"]["host_gpu"] == r["slurm"]["host_gpus"]
         assert "NVIDIA Container Toolkit" in r["remedy"]
     assert sorted(kind for kind, _ in events) == ["end"] * 4 + ["queued"] * 4 + ["start"] * 4
 
@@ -264,7 +455,8 @@ def _wait_for(condition, timeout, what):
         if found:
             return found
         time.sleep(0.3)
-    pytest.fail("%s: not within %d s (squeue: %s)" % (what, timeout, _squeue_names()))
+    squeue = subprocess.run(["squeue", "-h", "-o", "%i %T %N"], capture_output=True, text=True)
+    pytest.fail("%s: not within %d s (squeue: %s%s)" % (what, timeout, squeue.stdout, squeue.stderr))
 
 
 @pytest.mark.docker
@@ -318,3 +510,144 @@ def test_scancel_is_recorded_leaves_no_container_and_resume_runs_only_the_missin
 def test_a_partition_the_cluster_lacks_is_a_clear_error(slurm):
     with pytest.raises(ExecutorError, match=r"^--partition gpux: the cluster has no such partition \(it has: debug\)$"):
         slurm_executor.SlurmExecutor(partition="gpux")
+
+
+def _task_file(scratch, array, index, suffix=".json"):
+    path = Path(scratch) / slurm_executor.TASKS / ("%s_%d%s" % (array, index, suffix))
+    return json.loads(path.read_text()) if suffix == ".json" else path.read_text()
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_two_tasks_on_one_node_get_their_own_host_gpu_and_cpus(slurm, torch_cpu_image, tmp_path, docker_engine):
+    # the real batch script with a command that waits, on a cluster with task/cgroup and ConstrainDevices=yes
+    scratch = tmp_path / "s"
+    for folder in (slurm_executor.TASKS, slurm_executor.STAGE + "/j0", slurm_executor.STAGE + "/j1"):
+        (scratch / folder).mkdir(parents=True)
+    args = slurm_executor.task_args(torch_cpu_image.tag, "1000:1000", scratch, tmp_path, "bind-test", 1,
+                                    ["sh", "-c", "echo '@dlrepro start j'; sleep 120"])
+    path = tmp_path / "bind.sbatch"
+    path.write_text(slurm_executor.script(args, "docker", ["j0", "j1"], scratch, "bind-test", threads=1, gpus=1,
+                                          minutes=5, options=["--nodelist=n1"]))
+    started = time.time()
+    array = slurm_executor._sbatch(path)
+    try:
+        running = _wait_for(lambda: [c for c in _containers(docker_engine, "bind-test") if c.status == "running"]
+                            if len(_containers(docker_engine, "bind-test")) == 2 else None, 120, "both containers")
+        inspected = {c.name: docker_engine.api.inspect_container(c.id) for c in running}
+        tasks = [_task_file(scratch, array, i) for i in (0, 1)]
+    finally:
+        subprocess.run(["scancel", array])
+    assert [t["node"] for t in tasks] == ["n1", "n1"]
+    assert sorted(t["host_gpus"] for t in tasks) == ["0", "1"] and {t["gpu_source"] for t in tasks} == {"SLURM_JOB_GPUS"}
+    # with ConstrainDevices=yes Slurm numbers each job's GPUs from 0 in its cgroup: both see CUDA_VISIBLE_DEVICES=0
+    assert [t["cuda_visible_devices"] for t in tasks] == (["0", "0"] if slurm.cgroups else
+                                                          [t["host_gpus"] for t in tasks])
+    for t in tasks:
+        config = inspected["dlrepro-bind-test-%s_%d" % (array, t["array_task_id"])]
+        assert "DLREPRO_GPU=%s" % t["host_gpus"] in config["Config"]["Env"]
+        assert config["HostConfig"]["CpusetCpus"] == t["cpus"]
+        assert t["cpu_source"] == ("Cpus_allowed_list" if slurm.cgroups else "scontrol CPU_IDs")  # no task plugin
+        # no NVIDIA runtime here: no device request is made (the flags the script would pass: tested above)
+        assert not config["HostConfig"]["DeviceRequests"] and t["memory_source"] == "none"
+        assert "GPU(s) %s stay outside" % t["host_gpus"] in _task_file(scratch, array, t["array_task_id"], ".out")
+    cpusets = [set(slurm_state.indices(t["cpus"])) for t in tasks]
+    assert len(cpusets[0]) == len(cpusets[1]) == 1 and not cpusets[0] & cpusets[1]
+    _wait_for(lambda: _containers(docker_engine, "bind-test") == [], 60, "the containers removed by the trap")
+    print("GPU and CPU binding on the cluster: %.1f s" % (time.time() - started))
+
+
+def _wrapper(bin_dir, flag, log):
+    """A scontrol on PATH that fails like an unreachable slurmctld while ``flag`` exists (each failure a line in
+    ``log``)."""
+    bin_dir.mkdir()
+    _tool(bin_dir, "scontrol", "if [ -e %s ]; then echo failed >> %s; echo 'slurm_load_jobs error: Unable to "
+                               "contact slurm controller (connect failure)' >&2; exit 1; fi\nexec %s \"$@\"\n"
+          % (flag, log, shutil.which("scontrol")))
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_resume_reruns_the_unfinished(
+        slurm, torch_cpu_image, tmp_path, reporter, docker_engine, monkeypatch):
+    started = time.time()
+    results = tmp_path / "results"
+    partial = runs.run("alexnet", RunOptions(executor="slurm", batch_sizes=[16, 32, 64], threads=[1], **ALEXNET),
+                       results_dir=results, reporter=reporter, slurm={"detach": True})
+    body = bundlemod.body(partial)
+    (sub,) = body["submitted"]
+    array, scratch, ids = sub["array_id"], Path(sub["scratch"]), sub["jobs"]
+    prefix = "dlrepro-%s-%s_" % (body["id"], array)
+    done, removed_under = threading.Event(), []
+
+    def watch():  # the first array's scratch must exist while any of its containers does
+        while not done.is_set():
+            if docker_engine.containers.list(all=True, filters={"name": prefix}) and not scratch.exists():
+                removed_under.append(time.time())
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        outputs = [scratch / slurm_executor.TASKS / ("%s_%d.out" % (array, i)) for i in range(3)]
+        _wait_for(lambda: all("@dlrepro start" in _read(path) for path in outputs), 300,
+                  "all three jobs started (their output: %s)" % outputs)
+        nodes = [_task_file(scratch, array, i)["node"] for i in range(3)]
+        (solo,) = [i for i in range(3) if nodes.count(nodes[i]) == 1]  # 1 CPU a task, 2 a node: two share one
+        first, suspended = [i for i in range(3) if i != solo]
+        cpus = [set(slurm_state.indices(docker_engine.api.inspect_container(prefix + str(i))["HostConfig"]
+                                        ["CpusetCpus"])) for i in (first, suspended)]
+        assert len(cpus[0]) == len(cpus[1]) == 1 and not cpus[0] & cpus[1]  # two tasks on one node: their own CPUs
+        # the solo task's node fails
+        subprocess.run(["scontrol", "update", "nodename=%s" % nodes[solo], "state=down", "reason=dlrepro-test"],
+                       check=True)
+        _wait_for(lambda: getattr((slurm_state.tasks([(array, solo)]) or {}).get((array, solo)), "state", None)
+                  == "NODE_FAIL", 60, "NODE_FAIL")
+        subprocess.run(["scontrol", "update", "nodename=%s" % nodes[solo], "state=resume"], capture_output=True)
+        # --no-requeue: Slurm refuses to start a task again over its own output
+        requeue = subprocess.run(["scontrol", "requeue", "%s_%d" % (array, first)], capture_output=True, text=True)
+        assert requeue.returncode == 1 and "Requested operation is presently disabled" in requeue.stderr
+        # a suspended task: its script pauses the container where it can (best effort, below), then unpauses it
+        subprocess.run(["scontrol", "suspend", "%s_%d" % (array, suspended)], check=True)
+        _wait_for(lambda: getattr((slurm_state.tasks([(array, suspended)]) or {}).get((array, suspended)), "state",
+                                  None) == "SUSPENDED", 30, "SUSPENDED")
+        time.sleep(3)
+        subprocess.run(["scontrol", "resume", "%s_%d" % (array, suspended)], check=True)
+        _wait_for(lambda: not docker_engine.api.inspect_container(prefix + str(suspended))["State"]["Paused"], 60,
+                  "the resumed task's container running")
+        # the resume's collect meets a slurmctld that does not answer for its first 20 s
+        flag, log = tmp_path / "down", tmp_path / "failed.log"
+        flag.touch()
+        _wrapper(tmp_path / "bin", flag, log)
+        monkeypatch.setenv("PATH", "%s:%s" % (tmp_path / "bin", os.environ["PATH"]))
+        monkeypatch.setattr(slurm_state, "RETRY_S", 0.2)
+        threading.Timer(20, flag.unlink).start()
+        resumed = runs.run(None, RunOptions(), results_dir=results, reporter=reporter, resume=body["id"])
+    finally:
+        done.set()
+        watcher.join()
+    final = json.loads((resumed / "bundle.json").read_text())
+    assert len(log.read_text().split()) >= 2 * slurm_state.TRIES  # several polls went unanswered
+    assert removed_under == [] and final["counts"] == {"ok": 3, "failed": 0, "skipped": 0}
+    assert [a["jobs"] for a in final["attempts"]] == [ids, [ids[i] for i in sorted((solo, suspended))]]
+    kept = {i: json.loads((resumed / "jobs" / ids[i] / "attempts" / "1" / "result.json").read_text())
+            for i in (solo, suspended)}
+    assert kept[solo]["status"] == "interrupted" and kept[solo]["slurm"]["state"] == "NODE_FAIL"
+    assert re.match(r"Slurm: task %s_%d \(job \d+\) on %s: NODE_FAIL(, reason NodeDown)?(, exit code \d+:\d+)? "
+                    r"\((scontrol|jobcomp)\), without a result" % (array, solo, nodes[solo]), kept[solo]["reason"])
+    assert kept[suspended]["status"] == "interrupted" and len(kept[suspended]["timing"]["repeats"]) > 0
+    assert sorted(line.split()[0] for line in kept[suspended]["slurm"]["suspensions"]) == ["resumed", "suspended"]
+    finished = json.loads((resumed / "jobs" / ids[first] / "result.json").read_text())
+    assert finished["attempt"]["number"] == 1 and finished["status"] == "ok"
+    # the runner pinned its one thread inside the CPUs the container was given, which are those Slurm gave
+    assert finished["environment"]["process"]["cpus"] == slurm_state.indices(finished["slurm"]["cpus"]) == \
+        sorted(cpus[0])
+    assert validate.check(resumed) == []
+    print("faults on the cluster: %.1f s" % (time.time() - started))
+
+
+def _read(path):
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

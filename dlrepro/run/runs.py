@@ -30,7 +30,7 @@ from dlrepro.files import sha256_file
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro.results import bundle as bundlemod
 from dlrepro.results.bundle import BundleWriter
-from dlrepro.run import executors, hostinfo, jobs as jobsmod
+from dlrepro.run import executors, hostinfo, jobs as jobsmod, lock
 from dlrepro.run.executors.base import INTERRUPTED, LOST, settle
 from dlrepro.run.options import WHERE, RunOptions
 from runner.contract import new_result, utc_now
@@ -205,13 +205,6 @@ class _Run:
             executor.run(built, group, self, datasets.root(), self.on_event)
 
 
-def _refuse_if_written(folder, running):
-    """Raise DlreproError when another live run (on this host, another process) is writing the bundle in ``folder``."""
-    if hostinfo.alive(running) and int(running["pid"]) != os.getpid():  # a run of this process has ended by now
-        raise DlreproError("%s is being written by a run that is still alive (pid %s on this host)"
-                           % (folder, running["pid"]), "wait for it to end, or stop it")
-
-
 def _changes(then, now, where="", limit=5):
     """Up to ``limit`` differences between two resolved specs, each ``FIELD: THEN there, NOW here``."""
     if isinstance(then, dict) and isinstance(now, dict):
@@ -334,8 +327,13 @@ def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
     reporter = reporter or Reporter()
     looked = []
     for row in bundlemod.listing(results_dir):
-        if row["state"] == "partial" and row["submitted"] and not hostinfo.alive(row["running"]):
+        if row["state"] == "partial" and row["submitted"]:
+            try:
+                owner = lock.take(row["folder"])
+            except DlreproError:  # a live run (on any host) owns it
+                continue
             _collect_submitted(BundleWriter.reopen(row["folder"]), reporter, wait=False)
+            owner.release()
             looked.append(row["id"])
     return looked
 
@@ -362,8 +360,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     if resume:
         of = specmod.load(spec_name).name if spec_name and resume == "latest" else None
         folder = bundlemod.locate(resume, results_dir, partial=True, spec=of)
+        if folder.name.endswith(".partial"):  # before anything else (a complete one: once reopened as partial)
+            lock.take(folder)  # refused while another run, on any host, owns the bundle
         prior = bundlemod.body(folder)
-        _refuse_if_written(folder, prior.get("running"))
         spec, spec_path, options = _resumed(prior, spec_name, options)
     else:
         spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
@@ -384,6 +383,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     writer = BundleWriter.reopen(folder) if resume else \
         BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
     executor.run_id = writer.id
+    owner = lock.take(writer.partial)
     if on_start:
         on_start(writer.id)
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
@@ -439,8 +439,10 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         attempt["detached"] = True
         writer.body.pop("running", None)
         writer.save(**state.records())
+        owner.release()
         return writer.partial
     path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
+    owner.release()
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (str(stopped) or "Ctrl-C", path)) from stopped
     return path
@@ -457,8 +459,9 @@ def finalize(bundle, results_dir=REPO_ROOT / "results"):
     found = bundlemod.body(folder)
     if found.get("state") != "partial":
         raise DlreproError("%s is complete already" % folder, "`dlrepro bundles` lists the partial ones")
-    _refuse_if_written(folder, found.get("running"))
+    owner = lock.take(folder)
     if [r for r in found.get("submitted") or [] if not r.get("collected")]:
+        owner.release()
         raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,
                            "`invoke run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
     writer = BundleWriter.reopen(folder)
@@ -471,4 +474,6 @@ def finalize(bundle, results_dir=REPO_ROOT / "results"):
             result["started"] = result["finished"] = utc_now()
             result["attempt"] = stamp
             writer.write_result(job_id, result)
-    return writer.finish({"interrupted": True})
+    path = writer.finish({"interrupted": True})
+    owner.release()
+    return path

@@ -5,14 +5,21 @@ gives each task's state, reason, node and exit code. After that: ``sacct`` where
 (``AccountingStorageType`` other than none), else the job completion file where the site writes one
 (``JobCompType=jobcomp/filetxt``, ``JobCompLoc``). A task none of them knows is absent from the answer: then
 only the bundle's own files tell whether it finished. The parsers are pure functions of the tools' text.
+
+A query that fails (a non-zero exit other than "Invalid job id", a timeout, slurmctld restarting or failing
+over, munge) is tried ``TRIES`` times, ``RETRY_S`` apart; if it still fails, ``tasks`` answers None ("Slurm could
+not be asked"), never an empty answer ("asked, and it does not know these tasks").
 """
 import re
 import subprocess
+import time
 from typing import NamedTuple, Optional
 
 # states in which a task still runs or may run; every other state is final
 ACTIVE = frozenset(["PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
                     "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"])
+TRIES, RETRY_S = 3, 2.0
+UNKNOWN_JOB = "Invalid job id"  # scontrol's answer for a job it no longer knows (ended more than MinJobAge ago)
 _PAIR = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z:/_]*)=(\S*)")
 
 
@@ -96,27 +103,50 @@ def parse_sacct(text):
     return found
 
 
-def _run(command, env=None):
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+class QueryFailed(Exception):
+    """A Slurm command that did not answer (after ``TRIES`` tries): its command line and what it said."""
+
+
+def _run(command, env=None, unknown_ok=False):
+    """The standard output of ``command``, tried ``TRIES`` times; "" when ``unknown_ok`` and it says the job is
+    unknown (UNKNOWN_JOB). Raises QueryFailed when every try fails or times out."""
+    said = ""
+    for attempt in range(TRIES):
+        if attempt:
+            time.sleep(RETRY_S)
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            said = str(exc)
+            continue
+        if proc.returncode == 0:
+            return proc.stdout
+        said = (proc.stderr or proc.stdout).strip()
+        if unknown_ok and UNKNOWN_JOB in said:
+            return ""
+    raise QueryFailed("%s: %s" % (" ".join(command), said or "no answer"))
 
 
 def config(env=None):
-    """``scontrol show config`` as {key: value} ({} when it cannot be read)."""
-    text = _run(["scontrol", "show", "config"], env) or ""
+    """``scontrol show config`` as {key: value}. Raises QueryFailed when it cannot be read."""
+    text = _run(["scontrol", "show", "config"], env)
     return {k.strip(): v.strip() for k, sep, v in (line.partition("=") for line in text.splitlines()) if sep}
 
 
 def tasks(wanted, env=None):
     """{(array id, index): Task} for the tasks ``wanted`` ((array id, index) pairs) that Slurm knows: from
-    scontrol, then sacct (with accounting) or the jobcomp file for those scontrol no longer knows."""
-    wanted = {(str(a), int(i)) for a, i in wanted}
+    scontrol, then sacct (with accounting) or the jobcomp file for those scontrol no longer knows; None when
+    Slurm could not be asked (QueryFailed after its retries): then nothing is known of any task."""
+    try:
+        return _tasks({(str(a), int(i)) for a, i in wanted}, env)
+    except QueryFailed:
+        return None
+
+
+def _tasks(wanted, env):
     found = {}
     for array_id in sorted({a for a, _ in wanted}):
-        for task in parse_scontrol(_run(["scontrol", "show", "job", "-o", array_id], env) or ""):
+        for task in parse_scontrol(_run(["scontrol", "show", "job", "-o", array_id], env, unknown_ok=True)):
             if (task.array_id, task.index) in wanted:
                 found[(task.array_id, task.index)] = task
     if len(found) == len(wanted):
@@ -125,13 +155,15 @@ def tasks(wanted, env=None):
     later = []
     if settings.get("AccountingStorageType", "accounting_storage/none") != "accounting_storage/none":
         later = parse_sacct(_run(["sacct", "-n", "-P", "-X", "-j", ",".join(sorted({a for a, _ in wanted})), "-o",
-                                  "JobIDRaw,JobID,State,Reason,NodeList,ExitCode"], env) or "")
+                                  "JobIDRaw,JobID,State,Reason,NodeList,ExitCode"], env))
     elif settings.get("JobCompType") == "jobcomp/filetxt" and _none(settings.get("JobCompLoc")):
         try:
             with open(settings["JobCompLoc"]) as f:
                 later = parse_jobcomp(f.read())
-        except OSError:
+        except FileNotFoundError:  # no job has ended since the file was set up
             later = []
+        except OSError as exc:
+            raise QueryFailed("the jobcomp file %s: %s" % (settings["JobCompLoc"], exc)) from None
     known = dict(found)
     for task in later:  # the last record of a task wins (a requeued task is written again)
         if (task.array_id, task.index) in wanted and (task.array_id, task.index) not in known:

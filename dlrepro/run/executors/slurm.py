@@ -4,19 +4,23 @@ the same supervisor in the same container as the docker executor, on the node Sl
 For each (image group, threads, GPU count) one batch script is written (``script``, a pure function): its
 ``#SBATCH`` lines ask for the array (``%N`` caps how many tasks run at once), ``--gres=gpu:N`` for cuda jobs,
 ``--cpus-per-task`` = the job's threads when set, ``--time`` = the longest job time limit plus a margin for the
-container's start; its body names the container per task (``dlrepro-<bundle>-<array>_<task>``), traps TERM to
-kill it, writes the task's Slurm facts (job id, node, CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS) to a small JSON
-file, and runs ``docker run`` (or ``podman run``) with the command line made from the docker executor's
-``create_args`` (``docker.run_command``), so the isolation has one definition. The container's standard input
-is a pipe that the task holds, so it ends with the task even when the trap cannot run. The script is kept in
-the bundle (``slurm/*.sbatch``) as the launch record.
+container's start, and ``--no-requeue``; its body names the container per task
+(``dlrepro-<bundle>-<array>_<task>``), traps TERM to kill it (TSTP/CONT to pause and unpause it), finds the
+task's host GPUs, CPUs and memory limit (``binding_lines``: the engine starts the container outside the job's
+cgroup, so it gets them as flags), writes the task's Slurm facts and that binding to a small JSON file, and
+runs ``docker run`` (or ``podman run``) with the command line made from the docker executor's ``create_args``
+(``docker.run_command``), so the isolation has one definition. The container's standard input is a pipe that
+the task holds, so it ends with the task even when the trap cannot run. The script is kept in the bundle
+(``slurm/*.sbatch``) as the launch record.
 
 Job folders live in the partial bundle (on the shared file system): each task's supervisor writes its job's
 result there and prints ``@dlrepro start|end`` lines into the task's Slurm output file, which the client
 follows (``base.follow``), so a result enters the bundle as its job ends. A task that ends without a result
 (cancelled, timed out, failed, its node lost) is recorded with Slurm's state and reason
-(``dlrepro.run.slurm_state``): CANCELLED, PREEMPTED, DEADLINE and BOOT_FAIL as skipped (a resume runs the job
-again), the others as failed; what an unfinished job had measured is kept (``base.settle``).
+(``dlrepro.run.slurm_state``): NODE_FAIL, PREEMPTED and BOOT_FAIL as "interrupted" (the machine's fault),
+CANCELLED and DEADLINE as skipped (a resume runs both again), the others as failed; what an unfinished job had
+measured is kept (``base.settle``). A task ever suspended is "interrupted" too. A state query that fails is
+never read as "the task is gone": see ``collect``.
 
 With ``detach`` the client returns once the arrays are submitted: the bundle stays partial and records each
 submission (bundle.json ``submitted``: array id, script, jobs); a resume of it (``collect``) first waits for
@@ -24,6 +28,7 @@ those arrays and takes their results, and only then runs what is still missing.
 """
 import json
 import math
+import os
 import re
 import shlex
 import shutil
@@ -34,7 +39,7 @@ from pathlib import Path
 from dlrepro import engine
 from dlrepro.errors import ExecutorError
 from dlrepro.run import slurm_state
-from dlrepro.run.executors.base import RUN_LABEL, FolderSink, _collect, _stage, follow
+from dlrepro.run.executors.base import LOST, RUN_LABEL, FolderSink, _collect, _stage, follow
 from dlrepro.run.executors.docker import DockerExecutor, create_args, gpu_flags, run_command
 from runner import contract
 
@@ -43,7 +48,10 @@ POLL_S = 2.0
 CANCEL_WAIT_S = 60
 SLURM_LABEL = "org.dlrepro.slurm.job"
 TASKS, STAGE = ".slurm", ".jobs"  # in a submission's scratch folder: task files and output; staged jobs
-SKIPPED_STATES = frozenset(["CANCELLED", "PREEMPTED", "DEADLINE", "BOOT_FAIL"])
+SKIPPED_STATES = frozenset(["CANCELLED", "DEADLINE"])
+MACHINE_STATES = frozenset(["NODE_FAIL", "PREEMPTED", "BOOT_FAIL"])  # the machine's fault, not the job's
+ABSENT_POLLS = 3  # answered polls in a row that must not list a task, its output not growing, before it is gone
+UNANSWERED_S = 600  # Slurm unanswered this long: the wait stops, the rest stays for a later collect
 _EXPANSION = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?:\[@\])?\}")
 
 
@@ -75,25 +83,90 @@ def _can_pass_gpus(engine_name):
             "command -v nvidia-container-runtime-hook >/dev/null")
 
 
-def task_args(tag, user, scratch, data_root, memory, bundle_id, gpus, command=None):
+def task_args(tag, user, scratch, data_root, bundle_id, gpus, command=None):
     """``create_args`` of a task's container: the staged job of this task (``${DLREPRO_JOB}``) and the shared
     scratch output; labelled with the bundle and the task's own Slurm job id (what a site's epilog removes),
     not with the submitting host and process (which the docker executor's reaping reads); a cuda task's
-    container is told the GPU index Slurm gave it (``DLREPRO_GPU``) and gets its GPUs from the script."""
-    args = create_args(tag, user, "%s/%s/${DLREPRO_JOB}" % (scratch, STAGE), scratch, data_root, memory=memory,
+    container is told the first host GPU of its allocation (``DLREPRO_GPU``: its UUID, or Slurm's host index).
+    Its CPUs, memory limit and GPUs come from the script (``binding_lines``), as the task finds them."""
+    args = create_args(tag, user, "%s/%s/${DLREPRO_JOB}" % (scratch, STAGE), scratch, data_root,
                        labels={RUN_LABEL: bundle_id, SLURM_LABEL: "${SLURM_JOB_ID}"}, command=command)
     if gpus:  # the first of them: a data-parallel job's ranks take all that Slurm gave
         args["environment"]["DLREPRO_GPU"] = "${first_gpu}"
     return args
 
 
+def binding_lines(engine_name, memory=None):
+    """Bash lines that find what Slurm allocated to the task and give it to the container, which the engine
+    starts outside the job's cgroup: ``limits`` (--cpuset-cpus, --memory) and ``gpu`` (the engine's GPU flags),
+    with ``host_gpus``/``gpu_source``, ``cpus``/``cpu_source``, ``memory``/``memory_source`` for the task's
+    record.
+
+    - GPUs: the UUIDs that ``nvidia-smi`` lists inside the job (its device cgroup shows only the job's GPUs)
+      when it lists as many as Slurm gave, else ``SLURM_JOB_GPUS`` (the host indices of the gres.conf files),
+      else ``CUDA_VISIBLE_DEVICES``, which under ``ConstrainDevices=yes`` is renumbered from 0 inside the job's
+      cgroup and so names other GPUs outside it (Slurm's gres documentation).
+    - CPUs: the task's ``Cpus_allowed_list`` (the cgroup cpuset or affinity Slurm set), or, where it spans more
+      CPUs than Slurm allocated (no task plugin binds the job), the ``CPU_IDs`` of ``scontrol show job -d``.
+    - Memory (bytes): ``SLURM_MEM_PER_NODE``, else ``SLURM_MEM_PER_CPU`` x ``SLURM_CPUS_ON_NODE`` (MiB), else
+      ``memory`` (the executor's limit; None: no limit)."""
+    if engine_name == "podman":
+        flags = ["    for i in ${host_gpus//,/ }; do gpu+=(%s); done"
+                 % " ".join(shell_word(w) for w in gpu_flags(engine_name, ["${i}"]))]
+    else:
+        flags = ["    gpu=(%s)" % " ".join(shell_word(w) for w in gpu_flags(engine_name, ["${host_gpus}"]))]
+    return [
+        "items() { local IFS=,; set -- $1; echo $#; }  # in a comma-separated list",
+        "cpu_count() { local n=0 r; for r in ${1//,/ }; do if [[ $r == *-* ]]; then n=$((n + ${r#*-} - ${r%-*} + 1)); "
+        "else n=$((n + 1)); fi; done; echo $n; }  # in a CPU list: 0-3,8",
+        "host_gpus='' gpu_source=''",
+        "if [ -n \"${SLURM_JOB_GPUS:-}${CUDA_VISIBLE_DEVICES:-}\" ]; then",
+        "  given=${SLURM_JOB_GPUS:-$CUDA_VISIBLE_DEVICES}",
+        "  uuids=$(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | paste -sd, -)",
+        "  if [ -n \"$uuids\" ] && [ \"$(items \"$uuids\")\" = \"$(items \"$given\")\" ]; then "
+        "host_gpus=$uuids gpu_source=nvidia-smi",
+        "  elif [ -n \"${SLURM_JOB_GPUS:-}\" ]; then host_gpus=$SLURM_JOB_GPUS gpu_source=SLURM_JOB_GPUS",
+        "  else host_gpus=$CUDA_VISIBLE_DEVICES gpu_source=CUDA_VISIBLE_DEVICES",
+        "  fi",
+        "fi",
+        "first_gpu=${host_gpus%%,*}  # a data-parallel job's ranks take every GPU Slurm gave, rank 0 the first",
+        "cpus=$(awk '$1 == \"Cpus_allowed_list:\" {print $2}' /proc/self/status) cpu_source=Cpus_allowed_list",
+        "if [ \"${SLURM_CPUS_ON_NODE:-0}\" -gt 0 ] && [ \"$(cpu_count \"$cpus\")\" -gt \"$SLURM_CPUS_ON_NODE\" ]; then",
+        "  ids=$(scontrol show job -d \"$SLURM_JOB_ID\" 2>/dev/null | awk -v id=\"JobId=$SLURM_JOB_ID\" "
+        "'$1 ~ /^JobId=/ {mine = ($1 == id)} mine && /CPU_IDs=/ {sub(/.*CPU_IDs=/, \"\"); print $1; exit}')",
+        "  if [ -n \"$ids\" ]; then cpus=$ids cpu_source='scontrol CPU_IDs'; fi",
+        "fi",
+        "if [ -n \"${SLURM_MEM_PER_NODE:-}\" ]; then memory=$((SLURM_MEM_PER_NODE * 1048576)) "
+        "memory_source=SLURM_MEM_PER_NODE",
+        "elif [ -n \"${SLURM_MEM_PER_CPU:-}\" ]; then memory=$((SLURM_MEM_PER_CPU * ${SLURM_CPUS_ON_NODE:-1} * "
+        "1048576)) memory_source=SLURM_MEM_PER_CPU",
+        "else memory=%s memory_source=%s" % ("%d" % memory if memory else "''", "executor" if memory else "none"),
+        "fi",
+        "limits=()",
+        "if [ -n \"$cpus\" ]; then limits+=(--cpuset-cpus \"$cpus\"); fi",
+        "if [ -n \"$memory\" ]; then limits+=(--memory \"$memory\" --memory-swap \"$memory\"); fi",
+        "gpu=()",
+        "if [ -n \"$host_gpus\" ]; then",
+        "  if %s; then" % _can_pass_gpus(engine_name)] + flags + [
+        "  else",
+        "    echo \"dlrepro: %s on ${SLURMD_NODENAME:-this node} cannot pass GPUs into containers (no NVIDIA "
+        "runtime or CDI spec); GPU(s) $host_gpus stay outside\"" % engine_name,
+        "  fi",
+        "fi"]
+
+
 def script(args, engine_name, job_ids, scratch, bundle_id, threads=None, gpus=0, minutes=35, partition=None,
-           options=(), max_parallel=None):
+           options=(), max_parallel=None, memory=None):
     """The batch script (text) of one array: task i runs job ``job_ids[i]`` in the container of ``args``
-    (``task_args``) through ``engine_name``'s CLI; Slurm's output and each task's facts go to
-    ``scratch``/.slurm/. ``threads``: --cpus-per-task (None: Slurm's default); ``gpus``: --gres=gpu:N (0: none);
-    ``minutes``: --time; ``partition``: --partition (None: the cluster's default); ``options``: further sbatch
-    options, one ``#SBATCH`` line each; ``max_parallel``: the array's %N (None: no cap)."""
+    (``task_args``) through ``engine_name``'s CLI, bound to the task's CPUs, memory and GPUs
+    (``binding_lines``; ``memory``: the limit in bytes where Slurm sets none); Slurm's output and each task's
+    facts go to ``scratch``/.slurm/. ``threads``: --cpus-per-task (None: Slurm's default); ``gpus``:
+    --gres=gpu:N (0: none); ``minutes``: --time; ``partition``: --partition (None: the cluster's default);
+    ``options``: further sbatch options, one ``#SBATCH`` line each; ``max_parallel``: the array's %N (None: no
+    cap). ``--no-requeue``: a task whose node fails ends (NODE_FAIL) rather than starting again over its own
+    output. A suspended task (SIGTSTP, before Slurm's SIGSTOP) notes it in ``.slurm/<task>.suspended`` and pauses
+    its container (best effort: the stop may come first; a TSTP handled only after its CONT pauses nothing);
+    SIGCONT notes it and unpauses it."""
     tasks = "%s/%s" % (scratch, TASKS)
     lines = ["#!/bin/bash",
              "# dlrepro: one Slurm array task per job of bundle %s, each in its own %s container (kept in the "
@@ -101,7 +174,8 @@ def script(args, engine_name, job_ids, scratch, bundle_id, threads=None, gpus=0,
              "#SBATCH --job-name=dlrepro-%s" % bundle_id,
              "#SBATCH --array=0-%d%s" % (len(job_ids) - 1, "%%%d" % max_parallel if max_parallel else ""),
              "#SBATCH --output=%s/%%A_%%a.out" % tasks,
-             "#SBATCH --time=%d" % minutes]
+             "#SBATCH --time=%d" % minutes,
+             "#SBATCH --no-requeue"]
     lines += ["#SBATCH --cpus-per-task=%d" % threads] if threads else []
     lines += ["#SBATCH --gres=gpu:%d" % gpus] if gpus else []
     lines += ["#SBATCH --partition=%s" % partition] if partition else []
@@ -109,36 +183,25 @@ def script(args, engine_name, job_ids, scratch, bundle_id, threads=None, gpus=0,
     run = run_command(args, engine_name,
                       "dlrepro-%s-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}" % bundle_id)
     image = run.index(args["image"])
-    run = run[:image] + ["${gpu[@]}"] + run[image:]
+    run = run[:image] + ["${limits[@]}", "${gpu[@]}"] + run[image:]
     lines += [
         "set -u",
         "jobs=(%s)" % " ".join(shlex.quote(j) for j in job_ids),
         "DLREPRO_JOB=${jobs[$SLURM_ARRAY_TASK_ID]}",
         "task=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}",
         "name=dlrepro-%s-$task" % bundle_id,
+        "tasks=%s" % shell_word(tasks)]
+    lines += binding_lines(engine_name, memory)
+    lines += [
         "# what this task got from Slurm, for its job's result (rendezvous and addresses, too, belong here, "
         "never inside the container)",
-        "printf '{\"job_id\": \"%%s\", \"array_job_id\": \"%%s\", \"array_task_id\": %%s, \"node\": \"%%s\", "
-        "\"partition\": \"%%s\", \"cuda_visible_devices\": \"%%s\", \"slurm_job_gpus\": \"%%s\"}\\n' "
+        "printf '{\"job_id\": \"%s\", \"array_job_id\": \"%s\", \"array_task_id\": %s, \"node\": \"%s\", "
+        "\"partition\": \"%s\", \"cuda_visible_devices\": \"%s\", \"slurm_job_gpus\": \"%s\", "
+        "\"host_gpus\": \"%s\", \"gpu_source\": \"%s\", \"cpus\": \"%s\", \"cpu_source\": \"%s\", "
+        "\"memory_bytes\": %s, \"memory_source\": \"%s\"}\\n' "
         "\"$SLURM_JOB_ID\" \"$SLURM_ARRAY_JOB_ID\" \"$SLURM_ARRAY_TASK_ID\" \"${SLURMD_NODENAME:-}\" "
-        "\"${SLURM_JOB_PARTITION:-}\" \"${CUDA_VISIBLE_DEVICES:-}\" \"${SLURM_JOB_GPUS:-}\" > %s/$task.json"
-        % shell_word(tasks),
-        "gpu=()",
-        "first_gpu=${CUDA_VISIBLE_DEVICES:-}",
-        "first_gpu=${first_gpu%%,*}  # a data-parallel job's ranks take every GPU Slurm gave, rank 0 the first",
-        "if [ -n \"${CUDA_VISIBLE_DEVICES:-}\" ]; then",
-        "  if %s; then" % _can_pass_gpus(engine_name)]
-    if engine_name == "podman":
-        lines += ["    for i in ${CUDA_VISIBLE_DEVICES//,/ }; do gpu+=(%s); done"
-                  % " ".join(shell_word(w) for w in gpu_flags(engine_name, ["${i}"]))]
-    else:
-        lines += ["    gpu=(%s)" % " ".join(shell_word(w) for w in gpu_flags(engine_name, ["${CUDA_VISIBLE_DEVICES}"]))]
-    lines += [
-        "  else",
-        "    echo \"dlrepro: %s on ${SLURMD_NODENAME:-this node} cannot pass GPUs into containers (no NVIDIA "
-        "runtime or CDI spec); GPU(s) $CUDA_VISIBLE_DEVICES stay outside\"" % engine_name,
-        "  fi",
-        "fi",
+        "\"${SLURM_JOB_PARTITION:-}\" \"${CUDA_VISIBLE_DEVICES:-}\" \"${SLURM_JOB_GPUS:-}\" \"$host_gpus\" "
+        "\"$gpu_source\" \"$cpus\" \"$cpu_source\" \"${memory:-null}\" \"$memory_source\" > \"$tasks/$task.json\"",
         "if ! %s image inspect %s >/dev/null 2>&1; then" % (engine_name, shell_word(args["image"])),
         "  echo \"dlrepro: image %s is not in %s on node ${SLURMD_NODENAME:-?}: build or load it there\"; exit 3"
         % (args["image"], engine_name),
@@ -147,8 +210,15 @@ def script(args, engine_name, job_ids, scratch, bundle_id, threads=None, gpus=0,
         "keeper=$!",
         "trap '%s kill \"$name\" >/dev/null 2>&1; %s rm -f \"$name\" >/dev/null 2>&1; kill \"$keeper\" "
         "2>/dev/null; exit 143' TERM INT" % (engine_name, engine_name),
-        _command_lines(run, run.index(args["image"])) + " <&3 &",
-        "wait $!",
+        "stops=0 continues=0  # a TSTP handled only after the CONT (both pending once resumed) must not pause",
+        "trap 'stops=$((stops + 1)); echo \"suspended $(date -u +%%FT%%TZ)\" >> \"$tasks/$task.suspended\"; "
+        "if [ $stops -gt $continues ]; then %s pause \"$name\" >/dev/null 2>&1; fi' TSTP" % engine_name,
+        "trap 'continues=$((continues + 1)); echo \"resumed $(date -u +%%FT%%TZ)\" >> \"$tasks/$task.suspended\"; "
+        "%s unpause \"$name\" >/dev/null 2>&1' CONT" % engine_name,
+        _command_lines(run, image) + " <&3 &",
+        "container=$!",
+        "while kill -0 \"$container\" 2>/dev/null; do wait \"$container\"; done  # a trap ends a wait early",
+        "wait \"$container\"",
         "status=$?",
         "kill \"$keeper\" 2>/dev/null",
         "exit $status",
@@ -181,14 +251,25 @@ def _sbatch(path, env=None):
 
 
 class _Output:
-    """A task's Slurm output file, read as it grows: ``lines()`` gives the complete new lines."""
+    """A task's Slurm output file, read as it grows: ``lines()`` gives the complete new lines (``offset``: the
+    bytes read so far). A file that shrank (Slurm truncates it when a task starts again) is read again from its
+    start."""
 
     def __init__(self, path):
         self.path, self.offset, self.pending, self.seen = Path(path), 0, "", []
 
+    def size(self):
+        """The file's size in bytes now (0 before it exists)."""
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
     def lines(self, final=False):
         try:
             with open(self.path, "rb") as f:
+                if os.fstat(f.fileno()).st_size < self.offset:
+                    self.offset, self.pending = 0, ""
                 f.seek(self.offset)
                 data = f.read()
         except OSError:
@@ -203,30 +284,44 @@ class _Output:
 
 class _TaskSink:
     """The run's sink for the jobs of one submission: each result taken gets the job's Slurm record (its task's
-    facts, and Slurm's final state when the task ended without a result) under ``slurm``."""
+    facts, and Slurm's final state when the task ended without a result) under ``slurm``. A job whose task was
+    ever suspended (seen SUSPENDED by a poll, in ``suspended``, or noted by its script) is recorded with the
+    suspensions; an ok result of it becomes "interrupted" (its timing spans the pause), which a resume reruns."""
 
     def __init__(self, sink, submission):
-        self.sink, self.submission, self.ended, self.last = sink, submission, {}, None
+        self.sink, self.submission, self.ended, self.suspended, self.last = sink, submission, {}, set(), None
+
+    def _task_file(self, job_id, suffix):
+        sub = self.submission
+        return Path(sub["scratch"]) / TASKS / ("%s_%d%s" % (sub["array_id"], sub["jobs"].index(job_id), suffix))
 
     def record(self, job_id):
         sub = self.submission
-        index = sub["jobs"].index(job_id)
-        path = Path(sub["scratch"]) / TASKS / ("%s_%d.json" % (sub["array_id"], index))
         try:
-            found = json.loads(path.read_text())
+            found = json.loads(self._task_file(job_id, ".json").read_text())
         except (OSError, ValueError):  # the task never started
-            found = {"array_job_id": sub["array_id"], "array_task_id": index}
+            found = {"array_job_id": sub["array_id"], "array_task_id": sub["jobs"].index(job_id)}
         found.update(script=sub["script"], gres="gpu:%d" % sub["gpus"] if sub["gpus"] else None)
         task = self.ended.get(job_id)
         if task is not None:
             found.update(state=task.state, reason=task.reason, exit_code=task.exit_code, node=found.get("node")
                          or task.node, job_id=found.get("job_id") or task.job_id, state_source=task.source)
+        try:
+            noted = self._task_file(job_id, ".suspended").read_text().split("\n")
+        except OSError:
+            noted = []
+        if noted or job_id in self.suspended:
+            found["suspensions"] = [line for line in noted if line] or ["SUSPENDED (seen by the client's poll)"]
         return found
 
     def accept(self, job_id, source):
         path = Path(source) / "result.json"
         result = json.loads(path.read_text())
         result["slurm"] = self.record(job_id)
+        if result["slurm"].get("suspensions") and result["status"] == "ok":
+            result.update(status=LOST, reason="Slurm suspended its task while the job ran (%s): its "
+                          "timing spans the pause, so it counts as interrupted and a resume runs it again; what it "
+                          "measured is kept" % "; ".join(result["slurm"]["suspensions"]))
         contract.write_json(str(path), result)
         self.last = self.sink.accept(job_id, source)
         return self.last
@@ -242,29 +337,63 @@ class _TaskSink:
 
 def _ending(task, output):
     """(status, reason) of a job whose task ended without a result: Slurm's state (``task``, None when Slurm no
-    longer knows it) and the end of the task's output."""
+    longer knows it: absent for ABSENT_POLLS answered polls, its output no longer growing) and the end of the
+    task's output. NODE_FAIL, PREEMPTED and BOOT_FAIL are the machine's faults: "interrupted"."""
     said = "; its output ends: %s" % " | ".join(output.seen) if output.seen else ""
     if task is None:
-        return "failed", "Slurm no longer knows this job's task (no accounting, no jobcomp file) and it left no " \
-                         "result%s" % said
-    status = "skipped" if task.state in SKIPPED_STATES else "failed"
+        return "failed", "Slurm no longer knows this job's task (no accounting, no jobcomp file; absent from %d " \
+                         "answered polls, its output no longer growing) and it left no result%s" % (ABSENT_POLLS, said)
+    status = LOST if task.state in MACHINE_STATES else "skipped" if task.state in SKIPPED_STATES else "failed"
     return status, "Slurm: %s, without a result%s" % (task.describe(), said)
 
 
-def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None):
+class _Watch:
+    """One array task being waited for: its submission, sink, job id and output, and how many answered polls in
+    a row have not listed it (``absent``) at what output size (``size``)."""
+
+    def __init__(self, sub, task_sink, job_id, output):
+        self.sub, self.task_sink, self.job_id, self.output, self.absent, self.size = \
+            sub, task_sink, job_id, output, 0, -1
+
+    def gone(self, task):
+        """Whether this poll (``task``: Slurm's answer for it, None when not listed) shows the task ended: a
+        final state, or absent from ABSENT_POLLS answered polls in a row while its output did not grow."""
+        if task is not None:
+            self.absent = 0
+            return not task.active
+        size = self.output.size()
+        self.absent, self.size = (self.absent + 1 if size == self.size else 1), size
+        return self.absent >= ABSENT_POLLS
+
+
+class Unanswered(ExecutorError):
+    """Slurm could not be asked about the tasks for longer than ``collect``'s ``unanswered_s``."""
+
+
+def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None, unanswered_s=UNANSWERED_S):
     """Wait for the arrays of ``submissions`` (bundle.json ``submitted`` records) and take each job's result into
     ``sink`` as it ends (``on_event`` "start"/"end" as the supervisor reports them); a job whose task ends
     without one is recorded with Slurm's state and reason. Each submission is marked collected in the sink
-    once all its jobs are taken. ``deadline`` (time.time() seconds): stop waiting then (the rest stays)."""
-    waiting = {}
+    once all its jobs are taken; its scratch folder is removed then only if every job ended with its own
+    result (a task that ended otherwise may leave a container writing there: the bundle's publication removes
+    it). ``deadline`` (time.time() seconds): stop waiting then. While Slurm cannot be asked
+    (slurm_state.tasks None) nothing is decided from its silence: results still enter as their jobs report
+    them, and after ``unanswered_s`` seconds of it Unanswered is raised: the jobs not yet taken have no result
+    and their submissions stay uncollected, for a later collect (a resume, ``invoke bundles``)."""
+    waiting, sinks = {}, {}
     for sub in submissions:
-        task_sink = _TaskSink(sink, sub)
+        task_sink = sinks[id(sub)] = _TaskSink(sink, sub)
         for index, job_id in enumerate(sub["jobs"]):
-            waiting[(sub["array_id"], index)] = (sub, task_sink, job_id,
-                                                 _Output(Path(sub["scratch"]) / TASKS / ("%s_%d.out" % (sub["array_id"], index))))
+            waiting[(sub["array_id"], index)] = _Watch(sub, task_sink, job_id, _Output(
+                Path(sub["scratch"]) / TASKS / ("%s_%d.out" % (sub["array_id"], index))))
+    unanswered_since = None
     while waiting:
         states = slurm_state.tasks(waiting, env)
-        for key, (sub, task_sink, job_id, output) in list(waiting.items()):
+        if states is None:
+            unanswered_since = unanswered_since or time.time()
+        else:
+            unanswered_since = None
+        for key, watch in list(waiting.items()):
             taken = []
 
             def event(kind, found_id, result, taken=taken):
@@ -272,23 +401,32 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None)
                     taken.append(found_id)
                 on_event(kind, found_id, result)
 
-            task = states.get(key)
-            follow(output.lines(final=task is None or not task.active), sub["scratch"], task_sink, event)
-            if not taken and (task is None or not task.active):
-                task_sink.ended[job_id] = task
-                status, reason = _ending(task, output)
-                _collect([{"id": job_id}], sub["scratch"], task_sink, set(), reason, status)
-                on_event("end", job_id, task_sink.last)
-                taken.append(job_id)
+            task = states.get(key) if states is not None else None
+            if task is not None and task.state == "SUSPENDED":
+                watch.task_sink.suspended.add(watch.job_id)
+            ended = states is not None and watch.gone(task)
+            follow(watch.output.lines(final=ended), watch.sub["scratch"], watch.task_sink, event)
+            if not taken and ended:
+                watch.task_sink.ended[watch.job_id] = task
+                status, reason = _ending(task, watch.output)
+                _collect([{"id": watch.job_id}], watch.sub["scratch"], watch.task_sink, set(), reason, status)
+                on_event("end", watch.job_id, watch.task_sink.last)
+                taken.append(watch.job_id)
             if taken:
                 del waiting[key]
         for sub in submissions:
-            if not sub.get("collected") and not any(s is sub for s, _, _, _ in waiting.values()):
+            if not sub.get("collected") and not any(w.sub is sub for w in waiting.values()):
                 sub["collected"] = contract.utc_now()
                 sink.submitted(sub)
-                if not any(s["scratch"] == sub["scratch"] for s, _, _, _ in waiting.values()):  # shared by its arrays
+                sharing = [w for w in waiting.values() if w.sub["scratch"] == sub["scratch"]]
+                if not sharing and not any(sinks[id(s)].ended for s in submissions if s["scratch"] == sub["scratch"]):
                     shutil.rmtree(sub["scratch"], ignore_errors=True)
         if waiting:
+            if unanswered_since is not None and time.time() - unanswered_since > unanswered_s:
+                raise Unanswered("Slurm has not answered for %d s: %d job(s) of array(s) %s may still run, none is "
+                                 "recorded as ended" % (unanswered_s, len(waiting),
+                                                        ", ".join(sorted({a for a, _ in waiting}))),
+                                 "`invoke run --resume <bundle>` once scontrol answers again takes their results")
             if deadline is not None and time.time() > deadline:
                 return
             time.sleep(poll_s)
@@ -357,10 +495,10 @@ class SlurmExecutor(DockerExecutor):
         for (threads, gpus), group in shapes.items():
             suffix = "".join(["-t%d" % threads if threads else "", "-gpu%d" % gpus if gpus else ""])
             name = "slurm/%s-%s-%s%s.sbatch" % (scratch.parent.name, scratch.name, image.image.name, suffix)
-            args = task_args(image.tag, user, scratch, data_root, self.memory, self.run_id or "", gpus,
+            args = task_args(image.tag, user, scratch, data_root, self.run_id or "", gpus,
                              self.supervisor("python", "/jobs", "/out"))
             text = script(args, engine.name(), [j["id"] for j in group], scratch, self.run_id or "run", threads, gpus,
-                          time_minutes(group), self.partition, self.options, self.max_parallel)
+                          time_minutes(group), self.partition, self.options, self.max_parallel, self.memory)
             try:
                 array_id = _sbatch(sink.launched(name, text))
             except ExecutorError as exc:
@@ -380,6 +518,8 @@ class SlurmExecutor(DockerExecutor):
             return
         try:
             collect(submissions, sink, on_event)
+        except Unanswered:  # the bundle stays partial with the submissions, as a detached run's
+            self.detached = True
         except BaseException:  # interrupted: cancel the arrays, take what they leave, let the caller publish
             self.cancel()
             collect(submissions, sink, on_event, deadline=time.time() + CANCEL_WAIT_S)

@@ -1,0 +1,135 @@
+"""A partial bundle's owner lock (dlrepro.run.lock) and write_json's temporary names: two writers on one results
+folder, as two hosts sharing it would be (their host names faked), never publish half a bundle.json, and the
+second is refused a bundle the first owns."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from dlrepro import REPO_ROOT
+from dlrepro.errors import DlreproError
+from dlrepro.results.bundle import BundleWriter
+from dlrepro.run import lock, runs
+from runner import contract
+
+WRITER = """
+import json, os, socket, sys
+socket.gethostname = lambda: %(host)r
+from dlrepro.errors import DlreproError
+from dlrepro.run import lock
+from runner import contract
+folder = sys.argv[1]
+try:
+    owner = lock.take(folder)
+    print("taken", flush=True)
+except DlreproError as exc:
+    owner = None
+    print("refused:", exc, flush=True)
+body = {"writer": %(host)r, "rows": [{"job_id": "job%%d" %% i, "seconds": [0.1] * 50} for i in range(400)]}
+while not os.path.exists(folder + ".stop"):  # until the test has seen both write
+    contract.write_json(folder + "/bundle.json", body)
+if owner:
+    owner.release()
+print("done", flush=True)
+"""
+
+
+def _writer(host, folder):
+    return subprocess.Popen([sys.executable, "-c", WRITER % {"host": host}, str(folder)], stdout=subprocess.PIPE,
+                            text=True, cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+
+
+def test_two_hosts_writers_never_publish_half_a_file_and_the_second_is_refused(tmp_path):
+    folder = tmp_path / ".x.partial"
+    folder.mkdir()
+    first = _writer("login-a", folder)
+    assert first.stdout.readline() == "taken\n"
+    second = _writer("login-b", folder)
+    read, seen, stop = [], set(), threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            try:
+                text = (folder / "bundle.json").read_text()
+            except FileNotFoundError:
+                continue
+            read.append(text)
+            seen.add(json.loads(text)["writer"])  # a half-written file would not parse
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    refusal = second.stdout.readline()
+    deadline = time.time() + 60
+    while seen != {"login-a", "login-b"} and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)  # both writing at once
+    (tmp_path / ".x.partial.stop").touch()
+    assert second.stdout.read() == "done\n" and first.stdout.read() == "done\n"
+    stop.set()
+    thread.join()
+    assert first.wait() == second.wait() == 0
+    assert refusal.startswith("refused: %s is being written by another run: pid %d on host login-a since 20"
+                              % (folder, first.pid)), refusal
+    assert seen == {"login-a", "login-b"} and len(read) > 10  # both wrote, every read parsed
+    assert sorted(p.name for p in (folder / ".work").iterdir()) == []  # the first released its lock
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def _foreign(folder, host="login-b", pid=4242, age_s=0, boot=None):
+    path = folder / ".work" / lock.NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"host": host, "pid": pid, "boot_id": boot or "other-boot", "since": "2026-12-01"}))
+    os.utime(path, (time.time() - age_s, time.time() - age_s))
+    return path
+
+
+def test_a_lock_is_stale_after_its_heartbeat_stops_or_its_process_on_this_boot_ends(tmp_path):
+    path = _foreign(tmp_path, age_s=10)
+    assert lock.stale(path) is None
+    with pytest.raises(DlreproError, match=r"is being written by another run: pid 4242 on host login-b since "
+                                           r"2026-12-01 \(heartbeat 1[01] s ago\)$") as err:
+        lock.take(tmp_path)
+    assert "wait 300 s after its last heartbeat" in err.value.remedy
+    _foreign(tmp_path, age_s=lock.STALE_S + 5)  # its host is gone: no heartbeat for longer than STALE_S
+    assert lock.stale(path) == "no heartbeat for 305 s (more than 300 s)"
+    taken = lock.take(tmp_path)
+    assert json.loads(path.read_text())["pid"] == os.getpid() and lock.take(tmp_path) is taken  # one owner, again
+    taken.release()
+    assert not path.exists()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    _foreign(tmp_path, host=socket.gethostname(), pid=dead.pid, boot=lock.boot_id())
+    assert lock.stale(path) == "its process %d on this host has ended" % dead.pid
+    lock.take(tmp_path).release()
+
+
+def test_the_heartbeat_keeps_the_lock_fresh(tmp_path, monkeypatch):
+    monkeypatch.setattr(lock, "HEARTBEAT_S", 0.05)
+    taken = lock.take(tmp_path)
+    os.utime(taken.path, (time.time() - 100, time.time() - 100))
+    time.sleep(0.3)
+    assert time.time() - os.stat(taken.path).st_mtime < 5
+    taken.release()
+
+
+def test_publish_and_invoke_bundles_leave_a_bundle_another_host_owns(tmp_path):
+    writer = BundleWriter(tmp_path, "alexnet", "abc")
+    writer.save(spec={"name": "alexnet"}, jobs=[],
+                submitted=[{"array_id": "7", "jobs": [], "scratch": str(tmp_path / "s")}])
+    _foreign(writer.partial, age_s=1)
+    with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
+        runs.publish(writer.id, results_dir=tmp_path)
+    with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
+        runs.run(None, None, results_dir=tmp_path, resume=writer.id)
+    assert runs.take_submitted(tmp_path) == []
+
+
+def test_write_json_leaves_no_temporary_file_when_the_body_cannot_be_written(tmp_path):
+    with pytest.raises(TypeError):
+        contract.write_json(str(tmp_path / "bundle.json"), {"x": object()})
+    assert list(tmp_path.iterdir()) == []
