@@ -12,6 +12,7 @@ or broken by an unexpected error still publishes a bundle with what finished, th
 marked; a results folder that cannot be written stops the run with ResultsUnwritable,
 the partial bundle kept for a resume.
 """
+import json
 import os
 import shlex
 import signal
@@ -21,7 +22,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from dlrepro import REPO_ROOT, datasets, spec as specmod
+from dlrepro import REPO_ROOT, datasets, progress, spec as specmod
 from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
 from dlrepro.images import build, matrix as matrixmod
@@ -83,6 +84,7 @@ class _Run:
     def __init__(self, writer, reporter, attempt):
         self.writer, self.reporter, self.attempt = writer, reporter, attempt
         self.images, self.datasets, self.scratches = {}, {}, 0
+        self.jobs, self.running, self.walls, self.ended = {}, {}, [], 0  # for progress lines (``doing``)
         self.earlier = {"images": writer.body.get("images") or [], "datasets": writer.body.get("datasets") or []}
 
     def records(self):
@@ -122,15 +124,49 @@ class _Run:
             result["started"] = result["finished"] = utc_now()
             result["attempt"] = self.stamp()
             self.writer.write_result(job["id"], result)
+            self.ended += 1
             self.reporter.job_finished(job["id"], result)
 
     def on_event(self, kind, job_id, result):
         if kind == "queued":
             self.reporter.job_queued(job_id)
         elif kind == "start":
+            self.running[job_id] = time.monotonic()
             self.reporter.job_started(job_id)
         elif kind == "end" and result is not None:
+            started = self.running.pop(job_id, None)
+            if started is not None and result.get("status") == "ok":
+                self.walls.append(time.monotonic() - started)
+            self.ended += 1
             self.reporter.job_finished(job_id, result)
+
+    def live(self, job_id):
+        """The result.json that running job ``job_id`` last wrote into its scratch output, or None."""
+        for path in self.writer.work_dir.glob("attempt-%d/*/%s/result.json" % (self.attempt["number"], job_id)):
+            try:
+                return json.loads(path.read_text())
+            except (OSError, ValueError):  # being rewritten at this moment
+                return None
+        return None
+
+    def doing(self):
+        """The run's progress line (progress.Heartbeat): jobs done of the total, each running job's phase and time
+        left (progress.job_doing), and the run's time left; None while no job runs (a build or a download has
+        lines of its own)."""
+        running = dict(self.running)
+        if not running:
+            return None
+        now, parts, estimates = time.monotonic(), [], []
+        for job_id, started in running.items():
+            text, left = progress.job_doing(self.jobs.get(job_id, {}), self.live(job_id))
+            estimates.append((now - started, left))
+            parts.append("%s: %s, %s in%s" % (job_id, text, progress.clock(now - started),
+                                              ", about %s left" % progress.clock(left) if left is not None else ""))
+        waiting = max(len(self.jobs) - self.ended - len(running), 0)
+        left = progress.time_left(self.walls, estimates, waiting)
+        return "%d of %d jobs done, %s; %s" % (self.ended, len(self.jobs), "about %s left" % progress.clock(left)
+                                               if left is not None else "time left known once a job ends",
+                                               "; ".join(parts))
 
     def dataset(self, candidates):
         """The first of ``candidates`` (dataset names) that the cache holds or can fetch.
@@ -174,6 +210,11 @@ class _Run:
         self.writer.save(**self.records())
 
     def execute(self, jobs, options, executor, matrix, build_options):
+        self.jobs = {job["id"]: job for job in jobs}
+        with progress.Heartbeat(self.reporter.log, self.doing):
+            self._execute(jobs, options, executor, matrix, build_options)
+
+    def _execute(self, jobs, options, executor, matrix, build_options):
         problem = executor.preflight()
         if problem is not None:
             self.record(jobs, "skipped", *problem)
