@@ -67,6 +67,7 @@ class Heartbeat:
                 self.last = time.monotonic()
 
     def __enter__(self):
+        self.last = time.monotonic()
         self._thread = threading.Thread(target=self._beat, name="dlrepro-heartbeat", daemon=True)
         self._thread.start()
         return self

@@ -85,6 +85,7 @@ class _Run:
         self.writer, self.reporter, self.attempt = writer, reporter, attempt
         self.images, self.datasets, self.scratches = {}, {}, 0
         self.jobs, self.running, self.walls, self.ended = {}, {}, [], 0  # for progress lines (``doing``)
+        self.heartbeat = progress.Heartbeat(reporter.log, self.doing)  # started by ``execute``
         self.earlier = {"images": writer.body.get("images") or [], "datasets": writer.body.get("datasets") or []}
 
     def records(self):
@@ -151,11 +152,8 @@ class _Run:
 
     def doing(self):
         """The run's progress line (progress.Heartbeat): jobs done of the total, each running job's phase and time
-        left (progress.job_doing), and the run's time left; None while no job runs (a build or a download has
-        lines of its own)."""
+        left (progress.job_doing), and the run's time left."""
         running = dict(self.running)
-        if not running:
-            return None
         now, parts, estimates = time.monotonic(), [], []
         for job_id, started in running.items():
             text, left = progress.job_doing(self.jobs.get(job_id, {}), self.live(job_id))
@@ -166,7 +164,12 @@ class _Run:
         left = progress.time_left(self.walls, estimates, waiting)
         return "%d of %d jobs done, %s; %s" % (self.ended, len(self.jobs), "about %s left" % progress.clock(left)
                                                if left is not None else "time left known once a job ends",
-                                               "; ".join(parts))
+                                               "; ".join(parts) or "preparing the next job's image, data or container")
+
+    def log(self, message):
+        """A progress line of the run's own work (builds, downloads): printed, and the heartbeat put off."""
+        self.heartbeat.touch()
+        self.reporter.log(message)
 
     def dataset(self, candidates):
         """The first of ``candidates`` (dataset names) that the cache holds or can fetch.
@@ -176,7 +179,7 @@ class _Run:
         errors = []
         for name in candidates:
             try:
-                record = datasets.ensure(name, self.reporter.log)
+                record = datasets.ensure(name, self.log)
             except DatasetError as exc:
                 errors.append(exc)
                 continue
@@ -211,7 +214,7 @@ class _Run:
 
     def execute(self, jobs, options, executor, matrix, build_options):
         self.jobs = {job["id"]: job for job in jobs}
-        with progress.Heartbeat(self.reporter.log, self.doing):
+        with self.heartbeat:
             self._execute(jobs, options, executor, matrix, build_options)
 
     def _execute(self, jobs, options, executor, matrix, build_options):
@@ -225,7 +228,7 @@ class _Run:
                 groups.setdefault((job["framework"], job["framework_version"]), []).append(job)
         for (framework, version), group in groups.items():
             try:
-                built = executor.prepare(matrix, framework, version, build_options, self.reporter.log,
+                built = executor.prepare(matrix, framework, version, build_options, self.log,
                                          options.allow_ptx_jit)
             except CannotRunHere as exc:
                 self.record(group, "skipped", str(exc), exc.remedy)
