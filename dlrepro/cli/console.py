@@ -110,7 +110,7 @@ class RichReporter(Reporter):
         same = self.skipped.setdefault((result["reason"], result.get("remedy")), [])
         same.append(job_id)
         if len(same) > 1:
-            return "%s %s: the same reason as %s (remedy at the end)" % (MARK["skipped"], job_id, same[0])
+            return "%s %s: the same reason as %s" % (MARK["skipped"], job_id, same[0])
         return "%s %s: %s (remedy at the end)" % (MARK["skipped"], job_id, result["reason"])
 
     def job_finished(self, job_id, result):
