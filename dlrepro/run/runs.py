@@ -430,7 +430,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         writer.body.pop("running", None)
         writer.save(**state.records())
         return writer.partial
-    path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
+    with progress.Heartbeat(reporter.log, lambda: "writing the bundle %s (tables, checksums)" % writer.id):
+        path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (stopped, path)) from stopped
     return path
