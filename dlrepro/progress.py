@@ -101,7 +101,8 @@ def job_doing(job, result):
         repeats = ((result.get("timing") or {}).get("repeats")) or []
         total, done = job.get("repeats") or 0, len(repeats)
         if not repeats:
-            return "warm-up (%d iterations) and repeat 1 of %d" % (job.get("warmup") or 0, total), None
+            warmup = job.get("warmup") or 0
+            return "warm-up (%d iteration%s) and repeat 1 of %d" % (warmup, "" if warmup == 1 else "s", total), None
         per_iteration = statistics.median(s for r in repeats for s in r)
         return "repeat %d of %d" % (min(done + 1, total), total), per_iteration * job["iterations"] * (total - done)
     return "%s pass" % (mode or "measuring"), None
