@@ -81,10 +81,10 @@ def job_doing(job, result):
     """What a running job is doing and the seconds it has left, (text, seconds or None), from ``job`` (job.json) and
     its result.json as last written (None: not written yet).
 
-    Throughput: "warm-up and repeat 1 of N" until the first repeat ends, then "repeat i of N"
-    with the median measured iteration time times the iterations left; convergence: "epoch i
-    of N" with the mean measured epoch time (training loop, evaluation excluded) times the
-    epochs left."""
+    Throughput: "warm-up (W iterations)", then "repeat i of N" with the iterations left times the
+    median measured iteration time (before the first repeat ends: the warm-up's mean, first-call
+    costs included); convergence: "epoch i of N" with the mean measured epoch time (training loop,
+    evaluation excluded) times the epochs left."""
     phases = (result or {}).get("phases") or {}
     if not phases or result.get("status") != "running":
         return "starting", None
@@ -99,11 +99,15 @@ def job_doing(job, result):
         return "epoch %d of %d" % (min(done + 1, total), total), left
     if mode == "throughput":
         repeats = ((result.get("timing") or {}).get("repeats")) or []
-        total, done = job.get("repeats") or 0, len(repeats)
-        if not repeats:
-            warmup = job.get("warmup") or 0
-            return "warm-up (%d iteration%s) and repeat 1 of %d" % (warmup, "" if warmup == 1 else "s", total), None
-        per_iteration = statistics.median(s for r in repeats for s in r)
+        total, done, warmup = job.get("repeats") or 0, len(repeats), job.get("warmup") or 0
+        if "warmup_done" not in phases:
+            return "warm-up (%d iteration%s)" % (warmup, "" if warmup == 1 else "s"), None
+        if repeats:
+            per_iteration = statistics.median(s for r in repeats for s in r)
+        elif warmup:  # the warm-up's iterations (first-call costs included: an estimate on the long side)
+            per_iteration = (phases["warmup_done"] - phases["data_ready"]) / warmup
+        else:
+            return "repeat 1 of %d" % total, None
         return "repeat %d of %d" % (min(done + 1, total), total), per_iteration * job["iterations"] * (total - done)
     return "%s pass" % (mode or "measuring"), None
 

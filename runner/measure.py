@@ -118,14 +118,16 @@ def _epoch(dataset, batch_size, rng):
     return keys
 
 
-def throughput(adapter, job, dataset=None, window=None, progress=_nothing):
+def throughput(adapter, job, dataset=None, window=None, progress=_nothing, warmed=_nothing):
     """Throughput mode; returns the result's ``timing`` and ``loss`` sections.
 
-    ``window`` (runner.window.Window) spans the measured repeats; ``progress(timing)`` after each repeat.
+    ``window`` (runner.window.Window) spans the measured repeats; ``warmed()`` once the warm-up iterations
+    are done, ``progress(timing)`` after each repeat.
     """
     step, region = _step_source(adapter, job, dataset)
     adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
+    warmed()
     name, timed = _repeat_timer(adapter, job)
     repeats, walls, last = [], [], None
 

@@ -54,9 +54,13 @@ def test_a_jobs_phase_and_time_left_come_from_its_live_result():
         ("framework imported, building the model", None)
     assert progress.job_doing(THROUGHPUT, running({"framework_imported": 4.2, "model_built": 5.0})) == \
         ("model built, loading data", None)
-    assert progress.job_doing(THROUGHPUT, running(PHASES)) == ("warm-up (2 iterations) and repeat 1 of 5", None)
+    assert progress.job_doing(THROUGHPUT, running(PHASES)) == ("warm-up (2 iterations)", None)
+    # warm-up: 2 iterations in 1.6 s, so 0.8 s each: 5 repeats of 10 iterations left
+    text, left = progress.job_doing(THROUGHPUT, running(dict(PHASES, warmup_done=4.6)))
+    assert text == "repeat 1 of 5" and left == pytest.approx(40.0)
     # two repeats of 10 iterations measured, median 0.6 s: 3 repeats of 10 iterations left
-    text, left = progress.job_doing(THROUGHPUT, running(PHASES, timing={"repeats": [[0.5] * 10, [0.7] * 10]}))
+    warmed = dict(PHASES, warmup_done=4.6)
+    text, left = progress.job_doing(THROUGHPUT, running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10]}))
     assert text == "repeat 3 of 5" and left == pytest.approx(18.0)
     text, left = progress.job_doing(CONVERGENCE, running(PHASES, convergence={"epochs": [{"seconds": 40.0},
                                                                                           {"seconds": 50.0}]}))
