@@ -161,10 +161,141 @@ class _Run:
             parts.append("%s: %s, %s in%s" % (job_id, text, progress.clock(now - started),
                                               ", about %s left" % progress.clock(left) if left is not None else ""))
         waiting = max(len(self.jobs) - self.ended - len(running), 0)
+        done = "%d of %d jobs done" % (self.ended, len(self.jobs))
+        if not parts:
+            return done + ("; ending the jobs' container or process" if not waiting else
+                           "; preparing the next job's image, data or container")
+        left = progress.time_left(self.walls, estimates, waiting)
+        return "%s, %s; %s" % (done, "about %s left" % progress.clock(left) if left is not None
+                               else "time left known once a job ends", "; ".join(parts))
+
+    def log(self, message):
+        print(message)
+
+    def started(self, total):
+        pass
+
+    def job_queued(self, job_id):
+        pass
+
+    def job_started(self, job_id):
+        pass
+
+    def job_finished(self, job_id, result):
+        print("%s: %s" % (job_id, result["status"]))
+
+
+class Silent(Reporter):
+    """A Reporter that prints nothing (benchmark scripts print their own tables)."""
+
+    def log(self, message):
+        pass
+
+    def job_finished(self, job_id, result):
+        pass
+
+
+def _spec_record(spec, path):
+    path = path.resolve()
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    return {"name": spec.name, "file": str(shown), "file_sha256": sha256_file(path),
+            "sha256": spec.digest(), "resolved": spec.model_dump(mode="json")}
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
+class _Run:
+    """The mutable state of one run: the bundle being written, the images and datasets used; also the executors'
+    sink (``scratch``, ``accept``, ``missing``), so each job's result enters the bundle as the job ends."""
+
+    def __init__(self, writer, reporter, attempt):
+        self.writer, self.reporter, self.attempt = writer, reporter, attempt
+        self.images, self.datasets, self.scratches = {}, {}, 0
+        self.jobs, self.running, self.walls, self.ended = {}, {}, [], 0  # for progress lines (``doing``)
+        self.heartbeat = progress.Heartbeat(reporter.log, self.doing)  # started by ``execute``
+        self.earlier = {"images": writer.body.get("images") or [], "datasets": writer.body.get("datasets") or []}
+
+    def records(self):
+        """bundle.json's images and datasets: those of earlier attempts and this one's."""
+        return {"images": _images(self.earlier["images"], self.images.values()),
+                "datasets": list({d["name"]: d for d in list(self.earlier["datasets"]) +
+                                  list(self.datasets.values())}.values())}
+
+    def done(self, job):
+        return (self.writer.job_dir(job["id"]) / "result.json").is_file()
+
+    def scratch(self):
+        self.scratches += 1
+        folder = self.writer.work_dir / ("attempt-%d" % self.attempt["number"]) / str(self.scratches)
+        folder.mkdir(parents=True)
+        return folder
+
+    def accept(self, job_id, source):
+        return self.writer.accept(job_id, source, self.stamp())
+
+    def missing(self, job, status, reason):
+        self.record([job], status, reason)
+
+    def launched(self, name, text):
+        return self.writer.keep(name, text)
+
+    def submitted(self, record):
+        self.writer.submitted(dict(record, attempt=record.get("attempt") or self.attempt["number"]))
+
+    def stamp(self):
+        return {key: self.attempt[key] for key in ("number", "host", "executor")}
+
+    def record(self, group, status, reason, remedy=None):
+        """Write a host-made result for each job of ``group`` and report it."""
+        for job in group:
+            result = new_result(job["id"], status, reason=reason, remedy=remedy)
+            result["started"] = result["finished"] = utc_now()
+            result["attempt"] = self.stamp()
+            self.writer.write_result(job["id"], result)
+            self.ended += 1
+            self.reporter.job_finished(job["id"], result)
+
+    def on_event(self, kind, job_id, result):
+        if kind == "queued":
+            self.reporter.job_queued(job_id)
+        elif kind == "start":
+            self.running[job_id] = time.monotonic()
+            self.reporter.job_started(job_id)
+        elif kind == "end" and result is not None:
+            started = self.running.pop(job_id, None)
+            if started is not None and result.get("status") == "ok":
+                self.walls.append(time.monotonic() - started)
+            self.ended += 1
+            self.reporter.job_finished(job_id, result)
+
+    def live(self, job_id):
+        """The result.json that running job ``job_id`` last wrote into its scratch output, or None."""
+        for path in self.writer.work_dir.glob("attempt-%d/*/%s/result.json" % (self.attempt["number"], job_id)):
+            try:
+                return json.loads(path.read_text())
+            except (OSError, ValueError):  # being rewritten at this moment
+                return None
+        return None
+
+    def doing(self):
+        """The run's progress line (progress.Heartbeat): jobs done of the total, each running job's phase and time
+        left (progress.job_doing), and the run's time left."""
+        running = dict(self.running)
+        now, parts, estimates = time.monotonic(), [], []
+        for job_id, started in running.items():
+            text, left = progress.job_doing(self.jobs.get(job_id, {}), self.live(job_id))
+            estimates.append((now - started, left))
+            parts.append("%s: %s, %s in%s" % (job_id, text, progress.clock(now - started),
+                                              ", about %s left" % progress.clock(left) if left is not None else ""))
+        waiting = max(len(self.jobs) - self.ended - len(running), 0)
         left = progress.time_left(self.walls, estimates, waiting)
         return "%d of %d jobs done, %s; %s" % (self.ended, len(self.jobs), "about %s left" % progress.clock(left)
                                                if left is not None else "time left known once a job ends",
-                                               "; ".join(parts) or "preparing the next job's image, data or container")
+                                               "; ".join(parts) or ("ending the jobs' container or process"
+                                                                    if waiting == 0 else
+                                                                    "preparing the next job's image, data or container"))
 
     def log(self, message):
         """A progress line of the run's own work (builds, downloads): printed, and the heartbeat put off."""
