@@ -132,7 +132,8 @@ def test_a_small_build_is_never_silent_for_a_heartbeat(docker_engine, matrix, tm
     assert said[0].startswith("progress-test [0s] Step 1/2 : FROM ") and said[1].startswith("progress-test [")
     assert "] Step 2/2 : RUN echo fetching-the-package" in said[1]
     beats = [line for line in said[2:] if line.startswith("progress-test: step 2/2, ")]
-    assert len(beats) >= 3 and all(" building: fetching-the-package" in line for line in beats)
+    # the step's last line in each heartbeat: what it printed before its silent 4 s, then what it printed after
+    assert sum(line.endswith(" building: fetching-the-package") for line in beats) >= 3
     assert max(gaps(stamps)) <= 1 + SLACK_S
 
 
