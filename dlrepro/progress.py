@@ -77,9 +77,10 @@ class Heartbeat:
         self._thread.join()
 
 
-def job_doing(job, result):
-    """What a running job is doing and the seconds it has left, (text, seconds or None), from ``job`` (job.json) and
-    its result.json as last written (None: not written yet).
+def job_doing(job, result, elapsed=None):
+    """What a running job is doing and the seconds it has left, (text, seconds or None), from ``job`` (job.json),
+    its result.json as last written (None: not written yet) and the seconds since it started (``elapsed``; None:
+    the estimate does not count down within a repeat).
 
     Throughput: "warm-up (W iterations)", then "repeat i of N" with the iterations left times the
     median measured iteration time (before the first repeat ends: the warm-up's mean, first-call
@@ -108,7 +109,11 @@ def job_doing(job, result):
             per_iteration = (phases["warmup_done"] - phases["data_ready"]) / warmup
         else:
             return "repeat 1 of %d" % total, None
-        return "repeat %d of %d" % (min(done + 1, total), total), per_iteration * job["iterations"] * (total - done)
+        left = per_iteration * job["iterations"] * (total - done)
+        if elapsed is not None:  # less what the current repeat has run: it began when the warm-up and repeats ended
+            began = phases["warmup_done"] + sum((result.get("timing") or {}).get("repeat_wall_seconds") or [])
+            left = max(left - max(elapsed - began, 0.0), 0.0)
+        return "repeat %d of %d" % (min(done + 1, total), total), left
     return "%s pass" % (mode or "measuring"), None
 
 

@@ -62,6 +62,11 @@ def test_a_jobs_phase_and_time_left_come_from_its_live_result():
     warmed = dict(PHASES, warmup_done=4.6)
     text, left = progress.job_doing(THROUGHPUT, running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10]}))
     assert text == "repeat 3 of 5" and left == pytest.approx(18.0)
+    # 20 s into the job: repeat 3 began at 4.6 + 5 + 7 s, 3.4 s ago
+    text, left = progress.job_doing(THROUGHPUT, running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10],
+                                                                        "repeat_wall_seconds": [5.0, 7.0]}), 20.0)
+    assert text == "repeat 3 of 5" and left == pytest.approx(14.6)
+    assert progress.job_doing(THROUGHPUT, running(warmed), 100.0) == ("repeat 1 of 5", 0.0)  # over its estimate
     text, left = progress.job_doing(CONVERGENCE, running(PHASES, convergence={"epochs": [{"seconds": 40.0},
                                                                                           {"seconds": 50.0}]}))
     assert text == "epoch 3 of 4" and left == pytest.approx(90.0)

@@ -156,7 +156,7 @@ class _Run:
         running = dict(self.running)
         now, parts, estimates = time.monotonic(), [], []
         for job_id, started in running.items():
-            text, left = progress.job_doing(self.jobs.get(job_id, {}), self.live(job_id))
+            text, left = progress.job_doing(self.jobs.get(job_id, {}), self.live(job_id), now - started)
             estimates.append((now - started, left))
             parts.append("%s: %s, %s in%s" % (job_id, text, progress.clock(now - started),
                                               ", about %s left" % progress.clock(left) if left is not None else ""))
