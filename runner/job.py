@@ -125,7 +125,8 @@ def _execute(state):
     window = windowmod.Window.for_job(job)
     try:
         if job["mode"] == "throughput":
-            result["timing"], result["loss"] = measure.throughput(adapter, job, dataset, window, state.progress)
+            result["timing"], result["loss"] = measure.throughput(adapter, job, dataset, window, state.progress,
+                                                                  lambda: state.phase("warmup_done"))
         elif job["mode"] == "convergence":
             if dataset is None:
                 raise contract.ContractError("convergence mode needs a dataset")

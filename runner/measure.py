@@ -137,15 +137,17 @@ def _epoch(dataset, batch_size, rng):
     return keys
 
 
-def throughput(adapter, job, dataset=None, window=None, progress=_nothing):
+def throughput(adapter, job, dataset=None, window=None, progress=_nothing, warmed=_nothing):
     """Throughput mode; returns the result's ``timing`` and ``loss`` sections.
 
-    ``window`` (runner.window.Window) spans the measured repeats; ``progress(timing)`` after each repeat.
+    ``window`` (runner.window.Window) spans the measured repeats; ``warmed()`` once the warm-up iterations
+    are done, ``progress(timing)`` after each repeat.
     """
     name, timed, lead_in = _repeat_timer(adapter, job)
     step, region = _step_source(adapter, job, dataset, lead_in)
     adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
+    warmed()
     repeats, walls, last = [], [], None
 
     def timing():

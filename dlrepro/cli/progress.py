@@ -38,15 +38,30 @@ def job_line(job_id, result):
     return line
 
 
+def skipped_summary(causes):
+    """One paragraph per cause of skipped jobs, ``causes`` {(reason, remedy): [job ids]}: how many jobs, the reason,
+    the remedy once, and the jobs' list."""
+    lines = []
+    for (reason, remedy), job_ids in causes.items():
+        lines.append("%s %d job%s: %s" % (MARK["skipped"], len(job_ids), "" if len(job_ids) == 1 else "s", reason))
+        if remedy:
+            lines.append("    remedy: " + remedy)
+        lines.append("    jobs: " + ", ".join(job_ids))
+    return lines
+
+
 class RichReporter(Reporter):
     """The run's progress as a rich bar over the jobs, one line per finished job; jobs queued in a scheduler
-    (Slurm) are counted as queued, running and done."""
+    (Slurm) are counted as queued, running and done. Skipped jobs are told by cause: the first of a cause with
+    its reason, the others as the same; once the run ends, each cause once with its remedy and its jobs
+    (``skipped_summary``)."""
 
     def __init__(self):
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
         self.task = None
         self.queued, self.running = set(), set()
+        self.skipped = {}  # (reason, remedy): [job ids]
 
     def _describe(self, job_id):
         counts = "%d queued, %d running: " % (len(self.queued), len(self.running)) if self.queued or self.running \
@@ -59,6 +74,8 @@ class RichReporter(Reporter):
     def __exit__(self, *exc):
         if self.task is not None:
             self.progress.stop()
+        for line in skipped_summary(self.skipped):
+            console.print(line)
 
     def _begin(self, description, **fields):
         self.progress.start()
@@ -82,10 +99,19 @@ class RichReporter(Reporter):
         self.running.add(job_id)
         self._describe(job_id)
 
+    def _finished_line(self, job_id, result):
+        if result["status"] != "skipped" or not result.get("reason"):
+            return job_line(job_id, result)
+        same = self.skipped.setdefault((result["reason"], result.get("remedy")), [])
+        same.append(job_id)
+        if len(same) > 1:
+            return "%s %s: the same reason as %s" % (MARK["skipped"], job_id, same[0])
+        return "%s %s: %s (remedy at the end)" % (MARK["skipped"], job_id, result["reason"])
+
     def job_finished(self, job_id, result):
         self.queued.discard(job_id)
         self.running.discard(job_id)
-        self.progress.console.print(job_line(job_id, result))
+        self.progress.console.print(self._finished_line(job_id, result))
         self.progress.advance(self.task)
         self._describe(None)
 

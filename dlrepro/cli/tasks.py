@@ -55,6 +55,7 @@ def _deprecated(old, new):
 
 
 ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
+BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap"
 RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
 BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"
 
@@ -63,7 +64,7 @@ BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"
     "framework": "frameworks to build, comma-separated (NAME or NAME@VERSION), or 'all' (default: the matrix's "
                  "default_frameworks)",
     "device": "cpu or cuda, comma-separated (default: cpu, plus cuda when an NVIDIA GPU is visible)",
-    "base-source": "auto (registry by digest when reachable, else debootstrap), registry or bootstrap",
+    "base-source": BASE_SOURCE_HELP,
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
     "engine": ENGINE_HELP,
@@ -121,7 +122,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     "quick": "smoke run: first batch size, 1 warm-up + 3 iterations, convergence 1 epoch of 100 iterations",
     "python": "interpreter for --executor local (default: this one)",
     "results": "folder for bundles (default: $DLREPRO_RESULTS, else the checkout's results/)",
-    "base-source": "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap",
+    "base-source": BASE_SOURCE_HELP,
     "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
     "resume": "continue a bundle (its id, folder, or 'latest'): run only its jobs without an ok result, with its "
               "spec and options",

@@ -13,10 +13,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 import docker
 
-from dlrepro import cache
+from dlrepro import cache, heartbeat
 from dlrepro.images import pythons
 from dlrepro import engine
 from dlrepro.engine import client
@@ -79,6 +80,14 @@ def _bootstrapped(name):
                     "bootstrapped": labels.get("org.dlrepro.bootstrapped")})
 
 
+def _reused(name, log):
+    """The bootstrapped base ``name`` if it is here (one line says so), else None."""
+    found = _bootstrapped(name)
+    if found is not None:
+        log("base %s: cache hit, %s is here (no bootstrap)" % (name, found.ref))
+    return found
+
+
 def bootstrap(name, base, log, mirror=None):
     """Make base ``name`` with ``debootstrap --variant=VARIANT SUITE`` and ``docker import``.
 
@@ -94,35 +103,60 @@ def bootstrap(name, base, log, mirror=None):
     with tempfile.TemporaryDirectory(dir=cache.directory("bootstrap")) as tmp:
         rootfs, tar_path, log_path = os.path.join(tmp, "rootfs"), os.path.join(tmp, "rootfs.tar"), \
             cache.directory("builds") / ("base-%s.debootstrap.log" % name)
-        log("bootstrapping base %s: debootstrap --variant=%s %s (about a minute)" % (name, spec.variant, spec.suite))
+        log("bootstrapping base %s: debootstrap --variant=%s %s (a few minutes)" % (name, spec.variant, spec.suite))
         command = ["debootstrap", "--variant=%s" % spec.variant, spec.suite, rootfs] + ([mirror] if mirror else [])
-        with open(log_path, "wb") as out:
+        stage, start = ["debootstrap"], time.monotonic()
+
+        def describe():  # the heartbeat: the stage, for how long, and debootstrap's last line
+            return "base %s: %s, %s%s" % (name, stage[0], heartbeat.clock(time.monotonic() - start),
+                                          ": " + _last_line(log_path) if stage[0] == "debootstrap" else "")
+
+        with open(log_path, "wb") as out, heartbeat.Heartbeat(log, describe):
             if subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode != 0:
                 raise ImageError("debootstrap failed for base %s; see %s" % (name, log_path))
-        shutil.rmtree(os.path.join(rootfs, "var", "cache", "apt", "archives"), ignore_errors=True)
-        digest = hashlib.sha256()
-        with open(tar_path, "wb") as out:
-            proc = subprocess.Popen(["tar", "--numeric-owner", "--sort=name", "-C", rootfs, "-c", "."],
-                                    stdout=subprocess.PIPE)
-            for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
-                digest.update(chunk)
-                out.write(chunk)
-            if proc.wait() != 0:
-                raise ImageError("tar of the bootstrapped root filesystem failed for base %s" % name)
-        rootfs_digest = "sha256:" + digest.hexdigest()
-        changes = ["LABEL %s=%s" % (LABEL, name), "LABEL org.dlrepro.rootfs=%s" % rootfs_digest,
-                   "LABEL org.dlrepro.suite=%s" % spec.suite, "LABEL org.dlrepro.variant=%s" % spec.variant,
-                   "LABEL org.dlrepro.bootstrapped=%s" % utc_now(), "ENV LANG=C.UTF-8", 'CMD ["bash"]']
-        tag = "%s-%s" % (name, digest.hexdigest()[:12])
-        answer = client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
-        # Podman 4.3 imports as docker.io/dlrepro/base:latest whatever the tag asked: tag it by the ID it answers
-        client().images.get(json.loads(answer.splitlines()[-1])["status"]).tag(BOOTSTRAP_REPO, tag)
+            stage[0] = "packing and importing the root filesystem"
+            tag, rootfs_digest = _pack_and_import(name, spec, rootfs, tar_path)
     image = client().images.get("%s:%s" % (BOOTSTRAP_REPO, tag))
     layers = image.attrs["RootFS"]["Layers"]
     if layers != [rootfs_digest]:
         raise ImageError("imported base %s has layers %s, expected the rootfs digest %s" % (tag, layers, rootfs_digest))
-    log("base %s: rootfs %s" % (tag, rootfs_digest))
+    log("base %s: bootstrapped in %s, rootfs %s" % (tag, heartbeat.clock(time.monotonic() - start), rootfs_digest))
     return _bootstrapped(name)
+
+
+def _last_line(path, shown=160):
+    """The last non-empty line of the file at ``path`` (its final 4 KiB), cut to ``shown`` characters; "" if none."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 4096))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")[:shown]
+
+
+def _pack_and_import(name, spec, rootfs, tar_path):
+    """Tar the bootstrapped ``rootfs`` (hashed as it is written) and ``docker import`` it as base ``name``; returns
+    (the image's tag, the SHA-256 digest of the tar)."""
+    shutil.rmtree(os.path.join(rootfs, "var", "cache", "apt", "archives"), ignore_errors=True)
+    digest = hashlib.sha256()
+    with open(tar_path, "wb") as out:
+        proc = subprocess.Popen(["tar", "--numeric-owner", "--sort=name", "-C", rootfs, "-c", "."],
+                                stdout=subprocess.PIPE)
+        for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
+            digest.update(chunk)
+            out.write(chunk)
+        if proc.wait() != 0:
+            raise ImageError("tar of the bootstrapped root filesystem failed for base %s" % name)
+    rootfs_digest = "sha256:" + digest.hexdigest()
+    changes = ["LABEL %s=%s" % (LABEL, name), "LABEL org.dlrepro.rootfs=%s" % rootfs_digest,
+               "LABEL org.dlrepro.suite=%s" % spec.suite, "LABEL org.dlrepro.variant=%s" % spec.variant,
+               "LABEL org.dlrepro.bootstrapped=%s" % utc_now(), "ENV LANG=C.UTF-8", 'CMD ["bash"]']
+    tag = "%s-%s" % (name, digest.hexdigest()[:12])
+    answer = client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
+    # Podman 4.3 imports as docker.io/dlrepro/base:latest whatever the tag asked: tag it by the ID it answers
+    client().images.get(json.loads(answer.splitlines()[-1])["status"]).tag(BOOTSTRAP_REPO, tag)
+    return tag, rootfs_digest
 
 
 def _offline(matrix, name, source, log):
@@ -130,7 +164,7 @@ def _offline(matrix, name, source, log):
     CPython, its ``onto`` base with the build to copy in; None if the build is not here."""
     base = matrix.bases[name]
     if base.bootstrap:
-        found = _bootstrapped(name) or bootstrap(name, base, log)
+        found = _reused(name, log) or bootstrap(name, base, log)
         found.python = pythons.system(base)
         return found
     try:
@@ -160,7 +194,7 @@ def ensure(matrix, name, source="auto", log=print):
     if source in ("auto", "registry"):
         found = _registry_base(name, base, log, pull=False)
     if found is None and source == "auto":
-        found = _bootstrapped(name) if base.bootstrap else _offline(matrix, name, source, log)
+        found = _reused(name, log) if base.bootstrap else _offline(matrix, name, source, log)
     if found is None and source in ("auto", "registry"):
         found = _registry_base(name, base, log, pull=True)
         if found is None and source == "registry":

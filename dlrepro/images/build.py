@@ -14,6 +14,7 @@ import time
 
 import docker
 
+from dlrepro import heartbeat
 from dlrepro.images import bases, context, transport
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
@@ -21,6 +22,8 @@ from dlrepro.errors import ImageError
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
 # the image of each build step: " ---> <12 hex>" from Docker's classic builder, "--> <11 hex>" from Podman's
 STEP_IMAGE = re.compile(r"^ ?-{2,3}> ([0-9a-f]{11,12})$", re.MULTILINE)
+STEP_NUMBER = re.compile(r"step [0-9/]+", re.IGNORECASE)
+STEP_SHOWN, LINE_SHOWN = 140, 160  # characters of a step's header and of its last line in progress lines
 
 
 class BuildOptions:
@@ -95,11 +98,32 @@ def _remove_build_stages(step_ids, final_id):
             pass  # already removed with a child, or still the parent of another image
 
 
+class _Steps:
+    """Where a build stands: its current step, since when, and the last line the step printed (for heartbeats)."""
+
+    def __init__(self, name):
+        self.name, self.start = name, time.monotonic()
+        self.step, self.step_start, self.last = "preparing the context", self.start, ""
+
+    def begin(self, header):
+        """A new step whose header is ``header``; returns its progress line."""
+        number = STEP_NUMBER.match(header)
+        self.step, self.step_start, self.last = number.group(0).lower() if number else header, time.monotonic(), ""
+        return "%s [%s] %s" % (self.name, heartbeat.clock(self.step_start - self.start), header[:STEP_SHOWN])
+
+    def describe(self):
+        now = time.monotonic()
+        return "%s: %s, %s in the step, %s building%s" % (
+            self.name, self.step, heartbeat.clock(now - self.step_start),
+            heartbeat.clock(now - self.start), ": " + self.last[:LINE_SHOWN] if self.last else "")
+
+
 def _docker_build(ctx, log):
-    """Build the context; returns the ids of the images of every step."""
+    """Build the context; returns the ids of the images of every step. Each step's header goes to ``log`` as it
+    starts, with the time since the build began; while a step is silent, a heartbeat line (heartbeat.Heartbeat)."""
     log_path = ctx.directory.parent / ("%s.log" % ctx.digest[:12])
-    lines, step_ids = [], []
-    with open(log_path, "w") as out:
+    lines, step_ids, steps = [], [], _Steps(ctx.image.name)
+    with open(log_path, "w") as out, heartbeat.Heartbeat(log, steps.describe) as heartbeat:
         try:
             for chunk in client().api.build(fileobj=_tar(ctx.directory), custom_context=True, tag=ctx.tag, rm=True,
                                             forcerm=True, pull=False, decode=True):
@@ -110,7 +134,11 @@ def _docker_build(ctx, log):
                     out.write(text)
                     lines.extend(text.rstrip("\n").splitlines())
                     if text.upper().startswith("STEP "):  # Docker: "Step 1/9 :", Podman: "STEP 1/9:"
-                        log(text.strip())
+                        log(steps.begin(text.strip()))
+                        heartbeat.touch()
+                    else:
+                        steps.last = next((t.strip() for t in reversed(text.splitlines())
+                                           if t.strip() and not STEP_IMAGE.match(t)), steps.last)
                     step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
                 if "error" in chunk:
                     raise ImageError("building %s failed; log: %s\n%s%s"
@@ -143,7 +171,7 @@ def ensure(matrix, image, options, log=print):
     try:
         found = client().images.get(ctx.tag)
         built = False
-        log("%s: %s exists, no build" % (image.name, ctx.tag))
+        log("%s: cache hit, %s exists (no build)" % (image.name, ctx.tag))
     except docker.errors.ImageNotFound:
         log("%s: building %s" % (image.name, ctx.tag))
         transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
@@ -152,6 +180,7 @@ def ensure(matrix, image, options, log=print):
         found = client().images.get(ctx.tag)
         _remove_build_stages(step_ids, found.id)
         built = True
+        log("%s: built in %s" % (image.name, heartbeat.clock(time.monotonic() - start)))
     transport_record = json.loads(transport_path.read_text()) if transport_path.is_file() else None
     return BuiltImage(image, ctx.tag, found.id, found.attrs.get("RepoDigests") or [], base, ctx.digest,
                       transport_record, built, time.monotonic() - start, read_manifests(found.id),

@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from dlrepro import REPO_ROOT, datasets, spec as specmod
+from dlrepro import REPO_ROOT, datasets, heartbeat, spec as specmod
 from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, EngineLost, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
 from dlrepro.images import build, matrix as matrixmod
@@ -86,6 +86,8 @@ class _Run:
     def __init__(self, writer, reporter, attempt):
         self.writer, self.reporter, self.attempt = writer, reporter, attempt
         self.images, self.datasets, self.scratches = {}, {}, 0
+        self.jobs, self.running, self.walls, self.ended = {}, {}, [], 0  # for progress lines (``doing``)
+        self.heartbeat = heartbeat.Heartbeat(reporter.log, self.doing)  # started by ``execute``
         self.earlier = {"images": writer.body.get("images") or [], "datasets": writer.body.get("datasets") or []}
 
     def records(self):
@@ -125,15 +127,54 @@ class _Run:
             result["started"] = result["finished"] = utc_now()
             result["attempt"] = self.stamp()
             self.writer.write_result(job["id"], result)
+            self.ended += 1
             self.reporter.job_finished(job["id"], result)
 
     def on_event(self, kind, job_id, result):
         if kind == "queued":
             self.reporter.job_queued(job_id)
         elif kind == "start":
+            self.running[job_id] = time.monotonic()
             self.reporter.job_started(job_id)
         elif kind == "end" and result is not None:
+            started = self.running.pop(job_id, None)
+            if started is not None and result.get("status") == "ok":
+                self.walls.append(time.monotonic() - started)
+            self.ended += 1
             self.reporter.job_finished(job_id, result)
+
+    def live(self, job_id):
+        """The result.json that running job ``job_id`` last wrote into its scratch output, or None."""
+        for path in self.writer.work_dir.glob("attempt-%d/*/%s/result.json" % (self.attempt["number"], job_id)):
+            try:
+                return json.loads(path.read_text())
+            except (OSError, ValueError):  # being rewritten at this moment
+                return None
+        return None
+
+    def doing(self):
+        """The run's progress line (heartbeat.Heartbeat): jobs done of the total, each running job's phase and time
+        left (heartbeat.job_doing), and the run's time left."""
+        running = dict(self.running)
+        now, parts, estimates = time.monotonic(), [], []
+        for job_id, started in running.items():
+            text, left = heartbeat.job_doing(self.jobs.get(job_id, {}), self.live(job_id), now - started)
+            estimates.append((now - started, left))
+            parts.append("%s: %s, %s in%s" % (job_id, text, heartbeat.clock(now - started),
+                                              ", about %s left" % heartbeat.clock(left) if left is not None else ""))
+        waiting = max(len(self.jobs) - self.ended - len(running), 0)
+        done = "%d of %d jobs done" % (self.ended, len(self.jobs))
+        if not parts:
+            return done + ("; ending the jobs' container or process" if not waiting else
+                           "; preparing the next job's image, data or container")
+        left = heartbeat.time_left(self.walls, estimates, waiting)
+        return "%s, %s; %s" % (done, "about %s left" % heartbeat.clock(left) if left is not None
+                               else "time left known once a job ends", "; ".join(parts))
+
+    def log(self, message):
+        """A progress line of the run's own work (builds, downloads): printed, and the heartbeat put off."""
+        self.heartbeat.touch()
+        self.reporter.log(message)
 
     def dataset(self, candidates):
         """The first of ``candidates`` (dataset names) that the cache holds or can fetch.
@@ -143,7 +184,7 @@ class _Run:
         errors = []
         for name in candidates:
             try:
-                record = datasets.ensure(name, self.reporter.log)
+                record = datasets.ensure(name, self.log)
             except DatasetError as exc:
                 errors.append(exc)
                 continue
@@ -177,6 +218,11 @@ class _Run:
         self.writer.save(**self.records())
 
     def execute(self, jobs, options, executor, matrix, build_options):
+        self.jobs = {job["id"]: job for job in jobs}
+        with self.heartbeat:
+            self._execute(jobs, options, executor, matrix, build_options)
+
+    def _execute(self, jobs, options, executor, matrix, build_options):
         problem = executor.preflight()
         if problem is not None:
             self.record(jobs, "skipped", *problem)
@@ -187,7 +233,7 @@ class _Run:
                 groups.setdefault((job["framework"], job["framework_version"]), []).append(job)
         for (framework, version), group in groups.items():
             try:
-                built = executor.prepare(matrix, framework, version, build_options, self.reporter.log,
+                built = executor.prepare(matrix, framework, version, build_options, self.log,
                                          options.allow_ptx_jit)
             except CannotRunHere as exc:
                 self.record(group, "skipped", str(exc), exc.remedy)
@@ -441,7 +487,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         writer.save(**state.records())
         owner.release()
         return writer.partial
-    path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
+    with heartbeat.Heartbeat(reporter.log, lambda: "writing the bundle %s (tables, checksums)" % writer.id):
+        path = writer.finish(dict(state.records(), interrupted=attempt["interrupted"]))
     owner.release()
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (str(stopped) or "Ctrl-C", path)) from stopped

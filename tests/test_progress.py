@@ -1,0 +1,164 @@
+"""Long work shows its progress: heartbeat lines while a build or a job is silent, a job's phase and time left,
+and skipped jobs told once per cause."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from dlrepro import REPO_ROOT, heartbeat
+from dlrepro.cli import console as consolemod, progress as barmod
+from dlrepro.errors import DlreproError
+from dlrepro.engine import client
+from dlrepro.images import bases, build
+from dlrepro.run import runs
+from dlrepro.run.options import RunOptions
+from tests.helpers import fresh_cache, unreachable
+
+THROUGHPUT = {"mode": "throughput", "warmup": 2, "repeats": 5, "iterations": 10}
+CONVERGENCE = {"mode": "convergence", "epochs": 4}
+PHASES = {"framework_imported": 1.0, "model_built": 2.0, "data_ready": 3.0}
+SLACK_S = 1.5  # a heartbeat thread's lateness allowed on a loaded 2-core machine
+
+
+def running(phases, **sections):
+    return dict({"status": "running", "phases": phases}, **sections)
+
+
+def gaps(stamps):
+    return [b - a for a, b in zip(stamps, stamps[1:])]
+
+
+def test_heartbeat_interval_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv(heartbeat.ENV, raising=False)
+    assert heartbeat.interval() == 30.0
+    monkeypatch.setenv(heartbeat.ENV, "0.5")
+    assert heartbeat.interval() == 0.5
+    for bad in ("soon", "0", "-3"):
+        monkeypatch.setenv(heartbeat.ENV, bad)
+        with pytest.raises(DlreproError, match="DLREPRO_HEARTBEAT_S=%s: expected a number of seconds > 0" % bad):
+            heartbeat.interval()
+
+
+def test_clock_reads_as_seconds_minutes_hours():
+    assert [heartbeat.clock(s) for s in (0.4, 59.6, 185, 3725)] == ["0s", "1m00s", "3m05s", "1h02m"]
+
+
+def test_a_jobs_phase_and_time_left_come_from_its_live_result():
+    assert heartbeat.job_doing(THROUGHPUT, None) == ("starting", None)
+    assert heartbeat.job_doing(THROUGHPUT, running({"framework_imported": 4.2})) == \
+        ("framework imported, building the model", None)
+    assert heartbeat.job_doing(THROUGHPUT, running({"framework_imported": 4.2, "model_built": 5.0})) == \
+        ("model built, loading data", None)
+    assert heartbeat.job_doing(THROUGHPUT, running(PHASES)) == ("warm-up (2 iterations)", None)
+    # warm-up: 2 iterations in 1.6 s, so 0.8 s each: 5 repeats of 10 iterations left
+    text, left = heartbeat.job_doing(THROUGHPUT, running(dict(PHASES, warmup_done=4.6)))
+    assert text == "repeat 1 of 5" and left == pytest.approx(40.0)
+    # two repeats of 10 iterations measured, median 0.6 s: 3 repeats of 10 iterations left
+    warmed = dict(PHASES, warmup_done=4.6)
+    text, left = heartbeat.job_doing(THROUGHPUT, running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10]}))
+    assert text == "repeat 3 of 5" and left == pytest.approx(18.0)
+    # 20 s into the job: repeat 3 began at 4.6 + 5 + 7 s, 3.4 s ago
+    text, left = heartbeat.job_doing(THROUGHPUT, running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10],
+                                                                        "repeat_wall_seconds": [5.0, 7.0]}), 20.0)
+    assert text == "repeat 3 of 5" and left == pytest.approx(14.6)
+    assert heartbeat.job_doing(THROUGHPUT, running(warmed), 100.0) == ("repeat 1 of 5", 0.0)  # over its estimate
+    text, left = heartbeat.job_doing(CONVERGENCE, running(PHASES, convergence={"epochs": [{"seconds": 40.0},
+                                                                                          {"seconds": 50.0}]}))
+    assert text == "epoch 3 of 4" and left == pytest.approx(90.0)
+    assert heartbeat.job_doing(CONVERGENCE, running(PHASES)) == ("epoch 1 of 4", None)
+    assert heartbeat.job_doing(THROUGHPUT, running(dict(PHASES, measured_done=9.0))) == \
+        ("measured, writing the result", None)
+
+
+def test_a_runs_time_left_adds_the_running_jobs_and_the_waiting_ones():
+    # running: 12 s left by its own estimate, and one without one (30 s in, median 50 s): 20 s; 2 waiting: 100 s
+    assert heartbeat.time_left([40.0, 50.0, 60.0], [(5.0, 12.0), (30.0, None)], 2) == pytest.approx(132.0)
+    assert heartbeat.time_left([], [(5.0, 12.0)], 0) == pytest.approx(12.0)
+    assert heartbeat.time_left([], [(5.0, 12.0)], 1) is None
+    assert heartbeat.time_left([], [(5.0, None)], 0) is None
+
+
+def test_a_heartbeat_fills_every_silence_and_waits_after_a_line():
+    stamps, said = [], []
+
+    def log(line):
+        stamps.append(time.monotonic())
+        said.append(line)
+
+    with heartbeat.Heartbeat(log, lambda: "still here", every=0.2) as heartbeat:
+        time.sleep(0.5)
+        heartbeat.touch()
+        touched = time.monotonic()
+        time.sleep(0.5)
+    assert said and set(said) == {"still here"}
+    assert max(gaps([stamps[0] - 0.2] + stamps)) <= 0.2 + SLACK_S
+    assert all(not touched < t < touched + 0.19 for t in stamps)  # nothing within `every` of the touch
+
+
+def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch):
+    unreachable(monkeypatch, "cifar10")
+    fresh_cache(monkeypatch, tmp_path)
+    with consolemod.console.capture() as captured:
+        with barmod.RichReporter() as reporter:
+            path = runs.run("alexnet", RunOptions(variants=["alexnet-r"], quick=True, executor="local"),
+                            results_dir=tmp_path / "results", reporter=reporter)
+    text = captured.get()
+    ids = ["alexnet-r.%s.cpu.b1024" % f for f in ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")]
+    assert text.count("remedy: ") == 1 and text.count("invoke datasets.fetch cifar10 --from PATH") == 1
+    assert "skipped 7 jobs: dataset cifar10 is not in the cache" in text
+    assert "    jobs: " + ", ".join(ids) in text
+    assert text.count("the same reason as %s" % ids[0]) == 6
+    for job_id in ids:  # the bundle keeps each job's own reason and remedy
+        result = json.loads((path / "jobs" / job_id / "result.json").read_text())
+        assert result["status"] == "skipped" and "cifar10" in result["reason"]
+        assert "invoke datasets.fetch cifar10 --from PATH" in result["remedy"]
+
+
+@pytest.mark.docker
+def test_a_small_build_is_never_silent_for_a_heartbeat(docker_engine, matrix, tmp_path, monkeypatch):
+    monkeypatch.setenv(heartbeat.ENV, "1")
+    base = bases.ensure(matrix, matrix.find("torch", "cpu").base, "auto", log=lambda line: None)
+    (tmp_path / "context").mkdir()
+    (tmp_path / "context" / "Dockerfile").write_text(
+        "FROM %s\nRUN echo fetching-the-package && sleep 4 && echo fetched\n" % base.ref)
+    tag = "dlrepro-test/progress:%d" % os.getpid()
+    ctx = SimpleNamespace(directory=tmp_path / "context", digest="%012d" % os.getpid(), tag=tag,
+                          image=SimpleNamespace(name="progress-test"))
+    stamps, said = [], []
+    try:
+        build._docker_build(ctx, lambda line: (stamps.append(time.monotonic()), said.append(line)))
+    finally:
+        client().images.remove(tag, force=True)
+    assert said[0].startswith("progress-test [0s] Step 1/2 : FROM ") and said[1].startswith("progress-test [")
+    assert "] Step 2/2 : RUN echo fetching-the-package" in said[1]
+    beats = [line for line in said[2:] if line.startswith("progress-test: step 2/2, ")]
+    # the step's last line in each heartbeat: what it printed before its silent 4 s, then what it printed after
+    assert sum(line.endswith(" building: fetching-the-package") for line in beats) >= 3
+    assert max(gaps(stamps)) <= 1 + SLACK_S
+
+
+@pytest.mark.docker
+def test_a_quick_job_through_a_pipe_is_never_silent_for_a_heartbeat(torch_cpu_image, tmp_path):
+    env = dict(os.environ, DLREPRO_HEARTBEAT_S="2", PYTHONPATH=str(REPO_ROOT))
+    command = [sys.executable, "-m", "invoke", "run", "--spec=alexnet", "--framework=torch", "--quick",
+               "--variant=alexnet-s", "--batch-size=1", "--results=%s" % tmp_path]
+    proc = subprocess.Popen(command, cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    stamps, said = [], []
+    reader = threading.Thread(target=lambda: [(stamps.append(time.monotonic()), said.append(line.rstrip()))
+                                              for line in proc.stdout])
+    reader.start()
+    assert proc.wait(timeout=600) == 0, "\n".join(said)
+    reader.join()
+    job = "alexnet-s.torch.cpu.b1"
+    assert any(line.startswith("torch-2.13.0-cpu: cache hit, ") for line in said)
+    beats = [line for line in said if line.startswith("0 of 1 jobs done, ")]
+    assert any(("; %s: " % job) in line for line in beats), "\n".join(said)
+    assert any(line.startswith("ok %s" % job) for line in said)
+    assert max(gaps(stamps)) <= 2 + SLACK_S, "\n".join(
+        "%.1f %s" % (t - stamps[0], line) for t, line in zip(stamps, said))
