@@ -123,7 +123,7 @@ def test_publish_and_invoke_bundles_leave_a_bundle_another_host_owns(tmp_path):
                 submitted=[{"array_id": "7", "jobs": [], "scratch": str(tmp_path / "s")}])
     _foreign(writer.partial, age_s=1)
     with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
-        runs.publish(writer.id, results_dir=tmp_path)
+        runs.finalize(writer.id, results_dir=tmp_path)
     with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
         runs.run(None, None, results_dir=tmp_path, resume=writer.id)
     assert runs.take_submitted(tmp_path) == []
