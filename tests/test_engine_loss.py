@@ -185,14 +185,20 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     done = _invoke(own_engine, "run", "--resume", "latest", "--results", str(results))
     print(done.stdout + done.stderr)
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr
-    assert "resuming %s (attempt 2): 2 of 3 jobs to run" % bundle_id in done.stdout
+    # b2's container outlives its engine (its shim runs on): if it finished the job before the engine came back,
+    # the resume takes that complete result after removing the container, and reruns only b4; else b2 and b4
+    todo = re.search(r"resuming %s \(attempt 2\): (\d) of 3 jobs to run" % bundle_id, done.stdout)
+    assert todo and todo.group(1) in ("1", "2"), done.stdout
+    finished = todo.group(1) == "1"
+    rerun = [b4] if finished else [b2, b4]
     folder = results / bundle_id
     body = json.loads((folder / "bundle.json").read_text())
-    assert [a["jobs"] for a in body["attempts"]] == [[b1, b2, b4], [b2, b4]] and body["counts"]["ok"] == 3
-    lost = json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())
-    assert lost["status"] == "interrupted" and re.fullmatch(
-        r"interrupted by the machine: the Docker engine at %s went away \(\w+\) while this job ran; kept what it "
-        r"measured: [12] repeats or epochs" % re.escape(own_engine.url), lost["reason"]), lost["reason"]
+    assert [a["jobs"] for a in body["attempts"]] == [[b1, b2, b4], rerun] and body["counts"]["ok"] == 3
+    if not finished:
+        lost = json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())
+        assert lost["status"] == "interrupted" and re.fullmatch(
+            r"interrupted by the machine: the Docker engine at %s went away \(\w+\) while this job ran; kept what "
+            r"it measured: [12] repeats or epochs" % re.escape(own_engine.url), lost["reason"]), lost["reason"]
     checked = _invoke(own_engine, "validate", str(folder))
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
     assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
