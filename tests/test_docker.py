@@ -1,5 +1,6 @@
 """The docker executor for real: the torch CPU image built from its lock, jobs run in hardened containers."""
 import json
+import math
 
 import pytest
 
@@ -8,7 +9,7 @@ from dlrepro import datasets
 from dlrepro.run import executors, hostinfo, jobs, runs
 from dlrepro import spec
 from dlrepro.run.options import RunOptions
-from tests.helpers import assert_learned, check_sums, fresh_cache, run_executor, unreachable
+from tests.helpers import check_sums, fresh_cache, run_executor, unreachable
 
 pytestmark = pytest.mark.docker
 
@@ -46,13 +47,16 @@ def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter, mon
 
 
 def test_fcn_r_on_real_mnist_in_a_container_loss_falls(torch_cpu_image, mnist, tmp_path, reporter):
-    path = runs.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-r"], mode="convergence", epochs=1),
-                    results_dir=tmp_path, reporter=reporter)
+    path = runs.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-r"], mode="convergence", quick=True), results_dir=tmp_path,
+                    reporter=reporter)
     result = json.loads((path / "jobs" / "fcn-r.torch.cpu.b64.convergence" / "result.json").read_text())
     assert result["status"] == "ok" and result["parameters"]["measured"] == 14_205_962
     epoch = result["convergence"]["epochs"][0]
-    assert epoch["iterations"] == 937 and len(epoch["loss_curve"]) == 19
-    assert_learned(epoch)
+    assert epoch["iterations"] == 100 and len(epoch["loss_curve"]) == 2
+    assert epoch["loss_curve"][-1] < epoch["loss_curve"][0]
+    # 100 iterations leave FCN-R on its first plateau: the uniform prediction's loss, ln 10, and one digit's share
+    # of the test images at least (the rarest, 5, is 892 of 10,000)
+    assert epoch["loss_curve"][-1] <= math.log(10) + 0.01 and epoch["test_accuracy"] >= 0.0892
     assert result["convergence"]["test_batches"] == 157  # all 10,000
 
 
