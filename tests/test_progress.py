@@ -90,9 +90,9 @@ def test_a_heartbeat_fills_every_silence_and_waits_after_a_line():
         stamps.append(time.monotonic())
         said.append(line)
 
-    with heartbeat.Heartbeat(log, lambda: "still here", every=0.2) as heartbeat:
+    with heartbeat.Heartbeat(log, lambda: "still here", every=0.2) as beat:
         time.sleep(0.5)
-        heartbeat.touch()
+        beat.touch()
         touched = time.monotonic()
         time.sleep(0.5)
     assert said and set(said) == {"still here"}

@@ -123,7 +123,7 @@ def _docker_build(ctx, log):
     starts, with the time since the build began; while a step is silent, a heartbeat line (heartbeat.Heartbeat)."""
     log_path = ctx.directory.parent / ("%s.log" % ctx.digest[:12])
     lines, step_ids, steps = [], [], _Steps(ctx.image.name)
-    with open(log_path, "w") as out, heartbeat.Heartbeat(log, steps.describe) as heartbeat:
+    with open(log_path, "w") as out, heartbeat.Heartbeat(log, steps.describe) as beat:
         try:
             for chunk in client().api.build(fileobj=_tar(ctx.directory), custom_context=True, tag=ctx.tag, rm=True,
                                             forcerm=True, pull=False, decode=True):
@@ -135,7 +135,7 @@ def _docker_build(ctx, log):
                     lines.extend(text.rstrip("\n").splitlines())
                     if text.upper().startswith("STEP "):  # Docker: "Step 1/9 :", Podman: "STEP 1/9:"
                         log(steps.begin(text.strip()))
-                        heartbeat.touch()
+                        beat.touch()
                     else:
                         steps.last = next((t.strip() for t in reversed(text.splitlines())
                                            if t.strip() and not STEP_IMAGE.match(t)), steps.last)
