@@ -1,6 +1,11 @@
 """A Docker engine of the tests' own, to kill and start again: dockerd on a socket of its own, with its own data
-root, exec root and pid file, no bridge network and no iptables rules (so it leaves the host's engine alone),
+root, exec root and pid file, a bridge of its own and no iptables rules (so it leaves the host's engine alone),
 and the images it needs loaded from the host's engine (``docker save`` | ``docker load``).
+
+Not ``--bridge=none``: a dockerd started so deletes the interface ``docker0`` on its way up (moby's
+removeDefaultBridgeInterface), which is the host engine's, and every build on the host's engine then fails with
+"could not find bridge docker0". Its own bridge (``BRIDGE``, with an address outside Docker's default pools) is
+made before it starts and removed when it stops.
 
 The socket, exec root, pid file and log are in the test's folder. The data root is kept between sessions under
 the temporary folder, one per image ID (``data_root``): loading a framework image takes about two minutes on a
@@ -16,6 +21,8 @@ import time
 from pathlib import Path
 
 import docker
+
+BRIDGE, BRIDGE_ADDRESS = "dlrtest0", "10.213.77.1/24"
 
 
 def data_root(image_id):
@@ -34,9 +41,13 @@ class Dockerd:
         """Start dockerd and wait until it answers; returns the seconds that took."""
         self.root.mkdir(parents=True, exist_ok=True)
         began = time.time()
+        if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode != 0:
+            subprocess.run(["ip", "link", "add", BRIDGE, "type", "bridge"], check=True)
+            subprocess.run(["ip", "addr", "add", BRIDGE_ADDRESS, "dev", BRIDGE], check=True)
+            subprocess.run(["ip", "link", "set", BRIDGE, "up"], check=True)
         self.proc = subprocess.Popen(
             ["dockerd", "--host", self.url, "--data-root", str(self.root), "--exec-root", str(self.folder / "exec"),
-             "--pidfile", str(self.folder / "docker.pid"), "--bridge=none", "--iptables=false", "--ip-masq=false"],
+             "--pidfile", str(self.folder / "docker.pid"), "--bridge", BRIDGE, "--iptables=false", "--ip-masq=false"],
             stdout=subprocess.DEVNULL, stderr=open(self.folder / "dockerd.log", "a"), start_new_session=True)
         while time.time() < began + timeout:
             if self.proc.poll() is not None:
@@ -103,3 +114,4 @@ class Dockerd:
         while self._mounted():  # one per start: a killed dockerd leaves its own
             if subprocess.run(["umount", str(self.root)], check=False).returncode != 0:
                 break
+        subprocess.run(["ip", "link", "delete", BRIDGE], check=False, capture_output=True)

@@ -130,6 +130,7 @@ def own_engine(docker_engine, torch_cpu_image, tmp_path):
         pytest.skip(reason)
     folder = tempfile.mkdtemp(prefix="dlr-e-")  # short: containerd's socket paths must fit in 108 bytes
     engine = dockerd.Dockerd(folder, dockerd.data_root(torch_cpu_image.image_id))
+    host_bridge = _has_link("docker0")
     try:
         took = engine.start()
         loaded = [engine.load(tag) for tag in (torch_cpu_image.base.ref, torch_cpu_image.tag)]
@@ -139,6 +140,14 @@ def own_engine(docker_engine, torch_cpu_image, tmp_path):
         engine.stop()
         if not any(line.split()[1].startswith(folder) for line in open("/proc/mounts")):
             shutil.rmtree(folder, ignore_errors=True)
+    # the host engine's builds need its bridge: a test engine started with --bridge=none deleted it
+    assert _has_link("docker0") == host_bridge
+    assert not _has_link(dockerd.BRIDGE)
+
+
+def _has_link(name):
+    """Whether this host has a network interface ``name``."""
+    return os.path.exists("/sys/class/net/%s" % name)
 
 
 def _repeats(results, job_id):
