@@ -180,7 +180,7 @@ def results(summary):
         frame["throughput"] = rows["throughput"].map(numbers.rate)
         frame = frame.rename(columns={"throughput": "throughput (%s)" % (rates.iloc[0] if len(rates) else
                                                                         "samples/s")})
-        marks, footnotes = _footnotes(frame.pop("reason"))
+        marks, footnotes = numbered_notes(frame.pop("reason"))
         frame.insert(list(frame.columns).index("status") + 1, "note", marks)
         table = _table(title, frame, note)
         table.footnotes = footnotes
@@ -230,7 +230,7 @@ def _png_size(png):
     return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
-def _footnotes(reasons):
+def numbered_notes(reasons):
     """('[1]' marks per row, the distinct texts in order): long reasons leave the table for footnotes."""
     texts, marks = [], []
     for text in reasons:

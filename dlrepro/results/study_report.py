@@ -246,8 +246,9 @@ def _unit(table, kind):
 
 
 def _paper_table(study, t):
-    """One published table in its own layout, per column: published | here | measured / published | outcome;
-    None (and a one-line note) where no cell holds a published or a measured value."""
+    """One published table in its own layout, per column: published | here | measured / published | outcome, each
+    outcome's reason once as a numbered footnote (a table repeats one reason in most of its cells); None (and a
+    one-line note) where no cell holds a published or a measured value."""
     if all(c.published is None and c.measured is None for c in t.cells.values()):
         reasons = sorted({c.reason for c in t.cells.values() if c.reason})
         return None, "%s: no value to show (%s)." % (t.title, "; ".join(reasons) or "empty")
@@ -257,17 +258,15 @@ def _paper_table(study, t):
     for label in t.columns:
         header += ["%s published (%s)" % (label, unit), "%s here (%s)" % (label, unit), "%s ratio" % label,
                    "%s outcome" % label]
-    rows = []
-    for tool in t.rows:
-        line = [tool]
-        for label in t.columns:
-            cell = t.cells[(tool, label)]
-            line += [fmt(cell.published), fmt(cell.measured), numbers.ratio(cell.ratio),
-                     cell.outcome + (": " + cell.why if cell.why else "")]
-        rows.append(line)
+    cells = [[t.cells[(tool, label)] for label in t.columns] for tool in t.rows]
+    marks, footnotes = report.numbered_notes([c.why for line in cells for c in line])
+    marks = iter(marks)
+    rows = [[tool] + [text for c in line for text in (fmt(c.published), fmt(c.measured), numbers.ratio(c.ratio),
+                                                      " ".join(filter(None, [c.outcome, next(marks)])))]
+            for tool, line in zip(t.rows, cells)]
     note = " ".join(filter(None, [t.source + ("" if t.status == "published" else " (values not retrieved)"),
                                   t.note]))
-    return Table(t.title, header, rows, note), None
+    return Table(t.title, header, rows, note, footnotes), None
 
 
 def _environment(study, bodies, summary):
