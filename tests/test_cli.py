@@ -167,3 +167,18 @@ def test_a_look_alike_letter_in_framework_is_pointed_at(tmp_path):
         "error: spec fcn declares no adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC SMALL "
         "LETTER O, not ASCII); its frameworks: %s" % ", ".join(
             __import__("dlrepro.spec", fromlist=["load"]).load("fcn").frameworks))
+
+
+def test_task_help_after_the_task_shows_its_help_even_where_it_takes_a_positional(tmp_path):
+    positional = sorted(n for n, t in tasks().items() if any(a.positional for a in t.get_arguments()))
+    assert {"study-report", "check", "compare", "report"} <= set(positional)
+    for name in ("study-report", "check"):
+        shown = dlrepro(name, "--help", cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith("Usage: dlrepro [--core-opts] %s [--options]" % name), shown.stdout[:200]
+    from dlrepro.cli.main import help_first
+
+    names = ns.task_names
+    assert help_first(["dlrepro", "compare", "a", "-h"], names) == ["dlrepro", "--help", "compare"]
+    assert help_first(["dlrepro", "run", "--spec", "alexnet"], names) == ["dlrepro", "run", "--spec", "alexnet"]
+    assert help_first(["dlrepro", "--help"], names) == ["dlrepro", "--help"]

@@ -1,5 +1,8 @@
 """The `dlrepro` command (pyproject's [project.scripts]): Invoke's Program on the suite's tasks, so
 `dlrepro run --spec=alexnet` works from any folder, as `invoke run --spec=alexnet` does in the checkout."""
+import shlex
+import sys
+
 from invoke import Program
 
 from dlrepro import __version__
@@ -16,6 +19,22 @@ class Dlrepro(Program):
         for arg in args:
             arg.names = tuple(n for n in arg.names if n not in SHORT.values())
         return args
+
+    def run(self, argv=None, exit=True):
+        """Invoke's run, with ``TASK --help`` read as ``--help TASK``: Invoke takes a task's first positional
+        argument from the next word, so `dlrepro study-report --help` looked for a study named "--help"."""
+        argv = shlex.split(argv) if isinstance(argv, str) else list(sys.argv if argv is None else argv)
+        return super().run(help_first(argv, self.namespace.task_names), exit)
+
+
+def help_first(argv, task_names):
+    """``argv`` with a --help (or -h) that follows a task's name moved before it: [binary, "--help", task].
+    ``task_names``: {name: [aliases]} of the collection."""
+    names = set(task_names) | {alias for aliases in task_names.values() for alias in aliases}
+    for i, word in enumerate(argv[1:], 1):
+        if word in names:
+            return argv[:i] + ["--help", word] if {"--help", "-h"} & set(argv[i + 1:]) else argv
+    return argv
 
 
 program = Dlrepro(namespace=ns, version=__version__, name="dlrepro", binary="dlrepro")
