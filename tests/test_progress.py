@@ -100,6 +100,18 @@ def test_a_heartbeat_fills_every_silence_and_waits_after_a_line():
     assert all(not touched < t < touched + 0.19 for t in stamps)  # nothing within `every` of the touch
 
 
+def test_inside_another_heartbeat_only_the_inner_one_speaks():
+    # a build's heartbeat inside a run's: the build's line, not both at the same moment
+    said = []
+    with heartbeat.Heartbeat(said.append, lambda: "run: preparing", every=0.2):
+        with heartbeat.Heartbeat(said.append, lambda: "build: step 7/15", every=0.2):
+            time.sleep(0.7)
+        inner = len(said)
+        time.sleep(0.5)
+    assert inner >= 2 and said[:inner] == ["build: step 7/15"] * inner
+    assert said[inner:] and set(said[inner:]) == {"run: preparing"}  # the run's speaks again once the build ends
+
+
 def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch):
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path)

@@ -86,7 +86,7 @@ class _Run:
     def __init__(self, writer, reporter, attempt):
         self.writer, self.reporter, self.attempt = writer, reporter, attempt
         self.images, self.datasets, self.scratches = {}, {}, 0
-        self.jobs, self.running, self.walls, self.ended = {}, {}, [], 0  # for progress lines (``doing``)
+        self.jobs, self.running, self.walls, self.ended, self.skipped = {}, {}, [], 0, 0  # progress lines (``doing``)
         self.heartbeat = heartbeat.Heartbeat(reporter.log, self.doing)  # started by ``execute``
         self.earlier = {"images": writer.body.get("images") or [], "datasets": writer.body.get("datasets") or []}
 
@@ -128,6 +128,7 @@ class _Run:
             result["attempt"] = self.stamp()
             self.writer.write_result(job["id"], result)
             self.ended += 1
+            self.skipped += status == "skipped"
             self.reporter.job_finished(job["id"], result)
 
     def on_event(self, kind, job_id, result):
@@ -163,7 +164,8 @@ class _Run:
             parts.append("%s: %s, %s in%s" % (job_id, text, heartbeat.clock(now - started),
                                               ", about %s left" % heartbeat.clock(left) if left is not None else ""))
         waiting = max(len(self.jobs) - self.ended - len(running), 0)
-        done = "%d of %d jobs done" % (self.ended, len(self.jobs))
+        done = "%d of %d jobs done%s" % (self.ended, len(self.jobs), " (%d skipped)" % self.skipped if self.skipped
+                                          else "")
         if not parts:
             return done + ("; ending the jobs' container or process" if not waiting else
                            "; preparing the next job's image, data or container")
