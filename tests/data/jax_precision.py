@@ -30,7 +30,7 @@ def measure(job):
 
     adapter = adapters.load(job)
     adapter.build()
-    x, y = adapter.to_device(*data.synthetic_batch(job["model"], job["batch_size"], job["data"]["seed"]))
+    x, y = adapter.to_device(*data.synthetic_batch(job["model"], job["batch_size"], job.get("seed", 0)))
     key = jax.random.PRNGKey(1)
     out, _ = jax.jit(lambda p, s, x: adapter.compute(p, s, x, False, key))(adapter.params, adapter.state, x)
     loss_fn = jax_adapter._loss(job["loss"])
