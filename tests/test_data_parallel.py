@@ -141,13 +141,6 @@ def test_speedup_and_efficiency_from_known_times():
     assert by["orphan"]["speedup"] is None and by["orphan"]["scaling_base"] is None  # its 1-rank base failed
 
 
-@pytest.fixture(scope="module")
-def jax_cpu_image(docker_engine, matrix):
-    from dlrepro.images import build
-
-    return build.ensure(matrix, matrix.find("jax", "cpu"), build.BuildOptions(), log=print)
-
-
 @pytest.mark.docker
 def test_jax_over_two_cpu_devices_takes_the_step_of_one_device_on_the_whole_mini_batch(jax_cpu_image, docker_engine,
                                                                                           tmp_path):

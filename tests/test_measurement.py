@@ -179,7 +179,8 @@ def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, valu
     how = {("cudnn_autotune", "torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
            ("cudnn_autotune", "caffe2"): "cudnn_exhaustive_search",
            ("precision", "torch", "tf32"): "allow_tf32 = tf32", ("precision", "torch", "bf16"): "torch.bfloat16",
-           ("precision", "jax", "tf32"): "\"tensorfloat32\" if precision == \"tf32\"",
+           ("precision", "jax", "tf32"): "{\"tf32\": \"tensorfloat32\", \"bf16\": \"default\"}.get(precision",
+           ("precision", "jax", "bf16"): "jnp.bfloat16 if precision == \"bf16\"",
            ("layout", "torch"): "torch.channels_last if job.get(\"layout\"",
            ("layout", "jax"): "job.get(\"layout\", \"default\") == \"channels_last\""}
     how = how.get((name, framework, value)) or how.get((name, framework))

@@ -114,7 +114,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
                "framework's; default: the framework's choice)",
     "gpu": "host GPU index for --device cuda (default 0)",
     "gpus": "host GPU indices for --device cuda, comma-separated: independent jobs run concurrently, one per GPU",
-    "precision": "fp32 (default: TF32 off, as on the studies' GPUs), tf32, bf16 or fp16 (autocast; PyTorch)",
+    "precision": "fp32 (default: TF32 off, as on the studies' GPUs), tf32, bf16 (mixed precision: PyTorch, JAX) or fp16 (PyTorch)",
     "layout": "default (the framework's) or channels_last (NHWC memory layout; PyTorch, JAX)",
     "cudnn-autotune": "cuDNN picks algorithms by benchmarking (default on; --no-cudnn-autotune)",
     "compile": "torch.compile the model (PyTorch; default off)",

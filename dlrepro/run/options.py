@@ -50,7 +50,7 @@ class RunOptions(BaseModel):
     quick: bool = False
     timeout_s: Optional[PositiveInt] = None
     precision: Literal["fp32", "tf32", "bf16", "fp16"] = Field(
-        "fp32", description="fp32 = TF32 off (the studies' GPUs had none); tf32; bf16/fp16 autocast")
+        "fp32", description="fp32 = TF32 off (the studies' GPUs had none); tf32; bf16/fp16 mixed precision")
     cudnn_autotune: bool = True
     layout: Literal["default", "channels_last"] = "default"
     compile: bool = False

@@ -41,6 +41,9 @@ CAPABILITIES = {
 #   precision fp32 (TF32 off): torch (allow_tf32 flags), tensorflow (enable_tensor_float_32_execution(False)),
 #     jax (matmul precision "highest"), mxnet / cntk / caffe2 (NVIDIA_TF32_OVERRIDE=0, runner.settings; their
 #     CUDA libraries of 10.x have no TF32 anyway), caffe (CPU only)
+#   precision bf16 (mixed precision, float32 master parameters and optimizer state): torch (torch.autocast),
+#     jax (parameters and inputs cast to bfloat16 in the compiled step, the loss in float32); fp16 also needs
+#     loss scaling: torch only (GradScaler)
 #   cudnn_autotune (cuda jobs): torch (cudnn.benchmark), tensorflow (TF_CUDNN_USE_AUTOTUNE), mxnet
 #     (MXNET_CUDNN_AUTOTUNE_DEFAULT), jax (--xla_gpu_autotune_level), caffe2 (cudnn_exhaustive_search); CNTK
 #     autotunes its convolutions and has no switch: only true
@@ -48,7 +51,7 @@ _AUTOTUNE = (True, False)
 OPTIONS = {
     "torch": {"precision": ("fp32", "tf32", "bf16", "fp16"), "layout": ("default", "channels_last"),
               "compile": (False, True), "cudnn_autotune": _AUTOTUNE},
-    "jax": {"precision": ("fp32", "tf32"), "layout": ("default", "channels_last"), "cudnn_autotune": _AUTOTUNE},
+    "jax": {"precision": ("fp32", "tf32", "bf16"), "layout": ("default", "channels_last"), "cudnn_autotune": _AUTOTUNE},
     "tensorflow": {"cudnn_autotune": _AUTOTUNE},
     "mxnet": {"cudnn_autotune": _AUTOTUNE},
     "caffe2": {"cudnn_autotune": _AUTOTUNE},

@@ -7,7 +7,17 @@ program, so XLA is on by construction (recorded). Images are NHWC with HWIO kern
 the CPU, where XLA's convolutions run fastest so, and NCHW with OIHW kernels on GPUs
 (recorded as the layout; job["layout"] "channels_last" asks for NHWC on GPUs too). Precision
 "fp32" sets the default matmul precision to "highest" (true fp32: JAX's own default on GPUs
-with TF32 is TF32-like); "tf32" sets "tensorfloat32". Layers follow PyTorch's definitions and default initialisation
+with TF32 is TF32-like); "tf32" sets "tensorfloat32". "bf16" is mixed precision as jmp's policy
+(param_dtype float32, compute_dtype bfloat16, output_dtype float32) and flax's layers run it: the
+master parameters, the optimizer state and the batch-norm running statistics stay float32; the
+parameters and the floating inputs are cast to bfloat16 inside the compiled step for the forward
+and backward pass (token ids stay integers); batch norm takes its statistics and normalises in
+float32 and hands bfloat16 on; the logits are cast to float32 for the loss and its reduction; the
+cast's gradient brings the gradients back in float32 for the optax update. Every matrix product and
+convolution then has bfloat16 operands (float32 accumulation), so the matmul precision is left at
+"default" (the flag decides how float32 operands are computed; none remain). Recorded as
+environment compute_dtype and parameter_dtypes. fp16 is refused: it needs loss scaling, which optax
+does not have. Layers follow PyTorch's definitions and default initialisation
 (U(-1/sqrt(fan_in), 1/sqrt(fan_in)); LSTM/GRU with two bias vectors, gates i, f, g, o and
 r, z, n), so the counts equal the spec's. Caffe's ceil pooling pads the bottom and right;
 averages divide by the window's cells inside the symmetric padding.
@@ -116,7 +126,7 @@ class Builder(object):
                     return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, pads), state
                 total = lax.reduce_window(x, 0.0, lax.add, window, strides, pads)
                 counts = lax.reduce_window(cells, 0.0, lax.add, window, strides, "VALID")
-                return total / counts, state
+                return total / counts.astype(x.dtype), state
             return none, apply, name
         if kind == "global_avgpool":
             axes = (1, 2) if self.cl else (2, 3)
@@ -131,15 +141,16 @@ class Builder(object):
                         {"running_mean": jnp.zeros((c,)), "running_var": jnp.ones((c,))})
 
             def apply(params, state, x, train, rng):
+                xf = x.astype(jnp.float32)  # statistics and normalisation in float32 (bf16 jobs: bf16 in and out)
                 if train:
-                    mean, var = x.mean(axis=axes), x.var(axis=axes)
+                    mean, var = xf.mean(axis=axes), xf.var(axis=axes)
                     n = x.size // c
                     state = {"running_mean": (1 - momentum) * state["running_mean"] + momentum * mean,
                              "running_var": (1 - momentum) * state["running_var"] + momentum * var * n / (n - 1)}
                 else:
                     mean, var = state["running_mean"], state["running_var"]
-                y = (x - mean.reshape(bshape)) / jnp.sqrt(var.reshape(bshape) + eps)
-                return y * params["weight"].reshape(bshape) + params["bias"].reshape(bshape), state
+                y = (xf - mean.reshape(bshape)) / jnp.sqrt(var.reshape(bshape) + eps)
+                return (y * params["weight"].reshape(bshape) + params["bias"].reshape(bshape)).astype(x.dtype), state
             return init, apply, name
         if kind == "dense":
             fan_in, units, bias = shape[-1], layer["units"], layer.get("bias", True)
@@ -255,12 +266,12 @@ class Builder(object):
 
         def apply(params, state, x, train, rng):
             batch = x.shape[0]
-            carries = state["carry"] if stateful else \
-                [tuple(jnp.zeros((batch, units)) for _ in range(2 if kind == "lstm" else 1)) for _ in range(depth)]
+            carries = [tuple(v.astype(x.dtype) for v in carry) for carry in state["carry"]] if stateful else \
+                [tuple(jnp.zeros((batch, units), x.dtype) for _ in range(2 if kind == "lstm" else 1)) for _ in range(depth)]
             seq, finals = jnp.swapaxes(x, 0, 1), []
             for p, carry in zip(params, carries):
                 carry, seq = lax.scan(lambda c, x_t, p=p: cell(p, c, x_t), carry, seq)
-                finals.append(tuple(lax.stop_gradient(v) for v in carry))
+                finals.append(tuple(lax.stop_gradient(v).astype(jnp.float32) for v in carry))  # kept as stored
             return jnp.swapaxes(seq, 0, 1), {"carry": finals if stateful else None}
         return init, apply, name
 
@@ -274,6 +285,27 @@ def _loss(loss):
     if loss.get("reduction", "mean") == "sum_over_time":
         return lambda out, y: optax.softmax_cross_entropy_with_integer_labels(out, y).sum() / y.shape[0]
     return lambda out, y: optax.softmax_cross_entropy_with_integer_labels(out, y).mean()
+
+
+def _in_dtype(apply, dtype):
+    """``apply`` computing in ``dtype``: the floating parameters and inputs cast to it on the way in (the cast's
+    gradient casts back, so float32 parameters get float32 gradients); for float32, ``apply`` itself. The output
+    comes back in ``dtype``."""
+    if dtype == jnp.float32:
+        return apply
+
+    def cast(tree):
+        return jax.tree_util.tree_map(lambda v: v.astype(dtype) if jnp.issubdtype(v.dtype, jnp.floating) else v, tree)
+    return lambda params, state, x, train, rng: apply(cast(params), state, cast(x), train, rng)
+
+
+def _objective(compute, loss_fn, state, x, y, rng):
+    """f(params) -> (loss, new state) of one training forward pass, for jax.value_and_grad: the loss of the
+    logits cast to float32 (a no-op for float32 jobs)."""
+    def objective(params):
+        out, new_state = compute(params, state, x, True, rng)
+        return loss_fn(out.astype(jnp.float32), y), new_state
+    return objective
 
 
 def _optimizer(opt):
@@ -298,7 +330,9 @@ class Adapter(Base):
     def __init__(self, job):
         super(Adapter, self).__init__(job)
         precision = job.get("precision", "fp32")
-        self.matmul_precision = "tensorfloat32" if precision == "tf32" else "highest"  # highest: no TF32 on GPUs
+        # highest: no TF32 on GPUs; bf16: every product has bf16 operands, which "default" leaves as they are
+        self.matmul_precision = {"tf32": "tensorfloat32", "bf16": "default"}.get(precision, "highest")
+        self.compute_dtype = jnp.bfloat16 if precision == "bf16" else jnp.float32
         jax.config.update("jax_default_matmul_precision", self.matmul_precision)
         platform = "gpu" if job["device"] == "cuda" else "cpu"
         try:
@@ -326,7 +360,9 @@ class Adapter(Base):
 
         return {"framework": "jax", "framework_version": jax.__version__, "jaxlib": jaxlib.__version__,
                 "optax": optax.__version__, "device": str(self.device), "platform": self.device.platform,
-                "xla": True, "matmul_precision": self.matmul_precision, "layout": "NHWC" if self.channels_last else "NCHW",
+                "xla": True, "matmul_precision": self.matmul_precision,
+                "compute_dtype": jnp.dtype(self.compute_dtype).name,
+                "parameter_dtypes": sorted({v.dtype.name for v in jax.tree_util.tree_leaves(self.params)}), "layout": "NHWC" if self.channels_last else "NCHW",
                 "threads": self.job.get("threads"), "xla_flags": os.environ.get("XLA_FLAGS"),
                 "cudnn_autotune": "--xla_gpu_autotune_level=0" not in (os.environ.get("XLA_FLAGS") or "")
                 if self.job["device"] == "cuda" else None, "cuda": None, "cudnn": None,
@@ -341,8 +377,8 @@ class Adapter(Base):
         init, apply = self.builder.sequence(layers, tuple(model["input_shape"]), "net")
         self.key, key = jax.random.split(self.key)
         self.params, self.state = jax.device_put(init(key), self.device)
-        self.apply = apply
-        loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
+        self.compute = _in_dtype(apply, self.compute_dtype)  # (params, state, x, train, rng) -> (output, state)
+        compute, loss_fn = self.compute, _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
         opt = self.job.get("optimizer")
         if opt:
             self.tx = _optimizer(opt)
@@ -351,19 +387,21 @@ class Adapter(Base):
             self.opt_state = jax.device_put(self.tx.init(self.params), self.device)
 
             def step(params, state, opt_state, rng, x, y):
-                def objective(p):
-                    out, new_state = apply(p, state, x, True, rng)
-                    return loss_fn(out, y), new_state
+                objective = _objective(compute, loss_fn, state, x, y, rng)
                 (loss, new_state), grads = jax.value_and_grad(objective, has_aux=True)(params)
                 updates, opt_state = self.tx.update(grads, opt_state, params)
                 return optax.apply_updates(params, updates), new_state, opt_state, loss
             self._step = jax.jit(step)
             if self.devices:
-                self._parallel(apply, loss_fn)
-        self._forward = jax.jit(lambda params, state, x: apply(params, state, x, False, jax.random.PRNGKey(0)))
+                self._parallel(compute, loss_fn)
+
+        def forward(params, state, x):
+            out, state = compute(params, state, x, False, jax.random.PRNGKey(0))
+            return out.astype(jnp.float32), state
+        self._forward = jax.jit(forward)
         return int(sum(v.size for v in jax.tree_util.tree_leaves(self.params)))
 
-    def _parallel(self, apply, loss_fn):
+    def _parallel(self, compute, loss_fn):
         """The data-parallel step: the parameters replicated on every device, the total mini-batch split along
         its first axis (one shard per device), the step run per shard with shard_map and the gradients (and
         batch-norm statistics, and the loss) averaged with lax.pmean, so every copy takes the same update."""
@@ -373,9 +411,7 @@ class Adapter(Base):
         self.replicated, self.split = NamedSharding(mesh, PartitionSpec()), NamedSharding(mesh, PartitionSpec("ranks"))
 
         def step(params, state, opt_state, rng, x, y):
-            def objective(p):
-                out, new_state = apply(p, state, x, True, rng[0])
-                return loss_fn(out, y), new_state
+            objective = _objective(compute, loss_fn, state, x, y, rng[0])
             (loss, new_state), grads = jax.value_and_grad(objective, has_aux=True)(params)
             grads, new_state = lax.pmean(grads, "ranks"), lax.pmean(new_state, "ranks")
             updates, opt_state = self.tx.update(grads, opt_state, params)
