@@ -86,14 +86,19 @@ def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, repo
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS[1:])
-def test_a_short_convergence_run_learns(framework, images, tmp_path, reporter, monkeypatch, mnist):
+def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framework, images, tmp_path, reporter,
+                                                                         monkeypatch, mnist):
+    """The convergence path in each framework: 100 iterations train (the loss falls) and the evaluation covers
+    the test set. Not a test that the model learns: 100 iterations leave FCN-R on the plateau a constant
+    predictor reaches too; that FCN-R learns to 92% is tests/test_reference_convergence.py's, on the committed
+    5-epoch bundles, for the frameworks that have one."""
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
     path = runs.run("fcn", RunOptions(frameworks=[framework], variants=["fcn-r"], mode="convergence", quick=True),
                     results_dir=tmp_path, reporter=reporter)
     result = json.loads(next(path.glob("jobs/*/result.json")).read_text())
     epoch = result["convergence"]["epochs"][0]
     assert result["status"] == "ok" and epoch["iterations"] == 100
-    # 100 iterations leave FCN-R on its first plateau (benchmarks/fcn_r_convergence.py trains it to 90%): the loss
-    # of the uniform prediction, ln 10, and at least one digit's share of the test images (the rarest: 0.0892)
+    # on the plateau: at most the uniform prediction's loss, ln 10 (and not diverged: at least the rarest digit's
+    # share of the test images, 0.0892, which a constant predictor also scores)
     assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and epoch["loss_curve"][-1] <= math.log(10) + 0.01
-    assert epoch["test_accuracy"] >= 0.0892
+    assert 0.0892 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157
