@@ -1,6 +1,6 @@
 #!/bin/bash
 # How the H200 reference bundles and overhead figures were made (local executor; no Docker there).
-#   bash benchmarks/h200_reference.sh check|overhead|torch|jax|alexnet|isolation|study-worker|study-process|ranks|efficiency-torch|efficiency-jax   (outputs under $OUT, or /tmp/out)
+#   bash benchmarks/h200_reference.sh check|overhead|overhead-quick|overhead-lstm|torch|jax|alexnet|isolation|study-worker|study-process|ranks|efficiency-torch|efficiency-jax   (outputs under $OUT, or /tmp/out)
 # Wheels the machine lacks (invoke, docker SDK, pydantic) travel in .whl and go to /tmp/site.
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -11,6 +11,13 @@ export PYTHONPATH=/tmp/site:$PWD
 R=$OUT/results; mkdir -p "$R"
 run() { timeout "$1" python3 -m invoke run --executor local --device cuda --results "$R" "${@:2}" 2>&1 | grep -v "^[│┃┏┡└]" | tail -20
   (cd "$R" && tar cf "$OUT/bundles.tar" .) 2>/dev/null; }
+efficiency() {  # framework, then the time limits (s) of AlexNet-S b128, ResNet-50 b64, FCN-S b1024, LSTM b1024
+  for p in fp32 bf16; do
+    run "$2" --spec=alexnet --framework "$1" --variant alexnet-s --batch-size 128 --precision $p
+    run "$3" --spec=resnet50 --framework "$1" --batch-size 64 --precision $p
+    run "$4" --spec=fcn --framework "$1" --variant fcn-s --batch-size 1024 --precision $p
+    run "$5" --spec=lstm --framework "$1" --variant lstm-synthetic --batch-size 1024 --precision $p
+  done; }
 for step in "$@"; do
   case $step in
     check)
@@ -21,10 +28,12 @@ for step in "$@"; do
       d=$(python3 -c 'import jax_plugins.xla_cuda13 as m, os; print(os.path.dirname(m.__file__))')
       for f in "$d"/*.so; do echo "$f"; cuobjdump --list-elf "$f" 2>/dev/null | grep -o 'sm_[0-9]*[a-z]*' | sort | uniq -c
         cuobjdump --list-ptx "$f" 2>/dev/null | grep -o 'sm_[0-9]*[a-z]*' | sort | uniq -c | sed 's/^/ptx /'; done ;;
-    overhead-quick)
-      timeout 300 python3 benchmarks/overhead.py --device cuda --rounds 3 --json "$OUT/overhead2.json" 2>&1 | tee "$OUT/overhead2.txt" ;;
+    overhead-quick)  # 7 interleaved rounds a case (ABBA), one model per case
+      timeout 300 python3 benchmarks/overhead.py --device cuda --json "$OUT/overhead2.json" 2>&1 | tee "$OUT/overhead2.txt" ;;
     overhead)
-      timeout 420 python3 benchmarks/overhead.py --device cuda --rounds 3 --host-sync --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt" ;;
+      timeout 420 python3 benchmarks/overhead.py --device cuda --host-sync --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt" ;;
+    overhead-lstm)  # issue 25: the LSTM's suite/bare gap taken apart (events, telemetry, window) and both steps' profiles
+      timeout 200 python3 benchmarks/overhead.py --device cuda --cases LSTM --rounds 15 --profile --json "$OUT/overhead-lstm.json" 2>&1 | tee "$OUT/overhead-lstm.txt" ;;
     isolation)  # issue 15: worker vs process isolation, same numbers
       timeout 240 python3 benchmarks/isolation.py --device cuda --executor local --results "$R" 2>&1 | tee "$OUT/isolation.txt" ;;
     study-worker|study-process)  # issue 15: every spec with torch, per-job overhead and the study's wall
@@ -48,19 +57,9 @@ for step in "$@"; do
       run 50 --spec=cifar10-vgg --framework jax --variant cifar10-vgg-synthetic
       run 30 --spec=resnet50-features --framework jax ;;
     efficiency-torch)  # issue 26: achieved FLOP/s and fraction of peak, the largest batch of each network, fp32 and bf16
-      for p in fp32 bf16; do
-        run 150 --spec=alexnet --framework torch --variant alexnet-s --batch-size 128 --precision $p
-        run 150 --spec=resnet50 --framework torch --batch-size 64 --precision $p
-        run 120 --spec=fcn --framework torch --variant fcn-s --batch-size 1024 --precision $p
-        run 120 --spec=lstm --framework torch --variant lstm-synthetic --batch-size 1024 --precision $p
-      done ;;
-    efficiency-jax)  # as efficiency-torch; each job compiles its step (XLA). fp32 walls on an H200: 36-59 s; 520 s in all
-      for p in fp32 bf16; do
-        run 65 --spec=alexnet --framework jax --variant alexnet-s --batch-size 128 --precision $p
-        run 65 --spec=resnet50 --framework jax --batch-size 64 --precision $p
-        run 50 --spec=fcn --framework jax --variant fcn-s --batch-size 1024 --precision $p
-        run 80 --spec=lstm --framework jax --variant lstm-synthetic --batch-size 1024 --precision $p
-      done ;;
+      efficiency torch 150 150 120 120 ;;
+    efficiency-jax)  # the same; each job compiles its step (XLA). fp32 walls on an H200: 36-59 s; 520 s in all
+      efficiency jax 65 65 50 80 ;;
   esac
   (cd "$R" && tar cf "$OUT/bundles.tar" .) 2>/dev/null  # after every step: a later step's time-out loses nothing
 done

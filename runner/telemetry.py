@@ -5,8 +5,10 @@ A ``Sampler`` thread reads, every ``interval_s`` (default 0.025 s, 40 Hz, so tha
 clocks (MHz), power (W), GPU temperature (C), utilisation of the GPU and of its memory
 interface (%, NVML's own averages over its last sample period) and the clock event
 ("throttle") reasons as a bit mask, decoded to names. Each NVML read is a ctypes call,
-which releases the GIL, and the thread is idle well over 95% of the time, so it takes
-nothing measurable from the timed loop (benchmarks/overhead.py measures that). ``stop``
+which releases the GIL, and the thread is idle well over 95% of the time; but each of a
+sample's seven reads takes the GIL back from the job's thread, which a launch-bound step
+(the host the bottleneck) may feel: benchmarks/overhead.py measures the bare loop with and
+without this thread running (bare+telemetry). ``stop``
 may be called more than once: only the first ends the window.
 
 NVML also keeps cumulative violation counters (time spent held back by the power cap,
