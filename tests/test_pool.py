@@ -4,11 +4,14 @@ gets a fresh one, and a job's median does not depend on the job that ran before 
 import json
 import os
 import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
 from dlrepro import REPO_ROOT, datasets, spec
-from dlrepro.run import executors, jobs, study as studymod
+from dlrepro.run import executors, jobs, runs as runsmod, study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, FolderSink
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
@@ -77,6 +80,41 @@ def test_the_runs_of_a_study_share_one_worker_and_keep_their_bundles(tmp_path, r
     # the second run's job ran in the first run's worker, after its job
     assert found["large"] == {"id": found["small"]["id"], "jobs_before": 1} and found["small"]["jobs_before"] == 0
     assert [p.name for p in (results / "studies").iterdir()] == [record.path.name]  # the pool's folder is gone
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def test_a_study_killed_outright_resumes_and_keeps_what_the_running_job_left(tmp_path, reporter):
+    results = tmp_path / "results"
+    study = subprocess.Popen([sys.executable, "-m", "invoke", "study", str(SHARED), "--executor", "local",
+                              "--framework", "torch", "--quick", "--results", str(results)], cwd=REPO_ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, running = time.time() + 300, []
+    while not running and time.time() < deadline:  # the first job's result.json, written before torch is imported
+        running = list((results / "studies").glob(".*.pool/out/*/attempt-1/*/*/result.json"))
+        time.sleep(0.05)
+    study.kill()  # SIGKILL: nothing of the study's own code runs after it
+    study.wait()
+    left = json.loads(running[0].read_text())
+    assert left["status"] == "running" and left["worker"]["jobs_before"] == 0
+    worker = int(left["worker"]["id"].split("/")[1])
+    deadline = time.time() + 60
+    while _alive(worker) and time.time() < deadline:  # its supervisor saw its input close and ended the job
+        time.sleep(0.1)
+    assert not _alive(worker)
+    record = studymod.run(str(SHARED), resume=True, results_dir=results, reporter=reporter)
+    assert [record.body["runs"][r]["state"] for r in ("small", "large")] == ["complete", "complete"]
+    job = results / record.body["runs"]["small"]["bundle"] / "jobs" / "fcn-r.torch.cpu.b64.t1"
+    earlier = json.loads((job / "attempts" / "1" / "result.json").read_text())
+    assert earlier["status"] == "skipped" and earlier["reason"].startswith(runsmod.KILLED)
+    assert earlier["worker"] == left["worker"] and json.loads((job / "result.json").read_text())["status"] == "ok"
+    assert [p.name for p in (results / "studies").iterdir()] == [record.path.name]
 
 
 def _alexnet_s(repeats):

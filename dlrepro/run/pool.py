@@ -14,11 +14,12 @@ where (``pool``: {id, scratch}), so a resume takes what a killed study left ther
 run left in its own work folder. Containers carry the pool's ``id`` as their run label.
 
 ``close`` (at the study's end, on an error or an interrupt) ends every supervisor and waits for its
-container or process to be gone, then removes the pool's empty folders (what a lost container may still
-write stays, for the resume).
+container or process to be gone, then removes the pool's folders that hold nothing more (the output a
+killed study or a lost container left stays, with its staging, until a resume has taken it).
 """
 import collections
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -82,6 +83,9 @@ class WorkerPool:
             except Exception as exc:  # noqa: BLE001 - the others are ended first
                 errors.append(exc)
                 server.end(kill=True)
+        for plan in list(self.jobs.rglob("plan.json")):  # a plan's staging goes once nothing of its output is left
+            if not any(p.is_file() for p in (self.out / plan.parent.relative_to(self.jobs)).rglob("*")):
+                shutil.rmtree(plan.parent)
         for root, folders, files in os.walk(self.folder, topdown=False):
             if not files and not os.listdir(root):
                 os.rmdir(root)
