@@ -346,14 +346,17 @@ class DockerExecutor(Executor):
         with self._engine_calls():
             super()._serve_plan(image, stage, scratch, data_root, sink, on_event, gpu)
 
-    def serve(self, image, pool, data_root, gpu):
-        """The pool's container for ``image`` on ``gpu``: its staging root mounted read-only, its output root
-        read-write, labelled with the pool's id as its run."""
-        args = create_args(image.tag, self._user(pool.out), pool.jobs, pool.out, data_root,
+    def serve_args(self, tag, pool, data_root, gpu):
+        """The create arguments (``create_args``) of the pool's container for image ``tag`` on ``gpu``: the same
+        isolation as a run's, its staging root mounted read-only, its output root read-write, the serving
+        supervisor, labelled with the pool's id as its run."""
+        return create_args(tag, self._user(pool.out), pool.jobs, pool.out, data_root,
                            gpu if self.device == "cuda" else None, self.memory,
                            dict(self.run_labels(), **{RUN_LABEL: pool.id}),
                            command=self.supervisor("python", "/jobs", "/out", serve=True))
-        started = _Started(args)
+
+    def serve(self, image, pool, data_root, gpu):
+        started = _Started(self.serve_args(image.tag, pool, data_root, gpu))
 
         def stop(kill):
             with self._engine_calls():
