@@ -26,7 +26,7 @@ from pathlib import Path
 
 class WorkerPool:
     """The serving supervisors of one study, by ``Executor.serve_key``; ``starts``: how many each key started
-    (1 unless one ended during a plan: a crash of the supervisor or its container, an interrupt)."""
+    (1 unless one ended: a crash of the supervisor or its container, an interrupt)."""
 
     def __init__(self, folder, pool_id):
         """``folder``: where the staging (``jobs``) and output (``out``) roots go; ``pool_id``: the label of its
@@ -50,6 +50,9 @@ class WorkerPool:
         key = executor.serve_key(image, gpu)
         with self._lock:
             server = self.servers.get(key)
+        if server is not None and not server.alive():  # it ended between plans (a crash of its container)
+            server.end(kill=True)
+            server = None
         if server is None:
             server = executor.serve(image, self, data_root, gpu)
             with self._lock:

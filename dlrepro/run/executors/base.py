@@ -146,18 +146,23 @@ def _collect(jobs, scratch, sink, taken, reason, status):
 class Served:
     """A supervisor that serves plan after plan (``runner.supervise --serve``; dlrepro.run.pool): ``lines`` its
     output, ``send(text)`` writes to its standard input, ``stop(kill)`` closes that input (it ends once idle) or
-    ends it at once and returns its exit status; ``what`` names it in errors, ``tail`` its last lines."""
+    ends it at once and returns its exit status, ``alive()`` whether it still runs; ``what`` names it in errors,
+    ``tail`` its last lines."""
 
-    def __init__(self, lines, send, stop, what, tail=()):
-        self.lines, self.send, self._stop, self.what, self.tail = lines, send, stop, what, tail
+    def __init__(self, lines, send, stop, alive, what, tail=()):
+        self.lines, self.send, self._stop, self.alive, self.what, self.tail = lines, send, stop, alive, what, tail
         self.code = None  # its exit status, once ended
 
     def plan(self, stage, out, scratch, sink, on_event):
         """Run the plan staged in ``stage`` with output to ``out`` (both relative to the supervisor's roots; ``scratch``:
         that output's folder here), following it until it is done; raises ExecutorError when the supervisor ends
-        during it."""
-        self.send("%s %s\n" % (stage, out))
-        if not follow(self.lines, scratch, sink, on_event):
+        before it is done."""
+        try:
+            self.send("%s %s\n" % (stage, out))
+            done = follow(self.lines, scratch, sink, on_event)
+        except OSError:  # its input closed: it ended
+            done = False
+        if not done:
             code = self.end(kill=True)
             raise ExecutorError("%s ended during a plan (exit status %s)%s" % (
                 self.what, code, ": " + "".join(self.tail) if self.tail else ""))

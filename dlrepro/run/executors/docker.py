@@ -362,7 +362,8 @@ class DockerExecutor(Executor):
             with self._engine_calls():
                 return started.stop(kill)
 
-        return Served(started.lines, started.send, stop, "the container of %s" % image.tag, started.tail)
+        return Served(started.lines, started.send, stop, started.waiter.is_alive, "the container of %s" % image.tag,
+                      started.tail)
 
     def _container(self, image, stage, scratch, data_root, sink, on_event, gpu):
         args = create_args(image.tag, self._user(scratch), stage, scratch, data_root,

@@ -94,7 +94,8 @@ class LocalExecutor(Executor):
             proc.stdin.write(text)
             proc.stdin.flush()
 
-        return Served(proc.stdout, send, lambda kill: _stop(proc, kill), "the local supervisor (%s)" % self.python)
+        return Served(proc.stdout, send, lambda kill: _stop(proc, kill), lambda: proc.poll() is None,
+                      "the local supervisor (%s)" % self.python)
 
     def describe(self):
         version = subprocess.run([self.python, "-c", "import platform; print(platform.python_version())"],
