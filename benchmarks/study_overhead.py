@@ -68,8 +68,9 @@ def starts(jobs):
     one start each); None for a key with a worker job whose result names no worker (made before issue 25)."""
     found = collections.OrderedDict()
     for body, job, result in sorted(jobs, key=lambda j: j[2].get("started") or ""):
-        images = {(i["framework"], i.get("framework_version")): i.get("tag") for i in body.get("images") or []}
-        image = images.get((job["framework"], job.get("framework_version"))) or "%s (local)" % job["framework"]
+        tags = [i.get("tag") for i in body.get("images") or [] if i["framework"] == job["framework"] and
+                job.get("framework_version") in (None, i.get("framework_version"))]
+        image = tags[0] if tags else "%s (local)" % job["framework"]
         key = (image, job["device"], tuple(sorted(settings.environment(job).items())), job.get("threads"))
         seen = found.setdefault(key, {"workers": set(), "fresh": 0, "after_failure": 0, "failed": False,
                                       "unknown": False})
