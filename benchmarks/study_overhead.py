@@ -1,18 +1,29 @@
-"""What jobs cost beyond their timed work: per job, its wall time minus its warm-up and its measured window, and
-for the whole set, the bundles' wall against their timed work.
+"""What jobs cost beyond their timed work: per job, its wall time minus its warm-up and its measured window; for
+the whole set, the bundles' wall against their timed work, the pass's wall, and the framework starts.
 
     python benchmarks/study_overhead.py BUNDLE [BUNDLE ...]
     python benchmarks/study_overhead.py --run [--framework torch] [--device cuda] [--executor local]
                                         [--isolation worker|process] [--quick] [--specs a,b] [--results DIR]
+                                        [--separate]
+    python benchmarks/study_overhead.py --study dlbench [--framework torch] [--device cpu] [--executor docker]
+                                        [--quick] [--results DIR]
 
 With --run, every spec is run with the one framework (one bundle per spec; jobs whose data this host lacks are
-skipped, with the reason, and left out of the figures). Per job: wall = from its process's spawn (process
-isolation) or its start in the worker to its end (s); timed = warm-up + measured window (s; runner.window);
-overhead = wall - timed. Totals: the jobs' wall, their timed work, the median overhead, and the bundles' own
-wall (each attempt's start to end). Goals (issue 15): with workers, per-job overhead median <= 1 s on one H200;
-every spec with torch on it in <= 120 s of job wall.
+skipped, with the reason, and left out of the figures), in one warm pass: the runs share one worker pool, as the
+runs of a study do (dlrepro.run.pool); --separate gives each run workers of its own (as before issue 25). With
+--study, the study itself runs (dlrepro.run.study) and its bundles are measured.
+
+Per job: wall = from its process's spawn (process isolation) or its start in the worker to its end (s); timed =
+warm-up + measured window (s; runner.window); overhead = wall - timed. Totals: the jobs' wall, their timed work,
+the median overhead, the bundles' own wall (each attempt's start to end, summed) and the pass's wall (the first
+attempt's start to the last one's end). Framework starts: per (image, device, settings) the workers that ran its
+jobs (result.json's ``worker``; a job in a process of its own is one start), and how many of them started for
+a job without warm-up (runner.supervise.needs_fresh) or after a failed job. Goals (issue 25): every spec with
+torch on one H200, the nine bundles' wall <= 90 s, per-job overhead median <= 0.5 s, one framework start per
+(image, device, settings) for the jobs with warm-up.
 """
 import argparse
+import collections
 import datetime
 import json
 import statistics
@@ -21,8 +32,10 @@ from pathlib import Path
 
 from dlrepro import spec as specmod
 from dlrepro.errors import DlreproError
-from dlrepro.run import jobs as jobsmod, runs
+from dlrepro.run import jobs as jobsmod, runs, study as studymod
 from dlrepro.run.options import RunOptions
+from dlrepro.run.pool import WorkerPool
+from runner import settings, supervise
 
 
 def _seconds(stamp):
@@ -42,13 +55,46 @@ def bundle_wall(body):
     return sum(_seconds(a["finished"]) - _seconds(a["started"]) for a in body["attempts"] if a.get("finished"))
 
 
+def pass_wall(bodies):
+    """Seconds from the first attempt's start to the last attempt's end over the bundles ``bodies``."""
+    attempts = [a for body in bodies for a in body["attempts"] if a.get("finished")]
+    return max(_seconds(a["finished"]) for a in attempts) - min(_seconds(a["started"]) for a in attempts) \
+        if attempts else 0.0
+
+
+def starts(jobs):
+    """{(image, device, settings): (starts, for a job without warm-up, after a failed job)} of ``jobs`` [(bundle
+    body, job.json, result.json)] in the order they ran: the workers that ran them (a job in a process of its own:
+    one start each); None for a key with a worker job whose result names no worker (made before issue 25)."""
+    found = collections.OrderedDict()
+    for body, job, result in sorted(jobs, key=lambda j: j[2].get("started") or ""):
+        tags = [i.get("tag") for i in body.get("images") or [] if i["framework"] == job["framework"] and
+                job.get("framework_version") in (None, i.get("framework_version"))]
+        image = tags[0] if tags else "%s (local)" % job["framework"]
+        key = (image, job["device"], tuple(sorted(settings.environment(job).items())), job.get("threads"))
+        seen = found.setdefault(key, {"workers": set(), "fresh": 0, "after_failure": 0, "failed": False,
+                                      "unknown": False})
+        worker = result.get("worker")
+        seen["unknown"] |= result["isolation"] == "worker" and "worker" not in result
+        if worker is None or worker["id"] not in seen["workers"]:
+            seen["workers"].add(worker["id"] if worker else id(result))
+            seen["fresh"] += supervise.needs_fresh(job) and len(seen["workers"]) > 1
+            seen["after_failure"] += seen["failed"]
+        seen["failed"] = result["status"] == "failed"
+    return {key: None if s["unknown"] else (len(s["workers"]), s["fresh"], s["after_failure"])
+            for key, s in found.items()}
+
+
 def report(folders):
-    rows, walls = [], 0.0
+    rows, bodies, ran = [], [], []
     for folder in map(Path, folders):
         body = json.loads((folder / "bundle.json").read_text())
-        walls += bundle_wall(body)
+        bodies.append(body)
         for row in body["jobs"]:
             result = json.loads((folder / "jobs" / row["job_id"] / "result.json").read_text())
+            job_path = folder / "jobs" / row["job_id"] / "job.json"
+            if result.get("isolation") and job_path.is_file():  # it reached a runner
+                ran.append((body, json.loads(job_path.read_text()), result))
             if result["status"] == "ok":
                 rows.append((row["job_id"], result.get("isolation"), *job_costs(result)))
     print("%-48s %9s %8s %8s %9s %9s" % ("job", "isolation", "wall s", "warm-up", "measured", "overhead"))
@@ -59,24 +105,46 @@ def report(folders):
         return
     overheads = [w - a - m for _, _, w, a, m in rows]
     print("%d ok jobs: %.1f s of job wall for %.1f s of timed work (warm-up + measured); per-job overhead median "
-          "%.2f s, max %.2f s; the bundles' wall %.1f s" % (
+          "%.2f s, max %.2f s; the bundles' wall %.1f s; the pass's wall %.1f s (%d bundles)" % (
               len(rows), sum(r[2] for r in rows), sum(r[3] + r[4] for r in rows), statistics.median(overheads),
-              max(overheads), walls))
+              max(overheads), sum(map(bundle_wall, bodies)), pass_wall(bodies), len(bodies)))
+    print("framework starts per (image, device, settings):")
+    for (image, device, variables, threads), counted in starts(ran).items():
+        shown = "not recorded (results from before issue 25)" if counted is None else \
+            "%d start%s (%d for a job without warm-up, %d after a failed job)" % (
+                counted[0], "s"[counted[0] == 1:], counted[1], counted[2])
+        print("  %s %s%s%s: %s" % (image, device, " threads %s" % threads if threads else "",
+                                   " " + " ".join("%s=%s" % v for v in variables) if variables else "", shown))
 
 
 def run_every_spec(args):
     results = args.results or tempfile.mkdtemp(prefix="dlrepro-overhead-")
+    pool = None if args.separate else WorkerPool(Path(results) / ".overhead.pool", "overhead")
     folders = []
-    for name in args.specs.split(",") if args.specs else specmod.available():
-        options = RunOptions(frameworks=[args.framework], device=args.device, executor=args.executor,
-                             isolation=args.isolation, quick=args.quick)
-        try:
-            jobsmod.expand(specmod.load(name), options)
-        except DlreproError as exc:  # the framework expresses none of its variants
-            print("%s: not run (%s)" % (name, str(exc).splitlines()[0]))
-            continue
-        folders.append(runs.run(name, options, results_dir=results, reporter=runs.Silent()))
+    try:
+        for name in args.specs.split(",") if args.specs else specmod.available():
+            options = RunOptions(frameworks=[args.framework], device=args.device, executor=args.executor,
+                                 isolation=args.isolation, quick=args.quick)
+            try:
+                jobsmod.expand(specmod.load(name), options)
+            except DlreproError as exc:  # the framework expresses none of its variants
+                print("%s: not run (%s)" % (name, str(exc).splitlines()[0]))
+                continue
+            folders.append(runs.run(name, options, results_dir=results, reporter=runs.Silent(), pool=pool))
+    finally:
+        if pool is not None:
+            pool.close()
     print("bundles: %s" % ", ".join(str(f) for f in folders))
+    return folders
+
+
+def run_study(args):
+    results = Path(args.results or tempfile.mkdtemp(prefix="dlrepro-overhead-"))
+    record = studymod.run(args.study, device=args.device if args.device_given else None,
+                          frameworks=[args.framework], executor=args.executor, quick=args.quick, results_dir=results,
+                          reporter=runs.Silent())
+    folders = list(studymod.bundles_of(record, results).values())
+    print("study record: %s; bundles: %s" % (record.path, ", ".join(str(f) for f in folders)))
     return folders
 
 
@@ -84,15 +152,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundles", nargs="*")
     parser.add_argument("--run", action="store_true")
+    parser.add_argument("--study", default="", help="a study to run and measure (e.g. dlbench)")
     parser.add_argument("--framework", default="torch")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default=None)
     parser.add_argument("--executor", default="docker")
     parser.add_argument("--isolation", default="worker")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--specs", default="")
     parser.add_argument("--results", default=None)
+    parser.add_argument("--separate", action="store_true", help="--run: workers of its own for each run")
     args = parser.parse_args()
-    report(args.bundles + (run_every_spec(args) if args.run else []))
+    args.device_given, args.device = args.device is not None, args.device or "cpu"
+    report(args.bundles + (run_every_spec(args) if args.run else []) + (run_study(args) if args.study else []))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@ status "running" until the job ends:
   (runner.window; ``excluded``: what it left out), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
   job's process started: spawned, framework_imported, model_built, data_ready, warmup_done, measured_done,
   finished}, isolation ("process" | "worker": the job shared its process with the worker's earlier jobs),
+  worker {id, jobs_before} (worker isolation: the worker that ran it and how many jobs it ran before, 0 in a
+  fresh one: runner.worker; None in a process of its own),
   attempt {number, host, executor} (written by the host when it takes the result).
   timing also has timer ("host_sync" | "device_events"), lead_in {iterations, why} (the untimed
   iterations at each repeat's start) and repeat_wall_seconds (throughput; the lead-in included).
@@ -145,6 +147,7 @@ def new_result(job_id, status, reason=None, remedy=None, error=None):
         "started": None,
         "finished": None,
         "phases": {},
+        "worker": None,
     }
 
 

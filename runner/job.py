@@ -30,10 +30,11 @@ class ModelMismatch(RuntimeError):
 class _Job(object):
     """One job's result as it is being made, written to ``outdir`` whenever it changes."""
 
-    def __init__(self, job, outdir, isolation, rank=0):
+    def __init__(self, job, outdir, isolation, rank=0, worker=None):
         self.job, self.outdir, self.t0, self.rank = job, outdir, time.time(), rank
         self.result = contract.new_result(job.get("id"), "running")
-        self.result.update(started=contract.utc_now(True), options=contract.job_options(job), isolation=isolation)
+        self.result.update(started=contract.utc_now(True), options=contract.job_options(job), isolation=isolation,
+                           worker=worker)
         spawned = os.environ.get(SPAWNED)
         if spawned and isolation == "process":
             self.result["phases"]["spawned"] = round(float(spawned) - self.t0, 3)
@@ -178,15 +179,16 @@ def _launch_ranks(job, job_path, state):
     return ranks.Launched(job, job_path, state.outdir, state.abort) if job["ranks"] > 1 else None
 
 
-def run(job_path, outdir, isolation="process", rank=0):
+def run(job_path, outdir, isolation="process", rank=0, worker=None):
     """Run the job in ``job_path``, write ``outdir``/result.json; returns the result dict. ``isolation``:
     "process" (this process runs this job only) or "worker" (runner.worker: its earlier jobs ran here too, and
     the process's settings were applied once). ``rank``: which rank of a data-parallel job this process is
-    (runner.ranks; rank 0 launches the others and keeps their records in ``ranks``). The adapter is released
+    (runner.ranks; rank 0 launches the others and keeps their records in ``ranks``). ``worker``: the worker
+    record of a job run in a warm worker (runner.worker), kept in the result. The adapter is released
     (runner.adapters.base) at the end."""
     with open(job_path) as f:
         job = json.load(f)
-    state = _Job(job, outdir, isolation, rank)
+    state = _Job(job, outdir, isolation, rank, worker)
     result, adapter, launched = state.result, None, None
     try:
         contract.check_job(job)

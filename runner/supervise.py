@@ -1,4 +1,4 @@
-"""Run every job of a plan: ``python -m runner.supervise [--watch-stdin] [--isolation worker|process] JOBS OUT``.
+"""Run every job of a plan: ``python -m runner.supervise [--watch-stdin | --serve] [--isolation worker|process] JOBS OUT``.
 
 JOBS holds plan.json ({"jobs": [job ids in order]}) and <job id>.json for each; each job's output goes to
 OUT/<id>/ (result.json, log.txt).
@@ -9,6 +9,20 @@ framework, the device, the thread variables and CPUs) run one after another in a
 seeds; a job that crashes, runs out of memory or hangs past its time limit takes down only its worker,
 which is replaced for the jobs after it. ``process``: each job in a process of its own
 (``python -m runner JOB OUT``), paying the interpreter's and the framework's start every time.
+
+Clean workers. A worker is retired after any job that failed (an exception, a crash, its time limit): a
+sticky CUDA error or a fragmented allocator never reaches the next job, which gets a new worker. A job
+without warm-up (a convergence job, or ``warmup`` 0) runs in a fresh worker, one that ran nothing before
+it (``needs_fresh``), since the caches that outlive a job's release (cuDNN/cuBLAS handles and autotune
+results, loaded kernels, XLA compilations) would otherwise make its first epoch or iteration depend on the
+jobs before it; that worker then serves the jobs after it. Each job's result names its worker
+(``worker``: {id, jobs_before}; runner.worker).
+
+Serving (``--serve``): JOBS and OUT are roots, and the supervisor runs plan after plan, one per line
+"STAGE OUTDIR" on its standard input (paths relative to JOBS and OUT), printing ``@dlrepro done STAGE``
+after each; its workers (one per settings key) stay warm between plans, so the runs of a study share
+them (dlrepro.run.pool). It ends at the end of its input: cleanly between plans, and, like
+``--watch-stdin``, at once (the running job ended) when its input ends during a plan.
 
 The runner rewrites result.json after every repeat and epoch (status "running" until the end); when a job
 ends without a final result, this supervisor records it as failed, naming the exit status or signal (out of
@@ -151,8 +165,9 @@ def run_one(command, job, outdir):
 
 
 class Worker(object):
-    """A runner.worker process for jobs of one settings key: ``run(job, path, outdir)`` gives a job's status,
-    or None after recording a job that took the worker down (the worker is then gone)."""
+    """A runner.worker process for jobs of one settings key: ``run(job, path, outdir)`` gives a job's status
+    (a job that took the worker down is recorded as failed, the worker then gone); ``jobs``: how many it was
+    given."""
 
     def __init__(self, first_job_path):
         read, write = os.pipe()
@@ -161,6 +176,7 @@ class Worker(object):
                                      pass_fds=(write,), universal_newlines=True)
         os.close(write)
         self.control = os.fdopen(read)
+        self.jobs = 0  # how many jobs it was given
         _running.append(self.proc)
 
     def _reply(self, timeout):
@@ -170,6 +186,7 @@ class Worker(object):
 
     def run(self, job, job_path, outdir):
         kills_before = limits.oom_kills()
+        self.jobs += 1
         try:
             self.proc.stdin.write("%s %s\n" % (job_path, outdir))
             self.proc.stdin.flush()
@@ -209,53 +226,130 @@ def _in_process(job_id, job, jobs_dir, out_dir):
     _announce("end", job_id, status)
 
 
-def _in_workers(jobs, jobs_dir, out_dir):
-    """Run ``jobs`` [(id, job)] in warm workers, one per run of consecutive jobs with the same settings; a
-    data-parallel job in a process of its own (its ranks and their process group start and end with it)."""
-    worker, key = None, None
+def needs_fresh(job):
+    """Whether ``job`` times from its first iteration on, with no warm-up to absorb what earlier jobs of a worker
+    left (a convergence job; a throughput job with warm-up 0): it runs in a worker that ran nothing before."""
+    return job.get("mode") == "convergence" or (job.get("mode") == "throughput" and job.get("warmup") == 0)
+
+
+def _in_workers(jobs, jobs_dir, out_dir, workers):
+    """Run ``jobs`` [(id, job)] in the warm workers ``workers`` {settings key: Worker} (started as needed, kept
+    for later plans when serving): a worker is retired after a job that failed, a job without warm-up gets a
+    fresh one (``needs_fresh``); a data-parallel job runs in a process of its own (its ranks and their process
+    group start and end with it)."""
     for job_id, job in jobs:
         if job.get("ranks") is not None:
             _in_process(job_id, job, jobs_dir, out_dir)
             continue
-        if worker is not None and (settings.key(job) != key or worker.proc.poll() is not None):
+        key = settings.key(job)
+        worker = workers.get(key)
+        if worker is not None and (worker.proc.poll() is not None or (needs_fresh(job) and worker.jobs)):
             worker.close()
+            del workers[key]
             worker = None
         job_path = os.path.join(jobs_dir, job_id + ".json")
         if worker is None:
-            worker, key = Worker(job_path), settings.key(job)
+            worker = workers[key] = Worker(job_path)
         _announce("start", job_id)
         status = worker.run(job, job_path, os.path.join(out_dir, job_id))
+        if status == "failed":  # retired: what the failure left in it does not reach the next job
+            worker.close(kill=True)
+            del workers[key]
         _announce("end", job_id, status)
-    if worker is not None:
+
+
+def _close(workers):
+    for worker in workers.values():
         worker.close()
+    workers.clear()
 
 
-def main(argv):
-    watch = "--watch-stdin" in argv
-    argv = [a for a in argv if a != "--watch-stdin"]
-    isolation = "worker"
-    if "--isolation" in argv:
-        at = argv.index("--isolation")
-        isolation = argv[at + 1] if at + 1 < len(argv) else None
-        argv = argv[:at] + argv[at + 2:]
-    if len(argv) != 2 or isolation not in ("worker", "process"):
-        sys.stderr.write("usage: python -m runner.supervise [--watch-stdin] [--isolation worker|process] JOBS OUT\n")
-        return 2
-    jobs_dir, out_dir = argv
-    signal.signal(signal.SIGTERM, _terminate)
-    if watch:
-        threading.Thread(target=_watch_stdin, name="watch-stdin", daemon=True).start()
+def _plans(busy):
+    """The lines "STAGE OUTDIR" of standard input, as they come (``--serve``); when it ends while ``busy`` is set
+    (a plan runs: the host's run is gone), the running job is ended and the supervisor exits."""
+    lines, arrived = [], threading.Condition()
+
+    def read():
+        try:
+            for line in sys.stdin:
+                with arrived:
+                    lines.append(line)
+                    arrived.notify()
+        except (IOError, OSError, ValueError):
+            pass
+        with arrived:
+            lines.append(None)
+            arrived.notify()
+            if busy.is_set():
+                _host_gone.set()
+                _end_running()
+                sys.stderr.write("supervisor: the host's run is gone (standard input closed); ending\n")
+                os._exit(HOST_GONE)
+
+    threading.Thread(target=read, name="read-plans", daemon=True).start()
+    while True:
+        with arrived:
+            while not lines:
+                arrived.wait()
+            line = lines.pop(0)
+            if line is not None:
+                busy.set()
+        if line is None:
+            return
+        yield line.rstrip("\n").split(" ", 1)
+
+
+def _read_plan(jobs_dir):
     with open(os.path.join(jobs_dir, "plan.json")) as f:
         plan = json.load(f)
     jobs = []
     for job_id in plan["jobs"]:
         with open(os.path.join(jobs_dir, job_id + ".json")) as f:
             jobs.append((job_id, json.load(f)))
+    return jobs
+
+
+def _serve(jobs_root, out_root, isolation):
+    """Run plan after plan (``--serve``), the workers kept between them; returns the exit status."""
+    workers, busy = {}, threading.Event()
+    for stage, out in _plans(busy):
+        jobs_dir, out_dir = os.path.join(jobs_root, stage), os.path.join(out_root, out)
+        _run_plan(_read_plan(jobs_dir), jobs_dir, out_dir, isolation, workers)
+        busy.clear()
+        _announce("done", stage)
+    _close(workers)
+    return 0
+
+
+def _run_plan(jobs, jobs_dir, out_dir, isolation, workers):
     if isolation == "worker":
-        _in_workers(jobs, jobs_dir, out_dir)
-        return 0
+        _in_workers(jobs, jobs_dir, out_dir, workers)
+        return
     for job_id, job in jobs:
         _in_process(job_id, job, jobs_dir, out_dir)
+
+
+def main(argv):
+    watch, serve = "--watch-stdin" in argv, "--serve" in argv
+    argv = [a for a in argv if a not in ("--watch-stdin", "--serve")]
+    isolation = "worker"
+    if "--isolation" in argv:
+        at = argv.index("--isolation")
+        isolation = argv[at + 1] if at + 1 < len(argv) else None
+        argv = argv[:at] + argv[at + 2:]
+    if len(argv) != 2 or isolation not in ("worker", "process") or (watch and serve):
+        sys.stderr.write("usage: python -m runner.supervise [--watch-stdin | --serve] [--isolation worker|process] "
+                         "JOBS OUT\n")
+        return 2
+    jobs_dir, out_dir = argv
+    signal.signal(signal.SIGTERM, _terminate)
+    if serve:
+        return _serve(jobs_dir, out_dir, isolation)
+    if watch:
+        threading.Thread(target=_watch_stdin, name="watch-stdin", daemon=True).start()
+    workers = {}
+    _run_plan(_read_plan(jobs_dir), jobs_dir, out_dir, isolation, workers)
+    _close(workers)
     return 0
 
 

@@ -6,19 +6,23 @@ anything is imported, and hold for every job the worker is given (the supervisor
 with the same settings). Then, for each line "JOB.json OUTDIR" on standard input, it runs the job
 (runner.job.run, isolation "worker": a fresh adapter, model, optimizer, data and seeds; the adapter's
 ``release`` gives back its memory and the framework's caches afterwards) with its standard output and
-error sent to OUTDIR/log.txt, and writes "done <job id> <status>" to file descriptor CONTROL_FD. It ends
+error sent to OUTDIR/log.txt, and writes "done <job id> <status>" to file descriptor CONTROL_FD. Each
+job's result names the worker (``worker``: {id: "<host name>/<pid>", unique among the live workers of a
+machine or container; jobs_before: how many jobs it ran before this one, 0 in a fresh worker}). It ends
 at the end of its input. A job that crashes or hangs takes the worker down with it; the supervisor
 records the job and starts another worker for the rest.
 """
 import json
 import os
+import socket
 import sys
 
 from runner import job as jobmod, settings
 
 
-def _run_logged(job_path, outdir):
-    """runner.job.run with this process's standard output and error in outdir/log.txt."""
+def _run_logged(job_path, outdir, worker):
+    """runner.job.run with this process's standard output and error in outdir/log.txt; ``worker``: the result's
+    worker record."""
     if not os.path.isdir(outdir):
         os.makedirs(outdir)
     sys.stdout.flush()
@@ -28,7 +32,7 @@ def _run_logged(job_path, outdir):
     os.dup2(log, 1)
     os.dup2(log, 2)
     try:
-        return jobmod.run(job_path, outdir, isolation="worker")
+        return jobmod.run(job_path, outdir, isolation="worker", worker=worker)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -45,9 +49,10 @@ def main(argv):
     control = os.fdopen(int(argv[0]), "w")
     with open(argv[1]) as f:
         settings.apply(json.load(f))
-    for line in sys.stdin:
+    name = "%s/%d" % (socket.gethostname(), os.getpid())
+    for served, line in enumerate(sys.stdin):
         job_path, outdir = line.rstrip("\n").split(" ", 1)
-        result = _run_logged(job_path, outdir)
+        result = _run_logged(job_path, outdir, {"id": name, "jobs_before": served})
         control.write("done %s %s\n" % (result["job_id"], result["status"]))
         control.flush()
     return 0

@@ -35,3 +35,22 @@ def test_the_default_memory_limit_leaves_the_host_headroom():
     assert docker_executor.default_memory(24 << 30) == (24 << 30) - (24 << 30) // 10  # 10% of 24 GiB: over 2 GiB
     assert docker_executor.default_memory(8 << 30) == 6 << 30  # 2 GiB for the host
     assert docker_executor.default_memory(3 << 30) == 3 << 29  # never below half
+
+
+def test_a_study_pools_container_has_the_same_isolation_and_serves_plans(tmp_path):
+    from dlrepro.run.pool import WorkerPool
+
+    pool = WorkerPool(tmp_path / "pool", "study-tiny-20261201T000000Z")
+    executor = docker_executor.DockerExecutor(memory=8 << 30)
+    executor.run_id = "alexnet-x"  # the run that starts it: the container is the pool's, not the run's
+    args = executor.serve_args("dlrepro/torch:2.13.0-cpu-abc", pool, "/cache/ds", 0)
+    alone = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", args["user"], pool.jobs, pool.out, "/cache/ds",
+                                        memory=8 << 30, labels=args["labels"])
+    assert args["command"] == ["python", "-m", "runner.supervise", "--serve", "--isolation", "worker", "/jobs", "/out"]
+    assert {k: v for k, v in args.items() if k != "command"} == {k: v for k, v in alone.items() if k != "command"}
+    assert args["volumes"][str(pool.jobs)] == {"bind": "/jobs", "mode": "ro"}
+    assert args["volumes"][str(pool.out)] == {"bind": "/out", "mode": "rw"}
+    assert args["labels"]["org.dlrepro.run"] == "study-tiny-20261201T000000Z"
+    assert docker_executor.isolation(args) == docker_executor.isolation(alone)
+    pool.close()
+    assert not pool.folder.exists()

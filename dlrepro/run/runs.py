@@ -75,6 +75,13 @@ def _spec_record(spec, path):
             "sha256": spec.digest(), "resolved": spec.model_dump(mode="json")}
 
 
+def scratch_root(writer, attempt):
+    """The folder under which attempt ``attempt`` of ``writer``'s bundle has its supervisors' output: its work
+    folder's ``attempt-<n>``, or the one its worker pool (``attempt["pool"]``) gave it."""
+    pooled = attempt.get("pool")
+    return Path(pooled["scratch"]) if pooled else writer.work_dir / ("attempt-%d" % attempt["number"])
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt("signal %d" % signum)
 
@@ -85,6 +92,8 @@ class _Run:
 
     def __init__(self, writer, reporter, attempt):
         self.writer, self.reporter, self.attempt = writer, reporter, attempt
+        # where the supervisors write: the bundle's work folder, or a study's worker pool (dlrepro.run.pool)
+        self.root = scratch_root(writer, attempt)
         self.images, self.datasets, self.scratches = {}, {}, 0
         self.jobs, self.running, self.walls, self.ended, self.skipped = {}, {}, [], 0, 0  # progress lines (``doing``)
         self.heartbeat = heartbeat.Heartbeat(reporter.log, self.doing)  # started by ``execute``
@@ -101,7 +110,7 @@ class _Run:
 
     def scratch(self):
         self.scratches += 1
-        folder = self.writer.work_dir / ("attempt-%d" % self.attempt["number"]) / str(self.scratches)
+        folder = self.root / str(self.scratches)
         folder.mkdir(parents=True)
         return folder
 
@@ -146,7 +155,7 @@ class _Run:
 
     def live(self, job_id):
         """The result.json that running job ``job_id`` last wrote into its scratch output, or None."""
-        for path in self.writer.work_dir.glob("attempt-%d/*/%s/result.json" % (self.attempt["number"], job_id)):
+        for path in self.root.glob("*/%s/result.json" % job_id):
             try:
                 return json.loads(path.read_text())
             except (OSError, ValueError):  # being rewritten at this moment
@@ -322,23 +331,35 @@ def _images(earlier, now):
     return list(found.values())
 
 
+def _scratch_roots(writer):
+    """The folders under which the attempts of ``writer``'s bundle had their supervisors' output (``scratch_root``):
+    its work folder's, and those of the worker pools its attempts ran in."""
+    return sorted(writer.work_dir.glob("attempt-*")) + [
+        Path(a["pool"]["scratch"]) for a in writer.body["attempts"] if a.get("pool")]
+
+
 def _containers_gone(writer):
-    """Make sure that no container of an earlier docker attempt of the bundle still runs (found by the run label;
-    one whose engine went away may have lived on), so that what it left can be taken; returns a line per
-    container removed. Raises ExecutorError when the engine does not answer."""
-    if not writer.work_dir.is_dir() or not any(a.get("executor") == "docker" for a in writer.body["attempts"]):
+    """Make sure that no container of an earlier docker attempt of the bundle still runs (found by the run label, or
+    the label of the study's worker pool it ran in, of a study no longer running; one whose engine went away may
+    have lived on), so that what it left can be taken; returns a line per container removed. Raises ExecutorError
+    when the engine does not answer."""
+    docker = [a for a in writer.body["attempts"] if a.get("executor") == "docker"]
+    if not docker or not any(root.is_dir() for root in _scratch_roots(writer)):
         return []
     from dlrepro.run.executors import docker as docker_executor
 
-    return docker_executor.remove_run(writer.id)
+    pools = sorted({a["pool"]["id"] for a in docker if a.get("pool")})
+    return docker_executor.remove_run(writer.id) + [
+        line for pool in pools for line in docker_executor.remove_run(pool, dead_only=True)]
 
 
 def _recover(writer, stamp):
-    """Take into the bundle what jobs of dead attempts left in its scratch output (their containers gone:
+    """Take into the bundle what jobs of dead attempts left in its scratch output (in its work folder, or in the
+    worker pool of the study it ran in; their containers gone:
     ``_containers_gone``): their unfinished results, with what they measured, marked skipped (the run was
     killed) or, for a job the machine lost, interrupted with the recorded reason; returns their ids."""
     taken = []
-    for folder in sorted(writer.work_dir.glob("attempt-*/*/*")):
+    for folder in [f for root in _scratch_roots(writer) for f in sorted(root.glob("*/*"))]:
         if not folder.is_dir() or folder.name not in writer.job_ids:
             continue
         recorded = writer.read_result(folder.name) if writer.statuses()[folder.name] == LOST else None
@@ -387,7 +408,7 @@ def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
 
 
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,
-        resume=None, retry_failed=False, memory=None, on_start=None, slurm=None):
+        resume=None, retry_failed=False, memory=None, on_start=None, slurm=None, pool=None):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
     ``resume``: a bundle (folder, id, ``.<id>.partial`` or "latest") to continue instead of a new one: only
@@ -398,6 +419,8 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     resume those the bundle recorded). A detached Slurm run returns the partial bundle's path at once, its
     jobs queued; a resume of it first waits for them and takes their results (and those of a killed run's
     arrays), then runs only what is still missing.
+    ``pool``: a study's WorkerPool (dlrepro.run.pool): the jobs go to its warm supervisors, which outlive the
+    run (not with Slurm: one task per job there); the attempt records it (``pool``: {id, scratch}).
     Raises SpecError / DlreproError before anything runs when the spec or options are invalid (or do not
     match the resumed bundle's), and ExecutorError when the chosen executor is unavailable. After that,
     KeyboardInterrupt (Ctrl-C or SIGTERM) and RunBroken (any other error) are raised only once the bundle
@@ -437,6 +460,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
                "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv),
                "cwd": os.getcwd(), "results": str(Path(results_dir).resolve())}
+    if pool is not None and executor.serves:
+        executor.pool = pool
+        attempt["pool"] = {"id": pool.id, "scratch": str(pool.out / writer.id / ("attempt-%d" % attempt["number"]))}
     state = _Run(writer, reporter, attempt)
     collected = _collect_submitted(writer, reporter) if resume else []
     for line in _containers_gone(writer):

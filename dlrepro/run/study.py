@@ -9,6 +9,12 @@ scaling), a run of another device than the one asked for. The record is rewritte
 ends, so a study killed midway is resumed (``resume``) from the record: published bundles are kept, partial
 ones resumed, the rest run. ``quick`` makes a smoke pass of the whole study (each run --quick, thread sweeps
 cut to their smallest and largest count here).
+
+The runs share their workers: the study owns one WorkerPool (dlrepro.run.pool; its folder
+``studies/.<record>.pool/`` beside the record while the study runs) and passes it to each run, so the jobs
+of every run with the same image, device and settings go to one warm worker, in one container for the whole
+study (docker), the runs still one after another. The pool is closed at the study's end, on an error and
+on an interrupt: no container or process of it is left.
 """
 import json
 from dataclasses import dataclass, field
@@ -19,6 +25,7 @@ from dlrepro.errors import DlreproError, RunBroken
 from dlrepro.files import sha256_file
 from dlrepro.results import bundle as bundlemod
 from dlrepro.run import hostinfo, jobs as jobsmod, runs
+from dlrepro.run.pool import WorkerPool
 from dlrepro.run.options import RunOptions
 from runner.contract import utc_now, write_json
 from runner.environment import usable_cpus
@@ -178,6 +185,18 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
     reporter = reporter or runs.Reporter()
     reporter.started(sum(p.jobs for p in planned if p.options) - sum(
         record.body["runs"][p.id].get("done", 0) for p in planned if p.options))
+    pool = WorkerPool(records_dir(results_dir) / (".%s.pool" % record.path.stem), "study-" + record.path.stem)
+    try:
+        _run_planned(record, planned, results_dir, reporter, build_options, python, pool)
+    finally:
+        pool.close()
+    record.body["finished"] = utc_now()
+    record.save()
+    return record
+
+
+def _run_planned(record, planned, results_dir, reporter, build_options, python, pool):
+    """Run each planned run that is not complete yet, its state in the record as it starts and ends."""
     for item in planned:
         entry = record.body["runs"][item.id]
         if item.options is None or entry["state"] in (bundlemod.COMPLETE, bundlemod.OLD_COMPLETE):
@@ -191,7 +210,7 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
 
         try:
             path = runs.run(item.run.spec if not entry["bundle"] else None, item.options, build_options, results_dir,
-                            python, reporter, resume=entry["bundle"], on_start=started)
+                            python, reporter, resume=entry["bundle"], on_start=started, pool=pool)
             entry.update(state=bundlemod.COMPLETE, bundle=path.name, done=item.jobs)
         except KeyboardInterrupt:
             entry["state"] = "interrupted"
@@ -202,9 +221,6 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
         except DlreproError as exc:
             entry.update(state="not runnable" if not entry["bundle"] else "broken", error=str(exc))
         record.save()
-    record.body["finished"] = utc_now()
-    record.save()
-    return record
 
 
 def bundles_of(record, results_dir=REPO_ROOT / "results"):

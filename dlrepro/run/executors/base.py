@@ -53,13 +53,17 @@ def _stage(jobs, directory):
 def follow(lines, scratch, sink, on_event):
     """Turn the supervisor's ``@dlrepro start|end <id>`` lines into ``on_event(kind, job_id, result)``; as a job
     ends, its result moves from ``scratch`` into the sink at once (``result`` is its result.json body for "end",
-    None for "start")."""
+    None for "start"). Returns True at a serving supervisor's ``@dlrepro done`` (its plan ended: the lines after
+    it belong to the next), False when the lines end."""
     for line in lines:
         parts = line.strip().split()
+        if len(parts) >= 3 and parts[0] == "@dlrepro" and parts[1] == "done":
+            return True
         if len(parts) >= 3 and parts[0] == "@dlrepro":
             source = Path(scratch) / parts[2]
             result = sink.accept(parts[2], source) if parts[1] == "end" and (source / "result.json").is_file() else None
             on_event(parts[1], parts[2], result)
+    return False
 
 
 def settle(folder, status, reason):
@@ -86,13 +90,15 @@ class FolderSink:
     """Where an executor puts each job's result the moment the job ends: ``out_dir``/<id>/{result.json, log.txt}
     (the run loop's sink puts them into the bundle being written, dlrepro.run.runs)."""
 
-    def __init__(self, out_dir):
-        self.out_dir = Path(out_dir)
+    def __init__(self, out_dir, scratch_root=None):
+        """``scratch_root``: where the supervisors' output folders go (a WorkerPool's ``out``; default: the
+        system's temporary folder)."""
+        self.out_dir, self.scratch_root = Path(out_dir), scratch_root
         self.submissions = []  # records of submissions to a scheduler (``submitted``)
 
     def scratch(self):
         """A new empty folder for the supervisor's output."""
-        return Path(tempfile.mkdtemp(prefix="dlrepro-out-"))
+        return Path(tempfile.mkdtemp(prefix="dlrepro-out-", dir=self.scratch_root))
 
     def accept(self, job_id, source):
         """Move the job's result.json and log.txt from ``source`` into place; returns the result."""
@@ -135,6 +141,38 @@ def _collect(jobs, scratch, sink, taken, reason, status):
             sink.accept(job["id"], source)
         else:
             sink.missing(job, status, reason)
+
+
+class Served:
+    """A supervisor that serves plan after plan (``runner.supervise --serve``; dlrepro.run.pool): ``lines`` its
+    output, ``send(text)`` writes to its standard input, ``stop(kill)`` closes that input (it ends once idle) or
+    ends it at once and returns its exit status, ``alive()`` whether it still runs; ``what`` names it in errors,
+    ``tail`` its last lines."""
+
+    def __init__(self, lines, send, stop, alive, what, tail=()):
+        self.lines, self.send, self._stop, self.alive, self.what, self.tail = lines, send, stop, alive, what, tail
+        self.code = None  # its exit status, once ended
+
+    def plan(self, stage, out, scratch, sink, on_event):
+        """Run the plan staged in ``stage`` with output to ``out`` (both relative to the supervisor's roots; ``scratch``:
+        that output's folder here), following it until it is done; raises ExecutorError when the supervisor ends
+        before it is done."""
+        try:
+            self.send("%s %s\n" % (stage, out))
+            done = follow(self.lines, scratch, sink, on_event)
+        except OSError:  # its input closed: it ended
+            done = False
+        if not done:
+            code = self.end(kill=True)
+            raise ExecutorError("%s ended during a plan (exit status %s)%s" % (
+                self.what, code, ": " + "".join(self.tail) if self.tail else ""))
+
+    def end(self, kill=False):
+        """End the supervisor (idle: its input closed; ``kill``: at once); returns its exit status. Ending it again
+        gives the same status."""
+        if self.code is None:
+            self.code = self._stop(kill)
+        return self.code
 
 
 def run_on_gpus(run_one, jobs, gpus, on_event, cancel=lambda: None):
@@ -187,20 +225,33 @@ class Executor:
     comes from (``prepare``)."""
     name = None
     detached = False  # True once run() returned with jobs still queued or running elsewhere (slurm --detach)
+    serves = True  # whether a study's worker pool can serve its groups (``serve``)
 
     def __init__(self, device="cpu", gpu=0, isolation="worker"):
         """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU); ``isolation``:
         "worker" (the jobs that share their settings run in one warm process) or "process" (one per job)."""
         self.isolation = isolation
+        self.pool = None  # a WorkerPool (dlrepro.run.pool): the groups of one GPU go to its serving supervisors
         self.listed = isinstance(gpu, (list, tuple))  # --gpus: also the GPUs a data-parallel job may take
         self.gpus = list(gpu) if self.listed else [gpu]
         self.device, self.gpu = device, self.gpus[0]
         self._active, self._lock = set(), threading.Lock()
         self.run_id = None  # the bundle id, once the run has one: labels what this executor starts
 
-    def supervisor(self, python, jobs, out):
-        """The command line of the supervisor (runner.supervise) for staged ``jobs`` and output ``out``."""
-        return [python, "-m", "runner.supervise", "--watch-stdin", "--isolation", self.isolation, str(jobs), str(out)]
+    def supervisor(self, python, jobs, out, serve=False):
+        """The command line of the supervisor (runner.supervise) for staged ``jobs`` and output ``out`` (``serve``:
+        the roots of the plans it will be sent)."""
+        return [python, "-m", "runner.supervise", "--serve" if serve else "--watch-stdin", "--isolation",
+                self.isolation, str(jobs), str(out)]
+
+    def serve_key(self, image, gpu):
+        """What must be the same for groups to share a serving supervisor (dlrepro.run.pool): the executor, the
+        image, the device, the GPU and the isolation (the supervisor keeps one worker per settings key)."""
+        return (self.name, image.tag if image is not None else None, self.device, gpu, self.isolation)
+
+    def serve(self, image, pool, data_root, gpu):
+        """Start a supervisor that serves plans staged under ``pool.jobs`` with output under ``pool.out`` (Served)."""
+        raise NotImplementedError
 
     def run_labels(self):
         """What marks the containers or processes of this run: the bundle id, this host and this process."""
@@ -238,7 +289,7 @@ class Executor:
         jobs = [j for j in jobs if j not in several]
         if self.device == "cuda" and len(self.gpus) > 1 and len(jobs) > 1:
             run_on_gpus(lambda job, gpu, event: self._run_group(image, [job], sink, data_root, event, gpu),
-                        jobs, self.gpus, on_event, self.cancel)
+                        jobs, self.gpus, on_event, self._cancel_all)
         elif jobs:
             self._run_group(image, jobs, sink, data_root, on_event, self.gpu)
         for job in several:  # one at a time, each with all the GPUs it needs
@@ -262,6 +313,11 @@ class Executor:
     def cancel(self):
         """End every job process or container this executor has running (an interrupted multi-GPU run)."""
 
+    def _cancel_all(self):
+        self.cancel()
+        if self.pool is not None:
+            self.pool.cancel()
+
     def reap(self):
         """End what runs of this executor that died left running on this host; returns a line per thing ended."""
         return []
@@ -277,12 +333,17 @@ class Executor:
             on_event(kind, job_id, result)
 
         scratch = Path(sink.scratch())
-        stage = Path(str(scratch) + ".jobs")  # beside the scratch output: both stay while a lost container lives
-        stage.mkdir()
+        pooled = self.pool is not None and not isinstance(gpu, list)  # a data-parallel job: a container of its own
+        # beside the scratch output (or in the pool's staging root): both stay while a lost container lives
+        stage = self.pool.stage_of(scratch) if pooled else Path(str(scratch) + ".jobs")
+        stage.mkdir(parents=True)
         _stage(jobs, str(stage))
         reason, status, lost = "the executor ended before this job ran", "failed", False
         try:
-            self._launch(image, str(stage), scratch, Path(data_root), sink, event, gpu)
+            if pooled:
+                self._serve_plan(image, stage, scratch, Path(data_root), sink, event, gpu)
+            else:
+                self._launch(image, str(stage), scratch, Path(data_root), sink, event, gpu)
         except EngineLost as exc:  # its container may run on: leave its folders alone, record the jobs lost
             lost = True
             running = [j for j in started if j not in taken]
@@ -307,6 +368,10 @@ class Executor:
         """Start the supervisor on the staged jobs, follow it (``follow``) until it ends; raise ExecutorError when
         it cannot start or ends badly."""
         raise NotImplementedError
+
+    def _serve_plan(self, image, stage, scratch, data_root, sink, on_event, gpu):
+        """Run the staged jobs in the pool's serving supervisor for their image and GPU (started if it has none)."""
+        self.pool.serve(self, image, stage, scratch, data_root, sink, on_event, gpu)
 
     def _release(self, scratch):
         """Give the scratch output back to this user after the run (docker runs write as another uid)."""

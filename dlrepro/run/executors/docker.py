@@ -12,6 +12,7 @@ without it (its shim keeps the job running), so a resume first removes the run's
 label (``remove_run``) before it takes what they left.
 """
 import collections
+import contextlib
 import os
 import shutil
 import socket
@@ -28,7 +29,7 @@ from dlrepro.engine import client
 from dlrepro.errors import CannotRunHere, EngineLost, ExecutorError
 from dlrepro.images import build, feasibility
 from dlrepro.run import hostinfo
-from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, follow
+from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, Served, follow
 
 CONTAINER_ROOT = "/opt/dlrepro"
 CONTAINER_UID = 1000
@@ -171,11 +172,21 @@ def _listed(labels):
     return client().containers.list(all=True, filters={"label": labels})
 
 
-def remove_run(run_id, timeout=60):
+def _host_alive(container):
+    """Whether the host process that started ``container`` (its HOST_LABEL and PID_LABEL) lives on this host."""
+    return hostinfo.alive({"host": container.labels.get(HOST_LABEL), "pid": container.labels.get(PID_LABEL)})
+
+
+def remove_run(run_id, timeout=60, dead_only=False):
     """Make sure that no container of run ``run_id`` (its RUN_LABEL) is left: remove each (killing it) and wait
-    until the engine lists none; returns one line per container removed. Raises ExecutorError when the engine
-    does not answer, or when one is still listed after ``timeout`` seconds."""
-    found = _listed(["%s=%s" % (RUN_LABEL, run_id)])
+    until the engine lists none; returns one line per container removed. ``dead_only``: leave those whose host
+    process still lives on this host (a study's worker pool serving another run). Raises ExecutorError when the
+    engine does not answer, or when one is still listed after ``timeout`` seconds."""
+
+    def listed():
+        return [c for c in _listed(["%s=%s" % (RUN_LABEL, run_id)]) if not (dead_only and _host_alive(c))]
+
+    found = listed()
     for container in found:
         try:
             container.remove(force=True)
@@ -185,7 +196,7 @@ def remove_run(run_id, timeout=60):
             if exc.status_code != 409:
                 raise
     deadline = time.time() + timeout
-    while _listed(["%s=%s" % (RUN_LABEL, run_id)]):
+    while listed():
         if time.time() > deadline:
             raise ExecutorError("the container of an earlier attempt of %s is still there after %d s" % (run_id, timeout),
                                 "remove it (`docker rm -f $(docker ps -aq --filter label=%s=%s)`), then resume again"
@@ -204,6 +215,65 @@ def _lines(chunks):
             yield line.decode("utf-8", "replace") + "\n"
     if pending:
         yield pending.decode("utf-8", "replace")
+
+
+class _Started:
+    """A runner container created from ``args`` (``create_args``), attached and started: ``lines`` its output,
+    ``send`` writes to its standard input, ``wait`` gives its exit status once it ended and was removed, ``stop``
+    ends it (``kill``, or its input closed: a serving supervisor ends once idle) and removes it. Listed in
+    ``owner._active`` (an executor that may cancel it) while it lives. Raises ExecutorError when it cannot start."""
+
+    def __init__(self, args, owner=None):
+        engine = client()
+        self.container, self.owner = engine.containers.create(**args), owner
+        if owner is not None:
+            with owner._lock:
+                owner._active.add(self.container)
+        # attached before the start, so that no output is missed and the exit status outlives auto_remove
+        self.stdin = self.container.attach_socket(params={"stdin": 1, "stream": 1})
+        output = engine.api.attach(self.container.id, stdout=True, stderr=True, stream=True, logs=True)
+        self.status = {}
+        self.waiter = threading.Thread(target=self._wait, name="dlrepro-wait", daemon=True)
+        self.waiter.start()
+        self.tail = collections.deque(maxlen=20)
+        try:
+            self.container.start()
+        except docker.errors.APIError as exc:
+            self.stop(kill=True)
+            raise ExecutorError("the container for %s could not start: %s" % (args["image"], exc.explanation or exc)) \
+                from None
+        self.lines = (self.tail.append(line) or line for line in _lines(output))
+
+    def _wait(self):
+        try:
+            self.status.update(self.container.wait(condition="removed"))
+        except ENGINE_ERRORS as exc:  # handed to the caller's thread
+            self.status["error"] = exc
+
+    def send(self, text):
+        self.stdin._sock.sendall(text.encode("utf-8"))
+
+    def wait(self, timeout=None):
+        """Its exit status (-1 when the engine did not say), once it ended; raises the engine's error."""
+        self.waiter.join(timeout)
+        if "error" in self.status:
+            raise self.status["error"]
+        return self.status.get("StatusCode", -1)
+
+    def stop(self, kill=False, timeout=60):
+        """Kill it (or close its input and give it ``timeout`` s to end), remove it; returns its exit status (-1
+        when the engine did not say)."""
+        try:
+            if not kill:
+                self.stdin._sock.shutdown(socket.SHUT_WR)
+                self.waiter.join(timeout)
+        finally:
+            if self.owner is not None:
+                with self.owner._lock:
+                    self.owner._active.discard(self.container)
+            self.stdin.close()
+            _remove(self.container)
+        return self.status.get("StatusCode", -1)
 
 
 class DockerExecutor(Executor):
@@ -253,57 +323,61 @@ class DockerExecutor(Executor):
             except ENGINE_ERRORS:
                 pass
 
-    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
+    def serve_key(self, image, gpu):
+        return super().serve_key(image, gpu) + (self.memory,)
+
+    @contextlib.contextmanager
+    def _engine_calls(self):
+        """Engine errors as EngineLost (the engine went away) or ExecutorError."""
         try:
-            self._container(image, stage, scratch, data_root, sink, on_event, gpu)
+            yield
         except ENGINE_ERRORS as exc:
             if _gone(exc):
                 raise EngineLost("the %s engine at %s went away (%s)" % (engine.name().capitalize(), engine.address(),
                                                                          type(exc).__name__)) from None
             raise ExecutorError("the Docker engine failed during the run: %s" % exc) from None
 
+    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
+        with self._engine_calls():
+            self._container(image, stage, scratch, data_root, sink, on_event, gpu)
+
+    def _serve_plan(self, image, stage, scratch, data_root, sink, on_event, gpu):
+        self._user(scratch)  # as root: the container's user writes it
+        with self._engine_calls():
+            super()._serve_plan(image, stage, scratch, data_root, sink, on_event, gpu)
+
+    def serve_args(self, tag, pool, data_root, gpu):
+        """The create arguments (``create_args``) of the pool's container for image ``tag`` on ``gpu``: the same
+        isolation as a run's, its staging root mounted read-only, its output root read-write, the serving
+        supervisor, labelled with the pool's id as its run."""
+        return create_args(tag, self._user(pool.out), pool.jobs, pool.out, data_root,
+                           gpu if self.device == "cuda" else None, self.memory,
+                           dict(self.run_labels(), **{RUN_LABEL: pool.id}),
+                           command=self.supervisor("python", "/jobs", "/out", serve=True))
+
+    def serve(self, image, pool, data_root, gpu):
+        started = _Started(self.serve_args(image.tag, pool, data_root, gpu))
+
+        def stop(kill):
+            with self._engine_calls():
+                return started.stop(kill)
+
+        return Served(started.lines, started.send, stop, started.waiter.is_alive, "the container of %s" % image.tag,
+                      started.tail)
+
     def _container(self, image, stage, scratch, data_root, sink, on_event, gpu):
         args = create_args(image.tag, self._user(scratch), stage, scratch, data_root,
                            gpu if self.device == "cuda" else None, self.memory, self.run_labels(),
                            command=self.supervisor("python", "/jobs", "/out"))
-        engine = client()
-        container = engine.containers.create(**args)
-        with self._lock:
-            self._active.add(container)
-        # attached before the start, so that no output is missed and the exit status outlives auto_remove
-        stdin = container.attach_socket(params={"stdin": 1, "stream": 1})
-        output = engine.api.attach(container.id, stdout=True, stderr=True, stream=True, logs=True)
-        status = {}
-
-        def wait():
-            try:
-                status.update(container.wait(condition="removed"))
-            except ENGINE_ERRORS as exc:  # handed to the caller's thread
-                status["error"] = exc
-
-        waiter = threading.Thread(target=wait, name="dlrepro-wait", daemon=True)
-        waiter.start()
-        tail = collections.deque(maxlen=20)
+        started = _Started(args, self)
         try:
-            try:
-                container.start()
-            except docker.errors.APIError as exc:
-                _remove(container)
-                raise ExecutorError("the container for %s could not start: %s" % (image.tag, exc.explanation or exc)) \
-                    from None
-            follow((tail.append(line) or line for line in _lines(output)), scratch, sink, on_event)
-            waiter.join()
-            if "error" in status:
-                raise status["error"]
-            code = status.get("StatusCode", -1)
+            follow(started.lines, scratch, sink, on_event)
+            code = started.wait()
             if code != 0:
                 raise ExecutorError("the container of %s exited with status %d: %s"
-                                    % (image.tag, code, "".join(tail)))
+                                    % (image.tag, code, "".join(started.tail)))
         finally:
-            with self._lock:
-                self._active.discard(container)
-            stdin.close()
-            _remove(container)
+            started.stop(kill=True)
 
     def reap(self):
         """Remove the job containers of dead runs on this host (their host process is gone: killed, or its machine
@@ -312,7 +386,7 @@ class DockerExecutor(Executor):
         removed = []
         for container in found:
             labels = container.labels
-            if hostinfo.alive({"host": labels.get(HOST_LABEL), "pid": labels.get(PID_LABEL)}):
+            if _host_alive(container):
                 continue
             try:
                 container.remove(force=True)

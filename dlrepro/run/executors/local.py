@@ -8,7 +8,7 @@ import sys
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import CannotRunHere, ExecutorError
-from dlrepro.run.executors.base import Executor, follow
+from dlrepro.run.executors.base import Executor, Served, follow
 from runner.adapters import capabilities
 
 
@@ -59,15 +59,23 @@ class LocalExecutor(Executor):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
 
-    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
-        env = self.environment(data_root, gpu)
-        # a session of its own (an interrupted run ends the supervisor and its job), watching the pipe this process
-        # holds: when this process dies, the pipe closes and the supervisor ends its job and exits
+
+    def serve_key(self, image, gpu):
+        return super().serve_key(image, gpu) + (self.python,)
+
+    def _start(self, command, data_root, gpu):
+        """The supervisor's process: a session of its own (an interrupted run ends the supervisor and its job),
+        watching the pipe this process holds: when this process dies, the pipe closes and the supervisor ends its
+        job and exits."""
         try:
-            proc = subprocess.Popen(self.supervisor(self.python, stage, scratch), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, start_new_session=True)
+            return subprocess.Popen(command, env=self.environment(data_root, gpu), stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
         except OSError as exc:
             raise ExecutorError("cannot start %s: %s" % (self.python, exc.strerror)) from None
+
+    def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
+        proc = self._start(self.supervisor(self.python, stage, scratch), data_root, gpu)
         with self._lock:
             self._active.add(proc)
         try:
@@ -77,11 +85,33 @@ class LocalExecutor(Executor):
         finally:
             with self._lock:
                 self._active.discard(proc)
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            _stop(proc, kill=True)
+
+    def serve(self, image, pool, data_root, gpu):
+        proc = self._start(self.supervisor(self.python, pool.jobs, pool.out, serve=True), data_root, gpu)
+
+        def send(text):
+            proc.stdin.write(text)
+            proc.stdin.flush()
+
+        return Served(proc.stdout, send, lambda kill: _stop(proc, kill), lambda: proc.poll() is None,
+                      "the local supervisor (%s)" % self.python)
 
     def describe(self):
         version = subprocess.run([self.python, "-c", "import platform; print(platform.python_version())"],
                                  capture_output=True, text=True).stdout.strip()
         return dict(super().describe(), python=self.python, python_version=version)
+
+
+def _stop(proc, kill=False, timeout=60):
+    """End supervisor process ``proc`` (its session killed; or its input closed and ``timeout`` s to end, then
+    killed); returns its exit status."""
+    if not kill:
+        try:
+            proc.stdin.close()
+            proc.wait(timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait()

@@ -454,6 +454,7 @@ class SlurmExecutor(DockerExecutor):
     node Slurm picks (see the module's text). The image is built (or found) on this host's engine; the nodes'
     engines must have it too (the same engine, a registry, or ``docker save | docker load``)."""
     name = "slurm"
+    serves = False  # one array task per job, each in a container of its own: no study-wide worker pool
 
     def __init__(self, device="cpu", gpu=0, memory=None, partition=None, options=(), max_parallel=None,
                  detach=False, isolation="worker"):

@@ -1,0 +1,96 @@
+"""Workers that outlive a run: the serving supervisors that the runs of one study share.
+
+A study (dlrepro.run.study) owns one WorkerPool and passes it to each of its runs (dlrepro.run.runs). Every
+group of jobs of one image on one GPU (or the CPU) then goes to the pool's supervisor for that (executor,
+image, device, GPU, isolation): one container (docker, podman) or one process (local) for the whole study,
+started at its first group, serving plan after plan (``runner.supervise --serve``), with one warm worker
+per settings key (runner.settings) inside it. The runs still go one after another, each group sent when
+its run comes to it, so each run's bundle is complete as soon as its last job ends, as without a pool.
+Slurm keeps its one task per job (the pool is not used there).
+
+The supervisors' staging and output folders live in the pool's ``folder`` (``jobs/`` mounted read-only,
+``out/`` read-write); a run's output goes under ``out/<bundle id>/attempt-<n>/`` and its attempt records
+where (``pool``: {id, scratch}), so a resume takes what a killed study left there as it takes what a killed
+run left in its own work folder. Containers carry the pool's ``id`` as their run label.
+
+``close`` (at the study's end, on an error or an interrupt) ends every supervisor and waits for its
+container or process to be gone, then removes the pool's folders that hold nothing more (the output a
+killed study or a lost container left stays, with its staging, until a resume has taken it).
+"""
+import collections
+import os
+import shutil
+import threading
+from pathlib import Path
+
+
+class WorkerPool:
+    """The serving supervisors of one study, by ``Executor.serve_key``; ``starts``: how many each key started
+    (1 unless one ended: a crash of the supervisor or its container, an interrupt)."""
+
+    def __init__(self, folder, pool_id):
+        """``folder``: where the staging (``jobs``) and output (``out``) roots go; ``pool_id``: the label of its
+        containers."""
+        self.folder, self.id = Path(folder), pool_id
+        self.jobs, self.out = self.folder / "jobs", self.folder / "out"
+        self.jobs.mkdir(parents=True, exist_ok=True)
+        self.out.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.jobs, 0o755)
+        self.servers, self.starts = {}, collections.Counter()
+        self._lock = threading.Lock()
+
+    def stage_of(self, scratch):
+        """The staging folder of the plan whose output folder is ``scratch`` (under ``out``)."""
+        return self.jobs / Path(scratch).relative_to(self.out)
+
+    def serve(self, executor, image, stage, scratch, data_root, sink, on_event, gpu):
+        """Run the plan staged in ``stage`` (output: ``scratch``) in the supervisor of ``executor.serve_key(image,
+        gpu)``, started if there is none; one that ends during the plan, or a plan interrupted, leaves the pool (the
+        next plan gets a new one) and the error is raised."""
+        key = executor.serve_key(image, gpu)
+        with self._lock:
+            server = self.servers.get(key)
+        if server is not None and not server.alive():  # it ended between plans (a crash of its container)
+            server.end(kill=True)
+            server = None
+        if server is None:
+            server = executor.serve(image, self, data_root, gpu)
+            with self._lock:
+                self.servers[key] = server
+                self.starts[key] += 1
+        try:
+            server.plan(str(Path(stage).relative_to(self.jobs)), str(Path(scratch).relative_to(self.out)), scratch,
+                        sink, on_event)
+        except BaseException:
+            with self._lock:
+                self.servers.pop(key, None)
+            server.end(kill=True)
+            raise
+
+    def cancel(self):
+        """End every supervisor at once (an interrupted multi-GPU run): the plans they were running end."""
+        with self._lock:
+            servers = list(self.servers.values())
+        for server in servers:
+            server.end(kill=True)
+
+    def close(self):
+        """End every supervisor (cleanly when idle) and wait until its container or process is gone; then remove
+        the pool's empty folders. Raises the first error met, once every supervisor was ended."""
+        with self._lock:
+            servers, self.servers = list(self.servers.values()), {}
+        errors = []
+        for server in servers:
+            try:
+                server.end()
+            except Exception as exc:  # noqa: BLE001 - the others are ended first
+                errors.append(exc)
+                server.end(kill=True)
+        for plan in list(self.jobs.rglob("plan.json")):  # a plan's staging goes once nothing of its output is left
+            if not any(p.is_file() for p in (self.out / plan.parent.relative_to(self.jobs)).rglob("*")):
+                shutil.rmtree(plan.parent)
+        for root, folders, files in os.walk(self.folder, topdown=False):
+            if not files and not os.listdir(root):
+                os.rmdir(root)
+        if errors:
+            raise errors[0]
