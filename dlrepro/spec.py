@@ -344,10 +344,17 @@ def available():
     return folders.names(SPECS_DIR)
 
 
-def load(name):
-    """Load and validate a spec by name or path; raises SpecError naming file, line and field."""
+def existing(name):
+    """The file of spec ``name`` (spec_path); raises SpecError in one line when there is none: the near miss
+    ("did you mean alexnet?") and the specs available."""
     path = spec_path(name)
     if not path.is_file():
         raise SpecError(path, ["%s: no such spec%s; available: %s" % (path, near_miss(str(name), available()),
                                                                        ", ".join(available()))])
+    return path
+
+
+def load(name):
+    """Load and validate a spec by name or path; raises SpecError naming file, line and field."""
+    path = existing(name)
     return yamlfile.load(path, Spec, names_of=("models", "variants"), context={"file_stem": path.stem})

@@ -172,11 +172,11 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
     assert invoke("compare", str(old), "--against", str(new), "--fail-on", "faster").returncode == 1
     assert invoke("compare", str(old), "--against", str(new), "--fail-on", "change").returncode == 1
     wrong = invoke("compare", str(old), "--against", str(new), "--fail-on", "worse")
-    assert wrong.returncode == 1 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
+    assert wrong.returncode == 2 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
     # `compare A B` is `compare B --against A`
     assert invoke("compare", str(old), str(new)).returncode == 1 and invoke("compare", str(new), str(old)).returncode == 0
     both = invoke("compare", str(old), str(new), "--against", str(old))
-    assert both.returncode == 1 and both.stdout.startswith("error: give two bundles (compare A B) or one and --against")
+    assert both.returncode == 2 and both.stdout.startswith("error: give two bundles (compare A B) or one and --against")
     # against the published values (check) the default is never; "change" finds nothing to fail on a CPU run against
     # the Titan X rerun: its cells are other hardware, and its ranking is not made; check has no "slower"
     assert invoke("check", str(old), "--json", str(report)).returncode == 0

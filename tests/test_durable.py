@@ -171,7 +171,7 @@ def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     assert json.loads((results / partial.name[1:-len(".partial")] / "bundle.json").read_text())["state"] == "complete"
     again = invoke("publish", "latest", "--results", str(results))  # the deprecated name: same task, a warning
     # latest is the newest partial bundle: there is none left, and the complete one is named, not reopened
-    assert again.returncode == 1 and "`publish` is deprecated" in again.stderr
+    assert again.returncode == 2 and "`publish` is deprecated" in again.stderr
     assert "latest: no partial bundle under" in again.stdout and "is complete and is not reopened" in again.stdout
     folder = results / partial.name[1:-len(".partial")]
     rows = {r["job_id"]: r for r in json.loads((folder / "bundle.json").read_text())["jobs"]}

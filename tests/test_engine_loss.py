@@ -182,7 +182,7 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     print(out)
     (partial,) = results.glob(".*.partial")
     bundle_id = partial.name[1:-len(".partial")]
-    assert proc.returncode == 1 and "Traceback" not in out
+    assert proc.returncode == 2 and "Traceback" not in out
     assert re.search(r"error: the Docker engine at %s went away \(\w+\) while job %s was running; the run stopped "
                      r"\(1 ok, 2 interrupted\), its bundle kept partial: %s" % (re.escape(own_engine.url), b2,
                                                                                  re.escape(str(partial))), out), out

@@ -45,4 +45,15 @@ def test_bundles_shows_device_hardware_frameworks_and_the_recorded_remedy():
     assert done.stdout.strip().splitlines()[-2:] == ["[1] invoke datasets.fetch resnet50-keras-v1",
                                                      "[2] invoke datasets.fetch resnet50-keras-v1"]
     missing = invoke("bundles", "--results", str(REPO_ROOT / "no-such-folder"))
-    assert missing.returncode == 1 and "no such folder" in missing.stdout + missing.stderr
+    assert missing.returncode == 2 and "no such folder" in missing.stdout + missing.stderr
+
+
+def test_bundles_refuses_an_unknown_spec_in_one_line_with_the_near_miss():
+    from dlrepro import spec
+
+    done = invoke("bundles", "--spec", "alexnt")
+    assert done.returncode == 2 and done.stdout.strip().splitlines() == [
+        "error: %s: no such spec (did you mean alexnet?); available: %s" % (
+            REPO_ROOT / "specs" / "alexnt.yaml", ", ".join(spec.available()))]
+    assert invoke("bundles", "--spec", "densenet121-chestxray").stdout.startswith(
+        "bundles (0) of spec densenet121-chestxray")  # a spec with no bundle here: an empty listing, not an error

@@ -225,7 +225,7 @@ def test_invoke_report_writes_and_prints_the_paths(tmp_path):
     assert len(list((tmp_path / "figures").glob("*.png"))) == 3
     missing = subprocess.run([sys.executable, "-m", "invoke", "report", str(tmp_path / "nothing")],
                              cwd=REPO_ROOT, capture_output=True, text=True)
-    assert missing.returncode == 1 and "error:" in missing.stdout and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "error:" in missing.stdout and "Traceback" not in missing.stderr
 
 
 # --- the page in a real browser -------------------------------------------------------------------

@@ -38,7 +38,10 @@ MISSING = "cannot judge: bundle missing"
 
 
 class MissingBundles(DlreproError):
-    """The record names bundles that results/ does not hold (the report is written, saying so)."""
+    """The record names bundles that results/ does not hold (the report is written, saying so): exit status 1,
+    a report that fails to be whole, not an input the command could not use."""
+
+    exit_code = 1
 
 
 @dataclass
