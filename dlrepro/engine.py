@@ -70,7 +70,7 @@ def client():
         raise ExecutorError(
             "no Docker engine answers at %s (%s). Start one (e.g. `sudo systemctl start docker`, or "
             "`sudo dockerd &`), run through Podman (`--engine podman`), or run without containers: "
-            "`invoke run --spec=NAME --executor local`" % (where, exc.__class__.__name__)) from None
+            "`dlrepro run --spec=NAME --executor local`" % (where, exc.__class__.__name__)) from None
 
 
 def local_name(tag):

@@ -202,9 +202,9 @@ class Variant(Strict):
     optimizer_source: Optional[str] = None
     loss: Loss = Loss()
     batch_sizes: dict[Literal["cpu", "cuda"], Annotated[list[PositiveInt], Field(min_length=1)]] = Field(min_length=1)
-    threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (invoke run --threads=sweep)")
+    threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (dlrepro run --threads=sweep)")
     gpus: list[PositiveInt] = Field([1], min_length=1, description="the study's GPU counts of data-parallel jobs "
-                                    "(invoke run --ranks=spec); 1 alone: the study ran none")
+                                    "(dlrepro run --ranks=spec); 1 alone: the study ran none")
     scaling: Optional[Literal["strong", "weak"]] = Field(
         None, description="strong: the batch sizes are total mini-batches split across the GPUs (DLBench); weak: "
                           "per-GPU mini-batches, the learning rate times the GPU count (DLF)")

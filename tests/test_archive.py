@@ -226,7 +226,7 @@ def test_an_invalid_bundle_is_not_archived(bundle, tmp_path):
     out.mkdir()
     with pytest.raises(archive.ArchiveError, match="not a valid bundle") as raised:
         archive.create(bundle, out / "x.tar.gz", log=lambda m: None)
-    assert "invoke validate %s" % bundle in str(raised.value)
+    assert "dlrepro validate %s" % bundle in str(raised.value)
     assert not list(out.iterdir())
 
 

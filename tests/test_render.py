@@ -41,9 +41,10 @@ def test_bundles_shows_device_hardware_frameworks_and_the_recorded_remedy():
     assert done.returncode == 0, done.stderr
     assert "bundles (4) of spec resnet50-features" in done.stdout and "NVIDIA H200" in done.stdout
     assert "alexnet" not in done.stdout
-    # the skipped jobs' recorded remedy, one line each, not a resume that would skip them again
-    assert done.stdout.strip().splitlines()[-2:] == ["[1] invoke datasets.fetch resnet50-keras-v1",
-                                                     "[2] invoke datasets.fetch resnet50-keras-v1"]
+    # the skipped jobs' recorded remedy, one line each, not a resume that would skip them again; recorded as
+    # `invoke datasets.fetch ...` (the checkout's spelling), shown as the dlrepro command
+    assert done.stdout.strip().splitlines()[-2:] == ["[1] dlrepro datasets.fetch resnet50-keras-v1",
+                                                     "[2] dlrepro datasets.fetch resnet50-keras-v1"]
     missing = invoke("bundles", "--results", str(REPO_ROOT / "no-such-folder"))
     assert missing.returncode == 2 and "no such folder" in missing.stdout + missing.stderr
 

@@ -181,7 +181,7 @@ def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
 
     parquet = bundle / "summary.parquet"
     parquet.write_bytes(parquet.read_bytes()[:100])
-    with pytest.raises(BundleError, match="summary.parquet: cannot be read .*`invoke validate "):
+    with pytest.raises(BundleError, match="summary.parquet: cannot be read .*`dlrepro validate "):
         tables.merge([REAL, bundle])
     broken = shutil.copytree(REAL, tmp_path / "broken" / REAL.name)
     (broken / "bundle.json").write_text("{")

@@ -153,11 +153,13 @@ def _regression(found, min_effect, alpha):
 
 
 def _remedy(folder):
-    """The recorded remedy of a bundle's skipped or failed jobs, as a command where it names one."""
+    """The recorded remedy of a bundle's skipped or failed jobs, as a command where it names one; a command that
+    older bundles recorded as `invoke TASK` (the checkout's spelling) as `dlrepro TASK`, the same task from any
+    folder."""
     for job in bundle.body(folder)["jobs"]:
         found = re.search(r"`([^`]+)`", job.get("remedy") or "")
         if job.get("status") in ("skipped", "failed") and found:
-            return found.group(1)
+            return re.sub(r"^invoke ", "dlrepro ", found.group(1))
     return None
 
 

@@ -77,7 +77,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     Without options it builds images/matrix.yaml's default_frameworks for every device this
     host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
     tag exists is not rebuilt. `dlrepro run` builds what it needs too, so
-    `invoke build run --spec=NAME` works as typed."""
+    `invoke build run --spec=NAME` works as typed in the checkout."""
     from dlrepro import engine as enginemod
     from dlrepro.images import build as buildmod, matrix as matrixmod
     from dlrepro.run import hostinfo

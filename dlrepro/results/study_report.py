@@ -8,7 +8,7 @@ interval, the verdict table (sorted by verdicts.ORDER, coloured chips, what each
 untestable claims folded under one line per reason, the paper's tables (an empty one as one line), the
 figures, then the details of the bundles and how this was measured.
 
-Committed layout of a study's reproduction (what `invoke study-report` reads and writes):
+Committed layout of a study's reproduction (what `dlrepro study-report` reads and writes):
   results/studies/<study>-<stamp>.json      the record (found anywhere under results/, by study name)
   results/<bundle id>/                      every bundle it names (summary, samples, bundle.json)
   results/reports/<study>-<stamp>/          study.md, study.html and figures/*.png
@@ -68,7 +68,7 @@ def find_record(name, results_dir=REPO_ROOT / "results"):
         if not found:
             raise DlreproError("no study record of %s under %s" % (name, _shown(results_dir)),
                                "give the record file (results/**/%s-<stamp>.json), or start the study: "
-                               "`invoke study %s --quick`" % (name, name))
+                               "`dlrepro study %s --quick`" % (name, name))
         path = found[-1][1]
     return studyrun.Record.latest(str(path), results_dir)
 
@@ -223,11 +223,11 @@ def _smoke(record, summary):
             or measured.get(row, "ci95_low") is None]
     if not quick and not bare:
         return None
-    text = "Smoke pass: " + ("`invoke study --quick`, few repeats of few iterations per job. " if quick else "")
+    text = "Smoke pass: " + ("`dlrepro study --quick`, few repeats of few iterations per job. " if quick else "")
     if bare:
         text += "%d of %d timed jobs have no interval over repeats (an interval needs 6 repeats). " % (
             len(bare), len(ok))
-    return text + "The verdicts are indicative; run `invoke study %s` without --quick for intervals." % (
+    return text + "The verdicts are indicative; run `dlrepro study %s` without --quick for intervals." % (
         record.body["study"])
 
 

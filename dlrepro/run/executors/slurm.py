@@ -426,7 +426,7 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None,
                 raise Unanswered("Slurm has not answered for %d s: %d job(s) of array(s) %s may still run, none is "
                                  "recorded as ended" % (unanswered_s, len(waiting),
                                                         ", ".join(sorted({a for a, _ in waiting}))),
-                                 "`invoke run --resume <bundle>` once scontrol answers again takes their results")
+                                 "`dlrepro run --resume <bundle>` once scontrol answers again takes their results")
             if deadline is not None and time.time() > deadline:
                 return
             time.sleep(poll_s)
