@@ -24,9 +24,13 @@ def test_bundle_against_bundle_labels_before_and_after_and_closes_with_the_count
     rows = [line for line in out.splitlines() if "PyTorch" in line]
     assert [r.split("│")[4].strip() for r in rows] == ["16", "32", "64", "128"]
     assert "3.50" in rows[0] and "+0.1%" in rows[0]  # the medians of the 3 repeat medians a side
-    # 3 repeats a side: too few for an interval of the change, so no "unchanged" can be shown
-    assert all(r.split("│")[-2].strip() == "cannot tell" for r in rows)
-    assert out.strip().splitlines()[-1] == "0 unchanged, 0 slower, 0 faster, 4 cannot tell; alpha 0.01, min effect 5%"
+    # 3 repeats a side: too few for an interval of the change, so no "unchanged" can be shown; each "cannot
+    # tell" says why in a footnote under the table, as --json's reason does
+    assert [r.split("│")[-2].strip() for r in rows] == ["cannot tell [%d]" % n for n in (1, 2, 3, 4)]
+    assert out.strip().splitlines()[-5:] == [
+        "[%d] cannot tell: %s: 3 vs 3 repeats give no 98%% interval to show it inside -4.8%% to +5.0%%" % (n, change)
+        for n, change in ((1, "+0.1%"), (2, "-0.1%"), (3, "-0.2%"), (4, "-0.3%"))] + [
+        "0 unchanged, 0 slower, 0 faster, 4 cannot tell; alpha 0.01, min effect 5%"]
 
 
 def test_two_bundles_with_nothing_in_common_exit_2():

@@ -92,7 +92,8 @@ def shared(found):
 
 def comparison(found, min_effect=None, alpha=None):
     """A compare.Comparison. Bundle against bundle: one row per configuration, before (A) / after (B) in one
-    unit, the change in %, the test's p and the verdict, then a closing line ('4 unchanged, 0 slower, 0
+    unit, the change in %, the test's p and the verdict (a "cannot tell" marked [N], its reason as footnote N
+    under the table, one per distinct reason), then a closing line ('4 unchanged, 0 slower, 0
     faster; alpha 0.01, min effect 5%'). Against the published values: one table per published source and
     hardware with the unit in its header, and the ranking in one line under it."""
     if found.kind == "bundle":
@@ -135,13 +136,19 @@ def _regression(found, min_effect, alpha):
                "Δ%"] + (["Δ% interval"] if len(extra) == 2 else []) + ["p", "verdict"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("variant", "framework", "device", "verdict") else "right")
+    notes = {}  # the reason of each "cannot tell" -> its footnote number
     for row, a, b in zip(cells.itertuples(), before, after):
         interval = ["%s to %s" % (numbers.change(getattr(row, "change_low")), numbers.change(getattr(row, "change_high")))
                     if pd.notna(getattr(row, "change_low")) else ""] if len(extra) == 2 else []
+        mark = ""
+        if row.verdict == words.CANNOT_TELL and isinstance(row.reason, str) and row.reason:
+            mark = " [%d]" % notes.setdefault(row.reason, len(notes) + 1)
         table.add_row(row.variant, palette.name(row.framework), row.device, _cell(row.batch_size),
                       "%s/%s" % (_cell(row.n_a) or "-", _cell(row.n_b) or "-"), a, b, numbers.change(row.change),
-                      *interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict))
+                      *interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict) + mark)
     console.print(table)
+    for reason, number in notes.items():
+        console.print("[%d] cannot tell: %s" % (number, reason), soft_wrap=True, highlight=False, markup=False)
     tally = cells["verdict"].value_counts()
     line = ", ".join("%d %s" % (tally.get(w, 0), SAME if w == words.NO_CHANGE else w)
                      for w in (words.NO_CHANGE, words.SLOWER, words.FASTER))
