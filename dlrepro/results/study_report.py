@@ -34,7 +34,7 @@ from dlrepro.results.answers import verdicts as words
 from dlrepro.results.report import TEMPLATES, Report, Table, _table
 
 STAMP = re.compile(r"^(?P<study>.+)-(?P<stamp>\d{8}T\d{6}Z)\.json$")
-MISSING = "cannot judge: bundle missing"
+MISSING = claims.BUNDLE_MISSING
 
 
 class MissingBundles(DlreproError):
@@ -181,24 +181,6 @@ def _rests_on(v, smoke):
     return ", ".join(parts)
 
 
-def untestable_reason(v, claim, not_run, runs_with_bundle):
-    """The one-line group of a claim that could not be judged: 'cannot judge: bundle missing', 'needs an
-    NVIDIA GPU', 'needs Torch (the suite does not run it)', or the claim's own reason."""
-    if getattr(v, "reason", None):
-        return v.reason
-    if claim.kind == "untestable":
-        return claim.why
-    reasons = [not_run.get(r, "") for r in claim.runs]
-    if any(r.startswith(MISSING) for r in reasons):
-        return MISSING
-    if not any(r in runs_with_bundle for r in claim.runs) and reasons and all("GPU" in r for r in reasons):
-        return "needs an NVIDIA GPU"
-    absent = re.search(r"the suite does not run ([^;)]+)", v.evidence or "")
-    if absent:
-        return "needs %s (the suite does not run it)" % absent.group(1)
-    return v.evidence
-
-
 def answer(study, host, verdict_list, groups):
     """The one-sentence answer: 'On this study's host (...) 4 of DLBench's 22 claims could be tested: 1 holds,
     3 direction holds, size does not. 16 needs an NVIDIA GPU, 2 ...'."""
@@ -315,13 +297,13 @@ def context(record, results_dir=REPO_ROOT / "results"):
     else:
         summary, samples = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None), None
     built = paper.build(study, summary, _references(study, bodies), not_run, gone)
-    verdict_list = claims.evaluate(study, summary, not_run, gone)
+    verdict_list = claims.evaluate(study, summary, not_run, gone, gpus_here=len(bodies[0]["host"].get("gpus") or [])
+                                   if bodies else None)
     smoke = _smoke(record, summary)
     judged, groups = [], {}
     for v in verdict_list:
         if v.verdict == words.NOT_TESTABLE:
-            why = untestable_reason(v, study.claims[v.claim], not_run, set(folders))
-            groups.setdefault(why, []).append(v)
+            groups.setdefault(v.reason, []).append(v)
         else:
             judged.append(Claim(v.claim, v.text, v.verdict, palette.verdict_colour(v.verdict), v.evidence,
                                 _rests_on(v, bool(smoke)), v.source))
