@@ -492,9 +492,7 @@ def check(c, bundle, fail_on="never", json="", results=""):
         _choice("--fail-on", fail_on, CHECK_FAIL_ON)
         found = comparemod.run(str(_bundle(bundle, results)), "published")
         _gate(found, fail_on, json, lambda r: ", %d ranking(s) that do not hold" % len(r["failing_rankings"])
-              if r["failing_rankings"] else "", None if len(found.cells) else
-              "check a bundle with jobs at the published variants, batch sizes and devices (`dlrepro specs --show "
-              "%s` lists them)" % found.spec)
+              if r["failing_rankings"] else "", found.nothing)
 
 
 @task(help={
