@@ -1,7 +1,7 @@
 """The container engine connection: Docker, or Podman through its Docker-compatible API socket, with an error
 that says what to do when there is none.
 
-The engine is ``use(NAME)`` (``invoke build|run --engine``), else ``$DLREPRO_ENGINE``, else docker. Docker is
+The engine is ``use(NAME)`` (``dlrepro build|run --engine``), else ``$DLREPRO_ENGINE``, else docker. Docker is
 reached at DOCKER_HOST (default: the local socket). Podman is reached at ``$DLREPRO_PODMAN_SOCKET`` (a path or
 ``unix://`` URL), else ``$CONTAINER_HOST``, else its default socket (/run/podman/podman.sock for root,
 ``$XDG_RUNTIME_DIR/podman/podman.sock`` rootless), which ``podman system service --time=0 unix://PATH`` serves.

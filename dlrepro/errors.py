@@ -61,7 +61,7 @@ class CannotRunHere(DlreproError):
 
 
 class BundleError(DlreproError):
-    """A bundle cannot be read or combined; the message names the file (``invoke validate`` tells more)."""
+    """A bundle cannot be read or combined; the message names the file (``dlrepro validate`` tells more)."""
 
 
 class ResultsUnwritable(DlreproError):

@@ -1,4 +1,4 @@
-"""``invoke compare``'s result either way, wired to the answer model: bundle against bundle is
+"""``dlrepro compare``'s result either way, wired to the answer model: bundle against bundle is
 dlrepro.results.answers.regression (faster, slower, no change, cannot tell, with what each rests on); measured
 against published (a spec's ``references``: cells with their verdicts, rankings with Kendall's tau) is
 dlrepro.results.answers.published and answers.ranking. This module holds the Comparison and --fail-on.

@@ -368,7 +368,7 @@ def _collect_submitted(writer, reporter, wait=True):
 
 def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
     """Take into each partial bundle under ``results_dir`` the results that its detached Slurm arrays have
-    finished so far, without waiting (``invoke bundles`` does, so that its counts are current); bundles that a
+    finished so far, without waiting (``dlrepro bundles`` does, so that its counts are current); bundles that a
     live run is writing are left to it. Returns the ids of the bundles looked at."""
     reporter = reporter or Reporter()
     looked = []

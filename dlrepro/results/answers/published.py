@@ -1,5 +1,5 @@
 """Measured against published: the verdict of one published value beside the job that measured its
-configuration, for a spec's references (``against_published``, ``invoke compare BUNDLE``) and for a study's
+configuration, for a spec's references (``against_published``, ``dlrepro compare BUNDLE``) and for a study's
 tables (answers.cells) alike.
 
 A cell: ratio = measured / published, both in the measured unit (answers.measured), against the
