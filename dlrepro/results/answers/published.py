@@ -189,16 +189,17 @@ def left_out(summary, references, cells):
                 matched.add(name)
                 if (f, variant, batch, metric, hw, kind) in compared:
                     continue
-                job = jobs[jobs["framework"] == f].iloc[-1]
-                status = measured.get(job, "status")
-                if status != "ok":
+                mine = jobs[jobs["framework"] == f]
+                unfinished = mine[mine["status"] != "ok"]
+                if len(unfinished):  # none of its jobs gave a cell: the first that did not finish says why
+                    job = unfinished.iloc[0]
                     found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.NOT_RUN,
-                                      reason="the job was %s" % status, why="the %s job was %s: %s" % (
-                                          palette.name(f), status, measured.get(job, "reason"))))
+                                      reason="the job was %s" % job["status"], why="the %s job was %s: %s" % (
+                                          palette.name(f), job["status"], job["reason"])))
                 else:
                     found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.CANNOT_COMPARE,
                                       reason=OTHER_QUANTITY, why="the %s job measured %s, not %s" % (
-                                          palette.name(f), measured.get(job, "quantity"), metric.replace("_", " "))))
+                                          palette.name(f), mine["quantity"].iloc[0], metric.replace("_", " "))))
             for tool in sorted(names - matched):
                 ours = [f for f, known in FRAMEWORK_NAMES.items() if tool in known]
                 if not ours:
@@ -221,8 +222,8 @@ def _batches(values):
 def nothing_compared(bundle_id, spec, summary, references, left):
     """Why no job of bundle ``bundle_id`` (its ``summary``) gave a cell against ``references`` (the spec's
     [Reference]; ``left`` = left_out's rows), and what to do, in one line: the jobs at a published configuration
-    that did not finish (resume them, --retry-failed for failed ones), else what the bundle has and where the published numbers are, with a
-    `dlrepro run` that would give cells; a spec without published numbers says so."""
+    that did not finish (resume them, --retry-failed for failed ones), else what the bundle has and where the
+    published numbers are, with a `dlrepro run` that would give cells; a spec without published numbers says so."""
     comparable = [r for r in references if measured.metric_kind(r.metric) and not isinstance(r.value, list)
                   and r.batch_size is not None]
     if not comparable:
