@@ -159,6 +159,11 @@ def test_what_gives_no_cell_is_listed_with_its_reason():
     none = published.against_published(failed, refs)
     assert none.empty and published.nothing_compared("b", "alexnet", failed, refs["alexnet"], published.left_out(
         failed, refs, none)) == "the CNTK job was failed: boom; run them again: `dlrepro run --resume b --retry-failed`"
+    other = tables.frame([_job("mxnet", mode="convergence")], tables.SUMMARY_COLUMNS)
+    assert published.left_out(other, refs, published.against_published(other, refs))[["reason", "why"]].values.tolist() \
+        == [[published.OTHER_QUANTITY, "the MXNet job measured seconds per epoch, not seconds per minibatch"],
+            [published.NO_JOB, "no CNTK job in this bundle"], [published.NO_JOB, "no Caffe job in this bundle"],
+            [published.NOT_OURS, "Theano is not run by this suite"]]
     assert published.nothing_compared("b", "alexnet", failed, [], published.left_out(failed, {}, none)) == (
         "spec alexnet has no published number to check a bundle against; compare two bundles instead "
         "(`dlrepro compare A B`)")
