@@ -188,4 +188,4 @@ def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
     for args in (["check", str(broken)], ["merge", "%s,%s" % (bundle, broken)], ["report", str(broken)],
                  ["compare", str(bundle), "--against", str(REAL), "--alpha", "2"]):
         done = invoke(*args)
-        assert done.returncode == 1 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args
+        assert done.returncode == 2 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args
