@@ -287,8 +287,8 @@ def ensure(name, log=print, verify=False):
         names = ", ".join("%s (sha256 %s)" % (f.name, f.pin) for f in wanted.values())
         raise DatasetError(
             "dataset %s is not in the cache and no mirror supplied it (tried: %s)" % (name, "; ".join(failures)),
-            "fetch it where a mirror is reachable (`invoke datasets.fetch %s`), or download %s yourself and run "
-            "`invoke datasets.fetch %s --from PATH` (the file, or a folder holding the files, optionally .gz)"
+            "fetch it where a mirror is reachable (`dlrepro datasets.fetch %s`), or download %s yourself and run "
+            "`dlrepro datasets.fetch %s --from PATH` (the file, or a folder holding the files, optionally .gz)"
             % (name, names, name))
     return _record(name, dataset, sources)
 

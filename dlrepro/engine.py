@@ -1,7 +1,7 @@
 """The container engine connection: Docker, or Podman through its Docker-compatible API socket, with an error
 that says what to do when there is none.
 
-The engine is ``use(NAME)`` (``invoke build|run --engine``), else ``$DLREPRO_ENGINE``, else docker. Docker is
+The engine is ``use(NAME)`` (``dlrepro build|run --engine``), else ``$DLREPRO_ENGINE``, else docker. Docker is
 reached at DOCKER_HOST (default: the local socket). Podman is reached at ``$DLREPRO_PODMAN_SOCKET`` (a path or
 ``unix://`` URL), else ``$CONTAINER_HOST``, else its default socket (/run/podman/podman.sock for root,
 ``$XDG_RUNTIME_DIR/podman/podman.sock`` rootless), which ``podman system service --time=0 unix://PATH`` serves.
@@ -70,7 +70,7 @@ def client():
         raise ExecutorError(
             "no Docker engine answers at %s (%s). Start one (e.g. `sudo systemctl start docker`, or "
             "`sudo dockerd &`), run through Podman (`--engine podman`), or run without containers: "
-            "`invoke run --spec=NAME --executor local`" % (where, exc.__class__.__name__)) from None
+            "`dlrepro run --spec=NAME --executor local`" % (where, exc.__class__.__name__)) from None
 
 
 def local_name(tag):

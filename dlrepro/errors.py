@@ -2,13 +2,22 @@
 
 Every error has one shape: a message that names the file, the field or the option, and
 (where there is one) a remedy; every task prints them the same way (``error: ...``, then
-``remedy: ...``; dlrepro.cli.console.user_errors).
+``remedy: ...``; dlrepro.cli.console.user_errors) and exits with the error's ``exit_code``.
+
+Exit statuses (docs/usage.md), as diff and grep use them: 0 the command did what was asked and nothing failed;
+1 it did, and the answer is "failed" (a regression under --fail-on, a job failed or none ran, a bundle or an
+archive fails its checks, a study report written without bundles its record names); 2 it could not do what was
+asked: bad input or usage (an unknown spec, bundle, option value or file), or an error that stopped it, which
+is every DlreproError but MissingBundles; 130 interrupted.
 """
 from typing import NamedTuple
 
 
 class DlreproError(Exception):
-    """Base of the suite's user-facing errors: ``str(err)`` is the message, ``err.remedy`` the fix or None."""
+    """Base of the suite's user-facing errors: ``str(err)`` is the message, ``err.remedy`` the fix or None,
+    ``exit_code`` the command's exit status (2: it could not do what was asked)."""
+
+    exit_code = 2
 
     def __init__(self, message, remedy=None):
         super().__init__(message)
@@ -52,7 +61,7 @@ class CannotRunHere(DlreproError):
 
 
 class BundleError(DlreproError):
-    """A bundle cannot be read or combined; the message names the file (``invoke validate`` tells more)."""
+    """A bundle cannot be read or combined; the message names the file (``dlrepro validate`` tells more)."""
 
 
 class ResultsUnwritable(DlreproError):

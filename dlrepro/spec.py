@@ -202,9 +202,9 @@ class Variant(Strict):
     optimizer_source: Optional[str] = None
     loss: Loss = Loss()
     batch_sizes: dict[Literal["cpu", "cuda"], Annotated[list[PositiveInt], Field(min_length=1)]] = Field(min_length=1)
-    threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (invoke run --threads=sweep)")
+    threads: list[PositiveInt] = Field([], description="the study's CPU thread sweep (dlrepro run --threads=sweep)")
     gpus: list[PositiveInt] = Field([1], min_length=1, description="the study's GPU counts of data-parallel jobs "
-                                    "(invoke run --ranks=spec); 1 alone: the study ran none")
+                                    "(dlrepro run --ranks=spec); 1 alone: the study ran none")
     scaling: Optional[Literal["strong", "weak"]] = Field(
         None, description="strong: the batch sizes are total mini-batches split across the GPUs (DLBench); weak: "
                           "per-GPU mini-batches, the learning rate times the GPU count (DLF)")
@@ -344,10 +344,17 @@ def available():
     return folders.names(SPECS_DIR)
 
 
-def load(name):
-    """Load and validate a spec by name or path; raises SpecError naming file, line and field."""
+def existing(name):
+    """The file of spec ``name`` (spec_path); raises SpecError in one line when there is none: the near miss
+    ("did you mean alexnet?") and the specs available."""
     path = spec_path(name)
     if not path.is_file():
         raise SpecError(path, ["%s: no such spec%s; available: %s" % (path, near_miss(str(name), available()),
                                                                        ", ".join(available()))])
+    return path
+
+
+def load(name):
+    """Load and validate a spec by name or path; raises SpecError naming file, line and field."""
+    path = existing(name)
     return yamlfile.load(path, Spec, names_of=("models", "variants"), context={"file_stem": path.stem})

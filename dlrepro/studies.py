@@ -22,7 +22,7 @@ STUDIES_DIR = folders.STUDIES_DIR
 
 
 class Run(Strict):
-    """One set of jobs of the study: spec variants on a device, expanded as ``invoke run`` would."""
+    """One set of jobs of the study: spec variants on a device, expanded as ``dlrepro run`` would."""
     spec: str
     variants: list[str] = Field(min_length=1)
     device: Literal["cpu", "cuda"]

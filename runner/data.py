@@ -71,7 +71,7 @@ def read_verified(digest):
         blob = f.read()
     actual = hashlib.sha256(blob).hexdigest()
     if actual != digest:
-        raise DataError("cached file sha256:%s hashes to %s: the cache is corrupt; `invoke datasets.fetch NAME` "
+        raise DataError("cached file sha256:%s hashes to %s: the cache is corrupt; `dlrepro datasets.fetch NAME` "
                         "on the host replaces corrupt files" % (digest, actual))
     return blob
 

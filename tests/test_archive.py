@@ -226,7 +226,7 @@ def test_an_invalid_bundle_is_not_archived(bundle, tmp_path):
     out.mkdir()
     with pytest.raises(archive.ArchiveError, match="not a valid bundle") as raised:
         archive.create(bundle, out / "x.tar.gz", log=lambda m: None)
-    assert "invoke validate %s" % bundle in str(raised.value)
+    assert "dlrepro validate %s" % bundle in str(raised.value)
     assert not list(out.iterdir())
 
 
@@ -290,7 +290,7 @@ def test_invoke_archive_and_verify_exit_codes(bundle, tmp_path):
     into = subprocess.run(invoke + ["archive", str(bundle), "--out", str(tmp_path)], capture_output=True, text=True)
     assert into.returncode == 0 and (tmp_path / ("%s.tar.gz" % bundle.name)).is_file(), into.stdout + into.stderr
     folder = subprocess.run(invoke + ["verify", str(tmp_path)], capture_output=True, text=True)
-    assert folder.returncode == 1 and "is a folder" in folder.stdout and "Traceback" not in folder.stderr
+    assert folder.returncode == 2 and "is a folder" in folder.stdout and "Traceback" not in folder.stderr
 
 
 @pytest.fixture

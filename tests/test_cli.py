@@ -97,12 +97,12 @@ def test_a_bundle_under_results_is_named_by_id(tmp_path):
                      cwd=elsewhere)
     assert report.returncode == 0 and json.loads((tmp_path / "c.json").read_text())["bundle"] == ALEXNET.name
     missing = dlrepro("validate", "alexnet-nope", "-r", str(results), cwd=elsewhere)
-    assert missing.returncode == 1 and missing.stdout.startswith("error: alexnet-nope: no bundle.json there")
+    assert missing.returncode == 2 and missing.stdout.startswith("error: alexnet-nope: no bundle.json there")
 
 
 def test_specs_did_you_mean_and_json(tmp_path):
     near = dlrepro("specs", "--show", "alexnt", cwd=tmp_path)
-    assert near.returncode == 1 and "did you mean alexnet?" in near.stdout
+    assert near.returncode == 2 and "did you mean alexnet?" in near.stdout
     resolved = dlrepro("specs", "--show", "fcn", "--json", "-", cwd=tmp_path)
     body = json.loads(resolved.stdout)
     assert body["name"] == "fcn" and body["variants"]["fcn-s"]["repeats"] == 6
@@ -119,7 +119,7 @@ def test_archive_out_folder_with_a_slash_is_a_folder(tmp_path, out):
 def test_a_size_above_the_limits_on_the_command_line_names_the_option(tmp_path):
     done = dlrepro("run", "--spec=alexnet", "--variant=alexnet-s", "--batch-size=16,2147483648", "--executor=local",
                    "--results", str(tmp_path), cwd=tmp_path)
-    assert done.returncode == 1 and done.stdout.splitlines()[0] == (
+    assert done.returncode == 2 and done.stdout.splitlines()[0] == (
         "error: --batch-size 2,147,483,648: above the limits of variant alexnet-s (batch_size 65,536, iterations "
         "100,000, repeats 1,000, epochs 1,000)") and list(tmp_path.iterdir()) == []
 
@@ -163,7 +163,7 @@ def test_a_run_stopped_by_ctrl_c_says_so(tmp_path, monkeypatch):
 
 def test_a_look_alike_letter_in_framework_is_pointed_at(tmp_path):
     done = dlrepro("run", "--spec=fcn", "-f", "t\u043erch", "--executor=local", "-r", str(tmp_path), cwd=tmp_path)
-    assert done.returncode == 1 and done.stdout.strip().splitlines()[0] == (
+    assert done.returncode == 2 and done.stdout.strip().splitlines()[0] == (
         "error: spec fcn declares no adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC SMALL "
         "LETTER O, not ASCII); its frameworks: %s" % ", ".join(
             __import__("dlrepro.spec", fromlist=["load"]).load("fcn").frameworks))

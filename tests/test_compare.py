@@ -99,6 +99,74 @@ def test_invoke_check_prints_ratios_verdicts_and_the_ranking():
     assert "31.6x" in done.stdout and "other hardware" in done.stdout  # CNTK: 1.107 s here / 0.035 s published
     # a CPU run is not ranked against the Titan X rerun, and no order is ever called the study's conclusion
     assert "tau" not in done.stdout and "conclusion" not in done.stdout
+    # what gives no cell is listed with its reason, under its table: frameworks the rerun has no number for, and
+    # its tools the suite does not run
+    assert done.stdout.strip().splitlines()[-1] == (
+        "not compared: Caffe2, JAX, PyTorch: no published number in this table; Theano, Torch: not run by this suite")
+
+
+H200_TORCH = "alexnet-20261130T041002Z-d802ef07"  # PyTorch only, AlexNet-S b16-128: the rerun has no PyTorch
+
+
+def test_check_with_nothing_to_compare_exits_2_saying_what_is_missing_and_what_to_run():
+    done = invoke("check", H200_TORCH)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.strip().splitlines() == [
+        "seconds per minibatch, third party rerun on NVIDIA GTX Titan X (Maxwell), Intel i7-5960X, CUDA 7.5, cuDNN "
+        "5.1, driver 367.44: no cell here",
+        "not compared: PyTorch: no published number in this table; Caffe, CNTK, MXNet, TensorFlow: no job in this "
+        "bundle; Theano, Torch: not run by this suite",
+        "not compared: PyTorch at alexnet-s, batch 32, 64, 128: no published number at this configuration",
+        "nothing compared (exit status 2): no job of %s is at a published configuration with a published number "
+        "for its framework (its jobs: PyTorch at alexnet-s, batch 16, 32, 64, 128); spec alexnet's published numbers "
+        "are at alexnet-s, batch 16: CNTK, Caffe, MXNet, TensorFlow, Theano, Torch; e.g. `dlrepro run --spec=alexnet "
+        "--variant=alexnet-s --batch-size=16 --framework=caffe,cntk,mxnet,tensorflow`" % H200_TORCH]
+
+
+def _ref(framework, batch=16, variant="alexnet-s", value=0.03):
+    return Reference(id="t.%s.%s.b%d" % (variant, framework, batch), kind="published", variant=variant,
+                     experiment="t", framework=framework, hardware="NVIDIA H200", batch_size=batch,
+                     metric="seconds_per_minibatch", value=value, unit="s", source="the test")
+
+
+def _job(framework, batch=16, status="ok", mode="throughput"):
+    return {"bundle_id": "b", "job_id": "alexnet-s.%s.cuda.b%d" % (framework, batch), "spec": "alexnet",
+            "variant": "alexnet-s", "framework": framework, "framework_version": "1", "device": "cuda",
+            "device_name": "NVIDIA H200", "mode": mode, "batch_size": batch, "status": status,
+            "reason": "boom" if status != "ok" else None, "precision": "fp32",
+            "quantity": "seconds per mini-batch" if mode == "throughput" else "seconds per epoch",
+            "median": 0.03 if status == "ok" and mode == "throughput" else None}
+
+
+def test_what_gives_no_cell_is_listed_with_its_reason():
+    summary = tables.frame([_job("torch"), _job("caffe"), _job("cntk", status="failed"), _job("jax", batch=32)],
+                           tables.SUMMARY_COLUMNS)
+    refs = {"alexnet": [_ref("Caffe"), _ref("CNTK"), _ref("Theano"), _ref("MXNet")]}
+    cells = published.against_published(summary, refs)
+    assert list(cells["framework"]) == ["caffe"]
+    left = published.left_out(summary, refs, cells)
+    table = "seconds per minibatch, published on NVIDIA H200"
+    assert left[["batch_size", "framework", "published_framework", "verdict", "reason", "why"]].fillna("-").values.tolist() == [
+        [16, "cntk", "CNTK", "not run", "the job was failed", "the CNTK job was failed: boom"],
+        [16, "torch", "-", "cannot be compared", published.NO_NUMBER, "no published number for PyTorch in %s" % table],
+        [16, "-", "MXNet", "not run", published.NO_JOB, "no MXNet job in this bundle"],
+        [16, "-", "Theano", "cannot be compared", published.NOT_OURS, "Theano is not run by this suite"],
+        [32, "jax", "-", "cannot be compared", published.NO_TABLE,
+         "no published number for JAX at alexnet-s, batch size 32"]]
+    assert set(left["table"].dropna()) == {table}
+    # no cell at all: the unfinished job at a published configuration is named, with the command that reruns it
+    failed = tables.frame([_job("cntk", status="failed"), _job("torch")], tables.SUMMARY_COLUMNS)
+    none = published.against_published(failed, refs)
+    assert none.empty and published.nothing_compared("b", "alexnet", failed, refs["alexnet"], published.left_out(
+        failed, refs, none)) == "the CNTK job was failed: boom; run them again: `dlrepro run --resume b --retry-failed`"
+    other = tables.frame([_job("mxnet", mode="convergence")], tables.SUMMARY_COLUMNS)
+    assert published.left_out(other, refs, published.against_published(other, refs))[["reason", "why"]].values.tolist() \
+        == [[published.OTHER_QUANTITY, "the MXNet job measured seconds per epoch, not seconds per minibatch"],
+            [published.NO_JOB, "no CNTK job in this bundle"], [published.NO_JOB, "no Caffe job in this bundle"],
+            [published.NOT_OURS, "Theano is not run by this suite"]]
+    assert published.nothing_compared("b", "alexnet", failed, [], published.left_out(failed, {}, none)) == (
+        "spec alexnet has no published number to check a bundle against; compare two bundles instead "
+        "(`dlrepro compare A B`)")
 
 
 def test_invoke_compare_against_another_bundle_and_merge(tmp_path):
@@ -172,11 +240,11 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
     assert invoke("compare", str(old), "--against", str(new), "--fail-on", "faster").returncode == 1
     assert invoke("compare", str(old), "--against", str(new), "--fail-on", "change").returncode == 1
     wrong = invoke("compare", str(old), "--against", str(new), "--fail-on", "worse")
-    assert wrong.returncode == 1 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
+    assert wrong.returncode == 2 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
     # `compare A B` is `compare B --against A`
     assert invoke("compare", str(old), str(new)).returncode == 1 and invoke("compare", str(new), str(old)).returncode == 0
     both = invoke("compare", str(old), str(new), "--against", str(old))
-    assert both.returncode == 1 and both.stdout.startswith("error: give two bundles (compare A B) or one and --against")
+    assert both.returncode == 2 and both.stdout.startswith("error: give two bundles (compare A B) or one and --against")
     # against the published values (check) the default is never; "change" finds nothing to fail on a CPU run against
     # the Titan X rerun: its cells are other hardware, and its ranking is not made; check has no "slower"
     assert invoke("check", str(old), "--json", str(report)).returncode == 0

@@ -109,7 +109,7 @@ def test_cifar10_unreachable_gives_reason_and_remedy(tmp_path, monkeypatch):
     with pytest.raises(DatasetError) as err:
         datasets.ensure("cifar10")
     assert "no mirror supplied it (tried: http://127.0.0.1:9/cifar-10-python.tar.gz" in str(err.value)
-    assert "invoke datasets.fetch cifar10 --from PATH" in err.value.remedy and "6d958be0" in err.value.remedy
+    assert "dlrepro datasets.fetch cifar10 --from PATH" in err.value.remedy and "6d958be0" in err.value.remedy
 
 
 def test_a_corrupt_cached_file_is_replaced_by_a_verifying_fetch(tmp_path, monkeypatch, mnist):

@@ -38,7 +38,7 @@ def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter, mon
     r = rows["alexnet-r.torch.cpu.b1024"]
     assert r["status"] == "skipped" and "cifar10" in r["reason"]
     result = json.loads((path / "jobs" / "alexnet-r.torch.cpu.b1024" / "result.json").read_text())
-    assert "invoke datasets.fetch cifar10 --from PATH" in result["remedy"]
+    assert "dlrepro datasets.fetch cifar10 --from PATH" in result["remedy"]
     env = json.loads((path / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json").read_text())["environment"]
     assert env["in_container"] is True and env["python"].startswith("3.11")
     assert (path / "images" / "torch-2.13.0-cpu" / "Dockerfile").read_text().startswith("# torch-2.13.0-cpu")

@@ -135,7 +135,7 @@ def test_a_full_results_folder_is_a_clear_error_and_a_resumable_partial(tiny_res
     (partial,) = tiny_results.glob(".*.partial")
     assert str(err.value).startswith("results folder %s cannot be written (" % tiny_results)
     assert "No space left on device" in str(err.value) and "what was measured is kept in %s" % partial in str(err.value)
-    assert err.value.remedy == "free space or make it writable, then `invoke run --resume %s`" % partial.name[1:-8]
+    assert err.value.remedy == "free space or make it writable, then `dlrepro run --resume %s`" % partial.name[1:-8]
     counts = bundlemod.listing(tiny_results)[0]["counts"]
     assert counts["ok"] >= 1 and counts["ok"] + counts["missing"] == 2  # what was measured is kept, and only that
     subprocess.run(["mount", "-o", "remount,size=16m", str(tiny_results)], check=True)
@@ -171,7 +171,7 @@ def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     assert json.loads((results / partial.name[1:-len(".partial")] / "bundle.json").read_text())["state"] == "complete"
     again = invoke("publish", "latest", "--results", str(results))  # the deprecated name: same task, a warning
     # latest is the newest partial bundle: there is none left, and the complete one is named, not reopened
-    assert again.returncode == 1 and "`publish` is deprecated" in again.stderr
+    assert again.returncode == 2 and "`publish` is deprecated" in again.stderr
     assert "latest: no partial bundle under" in again.stdout and "is complete and is not reopened" in again.stdout
     folder = results / partial.name[1:-len(".partial")]
     rows = {r["job_id"]: r for r in json.loads((folder / "bundle.json").read_text())["jobs"]}

@@ -6,7 +6,7 @@ import pytest
 from dlrepro import spec
 from dlrepro.results import tables
 from dlrepro.results.answers import efficiency
-from dlrepro.results.answers.verdicts import OTHER_HARDWARE
+from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
 from runner import flops
 
 FCN_S = spec.load("fcn").models["fcn-s"]
@@ -90,14 +90,17 @@ def test_published_cells_are_set_against_the_same_network_and_framework_as_other
     refs = {"cifar10-vgg": [r for r in vgg.references if r.id in ("dlf.cnn_cifar10.k80.pytorch",
                                                                    "dlf.cnn_cifar10.k80.caffe2")]}
     rows = efficiency.published_efficiency(summary, refs).set_index("reference_id")
-    assert set(rows["verdict"]) == {OTHER_HARDWARE}
+    # set beside a measured job: other hardware; nothing measured (no Caffe2 job): not run, never other hardware
+    assert rows["verdict"].to_dict() == {"dlf.cnn_cifar10.k80.pytorch": OTHER_HARDWARE,
+                                         "dlf.cnn_cifar10.k80.caffe2": NOT_RUN}
     pytorch = rows.loc["dlf.cnn_cifar10.k80.pytorch"]
     assert pytorch["framework"] == "torch" and pytorch["measured_fraction"] == 0.15
     assert pytorch["published_fraction"] == pytest.approx(pytorch["flops"] / 169 / 4.37e12)
     assert pytorch["sentence"] == "other hardware: %.0f%% of a tesla-k80-gk210's peak then, 15%% of this NVIDIA H200's now" \
         % (100 * pytorch["published_fraction"])
     caffe2 = rows.loc["dlf.cnn_cifar10.k80.caffe2"]  # no Caffe2 measured: shown, not set against jax
-    assert pd.isna(caffe2["framework"]) and caffe2["sentence"].endswith("peak then; not measured now")
+    assert pd.isna(caffe2["framework"]) and caffe2["sentence"] == "not run: %.0f%% of a tesla-k80-gk210's peak then; " \
+        "not measured now" % (100 * caffe2["published_fraction"])
     png = efficiency.plot(rows.reset_index())
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     with pytest.raises(ValueError, match="no published efficiency rows"):
@@ -127,3 +130,18 @@ def test_then_and_now_gives_the_speedup_since_the_papers_version_with_its_interv
     row = rows.iloc[0]
     assert (row["then_version"], row["now_version"], row["then_job_id"], row["now_job_id"]) == ("0.12.0", "1.9.1", "old", "new")
     assert row["speedup"] == 2.0 and row["speedup_low"] == pytest.approx(1.5) and row["speedup_high"] == pytest.approx(2.4 / 0.9)
+
+
+def test_a_published_cell_measured_at_another_mini_batch_says_which_and_one_never_measured_says_not_run():
+    from dlrepro.results import report
+
+    summary = pd.DataFrame([_row(spec="cifar10-vgg", variant="cifar10-vgg-synthetic", framework="torch", batch_size=128,
+                                 device_name="NVIDIA H200", median=0.004, fraction_of_peak=0.15, achieved_flops=1e13,
+                                 peak_device="h200-sxm")])
+    refs = {"cifar10-vgg": [r for r in spec.load("cifar10-vgg").references if r.id in (
+        "dlf.cnn_cifar10.k80.pytorch", "dlf.cnn_cifar10.k80.caffe2")]}
+    table, _, _ = report.efficiency(summary, refs)
+    shown = {row[table.columns.index("published")].split(" on ")[0]: (row[table.columns.index("batch")], row[table.columns.index("now")],
+                                                      row[table.columns.index("verdict")]) for row in table.rows}
+    assert shown == {"PyTorch": ("64", "PyTorch fp32 (mini-batch 128)", OTHER_HARDWARE),
+                     "Caffe2": ("64", "not measured here", NOT_RUN)}

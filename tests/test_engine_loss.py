@@ -49,7 +49,7 @@ def test_a_lost_engine_keeps_the_bundle_partial_with_its_jobs_interrupted(tmp_pa
     bundle_id = partial.name[1:-len(".partial")]
     assert str(err) == ("%s while job %s was running; the run stopped (2 interrupted), its bundle kept partial: %s"
                         % (LOST, B8, partial))
-    assert err.remedy == ("start the engine again (e.g. `sudo systemctl start docker`), then `invoke run --resume "
+    assert err.remedy == ("start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume "
                           "%s`: it runs the interrupted jobs" % bundle_id)
     results = {j: json.loads((partial / "jobs" / j / "result.json").read_text()) for j in (B8, B16)}
     assert {j: r["status"] for j, r in results.items()} == {B8: "interrupted", B16: "interrupted"}
@@ -114,7 +114,7 @@ def test_latest_never_reopens_a_published_bundle(tmp_path):
         runs.run("fcn", RunOptions(), results_dir=tmp_path, resume="latest")
     assert str(err.value) == ("latest: no partial bundle of spec fcn under %s; the newest of spec fcn, fcn-3, is "
                               "complete and is not reopened as 'latest'" % tmp_path)
-    assert err.value.remedy == ("name it to run its skipped or failed jobs again (`invoke run --resume fcn-3`, with "
+    assert err.value.remedy == ("name it to run its skipped or failed jobs again (`dlrepro run --resume fcn-3`, with "
                                 "--retry-failed for the failed ones), or start a new run")
     assert json.loads((published / "bundle.json").read_text())["state"] == "published"
 
@@ -182,11 +182,11 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     print(out)
     (partial,) = results.glob(".*.partial")
     bundle_id = partial.name[1:-len(".partial")]
-    assert proc.returncode == 1 and "Traceback" not in out
+    assert proc.returncode == 2 and "Traceback" not in out
     assert re.search(r"error: the Docker engine at %s went away \(\w+\) while job %s was running; the run stopped "
                      r"\(1 ok, 2 interrupted\), its bundle kept partial: %s" % (re.escape(own_engine.url), b2,
                                                                                  re.escape(str(partial))), out), out
-    assert "then `invoke run --resume %s`" % bundle_id in out
+    assert "then `dlrepro run --resume %s`" % bundle_id in out
     statuses = {j: json.loads((partial / "jobs" / j / "result.json").read_text())["status"] for j in (b1, b2, b4)}
     assert statuses == {b1: "ok", b2: "interrupted", b4: "interrupted"}
     assert json.loads((partial / "bundle.json").read_text())["state"] == "partial"

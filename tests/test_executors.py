@@ -156,7 +156,7 @@ def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, report
     skipped = rows["lstm.torch.cpu.b128"]
     assert skipped["status"] == "skipped" and skipped["reason"].startswith("dataset ptb is not in the cache")
     assert "tried: http://127.0.0.1:9/ptb.train.txt" in skipped["reason"]
-    assert "`invoke datasets.fetch ptb --from PATH`" in skipped["remedy"]
+    assert "`dlrepro datasets.fetch ptb --from PATH`" in skipped["remedy"]
     assert rows["lstm-synthetic.torch.cpu.b128"]["status"] == "ok"
     assert rows["lstm-synthetic.torch.cpu.b128"]["parameters"] == 6_182_672
 

@@ -207,3 +207,29 @@ def test_an_accuracy_after_fewer_epochs_than_the_spec_is_a_smoke_pass_with_its_v
     assert verdict.verdict == verdicts.INCONCLUSIVE and verdict.device == "any"
     assert verdict.evidence.startswith("smoke pass (PyTorch: trained 1 of 3 epochs); PyTorch 0.55 (stated band 0.84-0.875)")
     assert verdict.values[0]["value"] == 0.55
+
+
+def test_an_untestable_claim_is_folded_under_one_reason_and_a_multi_gpu_claim_names_the_gpus_it_needs():
+    study = studies.load(str(GOLDEN))
+    reasons = {v.claim: v.reason for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING)}
+    assert {c: r for c, r in reasons.items() if r} == {
+        "gpus-caffe": "no data-parallel path for its tools here (only jax, torch have one): Caffe: no data-parallel "
+                      "training in the caffe adapter: the BVLC Caffe image is CPU-only (Debian's build), so it has no "
+                      "GPUs to spread over",
+        "device-scoped": "needs an NVIDIA GPU", "gone": "cannot judge: bundle missing",
+        "untestable": "it needs two GPU models"}
+    one_gpu = {v.claim: v.reason for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, gpus_here=1)}
+    assert one_gpu["gpus-caffe"] == "needs 2 GPUs; this host has 1"
+    # a CPU-only host: every GPU run not runnable; the one-GPU claims need a GPU, the 2-GPU ones need 2
+    summary = _summary()
+    cpu_only = summary[summary["device"] == "cpu"]
+    no_gpu = {r: "not runnable here: it needs an NVIDIA GPU; NVML sees none on this host" for r in study.runs if r != "cpu"}
+    here = {v.claim: v.reason for v in claims.evaluate(study, cpu_only, no_gpu, {}, gpus_here=0)
+            if v.verdict == verdicts.NOT_TESTABLE}
+    assert here == {"ordering-holds": "needs an NVIDIA GPU", "ordering-reversed": "needs an NVIDIA GPU",
+                    "ordering-noise": "needs an NVIDIA GPU", "ratio-band": "needs an NVIDIA GPU",
+                    "device-scoped": "needs an NVIDIA GPU", "smoke": "needs an NVIDIA GPU", "gone": "needs an NVIDIA GPU",
+                    "gpus": "needs 2 GPUs; this host has 0", "gpus-caffe": "needs 2 GPUs; this host has 0",
+                    "untestable": "it needs two GPU models"}
+    unknown = {v.claim: v.reason for v in claims.evaluate(study, cpu_only, no_gpu, {})}
+    assert unknown["gpus"] == "needs 2 GPUs"  # no bundle says how many this host has

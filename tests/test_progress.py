@@ -121,14 +121,14 @@ def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch
                             results_dir=tmp_path / "results", reporter=reporter)
     text = captured.get()
     ids = ["alexnet-r.%s.cpu.b1024" % f for f in ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")]
-    assert text.count("remedy: ") == 1 and text.count("invoke datasets.fetch cifar10 --from PATH") == 1
+    assert text.count("remedy: ") == 1 and text.count("dlrepro datasets.fetch cifar10 --from PATH") == 1
     assert "skipped 7 jobs: dataset cifar10 is not in the cache" in text
     assert "    jobs: " + ", ".join(ids) in text
     assert text.count("the same reason as %s" % ids[0]) == 6
     for job_id in ids:  # the bundle keeps each job's own reason and remedy
         result = json.loads((path / "jobs" / job_id / "result.json").read_text())
         assert result["status"] == "skipped" and "cifar10" in result["reason"]
-        assert "invoke datasets.fetch cifar10 --from PATH" in result["remedy"]
+        assert "dlrepro datasets.fetch cifar10 --from PATH" in result["remedy"]
 
 
 @pytest.mark.docker

@@ -24,9 +24,13 @@ def test_bundle_against_bundle_labels_before_and_after_and_closes_with_the_count
     rows = [line for line in out.splitlines() if "PyTorch" in line]
     assert [r.split("│")[4].strip() for r in rows] == ["16", "32", "64", "128"]
     assert "3.50" in rows[0] and "+0.1%" in rows[0]  # the medians of the 3 repeat medians a side
-    # 3 repeats a side: too few for an interval of the change, so no "unchanged" can be shown
-    assert all(r.split("│")[-2].strip() == "cannot tell" for r in rows)
-    assert out.strip().splitlines()[-1] == "0 unchanged, 0 slower, 0 faster, 4 cannot tell; alpha 0.01, min effect 5%"
+    # 3 repeats a side: too few for an interval of the change, so no "unchanged" can be shown; each "cannot
+    # tell" says why in a footnote under the table, as --json's reason does
+    assert [r.split("│")[-2].strip() for r in rows] == ["cannot tell [%d]" % n for n in (1, 2, 3, 4)]
+    assert out.strip().splitlines()[-5:] == [
+        "[%d] cannot tell: %s: 3 vs 3 repeats give no 98%% interval to show it inside -4.8%% to +5.0%%" % (n, change)
+        for n, change in ((1, "+0.1%"), (2, "-0.1%"), (3, "-0.2%"), (4, "-0.3%"))] + [
+        "0 unchanged, 0 slower, 0 faster, 4 cannot tell; alpha 0.01, min effect 5%"]
 
 
 def test_two_bundles_with_nothing_in_common_exit_2():
@@ -41,8 +45,20 @@ def test_bundles_shows_device_hardware_frameworks_and_the_recorded_remedy():
     assert done.returncode == 0, done.stderr
     assert "bundles (4) of spec resnet50-features" in done.stdout and "NVIDIA H200" in done.stdout
     assert "alexnet" not in done.stdout
-    # the skipped jobs' recorded remedy, one line each, not a resume that would skip them again
-    assert done.stdout.strip().splitlines()[-2:] == ["[1] invoke datasets.fetch resnet50-keras-v1",
-                                                     "[2] invoke datasets.fetch resnet50-keras-v1"]
+    # the skipped jobs' recorded remedy, one line each, not a resume that would skip them again; recorded as
+    # `invoke datasets.fetch ...` (the checkout's spelling), shown as the dlrepro command
+    assert done.stdout.strip().splitlines()[-2:] == ["[1] dlrepro datasets.fetch resnet50-keras-v1",
+                                                     "[2] dlrepro datasets.fetch resnet50-keras-v1"]
     missing = invoke("bundles", "--results", str(REPO_ROOT / "no-such-folder"))
-    assert missing.returncode == 1 and "no such folder" in missing.stdout + missing.stderr
+    assert missing.returncode == 2 and "no such folder" in missing.stdout + missing.stderr
+
+
+def test_bundles_refuses_an_unknown_spec_in_one_line_with_the_near_miss():
+    from dlrepro import spec
+
+    done = invoke("bundles", "--spec", "alexnt")
+    assert done.returncode == 2 and done.stdout.strip().splitlines() == [
+        "error: %s: no such spec (did you mean alexnet?); available: %s" % (
+            REPO_ROOT / "specs" / "alexnt.yaml", ", ".join(spec.available()))]
+    assert invoke("bundles", "--spec", "densenet121-chestxray").stdout.startswith(
+        "bundles (0) of spec densenet121-chestxray")  # a spec with no bundle here: an empty listing, not an error

@@ -225,7 +225,7 @@ def test_invoke_report_writes_and_prints_the_paths(tmp_path):
     assert len(list((tmp_path / "figures").glob("*.png"))) == 3
     missing = subprocess.run([sys.executable, "-m", "invoke", "report", str(tmp_path / "nothing")],
                              cwd=REPO_ROOT, capture_output=True, text=True)
-    assert missing.returncode == 1 and "error:" in missing.stdout and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "error:" in missing.stdout and "Traceback" not in missing.stderr
 
 
 # --- the page in a real browser -------------------------------------------------------------------
@@ -309,13 +309,14 @@ def test_gpu_jobs_show_clocks_power_and_the_throttle_flag(tmp_path):
 
 def test_the_bundle_report_sets_published_cells_against_their_peak(tmp_path):
     """The committed H200 AlexNet-S bundles (issue 26): achieved TFLOP/s and fraction of peak per job, and DLBench's
-    Titan X rerun cells against the Titan X's fp32 peak, labelled other hardware, never reproduced."""
+    Titan X rerun cells against the Titan X's fp32 peak, never reproduced: "not run" where no job of their
+    framework was measured here (none of the rerun's frameworks ran), not "other hardware"."""
     made = report.write(["alexnet-20261201T201740Z-9f78cd5d", "alexnet-20261201T201858Z-76e63b6c"], tmp_path)
     page = Tables(made.html.read_text())
     jobs = page.table("alexnet, throughput mode: seconds per mini-batch (s)")
     assert sorted(zip(jobs["TFLOP/s"], jobs["% of peak"])) == [("143", "14.4% (h200-sxm)"), ("58.1", "86.8% (h200-sxm)")]
     cells = page.table("Fraction of peak: the published cells then, this hardware now").set_index("published")
     cntk = cells.loc[[i for i in cells.index if i.startswith("CNTK on NVIDIA GTX Titan X")][0]]
-    assert (cntk["then (% of peak)"], cntk["verdict"], cntk["now"]) == ("49.1%", "other hardware", "not measured here")
+    assert (cntk["then (% of peak)"], cntk["verdict"], cntk["now"]) == ("49.1%", "not run", "not measured here")
     # no framework of the Titan X rerun was measured here: no "then against now" figure to draw
     assert "fraction-of-peak" not in {f.stem for f in made.figures}

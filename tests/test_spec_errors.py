@@ -69,12 +69,12 @@ def test_invalid_yaml(tmp_path):
     assert problems[0].startswith("%s:" % path) and "not valid YAML" in problems[0]
 
 
-def test_cli_prints_one_line_and_exits_1(tmp_path):
+def test_cli_prints_one_line_and_exits_2(tmp_path):
     path = tmp_path / "alexnet.yaml"
     path.write_text(ALEXNET.replace("cpu: [16] ", "cpu: [sixteen] "))
     proc = subprocess.run([sys.executable, "-m", "invoke", "run", "--spec", str(path), "--executor", "local"],
                           cwd=REPO_ROOT, capture_output=True, text=True)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     lines = [l for l in proc.stdout.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: %s:" % path) and "batch_sizes.cpu.0" in lines[0]
 
@@ -82,7 +82,7 @@ def test_cli_prints_one_line_and_exits_1(tmp_path):
 def test_cli_rejects_a_bad_option():
     proc = subprocess.run([sys.executable, "-m", "invoke", "run", "--spec", "alexnet", "--device", "gpu"],
                           cwd=REPO_ROOT, capture_output=True, text=True)
-    assert proc.returncode == 1 and "--device: Input should be 'cpu' or 'cuda' (got 'gpu')" in proc.stdout
+    assert proc.returncode == 2 and "--device: Input should be 'cpu' or 'cuda' (got 'gpu')" in proc.stdout
 
 
 IMDB = (REPO_ROOT / "specs" / "imdb-gru.yaml").read_text()

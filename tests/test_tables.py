@@ -181,11 +181,11 @@ def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
 
     parquet = bundle / "summary.parquet"
     parquet.write_bytes(parquet.read_bytes()[:100])
-    with pytest.raises(BundleError, match="summary.parquet: cannot be read .*`invoke validate "):
+    with pytest.raises(BundleError, match="summary.parquet: cannot be read .*`dlrepro validate "):
         tables.merge([REAL, bundle])
     broken = shutil.copytree(REAL, tmp_path / "broken" / REAL.name)
     (broken / "bundle.json").write_text("{")
     for args in (["check", str(broken)], ["merge", "%s,%s" % (bundle, broken)], ["report", str(broken)],
                  ["compare", str(bundle), "--against", str(REAL), "--alpha", "2"]):
         done = invoke(*args)
-        assert done.returncode == 1 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args
+        assert done.returncode == 2 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args

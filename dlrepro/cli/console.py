@@ -22,9 +22,10 @@ def print_error(exc):
 
 @contextlib.contextmanager
 def user_errors():
-    """Turn the suite's errors into ``error:`` / ``remedy:`` lines and exit status 1 (no traceback)."""
+    """Turn the suite's errors into ``error:`` / ``remedy:`` lines and the error's exit status (no traceback):
+    2 (bad input or usage, or an error that stopped the command), 1 for MissingBundles (dlrepro.errors)."""
     try:
         yield
     except DlreproError as exc:
         print_error(exc)
-        raise Exit(code=1) from None
+        raise Exit(code=exc.exit_code) from None

@@ -6,7 +6,7 @@ from rich.table import Table
 
 from dlrepro.cli.console import MARK, console
 from dlrepro.results import bundle, numbers, palette, report
-from dlrepro.results.answers import verdicts as words
+from dlrepro.results.answers import published, verdicts as words
 from dlrepro.run import hostinfo
 
 
@@ -92,35 +92,67 @@ def shared(found):
 
 def comparison(found, min_effect=None, alpha=None):
     """A compare.Comparison. Bundle against bundle: one row per configuration, before (A) / after (B) in one
-    unit, the change in %, the test's p and the verdict, then a closing line ('4 unchanged, 0 slower, 0
+    unit, the change in %, the test's p and the verdict (a "cannot tell" marked [N], its reason as footnote N
+    under the table, one per distinct reason), then a closing line ('4 unchanged, 0 slower, 0
     faster; alpha 0.01, min effect 5%'). Against the published values: one table per published source and
-    hardware with the unit in its header, and the ranking in one line under it."""
+    hardware with the unit in its header, the ranking in one line under it, and what gave no cell in one line
+    per table ('not compared: PyTorch, JAX: no published number in this table; Torch: not run by this suite'),
+    then the jobs at configurations no reference covers."""
     if found.kind == "bundle":
         _regression(found, min_effect, alpha)
         return
-    if found.cells.empty:
-        console.print("no job of %s matches a published reference of spec %s" % (found.bundle.name, found.spec))
-        return
+    left = found.left_out if found.left_out is not None else pd.DataFrame(columns=published.LEFT_OUT_COLUMNS)
+    keyed = left[left["reference_kind"].notna()]
     cells = found.cells.sort_values(["variant", "batch_size", "framework"])
-    for (kind, hardware, metric, unit), group in cells.groupby(
-            ["reference_kind", "published_hardware", "metric", "unit"], sort=True, dropna=False):
-        shown, measured = _values(group["measured"], unit, group["published"])
-        _, published = _values(group["published"], unit, group["measured"])
-        sources = sorted({re.sub(r"\b([0-9a-f]{7})[0-9a-f]{33}\b", r"\1", s) for s in group["source"]})
-        table = Table(title="%s, %s on %s; here on %s" % (
-            metric.replace("_", " "), kind.replace("_", " "), hardware,
-            ", ".join(sorted(set(group["measured_hardware"])))), caption="; ".join(sources))
-        for column in ("variant", "batch", "framework", "here (%s)" % shown, "published (%s)" % shown,
-                       "measured / published", "verdict"):
-            table.add_column(column, justify="left" if column in ("variant", "framework", "verdict") else "right")
-        for row, m, p in zip(group.itertuples(), measured, published):
-            table.add_row(row.variant, str(int(row.batch_size)), palette.name(row.framework), m, p,
-                          numbers.ratio(row.ratio), _verdict(row.verdict))
-        console.print(table)
-        ranks = found.rankings
-        for rank in ranks[(ranks["reference_kind"] == kind) & (ranks["published_hardware"] == hardware)
-                          & (ranks["metric"] == metric)].itertuples() if ranks is not None else ():
-            console.print(report.ranking_sentence(rank), soft_wrap=True)
+    groups = {key[:3]: group for key, group in cells.groupby(["reference_kind", "published_hardware", "metric", "unit"],
+                                                              sort=True, dropna=False)}
+    for key in sorted(set(groups) | set(zip(keyed["reference_kind"], keyed["published_hardware"], keyed["metric"]))):
+        kind, hardware, metric = key
+        group = groups.get(key)
+        if group is not None:
+            _published_table(group, found.rankings)
+        else:
+            console.print("%s: no cell here" % published.table_name(metric, kind, hardware), soft_wrap=True)
+        mine = keyed[(keyed["reference_kind"] == kind) & (keyed["published_hardware"] == hardware)
+                     & (keyed["metric"] == metric)]
+        if len(mine):
+            console.print("not compared: %s" % _left_out(mine), soft_wrap=True, highlight=False, markup=False)
+    elsewhere = left[left["reference_kind"].isna()]
+    for variant, group in elsewhere.groupby("variant", sort=True):
+        console.print("not compared: %s at %s, batch %s: %s" % (
+            ", ".join(sorted({palette.name(f) for f in group["framework"]}, key=str.lower)), variant,
+            ", ".join(str(int(b)) for b in sorted(set(group["batch_size"]))), published.NO_TABLE),
+            soft_wrap=True, highlight=False, markup=False)
+
+
+def _left_out(rows):
+    """'PyTorch, JAX: no published number in this table; Theano, Torch: not run by this suite' of left_out rows."""
+    names = {}
+    for row in rows.itertuples():
+        shown = palette.name(row.framework) if isinstance(row.framework, str) else row.published_framework
+        names.setdefault(row.reason, []).append(shown)
+    return "; ".join("%s: %s" % (", ".join(sorted(set(n), key=str.lower)), reason) for reason, n in names.items())
+
+
+def _published_table(group, ranks):
+    """One published table (cells of one reference kind, hardware, metric and unit) and its rankings' lines."""
+    kind, hardware, metric, unit = (group[c].iloc[0] for c in ("reference_kind", "published_hardware", "metric", "unit"))
+    shown, measured = _values(group["measured"], unit, group["published"])
+    _, values = _values(group["published"], unit, group["measured"])
+    sources = sorted({re.sub(r"\b([0-9a-f]{7})[0-9a-f]{33}\b", r"\1", s) for s in group["source"]})
+    table = Table(title="%s; here on %s" % (published.table_name(metric, kind, hardware),
+                                            ", ".join(sorted(set(group["measured_hardware"])))),
+                  caption="; ".join(sources))
+    for column in ("variant", "batch", "framework", "here (%s)" % shown, "published (%s)" % shown,
+                   "measured / published", "verdict"):
+        table.add_column(column, justify="left" if column in ("variant", "framework", "verdict") else "right")
+    for row, m, p in zip(group.itertuples(), measured, values):
+        table.add_row(row.variant, str(int(row.batch_size)), palette.name(row.framework), m, p,
+                      numbers.ratio(row.ratio), _verdict(row.verdict))
+    console.print(table)
+    for rank in ranks[(ranks["reference_kind"] == kind) & (ranks["published_hardware"] == hardware)
+                      & (ranks["metric"] == metric)].itertuples() if ranks is not None else ():
+        console.print(report.ranking_sentence(rank), soft_wrap=True)
 
 
 def _regression(found, min_effect, alpha):
@@ -135,13 +167,19 @@ def _regression(found, min_effect, alpha):
                "Δ%"] + (["Δ% interval"] if len(extra) == 2 else []) + ["p", "verdict"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("variant", "framework", "device", "verdict") else "right")
+    notes = {}  # the reason of each "cannot tell" -> its footnote number
     for row, a, b in zip(cells.itertuples(), before, after):
         interval = ["%s to %s" % (numbers.change(getattr(row, "change_low")), numbers.change(getattr(row, "change_high")))
                     if pd.notna(getattr(row, "change_low")) else ""] if len(extra) == 2 else []
+        mark = ""
+        if row.verdict == words.CANNOT_TELL and isinstance(row.reason, str) and row.reason:
+            mark = " [%d]" % notes.setdefault(row.reason, len(notes) + 1)
         table.add_row(row.variant, palette.name(row.framework), row.device, _cell(row.batch_size),
                       "%s/%s" % (_cell(row.n_a) or "-", _cell(row.n_b) or "-"), a, b, numbers.change(row.change),
-                      *interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict))
+                      *interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict) + mark)
     console.print(table)
+    for reason, number in notes.items():
+        console.print("[%d] cannot tell: %s" % (number, reason), soft_wrap=True, highlight=False, markup=False)
     tally = cells["verdict"].value_counts()
     line = ", ".join("%d %s" % (tally.get(w, 0), SAME if w == words.NO_CHANGE else w)
                      for w in (words.NO_CHANGE, words.SLOWER, words.FASTER))
@@ -153,11 +191,13 @@ def _regression(found, min_effect, alpha):
 
 
 def _remedy(folder):
-    """The recorded remedy of a bundle's skipped or failed jobs, as a command where it names one."""
+    """The recorded remedy of a bundle's skipped or failed jobs, as a command where it names one; a command that
+    older bundles recorded as `invoke TASK` (the checkout's spelling) as `dlrepro TASK`, the same task from any
+    folder."""
     for job in bundle.body(folder)["jobs"]:
         found = re.search(r"`([^`]+)`", job.get("remedy") or "")
         if job.get("status") in ("skipped", "failed") and found:
-            return found.group(1)
+            return re.sub(r"^invoke ", "dlrepro ", found.group(1))
     return None
 
 

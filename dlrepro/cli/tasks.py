@@ -6,7 +6,9 @@
     dlrepro specs --show alexnet                  what a spec defines
 
 Each task parses its options, calls one library function and renders what it returns (dlrepro.cli); errors print
-as ``error:`` and ``remedy:`` lines with exit status 1. Only the tasks that need them import the heavy libraries
+as ``error:`` and ``remedy:`` lines. Exit status (dlrepro.errors, docs/usage.md): 0 done, nothing failed; 1 done,
+and something failed (a regression or gate, a job, a check); 2 bad input or usage, or an error that stopped the
+command; 130 interrupted. Only the tasks that need them import the heavy libraries
 (pandas, pyarrow, matplotlib, scipy, docker), so every task starts in a fraction of a second.
 
 One option means one thing in every task: the short flags are -f (--framework), -d (--device), -r (--results)
@@ -75,7 +77,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     Without options it builds images/matrix.yaml's default_frameworks for every device this
     host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
     tag exists is not rebuilt. `dlrepro run` builds what it needs too, so
-    `invoke build run --spec=NAME` works as typed."""
+    `invoke build run --spec=NAME` works as typed in the checkout."""
     from dlrepro import engine as enginemod
     from dlrepro.images import build as buildmod, matrix as matrixmod
     from dlrepro.run import hostinfo
@@ -143,7 +145,8 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
     every job that could run here ran (skipped jobs name their reason and remedy), 1 when
-    a job failed or none ran, 130 when interrupted (the bundle keeps what finished)."""
+    a job failed or none ran, 2 on bad input or an error that stopped the run, 130 when
+    interrupted (the bundle keeps what finished)."""
     import json
 
     from dlrepro import engine as enginemod
@@ -245,7 +248,9 @@ def study_report(c, name, out="", results="", allow_missing=False):
 def bundles(c, results="", spec=""):
     """List bundles: device, frameworks, jobs, next step.
 
-    Results that detached Slurm arrays have finished are taken into their bundles first (no waiting)."""
+    Results that detached Slurm arrays have finished are taken into their bundles first (no waiting). A --spec
+    that is neither a spec nor the spec of a bundle there is refused, naming the near miss and the specs."""
+    from dlrepro import spec as specmod
     from dlrepro.cli import render
     from dlrepro.errors import DlreproError
     from dlrepro.results import bundle as bundlemod
@@ -257,7 +262,10 @@ def bundles(c, results="", spec=""):
             raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
                                "(default: the checkout's results/, or DLREPRO_RESULTS)")
         runs.take_submitted(root, runs.Reporter())
-        render.bundles(bundlemod.listing(root), spec or None)
+        rows = bundlemod.listing(root)
+        if spec and spec not in {r["spec"] for r in rows}:
+            specmod.existing(spec)
+        render.bundles(rows, spec or None)
 
 
 @task(help={"bundle": "a partial bundle: its folder, its id under --results, or 'latest'", "results": RESULTS_HELP})
@@ -446,7 +454,8 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
 
     Per job configuration in both: Mann-Whitney U on the repeat medians and a minimum effect; the verdicts are
     faster, slower, no change or cannot tell. Exit status: 0 when nothing fails under --fail-on, 1 when a
-    configuration does (a pipeline stops on a regression), 2 when the bundles share no configuration.
+    configuration does (a pipeline stops on a regression), 2 when the bundles share no configuration or an input
+    is bad (a bundle not found, an option value).
     Against the published values: `dlrepro check BUNDLE`."""
     from dlrepro.cli import render
     from dlrepro.errors import DlreproError
@@ -476,16 +485,14 @@ def check(c, bundle, fail_on="never", json="", results=""):
 
     Per published cell: measured / published and a verdict; per published ranking: Kendall's tau.
     Exit status: 0 (by default whatever the verdicts: other hardware differs), 1 when --fail-on change and a
-    cell or ranking fails, 2 when no job of the bundle matches a published reference."""
+    cell or ranking fails, 2 when no job of the bundle matches a published reference or an input is bad."""
     from dlrepro.results import compare as comparemod
 
     with user_errors():
         _choice("--fail-on", fail_on, CHECK_FAIL_ON)
         found = comparemod.run(str(_bundle(bundle, results)), "published")
         _gate(found, fail_on, json, lambda r: ", %d ranking(s) that do not hold" % len(r["failing_rankings"])
-              if r["failing_rankings"] else "", None if len(found.cells) else
-              "check a bundle with jobs at the published variants, batch sizes and devices (`dlrepro specs --show "
-              "%s` lists them)" % found.spec)
+              if r["failing_rankings"] else "", found.nothing)
 
 
 @task(help={

@@ -97,7 +97,7 @@ def bootstrap(name, base, log, mirror=None):
         raise ImageError("no registry answered for base %s and debootstrap is not installed: install it "
                          "(`apt-get install debootstrap`) or make the registry reachable" % name)
     if os.geteuid() != 0:
-        raise ImageError("bootstrapping base %s with debootstrap needs root: run `invoke build` as root once, "
+        raise ImageError("bootstrapping base %s with debootstrap needs root: run `dlrepro build` as root once, "
                          "or make the registry reachable" % name)
     spec = base.bootstrap
     with tempfile.TemporaryDirectory(dir=cache.directory("bootstrap")) as tmp:

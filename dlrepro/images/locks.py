@@ -34,7 +34,7 @@ def parse(path):
     """Pins of lock file ``path``; raises ImageError for a line that is not ``name==version --hash=...``."""
     path = Path(path)
     if not path.is_file():
-        raise ImageError("%s: lock file missing; create it with `invoke lock --image %s`"
+        raise ImageError("%s: lock file missing; create it with `dlrepro lock --image %s`"
                          % (path, path.stem))
     text = path.read_text().replace("\\\n", " ")
     pins = []
@@ -47,7 +47,7 @@ def parse(path):
         hashes = [t.split("sha256:", 1)[1] for t in tokens[1:] if t.startswith("--hash=sha256:")]
         if not match or not hashes or len(hashes) != len(tokens) - 1:
             raise ImageError("%s: %r is not an exact pin with --hash=sha256 options; regenerate with "
-                             "`invoke lock --image %s`" % (path, tokens[0], path.stem))
+                             "`dlrepro lock --image %s`" % (path, tokens[0], path.stem))
         pins.append(Pin(match["name"], match["version"], hashes))
     return pins
 

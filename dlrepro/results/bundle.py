@@ -88,9 +88,9 @@ def locate(name, results_dir=None, partial=False, spec=None):
         if rows:
             raise DlreproError("latest: no partial bundle%s under %s; the newest%s, %s, is %s and is not reopened as "
                                "'latest'" % (of, results_dir, of, rows[-1]["id"], rows[-1]["state"]),
-                               "name it to run its skipped or failed jobs again (`invoke run --resume %s`, with "
+                               "name it to run its skipped or failed jobs again (`dlrepro run --resume %s`, with "
                                "--retry-failed for the failed ones), or start a new run" % rows[-1]["id"])
-        raise DlreproError("latest: no bundle%s under %s" % (of, results_dir), "start a run: invoke run --spec NAME")
+        raise DlreproError("latest: no bundle%s under %s" % (of, results_dir), "start a run: `dlrepro run --spec NAME`")
     candidates = [Path(name), results_dir / name] + ([results_dir / _partial_name(name)] if partial else [])
     for folder in candidates:
         if (folder / "bundle.json").is_file():
@@ -106,9 +106,9 @@ def body(folder):
     try:
         found = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise BundleError("%s: cannot be read (%s); `invoke validate %s` lists what is wrong" % (path, exc, folder)) from None
+        raise BundleError("%s: cannot be read (%s); `dlrepro validate %s` lists what is wrong" % (path, exc, folder)) from None
     if not isinstance(found, dict) or "spec" not in found or "jobs" not in found:
-        raise BundleError("%s: not a bundle's bundle.json (no spec or jobs); `invoke validate %s` lists what is wrong"
+        raise BundleError("%s: not a bundle's bundle.json (no spec or jobs); `dlrepro validate %s` lists what is wrong"
                           % (path, folder))
     return found
 
@@ -159,7 +159,7 @@ def _unchanged(folder):
                           "checksum is written over a changed file" % (folder, ", ".join(changed),
                                                                         "it" if len(changed) == 1 else "them"),
                           "restore %s as recorded (from the bundle's archive or a copy), or start a new run; "
-                          "`invoke validate %s` lists every problem" % ("it" if len(changed) == 1 else "them", folder))
+                          "`dlrepro validate %s` lists every problem" % ("it" if len(changed) == 1 else "them", folder))
 
 
 def _writes(method):
@@ -242,7 +242,7 @@ class BundleWriter:
         return ResultsUnwritable(
             "results folder %s cannot be written (%s%s): the run stopped; what was measured is kept in %s" % (
                 self.results_dir, exc.strerror, ", %d bytes free" % free if free is not None else "", self.partial),
-            "free space or make it writable, then `invoke run --resume %s`" % self.id)
+            "free space or make it writable, then `dlrepro run --resume %s`" % self.id)
 
     def job_dir(self, job_id):
         return self.jobs_dir / job_id

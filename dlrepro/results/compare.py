@@ -1,4 +1,4 @@
-"""``invoke compare``'s result either way, wired to the answer model: bundle against bundle is
+"""``dlrepro compare``'s result either way, wired to the answer model: bundle against bundle is
 dlrepro.results.answers.regression (faster, slower, no change, cannot tell, with what each rests on); measured
 against published (a spec's ``references``: cells with their verdicts, rankings with Kendall's tau) is
 dlrepro.results.answers.published and answers.ranking. This module holds the Comparison and --fail-on.
@@ -45,8 +45,8 @@ def _records(frame):
 
 @dataclass
 class Comparison:
-    """What ``invoke compare`` found: ``kind`` "published" (cells: answers.published.CELL_COLUMNS, rankings:
-    answers.ranking.COLUMNS)
+    """What ``dlrepro compare`` / ``check`` found: ``kind`` "published" (cells: answers.published.CELL_COLUMNS,
+    rankings: answers.ranking.COLUMNS, left_out: answers.published.LEFT_OUT_COLUMNS)
     or "bundle" (cells: regression.REGRESSION_COLUMNS; rankings None), and the bundles compared (folders)."""
     kind: str
     bundle: Path
@@ -54,6 +54,8 @@ class Comparison:
     rankings: pd.DataFrame = None
     against: Path = None
     spec: str = None
+    left_out: pd.DataFrame = None  # "published": what gave no cell, with the reason (answers.published.left_out)
+    nothing: str = None  # "published" with no cell: why and what to do (answers.published.nothing_compared)
 
     def failing(self, fail_on):
         """The cells (and, against the published values with "change", the rankings that do not hold) that fail
@@ -76,7 +78,8 @@ class Comparison:
                 "against": self.against.name if self.against else "published", "fail_on": fail_on,
                 "failed": bool(len(cells) or (rankings is not None and len(rankings))),
                 "failing_cells": _records(cells), "failing_rankings": _records(rankings),
-                "cells": _records(self.cells), "rankings": _records(self.rankings)}
+                "cells": _records(self.cells), "rankings": _records(self.rankings),
+                "left_out": _records(self.left_out), "nothing_compared": self.nothing}
 
 
 def run(bundle, against="published", min_effect=0.05, alpha=0.01):
@@ -87,8 +90,13 @@ def run(bundle, against="published", min_effect=0.05, alpha=0.01):
     folder = locate(bundle)
     if against == "published":
         body = bundle_body(folder)
-        cells = published.against_published(tables.summary(folder), recorded_references([body]))
-        return Comparison("published", folder, cells, ranking.ranking(cells), spec=body["spec"]["name"])
+        summary, references, spec = tables.summary(folder), recorded_references([body]), body["spec"]["name"]
+        cells = published.against_published(summary, references)
+        left = published.left_out(summary, references, cells)
+        nothing = None if len(cells) else published.nothing_compared(
+            body.get("id") or folder.name, spec, summary, references.get(spec, []), left)
+        return Comparison("published", folder, cells, ranking.ranking(cells), spec=spec, left_out=left,
+                          nothing=nothing)
     base = locate(against)
     specs = [bundle_body(f)["spec"]["name"] for f in (base, folder)]
     if specs[0] != specs[1]:

@@ -201,8 +201,9 @@ def efficiency(summary, references):
         "network": shown["model"], "batch": shown["batch_size"].astype(str),
         "published": shown["published_framework"] + " on " + shown["published_hardware"],
         "then (% of peak)": shown["published_fraction"].map(numbers.percent),
-        "now": ["%s %s" % (palette.name(f), p) if isinstance(f, str) else "not measured here"
-                for f, p in zip(shown["framework"], shown["precision"])],
+        "now": ["%s %s%s" % (palette.name(f), p, "" if b == m else " (mini-batch %d)" % m) if isinstance(f, str)
+                else "not measured here" for f, p, b, m in zip(shown["framework"], shown["precision"],
+                                                               shown["batch_size"], shown["measured_batch_size"])],
         "now (% of peak)": shown["measured_fraction"].map(numbers.percent), "verdict": shown["verdict"],
         "basis": shown["basis"].fillna(""), "source": shown["source"]}),
         "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/peaks.yaml; another "

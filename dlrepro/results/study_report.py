@@ -8,7 +8,7 @@ interval, the verdict table (sorted by verdicts.ORDER, coloured chips, what each
 untestable claims folded under one line per reason, the paper's tables (an empty one as one line), the
 figures, then the details of the bundles and how this was measured.
 
-Committed layout of a study's reproduction (what `invoke study-report` reads and writes):
+Committed layout of a study's reproduction (what `dlrepro study-report` reads and writes):
   results/studies/<study>-<stamp>.json      the record (found anywhere under results/, by study name)
   results/<bundle id>/                      every bundle it names (summary, samples, bundle.json)
   results/reports/<study>-<stamp>/          study.md, study.html and figures/*.png
@@ -34,11 +34,14 @@ from dlrepro.results.answers import verdicts as words
 from dlrepro.results.report import TEMPLATES, Report, Table, _table
 
 STAMP = re.compile(r"^(?P<study>.+)-(?P<stamp>\d{8}T\d{6}Z)\.json$")
-MISSING = "cannot judge: bundle missing"
+MISSING = claims.BUNDLE_MISSING
 
 
 class MissingBundles(DlreproError):
-    """The record names bundles that results/ does not hold (the report is written, saying so)."""
+    """The record names bundles that results/ does not hold (the report is written, saying so): exit status 1,
+    a report that fails to be whole, not an input the command could not use."""
+
+    exit_code = 1
 
 
 @dataclass
@@ -65,7 +68,7 @@ def find_record(name, results_dir=REPO_ROOT / "results"):
         if not found:
             raise DlreproError("no study record of %s under %s" % (name, _shown(results_dir)),
                                "give the record file (results/**/%s-<stamp>.json), or start the study: "
-                               "`invoke study %s --quick`" % (name, name))
+                               "`dlrepro study %s --quick`" % (name, name))
         path = found[-1][1]
     return studyrun.Record.latest(str(path), results_dir)
 
@@ -178,24 +181,6 @@ def _rests_on(v, smoke):
     return ", ".join(parts)
 
 
-def untestable_reason(v, claim, not_run, runs_with_bundle):
-    """The one-line group of a claim that could not be judged: 'cannot judge: bundle missing', 'needs an
-    NVIDIA GPU', 'needs Torch (the suite does not run it)', or the claim's own reason."""
-    if getattr(v, "reason", None):
-        return v.reason
-    if claim.kind == "untestable":
-        return claim.why
-    reasons = [not_run.get(r, "") for r in claim.runs]
-    if any(r.startswith(MISSING) for r in reasons):
-        return MISSING
-    if not any(r in runs_with_bundle for r in claim.runs) and reasons and all("GPU" in r for r in reasons):
-        return "needs an NVIDIA GPU"
-    absent = re.search(r"the suite does not run ([^;)]+)", v.evidence or "")
-    if absent:
-        return "needs %s (the suite does not run it)" % absent.group(1)
-    return v.evidence
-
-
 def answer(study, host, verdict_list, groups):
     """The one-sentence answer: 'On this study's host (...) 4 of DLBench's 22 claims could be tested: 1 holds,
     3 direction holds, size does not. 16 needs an NVIDIA GPU, 2 ...'."""
@@ -220,11 +205,11 @@ def _smoke(record, summary):
             or measured.get(row, "ci95_low") is None]
     if not quick and not bare:
         return None
-    text = "Smoke pass: " + ("`invoke study --quick`, few repeats of few iterations per job. " if quick else "")
+    text = "Smoke pass: " + ("`dlrepro study --quick`, few repeats of few iterations per job. " if quick else "")
     if bare:
         text += "%d of %d timed jobs have no interval over repeats (an interval needs 6 repeats). " % (
             len(bare), len(ok))
-    return text + "The verdicts are indicative; run `invoke study %s` without --quick for intervals." % (
+    return text + "The verdicts are indicative; run `dlrepro study %s` without --quick for intervals." % (
         record.body["study"])
 
 
@@ -311,13 +296,13 @@ def context(record, results_dir=REPO_ROOT / "results"):
     else:
         summary, samples = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None), None
     built = paper.build(study, summary, _references(study, bodies), not_run, gone)
-    verdict_list = claims.evaluate(study, summary, not_run, gone)
+    verdict_list = claims.evaluate(study, summary, not_run, gone, gpus_here=len(bodies[0]["host"].get("gpus") or [])
+                                   if bodies else None)
     smoke = _smoke(record, summary)
     judged, groups = [], {}
     for v in verdict_list:
         if v.verdict == words.NOT_TESTABLE:
-            why = untestable_reason(v, study.claims[v.claim], not_run, set(folders))
-            groups.setdefault(why, []).append(v)
+            groups.setdefault(v.reason, []).append(v)
         else:
             judged.append(Claim(v.claim, v.text, v.verdict, palette.verdict_colour(v.verdict), v.evidence,
                                 _rests_on(v, bool(smoke)), v.source))

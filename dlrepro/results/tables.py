@@ -325,7 +325,7 @@ UNREADABLE = (OSError, ValueError, KeyError, TypeError, pa.ArrowException)  # wh
 def unreadable(folder, exc, path=None):
     """The BundleError for a file of the bundle in ``folder`` that could not be read."""
     where = path or getattr(exc, "filename", None) or folder
-    return BundleError("%s: cannot be read (%s: %s); `invoke validate %s` lists what is wrong"
+    return BundleError("%s: cannot be read (%s: %s); `dlrepro validate %s` lists what is wrong"
                        % (where, type(exc).__name__, exc, folder))
 
 

@@ -136,7 +136,7 @@ def take(folder):
         if not _break(path):
             found = _read(path) or {}
             raise DlreproError("%s is being written by another run: %s" % (folder, describe(found, path)),
-                               "wait for it to end (`invoke bundles` shows it), or, if that run is gone, wait %d s "
+                               "wait for it to end (`dlrepro bundles` shows it), or, if that run is gone, wait %d s "
                                "after its last heartbeat" % STALE_S)
     raise DlreproError("%s: its lock %s was taken and broken again three times in a row" % (folder, path),
                        "try again")

@@ -1,4 +1,4 @@
-"""What ``invoke run`` was asked to do (RunOptions), and the translation of its command-line text.
+"""What ``dlrepro run`` was asked to do (RunOptions), and the translation of its command-line text.
 
 RunOptions is immutable and validated by pydantic; None in a field means "as the spec says".
 ``from_cli`` takes the option texts exactly as typed (comma-separated lists, ``-1`` for "not
@@ -22,7 +22,7 @@ OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_siz
 
 
 class RunOptions(BaseModel):
-    """What ``invoke run`` was asked to do; None means "as the spec says"."""
+    """What ``dlrepro run`` was asked to do; None means "as the spec says"."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     frameworks: Optional[list[str]] = Field(None, description="framework names, or name@version for one image")
@@ -113,7 +113,7 @@ def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch
              iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
              precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False,
              isolation="worker", ranks=""):
-    """RunOptions from ``invoke run``'s option texts (lists comma-separated, UNSET for integers not given).
+    """RunOptions from ``dlrepro run``'s option texts (lists comma-separated, UNSET for integers not given).
 
     Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
     values = dict(
@@ -135,7 +135,7 @@ def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch
 
 
 def slurm_settings(executor, partition="", options=None, max_parallel=UNSET, detach=False):
-    """The slurm executor's settings from ``invoke run``'s --partition, --slurm-option (a list), --max-parallel
+    """The slurm executor's settings from ``dlrepro run``'s --partition, --slurm-option (a list), --max-parallel
     (UNSET: not given) and --detach, or None when none is given (on a resume: the bundle's). Raises
     DlreproError for a --max-parallel below 1 or Slurm options without ``--executor slurm``."""
     given = bool(partition or options or max_parallel != UNSET or detach)

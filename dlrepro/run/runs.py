@@ -316,7 +316,7 @@ def _stop_lost(exc, writer, state, attempt, left):
     counts = bundlemod.counts(list(writer.statuses().values()))
     return EngineLost("%s %s; the run stopped (%s), its bundle kept partial: %s" % (
         exc, ran, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n), writer.partial),
-        "start the engine again (e.g. `sudo systemctl start docker`), then `invoke run --resume %s`: it runs the "
+        "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume %s`: it runs the "
         "interrupted jobs" % writer.id, exc.running)
 
 
@@ -391,7 +391,7 @@ def _collect_submitted(writer, reporter, wait=True):
 
 def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
     """Take into each partial bundle under ``results_dir`` the results that its detached Slurm arrays have
-    finished so far, without waiting (``invoke bundles`` does, so that its counts are current); bundles that a
+    finished so far, without waiting (``dlrepro bundles`` does, so that its counts are current); bundles that a
     live run is writing are left to it. Returns the ids of the bundles looked at."""
     reporter = reporter or Reporter()
     looked = []
@@ -538,7 +538,7 @@ def finalize(bundle, results_dir=REPO_ROOT / "results"):
     if [r for r in found.get("submitted") or [] if not r.get("collected")]:
         owner.release()
         raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,
-                           "`invoke run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
+                           "`dlrepro run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
     writer = BundleWriter.reopen(folder)
     last = (writer.body["attempts"] or [{"number": 0, "host": None, "executor": None}])[-1]
     stamp = {key: last.get(key) for key in ("number", "host", "executor")}

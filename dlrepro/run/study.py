@@ -124,7 +124,7 @@ class Record:
             found = sorted(p for p in records_dir(results_dir).glob("%s-*.json" % name) if _stamped(p.stem, name))
             if not found:
                 raise DlreproError("no study record of %s under %s" % (name, records_dir(results_dir)),
-                                   "start the study: `invoke study %s`" % name)
+                                   "start the study: `dlrepro study %s`" % name)
             path = found[-1]
         try:
             return cls(path, json.loads(path.read_text()))

@@ -1,7 +1,7 @@
 """What each framework adapter can express, readable without importing any framework.
 
 The host uses this to declare spec/framework pairs unsupported, with the reason, before
-anything runs (they are listed by `invoke specs --show` and in each bundle), and each
+anything runs (they are listed by `dlrepro specs --show` and in each bundle), and each
 adapter raises UnsupportedError for the same layers, losses and optimizers if a job asks
 anyway. Measurement options are refused by runner.job itself (``unsupported_options``)
 before an adapter exists, so the adapters do not check them again.

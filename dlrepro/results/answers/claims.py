@@ -22,13 +22,18 @@ Verdicts (answers.verdicts), each with what it rests on (RestsOn):
             weak scaling W over one per-GPU mini-batch): judged as a ratio;
   NOT_TESTABLE with the reason: an untestable claim, another device class measured, nothing measured,
             no data-parallel path for its tools, a missing bundle ("cannot judge: ...").
+A NOT_TESTABLE verdict also carries ``reason``, the one line the views fold it under (Verdict.reason: the
+claim's own why, a missing bundle, "needs an NVIDIA GPU", "needs 2 GPUs; this host has 1", "needs Torch (the
+suite does not run it)", else its evidence).
 """
+import re
 from dataclasses import dataclass, field
 
 from dlrepro.results.answers import measured, verdicts
 from runner.adapters import capabilities
 
 DEVICE_WORDS = {"cuda": "GPU", "cpu": "CPU"}
+BUNDLE_MISSING = "cannot judge: bundle missing"
 
 
 @dataclass
@@ -49,6 +54,7 @@ class Verdict:
     # interval, smoke the reason the value is a smoke pass, or None
     values: list = field(default_factory=list)
     rests_on: verdicts.RestsOn = field(default_factory=verdicts.RestsOn)
+    reason: str = None  # of a NOT_TESTABLE verdict: the one line it is folded under (untestable_reason)
 
 
 def _better(metric):
@@ -266,10 +272,41 @@ def _unmeasured(study, claim, summary, device, not_run, missing):
         "%s: %s" % (r, not_run.get(r, "no ok job of %s" % claim.variant)) for r in claim.runs)
 
 
-def evaluate(study, summary, not_run=None, missing=None):
+def gpus_needed(study, claim):
+    """The GPU count a claim needs: the count a GPU scaling claim goes ``to`` (its runs' largest for "max"),
+    else the largest GPU count of its runs (1 for one-device runs)."""
+    largest = max(max(study.runs[r].gpus) for r in claim.runs) if claim.runs else 1
+    return claim.to if claim.over == "gpus" and isinstance(claim.to, int) else largest
+
+
+def untestable_reason(study, claim, evidence, not_run, missing, gpus_here=None):
+    """The one line a NOT_TESTABLE claim is folded under: the untestable claim's own why; BUNDLE_MISSING;
+    "needs N GPUs; this host has M" for a claim of N > 1 GPUs (gpus_needed) on a host of M < N (``gpus_here``,
+    where known); where none of its runs has a bundle and each did not run for want of a GPU, "needs an NVIDIA
+    GPU" ("needs N GPUs" for N > 1 on a host of unknown count); "needs Torch (the suite does not run it)"; else
+    the evidence. ``not_run`` and ``missing`` as in evaluate."""
+    if claim.kind == "untestable":
+        return claim.why
+    if any(r in missing for r in claim.runs):
+        return BUNDLE_MISSING
+    wanted = gpus_needed(study, claim)
+    if wanted > 1 and gpus_here is not None and gpus_here < wanted:
+        return "needs %d GPUs; this host has %d" % (wanted, gpus_here)
+    reasons = [not_run.get(r, "") for r in claim.runs]
+    if reasons and all("GPU" in r for r in reasons):
+        return "needs %d GPUs" % wanted if wanted > 1 else "needs an NVIDIA GPU"
+    absent = re.search(r"the suite does not run ([^;)]+)", evidence or "")
+    if absent:
+        return "needs %s (the suite does not run it)" % absent.group(1)
+    return evidence
+
+
+def evaluate(study, summary, not_run=None, missing=None, gpus_here=None):
     """One Verdict per claim of ``study`` from ``summary`` (tables' summary rows with a ``run`` column).
     ``not_run``: {run id: why it did not run here}; ``missing``: {run id: why its measurements are not
-    available, e.g. "bundle X missing"}, which makes its claims "cannot judge: bundle X missing"."""
+    available, e.g. "bundle X missing"}, which makes its claims "cannot judge: bundle X missing";
+    ``gpus_here``: the GPU count of the host that ran the study (None: unknown), named in the reason of a
+    multi-GPU claim (untestable_reason)."""
     not_run, missing = not_run or {}, missing or {}
     found = []
     for name, claim in study.claims.items():
@@ -307,4 +344,7 @@ def evaluate(study, summary, not_run=None, missing=None):
             measured_on=names or None, values=values, rests_on=verdicts.RestsOn(
                 repeats=[v["repeats"] for v in values], test=TESTS[claim.kind],
                 device=device, smoke=bool(smoke)), **base))
+    for v in found:
+        if v.verdict == verdicts.NOT_TESTABLE:
+            v.reason = untestable_reason(study, study.claims[v.claim], v.evidence, not_run, missing, gpus_here)
     return found

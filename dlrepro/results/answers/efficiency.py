@@ -17,7 +17,7 @@ import re
 import pandas as pd
 
 from dlrepro import peaks
-from dlrepro.results.answers.verdicts import OTHER_HARDWARE
+from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
 from runner import flops
 
 COLUMNS = ("flops_per_iteration", "achieved_flops", "peak_flops", "fraction_of_peak", "peak_device", "peak_source")
@@ -124,11 +124,13 @@ def _percent(fraction):
 
 
 def sentence(published_fraction, published_device, measured_fraction, measured_hardware, batch_note=""):
-    """'other hardware: 31% of a tesla-k80-gk210's peak then, 24% of this NVIDIA H200's now'."""
-    then = "%s: %s of a %s's peak then" % (OTHER_HARDWARE, _percent(published_fraction), published_device)
+    """'other hardware: 31% of a tesla-k80-gk210's peak then, 24% of this NVIDIA H200's now'; without a measured
+    fraction 'not run: 31% of a tesla-k80-gk210's peak then; not measured now'."""
+    then = "%s of a %s's peak then" % (_percent(published_fraction), published_device)
     if measured_fraction is None or pd.isna(measured_fraction):
-        return then + "; not measured now"
-    return "%s, %s of this %s's now%s" % (then, _percent(measured_fraction), measured_hardware, batch_note)
+        return "%s: %s; not measured now" % (NOT_RUN, then)
+    return "%s: %s, %s of this %s's now%s" % (OTHER_HARDWARE, then, _percent(measured_fraction), measured_hardware,
+                                             batch_note)
 
 
 def _same_framework(ours, published_name):
@@ -139,7 +141,8 @@ def _same_framework(ours, published_name):
 
 def published_efficiency(summary, references=None):
     """One row per (published timing on hardware with a known fp32 peak, measured job of the same network and
-    framework (answers.published.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict always OTHER_HARDWARE.
+    framework (answers.published.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict OTHER_HARDWARE beside a
+    measured job (never "reproduces"), NOT_RUN where no job of the network and framework was measured.
     The measured jobs are those of the published mini-batch where there are any, else those of every other
     mini-batch measured (``measured_batch_size`` says which; the sentence names it).
 
@@ -187,7 +190,8 @@ def published_efficiency(summary, references=None):
                                                    row.device_name, note),
                                  bundle_id=row.bundle_id, job_id=row.job_id))
             if matched.empty:
-                rows.append(dict(base, sentence=sentence(base["published_fraction"], peak.device, None, None)))
+                rows.append(dict(base, verdict=NOT_RUN,
+                                 sentence=sentence(base["published_fraction"], peak.device, None, None)))
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
 
 

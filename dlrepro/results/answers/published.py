@@ -1,5 +1,5 @@
 """Measured against published: the verdict of one published value beside the job that measured its
-configuration, for a spec's references (``against_published``, ``invoke compare BUNDLE``) and for a study's
+configuration, for a spec's references (``against_published``, ``dlrepro compare BUNDLE``) and for a study's
 tables (answers.cells) alike.
 
 A cell: ratio = measured / published, both in the measured unit (answers.measured), against the
@@ -11,11 +11,15 @@ reference's ``tolerance`` (lower, upper ratio) or the metric's DEFAULT_TOLERANCE
                accuracy carries across hardware and is judged wherever it was measured);
   CANNOT_COMPARE  with the reason: the job measured another quantity, or a smoke pass ("trained 1 of 3
                epochs", a timing without a repeat-level interval), whose value is shown.
+What gives no cell is listed, not dropped (``left_out``): a framework measured here that a published table
+has no number for, a tool of the table that the suite does not run, a tool with no job in the bundle, a job
+that failed or measured another quantity, a configuration no reference covers.
 """
 from dataclasses import dataclass
 
 import pandas as pd
 
+from dlrepro.results import palette
 from dlrepro.results.answers import hardware, measured, verdicts
 
 # our framework -> its names in the studies' tables, the closest first (DLF names its MXNet rows by API;
@@ -130,3 +134,120 @@ def against_published(summary, references=None):
                 "bundle_id": row.bundle_id, "job_id": row.job_id,
             })
     return pd.DataFrame(cells, columns=CELL_COLUMNS)
+
+
+LEFT_OUT_COLUMNS = ["spec", "variant", "batch_size", "framework", "published_framework", "reference_kind",
+                    "published_hardware", "metric", "table", "verdict", "reason", "why"]
+# the reasons a framework or a published tool gives no cell (``left_out``), each a group a view folds it under
+NO_NUMBER = "no published number in this table"
+NO_TABLE = "no published number at this configuration"
+NOT_OURS = "not run by this suite"
+NO_JOB = "no job in this bundle"
+OTHER_QUANTITY = "the job measured another quantity"
+OTHER_NAME = "compared under another of its names"
+
+
+def table_name(metric, kind, hardware):
+    """'seconds per minibatch, third party rerun on NVIDIA GTX Titan X (Maxwell), ...': one published table, the
+    references of one metric, kind and hardware."""
+    return "%s, %s on %s" % (metric.replace("_", " "), kind.replace("_", " "), hardware)
+
+
+def left_out(summary, references, cells):
+    """What gives no cell of ``against_published`` (``cells``, from ``summary`` and ``references`` as there), one row
+    per (configuration, published table, framework or published tool): LEFT_OUT_COLUMNS, ``reason`` one of
+    NO_NUMBER, NO_TABLE, NOT_OURS, NO_JOB, OTHER_QUANTITY, OTHER_NAME or "the job was failed" / "skipped",
+    ``why`` the sentence ("no published number for PyTorch in <table_name>", "Theano is not run by this suite"),
+    ``verdict`` CANNOT_COMPARE, or NOT_RUN for a tool without a job and a job that did not finish. Only the
+    configurations (spec, variant, batch size) the summary has jobs at are looked at."""
+    found = []
+    compared = {(c["framework"], c["variant"], c["batch_size"], c["metric"], c["published_hardware"],
+                 c["reference_kind"]) for _, c in cells.iterrows()}
+    for (spec, variant, batch), jobs in summary.groupby(["spec", "variant", "batch_size"], sort=True):
+        frameworks = sorted(jobs["framework"].dropna().unique())
+        refs = [r for r in references.get(spec, ()) if r.variant == variant and r.batch_size == batch
+                and measured.metric_kind(r.metric) and not isinstance(r.value, list)]
+        config = dict(spec=spec, variant=variant, batch_size=batch)
+        if not refs:
+            found += [dict(config, framework=f, verdict=verdicts.CANNOT_COMPARE, reason=NO_TABLE,
+                           why="no published number for %s at %s, batch size %d" % (palette.name(f), variant, batch))
+                      for f in frameworks]
+            continue
+        tables = {}
+        for r in refs:
+            tables.setdefault((r.metric, r.hardware, r.kind), set()).add(r.framework)
+        for (metric, hw, kind), names in sorted(tables.items()):
+            table = dict(config, metric=metric, published_hardware=hw, reference_kind=kind,
+                         table=table_name(metric, kind, hw))
+            matched = set()
+            for f in frameworks:
+                name = framework_name(f, names)
+                if name is None:
+                    found.append(dict(table, framework=f, verdict=verdicts.CANNOT_COMPARE, reason=NO_NUMBER,
+                                      why="no published number for %s in %s" % (palette.name(f), table["table"])))
+                    continue
+                matched.add(name)
+                if (f, variant, batch, metric, hw, kind) in compared:
+                    continue
+                mine = jobs[jobs["framework"] == f]
+                unfinished = mine[mine["status"] != "ok"]
+                if len(unfinished):  # none of its jobs gave a cell: the first that did not finish says why
+                    job = unfinished.iloc[0]
+                    found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.NOT_RUN,
+                                      reason="the job was %s" % job["status"], why="the %s job was %s: %s" % (
+                                          palette.name(f), job["status"], job["reason"])))
+                else:
+                    found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.CANNOT_COMPARE,
+                                      reason=OTHER_QUANTITY, why="the %s job measured %s, not %s" % (
+                                          palette.name(f), mine["quantity"].iloc[0], metric.replace("_", " "))))
+            for tool in sorted(names - matched):
+                ours = [f for f, known in FRAMEWORK_NAMES.items() if tool in known]
+                if not ours:
+                    found.append(dict(table, published_framework=tool, verdict=verdicts.CANNOT_COMPARE,
+                                      reason=NOT_OURS, why="%s is not run by this suite" % tool))
+                elif set(ours) & set(frameworks):
+                    found.append(dict(table, published_framework=tool, verdict=verdicts.CANNOT_COMPARE,
+                                      reason=OTHER_NAME, why="the table's %s: this bundle's %s is compared with its "
+                                      "%s row" % (tool, palette.name(ours[0]), framework_name(ours[0], names))))
+                else:
+                    found.append(dict(table, published_framework=tool, verdict=verdicts.NOT_RUN, reason=NO_JOB,
+                                      why="no %s job in this bundle" % tool))
+    return pd.DataFrame(found, columns=LEFT_OUT_COLUMNS)
+
+
+def _batches(values):
+    return ", ".join(str(int(b)) for b in sorted(set(values)))
+
+
+def nothing_compared(bundle_id, spec, summary, references, left):
+    """Why no job of bundle ``bundle_id`` (its ``summary``) gave a cell against ``references`` (the spec's
+    [Reference]; ``left`` = left_out's rows), and what to do, in one line: the jobs at a published configuration
+    that did not finish (resume them, --retry-failed for failed ones), else what the bundle has and where the
+    published numbers are, with a `dlrepro run` that would give cells; a spec without published numbers says so."""
+    comparable = [r for r in references if measured.metric_kind(r.metric) and not isinstance(r.value, list)
+                  and r.batch_size is not None]
+    if not comparable:
+        return "spec %s has no published number to check a bundle against; compare two bundles instead " \
+               "(`dlrepro compare A B`)" % spec
+    unfinished = left[(left["verdict"] == verdicts.NOT_RUN) & left["framework"].notna()]
+    if len(unfinished):
+        failed = (unfinished["reason"] == "the job was failed").any()
+        return "%s; run them again: `dlrepro run --resume %s%s`" % (
+            "; ".join(sorted(set(unfinished["why"]))), bundle_id, " --retry-failed" if failed else "")
+    jobs = summary.dropna(subset=["batch_size"])
+    has = "; ".join("%s at %s, batch %s" % (", ".join(sorted(palette.name(f) for f in g["framework"].unique())), v,
+                                              _batches(g["batch_size"])) for v, g in jobs.groupby("variant", sort=True))
+    at = {}
+    for r in comparable:
+        at.setdefault((r.variant, r.batch_size), set()).add(r.framework)
+    where = "; ".join("%s, batch %d: %s" % (v, b, ", ".join(sorted(tools))) for (v, b), tools in sorted(at.items()))
+    ours = {}
+    for (v, b), tools in sorted(at.items()):
+        runnable = sorted(f for f, known in FRAMEWORK_NAMES.items() if set(known) & tools)
+        if runnable:
+            ours = {"variant": v, "batch": b, "frameworks": runnable}
+            break
+    run = "; e.g. `dlrepro run --spec=%s --variant=%s --batch-size=%d --framework=%s`" % (
+        spec, ours["variant"], ours["batch"], ",".join(ours["frameworks"])) if ours else ""
+    return "no job of %s is at a published configuration with a published number for its framework (its jobs: " \
+           "%s); spec %s's published numbers are at %s%s" % (bundle_id, has or "none", spec, where, run)

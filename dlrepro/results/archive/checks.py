@@ -195,9 +195,9 @@ def verify(archive):
 
 def require_archive_file(archive):
     if archive.is_dir():
-        hint = " (it is a bundle folder: check it with `invoke validate %s`, archive it with `invoke archive %s`)" \
+        hint = " (it is a bundle folder: check it with `dlrepro validate %s`, archive it with `dlrepro archive %s`)" \
             % (archive, archive) if (archive / "bundle.json").is_file() else ""
-        raise ArchiveError("%s is a folder, not a .tar.gz archive; give the file `invoke archive` wrote%s"
+        raise ArchiveError("%s is a folder, not a .tar.gz archive; give the file `dlrepro archive` wrote%s"
                            % (archive, hint))
     if not archive.is_file():
-        raise ArchiveError("%s: no such archive file; give the .tar.gz that `invoke archive` wrote" % archive)
+        raise ArchiveError("%s: no such archive file; give the .tar.gz that `dlrepro archive` wrote" % archive)

@@ -66,7 +66,7 @@ def add_member(tar, name, member, mtime):
 
 
 def require_valid(bundle_dir):
-    """Raise ArchiveError listing what `invoke validate` finds in the bundle: an archive holds a valid bundle only."""
+    """Raise ArchiveError listing what `dlrepro validate` finds in the bundle: an archive holds a valid bundle only."""
     try:
         problems = validate.check(bundle_dir)
     except DlreproError as exc:
@@ -76,7 +76,7 @@ def require_valid(bundle_dir):
         if len(problems) > 20:
             lines.append("  ... and %d more" % (len(problems) - 20))
         raise ArchiveError("%s: not a valid bundle (%d problem(s)), so it is not archived; an archive holds a valid "
-                           "bundle only:\n%s\nrun `invoke validate %s` and fix the bundle or re-run it"
+                           "bundle only:\n%s\nrun `dlrepro validate %s` and fix the bundle or re-run it"
                            % (bundle_dir, len(problems), "\n".join(lines), bundle_dir))
 
 
@@ -112,7 +112,7 @@ def create(bundle, out=None, images=False, license_id=DEFAULT_LICENSE, author=No
         bundle_id = body["id"]
         body["spec"]["file_sha256"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise ArchiveError("%s: unreadable or incomplete bundle.json (%s); run `invoke validate %s`"
+        raise ArchiveError("%s: unreadable or incomplete bundle.json (%s); run `dlrepro validate %s`"
                            % (bundle_dir / "bundle.json", exc, bundle_dir)) from None
     out = out_path(out, bundle_id)
     members = bundle_members(bundle_dir)

@@ -2,7 +2,7 @@
 supervisor's progress lines, collecting each job's result into the bundle, and running jobs
 concurrently over several GPUs.
 
-With several GPUs (``gpus=[0, 1, ...]``, ``invoke run --gpus``) the jobs of a group are
+With several GPUs (``gpus=[0, 1, ...]``, ``dlrepro run --gpus``) the jobs of a group are
 independent: one worker thread per GPU takes the next job from a shared queue and runs
 it alone, pinned to its GPU, so as many jobs run at once as there are GPUs. Each job still
 gets its own staging, scratch output and result files, exactly as in a sequential run;

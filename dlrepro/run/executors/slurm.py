@@ -379,7 +379,7 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None,
     it). ``deadline`` (time.time() seconds): stop waiting then. While Slurm cannot be asked
     (slurm_state.tasks None) nothing is decided from its silence: results still enter as their jobs report
     them, and after ``unanswered_s`` seconds of it Unanswered is raised: the jobs not yet taken have no result
-    and their submissions stay uncollected, for a later collect (a resume, ``invoke bundles``)."""
+    and their submissions stay uncollected, for a later collect (a resume, ``dlrepro bundles``)."""
     waiting, sinks = {}, {}
     for sub in submissions:
         task_sink = sinks[id(sub)] = _TaskSink(sink, sub)
@@ -426,7 +426,7 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None,
                 raise Unanswered("Slurm has not answered for %d s: %d job(s) of array(s) %s may still run, none is "
                                  "recorded as ended" % (unanswered_s, len(waiting),
                                                         ", ".join(sorted({a for a, _ in waiting}))),
-                                 "`invoke run --resume <bundle>` once scontrol answers again takes their results")
+                                 "`dlrepro run --resume <bundle>` once scontrol answers again takes their results")
             if deadline is not None and time.time() > deadline:
                 return
             time.sleep(poll_s)
