@@ -1,0 +1,91 @@
+"""Which GPUs each CUDA image can run on, from the facts recorded inside it (runner.buildinfo).
+
+A record is one image's facts as ``dlrepro.images.probe.inspect`` writes them: its tag, image ID, size, the
+framework's report and the libraries' versions, and the cubin (SASS) and PTX architectures of its main
+library. The pre-flight decision per GPU is runner.archs's own (``judge`` for the verdict, ``check`` for the
+reason), over the list the pre-flight uses: the framework's own when it reports one (PyTorch, TensorFlow),
+else the main library's cuobjdump lists, which ``cuda_archs`` in images/matrix.yaml must equal.
+"""
+from runner import archs
+
+# the GPUs of the table: (compute capability, the cards of that architecture the studies or users have)
+GPUS = (("3.7", "K80"), ("5.2", "GTX 980, Titan X (Maxwell)"), ("6.0", "P100"), ("6.1", "GTX 1080"),
+        ("7.0", "V100"), ("8.0", "A100"), ("8.9", "L4, RTX 4090"), ("9.0", "H100, H200"))
+CELL = {"native": "native", "ptx": "PTX JIT only", "none": "cannot run", "unknown": "unknown"}
+
+
+def _text(value):
+    """A version as text; None for a missing one or an {"error"} (the error stays in the facts)."""
+    return value if isinstance(value, str) and value else None
+
+
+def device_archs(facts):
+    """(SASS list, PTX list) of the facts' main library (cuobjdump's); ([], []) when not read."""
+    main = next((lib for lib in facts.get("device_code", []) if lib["path"] == facts.get("main")), None)
+    if main is None:
+        return [], []
+    return tuple(v if isinstance(v, list) else [] for v in (main.get("sass"), main.get("ptx")))
+
+
+def preflight_archs(facts):
+    """(architectures, source) the pre-flight judges this build by: the framework's own list when it reports one
+    (runner.job._check_archs does the same), else the main library's SASS + PTX."""
+    said = facts.get("reported") or {}
+    if isinstance(said.get("archs"), list) and said["archs"]:
+        return list(said["archs"]), "framework: %s" % said.get("archs_source")
+    sass, ptx = device_archs(facts)
+    return sass + ptx, "cuobjdump --list-elf/--list-ptx of %s" % facts.get("main")
+
+
+def library_version(facts, kind):
+    """The version of a library kind ("cuda_runtime" | "cudnn" | "nccl"): the framework's report when it gives
+    one, else the versions the image's copies report (", "-joined when several); None when neither says."""
+    said = facts.get("reported") or {}
+    own = _text(said.get({"cuda_runtime": "cuda"}.get(kind, kind)))
+    if own:
+        return own
+    found = sorted({lib["version"] for lib in facts.get("libraries", {}).get(kind, []) if _text(lib["version"])})
+    return ", ".join(found) or None
+
+
+def decide(name, capability, gpus, shipped):
+    """runner.archs's pre-flight for a build ``name`` shipping ``shipped`` on a GPU of ``capability``: {capability,
+    gpus, verdict (native | ptx | none | unknown), arch (the cubin or PTX used), reason (why it is refused without
+    --allow-ptx-jit; None when it runs)}."""
+    verdict, used = archs.judge(capability, shipped)
+    try:
+        archs.check(name, gpus, capability, shipped, allow_ptx_jit=False)
+        reason = None
+    except archs.Refused as exc:
+        reason = exc.reason
+    return {"capability": capability, "gpus": gpus, "verdict": verdict, "arch": used, "reason": reason}
+
+
+def verdicts(name, shipped):
+    """``decide`` for every GPU of GPUS, in that order."""
+    return [decide(name, capability, gpus, shipped) for capability, gpus in GPUS]
+
+
+def _cell(decision):
+    text = CELL[decision["verdict"]]
+    return "%s (%s)" % (text, decision["arch"]) if decision["arch"] else text
+
+
+def markdown(records):
+    """The Markdown of the records: one table of facts and one of pre-flight verdicts per GPU (an image that was
+    not built gets its reason instead); the text docs/gpu.md and the README show."""
+    lines = ["| image | size | framework | CUDA | cuDNN | NCCL | SASS (cubins) | PTX |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in records:
+        if not r.get("built"):
+            lines.append("| %s | not built: %s | | | | | | |" % (r["name"], r["reason"]))
+            continue
+        lines.append("| %s | %.2f GB | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r["size_bytes"] / 1e9, r["framework_version"], r["cuda"] or "?", r["cudnn"] or "?",
+            r["nccl"] or "?", " ".join(r["sass"]) or "none", " ".join(r["ptx"]) or "none"))
+    lines += ["", "| image | " + " | ".join("sm_%s %s" % (c.replace(".", ""), g) for c, g in GPUS) + " |",
+              "| --- |" + " --- |" * len(GPUS)]
+    for r in records:
+        if r.get("built"):
+            lines.append("| %s | %s |" % (r["name"], " | ".join(_cell(d) for d in r["verdicts"])))
+    return "\n".join(lines) + "\n"
