@@ -77,9 +77,11 @@ def main():
             record = probe.not_built(image, str(exc).splitlines()[0], "see the build log named in the reason")
         records[image.name] = record
         write(args.out, records, [i.name for i in cuda])
-        print("%s: %s" % (image.name, "%.2f GB, %s" % (record["size_bytes"] / 1e9, record["matrix_problems"] or "agrees "
-                                                      "with the matrix") if record["built"] else record["reason"]),
-              flush=True)
+        if record["built"]:
+            said = "%.2f GB, %s" % (record["size_bytes"] / 1e9, record["matrix_problems"] or "agrees with the matrix")
+        else:
+            said = "not built: %s" % record["reason"]
+        print("%s: %s" % (image.name, said), flush=True)
         free = shutil.disk_usage(REPO_ROOT).free / 1e9
         if record["built"] and record["built_now"] and free < args.remove_below:
             client().images.remove(record["image_id"], force=True)

@@ -7,7 +7,8 @@ compiled architectures), the CUDA runtime, cuDNN and NCCL libraries found in the
 report (cudaRuntimeGetVersion, cudnnGetVersion, ncclGetVersion: none needs a GPU or a driver), the CUDA wheels
 installed, and for each of the framework's shared libraries that holds device code (an ELF ``.nv_fatbin``
 section) its cubin ("sm_XY") and PTX ("compute_XY") architectures as ``cuobjdump --list-elf / --list-ptx``
-lists them. ``main`` names the library with the most device code, whose lists the pre-flight
+lists them. ``main`` names the framework's library with the most device code (NVIDIA's bundled cuDNN,
+cuBLAS, NCCL, ... are listed but never main), whose lists the pre-flight
 (runner.archs) needs when the framework does not report its own; ``linked`` is that library's ``ldd``.
 Every step that fails is recorded as an error string next to its field; nothing stops the report.
 """
@@ -31,6 +32,8 @@ PACKAGES = {"torch": ["torch"], "caffe2": ["torch", "caffe2"], "tensorflow": ["t
 LIBRARIES = {"cuda_runtime": r"libcudart\.so(\.\d+)*$", "cudnn": r"libcudnn\.so(\.\d+)*$",
              "nccl": r"libnccl\.so(\.\d+)*$"}
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+# NVIDIA's own libraries that some wheels bundle (CNTK: cuDNN, cuBLAS, NCCL): never the framework's main library
+NVIDIA_LIBRARY = re.compile(r"^lib(cu[a-z]|nccl|nvrtc|nvjitlink|nvToolsExt|nvshmem|nvblas)")
 _ARCH = re.compile(r"\.(sm|compute)_(\d+)([a-z]?)\.(cubin|ptx)\b")
 
 
@@ -161,6 +164,13 @@ def device_code(dirs, cuobjdump):
                     flag, code, out.strip()[-300:])}
         libraries.append(entry)
     return libraries
+
+
+def main_library(found):
+    """The path of the framework's own library with the most device code among ``found`` (device_code's list;
+    NVIDIA's bundled libraries left out); None when there is none."""
+    own = [e for e in found if not NVIDIA_LIBRARY.match(os.path.basename(e["path"]))]
+    return max(own, key=lambda e: e["fatbin_bytes"])["path"] if own else None
 
 
 def cuda_wheels():
@@ -295,10 +305,9 @@ def describe(framework, cuobjdump=None):
     facts["libraries"] = libraries(dirs + [os.path.join(s, "nvidia") for s in _site_dirs()])
     facts["wheels"] = cuda_wheels()
     facts["device_code"] = device_code(dirs, cuobjdump)
-    main = max(facts["device_code"], key=lambda e: e["fatbin_bytes"]) if facts["device_code"] else None
-    facts["main"] = main["path"] if main else None
-    if main:
-        code, out = _run(["ldd", main["path"]])
+    facts["main"] = main_library(facts["device_code"])
+    if facts["main"]:
+        code, out = _run(["ldd", facts["main"]])
         facts["linked"] = ldd_lines(out) if code == 0 else {"error": out.strip()[-300:]}
     return facts
 

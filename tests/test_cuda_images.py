@@ -56,6 +56,14 @@ def test_ldd_output_maps_sonames_to_paths_or_none():
                                          "libcuda.so.1": None}
 
 
+def test_the_main_library_is_the_frameworks_own_with_the_most_device_code():
+    found = [{"path": "/v/cntk/libs/libcudnn.so.7", "fatbin_bytes": 300}, {"path": "/v/cntk/libs/libCntk.Math-2.7.so",
+             "fatbin_bytes": 120}, {"path": "/v/cntk/libs/libnccl.so.2", "fatbin_bytes": 70},
+             {"path": "/v/cntk/libs/Cntk.Composite-2.7.so", "fatbin_bytes": 5}]
+    assert buildinfo.main_library(found) == "/v/cntk/libs/libCntk.Math-2.7.so"
+    assert buildinfo.main_library(found[:1]) is None
+
+
 def test_a_cpu_build_reports_its_version_and_no_device_code():
     torch = pytest.importorskip("torch")
     facts = buildinfo.describe("torch")
@@ -71,7 +79,8 @@ def test_each_gpu_gets_runner_archs_decision_with_its_reason():
     maxwell_ptx = ["sm_50", "compute_50"]
     k80 = gpu_support.decide("cntk-gpu", "3.7", "K80", maxwell_ptx)
     assert (k80["verdict"], k80["arch"]) == ("none", None)
-    assert k80["reason"] == "cntk-gpu has no kernels for K80 (sm_37, compute capability 3.7); its build ships sm_50, compute_50"
+    assert k80["reason"] == ("cntk-gpu has no kernels for K80 (sm_37, compute capability 3.7); its build ships "
+                             "sm_50, compute_50")
     hopper = gpu_support.decide("cntk-gpu", "9.0", "H100, H200", maxwell_ptx)
     assert (hopper["verdict"], hopper["arch"]) == ("ptx", "compute_50")
     assert "only PTX for an older architecture (compute_50)" in hopper["reason"]
@@ -92,22 +101,29 @@ def test_the_preflight_uses_the_frameworks_list_else_the_main_librarys():
     assert gpu_support.device_archs(facts) == (["sm_50", "sm_60"], ["compute_60"])
 
 
-def test_library_versions_come_from_the_framework_else_the_libraries():
-    facts = {"reported": {"cuda": None, "cudnn": {"error": "OSError: no"}, "nccl": "2.14.3"},
-             "libraries": {"cuda_runtime": [{"path": "a", "version": "11.7"}],
-                           "cudnn": [{"path": "b", "version": "8.5.0"}, {"path": "c", "version": {"error": "x"}}],
-                           "nccl": [{"path": "d", "version": "2.14.3"}]}}
-    assert gpu_support.library_version(facts, "cuda_runtime") == "11.7"
-    assert gpu_support.library_version(facts, "cudnn") == "8.5.0"
-    assert gpu_support.library_version(facts, "nccl") == "2.14.3"
-    assert gpu_support.library_version({"reported": {"error": "ImportError: x"}, "libraries": {}}, "cudnn") is None
+def test_library_versions_keep_the_frameworks_word_and_the_librarys():
+    facts = {"reported": {"cuda": "12.5.1", "cudnn": "9", "nccl": {"error": "AttributeError: no"}},
+             "libraries": {"cuda_runtime": [{"path": "a", "version": "12.9"}],
+                           "cudnn": [{"path": "b", "version": "9.28.0"}, {"path": "c", "version": {"error": "x"}}],
+                           "nccl": [{"path": "d", "version": "2.32.3"}]}}
+    cuda = gpu_support.library_versions(facts, "cuda_runtime")
+    assert cuda == {"reported": "12.5.1", "library": "12.9"}
+    assert gpu_support.version_text(cuda) == "12.5.1 (library 12.9)"
+    assert gpu_support.version_text(gpu_support.library_versions(facts, "cudnn")) == "9 (library 9.28.0)"
+    assert gpu_support.version_text(gpu_support.library_versions(facts, "nccl")) == "2.32.3"
+    assert gpu_support.version_text({"reported": "11.7", "library": "11.7"}) == "11.7"
+    none = gpu_support.library_versions({"reported": {"error": "ImportError: x"}, "libraries": {}}, "cudnn")
+    assert none == {"reported": None, "library": None} and gpu_support.version_text(none) is None
 
 
 def test_matrix_problems_name_the_field_and_both_values(matrix):
     image = matrix.entry("mxnet-1.9.1-cuda")
-    record = {"cuda": "11.7", "cudnn": "8.5.0", "sass": list(image.cuda_archs), "ptx": []}
+    record = {"versions": {"cuda_runtime": {"reported": None, "library": image.cuda + ".99"},
+                           "cudnn": {"reported": None, "library": image.cudnn + ".0"}},
+              "sass": list(image.cuda_archs), "ptx": []}
     assert probe.matrix_problems(image, record) == []
-    record.update(cudnn="8.9.2", sass=["sm_50"], ptx=["compute_50"])
+    record.update(sass=["sm_50"], ptx=["compute_50"])
+    record["versions"]["cudnn"] = {"reported": "8", "library": "8.9.2"}
     assert probe.matrix_problems(image, record) == [
         "cudnn: matrix %s, image 8.9.2" % image.cudnn,
         "cuda_archs: matrix %s, image sm_50 compute_50" % " ".join(image.cuda_archs)]

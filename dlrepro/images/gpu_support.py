@@ -37,15 +37,21 @@ def preflight_archs(facts):
     return sass + ptx, "cuobjdump --list-elf/--list-ptx of %s" % facts.get("main")
 
 
-def library_version(facts, kind):
-    """The version of a library kind ("cuda_runtime" | "cudnn" | "nccl"): the framework's report when it gives
-    one, else the versions the image's copies report (", "-joined when several); None when neither says."""
+def library_versions(facts, kind):
+    """{"reported": what the framework says of a library kind ("cuda_runtime" | "cudnn" | "nccl"), "library": the
+    versions the image's copies of it report (", "-joined when several)}; None where either says nothing."""
     said = facts.get("reported") or {}
-    own = _text(said.get({"cuda_runtime": "cuda"}.get(kind, kind)))
-    if own:
-        return own
     found = sorted({lib["version"] for lib in facts.get("libraries", {}).get(kind, []) if _text(lib["version"])})
-    return ", ".join(found) or None
+    return {"reported": _text(said.get({"cuda_runtime": "cuda"}.get(kind, kind))), "library": ", ".join(found) or None}
+
+
+def version_text(versions):
+    """One cell of library_versions: the framework's report, with the library's own version beside it when that
+    says more ("9 (library 9.28.0)"); None when neither says."""
+    reported, library = versions["reported"], versions["library"]
+    if reported and library and library != reported:
+        return "%s (library %s)" % (reported, library)
+    return reported or library
 
 
 def decide(name, capability, gpus, shipped):

@@ -55,11 +55,14 @@ def _same_version(matrix_says, image_says):
 
 
 def matrix_problems(image, record):
-    """How the matrix entry ``image`` disagrees with the recorded facts: ["field: matrix X, image Y"]."""
+    """How the matrix entry ``image`` disagrees with the recorded facts: ["field: matrix X, image Y"]. CUDA and
+    cuDNN are the versions of the image's libraries (what runs), else the framework's report."""
     problems = []
-    for field in ("cuda", "cudnn"):
-        if getattr(image, field) and not _same_version(getattr(image, field), record[field]):
-            problems.append("%s: matrix %s, image %s" % (field, getattr(image, field), record[field] or "not reported"))
+    for field, kind in (("cuda", "cuda_runtime"), ("cudnn", "cudnn")):
+        said = record["versions"][kind]
+        found = said["library"] or said["reported"]  # what runs: the image's library, else the framework's word
+        if getattr(image, field) and not _same_version(getattr(image, field), found):
+            problems.append("%s: matrix %s, image %s" % (field, getattr(image, field), found or "not reported"))
     if record["sass"] and list(image.cuda_archs) != record["sass"] + record["ptx"]:
         problems.append("cuda_archs: matrix %s, image %s" % (" ".join(image.cuda_archs),
                                                               " ".join(record["sass"] + record["ptx"])))
@@ -84,13 +87,14 @@ def inspect(matrix, image, options, cuobjdump, log=print):
               "base_digest": built.base.digest, "built_now": built.built, "build_seconds": round(seconds, 1),
               "framework": image.framework,
               "framework_version": said.get("framework_version") or image.version,
-              "cuda": gpu_support.library_version(facts, "cuda_runtime"),
-              "cudnn": gpu_support.library_version(facts, "cudnn"),
-              "nccl": gpu_support.library_version(facts, "nccl"),
+              "versions": {kind: gpu_support.library_versions(facts, kind)
+                           for kind in ("cuda_runtime", "cudnn", "nccl")},
               "sass": sass, "ptx": ptx, "preflight_archs": shipped, "preflight_source": source,
               "verdicts": gpu_support.verdicts(image.name, shipped),
               "matrix": {"cuda": image.cuda, "cudnn": image.cudnn, "cuda_archs": list(image.cuda_archs)},
               "facts": facts}
+    record.update({field: gpu_support.version_text(record["versions"][kind])
+                   for field, kind in (("cuda", "cuda_runtime"), ("cudnn", "cudnn"), ("nccl", "nccl"))})
     record["matrix_problems"] = matrix_problems(image, record)
     return record
 
