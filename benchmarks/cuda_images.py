@@ -8,7 +8,7 @@ For each CUDA image (in the order given, default the matrix's): build it or find
 framework version, CUDA, cuDNN and NCCL versions, SASS and PTX lists, the pre-flight verdict per GPU of
 dlrepro.images.gpu_support.GPUS) and DIR/table.md, after every image, so that an interrupted run keeps what it
 found. An image that fails to build or to start is recorded as not built with the reason. Records of images
-not named in --images are kept from an earlier run. --remove-below removes an image this run built once its
+not named in --images are kept from an earlier run (or from another run at the same time). --remove-below removes an image this run built once its
 facts are recorded, when the disk has fewer free GB than that.
 
 cuobjdump comes from the nvidia-cuda-cuobjdump wheel, installed once into a virtual environment under the
@@ -16,11 +16,14 @@ suite's cache (DLREPRO_CACHE) unless --cuobjdump names one.
 """
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
+
+import docker
 
 from dlrepro import REPO_ROOT, cache
 from dlrepro.engine import client
@@ -49,12 +52,16 @@ def load(out):
     return {r["name"]: r for r in json.loads(path.read_text())} if path.is_file() else {}
 
 
-def write(out, records, order):
-    """DIR/cuda-images.json and DIR/table.md of ``records``, in the matrix's ``order`` of names."""
+def write(out, record, order):
+    """Put ``record`` into DIR/cuda-images.json (read again first, so that runs for other images at the same time
+    keep theirs) and write DIR/table.md, both in the matrix's ``order`` of names."""
     out.mkdir(parents=True, exist_ok=True)
+    records = dict(load(out), **{record["name"]: record})
     listed = [records[name] for name in order if name in records]
-    (out / RECORD).write_text(json.dumps(listed, indent=1, sort_keys=True) + "\n")
-    (out / TABLE).write_text(gpu_support.markdown(listed))
+    for name, text in ((RECORD, json.dumps(listed, indent=1, sort_keys=True) + "\n"),
+                       (TABLE, gpu_support.markdown(listed))):
+        (out / (name + ".part")).write_text(text)
+        os.replace(out / (name + ".part"), out / name)  # whole, for a run that reads it at the same time
 
 
 def main():
@@ -69,14 +76,12 @@ def main():
     cuda = [i for i in matrix.images if i.device == "cuda"]
     chosen = [matrix.entry(n) for n in args.images.split(",")] if args.images else cuda
     tool = args.cuobjdump or cuobjdump()
-    records = load(args.out)
     for image in chosen:
         try:
             record = probe.inspect(matrix, image, build.BuildOptions(), tool)
-        except DlreproError as exc:
-            record = probe.not_built(image, str(exc).splitlines()[0], "see the build log named in the reason")
-        records[image.name] = record
-        write(args.out, records, [i.name for i in cuda])
+        except (DlreproError, docker.errors.DockerException) as exc:
+            record = probe.not_built(image, " ".join(str(exc).split())[-600:], "see the build log named in the reason")
+        write(args.out, record, [i.name for i in cuda])
         if record["built"]:
             said = "%.2f GB, %s" % (record["size_bytes"] / 1e9, record["matrix_problems"] or "agrees with the matrix")
         else:
@@ -86,7 +91,7 @@ def main():
         if record["built"] and record["built_now"] and free < args.remove_below:
             client().images.remove(record["image_id"], force=True)
             record["removed_after_recording"] = True
-            write(args.out, records, [i.name for i in cuda])
+            write(args.out, record, [i.name for i in cuda])
             print("%s: removed (%.1f GB free)" % (image.name, free), flush=True)
     return 0
 
