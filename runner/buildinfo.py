@@ -32,6 +32,9 @@ PACKAGES = {"torch": ["torch"], "caffe2": ["torch", "caffe2"], "tensorflow": ["t
 LIBRARIES = {"cuda_runtime": r"libcudart\.so(\.\d+)*$", "cudnn": r"libcudnn\.so(\.\d+)*$",
              "nccl": r"libnccl\.so(\.\d+)*$"}
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+FATBIN_MAGIC = 0xBA55ED50
+FATBIN_HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
+ENTRY_HEADER = struct.Struct("<HHIQIIHHI")  # kind, -, header size, payload size, -, -, minor, major, arch
 # NVIDIA's own libraries that some wheels bundle (CNTK: cuDNN, cuBLAS, NCCL): never the framework's main library
 NVIDIA_LIBRARY = re.compile(r"^lib(cu[a-z]|nccl|nvrtc|nvjitlink|nvToolsExt|nvshmem|nvblas)")
 _ARCH = re.compile(r"\.(sm|compute)_(\d+)([a-z]?)\.(cubin|ptx)\b")
@@ -77,7 +80,7 @@ def version_text(library, code):
 
 
 def elf_sections(path):
-    """{section name: size in bytes} of a 64-bit little-endian ELF file; {} for any other file."""
+    """{section name: (file offset, size in bytes)} of a 64-bit little-endian ELF file; {} for any other file."""
     try:
         with open(path, "rb") as f:
             head = f.read(64)
@@ -95,10 +98,45 @@ def elf_sections(path):
     except (OSError, struct.error):
         return {}
     sections = {}
-    for name_at, _, _, _, _, size in entries:
+    for name_at, _, _, _, offset, size in entries:
         end = names.find(b"\0", name_at)
-        sections[names[name_at:end if end >= 0 else None].decode("ascii", "replace")] = size
+        sections[names[name_at:end if end >= 0 else None].decode("ascii", "replace")] = (offset, size)
     return sections
+
+
+def fatbin_archs(path, regions):
+    """(cubin archs, PTX archs) of the fat binaries in ``regions`` [(file offset, size in bytes)] of the file at
+    ``path``, read from their headers: no toolkit needed, so also for architectures that a new cuobjdump refuses
+    to list (sm_37 and older).
+
+    The layout (CUDA's fatbinary.h): a fat binary is a 16-byte header (magic 0xBA55ED50, version, its header's
+    size, the size of its entries), then entries, each a header (kind 1 = PTX, 2 = cubin; the header's size; the
+    payload's size; the architecture as 10*major + minor at byte 28) and its payload. A section holds many fat
+    binaries with padding between them; an arch-specific cubin (sm_90a) is listed as its base (sm_90)."""
+    sass, ptx = set(), set()
+    with open(path, "rb") as f:
+        for offset, size in regions:
+            at, end = offset, offset + size
+            while at + FATBIN_HEADER.size <= end:
+                f.seek(at)
+                magic, _, header_size, fat_size = FATBIN_HEADER.unpack(f.read(FATBIN_HEADER.size))
+                if magic != FATBIN_MAGIC:  # padding: on to the next magic number
+                    f.seek(at + 1)
+                    chunk = f.read(min(1 << 16, end - at - 1))
+                    skip = chunk.find(struct.pack("<I", FATBIN_MAGIC))
+                    at = at + 1 + (skip if skip >= 0 else max(len(chunk) - 3, 1))
+                    continue
+                entry, stop = at + header_size, at + header_size + fat_size
+                while entry + ENTRY_HEADER.size <= stop:
+                    f.seek(entry)
+                    kind, _, entry_header, payload, _, _, _, _, arch = ENTRY_HEADER.unpack(f.read(ENTRY_HEADER.size))
+                    if kind in (1, 2) and arch:
+                        (ptx if kind == 1 else sass).add(("compute_%d" if kind == 1 else "sm_%d") % arch)
+                    if not entry_header:
+                        break
+                    entry += entry_header + payload
+                at = max(stop, at + 1)
+    return sorted(sass, key=arch_key), sorted(ptx, key=arch_key)
 
 
 def ldd_lines(text):
@@ -147,15 +185,17 @@ def _shared_libraries(dirs):
 
 
 def device_code(dirs, cuobjdump):
-    """[{path, fatbin_bytes, sass, ptx}] of the shared libraries under ``dirs`` with device code; sass and ptx
-    are cuobjdump's lists (or an {"error"} when it failed), absent without ``cuobjdump``."""
+    """[{path, fatbin_bytes, headers, sass, ptx}] of the shared libraries under ``dirs`` with device code: headers
+    is [cubins, PTX] read from the fat binaries (fatbin_archs), sass and ptx cuobjdump's lists (or an {"error"}
+    when it failed, as cuobjdump 13 does for a library with sm_37 code), absent without ``cuobjdump``."""
     libraries = []
     for path in _shared_libraries(dirs):
         sections = elf_sections(path)
-        size = sum(sections.get(name, 0) for name in FATBIN_SECTIONS)
-        if not size:
+        found = [sections[name] for name in FATBIN_SECTIONS if name in sections and sections[name][1]]
+        if not found:
             continue
-        entry = {"path": path, "fatbin_bytes": size}
+        entry = {"path": path, "fatbin_bytes": sum(size for _, size in found),
+                 "headers": _call(lambda: fatbin_archs(path, found))}  # [cubins, PTX] from the fat binary headers
         if cuobjdump:
             for key, flag in (("sass", "--list-elf"), ("ptx", "--list-ptx")):
                 code, out = _run([cuobjdump, flag, path])
@@ -238,7 +278,9 @@ def _torch():
 def _caffe2():
     said = _torch()
     from caffe2.python import workspace
+    # has_gpu_support is False whenever the GPU module does not load (without a driver it cannot): say why
     said.update(has_gpu_support=bool(workspace.has_gpu_support),
+                gpu_module=_call(lambda: importlib.import_module("caffe2.python.caffe2_pybind11_state_gpu").__name__),
                 caffe2_cudnn=_call(lambda: _cudnn_text(workspace.GetCuDNNVersion())))
     return said
 

@@ -2,6 +2,7 @@
 facts (runner.archs's own rule), and the matrix against what the images hold. No image is needed: the record
 is results/cuda-images-20261202/ (made by benchmarks/cuda_images.py)."""
 import json
+import struct
 import sys
 
 import pytest
@@ -42,11 +43,28 @@ def test_library_version_numbers_become_dotted_versions():
 
 def test_elf_sections_are_read_from_the_header_and_other_files_have_none(tmp_path):
     sections = buildinfo.elf_sections(sys.executable)
-    assert ".text" in sections and sections[".text"] > 0
+    assert ".text" in sections and sections[".text"][0] > 0 and sections[".text"][1] > 0
     assert ".nv_fatbin" not in sections
     text = tmp_path / "notes.so"
     text.write_text("not an ELF file")
     assert buildinfo.elf_sections(str(text)) == {}
+
+
+def _fatbin(entries):
+    """A fat binary of (kind, arch, payload bytes) entries, laid out as runner.buildinfo.fatbin_archs reads it."""
+    body = b"".join(struct.pack("<HHIQIIHHI", kind, 0, 64, len(payload), 0, 0, arch % 10, arch // 10, arch)
+                    + b"\0" * 32 + payload for kind, arch, payload in entries)
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+def test_fat_binary_headers_give_cubin_and_ptx_architectures(tmp_path):
+    first = _fatbin([(2, 37, b"k" * 40), (2, 50, b"k" * 8), (1, 50, b"ptx text")])
+    second = _fatbin([(2, 70, b"k" * 16)])
+    lib = tmp_path / "libfake.so"
+    lib.write_bytes(b"E" * 100 + first + b"\0" * 5 + second + b"\0" * 3)
+    region = (100, len(first) + 5 + len(second) + 3)
+    assert buildinfo.fatbin_archs(str(lib), [region]) == (["sm_37", "sm_50", "sm_70"], ["compute_50"])
+    assert buildinfo.fatbin_archs(str(lib), [(100, len(first))]) == (["sm_37", "sm_50"], ["compute_50"])
 
 
 def test_ldd_output_maps_sonames_to_paths_or_none():
@@ -92,13 +110,18 @@ def test_each_gpu_gets_runner_archs_decision_with_its_reason():
 
 
 def test_the_preflight_uses_the_frameworks_list_else_the_main_librarys():
-    lib = {"path": "/v/libmxnet.so", "fatbin_bytes": 10, "sass": ["sm_50", "sm_60"], "ptx": ["compute_60"]}
+    lib = {"path": "/v/libmxnet.so", "fatbin_bytes": 10, "sass": ["sm_50", "sm_60"], "ptx": ["compute_60"],
+           "headers": [["sm_50", "sm_60"], ["compute_60"]]}
     facts = {"reported": {"archs": None}, "device_code": [lib], "main": "/v/libmxnet.so"}
     assert gpu_support.preflight_archs(facts) == (["sm_50", "sm_60", "compute_60"],
                                                  "cuobjdump --list-elf/--list-ptx of /v/libmxnet.so")
     facts["reported"] = {"archs": ["sm_75", "sm_90"], "archs_source": "torch._C._cuda_getArchFlags()"}
     assert gpu_support.preflight_archs(facts) == (["sm_75", "sm_90"], "framework: torch._C._cuda_getArchFlags()")
-    assert gpu_support.device_archs(facts) == (["sm_50", "sm_60"], ["compute_60"])
+    refused = {"error": "cuobjdump --list-elf exited 1: Support for 'sm_37' has been removed"}
+    old = {"path": "/v/libtorch_cuda.so", "fatbin_bytes": 10, "sass": refused, "ptx": refused,
+           "headers": [["sm_37", "sm_50"], []]}
+    assert gpu_support.device_archs({"device_code": [old], "main": "/v/libtorch_cuda.so"}) == (
+        ["sm_37", "sm_50"], [], "the fat binary headers of /v/libtorch_cuda.so")
 
 
 def test_library_versions_keep_the_frameworks_word_and_the_librarys():
@@ -142,7 +165,7 @@ def test_the_committed_table_is_runner_archs_decision_over_the_recorded_facts(re
     for r in [r for r in records if r["built"]]:
         shipped, source = gpu_support.preflight_archs(r["facts"])
         assert (shipped, source) == (r["preflight_archs"], r["preflight_source"]), r["name"]
-        assert gpu_support.device_archs(r["facts"]) == (r["sass"], r["ptx"]), r["name"]
+        assert gpu_support.device_archs(r["facts"]) == (r["sass"], r["ptx"], r["archs_source"]), r["name"]
         assert gpu_support.verdicts(r["name"], shipped) == r["verdicts"], r["name"]
     table = gpu_support.markdown(records)
     assert (RECORD_DIR / "table.md").read_text() == table

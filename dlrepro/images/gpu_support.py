@@ -20,11 +20,16 @@ def _text(value):
 
 
 def device_archs(facts):
-    """(SASS list, PTX list) of the facts' main library (cuobjdump's); ([], []) when not read."""
+    """(SASS list, PTX list, source) of the facts' main library: cuobjdump's lists where it read the library, else
+    the fat binary headers' (cuobjdump 13 refuses libraries with sm_37 code); ([], [], None) when not read."""
     main = next((lib for lib in facts.get("device_code", []) if lib["path"] == facts.get("main")), None)
     if main is None:
-        return [], []
-    return tuple(v if isinstance(v, list) else [] for v in (main.get("sass"), main.get("ptx")))
+        return [], [], None
+    if isinstance(main.get("sass"), list) and isinstance(main.get("ptx"), list):
+        return main["sass"], main["ptx"], "cuobjdump --list-elf/--list-ptx of %s" % main["path"]
+    if isinstance(main.get("headers"), list):
+        return main["headers"][0], main["headers"][1], "the fat binary headers of %s" % main["path"]
+    return [], [], None
 
 
 def preflight_archs(facts):
@@ -33,8 +38,8 @@ def preflight_archs(facts):
     said = facts.get("reported") or {}
     if isinstance(said.get("archs"), list) and said["archs"]:
         return list(said["archs"]), "framework: %s" % said.get("archs_source")
-    sass, ptx = device_archs(facts)
-    return sass + ptx, "cuobjdump --list-elf/--list-ptx of %s" % facts.get("main")
+    sass, ptx, source = device_archs(facts)
+    return sass + ptx, source
 
 
 def library_versions(facts, kind):
