@@ -104,16 +104,18 @@ def elf_sections(path):
     return sections
 
 
-def fatbin_archs(path, regions):
-    """(cubin archs, PTX archs) of the fat binaries in ``regions`` [(file offset, size in bytes)] of the file at
-    ``path``, read from their headers: no toolkit needed, so also for architectures that a new cuobjdump refuses
-    to list (sm_37 and older).
+def fatbin_groups(path, regions):
+    """The architecture sets of the fat binaries in ``regions`` [(file offset, size in bytes)] of the file at
+    ``path``, read from their headers: [{"sass": cubin archs, "ptx": PTX archs, "fatbins": how many fat binaries
+    carry exactly that set}], the most common first. No toolkit is needed, so this also reads libraries that a
+    new cuobjdump refuses (sm_37 code). The most common set is the framework's own compilation units; a
+    statically linked NVIDIA library (cuDNN, cuBLAS in torch 1.10.2) brings sets of its own.
 
     The layout (CUDA's fatbinary.h): a fat binary is a 16-byte header (magic 0xBA55ED50, version, its header's
     size, the size of its entries), then entries, each a header (kind 1 = PTX, 2 = cubin; the header's size; the
     payload's size; the architecture as 10*major + minor at byte 28) and its payload. A section holds many fat
     binaries with padding between them; an arch-specific cubin (sm_90a) is listed as its base (sm_90)."""
-    sass, ptx = set(), set()
+    counts = {}
     with open(path, "rb") as f:
         for offset, size in regions:
             at, end = offset, offset + size
@@ -123,10 +125,10 @@ def fatbin_archs(path, regions):
                 if magic != FATBIN_MAGIC:  # padding: on to the next magic number
                     f.seek(at + 1)
                     chunk = f.read(min(1 << 16, end - at - 1))
-                    skip = chunk.find(struct.pack("<I", FATBIN_MAGIC))
-                    at = at + 1 + (skip if skip >= 0 else max(len(chunk) - 3, 1))
+                    found = chunk.find(struct.pack("<I", FATBIN_MAGIC))
+                    at = at + 1 + (found if found >= 0 else max(len(chunk) - 3, 1))
                     continue
-                entry, stop = at + header_size, at + header_size + fat_size
+                entry, stop, sass, ptx = at + header_size, at + header_size + fat_size, set(), set()
                 while entry + ENTRY_HEADER.size <= stop:
                     f.seek(entry)
                     kind, _, entry_header, payload, _, _, _, _, arch = ENTRY_HEADER.unpack(f.read(ENTRY_HEADER.size))
@@ -135,8 +137,11 @@ def fatbin_archs(path, regions):
                     if not entry_header:
                         break
                     entry += entry_header + payload
+                key = (tuple(sorted(sass, key=arch_key)), tuple(sorted(ptx, key=arch_key)))
+                counts[key] = counts.get(key, 0) + 1
                 at = max(stop, at + 1)
-    return sorted(sass, key=arch_key), sorted(ptx, key=arch_key)
+    groups = [{"sass": list(k[0]), "ptx": list(k[1]), "fatbins": n} for k, n in counts.items()]
+    return sorted(groups, key=lambda g: (-g["fatbins"], g["sass"], g["ptx"]))
 
 
 def ldd_lines(text):
@@ -185,9 +190,10 @@ def _shared_libraries(dirs):
 
 
 def device_code(dirs, cuobjdump):
-    """[{path, fatbin_bytes, headers, sass, ptx}] of the shared libraries under ``dirs`` with device code: headers
-    is [cubins, PTX] read from the fat binaries (fatbin_archs), sass and ptx cuobjdump's lists (or an {"error"}
-    when it failed, as cuobjdump 13 does for a library with sm_37 code), absent without ``cuobjdump``."""
+    """[{path, fatbin_bytes, groups, sass, ptx}] of the shared libraries under ``dirs`` with device code: groups
+    are the architecture sets of its fat binaries (fatbin_groups), sass and ptx cuobjdump's lists of every cubin
+    and PTX in it (or an {"error"} when it failed, as cuobjdump 13 does for a library with sm_37 code), absent
+    without ``cuobjdump``."""
     libraries = []
     for path in _shared_libraries(dirs):
         sections = elf_sections(path)
@@ -195,7 +201,7 @@ def device_code(dirs, cuobjdump):
         if not found:
             continue
         entry = {"path": path, "fatbin_bytes": sum(size for _, size in found),
-                 "headers": _call(lambda: fatbin_archs(path, found))}  # [cubins, PTX] from the fat binary headers
+                 "groups": _call(lambda: fatbin_groups(path, found))}
         if cuobjdump:
             for key, flag in (("sass", "--list-elf"), ("ptx", "--list-ptx")):
                 code, out = _run([cuobjdump, flag, path])

@@ -57,14 +57,17 @@ def _fatbin(entries):
     return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
 
 
-def test_fat_binary_headers_give_cubin_and_ptx_architectures(tmp_path):
-    first = _fatbin([(2, 37, b"k" * 40), (2, 50, b"k" * 8), (1, 50, b"ptx text")])
-    second = _fatbin([(2, 70, b"k" * 16)])
+def test_fat_binary_headers_give_each_sets_architectures_most_common_first(tmp_path):
+    own = _fatbin([(2, 37, b"k" * 40), (2, 50, b"k" * 8), (1, 50, b"ptx text")])
+    vendor = _fatbin([(2, 35, b"k" * 16), (2, 61, b"k" * 16)])
     lib = tmp_path / "libfake.so"
-    lib.write_bytes(b"E" * 100 + first + b"\0" * 5 + second + b"\0" * 3)
-    region = (100, len(first) + 5 + len(second) + 3)
-    assert buildinfo.fatbin_archs(str(lib), [region]) == (["sm_37", "sm_50", "sm_70"], ["compute_50"])
-    assert buildinfo.fatbin_archs(str(lib), [(100, len(first))]) == (["sm_37", "sm_50"], ["compute_50"])
+    lib.write_bytes(b"E" * 100 + own + b"\0" * 5 + vendor + own + b"\0" * 3)
+    region = (100, 2 * len(own) + len(vendor) + 8)
+    assert buildinfo.fatbin_groups(str(lib), [region]) == [
+        {"sass": ["sm_37", "sm_50"], "ptx": ["compute_50"], "fatbins": 2},
+        {"sass": ["sm_35", "sm_61"], "ptx": [], "fatbins": 1}]
+    assert buildinfo.fatbin_groups(str(lib), [(100, len(own))]) == [
+        {"sass": ["sm_37", "sm_50"], "ptx": ["compute_50"], "fatbins": 1}]
 
 
 def test_ldd_output_maps_sonames_to_paths_or_none():
@@ -109,19 +112,23 @@ def test_each_gpu_gets_runner_archs_decision_with_its_reason():
     assert [d["capability"] for d in gpu_support.verdicts("x", ["sm_80"])] == [c for c, _ in gpu_support.GPUS]
 
 
-def test_the_preflight_uses_the_frameworks_list_else_the_main_librarys():
-    lib = {"path": "/v/libmxnet.so", "fatbin_bytes": 10, "sass": ["sm_50", "sm_60"], "ptx": ["compute_60"],
-           "headers": [["sm_50", "sm_60"], ["compute_60"]]}
+def test_the_preflight_uses_the_frameworks_list_else_the_main_librarys_own_kernels():
+    groups = [{"sass": ["sm_50", "sm_60"], "ptx": ["compute_60"], "fatbins": 90},
+              {"sass": ["sm_35", "sm_61"], "ptx": [], "fatbins": 10}]
+    lib = {"path": "/v/libmxnet.so", "fatbin_bytes": 10, "groups": groups,
+           "sass": ["sm_35", "sm_50", "sm_60", "sm_61"], "ptx": ["compute_60"]}
     facts = {"reported": {"archs": None}, "device_code": [lib], "main": "/v/libmxnet.so"}
-    assert gpu_support.preflight_archs(facts) == (["sm_50", "sm_60", "compute_60"],
-                                                 "cuobjdump --list-elf/--list-ptx of /v/libmxnet.so")
+    own = "the architectures of 90 of the 100 fat binaries of /v/libmxnet.so"
+    assert gpu_support.device_archs(facts) == (["sm_50", "sm_60"], ["compute_60"], own)
+    assert gpu_support.preflight_archs(facts) == (["sm_50", "sm_60", "compute_60"], own)
+    assert gpu_support.all_archs(facts) == (["sm_35", "sm_50", "sm_60", "sm_61"], ["compute_60"],
+                                            "cuobjdump --list-elf/--list-ptx")
     facts["reported"] = {"archs": ["sm_75", "sm_90"], "archs_source": "torch._C._cuda_getArchFlags()"}
     assert gpu_support.preflight_archs(facts) == (["sm_75", "sm_90"], "framework: torch._C._cuda_getArchFlags()")
     refused = {"error": "cuobjdump --list-elf exited 1: Support for 'sm_37' has been removed"}
-    old = {"path": "/v/libtorch_cuda.so", "fatbin_bytes": 10, "sass": refused, "ptx": refused,
-           "headers": [["sm_37", "sm_50"], []]}
-    assert gpu_support.device_archs({"device_code": [old], "main": "/v/libtorch_cuda.so"}) == (
-        ["sm_37", "sm_50"], [], "the fat binary headers of /v/libtorch_cuda.so")
+    lib.update(sass=refused, ptx=refused)
+    assert gpu_support.all_archs(facts) == (["sm_35", "sm_50", "sm_60", "sm_61"], ["compute_60"],
+                                            "the fat binary headers")
 
 
 def test_library_versions_keep_the_frameworks_word_and_the_librarys():
@@ -166,6 +173,7 @@ def test_the_committed_table_is_runner_archs_decision_over_the_recorded_facts(re
         shipped, source = gpu_support.preflight_archs(r["facts"])
         assert (shipped, source) == (r["preflight_archs"], r["preflight_source"]), r["name"]
         assert gpu_support.device_archs(r["facts"]) == (r["sass"], r["ptx"], r["archs_source"]), r["name"]
+        assert gpu_support.all_archs(r["facts"]) == (r["all_sass"], r["all_ptx"], r["all_source"]), r["name"]
         assert gpu_support.verdicts(r["name"], shipped) == r["verdicts"], r["name"]
     table = gpu_support.markdown(records)
     assert (RECORD_DIR / "table.md").read_text() == table

@@ -6,7 +6,7 @@ library. The pre-flight decision per GPU is runner.archs's own (``judge`` for th
 reason), over the list the pre-flight uses: the framework's own when it reports one (PyTorch, TensorFlow),
 else the main library's cuobjdump lists, which ``cuda_archs`` in images/matrix.yaml must equal.
 """
-from runner import archs
+from runner import archs, buildinfo
 
 # the GPUs of the table: (compute capability, the cards of that architecture the studies or users have)
 GPUS = (("3.7", "K80"), ("5.2", "GTX 980, Titan X (Maxwell)"), ("6.0", "P100"), ("6.1", "GTX 1080"),
@@ -19,17 +19,33 @@ def _text(value):
     return value if isinstance(value, str) and value else None
 
 
+def _main(facts):
+    return next((lib for lib in facts.get("device_code", []) if lib["path"] == facts.get("main")), None)
+
+
 def device_archs(facts):
-    """(SASS list, PTX list, source) of the facts' main library: cuobjdump's lists where it read the library, else
-    the fat binary headers' (cuobjdump 13 refuses libraries with sm_37 code); ([], [], None) when not read."""
-    main = next((lib for lib in facts.get("device_code", []) if lib["path"] == facts.get("main")), None)
+    """(SASS list, PTX list, source) of the framework's own kernels in its main library: the architecture set that
+    most of the library's fat binaries carry (a statically linked cuDNN or cuBLAS brings other sets, which
+    ``all_archs`` includes); ([], [], None) when the library was not read."""
+    main = _main(facts)
+    if main is None or not isinstance(main.get("groups"), list) or not main["groups"]:
+        return [], [], None
+    top = main["groups"][0]
+    return top["sass"], top["ptx"], "the architectures of %d of the %d fat binaries of %s" % (
+        top["fatbins"], sum(g["fatbins"] for g in main["groups"]), main["path"])
+
+
+def all_archs(facts):
+    """(SASS list, PTX list, source) of every cubin and PTX in the main library: cuobjdump's lists where it read
+    the library, else the union of the fat binary headers' sets (cuobjdump 13 refuses sm_37 code)."""
+    main = _main(facts)
     if main is None:
         return [], [], None
     if isinstance(main.get("sass"), list) and isinstance(main.get("ptx"), list):
-        return main["sass"], main["ptx"], "cuobjdump --list-elf/--list-ptx of %s" % main["path"]
-    if isinstance(main.get("headers"), list):
-        return main["headers"][0], main["headers"][1], "the fat binary headers of %s" % main["path"]
-    return [], [], None
+        return main["sass"], main["ptx"], "cuobjdump --list-elf/--list-ptx"
+    groups = main.get("groups") if isinstance(main.get("groups"), list) else []
+    union = [sorted({a for g in groups for a in g[key]}, key=buildinfo.arch_key) for key in ("sass", "ptx")]
+    return union[0], union[1], "the fat binary headers"
 
 
 def preflight_archs(facts):

@@ -80,6 +80,7 @@ def inspect(matrix, image, options, cuobjdump, log=print):
     log("%s: looking inside %s" % (image.name, built.tag))
     facts = run_buildinfo(built.tag, image.framework, cuobjdump)
     sass, ptx, archs_source = gpu_support.device_archs(facts)
+    every_sass, every_ptx, every_source = gpu_support.all_archs(facts)
     shipped, source = gpu_support.preflight_archs(facts)
     said = facts.get("reported") or {}
     record = {"name": image.name, "built": True, "tag": built.tag, "image_id": found.id,
@@ -89,7 +90,8 @@ def inspect(matrix, image, options, cuobjdump, log=print):
               "framework_version": said.get("framework_version") or image.version,
               "versions": {kind: gpu_support.library_versions(facts, kind)
                            for kind in ("cuda_runtime", "cudnn", "nccl")},
-              "sass": sass, "ptx": ptx, "archs_source": archs_source, "preflight_archs": shipped, "preflight_source": source,
+              "sass": sass, "ptx": ptx, "archs_source": archs_source,
+              "all_sass": every_sass, "all_ptx": every_ptx, "all_source": every_source, "preflight_archs": shipped, "preflight_source": source,
               "verdicts": gpu_support.verdicts(image.name, shipped),
               "matrix": {"cuda": image.cuda, "cudnn": image.cudnn, "cuda_archs": list(image.cuda_archs)},
               "facts": facts}
