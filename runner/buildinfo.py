@@ -244,8 +244,9 @@ def _library_version(kind, path):
 
 
 def libraries(dirs):
-    """{cuda_runtime | cudnn | nccl: [{path, version}]}: each such library under ``dirs`` or LD_LIBRARY_PATH,
-    with the version it reports (or {"error"})."""
+    """{cuda_runtime | cudnn | nccl: [{path, version, soname_version}]}: each such library under ``dirs`` or
+    LD_LIBRARY_PATH, with the version it reports (or {"error"}: CUDA 10's cudaRuntimeGetVersion wants a driver)
+    and the version its file name carries ("10.0" of libcudart.so.10.0)."""
     search = list(dirs) + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if os.path.isdir(d)]
     found = {kind: [] for kind in LIBRARIES}
     seen = set()
@@ -254,7 +255,9 @@ def libraries(dirs):
         for kind, pattern in LIBRARIES.items():
             if re.match(pattern, os.path.basename(path)) and real not in seen:
                 seen.add(real)
-                found[kind].append({"path": path, "version": _call(lambda: _library_version(kind, path))})
+                soname = re.search(r"\.so\.(\d+(\.\d+)*)$", os.path.basename(path))
+                found[kind].append({"path": path, "version": _call(lambda: _library_version(kind, path)),
+                                    "soname_version": soname.group(1) if soname else None})
     return found
 
 

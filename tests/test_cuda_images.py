@@ -142,6 +142,9 @@ def test_library_versions_keep_the_frameworks_word_and_the_librarys():
     assert gpu_support.version_text(gpu_support.library_versions(facts, "cudnn")) == "9 (library 9.28.0)"
     assert gpu_support.version_text(gpu_support.library_versions(facts, "nccl")) == "2.32.3"
     assert gpu_support.version_text({"reported": "11.7", "library": "11.7"}) == "11.7"
+    old = {"reported": {"error": "ImportError: libnvidia-ml.so.1"}, "libraries": {"cuda_runtime": [
+        {"path": "libcudart.so.10.0", "version": {"error": "RuntimeError: returned status 35"}, "soname_version": "10.0"}]}}
+    assert gpu_support.library_versions(old, "cuda_runtime") == {"reported": None, "library": "10.0 (file name)"}
     none = gpu_support.library_versions({"reported": {"error": "ImportError: x"}, "libraries": {}}, "cudnn")
     assert none == {"reported": None, "library": None} and gpu_support.version_text(none) is None
 

@@ -60,9 +60,12 @@ def preflight_archs(facts):
 
 def library_versions(facts, kind):
     """{"reported": what the framework says of a library kind ("cuda_runtime" | "cudnn" | "nccl"), "library": the
-    versions the image's copies of it report (", "-joined when several)}; None where either says nothing."""
+    versions the image's copies of it report, else the one their file name carries ("10.0 (file name)"), ", "-joined
+    when several}; None where either says nothing."""
     said = facts.get("reported") or {}
-    found = sorted({lib["version"] for lib in facts.get("libraries", {}).get(kind, []) if _text(lib["version"])})
+    found = sorted({_text(lib["version"]) or "%s (file name)" % lib["soname_version"]
+                    for lib in facts.get("libraries", {}).get(kind, [])
+                    if _text(lib["version"]) or lib.get("soname_version")})
     return {"reported": _text(said.get({"cuda_runtime": "cuda"}.get(kind, kind))), "library": ", ".join(found) or None}
 
 

@@ -51,7 +51,7 @@ def run_buildinfo(tag, framework, cuobjdump):
 def _same_version(matrix_says, image_says):
     """Whether the image's version ("8.5.0") starts with the matrix's dotted parts ("8.5")."""
     parts = (matrix_says or "").split(".")
-    return (image_says or "").split(".")[:len(parts)] == parts
+    return (image_says or "").split(" ")[0].split(".")[:len(parts)] == parts
 
 
 def matrix_problems(image, record):
