@@ -243,6 +243,18 @@ def _library_version(kind, path):
     return version_text(kind, value.value)
 
 
+def _child_version(kind, path):
+    """_library_version in a child process: cuDNN 8's cudnnGetVersion loads its sub-libraries, which need the
+    driver's libcuda.so.1, and crashes the process without it; {"error"} then, with the child's last line."""
+    proc = subprocess.run([sys.executable, "-c", "import sys; from runner import buildinfo; "
+                           "print(buildinfo._library_version(sys.argv[1], sys.argv[2]))", kind, path],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    if proc.returncode == 0 and proc.stdout.strip():
+        return proc.stdout.strip().splitlines()[-1]
+    tail = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    return {"error": "exited with status %d: %s" % (proc.returncode, tail[-300:])}
+
+
 def libraries(dirs):
     """{cuda_runtime | cudnn | nccl: [{path, version, soname_version}]}: each such library under ``dirs`` or
     LD_LIBRARY_PATH, with the version it reports (or {"error"}: CUDA 10's cudaRuntimeGetVersion wants a driver)
@@ -256,7 +268,7 @@ def libraries(dirs):
             if re.match(pattern, os.path.basename(path)) and real not in seen:
                 seen.add(real)
                 soname = re.search(r"\.so\.(\d+(\.\d+)*)$", os.path.basename(path))
-                found[kind].append({"path": path, "version": _call(lambda: _library_version(kind, path)),
+                found[kind].append({"path": path, "version": _child_version(kind, path),
                                     "soname_version": soname.group(1) if soname else None})
     return found
 
