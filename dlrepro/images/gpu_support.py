@@ -11,6 +11,7 @@ from runner import archs, buildinfo
 # the GPUs of the table: (compute capability, the cards of that architecture the studies or users have)
 GPUS = (("3.7", "K80"), ("5.2", "GTX 980, Titan X (Maxwell)"), ("6.0", "P100"), ("6.1", "GTX 1080"),
         ("7.0", "V100"), ("8.0", "A100"), ("8.9", "L4, RTX 4090"), ("9.0", "H100, H200"))
+WHEELS = {"cuda_runtime": "nvidia-cuda-runtime", "cudnn": "nvidia-cudnn", "nccl": "nvidia-nccl"}
 CELL = {"native": "native", "ptx": "PTX JIT only", "none": "cannot run", "unknown": "unknown"}
 
 
@@ -58,14 +59,22 @@ def preflight_archs(facts):
     return sass + ptx, source
 
 
+def _fallback(facts, kind, lib):
+    """A library's version when it cannot say (no driver): its wheel's version, else its file name's."""
+    wheels = [(n, v) for n, v in sorted(facts.get("wheels", {}).items()) if n.startswith(WHEELS[kind])]
+    if wheels:
+        return "%s (wheel %s)" % (wheels[0][1], wheels[0][0])
+    return "%s (file name)" % lib["soname_version"] if lib.get("soname_version") else None
+
+
 def library_versions(facts, kind):
     """{"reported": what the framework says of a library kind ("cuda_runtime" | "cudnn" | "nccl"), "library": the
-    versions the image's copies of it report, else the one their file name carries ("10.0 (file name)"), ", "-joined
-    when several}; None where either says nothing."""
+    versions the image's copies of it report, else (without a driver CUDA 10-11's runtime and cuDNN 8 cannot
+    say) the version of the nvidia-* wheel that installed it or the one its file name carries, ", "-joined when
+    several}; None where either says nothing."""
     said = facts.get("reported") or {}
-    found = sorted({_text(lib["version"]) or "%s (file name)" % lib["soname_version"]
-                    for lib in facts.get("libraries", {}).get(kind, [])
-                    if _text(lib["version"]) or lib.get("soname_version")})
+    found = sorted({_text(lib["version"]) or _fallback(facts, kind, lib)
+                    for lib in facts.get("libraries", {}).get(kind, [])} - {None})
     return {"reported": _text(said.get({"cuda_runtime": "cuda"}.get(kind, kind))), "library": ", ".join(found) or None}
 
 
