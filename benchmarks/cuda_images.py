@@ -7,7 +7,8 @@ For each CUDA image (in the order given, default the matrix's): build it or find
 (dlrepro.images.probe), and write DIR/cuda-images.json (one record per image: tag, image ID, size in bytes,
 framework version, CUDA, cuDNN and NCCL versions, SASS and PTX lists, the pre-flight verdict per GPU of
 dlrepro.images.gpu_support.GPUS) and DIR/table.md, after every image, so that an interrupted run keeps what it
-found. An image that fails to build or to start is recorded as not built with the reason. Records of images
+found (--rederive remakes the derived fields from the recorded facts alone). An image that fails to build or
+to start is recorded as not built with the reason. Records of images
 not named in --images are kept from an earlier run (or from another run at the same time). --remove-below removes an image this run built once its
 facts are recorded, when the disk has fewer free GB than that.
 
@@ -69,12 +70,20 @@ def main():
     parser.add_argument("--images", default="", help="image names, comma-separated (default: every CUDA image)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--cuobjdump", default="", help="a cuobjdump program (default: %s)" % CUOBJDUMP_WHEEL)
+    parser.add_argument("--rederive", action="store_true",
+                        help="build and run nothing: remake each recorded image's derived fields from its facts")
     parser.add_argument("--remove-below", type=float, default=0.0,
                         help="remove an image this run built after recording it when free disk (GB) is below this")
     args = parser.parse_args()
     matrix = matrixmod.load()
     cuda = [i for i in matrix.images if i.device == "cuda"]
     chosen = [matrix.entry(n) for n in args.images.split(",")] if args.images else cuda
+    if args.rederive:
+        for name, record in load(args.out).items():
+            if record["built"]:
+                write(args.out, dict(record, **probe.derive(matrix.entry(name), record["facts"])),
+                      [i.name for i in cuda])
+        return 0
     tool = args.cuobjdump or cuobjdump()
     for image in chosen:
         try:

@@ -173,8 +173,10 @@ def test_every_cuda_image_of_the_matrix_has_a_record(records, matrix):
         assert r["built"] or (r["reason"] and r["instead"]), r["name"]
 
 
-def test_the_committed_table_is_runner_archs_decision_over_the_recorded_facts(records):
+def test_the_committed_table_is_runner_archs_decision_over_the_recorded_facts(records, matrix):
     for r in [r for r in records if r["built"]]:
+        assert {k: r[k] for k in probe.derive(matrix.entry(r["name"]), r["facts"])} == \
+            probe.derive(matrix.entry(r["name"]), r["facts"]), r["name"]
         shipped, source = gpu_support.preflight_archs(r["facts"])
         assert (shipped, source) == (r["preflight_archs"], r["preflight_source"]), r["name"]
         assert gpu_support.device_archs(r["facts"]) == (r["sass"], r["ptx"], r["archs_source"]), r["name"]

@@ -69,35 +69,43 @@ def matrix_problems(image, record):
     return problems
 
 
+def derive(image, facts):
+    """The fields of an image's record that follow from runner.buildinfo's ``facts`` and the matrix entry
+    ``image``: framework version; CUDA, cuDNN and NCCL versions (each {reported, library} and as one text); the
+    framework's own SASS and PTX lists and every cubin and PTX of its main library, each with its source; the
+    pre-flight's list, its source and its verdict per GPU (gpu_support); how the matrix disagrees."""
+    sass, ptx, archs_source = gpu_support.device_archs(facts)
+    every_sass, every_ptx, every_source = gpu_support.all_archs(facts)
+    shipped, source = gpu_support.preflight_archs(facts)
+    versions = {kind: gpu_support.library_versions(facts, kind) for kind in ("cuda_runtime", "cudnn", "nccl")}
+    derived = {"framework": image.framework,
+               "framework_version": (facts.get("reported") or {}).get("framework_version") or image.version,
+               "versions": versions, "cuda": gpu_support.version_text(versions["cuda_runtime"]),
+               "cudnn": gpu_support.version_text(versions["cudnn"]), "nccl": gpu_support.version_text(versions["nccl"]),
+               "sass": sass, "ptx": ptx, "archs_source": archs_source,
+               "all_sass": every_sass, "all_ptx": every_ptx, "all_source": every_source,
+               "preflight_archs": shipped, "preflight_source": source,
+               "verdicts": gpu_support.verdicts(image.name, shipped),
+               "matrix": {"cuda": image.cuda, "cudnn": image.cudnn, "cuda_archs": list(image.cuda_archs)}}
+    derived["matrix_problems"] = matrix_problems(image, derived)
+    return derived
+
+
 def inspect(matrix, image, options, cuobjdump, log=print):
-    """The record of matrix entry ``image``: tag, image ID, repo digests, size (bytes), build seconds, framework
-    version, CUDA, cuDNN and NCCL versions, SASS and PTX lists, the pre-flight's list and its verdicts per GPU,
-    how the matrix disagrees, and the raw facts. Raises ImageError when the build or the probe fails."""
+    """The record of matrix entry ``image``: tag, image ID, repo digests, size (bytes), base digest, build seconds
+    (when built now), the raw facts and what ``derive`` makes of them. Raises ImageError when the build or the
+    probe fails."""
     start = time.monotonic()
     built = build.ensure(matrix, image, options, log)
     seconds = time.monotonic() - start
     found = client().images.get(built.tag)
     log("%s: looking inside %s" % (image.name, built.tag))
     facts = run_buildinfo(built.tag, image.framework, cuobjdump)
-    sass, ptx, archs_source = gpu_support.device_archs(facts)
-    every_sass, every_ptx, every_source = gpu_support.all_archs(facts)
-    shipped, source = gpu_support.preflight_archs(facts)
-    said = facts.get("reported") or {}
     record = {"name": image.name, "built": True, "tag": built.tag, "image_id": found.id,
               "repo_digests": found.attrs.get("RepoDigests") or [], "size_bytes": found.attrs["Size"],
               "base_digest": built.base.digest, "built_now": built.built, "build_seconds": round(seconds, 1),
-              "framework": image.framework,
-              "framework_version": said.get("framework_version") or image.version,
-              "versions": {kind: gpu_support.library_versions(facts, kind)
-                           for kind in ("cuda_runtime", "cudnn", "nccl")},
-              "sass": sass, "ptx": ptx, "archs_source": archs_source,
-              "all_sass": every_sass, "all_ptx": every_ptx, "all_source": every_source, "preflight_archs": shipped, "preflight_source": source,
-              "verdicts": gpu_support.verdicts(image.name, shipped),
-              "matrix": {"cuda": image.cuda, "cudnn": image.cudnn, "cuda_archs": list(image.cuda_archs)},
               "facts": facts}
-    record.update({field: gpu_support.version_text(record["versions"][kind])
-                   for field, kind in (("cuda", "cuda_runtime"), ("cudnn", "cudnn"), ("nccl", "nccl"))})
-    record["matrix_problems"] = matrix_problems(image, record)
+    record.update(derive(image, facts))
     return record
 
 
