@@ -55,9 +55,14 @@ def load(out):
 
 def write(out, record, order):
     """Put ``record`` into DIR/cuda-images.json (read again first, so that runs for other images at the same time
-    keep theirs) and write DIR/table.md, both in the matrix's ``order`` of names."""
+    keep theirs; a look inside an image found by its tag keeps the build time recorded when it was built) and
+    write DIR/table.md, both in the matrix's ``order`` of names."""
     out.mkdir(parents=True, exist_ok=True)
-    records = dict(load(out), **{record["name"]: record})
+    records = load(out)
+    earlier = records.get(record["name"], {})
+    if record.get("built") and not record["built_now"] and earlier.get("image_id") == record["image_id"]:
+        record.update(built_now=earlier["built_now"], build_seconds=earlier["build_seconds"])  # the build's time
+    records[record["name"]] = record
     listed = [records[name] for name in order if name in records]
     for name, text in ((RECORD, json.dumps(listed, indent=1, sort_keys=True) + "\n"),
                        (TABLE, gpu_support.markdown(listed))):
@@ -90,6 +95,7 @@ def main():
             record = probe.inspect(matrix, image, build.BuildOptions(), tool)
         except (DlreproError, docker.errors.DockerException) as exc:
             record = probe.not_built(image, " ".join(str(exc).split())[-600:], "see the build log named in the reason")
+        built_here = record["built"] and record["built_now"]
         write(args.out, record, [i.name for i in cuda])
         if record["built"]:
             said = "%.2f GB, %s" % (record["size_bytes"] / 1e9, record["matrix_problems"] or "agrees with the matrix")
@@ -97,7 +103,7 @@ def main():
             said = "not built: %s" % record["reason"]
         print("%s: %s" % (image.name, said), flush=True)
         free = shutil.disk_usage(REPO_ROOT).free / 1e9
-        if record["built"] and record["built_now"] and free < args.remove_below:
+        if built_here and free < args.remove_below:
             client().images.remove(record["image_id"], force=True)
             record["removed_after_recording"] = True
             write(args.out, record, [i.name for i in cuda])

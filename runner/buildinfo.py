@@ -331,6 +331,10 @@ def _jax():
         versions = importlib.import_module(plugin + "._versions")
         said[plugin] = {name: _call(getattr(versions, name)) for name in sorted(dir(versions))
                         if name.endswith("_version") and callable(getattr(versions, name))}
+        for key, kind, function in (("cuda", "cuda_runtime", "cuda_runtime_get_version"),
+                                    ("cudnn", "cudnn", "cudnn_get_version")):
+            if isinstance(said[plugin].get(function), int):  # the versions the plugin loaded, as it checks them
+                said[key] = version_text(kind, said[plugin][function])
     return said
 
 

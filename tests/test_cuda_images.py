@@ -190,3 +190,20 @@ def test_the_committed_table_is_runner_archs_decision_over_the_recorded_facts(re
 def test_the_matrix_agrees_with_what_the_built_images_hold(records, matrix):
     for r in [r for r in records if r["built"]]:
         assert probe.matrix_problems(matrix.entry(r["name"]), r) == [], r["name"]
+
+
+def test_the_fat_binary_headers_list_what_cuobjdump_lists_where_it_reads_the_library(records):
+    agree, differ = 0, []
+    for r in [r for r in records if r["built"]]:
+        for lib in r["facts"]["device_code"]:
+            if isinstance(lib.get("sass"), list) and isinstance(lib.get("ptx"), list):
+                # the headers list an arch-specific cubin (sm_90a) as its base architecture
+                if all({a for g in lib["groups"] for a in g[key]} == {a.rstrip("a") for a in lib[key]}
+                       for key in ("sass", "ptx")):
+                    agree += 1
+                else:
+                    differ.append(lib["path"].split("/")[-1])
+    # torch, TensorFlow, MXNet and JAX libraries (cuobjdump 13 refuses CNTK's and torch 1.10.2's); nvshmem's
+    # library also holds relocatable device code (an __nv_relfatbin section, with an sm_89 cubin and compute_120
+    # PTX), which the headers read and cuobjdump --list-elf/--list-ptx leave out
+    assert (agree, differ) == (11, ["libtorch_nvshmem.so"])
