@@ -8,8 +8,8 @@ For each CUDA image (in the order given, default the matrix's): build it or find
 framework version, CUDA, cuDNN and NCCL versions, SASS and PTX lists, the pre-flight verdict per GPU of
 dlrepro.images.gpu_support.GPUS) and DIR/table.md, after every image, so that an interrupted run keeps what it
 found (--rederive remakes the derived fields from the recorded facts alone). An image that fails to build or
-to start is recorded as not built with the reason. Records of images
-not named in --images are kept from an earlier run (or from another run at the same time). --remove-below removes an image this run built once its
+to start is recorded as not built with the reason. Records of images not named in --images are kept from an
+earlier run (or from another run at the same time). --remove-below removes an image this run built once its
 facts are recorded, when the disk has fewer free GB than that.
 
 cuobjdump comes from the nvidia-cuda-cuobjdump wheel, installed once into a virtual environment under the

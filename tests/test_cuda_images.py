@@ -143,7 +143,8 @@ def test_library_versions_keep_the_frameworks_word_and_the_librarys():
     assert gpu_support.version_text(gpu_support.library_versions(facts, "nccl")) == "2.32.3"
     assert gpu_support.version_text({"reported": "11.7", "library": "11.7"}) == "11.7"
     old = {"reported": {"error": "ImportError: libnvidia-ml.so.1"}, "libraries": {"cuda_runtime": [
-        {"path": "libcudart.so.10.0", "version": {"error": "RuntimeError: returned status 35"}, "soname_version": "10.0"}]}}
+        {"path": "libcudart.so.10.0", "version": {"error": "RuntimeError: returned status 35"},
+         "soname_version": "10.0"}]}}
     assert gpu_support.library_versions(old, "cuda_runtime") == {"reported": None, "library": "10.0 (file name)"}
     old["wheels"] = {"nvidia-cuda-runtime-cu11": "11.7.99", "nvidia-cudnn-cu11": "8.5.0.96"}
     assert gpu_support.library_versions(old, "cuda_runtime")["library"] == "11.7.99 (wheel nvidia-cuda-runtime-cu11)"
