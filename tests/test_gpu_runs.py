@@ -159,11 +159,15 @@ def test_preflight_refuses_an_image_lacking_the_gpus_arch_with_the_reason_in_res
 
 
 def test_preflight_lets_ptx_through_only_when_asked(matrix):
-    mxnet = matrix.find("mxnet", "cuda")
+    cntk = matrix.find("cntk", "cuda")  # cubins up to sm_70, PTX for compute_70 (results/cuda-images-20261202)
     host = {"cpu_flags": ["avx"], "cpu_model": "x", "gpus": [H200]}
-    reason, remedy = feasibility.check(mxnet, "cuda", 0, host)
-    assert "only PTX" in reason and "--allow-ptx-jit" in remedy
-    assert feasibility.check(mxnet, "cuda", [0], host, allow_ptx_jit=True) is None
+    reason, remedy = feasibility.check(cntk, "cuda", 0, host)
+    assert "only PTX for an older architecture (compute_70)" in reason and "--allow-ptx-jit" in remedy
+    assert feasibility.check(cntk, "cuda", [0], host, allow_ptx_jit=True) is None
+    # MXNet 1.9.1's build has no PTX at all: no Hopper GPU runs it, --allow-ptx-jit or not
+    reason, _ = feasibility.check(matrix.find("mxnet", "cuda"), "cuda", [0], host, allow_ptx_jit=True)
+    assert reason == ("mxnet-1.9.1-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build "
+                      "ships sm_50, sm_60, sm_70, sm_80, sm_86")
 
 
 # ---------------------------------------------------------------- telemetry

@@ -4,7 +4,7 @@ An image entry may state what its framework build needs: CPU instruction sets
 (``cpu_flags``; e.g. TensorFlow's wheels use AVX since 1.6 and stop at import on a
 CPU without it), and for CUDA images the minimum driver (``min_driver``) and the GPU
 architectures its kernels are compiled for (``cuda_archs``: "sm_XY" for machine code,
-"compute_XY" for PTX, e.g. ["sm_50", ..., "sm_86", "compute_86"]) where the framework
+"compute_XY" for PTX, e.g. CNTK 2.7's ["sm_30", ..., "sm_70", "compute_30", ..., "compute_70"]) where the framework
 cannot report them itself (the table is the matrix; PyTorch's own list,
 torch.cuda.get_arch_list(), is checked again by the runner). The rules are CUDA's
 (runner.archs.judge): machine code runs on its major architecture at the same or a
