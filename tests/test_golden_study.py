@@ -219,7 +219,7 @@ def test_an_untestable_claim_is_folded_under_one_reason_and_a_multi_gpu_claim_na
         "device-scoped": "needs an NVIDIA GPU", "gone": "cannot judge: bundle missing",
         "untestable": "it needs two GPU models"}
     one_gpu = {v.claim: v.reason for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, gpus_here=1)}
-    assert one_gpu["gpus-caffe"] == "needs 2 GPUs; this host has 1"
+    assert one_gpu["gpus-caffe"] == "needs 2 GPUs (this host has 1)"
     # a CPU-only host: every GPU run not runnable; the one-GPU claims need a GPU, the 2-GPU ones need 2
     summary = _summary()
     cpu_only = summary[summary["device"] == "cpu"]
@@ -229,7 +229,7 @@ def test_an_untestable_claim_is_folded_under_one_reason_and_a_multi_gpu_claim_na
     assert here == {"ordering-holds": "needs an NVIDIA GPU", "ordering-reversed": "needs an NVIDIA GPU",
                     "ordering-noise": "needs an NVIDIA GPU", "ratio-band": "needs an NVIDIA GPU",
                     "device-scoped": "needs an NVIDIA GPU", "smoke": "needs an NVIDIA GPU", "gone": "needs an NVIDIA GPU",
-                    "gpus": "needs 2 GPUs; this host has 0", "gpus-caffe": "needs 2 GPUs; this host has 0",
+                    "gpus": "needs 2 GPUs (this host has 0)", "gpus-caffe": "needs 2 GPUs (this host has 0)",
                     "untestable": "it needs two GPU models"}
     unknown = {v.claim: v.reason for v in claims.evaluate(study, cpu_only, no_gpu, {})}
     assert unknown["gpus"] == "needs 2 GPUs"  # no bundle says how many this host has

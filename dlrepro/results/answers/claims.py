@@ -23,7 +23,7 @@ Verdicts (answers.verdicts), each with what it rests on (RestsOn):
   NOT_TESTABLE with the reason: an untestable claim, another device class measured, nothing measured,
             no data-parallel path for its tools, a missing bundle ("cannot judge: ...").
 A NOT_TESTABLE verdict also carries ``reason``, the one line the views fold it under (Verdict.reason: the
-claim's own why, a missing bundle, "needs an NVIDIA GPU", "needs 2 GPUs; this host has 1", "needs Torch (the
+claim's own why, a missing bundle, "needs an NVIDIA GPU", "needs 2 GPUs (this host has 1)", "needs Torch (the
 suite does not run it)", else its evidence).
 """
 import re
@@ -281,7 +281,7 @@ def gpus_needed(study, claim):
 
 def untestable_reason(study, claim, evidence, not_run, missing, gpus_here=None):
     """The one line a NOT_TESTABLE claim is folded under: the untestable claim's own why; BUNDLE_MISSING;
-    "needs N GPUs; this host has M" for a claim of N > 1 GPUs (gpus_needed) on a host of M < N (``gpus_here``,
+    "needs N GPUs (this host has M)" for a claim of N > 1 GPUs (gpus_needed) on a host of M < N (``gpus_here``,
     where known); where none of its runs has a bundle and each did not run for want of a GPU, "needs an NVIDIA
     GPU" ("needs N GPUs" for N > 1 on a host of unknown count); "needs Torch (the suite does not run it)"; else
     the evidence. ``not_run`` and ``missing`` as in evaluate."""
@@ -291,7 +291,7 @@ def untestable_reason(study, claim, evidence, not_run, missing, gpus_here=None):
         return BUNDLE_MISSING
     wanted = gpus_needed(study, claim)
     if wanted > 1 and gpus_here is not None and gpus_here < wanted:
-        return "needs %d GPUs; this host has %d" % (wanted, gpus_here)
+        return "needs %d GPUs (this host has %d)" % (wanted, gpus_here)
     reasons = [not_run.get(r, "") for r in claim.runs]
     if reasons and all("GPU" in r for r in reasons):
         return "needs %d GPUs" % wanted if wanted > 1 else "needs an NVIDIA GPU"
