@@ -141,7 +141,13 @@ def test_a_published_cell_measured_at_another_mini_batch_says_which_and_one_neve
     refs = {"cifar10-vgg": [r for r in spec.load("cifar10-vgg").references if r.id in (
         "dlf.cnn_cifar10.k80.pytorch", "dlf.cnn_cifar10.k80.caffe2")]}
     table, _, _ = report.efficiency(summary, refs)
-    shown = {row[table.columns.index("published")].split(" on ")[0]: (row[table.columns.index("batch")], row[table.columns.index("now")],
+    shown = {row[table.columns.index("published")]: (row[table.columns.index("batch")], row[table.columns.index("now")],
                                                       row[table.columns.index("verdict")]) for row in table.rows}
-    assert shown == {"PyTorch": ("64", "PyTorch fp32 (mini-batch 128)", OTHER_HARDWARE),
-                     "Caffe2": ("64", "not measured here", NOT_RUN)}
+    assert shown == {"PyTorch [1]": ("64", "PyTorch fp32 (mini-batch 128)", OTHER_HARDWARE),
+                     "Caffe2 [1]": ("64", "not measured here", NOT_RUN)}
+    # the published hardware and source once, as the footnote both rows mark
+    assert len(table.footnotes) == 1 and table.footnotes[0].startswith("published on NVIDIA Tesla K80")
+    # a CPU job names its thread count (a sweep gives a row per count)
+    assert report._now("caffe", "fp32", 16, 16, 2.0) == "Caffe fp32, 2 threads"
+    assert report._now("caffe", "fp32", 16, 16, 1.0) == "Caffe fp32, 1 thread"
+    assert report._now("torch", "bf16", 64, 128, float("nan")) == "PyTorch bf16 (mini-batch 128)"

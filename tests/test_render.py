@@ -1,5 +1,6 @@
 """What `invoke compare` and `invoke bundles` print: units in the headers, before/after by bundle id, a closing
 line, exit 2 on nothing in common, the next step as a copyable footnote."""
+import shutil
 import subprocess
 import sys
 
@@ -40,8 +41,11 @@ def test_two_bundles_with_nothing_in_common_exit_2():
         in done.stdout
 
 
-def test_bundles_shows_device_hardware_frameworks_and_the_recorded_remedy():
-    done = invoke("bundles", "--spec", "resnet50-features")
+def test_bundles_shows_device_hardware_frameworks_and_the_recorded_remedy(tmp_path):
+    # the four H200 feature-extraction bundles of 2026-11-30, in a results folder of their own (results/ gains more)
+    for found in sorted((REPO_ROOT / "results").glob("resnet50-features-20261130T*")):
+        shutil.copytree(found, tmp_path / found.name)
+    done = invoke("bundles", "--spec", "resnet50-features", "--results", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "bundles (4) of spec resnet50-features" in done.stdout and "NVIDIA H200" in done.stdout
     assert "alexnet" not in done.stdout
@@ -53,12 +57,12 @@ def test_bundles_shows_device_hardware_frameworks_and_the_recorded_remedy():
     assert missing.returncode == 2 and "no such folder" in missing.stdout + missing.stderr
 
 
-def test_bundles_refuses_an_unknown_spec_in_one_line_with_the_near_miss():
+def test_bundles_refuses_an_unknown_spec_in_one_line_with_the_near_miss(tmp_path):
     from dlrepro import spec
 
     done = invoke("bundles", "--spec", "alexnt")
     assert done.returncode == 2 and done.stdout.strip().splitlines() == [
         "error: %s: no such spec (did you mean alexnet?); available: %s" % (
             REPO_ROOT / "specs" / "alexnt.yaml", ", ".join(spec.available()))]
-    assert invoke("bundles", "--spec", "densenet121-chestxray").stdout.startswith(
-        "bundles (0) of spec densenet121-chestxray")  # a spec with no bundle here: an empty listing, not an error
+    assert invoke("bundles", "--spec", "densenet121-chestxray", "--results", str(tmp_path)).stdout.startswith(
+        "bundles (0) of spec densenet121-chestxray")  # a spec with no bundle there: an empty listing, not an error

@@ -193,21 +193,34 @@ def _peak(fraction, device):
     return "%s (%s)" % (numbers.percent(fraction), device) if pd.notna(fraction) else ""
 
 
+def _now(framework, precision, batch, measured_batch, threads):
+    """'Caffe fp32, 2 threads (mini-batch 128)': the measured job beside a published cell, or 'not measured here'."""
+    if not isinstance(framework, str):
+        return "not measured here"
+    return "%s %s%s%s" % (palette.name(framework), precision,
+                          ", %d thread%s" % (threads, "s" if threads != 1 else "") if pd.notna(threads) else "",
+                          "" if batch == measured_batch else " (mini-batch %d)" % measured_batch)
+
+
 def efficiency(summary, references):
     """(published cells set against their hardware's peak, the same framework then and now), as Tables or None,
     and the figure of the first (answers.efficiency; published cells on other hardware are never 'reproduced')."""
     shown = efficiency_rows(summary, references)
+    marks, footnotes = numbered_notes(("published on %s; %s" % (h, s)) for h, s in zip(shown["published_hardware"],
+                                                                                         shown["source"]))
     table = _table("Fraction of peak: the published cells then, this hardware now", pd.DataFrame({
         "network": shown["model"], "batch": shown["batch_size"].astype(str),
-        "published": shown["published_framework"] + " on " + shown["published_hardware"],
+        "published": shown["published_framework"] + " " + pd.Series(marks, index=shown.index, dtype=object),
         "then (% of peak)": shown["published_fraction"].map(numbers.percent),
-        "now": ["%s %s%s" % (palette.name(f), p, "" if b == m else " (mini-batch %d)" % m) if isinstance(f, str)
-                else "not measured here" for f, p, b, m in zip(shown["framework"], shown["precision"],
-                                                               shown["batch_size"], shown["measured_batch_size"])],
+        "now": [_now(f, p, b, m, t) for f, p, b, m, t in zip(shown["framework"], shown["precision"],
+                                                            shown["batch_size"], shown["measured_batch_size"],
+                                                            shown["measured_threads"])],
         "now (% of peak)": shown["measured_fraction"].map(numbers.percent), "verdict": shown["verdict"],
-        "basis": shown["basis"].fillna(""), "source": shown["source"]}),
+        "basis": shown["basis"].fillna("")}),
         "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/peaks.yaml; another "
         "device's figure is set beside this one's, never judged as reproducing.") if len(shown) else None
+    if table is not None:
+        table.footnotes = footnotes
     figure = None
     if len(shown) and shown["measured_fraction"].notna().any():  # then against now: a figure once both exist
         png = efficiency_plot(shown)

@@ -29,7 +29,7 @@ PUBLISHED_COLUMNS = ["spec", "model", "batch_size", "metric", "published_framewo
                      "published_hardware", "published_value", "published_unit", "published_seconds", "flops",
                      "published_achieved_flops", "published_peak_flops", "published_peak_device",
                      "published_fraction", "framework", "framework_version", "measured_hardware", "measured_batch_size",
-                     "precision",
+                     "measured_threads", "precision",
                      "measured_seconds", "measured_achieved_flops", "measured_peak_device", "measured_fraction",
                      "verdict", "sentence", "basis", "reference_id", "source", "bundle_id", "job_id"]
 THEN_AND_NOW_KEY = ["spec", "variant", "batch_size", "framework", "mode", "device", "device_name", "host", "precision",
@@ -144,7 +144,8 @@ def published_efficiency(summary, references=None):
     framework (answers.published.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict OTHER_HARDWARE beside a
     measured job (never "reproduces"), NOT_RUN where no job of the network and framework was measured.
     The measured jobs are those of the published mini-batch where there are any, else those of every other
-    mini-batch measured (``measured_batch_size`` says which; the sentence names it).
+    mini-batch measured (``measured_batch_size`` says which; the sentence names it); a CPU job's thread count is
+    ``measured_threads`` (a sweep gives one row per count).
 
     ``summary``: a summary table (dlrepro.results.tables, v6: fraction_of_peak). ``references``: {spec name:
     [Reference]}; default: each spec's in specs/. The published side is at fp32 (the studies' GPUs had no
@@ -183,6 +184,7 @@ def published_efficiency(summary, references=None):
                     row.batch_size, ref.batch_size)
                 rows.append(dict(base, framework=row.framework, framework_version=row.framework_version,
                                  measured_hardware=row.device_name, measured_batch_size=row.batch_size,
+                                 measured_threads=row.threads if row.device == "cpu" else None,
                                  precision=row.precision,
                                  measured_seconds=row.median, measured_achieved_flops=row.achieved_flops,
                                  measured_peak_device=row.peak_device, measured_fraction=row.fraction_of_peak,
