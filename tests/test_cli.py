@@ -182,3 +182,14 @@ def test_task_help_after_the_task_shows_its_help_even_where_it_takes_a_positiona
     assert help_first(["dlrepro", "compare", "a", "-h"], names) == ["dlrepro", "--help", "compare"]
     assert help_first(["dlrepro", "run", "--spec", "alexnet"], names) == ["dlrepro", "run", "--spec", "alexnet"]
     assert help_first(["dlrepro", "--help"], names) == ["dlrepro", "--help"]
+
+
+def test_a_usage_error_exits_2_with_the_remedy(tmp_path):
+    # Invoke's parser errors (a missing positional, an unknown option or task) are the suite's usage errors
+    missing = dlrepro("compare", "some-bundle", cwd=tmp_path)
+    assert missing.returncode == 2 and missing.stderr.splitlines() == [
+        "error: 'compare' did not receive required positional arguments: 'new'",
+        "remedy: `dlrepro --help compare` lists its arguments"]
+    unknown = dlrepro("nosuchtask", cwd=tmp_path)
+    assert unknown.returncode == 2 and unknown.stderr.splitlines()[-1] == (
+        "remedy: `dlrepro --list` lists the tasks, `dlrepro --help TASK` their arguments")

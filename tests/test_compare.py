@@ -123,6 +123,26 @@ def test_check_with_nothing_to_compare_exits_2_saying_what_is_missing_and_what_t
         "--variant=alexnet-s --batch-size=16 --framework=caffe,cntk,mxnet,tensorflow`" % H200_TORCH]
 
 
+def test_check_of_bundles_that_compare_nothing_says_why_in_one_line_and_never_a_traceback():
+    # the committed H200 JAX LSTM bundle: the spec's references include cells with no framework or variant
+    done = invoke("check", "lstm-20261202T004512Z-59250ca9")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == (
+        "nothing compared (exit status 2): no job of lstm-20261202T004512Z-59250ca9 is at a published configuration "
+        "with a published number for its framework (its jobs: JAX at lstm-synthetic, batch 1024); spec lstm's "
+        "published numbers are at lstm, batch 128: CNTK, MXNet, TensorFlow, Theano, Torch; e.g. `dlrepro run "
+        "--spec=lstm --variant=lstm --batch-size=128 --framework=cntk,mxnet,tensorflow`")
+    # the DLF study's CIFAR-10 bundle, every job skipped for the dataset: one clause for the five jobs, and the
+    # recorded remedy (fetch the data; a resume alone would skip them again), as the dlrepro command
+    skipped = invoke("check", "cifar10-vgg-20261201T234451Z-36d6a311")
+    last = skipped.stdout.strip().splitlines()[-1]
+    assert skipped.returncode == 2 and last.startswith(
+        "nothing compared (exit status 2): the CNTK, Caffe2, MXNet, PyTorch, TensorFlow jobs were skipped: dataset "
+        "cifar10 is not in the cache")
+    assert last.count("dataset cifar10 is not in the cache") == 1 and "`dlrepro datasets.fetch cifar10`" in last
+    assert last.endswith(", then `dlrepro run --resume cifar10-vgg-20261201T234451Z-36d6a311`")
+
+
 def _ref(framework, batch=16, variant="alexnet-s", value=0.03):
     return Reference(id="t.%s.%s.b%d" % (variant, framework, batch), kind="published", variant=variant,
                      experiment="t", framework=framework, hardware="NVIDIA H200", batch_size=batch,

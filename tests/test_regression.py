@@ -63,6 +63,11 @@ def test_too_few_repeats_can_tell_nothing():
     assert same.reason == "+0.0%: 4 vs 4 epochs give no 98% interval to show it inside -4.8% to +5.0%"
     assert regression.interval_rank(4, 4, 0.01) == (0, None) and regression.interval_rank(4, 5, 0.01)[0] == 1
     assert regression.smallest_p(5, 5) == pytest.approx(0.0079, abs=1e-4) and regression.smallest_p(4, 5) > 0.01
+    # a --quick bundle against itself: one repeat a side, tied (scipy's permutation test refuses a side of one)
+    quick = regression.judge([1.602], [1.602])
+    assert (quick.verdict, quick.p_value, quick.test) == (CANNOT_TELL, 1.0, "Mann-Whitney U (exact, one unit a side)")
+    assert quick.reason == "+0.0%: 1 vs 1 repeats give no 98% interval to show it inside -4.8% to +5.0%"
+    assert regression.judge([1.0], [2.0, 2.0, 2.0]).reason == "+100.0%, p = 0.5: 1 vs 3 repeats cannot give p < 0.01"
     broken = regression.judge([1.0, float("nan"), 1.0], [1.0, 1.0, 1.0])
     assert broken.verdict == CANNOT_TELL and broken.reason.startswith("a unit is not a positive finite number")
     with pytest.raises(ValueError, match="alpha in"):

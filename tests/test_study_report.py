@@ -114,7 +114,7 @@ def test_a_record_is_found_by_study_name_anywhere_under_results(tmp_path):
     newer = write_record(tmp_path / "b" / "deeper", name="report-study-20261202T000000Z.json")
     write_record(tmp_path / "c", name="report-study-extra-20261203T000000Z.json")  # another study's name
     assert study_report.find_record("report-study", tmp_path).path == newer
-    with pytest.raises(DlreproError, match="no study record of report under"):
+    with pytest.raises(DlreproError, match="report: no such study; studies: dlbench, dlf"):
         study_report.find_record("report", tmp_path)
 
 
@@ -197,3 +197,17 @@ def test_what_an_interval_rests_on_in_words():
     assert report._ci_over(CI_METHOD, 1, float("nan")) == "none: 1 repeat, needs 6"
     assert report._ci_over(CI_METHOD, 6, 0.01) == "6 repeats"
     assert report._ci_over(CI_METHOD.replace("repeat medians", "epochs"), 3, float("nan")) == "none: 3 epochs, needs 6"
+
+
+def test_a_record_that_is_not_there_and_a_misspelled_study_say_so_in_one_line(tmp_path):
+    from dlrepro.errors import DlreproError
+
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "studies" / "dlbench-20261201T231715Z.json").write_text("{}")
+    with pytest.raises(DlreproError) as gone:
+        study_report.find_record(str(tmp_path / "studies" / "dlbench-20990101T000000Z.json"), tmp_path)
+    assert str(gone.value).endswith("dlbench-20990101T000000Z.json: no such study record file")
+    assert "dlbench-20261201T231715Z.json" in gone.value.remedy
+    with pytest.raises(DlreproError) as typo:
+        study_report.find_record("dlbnch", tmp_path)
+    assert str(typo.value) == "dlbnch: no such study (did you mean dlbench?); studies: dlbench, dlf"

@@ -4,6 +4,7 @@ import shlex
 import sys
 
 from invoke import Program
+from invoke.exceptions import ParseError
 
 from dlrepro import __version__
 from dlrepro.cli.options import SHORT
@@ -20,11 +21,40 @@ class Dlrepro(Program):
             arg.names = tuple(n for n in arg.names if n not in SHORT.values())
         return args
 
+    def parse_core(self, argv):
+        with usage_errors(self):
+            super().parse_core(argv)
+
+    def parse_tasks(self):
+        with usage_errors(self):
+            super().parse_tasks()
+
     def run(self, argv=None, exit=True):
         """Invoke's run, with ``TASK --help`` read as ``--help TASK``: Invoke takes a task's first positional
         argument from the next word, so `dlrepro study-report --help` looked for a study named "--help"."""
         argv = shlex.split(argv) if isinstance(argv, str) else list(sys.argv if argv is None else argv)
         return super().run(help_first(argv, self.namespace.task_names), exit)
+
+
+class usage_errors:
+    """A context manager: Invoke's ParseError (an unknown option, a missing argument) as the suite's usage error,
+    'error: ...' and a remedy on stderr and exit status 2 (Invoke's own is 1, the suite's "done, something
+    failed")."""
+
+    def __init__(self, program):
+        self.program = program
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if not isinstance(exc, ParseError):
+            return False
+        task = getattr(getattr(exc, "context", None), "name", None)
+        print("error: %s" % exc, file=sys.stderr)
+        print("remedy: `dlrepro --help %s` lists its arguments" % task if task else
+              "remedy: `dlrepro --list` lists the tasks, `dlrepro --help TASK` their arguments", file=sys.stderr)
+        sys.exit(2)
 
 
 def help_first(argv, task_names):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dlrepro import REPO_ROOT, spec as specmod, studies
+from dlrepro import REPO_ROOT, names, spec as specmod, studies
 from dlrepro.errors import DlreproError, SpecError
 from dlrepro.results import bundle, compare, numbers, palette, plots, report, study_plots, tables
 from dlrepro.results.answers import cells as paper, claims, measured
@@ -62,10 +62,19 @@ def find_record(name, results_dir=REPO_ROOT / "results"):
     from dlrepro.run import study as studyrun
 
     path = Path(name)
+    records = sorted(p.name for p in Path(results_dir).rglob("*.json") if STAMP.match(p.name))
+    if not path.is_file() and (path.suffix == ".json" or len(path.parts) > 1):  # a file named, not a study
+        raise DlreproError("%s: no such study record file" % name, "give one of the records under %s (%s), or a "
+                           "study name" % (_shown(results_dir), ", ".join(records) or "none"))
     if not path.is_file():
         found = sorted((m.group("stamp"), p) for p in Path(results_dir).rglob("%s-*.json" % name)
                        if (m := STAMP.match(p.name)) and m.group("study") == name)
         if not found:
+            known = studies.available()
+            if name not in known:
+                raise DlreproError("%s: no such study%s; studies: %s" % (name, names.near_miss(name, known),
+                                                                         ", ".join(known)),
+                                   "give a study name or a record file (results/studies/<study>-<stamp>.json)")
             raise DlreproError("no study record of %s under %s" % (name, _shown(results_dir)),
                                "give the record file (results/**/%s-<stamp>.json), or start the study: "
                                "`dlrepro study %s --quick`" % (name, name))

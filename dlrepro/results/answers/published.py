@@ -15,6 +15,7 @@ What gives no cell is listed, not dropped (``left_out``): a framework measured h
 has no number for, a tool of the table that the suite does not run, a tool with no job in the bundle, a job
 that failed or measured another quantity, a configuration no reference covers.
 """
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -137,7 +138,7 @@ def against_published(summary, references=None):
 
 
 LEFT_OUT_COLUMNS = ["spec", "variant", "batch_size", "framework", "published_framework", "reference_kind",
-                    "published_hardware", "metric", "table", "verdict", "reason", "why"]
+                    "published_hardware", "metric", "table", "verdict", "reason", "why", "job_reason", "remedy"]
 # the reasons a framework or a published tool gives no cell (``left_out``), each a group a view folds it under
 NO_NUMBER = "no published number in this table"
 NO_TABLE = "no published number at this configuration"
@@ -195,7 +196,8 @@ def left_out(summary, references, cells):
                     job = unfinished.iloc[0]
                     found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.NOT_RUN,
                                       reason="the job was %s" % job["status"], why="the %s job was %s: %s" % (
-                                          palette.name(f), job["status"], job["reason"])))
+                                          palette.name(f), job["status"], job["reason"]),
+                                      job_reason=job["reason"], remedy=job.get("remedy")))
                 else:
                     found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.CANNOT_COMPARE,
                                       reason=OTHER_QUANTITY, why="the %s job measured %s, not %s" % (
@@ -225,22 +227,32 @@ def nothing_compared(bundle_id, spec, summary, references, left):
     that did not finish (resume them, --retry-failed for failed ones), else what the bundle has and where the
     published numbers are, with a `dlrepro run` that would give cells; a spec without published numbers says so."""
     comparable = [r for r in references if measured.metric_kind(r.metric) and not isinstance(r.value, list)
-                  and r.batch_size is not None]
+                  and r.batch_size is not None and r.variant is not None]
     if not comparable:
         return "spec %s has no published number to check a bundle against; compare two bundles instead " \
                "(`dlrepro compare A B`)" % spec
     unfinished = left[(left["verdict"] == verdicts.NOT_RUN) & left["framework"].notna()]
     if len(unfinished):
+        said = []  # one clause per (status, reason): "the PyTorch, JAX jobs were skipped: dataset cifar10 ..."
+        for (status, why), group in unfinished.groupby(["reason", "job_reason"], sort=True, dropna=False):
+            names = sorted({palette.name(f) for f in group["framework"]})
+            said.append("the %s job%s %s: %s" % (", ".join(names), "s were" if len(names) > 1 else " was",
+                                                   status.replace("the job was ", ""), why))
+        # older bundles recorded the checkout's `invoke TASK`: the same task as `dlrepro TASK`
+        remedies = sorted({re.sub(r"`invoke ", "`dlrepro ", r) for r in unfinished["remedy"].dropna() if r})
+        if remedies:  # e.g. a dataset to fetch: a resume alone would skip them again
+            return "%s; remedy: %s, then `dlrepro run --resume %s`" % ("; ".join(said), "; ".join(remedies), bundle_id)
         failed = (unfinished["reason"] == "the job was failed").any()
         return "%s; run them again: `dlrepro run --resume %s%s`" % (
-            "; ".join(sorted(set(unfinished["why"]))), bundle_id, " --retry-failed" if failed else "")
+            "; ".join(said), bundle_id, " --retry-failed" if failed else "")
     jobs = summary.dropna(subset=["batch_size"])
     has = "; ".join("%s at %s, batch %s" % (", ".join(sorted(palette.name(f) for f in g["framework"].unique())), v,
                                               _batches(g["batch_size"])) for v, g in jobs.groupby("variant", sort=True))
     at = {}
     for r in comparable:
         at.setdefault((r.variant, r.batch_size), set()).add(r.framework)
-    where = "; ".join("%s, batch %d: %s" % (v, b, ", ".join(sorted(tools))) for (v, b), tools in sorted(at.items()))
+    where = "; ".join("%s, batch %d: %s" % (v, b, ", ".join(sorted(t for t in tools if t)) or "every tool")
+                      for (v, b), tools in sorted(at.items()))
     ours = {}
     for (v, b), tools in sorted(at.items()):
         runnable = sorted(f for f, known in FRAMEWORK_NAMES.items() if set(known) & tools)

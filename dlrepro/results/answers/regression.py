@@ -111,6 +111,8 @@ def rank_test(a, b):
     x, y = sorted((a, b), key=lambda v: (len(v), tuple(np.sort(v))))
     if len(np.unique(np.concatenate([x, y]))) == len(x) + len(y):
         return float(stats.mannwhitneyu(x, y, method="exact").pvalue), "Mann-Whitney U (exact)"
+    if len(x) < 2:  # scipy's permutation test needs two units a side; a side of one: the exact null, ties and all
+        return float(stats.mannwhitneyu(x, y, method="exact").pvalue), "Mann-Whitney U (exact, one unit a side)"
     splits = comb(len(x) + len(y), len(x))
     method = stats.PermutationMethod(n_resamples=PERMUTATIONS, rng=0)
     p_value = float(stats.mannwhitneyu(x, y, method=method).pvalue)
