@@ -211,3 +211,20 @@ def test_a_record_that_is_not_there_and_a_misspelled_study_say_so_in_one_line(tm
     with pytest.raises(DlreproError) as typo:
         study_report.find_record("dlbnch", tmp_path)
     assert str(typo.value) == "dlbnch: no such study (did you mean dlbench?); studies: dlbench, dlf"
+
+
+def test_a_framework_measured_at_another_mini_batch_is_not_called_not_run():
+    from dlrepro import spec as specmod, studies
+    from dlrepro.results import tables
+    from dlrepro.results.answers import cells as paper
+
+    study = studies.load("dlf")
+    row = dict.fromkeys(tables.SUMMARY_COLUMNS)
+    row.update(spec="densenet121-chestxray", variant="densenet121-synthetic", framework="torch", batch_size=16,
+               status="ok", device="cpu", mode="throughput", job_id="densenet121-synthetic.torch.cpu.b16")
+    summary = tables.frame([row], tables.SUMMARY_COLUMNS).assign(run="densenet-cpu")
+    refs = {run.spec: specmod.load(run.spec).references for run in study.runs.values()}
+    built = {t.name: t for t in paper.build(study, summary, refs, {"densenet": "not runnable here: no GPU"})}
+    cell = built["table2-densenet"].cells[("PyTorch", "1x V100")]
+    assert (cell.outcome, cell.why) == ("not run", "not measured at this mini-batch (torch measured mini-batch 16 in "
+                                                   "run densenet-cpu)")

@@ -89,11 +89,25 @@ def _outcome(cell, outcome, reason, detail=""):
     cell.outcome, cell.reason, cell.why = outcome, reason, reason + (" (%s)" % detail if detail else "")
 
 
-def _not_found(cell, column, not_run, missing):
-    """The outcome of a cell whose framework has no job in any of the column's runs."""
+def _other_batches(summary, column, framework):
+    """{run: [mini-batch sizes]} at which ``framework`` has jobs of the column's variant in the column's runs,
+    none of them the column's mini-batch."""
+    if not len(summary):
+        return {}
+    mine = summary[summary["run"].isin(column.runs) & (summary["framework"] == framework)
+                   & (summary["variant"] == column.variant)]
+    return {run: sorted(int(b) for b in set(g["batch_size"].dropna())) for run, g in mine.groupby("run", sort=True)}
+
+
+def _not_found(cell, column, not_run, missing, elsewhere=None):
+    """The outcome of a cell whose framework has no job at the column's configuration in any of its runs
+    (``elsewhere``: {run: mini-batch sizes} it has jobs of the column's variant at)."""
     gone = [missing[r] for r in column.runs if r in missing]
     ran = [r for r in column.runs if r not in not_run and r not in missing]
-    if ran:
+    if elsewhere:
+        _outcome(cell, verdicts.NOT_RUN, "not measured at this mini-batch", "%s measured %s" % (cell.framework, "; ".join(
+            "mini-batch %s in run %s" % (", ".join(map(str, b)), r) for r, b in elsewhere.items())))
+    elif ran:
         _outcome(cell, verdicts.NOT_RUN, "the framework was not among those run", "%s in run %s" % (
             cell.framework, ", ".join(ran)))
     elif gone:
@@ -140,7 +154,7 @@ def _cell(study, table, column, tool, summary, references, not_run, missing):
     if cell.published is None:
         _outcome(cell, verdicts.CANNOT_COMPARE, "the table has no value for this tool", tool)
     elif cell.run is None:
-        _not_found(cell, column, not_run, missing)
+        _not_found(cell, column, not_run, missing, _other_batches(summary, column, cell.framework))
     elif not len(ok):
         failed = rows.iloc[-1]
         _outcome(cell, verdicts.NOT_RUN, "the job was %s" % failed["status"], "%s: %s" % (
