@@ -198,7 +198,9 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     # one unit per column, ms when the whole column is under a second (the measured PyTorch time decides)
     published = {"FCN-5 published (ms)": "37.0", "FCN-5 published (s)": "0.0370"}
     (column,) = [c for c in early.columns if c in published]
-    assert early.loc[0, column] == published[column] and early.loc[0, "FCN-5 outcome"].startswith("not run: the framework")
+    assert early.loc[0, column] == published[column] and early.loc[0, "FCN-5 outcome"] == "not run [1]"
+    # the reason once, under the table
+    assert "<li>the framework was not among those run (caffe in run fcn)</li>" in html
     # the same report opens in a real browser, with the summary at the top and the anchors of the contents
     browser = chromium()
     dom = headless(browser, tmp_path / "profile", "--dump-dom", (tmp_path / "report" / "study.html").as_uri())
