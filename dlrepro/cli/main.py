@@ -1,5 +1,6 @@
 """The `dlrepro` command (pyproject's [project.scripts]): Invoke's Program on the suite's tasks, so
 `dlrepro run --spec=alexnet` works from any folder, as `invoke run --spec=alexnet` does in the checkout."""
+import contextlib
 import shlex
 import sys
 
@@ -22,11 +23,11 @@ class Dlrepro(Program):
         return args
 
     def parse_core(self, argv):
-        with usage_errors(self):
+        with usage_errors():
             super().parse_core(argv)
 
     def parse_tasks(self):
-        with usage_errors(self):
+        with usage_errors():
             super().parse_tasks()
 
     def run(self, argv=None, exit=True):
@@ -36,20 +37,13 @@ class Dlrepro(Program):
         return super().run(help_first(argv, self.namespace.task_names), exit)
 
 
-class usage_errors:
-    """A context manager: Invoke's ParseError (an unknown option, a missing argument) as the suite's usage error,
-    'error: ...' and a remedy on stderr and exit status 2 (Invoke's own is 1, the suite's "done, something
-    failed")."""
-
-    def __init__(self, program):
-        self.program = program
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        if not isinstance(exc, ParseError):
-            return False
+@contextlib.contextmanager
+def usage_errors():
+    """Invoke's ParseError (an unknown option, a missing argument) as the suite's usage error: 'error: ...' and a
+    remedy on stderr and exit status 2 (Invoke's own is 1, the suite's "done, something failed")."""
+    try:
+        yield
+    except ParseError as exc:
         task = getattr(getattr(exc, "context", None), "name", None)
         print("error: %s" % exc, file=sys.stderr)
         print("remedy: `dlrepro --help %s` lists its arguments" % task if task else
