@@ -12,6 +12,7 @@ for GPU jobs the GPU telemetry (runner.window), and when each phase ended (``pha
 The exit status is 0 for ok and 1 otherwise, so a supervisor can tell a recorded failure
 from a crash (no final result.json).
 """
+import gc
 import json
 import os
 import sys
@@ -100,6 +101,7 @@ def _execute(state):
             "run where the engine can pass GPUs into containers (NVIDIA Container Toolkit; Podman: its CDI spec), or "
             "use --device cpu")
     adapter = adapters.load(job)
+    _leave_out_of_collections()
     state.phase("framework_imported")
     result["options"]["ptx_jit"] = _check_archs(adapter, job, result)
     expected = job["model"]["parameters"]
@@ -142,6 +144,16 @@ def _execute(state):
         result.update(telemetry=window.telemetry(), cpu_usage=window.cpu_usage(), energy=window.energy())
         state.phase("measured_done")
     return adapter
+
+
+def _leave_out_of_collections():
+    """Put every object alive now (the interpreter's, the runner's, the framework's just imported: 170,000 with
+    torch) out of the cyclic garbage collector's reach, so that the full collection of the adapter's ``release``
+    after every job scans only what a job made since (0.09 s a job with torch on a 2-CPU host, and none after
+    this). They stay alive as they would have. Python >= 3.7 (gc.freeze); before that, nothing changes."""
+    freeze = getattr(gc, "freeze", None)
+    if freeze is not None:
+        freeze()
 
 
 def _check_archs(adapter, job, result):
