@@ -55,8 +55,9 @@ status "running" until the job ends:
   (runner.window; ``excluded``: what it left out), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
   job's process started: spawned, framework_imported, model_built, data_ready, warmup_done, measured_done,
   finished}, isolation ("process" | "worker": the job shared its process with the worker's earlier jobs),
-  worker {id, jobs_before} (worker isolation: the worker that ran it and how many jobs it ran before, 0 in a
-  fresh one: runner.worker; None in a process of its own),
+  worker {id, jobs_before, held_bytes} (worker isolation: the worker that ran it, how many jobs it ran
+  before, 0 in a fresh one, and the memory it held as the job started: runner.worker; None in a process of
+  its own),
   attempt {number, host, executor} (written by the host when it takes the result).
   timing also has timer ("host_sync" | "device_events"), lead_in {iterations, why} (the untimed
   iterations at each repeat's start) and repeat_wall_seconds (throughput; the lead-in included).
@@ -66,7 +67,8 @@ status "running" until the job ends:
   autocast (torch), matmul_precision, compute_dtype, parameter_dtypes (jax), layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability} of cuda jobs; gpu and
   capability "unknown", with a note, where the adapter cannot tell and nothing was checked).
   telemetry (runner.telemetry; cuda jobs): status "ok" | "unavailable", reason, window,
-  interval_s, device {nvml_index, name, uuid, pci_bus_id, driver, nvml_version, power_limit_w,
+  interval_s, sampling (where the samples were read: a process of its own, or the window's edges only and
+  why), device {nvml_index, name, uuid, pci_bus_id, driver, nvml_version, power_limit_w,
   max_sm_clock_mhz, max_memory_clock_mhz, persistence_mode}, samples {t_s, sm_clock_mhz,
   memory_clock_mhz, power_w, temperature_c, gpu_util_pct, memory_util_pct, reasons (NVML clock
   event bit masks)}, summary {field: {min, median, max}}, reasons_seen {name: samples},

@@ -1,27 +1,34 @@
 """GPU telemetry through NVML (nvidia-ml-py's ``pynvml``), sampled while a job's measured iterations run.
 
-A ``Sampler`` thread reads, every ``interval_s`` (default 0.025 s, 40 Hz, so that even a window of
-0.1 s has five readings; the first at the window's start, the last at its end): the SM and memory
-clocks (MHz), power (W), GPU temperature (C), utilisation of the GPU and of its memory
-interface (%, NVML's own averages over its last sample period) and the clock event
-("throttle") reasons as a bit mask, decoded to names. Each NVML read is a ctypes call,
-which releases the GIL, and the thread is idle well over 95% of the time; but each of a
-sample's seven reads takes the GIL back from the job's thread, which a launch-bound step
-(the host the bottleneck) may feel: benchmarks/overhead.py measures the bare loop with and
-without this thread running (bare+telemetry). ``stop``
-may be called more than once: only the first ends the window.
+Every ``interval_s`` (default 0.025 s, 40 Hz, so that even a window of 0.1 s has five readings) a
+sample reads the SM and memory clocks (MHz), power (W), GPU temperature (C), utilisation of the GPU
+and of its memory interface (%, NVML's own averages over its last sample period) and the clock
+event ("throttle") reasons as a bit mask, decoded to names.
+
+Where the samples are read: in a process of their own (``serve``, started with the job's own
+interpreter), not in a thread of the job's. A thread's NVML reads are ctypes calls that give the
+GIL back and take it again seven times a sample, and a launch-bound step (the LSTM b128 on an
+H200, the GPU waiting on the host) holds the GIL between its kernel launches: each hand-over is a
+wake-up of the other thread, which on a virtual machine's idle CPU costs tens of microseconds the
+step waits for. The sampling process shares nothing with the job but a pipe it is silent on until
+the window ends: the job's process runs no thread of the suite's while it is measured. The readings
+at the window's edges (its start, each pause and resume, its end) are taken in the job's process,
+outside the timed iterations. Where the sampling process cannot start or read NVML, the record has
+the edge readings only and says why (``sampling``). ``stop`` may be called more than once: only
+the first ends the window.
 
 NVML also keeps cumulative violation counters (time spent held back by the power cap,
 thermal limits, ...) and, since Volta, the board's total energy (mJ). They are read at the
 start and the end of the window, so a slowdown shorter than the sampling interval is still
 seen and the energy is exact over the window; on older GPUs the energy is the power
 samples integrated (trapezoids) and says so. ``pause()`` .. ``resume()`` leaves a stretch out of the window
-(runner.window: result rewrites, evaluation passes): nothing is sampled in it, and its energy, violation time
-and seconds are subtracted (the counters are read at its edges).
+(runner.window: result rewrites, evaluation passes): the samples taken in it are dropped, and its energy,
+violation time and seconds are subtracted (the counters are read at its edges).
 
 The result (result.json's ``telemetry``):
   status "ok" | "unavailable", reason (why unavailable: CPU job, no pynvml, no NVML),
-  window ("measured iterations"), interval_s, device {nvml_index, name, uuid, pci_bus_id,
+  window ("measured iterations"), interval_s, sampling (where the periodic samples were read, or why
+  only the edges were), device {nvml_index, name, uuid, pci_bus_id,
   driver, nvml_version, power_limit_w, max_sm_clock_mhz, max_memory_clock_mhz, persistence_mode},
   samples {t_s, sm_clock_mhz, memory_clock_mhz, power_w, temperature_c, gpu_util_pct,
   memory_util_pct, reasons} (columns, one entry per sample; t_s from the window's start),
@@ -39,8 +46,12 @@ drives several GPUs (JAX's data-parallel mesh) has one Sampler per device: ``for
 its d-th one as if it were rank d. NVML numbers GPUs in PCI bus order,
 so the local executor also sets CUDA_DEVICE_ORDER=PCI_BUS_ID.
 """
+import importlib
+import json
 import os
-import threading
+import select
+import subprocess
+import sys
 import time
 
 DEFAULT_INTERVAL_S = 0.025
@@ -129,26 +140,156 @@ def _missing(*args):
     raise AttributeError("not in this nvidia-ml-py")
 
 
+def _reasons(nvml, handle):
+    fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return _try(fn, handle)
+
+
+def read(nvml, handle):
+    """One sample of the GPU ``handle``: {field: value or None (a field this GPU or driver does not report),
+    "reasons": the clock event mask}; the same reads in the job's process (the window's edges) and in the
+    sampling process (``serve``)."""
+    power = _try(nvml.nvmlDeviceGetPowerUsage, handle)
+    util = _try(nvml.nvmlDeviceGetUtilizationRates, handle)
+    return {"sm_clock_mhz": _try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
+            "memory_clock_mhz": _try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),
+            "power_w": power / 1000.0 if power is not None else None,
+            "temperature_c": _try(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
+            "gpu_util_pct": util.gpu if util is not None else None,
+            "memory_util_pct": util.memory if util is not None else None,
+            "reasons": _reasons(nvml, handle)}
+
+
+def _load(source):
+    """The NVML API named by ``source``: "module" or "module:attribute" (pynvml, or a test's stand-in)."""
+    module, _, attribute = source.partition(":")
+    found = importlib.import_module(module)
+    return getattr(found, attribute) if attribute else found
+
+
+def serve(source, index, interval_s):
+    """The sampling process (``python -c ... serve(...)``, started by Sampler): reads GPU ``index`` through the
+    NVML API ``source`` every ``interval_s`` seconds between a "go" line and a "stop" line on standard input,
+    keeping the samples in memory. It answers in JSON lines on standard output: once NVML is open,
+    {"ready": true} (or {"error": why}, and it ends), then for each "stop" {"samples": [{"t": time.monotonic(),
+    field: value, ...}, ...]}. It ends at the end of its input (the job's process closed it, or died). Input is
+    read from the file descriptor itself, never through a buffer that select() cannot see."""
+    try:
+        nvml = _load(source)
+        nvml.nvmlInit()
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception as exc:  # no driver here, no nvidia-ml-py: the job's process keeps its edge readings
+        _answer({"error": "%s: %s" % (type(exc).__name__, exc)})
+        return
+    _answer({"ready": True})
+    samples, due, pending = [], None, b""
+    while True:
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            if line == b"go":
+                due = time.monotonic() + interval_s
+            elif line == b"stop":
+                _answer({"samples": samples})
+                samples, due = [], None
+        wait = None if due is None else max(0.0, due - time.monotonic())
+        if select.select([0], [], [], wait)[0]:
+            chunk = os.read(0, 4096)
+            if not chunk:
+                return
+            pending += chunk
+            continue
+        sample = read(nvml, handle)
+        sample["t"] = time.monotonic()
+        samples.append(sample)
+        due += interval_s
+        if due < time.monotonic():  # a late sample: the next on the grid ahead, not a burst to catch up
+            due += interval_s * (1 + int((time.monotonic() - due) / interval_s))
+
+
+def _answer(reply):
+    sys.stdout.write(json.dumps(reply) + "\n")
+    sys.stdout.flush()
+
+
+class SamplingProcess(object):
+    """The process that samples one GPU for a Sampler (``serve``): started with this interpreter and this
+    process's import path, its standard error discarded (a warm worker points its own at each job's log)."""
+
+    REPLY_TIMEOUT_S = 10.0
+
+    def __init__(self, source, index, interval_s):
+        code = "import sys; sys.path[:0] = %r; from runner import telemetry; telemetry.serve(%r, %d, %r)" % (
+            [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path, source, index, interval_s)
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, universal_newlines=True, close_fds=True)
+
+    def ready(self):
+        """Wait until it has NVML open; raises RuntimeError with the reason when it cannot sample."""
+        self._reply()
+
+    def go(self):
+        self._send("go")
+
+    def stop(self):
+        """The samples taken since ``go`` ([{"t": monotonic seconds, field: value}])."""
+        self._send("stop")
+        return self._reply()["samples"]
+
+    def _reply(self):
+        ready = select.select([self.process.stdout], [], [], self.REPLY_TIMEOUT_S)[0]
+        line = self.process.stdout.readline() if ready else None
+        reply = json.loads(line) if line else {}
+        if "error" in reply or not line:
+            self.close()
+            raise RuntimeError("the sampling process could not read NVML: %s" % reply["error"] if "error" in reply
+                               else "the sampling process gave no answer within %.0f s" % self.REPLY_TIMEOUT_S
+                               if not ready else "the sampling process ended (exit status %s)" % self.process.poll())
+        return reply
+
+    def _send(self, command):
+        try:
+            self.process.stdin.write(command + "\n")
+            self.process.stdin.flush()
+        except (IOError, OSError, ValueError):  # it ended: stop() says so
+            pass
+
+    def close(self):
+        """End it: its input closed, then killed if it has not ended within 0.5 s."""
+        for pipe in (self.process.stdin, self.process.stdout):
+            try:
+                pipe.close()
+            except (IOError, OSError):
+                pass
+        for _ in range(50):
+            if self.process.poll() is not None:
+                return
+            time.sleep(0.01)
+        self.process.kill()
+        self.process.wait()
+
+
 class Sampler(object):
-    """Samples one GPU in a background thread between ``start()`` and ``stop()``; ``result()`` gives the record.
+    """Samples one GPU between ``start()`` and ``stop()`` (every ``interval_s``, in a SamplingProcess; the edges
+    here); ``result()`` gives the record. ``nvml``: the NVML API for the edge readings, ``source``: its import
+    name for the sampling process ("pynvml", or "module:attribute").
 
     ``Sampler.for_job(job)`` returns a sampler that records why telemetry is unavailable
     (CPU job, no pynvml, no NVML) instead of failing the job.
     """
 
-    def __init__(self, interval_s=DEFAULT_INTERVAL_S, nvml=None):
+    def __init__(self, interval_s=DEFAULT_INTERVAL_S, nvml=None, source="pynvml"):
         self.interval_s = interval_s
-        self.nvml = nvml
+        self.nvml, self.source = nvml, source
         self.problem = None
         self.device = None
         self.handle = None
         self.samples = dict((k, []) for k in ("t_s",) + FIELDS + ("reasons",))
-        self._stop = threading.Event()
-        self._paused = threading.Event()
-        self._lock = threading.Lock()  # a pause reads from the job's thread while the sampler's may be reading
-        self._thread = None
+        self.sampling = None
+        self._process = None
+        self._rows = []  # (t_s, sample) of every reading, the edges' and the sampling process's
+        self._started = self._stopped = self._paused = False
         self._t0 = None
-        self._mark = None  # (perf_counter, violation counters, energy mJ) at the start of the running stretch
+        self._mark = None  # (monotonic, violation counters, energy mJ) at the start of the running stretch
         self._gaps = []  # (t_s, t_s) of each pause, from the window's start
         self._active = {"seconds": 0.0, "energy_mj": 0, "violations": {}}
         self.violation_s = None
@@ -157,7 +298,8 @@ class Sampler(object):
 
     @classmethod
     def for_job(cls, job, interval_s=DEFAULT_INTERVAL_S, device=None):
-        """``device``: which of the process's GPUs (None: its rank's own)."""
+        """``device``: which of the process's GPUs (None: its rank's own). The sampling process is started
+        here, before the job's warm-up, so that its start-up is over by the window's."""
         sampler = cls(interval_s)
         if job.get("device") != "cuda":
             sampler.problem = "a %s job: GPU telemetry applies to cuda jobs" % job.get("device")
@@ -174,7 +316,18 @@ class Sampler(object):
             sampler.device = sampler._describe(_index(pynvml, device))
         except Exception as exc:  # no driver, no libnvidia-ml.so in the container, ...
             sampler.problem = "NVML is unavailable: %s: %s" % (type(exc).__name__, exc)
+            return sampler
+        sampler.launch()
         return sampler
+
+    def launch(self):
+        """Start the sampling process for this sampler's device, if it is not running (``start`` does it too)."""
+        if self._process is not None or self.problem is not None:
+            return
+        try:
+            self._process = SamplingProcess(self.source, self.device["nvml_index"], self.interval_s)
+        except (IOError, OSError) as exc:
+            self.sampling = "the window's edges only: the sampling process could not start (%s)" % exc
 
     def _get(self, name, *args):
         return _try(getattr(self.nvml, name, _missing), *args)
@@ -199,46 +352,23 @@ class Sampler(object):
             out[key] = value.violationTime if value is not None else None
         return out
 
-    def _reasons(self):
-        n, h = self.nvml, self.handle
-        fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
-        return _try(fn, h)
-
     def sample(self):
-        """Read every field once and append it to the columns."""
-        n, h = self.nvml, self.handle
-        power = _try(n.nvmlDeviceGetPowerUsage, h)
-        util = _try(n.nvmlDeviceGetUtilizationRates, h)
-        row = {"t_s": round(time.perf_counter() - self._t0, 4),
-               "sm_clock_mhz": _try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
-               "memory_clock_mhz": _try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
-               "power_w": power / 1000.0 if power is not None else None,
-               "temperature_c": _try(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
-               "gpu_util_pct": util.gpu if util is not None else None,
-               "memory_util_pct": util.memory if util is not None else None,
-               "reasons": self._reasons()}
-        with self._lock:
-            for key, value in row.items():
-                self.samples[key].append(value)
-
-    def _loop(self):
-        while True:
-            if not self._paused.is_set():
-                self.sample()
-            if self._stop.wait(self.interval_s):
-                return
+        """Read every field once, here, and keep it; returns its t_s."""
+        t = round(time.monotonic() - self._t0, 4)
+        self._rows.append((t, read(self.nvml, self.handle)))
+        return t
 
     def _energy_mj(self):
         return self._get("nvmlDeviceGetTotalEnergyConsumption", self.handle)
 
     def _begin(self):
-        self._mark = (time.perf_counter(), self._violations(), self._energy_mj())
+        self._mark = (time.monotonic(), self._violations(), self._energy_mj())
 
     def _end(self):
         """Add the running stretch since the last mark to the window's seconds, violation time and energy."""
         t0, violations0, energy0 = self._mark
         end, energy, active = self._violations(), self._energy_mj(), self._active
-        active["seconds"] += time.perf_counter() - t0
+        active["seconds"] += time.monotonic() - t0
         for k in end:
             if end[k] is not None and violations0.get(k) is not None:
                 active["violations"][k] = active["violations"].get(k, 0) + end[k] - violations0[k]
@@ -247,49 +377,82 @@ class Sampler(object):
         self._mark = None
 
     def start(self):
-        if self.problem is not None or self._thread is not None:
+        if self.problem is not None or self._started:
             return
+        self._started = True
+        self.launch()
+        if self._process is not None:
+            try:
+                self._process.ready()
+            except RuntimeError as exc:
+                self._lost(exc)
         self._begin()
         self._t0 = self._mark[0]
-        self._thread = threading.Thread(target=self._loop, name="dlrepro-telemetry")
-        self._thread.daemon = True
-        self._thread.start()
+        self.sample()
+        if self._process is not None:
+            self._process.go()
 
     def pause(self):
         """Leave what follows out of the window until ``resume()``: one reading at the pause's start."""
-        if self._thread is None or self._stop.is_set() or self._paused.is_set():
+        if not self._started or self._stopped or self._paused:
             return
-        self._paused.set()
-        self.sample()
+        self._paused = True
+        self._gaps.append(self.sample())
         self._end()
-        self._gaps.append(self.samples["t_s"][-1])
 
     def resume(self):
-        if self._thread is None or self._stop.is_set() or not self._paused.is_set():
+        if not self._started or self._stopped or not self._paused:
             return
         self._begin()
-        self.sample()
-        self._gaps[-1] = (self._gaps[-1], self.samples["t_s"][-1])
-        self._paused.clear()
+        self._gaps[-1] = (self._gaps[-1], self.sample())
+        self._paused = False
 
     def stop(self):
-        """End the window: one last reading at its very end; a second call does nothing."""
-        if self._thread is None or self._stop.is_set():
+        """End the window: the sampling process's readings taken, one last reading at the very end; a second call
+        does nothing."""
+        if not self._started or self._stopped:
             return
-        self._stop.set()
-        self._thread.join()
-        if self._paused.is_set():
+        self._stopped = True
+        self._collect()
+        if self._paused:
             self._gaps[-1] = (self._gaps[-1], None)
         else:
             self.sample()
             self._end()
+        rows = sorted(self._rows, key=lambda row: row[0])
+        for key in self.samples:
+            self.samples[key] = [t if key == "t_s" else row.get(key) for t, row in rows]
         active = self._active
         self.seconds = active["seconds"]
         self.violation_s = dict((k, v / 1e9) for k, v in active["violations"].items())
         self.energy = _energy(active["energy_mj"], self.seconds, self.samples, self._gaps)
 
+    def _collect(self):
+        """The sampling process's readings, less those inside a pause, into the rows; ``sampling`` says how."""
+        if self._process is None:
+            return
+        try:
+            found = self._process.stop()
+        except RuntimeError as exc:
+            self._lost(exc)
+            return
+        gaps = [gap if isinstance(gap, tuple) else (gap, None) for gap in self._gaps]  # (from, to or None) t_s
+        for sample in found:
+            t = round(sample.pop("t") - self._t0, 4)
+            if not any(low < t and (high is None or t < high) for low, high in gaps):
+                self._rows.append((t, sample))
+        self.sampling = ("every %g s in a process of its own (runner.telemetry.serve); the window's edges in the "
+                         "job's" % self.interval_s)
+
+    def _lost(self, why):
+        self._process = None
+        self.sampling = "the window's edges only: %s" % why
+
     def close(self):
         self.stop()
+        if self._process is not None:
+            self._process.close()
+            self._process = None
         if self.nvml is not None and self.problem is None:
             _try(self.nvml.nvmlShutdown)
 
@@ -300,7 +463,7 @@ class Sampler(object):
             return dict(unavailable("no sample was taken (nothing was measured)"), device=self.device)
         seen, throttled, reasons = judge(self.samples, self.violation_s)
         return {"status": "ok", "reason": None, "window": "measured iterations", "interval_s": self.interval_s,
-                "window_s": self.seconds, "device": self.device, "samples": self.samples,
+                "sampling": self.sampling, "window_s": self.seconds, "device": self.device, "samples": self.samples,
                 "summary": summarize(self.samples), "reasons_seen": seen, "violation_s": self.violation_s,
                 "throttled": throttled, "throttle_reasons": reasons, "energy": self.energy}
 

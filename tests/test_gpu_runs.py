@@ -7,7 +7,6 @@ import glob
 import json
 import threading
 import time
-import types
 
 import pytest
 
@@ -17,6 +16,8 @@ from dlrepro.run import executors, hostinfo, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner import archs, contract, job as runner_job, telemetry
 from runner.adapters import capabilities
+from tests import fakenvml
+from tests.fakenvml import FakeNvml
 
 H200 = {"index": 0, "name": "NVIDIA H200", "driver": "580.95.05", "capability": "9.0", "memory_bytes": 150 * 2 ** 30}
 
@@ -173,57 +174,8 @@ def test_preflight_lets_ptx_through_only_when_asked(matrix):
 # ---------------------------------------------------------------- telemetry
 
 
-class FakeNvml(object):
-    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 0, 2, 0
-
-    def __init__(self, reasons):
-        self.reasons, self.calls = list(reasons), 0
-
-    def nvmlInit(self):
-        pass
-
-    def nvmlShutdown(self):
-        pass
-
-    def nvmlDeviceGetCount(self):
-        return 1
-
-    def nvmlDeviceGetHandleByIndex(self, index):
-        return "handle%d" % index
-
-    def nvmlDeviceGetName(self, h):
-        return "NVIDIA H200"
-
-    def nvmlSystemGetDriverVersion(self):
-        return "580.95.05"
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, h):
-        return 700000
-
-    def nvmlDeviceGetClockInfo(self, h, kind):
-        return 1980 if kind == 0 else 3201
-
-    def nvmlDeviceGetPowerUsage(self, h):
-        return 650000
-
-    def nvmlDeviceGetTemperature(self, h, kind):
-        return 55
-
-    def nvmlDeviceGetUtilizationRates(self, h):
-        return types.SimpleNamespace(gpu=100, memory=60)
-
-    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
-        self.calls += 1
-        return self.reasons[min(self.calls, len(self.reasons)) - 1]
-
-    def nvmlDeviceGetViolationStatus(self, h, policy):
-        raise RuntimeError("not supported")  # read as unknown, never fails the job
-
-
 def _sampled(reasons, seconds=0.05):
-    sampler = telemetry.Sampler(interval_s=0.01, nvml=FakeNvml(reasons))
-    sampler.handle = "handle0"
-    sampler.device = sampler._describe(0)
+    sampler = fakenvml.sampler(FakeNvml(reasons), interval_s=0.01)
     sampler.start()
     time.sleep(seconds)
     sampler.stop()

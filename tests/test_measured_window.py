@@ -1,10 +1,13 @@
 """What the measured window covers (result rewrites and evaluation passes left out of its CPU time, effective
 parallelism and energy), a data-parallel job's numbers joined from every rank, and the RAPL domains summed."""
+import time
+
 import numpy as np
 import pytest
 
 from runner import energy, measure, rankjoin, stats, telemetry, window
-from tests.test_gpu_runs import FakeNvml
+from tests import fakenvml
+from tests.fakenvml import FakeNvml
 
 
 def _rapl(root, name="package-0", folder="intel-rapl:0", uj=0):
@@ -84,19 +87,23 @@ class EnergyNvml(FakeNvml):
 
 def test_a_paused_gpu_sampler_subtracts_the_pause_from_the_boards_energy():
     nvml = EnergyNvml()
-    sampler = telemetry.Sampler(interval_s=0.01, nvml=nvml)
-    sampler.handle, sampler.device = "handle0", sampler._describe(0)
+    sampler = fakenvml.sampler(nvml, interval_s=0.01)
     sampler.start()
     nvml.mj += 3000
+    time.sleep(0.05)
     sampler.pause()
-    paused = len(sampler.samples["t_s"])
     nvml.mj += 900000  # an evaluation pass: 900 J not counted
+    time.sleep(0.05)  # the sampling process reads on through it: those readings are dropped
     sampler.resume()
     nvml.mj += 2000
+    time.sleep(0.05)
     sampler.stop()
     record = sampler.result()
     assert record["energy"]["joules"] == pytest.approx(5.0) and len(sampler._gaps) == 1
-    assert sampler.samples["t_s"][paused - 1] == sampler._gaps[0][0]
+    (paused, resumed), times = sampler._gaps[0], record["samples"]["t_s"]
+    assert paused in times and resumed in times and resumed - paused >= 0.05
+    assert not [t for t in times if paused < t < resumed]
+    assert len([t for t in times if t < paused]) >= 3 and len([t for t in times if t > resumed]) >= 3
 
 
 class Adapter(object):
@@ -243,8 +250,8 @@ def test_a_jax_mesh_samples_every_device_and_sums_their_boards():
     samplers = []
     for mj in (4000, 6000):
         nvml = EnergyNvml()
-        sampler = telemetry.Sampler(interval_s=0.01, nvml=nvml)
-        sampler.handle, sampler.device = "handle0", sampler._describe(len(samplers))
+        sampler = fakenvml.sampler(nvml, interval_s=0.01)
+        sampler.device = sampler._describe(len(samplers))
         samplers.append((sampler, nvml, mj))
     win = window.Window(samplers[0][0], None, [samplers[1][0]])
     win.start()

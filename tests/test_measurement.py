@@ -1,10 +1,12 @@
 """Numbers that mean what they say: the measured window (CPU time, effective parallelism, energy), telemetry that
 stays inside it, thread counts that are real, options that are applied or refused, results kept as each repeat
 ends, and the timers that produced the committed GPU numbers."""
+import gc
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -15,7 +17,8 @@ from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import contract, energy, job as runner_job, settings, supervise, telemetry, window
 from runner.adapters import capabilities
-from tests.test_gpu_runs import FakeNvml
+from tests import fakenvml
+from tests.fakenvml import FakeNvml
 
 
 def _job(spec_name, variant, **options):
@@ -48,29 +51,40 @@ class CountingNvml(FakeNvml):
         return int((time.perf_counter() - self.t0) * 650 * 1000)
 
 
-def _sampler(nvml, interval=0.025):
-    sampler = telemetry.Sampler(interval_s=interval, nvml=nvml)
-    sampler.handle = "handle0"
-    sampler.device = sampler._describe(0)
-    return sampler
-
-
-def test_telemetry_stops_once_and_reads_nothing_after_its_window():
+def test_telemetry_is_sampled_in_a_process_of_its_own_and_reads_nothing_after_its_window():
     nvml = CountingNvml([0x0])
-    sampler = _sampler(nvml)
+    sampler = fakenvml.sampler(nvml)
+    threads = threading.active_count()
     sampler.start()
+    assert threading.active_count() == threads  # no thread of the suite's runs beside the measured loop
     time.sleep(0.12)
     sampler.stop()
     reads, samples = nvml.reads, len(sampler.samples["t_s"])
     sampler.stop()  # measure.py's window and job.py's both stop it: the second call must read nothing
     sampler.close()
-    assert nvml.reads == reads == samples and samples >= 5  # 40 Hz: a window of 0.12 s has five readings
+    assert nvml.reads == reads == 2  # here, the window's two edges; every reading between them, in the other process
+    assert samples >= 5  # 40 Hz: a window of 0.12 s has five readings
     record = sampler.result()
+    assert record["sampling"] == ("every 0.025 s in a process of its own (runner.telemetry.serve); the window's "
+                                  "edges in the job's")
     assert record["window_s"] == pytest.approx(0.12, abs=0.05) and record["samples"]["t_s"][-1] <= record["window_s"]
+    assert record["samples"]["t_s"] == sorted(record["samples"]["t_s"])
+
+
+def test_telemetry_keeps_the_edge_readings_and_says_why_when_the_sampling_process_cannot_read_nvml():
+    sampler = fakenvml.sampler(CountingNvml([0x4]), broken=True)
+    sampler.start()
+    time.sleep(0.06)
+    sampler.close()
+    record = sampler.result()
+    assert record["sampling"] == ("the window's edges only: the sampling process could not read NVML: "
+                                  "RuntimeError: NVML Shared Library Not Found")
+    assert len(record["samples"]["t_s"]) == 2 and record["throttle_reasons"] == ["sw_power_cap"]
+    assert record["energy"]["method"].startswith("NVML total energy counter")
 
 
 def test_gpu_energy_is_the_boards_counter_over_the_window_or_the_power_integrated():
-    sampler = _sampler(CountingNvml([0x0]))
+    sampler = fakenvml.sampler(CountingNvml([0x0]))
     sampler.start()
     time.sleep(0.2)
     sampler.stop()
@@ -78,7 +92,7 @@ def test_gpu_energy_is_the_boards_counter_over_the_window_or_the_power_integrate
     assert found["status"] == "ok" and found["method"].startswith("NVML total energy counter")
     assert found["mean_w"] == pytest.approx(650, rel=0.05) and found["joules"] == pytest.approx(0.2 * 650, rel=0.25)
     assert "not a certified measurement" in found["note"]
-    sampler = _sampler(CountingNvml([0x0], energy=False))
+    sampler = fakenvml.sampler(CountingNvml([0x0], energy=False))
     sampler.start()
     time.sleep(0.2)
     sampler.stop()
@@ -159,6 +173,20 @@ def test_a_torch_job_at_one_thread_records_what_it_used(tmp_path):
                                      "finished"}
     phases = result["phases"]
     assert phases["measured_done"] >= phases["warmup_done"] >= phases["data_ready"] >= phases["model_built"]
+
+
+def test_a_job_puts_what_lives_at_its_framework_import_out_of_garbage_collection(tmp_path):
+    """The adapter's release runs a full collection after every job; the interpreter's and torch's own objects,
+    alive before the job made anything, are frozen first, so that collection scans only what the job made."""
+    pytest.importorskip("torch")
+    gc.unfreeze()
+    try:
+        result = _run(_job("lstm", "lstm-synthetic", batch_sizes=[4]), tmp_path)
+        frozen, tracked = gc.get_freeze_count(), len(gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert result["status"] == "ok", result["reason"]
+    assert frozen > 50000 and tracked < frozen  # torch's modules, functions and types; the job's own were collected
 
 
 @pytest.mark.parametrize("framework,name,value", [(f, n, v) for f in ("torch", "tensorflow", "mxnet", "jax", "cntk",
@@ -242,14 +270,17 @@ def test_the_cuda_event_timer_gives_each_iteration_its_own_device_time(monkeypat
     torch = pytest.importorskip("torch")
     from runner.adapters import torch_adapter
 
-    clock, synced = [0.0], []
+    clock, synced, first = [0.0], [], []
 
     class Event(object):
         def __init__(self, enable_timing=False):
             assert enable_timing
             self.t = None
 
-        def record(self):
+        def record(self, stream):
+            assert stream == "the device's current stream"
+            if self.t is None:  # torch makes the CUDA event at its first record
+                first.append(clock[0])
             self.t = clock[0]
 
         def synchronize(self):
@@ -259,6 +290,7 @@ def test_the_cuda_event_timer_gives_each_iteration_its_own_device_time(monkeypat
             return (later.t - self.t) * 1000.0
 
     monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device: "the device's current stream")
     adapter = torch_adapter.Adapter.__new__(torch_adapter.Adapter)
     adapter.device = types.SimpleNamespace(type="cuda")
     durations = iter([0.050, 0.010, 0.012, 0.011])  # the lead-in refills the drained launch queue: slow
@@ -270,3 +302,4 @@ def test_the_cuda_event_timer_gives_each_iteration_its_own_device_time(monkeypat
     seconds, results = adapter.device_timer()(step, 3)
     assert seconds == pytest.approx([0.010, 0.012, 0.011]) and results == ["loss"] * 3  # the lead-in untimed
     assert synced == [pytest.approx(0.083)]  # one synchronisation, at the end of the repeat
+    assert first == [0.0] * 4  # every event made before the lead-in, none inside a timed iteration
