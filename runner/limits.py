@@ -1,10 +1,13 @@
-"""The memory limit of this process's cgroup and its count of out-of-memory kills (cgroup v2 and v1).
+"""The memory limit of this process's cgroup, its count of out-of-memory kills and of times its usage reached
+the limit (cgroup v2 and v1).
 
 A container started with a memory limit (``docker run --memory``) has it in its own cgroup: v2
-``memory.max`` and ``memory.events`` ("oom_kill N"), v1 ``memory/memory.limit_in_bytes`` and
-``memory/memory.oom_control`` ("oom_kill N", kernels >= 4.13). When the kernel kills a job process
-for going over it, the count goes up: that is how the supervisor tells "out of memory (limit X)"
-from any other SIGKILL. Outside a limited cgroup both read as None.
+``memory.max`` and ``memory.events`` ("oom_kill N", "oom N"), v1 ``memory/memory.limit_in_bytes``,
+``memory/memory.oom_control`` ("oom_kill N", kernels >= 4.13) and ``memory/memory.max_usage_in_bytes``. When the
+kernel kills one of its processes for want of memory, the kill count goes up: that is how the supervisor
+tells "out of memory" from any other SIGKILL. The kill count also rises when the whole host ran out (the
+kernel's global OOM killer picks a process of any cgroup); ``limit_reached`` tells the two apart: it rises
+only when the cgroup's own usage reached its limit. Outside a limited cgroup they read as None.
 """
 import os
 
@@ -43,6 +46,28 @@ def oom_kills():
     """How many processes of this cgroup the kernel has killed for its memory limit, or None when unknown."""
     found = _field(_read("memory.events"), "oom_kill")
     return found if found is not None else _field(_read("memory", "memory.oom_control"), "oom_kill")
+
+
+def limit_reached():
+    """How many times this cgroup's memory usage reached its limit, or None when unknown: v2 memory.events "oom"
+    (an allocation was about to fail at the limit); v1 has no such count that kernels keep (memory.failcnt stayed
+    0 through a limit kill on this suite's build host), so 0 while the peak usage (memory.max_usage_in_bytes, and
+    the memory+swap one) is more than 1 MiB under its limit, None once it has reached it (then, not when)."""
+    found = _field(_read("memory.events"), "oom")
+    if found is not None:
+        return found
+    pairs = [(_read("memory", "memory%s.max_usage_in_bytes" % kind), _read("memory", "memory%s.limit_in_bytes" % kind))
+             for kind in ("", ".memsw")]
+    pairs = [(int(peak), int(limit)) for peak, limit in pairs if peak is not None and limit is not None
+             and peak.strip().isdigit() and limit.strip().isdigit() and int(limit) < NO_LIMIT]
+    if not pairs:
+        return None
+    return 0 if all(peak + (1 << 20) < limit for peak, limit in pairs) else None
+
+
+def counters():
+    """(out-of-memory kills, times the limit was reached) of this cgroup, each None when unknown."""
+    return oom_kills(), limit_reached()
 
 
 def describe_bytes(n):

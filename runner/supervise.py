@@ -15,8 +15,12 @@ sticky CUDA error or a fragmented allocator never reaches the next job, which ge
 without warm-up (a convergence job, or ``warmup`` 0) runs in a fresh worker, one that ran nothing before
 it (``needs_fresh``), since the caches that outlive a job's release (cuDNN/cuBLAS handles and autotune
 results, loaded kernels, XLA compilations) would otherwise make its first epoch or iteration depend on the
-jobs before it; that worker then serves the jobs after it. Each job's result names its worker
-(``worker``: {id, jobs_before}; runner.worker).
+jobs before it; that worker then serves the jobs after it. A worker that holds more than LEAK_FACTOR times
+what it held after its first job, once a job is released and its free heap handed back (runner.worker), is
+retired too: its framework keeps memory from job to job (TensorFlow 2.21 kept 0.4-0.5 GiB more after each
+FCN or AlexNet job on the CPU, CNTK 2.7 0.4-0.5 GiB), which would otherwise pile up in a worker that serves
+a whole study, beside the other warm workers, until the host runs out. Each job's result names its worker
+(``worker``: {id, jobs_before, held_bytes}; runner.worker).
 
 Serving (``--serve``): JOBS and OUT are roots, and the supervisor runs plan after plan, one per line
 "STAGE OUTDIR" on its standard input (paths relative to JOBS and OUT), printing ``@dlrepro done STAGE``
@@ -48,6 +52,7 @@ from runner import contract, limits, settings
 from runner.job import SPAWNED
 
 LOG_TAIL_BYTES = 4000
+LEAK_FACTOR = 2.0  # a worker holding more than this times what it held after its first job is retired
 HOST_GONE = 75  # exit status when the host's run went away (--watch-stdin)
 _running = []  # the job or worker processes being waited for, so that SIGTERM can end them too
 _host_gone = threading.Event()  # set when standard input closed: nothing more is recorded
@@ -88,12 +93,17 @@ def _log_tail(path):
         return ""
 
 
-def _exit_reason(returncode, oom_killed, what="the job process"):
+def _exit_reason(returncode, oom_killed, what="the job process", at_limit=None):
+    """Why a job's process ended without its result. ``oom_killed``: the kernel's OOM killer took a process of this
+    cgroup meanwhile; ``at_limit``: the cgroup's usage reached its limit meanwhile (None: unknown)."""
     if returncode is None:
         return "%s did not finish" % what
     if returncode < 0:
+        limit = limits.memory_limit()
+        if oom_killed and at_limit is False and limit:
+            return ("out of memory: the host ran out of memory (the container's own limit of %s was not reached) "
+                    "and the kernel killed %s" % (limits.describe_bytes(limit), what))
         if oom_killed:
-            limit = limits.memory_limit()
             return "out of memory (limit %s): the kernel killed %s" % (
                 limits.describe_bytes(limit) if limit else "of the container", what)
         name = signal.Signals(-returncode).name
@@ -125,15 +135,16 @@ def _record_failure(job, result_path, reason, log_path):
     return "failed"
 
 
-def _settle(job, outdir, kills_before, reason, returncode, what):
+def _settle(job, outdir, counters_before, reason, returncode, what):
     """The status of a job whose process (or worker) has ended: its final result's, or "failed" as recorded."""
     result_path = os.path.join(outdir, "result.json")
     found = _final(result_path)
     if found is not None:
         return found["status"]
-    kills_after = limits.oom_kills()
-    oom = kills_before is not None and kills_after is not None and kills_after > kills_before
-    return _record_failure(job, result_path, reason or _exit_reason(returncode, oom, what),
+    (kills, reached), (kills_after, reached_after) = counters_before, limits.counters()
+    oom = kills is not None and kills_after is not None and kills_after > kills
+    at_limit = None if None in (reached, reached_after) else reached_after > reached
+    return _record_failure(job, result_path, reason or _exit_reason(returncode, oom, what, at_limit),
                            os.path.join(outdir, "log.txt"))
 
 
@@ -145,7 +156,7 @@ def run_one(command, job, outdir):
     """Run ``command`` (a runner invocation) for ``job`` in a process of its own; returns its status."""
     if not os.path.isdir(outdir):
         os.makedirs(outdir)
-    kills_before = limits.oom_kills()
+    counters_before = limits.counters()
     with open(os.path.join(outdir, "log.txt"), "wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                 env=dict(os.environ, **{SPAWNED: repr(time.time())}))
@@ -161,13 +172,13 @@ def run_one(command, job, outdir):
             del _running[:]
     if _host_gone.is_set():  # the job was ended because the host's run is gone: it did not fail
         os._exit(HOST_GONE)
-    return _settle(job, outdir, kills_before, reason, proc.returncode, "the job process")
+    return _settle(job, outdir, counters_before, reason, proc.returncode, "the job process")
 
 
 class Worker(object):
     """A runner.worker process for jobs of one settings key: ``run(job, path, outdir)`` gives a job's status
     (a job that took the worker down is recorded as failed, the worker then gone); ``jobs``: how many it was
-    given."""
+    given; ``held``: the bytes it held after its last job, ``first_held`` after its first (None: not told)."""
 
     def __init__(self, first_job_path):
         read, write = os.pipe()
@@ -177,7 +188,12 @@ class Worker(object):
         os.close(write)
         self.control = os.fdopen(read)
         self.jobs = 0  # how many jobs it was given
+        self.held = self.first_held = None
         _running.append(self.proc)
+
+    def keeps_memory(self):
+        """Whether it holds more than LEAK_FACTOR times what it held after its first job."""
+        return None not in (self.held, self.first_held) and self.held > LEAK_FACTOR * self.first_held
 
     def _reply(self, timeout):
         """The worker's next control line, "" when it ended, None at the time limit."""
@@ -185,7 +201,7 @@ class Worker(object):
         return self.control.readline() if ready else None
 
     def run(self, job, job_path, outdir):
-        kills_before = limits.oom_kills()
+        counters_before = limits.counters()
         self.jobs += 1
         try:
             self.proc.stdin.write("%s %s\n" % (job_path, outdir))
@@ -194,12 +210,20 @@ class Worker(object):
         except (IOError, OSError):  # the worker is gone already
             line = ""
         if line:
-            return line.split()[2]
+            return self._done(line)
         self.close(kill=True)
         if _host_gone.is_set():
             os._exit(HOST_GONE)
-        return _settle(job, outdir, kills_before, _timed_out(job) if line is None else None,
+        return _settle(job, outdir, counters_before, _timed_out(job) if line is None else None,
                        self.proc.returncode, "the worker process running it")
+
+    def _done(self, line):
+        """The status in the worker's line "done <job id> <status> <held bytes>"; what it holds is kept."""
+        fields = line.split()
+        self.held = int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else None
+        if self.jobs == 1:
+            self.first_held = self.held
+        return fields[2]
 
     def close(self, kill=False):
         if self.proc.poll() is None:
@@ -234,9 +258,9 @@ def needs_fresh(job):
 
 def _in_workers(jobs, jobs_dir, out_dir, workers):
     """Run ``jobs`` [(id, job)] in the warm workers ``workers`` {settings key: Worker} (started as needed, kept
-    for later plans when serving): a worker is retired after a job that failed, a job without warm-up gets a
-    fresh one (``needs_fresh``); a data-parallel job runs in a process of its own (its ranks and their process
-    group start and end with it)."""
+    for later plans when serving): a worker is retired after a job that failed and once it keeps memory
+    (``Worker.keeps_memory``), a job without warm-up gets a fresh one (``needs_fresh``); a data-parallel job
+    runs in a process of its own (its ranks and their process group start and end with it)."""
     for job_id, job in jobs:
         if job.get("ranks") is not None:
             _in_process(job_id, job, jobs_dir, out_dir)
@@ -254,6 +278,11 @@ def _in_workers(jobs, jobs_dir, out_dir, workers):
         status = worker.run(job, job_path, os.path.join(out_dir, job_id))
         if status == "failed":  # retired: what the failure left in it does not reach the next job
             worker.close(kill=True)
+            del workers[key]
+        elif worker.keeps_memory():  # retired: what its framework keeps does not pile up
+            sys.stderr.write("supervisor: worker %d retired: it holds %d MiB after job %s, %d MiB after its first\n"
+                             % (worker.proc.pid, worker.held >> 20, job_id, worker.first_held >> 20))
+            worker.close()
             del workers[key]
         _announce("end", job_id, status)
 

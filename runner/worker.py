@@ -6,12 +6,17 @@ anything is imported, and hold for every job the worker is given (the supervisor
 with the same settings). Then, for each line "JOB.json OUTDIR" on standard input, it runs the job
 (runner.job.run, isolation "worker": a fresh adapter, model, optimizer, data and seeds; the adapter's
 ``release`` gives back its memory and the framework's caches afterwards) with its standard output and
-error sent to OUTDIR/log.txt, and writes "done <job id> <status>" to file descriptor CONTROL_FD. Each
-job's result names the worker (``worker``: {id: "<host name>/<pid>", unique among the live workers of a
-machine or container; jobs_before: how many jobs it ran before this one, 0 in a fresh worker}). It ends
-at the end of its input. A job that crashes or hangs takes the worker down with it; the supervisor
-records the job and starts another worker for the rest.
+error sent to OUTDIR/log.txt, hands the heap's free pages back to the system (glibc's malloc_trim), and
+writes "done <job id> <status> <held bytes>" to file descriptor CONTROL_FD: the memory the worker still
+holds, resident, once the job is released ("-" where /proc cannot tell), which the supervisor watches
+(runner.supervise: a worker whose framework keeps memory from job to job is retired). Each job's result
+names the worker (``worker``: {id: "<host name>/<pid>", unique among the live workers of a machine or
+container; jobs_before: how many jobs it ran before this one, 0 in a fresh worker; held_bytes: what the
+worker held as the job started, the interpreter's own in a fresh worker, else what the jobs before it left,
+or None}). It ends at the end of its input. A job that crashes or hangs takes the worker down with it; the
+supervisor records the job and starts another worker for the rest.
 """
+import ctypes
 import json
 import os
 import socket
@@ -42,6 +47,21 @@ def _run_logged(job_path, outdir, worker):
             os.close(fd)
 
 
+def held_bytes():
+    """The memory this process holds (resident, bytes), after handing the heap's free pages back to the system
+    (glibc malloc_trim: a framework's freed tensors otherwise stay in the process); None where /proc/self/statm
+    cannot be read."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to hand back this way
+        pass
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (IOError, OSError, ValueError, IndexError):
+        return None
+
+
 def main(argv):
     if len(argv) != 2:
         sys.stderr.write("usage: python -m runner.worker CONTROL_FD FIRST_JOB.json\n")
@@ -49,11 +69,12 @@ def main(argv):
     control = os.fdopen(int(argv[0]), "w")
     with open(argv[1]) as f:
         settings.apply(json.load(f))
-    name = "%s/%d" % (socket.gethostname(), os.getpid())
+    name, held = "%s/%d" % (socket.gethostname(), os.getpid()), held_bytes()
     for served, line in enumerate(sys.stdin):
         job_path, outdir = line.rstrip("\n").split(" ", 1)
-        result = _run_logged(job_path, outdir, {"id": name, "jobs_before": served})
-        control.write("done %s %s\n" % (result["job_id"], result["status"]))
+        result = _run_logged(job_path, outdir, {"id": name, "jobs_before": served, "held_bytes": held})
+        held = held_bytes()
+        control.write("done %s %s %s\n" % (result["job_id"], result["status"], "-" if held is None else held))
         control.flush()
     return 0
 

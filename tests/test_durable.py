@@ -116,6 +116,36 @@ def test_a_memory_limit_stops_one_job_and_the_others_go_on(tmp_path, torch_cpu_i
     assert body["executor"]["isolation"]["memory_bytes"] == 700 << 20
 
 
+def test_an_out_of_memory_kill_names_the_container_limit_only_where_it_was_reached(tmp_path, monkeypatch):
+    """Constructed cgroups, v1 (the peak usage) and v2 (memory.events "oom"): the OOM kill count rises both when
+    the container's usage reached its limit and when the whole host ran out (the global OOM killer, as a study's
+    warm workers once caused); the reason names the limit only in the first case."""
+    from runner import limits, supervise
+
+    v1 = tmp_path / "v1" / "memory"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("%d\n" % (700 << 20))
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+    (v1 / "memory.max_usage_in_bytes").write_text("%d\n" % (300 << 20))
+    monkeypatch.setattr(limits, "ROOT", str(tmp_path / "v1"))
+    assert limits.counters() == (3, 0) and limits.memory_limit() == 700 << 20  # its peak is under the limit
+    (v1 / "memory.max_usage_in_bytes").write_text("%d\n" % (700 << 20))
+    assert limits.counters() == (3, None)  # it reached the limit at some time: then, or before
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "memory.max").write_text("%d\n" % (700 << 20))
+    (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 41\noom 2\noom_kill 5\n")
+    monkeypatch.setattr(limits, "ROOT", str(v2))
+    assert limits.counters() == (5, 2)
+    what = "the worker process running it"
+    assert supervise._exit_reason(-9, True, what, at_limit=False) == (
+        "out of memory: the host ran out of memory (the container's own limit of 700.0 MiB was not reached) and the "
+        "kernel killed the worker process running it")
+    assert supervise._exit_reason(-9, True, what, at_limit=True) == supervise._exit_reason(-9, True, what) == (
+        "out of memory (limit 700.0 MiB): the kernel killed the worker process running it")
+    assert supervise._exit_reason(-9, False, what) == "the worker process running it died of SIGKILL (killed: out of memory?)"
+
+
 @pytest.fixture
 def tiny_results(tmp_path):
     """A results folder on a tmpfs of 96 KB: room for a partial bundle and two jobs' results, not for the tables."""

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -15,13 +16,19 @@ from dlrepro.run import executors, jobs, runs as runsmod, study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, FolderSink
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
-from runner import stats
+from runner import stats, supervise
 from tests.conftest import Quiet
 from tests.helpers import bad_and_good_jobs
 
 pytest.importorskip("torch")
 
 SHARED = REPO_ROOT / "tests" / "data" / "shared-study.yaml"
+MIB = 1 << 20
+
+
+def _seat(worker):
+    """(worker id, jobs before) of a result's worker record."""
+    return worker["id"], worker["jobs_before"]
 
 
 def _served(tmp_path, groups):
@@ -53,11 +60,13 @@ def test_a_failed_job_retires_its_worker_and_a_job_without_warm_up_gets_a_fresh_
     assert worker[bad["id"]]["jobs_before"] == 0
     # the failed job's worker was retired: the next job is the first of a new one
     assert worker[good["id"]]["jobs_before"] == 0 and worker[good["id"]]["id"] != worker[bad["id"]]["id"]
-    assert worker["again"] == {"id": worker[good["id"]]["id"], "jobs_before": 1}
+    assert _seat(worker["again"]) == (worker[good["id"]]["id"], 1)
+    # a fresh worker holds the interpreter only (torch is imported by its first job); the next job finds torch in it
+    assert worker[good["id"]]["held_bytes"] < 100 * MIB < 200 * MIB < worker["again"]["held_bytes"]
     # no warm-up: a fresh worker, which then serves the next job (of the same group)
     assert worker["cold"]["jobs_before"] == 0 and worker["cold"]["id"] not in (
         worker[bad["id"]]["id"], worker[good["id"]]["id"])
-    assert worker["after"] == {"id": worker["cold"]["id"], "jobs_before": 1}
+    assert _seat(worker["after"]) == (worker["cold"]["id"], 1)
     # both groups went to one supervisor, which ended cleanly, and the pool left no folder
     assert list(starts.values()) == [1] and code == 0 and left is False
 
@@ -78,7 +87,7 @@ def test_the_runs_of_a_study_share_one_worker_and_keep_their_bundles(tmp_path, r
         assert body["attempts"][0]["pool"]["id"] == "study-" + record.path.stem
         found[run_id] = json.loads((bundle / "jobs" / job_id / "result.json").read_text())["worker"]
     # the second run's job ran in the first run's worker, after its job
-    assert found["large"] == {"id": found["small"]["id"], "jobs_before": 1} and found["small"]["jobs_before"] == 0
+    assert _seat(found["large"]) == (found["small"]["id"], 1) and found["small"]["jobs_before"] == 0
     assert [p.name for p in (results / "studies").iterdir()] == [record.path.name]  # the pool's folder is gone
 
 
@@ -138,7 +147,7 @@ def test_a_jobs_median_does_not_depend_on_the_job_before_it_in_its_worker(tmp_pa
     after, _, _, _ = _served(tmp_path / "again", [[alone]])
     assert [r["status"] for r in (before[alone["id"]], second[resnet["id"]], second["after-resnet50"],
                                   after[alone["id"]])] == ["ok"] * 4
-    assert second["after-resnet50"]["worker"] == {"id": second[resnet["id"]]["worker"]["id"], "jobs_before": 1}
+    assert _seat(second["after-resnet50"]["worker"]) == (second[resnet["id"]]["worker"]["id"], 1)
     assert before[alone["id"]]["worker"]["jobs_before"] == after[alone["id"]]["worker"]["jobs_before"] == 0
     assert list(starts.values()) == [1]
     summaries = [before[alone["id"]]["timing"]["summary"], after[alone["id"]]["timing"]["summary"]]
@@ -188,4 +197,101 @@ def test_a_study_in_containers_uses_one_container_and_leaves_none(torch_cpu_imag
                         .read_text())["worker"] for r, j in (("small", "fcn-r.torch.cpu.b64.t1"),
                                                              ("large", "fcn-s.torch.cpu.b8.t1"))]
     # one container, one worker for both runs
-    assert found[1] == {"id": found[0]["id"], "jobs_before": 1}
+    assert _seat(found[1]) == (found[0]["id"], 1)
+
+
+class _Holding(supervise.Worker):
+    """A worker that runs nothing: each job's line reports the memory the job's ``held_mib`` says it keeps."""
+
+    started = []
+
+    def __init__(self, first_job_path):
+        self.jobs, self.held, self.first_held, self.closed = 0, None, None, False
+        self.proc = types.SimpleNamespace(pid=len(self.started), poll=lambda: None)
+        self.started.append(self)
+
+    def run(self, job, job_path, outdir):
+        self.jobs += 1
+        return self._done("done %s ok %d" % (job["id"], job["held_mib"] * MIB))
+
+    def close(self, kill=False):
+        self.closed = True
+
+
+def test_a_worker_that_keeps_memory_from_job_to_job_is_retired(tmp_path, monkeypatch):
+    """Constructed: a worker holding 300 MiB after its first job, then 500 and 700 (a framework that keeps what
+    its jobs took, as TensorFlow 2.21 does on the CPU) is retired after the job that takes it past twice 300; the
+    next job of its settings gets a new one. A worker holding 300 MiB after every job serves them all."""
+    monkeypatch.setattr(supervise, "Worker", _Holding)
+    monkeypatch.setattr(_Holding, "started", [])
+    (job,) = _alexnet_s(1)
+    keeps = [(str(n), dict(job, id=str(n), held_mib=mib)) for n, mib in enumerate([300, 500, 700, 320, 500])]
+    supervise._in_workers(keeps, str(tmp_path), str(tmp_path), {})
+    assert [(w.jobs, w.first_held // MIB, w.held // MIB, w.closed) for w in _Holding.started] == [
+        (3, 300, 700, True), (2, 320, 500, False)]
+    _Holding.started[:] = []
+    steady = [(str(n), dict(job, id=str(n), held_mib=300)) for n in range(5)]
+    supervise._in_workers(steady, str(tmp_path), str(tmp_path), {})
+    assert [(w.jobs, w.closed) for w in _Holding.started] == [(5, False)]
+
+
+class _Server(object):
+    def __init__(self, name, ended):
+        self.name, self.ended = name, ended
+
+    def alive(self):
+        return True
+
+    def plan(self, *args):
+        pass
+
+    def end(self, kill=False):
+        self.ended.append(self.name)
+
+
+class _Executor(object):
+    def __init__(self, ended):
+        self.ended = ended
+
+    def serve_key(self, image, gpu):
+        return ("docker", image, gpu)
+
+    def serve(self, image, pool, data_root, gpu):
+        return _Server(image, self.ended)
+
+
+def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_short_of_memory(tmp_path,
+                                                                                                monkeypatch):
+    """Constructed: a 20 GiB host. With 12 GiB available, a plan starts on the supervisors it has; with 6 GiB, the
+    idle ones are ended, least recently used first, until half the host is available again (each ending gives
+    3 GiB back here); the supervisor the plan needs is never ended."""
+    from dlrepro.run import hostinfo
+
+    memory = {"available": 12 << 30}
+    ended = []
+    monkeypatch.setattr(hostinfo, "memory_bytes", lambda: 20 << 30)
+    monkeypatch.setattr(hostinfo, "available_memory_bytes", lambda: memory["available"])
+    pool = WorkerPool(tmp_path / "pool", "test-pool")
+    executor = _Executor(ended)
+
+    def serve(image):
+        stage = pool.jobs / image
+        pool.serve(executor, image, stage, pool.out / image, None, None, None, 0)
+
+    for image in ("torch", "tensorflow", "mxnet", "jax"):
+        serve(image)
+    assert ended == [] and sorted(k[1] for k in pool.servers) == ["jax", "mxnet", "tensorflow", "torch"]
+    serve("tensorflow")  # used again: now the most recently used after the plan below
+    memory["available"] = 6 << 30
+
+    def end(self, kill=False):
+        ended.append(self.name)
+        memory["available"] += 3 << 30
+
+    monkeypatch.setattr(_Server, "end", end)
+    serve("jax")
+    assert ended == ["torch", "mxnet"] and sorted(k[1] for k in pool.servers) == ["jax", "tensorflow"]
+    assert {k[1]: n for k, n in pool.ended_for_memory.items()} == {"torch": 1, "mxnet": 1}
+    memory["available"] = 1 << 30
+    serve("jax")  # short of memory and the only idle one is tensorflow: it goes, jax stays
+    assert ended[2:] == ["tensorflow"] and list(pool.servers) == [("docker", "jax", 0)]

@@ -43,6 +43,19 @@ def memory_bytes():
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def available_memory_bytes():
+    """The memory this host can give without swapping (bytes; /proc/meminfo's MemAvailable), or None where it
+    cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def alive(running):
     """Whether the process recorded as ``running`` ({host, pid}) is alive on this host (False for another host
     or no record)."""

@@ -13,20 +13,33 @@ The supervisors' staging and output folders live in the pool's ``folder`` (``job
 where (``pool``: {id, scratch}), so a resume takes what a killed study left there as it takes what a killed
 run left in its own work folder. Containers carry the pool's ``id`` as their run label.
 
+Warm workers hold memory while they wait (a framework's own, and what it keeps between jobs: runner.supervise
+retires a worker that keeps more and more). Before a plan starts, while the host has less than KEEP_FREE of
+its memory available, the idle supervisors are ended, the least recently used first (``ended_for_memory``
+counts them, and the next plan of such a key starts a new one): on a 2-CPU, 23 GiB host the fourteen warm
+workers of a DLBench study (seven frameworks, one and two threads) left too little for ResNet-50, and the
+kernel killed three of its jobs, which separate runs had measured.
+
 ``close`` (at the study's end, on an error or an interrupt) ends every supervisor and waits for its
 container or process to be gone, then removes the pool's folders that hold nothing more (the output a
 killed study or a lost container left stays, with its staging, until a resume has taken it).
 """
 import collections
+import itertools
 import os
 import shutil
 import threading
 from pathlib import Path
 
+from dlrepro.run import hostinfo
+
+KEEP_FREE = 0.5  # the share of the host's memory kept available when a plan starts, by ending idle supervisors
+
 
 class WorkerPool:
     """The serving supervisors of one study, by ``Executor.serve_key``; ``starts``: how many each key started
-    (1 unless one ended: a crash of the supervisor or its container, an interrupt)."""
+    (1 unless one ended: a crash of the supervisor or its container, an interrupt, or ended for memory);
+    ``ended_for_memory``: how many of each key were ended idle to give the host memory back."""
 
     def __init__(self, folder, pool_id):
         """``folder``: where the staging (``jobs``) and output (``out``) roots go; ``pool_id``: the label of its
@@ -36,8 +49,9 @@ class WorkerPool:
         self.jobs.mkdir(parents=True, exist_ok=True)
         self.out.mkdir(parents=True, exist_ok=True)
         os.chmod(self.jobs, 0o755)
-        self.servers, self.starts = {}, collections.Counter()
+        self.servers, self.starts, self.ended_for_memory = {}, collections.Counter(), collections.Counter()
         self._lock = threading.Lock()
+        self._busy, self._used, self._clock = set(), {}, itertools.count()
 
     def stage_of(self, scratch):
         """The staging folder of the plan whose output folder is ``scratch`` (under ``out``)."""
@@ -48,6 +62,36 @@ class WorkerPool:
         gpu)``, started if there is none; one that ends during the plan, or a plan interrupted, leaves the pool (the
         next plan gets a new one) and the error is raised."""
         key = executor.serve_key(image, gpu)
+        with self._lock:
+            self._busy.add(key)
+            self._used[key] = next(self._clock)
+        try:
+            self._make_room()
+            self._serve(key, executor, image, stage, scratch, data_root, sink, on_event, gpu)
+        finally:
+            with self._lock:
+                self._busy.discard(key)
+
+    def _make_room(self):
+        """End idle supervisors, least recently used first, while the host has less than KEEP_FREE of its memory
+        available."""
+        while True:
+            free = hostinfo.available_memory_bytes()
+            if free is None or free >= KEEP_FREE * hostinfo.memory_bytes():
+                return
+            with self._lock:
+                idle = sorted((k for k in self.servers if k not in self._busy), key=lambda k: self._used.get(k, -1))
+                server = self.servers.pop(idle[0]) if idle else None
+                if server is not None:
+                    self.ended_for_memory[idle[0]] += 1
+            if server is None:
+                return
+            try:
+                server.end()
+            except Exception:  # noqa: BLE001 - it is gone either way
+                server.end(kill=True)
+
+    def _serve(self, key, executor, image, stage, scratch, data_root, sink, on_event, gpu):
         with self._lock:
             server = self.servers.get(key)
         if server is not None and not server.alive():  # it ended between plans (a crash of its container)
