@@ -16,8 +16,8 @@ without warm-up (a convergence job, or ``warmup`` 0) runs in a fresh worker, one
 it (``needs_fresh``), since the caches that outlive a job's release (cuDNN/cuBLAS handles and autotune
 results, loaded kernels, XLA compilations) would otherwise make its first epoch or iteration depend on the
 jobs before it; that worker then serves the jobs after it. A worker that holds more than LEAK_FACTOR times
-what it held after its first job, once a job is released and its free heap handed back (runner.worker), is
-retired too: its framework keeps memory from job to job (TensorFlow 2.21 kept 0.4-0.5 GiB more after each
+what it held after its first job, and LEAK_MIN_BYTES more, once a job is released and its free heap handed
+back (runner.worker), is retired too: its framework keeps memory from job to job (TensorFlow 2.21 kept 0.4-0.5 GiB more after each
 FCN or AlexNet job on the CPU, CNTK 2.7 0.4-0.5 GiB), which would otherwise pile up in a worker that serves
 a whole study, beside the other warm workers, until the host runs out. Each job's result names its worker
 (``worker``: {id, jobs_before, held_bytes}; runner.worker).
@@ -52,7 +52,8 @@ from runner import contract, limits, settings
 from runner.job import SPAWNED
 
 LOG_TAIL_BYTES = 4000
-LEAK_FACTOR = 2.0  # a worker holding more than this times what it held after its first job is retired
+LEAK_FACTOR = 2.0  # a worker holding more than this times what it held after its first job is retired,
+LEAK_MIN_BYTES = 512 << 20  # once that is also this much more (a framework's pools grow a few hundred MiB)
 HOST_GONE = 75  # exit status when the host's run went away (--watch-stdin)
 _running = []  # the job or worker processes being waited for, so that SIGTERM can end them too
 _host_gone = threading.Event()  # set when standard input closed: nothing more is recorded
@@ -192,8 +193,10 @@ class Worker(object):
         _running.append(self.proc)
 
     def keeps_memory(self):
-        """Whether it holds more than LEAK_FACTOR times what it held after its first job."""
-        return None not in (self.held, self.first_held) and self.held > LEAK_FACTOR * self.first_held
+        """Whether it holds more than LEAK_FACTOR times, and LEAK_MIN_BYTES more than, what it held after its first
+        job."""
+        return None not in (self.held, self.first_held) and self.held > max(LEAK_FACTOR * self.first_held,
+                                                                              self.first_held + LEAK_MIN_BYTES)
 
     def _reply(self, timeout):
         """The worker's next control line, "" when it ended, None at the time limit."""
