@@ -6,19 +6,20 @@ the whole set, the bundles' wall against their timed work, the pass's wall, and 
                                         [--isolation worker|process] [--quick] [--specs a,b] [--results DIR]
                                         [--separate]
     python benchmarks/study_overhead.py --study dlbench [--framework torch] [--device cpu] [--executor docker]
-                                        [--quick] [--results DIR]
+                                        [--quick] [--results DIR] [--separate]
 
 With --run, every spec is run with the one framework (one bundle per spec; jobs whose data this host lacks are
 skipped, with the reason, and left out of the figures), in one warm pass: the runs share one worker pool, as the
 runs of a study do (dlrepro.run.pool); --separate gives each run workers of its own (as before issue 25). With
---study, the study itself runs (dlrepro.run.study) and its bundles are measured.
+--study, the study itself runs (dlrepro.run.study) and its bundles are measured; with --study and --separate, its
+planned runs run one after another, each with workers of its own, as a study ran before issue 25.
 
 Per job: wall = from its process's spawn (process isolation) or its start in the worker to its end (s); timed =
 warm-up + measured window (s; runner.window); overhead = wall - timed. Totals: the jobs' wall, their timed work,
 the median overhead, the bundles' own wall (each attempt's start to end, summed) and the pass's wall (the first
 attempt's start to the last one's end). Framework starts: per (image, device, settings) the workers that ran its
 jobs (result.json's ``worker``; a job in a process of its own is one start), and how many of them started for
-a job without warm-up (runner.supervise.needs_fresh) or after a failed job. Goals (issue 25): every spec with
+a job without warm-up (runner.supervise.needs_fresh), after a failed job, or for memory. Goals (issue 25): every spec with
 torch on one H200, the nine bundles' wall <= 90 s, per-job overhead median <= 0.5 s, one framework start per
 (image, device, settings) for the jobs with warm-up.
 """
@@ -30,7 +31,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from dlrepro import spec as specmod
+from dlrepro import spec as specmod, studies
 from dlrepro.errors import DlreproError
 from dlrepro.run import jobs as jobsmod, runs, study as studymod
 from dlrepro.run.options import RunOptions
@@ -63,25 +64,33 @@ def pass_wall(bodies):
 
 
 def starts(jobs):
-    """{(image, device, settings): (starts, for a job without warm-up, after a failed job)} of ``jobs`` [(bundle
-    body, job.json, result.json)] in the order they ran: the workers that ran them (a job in a process of its own:
-    one start each); None for a key with a worker job whose result names no worker (made before issue 25)."""
+    """{(image, device, settings): (starts, for a job without warm-up, after a failed job, for a run with workers
+    of its own, for memory)} of ``jobs`` [(bundle body, job.json, result.json)] in the order they ran: the workers
+    that ran them (a job in a process of its own: one start each); "for a run with workers of its own": the first
+    start of a run that had no pool (a run alone, or a study before issue 25); "for memory": any other later start
+    (a worker retired for what it kept, or its idle container ended to give the host memory back:
+    runner.supervise, dlrepro.run.pool); None for a key with a worker job whose result names no worker (made
+    before issue 25)."""
     found = collections.OrderedDict()
     for body, job, result in sorted(jobs, key=lambda j: j[2].get("started") or ""):
         tags = [i.get("tag") for i in body.get("images") or [] if i["framework"] == job["framework"] and
                 job.get("framework_version") in (None, i.get("framework_version"))]
         image = tags[0] if tags else "%s (local)" % job["framework"]
         key = (image, job["device"], tuple(sorted(settings.environment(job).items())), job.get("threads"))
-        seen = found.setdefault(key, {"workers": set(), "fresh": 0, "after_failure": 0, "failed": False,
-                                      "unknown": False})
+        seen = found.setdefault(key, {"workers": set(), "fresh": 0, "after_failure": 0, "own_run": 0, "memory": 0,
+                                      "failed": False, "unknown": False, "bundle": None})
         worker = result.get("worker")
         seen["unknown"] |= result["isolation"] == "worker" and "worker" not in result
+        own_run = body["id"] != seen["bundle"] and not any(a.get("pool") for a in body["attempts"])
         if worker is None or worker["id"] not in seen["workers"]:
             seen["workers"].add(worker["id"] if worker else id(result))
-            seen["fresh"] += supervise.needs_fresh(job) and len(seen["workers"]) > 1
+            later, fresh = len(seen["workers"]) > 1, supervise.needs_fresh(job)
+            seen["fresh"] += later and fresh
             seen["after_failure"] += seen["failed"]
-        seen["failed"] = result["status"] == "failed"
-    return {key: None if s["unknown"] else (len(s["workers"]), s["fresh"], s["after_failure"])
+            seen["own_run"] += later and own_run and not fresh and not seen["failed"]
+            seen["memory"] += later and worker is not None and not (own_run or fresh or seen["failed"])
+        seen["failed"], seen["bundle"] = result["status"] == "failed", body["id"]
+    return {key: None if s["unknown"] else (len(s["workers"]), s["fresh"], s["after_failure"], s["own_run"], s["memory"])
             for key, s in found.items()}
 
 
@@ -110,9 +119,9 @@ def report(folders):
               max(overheads), sum(map(bundle_wall, bodies)), pass_wall(bodies), len(bodies)))
     print("framework starts per (image, device, settings):")
     for (image, device, variables, threads), counted in starts(ran).items():
-        shown = "not recorded (results from before issue 25)" if counted is None else \
-            "%d start%s (%d for a job without warm-up, %d after a failed job)" % (
-                counted[0], "s"[counted[0] == 1:], counted[1], counted[2])
+        shown = "not recorded (results from before issue 25)" if counted is None else (
+            "%d start%s (%d for a job without warm-up, %d after a failed job, %d for a run with workers of its own, "
+            "%d for memory)" % ((counted[0], "s"[counted[0] == 1:]) + counted[1:]))
         print("  %s %s%s%s: %s" % (image, device, " threads %s" % threads if threads else "",
                                    " " + " ".join("%s=%s" % v for v in variables) if variables else "", shown))
 
@@ -123,7 +132,7 @@ def run_every_spec(args):
     folders = []
     try:
         for name in args.specs.split(",") if args.specs else specmod.available():
-            options = RunOptions(frameworks=[args.framework], device=args.device, executor=args.executor,
+            options = RunOptions(frameworks=[args.framework or "torch"], device=args.device, executor=args.executor,
                                  isolation=args.isolation, quick=args.quick)
             try:
                 jobsmod.expand(specmod.load(name), options)
@@ -140,9 +149,15 @@ def run_every_spec(args):
 
 def run_study(args):
     results = Path(args.results or tempfile.mkdtemp(prefix="dlrepro-overhead-"))
-    record = studymod.run(args.study, device=args.device if args.device_given else None,
-                          frameworks=[args.framework], executor=args.executor, quick=args.quick, results_dir=results,
-                          reporter=runs.Silent())
+    device, frameworks = args.device if args.device_given else None, [args.framework] if args.framework else None
+    if args.separate:  # the study's runs one after another, each with workers of its own (a study before issue 25)
+        planned = studymod.plan(studies.load(args.study), device, frameworks, args.executor, args.quick)
+        folders = [runs.run(item.run.spec, item.options, results_dir=results, reporter=runs.Silent())
+                   for item in planned if item.options is not None]
+        print("bundles: %s" % ", ".join(str(f) for f in folders))
+        return folders
+    record = studymod.run(args.study, device=device, frameworks=frameworks, executor=args.executor, quick=args.quick,
+                          results_dir=results, reporter=runs.Silent())
     folders = list(studymod.bundles_of(record, results).values())
     print("study record: %s; bundles: %s" % (record.path, ", ".join(str(f) for f in folders)))
     return folders
@@ -153,14 +168,15 @@ def main():
     parser.add_argument("bundles", nargs="*")
     parser.add_argument("--run", action="store_true")
     parser.add_argument("--study", default="", help="a study to run and measure (e.g. dlbench)")
-    parser.add_argument("--framework", default="torch")
+    parser.add_argument("--framework", default=None, help="--run: the framework (default torch); --study: only this "
+                        "one (default: every framework of the study)")
     parser.add_argument("--device", default=None)
     parser.add_argument("--executor", default="docker")
     parser.add_argument("--isolation", default="worker")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--specs", default="")
     parser.add_argument("--results", default=None)
-    parser.add_argument("--separate", action="store_true", help="--run: workers of its own for each run")
+    parser.add_argument("--separate", action="store_true", help="workers of its own for each run (--run, --study)")
     args = parser.parse_args()
     args.device_given, args.device = args.device is not None, args.device or "cpu"
     report(args.bundles + (run_every_spec(args) if args.run else []) + (run_study(args) if args.study else []))
