@@ -1,6 +1,6 @@
 #!/bin/bash
 # How the H200 reference bundles and overhead figures were made (local executor; no Docker there).
-#   bash benchmarks/h200_reference.sh check|overhead|overhead-quick|overhead-lstm|torch|jax|alexnet|isolation|study-worker|study-process|ranks|efficiency-torch|efficiency-jax   (outputs under $OUT, or /tmp/out)
+#   bash benchmarks/h200_reference.sh check|overhead|overhead-3|overhead-lstm|torch|jax|alexnet|isolation|study-worker|study-process|ranks|efficiency-torch|efficiency-jax   (outputs under $OUT, or /tmp/out)
 # Wheels the machine lacks (invoke, docker SDK, pydantic) travel in .whl and go to /tmp/site.
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -28,12 +28,13 @@ for step in "$@"; do
       d=$(python3 -c 'import jax_plugins.xla_cuda13 as m, os; print(os.path.dirname(m.__file__))')
       for f in "$d"/*.so; do echo "$f"; cuobjdump --list-elf "$f" 2>/dev/null | grep -o 'sm_[0-9]*[a-z]*' | sort | uniq -c
         cuobjdump --list-ptx "$f" 2>/dev/null | grep -o 'sm_[0-9]*[a-z]*' | sort | uniq -c | sed 's/^/ptx /'; done ;;
-    overhead-quick)  # 7 interleaved rounds a case (ABBA), one model per case
-      timeout 300 python3 benchmarks/overhead.py --device cuda --json "$OUT/overhead2.json" 2>&1 | tee "$OUT/overhead2.txt" ;;
+    overhead-3)  # issue 25's goal: three runs in a row, paired blocks, 15 s of rounds a case (about 2 min a run)
+      for i in 1 2 3; do timeout 160 python3 benchmarks/overhead.py --device cuda --seconds 15 --json "$OUT/overhead-$i.json" > "$OUT/overhead-$i.txt" 2>&1
+        grep -E "^[A-Z]|farthest" "$OUT/overhead-$i.txt"; done ;;
     overhead)
       timeout 420 python3 benchmarks/overhead.py --device cuda --host-sync --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt" ;;
     overhead-lstm)  # issue 25: the LSTM's suite/bare gap taken apart (events, telemetry, window) and both steps' profiles
-      timeout 200 python3 benchmarks/overhead.py --device cuda --cases LSTM --rounds 15 --profile --json "$OUT/overhead-lstm.json" 2>&1 | tee "$OUT/overhead-lstm.txt" ;;
+      timeout 200 python3 benchmarks/overhead.py --device cuda --cases LSTM --parts --seconds 90 --profile --json "$OUT/overhead-lstm.json" 2>&1 | tee "$OUT/overhead-lstm.txt" ;;
     isolation)  # issue 15: worker vs process isolation, same numbers
       timeout 240 python3 benchmarks/isolation.py --device cuda --executor local --results "$R" 2>&1 | tee "$OUT/isolation.txt" ;;
     study-worker|study-process)  # issue 15: every spec with torch, per-job overhead and the study's wall
