@@ -90,8 +90,8 @@ def starts(jobs):
             seen["own_run"] += later and own_run and not fresh and not seen["failed"]
             seen["memory"] += later and worker is not None and not (own_run or fresh or seen["failed"])
         seen["failed"], seen["bundle"] = result["status"] == "failed", body["id"]
-    return {key: None if s["unknown"] else (len(s["workers"]), s["fresh"], s["after_failure"], s["own_run"], s["memory"])
-            for key, s in found.items()}
+    return {key: None if s["unknown"] else
+            (len(s["workers"]), s["fresh"], s["after_failure"], s["own_run"], s["memory"]) for key, s in found.items()}
 
 
 def report(folders):

@@ -17,9 +17,9 @@ it (``needs_fresh``), since the caches that outlive a job's release (cuDNN/cuBLA
 results, loaded kernels, XLA compilations) would otherwise make its first epoch or iteration depend on the
 jobs before it; that worker then serves the jobs after it. A worker that holds more than LEAK_FACTOR times
 what it held after its first job, and LEAK_MIN_BYTES more, once a job is released and its free heap handed
-back (runner.worker), is retired too: its framework keeps memory from job to job (TensorFlow 2.21 kept 0.4-0.5 GiB more after each
-FCN or AlexNet job on the CPU, CNTK 2.7 0.4-0.5 GiB), which would otherwise pile up in a worker that serves
-a whole study, beside the other warm workers, until the host runs out. Each job's result names its worker
+back (runner.worker), is retired too: its framework keeps memory from job to job (TensorFlow 2.21 and CNTK
+2.7 each kept 0.4-0.5 GiB more after each FCN or AlexNet job on the CPU), which would otherwise pile up in a
+worker that serves a whole study, beside the other warm workers, until the host runs out. Each job's result names its worker
 (``worker``: {id, jobs_before, held_bytes}; runner.worker).
 
 Serving (``--serve``): JOBS and OUT are roots, and the supervisor runs plan after plan, one per line
