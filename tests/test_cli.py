@@ -83,6 +83,18 @@ def test_dlrepro_works_from_any_folder(tmp_path):
     assert shown.returncode == 0 and "alexnet-s" in shown.stdout and "dlbench" in shown.stdout
 
 
+def test_a_reader_that_stops_reading_ends_the_listing_quietly(tmp_path):
+    """`dlrepro --list | head -1` once head has gone: its output pipe has no reader; no BrokenPipeError traceback,
+    exit status 1."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    listing = subprocess.run([sys.executable, "-c", "from dlrepro.cli.main import program; program.run()", "--list"],
+                             stdout=write, stderr=subprocess.PIPE, cwd=tmp_path, timeout=60,
+                             env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200"))
+    os.close(write)
+    assert listing.returncode == 1 and listing.stderr == b""
+
+
 def test_a_bundle_under_results_is_named_by_id(tmp_path):
     results = tmp_path / "r"
     results.mkdir()

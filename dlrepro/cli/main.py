@@ -1,6 +1,7 @@
 """The `dlrepro` command (pyproject's [project.scripts]): Invoke's Program on the suite's tasks, so
 `dlrepro run --spec=alexnet` works from any folder, as `invoke run --spec=alexnet` does in the checkout."""
 import contextlib
+import os
 import shlex
 import sys
 
@@ -34,7 +35,19 @@ class Dlrepro(Program):
         """Invoke's run, with ``TASK --help`` read as ``--help TASK``: Invoke takes a task's first positional
         argument from the next word, so `dlrepro study-report --help` looked for a study named "--help"."""
         argv = shlex.split(argv) if isinstance(argv, str) else list(sys.argv if argv is None else argv)
-        return super().run(help_first(argv, self.namespace.task_names), exit)
+        with quiet_broken_pipe():
+            return super().run(help_first(argv, self.namespace.task_names), exit)
+
+
+@contextlib.contextmanager
+def quiet_broken_pipe():
+    """A reader that stopped reading (`dlrepro --list | head`) ends the command quietly, exit status 1, instead of
+    a BrokenPipeError traceback; standard output goes to /dev/null so Python's flush at exit cannot raise again."""
+    try:
+        yield
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
 
 
 @contextlib.contextmanager
