@@ -52,6 +52,7 @@ import os
 import select
 import subprocess
 import sys
+import tempfile
 import time
 
 DEFAULT_INTERVAL_S = 0.025
@@ -173,7 +174,9 @@ def serve(source, index, interval_s):
     keeping the samples in memory. It answers in JSON lines on standard output: once NVML is open,
     {"ready": true} (or {"error": why}, and it ends), then for each "stop" {"samples": [{"t": time.monotonic(),
     field: value, ...}, ...]}. It ends at the end of its input (the job's process closed it, or died). Input is
-    read from the file descriptor itself, never through a buffer that select() cannot see."""
+    read from the file descriptor itself, never through a buffer that select() cannot see. It moves off the
+    CPUs the job was pinned to (runner.settings), where there are others."""
+    _off_the_job_cpus()
     try:
         nvml = _load(source)
         nvml.nvmlInit()
@@ -206,6 +209,18 @@ def serve(source, index, interval_s):
             due += interval_s * (1 + int((time.monotonic() - due) / interval_s))
 
 
+def _off_the_job_cpus():
+    """Run on the CPUs this process may use other than those it inherited from the job (a job with a thread count
+    is pinned to that many), if any; where it cannot, it stays on the job's."""
+    try:
+        job = os.sched_getaffinity(0)
+        others = set(range(os.cpu_count() or 1)) - job
+        if others:
+            os.sched_setaffinity(0, others)
+    except (AttributeError, OSError, ValueError):  # not Linux, or none of the others in this cgroup's cpuset
+        pass
+
+
 def _answer(reply):
     sys.stdout.write(json.dumps(reply) + "\n")
     sys.stdout.flush()
@@ -213,18 +228,27 @@ def _answer(reply):
 
 class SamplingProcess(object):
     """The process that samples one GPU for a Sampler (``serve``): started with this interpreter and this
-    process's import path, its standard error discarded (a warm worker points its own at each job's log)."""
+    process's import path, its standard error kept in a temporary file (a warm worker points its own at each
+    job's log), whose end is the reason given when it fails. Raises RuntimeError with the reason whenever it
+    cannot give what is asked."""
 
     REPLY_TIMEOUT_S = 10.0
+    ERROR_TAIL_BYTES = 400
 
     def __init__(self, source, index, interval_s):
         code = "import sys; sys.path[:0] = %r; from runner import telemetry; telemetry.serve(%r, %d, %r)" % (
             [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path, source, index, interval_s)
-        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, universal_newlines=True, close_fds=True)
+        self.errors = tempfile.TemporaryFile()
+        try:
+            self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=self.errors, close_fds=True)
+        except Exception as exc:  # no such interpreter, no fork: the caller keeps the edge readings
+            self.errors.close()
+            raise RuntimeError("the sampling process could not start: %s: %s" % (type(exc).__name__, exc))
+        self.pending = b""  # what was read of its output beyond the last whole line
 
     def ready(self):
-        """Wait until it has NVML open; raises RuntimeError with the reason when it cannot sample."""
+        """Wait until it has NVML open."""
         self._reply()
 
     def go(self):
@@ -236,21 +260,46 @@ class SamplingProcess(object):
         return self._reply()["samples"]
 
     def _reply(self):
-        ready = select.select([self.process.stdout], [], [], self.REPLY_TIMEOUT_S)[0]
-        line = self.process.stdout.readline() if ready else None
-        reply = json.loads(line) if line else {}
-        if "error" in reply or not line:
-            self.close()
-            raise RuntimeError("the sampling process could not read NVML: %s" % reply["error"] if "error" in reply
-                               else "the sampling process gave no answer within %.0f s" % self.REPLY_TIMEOUT_S
-                               if not ready else "the sampling process ended (exit status %s)" % self.process.poll())
-        return reply
+        """Its next JSON object line (a line that is not one, a library's banner, is passed over)."""
+        deadline = time.monotonic() + self.REPLY_TIMEOUT_S
+        while True:
+            line = self._line(deadline)
+            try:
+                reply = json.loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if not isinstance(reply, dict):
+                continue
+            if "error" in reply:
+                self._fail("could not read NVML: %s" % reply["error"])
+            return reply
+
+    def _line(self, deadline):
+        """Its next line of output, read from the pipe's descriptor (no buffer hides a line from select)."""
+        out = self.process.stdout.fileno()
+        while b"\n" not in self.pending:
+            if not select.select([out], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                self._fail("gave no answer within %.0f s" % self.REPLY_TIMEOUT_S)
+            chunk = os.read(out, 1 << 16)
+            if not chunk:
+                self._fail("ended (exit status %s)" % self.process.wait())
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line
+
+    def _fail(self, what):
+        self.close()
+        self.errors.seek(0, os.SEEK_END)
+        self.errors.seek(max(0, self.errors.tell() - self.ERROR_TAIL_BYTES))
+        tail = self.errors.read().decode("utf-8", "replace").strip().splitlines()
+        self.errors.close()
+        raise RuntimeError("the sampling process %s%s" % (what, " (%s)" % tail[-1] if tail else ""))
 
     def _send(self, command):
         try:
-            self.process.stdin.write(command + "\n")
+            self.process.stdin.write(command.encode() + b"\n")
             self.process.stdin.flush()
-        except (IOError, OSError, ValueError):  # it ended: stop() says so
+        except (IOError, OSError, ValueError):  # it ended: the reply says so
             pass
 
     def close(self):
@@ -326,8 +375,8 @@ class Sampler(object):
             return
         try:
             self._process = SamplingProcess(self.source, self.device["nvml_index"], self.interval_s)
-        except (IOError, OSError) as exc:
-            self.sampling = "the window's edges only: the sampling process could not start (%s)" % exc
+        except RuntimeError as exc:
+            self._lost(exc)
 
     def _get(self, name, *args):
         return _try(getattr(self.nvml, name, _missing), *args)
@@ -413,12 +462,13 @@ class Sampler(object):
         if not self._started or self._stopped:
             return
         self._stopped = True
-        self._collect()
         if self._paused:
             self._gaps[-1] = (self._gaps[-1], None)
-        else:
-            self.sample()
+            self._collect()
+        else:  # the window ends here: its last reading and counters before the sampling process's transfer
+            end = self.sample()
             self._end()
+            self._collect(end)
         rows = sorted(self._rows, key=lambda row: row[0])
         for key in self.samples:
             self.samples[key] = [t if key == "t_s" else row.get(key) for t, row in rows]
@@ -427,8 +477,9 @@ class Sampler(object):
         self.violation_s = dict((k, v / 1e9) for k, v in active["violations"].items())
         self.energy = _energy(active["energy_mj"], self.seconds, self.samples, self._gaps)
 
-    def _collect(self):
-        """The sampling process's readings, less those inside a pause, into the rows; ``sampling`` says how."""
+    def _collect(self, end=None):
+        """The sampling process's readings, less those inside a pause or after ``end`` (t_s of the window's last
+        reading), into the rows; ``sampling`` says how."""
         if self._process is None:
             return
         try:
@@ -439,7 +490,7 @@ class Sampler(object):
         gaps = [gap if isinstance(gap, tuple) else (gap, None) for gap in self._gaps]  # (from, to or None) t_s
         for sample in found:
             t = round(sample.pop("t") - self._t0, 4)
-            if not any(low < t and (high is None or t < high) for low, high in gaps):
+            if not any(low < t and (high is None or t < high) for low, high in gaps) and (end is None or t <= end):
                 self._rows.append((t, sample))
         self.sampling = ("every %g s in a process of its own (runner.telemetry.serve); the window's edges in the "
                          "job's" % self.interval_s)

@@ -83,6 +83,47 @@ def test_telemetry_keeps_the_edge_readings_and_says_why_when_the_sampling_proces
     assert record["energy"]["method"].startswith("NVML total energy counter")
 
 
+def test_the_sampling_process_passes_over_a_banner_and_a_lost_one_leaves_its_last_words_as_the_reason():
+    found = fakenvml.sampler(CountingNvml([0x0]), banner="nvidia-ml-py: a banner on standard output")
+    found.start()
+    time.sleep(0.1)
+    found.close()
+    assert len(found.result()["samples"]["t_s"]) >= 4 and found.result()["sampling"].startswith("every 0.025 s")
+    lost = fakenvml.sampler(CountingNvml([0x0]), lost=True)
+    lost.start()
+    time.sleep(0.1)
+    lost.close()
+    record = lost.result()
+    assert record["sampling"] == ("the window's edges only: the sampling process ended (exit status 3) "
+                                  "(NVMLError_GpuIsLost: GPU is lost)")
+    assert len(record["samples"]["t_s"]) == 2 and record["energy"]["status"] == "ok"
+
+
+def test_the_window_ends_at_its_last_reading_not_after_the_sampling_process_handed_its_samples_over():
+    sampler = fakenvml.sampler(CountingNvml([0x0]), interval_s=0.001)
+    sampler.start()
+    time.sleep(0.5)
+    called = time.monotonic()
+    sampler.stop()
+    handed_over = time.monotonic()
+    sampler.close()
+    record = sampler.result()
+    assert len(record["samples"]["t_s"]) >= 200 and record["samples"]["t_s"][-1] <= record["window_s"]
+    assert sampler._t0 + record["window_s"] <= called + (handed_over - called) / 2  # before the transfer ended
+
+
+def test_the_sampling_process_leaves_the_cpus_a_job_is_pinned_to():
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: nowhere else to go")
+    job_cpu = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {job_cpu})  # a job of one thread (tests/conftest.py puts the mask back)
+    sampler = fakenvml.sampler(CountingNvml([0x0]))
+    sampler.start()
+    child = os.sched_getaffinity(sampler._process.process.pid)
+    sampler.close()
+    assert job_cpu not in child and child
+
+
 def test_gpu_energy_is_the_boards_counter_over_the_window_or_the_power_integrated():
     sampler = fakenvml.sampler(CountingNvml([0x0]))
     sampler.start()
