@@ -55,9 +55,9 @@ status "running" until the job ends:
   (runner.window; ``excluded``: what it left out), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
   job's process started: spawned, framework_imported, model_built, data_ready, warmup_done, measured_done,
   finished}, isolation ("process" | "worker": the job shared its process with the worker's earlier jobs),
-  worker {id, jobs_before, held_bytes} (worker isolation: the worker that ran it, how many jobs it ran
-  before, 0 in a fresh one, and the memory it held as the job started: runner.worker; None in a process of
-  its own),
+  worker {id, jobs_before, held_bytes, started_for} (worker isolation: the worker that ran it, how many jobs
+  it ran before, 0 in a fresh one, the memory it held as the job started, and why it was started:
+  runner.worker, runner.supervise; None in a process of its own),
   attempt {number, host, executor} (written by the host when it takes the result).
   timing also has timer ("host_sync" | "device_events"), lead_in {iterations, why} (the untimed
   iterations at each repeat's start) and repeat_wall_seconds (throughput; the lead-in included).

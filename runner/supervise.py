@@ -20,7 +20,7 @@ what it held after its first job, and LEAK_MIN_BYTES more, once a job is release
 back (runner.worker), is retired too: its framework keeps memory from job to job (TensorFlow 2.21 and CNTK
 2.7 each kept 0.4-0.5 GiB more after each FCN or AlexNet job on the CPU), which would otherwise pile up in a
 worker that serves a whole study, beside the other warm workers, until the host runs out. Each job's result names its worker
-(``worker``: {id, jobs_before, held_bytes}; runner.worker).
+(``worker``: {id, jobs_before, held_bytes, started_for}; runner.worker).
 
 Serving (``--serve``): JOBS and OUT are roots, and the supervisor runs plan after plan, one per line
 "STAGE OUTDIR" on its standard input (paths relative to JOBS and OUT), printing ``@dlrepro done STAGE``
@@ -57,6 +57,9 @@ LEAK_MIN_BYTES = 512 << 20  # once that is also this much more (a framework's po
 HOST_GONE = 75  # exit status when the host's run went away (--watch-stdin)
 _running = []  # the job or worker processes being waited for, so that SIGTERM can end them too
 _host_gone = threading.Event()  # set when standard input closed: nothing more is recorded
+_retired = {}  # {settings key: why its worker was retired}, the reason its next worker starts for
+FIRST = "the first job of its settings in this supervisor"
+FRESH = "a job without warm-up: a worker that ran nothing before it"
 
 
 def _end_running():
@@ -101,12 +104,14 @@ def _exit_reason(returncode, oom_killed, what="the job process", at_limit=None):
         return "%s did not finish" % what
     if returncode < 0:
         limit = limits.memory_limit()
-        if oom_killed and at_limit is False and limit:
-            return ("out of memory: the host ran out of memory (the container's own limit of %s was not reached) "
-                    "and the kernel killed %s" % (limits.describe_bytes(limit), what))
+        shown = limits.describe_bytes(limit) if limit else None
+        if oom_killed and (at_limit is False or not limit):
+            return ("out of memory: the host, or a cgroup above this one, ran out of memory (%s) and the kernel killed "
+                    "%s" % ("this one's own limit of %s was not reached" % shown if limit else "this one has no limit",
+                            what))
         if oom_killed:
-            return "out of memory (limit %s): the kernel killed %s" % (
-                limits.describe_bytes(limit) if limit else "of the container", what)
+            return "out of memory (limit %s%s): the kernel killed %s" % (
+                shown, "" if at_limit else ", or the host's: this kernel's counters cannot tell which", what)
         name = signal.Signals(-returncode).name
         hint = " (killed: out of memory?)" if -returncode == signal.SIGKILL else ""
         return "%s died of %s%s" % (what, name, hint)
@@ -144,7 +149,12 @@ def _settle(job, outdir, counters_before, reason, returncode, what):
         return found["status"]
     (kills, reached), (kills_after, reached_after) = counters_before, limits.counters()
     oom = kills is not None and kills_after is not None and kills_after > kills
-    at_limit = None if None in (reached, reached_after) else reached_after > reached
+    if reached is None:
+        at_limit = None
+    elif reached_after is None:  # v1: the peak usage, under the limit before, has reached it (limits.limit_reached)
+        at_limit = True
+    else:
+        at_limit = reached_after > reached
     return _record_failure(job, result_path, reason or _exit_reason(returncode, oom, what, at_limit),
                            os.path.join(outdir, "log.txt"))
 
@@ -181,9 +191,10 @@ class Worker(object):
     (a job that took the worker down is recorded as failed, the worker then gone); ``jobs``: how many it was
     given; ``held``: the bytes it held after its last job, ``first_held`` after its first (None: not told)."""
 
-    def __init__(self, first_job_path):
+    def __init__(self, first_job_path, why):
+        """``why``: why it is started, kept in each of its jobs' ``worker.started_for``."""
         read, write = os.pipe()
-        self.proc = subprocess.Popen([sys.executable, "-m", "runner.worker", str(write), first_job_path],
+        self.proc = subprocess.Popen([sys.executable, "-m", "runner.worker", str(write), first_job_path, why],
                                      stdin=subprocess.PIPE, stdout=sys.stderr, stderr=sys.stderr,
                                      pass_fds=(write,), universal_newlines=True)
         os.close(write)
@@ -270,24 +281,29 @@ def _in_workers(jobs, jobs_dir, out_dir, workers):
             continue
         key = settings.key(job)
         worker = workers.get(key)
-        if worker is not None and (worker.proc.poll() is not None or (needs_fresh(job) and worker.jobs)):
-            worker.close()
-            del workers[key]
+        if worker is not None and worker.proc.poll() is not None:
+            _retire(workers, key, "the worker before it had ended")
+            worker = None
+        elif worker is not None and needs_fresh(job) and worker.jobs:
+            _retire(workers, key, FRESH)
             worker = None
         job_path = os.path.join(jobs_dir, job_id + ".json")
         if worker is None:
-            worker = workers[key] = Worker(job_path)
+            worker = workers[key] = Worker(job_path, _retired.pop(key, FIRST))
         _announce("start", job_id)
         status = worker.run(job, job_path, os.path.join(out_dir, job_id))
         if status == "failed":  # retired: what the failure left in it does not reach the next job
-            worker.close(kill=True)
-            del workers[key]
+            _retire(workers, key, "the worker before it failed (job %s)" % job_id, kill=True)
         elif worker.keeps_memory():  # retired: what its framework keeps does not pile up
-            sys.stderr.write("supervisor: worker %d retired: it holds %d MiB after job %s, %d MiB after its first\n"
-                             % (worker.proc.pid, worker.held >> 20, job_id, worker.first_held >> 20))
-            worker.close()
-            del workers[key]
+            _retire(workers, key, "the worker before it kept memory: %d MiB after job %s, %d MiB after its first"
+                    % (worker.held >> 20, job_id, worker.first_held >> 20))
         _announce("end", job_id, status)
+
+
+def _retire(workers, key, why, kill=False):
+    """End the worker of ``key``; ``why`` is what its successor will be started for."""
+    workers.pop(key).close(kill=kill)
+    _retired[key] = why
 
 
 def _close(workers):

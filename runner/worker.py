@@ -1,6 +1,6 @@
 """A warm worker: one process that imports the framework once and runs job after job in it.
 
-``python -m runner.worker CONTROL_FD FIRST_JOB.json``: the process settings of FIRST_JOB.json
+``python -m runner.worker CONTROL_FD FIRST_JOB.json [WHY]``: the process settings of FIRST_JOB.json
 (runner.settings: thread variables, CPU affinity, the framework's environment) are applied before
 anything is imported, and hold for every job the worker is given (the supervisor gives it only jobs
 with the same settings). Then, for each line "JOB.json OUTDIR" on standard input, it runs the job
@@ -13,7 +13,7 @@ holds, resident, once the job is released ("-" where /proc cannot tell), which t
 names the worker (``worker``: {id: "<host name>/<pid>", unique among the live workers of a machine or
 container; jobs_before: how many jobs it ran before this one, 0 in a fresh worker; held_bytes: what the
 worker held as the job started, the interpreter's own in a fresh worker, else what the jobs before it left,
-or None}). It ends at the end of its input. A job that crashes or hangs takes the worker down with it; the
+or None; started_for: WHY, why the supervisor started this worker, e.g. that the one before it failed}). It ends at the end of its input. A job that crashes or hangs takes the worker down with it; the
 supervisor records the job and starts another worker for the rest.
 """
 import ctypes
@@ -63,8 +63,8 @@ def held_bytes():
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.stderr.write("usage: python -m runner.worker CONTROL_FD FIRST_JOB.json\n")
+    if len(argv) not in (2, 3):
+        sys.stderr.write("usage: python -m runner.worker CONTROL_FD FIRST_JOB.json [WHY]\n")
         return 2
     control = os.fdopen(int(argv[0]), "w")
     with open(argv[1]) as f:
@@ -72,7 +72,8 @@ def main(argv):
     name, held = "%s/%d" % (socket.gethostname(), os.getpid()), held_bytes()
     for served, line in enumerate(sys.stdin):
         job_path, outdir = line.rstrip("\n").split(" ", 1)
-        result = _run_logged(job_path, outdir, {"id": name, "jobs_before": served, "held_bytes": held})
+        result = _run_logged(job_path, outdir, {"id": name, "jobs_before": served, "held_bytes": held,
+                                                "started_for": argv[2] if len(argv) > 2 else None})
         held = held_bytes()
         control.write("done %s %s %s\n" % (result["job_id"], result["status"], "-" if held is None else held))
         control.flush()

@@ -139,11 +139,18 @@ def test_an_out_of_memory_kill_names_the_container_limit_only_where_it_was_reach
     assert limits.counters() == (5, 2)
     what = "the worker process running it"
     assert supervise._exit_reason(-9, True, what, at_limit=False) == (
-        "out of memory: the host ran out of memory (the container's own limit of 700.0 MiB was not reached) and the "
-        "kernel killed the worker process running it")
-    assert supervise._exit_reason(-9, True, what, at_limit=True) == supervise._exit_reason(-9, True, what) == (
+        "out of memory: the host, or a cgroup above this one, ran out of memory (this one's own limit of 700.0 MiB "
+        "was not reached) and the kernel killed the worker process running it")
+    assert supervise._exit_reason(-9, True, what, at_limit=True) == (
         "out of memory (limit 700.0 MiB): the kernel killed the worker process running it")
+    assert supervise._exit_reason(-9, True, what) == (
+        "out of memory (limit 700.0 MiB, or the host's: this kernel's counters cannot tell which): the kernel killed "
+        "the worker process running it")
     assert supervise._exit_reason(-9, False, what) == "the worker process running it died of SIGKILL (killed: out of memory?)"
+    (v2 / "memory.max").write_text("max\n")  # no limit (a local or Slurm job's cgroup): never "the limit"
+    assert supervise._exit_reason(-9, True, "the job process") == (
+        "out of memory: the host, or a cgroup above this one, ran out of memory (this one has no limit) and the "
+        "kernel killed the job process")
 
 
 @pytest.fixture

@@ -61,6 +61,10 @@ def test_a_failed_job_retires_its_worker_and_a_job_without_warm_up_gets_a_fresh_
     # the failed job's worker was retired: the next job is the first of a new one
     assert worker[good["id"]]["jobs_before"] == 0 and worker[good["id"]]["id"] != worker[bad["id"]]["id"]
     assert _seat(worker["again"]) == (worker[good["id"]]["id"], 1)
+    assert worker[bad["id"]]["started_for"] == supervise.FIRST
+    assert worker[good["id"]]["started_for"] == worker["again"]["started_for"] == (
+        "the worker before it failed (job %s)" % bad["id"])
+    assert worker["cold"]["started_for"] == supervise.FRESH
     # a fresh worker holds the interpreter only (torch is imported by its first job); the next job finds torch in it
     assert worker[good["id"]]["held_bytes"] < 100 * MIB < 200 * MIB < worker["again"]["held_bytes"]
     # no warm-up: a fresh worker, which then serves the next job (of the same group)
@@ -205,8 +209,8 @@ class _Holding(supervise.Worker):
 
     started = []
 
-    def __init__(self, first_job_path):
-        self.jobs, self.held, self.first_held, self.closed = 0, None, None, False
+    def __init__(self, first_job_path, why):
+        self.jobs, self.held, self.first_held, self.closed, self.why = 0, None, None, False, why
         self.proc = types.SimpleNamespace(pid=len(self.started), poll=lambda: None)
         self.started.append(self)
 
@@ -224,6 +228,7 @@ def test_a_worker_that_keeps_memory_from_job_to_job_is_retired(tmp_path, monkeyp
     next job of its settings gets a new one. A worker that goes from 157 to 330 MiB (MXNet's pools, past twice but
     not 512 MiB more) and one that holds 300 MiB after every job serve all their jobs."""
     monkeypatch.setattr(supervise, "Worker", _Holding)
+    monkeypatch.setattr(supervise, "_retired", {})
     monkeypatch.setattr(_Holding, "started", [])
     (job,) = _alexnet_s(1)
     for held, served in (([1629, 2049, 2518, 3300, 1700, 2000], [(4, 1629, 3300, True), (2, 1700, 2000, False)]),
@@ -233,6 +238,13 @@ def test_a_worker_that_keeps_memory_from_job_to_job_is_retired(tmp_path, monkeyp
         jobs_ = [(str(n), dict(job, id=str(n), held_mib=mib)) for n, mib in enumerate(held)]
         supervise._in_workers(jobs_, str(tmp_path), str(tmp_path), {})
         assert [(w.jobs, w.first_held // MIB, w.held // MIB, w.closed) for w in _Holding.started] == served
+    whys = [w.why for w in _Holding.started]
+    assert whys == [supervise.FIRST]
+    _Holding.started[:] = []
+    supervise._in_workers([(str(n), dict(job, id=str(n), held_mib=mib)) for n, mib in enumerate([1629, 3300, 1700])],
+                          str(tmp_path), str(tmp_path), {})
+    assert [w.why for w in _Holding.started] == [
+        supervise.FIRST, "the worker before it kept memory: 3300 MiB after job 1, 1629 MiB after its first"]
 
 
 class _Server(object):
@@ -271,7 +283,8 @@ def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_
     ended = []
     monkeypatch.setattr(hostinfo, "memory_bytes", lambda: 20 << 30)
     monkeypatch.setattr(hostinfo, "available_memory_bytes", lambda: memory["available"])
-    pool = WorkerPool(tmp_path / "pool", "test-pool")
+    told = []
+    pool = WorkerPool(tmp_path / "pool", "test-pool", told.append)
     executor = _Executor(ended)
 
     def serve(image):
@@ -292,6 +305,9 @@ def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_
     serve("jax")
     assert ended == ["torch", "mxnet"] and sorted(k[1] for k in pool.servers) == ["jax", "tensorflow"]
     assert {k[1]: n for k, n in pool.ended_for_memory.items()} == {"torch": 1, "mxnet": 1}
+    assert told == ["ended the idle docker supervisor of torch to give memory back: the host had 6.0 of 20.0 GiB "
+                    "available", "ended the idle docker supervisor of mxnet to give memory back: the host had 9.0 of "
+                    "20.0 GiB available"]
     memory["available"] = 1 << 30
     serve("jax")  # short of memory and the only idle one is tensorflow: it goes, jax stays
     assert ended[2:] == ["tensorflow"] and list(pool.servers) == [("docker", "jax", 0)]

@@ -41,10 +41,10 @@ class WorkerPool:
     (1 unless one ended: a crash of the supervisor or its container, an interrupt, or ended for memory);
     ``ended_for_memory``: how many of each key were ended idle to give the host memory back."""
 
-    def __init__(self, folder, pool_id):
+    def __init__(self, folder, pool_id, log=None):
         """``folder``: where the staging (``jobs``) and output (``out``) roots go; ``pool_id``: the label of its
-        containers."""
-        self.folder, self.id = Path(folder), pool_id
+        containers; ``log(message)``: told when an idle supervisor is ended for memory."""
+        self.folder, self.id, self.log = Path(folder), pool_id, log or (lambda message: None)
         self.jobs, self.out = self.folder / "jobs", self.folder / "out"
         self.jobs.mkdir(parents=True, exist_ok=True)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -86,6 +86,9 @@ class WorkerPool:
                     self.ended_for_memory[idle[0]] += 1
             if server is None:
                 return
+            self.log("ended the idle %s supervisor of %s to give memory back: the host had %.1f of %.1f GiB available"
+                     % (idle[0][0], idle[0][1] or "the local interpreter", free / 2 ** 30,
+                        hostinfo.memory_bytes() / 2 ** 30))
             try:
                 server.end()
             except Exception:  # noqa: BLE001 - it is gone either way

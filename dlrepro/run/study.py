@@ -185,7 +185,8 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
     reporter = reporter or runs.Reporter()
     reporter.started(sum(p.jobs for p in planned if p.options) - sum(
         record.body["runs"][p.id].get("done", 0) for p in planned if p.options))
-    pool = WorkerPool(records_dir(results_dir) / (".%s.pool" % record.path.stem), "study-" + record.path.stem)
+    pool = WorkerPool(records_dir(results_dir) / (".%s.pool" % record.path.stem), "study-" + record.path.stem,
+                      reporter.log)
     try:
         _run_planned(record, planned, results_dir, reporter, build_options, python, pool)
     finally:
