@@ -174,9 +174,9 @@ def rounds_for(step_s, sides, block_steps, seconds, least):
     return max(least, int(math.ceil(seconds / max(sides * block_steps * step_s, 1e-9))))
 
 
-def measure_case(adapter, job, rounds, host_sync, parts):
-    """Interleaved rounds of one block per side on one built adapter: ({side: [seconds per mini-batch, one per
-    round]}, the host probe's seconds per round, the last suite telemetry record, the suite's timer)."""
+def sides_for(adapter, job, host_sync, parts):
+    """{side: a zero-argument call giving one block's seconds per mini-batch} on one built adapter, in the order
+    they run: the bare loop, the suite, and what ``host_sync`` and ``parts`` add."""
     sides = {"bare": lambda: bare(adapter, job), "suite": lambda: suite(adapter, job)}
     if host_sync:
         sides["suite-host-sync"] = lambda: suite(adapter, dict(job, timer="host_sync"))
@@ -185,6 +185,12 @@ def measure_case(adapter, job, rounds, host_sync, parts):
                       ("bare+telemetry", lambda: bare(adapter, job, telemetry=True))])
     if parts:
         sides["suite-nowindow"] = lambda: suite(adapter, job, window=False)
+    return sides
+
+
+def measure_case(sides, rounds):
+    """Interleaved rounds of one block per side (``sides_for``): ({side: [seconds per mini-batch, one per
+    round]}, the host probe's seconds per round, the last suite telemetry record, the suite's timer)."""
     found, probes, last = dict((k, []) for k in sides), [], {}
     order = list(sides)
     for r in range(rounds):
@@ -301,10 +307,10 @@ def main():
         adapter.build()
         bare(adapter, dict(job, warmup=args.warmup, repeats=0))  # primes: cuDNN autotuning, allocator pools, lazy inits
         profiled = profile(adapter, job) if args.profile else None
-        sides = 2 + bool(args.host_sync) + ((len(PARTS) if args.device == "cuda" else 1) if args.parts else 0)
-        rounds = rounds_for(step_seconds(adapter, job), sides, args.block_warmup + args.iterations + 1, args.seconds,
-                            args.min_rounds)
-        found, probes, tel, timer = measure_case(adapter, job, rounds, args.host_sync, args.parts)
+        sides = sides_for(adapter, job, args.host_sync, args.parts)
+        rounds = rounds_for(step_seconds(adapter, job), len(sides), args.block_warmup + args.iterations + 1,
+                            args.seconds, args.min_rounds)
+        found, probes, tel, timer = measure_case(sides, rounds)
         adapter.release()
         if args.device == "cuda":
             torch.cuda.empty_cache()

@@ -19,9 +19,9 @@ warm-up + measured window (s; runner.window); overhead = wall - timed. Totals: t
 the median overhead, the bundles' own wall (each attempt's start to end, summed) and the pass's wall (the first
 attempt's start to the last one's end). Framework starts: per (image, device, settings) the workers that ran its
 jobs (result.json's ``worker``; a job in a process of its own is one start), and how many of them started for
-a job without warm-up (runner.supervise.needs_fresh), after a failed job, or for memory. Goals (issue 25): every spec with
-torch on one H200, the nine bundles' wall <= 90 s, per-job overhead median <= 0.5 s, one framework start per
-(image, device, settings) for the jobs with warm-up.
+a job without warm-up (runner.supervise.needs_fresh), after a failed job, or for memory. Goals (issue 25):
+every spec with torch on one H200, the nine bundles' wall <= 90 s, per-job overhead median <= 0.5 s, one
+framework start per (image, device, settings) for the jobs with warm-up.
 """
 import argparse
 import collections

@@ -19,8 +19,8 @@ jobs before it; that worker then serves the jobs after it. A worker that holds m
 what it held after its first job, and LEAK_MIN_BYTES more, once a job is released and its free heap handed
 back (runner.worker), is retired too: its framework keeps memory from job to job (TensorFlow 2.21 and CNTK
 2.7 each kept 0.4-0.5 GiB more after each FCN or AlexNet job on the CPU), which would otherwise pile up in a
-worker that serves a whole study, beside the other warm workers, until the host runs out. Each job's result names its worker
-(``worker``: {id, jobs_before, held_bytes, started_for}; runner.worker).
+worker that serves a whole study, beside the other warm workers, until the host runs out. Each job's result
+names its worker (``worker``: {id, jobs_before, held_bytes, started_for}; runner.worker).
 
 Serving (``--serve``): JOBS and OUT are roots, and the supervisor runs plan after plan, one per line
 "STAGE OUTDIR" on its standard input (paths relative to JOBS and OUT), printing ``@dlrepro done STAGE``

@@ -13,8 +13,9 @@ holds, resident, once the job is released ("-" where /proc cannot tell), which t
 names the worker (``worker``: {id: "<host name>/<pid>", unique among the live workers of a machine or
 container; jobs_before: how many jobs it ran before this one, 0 in a fresh worker; held_bytes: what the
 worker held as the job started, the interpreter's own in a fresh worker, else what the jobs before it left,
-or None; started_for: WHY, why the supervisor started this worker, e.g. that the one before it failed}). It ends at the end of its input. A job that crashes or hangs takes the worker down with it; the
-supervisor records the job and starts another worker for the rest.
+or None; started_for: WHY, why the supervisor started this worker, e.g. that the one before it failed}).
+It ends at the end of its input. A job that crashes or hangs takes the worker down with it; the supervisor
+records the job and starts another worker for the rest.
 """
 import ctypes
 import json

@@ -71,12 +71,16 @@ def test_telemetry_is_sampled_in_a_process_of_its_own_and_reads_nothing_after_it
     assert record["samples"]["t_s"] == sorted(record["samples"]["t_s"])
 
 
-def test_telemetry_keeps_the_edge_readings_and_says_why_when_the_sampling_process_cannot_read_nvml():
-    sampler = fakenvml.sampler(CountingNvml([0x4]), broken=True)
+def _sampled(sampler, seconds):
+    """The record of ``sampler`` over a window of ``seconds``, its sampling process ended."""
     sampler.start()
-    time.sleep(0.06)
+    time.sleep(seconds)
     sampler.close()
-    record = sampler.result()
+    return sampler.result()
+
+
+def test_telemetry_keeps_the_edge_readings_and_says_why_when_the_sampling_process_cannot_read_nvml():
+    record = _sampled(fakenvml.sampler(CountingNvml([0x4]), broken=True), 0.06)
     assert record["sampling"] == ("the window's edges only: the sampling process could not read NVML: "
                                   "RuntimeError: NVML Shared Library Not Found")
     assert len(record["samples"]["t_s"]) == 2 and record["throttle_reasons"] == ["sw_power_cap"]
@@ -84,16 +88,9 @@ def test_telemetry_keeps_the_edge_readings_and_says_why_when_the_sampling_proces
 
 
 def test_the_sampling_process_passes_over_a_banner_and_a_lost_one_leaves_its_last_words_as_the_reason():
-    found = fakenvml.sampler(CountingNvml([0x0]), banner="nvidia-ml-py: a banner on standard output")
-    found.start()
-    time.sleep(0.1)
-    found.close()
-    assert len(found.result()["samples"]["t_s"]) >= 4 and found.result()["sampling"].startswith("every 0.025 s")
-    lost = fakenvml.sampler(CountingNvml([0x0]), lost=True)
-    lost.start()
-    time.sleep(0.1)
-    lost.close()
-    record = lost.result()
+    found = _sampled(fakenvml.sampler(CountingNvml([0x0]), banner="nvidia-ml-py: a banner on standard output"), 0.1)
+    assert len(found["samples"]["t_s"]) >= 4 and found["sampling"].startswith("every 0.025 s")
+    record = _sampled(fakenvml.sampler(CountingNvml([0x0]), lost=True), 0.1)
     assert record["sampling"] == ("the window's edges only: the sampling process ended (exit status 3) "
                                   "(NVMLError_GpuIsLost: GPU is lost)")
     assert len(record["samples"]["t_s"]) == 2 and record["energy"]["status"] == "ok"
@@ -125,19 +122,11 @@ def test_the_sampling_process_leaves_the_cpus_a_job_is_pinned_to():
 
 
 def test_gpu_energy_is_the_boards_counter_over_the_window_or_the_power_integrated():
-    sampler = fakenvml.sampler(CountingNvml([0x0]))
-    sampler.start()
-    time.sleep(0.2)
-    sampler.stop()
-    found = sampler.result()["energy"]
+    found = _sampled(fakenvml.sampler(CountingNvml([0x0])), 0.2)["energy"]
     assert found["status"] == "ok" and found["method"].startswith("NVML total energy counter")
     assert found["mean_w"] == pytest.approx(650, rel=0.05) and found["joules"] == pytest.approx(0.2 * 650, rel=0.25)
     assert "not a certified measurement" in found["note"]
-    sampler = fakenvml.sampler(CountingNvml([0x0], energy=False))
-    sampler.start()
-    time.sleep(0.2)
-    sampler.stop()
-    found = sampler.result()["energy"]
+    found = _sampled(fakenvml.sampler(CountingNvml([0x0], energy=False)), 0.2)["energy"]
     assert found["method"].startswith("power samples integrated") and found["mean_w"] == pytest.approx(650, rel=0.2)
 
 
