@@ -4,7 +4,7 @@
 
 For each CUDA image (in the order given, default the matrix's): build it or find its content-hashed tag
 (dlrepro.images.build), run runner.buildinfo inside it with a job's isolation and no GPU
-(dlrepro.images.probe), and write DIR/cuda-images.json (one record per image: tag, image ID, size in bytes,
+(dlrepro.run.probe), and write DIR/cuda-images.json (one record per image: tag, image ID, size in bytes,
 framework version, CUDA, cuDNN and NCCL versions, SASS and PTX lists, the pre-flight verdict per GPU of
 dlrepro.images.gpu_support.GPUS) and DIR/table.md, after every image, so that an interrupted run keeps what it
 found (--rederive remakes the derived fields from the recorded facts alone). An image that fails to build or
@@ -29,7 +29,8 @@ import docker
 from dlrepro import REPO_ROOT, cache
 from dlrepro.engine import client
 from dlrepro.errors import DlreproError
-from dlrepro.images import build, gpu_support, matrix as matrixmod, probe
+from dlrepro.images import build, gpu_support, matrix as matrixmod
+from dlrepro.run import probe
 
 CUOBJDUMP_WHEEL = "nvidia-cuda-cuobjdump==13.5.37"
 OUT = REPO_ROOT / "results" / "cuda-images-20261202"

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from dlrepro import spec as specmod, studies
 from dlrepro.errors import DlreproError
+from dlrepro.results import records
 from dlrepro.run import jobs as jobsmod, runs, study as studymod
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
@@ -158,7 +159,7 @@ def run_study(args):
         return folders
     record = studymod.run(args.study, device=device, frameworks=frameworks, executor=args.executor, quick=args.quick,
                           results_dir=results, reporter=runs.Silent())
-    folders = list(studymod.bundles_of(record, results).values())
+    folders = list(records.bundles(record, results)[0].values())
     print("study record: %s; bundles: %s" % (record.path, ", ".join(str(f) for f in folders)))
     return folders
 

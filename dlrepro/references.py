@@ -7,6 +7,7 @@ Kinds are kept apart and never mixed (from ../shared/research/reference-results.
   contributor_estimate  an approximate number stated by a contributor in a PR or issue
   secondhand_ratio      a ratio reported by a secondary source about a table whose numbers are missing
 """
+import re
 from typing import Literal, Optional, Union
 
 from pydantic import Field, PositiveInt, field_validator, model_serializer, model_validator
@@ -58,8 +59,6 @@ class Reference(Strict):
 
     @model_validator(mode="after")
     def _gpus_agree(self):
-        from dlrepro.results.answers.hardware import stated_gpus
-
         stated = stated_gpus(self.hardware)
         if self.gpus and stated and self.gpus != stated:
             raise ValueError("gpus is %d but hardware says %dx (%r): make them agree"
@@ -81,3 +80,9 @@ class Missing(Strict):
     what: str
     where: str
     status: str
+
+
+def stated_gpus(hardware):
+    """The GPU count a hardware text begins with ('4x NVIDIA Tesla V100' -> 4), or None."""
+    found = re.match(r"\s*(\d+)\s*x\s", hardware)
+    return int(found[1]) if found else None

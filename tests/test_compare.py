@@ -8,15 +8,22 @@ import pytest
 from scipy import stats
 
 from dlrepro import REPO_ROOT, spec as specmod
-from dlrepro.results import compare, tables
-from dlrepro.results.answers import measured, published, ranking
+from dlrepro.results import bundle, tables
+from dlrepro.results.answers import measured, model, published, ranking
 from dlrepro.references import Reference
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
 
 
+def today(summary):
+    """{spec: [Reference]} of the summary's specs as specs/ gives them (a constructed row records no spec)."""
+    return {name: specmod.load(name).references for name in summary["spec"].dropna().unique()}
+
+
 def test_alexnet_on_this_cpu_gives_a_ratio_per_cell_but_no_timing_verdict_and_no_ranking():
-    cells = published.against_published(tables.summary(ALEXNET))
+    body = bundle.body(ALEXNET)
+    cells = published.against_published(measured.prepare(tables.summary(ALEXNET), [body]),
+                                        model.recorded([body]).references)
     by = cells.set_index("framework")
     assert sorted(by.index) == ["caffe", "cntk", "mxnet", "tensorflow"]  # DLBench's Torch is Lua Torch, not PyTorch
     assert by.loc["cntk", "ratio"] == pytest.approx(1.107075 / 0.035, rel=1e-6)
@@ -27,18 +34,25 @@ def test_alexnet_on_this_cpu_gives_a_ratio_per_cell_but_no_timing_verdict_and_no
     assert ranking.ranking(cells).empty
 
 
-def _imdb_row(framework, total_seconds, accuracy, device_name="Tesla K80"):
+def _imdb_row(framework, total_seconds, accuracy, device_name="Tesla K80", spread=0.01):
+    """A convergence row of 6 seeds (answers.measured.prepare's columns): medians with 95% intervals of +-spread."""
     return {"bundle_id": "b", "job_id": "imdb-gru.%s.cuda.b64" % framework, "spec": "imdb-gru", "variant": "imdb-gru",
             "framework": framework, "framework_version": "1", "device": "cuda", "device_name": device_name,
             "mode": "convergence", "batch_size": 64, "status": "ok", "quantity": "seconds per epoch", "epochs": 3,
-            "total_seconds": total_seconds, "final_test_accuracy": accuracy}
+            "total_seconds": total_seconds, "final_test_accuracy": accuracy, "seeds": 6, "planned_epochs": 3,
+            "quick": False, "total_low": total_seconds * (1 - spread), "total_high": total_seconds * (1 + spread),
+            "accuracy_low": accuracy * (1 - spread / 10), "accuracy_high": accuracy * (1 + spread / 10)}
+
+
+def _frame(rows):
+    return pd.DataFrame(rows).pipe(lambda f: tables.frame(f.to_dict("records"), tables.SUMMARY_COLUMNS))
 
 
 def test_dlf_references_give_verdicts_on_their_hardware_and_a_ranking():
     # DLF README Table 4, K80: CNTK 32 s, Tensorflow 30 s, PyTorch 31 s, MXNet(Module API) 29 s; accuracy 85-86 %
-    summary = tables.frame([_imdb_row("cntk", 32.0, 0.85), _imdb_row("tensorflow", 15.0, 0.80),
-                            _imdb_row("torch", 62.0, 0.861), _imdb_row("mxnet", 29.5, 0.86)], tables.SUMMARY_COLUMNS)
-    cells = published.against_published(summary)
+    summary = _frame([_imdb_row("cntk", 32.0, 0.85), _imdb_row("tensorflow", 15.0, 0.80),
+                      _imdb_row("torch", 62.0, 0.861), _imdb_row("mxnet", 29.5, 0.86)])
+    cells = published.against_published(summary, today(summary))
     k80 = cells[cells["published_hardware"].str.contains("K80")].set_index(["framework", "metric"])
     assert k80.loc[("cntk", "training_wall_time_3_epochs"), "verdict"] == "reproduces"
     assert k80.loc[("tensorflow", "training_wall_time_3_epochs"), ["ratio", "verdict", "direction"]].tolist() == [
@@ -59,13 +73,13 @@ def test_dlf_references_give_verdicts_on_their_hardware_and_a_ranking():
     assert rank.tau == pytest.approx(expected[0]) and rank.p_value == pytest.approx(expected[1])
     # tau 0.33: with p = 0.75 that is no evidence of an order, never a partial pass
     assert rank.verdict == "inconclusive" and rank.why == "p = 0.75 above 0.05"
-    assert "swapped: cntk/torch (noise unknown), mxnet/tensorflow (noise unknown)" in rank.sentence
+    assert rank.sentence.endswith("swapped: cntk/torch, mxnet/tensorflow.")  # each pair's intervals apart
 
 
 def test_a_reference_tolerance_replaces_the_default_band():
     ref = specmod.load("imdb-gru").references[0]
     assert ref.id == "dlf.gru_imdb.k80.cntk" and ref.value == 32.0
-    summary = tables.frame([_imdb_row("cntk", 48.0, 0.85)], tables.SUMMARY_COLUMNS)
+    summary = _frame([_imdb_row("cntk", 48.0, 0.85)])
     assert published.against_published(summary, {"imdb-gru": [ref]})[["verdict", "direction"]].values.tolist() == [
         ["differs", "slower"]]
     loose = Reference.model_validate(dict(ref.model_dump(), tolerance={"lower": 0.5, "upper": 1.6}))
@@ -79,6 +93,7 @@ def test_unknown_metrics_and_ranges_are_not_compared():
     assert measured.metric_kind("approx_speedup_percent_1_to_2_gpus") is None
     assert measured.metric_kind("wall_time_5_epochs") == "time" and measured.metric_kind("images_per_second") == "rate"
     row = pd.Series(_imdb_row("torch", 10.0, 0.9)).to_frame().T.astype({"epochs": "Int64"}).iloc[0]
+    assert measured.interval(row, "test_accuracy") == pytest.approx((0.9 * 0.999, 0.9 * 1.001))
     assert measured.value(row, "training_wall_time_10_epochs") is None  # 3 epochs measured, not 10
     assert measured.short_of(row, "training_wall_time_10_epochs") == "trained 3 of 10 epochs"
     assert measured.value(row, "test_accuracy") == 0.9  # the spec's 3 epochs
@@ -86,6 +101,12 @@ def test_unknown_metrics_and_ranges_are_not_compared():
     short = pd.Series(dict(_imdb_row("torch", 10.0, 0.55), epochs=1)).to_frame().T.astype({"epochs": "Int64"}).iloc[0]
     assert measured.value(short, "test_accuracy") is None and measured.raw(short, "test_accuracy") == 0.55
     assert measured.smoke(short, "test_accuracy") == "trained 1 of 3 epochs"
+    # a --quick job is a smoke pass whatever its epochs; a full job of one seed has no interval, which is not smoke
+    quick = pd.Series(dict(_imdb_row("torch", 10.0, 0.55), quick=True, epochs=1)).to_frame().T.iloc[0]
+    assert measured.smoke(quick, "test_accuracy") == "--quick: 1 epoch, each cut short"
+    one = pd.Series(dict(_imdb_row("torch", 10.0, 0.86), seeds=1, accuracy_low=None, accuracy_high=None)).to_frame().T.iloc[0]
+    assert measured.smoke(one, "test_accuracy") is None and measured.interval(one, "test_accuracy") is None
+    assert measured.no_interval(one, "test_accuracy") == "1 seed; a 95% interval needs 6"
 
 
 def invoke(*args):
@@ -208,9 +229,9 @@ def test_invoke_compare_against_another_bundle_and_merge(tmp_path):
 
 def test_published_values_that_all_tie_rank_nothing():
     # DLF README, IMDB GRU test accuracy on the K80: 86 % for PyTorch, Tensorflow and MXNet(Module API) alike
-    summary = tables.frame([_imdb_row("torch", 30.0, 0.869), _imdb_row("tensorflow", 30.0, 0.860),
-                            _imdb_row("mxnet", 30.0, 0.862)], tables.SUMMARY_COLUMNS)
-    ranks = ranking.ranking(published.against_published(summary))
+    summary = _frame([_imdb_row("torch", 30.0, 0.869), _imdb_row("tensorflow", 30.0, 0.860),
+                      _imdb_row("mxnet", 30.0, 0.862)])
+    ranks = ranking.ranking(published.against_published(summary, today(summary)))
     (rank,) = ranks[(ranks["metric"] == "test_accuracy") & ranks["published_hardware"].str.contains("K80")].itertuples()
     assert rank.verdict == "not testable here" and "the published order on NVIDIA Tesla K80" in rank.sentence
     assert "; all 0.86) against here (Tesla K80: torch, mxnet, tensorflow). The published values all tie: there is no " \
@@ -243,7 +264,7 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
     new = _six_repeats(ALEXNET, tmp_path, "3" * 64, {"torch": 1.5})
     report = tmp_path / "compare.json"
     done = invoke("compare", str(new), "--against", str(old), "--json", str(report))
-    assert done.returncode == 1 and "failed (--fail-on slower): 1 cell(s)" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 1 and "failed (--fail-on slower): 1 configuration(s)" in done.stdout, done.stdout + done.stderr
     result = json.loads(report.read_text())
     assert result["failed"] is True and result["fail_on"] == "slower" and len(result["cells"]) == 7
     assert [(c["framework"], c["verdict"]) for c in result["failing_cells"]] == [("torch", "slower")]

@@ -4,7 +4,8 @@ import typing
 
 from dlrepro.images import matrix as matrixmod
 from dlrepro.layers import Layer
-from dlrepro.results.answers.published import FRAMEWORK_NAMES
+from dlrepro.frameworks import DISPLAY, STUDY_NAMES
+from dlrepro.results.views import palette
 from runner import adapters, shapes
 from runner.adapters import capabilities
 from tests.test_frameworks import FRAMEWORKS
@@ -14,7 +15,8 @@ def test_every_framework_is_everywhere():
     modules = set(adapters.available())
     assert modules == {"torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe"}
     assert set(capabilities.CAPABILITIES) == modules  # what each adapter can express
-    assert set(FRAMEWORK_NAMES) == modules  # how each is named in the studies' tables
+    assert set(STUDY_NAMES) == modules  # how each is named in the studies' tables
+    assert set(DISPLAY) == set(palette.FRAMEWORKS) == modules  # its one spelling and its one colour
     assert set(FRAMEWORKS) == modules  # the container tests run each one
     matrix = matrixmod.load()
     assert {image.framework for image in matrix.images} == modules  # each has an image

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from dlrepro import REPO_ROOT
-from dlrepro.images import gpu_support, probe
+from dlrepro.images import gpu_support
+from dlrepro.run import probe
 from runner import buildinfo
 
 RECORD_DIR = REPO_ROOT / "results" / "cuda-images-20261202"

@@ -4,9 +4,15 @@ import pandas as pd
 import pytest
 
 from dlrepro import spec
-from dlrepro.results import tables
+from dlrepro.results import peak_columns, tables
 from dlrepro.results.answers import efficiency
 from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
+from dlrepro.results.views import plots, report
+
+
+def resolved(name):
+    """Spec ``name`` as a bundle records it (bundle.json's spec.resolved)."""
+    return spec.load(name).model_dump(mode="json")
 from runner import flops
 
 FCN_S = spec.load("fcn").models["fcn-s"]
@@ -24,28 +30,28 @@ OK = {"status": "ok"}
 
 @pytest.mark.parametrize("precision, tflops", [("fp32", 67), ("tf32", 494.7), ("bf16", 989.4)])
 def test_a_cuda_job_is_set_against_its_gpus_peak_at_the_precision_it_ran(precision, tflops):
-    out = efficiency.job_columns(_job(), OK, precision, "NVIDIA H200", 0.01, "seconds per mini-batch")
+    out = peak_columns.job_columns(_job(), OK, precision, "NVIDIA H200", 0.01, "seconds per mini-batch")
     assert out["flops_per_iteration"] == WORK and out["achieved_flops"] == pytest.approx(WORK / 0.01)
     assert out["peak_flops"] == pytest.approx(tflops * 1e12) and out["peak_device"] == "h200-sxm"
     assert out["fraction_of_peak"] == pytest.approx(WORK / 0.01 / (tflops * 1e12))
 
 
 def test_two_ranks_on_a_k80_board_are_set_against_the_board():
-    out = efficiency.job_columns(_job(ranks=2), OK, "fp32", "Tesla K80", 0.5, "seconds per mini-batch")
+    out = peak_columns.job_columns(_job(ranks=2), OK, "fp32", "Tesla K80", 0.5, "seconds per mini-batch")
     assert out["peak_device"] == "tesla-k80-board" and out["peak_flops"] == pytest.approx(8.74e12)
 
 
 def test_no_peak_known_keeps_the_work_and_says_why():
-    out = efficiency.job_columns(_job(), OK, "fp32", "NVIDIA GeForce GTX 1080 Ti", 0.1, "seconds per mini-batch")
+    out = peak_columns.job_columns(_job(), OK, "fp32", "NVIDIA GeForce GTX 1080 Ti", 0.1, "seconds per mini-batch")
     assert out["achieved_flops"] == pytest.approx(WORK / 0.1) and out["fraction_of_peak"] is None
     assert out["peak_source"] == "no peak known for NVIDIA GeForce GTX 1080 Ti (cuda, fp32)"
-    k80 = efficiency.job_columns(_job(), OK, "bf16", "Tesla K80", 0.1, "seconds per mini-batch")
+    k80 = peak_columns.job_columns(_job(), OK, "bf16", "Tesla K80", 0.1, "seconds per mini-batch")
     assert k80["peak_device"] == "tesla-k80-gk210" and k80["fraction_of_peak"] is None
 
 
 def test_a_cpu_job_gets_an_estimate_from_its_threads_clock_and_flags():
     result = {"status": "ok", "environment": {"cpu": {"usable_cpus": 8, "mhz": 2000.0, "flags": ["avx", "avx2", "fma"]}}}
-    out = efficiency.job_columns(_job("cpu", threads=4), result, "fp32", "AMD EPYC", 2.0, "seconds per mini-batch")
+    out = peak_columns.job_columns(_job("cpu", threads=4), result, "fp32", "AMD EPYC", 2.0, "seconds per mini-batch")
     assert out["peak_flops"] == 4 * 2000e6 * 32 and out["peak_device"] == "CPU estimate"
     assert out["peak_source"].startswith("estimate: 4 cores x 2000 MHz x 32")
 
@@ -54,7 +60,7 @@ def test_a_cpu_job_gets_an_estimate_from_its_threads_clock_and_flags():
     (_job(mode="convergence"), OK, "seconds per mini-batch"), (_job(), {"status": "failed"}, "seconds per mini-batch"),
     (_job(), OK, "seconds per epoch")])
 def test_jobs_without_a_timed_mini_batch_get_no_efficiency(job, result, quantity):
-    assert set(efficiency.job_columns(job, result, "fp32", "NVIDIA H200", 0.01, quantity).values()) == {None}
+    assert set(peak_columns.job_columns(job, result, "fp32", "NVIDIA H200", 0.01, quantity).values()) == {None}
 
 
 def test_a_published_timing_is_turned_into_work_over_its_seconds():
@@ -62,11 +68,11 @@ def test_a_published_timing_is_turned_into_work_over_its_seconds():
     over 6.144 TFLOP/s: 49% of its peak."""
     alexnet = spec.load("alexnet")
     ref = next(r for r in alexnet.references if r.id == "dlbench_early.alexnet_224.titanx_maxwell.cntk")
-    work, seconds, basis = efficiency.published_work(alexnet, ref)
+    work, seconds, basis = efficiency.published_work(resolved("alexnet"), ref)
     assert work == 105_559_694_416 and seconds == 0.035 and basis == "a training iteration"
     vgg = spec.load("cifar10-vgg")
     k80 = next(r for r in vgg.references if r.id == "dlf.cnn_cifar10.k80.pytorch")
-    work, seconds, basis = efficiency.published_work(vgg, k80)
+    work, seconds, basis = efficiency.published_work(resolved("cifar10-vgg"), k80)
     iteration = flops.of_model({"layers": vgg.models["vgg"].layer_dicts(), "input_shape": [3, 32, 32],
                                 "parameters": 3_441_592}, 64, {"name": "sgd", "lr": 0.01, "momentum": 0.9})["training"]
     assert work == 10 * 781 * iteration and seconds == 169 and basis.startswith("7810 training iterations")
@@ -89,7 +95,8 @@ def test_published_cells_are_set_against_the_same_network_and_framework_as_other
     vgg = spec.load("cifar10-vgg")
     refs = {"cifar10-vgg": [r for r in vgg.references if r.id in ("dlf.cnn_cifar10.k80.pytorch",
                                                                    "dlf.cnn_cifar10.k80.caffe2")]}
-    rows = efficiency.published_efficiency(summary, refs).set_index("reference_id")
+    rows = efficiency.published_efficiency(summary, refs, {"cifar10-vgg": resolved("cifar10-vgg")}).set_index(
+        "reference_id")
     # set beside a measured job: other hardware; nothing measured (no Caffe2 job): not run, never other hardware
     assert rows["verdict"].to_dict() == {"dlf.cnn_cifar10.k80.pytorch": OTHER_HARDWARE,
                                          "dlf.cnn_cifar10.k80.caffe2": NOT_RUN}
@@ -101,10 +108,10 @@ def test_published_cells_are_set_against_the_same_network_and_framework_as_other
     caffe2 = rows.loc["dlf.cnn_cifar10.k80.caffe2"]  # no Caffe2 measured: shown, not set against jax
     assert pd.isna(caffe2["framework"]) and caffe2["sentence"] == "not run: %.0f%% of a tesla-k80-gk210's peak then; " \
         "not measured now" % (100 * caffe2["published_fraction"])
-    png = efficiency.plot(rows.reset_index())
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    with pytest.raises(ValueError, match="no published efficiency rows"):
-        efficiency.plot(rows.iloc[:0])
+    (figure,) = plots.efficiency_bars(rows.reset_index())
+    assert figure.png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert {p[0] for p in figure.points} == {"then", "now, fp32"}  # the never-measured cell has its "then" bar only
+    assert plots.efficiency_bars(rows.iloc[:0]) == []
 
 
 def test_another_mini_batch_is_named_when_the_published_one_was_not_measured():
@@ -112,7 +119,7 @@ def test_another_mini_batch_is_named_when_the_published_one_was_not_measured():
                                  device_name="NVIDIA H200", median=0.01, fraction_of_peak=0.3)])
     alexnet = spec.load("alexnet")
     refs = {"alexnet": [r for r in alexnet.references if r.id == "dlbench_early.alexnet_224.titanx_maxwell.tensorflow"]}
-    row = efficiency.published_efficiency(summary, refs).iloc[0]
+    row = efficiency.published_efficiency(summary, refs, {"alexnet": resolved("alexnet")}).iloc[0]
     assert row["measured_batch_size"] == 128 and row["sentence"].endswith("30% of this NVIDIA H200's now (mini-batch 128, 16 then)")
 
 
@@ -133,18 +140,19 @@ def test_then_and_now_gives_the_speedup_since_the_papers_version_with_its_interv
 
 
 def test_a_published_cell_measured_at_another_mini_batch_says_which_and_one_never_measured_says_not_run():
-    from dlrepro.results import report
-
     summary = pd.DataFrame([_row(spec="cifar10-vgg", variant="cifar10-vgg-synthetic", framework="torch", batch_size=128,
                                  device_name="NVIDIA H200", median=0.004, fraction_of_peak=0.15, achieved_flops=1e13,
                                  peak_device="h200-sxm")])
     refs = {"cifar10-vgg": [r for r in spec.load("cifar10-vgg").references if r.id in (
         "dlf.cnn_cifar10.k80.pytorch", "dlf.cnn_cifar10.k80.caffe2")]}
-    table, _, _ = report.efficiency(summary, refs)
+    rows = efficiency.published_efficiency(summary, refs, {"cifar10-vgg": resolved("cifar10-vgg")})
+    table, _ = report.efficiency(rows, efficiency.then_and_now(summary))
     shown = {row[table.columns.index("published")]: (row[table.columns.index("batch")], row[table.columns.index("now")],
                                                       row[table.columns.index("verdict")]) for row in table.rows}
-    assert shown == {"PyTorch [1]": ("64", "PyTorch fp32 (mini-batch 128)", OTHER_HARDWARE),
-                     "Caffe2 [1]": ("64", "not measured here", NOT_RUN)}
+    # only the cell measured here is a row; the one never measured is counted in the note
+    assert shown == {"PyTorch [1]": ("64", "PyTorch fp32 (mini-batch 128)", OTHER_HARDWARE)}
+    assert table.note.endswith("1 more published cell on hardware with a known peak: no job of their network and "
+                               "framework here.")
     # the published hardware and source once, as the footnote both rows mark
     assert len(table.footnotes) == 1 and table.footnotes[0].startswith("published on NVIDIA Tesla K80")
     # a CPU job names its thread count (a sweep gives a row per count)

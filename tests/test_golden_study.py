@@ -16,15 +16,17 @@ H200, H100, EPYC = "NVIDIA H200", "NVIDIA H100 80GB HBM3", "AMD EPYC 7B13"
 
 def _row(run, variant, framework, median, device="cuda", name=H200, threads=None, ci=True, ranks=None, version="1",
          status="ok", throughput=None):
-    """One summary row (a pandas Series in the table, as the study report passes it): seconds per mini-batch of
-    a throughput job at b64, with a repeat-level 95% interval of +-2% over 6 repeats unless ``ci`` is False."""
+    """One summary row (a pandas Series in the table, as the study report passes it, answers.measured.prepare'd):
+    seconds per mini-batch of a throughput job at b64, with a repeat-level 95% interval of +-2% over 6 repeats
+    unless ``ci`` is False: then a --quick job's 3 iterations in 1 repeat."""
     return {"run": run, "bundle_id": "%s-bundle" % run, "spec": "fcn", "variant": variant, "framework": framework,
             "framework_version": version, "device": device, "device_name": name, "mode": "throughput",
             "quantity": "seconds per mini-batch", "batch_size": 64, "threads": threads, "precision": "fp32",
             "status": status, "reason": "boom" if status != "ok" else None, "median": median,
             "throughput": throughput or 64 / median, "ci95_low": median * 0.98 if ci else None,
             "ci95_high": median * 1.02 if ci else None, "ci95_method": stats.CI_METHOD if ci else None,
-            "ci95_units": 6 if ci else None, "ranks": ranks, "scaling": "strong" if ranks else None,
+            "ci95_units": 6 if ci else 1, "n": 48 if ci else 3, "quick": not ci, "ranks": ranks,
+            "scaling": "strong" if ranks else None,
             "job_id": "%s.%s.%s.b64%s%s-%s" % (variant, framework, device, ".t%d" % threads if threads else "",
                                                ".r%d" % ranks if ranks else "", version)}
 
@@ -39,7 +41,7 @@ ROWS = [
     _row("cpu", "fcn-s", "caffe", 0.4, "cpu", EPYC, 1), _row("cpu", "fcn-s", "caffe", 0.1, "cpu", EPYC, 4),
     _row("cpu", "fcn-s", "tensorflow", 0.45, "cpu", EPYC, 1), _row("cpu", "fcn-s", "tensorflow", 0.15, "cpu", EPYC, 4),
     _row("cpu", "fcn-r", "caffe", 0.5, "cpu", EPYC, 4), _row("cpu", "fcn-r", "tensorflow", 0.6, "cpu", EPYC, 4),
-    _row("multi", "fcn-s", "torch", 0.010, ranks=1), _row("multi", "fcn-s", "torch", 0.010, ranks=2, throughput=11520.0),
+    _row("multi", "fcn-s", "torch", 0.010, ranks=1), _row("multi", "fcn-s", "torch", 64 / 11520.0, ranks=2),
 ]
 
 
@@ -59,7 +61,7 @@ REFERENCES = {"fcn": [_ref("fcn-s", "Caffe", 0.010), _ref("fcn-s", "TensorFlow",
                       _ref("fcn-8", "PyTorch", 0.035), _ref("fcn-8", "CNTK", 0.030)]}
 MISSING = {"gpu-gone": "bundle fcn-gone missing"}
 NOT_RUN = {"gpu-r": "not runnable here: it needs an NVIDIA GPU"}
-SMOKE = "smoke pass (no repeat-level 95% interval (fewer than 6 repeats))"
+SMOKE = "smoke pass (--quick: 3 iterations in 1 repeat)"
 NO_VALUE = "the table has no value for this tool (%s)"
 NOT_OURS = "a tool the suite does not run (Torch)"
 GONE = (verdicts.CANNOT_COMPARE, None, None, "cannot judge: bundle missing (bundle fcn-gone missing)")
@@ -72,10 +74,10 @@ EXPECTED_CELLS = {  # (table, tool, column): (outcome, measured s, ratio, why)
     ("h200", "MXNet", "GPU"): (verdicts.CANNOT_COMPARE, 0.0101, None, NO_VALUE % "MXNet"),
     ("h200", "CNTK", "GPU"): (verdicts.NOT_RUN, None, None, "the job was failed (fcn-s.cntk.cuda.b64-1: boom)"),
     ("h200", "Torch", "GPU"): (verdicts.CANNOT_COMPARE, None, None, NOT_OURS),
-    ("h200", "Caffe", "quick"): (verdicts.CANNOT_COMPARE, 0.030, 1.0, SMOKE),
+    ("h200", "Caffe", "quick"): (verdicts.CANNOT_COMPARE, 0.030, None, SMOKE),  # a smoke pass is never a ratio
     ("h200", "TensorFlow", "quick"): (verdicts.CANNOT_COMPARE, None, None,
                                       "several jobs match (ambiguous: 2 jobs match (versions 1.15, 2.1))"),
-    ("h200", "PyTorch", "quick"): (verdicts.CANNOT_COMPARE, 0.040, 0.04 / 0.035, SMOKE),
+    ("h200", "PyTorch", "quick"): (verdicts.CANNOT_COMPARE, 0.040, None, SMOKE),
     ("h200", "MXNet", "quick"): (verdicts.CANNOT_COMPARE, None, None, NO_VALUE % "MXNet"),
     ("h200", "CNTK", "quick"): (verdicts.NOT_RUN, None, None,
                                 "the framework was not among those run (cntk in run gpu-quick)"),
@@ -104,14 +106,14 @@ EXPECTED_CLAIMS = {  # claim: (verdict, the start of its evidence)
                                               "intervals; MXNet not ahead of Caffe at b64 (0.0101 vs 0.01, within noise)"),
     "ratio-band": (verdicts.DIRECTION_ONLY, "ratio of Caffe to each other tool: min 1.2 (PyTorch, b64), max 2 "
                                            "(TensorFlow, b64) (stated band 1.5-3)"),
-    "band": (verdicts.HOLDS, "Caffe 0.1, TensorFlow 0.15 (stated band 0.05-0.2)"),
+    "band": (verdicts.HOLDS, "value per tool at 4 threads: min 0.1 (Caffe, b64), max 0.15 (TensorFlow, b64) (stated "
+                             "band 0.05-0.2); each: Caffe 0.1 [0.098-0.102] (b64), TensorFlow 0.15 [0.147-0.153] (b64)"),
     "threads": (verdicts.HOLDS, "throughput at threads 4 / at 1: min 3 (TensorFlow, b64), max 4 (Caffe, b64)"),
     "gpus": (verdicts.HOLDS, "throughput at gpus 2 / at 1: min 1.8 (PyTorch, b64), max 1.8 (PyTorch, b64)"),
     "gpus-caffe": (verdicts.NOT_TESTABLE, "no data-parallel path for its tools here (only jax, torch have one): "
                                           "Caffe: no data-parallel training in the caffe adapter"),
     "device-scoped": (verdicts.NOT_TESTABLE, "the claim is about GPUs; this host measured CPU only"),
-    "smoke": (verdicts.INCONCLUSIVE, "smoke pass (Caffe: no repeat-level 95% interval (fewer than 6 repeats); "
-                                     "PyTorch: no repeat-level 95% interval (fewer than 6 repeats)); 1 of 1 pairs"),
+    "smoke": (verdicts.INCONCLUSIVE, "smoke pass of Caffe, PyTorch (--quick: 3 iterations in 1 repeat); 1 of 1 pairs"),
     "gone": (verdicts.NOT_TESTABLE, "cannot judge: bundle fcn-gone missing"),
     "untestable": (verdicts.NOT_TESTABLE, "it needs two GPU models"),
 }
@@ -127,7 +129,7 @@ def test_every_published_cell_of_the_golden_study():
         assert found[key] == (outcome, pytest.approx(value), pytest.approx(ratio), why), key
     by_name = {t.name: t for t in built}
     assert by_name["h200"].cells[("Caffe", "GPU")].interval == pytest.approx((0.0098, 0.0102))
-    assert by_name["h200"].cells[("Caffe", "quick")].smoke == "no repeat-level 95% interval (fewer than 6 repeats)"
+    assert by_name["h200"].cells[("Caffe", "quick")].smoke == "--quick: 3 iterations in 1 repeat"
     assert by_name["h200"].cells[("TensorFlow", "GPU")].direction == "slower"
     # rankings: two tools on the H200 are too few; the --quick column is a smoke pass; a CPU is not ranked
     # against an H200 order
@@ -137,7 +139,7 @@ def test_every_published_cell_of_the_golden_study():
     assert by_name["h200"].rankings[1].startswith("quick: ") and "inconclusive (smoke pass: caffe, torch)" in \
         by_name["h200"].rankings[1]
     total, why = cells.counts(built)
-    assert total == {verdicts.REPRODUCES: 1, verdicts.DIFFERS: 1, verdicts.OTHER_HARDWARE: 3,
+    assert total == {verdicts.REPRODUCES: 1, verdicts.DIFFERS: 1, verdicts.CANNOT_TELL: 0, verdicts.OTHER_HARDWARE: 3,
                      verdicts.CANNOT_COMPARE: 16, verdicts.NOT_RUN: 4}
     assert why[verdicts.CANNOT_COMPARE] == {"the table has no value for this tool": 4, "a tool the suite does not run": 4,
                                             "smoke pass": 2, "several jobs match": 1, "cannot judge: bundle missing": 4,
@@ -151,7 +153,7 @@ def test_every_claim_of_the_golden_study():
     for name, (verdict, evidence) in EXPECTED_CLAIMS.items():
         assert (found[name].verdict, found[name].evidence[:len(evidence)]) == (verdict, evidence), name
     # what each rests on, and the values a smoke pass still shows
-    assert found["ordering-holds"].rests_on == verdicts.RestsOn(repeats=[6, 6], test="pairs' repeat-level 95% intervals",
+    assert found["ordering-holds"].rests_on == verdicts.RestsOn(repeats=[6, 6], test="pairs' 95% intervals",
                                                                 device="cuda", smoke=False)
     assert found["smoke"].rests_on.smoke and [(v["tool"], v["value"]) for v in found["smoke"].values] == [
         ("Caffe", 0.03), ("PyTorch", 0.04)]
@@ -195,7 +197,7 @@ def test_an_accuracy_after_fewer_epochs_than_the_spec_is_a_smoke_pass_with_its_v
     row = {"run": "cpu-rnn", "spec": "imdb-gru", "variant": "imdb-gru", "framework": "torch", "status": "ok",
            "mode": "convergence", "quantity": "seconds per epoch", "device": "cpu", "device_name": EPYC,
            "batch_size": 64, "epochs": 1, "final_test_accuracy": 0.55, "total_seconds": 40.0, "precision": "fp32",
-           "job_id": "imdb-gru.torch.cpu.b64"}
+           "job_id": "imdb-gru.torch.cpu.b64", "planned_epochs": 3}  # the recorded spec's schedule
     ref = next(r for r in specmod.load("imdb-gru").references if r.metric == "test_accuracy" and r.framework == "PyTorch")
     judged = published.judge(row, ref)
     assert (judged.verdict, judged.measured, judged.why) == (verdicts.CANNOT_COMPARE, 0.55,
@@ -205,7 +207,8 @@ def test_an_accuracy_after_fewer_epochs_than_the_spec_is_a_smoke_pass_with_its_v
     summary = tables.frame([{k: v for k, v in row.items() if k != "run"}], tables.SUMMARY_COLUMNS).assign(run="cpu-rnn")
     (verdict,) = claims.evaluate(study, summary)
     assert verdict.verdict == verdicts.INCONCLUSIVE and verdict.device == "any"
-    assert verdict.evidence.startswith("smoke pass (PyTorch: trained 1 of 3 epochs); PyTorch 0.55 (stated band 0.84-0.875)")
+    assert verdict.evidence.startswith("smoke pass of PyTorch (trained 1 of 3 epochs); value per tool: min 55.0% (PyTorch, "
+                                       "b64), max 55.0% (PyTorch, b64) (stated band 84-87.5%)")  # review N15: percent
     assert verdict.values[0]["value"] == 0.55
 
 

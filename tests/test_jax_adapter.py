@@ -8,7 +8,7 @@ import os
 import pytest
 
 from dlrepro import REPO_ROOT, datasets, spec
-from dlrepro.results.answers import efficiency
+from dlrepro.results import peak_columns
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from runner import telemetry
@@ -88,6 +88,6 @@ def test_a_bf16_job_records_its_compute_dtype_and_is_set_against_the_bf16_peak(j
     # the job had run on an H200: its dense bf16 rate, as for a torch bf16 job
     precision = telemetry.summary_columns(result)["precision"]
     timing = result["timing"]
-    out = efficiency.job_columns(dict(job, device="cuda"), result, precision, "NVIDIA H200", timing["summary"]["median"],
+    out = peak_columns.job_columns(dict(job, device="cuda"), result, precision, "NVIDIA H200", timing["summary"]["median"],
                                  timing["quantity"])
     assert precision == "bf16" and out["peak_device"] == "h200-sxm" and out["peak_flops"] == pytest.approx(989.4e12)

@@ -12,6 +12,7 @@ import types
 import pytest
 
 from dlrepro import REPO_ROOT, datasets, spec
+from dlrepro.results import records
 from dlrepro.run import executors, jobs, runs as runsmod, study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, FolderSink
 from dlrepro.run.options import RunOptions
@@ -182,7 +183,7 @@ def test_a_study_in_containers_uses_one_container_and_leaves_none(torch_cpu_imag
     with pytest.raises(KeyboardInterrupt):  # a Ctrl-C as the first run's job ends
         studymod.run(str(SHARED), frameworks=["torch"], quick=True, results_dir=results, reporter=_StopAtFirstEnd())
     assert _ours(docker_engine) == []
-    record = studymod.Record.latest("shared-study", results)
+    record = records.find("shared-study", results)
     assert record.body["runs"]["small"]["state"] == "interrupted" and record.body["runs"]["large"]["state"] == "planned"
     record = studymod.run(str(SHARED), resume=True, results_dir=results, reporter=reporter)
     assert [record.body["runs"][r]["state"] for r in ("small", "large")] == ["complete", "complete"]

@@ -28,10 +28,15 @@ def test_bundle_against_bundle_labels_before_and_after_and_closes_with_the_count
     # 3 repeats a side: too few for an interval of the change, so no "unchanged" can be shown; each "cannot
     # tell" says why in a footnote under the table, as --json's reason does
     assert [r.split("│")[-2].strip() for r in rows] == ["cannot tell [%d]" % n for n in (1, 2, 3, 4)]
-    assert out.strip().splitlines()[-5:] == [
+    assert out.strip().splitlines()[-6:] == [
         "[%d] cannot tell: %s: 3 vs 3 repeats give no 98%% interval to show it inside -4.8%% to +5.0%%" % (n, change)
         for n, change in ((1, "+0.1%"), (2, "-0.1%"), (3, "-0.2%"), (4, "-0.3%"))] + [
-        "0 unchanged, 0 slower, 0 faster, 4 cannot tell; alpha 0.01, min effect 5%"]
+        "0 unchanged, 0 slower, 0 faster, 4 cannot tell; alpha 0.01, min effect 5%",
+        # review N9: with 3 repeats a side "slower" can never be shown; the closing line says what would
+        "advice: 3 vs 3 repeats cannot give p < 0.01: run both with --repeats 5 or more"]
+    # both bundles, their host and GPU, first: nothing differs but the runs
+    assert out.startswith("A (before): %s (" % OLD) and "NVIDIA H200" in out.splitlines()[0]
+    assert "differs:" not in out
 
 
 def test_two_bundles_with_nothing_in_common_exit_2():

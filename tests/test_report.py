@@ -16,7 +16,9 @@ import pytest
 from PIL import Image, ImageChops, ImageStat
 
 from dlrepro import REPO_ROOT
-from dlrepro.results import numbers, plots, report, tables
+from dlrepro.frameworks import display
+from dlrepro.results import gather, tables
+from dlrepro.results.views import numbers, palette, plots, report
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S, 7 frameworks, CPU batch 16
 FCN = REPO_ROOT / "results" / "fcn-20261130T022354Z-cc755c44"  # FCN-R convergence, 3 frameworks, 5 epochs
@@ -71,7 +73,7 @@ class Tables(HTMLParser):
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    return report.write(BUNDLES, out)
+    return report.write(gather.bundles(BUNDLES), out)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +109,7 @@ def test_results_table_has_every_framework_median_iqr_and_ci(made, page):
 def test_convergence_table_has_accuracy_and_failed_jobs_with_reason(page):
     shown = page.table("fcn, convergence mode: seconds per epoch (s)")
     ok = shown[shown["status"] == "ok"].set_index("framework")
-    assert ok.loc["jax", "test accuracy"] == "92.54%" and ok.loc["jax", "total s"] == "668.8"
+    assert ok.loc["jax", "test accuracy"] == "92.5%" and ok.loc["jax", "total s"] == "668.8"
     assert sorted(ok.index) == ["jax", "mxnet", "tensorflow", "torch"]
     failed = shown[shown["status"] == "failed"]
     assert sorted(failed["framework"]) == ["jax", "mxnet", "tensorflow"]
@@ -137,13 +139,15 @@ def test_comparison_and_ranking_verdicts(made, page):
     summary = tables.summary(ALEXNET).set_index("framework")
     cells = page.table("Comparison with the published values").set_index("framework")
     # DLBench's AlexNet-S at batch 16 as rerun on a GTX Titan X: Caffe, CNTK, MXNet and TensorFlow (Lua Torch is not PyTorch)
-    assert sorted(cells.index) == ["caffe", "cntk", "mxnet", "tensorflow"]
+    codes = {display(f): f for f in summary.index}
+    assert sorted(cells.index) == ["CNTK", "Caffe", "MXNet", "TensorFlow"]
     for framework, row in cells.iterrows():
-        assert row["measured"] == numbers.significant(summary.loc[framework, "median"])
-        assert row["verdict"] == "other hardware"
+        assert row["measured"] == numbers.significant(summary.loc[codes[framework], "median"])
+        assert row["verdict"] == "other hardware [1]"  # the reason once, as footnote 1 under the table
         assert "GTX Titan X" in row["published by"] and row["measured with"].endswith("on AMD EPYC")
-    # a CPU run is not ranked against the Titan X rerun's order, and nothing is called the study's conclusion
     html = unescape(made.html.read_text())
+    assert "<li>measured on AMD EPYC, published on NVIDIA GTX Titan X (Maxwell)" in html
+    # a CPU run is not ranked against the Titan X rerun's order, and nothing is called the study's conclusion
     assert "Kendall" not in html and "conclusion" not in html
 
 
@@ -185,9 +189,19 @@ def test_no_line_across_an_unmeasured_batch_size_and_one_colour_per_framework():
     line = pd.DataFrame({"batch_size": [16, 32, 128]})
     parts = plots._segments(line, [16, 32, 64, 128])  # 64 was measured by another framework only
     assert [list(p["batch_size"]) for p in parts] == [[16, 32], [128]]
-    from dlrepro.results import palette
-    assert palette.colour("torch") == "#d62728" and palette.name("tensorflow") == "TensorFlow"
-    assert len({palette.colour(f) for f in palette.FRAMEWORKS}) == len(palette.FRAMEWORKS)
+    assert palette.colour("torch") == "#d62728" and display("tensorflow") == "TensorFlow"
+    assert len(set(palette.FRAMEWORKS.values())) == len(palette.FRAMEWORKS)
+
+
+def test_every_measured_batch_size_is_a_point_of_its_figure():
+    """The tables' batch_size is nullable Int64 (review N1: the smallest batch of each line was dropped): the
+    committed H200 PyTorch AlexNet-S bundle read as a report reads it, b16 to b128, one point per job, in ms."""
+    summary, _ = tables.merge([REPO_ROOT / "results" / "alexnet-20261130T041002Z-d802ef07"])
+    assert str(summary["batch_size"].dtype) == "Int64"
+    (figure,) = plots.seconds_vs_batch(summary)
+    assert sorted((x, round(y, 6)) for _, x, y in figure.points) == sorted(
+        (int(b), round(1000 * m, 6)) for b, m in zip(summary["batch_size"], summary["median"]))
+    assert "in ms" in figure.caption
 
 
 def test_a_cpu_thread_sweep_gets_a_speedup_plot_with_the_ideal_line():
@@ -294,7 +308,7 @@ H200_RESNET50 = REPO_ROOT / "results" / "resnet50-20261130T041045Z-eb31f4df"  # 
 
 
 def test_gpu_jobs_show_clocks_power_and_the_throttle_flag(tmp_path):
-    page = Tables(report.write([H200_RESNET50], tmp_path / "h200").html.read_text())
+    page = Tables(report.write(gather.bundles([H200_RESNET50]), tmp_path / "h200").html.read_text())
     state = page.table("resnet50, throughput mode").set_index("batch")["GPU during the measured iterations"]
     summary = tables.summary(H200_RESNET50)
     last = summary.iloc[-1]
@@ -309,18 +323,15 @@ def test_gpu_jobs_show_clocks_power_and_the_throttle_flag(tmp_path):
 
 
 def test_the_bundle_report_sets_published_cells_against_their_peak(tmp_path):
-    """The committed H200 AlexNet-S bundles (issue 26): achieved TFLOP/s and fraction of peak per job, and DLBench's
-    Titan X rerun cells against the Titan X's fp32 peak, never reproduced: "not run" where no job of their
-    framework was measured here (none of the rerun's frameworks ran), not "other hardware"."""
-    made = report.write(["alexnet-20261201T201740Z-9f78cd5d", "alexnet-20261201T201858Z-76e63b6c"], tmp_path)
+    """The committed H200 AlexNet-S bundles (issue 26): achieved TFLOP/s and fraction of peak per job; DLBench's
+    Titan X rerun cells against the Titan X's fp32 peak are shown only beside a job of their framework measured
+    here (none of the rerun's frameworks ran: no table, no figure, review N6), never reproduced."""
+    answer = gather.bundles(["alexnet-20261201T201740Z-9f78cd5d", "alexnet-20261201T201858Z-76e63b6c"])
+    made = report.write(answer, tmp_path)
     page = Tables(made.html.read_text())
     jobs = page.table("alexnet, throughput mode: seconds per mini-batch (s)")
     assert sorted(zip(jobs["TFLOP/s"], jobs["% of peak"])) == [("143", "14.4% (h200-sxm)"), ("58.1", "86.8% (h200-sxm)")]
-    cells = page.table("Fraction of peak: the published cells then, this hardware now").set_index("published")
-    cntk = cells.loc["CNTK [1]"]
-    assert (cntk["then (% of peak)"], cntk["verdict"], cntk["now"]) == ("49.1%", "not run", "not measured here")
-    # the published hardware and source, once, as the footnote every rerun cell marks
-    notes = re.findall(r'<ol class="note footnotes">(.*?)</ol>', made.html.read_text(), re.S)[-1]
-    assert notes.count("<li>") == 1 and "published on NVIDIA GTX Titan X (Maxwell)" in notes
-    # no framework of the Titan X rerun was measured here: no "then against now" figure to draw
+    cntk = answer.efficiency.set_index("published_framework").loc["CNTK"]
+    assert (round(cntk["published_fraction"], 3), cntk["verdict"]) == (0.491, "not run")
+    assert not [t for t in page.tables if t[0].startswith("Fraction of peak")]
     assert "fraction-of-peak" not in {f.stem for f in made.figures}

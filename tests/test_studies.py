@@ -9,7 +9,7 @@ import pytest
 
 from dlrepro import REPO_ROOT, studies
 from dlrepro.errors import SpecError
-from dlrepro.results import tables
+from dlrepro.results import records, tables
 from dlrepro.results.answers import claims, verdicts
 from dlrepro.run import study as studymod
 from runner import stats
@@ -52,9 +52,11 @@ def test_a_bad_manifest_names_the_line_and_field(tmp_path):
     assert "duplicate key 'over'" in problems[0]
 
 
-def _rows(values, variant="fcn-s", run="fcn", metric_column="median", threads=None, ci=None, device="cpu"):
+def _rows(values, variant="fcn-s", run="fcn", metric_column="median", threads=None, ci=None, device="cpu",
+          quick=None):
     """Summary rows: {framework: value} (or {(framework, threads): value}) of one run; ``ci``: {framework: (low,
-    high)}, or "tight" for a repeat-level interval of +-1% around every value (no ci: a smoke pass)."""
+    high)}, or "tight" for a repeat-level interval of +-1% around every value (no ci: a --quick smoke pass, unless
+    ``quick`` is False: then a full job with too few repeats for an interval)."""
     rows = []
     for key, value in values.items():
         framework, t = key if isinstance(key, tuple) else (key, threads)
@@ -63,7 +65,8 @@ def _rows(values, variant="fcn-s", run="fcn", metric_column="median", threads=No
         rows.append({"run": run, "variant": variant, "framework": framework, "status": "ok", "mode": "throughput",
                      "quantity": "seconds per mini-batch", "device": device, "batch_size": 64, "threads": t,
                      metric_column: value, "throughput": 64 / value, "ci95_low": low, "ci95_high": high,
-                     "ci95_method": stats.CI_METHOD if ci else None, "ci95_units": 6 if ci else None,
+                     "ci95_method": stats.CI_METHOD if ci else None, "ci95_units": 6 if ci else 1,
+                     "n": 48 if ci else 3, "quick": not ci if quick is None else quick,
                      "precision": "fp32", "job_id": "%s.%s.t%s" % (variant, framework, t)})
     return tables.frame(rows, tables.SUMMARY_COLUMNS).assign(run=[r["run"] for r in rows])
 
@@ -87,9 +90,13 @@ def test_an_ordering_claim_holds_does_not_or_is_inconclusive_by_its_separated_pa
     assert "the suite does not run Torch" in verdict.evidence
     # a --quick pass (one repeat, no interval) gives no verdict, but its values are shown
     smoke = judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0})
-    assert smoke.verdict == verdicts.INCONCLUSIVE and smoke.evidence.startswith("smoke pass (")
+    assert smoke.verdict == verdicts.INCONCLUSIVE and smoke.evidence.startswith("smoke pass of ")
     assert smoke.rests_on.smoke and [(v["tool"], v["value"]) for v in smoke.values] == [
         ("CNTK", 2.0), ("Caffe", 1.0), ("MXNet", 4.0), ("TensorFlow", 3.0)]
+    # a full pass of 3 repeats: no interval, so no pair is separated; not a smoke pass
+    bare = judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0}, quick=False)
+    assert bare.verdict == verdicts.INCONCLUSIVE and not bare.rests_on.smoke
+    assert bare.evidence.startswith("5 of 5 pairs in the stated order, 0 of them with separated 95% intervals")
     assert judged({"cntk": 1.0}, ci="tight").verdict == verdicts.NOT_TESTABLE
     # the same rows measured on a CPU: the claim is about GPUs
     (cpu,) = claims.evaluate(study.model_copy(update={"claims": claim}), _rows(
@@ -118,9 +125,12 @@ def test_ratio_band_and_scaling_claims():
     rows = _rows({("caffe", 4): 1.0, ("caffe", 16): 0.9, ("cntk", 4): 1.0, ("cntk", 16): 0.4}, **cpu)
     (v,) = claims.evaluate(scaling, rows)
     # band 0.8-1.5 holds 1: no direction is stated, so CNTK's 2.5x is a miss, not "direction holds"
-    assert v.verdict == verdicts.DOES_NOT_HOLD and "each: CNTK 2.5 (b64), Caffe 1.11 (b64)" in v.evidence
+    assert v.verdict == verdicts.DOES_NOT_HOLD and "each: CNTK 2.5 [2.45-2.551] (b64), Caffe 1.111 [1.089-1.134] " \
+        "(b64); outside the band: CNTK" in v.evidence
+    # the same medians without intervals (3 repeats a job): the speedups have none, so nothing can hold or fail
     (v,) = claims.evaluate(scaling, rows.assign(ci95_low=None, ci95_high=None, ci95_method=None))
-    assert v.verdict == verdicts.INCONCLUSIVE and "smoke pass (CNTK: no repeat-level 95% interval" in v.evidence
+    assert v.verdict == verdicts.INCONCLUSIVE and v.evidence.endswith(
+        "no 95% interval for CNTK, Caffe (1 repeat; a 95% interval needs 6) (run cpu-synthetic-cnn, cpu)")
     (v,) = claims.evaluate(scaling, _rows({("caffe", 1): 1.0, ("caffe", 2): 0.6}, **cpu))
     assert v.verdict == verdicts.NOT_TESTABLE and "threads 4 and 16 were not both measured (here: 1, 2)" in v.evidence
 
@@ -135,7 +145,7 @@ def test_a_weak_scaling_claim_pairs_the_jobs_of_one_per_gpu_mini_batch():
     (v,) = claims.evaluate(claim, rows)
     assert v.verdict == verdicts.HOLDS and "throughput at gpus 4 / at 1: min 3.2 (PyTorch, b64)" in v.evidence  # W
     (v,) = claims.evaluate(claim, rows.assign(throughput=[64 / 0.2, 256 / 0.5]))
-    assert v.verdict == verdicts.DIRECTION_ONLY and "each: PyTorch 1.6 (b64)" in v.evidence  # faster, not 2.5-3.8x
+    assert v.verdict == verdicts.DIRECTION_ONLY and "each: PyTorch 1.6 [1.568-1.632] (b64)" in v.evidence  # not 2.5-3.8x
 
 
 def test_a_study_on_one_gpu_runs_its_one_gpu_data_parallel_jobs():
@@ -230,12 +240,12 @@ def test_the_study_summary_counts_every_published_cell_once():
 
 
 def test_a_study_record_is_found_by_its_exact_name(tmp_path):
-    folder = studymod.records_dir(tmp_path)
+    folder = records.records_dir(tmp_path)
     folder.mkdir(parents=True)
     for stem in ("dlf-20261201T100000Z", "dlf-gpu-20261201T110000Z", "dlfx-20261201T120000Z"):
         (folder / (stem + ".json")).write_text(json.dumps({"study": stem.rsplit("-", 1)[0]}))
-    assert studymod.Record.latest("dlf", tmp_path).path.name == "dlf-20261201T100000Z.json"
-    assert studymod.Record.latest("dlf-gpu", tmp_path).path.name == "dlf-gpu-20261201T110000Z.json"
+    assert records.find("dlf", tmp_path).path.name == "dlf-20261201T100000Z.json"
+    assert records.find("dlf-gpu", tmp_path).path.name == "dlf-gpu-20261201T110000Z.json"
 
 
 def test_a_resume_keeps_the_recorded_options_and_the_published_runs_as_they_were():
@@ -244,7 +254,7 @@ def test_a_resume_keeps_the_recorded_options_and_the_published_runs_as_they_were
     assert [p.options.threads if p.options else p.why for p in here] == [
         [1, 2], "it needs an NVIDIA GPU; NVML sees none on this host"]
     elsewhere = studymod.plan(study, gpus=[{"index": 0}], cpus=1)  # where the study started: 1 CPU and a GPU
-    record = studymod.Record("unused.json", {"runs": {}})
+    record = records.Record("unused.json", {"runs": {}})
     studymod._record_plan(record, elsewhere)
     record.body["runs"]["gpu"].update(state="published", bundle="gpu-bundle")
     published = dict(record.body["runs"]["gpu"])

@@ -10,7 +10,9 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError
-from dlrepro.results import numbers, study_report
+from dlrepro.results import gather, records
+from dlrepro.results.answers import verdicts
+from dlrepro.results.views import numbers, report, study_report
 from tests.test_report import Tables, chromium, headless
 
 MANIFEST = REPO_ROOT / "tests" / "data" / "report-study.yaml"
@@ -42,7 +44,7 @@ def write_record(folder, fcn_bundle=GONE, sha256=None, name="report-study-202612
 def made(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("study")
     record = write_record(tmp)
-    return study_report.write(str(record), tmp / "report", REPO_ROOT / "results", allow_missing=True)
+    return study_report.write(gather.study(str(record), REPO_ROOT / "results"), tmp / "report", allow_missing=True)
 
 
 def verdicts_of(html):
@@ -64,14 +66,16 @@ def test_the_answer_comes_first_and_counts_the_claims(made):
 def test_the_verdict_table_sorts_answers_first_and_folds_the_untestable(made):
     html = made.html.read_text()
     table = Tables(html).table("The claims judged here")
-    # the bundle has 3 repeats a job, too few for a repeat-level interval: every judged claim is a smoke pass
+    # the bundle has 3 repeats a job, too few for a repeat-level interval: every judged claim is inconclusive,
+    # and says that it has no interval (it is not a --quick smoke pass)
     assert list(table["claim"]) == ["cntk-ahead", "tensorflow-ahead", "cntk-ratio"]
     found = verdicts_of(html)
     assert found["gpu-only"] == found["torch"] == found["fcn"] == found["untestable"] == "not testable here"
     assert found["cntk-ahead"] == found["tensorflow-ahead"] == found["cntk-ratio"] == "inconclusive"
-    assert all("smoke pass" in e for e in table["evidence"])
+    assert all("no 95% interval for CNTK, TensorFlow (a bundle from before repeat-level intervals)" in e
+               for e in table["evidence"])
     order = [c for c in re.findall(r'<tr data-claim="([^"]+)"', html)]
-    ranks = [study_report.palette.rank(found[c]) for c in order]
+    ranks = [verdicts.rank(found[c]) for c in order]
     assert ranks == sorted(ranks) and len(order) == 3
     assert html.count("<details>") == 4 and 'class="chip" style="background: #' in html
     # the missing bundle is named, and so is its run's claim
@@ -81,7 +85,8 @@ def test_the_verdict_table_sorts_answers_first_and_folds_the_untestable(made):
 
 def test_an_empty_table_is_one_line_and_units_are_in_the_header(made):
     html = made.html.read_text()
-    assert "A GPU table never retrieved: no value to show (the published values were not retrieved)." in html
+    assert "A GPU table never retrieved: 0 published values, none measured here (the published values were not " \
+           "retrieved (2))." in html
     early = Tables(html).table("Seconds per mini-batch (third-party rerun)")
     assert "AlexNet (b16) published (s)" in early.columns or "AlexNet (b16) published (ms)" in early.columns
     assert all("e+" not in v for v in early.values.ravel())
@@ -113,23 +118,24 @@ def test_a_record_is_found_by_study_name_anywhere_under_results(tmp_path):
     write_record(tmp_path / "a", name="report-study-20261201T000000Z.json")
     newer = write_record(tmp_path / "b" / "deeper", name="report-study-20261202T000000Z.json")
     write_record(tmp_path / "c", name="report-study-extra-20261203T000000Z.json")  # another study's name
-    assert study_report.find_record("report-study", tmp_path).path == newer
+    assert records.find("report-study", tmp_path).path == newer
     with pytest.raises(DlreproError, match="report: no such study; studies: dlbench, dlf"):
-        study_report.find_record("report", tmp_path)
+        records.find("report", tmp_path)
 
 
 def test_a_changed_manifest_is_refused(tmp_path):
     record = write_record(tmp_path, sha256="0" * 64)
     with pytest.raises(DlreproError, match="changed since the record was made"):
-        study_report.write(str(record), tmp_path / "r", REPO_ROOT / "results", allow_missing=True)
+        gather.study(str(record), REPO_ROOT / "results")
 
 
 def first_screen(html, tmp_path):
-    """(bottom of the answer, bottom of the verdict table, images decoded, images, page width), in CSS px, of a
-    study report opened in headless Chromium at 1400 x 900."""
+    """(bottom of the answer, bottom of the verdict table (of the answer where no claim was judged), images decoded,
+    images, page width), in CSS px, of a study report opened in headless Chromium at 1400 x 900."""
     probe = """<script>window.onload = () => { const f = e => e.getBoundingClientRect().bottom;
     const imgs = [...document.images]; const p = document.createElement('pre'); p.id = 'probe';
-    p.textContent = [f(document.getElementById('answer')), f(document.getElementById('verdicts')),
+    p.textContent = [f(document.getElementById('answer')),
+     f(document.getElementById('verdicts') || document.getElementById('answer')),
      imgs.filter(i => i.complete && i.naturalWidth > 0).length, imgs.length,
      document.documentElement.scrollWidth].join('|'); document.body.appendChild(p); };</script>"""
     page = tmp_path / "probe.html"
@@ -145,13 +151,11 @@ def test_a_changed_manifest_of_an_older_schema_is_refused_naming_its_commit():
     old = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "%s:studies/dlbench.yaml" % first], capture_output=True)
     if old.returncode != 0:
         pytest.skip("this checkout has no history back to %s (a shallow clone)" % first)
-    from dlrepro.run import study as studyrun
-
     sha = hashlib.sha256(old.stdout).hexdigest()
-    record = studyrun.Record(REPO_ROOT / "results" / "studies" / "dlbench-20261201T000000Z.json", {
+    record = records.Record(REPO_ROOT / "results" / "studies" / "dlbench-20261201T000000Z.json", {
         "manifest": {"file": "studies/dlbench.yaml", "sha256": sha}, "suite": {"git": {"commit": first}}})
     with pytest.raises(DlreproError) as caught:
-        study_report._manifest(record)
+        records.manifest(record)
     assert "the manifest as recorded (studies/dlbench.yaml at commit %s) does not validate under today's rules: " \
            "studies/dlbench.yaml@%s:" % (first, first) in str(caught.value)
     assert "runs on cpu and cuda" in str(caught.value)
@@ -182,7 +186,7 @@ def test_dlf_table_2_is_in_minutes_as_published():
     empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
     refs = {run.spec: specmod.load(run.spec).references for run in study.runs.values()}
     built = {t.name: t for t in paper.build(study, empty, refs, {r: "not runnable here: no GPU" for r in study.runs})}
-    shown, _ = study_report._paper_table(study, built["table2-densenet"])
+    shown = study_report.paper_table(built["table2-densenet"])
     cells = [dict(zip(shown.columns, row)) for row in shown.rows]
     assert [c for c in shown.columns if "published" in c] == ["1x V100 published (min)", "4x V100 published (min)"]
     # the README's 25 and 8 minutes of PyTorch (stored in minutes, converted to seconds), shown in minutes again
@@ -192,7 +196,6 @@ def test_dlf_table_2_is_in_minutes_as_published():
 
 def test_what_an_interval_rests_on_in_words():
     from runner.stats import CI_METHOD
-    from dlrepro.results import report
 
     assert report._ci_over(CI_METHOD, 1, float("nan")) == "none: 1 repeat, needs 6"
     assert report._ci_over(CI_METHOD, 6, 0.01) == "6 repeats"
@@ -205,11 +208,11 @@ def test_a_record_that_is_not_there_and_a_misspelled_study_say_so_in_one_line(tm
     (tmp_path / "studies").mkdir()
     (tmp_path / "studies" / "dlbench-20261201T231715Z.json").write_text("{}")
     with pytest.raises(DlreproError) as gone:
-        study_report.find_record(str(tmp_path / "studies" / "dlbench-20990101T000000Z.json"), tmp_path)
+        records.find(str(tmp_path / "studies" / "dlbench-20990101T000000Z.json"), tmp_path)
     assert str(gone.value).endswith("dlbench-20990101T000000Z.json: no such study record file")
     assert "dlbench-20261201T231715Z.json" in gone.value.remedy
     with pytest.raises(DlreproError) as typo:
-        study_report.find_record("dlbnch", tmp_path)
+        records.find("dlbnch", tmp_path)
     assert str(typo.value) == "dlbnch: no such study (did you mean dlbench?); studies: dlbench, dlf"
 
 

@@ -5,8 +5,10 @@ import pandas as pd
 from rich.table import Table
 
 from dlrepro.cli.console import MARK, console
-from dlrepro.results import bundle, numbers, palette, report
-from dlrepro.results.answers import published, verdicts as words
+from dlrepro.frameworks import display
+from dlrepro.results import bundle
+from dlrepro.results.answers import verdicts as words
+from dlrepro.results.views import numbers, palette, report
 from dlrepro.run import hostinfo
 
 
@@ -85,109 +87,138 @@ def _values(values, unit, alongside=()):
 SAME = "unchanged"  # the closing line's word for verdicts.NO_CHANGE
 
 
-def shared(found):
-    """How many configurations two bundles both measured (bundle against bundle)."""
-    return int((~found.cells["verdict"].isin([words.ONLY_IN_A, words.ONLY_IN_B])).sum())
+def _print(text):
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
 
 
-def comparison(found, min_effect=None, alpha=None):
-    """A compare.Comparison. Bundle against bundle: one row per configuration, before (A) / after (B) in one
-    unit, the change in %, the test's p and the verdict (a "cannot tell" marked [N], its reason as footnote N
-    under the table, one per distinct reason), then a closing line ('4 unchanged, 0 slower, 0
-    faster; alpha 0.01, min effect 5%'). Against the published values: one table per published source and
-    hardware with the unit in its header, the ranking in one line under it, and what gave no cell in one line
-    per table ('not compared: PyTorch, JAX: no published number in this table; Torch: not run by this suite'),
-    then the jobs at configurations no reference covers."""
-    if found.kind == "bundle":
-        _regression(found, min_effect, alpha)
-        return
-    left = found.left_out if found.left_out is not None else pd.DataFrame(columns=published.LEFT_OUT_COLUMNS)
+def check(answer):
+    """A BundleAnswer against the published values: one table per published source and hardware with the unit in its
+    header, the ranking in one line under it, and what gave no cell in one line per table ('not compared: PyTorch,
+    JAX: no published number in this table; Torch: not run by this suite'), then the jobs at configurations no
+    reference covers."""
+    left = answer.left_out
     keyed = left[left["reference_kind"].notna()]
-    cells = found.cells.sort_values(["variant", "batch_size", "framework"])
+    cells = answer.cells.sort_values(["variant", "batch_size", "framework"])
     groups = {key[:3]: group for key, group in cells.groupby(["reference_kind", "published_hardware", "metric", "unit"],
                                                               sort=True, dropna=False)}
     for key in sorted(set(groups) | set(zip(keyed["reference_kind"], keyed["published_hardware"], keyed["metric"]))):
         kind, hardware, metric = key
         group = groups.get(key)
         if group is not None:
-            _published_table(group, found.rankings)
+            _published_table(group, answer.rankings)
         else:
-            console.print("%s: no cell here" % published.table_name(metric, kind, hardware), soft_wrap=True)
+            console.print("%s: no cell here" % published_table_name(metric, kind, hardware), soft_wrap=True)
         mine = keyed[(keyed["reference_kind"] == kind) & (keyed["published_hardware"] == hardware)
                      & (keyed["metric"] == metric)]
         if len(mine):
-            console.print("not compared: %s" % _left_out(mine), soft_wrap=True, highlight=False, markup=False)
+            _print("not compared: %s" % _left_out(mine))
     elsewhere = left[left["reference_kind"].isna()]
     for variant, group in elsewhere.groupby("variant", sort=True):
-        console.print("not compared: %s at %s, batch %s: %s" % (
-            ", ".join(sorted({palette.name(f) for f in group["framework"]}, key=str.lower)), variant,
-            ", ".join(str(int(b)) for b in sorted(set(group["batch_size"]))), published.NO_TABLE),
-            soft_wrap=True, highlight=False, markup=False)
+        _print("not compared: %s at %s, batch %s: %s" % (
+            ", ".join(sorted({display(f) for f in group["framework"]}, key=str.lower)), variant,
+            ", ".join(str(int(b)) for b in sorted(set(group["batch_size"]))), group["reason"].iloc[0]))
+
+
+def published_table_name(metric, kind, hardware):
+    """'seconds per minibatch, third party rerun on NVIDIA GTX Titan X (Maxwell)': one published table."""
+    return "%s, %s on %s" % (metric.replace("_", " "), kind.replace("_", " "), hardware)
 
 
 def _left_out(rows):
     """'PyTorch, JAX: no published number in this table; Theano, Torch: not run by this suite' of left_out rows."""
     names = {}
     for row in rows.itertuples():
-        shown = palette.name(row.framework) if isinstance(row.framework, str) else row.published_framework
+        shown = display(row.framework) if isinstance(row.framework, str) else row.published_framework
         names.setdefault(row.reason, []).append(shown)
     return "; ".join("%s: %s" % (", ".join(sorted(set(n), key=str.lower)), reason) for reason, n in names.items())
 
 
 def _published_table(group, ranks):
-    """One published table (cells of one reference kind, hardware, metric and unit) and its rankings' lines."""
+    """One published table (cells of one reference kind, hardware, metric and unit) and its rankings' lines; each
+    reason once, as a numbered note under it."""
     kind, hardware, metric, unit = (group[c].iloc[0] for c in ("reference_kind", "published_hardware", "metric", "unit"))
     shown, measured = _values(group["measured"], unit, group["published"])
     _, values = _values(group["published"], unit, group["measured"])
     sources = sorted({re.sub(r"\b([0-9a-f]{7})[0-9a-f]{33}\b", r"\1", s) for s in group["source"]})
-    table = Table(title="%s; here on %s" % (published.table_name(metric, kind, hardware),
+    table = Table(title="%s; here on %s" % (published_table_name(metric, kind, hardware),
                                             ", ".join(sorted(set(group["measured_hardware"])))),
                   caption="; ".join(sources))
-    for column in ("variant", "batch", "framework", "here (%s)" % shown, "published (%s)" % shown,
-                   "measured / published", "verdict"):
+    threads = group["threads"].notna().any()
+    for column in ("variant", "batch", "framework") + (("threads",) if threads else ()) + (
+            "here (%s)" % shown, "published (%s)" % shown, "measured / published", "verdict"):
         table.add_column(column, justify="left" if column in ("variant", "framework", "verdict") else "right")
+    notes = {}
     for row, m, p in zip(group.itertuples(), measured, values):
-        table.add_row(row.variant, str(int(row.batch_size)), palette.name(row.framework), m, p,
-                      numbers.ratio(row.ratio), _verdict(row.verdict))
+        mark = ""
+        if row.verdict not in (words.REPRODUCES, words.DIFFERS) and isinstance(row.why, str):
+            mark = " [%d]" % notes.setdefault(row.why, len(notes) + 1)
+        table.add_row(row.variant, str(int(row.batch_size)), display(row.framework),
+                      *((_cell(row.threads),) if threads else ()), m, p, numbers.ratio(row.ratio),
+                      _verdict(row.verdict) + mark)
     console.print(table)
+    for why, number in notes.items():
+        _print("[%d] %s" % (number, why))
     for rank in ranks[(ranks["reference_kind"] == kind) & (ranks["published_hardware"] == hardware)
                       & (ranks["metric"] == metric)].itertuples() if ranks is not None else ():
         console.print(report.ranking_sentence(rank), soft_wrap=True)
 
 
-def _regression(found, min_effect, alpha):
+def _side(side):
+    return "%s (%s; %s; %s)" % (side.bundle, side.host or "host unknown", side.cpu or "CPU unknown",
+                                ", ".join(side.gpus) or "no GPU")
+
+
+def comparison(found):
+    """A Comparison of bundle B against A: the two bundles' hosts and devices, what differs between them beyond the
+    configurations (yellow), then one row per configuration, before (A) / after (B) in one unit, the configuration
+    columns whose values differ between rows (precision, threads, version, ...), the change in %, its interval, the
+    test's p and the verdict (a "cannot tell" marked [N], its reason as footnote N under the table, one per distinct
+    reason), a closing line ('4 unchanged, 0 slower, 0 faster; alpha 0.01, min effect 5%') and the advice when the
+    repeats cannot give a verdict."""
+    a, b = found.sides
+    _print("A (before): %s" % _side(a))
+    _print("B (after):  %s" % _side(b))
+    for line in found.differs:
+        console.print("[yellow]differs:[/] %s" % line, soft_wrap=True, highlight=False)
     cells = found.cells.assign(_batch=pd.to_numeric(found.cells["batch_size"], errors="coerce")).sort_values(
         ["variant", "framework", "device", "_batch"])
     unit, before = _values(cells["median_a"], "s", cells["median_b"])
     _, after = _values(cells["median_b"], "s", cells["median_a"])
-    extra = [c for c in ("change_low", "change_high") if c in cells]
     table = Table(title="after %s against before %s (spec %s): seconds per %s" % (
-        found.bundle.name, found.against.name, found.spec, "/".join(sorted(set(cells["sample"].dropna()))) or "sample"))
-    columns = ["variant", "framework", "device", "batch", "repeats", "before (%s)" % unit, "after (%s)" % unit,
-               "Δ%"] + (["Δ% interval"] if len(extra) == 2 else []) + ["p", "verdict"]
+        b.bundle, a.bundle, found.spec, "/".join(sorted(set(cells["sample"].dropna()))) or "sample"))
+    shown = [c for c in found.varying if c not in ("framework_version",)]
+    columns = ["variant", "framework", "device", "batch"] + shown + ["repeats", "before (%s)" % unit,
+                                                                     "after (%s)" % unit, "Δ%", "Δ% interval", "p",
+                                                                     "verdict"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("variant", "framework", "device", "verdict") else "right")
     notes = {}  # the reason of each "cannot tell" -> its footnote number
-    for row, a, b in zip(cells.itertuples(), before, after):
-        interval = ["%s to %s" % (numbers.change(getattr(row, "change_low")), numbers.change(getattr(row, "change_high")))
-                    if pd.notna(getattr(row, "change_low")) else ""] if len(extra) == 2 else []
+    for row, x, y in zip(cells.itertuples(), before, after):
+        interval = "%s to %s" % (numbers.change(row.change_low), numbers.change(row.change_high)) \
+            if pd.notna(row.change_low) else ""
         mark = ""
         if row.verdict == words.CANNOT_TELL and isinstance(row.reason, str) and row.reason:
             mark = " [%d]" % notes.setdefault(row.reason, len(notes) + 1)
-        table.add_row(row.variant, palette.name(row.framework), row.device, _cell(row.batch_size),
-                      "%s/%s" % (_cell(row.n_a) or "-", _cell(row.n_b) or "-"), a, b, numbers.change(row.change),
-                      *interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict) + mark)
+        version = ""
+        if "framework_version" in found.varying and isinstance(row.framework_version, str):
+            upgrade = isinstance(row.framework_version_b, str) and row.framework_version_b != row.framework_version
+            version = row.framework_version + (" -> " + row.framework_version_b if upgrade else "")
+        table.add_row(row.variant, " ".join(filter(None, [display(row.framework), version])), row.device,
+                      _cell(row.batch_size), *(_cell(getattr(row, c)) for c in shown),
+                      "%s/%s" % (_cell(row.n_a) or "-", _cell(row.n_b) or "-"), x, y, numbers.change(row.change),
+                      interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict) + mark)
     console.print(table)
     for reason, number in notes.items():
-        console.print("[%d] cannot tell: %s" % (number, reason), soft_wrap=True, highlight=False, markup=False)
+        _print("[%d] cannot tell: %s" % (number, reason))
     tally = cells["verdict"].value_counts()
     line = ", ".join("%d %s" % (tally.get(w, 0), SAME if w == words.NO_CHANGE else w)
                      for w in (words.NO_CHANGE, words.SLOWER, words.FASTER))
     line += "".join(", %d %s" % (tally[w], w) for w in (words.CANNOT_TELL, words.ONLY_IN_A, words.ONLY_IN_B)
                     if tally.get(w))
-    settings = [s for s in ("alpha %g" % alpha if alpha is not None else "",
-                            "min effect %s" % numbers.percent(min_effect, 0) if min_effect is not None else "") if s]
-    console.print(line + ("; " + ", ".join(settings) if settings else ""), soft_wrap=True)
+    console.print(line + "; alpha %g, min effect %s" % (found.alpha, numbers.percent(found.min_effect, 0)),
+                  soft_wrap=True)
+    if found.advice:
+        console.print("[yellow]advice:[/] %s" % found.advice, soft_wrap=True, highlight=False)
 
 
 def _remedy(folder):
@@ -208,7 +239,7 @@ def _hardware(folder):
     devices = sorted({j.get("device") for j in jobs if j.get("device")})
     gpus = sorted({g["name"] for g in (body.get("host") or {}).get("gpus") or []})
     model = ", ".join(gpus) if "cuda" in devices and gpus else ((body.get("host") or {}).get("cpu") or {}).get("model", "")
-    return ", ".join(devices), model, ", ".join(sorted({palette.name(j["framework"]) for j in jobs if j.get("framework")}))
+    return ", ".join(devices), model, ", ".join(sorted({display(j["framework"]) for j in jobs if j.get("framework")}))
 
 
 def bundles(rows, spec=None):

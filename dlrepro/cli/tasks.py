@@ -209,7 +209,6 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
     run is listed with the reason. Resumable: --resume latest continues the latest record of the study."""
     from dlrepro import engine as enginemod
     from dlrepro.cli.progress import StudyReporter
-    from dlrepro.results import study_report
     from dlrepro.run import study as studyrun
 
     with user_errors():
@@ -222,7 +221,7 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
         except KeyboardInterrupt as exc:
             _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
         console.print("study record: %s" % record.path)
-        made = study_report.write(str(record.path), out or None, results_dir)
+        made = _study_report(str(record.path), out, results_dir, False)
         console.print("study report: %s (and %s)" % (made.html, made.markdown))
 
 
@@ -236,12 +235,24 @@ def study_report(c, name, out="", results="", allow_missing=False):
 
     Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
     the command exits 1 (after writing the report) unless --allow-missing."""
-    from dlrepro.results import study_report as reports
-
     with user_errors():
-        made = reports.write(name, out or None, folders.results_root(results), allow_missing)
+        made = _study_report(name, out, folders.results_root(results), allow_missing)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
+
+
+def _study_report(name, out, results_dir, allow_missing):
+    """Write the study report of record ``name`` (default folder: RESULTS/reports/<record name>); prints its
+    answer first."""
+    from pathlib import Path
+
+    from dlrepro.results import gather
+    from dlrepro.results.views import study_report as reports
+
+    answer = gather.study(name, results_dir)
+    console.print(answer.answer, soft_wrap=True, highlight=False)
+    folder = Path(out) if out else results_dir / "reports" / Path(answer.record_path).stem
+    return reports.write(answer, folder, allow_missing)
 
 
 @task(help={"results": RESULTS_HELP, "spec": "only the bundles of this spec"})
@@ -355,17 +366,10 @@ def lock(c, image=""):
 
 
 def _bundle(name, results):
-    """The folder of bundle ``name`` (folder, id under the results folder, or 'latest')."""
-    from dlrepro.results import bundle as bundlemod
+    """The folder of bundle ``name`` (folder, id under the results folder, or 'latest': the newest complete one)."""
+    from dlrepro.results import gather
 
-    if name == "latest":
-        found = [r for r in bundlemod.listing(folders.results_root(results)) if r["state"] != "partial"]
-        if not found:
-            from dlrepro.errors import DlreproError
-
-            raise DlreproError("latest: no complete bundle under %s" % folders.results_root(results))
-        return found[-1]["folder"]
-    return bundlemod.locate(name, folders.results_root(results))
+    return gather.folders([name], folders.results_root(results))[0]
 
 
 @task(help={"bundle": BUNDLE_HELP, "results": RESULTS_HELP})
@@ -406,29 +410,21 @@ def merge(c, bundles, out="", results=""):
                                            "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary))))
 
 
-def _gate(found, fail_on, json, failed_line, nothing, min_effect=None, alpha=None):
-    """Render a comparison, write its JSON, and exit: 2 when ``nothing`` (no cell to judge), 1 when a cell fails
-    under ``fail_on``, else 0."""
+def _exit(found, fail_on, json, failed):
+    """Write the result's JSON (in every case) and exit with its status under ``fail_on``: 2 nothing compared (its
+    reason printed), 1 something fails (``failed``: what, in words), else 0."""
     import json as jsonlib
     from pathlib import Path
 
-    from dlrepro.cli import render
-
-    result = found.to_json(fail_on)
     if json:
-        Path(json).write_text(jsonlib.dumps(result, indent=1) + "\n")
-    render.comparison(found, min_effect, alpha)
-    if nothing:
-        console.print("[red]nothing compared[/] (exit status 2): %s" % nothing)
-        raise Exit(code=2)
-    if result["failed"]:
-        console.print("[red]failed[/] (--fail-on %s): %d cell(s)%s" % (
-            fail_on, len(result["failing_cells"]), failed_line(result)))
-        raise Exit(code=1)
-
-
-COMPARE_FAIL_ON = ("slower", "faster", "change", "unproven", "never")
-CHECK_FAIL_ON = ("never", "change")
+        Path(json).write_text(jsonlib.dumps(found.to_json(fail_on), indent=1) + "\n")
+    status = found.exit_status(fail_on)
+    if status == 2:
+        console.print("[red]nothing compared[/] (exit status 2): %s" % found.nothing, soft_wrap=True)
+    elif status == 1:
+        console.print("[red]failed[/] (--fail-on %s): %s" % (fail_on, failed), soft_wrap=True)
+    if status:
+        raise Exit(code=status)
 
 
 def _choice(option, value, choices):
@@ -459,19 +455,19 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
     Against the published values: `dlrepro check BUNDLE`."""
     from dlrepro.cli import render
     from dlrepro.errors import DlreproError
-    from dlrepro.results import compare as comparemod
+    from dlrepro.results import gather
+    from dlrepro.results.answers import model
 
     with user_errors():
         if against and new:
             raise DlreproError("give two bundles (compare A B) or one and --against (compare B --against A), "
                                "not both")
         a, b = (against, old) if against else (old, new)
-        _choice("--fail-on", fail_on, COMPARE_FAIL_ON)
+        _choice("--fail-on", fail_on, model.FAIL_ON)
         effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 0.5)
-        found = comparemod.run(str(_bundle(b, results)), str(_bundle(a, results)), effect, level)
-        _gate(found, fail_on, json, lambda r: "", None if render.shared(found) else
-              "%s and %s share no configuration (spec, variant, framework, device, batch size, ...): is A the right "
-              "baseline?" % (found.against.name, found.bundle.name), effect, level)
+        found = gather.comparison(a, b, effect, level, folders.results_root(results))
+        render.comparison(found)
+        _exit(found, fail_on, json, "%d configuration(s)" % len(found.failing(fail_on)))
 
 
 @task(help={
@@ -486,13 +482,17 @@ def check(c, bundle, fail_on="never", json="", results=""):
     Per published cell: measured / published and a verdict; per published ranking: Kendall's tau.
     Exit status: 0 (by default whatever the verdicts: other hardware differs), 1 when --fail-on change and a
     cell or ranking fails, 2 when no job of the bundle matches a published reference or an input is bad."""
-    from dlrepro.results import compare as comparemod
+    from dlrepro.cli import render
+    from dlrepro.results import gather
+    from dlrepro.results.answers import model
 
     with user_errors():
-        _choice("--fail-on", fail_on, CHECK_FAIL_ON)
-        found = comparemod.run(str(_bundle(bundle, results)), "published")
-        _gate(found, fail_on, json, lambda r: ", %d ranking(s) that do not hold" % len(r["failing_rankings"])
-              if r["failing_rankings"] else "", found.nothing)
+        _choice("--fail-on", fail_on, model.CHECK_FAIL_ON)
+        found = gather.bundles([bundle], folders.results_root(results))
+        render.check(found)
+        cells, rankings = found.failing(fail_on)
+        _exit(found, fail_on, json, "%d cell(s)%s" % (len(cells), ", %d ranking(s) that do not hold" % len(rankings)
+                                                      if len(rankings) else ""))
 
 
 @task(help={
@@ -541,7 +541,7 @@ def verify(c, archive):
 
 @task(help={
     "bundles": "bundles (folders, ids under --results, or 'latest'), comma-separated",
-    "out": "folder for report.html, report.md and figures/ (default: reports/<first bundle id>[+N])",
+    "out": "folder for report.html, report.md and figures/ (default: RESULTS/reports/<first bundle id>[+N])",
     "results": RESULTS_HELP,
 })
 def report(c, bundles, out="", results=""):
@@ -549,10 +549,16 @@ def report(c, bundles, out="", results=""):
 
     Environment (the studies' vs here), results, comparison with the published values, ranking
     verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time."""
-    from dlrepro.results import report as reports
+    from pathlib import Path
+
+    from dlrepro.results import gather
+    from dlrepro.results.views import report as reports
 
     with user_errors():
-        made = reports.write([str(_bundle(b, results)) for b in split(bundles) or []], out or None)
+        root = folders.results_root(results)
+        answer = gather.bundles(split(bundles) or [], root)
+        more = "+%d" % (len(answer.ids) - 1) if len(answer.ids) > 1 else ""
+        made = reports.write(answer, Path(out) if out else root / "reports" / (answer.ids[0] + more))
         for line in made.headline:
             console.print(line, soft_wrap=True, highlight=False)
         for path in [made.html, made.markdown] + made.figures:

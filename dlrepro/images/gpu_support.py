@@ -1,6 +1,6 @@
 """Which GPUs each CUDA image can run on, from the facts recorded inside it (runner.buildinfo).
 
-A record is one image's facts as ``dlrepro.images.probe.inspect`` writes them: its tag, image ID, size, the
+A record is one image's facts as ``dlrepro.run.probe.inspect`` writes them: its tag, image ID, size, the
 framework's report and the libraries' versions, and the cubin (SASS) and PTX architectures of its main
 library. The pre-flight decision per GPU is runner.archs's own (``judge`` for the verdict, ``check`` for the
 reason), over the list the pre-flight uses: the framework's own when it reports one (PyTorch, TensorFlow),

@@ -145,6 +145,20 @@ def listing(results_dir=None):
     return sorted(rows, key=lambda r: (r["created"] or "", r["id"] or ""))
 
 
+def latest_complete(results_dir=None):
+    """The folder of the newest complete bundle under the results folder: what "latest" names for the tasks that
+    read a finished bundle (report, check, compare, validate, archive; a resume's "latest" is the newest partial
+    one, ``locate``). Raises DlreproError when the folder is missing or holds no complete bundle."""
+    root = Path(results_dir or results_root())
+    if not root.is_dir():
+        raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
+                           "(default: the checkout's results/, or DLREPRO_RESULTS)")
+    found = [r for r in listing(root) if r["state"] != "partial"]
+    if not found:
+        raise DlreproError("latest: no complete bundle under %s" % root, "start a run: `dlrepro run --spec NAME`")
+    return found[-1]["folder"]
+
+
 def _unchanged(folder):
     """Raise BundleError when a file that the SHA256SUMS of the bundle in ``folder`` lists is missing or differs
     from its recorded SHA-256 (a bundle without SHA256SUMS, never published, has nothing recorded)."""

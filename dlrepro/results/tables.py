@@ -34,7 +34,7 @@ only, so its J/sample was about 1/ranks of the true one); ``flops_per_iteration`
 one timed mini-batch counted from the spec (runner.flops: a training iteration, or an inference pass), with
 ``achieved_flops`` (FLOP/s over the median), ``peak_flops`` (FLOP/s of the device at the job's precision:
 dlrepro.peaks, ``peak_device`` and ``peak_source`` say which and from where; a CPU's is an estimate) and
-``fraction_of_peak`` (achieved over peak, a fraction: dlrepro.results.answers.efficiency); GPU clocks in MHz, power in W,
+``fraction_of_peak`` (achieved over peak, a fraction: dlrepro.results.peak_columns); GPU clocks in MHz, power in W,
 temperature in degrees C (medians and maxima over the
 measured iterations' NVML samples, ``telemetry_samples`` of them at 40 Hz; ``throttled``: the
 GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
@@ -51,7 +51,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from dlrepro.errors import BundleError
-from dlrepro.results.answers import efficiency
+from dlrepro.results import peak_columns
 from runner import telemetry
 
 SCHEMA = "dlrepro.tables/6"
@@ -98,7 +98,7 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
                               "mean_power_w", "energy_method", "isolation", "attempt"),
          "dlrepro.tables/5": ("ranks", "scaling", "rank_batch_size", "final_loss", "speedup", "scaled_speedup",
                               "scaling_efficiency", "scaling_base", "rank"),
-         "dlrepro.tables/6": efficiency.COLUMNS}
+         "dlrepro.tables/6": peak_columns.COLUMNS}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -191,7 +191,7 @@ def summary_row(body, job, result):
         **_energy(result, job), "isolation": result.get("isolation"),
         "attempt": (result.get("attempt") or {}).get("number"), "final_loss": (result.get("loss") or {}).get("last"),
         "speedup": None, "scaled_speedup": None, "scaling_efficiency": None, "scaling_base": None,
-        **efficiency.job_columns(job, result, base["precision"], base["device_name"], stats.get("median"),
+        **peak_columns.job_columns(job, result, base["precision"], base["device_name"], stats.get("median"),
                                  timing.get("quantity")),
         "reason": result.get("reason"), "remedy": result.get("remedy"),
     })

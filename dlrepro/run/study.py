@@ -16,22 +16,17 @@ of every run with the same image, device and settings go to one warm worker, in 
 study (docker), the runs still one after another. The pool is closed at the study's end, on an error and
 on an interrupt: no container or process of it is left.
 """
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from dlrepro import REPO_ROOT, __version__, checkout, spec as specmod, studies
+from dlrepro import REPO_ROOT, spec as specmod, studies
 from dlrepro.errors import DlreproError, RunBroken
-from dlrepro.files import sha256_file
-from dlrepro.results import bundle as bundlemod
+from dlrepro.results import bundle as bundlemod, records
+from dlrepro.results.records import records_dir
 from dlrepro.run import hostinfo, jobs as jobsmod, runs
 from dlrepro.run.pool import WorkerPool
 from dlrepro.run.options import RunOptions
-from runner.contract import utc_now, write_json
+from runner.contract import utc_now
 from runner.environment import usable_cpus
-
-SCHEMA = "dlrepro.study/1"
-
 
 @dataclass
 class Planned:
@@ -42,10 +37,6 @@ class Planned:
     why: str = None
     notes: list = field(default_factory=list)
     jobs: int = 0
-
-
-def records_dir(results_dir):
-    return Path(results_dir) / "studies"
 
 
 def _threads(spec, run, quick, cpus, notes):
@@ -101,48 +92,6 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
     return planned
 
 
-class Record:
-    """The study record: what was asked, each run's plan, bundle and state; rewritten as runs start and end."""
-
-    def __init__(self, path, body):
-        self.path, self.body = Path(path), body
-
-    @classmethod
-    def new(cls, study, manifest, results_dir, asked):
-        stamp = utc_now().replace("-", "").replace(":", "")
-        path = records_dir(results_dir) / ("%s-%s.json" % (study.name, stamp))
-        shown = manifest.resolve().relative_to(REPO_ROOT) if manifest.resolve().is_relative_to(REPO_ROOT) else manifest
-        return cls(path, {"schema": SCHEMA, "study": study.name, "created": utc_now(),
-                          "manifest": {"file": str(shown), "sha256": sha256_file(manifest)}, "asked": asked,
-                          "suite": {"version": __version__, "git": checkout.state()}, "runs": {}})
-
-    @classmethod
-    def latest(cls, name, results_dir):
-        """The most recent record of study ``name`` (or the record file ``name``); raises DlreproError."""
-        path = Path(name)
-        if not path.is_file():
-            found = sorted(p for p in records_dir(results_dir).glob("%s-*.json" % name) if _stamped(p.stem, name))
-            if not found:
-                raise DlreproError("no study record of %s under %s" % (name, records_dir(results_dir)),
-                                   "start the study: `dlrepro study %s`" % name)
-            path = found[-1]
-        try:
-            return cls(path, json.loads(path.read_text()))
-        except ValueError as exc:
-            raise DlreproError("%s: not a study record (%s)" % (path, exc)) from None
-
-    def save(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(str(self.path), self.body)
-
-
-def _stamped(stem, name):
-    """Whether record file ``stem`` is study ``name``'s: the name and a UTC stamp ("dlf-20261201T101500.123Z"),
-    not a study whose name merely starts with it ("dlf-gpu-...")."""
-    stamp = stem[len(name) + 1:]
-    return stem.startswith(name + "-") and stamp[:8].isdigit() and "-" not in stamp
-
-
 def _reuse_recorded(record, planned):
     """A resume: each run the record has options for keeps them (and its job count and why_here), whatever this
     host would plan now."""
@@ -172,11 +121,11 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
     the study goes on; an interrupt (Ctrl-C, SIGTERM) stops it after the running run published its bundle."""
     study = studies.load(name)
     if resume:
-        record = Record.latest(study.name if resume in (True, "latest") else resume, results_dir)
+        record = records.find(study.name if resume in (True, "latest") else resume, records_dir(results_dir))
         asked = record.body["asked"]
     else:
         asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick}
-        record = Record.new(study, studies.path_of(name), results_dir, asked)
+        record = records.Record.new(study, studies.path_of(name), results_dir, asked)
     planned = plan(study, asked["device"], asked["frameworks"], asked["executor"], asked["quick"])
     if resume:
         _reuse_recorded(record, planned)
@@ -222,15 +171,3 @@ def _run_planned(record, planned, results_dir, reporter, build_options, python, 
         except DlreproError as exc:
             entry.update(state="not runnable" if not entry["bundle"] else "broken", error=str(exc))
         record.save()
-
-
-def bundles_of(record, results_dir=REPO_ROOT / "results"):
-    """{run id: bundle folder} of the record's runs that have a bundle."""
-    found = {}
-    for run_id, entry in record.body["runs"].items():
-        if entry.get("bundle"):
-            try:
-                found[run_id] = bundlemod.locate(entry["bundle"], results_dir, partial=True)
-            except DlreproError:
-                continue
-    return found

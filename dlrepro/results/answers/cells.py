@@ -2,15 +2,18 @@
 
 Each cell is one (row: a tool of the study, column: a published column) and gets one outcome
 (answers.verdicts.CELL), judged as answers.published.judge judges a spec's references:
-  REPRODUCES / DIFFERS  the measured / published ratio inside or outside the tolerance, on the same hardware
-                        (``direction``: faster / slower, higher / lower);
+  REPRODUCES / DIFFERS  the 95% interval of measured / published inside or wholly outside the tolerance, on the
+                        same hardware (``direction``: faster / slower, higher / lower);
+  CANNOT_TELL           the interval across the tolerance's edge, or no interval, on the same hardware;
   OTHER_HARDWARE        a time or rate measured on other hardware: the ratio is shown, not judged;
   CANNOT_COMPARE        with the reason: the study's values were not retrieved, the suite does not run the tool,
-                        the published cell is empty, a smoke pass ("trained 1 of 3 epochs", a timing without a
-                        repeat-level interval), the job measured another quantity, several jobs match
+                        the published cell is empty, a smoke pass (a --quick job, "trained 1 of 3 epochs": its
+                        value shown, no ratio), the job measured another quantity, several jobs match
                         (answers.measured.pick), or "cannot judge: bundle X missing" (``missing``);
   NOT_RUN               with the reason: the run is not runnable here, the job was skipped or failed.
-The measured value is shown whenever a job measured the cell's quantity, whatever the outcome.
+The measured value is shown whenever a job measured the cell's quantity, whatever the outcome. On a CPU, the tools
+of one column are set side by side at one thread count: the column's, else the largest every measured tool has
+(answers.measured.common_threads), named in ``threads``.
 Per column, the ranking of the tools measured vs published (answers.ranking: Kendall's tau), made only from
 cells measured on the published hardware's device class.
 """
@@ -30,13 +33,16 @@ class Cell:
     column: str  # the column's label
     published: float = None
     measured: float = None  # shown whenever the job measured the quantity (a smoke pass's too)
-    ratio: float = None  # measured / published
+    ratio: float = None  # measured / published (None for a smoke pass)
+    lower: float = None  # the tolerance the ratio is judged against
+    upper: float = None
     outcome: str = ""  # verdicts.CELL
     direction: str = None  # of a ratio outside the tolerance: faster / slower, higher / lower
     why: str = ""  # the particular reason, for the cell
     reason: str = ""  # the kind of reason, for the counts
     smoke: str = None  # why the measured value is a smoke pass (answers.measured.smoke), or None
-    interval: tuple = None  # the measured value's repeat-level 95% interval (low, high), or None
+    interval: tuple = None  # the measured value's 95% interval (low, high: repeats or seeds), or None
+    threads: int = None  # the CPU threads of the measured job
     framework: str = None
     run: str = None  # the study run the measured row comes from
     job_id: str = None
@@ -54,6 +60,7 @@ class PaperTable:
     cells: dict  # (row, column label) -> Cell
     rankings: list = field(default_factory=list)  # one sentence per column that ranks
     note: str = None
+    kind: str = None  # the kind of its metric: time, rate or accuracy (answers.measured.metric_kind)
 
 
 def _reference(references, column, tool):
@@ -120,18 +127,22 @@ def _judge(cell, row, ref):
     """Fill a cell with a published value and its measured row from answers.published.judge."""
     judged = published.judge(row, ref)
     cell.ratio, cell.direction, cell.smoke, cell.outcome = judged.ratio, judged.direction, judged.smoke, judged.verdict
+    cell.lower, cell.upper = judged.lower, judged.upper
     if judged.verdict == verdicts.OTHER_HARDWARE:
         _outcome(cell, judged.verdict, "other hardware", judged.why)
     elif judged.smoke:
         _outcome(cell, judged.verdict, "smoke pass", judged.smoke)
     elif judged.verdict == verdicts.CANNOT_COMPARE:
         cell.reason, cell.why = "the job measured another quantity", judged.why
+    elif judged.verdict == verdicts.CANNOT_TELL:
+        _outcome(cell, judged.verdict, "no 95% interval" if judged.interval is None else "interval across the "
+                 "tolerance", judged.why.split(": ", 1)[-1] if judged.interval is None else judged.why)
     elif judged.verdict == verdicts.DIFFERS:
         _outcome(cell, judged.verdict, judged.direction)
     return judged
 
 
-def _cell(study, table, column, tool, summary, references, not_run, missing):
+def _cell(study, table, column, tool, summary, references, not_run, missing, threads=None):
     """(Cell, answers.published.Judged or None, the measured row or None) of one tool in one column."""
     cell = Cell(tool, column.label, framework=study.framework(tool))
     ref = _reference(references, column, tool) if table.status == "published" else None
@@ -145,9 +156,10 @@ def _cell(study, table, column, tool, summary, references, not_run, missing):
         return cell, None, None
     cell.run, rows = _measured_rows(summary, column, cell.framework, missing)
     ok = rows[rows["status"] == "ok"]
-    row, ambiguous = measured.pick(ok, column.threads) if len(ok) else (None, None)
+    row, ambiguous = measured.pick(ok, column.threads or threads) if len(ok) else (None, None)
     if row is not None:
         cell.measured, cell.job_id = measured.raw(row, column.metric), row["job_id"]
+        cell.threads = measured.get(row, "threads")
         cell.measured_on, cell.interval = row["device_name"], measured.interval(row, column.metric)
     if cell.outcome:
         return cell, None, None  # measured beside the published cell, which cannot be compared
@@ -178,9 +190,10 @@ def build(study, summary, references, not_run, missing=None):
         for column in table.columns:
             spec = study.runs[column.runs[0]].spec
             ranked = []
+            shared = _shared_threads(study, table, column, summary)
             for tool in table.rows:
                 cell, judged, row = _cell(study, table, column, tool, summary, references.get(spec, []), not_run,
-                                          missing)
+                                          missing, shared)
                 cells[(tool, column.label)] = cell
                 if judged is not None and judged.measured is not None:
                     ranked.append(_ranking_cell(spec, column, cell, judged, _reference(
@@ -189,8 +202,22 @@ def build(study, summary, references, not_run, missing=None):
                 ranks = ranking.ranking(pd.DataFrame(ranked, columns=published.CELL_COLUMNS))
                 sentences += ["%s: %s" % (column.label, s) for s in ranks["sentence"]]
         tables.append(PaperTable(name, table.title, table.source, table.status, list(table.rows),
-                                 [c.label for c in table.columns], cells, sentences, table.note))
+                                 [c.label for c in table.columns], cells, sentences, table.note,
+                                 measured.metric_kind(table.columns[0].metric)))
     return tables
+
+
+def _shared_threads(study, table, column, summary):
+    """The thread count a CPU column's tools are set side by side at: the largest every tool with an ok job of the
+    column's variant (and mini-batch) in its runs has (answers.measured.common_threads), else None."""
+    if column.threads is not None or not len(summary):
+        return None
+    rows = summary[summary["run"].isin(column.runs) & (summary["variant"] == column.variant)
+                   & (summary["status"] == "ok")]
+    if column.batch_size is not None:
+        rows = rows[rows["batch_size"] == column.batch_size]
+    tools = {study.framework(t) for t in table.rows} - {None}
+    return measured.common_threads(rows, sorted(tools & set(rows["framework"])))
 
 
 def _ranking_cell(spec, column, cell, judged, ref, row):
@@ -202,7 +229,8 @@ def _ranking_cell(spec, column, cell, judged, ref, row):
             "metric": column.metric, "unit": published.UNIT[measured.metric_kind(column.metric)],
             "measured": judged.measured, "ci95_low": low, "ci95_high": high, "published": judged.published,
             "ratio": judged.ratio, "lower": judged.lower, "upper": judged.upper, "verdict": judged.verdict,
-            "direction": judged.direction, "why": judged.why, "smoke": judged.smoke, "reference_id": ref.id,
+            "direction": judged.direction, "why": judged.why, "smoke": judged.smoke,
+            "no_interval": judged.no_interval, "seeds": measured.get(row, "seeds"), "reference_id": ref.id,
             "reference_kind": ref.kind, "published_framework": ref.framework,
             "published_version": ref.framework_version, "published_hardware": ref.hardware, "source": ref.source,
             "bundle_id": row["bundle_id"], "job_id": row["job_id"]}
@@ -210,9 +238,9 @@ def _ranking_cell(spec, column, cell, judged, ref, row):
 
 def counts(tables):
     """{outcome: number of cells} over every table (OUTCOMES), and {outcome: {reason: number}} for the cells
-    that could not be compared or were not run."""
+    that cannot tell, could not be compared or were not run."""
     total = {o: 0 for o in OUTCOMES}
-    why = {verdicts.CANNOT_COMPARE: {}, verdicts.NOT_RUN: {}}
+    why = {verdicts.CANNOT_TELL: {}, verdicts.CANNOT_COMPARE: {}, verdicts.NOT_RUN: {}}
     for table in tables:
         for cell in table.cells.values():
             total[cell.outcome] += 1

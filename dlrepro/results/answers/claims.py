@@ -2,38 +2,44 @@
 
 A claim is judged only from rows of the device class it is stated for (Study.device_of: a GPU claim from GPU
 jobs, a CPU claim from CPU jobs), from the first of its runs that measured its variant (a study run -> its
-bundles' summary rows, with the study's run id in a ``run`` column). The study's tool names are mapped to the
-suite's frameworks; tools the suite does not run (Lua Torch, Theano, Keras) take no part, and the evidence
-says so. One row stands for a tool at a batch size (answers.measured.pick: the largest thread count, the
-default precision; several left: ambiguous, the tool is left out and named).
+bundles' summary rows, answers.measured.prepare'd, with the study's run id in a ``run`` column). The study's tool
+names are mapped to the suite's frameworks; tools the suite does not run (Lua Torch, Theano, Keras) take no part,
+and the evidence says so. One row stands for a tool at a batch size (answers.measured.pick: on a CPU the largest
+thread count every tool of the claim measured, named in the evidence; the default precision; several left:
+ambiguous, the tool is left out and named).
 
-Verdicts (answers.verdicts), each with what it rests on (RestsOn):
-  any kind  a smoke pass among the rows it uses (answers.measured.smoke: a timing without a repeat-level
-            95% interval, as --quick gives; an accuracy short of its epochs): INCONCLUSIVE "smoke pass",
-            the measured values shown;
+Every verdict rests on 95% intervals (answers.bands): a tool's value over its repeats (or seeds), a ratio's or a
+speedup's from the intervals of the two values it divides. Verdicts (answers.verdicts), each with what it rests on
+(RestsOn):
+  any kind  a smoke pass among the rows it uses (answers.measured.smoke: a --quick job, an accuracy short of its
+            epochs): INCONCLUSIVE "smoke pass", the measured values shown;
   ordering  over every pair of tools in different tiers (at every batch size measured): a pair counts
-            only when the two repeat-level 95% intervals are separated; all pairs in the stated order and
-            separated: HOLDS; any pair reversed and separated: DOES_NOT_HOLD; else INCONCLUSIVE;
+            only when the two intervals are separated; all pairs in the stated order and separated: HOLDS; any
+            pair reversed and separated: DOES_NOT_HOLD; else INCONCLUSIVE;
   ratio     per other tool, its value / the subject's for times (inverted for rates and accuracies), > 1
-            when the subject is better: all inside the band: HOLDS; all on the band's side of 1 (a band
-            that does not contain 1) but some outside: DIRECTION_ONLY; else DOES_NOT_HOLD; min and max named;
-  band      each tool's value inside the band: all: HOLDS; else DOES_NOT_HOLD;
+            when the subject is better, with its interval; per tool: inside the band, outside it, across an edge,
+            or no interval; any outside: DOES_NOT_HOLD, unless the band states a direction (it does not contain 1)
+            and the interval lies wholly on the band's side of 1: DIRECTION_ONLY; else any across or without an
+            interval: INCONCLUSIVE; else HOLDS; min and max named;
+  band      each tool's value (its interval) against the band, judged as a ratio without a direction;
   scaling   each tool's throughput at ``to`` / at ``at`` (threads, or GPUs: strong scaling the speedup,
-            weak scaling W over one per-GPU mini-batch): judged as a ratio;
+            weak scaling W over one per-GPU mini-batch), with its interval: judged as a ratio;
   NOT_TESTABLE with the reason: an untestable claim, another device class measured, nothing measured,
             no data-parallel path for its tools, a missing bundle ("cannot judge: ...").
 A NOT_TESTABLE verdict also carries ``reason``, the one line the views fold it under (Verdict.reason: the
 claim's own why, a missing bundle, "needs an NVIDIA GPU", "needs 2 GPUs (this host has 1)", "needs Torch (the
-suite does not run it)", else its evidence).
+suite does not run it)", else its evidence). ``points`` are the quantities judged against the band (values,
+ratios or speedups, with their intervals): what the views draw.
 """
 import re
 from dataclasses import dataclass, field
 
-from dlrepro.results.answers import measured, verdicts
+from dlrepro.results.answers import bands, measured, verdicts
 from runner.adapters import capabilities
 
 DEVICE_WORDS = {"cuda": "GPU", "cpu": "CPU"}
 BUNDLE_MISSING = "cannot judge: bundle missing"
+NO_INTERVAL, DIRECTION = "no interval", "direction"  # a point's place besides bands.INSIDE / OUTSIDE / ACROSS
 
 
 @dataclass
@@ -50,33 +56,46 @@ class Verdict:
     hardware: str = None  # the hardware the claim was stated on, where the study says
     measured_on: str = None  # the device names of the rows it used
     # [{tool, framework, batch_size, threads, value, low, high, repeats, smoke}]: value in the metric's unit (a
-    # scaling claim: the speedup), low/high its repeat-level 95% interval (None: none), repeats the units of that
-    # interval, smoke the reason the value is a smoke pass, or None
+    # scaling claim: the speedup), low/high its 95% interval (None: none), repeats the units of that interval,
+    # smoke the reason the value is a smoke pass, or None
     values: list = field(default_factory=list)
+    # [{tool, framework, batch_size, value, low, high, place}]: what was judged against ``band`` (a band claim:
+    # the values; a ratio claim: the ratios; a scaling claim: the speedups; an ordering claim: the values, no band)
+    points: list = field(default_factory=list)
+    band: tuple = None
     rests_on: verdicts.RestsOn = field(default_factory=verdicts.RestsOn)
     reason: str = None  # of a NOT_TESTABLE verdict: the one line it is folded under (untestable_reason)
 
 
-def _better(metric):
+def better(metric):
     """+1 when a larger value is better (rates, accuracy), -1 for times."""
     return -1 if measured.metric_kind(metric) == "time" else 1
 
 
-def _side(band):
-    """+1 / -1 when the band lies wholly above / below 1 (a direction is stated), else 0."""
-    return 1 if band[0] > 1 else -1 if band[1] < 1 else 0
+def _place(point, band, directional):
+    """Where a judged point's interval lies: bands.INSIDE / OUTSIDE / ACROSS, DIRECTION (outside the band but
+    wholly on its side of 1, where the band states a direction), or NO_INTERVAL."""
+    if point["low"] is None:
+        return NO_INTERVAL
+    where = bands.position(point["low"], point["high"], band)
+    side = bands.side(band) if directional else 0
+    if where == bands.OUTSIDE and side and (point["low"] > 1 if side > 0 else point["high"] < 1):
+        return DIRECTION
+    return where
 
 
-def _judge_band(values, band, directional):
-    """HOLDS when every value is inside ``band``; DIRECTION_ONLY when ``directional`` and every value is on the
-    band's side of 1; else DOES_NOT_HOLD."""
-    low, high = band
-    if all(low <= v <= high for v in values):
-        return verdicts.HOLDS
-    side = _side(band)
-    if directional and side and all((v - 1) * side > 0 for v in values):
-        return verdicts.DIRECTION_ONLY
-    return verdicts.DOES_NOT_HOLD
+def _judge_band(points, band, directional):
+    """The verdict of the ``points`` (each with value, low, high) against ``band``; each point gets its ``place``.
+    Any outside: DOES_NOT_HOLD; else any across or without an interval: INCONCLUSIVE; else any only in the stated
+    direction: DIRECTION_ONLY; else HOLDS."""
+    for point in points:
+        point["place"] = _place(point, band, directional)
+    places = {p["place"] for p in points}
+    if bands.OUTSIDE in places:
+        return verdicts.DOES_NOT_HOLD
+    if bands.ACROSS in places or NO_INTERVAL in places:
+        return verdicts.INCONCLUSIVE
+    return verdicts.DIRECTION_ONLY if DIRECTION in places else verdicts.HOLDS
 
 
 def _missing(study, tools, found, notes):
@@ -93,39 +112,67 @@ def _missing(study, tools, found, notes):
 
 
 def _measure(study, rows, tools, metric, threads=None):
-    """({(tool, batch size): row}, notes): one row per tool and batch size (measured.pick); a tool whose rows
-    are ambiguous is left out and named in ``notes``."""
+    """({(tool, batch size): row}, notes, thread count): one row per tool and batch size (measured.pick); on a CPU
+    at ``threads``, else the largest thread count every measured tool has (measured.common_threads), so that tools
+    are set side by side at one count; a tool whose rows are ambiguous, or that lacks that count, is left out and
+    named in ``notes``."""
     found, notes = {}, []
+    usable = {}
     for tool in tools:
         framework = study.framework(tool)
         mine = rows[rows["framework"] == framework] if framework else rows.iloc[0:0]
-        mine = mine[[measured.raw(r, metric) is not None for _, r in mine.iterrows()]] if len(mine) else mine
+        usable[tool] = mine[[measured.raw(r, metric) is not None for _, r in mine.iterrows()]] if len(mine) else mine
+    if threads is None:
+        present = [study.framework(t) for t, mine in usable.items() if len(mine)]
+        threads = measured.common_threads(rows[rows["framework"].isin(present)], present) if present else None
+    for tool, mine in usable.items():
         for batch, group in mine.groupby("batch_size", sort=True):
             row, why = measured.pick(group, threads)
             if row is None:
                 notes.append("%s: %s at b%d" % (tool, why, batch))
             else:
                 found[(tool, int(batch))] = row
-    return found, notes
+    return found, notes, threads
 
 
-def _entry(tool, batch, row, metric, value=None):
-    interval = measured.interval(row, metric) or (None, None)
+def _entry(tool, batch, row, metric, value=None, interval=None):
+    low, high = interval if value is not None else (measured.interval(row, metric) or (None, None))
+    units = measured.get(row, "seeds") if measured.get(row, "mode") == "convergence" else \
+        measured.get(row, "ci95_units")
     return {"tool": tool, "framework": measured.get(row, "framework"), "batch_size": batch,
             "threads": measured.get(row, "threads"), "value": measured.raw(row, metric) if value is None else value,
-            "low": interval[0], "high": interval[1], "repeats": measured.get(row, "ci95_units"),
-            "smoke": measured.smoke(row, metric)}
+            "low": low, "high": high, "repeats": units, "smoke": measured.smoke(row, metric),
+            "no_interval": None if low is not None else measured.no_interval(row, metric)}
 
 
 def _separated(a, b):
     return a["low"] is not None and b["low"] is not None and (a["high"] < b["low"] or b["high"] < a["low"])
 
 
+def _at(threads):
+    return " at %d thread%s" % (threads, "s"[threads == 1:]) if threads else ""
+
+
+def _number(value, percent=False):
+    """'0.8693' or, for an accuracy, '86.9%'."""
+    return "%.1f%%" % (100 * value) if percent else "%.4g" % value
+
+
+def _shown(entry, percent=False):
+    """'PyTorch 0.869 [0.861-0.874]' of a value or judged point, its interval in brackets where it has one
+    (an accuracy in percent: 'PyTorch 86.9% [86.1-87.4%]')."""
+    if entry.get("low") is None:
+        return "%s %s" % (entry["tool"], _number(entry["value"], percent))
+    low, high = _number(entry["low"], percent), _number(entry["high"], percent)
+    return "%s %s [%s-%s]" % (entry["tool"], _number(entry["value"], percent), low.rstrip("%") if percent else low,
+                              high)
+
+
 def _ordering(study, claim, rows):
     tools = [t for tier in claim.order for t in tier]
-    found, notes = _measure(study, rows, tools, claim.metric)
+    found, notes, threads = _measure(study, rows, tools, claim.metric)
     values = {k: _entry(k[0], k[1], r, claim.metric) for k, r in found.items()}
-    sign = _better(claim.metric)
+    sign = better(claim.metric)
     pairs, agree, separated, wrong = 0, 0, 0, []
     reversed_apart = False
     for i, upper in enumerate(claim.order):
@@ -149,7 +196,7 @@ def _ordering(study, claim, rows):
     missing = _missing(study, tools, found, notes)
     if pairs == 0:
         return verdicts.NOT_TESTABLE, "no pair of its tools measured here (%s)" % (
-            "; ".join(missing) or "fewer than two tools"), values
+            "; ".join(missing) or "fewer than two tools"), values, [], None
     if reversed_apart:
         verdict = verdicts.DOES_NOT_HOLD
     elif agree == pairs and separated == pairs:
@@ -157,49 +204,80 @@ def _ordering(study, claim, rows):
     else:
         verdict = verdicts.INCONCLUSIVE
     best = sorted(values.values(), key=lambda v: -sign * v["value"])
-    return verdict, "%d of %d pairs in the stated order, %d of them with separated 95%% intervals%s; measured (best " \
-        "first): %s%s" % (agree, pairs, separated, ("; " + "; ".join(wrong)) if wrong else "",
-                          ", ".join("%s %.4g (b%d)" % (v["tool"], v["value"], v["batch_size"]) for v in best),
-                          "; " + "; ".join(missing) if missing else ""), values
+    return verdict, "%d of %d pairs in the stated order, %d of them with separated 95%% intervals%s; measured%s " \
+        "(best first): %s%s" % (agree, pairs, separated, ("; " + "; ".join(wrong)) if wrong else "", _at(threads),
+                                ", ".join("%s (b%d)" % (_shown(v), v["batch_size"]) for v in best),
+                                "; " + "; ".join(missing) if missing else ""), values, list(best), None
+
+
+def _ratios(values, subject, sign):
+    """{(tool, batch): point} of each other tool's value / the subject's for times (subject / tool for rates and
+    accuracies), with the interval of that ratio (bands.ratio)."""
+    points = {}
+    for (tool, batch), entry in values.items():
+        base = values.get((subject, batch))
+        if tool == subject or base is None:
+            continue
+        mine = (entry["low"], entry["high"]) if entry["low"] is not None else None
+        theirs = (base["low"], base["high"]) if base["low"] is not None else None
+        top, bottom = (mine, theirs) if sign < 0 else (theirs, mine)
+        interval = bands.ratio(top, bottom) or (None, None)
+        value = entry["value"] / base["value"] if sign < 0 else base["value"] / entry["value"]
+        points[(tool, batch)] = {"tool": tool, "framework": entry["framework"], "batch_size": batch, "value": value,
+                                 "low": interval[0], "high": interval[1]}
+    return points
 
 
 def _ratio(study, claim, rows):
-    found, notes = _measure(study, rows, [claim.subject] + claim.tools, claim.metric)
-    sign = _better(claim.metric)
-    values, ratios = {}, {}
-    for (tool, batch), row in found.items():
-        values[(tool, batch)] = _entry(tool, batch, row, claim.metric)
-    for (tool, batch), entry in values.items():
-        subject = values.get((claim.subject, batch))
-        if tool != claim.subject and subject is not None:
-            ratios[(tool, batch)] = entry["value"] / subject["value"] if sign < 0 else subject["value"] / entry["value"]
+    found, notes, threads = _measure(study, rows, [claim.subject] + claim.tools, claim.metric)
+    values = {k: _entry(k[0], k[1], row, claim.metric) for k, row in found.items()}
+    points = _ratios(values, claim.subject, better(claim.metric))
     missing = _missing(study, [claim.subject] + claim.tools, found, notes)
-    if not ratios:
-        return verdicts.NOT_TESTABLE, "the subject and another tool were not both measured (%s)" % (
-            "; ".join(missing) or "nothing measured"), values
-    verdict = _judge_band(ratios.values(), claim.band, directional=True)
-    return verdict, _ratio_words("ratio of %s to each other tool" % claim.subject, ratios, claim.band, missing), values
+    if not points:
+        return _untestable("the subject and another tool were not both measured (%s)" % (
+            "; ".join(missing) or "nothing measured"), values)
+    verdict = _judge_band(list(points.values()), claim.band, directional=True)
+    return verdict, _ratio_words("ratio of %s to each other tool%s" % (claim.subject, _at(threads)), points,
+                                 claim.band, missing), values, list(points.values()), tuple(claim.band)
 
 
-def _ratio_words(what, ratios, band, missing):
-    """'<what>: min 1.2 (Caffe, b16), max 1.8 (CNTK, b16) (stated band 3.5-8); each: ...'."""
+def _untestable(why, values):
+    """What a judge returns when the claim cannot be judged from the rows: NOT_TESTABLE and why."""
+    return verdicts.NOT_TESTABLE, why, values, [], None
+
+
+def _ratio_words(what, points, band, missing, percent=False):
+    """'<what>: min 1.2 (Caffe, b16), max 1.8 (CNTK, b16) (stated band 3.5-8); each: CNTK 1.8 [1.7-1.9] (b16),
+    ...': every point with its 95% interval, and what is outside, across or without one."""
+    ratios = {k: p["value"] for k, p in points.items()}
     (lo_key, lo), (hi_key, hi) = min(ratios.items(), key=lambda kv: kv[1]), max(ratios.items(), key=lambda kv: kv[1])
-    return "%s: min %.3g (%s, b%d), max %.3g (%s, b%d) (stated band %g-%g); each: %s%s" % (
-        what, lo, lo_key[0], lo_key[1], hi, hi_key[0], hi_key[1], band[0], band[1],
-        ", ".join("%s %.3g (b%d)" % (t, r, b) for (t, b), r in sorted(ratios.items())),
-        "; " + "; ".join(missing) if missing else "")
+    places = {}
+    for (tool, _), p in sorted(points.items()):
+        if p.get("place") not in (None, bands.INSIDE):
+            places.setdefault(p["place"], []).append(tool)
+    said = "; ".join("%s: %s" % ({bands.ACROSS: "interval across the band", bands.OUTSIDE: "outside the band",
+                                  DIRECTION: "the stated direction only"}[place], ", ".join(tools))
+                     for place, tools in places.items() if place != NO_INTERVAL)
+    stated = "%g-%g%%" % (100 * band[0], 100 * band[1]) if percent else "%g-%g" % tuple(band)
+    return "%s: min %s (%s, b%d), max %s (%s, b%d) (stated band %s); each: %s%s%s" % (
+        what, _number(lo, percent) if percent else "%.3g" % lo, lo_key[0], lo_key[1],
+        _number(hi, percent) if percent else "%.3g" % hi, hi_key[0], hi_key[1], stated,
+        ", ".join("%s (b%d)" % (_shown(p, percent), b) for (t, b), p in sorted(points.items())),
+        "; " + said if said else "", "; " + "; ".join(missing) if missing else "")
 
 
 def _band(study, claim, rows):
-    found, notes = _measure(study, rows, claim.tools, claim.metric)
+    found, notes, threads = _measure(study, rows, claim.tools, claim.metric)
     values = {k: _entry(k[0], k[1], r, claim.metric) for k, r in found.items()}
     missing = _missing(study, claim.tools, found, notes)
     if not values:
-        return verdicts.NOT_TESTABLE, "none of its tools measured here (%s)" % "; ".join(missing), values
-    verdict = _judge_band([v["value"] for v in values.values()], claim.band, directional=False)
-    return verdict, "%s (stated band %g-%g)%s" % (
-        ", ".join("%s %.4g" % (t, v["value"]) for (t, b), v in sorted(values.items())), claim.band[0], claim.band[1],
-        "; " + "; ".join(missing) if missing else ""), values
+        return _untestable("none of its tools measured here (%s)" % "; ".join(missing), values)
+    points = {k: {key: v[key] for key in ("tool", "framework", "batch_size", "value", "low", "high")}
+              for k, v in values.items()}
+    verdict = _judge_band(list(points.values()), claim.band, directional=False)
+    return verdict, _ratio_words("value per tool%s" % _at(threads), points, claim.band, missing,
+                                 percent=claim.metric == "test_accuracy"), values, list(points.values()), \
+        tuple(claim.band)
 
 
 def _no_data_parallel(study, claim):
@@ -225,10 +303,10 @@ def _scaling(study, claim, rows):
         rows = rows.assign(_count=rows["threads"])
     counts = sorted(int(c) for c in rows["_count"].dropna().unique())
     to = counts[-1] if claim.to == "max" and counts else claim.to
-    values, speedups, notes = {}, {}, []
+    values, points, notes = {}, {}, []
     for count in (claim.at, to):
-        found, more = _measure(study, rows[rows["_count"] == count], claim.tools, "throughput",
-                               threads=count if claim.over == "threads" else None)
+        found, more, _ = _measure(study, rows[rows["_count"] == count], claim.tools, "throughput",
+                                  threads=count if claim.over == "threads" else None)
         notes += [n for n in more if n not in notes]
         for key, row in found.items():
             values.setdefault(key, {})[count] = row
@@ -236,24 +314,43 @@ def _scaling(study, claim, rows):
     for (tool, batch), at in sorted(values.items()):
         if claim.at in at and to in at:
             base, top = (measured.raw(at[c], "throughput") for c in (claim.at, to))
-            speedups[(tool, batch)] = top / base
-            entry = _entry(tool, batch, at[to], "throughput", value=top / base)
-            entry.update(low=None, high=None, smoke=measured.smoke(at[claim.at], "throughput") or entry["smoke"])
+            interval = bands.ratio(measured.interval(at[to], "throughput"),
+                                   measured.interval(at[claim.at], "throughput")) or (None, None)
+            entry = _entry(tool, batch, at[to], "throughput", value=top / base, interval=interval)
+            entry["smoke"] = measured.smoke(at[claim.at], "throughput") or entry["smoke"]
             entries[(tool, batch)] = entry
-    if not speedups:
+            points[(tool, batch)] = {k: entry[k] for k in ("tool", "framework", "batch_size", "value", "low", "high")}
+    if not points:
         missing = _missing(study, claim.tools, values, notes)  # "no measurement": at neither count
-        return verdicts.NOT_TESTABLE, "%s %s and %s were not both measured (here: %s)%s" % (
+        return _untestable("%s %s and %s were not both measured (here: %s)%s" % (
             claim.over, claim.at, to, ", ".join(map(str, counts)) or "none",
-            "; " + "; ".join(missing) if missing else ""), entries
-    missing = _missing(study, claim.tools, speedups, notes)
-    verdict = _judge_band(speedups.values(), claim.band, directional=True)
-    return verdict, _ratio_words("throughput at %s %s / at %s" % (claim.over, to, claim.at), speedups, claim.band,
-                                 missing), entries
+            "; " + "; ".join(missing) if missing else ""), entries)
+    missing = _missing(study, claim.tools, points, notes)
+    verdict = _judge_band(list(points.values()), claim.band, directional=True)
+    return verdict, _ratio_words("throughput at %s %s / at %s" % (claim.over, to, claim.at), points, claim.band,
+                                 missing), entries, list(points.values()), tuple(claim.band)
+
+
+def _grouped(values, key):
+    """'Caffe, PyTorch (--quick: 3 iterations in 1 repeat); ...': the tools of ``values`` by their reason ``key``
+    ("smoke" or "no_interval"), or '' when none has one."""
+    found = {}
+    for v in values:
+        if v.get(key):
+            found.setdefault(v[key], set()).add(v["tool"])
+    return "; ".join("%s (%s)" % (", ".join(sorted(tools)), why) for why, tools in sorted(found.items()))
+
+
+def _unit(claim):
+    """What a claim's intervals are over: the seeds of a training (accuracies, training times), else repeats."""
+    metric = claim.metric or ""
+    return "seed" if metric in ("test_accuracy", "total_seconds") or measured.epochs_named(metric) else "repeat"
 
 
 JUDGES = {"ordering": _ordering, "ratio": _ratio, "band": _band, "scaling": _scaling}
-TESTS = {"ordering": "pairs' repeat-level 95% intervals", "ratio": "ratio per tool against the band",
-         "band": "value per tool against the band", "scaling": "speedup per tool against the band"}
+TESTS = {"ordering": "pairs' 95% intervals", "ratio": "95% interval of the ratio per tool against the band",
+         "band": "95% interval per tool against the band", "scaling": "95% interval of the speedup per tool against "
+                                                                      "the band"}
 
 
 def _unmeasured(study, claim, summary, device, not_run, missing):
@@ -268,8 +365,32 @@ def _unmeasured(study, claim, summary, device, not_run, missing):
         return "the claim is about %ss; this host measured %s only%s" % (
             DEVICE_WORDS[device], " and ".join(DEVICE_WORDS.get(d, d) for d in others), "".join(
                 " (%s: %s)" % (r, not_run[r]) for r in claim.runs if r in not_run))
-    return "not measured here (%s)" % "; ".join(
-        "%s: %s" % (r, not_run.get(r, "no ok job of %s" % claim.variant)) for r in claim.runs)
+    return "not measured here: %s" % "; ".join(
+        "%s %s" % (r, not_run.get(r) or _unfinished(summary, r, claim.variant) or "has no ok job of %s" % claim.variant)
+        for r in claim.runs)
+
+
+def _unfinished(summary, run, variant):
+    """'its jobs were skipped: dataset cifar10 is not in the cache' of a run whose jobs of ``variant`` all ended
+    without a measurement (the first one's status and reason, up to its parenthesis), else None."""
+    rows = summary[(summary["run"] == run) & (summary["variant"] == variant)]
+    if not len(rows) or (rows["status"] == "ok").any():
+        return None
+    first = rows.iloc[0]
+    return "its jobs were %s: %s" % (first["status"], str(measured.get(first, "reason") or "no reason").split(" (")[0])
+
+
+def _dataset_missing(summary, claim):
+    """'needs dataset cifar10 (`dlrepro datasets.fetch cifar10`)' when a run of the claim skipped its jobs for a
+    dataset the cache lacks (the job's recorded reason and remedy), else None."""
+    rows = summary[summary["run"].isin(claim.runs) & (summary["variant"] == claim.variant)
+                   & (summary["status"] == "skipped")]
+    for _, row in rows.iterrows():
+        found = re.match(r"dataset (\S+) is not in the cache", str(measured.get(row, "reason") or ""))
+        if found:
+            command = re.search(r"`(?:invoke|dlrepro) (datasets\.fetch \S+)`", str(measured.get(row, "remedy") or ""))
+            return "needs dataset %s%s" % (found.group(1), " (`dlrepro %s`)" % command.group(1) if command else "")
+    return None
 
 
 def gpus_needed(study, claim):
@@ -279,12 +400,14 @@ def gpus_needed(study, claim):
     return claim.to if claim.over == "gpus" and isinstance(claim.to, int) else largest
 
 
-def untestable_reason(study, claim, evidence, not_run, missing, gpus_here=None):
+def untestable_reason(study, claim, evidence, not_run, missing, gpus_here=None, summary=None):
     """The one line a NOT_TESTABLE claim is folded under: the untestable claim's own why; BUNDLE_MISSING;
     "needs N GPUs (this host has M)" for a claim of N > 1 GPUs (gpus_needed) on a host of M < N (``gpus_here``,
     where known); where none of its runs has a bundle and each did not run for want of a GPU, "needs an NVIDIA
-    GPU" ("needs N GPUs" for N > 1 on a host of unknown count); "needs Torch (the suite does not run it)"; else
-    the evidence. ``not_run`` and ``missing`` as in evaluate."""
+    GPU" ("needs N GPUs" for N > 1 on a host of unknown count); "needs dataset X (`dlrepro datasets.fetch X`)"
+    where a run skipped its jobs for it; "needs N CPU threads (this host measured at most M)" for a thread
+    scaling claim; "needs Torch (the suite does not run it)"; else the evidence. ``not_run`` and ``missing`` as
+    in evaluate; ``summary`` the rows it was judged from."""
     if claim.kind == "untestable":
         return claim.why
     if any(r in missing for r in claim.runs):
@@ -295,6 +418,14 @@ def untestable_reason(study, claim, evidence, not_run, missing, gpus_here=None):
     reasons = [not_run.get(r, "") for r in claim.runs]
     if reasons and all("GPU" in r for r in reasons):
         return "needs %d GPUs" % wanted if wanted > 1 else "needs an NVIDIA GPU"
+    dataset = _dataset_missing(summary, claim) if summary is not None and len(summary) else None
+    if dataset:
+        return dataset
+    if claim.kind == "scaling" and claim.over == "threads" and summary is not None:
+        measured_threads = summary[summary["run"].isin(claim.runs) & summary["threads"].notna()]["threads"]
+        if not len(measured_threads) or int(measured_threads.max()) < int(claim.to if claim.to != "max" else 2):
+            return "needs %s CPU threads (this host measured at most %s)" % (
+                claim.to, int(measured_threads.max()) if len(measured_threads) else "none")
     absent = re.search(r"the suite does not run ([^;)]+)", evidence or "")
     if absent:
         return "needs %s (the suite does not run it)" % absent.group(1)
@@ -333,18 +464,20 @@ def evaluate(study, summary, not_run=None, missing=None, gpus_here=None):
             found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=_unmeasured(
                 study, claim, summary, device, not_run, missing), rests_on=verdicts.RestsOn(device=device), **base))
             continue
-        verdict, evidence, values = JUDGES[claim.kind](study, claim, rows)
+        verdict, evidence, values, points, band = JUDGES[claim.kind](study, claim, rows)
         values = [v for _, v in sorted(values.items())]
-        smoke = sorted({"%s: %s" % (v["tool"], v["smoke"]) for v in values if v["smoke"]})
+        smoke, bare = _grouped(values, "smoke"), _grouped(values, "no_interval")
         if smoke and verdict != verdicts.NOT_TESTABLE:
-            verdict, evidence = verdicts.INCONCLUSIVE, "smoke pass (%s); %s" % ("; ".join(smoke), evidence)
+            verdict, evidence = verdicts.INCONCLUSIVE, "smoke pass of %s; %s" % (smoke, evidence)
+        elif bare and verdict != verdicts.NOT_TESTABLE:
+            evidence = "%s; no 95%% interval for %s" % (evidence, bare)
         names = ", ".join(sorted(set(rows["device_name"].dropna().astype(str))))
         found.append(Verdict(
             verdict=verdict, evidence="%s (run %s, %s)" % (evidence, run, names or device), run=run,
-            measured_on=names or None, values=values, rests_on=verdicts.RestsOn(
-                repeats=[v["repeats"] for v in values], test=TESTS[claim.kind],
+            measured_on=names or None, values=values, points=points, band=band, rests_on=verdicts.RestsOn(
+                repeats=[v["repeats"] for v in values], test=TESTS[claim.kind], unit=_unit(claim),
                 device=device, smoke=bool(smoke)), **base))
     for v in found:
         if v.verdict == verdicts.NOT_TESTABLE:
-            v.reason = untestable_reason(study, study.claims[v.claim], v.evidence, not_run, missing, gpus_here)
+            v.reason = untestable_reason(study, study.claims[v.claim], v.evidence, not_run, missing, gpus_here, summary)
     return found

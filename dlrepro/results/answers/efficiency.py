@@ -8,19 +8,19 @@ fp16) the fraction of peak. A published timing on hardware with a known peak get
 from the cell's own seconds, so a K80 cell of 2017 and an H200 job of today can be set side by side:
 never judged ("reproduces" needs the same hardware), shown as verdicts.OTHER_HARDWARE.
 
-Functions are pure: tables in, rows (DataFrames) or a figure out.
+Functions are pure: tables and the specs as the bundles recorded them in, rows (DataFrames) out; the per-job columns
+are written with the bundle's tables (dlrepro.results.peak_columns), the figure is a view's
+(dlrepro.results.views.plots).
 """
-import functools
-import io
 import re
 
 import pandas as pd
 
 from dlrepro import peaks
+from dlrepro.frameworks import in_study
 from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
 from runner import flops
 
-COLUMNS = ("flops_per_iteration", "achieved_flops", "peak_flops", "fraction_of_peak", "peak_device", "peak_source")
 # a published training wall time covers epochs x (training samples // mini-batch) iterations, feeding included
 TRAINING_SAMPLES = {"cifar10": 50000, "mnist": 60000, "imdb": 25000}
 TRAINING_SOURCES = {"cifar10": "CIFAR-10: 50,000 training images", "mnist": "MNIST: 60,000 training images",
@@ -38,50 +38,18 @@ THEN_AND_NOW_COLUMNS = THEN_AND_NOW_KEY + ["then_version", "now_version", "then_
                                            "speedup_low", "speedup_high", "then_job_id", "now_job_id"]
 
 
-def job_peak(job, result, precision, device_name):
-    """The Peak a job ran against (dlrepro.peaks.Peak), or None: a cuda job's GPU by name and its ranks' count
-    at ``precision``; a cpu job's estimate from its threads (else usable CPUs), clock and flags."""
-    if job["device"] == "cuda":
-        return peaks.gpu(device_name, job.get("ranks") or 1, precision or "fp32")
-    cpu = (result.get("environment") or {}).get("cpu") or {}
-    if (precision or "fp32") != "fp32":
-        return None
-    return peaks.cpu(job.get("threads") or cpu.get("usable_cpus"), cpu.get("mhz"), cpu.get("flags"))
-
-
-def job_columns(job, result, precision, device_name, median, quantity):
-    """The efficiency columns (COLUMNS) of one job: ``median`` seconds per mini-batch of a throughput or
-    inference job (``quantity`` "seconds per mini-batch"); None in each column that does not apply.
-    achieved_flops and peak_flops in FLOP/s, fraction_of_peak in [0, 1] (a fraction, not percent)."""
-    out = dict.fromkeys(COLUMNS)
-    if result.get("status") != "ok" or quantity != "seconds per mini-batch" or not median:
-        return out
-    work = flops.of_job(job)
-    if work is None:
-        return out
-    out["flops_per_iteration"], out["achieved_flops"] = work, work / median
-    peak = job_peak(job, result, precision, device_name)
-    if peak is None:
-        clock = job["device"] != "cuda" and not ((result.get("environment") or {}).get("cpu") or {}).get("mhz")
-        out["peak_source"] = "no peak known for %s (%s, %s)%s" % (
-            device_name, job["device"], precision or "fp32", ": the job recorded no CPU clock" if clock else "")
-        return out
-    out["peak_device"], out["peak_source"] = peak.device, peak.source
-    if peak.flops:
-        out["peak_flops"], out["fraction_of_peak"] = peak.flops, out["achieved_flops"] / peak.flops
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def _spec(name):
-    from dlrepro import spec as specmod
-
-    return specmod.load(name)
+def _plain(value):
+    """A resolved spec's dicts as job.json has them: unset (None) options left out, at any depth."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _model_dict(spec, model_name):
-    m = spec.models[model_name]
-    return {"layers": m.layer_dicts(), "input_shape": list(m.input_shape), "parameters": m.parameters}
+    m = spec["models"][model_name]
+    return {"layers": _plain(m["layers"]), "input_shape": list(m["input_shape"]), "parameters": m["parameters"]}
 
 
 def _epochs(metric):
@@ -91,17 +59,18 @@ def _epochs(metric):
 
 def published_work(spec, ref):
     """(FLOPs, seconds, basis) of a published cell: the work its value timed and the seconds it took, or
-    None where the metric cannot be turned into work (accuracy, ratios, a dataset of unknown size).
+    None where the metric cannot be turned into work (accuracy, ratios, a dataset of unknown size). ``spec``: the
+    resolved spec as a bundle recorded it (bundle.json's spec.resolved, a dict).
 
     seconds_per_minibatch: a training iteration of ref.batch_size; images_per_second and
     seconds_per_1000_images: inference passes (forward FLOPs per image); (training_)wall_time_N_epochs:
     N x (training samples // batch) training iterations (TRAINING_SAMPLES), their wall time including feeding
     and anything else the loop did, so its efficiency is a lower bound."""
-    variant = spec.variants.get(ref.variant) if ref.variant else None
+    variant = spec["variants"].get(ref.variant) if ref.variant else None
     if variant is None or not ref.batch_size or isinstance(ref.value, list):
         return None
-    model = _model_dict(spec, variant.model)
-    optimizer = variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None
+    model = _model_dict(spec, variant["model"])
+    optimizer = _plain(variant["optimizer"]) if variant.get("optimizer") else None
     value = float(ref.value) * {"min": 60.0}.get(ref.unit, 1.0)
     if ref.metric == "seconds_per_minibatch":
         return flops.of_model(model, ref.batch_size, optimizer)["training"], value, "a training iteration"
@@ -111,7 +80,7 @@ def published_work(spec, ref):
     if ref.metric == "seconds_per_1000_images":
         return 1000 * per_image, value, "an inference pass of 1000 images"
     epochs = _epochs(ref.metric)
-    dataset = getattr(variant.data, "name", None)
+    dataset = (variant.get("data") or {}).get("name")
     if epochs and dataset in TRAINING_SAMPLES:
         iterations = epochs * (TRAINING_SAMPLES[dataset] // ref.batch_size)
         return (iterations * flops.of_model(model, ref.batch_size, optimizer)["training"], value,
@@ -133,38 +102,30 @@ def sentence(published_fraction, published_device, measured_fraction, measured_h
                                              batch_note)
 
 
-def _same_framework(ours, published_name):
-    from dlrepro.results.answers.published import FRAMEWORK_NAMES
-
-    return published_name in FRAMEWORK_NAMES.get(ours, ())
-
-
-def published_efficiency(summary, references=None):
+def published_efficiency(summary, references, specs):
     """One row per (published timing on hardware with a known fp32 peak, measured job of the same network and
-    framework (answers.published.FRAMEWORK_NAMES), or none): PUBLISHED_COLUMNS, the verdict OTHER_HARDWARE beside a
+    framework (dlrepro.frameworks.STUDY_NAMES), or none): PUBLISHED_COLUMNS, the verdict OTHER_HARDWARE beside a
     measured job (never "reproduces"), NOT_RUN where no job of the network and framework was measured.
     The measured jobs are those of the published mini-batch where there are any, else those of every other
     mini-batch measured (``measured_batch_size`` says which; the sentence names it); a CPU job's thread count is
     ``measured_threads`` (a sweep gives one row per count).
 
     ``summary``: a summary table (dlrepro.results.tables, v6: fraction_of_peak). ``references``: {spec name:
-    [Reference]}; default: each spec's in specs/. The published side is at fp32 (the studies' GPUs had no
+    [Reference]} and ``specs``: {spec name: resolved spec dict}, both as the bundles recorded them
+    (answers.model.recorded). The published side is at fp32 (the studies' GPUs had no
     TF32 or bf16 tensor cores); the measured side at each precision measured, one row each."""
-    names = summary["spec"].dropna().unique() if len(summary) else []
-    if references is None:
-        references = {name: _spec(name).references for name in names}
     rows = []
     for name, refs in references.items():
-        spec = _spec(name)
+        spec = specs[name]
         measured = summary[(summary["spec"] == name) & summary["fraction_of_peak"].notna()] if len(summary) else summary
-        models = {v: spec.variants[v].model for v in measured["variant"].unique() if v in spec.variants}
+        models = {v: spec["variants"][v]["model"] for v in measured["variant"].unique() if v in spec["variants"]}
         for ref in refs:
             peak = peaks.published(ref.hardware)
             work = published_work(spec, ref) if peak is not None and peak.flops else None
             if work is None:
                 continue
             work_flops, seconds, basis = work
-            model = spec.variants[ref.variant].model
+            model = spec["variants"][ref.variant]["model"]
             inference = ref.metric in ("images_per_second", "seconds_per_1000_images")
             base = {"spec": name, "model": model, "batch_size": ref.batch_size, "metric": ref.metric,
                     "published_framework": ref.framework, "published_version": ref.framework_version,
@@ -173,7 +134,7 @@ def published_efficiency(summary, references=None):
                     "published_achieved_flops": work_flops / seconds, "published_peak_flops": peak.flops,
                     "published_peak_device": peak.device, "published_fraction": work_flops / seconds / peak.flops,
                     "verdict": OTHER_HARDWARE, "basis": basis, "reference_id": ref.id, "source": ref.source}
-            ours = [f for f in measured["framework"].dropna().unique() if _same_framework(f, ref.framework)]
+            ours = [f for f in measured["framework"].dropna().unique() if in_study(f, ref.framework)]
             matched = measured[measured["variant"].isin([v for v, m in models.items() if m == model])
                                & (measured["mode"] == ("inference" if inference else "throughput"))
                                & measured["framework"].isin(ours)]
@@ -195,42 +156,6 @@ def published_efficiency(summary, references=None):
                 rows.append(dict(base, verdict=NOT_RUN,
                                  sentence=sentence(base["published_fraction"], peak.device, None, None)))
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
-
-
-def plot(rows, title="Fraction of peak: published (then) and measured (now)"):
-    """PNG bytes of a horizontal bar chart of ``rows`` (published_efficiency's, filtered as the view wants): per
-    network, mini-batch, published framework and hardware, one bar for the published fraction of peak (then)
-    and one per measured precision (now, this hardware), in percent. Raises ValueError on no rows."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if rows is None or rows.empty:
-        raise ValueError("no published efficiency rows to plot")
-    rows = rows.assign(label=rows["model"] + " b" + rows["batch_size"].astype(str) + "\n" + rows["published_framework"]
-                       + " (" + rows["published_peak_device"] + ")")
-    then = rows.groupby("label", sort=True)["published_fraction"].max() * 100  # several cells of a label: the largest
-    now = rows.dropna(subset=["measured_fraction"]).pivot_table(index="label", columns="precision",
-                                                                values="measured_fraction", aggfunc="max") * 100
-    labels = list(then.index)
-    series = [("then", then)] + [("now, %s" % p, now[p]) for p in now.columns]
-    height = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(8, 1.5 + 0.3 * len(labels) * max(1, len(series) / 2)))
-    for i, (name, values) in enumerate(series):
-        ax.barh([y + i * height for y in range(len(labels))], [values.get(label, float("nan")) for label in labels],
-                height, label=name)
-    ax.set_yticks([y + height * (len(series) - 1) / 2 for y in range(len(labels))])
-    ax.set_yticklabels([label.replace("\n", ", ") for label in labels], fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlabel("achieved FLOP/s, % of the device's peak")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
-    return buffer.getvalue()
 
 
 def _version_key(version):

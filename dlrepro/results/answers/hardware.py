@@ -3,7 +3,8 @@
 A device name ('NVIDIA GeForce GTX 1080 Ti', 'Tesla P100-PCIE-16GB', 'Intel(R) Xeon(R) CPU E5-2630 v3 @ 2.40GHz')
 becomes a model key that keeps every word naming another product: Ti / SUPER, the form factor (PCIe, SXM2,
 NVL), the memory size (P100 12GB and 16GB, GTX 1060 3GB and 6GB), the Xeon version (E5-2630 v3 and v4; none:
-the first generation), the suffix letters (i7-8700K, EPYC 7R13). Vendor words (NVIDIA, Tesla, GeForce,
+the first generation), the suffix letters (i7-8700K, EPYC 7R13), a laptop or regional part (GTX 980M, "with Max-Q
+Design", RTX 4090 D: none of them is the desktop card). Vendor words (NVIDIA, Tesla, GeForce,
 Quadro, Intel, AMD, Xeon, Core) name no product and are dropped, so 'Tesla K80' and 'NVIDIA K80' are one key.
 A name that leaves a variant open ('Tesla P100', 'Titan X') is not the same as one that names it: unknown is
 different. EQUIVALENT lists the only real cases of one product under two names.
@@ -11,6 +12,8 @@ different. EQUIVALENT lists the only real cases of one product under two names.
 import re
 
 import pandas as pd
+
+from dlrepro.references import stated_gpus
 
 GPU_WORDS = ("nvidia", "tesla", "geforce", "gtx", "titan", "quadro", "gpu")
 # one product, two names: the Maxwell GeForce GTX TITAN X (2015) and the Pascal NVIDIA TITAN X (2016), which
@@ -32,7 +35,8 @@ PATTERNS = [
      lambda m: "ryzen %s%s" % ("pro " if m[1] else "", m[2])),
     ("gpu", r"\b(gtx\s+)?titan(?:\s+(xp|x|v|z|black|rtx))?\b(?:\s*\(?(maxwell|pascal)\)?)?",
      lambda m: " ".join(w for w in ("gtx" if m[1] else None, "titan", m[2], m[3]) if w)),
-    ("gpu", r"\b((?:gtx|rtx|gt|mx)\s*\d{3,4})((?:\s+(?:ti|super|laptop|mobile|max-q|ada|%s)\b)*)" % _MEMORY,
+    ("gpu", r"\b((?:gtx|rtx|gt|mx)\s*\d{3,4}m?)\b((?:\s+(?:ti|super|laptop|mobile|max-q|ada|d|with max-q(?: design)?|%s)"
+            r"(?![\w-]))*)" % _MEMORY,
      lambda m: _with_variants(re.sub(r"\s+", " ", m[1]), m[2])),
     ("gpu", r"\b((?:gh|gb|gv|[abhklmptv])\d{1,4}[a-z]?)((?:[\s-]+(?:pcie|sxm\d?|nvl|%s)\b)*)" % _MEMORY,
      lambda m: _with_variants(m[1], m[2])),
@@ -40,7 +44,10 @@ PATTERNS = [
 
 
 def _with_variants(model, variants):
-    words = sorted(re.sub(r"(\d+)\s*gb", r"\1gb", w) for w in re.findall(r"\d+\s*gb|max-q|[a-z]+\d?", variants))
+    """'gtx 1080 max-q': the model and its variant words, sorted, memory sizes as '16gb'; "with ... design" around a
+    Max-Q says nothing more."""
+    words = sorted(re.sub(r"(\d+)\s*gb", r"\1gb", w) for w in re.findall(r"\d+\s*gb|max-q|[a-z]+\d?", variants)
+                   if w not in ("with", "design"))
     return " ".join([model] + words)
 
 
@@ -65,12 +72,6 @@ def model_key(device_name):
     """The model key of a measured device's name, or None when it names none or several."""
     keys = model_keys(device_name) if isinstance(device_name, str) else []
     return keys[0] if len(keys) == 1 else None
-
-
-def stated_gpus(hardware):
-    """The GPU count a hardware text begins with ('4x NVIDIA Tesla V100' -> 4), or None."""
-    found = re.match(r"\s*(\d+)\s*x\s", hardware)
-    return int(found[1]) if found else None
 
 
 def reference_device(hardware):

@@ -1,9 +1,15 @@
-"""What a summary row measured for a published metric, and whether that can carry a verdict.
+"""What a summary row measured for a published metric, its interval, and whether it can carry a verdict.
 
 One code path for the study tables (answers.cells), the claims (answers.claims) and the comparison with a
 spec's references (answers.published). A row may be a dict, a pandas Series or a namedtuple of
 ``DataFrame.itertuples``: every column is read by name (``get``), never as an attribute, since on a
 Series ``row.mode`` and ``row.median`` are methods.
+
+``prepare`` first puts into the summary what the bundles recorded about each job's protocol, so that the rules
+read rows only: ``quick`` (the bundle ran with --quick), ``planned_epochs`` (the convergence schedule of the spec
+as the bundle recorded it, not as specs/ says today), and the seed jobs of one convergence configuration collapsed
+into one row (``seeds`` of them: the medians over seeds, with distribution-free 95% intervals in
+``accuracy_low``/``accuracy_high`` and ``total_low``/``total_high``).
 
 Metrics (the published ones, dlrepro.references, and the claims' own):
   seconds_per_minibatch   the median seconds per training mini-batch of a throughput job (s)
@@ -12,18 +18,25 @@ Metrics (the published ones, dlrepro.references, and the claims' own):
   test_accuracy           the test accuracy (fraction) at the end of the spec's schedule
   [training_]wall_time_N_epochs, total_seconds   a convergence job's training wall time (s)
   throughput              a throughput job's samples/s
+
+Two things keep a value from a verdict, each with its reason: a **smoke pass** (``smoke``: a --quick job, or a
+convergence job that trained another number of epochs than the value stands for), whose value is shown but never
+set as a ratio against a published full-protocol value; and **no interval** (``no_interval``: fewer repeats or
+seeds than a 95% interval needs), whose value is shown and ratioed but neither reproduces nor differs.
 """
-import functools
 import re
 
+import numpy as np
 import pandas as pd
 
-from dlrepro import spec as specmod
-from dlrepro.errors import DlreproError
 from runner.contract import OPTION_DEFAULTS
-from runner.stats import CI_METHOD, MIN_UNITS_95
+from runner.stats import CI_METHOD, MIN_UNITS_95, median_ci
 
 REPEAT_LEVEL = (CI_METHOD, CI_METHOD.replace("repeat medians", "epochs"))  # tables v4 intervals that tell the noise
+PREPARED = ("quick", "planned_epochs", "seeds", "accuracy_low", "accuracy_high", "total_low", "total_high")
+# a convergence configuration whose seed jobs are collapsed into one row (everything but the job and its seed)
+SEED_KEY = ["bundle_id", "spec_sha256", "variant", "framework", "framework_version", "image_id", "host", "device",
+            "device_name", "mode", "batch_size", "threads", "ranks", "precision", "layout", "status"]
 
 
 def get(row, name):
@@ -46,14 +59,49 @@ def metric_kind(metric):
     return {"images_per_second": "rate", "throughput": "rate", "test_accuracy": "accuracy"}.get(metric)
 
 
-@functools.lru_cache(maxsize=None)
-def spec_epochs(spec_name, variant):
-    """The epochs of a spec variant's convergence schedule (specs/), or None (no such spec, variant or schedule)."""
-    try:
-        found = specmod.load(spec_name).variants.get(variant)
-    except DlreproError:
-        return None
-    return int(found.convergence.epochs) if found is not None and found.convergence is not None else None
+def _planned_epochs(resolved, variant):
+    found = ((resolved or {}).get("variants") or {}).get(variant) or {}
+    epochs = (found.get("convergence") or {}).get("epochs")
+    return int(epochs) if epochs else None
+
+
+def _seed_row(rows):
+    """One row for the seed jobs ``rows`` of one convergence configuration: medians over the seeds, their
+    distribution-free 95% intervals (runner.stats.median_ci: from MIN_UNITS_95 seeds on), the job id without
+    its seed."""
+    first = rows.iloc[0].copy()
+    first["job_id"] = re.sub(r"\.s\d+$", "", str(first["job_id"]))
+    first["seed"], first["seeds"] = pd.NA, len(rows)
+    for column in ("median", "total_seconds", "final_test_accuracy", "final_perplexity", "throughput"):
+        values = rows[column].dropna()
+        first[column] = float(values.median()) if len(values) else np.nan
+    for column, low, high in (("final_test_accuracy", "accuracy_low", "accuracy_high"),
+                              ("total_seconds", "total_low", "total_high")):
+        found = median_ci(sorted(rows[column].dropna().astype(float)))
+        first[low], first[high] = found if found else (np.nan, np.nan)
+    return first
+
+
+def prepare(summary, bodies):
+    """``summary`` (tables' summary rows of the bundles whose bundle.json ``bodies`` are given) with the PREPARED
+    columns: ``quick`` from each bundle's recorded options, ``planned_epochs`` from each bundle's resolved spec,
+    and the seed jobs of a convergence configuration (a ``seed`` column with more than one value) collapsed into one
+    row whose ``seeds`` says how many (SEED_KEY). Pure: reads nothing but its arguments."""
+    by_id = {b["id"]: b for b in bodies}
+    specs = {b["spec"]["sha256"]: b["spec"]["resolved"] for b in bodies}
+    out = summary.assign(
+        quick=summary["bundle_id"].map(lambda i: bool((by_id.get(i, {}).get("options") or {}).get("quick"))),
+        planned_epochs=[_planned_epochs(specs.get(s), v) for s, v in zip(summary["spec_sha256"], summary["variant"])],
+        seeds=1, accuracy_low=np.nan, accuracy_high=np.nan, total_low=np.nan, total_high=np.nan)
+    if "seed" not in out or not len(out):
+        return out.astype({"planned_epochs": "Int64", "seeds": "Int64"})
+    seeded = (out["mode"] == "convergence") & out["seed"].notna() & (out["status"] == "ok")
+    groups = out[seeded].groupby(SEED_KEY, dropna=False, sort=False)
+    collapsed = [_seed_row(rows) for _, rows in groups if len(rows) > 1]
+    many = groups["job_id"].transform("size") > 1
+    kept = out.drop(index=many[many].index)
+    joined = pd.concat([kept, pd.DataFrame(collapsed)], ignore_index=True) if collapsed else kept
+    return joined.astype({"planned_epochs": "Int64", "seeds": "Int64"}).reset_index(drop=True)
 
 
 def raw(row, metric):
@@ -82,61 +130,84 @@ def _float(value):
     return None if value is None else float(value)
 
 
-def _epochs_needed(row, metric):
-    """The epochs a convergence metric's value stands for: the ones it names, else the spec's schedule."""
-    if metric not in ("test_accuracy", "total_seconds") and not epochs_named(metric):
-        return None
-    return epochs_named(metric) or spec_epochs(get(row, "spec"), get(row, "variant"))
-
-
 def short_of(row, metric):
     """'trained 1 of 3 epochs' when a convergence metric's value comes from fewer (or more) epochs than it
-    stands for (the metric's, else the spec's schedule); else None."""
-    needed, trained = _epochs_needed(row, metric), get(row, "epochs")
-    if needed is None or trained is None or int(trained) == needed:
+    stands for (the epochs the metric names, else the recorded spec's schedule: ``planned_epochs``); else None."""
+    if metric not in ("test_accuracy", "total_seconds") and not epochs_named(metric):
         return None
-    return "trained %d of %d epochs" % (int(trained), needed)
+    needed, trained = epochs_named(metric) or get(row, "planned_epochs"), get(row, "epochs")
+    if needed is None or trained is None or int(trained) == int(needed):
+        return None
+    return "trained %d of %d epochs" % (int(trained), int(needed))
+
+
+def smoke(row, metric):
+    """Why the row's value is a smoke pass, whose value is shown but never judged or set as a ratio against a
+    published full-protocol value, or None: a --quick job ('--quick: 3 iterations in 1 repeat'), or a convergence job
+    short of the epochs its value stands for (short_of)."""
+    if get(row, "quick"):
+        mode = get(row, "mode")
+        epochs, n, repeats = (int(get(row, c) or 1) for c in ("epochs", "n", "ci95_units"))
+        if mode == "convergence":
+            what = "%d epoch%s, each cut short" % (epochs, "s"[epochs == 1:])
+        elif mode == "throughput" and get(row, "n"):
+            what = "%d iterations in %d repeat%s" % (n, repeats, "s"[repeats == 1:])
+        else:
+            what = "a short pass"
+        return "--quick: %s" % what
+    return short_of(row, metric)
 
 
 def value(row, metric):
     """The row's value for a published metric (``raw``), or None when it is not that value: another
-    quantity, a failed job, or a convergence job that trained another number of epochs (``short_of``)."""
-    return None if short_of(row, metric) else raw(row, metric)
+    quantity, a failed job, or a smoke pass (``smoke``)."""
+    return None if smoke(row, metric) else raw(row, metric)
 
 
 def interval(row, metric):
-    """The repeat-level 95% interval (low, high) of the row's value in the metric's unit, or None when the
-    row has none (fewer than MIN_UNITS_95 repeats, a bundle from before tables v4, a one-pass measurement)."""
-    low, high, method = get(row, "ci95_low"), get(row, "ci95_high"), get(row, "ci95_method")
-    if low is None or high is None or method not in REPEAT_LEVEL or get(row, "mode") != "throughput":
+    """The 95% interval (low, high) of the row's value in the metric's unit, or None: over a throughput job's
+    repeats (tables v4: ``ci95_*``), over a convergence configuration's seeds (``prepare``); None for a job with
+    fewer units than MIN_UNITS_95, an inference pass, or a bundle from before tables v4."""
+    if metric in ("seconds_per_minibatch", "throughput"):
+        low, high, method = get(row, "ci95_low"), get(row, "ci95_high"), get(row, "ci95_method")
+        if low is None or high is None or method not in REPEAT_LEVEL or get(row, "mode") != "throughput":
+            return None
+        if metric == "seconds_per_minibatch":
+            return float(low), float(high)
+        rate, median = float(get(row, "throughput")), float(get(row, "median"))  # samples/s at the median's time
+        return rate * median / float(high), rate * median / float(low)
+    names = ("accuracy_low", "accuracy_high") if metric == "test_accuracy" else ("total_low", "total_high") \
+        if metric == "total_seconds" or epochs_named(metric) else None
+    if names is None or get(row, "mode") != "convergence":
         return None
-    if metric == "seconds_per_minibatch":
-        return float(low), float(high)
-    if metric == "throughput":
-        batch = float(get(row, "batch_size"))
-        return batch / float(high), batch / float(low)
-    return None
+    low, high = get(row, names[0]), get(row, names[1])
+    return None if low is None or high is None else (float(low), float(high))
 
 
-def smoke(row, metric):
-    """Why the row's value is a smoke pass that can carry no verdict, or None: a convergence job short of
-    its schedule ('trained 1 of 3 epochs'), or a timing without a repeat-level interval (a --quick job's one
-    repeat, any job below MIN_UNITS_95 repeats)."""
-    short = short_of(row, metric)
-    if short:
-        return short
-    if metric in ("seconds_per_minibatch", "throughput") and interval(row, metric) is None:
-        return "no repeat-level 95%% interval (fewer than %d repeats)" % MIN_UNITS_95
-    return None
+def no_interval(row, metric):
+    """Why the row's value has no 95% interval, in words ('3 repeats; a 95% interval needs 6'), or None when it
+    has one (``interval``)."""
+    if interval(row, metric) is not None:
+        return None
+    if get(row, "mode") == "convergence":
+        seeds = int(get(row, "seeds") or 1)
+        return "%d seed%s; a 95%% interval needs %d" % (seeds, "s"[seeds == 1:], MIN_UNITS_95)
+    if get(row, "mode") == "inference":
+        return "one timed pass"
+    units = get(row, "ci95_units")
+    if units is None:
+        return "a bundle from before repeat-level intervals"
+    units = int(units)
+    return "%d repeat%s; a 95%% interval needs %d" % (units, "s"[units == 1:], MIN_UNITS_95)
 
 
 def pick(rows, threads=None):
     """The one row that stands for a cell, or for a tool in a claim, among ``rows`` (the ok summary rows of
     one tool, variant, batch size and GPU count: a DataFrame). The rule, in order: the thread count named
-    (``threads``), else the largest measured (a CPU sweep is judged where the tools use the most cores); the
-    default precision (runner.contract.OPTION_DEFAULTS: true fp32, as on the studies' GPUs) when several
-    were measured. Returns (row, None), or (None, why): no row at the named threads, or several left
-    (framework versions, or repeated measurements of one job in merged bundles), which is ambiguous."""
+    (``threads``), else the largest measured; the default precision (runner.contract.OPTION_DEFAULTS: true fp32,
+    as on the studies' GPUs) when several were measured. Returns (row, None), or (None, why): no row at the named
+    threads, or several left (framework versions, or repeated measurements of one job in merged bundles), which
+    is ambiguous."""
     if rows["threads"].notna().any():
         wanted = threads if threads is not None else rows["threads"].max()
         rows = rows[rows["threads"] == wanted]
@@ -151,3 +222,13 @@ def pick(rows, threads=None):
     versions = rows["framework_version"].dropna().unique()
     return None, "ambiguous: %d jobs match (%s)" % (len(rows), "versions %s" % ", ".join(sorted(versions))
                                                       if len(versions) > 1 else ", ".join(rows["job_id"].astype(str)))
+
+
+def common_threads(rows, frameworks):
+    """The largest CPU thread count measured by every one of ``frameworks`` among ``rows`` (so that tools are set
+    side by side at one count), else None (no thread counts, or none shared)."""
+    if not rows["threads"].notna().any():
+        return None
+    counts = [set(rows[rows["framework"] == f]["threads"].dropna().astype(int)) for f in frameworks]
+    shared = set.intersection(*counts) if counts and all(counts) else set()
+    return max(shared) if shared else None

@@ -1,16 +1,20 @@
 """Measured against published: the verdict of one published value beside the job that measured its
-configuration, for a spec's references (``against_published``, ``dlrepro compare BUNDLE``) and for a study's
+configuration, for a spec's references (``against_published``, ``dlrepro check BUNDLE``) and for a study's
 tables (answers.cells) alike.
 
 A cell: ratio = measured / published, both in the measured unit (answers.measured), against the
-reference's ``tolerance`` (lower, upper ratio) or the metric's DEFAULT_TOLERANCE:
-  REPRODUCES   inside the tolerance, on the same hardware (answers.hardware.same_hardware), not a smoke pass;
-  DIFFERS      outside it, same hardware; ``direction`` says how: faster / slower (times, rates),
-               higher / lower (accuracy);
-  OTHER_HARDWARE  a time or rate measured on other hardware: the ratio is shown, never judged (an
-               accuracy carries across hardware and is judged wherever it was measured);
-  CANNOT_COMPARE  with the reason: the job measured another quantity, or a smoke pass ("trained 1 of 3
-               epochs", a timing without a repeat-level interval), whose value is shown.
+reference's ``tolerance`` (lower, upper ratio) or the metric's DEFAULT_TOLERANCE. In order:
+  CANNOT_COMPARE  the job measured another quantity; or a smoke pass (answers.measured.smoke: a --quick job, a
+               convergence job short of the epochs the value stands for), whose value is shown and never set as a
+               ratio against the published full-protocol value;
+  OTHER_HARDWARE  a time or rate measured on other hardware (answers.hardware.same_hardware): the ratio is shown,
+               never judged (an accuracy carries across hardware and is judged wherever it was measured);
+  REPRODUCES   the 95% interval of the ratio (the measured value's interval over the published value) inside the
+               tolerance (answers.bands);
+  DIFFERS      the interval wholly outside it; ``direction`` says how: faster / slower (times, rates), higher /
+               lower (accuracy);
+  CANNOT_TELL  the interval across an edge of the tolerance, or no interval (too few repeats or seeds), with
+               the reason.
 What gives no cell is listed, not dropped (``left_out``): a framework measured here that a published table
 has no number for, a tool of the table that the suite does not run, a tool with no job in the bundle, a job
 that failed or measured another quantity, a configuration no reference covers.
@@ -20,22 +24,16 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dlrepro.results import palette
-from dlrepro.results.answers import hardware, measured, verdicts
+from dlrepro.frameworks import STUDY_NAMES, display
+from dlrepro.results.answers import bands, hardware, measured, verdicts
 
-# our framework -> its names in the studies' tables, the closest first (DLF names its MXNet rows by API;
-# our MXNet adapter is Gluon). Lua Torch (DLBench) is not PyTorch, Keras(*) rows are not the plain framework.
-FRAMEWORK_NAMES = {
-    "torch": ("PyTorch",), "tensorflow": ("TensorFlow", "Tensorflow"),
-    "mxnet": ("MXNet(Gluon)", "MXNet", "MXNet(Module API)"),
-    "cntk": ("CNTK",), "caffe2": ("Caffe2",), "caffe": ("Caffe",), "jax": (),
-}
 DEFAULT_TOLERANCE = {"time": (0.9, 1.1), "rate": (0.9, 1.1), "accuracy": (0.98, 1.02)}
 TO_MEASURED_UNIT = {"s": 1.0, "min": 60.0, "percent": 0.01, "fraction": 1.0, "images/s": 1.0}
 UNIT = {"time": "s", "rate": "images/s", "accuracy": "fraction"}
 CELL_COLUMNS = ["spec", "variant", "batch_size", "framework", "measured_framework_version", "device", "threads",
                 "measured_hardware", "metric", "unit", "measured", "ci95_low", "ci95_high", "published", "ratio",
-                "lower", "upper", "verdict", "direction", "why", "smoke", "reference_id", "reference_kind",
+                "lower", "upper", "verdict", "direction", "why", "smoke", "no_interval", "seeds", "reference_id",
+                "reference_kind",
                 "published_framework", "published_version", "published_hardware", "source", "bundle_id", "job_id"]
 
 
@@ -45,18 +43,19 @@ class Judged:
     published: float
     verdict: str  # verdicts.CELL
     measured: float = None  # shown whenever the job measured the quantity, a smoke pass's included
-    ratio: float = None  # measured / published
+    ratio: float = None  # measured / published; None for a smoke pass (never a ratio against a full protocol)
     lower: float = None  # the tolerance on the ratio
     upper: float = None
     direction: str = None  # of a ratio outside the tolerance: faster / slower, higher / lower
-    why: str = None  # of OTHER_HARDWARE and CANNOT_COMPARE
+    why: str = None  # of CANNOT_TELL, OTHER_HARDWARE and CANNOT_COMPARE
     smoke: str = None  # answers.measured.smoke: why the value is a smoke pass
-    interval: tuple = None  # the measured value's repeat-level 95% interval, or None
+    interval: tuple = None  # the measured value's 95% interval (repeats or seeds), or None
+    no_interval: str = None  # answers.measured.no_interval: why there is none
 
 
 def direction(kind, ratio, lower, upper):
     """None inside [lower, upper]; else 'higher' / 'lower' (accuracy) or 'faster' / 'slower' (times, rates)."""
-    if lower <= ratio <= upper:
+    if bands.position(ratio, ratio, (lower, upper)) == bands.INSIDE:
         return None
     if kind == "accuracy":
         return "higher" if ratio > upper else "lower"
@@ -65,7 +64,8 @@ def direction(kind, ratio, lower, upper):
 
 def judge(row, ref):
     """The verdict of published reference ``ref`` (dlrepro.references.Reference, one value) beside summary
-    row ``row`` (dict, Series or namedtuple) of its configuration: a Judged (module docstring)."""
+    row ``row`` (dict, Series or namedtuple, answers.measured.prepare'd) of its configuration: a Judged (module
+    docstring)."""
     kind = measured.metric_kind(ref.metric)
     published = ref.value * TO_MEASURED_UNIT[ref.unit]
     value = measured.raw(row, ref.metric)
@@ -75,40 +75,51 @@ def judge(row, ref):
             measured.get(row, "quantity"), "%d epochs" % epochs if epochs is not None else
             "mode %s" % measured.get(row, "mode")))
     lower, upper = (ref.tolerance.lower, ref.tolerance.upper) if ref.tolerance else DEFAULT_TOLERANCE[kind]
-    found = Judged(published, verdicts.REPRODUCES, value, value / published, lower, upper,
-                   smoke=measured.smoke(row, ref.metric), interval=measured.interval(row, ref.metric))
+    found = Judged(published, verdicts.CANNOT_COMPARE, value, lower=lower, upper=upper,
+                   smoke=measured.smoke(row, ref.metric), interval=measured.interval(row, ref.metric),
+                   no_interval=measured.no_interval(row, ref.metric))
+    if found.smoke:
+        found.why = "smoke pass: %s" % found.smoke
+        return found
+    found.ratio = value / published
     found.direction = direction(kind, found.ratio, lower, upper)
     if kind != "accuracy" and not hardware.same_hardware(ref.hardware, measured.get(row, "device"),
                                                          measured.get(row, "device_name"), ref.gpus,
                                                          measured.get(row, "ranks")):
         found.verdict, found.why = verdicts.OTHER_HARDWARE, "measured on %s, published on %s" % (
             measured.get(row, "device_name"), ref.hardware)
-    elif found.smoke:
-        found.verdict, found.why = verdicts.CANNOT_COMPARE, "smoke pass: %s" % found.smoke
-    elif found.direction:
+        return found
+    if found.interval is None:
+        found.verdict, found.why = verdicts.CANNOT_TELL, "no 95%% interval: %s" % found.no_interval
+        return found
+    low, high = found.interval[0] / published, found.interval[1] / published
+    where = bands.position(low, high, (lower, upper))
+    if where == bands.INSIDE:
+        found.verdict = verdicts.REPRODUCES
+    elif where == bands.OUTSIDE:
         found.verdict = verdicts.DIFFERS
+    else:
+        found.verdict, found.why = verdicts.CANNOT_TELL, "the 95%% interval of the ratio, %s, crosses the " \
+            "tolerance %g-%g" % (bands.words(low, high), lower, upper)
     return found
 
 
 def framework_name(framework, names_present):
-    """The name a study's table gives our ``framework`` among ``names_present`` (FRAMEWORK_NAMES), or None."""
-    for name in FRAMEWORK_NAMES.get(framework, ()):
+    """The name a study's table gives our ``framework`` among ``names_present`` (STUDY_NAMES), or None."""
+    for name in STUDY_NAMES.get(framework, ()):
         if name in names_present:
             return name
     return None
 
 
-def against_published(summary, references=None):
+def against_published(summary, references):
     """One row per (measured job, matching published reference): CELL_COLUMNS, ``verdict`` and the rest as
     ``judge`` gives them.
 
-    ``summary``: a summary table (dlrepro.tables). ``references``: {spec name: [Reference]}; by default each
-    spec's current references (specs/<name>.yaml). A reference matches a job of its spec, variant and batch
-    size whose framework is the reference's (FRAMEWORK_NAMES); a job that measured another quantity (another
-    mode) gives no cell."""
-    if references is None:
-        from dlrepro import spec as specmod
-        references = {name: specmod.load(name).references for name in summary["spec"].dropna().unique()}
+    ``summary``: a summary table (dlrepro.tables), answers.measured.prepare'd. ``references``: {spec name:
+    [Reference]} as the bundles recorded them (answers.model.recorded_references). A reference matches a job of
+    its spec, variant and batch size whose framework is the reference's (dlrepro.frameworks.STUDY_NAMES); a job
+    that measured another quantity (another mode) gives no cell."""
     cells = []
     for row in summary.itertuples(index=False):
         refs = [r for r in references.get(row.spec, ()) if r.variant == row.variant and r.batch_size == row.batch_size
@@ -129,7 +140,8 @@ def against_published(summary, references=None):
                 "metric": ref.metric, "unit": UNIT[measured.metric_kind(ref.metric)], "measured": judged.measured,
                 "ci95_low": low, "ci95_high": high, "published": judged.published, "ratio": judged.ratio,
                 "lower": judged.lower, "upper": judged.upper, "verdict": judged.verdict,
-                "direction": judged.direction, "why": judged.why, "smoke": judged.smoke, "reference_id": ref.id,
+                "direction": judged.direction, "why": judged.why, "smoke": judged.smoke,
+                "no_interval": judged.no_interval, "seeds": measured.get(row, "seeds"), "reference_id": ref.id,
                 "reference_kind": ref.kind, "published_framework": ref.framework,
                 "published_version": ref.framework_version, "published_hardware": ref.hardware, "source": ref.source,
                 "bundle_id": row.bundle_id, "job_id": row.job_id,
@@ -171,7 +183,7 @@ def left_out(summary, references, cells):
         config = dict(spec=spec, variant=variant, batch_size=batch)
         if not refs:
             found += [dict(config, framework=f, verdict=verdicts.CANNOT_COMPARE, reason=NO_TABLE,
-                           why="no published number for %s at %s, batch size %d" % (palette.name(f), variant, batch))
+                           why="no published number for %s at %s, batch size %d" % (display(f), variant, batch))
                       for f in frameworks]
             continue
         tables = {}
@@ -185,7 +197,7 @@ def left_out(summary, references, cells):
                 name = framework_name(f, names)
                 if name is None:
                     found.append(dict(table, framework=f, verdict=verdicts.CANNOT_COMPARE, reason=NO_NUMBER,
-                                      why="no published number for %s in %s" % (palette.name(f), table["table"])))
+                                      why="no published number for %s in %s" % (display(f), table["table"])))
                     continue
                 matched.add(name)
                 if (f, variant, batch, metric, hw, kind) in compared:
@@ -196,21 +208,21 @@ def left_out(summary, references, cells):
                     job = unfinished.iloc[0]
                     found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.NOT_RUN,
                                       reason="the job was %s" % job["status"], why="the %s job was %s: %s" % (
-                                          palette.name(f), job["status"], job["reason"]),
+                                          display(f), job["status"], job["reason"]),
                                       job_reason=job["reason"], remedy=job.get("remedy")))
                 else:
                     found.append(dict(table, framework=f, published_framework=name, verdict=verdicts.CANNOT_COMPARE,
                                       reason=OTHER_QUANTITY, why="the %s job measured %s, not %s" % (
-                                          palette.name(f), mine["quantity"].iloc[0], metric.replace("_", " "))))
+                                          display(f), mine["quantity"].iloc[0], metric.replace("_", " "))))
             for tool in sorted(names - matched):
-                ours = [f for f, known in FRAMEWORK_NAMES.items() if tool in known]
+                ours = [f for f, known in STUDY_NAMES.items() if tool in known]
                 if not ours:
                     found.append(dict(table, published_framework=tool, verdict=verdicts.CANNOT_COMPARE,
                                       reason=NOT_OURS, why="%s is not run by this suite" % tool))
                 elif set(ours) & set(frameworks):
                     found.append(dict(table, published_framework=tool, verdict=verdicts.CANNOT_COMPARE,
                                       reason=OTHER_NAME, why="the table's %s: this bundle's %s is compared with its "
-                                      "%s row" % (tool, palette.name(ours[0]), framework_name(ours[0], names))))
+                                      "%s row" % (tool, display(ours[0]), framework_name(ours[0], names))))
                 else:
                     found.append(dict(table, published_framework=tool, verdict=verdicts.NOT_RUN, reason=NO_JOB,
                                       why="no %s job in this bundle" % tool))
@@ -235,7 +247,7 @@ def nothing_compared(bundle_id, spec, summary, references, left):
     if len(unfinished):
         said = []  # one clause per (status, reason): "the PyTorch, JAX jobs were skipped: dataset cifar10 ..."
         for (status, why), group in unfinished.groupby(["reason", "job_reason"], sort=True, dropna=False):
-            names = sorted({palette.name(f) for f in group["framework"]})
+            names = sorted({display(f) for f in group["framework"]})
             said.append("the %s job%s %s: %s" % (", ".join(names), "s were" if len(names) > 1 else " was",
                                                    status.replace("the job was ", ""), why))
         # older bundles recorded the checkout's `invoke TASK`: the same task as `dlrepro TASK`
@@ -246,7 +258,7 @@ def nothing_compared(bundle_id, spec, summary, references, left):
         return "%s; run them again: `dlrepro run --resume %s%s`" % (
             "; ".join(said), bundle_id, " --retry-failed" if failed else "")
     jobs = summary.dropna(subset=["batch_size"])
-    has = "; ".join("%s at %s, batch %s" % (", ".join(sorted(palette.name(f) for f in g["framework"].unique())), v,
+    has = "; ".join("%s at %s, batch %s" % (", ".join(sorted(display(f) for f in g["framework"].unique())), v,
                                               _batches(g["batch_size"])) for v, g in jobs.groupby("variant", sort=True))
     at = {}
     for r in comparable:
@@ -255,7 +267,7 @@ def nothing_compared(bundle_id, spec, summary, references, left):
                       for (v, b), tools in sorted(at.items()))
     ours = {}
     for (v, b), tools in sorted(at.items()):
-        runnable = sorted(f for f, known in FRAMEWORK_NAMES.items() if set(known) & tools)
+        runnable = sorted(f for f, known in STUDY_NAMES.items() if set(known) & tools)
         if runnable:
             ours = {"variant": v, "batch": b, "frameworks": runnable}
             break

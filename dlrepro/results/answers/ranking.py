@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dlrepro.results.answers import hardware, measured, published, verdicts
+from dlrepro.results.answers import hardware, measured, verdicts
 
 LEVEL = 0.05  # the largest p-value of Kendall's tau that counts as evidence of an order
 GROUP = ["spec", "variant", "batch_size", "metric", "published_hardware", "reference_kind", "source", "device",

@@ -16,7 +16,8 @@ units, per configuration (REGRESSION_KEY):
            one-sided tests at level alpha (Schuirmann's equivalence test); coverage at least that for any
            continuous distributions differing by a scale factor (the closed interval is conservative with ties).
 
-Verdicts (dlrepro.results.answers.verdicts): FASTER / SLOWER when the effect >= min_effect and p < alpha;
+Verdicts (dlrepro.results.answers.verdicts): FASTER / SLOWER when the effect >= min_effect (an effect of exactly
+min_effect counts, within answers.bands.EDGE of rounding) and p < alpha;
 NO_CHANGE when the effect < min_effect and the interval lies inside (1 / (1 + min_effect), 1 + min_effect);
 CANNOT_TELL for anything else, with the reason (too few units for either, p >= alpha with a large effect,
 an interval that reaches past the band, a unit that is not a positive finite number); ONLY_IN_A / ONLY_IN_B.
@@ -30,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dlrepro.results.answers.bands import EDGE
 from dlrepro.results.answers.verdicts import (CANNOT_TELL, FASTER, NO_CHANGE, ONLY_IN_A, ONLY_IN_B, SLOWER,
                                               RestsOn)
 
@@ -151,7 +153,7 @@ def judge(units_a, units_b, min_effect=0.05, alpha=0.01, unit="repeats"):
     said = "%s, p = %.2g" % (_pct(change), p_value)
     band_text = "%s to %s" % (_pct(math.expm1(-band)), _pct(min_effect))
     shown = "%.1f%% interval %s to %s" % (100 * coverage, _pct(low), _pct(high)) if k else None
-    large = abs(log_change) >= band and log_change != 0
+    large = abs(log_change) >= band * (1 - EDGE) and log_change != 0  # 105 / 100 is 1.04999... in binary
     if large and p_value < alpha:
         verdict, reason = SLOWER if log_change > 0 else FASTER, "%s < %s, %s" % (said, alpha, sizes)
     elif not large and k and -band < log_low and log_high < band:

@@ -1,6 +1,6 @@
 """The verdict vocabulary, written once: every word a regression, a claim or a published cell can get.
 
-Views colour and sort by these constants (ORDER); the rules that choose them are in the sibling modules
+Views colour by these constants and sort by ``rank`` (ORDER); the rules that choose them are in the sibling modules
 (regression, claims, cells). A verdict never claims more than its evidence: an unproven effect is
 CANNOT_TELL, a smoke pass or too little data is INCONCLUSIVE, another device class is NOT_TESTABLE.
 """
@@ -24,15 +24,22 @@ NOT_TESTABLE = "not testable here"  # with the reason: another device class, a t
 CLAIM = (HOLDS, DIRECTION_ONLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
 
 # a published cell of a study's table, or of a spec's references
-REPRODUCES = "reproduces"  # measured / published inside the tolerance, on the same hardware
-DIFFERS = "differs"  # outside it, on the same hardware
+REPRODUCES = "reproduces"  # the interval of measured / published inside the tolerance, on the same hardware
+DIFFERS = "differs"  # the interval wholly outside it, on the same hardware
+# (CANNOT_TELL, above: an interval across the tolerance's edge, or none, on the same hardware)
 OTHER_HARDWARE = "other hardware"  # shown through a quantity that carries across hardware, never judged
 CANNOT_COMPARE = "cannot be compared"  # with the reason
 NOT_RUN = "not run"  # with the reason
-CELL = (REPRODUCES, DIFFERS, OTHER_HARDWARE, CANNOT_COMPARE, NOT_RUN)
+CELL = (REPRODUCES, DIFFERS, CANNOT_TELL, OTHER_HARDWARE, CANNOT_COMPARE, NOT_RUN)
 
 # the order a view lists verdicts in: answers first, then what could not be answered
-ORDER = {word: i for i, word in enumerate(CLAIM + REGRESSION + CELL)}
+ORDER = {word: i for i, word in enumerate(dict.fromkeys(CLAIM + REGRESSION + CELL))}
+
+
+def rank(word):
+    """Sort key of a verdict: ORDER, older words ('partly holds', from reports before this vocabulary) after the
+    known ones."""
+    return ORDER.get(word, 1.5 if str(word).startswith("partly") else len(ORDER))
 
 
 @dataclass
@@ -40,7 +47,8 @@ class RestsOn:
     """What a verdict rests on, shown next to it: repeats per side, the interval (of the change, or of the
     measured value), the test and its p-value, the device class it applies to, and whether any of it is a
     smoke pass (a --quick job, or one below the repeats an interval needs)."""
-    repeats: list = field(default_factory=list)  # repeats (or epochs) per side / per tool
+    repeats: list = field(default_factory=list)  # repeats (or epochs, or seeds) per side / per tool
+    unit: str = "repeat"  # what ``repeats`` counts: "repeat", "epoch" or "seed"
     interval: tuple = None  # (low, high), in the unit of the value it bounds
     test: str = None  # e.g. "Mann-Whitney U (exact)", "Kendall's tau-b", "band per tool"
     p_value: float = None

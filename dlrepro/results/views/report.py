@@ -1,13 +1,15 @@
-"""A report of one or more bundles: report.md (figures as PNG files beside it) and report.html
-(self-contained: figures embedded as base64 PNG, no external CSS, scripts or fonts).
+"""The report of one or more bundles, a view of their BundleAnswer (dlrepro.results.answers.model): report.md
+(figures as PNG files beside it) and report.html (self-contained: figures embedded as base64 PNG, no external CSS,
+scripts or fonts).
 
 Sections, summary first: the headline (fastest and slowest framework per spec, variant, device and batch
-size; how many published cells were compared and what could not be); the figures (``dlrepro.plots``);
-the results per spec and mode (median and IQR of the timed quantity, 95% CI, throughput, accuracy, status,
-the reasons of failed and skipped jobs as numbered footnotes); the comparison with the published values and
-the ranking verdicts (``dlrepro.compare``); then how it was measured: the bundles and the environment, the
-studies' (their published references' hardware and framework versions) next to this one's (host, GPUs and
-driver, images by ID, CUDA and cuDNN). Numbers as dlrepro.results.numbers writes them, one unit per column.
+size, with joules per sample where measured; how many published cells were compared and what could not be);
+the figures (views.plots); the results per spec and mode (median and IQR of the timed quantity, 95% CI,
+throughput and energy, accuracy, status, the reasons of failed and skipped jobs as numbered footnotes); the
+comparison with the published values and the ranking verdicts; the fraction of peak then and now; then how it was
+measured: the bundles and the environment, the studies' (their published references' hardware and framework
+versions) next to this one's (host, GPUs and driver, images by ID, CUDA and cuDNN). Numbers as views.numbers writes
+them, one unit per column. The view renders the model and decides nothing.
 """
 import base64
 import re
@@ -17,14 +19,11 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlrepro.results import bundle, compare, numbers, palette, plots, tables
-from dlrepro.results.answers import published
-from dlrepro.results.answers.efficiency import plot as efficiency_plot, published_efficiency as efficiency_rows, then_and_now
-from dlrepro.results.answers.ranking import ranking as rank_frameworks
+from dlrepro.frameworks import display
 from dlrepro.results.tables import POOLED_CI
-from dlrepro.errors import DlreproError
+from dlrepro.results.views import numbers, plots
 
-TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.results", "templates"), trim_blocks=True,
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.results.views", "templates"), trim_blocks=True,
                                lstrip_blocks=True, autoescape=jinja2.select_autoescape(["html.j2"]),
                                undefined=jinja2.StrictUndefined)
 TEMPLATES.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
@@ -55,7 +54,7 @@ def _fmt(value, spec="%.4g"):
     return "" if value is None or pd.isna(value) else spec % value
 
 
-def _table(title, frame, note=""):
+def table_of(title, frame, note=""):
     """A Table of a DataFrame of strings, leaving out columns that are empty in every row."""
     frame = frame.fillna("").astype(str)
     keep = [c for c in frame.columns if (frame[c] != "").any()]
@@ -67,6 +66,13 @@ def _short(image_id):
 
 
 INVOKE = re.compile(r"^\S*/invoke/__main__\.py")  # the recorded command as the reader would type it
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:[^/\s,;]+/)+([^/\s,;]+)")  # an absolute path of the machine that ran it
+
+
+def command_shown(text):
+    """The recorded command as a reader would type it: `invoke` for the path of Invoke's __main__, and every absolute
+    path of the machine that ran it as '.../<last part>' (no machine path in a report)."""
+    return MACHINE_PATH.sub(r".../\1", INVOKE.sub("invoke", text or ""))
 
 
 def bundle_table(bundles):
@@ -79,8 +85,8 @@ def bundle_table(bundles):
         rows.append([body["id"], "%s (sha256 %s)" % (body["spec"]["name"], body["spec"]["sha256"][:12]),
                      body.get("created"), "%s (%s)" % (suite.get("version"), commit),
                      ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()),
-                     INVOKE.sub("invoke", body.get("command") or "")])
-    return _table("Bundles", pd.DataFrame(rows, columns=["bundle", "spec", "created", "suite", "jobs", "command"]))
+                     command_shown(body.get("command"))])
+    return table_of("Bundles", pd.DataFrame(rows, columns=["bundle", "spec", "created", "suite", "jobs", "command"]))
 
 
 def environment(bundles, summary):
@@ -109,7 +115,7 @@ def environment(bundles, summary):
         versions.update(ours["framework"] + " " + ours["framework_version"])
         ids.append(body["id"])
     rows += [["here", machine, ", ".join(sorted(versions)), ", ".join(ids)] for machine, (versions, ids) in here.items()]
-    side_by_side = _table("Environment: the studies vs here", pd.DataFrame(
+    side_by_side = table_of("Environment: the studies vs here", pd.DataFrame(
         rows, columns=["side", "hardware and system", "frameworks", "source"]),
         "Paper rows: the hardware of every published reference for the variants measured here (by kind).")
     images = {}
@@ -123,7 +129,7 @@ def environment(bundles, summary):
                                                   "base (digest)", "Python"])
     if used.empty:  # local executor: the framework of the Python that ran the jobs, no image
         return [side_by_side]
-    return [side_by_side, _table("Images here", used.sort_values(["framework", "version"]),
+    return [side_by_side, table_of("Images here", used.sort_values(["framework", "version"]),
                                  "IDs and digests: the first 12 hex digits of their SHA-256.")]
 
 
@@ -148,11 +154,14 @@ def results(summary):
             "CI over": [_ci_over(*c) for c in zip(rows["ci95_method"], rows["ci95_units"], rows["ci95_low"])],
             "effective parallelism": [_parallelism(*p) for p in zip(rows["threads"], rows["effective_parallelism"],
                                                                      rows["device"])],
-            "energy": [_energy(*e) for e in zip(rows["energy_j"], rows["energy_j_per_sample"], rows["mean_power_w"])],
+            "J per sample": rows["energy_j_per_sample"].map(lambda v: "" if pd.isna(v) else numbers.significant(v)),
+            "mean power (W)": rows["mean_power_w"].map(lambda v: "" if pd.isna(v) else "%.0f" % v),
             "n": rows["n"].map(_fmt_int), "mean": rows["mean"].map(_fmt),
             "throughput": [_fmt(v) + " " + u if pd.notna(v) else "" for v, u in zip(rows["throughput"],
                                                                                       rows["throughput_unit"])],
-            "test accuracy": rows["final_test_accuracy"].map(lambda v: _fmt(100 * v, "%.2f%%") if pd.notna(v) else ""),
+            "test accuracy": [_accuracy(*a) for a in zip(rows["final_test_accuracy"], _column(rows, "accuracy_low"),
+                                                         _column(rows, "accuracy_high"))],
+            "seeds": _column(rows, "seeds").map(lambda n: "" if pd.isna(n) or n == 1 else str(int(n))),
             "perplexity": rows["final_perplexity"].map(_fmt),
             "total s": rows["total_seconds"].map(lambda v: _fmt(v, "%.1f")),
             "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
@@ -182,7 +191,7 @@ def results(summary):
                                                                         "samples/s")})
         marks, footnotes = numbered_notes(frame.pop("reason"))
         frame.insert(list(frame.columns).index("status") + 1, "note", marks)
-        table = _table(title, frame, note)
+        table = table_of(title, frame, note)
         table.footnotes = footnotes
         out.append(table)
     return out
@@ -193,22 +202,38 @@ def _peak(fraction, device):
     return "%s (%s)" % (numbers.percent(fraction), device) if pd.notna(fraction) else ""
 
 
+def _column(rows, name):
+    """A column the answer model adds (answers.measured.PREPARED), empty where the rows do not have it."""
+    return rows[name] if name in rows else pd.Series(float("nan"), index=rows.index)
+
+
+def _accuracy(median, low, high):
+    """'86.9%', or '86.9% (86.1-87.4%)' with its 95% interval over seeds."""
+    if pd.isna(median):
+        return ""
+    return numbers.percent(median) + ("" if pd.isna(low) else " (%s-%s)" % (numbers.percent(low),
+                                                                          numbers.percent(high)))
+
+
 def _now(framework, precision, batch, measured_batch, threads):
     """'Caffe fp32, 2 threads (mini-batch 128)': the measured job beside a published cell, or 'not measured here'."""
     if not isinstance(framework, str):
         return "not measured here"
-    return "%s %s%s%s" % (palette.name(framework), precision,
+    return "%s %s%s%s" % (display(framework), precision,
                           ", %d thread%s" % (threads, "s" if threads != 1 else "") if pd.notna(threads) else "",
                           "" if batch == measured_batch else " (mini-batch %d)" % measured_batch)
 
 
-def efficiency(summary, references):
-    """(published cells set against their hardware's peak, the same framework then and now), as Tables or None,
-    and the figure of the first (answers.efficiency; published cells on other hardware are never 'reproduced')."""
-    shown = efficiency_rows(summary, references)
+def efficiency(shown, speedups):
+    """(published cells set against their hardware's peak, the same framework then and now), as Tables or None
+    (``shown``: answers.efficiency.PUBLISHED_COLUMNS rows, ``speedups``: THEN_AND_NOW_COLUMNS rows; published
+    cells on other hardware are never 'reproduced'). Only the cells with a job measured here are rows; the others
+    are counted in the note."""
+    unmeasured = int(shown["measured_fraction"].isna().sum())
+    shown = shown[shown["measured_fraction"].notna()]
     marks, footnotes = numbered_notes(("published on %s; %s" % (h, s)) for h, s in zip(shown["published_hardware"],
                                                                                          shown["source"]))
-    table = _table("Fraction of peak: the published cells then, this hardware now", pd.DataFrame({
+    table = table_of("Fraction of peak: the published cells then, this hardware now", pd.DataFrame({
         "network": shown["model"], "batch": shown["batch_size"].astype(str),
         "published": shown["published_framework"] + " " + pd.Series(marks, index=shown.index, dtype=object),
         "then (% of peak)": shown["published_fraction"].map(numbers.percent),
@@ -218,30 +243,20 @@ def efficiency(summary, references):
         "now (% of peak)": shown["measured_fraction"].map(numbers.percent), "verdict": shown["verdict"],
         "basis": shown["basis"].fillna("")}),
         "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/peaks.yaml; another "
-        "device's figure is set beside this one's, never judged as reproducing.") if len(shown) else None
+        "device's figure is set beside this one's, never judged as reproducing.%s" % (
+            " %s on hardware with a known peak: no job of their network and framework here." % numbers.count(
+                unmeasured, "more published cell") if unmeasured else "")) if len(shown) else None
     if table is not None:
         table.footnotes = footnotes
-    figure = None
-    if len(shown) and shown["measured_fraction"].notna().any():  # then against now: a figure once both exist
-        png = efficiency_plot(shown)
-        figure = plots.Plot("fraction-of-peak", "Fraction of peak, then and now", "Achieved FLOP/s as % of the "
-                            "device's peak: each published cell on its own hardware, and this host's jobs of the same "
-                            "network and framework.", png, _png_size(png))
-    speedups = then_and_now(summary)
-    since = _table("The same framework then and now (this host)", pd.DataFrame({
+    since = table_of("The same framework then and now (this host)", pd.DataFrame({
         "spec": speedups["spec"], "variant": speedups["variant"], "batch": speedups["batch_size"].astype(str),
-        "framework": speedups["framework"].map(palette.name),
+        "framework": speedups["framework"].map(display),
         "versions": speedups["then_version"] + " -> " + speedups["now_version"],
         "speedup": [numbers.ratio(v) for v in speedups["speedup"]],
         "95% interval": ["%s-%s" % (numbers.ratio(a), numbers.ratio(b)) if pd.notna(a) and pd.notna(b) else ""
                          for a, b in zip(speedups["speedup_low"], speedups["speedup_high"])]}),
         "seconds per mini-batch of the paper's version over the newest one's.") if len(speedups) else None
-    return table, since, figure
-
-
-def _png_size(png):
-    """(width, height) in pixels from a PNG's IHDR chunk."""
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    return table, since
 
 
 def numbered_notes(reasons):
@@ -282,13 +297,6 @@ def _scaling(scaling, speedup, scaled, efficiency, per_rank):
         shown += ": %s %.3g, E %.2f" % ("S" if scaling == "strong" else "W",
                                        speedup if scaling == "strong" else scaled, efficiency)
     return shown
-
-
-def _energy(joules, per_sample, watts):
-    """'51.2 J, 0.1 J/sample, 610 W' over the measured window (board or package level), or ''."""
-    if pd.isna(joules):
-        return ""
-    return "%s J, %s J/sample, %s W" % (_fmt(joules, "%.3g"), _fmt(per_sample, "%.3g"), _fmt(watts, "%.0f"))
 
 
 def _options(precision, layout, ptx_jit):
@@ -340,131 +348,137 @@ def _range(low, high, unit=None):
                       (numbers.significant(low), numbers.significant(high)))
 
 
+def _why(verdict, why, smoke):
+    """The reason beside a cell that is not a plain answer: why it cannot tell or be compared, or is other hardware."""
+    return "" if verdict in ("reproduces", "differs") or not isinstance(why, str) else why
+
+
 def comparison(cells):
-    """The measured / published ratio and verdict per cell, both sides' hardware and versions."""
+    """The measured / published ratio and verdict per cell, the ratio's 95% interval, both sides' hardware and
+    versions; a smoke pass's value is shown with no ratio; reasons as numbered footnotes."""
+    marks, footnotes = numbered_notes([_why(*w) for w in zip(cells["verdict"], cells["why"], cells["smoke"])])
     frame = pd.DataFrame({
         "spec": cells["spec"], "variant": cells["variant"], "batch": cells["batch_size"].map(_fmt_int),
-        "framework": cells["framework"], "verdict": cells["verdict"],
+        "framework": cells["framework"].map(display), "threads": cells["threads"].map(_fmt_int),
+        "verdict": [" ".join(filter(None, v)) for v in zip(cells["verdict"], marks)],
         "metric": cells["metric"] + " (" + cells["unit"] + ")", "measured": cells["measured"].map(numbers.significant),
         "published": cells["published"].map(numbers.significant), "ratio": cells["ratio"].map(numbers.ratio),
+        "ratio 95% interval": ["%s-%s" % (numbers.ratio(lo / p), numbers.ratio(hi / p)) if pd.notna(lo)
+                               and pd.notna(r) else "" for lo, hi, p, r in zip(cells["ci95_low"], cells["ci95_high"],
+                                                                               cells["published"], cells["ratio"])],
         "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])],
         "reference": cells["reference_id"] + " (" + cells["reference_kind"] + ")",
         "published by": (cells["published_framework"] + " " + cells["published_version"].fillna("")).str.strip()
         + " on " + cells["published_hardware"],
         "measured with": cells["measured_framework_version"].fillna("") + " on " + cells["measured_hardware"],
     })
-    return _table("Comparison with the published values", frame,
-                  "ratio = measured / published; the tolerance is the ratio range counted as reproducing.")
+    table = table_of("Comparison with the published values", frame,
+                   "ratio = measured / published; it reproduces when its 95% interval lies inside the tolerance, "
+                   "differs when it lies wholly outside; a smoke pass (--quick) is shown, never set as a ratio.")
+    table.footnotes = footnotes
+    return table
 
 
 def ranking(ranks):
     """The frameworks' order measured vs published per spec, variant, batch size and metric, with tau."""
     frame = pd.DataFrame({
         "spec": ranks["spec"], "variant": ranks["variant"], "batch": ranks["batch_size"].map(_fmt_int),
-        "metric": ranks["metric"], "verdict": ranks["verdict"],
+        "metric": ranks["metric"], "threads": ranks["threads"].map(_fmt_int), "verdict": ranks["verdict"],
         "published on": ranks["published_hardware"] + " (" + ranks["reference_kind"] + ")",
         "published order": ranks["published_order"], "measured order": ranks["measured_order"],
         "n": ranks["n"].map(_fmt_int), "Kendall tau": ranks["tau"].map(lambda v: _fmt(v, "%.2f")),
         "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "swapped": ranks["swapped"],
     })
-    return _table("Ranking of the frameworks: the published order against the measured one", frame,
+    return table_of("Ranking of the frameworks: the published order against the measured one", frame,
                   "orders: best first (fastest; highest rate or accuracy); Kendall's tau: 1 = the same order, "
                   "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.")
 
 
-def headline(summary, cells):
+def _rate(framework, rate, joules):
+    return "%s %s%s" % (display(framework), numbers.rate(rate),
+                        "" if joules is None else " (%s J/sample)" % numbers.significant(joules))
+
+
+def headline(answer):
     """The lines a reader wants first: per spec, variant, device, mode and batch size the fastest and slowest
-    framework (samples/s); how many published cells were compared, by verdict; what could not be run."""
-    lines = []
-    ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
-    for (spec, variant, device, mode), group in ok.groupby(["spec", "variant", "device_name", "mode"], sort=True,
-                                                           dropna=False):
-        per = []
-        for batch, rows in group.groupby("batch_size", sort=True):
-            rows = rows.sort_values("throughput", ascending=False)
-            best, worst = rows.iloc[0], rows.iloc[-1]
-            per.append("b%d %s %s" % (batch, palette.name(best["framework"]), numbers.rate(best["throughput"]))
-                       + (" / %s %s" % (palette.name(worst["framework"]), numbers.rate(worst["throughput"]))
-                          if len(rows) > 1 else ""))
-        lines.append("%s on %s (%s mode), fastest / slowest, %s: %s" % (
-            variant, device, mode, group["throughput_unit"].iloc[0], "; ".join(per)))
-    if len(cells):
-        tally = cells["verdict"].value_counts()
+    framework (samples/s, J per sample where measured); how many published cells were compared, by verdict;
+    what did not finish."""
+    lines, groups = [], {}
+    for f in answer.fastest:
+        groups.setdefault((f.spec, f.variant, f.device_name, f.mode, f.unit), []).append(
+            "b%d %s" % (f.batch_size, _rate(f.best, f.best_rate, f.best_joules))
+            + (" / %s" % _rate(f.worst, f.worst_rate, f.worst_joules) if f.worst else ""))
+    for (spec, variant, device, mode, unit), per in groups.items():
+        lines.append("%s on %s (%s mode), fastest / slowest, %s: %s" % (variant, device, mode, unit, "; ".join(per)))
+    if len(answer.cells):
+        tally = answer.cells["verdict"].value_counts()
         lines.append("%s compared with the published values: %s" % (
-            numbers.count(len(cells), "cell"), ", ".join("%d %s" % (n, w) for w, n in tally.items())))
+            numbers.count(len(answer.cells), "cell"), ", ".join("%d %s" % (n, w) for w, n in tally.items())))
     else:
         lines.append("No published value matches a measured cell.")
-    other = summary[summary["status"] != "ok"]["status"].value_counts()
-    if len(other):
+    if answer.not_measured:
         lines.append("Not measured: %s (reasons in the results' footnotes)." % ", ".join(
-            numbers.count(n, "job") + " " + status for status, n in other.items()))
+            numbers.count(n, "job") + " " + status for status, n in answer.not_measured.items()))
     return lines
 
 
 def ranking_sentence(rank):
     """'alexnet-s b16: published (third party rerun, GTX Titan X): TensorFlow > MXNet > CNTK > Caffe; here (AMD
-    EPYC): CNTK > Caffe > MXNet > TensorFlow (tau -0.55, n 4, p 0.28)' from a compare.RANKING_COLUMNS row: a
-    published order beside the measured one, never called the study's conclusion (that word is for the
+    EPYC, 2 threads): CNTK > Caffe > MXNet > TensorFlow (tau -0.55, n 4, p 0.28)' from an answers.ranking.COLUMNS
+    row: a published order beside the measured one, never called the study's conclusion (that word is for the
     claims of studies/*.yaml)."""
     def order(text):
-        return " > ".join(palette.name(t.strip()) for t in str(text).split(","))
+        return " > ".join(display(t.strip()) for t in str(text).split(","))
 
-    line = "%s b%s: published (%s, %s): %s; here (%s): %s" % (
+    threads = "" if pd.isna(rank.threads) else ", %d thread%s" % (rank.threads, "s"[rank.threads == 1:])
+    line = "%s b%s: published (%s, %s): %s; here (%s%s): %s" % (
         rank.variant, rank.batch_size, rank.reference_kind.replace("_", " "), rank.published_hardware,
-        order(rank.published_order), rank.measured_hardware, order(rank.measured_order))
+        order(rank.published_order), rank.measured_hardware, threads, order(rank.measured_order))
     if pd.notna(rank.tau):
         line += " (tau %.2f, n %d, p %.2g)" % (rank.tau, rank.n, rank.p_value)
     return line
 
 
-def bundle_folders(names):
-    """Bundle folders from paths or bundle ids under results/ (bundle.locate), in order, each once."""
-    folders = []
-    for found in map(bundle.locate, names):
-        if found.resolve() not in {f.resolve() for f in folders}:
-            folders.append(found)
-    return folders
-
-
-def context(bundle_dirs, summary, samples):
-    """Everything the templates show (figures as plots.Plot with PNG bytes)."""
-    bundles = [bundle.body(d) for d in bundle_dirs]
-    cells = published.against_published(summary, compare.recorded_references(bundles))
-    ranks = rank_frameworks(cells)
-    peak_table, since, peak_figure = efficiency(summary, compare.recorded_references(bundles))
+def context(answer):
+    """Everything the templates show of a BundleAnswer (figures as plots.Plot with PNG bytes)."""
+    summary = answer.summary
+    peak_table, since = efficiency(answer.efficiency, answer.then_and_now)
     return {
-        "bundle_ids": [b["id"] for b in bundles],
-        "headline": headline(summary, cells),
-        "bundles": bundle_table(bundles),
-        "environment": environment(bundles, summary),
+        "bundle_ids": answer.ids,
+        "headline": headline(answer),
+        "bundles": bundle_table(answer.bodies),
+        "environment": environment(answer.bodies, summary),
         "results": results(summary),
-        "comparison": comparison(cells) if len(cells) else None,
-        "ranking": ranking(ranks) if len(ranks) else None,
-        "sentences": [ranking_sentence(r) for r in ranks.itertuples()],
+        "comparison": comparison(answer.cells) if len(answer.cells) else None,
+        "ranking": ranking(answer.rankings) if len(answer.rankings) else None,
+        "sentences": [ranking_sentence(r) for r in answer.rankings.itertuples()],
         "efficiency": peak_table, "then_and_now": since,
-        "figures": plots.all_plots(summary, samples) + ([peak_figure] if peak_figure else []),
+        "figures": plots.all_plots(summary, answer.samples, answer.efficiency),
         "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX),
     }
 
 
-def write(bundles, out_dir=None):
-    """Write report.html, report.md and figures/*.png into out_dir (default: reports/<first bundle id>,
-    '+N' appended for N more bundles); ``bundles``: folders or bundle ids. Returns the paths."""
-    bundle_dirs = bundle_folders(bundles)
-    if not bundle_dirs:
-        raise DlreproError("no bundle given")
-    more = "+%d" % (len(bundle_dirs) - 1) if len(bundle_dirs) > 1 else ""
-    out = Path(out_dir or Path("reports") / (bundle_dirs[0].name + more))
+def write_figures(out, figures):
+    """Write ``figures`` (plots.Plot) as out/figures/<name>.png, after removing the PNGs an earlier report left
+    there; returns their paths."""
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    for old in (out / "figures").glob("*.png"):  # figures of an earlier report written here
+    for old in (out / "figures").glob("*.png"):
         old.unlink()
-    summary, samples = tables.merge(bundle_dirs)
-    ctx = context(bundle_dirs, summary, samples)
-    report = Report(out / "report.html", out / "report.md", headline=ctx["headline"])
-    for figure in ctx["figures"]:
+    paths = []
+    for figure in figures:
         path = out / "figures" / (figure.name + ".png")
         path.write_bytes(figure.png)
-        report.figures.append(path)
+        paths.append(path)
+    return paths
+
+
+def write(answer, out):
+    """Write report.html, report.md and figures/*.png of a BundleAnswer into folder ``out``; returns the paths
+    (Report)."""
+    out = Path(out)
+    ctx = context(answer)
+    report = Report(out / "report.html", out / "report.md", headline=ctx["headline"])
+    report.figures = write_figures(out, ctx["figures"])
     report.html.write_text(TEMPLATES.get_template("report.html.j2").render(ctx, d=ctx))
     report.markdown.write_text(TEMPLATES.get_template("report.md.j2").render(ctx, d=ctx))
     return report

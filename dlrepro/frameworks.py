@@ -1,0 +1,26 @@
+"""The suite's frameworks as people name them: the code each has in specs, images and bundles ("torch"), the one
+spelling a reader knows ("PyTorch"), and the names the studies' tables give it.
+
+STUDY_NAMES lists, per framework, the names of its rows in the studies' tables, the closest first: DLF
+(ilkarman/DeepLearningFrameworks README.md @ 671e2a0) names its MXNet rows by API and the suite's MXNet adapter is
+Gluon; DLBench (Shi et al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch (DLBench's
+"Torch") is not PyTorch, and Keras(*) rows are not the plain framework, so neither maps to one. Standard library
+only: input data, read by the answer layer and the views alike.
+"""
+DISPLAY = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet", "jax": "JAX", "cntk": "CNTK",
+           "caffe2": "Caffe2", "caffe": "Caffe"}
+STUDY_NAMES = {
+    "torch": ("PyTorch",), "tensorflow": ("TensorFlow", "Tensorflow"),
+    "mxnet": ("MXNet(Gluon)", "MXNet", "MXNet(Module API)"),
+    "cntk": ("CNTK",), "caffe2": ("Caffe2",), "caffe": ("Caffe",), "jax": (),
+}
+
+
+def display(code):
+    """The one spelling of a framework code ('torch' -> 'PyTorch'); an unknown code as given."""
+    return DISPLAY.get(code, code)
+
+
+def in_study(code, published_name):
+    """Whether a study's row named ``published_name`` is the suite's framework ``code`` (STUDY_NAMES)."""
+    return published_name in STUDY_NAMES.get(code, ())

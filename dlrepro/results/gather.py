@@ -1,0 +1,64 @@
+"""From the store to the answer model, once per question: reads bundle folders (bundle.json, the tidy tables) and
+study records (with their manifest as recorded), and builds the model of dlrepro.results.answers from them.
+
+  bundles(names)            BundleAnswer of bundles named by folder, id or "latest" (``dlrepro report``, ``check``)
+  comparison(a, b, ...)     Comparison of bundle b against bundle a (``dlrepro compare``)
+  study(name, results_dir)  StudyAnswer of a study record (``dlrepro study-report``)
+
+The only place the answer layer's inputs are read; every view renders what these return.
+"""
+from dlrepro import spec as specmod
+from dlrepro.errors import DlreproError
+from dlrepro.results import bundle, records, tables
+from dlrepro.results.answers import model, study as studyanswer
+
+
+def folders(names, results_dir=None):
+    """Bundle folders from paths, bundle ids under the results folder or "latest" (the newest complete bundle), in
+    order, each once. Raises DlreproError for a name that is no bundle and for no name at all."""
+    found = []
+    for name in names:
+        folder = bundle.latest_complete(results_dir) if name == "latest" else bundle.locate(name, results_dir)
+        if folder.resolve() not in {f.resolve() for f in found}:
+            found.append(folder)
+    if not found:
+        raise DlreproError("no bundle given", "give bundle folders or ids, comma-separated, or 'latest'")
+    return found
+
+
+def bundles(names, results_dir=None):
+    """The BundleAnswer of the bundles ``names`` (folders, ids or "latest")."""
+    found = folders(names, results_dir)
+    summary, samples = tables.merge(found)
+    return model.bundle_answer([bundle.body(f) for f in found], summary, samples)
+
+
+def comparison(a, b, min_effect=0.05, alpha=0.01, results_dir=None):
+    """The Comparison of bundle ``b`` against bundle ``a`` (folders, ids or "latest")."""
+    first, second = (folders([name], results_dir)[0] for name in (a, b))
+    return model.comparison(bundle.body(first), bundle.body(second), (tables.summary(first), tables.samples(first)),
+                            (tables.summary(second), tables.samples(second)), min_effect, alpha)
+
+
+def study(name, results_dir):
+    """The StudyAnswer of study record ``name`` (a record file, or a study name: its latest record under
+    ``results_dir``): its manifest as recorded (records.manifest), the bundles the record names that are under
+    ``results_dir`` (the others named as missing), and for runs without a bundle the spec's published values as
+    today's spec file gives them."""
+    record = records.find(name, results_dir)
+    manifest, note = records.manifest(record)
+    found, missing = records.bundles(record, results_dir)
+    bodies = [bundle.body(f) for f in found.values()]
+    if found:
+        summary, samples = tables.merge(list(found.values()))
+        runs_of = {f.name.lstrip(".").replace(".partial", ""): run for run, f in found.items()}
+        summary = summary.assign(run=summary["bundle_id"].map(runs_of))
+    else:
+        summary, samples = studyanswer.empty_summary(tables.SUMMARY_COLUMNS), None
+    with_bundle = {b["spec"]["name"] for b in bodies}
+    unrecorded = {}
+    for run in manifest.runs.values():
+        if run.spec not in with_bundle and run.spec not in unrecorded:
+            unrecorded[run.spec] = specmod.load(run.spec).references
+    return studyanswer.study_answer(manifest, record.body, records.shown(record.path), note, bodies, summary, samples,
+                                    missing, records.shown(results_dir), unrecorded)
