@@ -1,0 +1,174 @@
+"""Verdicts and figures checked on constructed bundles with known answers (tests/bundles.py writes them the way a run
+does): each class of wrong verdict a review found (issue 34) asserted exactly, and three properties over many
+bundles drawn at random: every measured point is in its figure, no smoke pass is ever a ratio against a published
+full-protocol value, and an interval across a tolerance or band is never an answer either way."""
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from dlrepro import REPO_ROOT, studies
+from dlrepro.results import bundle, gather, tables
+from dlrepro.results.answers import claims, hardware, measured, verdicts
+from dlrepro.results.views import plots, study_plots
+from tests.bundles import Job, make
+
+GOLDEN = REPO_ROOT / "tests" / "data" / "golden-study.yaml"
+TITAN_X = "NVIDIA GeForce GTX TITAN X"  # DLBench's rerun hardware (Maxwell): its CNTK AlexNet-S b16 took 0.035 s
+PUBLISHED = 0.035
+
+
+def _cntk(tmp_path, medians, quick=False, spread=0.0, per_repeat=4):
+    folder = make(tmp_path, "alexnet", [Job("cntk", "alexnet-s", 16, medians=medians, device="cuda", spread=spread,
+                                            per_repeat=per_repeat)], quick=quick, gpu=TITAN_X)
+    cells = gather.bundles([folder]).cells
+    return cells[cells["reference_id"] == "dlbench_early.alexnet_224.titanx_maxwell.cntk"].iloc[0]
+
+
+@pytest.mark.parametrize("medians, verdict, why", [
+    ([0.0350, 0.0352, 0.0348, 0.0351, 0.0349, 0.0350], verdicts.REPRODUCES, None),  # interval 0.99-1.01x: inside
+    ([0.0280, 0.0440, 0.0300, 0.0420, 0.0350, 0.0360], verdicts.CANNOT_TELL,  # 0.80-1.26x across 0.9-1.1
+     "the 95% interval of the ratio, 0.8-1.26, crosses the tolerance 0.9-1.1"),
+    ([0.0500, 0.0505, 0.0495, 0.0502, 0.0498, 0.0500], verdicts.DIFFERS, None),  # 1.41-1.44x: wholly outside
+    ([0.0350, 0.0352, 0.0348], verdicts.CANNOT_TELL, "no 95% interval: 3 repeats; a 95% interval needs 6"),
+])
+def test_a_cell_on_the_published_hardware_is_judged_on_its_interval(tmp_path, medians, verdict, why):
+    cell = _cntk(tmp_path, medians)
+    assert (cell["verdict"], cell["why"] if why else None) == (verdict, why)
+    assert cell["ratio"] == pytest.approx(sorted(medians)[len(medians) // 2 - 1:len(medians) // 2 + 1][-1] / PUBLISHED,
+                                          rel=0.02)
+
+
+def test_a_smoke_pass_is_shown_but_never_a_ratio(tmp_path):
+    cell = _cntk(tmp_path, [0.035], quick=True, per_repeat=3)
+    assert (cell["verdict"], cell["measured"], cell["ratio"]) == (verdicts.CANNOT_COMPARE, pytest.approx(0.035), None)
+    assert cell["why"] == "smoke pass: --quick: 3 iterations in 1 repeat"
+
+
+def test_laptop_and_regional_parts_are_not_the_desktop_card():
+    desktop = "NVIDIA GeForce GTX 1080, Intel Xeon E5-2630 v3"
+    for name in ("NVIDIA GeForce GTX 1080 with Max-Q Design", "NVIDIA GeForce GTX 1080M"):
+        assert not hardware.same_hardware(desktop, "cuda", name)
+    assert not hardware.same_hardware("NVIDIA GeForce RTX 4090", "cuda", "NVIDIA GeForce RTX 4090 D")
+    assert hardware.same_hardware(desktop, "cuda", "NVIDIA GeForce GTX 1080")
+
+
+def _two(tmp_path, a, b, host_b="known-answers", gpu_b="NVIDIA H200", version_b="1.0"):
+    first = make(tmp_path / "a", "fcn", [Job("torch", "fcn-s", 64, medians=a, device="cuda")])
+    second = make(tmp_path / "b", "fcn", [Job("torch", "fcn-s", 64, medians=b, device="cuda", version=version_b)],
+                  gpu=gpu_b, hostname=host_b)
+    return gather.comparison(str(first), str(second))
+
+
+def test_an_effect_of_exactly_the_minimum_effect_is_slower_and_faster_both_ways(tmp_path):
+    slow = _two(tmp_path / "1", [0.100] * 6, [0.105] * 6)
+    fast = _two(tmp_path / "2", [0.105] * 6, [0.100] * 6)
+    assert [slow.cells["verdict"].iloc[0], fast.cells["verdict"].iloc[0]] == [verdicts.SLOWER, verdicts.FASTER]
+
+
+def test_a_comparison_names_what_differs_between_its_bundles(tmp_path):
+    found = _two(tmp_path, [0.100] * 6, [0.100] * 6, host_b="other-host", gpu_b="NVIDIA H100 80GB HBM3",
+                 version_b="2.0")
+    assert found.differs == ["host known-answers / other-host", "GPU NVIDIA H200 / NVIDIA H100 80GB HBM3",
+                             "torch versions 1.0 / 2.0"]
+    assert "framework_version" in found.varying
+    assert found.to_json()["b"]["host"] == "other-host" and found.to_json()["differs"] == found.differs
+
+
+def test_an_ordering_claim_sets_tools_side_by_side_at_one_thread_count(tmp_path):
+    """Caffe measured at 1 and 2 threads, TensorFlow at 1 only: the claim compares them at 1, and says so (at 2,
+    Caffe would be ahead by its thread count alone)."""
+    golden = studies.load(str(GOLDEN))
+    claim = golden.claims["ordering-holds"].model_copy(update={"runs": ["cpu"]})  # "Caffe ahead of TensorFlow"
+    study = golden.model_copy(update={"claims": {"cpu-ordering": claim}})
+    folder = make(tmp_path, "fcn", [
+        Job("caffe", "fcn-s", 64, medians=[1.0] * 6, threads=1), Job("caffe", "fcn-s", 64, medians=[0.5] * 6, threads=2),
+        Job("tensorflow", "fcn-s", 64, medians=[0.8] * 6, threads=1)])
+    summary = measured.prepare(tables.summary(folder), [bundle.body(folder)]).assign(run="cpu")
+    (verdict,) = claims.evaluate(study, summary)
+    assert {(v["tool"], v["threads"]) for v in verdict.values} == {("Caffe", 1), ("TensorFlow", 1)}
+    assert verdict.verdict == verdicts.DOES_NOT_HOLD and "measured at 1 thread (best first): TensorFlow 0.8" in \
+        verdict.evidence
+
+
+# --- properties over bundles drawn at random ------------------------------------------------------------------
+
+FRAMEWORKS = ["torch", "tensorflow", "mxnet", "jax", "cntk", "caffe"]
+SLOW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@SLOW
+@given(st.lists(st.tuples(st.sampled_from(FRAMEWORKS), st.sampled_from([16, 32, 64, 128]),
+                          st.floats(0.001, 2.0)), min_size=1, max_size=6, unique_by=lambda j: j[:2]))
+def test_every_measured_point_appears_in_its_figures(tmp_path_factory, drawn):
+    folder = make(tmp_path_factory.mktemp("points"), "alexnet",
+                  [Job(f, "alexnet-s", b, medians=[m] * 6, spread=0.01) for f, b, m in drawn])
+    answer = gather.bundles([folder])
+    ok = answer.summary[answer.summary["status"] == "ok"]
+    bars = [p for f in plots.throughput_bars(ok) for p in f.points]
+    assert sorted((b, round(t, 6)) for _, b, t in bars) == sorted((int(b), round(t, 6)) for b, t in zip(
+        ok["batch_size"], ok["throughput"]))
+    for framework, rows in ok.groupby("framework"):
+        lines = plots.seconds_vs_batch(ok)
+        if ok["batch_size"].nunique() > 1:  # every job a point of the seconds-vs-batch figure, smallest batch too
+            scale = 1000 if ok["median"].max() < 1 else 1
+            points = {(x, round(y, 6)) for f in lines for _, x, y in f.points}
+            assert {(int(b), round(scale * m, 6)) for b, m in zip(rows["batch_size"], rows["median"])} <= points
+
+
+@SLOW
+@given(st.booleans(), st.floats(0.02, 0.06), st.floats(0.0, 0.3))
+def test_no_smoke_pass_is_ever_a_ratio_against_a_published_value(tmp_path_factory, quick, median, spread):
+    medians = [median * (1 + spread * (i - 2.5) / 2.5) for i in range(1 if quick else 6)]
+    folder = make(tmp_path_factory.mktemp("smoke"), "alexnet", [
+        Job(f, "alexnet-s", 16, medians=medians, device="cuda", per_repeat=3 if quick else 4)
+        for f in ("cntk", "caffe", "tensorflow", "mxnet")], quick=quick, gpu=TITAN_X)
+    cells = gather.bundles([folder]).cells
+    assert len(cells) == 4
+    if quick:
+        assert cells["ratio"].isna().all() and set(cells["verdict"]) == {verdicts.CANNOT_COMPARE}
+        assert cells["why"].str.startswith("smoke pass: --quick").all()
+    else:
+        assert cells["ratio"].notna().all()
+
+
+@SLOW
+@given(st.floats(0.02, 0.05), st.floats(0.0, 0.5))
+def test_an_interval_across_the_tolerance_is_never_an_answer(tmp_path_factory, median, spread):
+    medians = [median * (1 + spread * (i - 2.5) / 2.5) for i in range(6)]
+    cell = _cntk(tmp_path_factory.mktemp("cell"), medians)
+    low, high = cell["ci95_low"] / PUBLISHED, cell["ci95_high"] / PUBLISHED
+    if low < 0.9 <= high or low <= 1.1 < high:
+        assert cell["verdict"] == verdicts.CANNOT_TELL
+    elif 0.9 <= low and high <= 1.1:
+        assert cell["verdict"] == verdicts.REPRODUCES
+    else:
+        assert cell["verdict"] == verdicts.DIFFERS
+
+
+@SLOW
+@given(st.floats(0.5, 8.0), st.floats(0.0, 0.4))
+def test_a_ratio_claim_across_its_band_is_inconclusive(tmp_path_factory, ratio, spread):
+    """DLBench's "ResNet-50 about 5.5x faster in MXNet" (band 3.5-8): MXNet at 0.1 s, TensorFlow at ratio x 0.1 s,
+    each with an interval of +-spread: the claim holds only when the ratio's interval lies inside the band."""
+    study = studies.load("dlbench")
+    claim = study.claims["resnet50-mxnet-ratio"]
+
+    def spreadout(m):
+        return [m * (1 + spread * (i - 2.5) / 2.5) for i in range(6)]
+    folder = make(tmp_path_factory.mktemp("ratio"), "resnet50", [
+        Job("mxnet", "resnet50", 16, medians=spreadout(0.1), device="cuda"),
+        Job("tensorflow", "resnet50", 16, medians=spreadout(0.1 * ratio), device="cuda")])
+    summary = measured.prepare(tables.summary(folder), [bundle.body(folder)]).assign(run=claim.runs[0])
+    study = study.model_copy(update={"claims": {"r": claim}})
+    (verdict,) = claims.evaluate(study, summary)
+    (point,) = verdict.points
+    low, high = point["low"], point["high"]
+    if 3.5 <= low and high <= 8.0:
+        assert verdict.verdict == verdicts.HOLDS
+    elif high < 3.5 and low > 1 or low > 8.0:
+        assert verdict.verdict in (verdicts.DIRECTION_ONLY, verdicts.DOES_NOT_HOLD)
+    elif high < 3.5 or low > 8.0:
+        assert verdict.verdict == verdicts.DOES_NOT_HOLD
+    else:
+        assert verdict.verdict == verdicts.INCONCLUSIVE
+    (strip,) = study_plots.claims_strip(study, [verdict])
+    assert [p[1:] for p in strip.points] == [("TensorFlow", pytest.approx(point["value"]))]
