@@ -5,7 +5,7 @@ sample reads the SM and memory clocks (MHz), power (W), GPU temperature (C), uti
 and of its memory interface (%, NVML's own averages over its last sample period) and the clock
 event ("throttle") reasons as a bit mask, decoded to names.
 
-Where the samples are read: in a process of their own (``serve``, started with the job's own
+Where the samples are read: in a process of their own (runner.sampling, started with the job's own
 interpreter), not in a thread of the job's. A thread's NVML reads are ctypes calls that give the
 GIL back and take it again seven times a sample, and a launch-bound step (the LSTM b128 on an
 H200, the GPU waiting on the host) holds the GIL between its kernel launches: each hand-over is a
@@ -46,276 +46,12 @@ drives several GPUs (JAX's data-parallel mesh) has one Sampler per device: ``for
 its d-th one as if it were rank d. NVML numbers GPUs in PCI bus order,
 so the local executor also sets CUDA_DEVICE_ORDER=PCI_BUS_ID.
 """
-import importlib
-import json
-import os
-import select
-import subprocess
-import sys
-import tempfile
 import time
+
+from runner import nvml as nvml_api, sampling
 
 DEFAULT_INTERVAL_S = 0.025
 ENERGY_NOTE = "board-level (the whole GPU board, from NVML); not a certified measurement"
-
-# NVML clock event reason bits (nvml.h, nvmlClocksEventReason*)
-REASONS = (
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-)
-THROTTLING = frozenset(["sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                        "hw_power_brake_slowdown"])
-# NVML perf policies (nvmlPerfPolicyType_t) whose violation time means the clocks were held back
-VIOLATIONS = (("power", 0, "sw_power_cap"), ("thermal", 1, "sw_thermal_slowdown"))
-FIELDS = ("sm_clock_mhz", "memory_clock_mhz", "power_w", "temperature_c", "gpu_util_pct", "memory_util_pct")
-
-
-def decode(mask):
-    """Names of the clock event reasons set in ``mask``."""
-    return [name for bit, name in REASONS if mask & bit]
-
-
-def unavailable(reason):
-    return {"status": "unavailable", "reason": reason, "throttled": None, "throttle_reasons": []}
-
-
-def summarize(samples):
-    """{field: {min, median, max}} over the sample columns (None where a field was never read)."""
-    from runner import stats  # numpy: imported only once the job's thread count is set (runner.job)
-
-    out = {}
-    for field in FIELDS:
-        values = [v for v in samples.get(field, []) if v is not None]
-        out[field] = {k: stats.summarize(values)[k] for k in ("min", "median", "max")} if values else None
-    return out
-
-
-def judge(samples, violation_s):
-    """(reasons_seen {name: count}, throttled, throttle_reasons) from sampled masks and violation times."""
-    seen = {}
-    for mask in samples.get("reasons", []):
-        if mask is None:
-            continue
-        for name in decode(mask):
-            seen[name] = seen.get(name, 0) + 1
-    reasons = set(name for name in seen if name in THROTTLING)
-    for key, _, name in VIOLATIONS:
-        if (violation_s or {}).get(key):
-            reasons.add(name)
-    reasons = sorted(reasons)
-    return seen, bool(reasons), reasons
-
-
-def _index(pynvml, rank=None):
-    """The NVML index of this process's GPU (``rank``: of its rank, this process's by default): rank r of a
-    data-parallel job has the r-th visible one."""
-    if pynvml.nvmlDeviceGetCount() == 1:
-        return 0
-    rank = int(os.environ.get("DLREPRO_RANK", "0")) if rank is None else rank
-    visible = (os.environ.get("CUDA_VISIBLE_DEVICES") or "").split(",")
-    for text in (os.environ.get("DLREPRO_GPU") if not rank else None, visible[rank] if rank < len(visible) else None):
-        if text and text.strip().isdigit():
-            return int(text)
-    return rank
-
-
-def _text(value):
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _try(fn, *args):
-    try:
-        return fn(*args)
-    except Exception:  # a field this GPU or driver (or this nvidia-ml-py) does not report
-        return None
-
-
-def _missing(*args):
-    raise AttributeError("not in this nvidia-ml-py")
-
-
-def _reasons(nvml, handle):
-    fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-    return _try(fn, handle)
-
-
-def read(nvml, handle):
-    """One sample of the GPU ``handle``: {field: value or None (a field this GPU or driver does not report),
-    "reasons": the clock event mask}; the same reads in the job's process (the window's edges) and in the
-    sampling process (``serve``)."""
-    power = _try(nvml.nvmlDeviceGetPowerUsage, handle)
-    util = _try(nvml.nvmlDeviceGetUtilizationRates, handle)
-    return {"sm_clock_mhz": _try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
-            "memory_clock_mhz": _try(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),
-            "power_w": power / 1000.0 if power is not None else None,
-            "temperature_c": _try(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
-            "gpu_util_pct": util.gpu if util is not None else None,
-            "memory_util_pct": util.memory if util is not None else None,
-            "reasons": _reasons(nvml, handle)}
-
-
-def _load(source):
-    """The NVML API named by ``source``: "module" or "module:attribute" (pynvml, or a test's stand-in)."""
-    module, _, attribute = source.partition(":")
-    found = importlib.import_module(module)
-    return getattr(found, attribute) if attribute else found
-
-
-def serve(source, index, interval_s):
-    """The sampling process (``python -c ... serve(...)``, started by Sampler): reads GPU ``index`` through the
-    NVML API ``source`` every ``interval_s`` seconds between a "go" line and a "stop" line on standard input,
-    keeping the samples in memory. It answers in JSON lines on standard output: once NVML is open,
-    {"ready": true} (or {"error": why}, and it ends), then for each "stop" {"samples": [{"t": time.monotonic(),
-    field: value, ...}, ...]}. It ends at the end of its input (the job's process closed it, or died). Input is
-    read from the file descriptor itself, never through a buffer that select() cannot see. It moves off the
-    CPUs the job was pinned to (runner.settings), where there are others."""
-    _off_the_job_cpus()
-    try:
-        nvml = _load(source)
-        nvml.nvmlInit()
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-    except Exception as exc:  # no driver here, no nvidia-ml-py: the job's process keeps its edge readings
-        _answer({"error": "%s: %s" % (type(exc).__name__, exc)})
-        return
-    _answer({"ready": True})
-    samples, due, pending = [], None, b""
-    while True:
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            if line == b"go":
-                due = time.monotonic() + interval_s
-            elif line == b"stop":
-                _answer({"samples": samples})
-                samples, due = [], None
-        wait = None if due is None else max(0.0, due - time.monotonic())
-        if select.select([0], [], [], wait)[0]:
-            chunk = os.read(0, 4096)
-            if not chunk:
-                return
-            pending += chunk
-            continue
-        sample = read(nvml, handle)
-        sample["t"] = time.monotonic()
-        samples.append(sample)
-        due += interval_s
-        if due < time.monotonic():  # a late sample: the next on the grid ahead, not a burst to catch up
-            due += interval_s * (1 + int((time.monotonic() - due) / interval_s))
-
-
-def _off_the_job_cpus():
-    """Run on the CPUs this process may use other than those it inherited from the job (a job with a thread count
-    is pinned to that many), if any; where it cannot, it stays on the job's."""
-    try:
-        job = os.sched_getaffinity(0)
-        others = set(range(os.cpu_count() or 1)) - job
-        if others:
-            os.sched_setaffinity(0, others)
-    except (AttributeError, OSError, ValueError):  # not Linux, or none of the others in this cgroup's cpuset
-        pass
-
-
-def _answer(reply):
-    sys.stdout.write(json.dumps(reply) + "\n")
-    sys.stdout.flush()
-
-
-class SamplingProcess(object):
-    """The process that samples one GPU for a Sampler (``serve``): started with this interpreter and this
-    process's import path, its standard error kept in a temporary file (a warm worker points its own at each
-    job's log), whose end is the reason given when it fails. Raises RuntimeError with the reason whenever it
-    cannot give what is asked."""
-
-    REPLY_TIMEOUT_S = 10.0
-    ERROR_TAIL_BYTES = 400
-
-    def __init__(self, source, index, interval_s):
-        code = "import sys; sys.path[:0] = %r; from runner import telemetry; telemetry.serve(%r, %d, %r)" % (
-            [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path, source, index, interval_s)
-        self.errors = tempfile.TemporaryFile()
-        try:
-            self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=self.errors, close_fds=True)
-        except Exception as exc:  # no such interpreter, no fork: the caller keeps the edge readings
-            self.errors.close()
-            raise RuntimeError("the sampling process could not start: %s: %s" % (type(exc).__name__, exc))
-        self.pending = b""  # what was read of its output beyond the last whole line
-
-    def ready(self):
-        """Wait until it has NVML open."""
-        self._reply()
-
-    def go(self):
-        self._send("go")
-
-    def stop(self):
-        """The samples taken since ``go`` ([{"t": monotonic seconds, field: value}])."""
-        self._send("stop")
-        return self._reply()["samples"]
-
-    def _reply(self):
-        """Its next JSON object line (a line that is not one, a library's banner, is passed over)."""
-        deadline = time.monotonic() + self.REPLY_TIMEOUT_S
-        while True:
-            line = self._line(deadline)
-            try:
-                reply = json.loads(line.decode("utf-8", "replace"))
-            except ValueError:
-                continue
-            if not isinstance(reply, dict):
-                continue
-            if "error" in reply:
-                self._fail("could not read NVML: %s" % reply["error"])
-            return reply
-
-    def _line(self, deadline):
-        """Its next line of output, read from the pipe's descriptor (no buffer hides a line from select)."""
-        out = self.process.stdout.fileno()
-        while b"\n" not in self.pending:
-            if not select.select([out], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                self._fail("gave no answer within %.0f s" % self.REPLY_TIMEOUT_S)
-            chunk = os.read(out, 1 << 16)
-            if not chunk:
-                self._fail("ended (exit status %s)" % self.process.wait())
-            self.pending += chunk
-        line, self.pending = self.pending.split(b"\n", 1)
-        return line
-
-    def _fail(self, what):
-        self.close()
-        self.errors.seek(0, os.SEEK_END)
-        self.errors.seek(max(0, self.errors.tell() - self.ERROR_TAIL_BYTES))
-        tail = self.errors.read().decode("utf-8", "replace").strip().splitlines()
-        self.errors.close()
-        raise RuntimeError("the sampling process %s%s" % (what, " (%s)" % tail[-1] if tail else ""))
-
-    def _send(self, command):
-        try:
-            self.process.stdin.write(command.encode() + b"\n")
-            self.process.stdin.flush()
-        except (IOError, OSError, ValueError):  # it ended: the reply says so
-            pass
-
-    def close(self):
-        """End it: its input closed, then killed if it has not ended within 0.5 s."""
-        for pipe in (self.process.stdin, self.process.stdout):
-            try:
-                pipe.close()
-            except (IOError, OSError):
-                pass
-        for _ in range(50):
-            if self.process.poll() is not None:
-                return
-            time.sleep(0.01)
-        self.process.kill()
-        self.process.wait()
-
 
 class Sampler(object):
     """Samples one GPU between ``start()`` and ``stop()`` (every ``interval_s``, in a SamplingProcess; the edges
@@ -332,7 +68,7 @@ class Sampler(object):
         self.problem = None
         self.device = None
         self.handle = None
-        self.samples = dict((k, []) for k in ("t_s",) + FIELDS + ("reasons",))
+        self.samples = dict((k, []) for k in ("t_s",) + nvml_api.FIELDS + ("reasons",))
         self.sampling = None
         self._process = None
         self._rows = []  # (t_s, sample) of every reading, the edges' and the sampling process's
@@ -361,8 +97,8 @@ class Sampler(object):
         sampler.nvml = pynvml
         try:
             pynvml.nvmlInit()
-            sampler.handle = pynvml.nvmlDeviceGetHandleByIndex(_index(pynvml, device))
-            sampler.device = sampler._describe(_index(pynvml, device))
+            sampler.handle = pynvml.nvmlDeviceGetHandleByIndex(nvml_api.index_of(pynvml, device))
+            sampler.device = sampler._describe(nvml_api.index_of(pynvml, device))
         except Exception as exc:  # no driver, no libnvidia-ml.so in the container, ...
             sampler.problem = "NVML is unavailable: %s: %s" % (type(exc).__name__, exc)
             return sampler
@@ -374,21 +110,21 @@ class Sampler(object):
         if self._process is not None or self.problem is not None:
             return
         try:
-            self._process = SamplingProcess(self.source, self.device["nvml_index"], self.interval_s)
+            self._process = sampling.SamplingProcess(self.source, self.device["nvml_index"], self.interval_s)
         except RuntimeError as exc:
             self._lost(exc)
 
     def _get(self, name, *args):
-        return _try(getattr(self.nvml, name, _missing), *args)
+        return nvml_api.attempt(getattr(self.nvml, name, nvml_api.missing), *args)
 
     def _describe(self, index):
         n, h, get = self.nvml, self.handle, self._get
         limit = get("nvmlDeviceGetEnforcedPowerLimit", h)
-        return {"nvml_index": index, "name": _text(get("nvmlDeviceGetName", h)),
-                "uuid": _text(get("nvmlDeviceGetUUID", h)),
-                "pci_bus_id": _text(getattr(get("nvmlDeviceGetPciInfo", h), "busId", None)),
-                "driver": _text(get("nvmlSystemGetDriverVersion")),
-                "nvml_version": _text(get("nvmlSystemGetNVMLVersion")),
+        return {"nvml_index": index, "name": nvml_api.text(get("nvmlDeviceGetName", h)),
+                "uuid": nvml_api.text(get("nvmlDeviceGetUUID", h)),
+                "pci_bus_id": nvml_api.text(getattr(get("nvmlDeviceGetPciInfo", h), "busId", None)),
+                "driver": nvml_api.text(get("nvmlSystemGetDriverVersion")),
+                "nvml_version": nvml_api.text(get("nvmlSystemGetNVMLVersion")),
                 "power_limit_w": limit / 1000.0 if limit is not None else None,
                 "max_sm_clock_mhz": get("nvmlDeviceGetMaxClockInfo", h, n.NVML_CLOCK_SM),
                 "max_memory_clock_mhz": get("nvmlDeviceGetMaxClockInfo", h, n.NVML_CLOCK_MEM),
@@ -396,7 +132,7 @@ class Sampler(object):
 
     def _violations(self):
         out = {}
-        for key, policy, _ in VIOLATIONS:
+        for key, policy, _ in nvml_api.VIOLATIONS:
             value = self._get("nvmlDeviceGetViolationStatus", self.handle, policy)
             out[key] = value.violationTime if value is not None else None
         return out
@@ -404,7 +140,7 @@ class Sampler(object):
     def sample(self):
         """Read every field once, here, and keep it; returns its t_s."""
         t = round(time.monotonic() - self._t0, 4)
-        self._rows.append((t, read(self.nvml, self.handle)))
+        self._rows.append((t, nvml_api.read(self.nvml, self.handle)))
         return t
 
     def _energy_mj(self):
@@ -492,7 +228,7 @@ class Sampler(object):
             t = round(sample.pop("t") - self._t0, 4)
             if not any(low < t and (high is None or t < high) for low, high in gaps) and (end is None or t <= end):
                 self._rows.append((t, sample))
-        self.sampling = ("every %g s in a process of its own (runner.telemetry.serve); the window's edges in the "
+        self.sampling = ("every %g s in a process of its own (runner.sampling.serve); the window's edges in the "
                          "job's" % self.interval_s)
 
     def _lost(self, why):
@@ -505,17 +241,17 @@ class Sampler(object):
             self._process.close()
             self._process = None
         if self.nvml is not None and self.problem is None:
-            _try(self.nvml.nvmlShutdown)
+            nvml_api.attempt(self.nvml.nvmlShutdown)
 
     def result(self):
         if self.problem is not None:
-            return unavailable(self.problem)
+            return nvml_api.unavailable(self.problem)
         if not self.samples["t_s"]:
-            return dict(unavailable("no sample was taken (nothing was measured)"), device=self.device)
-        seen, throttled, reasons = judge(self.samples, self.violation_s)
+            return dict(nvml_api.unavailable("no sample was taken (nothing was measured)"), device=self.device)
+        seen, throttled, reasons = nvml_api.judge(self.samples, self.violation_s)
         return {"status": "ok", "reason": None, "window": "measured iterations", "interval_s": self.interval_s,
                 "sampling": self.sampling, "window_s": self.seconds, "device": self.device, "samples": self.samples,
-                "summary": summarize(self.samples), "reasons_seen": seen, "violation_s": self.violation_s,
+                "summary": nvml_api.summarize(self.samples), "reasons_seen": seen, "violation_s": self.violation_s,
                 "throttled": throttled, "throttle_reasons": reasons, "energy": self.energy}
 
 

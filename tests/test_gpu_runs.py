@@ -14,7 +14,7 @@ from dlrepro.images import build, feasibility, matrix as matrixmod
 from dlrepro import datasets, spec
 from dlrepro.run import executors, hostinfo, jobs, runs
 from dlrepro.run.options import RunOptions
-from runner import archs, contract, job as runner_job, telemetry
+from runner import archs, contract, job as runner_job, nvml, telemetry
 from runner.adapters import capabilities
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
@@ -196,7 +196,7 @@ def test_idle_and_application_clock_reasons_are_not_throttling():
     record = _sampled([0x1, 0x2, 0x1 | 0x2])
     assert record["throttled"] is False and record["throttle_reasons"] == []
     assert set(record["reasons_seen"]) == {"gpu_idle", "applications_clocks_setting"}
-    assert telemetry.decode(0x8 | 0x40) == ["hw_slowdown", "hw_thermal_slowdown"]
+    assert nvml.decode(0x8 | 0x40) == ["hw_slowdown", "hw_thermal_slowdown"]
 
 
 def test_telemetry_is_unavailable_with_a_reason_not_an_error(monkeypatch):

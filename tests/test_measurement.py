@@ -65,7 +65,7 @@ def test_telemetry_is_sampled_in_a_process_of_its_own_and_reads_nothing_after_it
     assert nvml.reads == reads == 2  # here, the window's two edges; every reading between them, in the other process
     assert samples >= 5  # 40 Hz: a window of 0.12 s has five readings
     record = sampler.result()
-    assert record["sampling"] == ("every 0.025 s in a process of its own (runner.telemetry.serve); the window's "
+    assert record["sampling"] == ("every 0.025 s in a process of its own (runner.sampling.serve); the window's "
                                   "edges in the job's")
     assert record["window_s"] == pytest.approx(0.12, abs=0.05) and record["samples"]["t_s"][-1] <= record["window_s"]
     assert record["samples"]["t_s"] == sorted(record["samples"]["t_s"])
