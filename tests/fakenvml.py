@@ -1,5 +1,5 @@
 """A stand-in for nvidia-ml-py's pynvml, for the telemetry tests: used directly in the test's process (the
-window's edge readings) and, by import name (SOURCE), in the sampling process runner.telemetry starts, which
+window's edge readings) and, by import name (SOURCE), in the sampling process runner.sampling starts, which
 reads its clock event reasons and whether NVML opens from the environment the test set (``sampler``)."""
 import os
 import sys
