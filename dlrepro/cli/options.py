@@ -10,13 +10,16 @@ SHORT = {"framework": "f", "device": "d", "results": "r", "out": "o"}
 
 
 class DlTask(Task):
-    """An Invoke task with the suite's flags: SHORT's short flags, "(positional)" in a positional's help, and
-    ``either`` ({positional: option}): the positional need not be given when that option is."""
+    """An Invoke task with the suite's flags: SHORT's short flags, "(positional)" in a positional's help,
+    ``either`` ({positional: option}): the positional need not be given when that option is, and ``more``: its
+    one positional is a comma-separated list that takes further words too (`report A B` is `report A,B`;
+    dlrepro.cli.main.joined)."""
 
-    def __init__(self, *args, either=None, **kwargs):
+    def __init__(self, *args, either=None, more=False, **kwargs):
         kwargs["auto_shortflags"] = False
         super().__init__(*args, **kwargs)
         self.either = either or {}
+        self.more = more
 
     def arg_opts(self, name, default, taken_names):
         opts = super().arg_opts(name, default, taken_names)
@@ -24,18 +27,21 @@ class DlTask(Task):
         if short and short not in taken_names:
             opts["names"].append(short)
         if opts["positional"]:
-            opts["help"] = "(positional%s) %s" % (
-                ", or --%s" % self.either[name] if name in self.either else "", opts.get("help") or "")
+            opts["help"] = "(positional%s%s) %s" % (", or --%s" % self.either[name] if name in self.either else "",
+                                                    ", one or more" if self.more else "", opts.get("help") or "")
         return opts
 
     def get_arguments(self, ignore_unknown_help=None):
+        """Invoke's arguments, the same on every call (Invoke's arg_opts pops each help text it uses, so a second
+        call gave arguments without help)."""
+        helps = dict(self.help)
         arguments = super().get_arguments(ignore_unknown_help)
+        self.help = helps
         by_name = {a.name: a for a in arguments}
         for positional, option in self.either.items():
             by_name[positional].__class__ = _EitherArgument
             by_name[positional].stand_in = by_name[option]
         return arguments
-
 
 
 class _EitherArgument(Argument):

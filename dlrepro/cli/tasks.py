@@ -252,15 +252,11 @@ def bundles(c, results="", spec=""):
     that is neither a spec nor the spec of a bundle there is refused, naming the near miss and the specs."""
     from dlrepro import spec as specmod
     from dlrepro.cli import render
-    from dlrepro.errors import DlreproError
     from dlrepro.results import bundle as bundlemod
     from dlrepro.run import runs
 
     with user_errors():
-        root = folders.results_root(results)
-        if not root.is_dir():
-            raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
-                               "(default: the checkout's results/, or DLREPRO_RESULTS)")
+        root = _results_folder(results)
         runs.take_submitted(root, runs.Reporter())
         rows = bundlemod.listing(root)
         if spec and spec not in {r["spec"] for r in rows}:
@@ -354,18 +350,32 @@ def lock(c, image=""):
             console.print("locked %s" % path.relative_to(REPO_ROOT))
 
 
+def _results_folder(results):
+    """The results folder (--results, else $DLREPRO_RESULTS, else the checkout's results/); a DlreproError
+    naming it when there is no such folder."""
+    from dlrepro.errors import DlreproError
+
+    root = folders.results_root(results)
+    if not root.is_dir():
+        raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
+                           "(default: the checkout's results/, or DLREPRO_RESULTS)")
+    return root
+
+
 def _bundle(name, results):
     """The folder of bundle ``name`` (folder, id under the results folder, or 'latest')."""
+    from pathlib import Path
+
     from dlrepro.results import bundle as bundlemod
 
     if name == "latest":
-        found = [r for r in bundlemod.listing(folders.results_root(results)) if r["state"] != "partial"]
+        found = [r for r in bundlemod.listing(_results_folder(results)) if r["state"] != "partial"]
         if not found:
             from dlrepro.errors import DlreproError
 
             raise DlreproError("latest: no complete bundle under %s" % folders.results_root(results))
         return found[-1]["folder"]
-    return bundlemod.locate(name, folders.results_root(results))
+    return bundlemod.locate(name, folders.results_root(results) if Path(name).is_dir() else _results_folder(results))
 
 
 @task(help={"bundle": BUNDLE_HELP, "results": RESULTS_HELP})
@@ -386,9 +396,10 @@ def validate(c, bundle, results=""):
         console.print("[green]valid[/] %s: %s" % (folder, ", ".join(c.__name__ for c in checks.CHECKS)))
 
 
-@task(help={"bundles": "bundles (folders, ids under --results, or 'latest'), comma-separated",
-            "out": "folder for summary.parquet, summary.csv and samples.parquet (default: print the summary only)",
-            "results": RESULTS_HELP})
+@task(more=True, help={
+    "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
+    "out": "folder for summary.parquet, summary.csv and samples.parquet (default: print the summary only)",
+    "results": RESULTS_HELP})
 def merge(c, bundles, out="", results=""):
     """Merge bundles into one summary and samples table.
 
@@ -539,8 +550,8 @@ def verify(c, archive):
                       "valid (dlrepro validate's checks)" % (result.bundle_id, result.files))
 
 
-@task(help={
-    "bundles": "bundles (folders, ids under --results, or 'latest'), comma-separated",
+@task(more=True, help={
+    "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
     "out": "folder for report.html, report.md and figures/ (default: reports/<first bundle id>[+N])",
     "results": RESULTS_HELP,
 })
