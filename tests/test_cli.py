@@ -256,3 +256,38 @@ def test_a_results_folder_that_does_not_exist_is_named(tmp_path):
             "error: --results %s: no such folder" % (tmp_path / "nope"),
             "remedy: give the folder the bundles were written to (default: the checkout's results/, or "
             "DLREPRO_RESULTS)"]), args
+
+
+def test_a_report_goes_under_results_reports_and_says_when_it_replaced_one(tmp_path):
+    results, elsewhere = tmp_path / "r", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    results.mkdir()
+    subprocess.run(["cp", "-r", str(ALEXNET), str(results)], check=True)
+    folder = results / "reports" / ALEXNET.name
+    first = dlrepro("report", ALEXNET.name, "-r", str(results), cwd=elsewhere)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (folder / "report.md").is_file() and list(elsewhere.iterdir()) == []
+    assert "rewrote" not in first.stdout and "%s/report.html" % folder in first.stdout.splitlines()
+    again = dlrepro("report", "latest", "-r", str(results), cwd=elsewhere)
+    assert again.returncode == 0 and "rewrote %s: the report there before is replaced" % folder in \
+        again.stdout.splitlines()
+
+
+def test_a_study_report_written_over_one_says_so(tmp_path):
+    (tmp_path / "study.md").write_text("an earlier report\n")
+    done = dlrepro("study-report", str(REPO_ROOT / "results" / "studies" / "dlf-20261201T234451Z.json"), "--out",
+                   str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[:3] == ["rewrote %s: the report there before is replaced" % tmp_path,
+                                            str(tmp_path / "study.html"), str(tmp_path / "study.md")]
+
+
+def test_archive_gives_its_size_in_the_unit_that_fits(tmp_path):
+    from dlrepro.results.numbers import size
+
+    assert [size(n) for n in (512, 22_300, 999_700, 1_430_000, 3.1e9)] == [
+        "512 bytes", "22 KB", "1.0 MB", "1.4 MB", "3.1 GB"]
+    done = dlrepro("archive", ALEXNET.name, "--out", "%s/" % tmp_path, cwd=tmp_path)
+    made = tmp_path / ("%s.tar.gz" % ALEXNET.name)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "archive: %s (63 files, %s)" % (
+        made, size(made.stat().st_size)) and size(made.stat().st_size).endswith(" KB"), done.stdout

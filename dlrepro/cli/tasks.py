@@ -207,6 +207,8 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
 
     One bundle per run of the study and a study record naming them (results/studies/); what this host cannot
     run is listed with the reason. Resumable: --resume latest continues the latest record of the study."""
+    from pathlib import Path
+
     from dlrepro import engine as enginemod
     from dlrepro.cli.progress import StudyReporter
     from dlrepro.results import study_report
@@ -222,7 +224,10 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
         except KeyboardInterrupt as exc:
             _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
         console.print("study record: %s" % record.path)
-        made = study_report.write(str(record.path), out or None, results_dir)
+        target = Path(out) if out else results_dir / "reports" / record.path.stem
+        there = _report_there(target, "study.md", "study.html")
+        made = study_report.write(str(record.path), target, results_dir)
+        _rewrote(target, there)
         console.print("study report: %s (and %s)" % (made.html, made.markdown))
 
 
@@ -236,12 +241,16 @@ def study_report(c, name, out="", results="", allow_missing=False):
 
     Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
     the command exits 1 (after writing the report) unless --allow-missing."""
+    from pathlib import Path
+
     from dlrepro.results import study_report as reports
 
     with user_errors():
-        made = reports.write(name, out or None, folders.results_root(results), allow_missing)
-        for path in [made.html, made.markdown] + made.figures:
-            console.print(str(path))
+        root = folders.results_root(results)
+        target = Path(out) if out else root / "reports" / reports.find_record(name, root).path.stem
+        there = _report_there(target, "study.md", "study.html")
+        made = reports.write(name, target, root, allow_missing)
+        _written(made, there)
 
 
 @task(help={"results": RESULTS_HELP, "spec": "only the bundles of this spec"})
@@ -519,15 +528,15 @@ def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author="", res
     """Archive a bundle into one checkable tar.gz.
 
     With RO-Crate metadata and a manifest; `dlrepro verify ARCHIVE` rechecks it anywhere, years later."""
-    from dlrepro.results import archive as archives
+    from dlrepro.results import archive as archives, numbers
 
     with user_errors():
         made = archives.create(str(_bundle(bundle, results)), out or None, images, license, author or None,
                                log=lambda m: console.print("[dim]%s[/]" % m))
         for warning in made.warnings:
             console.print("[yellow]warning:[/] %s" % warning)
-        console.print("archive: %s (%d files, %.1f MB)" % (made.path, len(made.members),
-                                                          made.path.stat().st_size / 1e6))
+        console.print("archive: %s (%d files, %s)" % (made.path, len(made.members),
+                                                     numbers.size(made.path.stat().st_size)))
 
 
 @task(help={"archive": "a tar.gz written by `dlrepro archive`"})
@@ -552,22 +561,47 @@ def verify(c, archive):
 
 @task(more=True, help={
     "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
-    "out": "folder for report.html, report.md and figures/ (default: reports/<first bundle id>[+N])",
+    "out": "folder for report.html, report.md and figures/ (default: RESULTS/reports/<first bundle id>[+N])",
     "results": RESULTS_HELP,
 })
 def report(c, bundles, out="", results=""):
     """Write report.md and report.html of bundles.
 
     Environment (the studies' vs here), results, comparison with the published values, ranking
-    verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time."""
+    verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time.
+    Written where study reports go, RESULTS/reports/, unless --out; a report there before is replaced."""
+    from pathlib import Path
+
     from dlrepro.results import report as reports
 
     with user_errors():
-        made = reports.write([str(_bundle(b, results)) for b in split(bundles) or []], out or None)
+        found = reports.bundle_folders([str(_bundle(b, results)) for b in split(bundles) or []])
+        more = "+%d" % (len(found) - 1) if len(found) > 1 else ""
+        target = Path(out) if out else folders.results_root(results) / "reports" / (found[0].name + more) \
+            if found else None
+        there = _report_there(target, "report.md", "report.html")
+        made = reports.write(found, target)
         for line in made.headline:
             console.print(line, soft_wrap=True, highlight=False)
-        for path in [made.html, made.markdown] + made.figures:
-            console.print(str(path))
+        _written(made, there)
+
+
+def _report_there(folder, *names):
+    """Whether ``folder`` holds a report already (one of the files ``names``)."""
+    return folder is not None and any((folder / name).is_file() for name in names)
+
+
+def _written(made, rewritten):
+    """Print where a report went (its HTML, Markdown and figures), after _rewrote's line."""
+    _rewrote(made.html.parent, rewritten)
+    for path in [made.html, made.markdown] + made.figures:
+        console.print(str(path), soft_wrap=True)
+
+
+def _rewrote(folder, rewritten):
+    """'rewrote FOLDER: ...' when the report just written in ``folder`` replaced one that was there."""
+    if rewritten:
+        console.print("rewrote %s: the report there before is replaced" % folder, soft_wrap=True)
 
 
 ns = Collection(build, run, study, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,
