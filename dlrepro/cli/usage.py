@@ -1,5 +1,5 @@
 """Invoke's parser errors as the suite's usage errors: what was wrong in the suite's words, with the near miss
-("did you mean report?") and what to type instead. Standard library and Invoke only, so an error costs no import."""
+("did you mean report?") and what to type instead. Standard library only: an error costs no import."""
 import re
 
 from dlrepro.names import near_miss
