@@ -107,7 +107,7 @@ def test_a_bundle_under_results_is_named_by_id(tmp_path):
     assert listed.returncode == 0 and "bundles (1)" in listed.stdout and "complete" in listed.stdout
     report = dlrepro("check", ALEXNET.name, "--results", str(results), "--json", str(tmp_path / "c.json"),
                      cwd=elsewhere)
-    assert report.returncode == 0 and json.loads((tmp_path / "c.json").read_text())["bundle"] == ALEXNET.name
+    assert report.returncode == 0 and json.loads((tmp_path / "c.json").read_text())["bundles"] == [ALEXNET.name]
     missing = dlrepro("validate", "alexnet-nope", "-r", str(results), cwd=elsewhere)
     assert missing.returncode == 2 and missing.stdout.startswith("error: alexnet-nope: no bundle.json there")
 
@@ -150,14 +150,16 @@ def test_an_interrupt_without_a_reason_says_ctrl_c(capsys):
     assert capsys.readouterr().out == "interrupted (signal 15; bundle with the finished jobs: results/x)\n"
 
 
-def test_dlrepro_help_lists_the_tasks_and_its_core_options_keep_off_the_shared_flags(tmp_path):
+def test_dlrepro_help_lists_the_tasks_and_only_the_core_options_that_mean_something(tmp_path):
     done = dlrepro("--help", cwd=tmp_path)
     assert done.returncode == 0 and "Subcommands:" in done.stdout
     listed = done.stdout.split("Subcommands:")[1]
     assert all(name in listed for name in ns.task_names)
     core = done.stdout.split("Subcommands:")[0]
-    assert "--debug" in core and "--config=STRING" in core
-    assert not any("-%s," % short in core or "-%s " % short in core for short in SHORT.values())
+    shown = [line.split()[0] for line in core.splitlines() if line.startswith("  -")]
+    assert shown == ["--print-completion-script=STRING", "-h", "-l", "-V,"]
+    assert not any(hidden in core for hidden in ("--prompt-for-sudo-password", "--pty", "--dry", "--echo", "--hide",
+                                                 "--write-pyc", "--debug", "--config", "--warn-only"))
 
 
 def test_a_run_stopped_by_ctrl_c_says_so(tmp_path, monkeypatch):
@@ -190,18 +192,104 @@ def test_task_help_after_the_task_shows_its_help_even_where_it_takes_a_positiona
         assert shown.stdout.startswith("Usage: dlrepro [--core-opts] %s [--options]" % name), shown.stdout[:200]
     from dlrepro.cli.main import help_first
 
-    names = ns.task_names
-    assert help_first(["dlrepro", "compare", "a", "-h"], names) == ["dlrepro", "--help", "compare"]
-    assert help_first(["dlrepro", "run", "--spec", "alexnet"], names) == ["dlrepro", "run", "--spec", "alexnet"]
-    assert help_first(["dlrepro", "--help"], names) == ["dlrepro", "--help"]
+    assert help_first(["dlrepro", "compare", "a", "-h"], ns) == ["dlrepro", "--help", "compare"]
+    assert help_first(["dlrepro", "run", "--spec", "alexnet"], ns) == ["dlrepro", "run", "--spec", "alexnet"]
+    assert help_first(["dlrepro", "--help"], ns) == ["dlrepro", "--help"]
 
 
-def test_a_usage_error_exits_2_with_the_remedy(tmp_path):
-    # Invoke's parser errors (a missing positional, an unknown option or task) are the suite's usage errors
-    missing = dlrepro("compare", "some-bundle", cwd=tmp_path)
-    assert missing.returncode == 2 and missing.stderr.splitlines() == [
-        "error: 'compare' did not receive required positional arguments: 'new'",
-        "remedy: `dlrepro --help compare` lists its arguments"]
-    unknown = dlrepro("nosuchtask", cwd=tmp_path)
-    assert unknown.returncode == 2 and unknown.stderr.splitlines()[-1] == (
-        "remedy: `dlrepro --list` lists the tasks, `dlrepro --help TASK` their arguments")
+def invoke(*args):
+    """`invoke ARGS` in the checkout (Invoke's own program, which loads the checkout's tasks.py)."""
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=300,
+                          cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200"))
+
+
+LIST_REMEDY = "remedy: `dlrepro --list` lists the tasks, `dlrepro --help TASK` their arguments"
+MISTAKES = {  # a mistake -> what both spellings print on stderr, with exit status 2
+    ("repot",): ["error: no task 'repot' (did you mean report?)", LIST_REMEDY],
+    ("run", "--framwork=torch"): ["error: run: no option --framwork (did you mean --framework?)",
+                                  "remedy: `dlrepro --help run` lists its arguments"],
+    ("--lsit",): ["error: no option --lsit (did you mean --list?)", LIST_REMEDY],
+    ("validate",): ["error: validate: missing BUNDLE: a bundle: its folder, its id under --results, or 'latest'",
+                    "remedy: `dlrepro validate BUNDLE`; `dlrepro --help validate` lists its arguments"],
+    ("compare", "some-bundle"): [
+        "error: compare: missing NEW: the bundle B checked for regressions against A; or give --against: the "
+        "baseline A, for `compare B --against A` (the same as `compare A B`)",
+        "remedy: `dlrepro compare OLD NEW`; `dlrepro --help compare` lists its arguments"],
+    ("validate", "a", "b"): ["error: no task 'b'; validate takes one bundle ('a' given)",
+                             "remedy: `dlrepro --help validate` lists its arguments"],
+    ("run", "--spec"): ["error: run: --spec needs a value: spec name (%s) or the path of a spec file" % ", ".join(
+        sorted(p.stem for p in (REPO_ROOT / "specs").glob("*.yaml"))), "remedy: `dlrepro --help run` lists its arguments"],
+}
+
+
+@pytest.mark.parametrize("args", sorted(MISTAKES))
+def test_a_usage_error_exits_2_with_the_near_miss_and_the_remedy(tmp_path, args):
+    done = dlrepro(*args, cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", MISTAKES[args])
+
+
+@pytest.mark.parametrize("args", [("repot",), ("run", "--framwork=torch"), ("compare", "some-bundle")])
+def test_invoke_in_the_checkout_gives_the_same_exit_status_and_text_as_dlrepro(tmp_path, args):
+    """The card's spelling (`invoke X`, Invoke's own program) and `dlrepro X` on the same mistake: an unknown
+    task, an unknown option, a missing positional."""
+    spelled = invoke(*args)
+    assert (spelled.returncode, spelled.stderr.splitlines()) == (2, MISTAKES[args])
+    listed = invoke("-c", "tasks", "--list")  # Invoke's own loader options are left out of the hand-over
+    assert listed.returncode == 0 and listed.stdout == dlrepro("--list", cwd=tmp_path).stdout
+
+
+def test_list_positionals_take_further_words_as_a_comma_list(tmp_path):
+    from dlrepro.cli.main import joined, program
+
+    assert joined(["dlrepro", "report", "A", "B", "--out", "x", "C", "build"], program.namespace) == [
+        "dlrepro", "report", "A,B,C", "--out", "x", "build"]
+    assert joined(["dlrepro", "run", "--spec"], program.namespace) == ["dlrepro", "run", "--spec"]
+    other = "fcn-20261130T022354Z-cc755c44"  # 3 jobs; ALEXNET has 7
+    merged = dlrepro("merge", ALEXNET.name, other, cwd=tmp_path)
+    assert merged.returncode == 0 and "2 bundles, 10 jobs" in merged.stdout, merged.stdout + merged.stderr
+
+
+def test_a_results_folder_that_does_not_exist_is_named(tmp_path):
+    for args in (("check", "latest"), ("validate", "some-id"), ("bundles",)):
+        done = dlrepro(*args, "--results", str(tmp_path / "nope"), cwd=tmp_path)
+        assert (done.returncode, done.stdout.splitlines()) == (2, [
+            "error: --results %s: no such folder" % (tmp_path / "nope"),
+            "remedy: give the folder the bundles were written to (default: the checkout's results/, or "
+            "DLREPRO_RESULTS)"]), args
+
+
+def test_a_report_goes_under_results_reports_and_says_when_it_replaced_one(tmp_path):
+    results, elsewhere = tmp_path / "r", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    results.mkdir()
+    subprocess.run(["cp", "-r", str(ALEXNET), str(results)], check=True)
+    folder = results / "reports" / ALEXNET.name
+    first = dlrepro("report", ALEXNET.name, "-r", str(results), cwd=elsewhere)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (folder / "report.md").is_file() and list(elsewhere.iterdir()) == []
+    assert "rewrote" not in first.stdout and "%s/report.html" % folder in first.stdout.splitlines()
+    again = dlrepro("report", "latest", "-r", str(results), cwd=elsewhere)
+    assert again.returncode == 0 and "rewrote %s: the report there before is replaced" % folder in \
+        again.stdout.splitlines()
+
+
+def test_a_study_report_written_over_one_says_so(tmp_path):
+    (tmp_path / "study.md").write_text("an earlier report\n")
+    done = dlrepro("study-report", str(REPO_ROOT / "results" / "studies" / "dlf-20261201T234451Z.json"), "--out",
+                   str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # the answer first (review N13), then the line that says the earlier report was replaced, then the files
+    assert done.stdout.splitlines()[0].startswith("On this study's host (2-CPU AMD EPYC, no GPU) 1 of ")
+    assert done.stdout.splitlines()[1:4] == ["rewrote %s: the report there before is replaced" % tmp_path,
+                                             str(tmp_path / "study.html"), str(tmp_path / "study.md")]
+
+
+def test_archive_gives_its_size_in_the_unit_that_fits(tmp_path):
+    from dlrepro.results.views.numbers import size
+
+    assert [size(n) for n in (512, 22_300, 999_700, 1_430_000, 3.1e9)] == [
+        "512 bytes", "22 KB", "1.0 MB", "1.4 MB", "3.1 GB"]
+    done = dlrepro("archive", ALEXNET.name, "--out", "%s/" % tmp_path, cwd=tmp_path)
+    made = tmp_path / ("%s.tar.gz" % ALEXNET.name)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "archive: %s (63 files, %s)" % (
+        made, size(made.stat().st_size)) and size(made.stat().st_size).endswith(" KB"), done.stdout

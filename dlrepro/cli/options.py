@@ -1,8 +1,8 @@
 """One set of options for every task: no automatic short flags (Invoke's first free letter gave one letter a
 different meaning per task), four shared ones that mean the same everywhere, positional arguments marked in
 the help, and a positional that ``--against`` may stand in for (``compare OLD NEW`` or ``compare NEW --against
-OLD``)."""
-from invoke import Task
+OLD``); ``task`` is Invoke's @task with them, and the option help the tasks share."""
+from invoke import Task, task as invoke_task
 from invoke.parser import Argument
 
 # the only short flags: each means one thing in every task that has the option
@@ -10,13 +10,16 @@ SHORT = {"framework": "f", "device": "d", "results": "r", "out": "o"}
 
 
 class DlTask(Task):
-    """An Invoke task with the suite's flags: SHORT's short flags, "(positional)" in a positional's help, and
-    ``either`` ({positional: option}): the positional need not be given when that option is."""
+    """An Invoke task with the suite's flags: SHORT's short flags, "(positional)" in a positional's help,
+    ``either`` ({positional: option}): the positional need not be given when that option is, and ``more``: its
+    one positional is a comma-separated list that takes further words too (`report A B` is `report A,B`;
+    dlrepro.cli.main.joined)."""
 
-    def __init__(self, *args, either=None, **kwargs):
+    def __init__(self, *args, either=None, more=False, **kwargs):
         kwargs["auto_shortflags"] = False
         super().__init__(*args, **kwargs)
         self.either = either or {}
+        self.more = more
 
     def arg_opts(self, name, default, taken_names):
         opts = super().arg_opts(name, default, taken_names)
@@ -24,18 +27,21 @@ class DlTask(Task):
         if short and short not in taken_names:
             opts["names"].append(short)
         if opts["positional"]:
-            opts["help"] = "(positional%s) %s" % (
-                ", or --%s" % self.either[name] if name in self.either else "", opts.get("help") or "")
+            opts["help"] = "(positional%s%s) %s" % (", or --%s" % self.either[name] if name in self.either else "",
+                                                    ", one or more" if self.more else "", opts.get("help") or "")
         return opts
 
     def get_arguments(self, ignore_unknown_help=None):
+        """Invoke's arguments, the same on every call (Invoke's arg_opts pops each help text it uses, so a second
+        call gave arguments without help)."""
+        helps = dict(self.help)
         arguments = super().get_arguments(ignore_unknown_help)
+        self.help = helps
         by_name = {a.name: a for a in arguments}
         for positional, option in self.either.items():
             by_name[positional].__class__ = _EitherArgument
             by_name[positional].stand_in = by_name[option]
         return arguments
-
 
 
 class _EitherArgument(Argument):
@@ -53,3 +59,15 @@ class _EitherArgument(Argument):
     @value.setter
     def value(self, arg):
         self.set_value(arg, cast=True)
+
+
+def task(*args, **kwargs):
+    """Invoke's @task with the suite's flags (DlTask)."""
+    return invoke_task(*args, klass=DlTask, **kwargs)
+
+
+# option help shared by the tasks
+ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
+BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap"
+RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
+BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"

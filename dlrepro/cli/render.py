@@ -3,10 +3,10 @@ import re
 
 import pandas as pd
 from rich.table import Table
+from rich.text import Text
 
 from dlrepro.cli.console import MARK, console
 from dlrepro.frameworks import display
-from dlrepro.results import bundle
 from dlrepro.results.answers import verdicts as words
 from dlrepro.results.views import numbers, palette, report
 from dlrepro.run import hostinfo
@@ -221,60 +221,65 @@ def comparison(found):
         console.print("[yellow]advice:[/] %s" % found.advice, soft_wrap=True, highlight=False)
 
 
-def _remedy(folder):
-    """The recorded remedy of a bundle's skipped or failed jobs, as a command where it names one; a command that
-    older bundles recorded as `invoke TASK` (the checkout's spelling) as `dlrepro TASK`, the same task from any
-    folder."""
-    for job in bundle.body(folder)["jobs"]:
-        found = re.search(r"`([^`]+)`", job.get("remedy") or "")
-        if job.get("status") in ("skipped", "failed") and found:
-            return re.sub(r"^invoke ", "dlrepro ", found.group(1))
-    return None
+def _group(row):
+    """The heading of the bundles run alike: 'AMD EPYC (cpu), fp32: jax mxnet tensorflow torch' of a
+    bundle.listing() row: the CPU or GPU model without its vendor's marks ("NVIDIA", "(R)", "Processor"; "2x"
+    for two alike), the device class, the precision and the framework codes."""
+    models = [re.sub(r"\s+", " ", re.sub(r"NVIDIA |\((R|TM)\)|\bCPU\b|\bProcessor\b|@.*", "", m)).strip()
+              for m in row["hardware"] if m]
+    shown = ", ".join("%s%s" % ("%dx " % models.count(m) if models.count(m) > 1 else "", m)
+                      for m in sorted(set(models)))
+    return "%s(%s), %s: %s" % (shown + " " if shown else "", "+".join(row["devices"]), row["precision"],
+                               " ".join(row["frameworks"]) or "no job")
 
 
-def _hardware(folder):
-    """(device classes, CPU or GPU model, frameworks) of a bundle, from its bundle.json."""
-    body = bundle.body(folder)
-    jobs = body["jobs"]
-    devices = sorted({j.get("device") for j in jobs if j.get("device")})
-    gpus = sorted({g["name"] for g in (body.get("host") or {}).get("gpus") or []})
-    model = ", ".join(gpus) if "cuda" in devices and gpus else ((body.get("host") or {}).get("cpu") or {}).get("model", "")
-    return ", ".join(devices), model, ", ".join(sorted({display(j["framework"]) for j in jobs if j.get("framework")}))
+def _state(row):
+    """A bundle's state in words: 'complete', 'complete, nothing ran' (every job skipped), 'complete, every job
+    failed', or what a partial bundle is waiting for (a live run, a Slurm array, or nobody)."""
+    c = row["counts"]
+    if row["state"] != "partial":
+        return row["state"] + (", nothing ran" if not c["ok"] and not c["failed"] else
+                               ", every job failed" if not c["ok"] else "")
+    if hostinfo.alive(row["running"]):
+        return "partial (being written by pid %s)" % row["running"]["pid"]
+    if row.get("submitted"):
+        return "partial (submitted to Slurm: array %s)" % ", ".join(row["submitted"])
+    return "partial (its run ended)"
+
+
+def _jobs(counts):
+    """'12/0/0' (ok/failed/skipped), then ' +3 to run' and ' +1 interrupted' where there are any."""
+    return "%d/%d/%d" % (counts["ok"], counts["failed"], counts["skipped"]) + "".join(
+        " +%d %s" % (counts[k], word) for k, word in (("missing", "to run"), ("interrupted", "interrupted"))
+        if counts.get(k))
 
 
 def bundles(rows, spec=None):
-    """bundle.listing() rows (those of ``spec`` where given): state, spec, device, CPU or GPU model,
-    frameworks, job counts; the next step of each as a numbered footnote under the table, one copyable line
-    (the recorded remedy where the jobs were skipped for it, else the command that continues the bundle)."""
+    """bundle.listing() rows (those of ``spec`` where given) under one heading per hardware, device, precision
+    and frameworks (_group; the groups in the order of their newest bundle, so the newest bundle is the last
+    row), one line each in a 100-column terminal (the state of a few takes two in 80): id (the spec is its
+    start), state, jobs ok/failed/skipped; each row's next step (its ``next``) as a numbered footnote under the
+    table, one copyable line."""
     rows = [r for r in rows if spec is None or r["spec"] == spec]
-    table = Table(title="bundles (%d)%s" % (len(rows), " of spec %s" % spec if spec else ""))
-    for column in ("bundle", "state", "spec", "device", "hardware", "frameworks", "ok", "failed", "skipped",
-                   "missing", "next"):
-        table.add_column(column, overflow="fold", no_wrap=column == "bundle",
-                         justify="right" if column in ("ok", "failed", "skipped", "missing") else "left")
-    steps = []
+    title = "bundles (%d)%s" % (len(rows), " of spec %s" % spec if spec else "")
+    if not rows:
+        console.print(title)
+        return
+    groups = {}
     for r in rows:
-        c = r["counts"]
-        if r["state"] == "partial":
-            state = "partial (being written by pid %s)" % r["running"]["pid"] if hostinfo.alive(r["running"]) \
-                else "partial (submitted to Slurm: array %s)" % ", ".join(r["submitted"]) if r.get("submitted") \
-                else "partial (its run ended)"
-        else:
-            state = r["state"]
-        step = ""
-        remedy = _remedy(r["folder"]) if c["skipped"] or c["failed"] else None
-        if remedy:
-            step = remedy
-        elif r["state"] == "partial" or c["missing"] or c["skipped"] or c.get("interrupted"):
-            step = "dlrepro run --resume %s" % r["id"] + ("; or dlrepro finalize %s" % r["id"]
-                                                          if r["state"] == "partial" and not r.get("submitted") else "")
-        elif c["failed"]:
-            step = "dlrepro run --resume %s --retry-failed" % r["id"]
-        if step:
-            steps.append(step)
-        table.add_row(r["id"], state, r["spec"], *_hardware(r["folder"]),
-                      *(str(c[k]) for k in ("ok", "failed", "skipped", "missing")),
-                      "[%d]" % len(steps) if step else "")
-    console.print(table)
+        groups.setdefault(_group(r), []).append(r)
+    table = Table(title=title, box=None, padding=(0, 1), pad_edge=False, title_justify="left", header_style="bold")
+    ids = max(len(r["id"]) for r in rows) + 2  # the ids never wrap: they are copied from here
+    for column in ("bundle", "state", "ok/failed/\nskipped", "next"):
+        table.add_column(column, no_wrap=column == "next", width=ids if column == "bundle" else None,
+                         justify="right" if column.startswith("ok") else "left")
+    steps = []
+    for heading, members in sorted(groups.items(), key=lambda group: rows.index(group[1][-1])):
+        table.add_row(Text(heading, style="bold"), "", "", "")
+        for r in members:
+            steps += [r["next"]] if r["next"] else []
+            table.add_row(Text("  " + r["id"], no_wrap=True), _state(r), _jobs(r["counts"]),
+                          "[%d]" % len(steps) if r["next"] else "")
+    console.print(table, soft_wrap=False)  # fitted to the terminal: the state wraps, not the line
     for i, step in enumerate(steps, 1):
         console.print("[%d] %s" % (i, step), soft_wrap=True, highlight=False, markup=False)

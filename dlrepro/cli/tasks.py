@@ -17,33 +17,14 @@ reads or writes bundles looks, so a bundle written with --results DIR is named b
 """
 import sys
 
-from invoke import Collection, Exit, task as invoke_task
+from invoke import Collection, Exit
 
 from dlrepro import folders
+from dlrepro.cli.answer_tasks import (archive, check, compare, merge, report, study_report, validate, verify,
+                                      write_study_report)
 from dlrepro.cli.console import console, user_errors
-from dlrepro.cli.options import DlTask
+from dlrepro.cli.options import BASE_SOURCE_HELP, ENGINE_HELP, RESULTS_HELP, task
 from dlrepro.run.optiontext import UNSET, split
-
-
-def task(*args, **kwargs):
-    """Invoke's @task with the suite's flags (dlrepro.cli.options.DlTask)."""
-    return invoke_task(*args, klass=DlTask, **kwargs)
-
-
-
-
-def _number(option, text, low, high):
-    """``text`` as a number in [low, high) (high None: unbounded; low excluded when it is 0 for alpha)."""
-    from dlrepro.errors import DlreproError
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = None
-    if value is None or value < low or (high is not None and not low < value < high):
-        raise DlreproError("%s: expected a number %s (got %r)" % (
-            option, ">= %g" % low if high is None else "between %g and %g" % (low, high), text))
-    return value
 
 
 def _interrupted(exc, then=""):
@@ -54,12 +35,6 @@ def _interrupted(exc, then=""):
 
 def _deprecated(old, new):
     print("warning: `%s` is deprecated and goes in the next release: use `%s`" % (old, new), file=sys.stderr)
-
-
-ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
-BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap"
-RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
-BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"
 
 
 @task(help={
@@ -221,38 +196,8 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
         except KeyboardInterrupt as exc:
             _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
         console.print("study record: %s" % record.path)
-        made = _study_report(str(record.path), out, results_dir, False)
+        made = write_study_report(str(record.path), out, results_dir, False)
         console.print("study report: %s (and %s)" % (made.html, made.markdown))
-
-
-@task(name="study-report", help={
-    "name": "a study name (its latest record under RESULTS/studies/) or a study record file",
-    "out": "folder for study.html, study.md and figures/ (default: RESULTS/reports/<study record name>)",
-    "results": RESULTS_HELP,
-    "allow_missing": "write the report (exit 0) even when bundles the record names are not under RESULTS"})
-def study_report(c, name, out="", results="", allow_missing=False):
-    """Write a study's report from its record.
-
-    Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
-    the command exits 1 (after writing the report) unless --allow-missing."""
-    with user_errors():
-        made = _study_report(name, out, folders.results_root(results), allow_missing)
-        for path in [made.html, made.markdown] + made.figures:
-            console.print(str(path))
-
-
-def _study_report(name, out, results_dir, allow_missing):
-    """Write the study report of record ``name`` (default folder: RESULTS/reports/<record name>); prints its
-    answer first."""
-    from pathlib import Path
-
-    from dlrepro.results import gather
-    from dlrepro.results.views import study_report as reports
-
-    answer = gather.study(name, results_dir)
-    console.print(answer.answer, soft_wrap=True, highlight=False)
-    folder = Path(out) if out else results_dir / "reports" / Path(answer.record_path).stem
-    return reports.write(answer, folder, allow_missing)
 
 
 @task(help={"results": RESULTS_HELP, "spec": "only the bundles of this spec"})
@@ -263,15 +208,11 @@ def bundles(c, results="", spec=""):
     that is neither a spec nor the spec of a bundle there is refused, naming the near miss and the specs."""
     from dlrepro import spec as specmod
     from dlrepro.cli import render
-    from dlrepro.errors import DlreproError
     from dlrepro.results import bundle as bundlemod
     from dlrepro.run import runs
 
     with user_errors():
-        root = folders.results_root(results)
-        if not root.is_dir():
-            raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
-                               "(default: the checkout's results/, or DLREPRO_RESULTS)")
+        root = _results_folder(results)
         runs.take_submitted(root, runs.Reporter())
         rows = bundlemod.listing(root)
         if spec and spec not in {r["spec"] for r in rows}:
@@ -365,204 +306,12 @@ def lock(c, image=""):
             console.print("locked %s" % path.relative_to(REPO_ROOT))
 
 
-def _bundle(name, results):
-    """The folder of bundle ``name`` (folder, id under the results folder, or 'latest': the newest complete one)."""
-    from dlrepro.results import gather
+def _results_folder(results):
+    """The results folder (--results, else $DLREPRO_RESULTS, else the checkout's results/); a DlreproError
+    naming it when there is no such folder."""
+    from dlrepro.results import bundle as bundlemod
 
-    return gather.folders([name], folders.results_root(results))[0]
-
-
-@task(help={"bundle": BUNDLE_HELP, "results": RESULTS_HELP})
-def validate(c, bundle, results=""):
-    """Check a bundle's files against its schema.
-
-    Checksums, bundle.json, spec hash, jobs, tables, statistics; exit status 1 when any check fails."""
-    from dlrepro.cli import render
-    from dlrepro.results import validate as checks
-
-    with user_errors():
-        folder = _bundle(bundle, results).resolve()
-        problems = checks.check(folder)
-        render.problems(problems)
-        if problems:
-            console.print("[red]invalid:[/] %s: %d problem(s)" % (folder, len(problems)))
-            raise Exit(code=1)
-        console.print("[green]valid[/] %s: %s" % (folder, ", ".join(c.__name__ for c in checks.CHECKS)))
-
-
-@task(help={"bundles": "bundles (folders, ids under --results, or 'latest'), comma-separated",
-            "out": "folder for summary.parquet, summary.csv and samples.parquet (default: print the summary only)",
-            "results": RESULTS_HELP})
-def merge(c, bundles, out="", results=""):
-    """Merge bundles into one summary and samples table.
-
-    A bundle given twice is read once; the same job measured in several bundles is kept each
-    time, numbered in the columns measurement / measurements."""
-    from dlrepro.cli import render
-    from dlrepro.results import tables
-
-    with user_errors():
-        summary, samples = tables.merge_to([_bundle(b, results) for b in split(bundles) or []], out or None)
-        if out:
-            console.print("wrote %s: %d jobs, %d samples" % (out, len(summary), len(samples)))
-        console.print(render.summary_frame(summary, ["bundle_id", "job_id", "device_name", "framework_version",
-                                                     "status", "median", "throughput", "measurement", "measurements"],
-                                           "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary))))
-
-
-def _exit(found, fail_on, json, failed):
-    """Write the result's JSON (in every case) and exit with its status under ``fail_on``: 2 nothing compared (its
-    reason printed), 1 something fails (``failed``: what, in words), else 0."""
-    import json as jsonlib
-    from pathlib import Path
-
-    if json:
-        Path(json).write_text(jsonlib.dumps(found.to_json(fail_on), indent=1) + "\n")
-    status = found.exit_status(fail_on)
-    if status == 2:
-        console.print("[red]nothing compared[/] (exit status 2): %s" % found.nothing, soft_wrap=True)
-    elif status == 1:
-        console.print("[red]failed[/] (--fail-on %s): %s" % (fail_on, failed), soft_wrap=True)
-    if status:
-        raise Exit(code=status)
-
-
-def _choice(option, value, choices):
-    from dlrepro.errors import DlreproError
-
-    if value not in choices:
-        raise DlreproError("%s: expected one of %s (got %r)" % (option, ", ".join(choices), value))
-    return value
-
-
-@task(positional=["old", "new"], either={"new": "against"}, help={
-    "old": "the baseline bundle A (folder, id under --results, or 'latest'); with --against: the bundle B",
-    "new": "the bundle B checked for regressions against A",
-    "against": "the baseline A, for `compare B --against A` (the same as `compare A B`)",
-    "min-effect": "smallest relative change of the median reported as a change, >= 0 (default 0.05 = 5%)",
-    "alpha": "significance level of the test, between 0 and 0.5 (default 0.01)",
-    "fail-on": "exit status 1 when a configuration is: slower (default), faster, change (either), unproven (slower "
-               "or 'cannot tell') or never",
-    "json": "also write the result as JSON to this file (in every case)",
-    "results": RESULTS_HELP})
-def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_on="slower", json="", results=""):
-    """Compare two bundles: faster, slower, no change.
-
-    Per job configuration in both: Mann-Whitney U on the repeat medians and a minimum effect; the verdicts are
-    faster, slower, no change or cannot tell. Exit status: 0 when nothing fails under --fail-on, 1 when a
-    configuration does (a pipeline stops on a regression), 2 when the bundles share no configuration or an input
-    is bad (a bundle not found, an option value).
-    Against the published values: `dlrepro check BUNDLE`."""
-    from dlrepro.cli import render
-    from dlrepro.errors import DlreproError
-    from dlrepro.results import gather
-    from dlrepro.results.answers import model
-
-    with user_errors():
-        if against and new:
-            raise DlreproError("give two bundles (compare A B) or one and --against (compare B --against A), "
-                               "not both")
-        a, b = (against, old) if against else (old, new)
-        _choice("--fail-on", fail_on, model.FAIL_ON)
-        effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 0.5)
-        found = gather.comparison(a, b, effect, level, folders.results_root(results))
-        render.comparison(found)
-        _exit(found, fail_on, json, "%d configuration(s)" % len(found.failing(fail_on)))
-
-
-@task(help={
-    "bundle": BUNDLE_HELP,
-    "fail-on": "exit status 1 when: never (default) or change (a cell outside the published tolerance, or a "
-               "ranking that does not hold)",
-    "json": "also write the result as JSON to this file (in every case)",
-    "results": RESULTS_HELP})
-def check(c, bundle, fail_on="never", json="", results=""):
-    """Check a bundle against the published numbers.
-
-    Per published cell: measured / published and a verdict; per published ranking: Kendall's tau.
-    Exit status: 0 (by default whatever the verdicts: other hardware differs), 1 when --fail-on change and a
-    cell or ranking fails, 2 when no job of the bundle matches a published reference or an input is bad."""
-    from dlrepro.cli import render
-    from dlrepro.results import gather
-    from dlrepro.results.answers import model
-
-    with user_errors():
-        _choice("--fail-on", fail_on, model.CHECK_FAIL_ON)
-        found = gather.bundles([bundle], folders.results_root(results))
-        render.check(found)
-        cells, rankings = found.failing(fail_on)
-        _exit(found, fail_on, json, "%d cell(s)%s" % (len(cells), ", %d ranking(s) that do not hold" % len(rankings)
-                                                      if len(rankings) else ""))
-
-
-@task(help={
-    "bundle": BUNDLE_HELP,
-    "out": "the archive to write, or a folder (ending in /: created when missing) for <bundle-id>.tar.gz "
-           "(default: ./<bundle-id>.tar.gz)",
-    "images": "also `docker save` the bundle's images, by the image IDs bundle.json records (large)",
-    "license": "SPDX id of the results' license, recorded in the RO-Crate (default CC-BY-4.0)",
-    "author": "name of the person archiving, recorded as the run's agent in the RO-Crate",
-    "results": RESULTS_HELP,
-})
-def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author="", results=""):
-    """Archive a bundle into one checkable tar.gz.
-
-    With RO-Crate metadata and a manifest; `dlrepro verify ARCHIVE` rechecks it anywhere, years later."""
-    from dlrepro.results import archive as archives
-
-    with user_errors():
-        made = archives.create(str(_bundle(bundle, results)), out or None, images, license, author or None,
-                               log=lambda m: console.print("[dim]%s[/]" % m))
-        for warning in made.warnings:
-            console.print("[yellow]warning:[/] %s" % warning)
-        console.print("archive: %s (%d files, %.1f MB)" % (made.path, len(made.members),
-                                                          made.path.stat().st_size / 1e6))
-
-
-@task(help={"archive": "a tar.gz written by `dlrepro archive`"})
-def verify(c, archive):
-    """Recheck an archive's checksums and schema.
-
-    Every checksum (manifest, the bundle's SHA256SUMS, RO-Crate); exit status 1 when any check fails, each
-    problem naming its file."""
-    from dlrepro.cli import render
-    from dlrepro.results import archive as archives
-
-    with user_errors():
-        result = archives.verify(archive)
-        render.problems(result.problems)
-        if not result.ok:
-            console.print("[red]verify failed:[/] %d problem(s) in %d file(s) of %s" % (
-                len(result.problems), len({p.file for p in result.problems}), result.archive))
-            raise Exit(code=1)
-        console.print("[green]ok[/] %s: %d files; MANIFEST.sha256, SHA256SUMS and the RO-Crate agree; the bundle is "
-                      "valid (dlrepro validate's checks)" % (result.bundle_id, result.files))
-
-
-@task(help={
-    "bundles": "bundles (folders, ids under --results, or 'latest'), comma-separated",
-    "out": "folder for report.html, report.md and figures/ (default: RESULTS/reports/<first bundle id>[+N])",
-    "results": RESULTS_HELP,
-})
-def report(c, bundles, out="", results=""):
-    """Write report.md and report.html of bundles.
-
-    Environment (the studies' vs here), results, comparison with the published values, ranking
-    verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time."""
-    from pathlib import Path
-
-    from dlrepro.results import gather
-    from dlrepro.results.views import report as reports
-
-    with user_errors():
-        root = folders.results_root(results)
-        answer = gather.bundles(split(bundles) or [], root)
-        more = "+%d" % (len(answer.ids) - 1) if len(answer.ids) > 1 else ""
-        made = reports.write(answer, Path(out) if out else root / "reports" / (answer.ids[0] + more))
-        for line in made.headline:
-            console.print(line, soft_wrap=True, highlight=False)
-        for path in [made.html, made.markdown] + made.figures:
-            console.print(str(path))
+    return bundlemod.existing_root(folders.results_root(results))
 
 
 ns = Collection(build, run, study, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,

@@ -27,6 +27,7 @@ import errno
 import functools
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -127,8 +128,10 @@ def _statuses(folder, job_ids):
 
 def listing(results_dir=None):
     """Every bundle under the results folder, oldest first: {id, folder, state, spec, created, counts (ok,
-    failed, skipped, interrupted when any, missing), running ({host, pid} of a run writing it, or None), submitted (ids of scheduler
-    arrays whose results are still to be taken)}."""
+    failed, skipped, interrupted when any, missing), running ({host, pid} of a run writing it, or None),
+    submitted (ids of scheduler arrays whose results are still to be taken), devices (its jobs' device
+    classes), hardware (the GPU names, one per GPU, on cuda; else the CPU model), frameworks (codes), precision
+    (the run's: fp32, tf32, bf16, fp16), next (what to type next, next_step; "" when nothing is left to do)}."""
     rows = []
     for path in sorted(Path(results_dir or results_root()).glob("*/bundle.json")):  # pathlib's * matches .<id>.partial
         try:
@@ -137,26 +140,59 @@ def listing(results_dir=None):
             continue
         plan = found.get("plan") or [r["job_id"] for r in found["jobs"]]
         statuses = list(_statuses(path.parent, plan).values())
-        rows.append({"id": found.get("id"), "folder": path.parent, "state": state(found),
-                     "spec": found["spec"]["name"], "created": found.get("created"),
-                     "counts": dict(counts(statuses), missing=statuses.count(None)),
-                     "running": found.get("running"),
-                     "submitted": [r["array_id"] for r in found.get("submitted") or [] if not r.get("collected")]})
+        options, host = found.get("options") or {}, found.get("host") or {}
+        devices = sorted({j["device"] for j in found["jobs"] if j.get("device")} or {options.get("device") or "cpu"})
+        row = {"id": found.get("id"), "folder": path.parent, "state": state(found),
+               "spec": found["spec"]["name"], "created": found.get("created"),
+               "counts": dict(counts(statuses), missing=statuses.count(None)),
+               "running": found.get("running"),
+               "submitted": [r["array_id"] for r in found.get("submitted") or [] if not r.get("collected")],
+               "devices": devices,
+               "hardware": [g["name"] for g in host.get("gpus") or []] if "cuda" in devices and host.get("gpus")
+               else [(host.get("cpu") or {}).get("model", "")],
+               "frameworks": sorted({j["framework"] for j in found["jobs"] if j.get("framework")}
+                                    or set(options.get("frameworks") or [])),
+               "precision": options.get("precision") or "fp32"}
+        rows.append(dict(row, next=next_step(row, found["jobs"])))
     return sorted(rows, key=lambda r: (r["created"] or "", r["id"] or ""))
+
+
+def existing_root(results_dir=None):
+    """The results folder (``results_dir``, else results_root()); raises DlreproError naming it when it does not
+    exist, so that a bundle id looked up there is not reported as a missing bundle."""
+    root = Path(results_dir or results_root())
+    if not root.is_dir():
+        raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
+                           "(default: the checkout's results/, or DLREPRO_RESULTS)")
+    return root
 
 
 def latest_complete(results_dir=None):
     """The folder of the newest complete bundle under the results folder: what "latest" names for the tasks that
     read a finished bundle (report, check, compare, validate, archive; a resume's "latest" is the newest partial
     one, ``locate``). Raises DlreproError when the folder is missing or holds no complete bundle."""
-    root = Path(results_dir or results_root())
-    if not root.is_dir():
-        raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
-                           "(default: the checkout's results/, or DLREPRO_RESULTS)")
+    root = existing_root(results_dir)
     found = [r for r in listing(root) if r["state"] != "partial"]
     if not found:
         raise DlreproError("latest: no complete bundle under %s" % root, "start a run: `dlrepro run --spec NAME`")
     return found[-1]["folder"]
+
+
+def next_step(row, jobs):
+    """The one command to type next for the bundle of listing row ``row`` and bundle.json jobs ``jobs``: the
+    remedy its first skipped or failed job recorded, where that names a command (one that older bundles
+    recorded as `invoke TASK`, the checkout's spelling, as `dlrepro TASK`); else the resume that runs its
+    missing, skipped or interrupted jobs (and, for a partial bundle no scheduler array holds, the finalize
+    that closes it as it is); else the retry of its failed jobs; "" when every job is ok."""
+    c, bundle_id = row["counts"], row["id"]
+    for job in jobs if c["skipped"] or c["failed"] else ():
+        command = re.search(r"`([^`]+)`", job.get("remedy") or "")
+        if job.get("status") in ("skipped", "failed") and command:
+            return re.sub(r"^invoke ", "dlrepro ", command.group(1))
+    if row["state"] == "partial" or c["missing"] or c["skipped"] or c.get("interrupted"):
+        return "dlrepro run --resume %s" % bundle_id + ("; or dlrepro finalize %s" % bundle_id
+                                                        if row["state"] == "partial" and not row["submitted"] else "")
+    return "dlrepro run --resume %s --retry-failed" % bundle_id if c["failed"] else ""
 
 
 def _unchanged(folder):

@@ -7,6 +7,8 @@ study records (with their manifest as recorded), and builds the model of dlrepro
 
 The only place the answer layer's inputs are read; every view renders what these return.
 """
+from pathlib import Path
+
 from dlrepro import spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.results import bundle, records, tables
@@ -18,7 +20,10 @@ def folders(names, results_dir=None):
     order, each once. Raises DlreproError for a name that is no bundle and for no name at all."""
     found = []
     for name in names:
-        folder = bundle.latest_complete(results_dir) if name == "latest" else bundle.locate(name, results_dir)
+        if name == "latest":
+            folder = bundle.latest_complete(results_dir)
+        else:
+            folder = bundle.locate(name, results_dir if Path(name).is_dir() else bundle.existing_root(results_dir))
         if folder.resolve() not in {f.resolve() for f in found}:
             found.append(folder)
     if not found:

@@ -1,5 +1,6 @@
 """Numbers for humans, one rule for every view (reports, terminal, Markdown): ms for sub-second times,
-thousands separators for throughput, percentages for changes and accuracies, plural-aware counts.
+thousands separators for throughput, percentages for changes and accuracies, plural-aware counts, sizes
+in the unit that fits.
 
 Each function takes a float (or None/NaN, shown as '') and returns text; ``time_unit`` picks one unit for a
 column of seconds so that every cell of the column is in it (say the unit in the header, not in the cell).
@@ -65,6 +66,17 @@ def change(fraction, decimals=1):
 def ratio(value):
     """A ratio with its sign of multiplication: 1.51 -> '1.51x'."""
     return "" if _missing(value) else "%sx" % significant(value)
+
+
+def size(nbytes):
+    """A size in bytes in the decimal unit that fits, 2 significant digits at least: 512 -> '512 bytes',
+    22,300 -> '22 KB', 1,430,000 -> '1.4 MB', 999,700 -> '1.0 MB'."""
+    if nbytes < 999.5:
+        return "%d bytes" % round(nbytes)
+    for unit in ("KB", "MB", "GB"):
+        nbytes /= 1000
+        if nbytes < 999.5 or unit == "GB":
+            return "%s %s" % (significant(max(nbytes, 1.0), 2), unit)  # 999.7 KB is 0.9997 MB: '1.0 MB'
 
 
 def count(n, noun, plural=None):
