@@ -101,6 +101,14 @@ def sentence(study, host, verdict_list, groups):
     return text + "." + (" Not testable here: %s." % rest if rest else "")
 
 
+def _state(entry, measured_any, missing):
+    """A run's state as the Runs table shows it: the record's, with ', nothing ran' for a complete run whose
+    bundle has no ok job (every job skipped or failed)."""
+    state = entry.get("state")
+    complete = state in ("complete", "published") and entry.get("bundle") and not missing
+    return "%s, nothing ran" % state if complete and not measured_any else state
+
+
 def smoke(record, summary, judged):
     """The banner of a smoke pass, or None: the study ran --quick (its claims are inconclusive), or ok timed jobs
     carry no repeat-level interval. None when no claim was judged and nothing was timed (nothing to qualify)."""
@@ -142,8 +150,10 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     judged.sort(key=lambda v: verdicts.rank(v.verdict))
     counts, why = paper.counts(tables)
     host = host_line(bodies)
+    ran = set(summary[summary["status"] == "ok"]["run"].dropna()) if len(summary) else set()
     runs = [dict(run=run_id, spec=entry["spec"], variants=list(entry["variants"]), device=entry["device"],
-                 state=entry.get("state"), bundle=entry.get("bundle"), missing=run_id in missing,
+                 state=_state(entry, run_id in ran, run_id in missing), bundle=entry.get("bundle"),
+                 missing=run_id in missing,
                  why_here=entry.get("why_here") or entry.get("error"), notes=list(entry.get("notes") or []),
                  what=entry.get("what")) for run_id, entry in record["runs"].items()]
     details = model.bundle_answer(bodies, summary.drop(columns=["run"]), samples) if bodies else None
