@@ -43,11 +43,51 @@ def test_no_peak_known_keeps_the_work_and_says_why():
     assert k80["peak_device"] == "tesla-k80-gk210" and k80["fraction_of_peak"] is None
 
 
+ZEN4 = {"model": "AMD EPYC 9B14 96-Core Processor", "vendor": "AuthenticAMD", "family": 25, "model_number": 0x11,
+        "flags": ["avx", "avx2", "fma", "avx512f", "avx512_bf16"]}
+
+
+def _cpu_result(cpu, chosen=None):
+    """A cpu job's ok result: its environment's cpu record and, for a job with a thread count, the CPUs chosen for it
+    ([siblings of each chosen CPU], as runner.topology.describe records them)."""
+    choice = {"rule": "...", "cpus": [{"cpu": i, "siblings": s} for i, s in enumerate(chosen)]} if chosen else None
+    return {"status": "ok", "environment": {"cpu": cpu, "process": {"cpu_choice": choice}}}
+
+
 def test_a_cpu_job_gets_an_estimate_from_its_threads_clock_and_flags():
+    """A record from before family and cores were kept: its threads counted as cores, an upper bound."""
     result = {"status": "ok", "environment": {"cpu": {"usable_cpus": 8, "mhz": 2000.0, "flags": ["avx", "avx2", "fma"]}}}
     out = efficiency.job_columns(_job("cpu", threads=4), result, "fp32", "AMD EPYC", 2.0, "seconds per mini-batch")
     assert out["peak_flops"] == 4 * 2000e6 * 32 and out["peak_device"] == "CPU estimate"
-    assert out["peak_source"].startswith("estimate: 4 cores x 2000 MHz x 32")
+    assert out["peak_source"].startswith("estimate (an upper bound): 4 logical CPUs (their physical cores were not "
+                                         "recorded: each counted as a core) x 2000 MHz x 32")
+
+
+def test_this_hosts_zen4_epyc_gets_32_flops_a_cycle_not_avx512s_64():
+    """The audit's host: AMD EPYC family 25 model 0x11 with avx512f, 2 logical CPUs on 2 cores, 2596.148 MHz."""
+    cpu = dict(ZEN4, usable_cpus=2, usable_cores=2, mhz=2596.148)
+    peak = efficiency.job_peak(_job("cpu"), _cpu_result(cpu), "fp32", "AMD EPYC")
+    assert peak.flops == 2 * 2596.148e6 * 32 and peak.flops == pytest.approx(1.66e11, rel=0.001)
+    assert peak.source.startswith("estimate: 2 cores (2 logical CPUs) x 2596 MHz x 32 fp32 FLOPs a cycle (AMD Zen 4")
+
+
+@pytest.mark.parametrize("chosen, cores, text", [
+    ([[0, 1], [0, 1]], 1, "1 core (2 logical CPUs)"),  # two SMT siblings of one core: one core of peak
+    ([[0, 2], [1, 3]], 2, "2 cores (2 logical CPUs)"),  # one thread of each of two cores
+])
+def test_a_job_pinned_to_smt_siblings_counts_their_core_once(chosen, cores, text):
+    cpu = dict(ZEN4, usable_cpus=2, usable_cores=cores, mhz=2600.0)
+    out = efficiency.job_columns(_job("cpu", threads=2), _cpu_result(cpu, chosen), "fp32", "AMD EPYC", 0.5,
+                                 "seconds per mini-batch")
+    assert efficiency.cpu_count(_job("cpu", threads=2), _cpu_result(cpu, chosen)) == (cores, 2)
+    assert out["peak_flops"] == cores * 2600e6 * 32
+    assert out["peak_source"].startswith("estimate: %s x 2600 MHz x 32 fp32 FLOPs a cycle" % text)
+
+
+def test_an_unpinned_job_counts_the_physical_cores_of_the_cpus_it_could_use():
+    cpu = dict(ZEN4, usable_cpus=4, usable_cores=2, mhz=2600.0)
+    peak = efficiency.job_peak(_job("cpu"), _cpu_result(cpu), "fp32", "AMD EPYC")
+    assert peak.flops == 2 * 2600e6 * 32 and peak.source.startswith("estimate: 2 cores (4 logical CPUs) x 2600 MHz")
 
 
 @pytest.mark.parametrize("job, result, quantity", [
