@@ -1,7 +1,7 @@
 """Peak FLOP/s and memory bandwidth of devices (dlrepro/peaks.yaml), and the peak a job ran against.
 
-Every value in peaks.yaml carries its unit and its source (a vendor datasheet or whitepaper); the file is checked
-on load. A GPU is matched exactly: its name as CUDA reports it (a leading "NVIDIA " and
+Every value in peaks.yaml carries its unit and its source (a vendor datasheet or whitepaper, at the vendor's boost
+clock); the file is checked on load. A GPU is matched exactly: its name as CUDA reports it (a leading "NVIDIA " and
 case aside) and the number of devices (a 1-GPU job on a K80 has one GK210; a GTX 1080 Ti is not a GTX 1080);
 anything else has no peak known. N devices of an entry of one device have N times its peak.
 A CPU's peak is an estimate, labelled so: physical cores x clock x fp32 FLOPs a cycle of a core, looked up in

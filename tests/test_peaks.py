@@ -1,5 +1,7 @@
 """Device peaks (dlrepro/peaks.yaml): every value sourced and in its unit, devices matched exactly, CPU FLOPs a cycle
 from vendor, family and model."""
+import re
+
 import pytest
 
 from dlrepro import peaks
@@ -108,6 +110,25 @@ def test_logical_cpus_without_their_cores_are_counted_as_cores_and_said_to_be_an
                                    "each counted as a core) x 2000 MHz x 32 fp32 FLOPs a cycle (AMD Zen 4")
     assert peaks.cpu(1000.0, zen4, cores=1, logical=2).source.startswith("estimate: 1 core (2 logical CPUs) x 1000 MHz")
     assert peaks.cpu(None, zen4, 2, 2) is None and peaks.cpu(2000.0, zen4, None, None) is None
+
+
+def test_every_gpu_rate_is_its_units_at_the_boost_clock_its_source_names():
+    """One clock convention: the vendor's boost clock. Each source names it and the units counted, and the value is
+    their product within 1.5% (the vendor's rounding): CUDA cores x 2 x MHz for fp32, tensor cores x FLOPs a clock x
+    MHz for fp16/bf16 (tf32: half of it), twice the fp32 product for the P100's packed half precision."""
+    for device in peaks.load().devices:
+        for precision, rate in device.flops.items():
+            assert re.search(r"\d{3,4} MHz (maximum )?boost", rate.source), (device.id, precision)
+            cuda = re.search(r"(\d+) CUDA cores x 2 x (\d+) MHz", rate.source)
+            tensor = re.search(r"(\d+) tensor cores x (\d+)(?: \(fp16\))? x (\d+) MHz", rate.source)
+            if precision == "fp32" or tensor is None:
+                product = int(cuda.group(1)) * 2 * int(cuda.group(2)) * 1e6 * (1 if precision == "fp32" else 2)
+            else:
+                product = int(tensor.group(1)) * int(tensor.group(2)) * int(tensor.group(3)) * 1e6 / (
+                    2 if precision == "tf32" else 1)
+            assert rate.value * 1e12 == pytest.approx(product, rel=0.015), (device.id, precision)
+    assert peaks.gpu("GeForce GTX 980").flops == pytest.approx(4.981e12)  # 1216 MHz boost, not the 1126 MHz base
+    assert peaks.gpu("GeForce GTX TITAN X").flops == pytest.approx(6.605e12)  # 1075 MHz boost, not the 1000 MHz base
 
 
 def test_a_value_without_a_source_is_refused(tmp_path):
