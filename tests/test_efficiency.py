@@ -90,6 +90,29 @@ def test_an_unpinned_job_counts_the_physical_cores_of_the_cpus_it_could_use():
     assert peak.flops == 2 * 2600e6 * 32 and peak.source.startswith("estimate: 2 cores (4 logical CPUs) x 2600 MHz")
 
 
+def test_a_fraction_above_the_peak_is_never_shown_as_a_bare_figure_over_100_percent():
+    """A 1-thread job whose achieved FLOP/s exceed the estimate (turbo above the recorded clock): the fraction is kept
+    in the row; the label every view renders caps it and says so."""
+    cpu = dict(ZEN4, usable_cpus=1, usable_cores=1, mhz=2000.0)
+    peak = 1 * 2000e6 * 32
+    out = efficiency.job_columns(_job("cpu", threads=1), _cpu_result(cpu, [[0]]), "fp32", "AMD EPYC",
+                                 WORK / (1.033 * peak), "seconds per mini-batch")
+    assert out["fraction_of_peak"] == pytest.approx(1.033)
+    assert efficiency.fraction_label(out["fraction_of_peak"], estimate=True) == "≥100% (at or above the estimate)"
+    assert efficiency.fraction_label(1.2) == "≥100% (at or above the peak)"
+    assert efficiency.fraction_label(0.797, estimate=True) == "79.7%" and efficiency.fraction_label(1.0) == "100.0%"
+    assert efficiency.fraction_label(0.004) == "0.4%" and efficiency.fraction_label(None) == ""
+    summary = pd.DataFrame([_row(spec="fcn", variant="fcn-s", framework="caffe", batch_size=64, device="cpu",
+                                 device_name="AMD EPYC", threads=1, median=0.8, fraction_of_peak=1.033,
+                                 peak_device="CPU estimate")])
+    fcn = spec.load("fcn")
+    refs = {"fcn": [r for r in fcn.references if r.id == "dlbench_early.fcn5_26752.titanx_maxwell.caffe"]}
+    row = efficiency.published_efficiency(summary, refs).iloc[0]
+    assert row["measured_fraction_label"] == "≥100% (at or above the estimate)"
+    assert row["published_fraction_label"] == "%.1f%%" % (100 * row["published_fraction"])
+    assert row["sentence"].endswith(", ≥100% (at or above the estimate) of this AMD EPYC's now")
+
+
 @pytest.mark.parametrize("job, result, quantity", [
     (_job(mode="convergence"), OK, "seconds per mini-batch"), (_job(), {"status": "failed"}, "seconds per mini-batch"),
     (_job(), OK, "seconds per epoch")])
