@@ -1,31 +1,26 @@
 """Peak FLOP/s and memory bandwidth of devices (dlrepro/peaks.yaml), and the peak a job ran against.
 
-Every value in peaks.yaml carries its unit and its source (a vendor datasheet or whitepaper); the file
-is checked on load. A GPU is matched exactly: its name as CUDA reports it (a leading "NVIDIA " and
-case aside) and the number of devices (a 1-GPU job on a K80 has one GK210; a GTX 1080 Ti is not a GTX
-1080); anything else has no peak known. N devices of an entry of one device have N times its peak.
-A CPU's peak is an estimate, labelled so: cores x clock x fp32 FLOPs per cycle per core from its
-instruction-set flags.
+Every value in peaks.yaml carries its unit and its source (a vendor datasheet or whitepaper, at the vendor's boost
+clock); the file is checked on load. A GPU is matched exactly: its name as CUDA reports it (a leading "NVIDIA " and
+case aside) and the number of devices (a 1-GPU job on a K80 has one GK210; a GTX 1080 Ti is not a GTX 1080);
+anything else has no peak known. N devices of an entry of one device have N times its peak.
+A CPU's peak is an estimate, labelled so: physical cores x clock x fp32 FLOPs a cycle of a core, looked up in
+peaks.yaml's ``cpus`` table by vendor, family, model number (and, where the SKU decides, the model name); where no
+row names the microarchitecture (or the cores are not known, only logical CPUs), an upper bound, said so.
 """
 import functools
 import re
 from pathlib import Path
 from typing import Literal, NamedTuple, Optional
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from dlrepro import yamlfile
 from dlrepro.yamlfile import Strict
 
 FILE = Path(__file__).with_name("peaks.yaml")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
-# fp32 FLOPs per cycle per core: 2 (a fused multiply-add) x fp32 lanes x vector units issuing per cycle
-# (2 FMA units assumed from AVX2+FMA on: Haswell and later, Zen 2 and later; 2 AVX-512 FMA units: Skylake-SP
-# Gold/Platinum and later, 1 on some parts, so an upper estimate); without FMA, one add and one multiply
-FLOPS_PER_CYCLE = (({"avx512f"}, 64, "2 AVX-512 FMA units x 16 fp32 lanes x 2"),
-                   ({"avx2", "fma"}, 32, "2 AVX2 FMA units x 8 fp32 lanes x 2"),
-                   ({"avx"}, 16, "one 8-lane AVX add and one multiply a cycle"),
-                   (set(), 8, "one 4-lane SSE add and one multiply a cycle"))
+CPU_DEVICE = "CPU estimate"  # the peak_device of every CPU peak
 
 
 class Rate(Strict):
@@ -49,6 +44,53 @@ class Device(Strict):
     notes: Optional[str] = None
 
 
+class CpuRate(Strict):
+    """fp32 FLOPs a cycle of one core of the CPUs a row names: every field given must match (``models``: model
+    numbers or ranges such as "0x10-0x1f"; ``name``: a regular expression searched in the model name; ``flags``:
+    instruction-set flags the CPU must have)."""
+    id: str = Field(pattern=r"^[a-z0-9-]+$")
+    vendor: Optional[Literal["AuthenticAMD", "GenuineIntel"]] = None
+    family: Optional[int] = None
+    models: list[str] = []
+    name: Optional[str] = None
+    flags: list[str] = []
+    fp32_flops_per_cycle: PositiveInt
+    upper_bound: bool = False
+    how: str = Field(min_length=10, description="the units and lanes the figure counts")
+    source: str = Field(min_length=20, description="the vendor manual and section the figure is from")
+
+    @field_validator("models")
+    @classmethod
+    def _ranges(cls, models):
+        for text in models:
+            if not re.fullmatch(r"0x[0-9a-f]{2}(-0x[0-9a-f]{2})?", text):
+                raise ValueError("a model is a hexadecimal number or range such as 0x10-0x1f, not %r" % text)
+        return models
+
+    @model_validator(mode="after")
+    def _exact_or_bound(self):
+        if not self.upper_bound and not (self.vendor and self.family is not None and self.models):
+            raise ValueError("row %s: a row that is no upper bound names a vendor, a family and models" % self.id)
+        return self
+
+    def matches(self, info):
+        """Whether this row covers the CPU of ``info`` (runner.environment's cpu record: vendor, family,
+        model_number, model name as ``model``, flags)."""
+        if self.vendor and (self.vendor, self.family) != (info.get("vendor"), info.get("family")):
+            return False
+        number = info.get("model_number")
+        if self.models and not (number is not None and any(_within(number, text) for text in self.models)):
+            return False
+        if self.name and not re.search(self.name, info.get("model") or ""):
+            return False
+        return set(self.flags) <= set(info.get("flags") or ())
+
+
+def _within(number, text):
+    low, _, high = text.partition("-")
+    return int(low, 16) <= number <= int(high or low, 16)
+
+
 class Published(Strict):
     device: str
     count: PositiveInt = 1
@@ -56,6 +98,7 @@ class Published(Strict):
 
 class Peaks(Strict):
     devices: list[Device] = Field(min_length=1)
+    cpus: list[CpuRate] = Field(min_length=1)
     published_hardware: dict[str, Published] = {}
 
     @model_validator(mode="after")
@@ -69,6 +112,8 @@ class Peaks(Strict):
         unknown = sorted({p.device for p in self.published_hardware.values()} - set(ids))
         if unknown:
             raise ValueError("published_hardware names devices that have no entry: %s" % ", ".join(unknown))
+        if self.cpus[-1].flags or not self.cpus[-1].upper_bound:
+            raise ValueError("the last cpus row must match every CPU (no flags) and be an upper bound")
         return self
 
 
@@ -126,12 +171,30 @@ def published(hardware, precision="fp32", peaks=None):
     return _of(device, entry.count, precision)
 
 
-def cpu(cores, mhz, flags):
-    """The estimated fp32 Peak of ``cores`` CPU cores at ``mhz`` (MHz) with instruction-set ``flags``; None
-    without a core count or clock. Labelled an estimate: FMA units per core are assumed (FLOPS_PER_CYCLE)."""
-    if not cores or not mhz:
+def _count(number, noun):
+    return "%d %s%s" % (number, noun, "" if number == 1 else "s")
+
+
+def cpu_rate(info, peaks=None):
+    """The first row of peaks.yaml's ``cpus`` that covers the CPU of ``info`` (runner.environment's cpu record);
+    the last row covers every CPU."""
+    return next(row for row in (peaks or load()).cpus if row.matches(info or {}))
+
+
+def cpu(mhz, info, cores=None, logical=None, peaks=None):
+    """The estimated fp32 Peak of ``cores`` physical cores (``logical`` CPUs) at ``mhz`` (MHz) of the CPU of ``info``
+    (runner.environment's cpu record: vendor, family, model_number, model, flags): cores x clock x the FLOPs a cycle
+    of cpu_rate's row. Without ``cores`` the ``logical`` CPUs are counted as cores, and the estimate, like one from
+    a row marked upper_bound, says it is an upper bound. None without a clock or either count."""
+    counted = cores or logical
+    if not mhz or not counted:
         return None
-    flags = set(flags or ())
-    per_cycle, how = next((n, text) for needed, n, text in FLOPS_PER_CYCLE if needed <= flags)
-    return Peak(cores * mhz * 1e6 * per_cycle, None, "CPU estimate",
-                "estimate: %d cores x %.0f MHz x %d fp32 FLOPs a cycle (%s)" % (cores, mhz, per_cycle, how), True)
+    row = cpu_rate(info, peaks)
+    if cores:
+        what = "%s (%s)" % (_count(cores, "core"), _count(logical or cores, "logical CPU"))
+    else:
+        what = "%s (their physical cores were not recorded: each counted as a core)" % _count(logical, "logical CPU")
+    bound = " (an upper bound)" if row.upper_bound or not cores else ""
+    return Peak(counted * mhz * 1e6 * row.fp32_flops_per_cycle, None, CPU_DEVICE,
+                "estimate%s: %s x %.0f MHz x %d fp32 FLOPs a cycle (%s; peaks.yaml cpus %s)"
+                % (bound, what, mhz, row.fp32_flops_per_cycle, row.how, row.id), True)

@@ -49,6 +49,7 @@ status "running" until the job ends:
   convergence {epochs [{epoch, iterations, seconds, cumulative_seconds, train_loss, loss_curve,
   test_accuracy | perplexity, ...}], total_seconds, test_batches, final_test_accuracy, final_perplexity},
   inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...,
+  cpu {model, vendor, family, model_number, stepping, usable_cpus, usable_cores, flags, mhz}: runner.environment,
   process {variables, cpus, requested_threads, cpu_choice {rule, cpus [{cpu, package, core, node,
   siblings}]}}: runner.settings}, cpu_usage {wall_seconds, cpu_seconds, effective_parallelism, usable_cpus,
   excluded, method} and energy {status, joules, mean_w, method, note, excluded} over the measured window

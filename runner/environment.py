@@ -1,42 +1,61 @@
 """The environment as seen from inside the container (or the local process).
 
 Everything that could change a number and that the framework does not report
-itself: Python, numpy, CPU model, the CPUs this process may use, thread-count
-variables. The framework adapter adds its own versions (framework, CUDA, cuDNN,
-GPU) through ``Adapter.environment()``.
+itself: Python, numpy, CPU model (name, vendor, family, model number, stepping),
+the CPUs this process may use and their physical cores, thread-count variables.
+The framework adapter adds its own versions (framework, CUDA, cuDNN, GPU) through
+``Adapter.environment()``.
 """
 import ctypes
 import os
 import platform
 import re
 
-from runner import settings
+from runner import settings, topology
+
+CPUINFO = "/proc/cpuinfo"
 
 
-def cpu_model():
-    """The CPU's model name from /proc/cpuinfo, or platform.processor() elsewhere."""
+def _first_cpu(path=CPUINFO):
+    """{field: value} of the first processor in /proc/cpuinfo ({} where it cannot be read)."""
+    fields = {}
     try:
-        with open("/proc/cpuinfo") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
+                if not line.strip():
+                    if fields:
+                        break
+                    continue
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except (IOError, OSError):
         pass
-    return platform.processor() or None
+    return fields
 
 
-def cpu_flags():
+def cpu_model(path=CPUINFO):
+    """The CPU's model name from /proc/cpuinfo, or platform.processor() elsewhere."""
+    return _first_cpu(path).get("model name") or platform.processor() or None
+
+
+def cpu_identity(path=CPUINFO):
+    """{"vendor", "family", "model_number", "stepping"} of /proc/cpuinfo's vendor_id, cpu family, model and stepping
+    (integers; None where absent): what dlrepro.peaks looks the FLOPs a cycle up by."""
+    fields = _first_cpu(path)
+
+    def number(key):
+        value = fields.get(key, "")
+        return int(value) if value.isdigit() else None
+
+    return {"vendor": fields.get("vendor_id") or None, "family": number("cpu family"),
+            "model_number": number("model"), "stepping": number("stepping")}
+
+
+def cpu_flags(path=CPUINFO):
     """Instruction-set flags that decide which kernels a CPU build can use."""
     wanted = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile")
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    have = set(line.split(":", 1)[1].split())
-                    return [flag for flag in wanted if flag in have]
-    except OSError:
-        pass
-    return []
+    have = set(_first_cpu(path).get("flags", "").split())
+    return [flag for flag in wanted if flag in have]
 
 
 def cpu_mhz():
@@ -51,13 +70,9 @@ def cpu_mhz():
     if stated:
         return float(stated.group(1)) * 1000.0
     try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("cpu MHz"):
-                    return float(line.split(":", 1)[1])
-    except (OSError, ValueError):
-        pass
-    return None
+        return float(_first_cpu()["cpu MHz"])
+    except (KeyError, ValueError):
+        return None
 
 
 def usable_cpus():
@@ -66,6 +81,16 @@ def usable_cpus():
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count()
+
+
+def usable_cores(root=topology.SYSFS):
+    """Number of physical cores among the CPUs this process may run on (SMT siblings counted once:
+    runner.topology.core_count), or None where the affinity mask or the topology cannot be read."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return None
+    return topology.core_count(allowed, root)
 
 
 def cuda_device(ordinal=0):
@@ -112,7 +137,8 @@ def describe():
         "python": platform.python_version(),
         "numpy": np.__version__,
         "os": platform.platform(),
-        "cpu": {"model": cpu_model(), "usable_cpus": usable_cpus(), "flags": cpu_flags(), "mhz": cpu_mhz()},
+        "cpu": dict(cpu_identity(), model=cpu_model(), usable_cpus=usable_cpus(), usable_cores=usable_cores(),
+                    flags=cpu_flags(), mhz=cpu_mhz()),
         "thread_variables": dict((k, os.environ.get(k)) for k in settings.THREAD_VARIABLES),
         "in_container": in_container(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

@@ -66,6 +66,13 @@ def read(cpus, root=SYSFS):
     return found
 
 
+def core_count(cpus, root=SYSFS):
+    """Number of physical cores ``cpus`` lie on (a core: the CPUs its thread_siblings_list names, counted once
+    however many of them are in ``cpus``), or None when the topology of any of them cannot be read."""
+    where = read(cpus, root) if cpus else None
+    return len({tuple(w["siblings"]) for w in where.values()}) if where else None
+
+
 def _cores(cpus, topology):
     """{node: [[the core's CPUs, ascending], ...]} of ``cpus``, the cores in order of their first CPU."""
     cores = {}

@@ -49,11 +49,76 @@ def test_no_peak_known_keeps_the_work_and_says_why():
     assert k80["peak_device"] == "tesla-k80-gk210" and k80["fraction_of_peak"] is None
 
 
+ZEN4 = {"model": "AMD EPYC 9B14 96-Core Processor", "vendor": "AuthenticAMD", "family": 25, "model_number": 0x11,
+        "flags": ["avx", "avx2", "fma", "avx512f", "avx512_bf16"]}
+
+
+def _cpu_result(cpu, chosen=None):
+    """A cpu job's ok result: its environment's cpu record and, for a job with a thread count, the CPUs chosen for it
+    ([siblings of each chosen CPU], as runner.topology.describe records them)."""
+    choice = {"rule": "...", "cpus": [{"cpu": i, "siblings": s} for i, s in enumerate(chosen)]} if chosen else None
+    return {"status": "ok", "environment": {"cpu": cpu, "process": {"cpu_choice": choice}}}
+
+
 def test_a_cpu_job_gets_an_estimate_from_its_threads_clock_and_flags():
+    """A record from before family and cores were kept: its threads counted as cores, an upper bound."""
     result = {"status": "ok", "environment": {"cpu": {"usable_cpus": 8, "mhz": 2000.0, "flags": ["avx", "avx2", "fma"]}}}
     out = peak_columns.job_columns(_job("cpu", threads=4), result, "fp32", "AMD EPYC", 2.0, "seconds per mini-batch")
     assert out["peak_flops"] == 4 * 2000e6 * 32 and out["peak_device"] == "CPU estimate"
-    assert out["peak_source"].startswith("estimate: 4 cores x 2000 MHz x 32")
+    assert out["peak_source"].startswith("estimate (an upper bound): 4 logical CPUs (their physical cores were not "
+                                         "recorded: each counted as a core) x 2000 MHz x 32")
+
+
+def test_this_hosts_zen4_epyc_gets_32_flops_a_cycle_not_avx512s_64():
+    """The audit's host: AMD EPYC family 25 model 0x11 with avx512f, 2 logical CPUs on 2 cores, 2596.148 MHz."""
+    cpu = dict(ZEN4, usable_cpus=2, usable_cores=2, mhz=2596.148)
+    peak = peak_columns.job_peak(_job("cpu"), _cpu_result(cpu), "fp32", "AMD EPYC")
+    assert peak.flops == 2 * 2596.148e6 * 32 and peak.flops == pytest.approx(1.66e11, rel=0.001)
+    assert peak.source.startswith("estimate: 2 cores (2 logical CPUs) x 2596 MHz x 32 fp32 FLOPs a cycle (AMD Zen 4")
+
+
+@pytest.mark.parametrize("chosen, cores, text", [
+    ([[0, 1], [0, 1]], 1, "1 core (2 logical CPUs)"),  # two SMT siblings of one core: one core of peak
+    ([[0, 2], [1, 3]], 2, "2 cores (2 logical CPUs)"),  # one thread of each of two cores
+])
+def test_a_job_pinned_to_smt_siblings_counts_their_core_once(chosen, cores, text):
+    cpu = dict(ZEN4, usable_cpus=2, usable_cores=cores, mhz=2600.0)
+    out = peak_columns.job_columns(_job("cpu", threads=2), _cpu_result(cpu, chosen), "fp32", "AMD EPYC", 0.5,
+                                 "seconds per mini-batch")
+    assert peak_columns.cpu_count(_job("cpu", threads=2), _cpu_result(cpu, chosen)) == (cores, 2)
+    assert out["peak_flops"] == cores * 2600e6 * 32
+    assert out["peak_source"].startswith("estimate: %s x 2600 MHz x 32 fp32 FLOPs a cycle" % text)
+
+
+def test_an_unpinned_job_counts_the_physical_cores_of_the_cpus_it_could_use():
+    cpu = dict(ZEN4, usable_cpus=4, usable_cores=2, mhz=2600.0)
+    peak = peak_columns.job_peak(_job("cpu"), _cpu_result(cpu), "fp32", "AMD EPYC")
+    assert peak.flops == 2 * 2600e6 * 32 and peak.source.startswith("estimate: 2 cores (4 logical CPUs) x 2600 MHz")
+
+
+def test_a_fraction_above_the_peak_is_never_shown_as_a_bare_figure_over_100_percent():
+    """A 1-thread job whose achieved FLOP/s exceed the estimate (turbo above the recorded clock): the fraction is kept
+    in the row; the label every view renders caps it and says so."""
+    cpu = dict(ZEN4, usable_cpus=1, usable_cores=1, mhz=2000.0)
+    peak = 1 * 2000e6 * 32
+    out = peak_columns.job_columns(_job("cpu", threads=1), _cpu_result(cpu, [[0]]), "fp32", "AMD EPYC",
+                                 WORK / (1.033 * peak), "seconds per mini-batch")
+    assert out["fraction_of_peak"] == pytest.approx(1.033)
+    assert efficiency.fraction_label(out["fraction_of_peak"], estimate=True) == "≥100% (at or above the estimate)"
+    assert efficiency.fraction_label(1.2) == "≥100% (at or above the peak)"
+    assert efficiency.fraction_label(0.797, estimate=True) == "79.7%" and efficiency.fraction_label(1.0) == "100.0%"
+    assert efficiency.fraction_label(0.004) == "0.4%" and efficiency.fraction_label(None) == ""
+    summary = pd.DataFrame([_row(spec="fcn", variant="fcn-s", framework="caffe", batch_size=64, device="cpu",
+                                 device_name="AMD EPYC", threads=1, median=0.8, fraction_of_peak=1.033,
+                                 peak_device="CPU estimate")])
+    fcn = spec.load("fcn")
+    refs = {"fcn": [r for r in fcn.references if r.id == "dlbench_early.fcn5_26752.titanx_maxwell.caffe"]}
+    row = efficiency.published_efficiency(summary, refs, {"fcn": resolved("fcn")}).iloc[0]
+    assert row["measured_fraction_label"] == "≥100% (at or above the estimate)"
+    assert row["published_fraction_label"] == "%.1f%%" % (100 * row["published_fraction"])
+    assert row["sentence"].endswith(", ≥100% (at or above the estimate) of this AMD EPYC's now")
+    # the model labels each job's fraction for every view (the results tables' "% of peak")
+    assert efficiency.labelled(summary)["fraction_of_peak_label"].tolist() == ["≥100% (at or above the estimate)"]
 
 
 @pytest.mark.parametrize("job, result, quantity", [
@@ -65,7 +130,7 @@ def test_jobs_without_a_timed_mini_batch_get_no_efficiency(job, result, quantity
 
 def test_a_published_timing_is_turned_into_work_over_its_seconds():
     """CNTK on the GTX Titan X (Maxwell): AlexNet-S b16 in 0.035 s; 105.56 GFLOPs per iteration (runner.flops)
-    over 6.144 TFLOP/s: 49% of its peak."""
+    over 6.605 TFLOP/s (its 1075 MHz boost clock): 46% of its peak."""
     alexnet = spec.load("alexnet")
     ref = next(r for r in alexnet.references if r.id == "dlbench_early.alexnet_224.titanx_maxwell.cntk")
     work, seconds, basis = efficiency.published_work(resolved("alexnet"), ref)

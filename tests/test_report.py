@@ -332,6 +332,6 @@ def test_the_bundle_report_sets_published_cells_against_their_peak(tmp_path):
     jobs = page.table("alexnet, throughput mode: seconds per mini-batch (s)")
     assert sorted(zip(jobs["TFLOP/s"], jobs["% of peak"])) == [("143", "14.4% (h200-sxm)"), ("58.1", "86.8% (h200-sxm)")]
     cntk = answer.efficiency.set_index("published_framework").loc["CNTK"]
-    assert (round(cntk["published_fraction"], 3), cntk["verdict"]) == (0.491, "not run")
+    assert (round(cntk["published_fraction"], 3), cntk["verdict"]) == (0.457, "not run")  # 105.56 GFLOP in 0.035 s over 6.605 TFLOP/s (1075 MHz boost)
     assert not [t for t in page.tables if t[0].startswith("Fraction of peak")]
     assert "fraction-of-peak" not in {f.stem for f in made.figures}

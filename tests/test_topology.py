@@ -91,3 +91,10 @@ def test_rank_0_of_a_data_parallel_job_leaves_its_ranks_the_cpus_it_could_use(mo
     monkeypatch.setattr(settings, "allowed_cpus", lambda: [0, 1, 2, 3])
     found = settings.apply({"framework": "torch", "threads": 1, "ranks": 2, "device": "cpu"}, 0)
     assert os.environ[settings.POOL] == "0,1,2,3" and confined == [found["cpus"]] and len(found["cpus"]) == 1
+
+
+def test_core_count_counts_each_core_once_however_many_of_its_threads_are_given(tmp_path):
+    root = _smt(tmp_path)
+    assert topology.core_count([0, 1], root) == 1  # two SMT siblings: one core
+    assert topology.core_count([0, 2], root) == 2 and topology.core_count(list(range(8)), root) == 4
+    assert topology.core_count([9], root) is None and topology.core_count([], root) is None  # no topology for CPU 9

@@ -13,15 +13,31 @@ from runner import flops
 COLUMNS = ("flops_per_iteration", "achieved_flops", "peak_flops", "fraction_of_peak", "peak_device", "peak_source")
 
 
+def cpu_count(job, result):
+    """(physical cores or None, logical CPUs) a cpu job ran on: the CPUs its thread count was confined to (the
+    process record's cpu_choice, each core counted once through its CPUs' SMT siblings), else the cores and CPUs
+    its process could use (environment cpu.usable_cores, usable_cpus); results that recorded neither: (None, its
+    threads, else its usable CPUs)."""
+    environment = result.get("environment") or {}
+    chosen = (((environment.get("process") or {}).get("cpu_choice") or {}).get("cpus")) or []
+    if chosen and all(c.get("siblings") for c in chosen):
+        return len({tuple(c["siblings"]) for c in chosen}), len(chosen)
+    cpu = environment.get("cpu") or {}
+    if not job.get("threads") and cpu.get("usable_cores"):
+        return cpu["usable_cores"], cpu.get("usable_cpus")
+    return None, job.get("threads") or cpu.get("usable_cpus")
+
+
 def job_peak(job, result, precision, device_name):
     """The Peak a job ran against (dlrepro.peaks.Peak), or None: a cuda job's GPU by name and its ranks' count
-    at ``precision``; a cpu job's estimate from its threads (else usable CPUs), clock and flags."""
+    at ``precision``; a cpu job's fp32 estimate from its physical cores (cpu_count), clock and CPU model."""
     if job["device"] == "cuda":
         return peaks.gpu(device_name, job.get("ranks") or 1, precision or "fp32")
     cpu = (result.get("environment") or {}).get("cpu") or {}
     if (precision or "fp32") != "fp32":
         return None
-    return peaks.cpu(job.get("threads") or cpu.get("usable_cpus"), cpu.get("mhz"), cpu.get("flags"))
+    cores, logical = cpu_count(job, result)
+    return peaks.cpu(cpu.get("mhz"), cpu, cores, logical)
 
 
 def job_columns(job, result, precision, device_name, median, quantity):
@@ -45,5 +61,3 @@ def job_columns(job, result, precision, device_name, median, quantity):
     if peak.flops:
         out["peak_flops"], out["fraction_of_peak"] = peak.flops, out["achieved_flops"] / peak.flops
     return out
-
-

@@ -28,10 +28,11 @@ TRAINING_SOURCES = {"cifar10": "CIFAR-10: 50,000 training images", "mnist": "MNI
 PUBLISHED_COLUMNS = ["spec", "model", "batch_size", "metric", "published_framework", "published_version",
                      "published_hardware", "published_value", "published_unit", "published_seconds", "flops",
                      "published_achieved_flops", "published_peak_flops", "published_peak_device",
-                     "published_fraction", "framework", "framework_version", "measured_hardware", "measured_batch_size",
-                     "measured_threads", "precision",
+                     "published_fraction", "published_fraction_label", "framework", "framework_version",
+                     "measured_hardware", "measured_batch_size", "measured_threads", "precision",
                      "measured_seconds", "measured_achieved_flops", "measured_peak_device", "measured_fraction",
-                     "verdict", "sentence", "basis", "reference_id", "source", "bundle_id", "job_id"]
+                     "measured_fraction_label", "verdict", "sentence", "basis", "reference_id", "source", "bundle_id",
+                     "job_id"]
 THEN_AND_NOW_KEY = ["spec", "variant", "batch_size", "framework", "mode", "device", "device_name", "host", "precision",
                     "threads", "ranks"]
 THEN_AND_NOW_COLUMNS = THEN_AND_NOW_KEY + ["then_version", "now_version", "then_seconds", "now_seconds", "speedup",
@@ -88,18 +89,38 @@ def published_work(spec, ref):
     return None
 
 
-def _percent(fraction):
-    return "%.0f%%" % (100 * fraction) if fraction >= 0.01 else "%.2g%%" % (100 * fraction)
+def fraction_label(fraction, estimate=False, decimals=1):
+    """How a fraction of peak is shown: '79.7%' (``decimals`` places; under 1%: two significant digits); '' for none.
+    Above 1 (an achieved FLOP rate above the peak) never a bare figure over 100%: '≥100% (at or above the
+    estimate)' against a CPU estimate (``estimate``; it assumes the recorded clock on every core, which turbo
+    exceeds), '≥100% (at or above the peak)' against a datasheet peak (at the boost clock, which GPU Boost can
+    exceed); both count FLOPs as direct convolutions and plain matrix products, which Winograd or FFT undercut."""
+    if fraction is None or pd.isna(fraction):
+        return ""
+    if fraction > 1:
+        return "≥100%% (at or above the %s)" % ("estimate" if estimate else "peak")
+    return "%.*f%%" % (decimals, 100 * fraction) if fraction >= 0.01 else "%.2g%%" % (100 * fraction)
 
 
-def sentence(published_fraction, published_device, measured_fraction, measured_hardware, batch_note=""):
+def labelled(summary):
+    """``summary`` with ``fraction_of_peak_label``: each job's fraction of peak as fraction_label shows it (against
+    a CPU estimate where its peak device is one)."""
+    return summary.assign(fraction_of_peak_label=[
+        fraction_label(f, str(d) == peaks.CPU_DEVICE) for f, d in zip(summary["fraction_of_peak"],
+                                                                      summary["peak_device"])])
+
+
+def sentence(published_fraction, published_device, measured_fraction, measured_hardware, batch_note="",
+             measured_estimate=False):
     """'other hardware: 31% of a tesla-k80-gk210's peak then, 24% of this NVIDIA H200's now'; without a measured
-    fraction 'not run: 31% of a tesla-k80-gk210's peak then; not measured now'."""
-    then = "%s of a %s's peak then" % (_percent(published_fraction), published_device)
+    fraction 'not run: 31% of a tesla-k80-gk210's peak then; not measured now'. Fractions as fraction_label
+    gives them (``measured_estimate``: the measured one is against a CPU estimate)."""
+    then = "%s of a %s's peak then" % (fraction_label(published_fraction, decimals=0), published_device)
     if measured_fraction is None or pd.isna(measured_fraction):
         return "%s: %s; not measured now" % (NOT_RUN, then)
-    return "%s: %s, %s of this %s's now%s" % (OTHER_HARDWARE, then, _percent(measured_fraction), measured_hardware,
-                                             batch_note)
+    return "%s: %s, %s of this %s's now%s" % (OTHER_HARDWARE, then,
+                                             fraction_label(measured_fraction, measured_estimate, 0),
+                                             measured_hardware, batch_note)
 
 
 def published_efficiency(summary, references, specs):
@@ -125,6 +146,7 @@ def published_efficiency(summary, references, specs):
             if work is None:
                 continue
             work_flops, seconds, basis = work
+            fraction = work_flops / seconds / peak.flops
             model = spec["variants"][ref.variant]["model"]
             inference = ref.metric in ("images_per_second", "seconds_per_1000_images")
             base = {"spec": name, "model": model, "batch_size": ref.batch_size, "metric": ref.metric,
@@ -132,7 +154,8 @@ def published_efficiency(summary, references, specs):
                     "published_hardware": ref.hardware, "published_value": ref.value, "published_unit": ref.unit,
                     "published_seconds": seconds, "flops": work_flops,
                     "published_achieved_flops": work_flops / seconds, "published_peak_flops": peak.flops,
-                    "published_peak_device": peak.device, "published_fraction": work_flops / seconds / peak.flops,
+                    "published_peak_device": peak.device, "published_fraction": fraction,
+                    "published_fraction_label": fraction_label(fraction),
                     "verdict": OTHER_HARDWARE, "basis": basis, "reference_id": ref.id, "source": ref.source}
             ours = [f for f in measured["framework"].dropna().unique() if in_study(f, ref.framework)]
             matched = measured[measured["variant"].isin([v for v, m in models.items() if m == model])
@@ -143,18 +166,20 @@ def published_efficiency(summary, references, specs):
             for row in matched.itertuples(index=False):
                 note = "" if row.batch_size == ref.batch_size else " (mini-batch %d, %d then)" % (
                     row.batch_size, ref.batch_size)
+                estimate = str(row.peak_device) == peaks.CPU_DEVICE
                 rows.append(dict(base, framework=row.framework, framework_version=row.framework_version,
                                  measured_hardware=row.device_name, measured_batch_size=row.batch_size,
                                  measured_threads=row.threads if row.device == "cpu" else None,
                                  precision=row.precision,
                                  measured_seconds=row.median, measured_achieved_flops=row.achieved_flops,
                                  measured_peak_device=row.peak_device, measured_fraction=row.fraction_of_peak,
-                                 sentence=sentence(base["published_fraction"], peak.device, row.fraction_of_peak,
-                                                   row.device_name, note),
+                                 measured_fraction_label=fraction_label(row.fraction_of_peak, estimate),
+                                 sentence=sentence(fraction, peak.device, row.fraction_of_peak,
+                                                   row.device_name, note, estimate),
                                  bundle_id=row.bundle_id, job_id=row.job_id))
             if matched.empty:
                 rows.append(dict(base, verdict=NOT_RUN,
-                                 sentence=sentence(base["published_fraction"], peak.device, None, None)))
+                                 sentence=sentence(fraction, peak.device, None, None)))
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
 
 

@@ -97,7 +97,8 @@ def fastest(summary):
 
 @dataclass
 class BundleAnswer:
-    """The answers of one or more bundles. ``summary``: answers.measured.prepare'd rows; ``cells``:
+    """The answers of one or more bundles. ``summary``: answers.measured.prepare'd rows with each job's
+    ``fraction_of_peak_label`` (answers.efficiency.fraction_label); ``cells``:
     answers.published.CELL_COLUMNS; ``left_out``: LEFT_OUT_COLUMNS; ``rankings``: answers.ranking.COLUMNS;
     ``efficiency``: answers.efficiency.PUBLISHED_COLUMNS; ``then_and_now``: THEN_AND_NOW_COLUMNS; ``not_measured``:
     {status: jobs} of the jobs that did not finish ok; ``nothing``: for one bundle, why no job gave a cell and what to
@@ -153,7 +154,7 @@ def bundle_answer(bodies, summary, samples):
     """The BundleAnswer of bundles with bundle.json ``bodies`` and their merged ``summary`` and ``samples`` tables
     (dlrepro.results.tables.merge)."""
     found = recorded(bodies)
-    summary = measured.prepare(summary, bodies)
+    summary = efficiency.labelled(measured.prepare(summary, bodies))
     cells = published.against_published(summary, found.references)
     left = published.left_out(summary, found.references, cells)
     nothing = None

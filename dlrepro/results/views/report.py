@@ -166,7 +166,7 @@ def results(summary):
             "total s": rows["total_seconds"].map(lambda v: _fmt(v, "%.1f")),
             "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
             "TFLOP/s": rows["achieved_flops"].map(lambda v: "%.3g" % (v / 1e12) if pd.notna(v) else ""),
-            "% of peak": [_peak(*p) for p in zip(rows["fraction_of_peak"], rows["peak_device"])],
+            "% of peak": [_peak(*p) for p in zip(_column(rows, "fraction_of_peak_label"), rows["peak_device"])],
             "parameters": [_parameters(*p) for p in zip(rows["parameters"], rows["parameters_equivalent"],
                                                           rows["parameters_expected"])],
             "options": [_options(*o) for o in zip(rows["precision"], rows["layout"], rows["ptx_jit"])],
@@ -197,9 +197,10 @@ def results(summary):
     return out
 
 
-def _peak(fraction, device):
-    """'24% (nvidia-h200, fp32)': achieved FLOP/s over the peak of the device it was matched to (dlrepro/peaks.yaml)."""
-    return "%s (%s)" % (numbers.percent(fraction), device) if pd.notna(fraction) else ""
+def _peak(label, device):
+    """'24.0% (nvidia-h200, fp32)': the fraction of peak as the model labels it (never a bare figure over 100%),
+    with the device whose peak it is over (dlrepro/peaks.yaml)."""
+    return "%s (%s)" % (label, device) if isinstance(label, str) and label else ""
 
 
 def _column(rows, name):
@@ -236,11 +237,11 @@ def efficiency(shown, speedups):
     table = table_of("Fraction of peak: the published cells then, this hardware now", pd.DataFrame({
         "network": shown["model"], "batch": shown["batch_size"].astype(str),
         "published": shown["published_framework"] + " " + pd.Series(marks, index=shown.index, dtype=object),
-        "then (% of peak)": shown["published_fraction"].map(numbers.percent),
+        "then (% of peak)": shown["published_fraction_label"],
         "now": [_now(f, p, b, m, t) for f, p, b, m, t in zip(shown["framework"], shown["precision"],
                                                             shown["batch_size"], shown["measured_batch_size"],
                                                             shown["measured_threads"])],
-        "now (% of peak)": shown["measured_fraction"].map(numbers.percent), "verdict": shown["verdict"],
+        "now (% of peak)": shown["measured_fraction_label"], "verdict": shown["verdict"],
         "basis": shown["basis"].fillna("")}),
         "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/peaks.yaml; another "
         "device's figure is set beside this one's, never judged as reproducing.%s" % (
