@@ -32,7 +32,7 @@ from dlrepro.results import bundle as bundlemod
 from dlrepro.results.bundle import BundleWriter
 from dlrepro.run import executors, hostinfo, jobs as jobsmod, lock
 from dlrepro.run.executors.base import INTERRUPTED, LOST, settle
-from dlrepro.run.options import WHERE, RunOptions
+from dlrepro.run.options import WHERE, RunOptions, recorded_slurm
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
 
@@ -249,6 +249,8 @@ class _Run:
             except CannotRunHere as exc:
                 self.record(group, "skipped", str(exc), exc.remedy)
                 continue
+            except EngineLost:  # not the image's fault: the run stops, its jobs interrupted
+                raise
             except DlreproError as exc:
                 self.record(group, "failed", "image for %s: %s" % (framework, exc))
                 continue
@@ -401,7 +403,7 @@ def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
                 owner = lock.take(row["folder"])
             except DlreproError:  # a live run (on any host) owns it
                 continue
-            _collect_submitted(BundleWriter.reopen(row["folder"]), reporter, wait=False)
+            _collect_submitted(BundleWriter.reopen(row["folder"], owner), reporter, wait=False)
             owner.release()
             looked.append(row["id"])
     return looked
@@ -443,29 +445,41 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
                            "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
     if resume and slurm is None and options.executor == prior["options"].get("executor") == "slurm":
-        recorded = prior.get("executor") or {}
-        slurm = {"partition": recorded.get("partition"), "options": recorded.get("slurm_options"),
-                 "max_parallel": recorded.get("max_parallel")}
+        slurm = recorded_slurm(prior.get("executor") or {}, Path(folder) / "bundle.json")
     executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory,
                              options.isolation, slurm)
     for line in executor.reap():
         reporter.log(line)
+    if pool is not None and executor.serves:
+        executor.pool = pool
+    described = executor.describe()  # asks the engine: before the bundle is touched
     matrix = matrixmod.load()
-    writer = BundleWriter.reopen(folder) if resume else \
-        BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
+    if resume:  # a complete bundle too is locked before it is reopened: one being published is refused
+        owner = lock.take(folder)
+        try:
+            writer = BundleWriter.reopen(folder, owner)
+        except BaseException:
+            owner.release()
+            raise
+    else:
+        writer = BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
+        writer.owner = owner = lock.take(writer.partial)
     executor.run_id = writer.id
-    owner = lock.take(writer.partial)
     if on_start:
         on_start(writer.id)
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
                "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv),
                "cwd": os.getcwd(), "results": str(Path(results_dir).resolve())}
-    if pool is not None and executor.serves:
-        executor.pool = pool
+    if executor.pool is not None:
         attempt["pool"] = {"id": pool.id, "scratch": str(pool.out / writer.id / ("attempt-%d" % attempt["number"]))}
     state = _Run(writer, reporter, attempt)
     collected = _collect_submitted(writer, reporter) if resume else []
-    for line in _containers_gone(writer):
+    try:
+        gone = _containers_gone(writer)
+    except EngineLost:  # nothing was run: the bundle stays partial, for a resume once the engine is back
+        owner.release()
+        raise
+    for line in gone:
         reporter.log(line)
     recovered = _recover(writer, state.stamp())
     statuses = writer.statuses()
@@ -477,7 +491,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     attempt["jobs"] = [j["id"] for j in todo]
     left_out = jobsmod.left_out(spec, options)
     writer.save(command=attempt["command"], spec=_spec_record(spec, spec_path), options=options.model_dump(mode="json"),
-                left_out=left_out, attempts=writer.body["attempts"] + [attempt], executor=executor.describe(),
+                left_out=left_out, attempts=writer.body["attempts"] + [attempt], executor=described,
                 host=hostinfo.describe(), running={"host": attempt["host"], "pid": os.getpid(),
                                                    "since": attempt["started"]}, **state.records())
     if resume:
@@ -499,7 +513,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     except ResultsUnwritable:
         raise
     except EngineLost as exc:  # not published: the lost containers may still write their scratch output
-        raise _stop_lost(exc, writer, state, attempt, [j for j in todo if not state.done(j)]) from None
+        lost = _stop_lost(exc, writer, state, attempt, [j for j in todo if not state.done(j)])
+        owner.release()
+        raise lost from None
     except KeyboardInterrupt as exc:
         stopped = exc
         state.record([j for j in todo if not state.done(j)], "skipped", INTERRUPTED)
@@ -539,7 +555,7 @@ def finalize(bundle, results_dir=REPO_ROOT / "results"):
         owner.release()
         raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,
                            "`dlrepro run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
-    writer = BundleWriter.reopen(folder)
+    writer = BundleWriter.reopen(folder, owner)
     last = (writer.body["attempts"] or [{"number": 0, "host": None, "executor": None}])[-1]
     stamp = {key: last.get(key) for key in ("number", "host", "executor")}
     _recover(writer, stamp)
