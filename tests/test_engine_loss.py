@@ -230,10 +230,10 @@ runs:
     spec: fcn
     variants: [fcn-r]
     device: cpu
-    batch_sizes: [16, 32, 64]
+    batch_sizes: [16, 32]
     why: the run the engine goes away in
 """
-SECOND = ["fcn-r.torch.cpu.b%d" % n for n in (16, 32, 64)]
+SECOND = ["fcn-r.torch.cpu.b%d" % n for n in (16, 32)]
 
 
 def _study_file(tmp_path):
@@ -265,10 +265,10 @@ def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_an
                              "--results", str(results)],
                             cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 400
+    deadline = time.time() + 3600  # the first run, then the second's first repeat: minutes on a busy 2-CPU host
     while time.time() < deadline and proc.poll() is None and _pool_repeats(results, SECOND[0]) < 1:
         time.sleep(0.2)
-    assert proc.poll() is None, proc.stdout.read()
+    assert proc.poll() is None and _pool_repeats(results, SECOND[0]) >= 1, "the second run did not start measuring"
     own_engine.kill()
     out = proc.communicate(timeout=180)[0]
     print(out)
@@ -279,7 +279,7 @@ def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_an
     found = re.search(r"error: study engine-loss stopped at run second: the Docker engine at %s went away \(\w+\) "
                       r"while job (\S+) was running; the run stopped \((?:(\d) ok, )?(\d) interrupted\), its bundle "
                       r"kept partial: %s\n" % (re.escape(own_engine.url), re.escape(str(partial))), out)
-    assert found and found.group(1) in SECOND and int(found.group(2) or 0) + int(found.group(3)) == 3, out
+    assert found and found.group(1) in SECOND and int(found.group(2) or 0) + int(found.group(3)) == 2, out
     assert "then `dlrepro study %s --resume latest`" % study_file in " ".join(out.split())
     assert first["state"] == "complete" and (results / first["bundle"] / "bundle.json").is_file()
     assert second["state"] == "interrupted" and bundlemod.body(partial)["state"] == "partial"
@@ -293,12 +293,12 @@ def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_an
                    timeout=1800)  # a fresh container and worker: minutes on a busy 2-CPU host
     print(done.stdout + done.stderr)
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr
-    todo = re.search(r"resuming %s \(attempt 2\): (\d) of 3 jobs to run" % second["bundle"], done.stdout)
+    todo = re.search(r"resuming %s \(attempt 2\): (\d) of 2 jobs to run" % second["bundle"], done.stdout)
     assert todo and int(todo.group(1)) <= len(lost), done.stdout
-    rerun = SECOND[3 - int(todo.group(1)):]  # what the container finished without its engine was taken, not rerun
+    rerun = SECOND[2 - int(todo.group(1)):]  # what the container finished without its engine was taken, not rerun
     folder = results / second["bundle"]
     body = json.loads((folder / "bundle.json").read_text())
-    assert [a["jobs"] for a in body["attempts"]] == [SECOND, rerun] and body["counts"]["ok"] == 3
+    assert [a["jobs"] for a in body["attempts"]] == [SECOND, rerun] and body["counts"]["ok"] == 2
     assert _record(results)["runs"]["second"]["state"] == "complete"
     checked = _invoke(own_engine, "validate", str(folder))
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
@@ -332,7 +332,7 @@ def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_se
         second = record["runs"]["second"]
         partial = results / (".%s.partial" % second["bundle"])
         assert str(err.value) == ("study engine-loss stopped at run second: the Docker engine at %s went away "
-                                  "(ConnectionError) before a job started; the run stopped (3 interrupted), its "
+                                  "(ConnectionError) before a job started; the run stopped (2 interrupted), its "
                                   "bundle kept partial: %s" % (own_engine.url, partial))
         assert err.value.remedy.endswith("then `dlrepro study %s --resume latest`: it reruns the interrupted jobs, "
                                          "then the runs not done yet" % study_file)
@@ -349,7 +349,7 @@ def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_se
     finally:
         engine.client.cache_clear()
     body = json.loads((results / second["bundle"] / "bundle.json").read_text())
-    assert [a["jobs"] for a in body["attempts"]] == [SECOND, SECOND] and body["counts"]["ok"] == 3
+    assert [a["jobs"] for a in body["attempts"]] == [SECOND, SECOND] and body["counts"]["ok"] == 2
     assert body["executor"]["isolation"]["shared_output"].startswith(
         "/out is the output root of study worker pool study-engine-loss-")  # what the pooled container shares
     assert _record(results)["runs"]["second"]["state"] == "complete"
