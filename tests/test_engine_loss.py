@@ -16,7 +16,7 @@ import pytest
 from dlrepro import REPO_ROOT
 from dlrepro.errors import BundleError, DlreproError, EngineLost
 from dlrepro.results import bundle as bundlemod, validate
-from dlrepro.run import executors, runs
+from dlrepro.run import executors, recover, runs
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.options import RunOptions
 from tests import dockerd
@@ -68,7 +68,7 @@ def test_a_lost_engine_keeps_the_bundle_partial_with_its_jobs_interrupted(tmp_pa
 
 def test_a_bundle_published_with_interrupted_jobs_validates(tmp_path, monkeypatch, reporter):
     _lose_the_engine(tmp_path, monkeypatch, reporter)
-    path = runs.finalize("latest", tmp_path)
+    path = recover.finalize("latest", tmp_path)
     body = json.loads((path / "bundle.json").read_text())
     assert body["counts"] == {"ok": 0, "failed": 0, "skipped": 0, "interrupted": 2}
     assert [r["status"] for r in body["jobs"]] == ["interrupted", "interrupted"] and validate.check(path) == []

@@ -14,7 +14,7 @@ import pytest
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError, ResultsUnwritable
 from dlrepro.results.bundle import BundleWriter
-from dlrepro.run import lock, runs
+from dlrepro.run import lock, recover, runs
 from runner import contract
 
 WRITER = """
@@ -123,7 +123,7 @@ def test_publish_and_invoke_bundles_leave_a_bundle_another_host_owns(tmp_path):
                 submitted=[{"array_id": "7", "jobs": [], "scratch": str(tmp_path / "s")}])
     _foreign(writer.partial, age_s=1)
     with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
-        runs.finalize(writer.id, results_dir=tmp_path)
+        recover.finalize(writer.id, results_dir=tmp_path)
     with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
         runs.run(None, None, results_dir=tmp_path, resume=writer.id)
     assert runs.take_submitted(tmp_path) == []

@@ -273,10 +273,10 @@ def finalize(c, bundle, results=""):
     """Close a partial bundle; missing jobs: skipped.
 
     Its state becomes complete; the jobs that never ran are recorded as skipped (not run)."""
-    from dlrepro.run import runs
+    from dlrepro.run import recover
 
     with user_errors():
-        console.print("bundle: %s" % runs.finalize(bundle, folders.results_root(results)))
+        console.print("bundle: %s" % recover.finalize(bundle, folders.results_root(results)))
 
 
 @task(help={"bundle": "a partial bundle: its folder, its id under --results, or 'latest'", "results": RESULTS_HELP})
