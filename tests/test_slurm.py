@@ -299,7 +299,7 @@ def test_a_failed_state_query_is_told_from_a_task_slurm_no_longer_knows(tmp_path
 
 def _submission(tmp_path, jobs=("a.b16",)):
     scratch = tmp_path / "scratch"
-    scratch.mkdir()
+    scratch.mkdir(parents=True)
     sbatch.tasks_of(scratch).mkdir()
     return {"array_id": "7", "jobs": list(jobs), "scratch": str(scratch), "tasks": str(sbatch.tasks_of(scratch)),
             "script": "slurm/x.sbatch", "gpus": 0}
