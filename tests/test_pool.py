@@ -12,7 +12,7 @@ import types
 import pytest
 
 from dlrepro import REPO_ROOT, datasets, spec
-from dlrepro.run import executors, jobs, runs as runsmod, study as studymod
+from dlrepro.run import executors, jobs, recover, runs as runsmod, study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, FolderSink
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
@@ -125,7 +125,7 @@ def test_a_study_killed_outright_resumes_and_keeps_what_the_running_job_left(tmp
     assert [record.body["runs"][r]["state"] for r in ("small", "large")] == ["complete", "complete"]
     job = results / record.body["runs"]["small"]["bundle"] / "jobs" / "fcn-r.torch.cpu.b64.t1"
     earlier = json.loads((job / "attempts" / "1" / "result.json").read_text())
-    assert earlier["status"] == "skipped" and earlier["reason"].startswith(runsmod.KILLED)
+    assert earlier["status"] == "skipped" and earlier["reason"].startswith(recover.KILLED)
     assert earlier["worker"] == left["worker"] and json.loads((job / "result.json").read_text())["status"] == "ok"
     assert [p.name for p in (results / "studies").iterdir()] == [record.path.name]
 
