@@ -12,8 +12,20 @@ RESULTS_ENV = "DLREPRO_RESULTS"
 
 
 def results_root(given=None):
-    """The results folder: ``given`` (an option, e.g. --results), else $DLREPRO_RESULTS, else <checkout>/results."""
-    return Path(given or os.environ.get(RESULTS_ENV) or REPO_ROOT / "results")
+    """The results folder: ``given`` (an option, e.g. --results), else $DLREPRO_RESULTS, else <checkout>/results.
+    Raises DlreproError naming the option (or the variable) when that path, or a folder above it, is a file."""
+    path = Path(given or os.environ.get(RESULTS_ENV) or REPO_ROOT / "results")
+    for at in [path] + list(path.parents):
+        if at.exists():
+            if not at.is_dir():
+                from dlrepro.errors import DlreproError
+
+                named = "--results %s" % path if given else "%s=%s" % (RESULTS_ENV, path) \
+                    if os.environ.get(RESULTS_ENV) else "results folder %s" % path
+                raise DlreproError("%s: %s is not a folder" % (named, "it" if at == path else at),
+                                   "give a folder for the bundles (it is made when missing), not a file")
+            break
+    return path
 
 
 def names(folder):

@@ -93,6 +93,11 @@ def _execute(state):
         raise archs.Refused(problem, "use the default for that option (%s), a warm-up of at least one iteration, "
                             "or a framework whose adapter has it"
                             % ", ".join("%s=%s" % kv for kv in sorted(contract.OPTION_DEFAULTS.items())))
+    unmapped = os.environ.get("DLREPRO_GPU_UNMAPPED")  # a Slurm task whose GPUs name no host GPU for certain
+    if job["device"] == "cuda" and unmapped:
+        raise archs.Refused(unmapped, "give gres.conf explicit File=/dev/nvidia<N> lines (Slurm then sets "
+                            "SLURM_JOB_GPUS to the host indices), or put nvidia-smi on the nodes with "
+                            "ConstrainDevices=yes (its GPU UUIDs are then used)")
     assigned = os.environ.get("DLREPRO_GPU")  # the host GPU the executor assigned (Slurm: the one its GRES gave)
     if job["device"] == "cuda" and assigned is not None and not environment.gpu_devices():
         raise archs.Refused(
@@ -143,6 +148,7 @@ def _execute(state):
         window.close()
         result.update(telemetry=window.telemetry(), cpu_usage=window.cpu_usage(), energy=window.energy())
         state.phase("measured_done")
+    result["environment"].update(adapter.ran())  # what ran, known only now (torch: the graphs it compiled)
     return adapter
 
 

@@ -293,3 +293,32 @@ def test_archive_gives_its_size_in_the_unit_that_fits(tmp_path):
     made = tmp_path / ("%s.tar.gz" % ALEXNET.name)
     assert done.returncode == 0 and done.stdout.splitlines()[-1] == "archive: %s (63 files, %s)" % (
         made, size(made.stat().st_size)) and size(made.stat().st_size).endswith(" KB"), done.stdout
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--iterations", "-1"], "error: --iterations: Input should be greater than 0 (got -1)"),
+    (["--repeats=0"], "error: --repeats: Input should be greater than 0 (got 0)"),
+    (["--warmup=-1"], "error: --warmup: Input should be greater than or equal to 0 (got -1)"),
+    (["--epochs=two"], "error: --epochs: expected a whole number (got 'two')"),
+    (["--timeout=0"], "error: --timeout: Input should be greater than 0 (got 0)"),
+    (["--gpu=-1"], "error: --gpu: Input should be greater than or equal to 0 (got -1)"),
+    (["--executor", "slurm", "--max-parallel=-1"], "error: --max-parallel: expected a number of tasks >= 1 (got -1)"),
+])
+def test_a_number_option_out_of_its_range_is_one_error_naming_it(tmp_path, args, line):
+    """-1 was "not given" once: `--iterations -1` ran the spec's count and exited 0."""
+    done = dlrepro("run", "--spec=alexnet", "--results", str(tmp_path / "results"), *args, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout.splitlines()[0] == line, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "results").exists()  # nothing was run
+
+
+def test_results_that_is_a_file_is_one_error_line(tmp_path):
+    (tmp_path / "notes.txt").write_text("a file, not a folder\n")
+    for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):
+        done = dlrepro("run", "--spec=alexnet", "--quick", "--results", str(given), cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stdout + done.stderr
+        assert done.stdout.splitlines() == ["error: --results %s: %s is not a folder" % (given, named),
+                                            "remedy: give a folder for the bundles (it is made when missing), not a "
+                                            "file"], done.stdout
+    done = dlrepro("bundles", cwd=tmp_path, env={"DLREPRO_RESULTS": str(tmp_path / "notes.txt")})
+    assert done.returncode == 2 and done.stdout.splitlines()[0] == "error: DLREPRO_RESULTS=%s: it is not a folder" % (
+        tmp_path / "notes.txt")

@@ -16,7 +16,7 @@ import pytest
 from dlrepro import REPO_ROOT
 from dlrepro.errors import BundleError, DlreproError, EngineLost
 from dlrepro.results import bundle as bundlemod, validate
-from dlrepro.run import executors, runs
+from dlrepro.run import executors, recover, runs
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.options import RunOptions
 from tests import dockerd
@@ -68,7 +68,7 @@ def test_a_lost_engine_keeps_the_bundle_partial_with_its_jobs_interrupted(tmp_pa
 
 def test_a_bundle_published_with_interrupted_jobs_validates(tmp_path, monkeypatch, reporter):
     _lose_the_engine(tmp_path, monkeypatch, reporter)
-    path = runs.finalize("latest", tmp_path)
+    path = recover.finalize("latest", tmp_path)
     body = json.loads((path / "bundle.json").read_text())
     assert body["counts"] == {"ok": 0, "failed": 0, "skipped": 0, "interrupted": 2}
     assert [r["status"] for r in body["jobs"]] == ["interrupted", "interrupted"] and validate.check(path) == []
@@ -160,9 +160,9 @@ def _repeats(results, job_id):
     return 0
 
 
-def _invoke(engine, *args):
-    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=600,
-                          cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=engine.url))
+def _invoke(engine, *args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=engine.url))
 
 
 @pytest.mark.docker
@@ -212,3 +212,146 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
     assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
     print("killed, resumed and validated in %.1f s" % (time.time() - began))
+
+
+STUDY = """name: engine-loss
+title: two runs of one image, for the engine-loss tests
+source: tests/test_engine_loss.py
+hardware: this host
+tools: {PyTorch: torch}
+runs:
+  first:
+    spec: fcn
+    variants: [fcn-r]
+    device: cpu
+    batch_sizes: [8]
+    why: a run that ends before the engine goes away
+  second:
+    spec: fcn
+    variants: [fcn-r]
+    device: cpu
+    batch_sizes: [16, 32]
+    why: the run the engine goes away in
+"""
+SECOND = ["fcn-r.torch.cpu.b%d" % n for n in (16, 32)]
+
+
+def _study_file(tmp_path):
+    path = tmp_path / "engine-loss.yaml"
+    path.write_text(STUDY)
+    return path
+
+
+def _pool_repeats(results, job_id):
+    """How many repeats job ``job_id`` has measured so far in the study's worker pool output (0: none yet)."""
+    for path in results.glob("studies/.*.pool/out/*/attempt-1/*/%s/result.json" % job_id):
+        try:
+            return len((json.loads(path.read_text()).get("timing") or {}).get("repeats") or [])
+        except ValueError:  # being rewritten
+            return 0
+    return 0
+
+
+def _record(results):
+    (path,) = (results / "studies").glob("engine-loss-*.json")
+    return json.loads(path.read_text())
+
+
+@pytest.mark.docker
+def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_and_a_study_resume_reruns_its_jobs(
+        own_engine, mnist, tmp_path):
+    results, study_file, began = tmp_path / "results", _study_file(tmp_path), time.time()
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "study", str(study_file), "--framework", "torch",
+                             "--results", str(results)],
+                            cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 3600  # the first run, then the second's first repeat: minutes on a busy 2-CPU host
+    while time.time() < deadline and proc.poll() is None and _pool_repeats(results, SECOND[0]) < 1:
+        time.sleep(0.2)
+    assert proc.poll() is None and _pool_repeats(results, SECOND[0]) >= 1, "the second run did not start measuring"
+    own_engine.kill()
+    out = proc.communicate(timeout=180)[0]
+    print(out)
+    record = _record(results)
+    first, second = record["runs"]["first"], record["runs"]["second"]
+    partial = results / (".%s.partial" % second["bundle"])
+    assert proc.returncode == 2 and "Traceback" not in out, out
+    found = re.search(r"error: study engine-loss stopped at run second: the Docker engine at %s went away \(\w+\) "
+                      r"while job (\S+) was running; the run stopped \((?:(\d) ok, )?(\d) interrupted\), its bundle "
+                      r"kept partial: %s\n" % (re.escape(own_engine.url), re.escape(str(partial))), out)
+    assert found and found.group(1) in SECOND and int(found.group(2) or 0) + int(found.group(3)) == 2, out
+    assert "then `dlrepro study %s --resume latest`" % study_file in " ".join(out.split())
+    assert first["state"] == "complete" and (results / first["bundle"] / "bundle.json").is_file()
+    assert second["state"] == "interrupted" and bundlemod.body(partial)["state"] == "partial"
+    statuses = {j: json.loads((partial / "jobs" / j / "result.json").read_text())["status"] for j in SECOND}
+    lost = [j for j in SECOND if statuses[j] != "ok"]
+    assert lost == SECOND[SECOND.index(found.group(1)):] and {statuses[j] for j in lost} == {"interrupted"}
+    # the running job's output stays where its container (alive without its engine) may still write it
+    assert list(results.glob("studies/.*.pool/out/%s/attempt-1/*/%s" % (second["bundle"], found.group(1))))
+    print("engine back in %.1f s" % own_engine.start())
+    done = _invoke(own_engine, "study", str(study_file), "--resume", "latest", "--results", str(results),
+                   timeout=1800)  # a fresh container and worker: minutes on a busy 2-CPU host
+    print(done.stdout + done.stderr)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr
+    todo = re.search(r"resuming %s \(attempt 2\): (\d) of 2 jobs to run" % second["bundle"], done.stdout)
+    assert todo and int(todo.group(1)) <= len(lost), done.stdout
+    rerun = SECOND[2 - int(todo.group(1)):]  # what the container finished without its engine was taken, not rerun
+    folder = results / second["bundle"]
+    body = json.loads((folder / "bundle.json").read_text())
+    assert [a["jobs"] for a in body["attempts"]] == [SECOND, rerun] and body["counts"]["ok"] == 2
+    assert _record(results)["runs"]["second"]["state"] == "complete"
+    checked = _invoke(own_engine, "validate", str(folder))
+    assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
+    assert own_engine.client().containers.list(all=True) == []
+    assert not list(results.glob("studies/.*.pool"))  # the pool's output taken, its folders gone
+    print("study killed, resumed and validated in %.1f s" % (time.time() - began))
+
+
+@pytest.mark.docker
+def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_second_partial(own_engine, mnist,
+                                                                                            tmp_path, monkeypatch):
+    from dlrepro import engine
+    from dlrepro.images import build
+    from dlrepro.run import study
+
+    monkeypatch.setenv("DOCKER_HOST", own_engine.url)
+    engine.client.cache_clear()
+    results, study_file, real, looked = tmp_path / "results", _study_file(tmp_path), build.ensure, []
+
+    def ensure(*args, **kwargs):  # the second run's lookup of its image: the engine dies just before it
+        looked.append(args[1].name)
+        if len(looked) == 2:
+            own_engine.kill()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(build, "ensure", ensure)
+    try:
+        with pytest.raises(EngineLost) as err:
+            study.run(str(study_file), frameworks=["torch"], results_dir=results)
+        record = _record(results)
+        second = record["runs"]["second"]
+        partial = results / (".%s.partial" % second["bundle"])
+        assert str(err.value) == ("study engine-loss stopped at run second: the Docker engine at %s went away "
+                                  "(ConnectionError) before a job started; the run stopped (2 interrupted), its "
+                                  "bundle kept partial: %s" % (own_engine.url, partial))
+        assert err.value.remedy.endswith("then `dlrepro study %s --resume latest`: it reruns the interrupted jobs, "
+                                         "then the runs not done yet" % study_file)
+        assert looked == ["torch-2.13.0-cpu"] * 2 and record["runs"]["first"]["state"] == "complete"
+        assert second["state"] == "interrupted" and bundlemod.body(partial)["state"] == "partial"
+        for job_id in SECOND:
+            result = json.loads((partial / "jobs" / job_id / "result.json").read_text())
+            assert (result["status"], result["reason"]) == ("interrupted", "interrupted by the machine: the Docker "
+                                                            "engine at %s went away (ConnectionError) before this job "
+                                                            "started" % own_engine.url)
+        monkeypatch.setattr(build, "ensure", real)
+        print("engine back in %.1f s" % own_engine.start())
+        study.run(str(study_file), results_dir=results, resume="latest")
+    finally:
+        engine.client.cache_clear()
+    body = json.loads((results / second["bundle"] / "bundle.json").read_text())
+    assert [a["jobs"] for a in body["attempts"]] == [SECOND, SECOND] and body["counts"]["ok"] == 2
+    assert body["executor"]["isolation"]["shared_output"].startswith(
+        "/out is the output root of study worker pool study-engine-loss-")  # what the pooled container shares
+    assert _record(results)["runs"]["second"]["state"] == "complete"
+    assert validate.check(results / second["bundle"]) == []
+    assert own_engine.client().containers.list(all=True) == []

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from dlrepro import REPO_ROOT
-from dlrepro.errors import DlreproError
+from dlrepro.errors import DlreproError, ResultsUnwritable
 from dlrepro.results.bundle import BundleWriter
-from dlrepro.run import lock, runs
+from dlrepro.run import lock, recover, runs
 from runner import contract
 
 WRITER = """
@@ -76,7 +76,7 @@ def test_two_hosts_writers_never_publish_half_a_file_and_the_second_is_refused(t
     assert refusal.startswith("refused: %s is being written by another run: pid %d on host login-a since 20"
                               % (folder, first.pid)), refusal
     assert seen == {"login-a", "login-b"} and len(read) > 10  # both wrote, every read parsed
-    assert sorted(p.name for p in (folder / ".work").iterdir()) == []  # the first released its lock
+    assert not (folder / ".work").exists()  # the first released its lock, and its empty scratch folder
     assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
 
 
@@ -123,7 +123,7 @@ def test_publish_and_invoke_bundles_leave_a_bundle_another_host_owns(tmp_path):
                 submitted=[{"array_id": "7", "jobs": [], "scratch": str(tmp_path / "s")}])
     _foreign(writer.partial, age_s=1)
     with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
-        runs.finalize(writer.id, results_dir=tmp_path)
+        recover.finalize(writer.id, results_dir=tmp_path)
     with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
         runs.run(None, None, results_dir=tmp_path, resume=writer.id)
     assert runs.take_submitted(tmp_path) == []
@@ -133,3 +133,77 @@ def test_write_json_leaves_no_temporary_file_when_the_body_cannot_be_written(tmp
     with pytest.raises(TypeError):
         contract.write_json(str(tmp_path / "bundle.json"), {"x": object()})
     assert list(tmp_path.iterdir()) == []
+
+
+TAKER = """
+import sys
+from dlrepro.errors import DlreproError
+from dlrepro.run import lock
+try:
+    lock.take(sys.argv[1])
+    print("took it")
+except DlreproError as exc:
+    print("refused:", exc)
+"""
+
+
+def _another_process_takes(folder):
+    """What a second process that tries to take the lock of the bundle in ``folder`` prints."""
+    return subprocess.run([sys.executable, "-c", TAKER, str(folder)], capture_output=True, text=True, cwd=REPO_ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), timeout=60).stdout.strip()
+
+
+def test_no_other_process_takes_the_lock_while_the_bundle_is_published(tmp_path, monkeypatch):
+    from dlrepro.results import bundle as bundlemod
+
+    writer = BundleWriter(tmp_path, "alexnet", "abc")
+    writer.owner = owner = lock.take(writer.partial)
+    writer.save(spec={"name": "alexnet"})
+    (writer.work_dir / "attempt-1" / "1").mkdir(parents=True)  # scratch output: it goes first
+    seen = {}
+
+    def build(folder, body, job_ids):  # the tables are built: the scratch output is gone, the lock is not
+        seen["scratch"] = sorted(p.name for p in writer.work_dir.iterdir())
+        seen["building"] = _another_process_takes(folder)
+        return [], []
+
+    moved = owner.moved
+
+    def renamed(folder):  # the folder is in place, the lock in it still held
+        seen["renamed"] = _another_process_takes(folder)
+        moved(folder)
+
+    monkeypatch.setattr(bundlemod.tables, "build", build)
+    monkeypatch.setattr(bundlemod.tables, "write", lambda folder, rows, samples: None)
+    monkeypatch.setattr(owner, "moved", renamed)
+    published = writer.finish({})
+    assert seen["scratch"] == [lock.NAME]
+    for when in ("building", "renamed"):
+        assert seen[when].startswith("refused: %s is being written by another run: pid %d on host %s"
+                                     % (writer.partial if when == "building" else published, os.getpid(),
+                                        socket.gethostname())), seen
+    assert published == tmp_path / writer.id and not (published / ".work").exists()
+    assert ".work" not in (published / "SHA256SUMS").read_text() and str(owner.path) not in lock._held
+    assert _another_process_takes(published) == "took it"  # given up once published
+
+
+def test_an_owner_whose_lock_another_took_over_stops_writing_and_leaves_that_lock_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(lock, "HEARTBEAT_S", 0.05)
+    writer = BundleWriter(tmp_path, "alexnet", "abc")
+    writer.owner = owner = lock.take(writer.partial)
+    writer.save(spec={"name": "alexnet"})
+    # this process was gone past STALE_S (suspended, an NFS hang): another host broke its lock and took the bundle
+    owner.path.unlink()
+    theirs = _foreign(writer.partial, host="login-b", pid=4242, age_s=100)
+    time.sleep(0.5)  # several heartbeats of this process's
+    assert owner.lost["host"] == "login-b" and time.time() - os.stat(theirs).st_mtime > 99  # never refreshed
+    with pytest.raises(ResultsUnwritable) as err:
+        writer.save(spec={"name": "alexnet"}, note="written after the takeover")
+    assert str(err.value).startswith("%s: this run no longer owns the bundle: its lock was taken over by pid 4242 on "
+                                     "host login-b" % writer.partial)
+    assert "note" not in json.loads((writer.partial / "bundle.json").read_text())
+    with pytest.raises(ResultsUnwritable):
+        writer.finish({})
+    assert writer.partial.is_dir() and not (tmp_path / writer.id).exists()  # not published
+    owner.release()
+    assert json.loads(theirs.read_text())["pid"] == 4242  # the other owner's lock stays

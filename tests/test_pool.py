@@ -13,7 +13,7 @@ import pytest
 
 from dlrepro import REPO_ROOT, datasets, spec
 from dlrepro.results import records
-from dlrepro.run import executors, jobs, runs as runsmod, study as studymod
+from dlrepro.run import executors, jobs, recover, runs as runsmod, study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, FolderSink
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
@@ -126,7 +126,7 @@ def test_a_study_killed_outright_resumes_and_keeps_what_the_running_job_left(tmp
     assert [record.body["runs"][r]["state"] for r in ("small", "large")] == ["complete", "complete"]
     job = results / record.body["runs"]["small"]["bundle"] / "jobs" / "fcn-r.torch.cpu.b64.t1"
     earlier = json.loads((job / "attempts" / "1" / "result.json").read_text())
-    assert earlier["status"] == "skipped" and earlier["reason"].startswith(runsmod.KILLED)
+    assert earlier["status"] == "skipped" and earlier["reason"].startswith(recover.KILLED)
     assert earlier["worker"] == left["worker"] and json.loads((job / "result.json").read_text())["status"] == "ok"
     assert [p.name for p in (results / "studies").iterdir()] == [record.path.name]
 
@@ -290,6 +290,8 @@ def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_
 
     def serve(image):
         stage = pool.jobs / image
+        stage.mkdir(exist_ok=True)
+        (stage / "plan.json").write_text('{"jobs": []}')
         pool.serve(executor, image, stage, pool.out / image, None, None, None, 0)
 
     for image in ("torch", "tensorflow", "mxnet", "jax"):
@@ -312,3 +314,36 @@ def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_
     memory["available"] = 1 << 30
     serve("jax")  # short of memory and the only idle one is tensorflow: it goes, jax stays
     assert ended[2:] == ["tensorflow"] and list(pool.servers) == [("docker", "jax", 0)]
+
+
+@pytest.mark.docker
+def test_a_container_that_prints_a_job_id_climbing_out_of_its_output_moves_nothing_out_of_the_bundle(
+        torch_cpu_image, tmp_path, monkeypatch, reporter):
+    """The pool's serving container writes the shared output root (/out): this one plants a result there and prints
+    the end line of a "job" ``../../../evil``, which from the plan's output folder is that planted result, and from
+    the bundle's jobs/ folder is outside the results folder. The host takes only the ids of the plan it sent."""
+    from dlrepro.run.executors.docker import DockerExecutor
+
+    class Planting(DockerExecutor):
+        def serve_args(self, tag, pool, data_root, gpu):
+            return dict(super().serve_args(tag, pool, data_root, gpu), command=["sh", "-c", (
+                "read stage out; mkdir -p /out/evil && echo '{\"status\": \"ok\"}' > /out/evil/result.json; "
+                "echo '@dlrepro start ../../../evil'; echo '@dlrepro end ../../../evil ok'; "
+                "echo \"@dlrepro done $stage\"; read rest")])
+
+    monkeypatch.setattr(executors, "get", lambda *args: Planting())
+    pool = WorkerPool(tmp_path / "pool", "test-pool")
+    try:
+        path = runsmod.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8], quick=True),
+                           results_dir=tmp_path / "results", reporter=reporter, pool=pool)
+    finally:
+        pool.close()
+    assert not (tmp_path / "evil").exists() and not (tmp_path / "results" / "evil").exists()
+    assert sorted(p.name for p in path.iterdir()) == ["SHA256SUMS", "bundle.json", "images", "jobs", "samples.parquet",
+                                                      "summary.csv", "summary.parquet"]
+    assert sorted(p.name for p in (path / "jobs").iterdir()) == ["fcn-s.torch.cpu.b8"]
+    result = json.loads((path / "jobs" / "fcn-s.torch.cpu.b8" / "result.json").read_text())
+    assert (result["status"], result["reason"]) == ("failed", "the executor ended before this job ran")
+    assert reporter.finished == {"fcn-s.torch.cpu.b8": "failed"}
+    shared = json.loads((path / "bundle.json").read_text())["executor"]["isolation"]["shared_output"]
+    assert shared.startswith("/out is the output root of study worker pool test-pool, read-write, shared by")

@@ -18,7 +18,7 @@ from dlrepro import REPO_ROOT, datasets, engine, spec
 from dlrepro.errors import DlreproError, ExecutorError
 from dlrepro.results import bundle as bundlemod, tables, validate
 from dlrepro.run import executors, jobs as jobsmod, runs, slurm_state
-from dlrepro.run.executors import base, docker as docker_executor, slurm as slurm_executor
+from dlrepro.run.executors import base, docker as docker_executor, sbatch, slurm as slurm_executor
 from dlrepro.run.options import RunOptions, slurm_settings
 from runner import contract
 from tests.helpers import fresh_cache, unreachable
@@ -51,15 +51,16 @@ def test_the_run_command_is_the_create_arguments_as_flags():
 
 
 def test_shell_words_keep_their_expansions():
-    assert slurm_executor.shell_word("/b/.jobs/${DLREPRO_JOB}") == "/b/.jobs/\"${DLREPRO_JOB}\""
-    assert slurm_executor.shell_word("it's ${A}_${B}") == "'it'\"'\"'s '\"${A}\"_\"${B}\""
-    assert slurm_executor.shell_word("${gpu[@]}") == '"${gpu[@]}"' and slurm_executor.shell_word("") == "''"
+    assert sbatch.shell_word("/b/.jobs/${DLREPRO_JOB}") == "/b/.jobs/\"${DLREPRO_JOB}\""
+    assert sbatch.shell_word("it's ${A}_${B}") == "'it'\"'\"'s '\"${A}\"_\"${B}\""
+    # an array's elements as words, none when it is empty: also under set -u in bash 4.2 (RHEL/CentOS 7)
+    assert sbatch.shell_word("${gpu[@]}") == '${gpu[@]+"${gpu[@]}"}' and sbatch.shell_word("") == "''"
 
 
 def _script(**kw):
-    args = slurm_executor.task_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/r/.b.partial/.work/attempt-1/1",
+    args = sbatch.task_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/r/.b.partial/.work/attempt-1/1",
                                     "/cache/ds", "alexnet-x", kw.pop("gpus_arg", 0))
-    return args, slurm_executor.script(args, kw.pop("engine_name", "docker"), ["a.b16", "a.b32", "a.b64"],
+    return args, sbatch.script(args, kw.pop("engine_name", "docker"), ["a.b16", "a.b32", "a.b64"],
                                        "/r/.b.partial/.work/attempt-1/1", "alexnet-x", memory=8 << 30, **kw)
 
 
@@ -68,7 +69,7 @@ def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_contain
                          gpus_arg=1)
     sbatch = [line for line in text.splitlines() if line.startswith("#SBATCH")]
     assert sbatch == ["#SBATCH --job-name=dlrepro-alexnet-x", "#SBATCH --array=0-2%2",
-                      "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out", "#SBATCH --time=35",
+                      "#SBATCH --output=/r/.b.partial/.work/attempt-1/1.slurm/%A_%a.out", "#SBATCH --time=35",
                       "#SBATCH --no-requeue", "#SBATCH --cpus-per-task=2", "#SBATCH --gres=gpu:1",
                       "#SBATCH --partition=gpu",
                       "#SBATCH --account=lab"]
@@ -86,10 +87,13 @@ def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_contain
     command = text.split("\ntrap ")[-1].split("\n", 1)[1].split(" <&3 &")[0]
     words = docker_executor.run_command(args, "docker", "dlrepro-alexnet-x-${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}")
     image = words.index(args["image"])
-    assert shlex.split(command.replace("\\\n", " ")) == words[:image] + ["${limits[@]}", "${gpu[@]}"] + words[image:]
-    assert "--volume /r/.b.partial/.work/attempt-1/1/.jobs/\"${DLREPRO_JOB}\":/jobs:ro" in command
+    assert shlex.split(command.replace("\\\n", " ")) == words[:image] + ["${limits[@]+${limits[@]}}",
+                                                                         "${gpu[@]+${gpu[@]}}"] + words[image:]
+    # the staged job beside the scratch output (mounted read-write), never inside it
+    assert "--volume /r/.b.partial/.work/attempt-1/1.jobs/\"${DLREPRO_JOB}\":/jobs:ro" in command
     assert "--label org.dlrepro.slurm.job=\"${SLURM_JOB_ID}\"" in command
     assert "--env DLREPRO_GPU=\"${first_gpu}\"" in command and "\nfirst_gpu=${host_gpus%%,*}" in text
+    assert "--env DLREPRO_GPU_UNMAPPED=\"${gpu_problem}\"" in command
     assert "--memory" not in command  # the task's own limit, in ${limits[@]}
     assert "org.dlrepro.host" not in command and "org.dlrepro.pid" not in command  # never reaped as a dead run's
     assert "--network none" in command and "--cap-drop ALL" in command and "--read-only" in command
@@ -98,48 +102,70 @@ def test_the_batch_script_asks_slurm_for_the_array_and_runs_the_isolated_contain
 def test_a_cpu_array_without_options_asks_for_nothing_more_and_podman_gets_cdi_devices():
     _, text = _script(minutes=31)
     assert [line for line in text.splitlines() if line.startswith("#SBATCH")][1:] == [
-        "#SBATCH --array=0-2", "#SBATCH --output=/r/.b.partial/.work/attempt-1/1/.slurm/%A_%a.out",
+        "#SBATCH --array=0-2", "#SBATCH --output=/r/.b.partial/.work/attempt-1/1.slurm/%A_%a.out",
         "#SBATCH --time=31", "#SBATCH --no-requeue"]
     _, text = _script(gpus=2, engine_name="podman", gpus_arg=2)
     assert "for i in ${host_gpus//,/ }; do gpu+=(--device nvidia.com/gpu=\"${i}\"); done" in text
     assert "\npodman run \\\n    --name" in text and "if ! podman image inspect" in text
 
 
-def _binding(tmp_path, env, nvidia_smi=None, scontrol=None):
-    """What ``binding_lines`` finds in a task with Slurm's environment ``env``; ``nvidia_smi`` / ``scontrol``: what
-    those commands print there (None: not on PATH)."""
+def _binding(tmp_path, env, nvidia_smi=None, scontrol=None, lscpu=None, bash="bash"):
+    """What ``binding_lines`` finds in a task with Slurm's environment ``env``; ``nvidia_smi`` / ``scontrol`` /
+    ``lscpu``: what those commands print there (None: not on PATH); ``bash``: the shell that runs them."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    for name, text in (("nvidia-smi", nvidia_smi), ("scontrol", scontrol)):
+    for name, text in (("nvidia-smi", nvidia_smi), ("scontrol", scontrol), ("lscpu", lscpu)):
         (bin_dir / name).unlink(missing_ok=True)
         if text is not None:
             (bin_dir / name).write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % text)
             (bin_dir / name).chmod(0o755)
-    lines = slurm_executor.binding_lines("docker", memory=8 << 30) + [
-        'echo "$host_gpus|$gpu_source|$first_gpu|$cpus|$cpu_source|$memory|$memory_source|${limits[*]}|${gpu[*]}"']
-    tools = "/usr/bin:/bin"  # awk, paste, tr; no docker (so no GPU flags), no real nvidia-smi or scontrol
-    proc = subprocess.run(["bash", "-c", "\n".join(["set -u"] + lines)], capture_output=True, text=True,
+    lines = sbatch.binding_lines("docker", memory=8 << 30) + [
+        'echo "$host_gpus|$gpu_source|$first_gpu|$cpus|$cpu_source|$memory|$memory_source|'
+        '${limits[*]+${limits[*]}}|${gpu[*]+${gpu[*]}}|$gpu_problem"']
+    tools = "/usr/bin:/bin"  # awk, paste, sort; no docker (so no GPU flags), no real nvidia-smi or scontrol
+    proc = subprocess.run([bash, "-c", "\n".join(["set -u"] + lines)], capture_output=True, text=True,
                           env=dict(env, PATH="%s:%s" % (bin_dir, tools)))
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip().splitlines()[-1].split("|")
 
 
-def test_the_task_binds_its_container_to_the_host_gpus_cpus_and_memory_slurm_gave(tmp_path):
+# lscpu -p of a node with 2 cores of 2 threads whose Linux ids number the SMT siblings 2 and 3 (core 0: CPUs 0
+# and 2, core 1: CPUs 1 and 3); Slurm's abstract ids number a core's threads next to each other: 0-1 is core 0
+SMT_LSCPU = "# CPU,Core,Socket\n0,0,0\n1,1,0\n2,0,0\n3,1,0\n"
+
+
+BASH42 = os.environ.get("DLREPRO_BASH42")  # a bash 4.2 (RHEL/CentOS 7's), built from bash-4.2's source
+
+
+def _shell(which):
+    """The bash to run the script's lines with: this host's ("bash"), or a bash 4.2 ("4.2", from DLREPRO_BASH42)."""
+    if which == "bash":
+        return "bash"
+    if not BASH42:
+        pytest.skip("no bash 4.2 here: set DLREPRO_BASH42 to one built from bash-4.2's source (configure && make)")
+    version = subprocess.run([BASH42, "-c", "echo $BASH_VERSION"], capture_output=True, text=True).stdout
+    assert version.startswith("4.2."), version
+    return BASH42
+
+
+@pytest.mark.parametrize("which", ["bash", "4.2"])
+def test_the_task_binds_its_container_to_the_host_gpus_cpus_and_memory_slurm_gave(tmp_path, which):
+    bash = _shell(which)
     allowed = subprocess.run(["awk", '$1 == "Cpus_allowed_list:" {print $2}', "/proc/self/status"],
                              capture_output=True, text=True).stdout.strip()
     base = {"SLURM_JOB_ID": "12", "SLURM_CPUS_ON_NODE": "64"}
     # ConstrainDevices=yes: the job holds /dev/nvidia1, its CUDA_VISIBLE_DEVICES is 0 (gres.shtml); the host's is 1
-    host, source, first, cpus, cpu_source, memory, memory_source, limits, gpu = _binding(
-        tmp_path, dict(base, CUDA_VISIBLE_DEVICES="0", SLURM_JOB_GPUS="1", SLURM_MEM_PER_NODE="300"))
-    assert (host, source, first) == ("1", "SLURM_JOB_GPUS", "1")
+    host, source, first, cpus, cpu_source, memory, memory_source, limits, gpu, problem = _binding(
+        tmp_path, dict(base, CUDA_VISIBLE_DEVICES="0", SLURM_JOB_GPUS="1", SLURM_MEM_PER_NODE="300"), bash=bash)
+    assert (host, source, first, problem) == ("1", "SLURM_JOB_GPUS", "1", "")
     assert (cpus, cpu_source) == (allowed, "Cpus_allowed_list")  # 64 allocated: no narrower set to find
     assert (memory, memory_source) == (str(300 << 20), "SLURM_MEM_PER_NODE")
     assert limits == "--cpuset-cpus %s --memory %d --memory-swap %d" % (allowed, 300 << 20, 300 << 20)
     assert gpu == ""  # no docker with an NVIDIA runtime here: no flags, and the script says so
     # no constraint: CUDA_VISIBLE_DEVICES is the host's index already; two GPUs; memory per CPU
-    host, source, first, _, _, memory, memory_source, _, _ = _binding(
+    host, source, first, _, _, memory, memory_source, _, _, _ = _binding(
         tmp_path, dict(base, CUDA_VISIBLE_DEVICES="2,3", SLURM_JOB_GPUS="2,3", SLURM_MEM_PER_CPU="200",
-                       SLURM_CPUS_ON_NODE="2"), scontrol="")
+                       SLURM_CPUS_ON_NODE="2"), scontrol="", bash=bash)
     assert (host, source, first) == ("2,3", "SLURM_JOB_GPUS", "2")
     assert (memory, memory_source) == (str(2 * 200 << 20), "SLURM_MEM_PER_CPU")
     # inside the job's device cgroup nvidia-smi lists the job's GPUs only: their UUIDs
@@ -149,20 +175,78 @@ def test_the_task_binds_its_container_to_the_host_gpus_cpus_and_memory_slurm_gav
     # without the constraint it lists every GPU of the node: not the job's, so Slurm's indices
     assert _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="1", SLURM_JOB_GPUS="1"),
                     nvidia_smi="GPU-aaaa\nGPU-bbbb\n")[:2] == ["1", "SLURM_JOB_GPUS"]
-    # a Slurm without SLURM_JOB_GPUS: CUDA_VISIBLE_DEVICES, named as the source; no memory: the executor's
-    assert _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="1"))[:2] == ["1", "CUDA_VISIBLE_DEVICES"]
-    assert _binding(tmp_path, base)[:2] + _binding(tmp_path, base)[5:7] == ["", "", str(8 << 30), "executor"]
-    # no task plugin binds the job (the whole node allowed): Slurm's CPU_IDs of this task, not the array's others
-    shown = ("JobId=11 ArrayJobId=10 ArrayTaskId=0 JobName=x\n     Nodes=n1 CPU_IDs=0-1 Mem=0 GRES=\n"
-             "JobId=12 ArrayJobId=10 ArrayTaskId=1 JobName=x\n     Nodes=n1 CPU_IDs=2,5 Mem=0 GRES=gpu:1(IDX:1)\n")
-    assert _binding(tmp_path, dict(base, SLURM_CPUS_ON_NODE="1"), scontrol=shown)[3:5] == ["2,5", "scontrol CPU_IDs"]
+    # a Slurm without SLURM_JOB_GPUS and no nvidia-smi that lists the job's GPUs: CUDA_VISIBLE_DEVICES names no
+    # host GPU for certain, so no GPU is passed and the runner records the job skipped with the reason
+    found = _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="1"), nvidia_smi="GPU-aaaa\nGPU-bbbb\n", bash=bash)
+    assert found[:3] + found[8:9] == ["", "none", "", ""]
+    assert found[9] == ("Slurm gave this task GPU(s) CUDA_VISIBLE_DEVICES=1 without their host indices (no "
+                        "SLURM_JOB_GPUS), and nvidia-smi does not list exactly the job's GPUs (it lists: "
+                        "GPU-aaaa,GPU-bbbb); CUDA_VISIBLE_DEVICES may be numbered inside the job's cgroup, so it "
+                        "names no host GPU for certain and is not passed to the engine")
+    assert "it lists: none)" in _binding(tmp_path, dict(base, CUDA_VISIBLE_DEVICES="0"))[9]
+    assert _binding(tmp_path, base, bash=bash)[:2] + _binding(tmp_path, base)[5:7] == ["", "", str(8 << 30), "executor"]
+
+
+@pytest.mark.parametrize("which", ["bash", "4.2"])
+def test_slurms_abstract_cpu_ids_are_mapped_to_the_nodes_linux_cpus(tmp_path, which):
+    """No task plugin binds the job (the whole node allowed): the task's CPU_IDs of ``scontrol show job -d`` (this
+    task's, not the array's others) are Slurm's abstract ids, passed as the Linux CPUs they stand for."""
+    allowed = subprocess.run(["awk", '$1 == "Cpus_allowed_list:" {print $2}', "/proc/self/status"],
+                             capture_output=True, text=True).stdout.strip()
+    env = {"SLURM_JOB_ID": "12", "SLURM_CPUS_ON_NODE": "1"}
+
+    def shown(ids):
+        return ("JobId=11 ArrayJobId=10 ArrayTaskId=0 JobName=x\n     Nodes=n1 CPU_IDs=2-3 Mem=0 GRES=\n"
+                "JobId=12 ArrayJobId=10 ArrayTaskId=1 JobName=x\n     Nodes=n1 CPU_IDs=%s Mem=0 GRES=gpu:1(IDX:1)\n"
+                % ids)
+
+    found = _binding(tmp_path, env, scontrol=shown("0-1"), lscpu=SMT_LSCPU, bash=_shell(which))
+    assert found[3:5] == ["0,2", "scontrol CPU_IDs 0-1 (Slurm's abstract ids), as Linux CPUs"]  # core 0, not 0-1
+    assert found[7].startswith("--cpuset-cpus 0,2 ")
+    assert _binding(tmp_path, env, scontrol=shown("1,3"), lscpu=SMT_LSCPU)[3] == "2,3"
+    # ids beyond the node's CPUs (slurm.conf describes another node): left unmapped, the allowed list kept
+    assert _binding(tmp_path, env, scontrol=shown("2,5"), lscpu=SMT_LSCPU)[3:5] == [
+        allowed, "Cpus_allowed_list (scontrol CPU_IDs 2,5: not mapped to this node's Linux CPUs)"]
+    assert _binding(tmp_path, env, scontrol=shown("0"), lscpu="# CPU,Core,Socket\n")[3] == allowed
+
+
+@pytest.mark.parametrize("which", ["bash", "4.2"])
+def test_every_array_of_the_batch_script_is_expanded_so_that_bash_4_2_takes_an_empty_one(which):
+    """Under ``set -u`` a bash before 4.4 takes an empty array's "${a[@]}" as unbound (bash's CHANGES, 4.4-rc2): every
+    CPU task's ``gpu`` is empty. Each array expansion of the script is ``${a[@]+"${a[@]}"}``, which it takes."""
+    for kw in ({}, dict(gpus=1, gpus_arg=1), dict(gpus=2, engine_name="podman", gpus_arg=2)):
+        _, text = _script(**kw)
+        assert '${limits[@]+"${limits[@]}"}' in text and '${gpu[@]+"${gpu[@]}"}' in text
+        unguarded = re.sub(r'\$\{(\w+)\[[@*]\]\+"\$\{\1\[[@*]\]\}"\}', "", text)
+        assert re.findall(r"\$\{\w+\[[@*]\]\}", unguarded) == []
+    bash = _shell(which)
+    guarded = subprocess.run([bash, "-c", 'set -u; gpu=(); printf "%s," x ${gpu[@]+"${gpu[@]}"} y'],
+                             capture_output=True, text=True)
+    assert (guarded.returncode, guarded.stdout) == (0, "x,y,")
+    if which == "4.2":  # the form the script had before: this bash stops at it
+        plain = subprocess.run([bash, "-c", 'set -u; gpu=(); printf "%s," x "${gpu[@]}" y'], capture_output=True,
+                               text=True)
+        assert plain.returncode != 0 and "gpu[@]: unbound variable" in plain.stderr
+
+
+def test_an_sbatch_option_that_is_not_one_is_refused_everywhere():
+    """A newline would end the #SBATCH line and make the rest a command of the script (run on the nodes)."""
+    for bad, why in (("--account=lab\ntouch INJECTED", "holds no newline or other control character"),
+                     ("--qos=x\x1b[2J", "holds no newline or other control character"),
+                     ("account=lab", "starting with -")):
+        with pytest.raises(DlreproError, match="^--slurm-option: .*%s" % re.escape(why)) as err:
+            slurm_settings("slurm", options=["--exclusive", bad])
+        assert err.value.remedy.startswith("give each sbatch option as its own --slurm-option")
+        with pytest.raises(ValueError, match="^--slurm-option: "):
+            _script(options=[bad])
+    assert slurm_settings("slurm", options=["--account=lab", "--mem=16G"])["options"] == ["--account=lab", "--mem=16G"]
 
 
 def test_the_time_limit_and_gpus_of_an_array():
-    assert slurm_executor.time_minutes([{"timeout_s": 1800}, {"timeout_s": 600}]) == 35  # (1800 + 300) / 60
-    assert slurm_executor.time_minutes([{"timeout_s": 61}]) == 7
-    assert slurm_executor.job_gpus({"device": "cuda"}) == 1 and slurm_executor.job_gpus({"device": "cuda", "ranks": 4}) == 4
-    assert slurm_executor.job_gpus({"device": "cpu", "ranks": 4}) == 0
+    assert sbatch.time_minutes([{"timeout_s": 1800}, {"timeout_s": 600}]) == 35  # (1800 + 300) / 60
+    assert sbatch.time_minutes([{"timeout_s": 61}]) == 7
+    assert sbatch.job_gpus({"device": "cuda"}) == 1 and sbatch.job_gpus({"device": "cuda", "ranks": 4}) == 4
+    assert sbatch.job_gpus({"device": "cpu", "ranks": 4}) == 0
 
 
 SCONTROL = ("JobId=7 ArrayJobId=7 ArrayTaskId=2-3%1 ArrayTaskThrottle=1 JobName=dlrepro-x UserId=root(0) "
@@ -215,8 +299,10 @@ def test_a_failed_state_query_is_told_from_a_task_slurm_no_longer_knows(tmp_path
 
 def _submission(tmp_path, jobs=("a.b16",)):
     scratch = tmp_path / "scratch"
-    (scratch / slurm_executor.TASKS).mkdir(parents=True)
-    return {"array_id": "7", "jobs": list(jobs), "scratch": str(scratch), "script": "slurm/x.sbatch", "gpus": 0}
+    scratch.mkdir(parents=True)
+    sbatch.tasks_of(scratch).mkdir()
+    return {"array_id": "7", "jobs": list(jobs), "scratch": str(scratch), "tasks": str(sbatch.tasks_of(scratch)),
+            "script": "slurm/x.sbatch", "gpus": 0}
 
 
 def _running_result(scratch, job_id, repeats=2):
@@ -258,7 +344,7 @@ def test_while_slurm_cannot_be_asked_nothing_is_recorded_ended_nor_removed(tmp_p
 def test_a_task_slurm_does_not_list_is_gone_only_after_polls_in_which_its_output_stopped_growing(tmp_path,
                                                                                                  monkeypatch):
     sub = _submission(tmp_path)
-    output = Path(sub["scratch"]) / slurm_executor.TASKS / "7_0.out"
+    output = sbatch.tasks_of(sub["scratch"]) / "7_0.out"
     polls = []
 
     def tasks(wanted, env=None):
@@ -297,15 +383,15 @@ def test_a_job_whose_task_was_suspended_is_interrupted_with_what_it_measured(tmp
     sub = _submission(tmp_path, jobs=("a.b16", "a.b32"))
     scratch = Path(sub["scratch"])
     for index, job_id in enumerate(sub["jobs"]):
-        contract.write_json(str(scratch / slurm_executor.TASKS / ("7_%d.json" % index)),
+        contract.write_json(str(sbatch.tasks_of(scratch) / ("7_%d.json" % index)),
                             {"job_id": str(8 + index), "node": "n1", "cpus": str(index)})
         (scratch / job_id).mkdir()
         contract.write_json(str(scratch / job_id / "result.json"),
                             dict(contract.new_result(job_id, "ok"), timing={"repeats": [0.5, 0.5]}))
-    (scratch / slurm_executor.TASKS / "7_0.suspended").write_text(
+    (sbatch.tasks_of(scratch) / "7_0.suspended").write_text(
         "suspended 2026-12-01T10:00:00Z\nresumed 2026-12-01T10:00:09Z\n")
     for index, job_id in enumerate(sub["jobs"]):
-        (scratch / slurm_executor.TASKS / ("7_%d.out" % index)).write_text("@dlrepro end %s\n" % job_id)
+        (sbatch.tasks_of(scratch) / ("7_%d.out" % index)).write_text("@dlrepro end %s\n" % job_id)
     answers = iter([{("7", 0): _task("RUNNING"), ("7", 1): _task("SUSPENDED", 1)}])
     monkeypatch.setattr(slurm_state, "tasks", lambda wanted, env=None: next(answers))
     slurm_executor.collect([sub], base.FolderSink(tmp_path / "out"), lambda *e: None, poll_s=0)
@@ -316,6 +402,7 @@ def test_a_job_whose_task_was_suspended_is_interrupted_with_what_it_measured(tmp
     assert noted["reason"].startswith("Slurm suspended its task while the job ran (suspended 2026-12-01T10:00:00Z; "
                                       "resumed 2026-12-01T10:00:09Z): its timing spans the pause")
     assert noted["slurm"]["cpus"] == "0" and not scratch.exists()  # each ended with its own result
+    assert not sbatch.tasks_of(scratch).exists()
 
 
 def test_bad_slurm_options_are_one_line_errors(monkeypatch, tmp_path):
@@ -512,8 +599,63 @@ def test_a_partition_the_cluster_lacks_is_a_clear_error(slurm):
         slurm_executor.SlurmExecutor(partition="gpux")
 
 
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_a_newline_in_a_slurm_option_is_refused_on_the_command_line_and_from_a_tampered_bundle(
+        slurm, torch_cpu_image, tmp_path, reporter):
+    typed = subprocess.run([sys.executable, "-m", "invoke", "run", "--spec=alexnet", "--executor", "slurm",
+                            "--slurm-option", "--account=lab\ntouch %s" % (tmp_path / "INJECTED"), "--results",
+                            str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert typed.returncode == 2 and "Traceback" not in typed.stdout + typed.stderr
+    assert typed.stdout.splitlines()[0] == ("error: --slurm-option: an sbatch option holds no newline or other control "
+                                            "character (got '--account=lab\\ntouch %s')" % (tmp_path / "INJECTED"))
+    partial = runs.run("alexnet", RunOptions(executor="slurm", batch_sizes=[16], **ALEXNET), results_dir=tmp_path,
+                       reporter=reporter, slurm={"options": ["--comment=dlrepro-test"], "detach": True})
+    path = partial / "bundle.json"
+    honest = path.read_text()
+    body = json.loads(honest)
+    assert body["executor"]["slurm_options"] == ["--comment=dlrepro-test"]
+    body["executor"]["slurm_options"] = ["--comment=x\ntouch %s" % (tmp_path / "INJECTED")]
+    path.write_text(json.dumps(body))
+    with pytest.raises(DlreproError) as err:
+        runs.run(None, RunOptions(), results_dir=tmp_path, reporter=reporter, resume=body["id"])
+    assert str(err.value) == ("%s: executor.slurm_options: an sbatch option holds no newline or other control "
+                              "character (got '--comment=x\\ntouch %s')" % (path, tmp_path / "INJECTED"))
+    assert err.value.remedy.startswith("restore %s as the run wrote it" % path)
+    assert len(json.loads(path.read_text())["attempts"]) == 1 and len(list((partial / "slurm").iterdir())) == 1
+    path.write_text(honest)  # restored: the resume waits for the array and takes its result
+    resumed = runs.run(None, RunOptions(), results_dir=tmp_path, reporter=reporter, resume=body["id"])
+    assert json.loads((resumed / "bundle.json").read_text())["counts"]["ok"] == 1
+    assert not (tmp_path / "INJECTED").exists()
+
+
+@pytest.mark.docker
+@pytest.mark.slurm
+def test_the_batch_script_runs_a_cpu_task_under_bash_4_2(slurm, torch_cpu_image, tmp_path, docker_engine):
+    """The generated script, its interpreter a bash 4.2 (RHEL/CentOS 7's), with a CPU task: its gpu array empty."""
+    bash = _shell("4.2")
+    scratch = tmp_path / "s"
+    for folder in (scratch, sbatch.tasks_of(scratch), sbatch.stage_of(scratch) / "j0"):
+        folder.mkdir(parents=True)
+    args = sbatch.task_args(torch_cpu_image.tag, "1000:1000", scratch, tmp_path, "bash42-test", 0,
+                            ["sh", "-c", "echo '@dlrepro start j0'; echo \"in the container: $(id -u)\""])
+    text = sbatch.script(args, "docker", ["j0"], scratch, "bash42-test", threads=1, minutes=5)
+    path = tmp_path / "bash42.sbatch"
+    path.write_text(text.replace("#!/bin/bash\n", "#!%s\n" % bash, 1))
+    array = slurm_executor._sbatch(path)
+    _wait_for(lambda: (slurm_state.tasks([(array, 0)]) or {}).get((array, 0)) is not None and not
+              slurm_state.tasks([(array, 0)])[(array, 0)].active, 180, "the task ended")
+    task = slurm_state.tasks([(array, 0)])[(array, 0)]
+    output = _task_file(scratch, array, 0, ".out")
+    assert "unbound variable" not in output and "in the container: 1000" in output, output
+    assert (task.state, task.exit_code) == ("COMPLETED", "0:0")
+    facts = _task_file(scratch, array, 0)
+    assert facts["gpu_source"] == "" and facts["host_gpus"] == "" and facts["cpus"]
+    _wait_for(lambda: _containers(docker_engine, "bash42-test") == [], 60, "the container removed")
+
+
 def _task_file(scratch, array, index, suffix=".json"):
-    path = Path(scratch) / slurm_executor.TASKS / ("%s_%d%s" % (array, index, suffix))
+    path = sbatch.tasks_of(scratch) / ("%s_%d%s" % (array, index, suffix))
     return json.loads(path.read_text()) if suffix == ".json" else path.read_text()
 
 
@@ -522,12 +664,12 @@ def _task_file(scratch, array, index, suffix=".json"):
 def test_two_tasks_on_one_node_get_their_own_host_gpu_and_cpus(slurm, torch_cpu_image, tmp_path, docker_engine):
     # the real batch script with a command that waits, on a cluster with task/cgroup and ConstrainDevices=yes
     scratch = tmp_path / "s"
-    for folder in (slurm_executor.TASKS, slurm_executor.STAGE + "/j0", slurm_executor.STAGE + "/j1"):
-        (scratch / folder).mkdir(parents=True)
-    args = slurm_executor.task_args(torch_cpu_image.tag, "1000:1000", scratch, tmp_path, "bind-test", 1,
+    for folder in (scratch, sbatch.tasks_of(scratch), sbatch.stage_of(scratch) / "j0", sbatch.stage_of(scratch) / "j1"):
+        folder.mkdir(parents=True)
+    args = sbatch.task_args(torch_cpu_image.tag, "1000:1000", scratch, tmp_path, "bind-test", 1,
                                     ["sh", "-c", "echo '@dlrepro start j'; sleep 120"])
     path = tmp_path / "bind.sbatch"
-    path.write_text(slurm_executor.script(args, "docker", ["j0", "j1"], scratch, "bind-test", threads=1, gpus=1,
+    path.write_text(sbatch.script(args, "docker", ["j0", "j1"], scratch, "bind-test", threads=1, gpus=1,
                                           minutes=5, options=["--nodelist=n1"]))
     started = time.time()
     array = slurm_executor._sbatch(path)
@@ -547,7 +689,8 @@ def test_two_tasks_on_one_node_get_their_own_host_gpu_and_cpus(slurm, torch_cpu_
         config = inspected["dlrepro-bind-test-%s_%d" % (array, t["array_task_id"])]
         assert "DLREPRO_GPU=%s" % t["host_gpus"] in config["Config"]["Env"]
         assert config["HostConfig"]["CpusetCpus"] == t["cpus"]
-        assert t["cpu_source"] == ("Cpus_allowed_list" if slurm.cgroups else "scontrol CPU_IDs")  # no task plugin
+        assert t["cpu_source"] == "Cpus_allowed_list" if slurm.cgroups else t["cpu_source"].startswith(
+            "scontrol CPU_IDs")  # no task plugin: Slurm's abstract ids, mapped
         # no NVIDIA runtime here: no device request is made (the flags the script would pass: tested above)
         assert not config["HostConfig"]["DeviceRequests"] and t["memory_source"] == "none"
         assert "GPU(s) %s stay outside" % t["host_gpus"] in _task_file(scratch, array, t["array_task_id"], ".out")
@@ -589,7 +732,7 @@ def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_res
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        outputs = [scratch / slurm_executor.TASKS / ("%s_%d.out" % (array, i)) for i in range(3)]
+        outputs = [sbatch.tasks_of(scratch) / ("%s_%d.out" % (array, i)) for i in range(3)]
         _wait_for(lambda: all("@dlrepro start" in _read(path) for path in outputs), 300,
                   "all three jobs started (their output: %s)" % outputs)
         nodes = [_task_file(scratch, array, i)["node"] for i in range(3)]

@@ -128,7 +128,7 @@ def test_ratio_band_and_scaling_claims():
     assert v.verdict == verdicts.DOES_NOT_HOLD and "each: CNTK 2.5 [2.45-2.551] (b64), Caffe 1.111 [1.089-1.134] " \
         "(b64); outside the band: CNTK" in v.evidence
     # the same medians without intervals (3 repeats a job): the speedups have none, so nothing can hold or fail
-    (v,) = claims.evaluate(scaling, rows.assign(ci95_low=None, ci95_high=None, ci95_method=None))
+    (v,) = claims.evaluate(scaling, rows.assign(ci95_low=None, ci95_high=None, ci95_method=None, ci95_units=1))
     assert v.verdict == verdicts.INCONCLUSIVE and v.evidence.endswith(
         "no 95% interval for CNTK, Caffe (1 repeat; a 95% interval needs 6) (run cpu-synthetic-cnn, cpu)")
     (v,) = claims.evaluate(scaling, _rows({("caffe", 1): 1.0, ("caffe", 2): 0.6}, **cpu))
@@ -198,7 +198,8 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     counts = dict(re.findall(r'data-outcome="([^"]+)">(\d+)<', html))
     # the table has 4 rows x 1 column: Caffe and TensorFlow not run (frameworks asked: torch), Lua Torch not ours,
     # PyTorch without a published value
-    assert counts == {"reproduces": "0", "differs": "0", "other hardware": "0", "cannot be compared": "2", "not run": "2"}
+    assert counts == {"reproduces": "0", "differs": "0", "cannot tell": "0", "other hardware": "0", "cannot be compared": "2",
+                      "not run": "2"}
     verdict = dict(re.findall(r'data-claim="([^"]+)" data-verdict="([^"]+)"', html))
     # --quick: one repeat, no interval: the scaling claim is a smoke pass whatever the speedup
     assert verdict == {"ordering": "not testable here", "threads": "inconclusive", "untestable": "not testable here"}

@@ -184,3 +184,44 @@ def test_a_batch_larger_than_the_training_set_fails_at_once():
         measure.throughput(adapter, job, tiny)
     with pytest.raises(data.DataError, match="batch size 8 is larger than the test set"):
         measure.convergence(adapter, dict(job, test_complete_batches=True), tiny)
+
+
+def test_compile_jobs_in_one_warm_worker_each_compile_and_record_the_graphs(monkeypatch):
+    """A warm worker serves job after job in one process. Without a reset, dynamo keeps one cache entry per model on
+    the shared frame up to its recompile limit (8 in torch 2.13): from the 9th --compile job on, the model ran eager
+    while the result said compile. Each job now starts from empty caches and records the graphs it compiled; a
+    job that compiled none fails instead of timing eager mode as compiled. (The "eager" backend: dynamo's
+    capture and caches as with inductor, without its C++ build.)"""
+    import functools
+
+    from runner.adapters import torch_adapter
+
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))
+    assert torch_adapter._recompile_limit() == 8
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)  # reached sooner: a shorter test
+    limit = torch_adapter._recompile_limit()
+    job = dict(job_for("fcn", "fcn-r", compile=True, batch_sizes=[4]), batch_size=4)
+    x = np.random.RandomState(0).rand(4, 784).astype(np.float32)
+    y = np.arange(4, dtype=np.int64)
+    recorded = []
+    for _ in range(limit + 4):
+        adapter = adapters.load(job)
+        adapter.build()
+        for _ in range(2):
+            adapter.train_step(*adapter.to_device(x, y))
+        recorded.append(adapter.ran()["compiled_graphs"])
+        adapter.release()
+    assert limit == 2 and len(recorded) == 6 and min(recorded) >= 1, recorded
+    # the same jobs without the reset: past the limit they compile nothing, and the job says so
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
+    failures = []
+    for _ in range(limit + 2):
+        adapter = adapters.load(job)
+        adapter.build()
+        adapter.train_step(*adapter.to_device(x, y))
+        try:
+            adapter.ran()
+        except RuntimeError as exc:
+            failures.append(str(exc))
+        adapter.release()
+    assert failures and failures[0] == "torch.compile compiled no graph for this job: it ran eager (recompile limit 2)"

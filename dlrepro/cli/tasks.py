@@ -100,7 +100,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     "python": "interpreter for --executor local (default: this one)",
     "results": "folder for bundles (default: $DLREPRO_RESULTS, else the checkout's results/)",
     "base-source": BASE_SOURCE_HELP,
-    "timeout": "seconds before a job is killed (default 1800, convergence 86400)",
+    "timeout": "seconds before a job is killed, >= 1 (default 1800, convergence 86400)",
     "resume": "continue a bundle (its id, folder, or 'latest'): run only its jobs without an ok result, with its "
               "spec and options",
     "retry-failed": "with --resume: run its failed jobs again too",
@@ -225,10 +225,10 @@ def finalize(c, bundle, results=""):
     """Close a partial bundle; missing jobs: skipped.
 
     Its state becomes complete; the jobs that never ran are recorded as skipped (not run)."""
-    from dlrepro.run import runs
+    from dlrepro.run import recover
 
     with user_errors():
-        console.print("bundle: %s" % runs.finalize(bundle, folders.results_root(results)))
+        console.print("bundle: %s" % recover.finalize(bundle, folders.results_root(results)))
 
 
 @task(help={"bundle": "a partial bundle: its folder, its id under --results, or 'latest'", "results": RESULTS_HELP})

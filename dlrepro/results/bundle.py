@@ -42,6 +42,7 @@ SCHEMA = "dlrepro.bundle/3"  # 3: state and attempts (resumable partial bundles)
 # run again by a plain resume; "failed" failed on its own (--retry-failed runs it again)
 STATUSES = ("ok", "failed", "skipped", "interrupted")
 WORK = ".work"  # scratch output of running jobs, inside the partial bundle
+LOCK = "owner.lock"  # in WORK: the lock of the process that writes the bundle (dlrepro.run.lock), kept to the end
 NOT_WRITABLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG)
 
 
@@ -213,9 +214,12 @@ def _unchanged(folder):
 
 
 def _writes(method):
-    """Turn a failed write of the results folder (full, read-only, no permission) into ResultsUnwritable."""
+    """Turn a failed write of the results folder (full, read-only, no permission) into ResultsUnwritable; a writer
+    whose lock (``owner``) another process took over writes nothing (its ResultsUnwritable)."""
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
+        if self.owner is not None:
+            self.owner.check()
         try:
             return method(self, *args, **kwargs)
         except OSError as exc:
@@ -254,12 +258,14 @@ class BundleWriter:
         self.body = {"schema": SCHEMA, "id": self.id, "created": self.created, "state": "partial", "jobs": [],
                      "attempts": []}
         self.job_ids = []  # in the order first written: the order of the bundle's rows
+        self.owner = None  # the lock this process holds on the bundle (dlrepro.run.lock.Lock), once taken
 
     @classmethod
-    def reopen(cls, folder):
+    def reopen(cls, folder, owner=None):
         """The writer of an existing bundle for a resume: a partial one as it is, a published one moved back to
         ``.<id>.partial`` once every file matches its SHA256SUMS (its tables and checksums are rebuilt when it is
-        published again). The caller makes sure that no live run writes it (bundle.json's ``running``). Raises
+        published again). The caller makes sure that no live run writes it: ``owner``, the lock it took on
+        ``folder`` (dlrepro.run.lock), follows the folder to ``.<id>.partial``. Raises
         BundleError naming each file changed or missing since SHA256SUMS recorded it (nothing is then moved):
         checksums are never written again over a changed file."""
         folder = Path(folder)
@@ -267,9 +273,11 @@ class BundleWriter:
         _unchanged(folder)
         self = cls.__new__(cls)
         self.results_dir, self.id, self.created = folder.parent, found["id"], found["created"]
-        self.partial = self.results_dir / _partial_name(self.id)
+        self.partial, self.owner = self.results_dir / _partial_name(self.id), owner
         if folder != self.partial:
             os.rename(folder, self.partial)
+            if owner is not None:
+                owner.moved(self.partial)
         if (self.partial / "SHA256SUMS").is_file():  # verified: written again by finish
             (self.partial / "SHA256SUMS").unlink()
         found["state"] = "partial"
@@ -386,8 +394,14 @@ class BundleWriter:
     @_writes
     def finish(self, body):
         """Write bundle.json (with one summary row per job and the status counts), the tidy tables and
-        SHA256SUMS, then rename into place; returns the bundle path."""
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        SHA256SUMS, then rename into place; returns the bundle path. The scratch output goes first, but the lock
+        (``owner``) stays in ``.work`` (outside SHA256SUMS) until the published folder is in place: only then is it
+        given up, so no other process can take the bundle while it is published."""
+        for path in list(self.work_dir.iterdir()) if self.work_dir.is_dir() else []:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            elif not path.name.startswith(LOCK):  # the lock and its breaker's stay
+                path.unlink()
         body = dict(self.body, **body, schema=SCHEMA, id=self.id, created=self.created, finished=utc_now(),
                     state=COMPLETE, suite={"version": __version__, "git": checkout.state()})
         body.pop("running", None)
@@ -398,6 +412,13 @@ class BundleWriter:
         write_json(str(self.partial / "bundle.json"), body)
         (self.partial / "SHA256SUMS").write_text(sums_text(
             {p.relative_to(self.partial).as_posix(): sha256_file(p) for p in self.partial.rglob("*")
-             if p.is_file() and p.name != "SHA256SUMS"}))
-        os.rename(self.partial, self.results_dir / self.id)
-        return self.results_dir / self.id
+             if p.is_file() and p.name != "SHA256SUMS" and p.relative_to(self.partial).parts[0] != WORK}))
+        published = self.results_dir / self.id
+        if self.owner is not None:
+            self.owner.check()
+        os.rename(self.partial, published)
+        if self.owner is not None:
+            self.owner.moved(published)
+            self.owner.release()
+        shutil.rmtree(published / WORK, ignore_errors=True)
+        return published

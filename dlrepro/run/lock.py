@@ -1,15 +1,21 @@
 """Who owns a partial bundle: a lock file that one process at a time holds, on any host that shares the results
 folder.
 
-The lock is ``<partial>/.work/owner.lock`` (the scratch folder, which publication removes), created with
-``O_CREAT|O_EXCL`` so that of two claims exactly one wins, before the claimant reads or writes anything else of
-the bundle. It names its owner: host, pid, boot id and start time (JSON). Its modification time is the
+The lock is ``<bundle>/.work/owner.lock`` (the scratch folder), created with ``O_CREAT|O_EXCL`` so that of two
+claims exactly one wins, before the claimant reads or writes anything else of the bundle. It moves with the
+bundle's folder (``Lock.moved``: a complete bundle reopened as partial, a partial one published) and is given
+up only once the published folder is in place, so no other process can take a bundle while it is published. It names its owner: host, pid, boot id and start time (JSON). Its modification time is the
 heartbeat: a thread of the owner touches it every HEARTBEAT_S seconds. A lock is stale, and may be broken,
 when its heartbeat is older than STALE_S seconds (its owner is gone, whatever host it ran on), or at once when it
 names this host and boot and a pid that is no longer alive. Breaking happens under a second lock file
 (``owner.lock.break``, itself stale after STALE_S), and the lock is looked at again under it, so two processes
 never both break and take it. A process that holds the lock and asks again gets it again (one run resuming
 what it detached from).
+
+Fencing: an owner that was gone so long (suspended, an NFS hang) that another process broke its lock and took
+the bundle finds, at its next heartbeat or write (``Lock.check``), that the lock file no longer names it: it
+stops writing (ResultsUnwritable) and never touches the other owner's lock, so two processes never write one
+bundle.
 """
 import atexit
 import json
@@ -19,11 +25,11 @@ import threading
 import time
 from pathlib import Path
 
-from dlrepro.errors import DlreproError
-from dlrepro.results.bundle import WORK
+from dlrepro.errors import DlreproError, ResultsUnwritable
+from dlrepro.results.bundle import LOCK, WORK
 from runner.contract import utc_now
 
-NAME = "owner.lock"
+NAME = LOCK
 HEARTBEAT_S = 30
 STALE_S = 300  # no heartbeat for this long: the owner is gone (five minutes allow for clock skew between hosts)
 _held = {}  # lock path -> Lock, those this process holds
@@ -48,29 +54,64 @@ def _alive(pid):
 
 
 class Lock:
-    """A bundle's lock held by this process: ``path``, the ``owner`` record it wrote; ``release()`` gives it up."""
+    """A bundle's lock held by this process: ``path``, the ``owner`` record it wrote; ``lost``: the record of the
+    process that took it over (None while it is this process's); ``release()`` gives it up."""
 
     def __init__(self, path, owner):
-        self.path, self.owner, self.stop = Path(path), owner, threading.Event()
+        self.path, self.owner, self.stop, self.lost = Path(path), owner, threading.Event(), None
+        self._mutex = threading.Lock()  # the path, as the bundle's folder moves, and the heartbeat on it
         self.thread = threading.Thread(target=self._beat, name="bundle lock %s" % path, daemon=True)
         self.thread.start()
 
     def _beat(self):
         while not self.stop.wait(HEARTBEAT_S):
-            try:
-                os.utime(self.path)
-            except OSError:  # removed with the scratch folder as the bundle was published
-                return
+            with self._mutex:
+                if self._taken_over():
+                    return
+                try:
+                    os.utime(self.path)
+                except OSError:  # gone: taken over (told at the next check)
+                    return
+
+    def _taken_over(self):
+        """Whether the lock file no longer names this process (another broke and took it, or only broke it): sets
+        ``lost`` to what is there instead."""
+        if self.lost is None and not self.stop.is_set():
+            found = _read(self.path)
+            if found != self.owner and found != {}:  # {}: being written this instant
+                self.lost = found or {"host": None, "pid": None, "since": None}
+        return self.lost is not None
+
+    def check(self):
+        """Raise ResultsUnwritable when this process no longer owns the bundle (fencing: see the module's text)."""
+        with self._mutex:
+            if self._taken_over():
+                raise ResultsUnwritable(
+                    "%s: this run no longer owns the bundle: its lock %s (%s): it stops writing, so that two "
+                    "processes never write one bundle" % (self.path.parent.parent, "was taken over by " + describe(
+                        self.lost, self.path) if self.lost.get("pid") else "was broken", self.path),
+                    "let the run that took it finish it (`dlrepro bundles` shows it); what this run measured after "
+                    "that is in its scratch output, not in the bundle")
+
+    def moved(self, folder):
+        """The bundle's folder was renamed to ``folder`` (with the lock in it): follow it."""
+        with self._mutex:
+            _held.pop(str(self.path), None)
+            self.path = Path(folder) / WORK / NAME
+            _held[str(self.path)] = self
 
     def release(self):
-        """Stop the heartbeat and remove the lock file if it is still this process's."""
+        """Stop the heartbeat and remove the lock file if it is still this process's (and its ``.work`` folder once
+        empty: a published bundle's)."""
         self.stop.set()
-        _held.pop(str(self.path), None)
-        if _read(self.path) == self.owner:
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
+        with self._mutex:
+            _held.pop(str(self.path), None)
+            if _read(self.path) == self.owner:
+                try:
+                    self.path.unlink()
+                    self.path.parent.rmdir()
+                except OSError:  # gone already, or the folder still holds scratch output
+                    pass
 
 
 def _read(path):
@@ -121,10 +162,13 @@ def describe(found, path):
 
 
 def take(folder):
-    """Take the lock of the partial bundle in ``folder`` (creating its scratch folder); returns the Lock. Raises
-    DlreproError naming the owner when another live process (on any host) holds it."""
+    """Take the lock of the bundle in ``folder`` (creating its scratch folder); returns the Lock. Raises
+    DlreproError naming the owner when another live process (on any host) holds it, or when the folder is gone."""
     work = Path(folder) / WORK
-    work.mkdir(parents=True, exist_ok=True)
+    try:
+        work.mkdir(exist_ok=True)
+    except FileNotFoundError:  # published or removed meanwhile
+        raise DlreproError("%s: no such bundle folder (any more)" % folder, "`dlrepro bundles` lists them") from None
     path = work / NAME
     if str(path) in _held:
         return _held[str(path)]

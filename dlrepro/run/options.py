@@ -1,9 +1,10 @@
 """What ``dlrepro run`` was asked to do (RunOptions), and the translation of its command-line text.
 
 RunOptions is immutable and validated by pydantic; None in a field means "as the spec says".
-``from_cli`` takes the option texts exactly as typed (comma-separated lists, ``-1`` for "not
-given") and raises DlreproError naming the option (``--batch-size``, ``--gpus``, ...) and what it
-expects, never a pydantic or ValueError traceback.
+``from_cli`` takes the option texts exactly as typed (comma-separated lists, UNSET, an empty text, for a
+number not given: every number given, negative ones too, is checked as the spec's fields are) and raises
+DlreproError naming the option (``--batch-size``, ``--iterations``, ...) and what it expects, never a pydantic
+or ValueError traceback.
 """
 import hashlib
 import json
@@ -105,22 +106,31 @@ def _ranks(text):
     return _items("--ranks", text, int, "'spec' or comma-separated rank (GPU) counts")
 
 
-def _given(value):
-    return None if value == UNSET else value
+def _number(option, value):
+    """The whole number of option ``option`` (its text, or an int), None when not given (UNSET); raises
+    DlreproError naming the option for anything else. Its range is checked by RunOptions."""
+    if value == UNSET or value is None:
+        return None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise DlreproError("%s: expected a whole number (got %r)" % (option, value)) from None
 
 
 def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch_size="", warmup=UNSET,
              iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
              precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False,
              isolation="worker", ranks=""):
-    """RunOptions from ``dlrepro run``'s option texts (lists comma-separated, UNSET for integers not given).
+    """RunOptions from ``dlrepro run``'s option texts (lists comma-separated, UNSET for numbers not given).
 
     Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
     values = dict(
         frameworks=split(framework), device=device, executor=executor or None, variants=split(variant), mode=mode or None,
-        batch_sizes=_items("--batch-size", batch_size, int, "comma-separated numbers"), warmup=_given(warmup),
-        iterations=_given(iterations), repeats=_given(repeats), epochs=_given(epochs), threads=_threads(threads),
-        gpu=gpu, quick=quick, timeout_s=_given(timeout), gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
+        batch_sizes=_items("--batch-size", batch_size, int, "comma-separated numbers"),
+        warmup=_number("--warmup", warmup), iterations=_number("--iterations", iterations),
+        repeats=_number("--repeats", repeats), epochs=_number("--epochs", epochs), threads=_threads(threads),
+        gpu=_number("--gpu", gpu), quick=quick, timeout_s=_number("--timeout", timeout),
+        gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
         precision=precision, layout=layout, cudnn_autotune=cudnn_autotune, compile=compile,
         allow_ptx_jit=allow_ptx_jit, isolation=isolation, ranks=_ranks(ranks))
     try:
@@ -134,18 +144,61 @@ def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch
             for name, e in deepest.items())) from None
 
 
+def slurm_option_problem(option):
+    """Why ``option`` cannot be one ``#SBATCH`` line of a batch script (a text), or None. An option must be one
+    sbatch option: text that starts with ``-`` and holds no newline or other control character (one would end
+    the ``#SBATCH`` line and make the rest a command of the script)."""
+    if not isinstance(option, str):
+        return "expected an sbatch option as text (got %r)" % (option,)
+    if not option.startswith("-"):
+        return "expected an sbatch option, starting with - (got %r)" % option
+    if any(ord(c) < 32 or ord(c) == 127 for c in option):
+        return "an sbatch option holds no newline or other control character (got %r)" % option
+    return None
+
+
+def _slurm_options(options, where, remedy):
+    """``options`` (a list of sbatch options), each checked (``slurm_option_problem``); raises DlreproError naming
+    ``where`` the first bad one is and ``remedy``."""
+    if not isinstance(options, list):
+        raise DlreproError("%s: expected a list of sbatch options (got %r)" % (where, options), remedy)
+    for option in options:
+        problem = slurm_option_problem(option)
+        if problem:
+            raise DlreproError("%s: %s" % (where, problem), remedy)
+    return list(options)
+
+
 def slurm_settings(executor, partition="", options=None, max_parallel=UNSET, detach=False):
     """The slurm executor's settings from ``dlrepro run``'s --partition, --slurm-option (a list), --max-parallel
     (UNSET: not given) and --detach, or None when none is given (on a resume: the bundle's). Raises
-    DlreproError for a --max-parallel below 1 or Slurm options without ``--executor slurm``."""
+    DlreproError for a --max-parallel below 1, a --slurm-option that is not one sbatch option
+    (``slurm_option_problem``), or Slurm options without ``--executor slurm``."""
     given = bool(partition or options or max_parallel != UNSET or detach)
     if given and executor not in ("slurm", None):  # None: a resume's executor, checked once known (runs.run)
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm "
                            "(not %s)" % executor, "add --executor slurm, or leave them out")
-    if max_parallel != UNSET and max_parallel < 1:
+    max_parallel = _number("--max-parallel", max_parallel)
+    if max_parallel is not None and max_parallel < 1:
         raise DlreproError("--max-parallel: expected a number of tasks >= 1 (got %r)" % max_parallel,
                            "give --max-parallel 1 or more, or leave it out (no cap)")
+    options = _slurm_options(list(options or []), "--slurm-option",
+                             "give each sbatch option as its own --slurm-option, e.g. --slurm-option=--account=lab")
     if not given:
         return None
-    return {"partition": partition or None, "options": list(options or []),
-            "max_parallel": None if max_parallel == UNSET else max_parallel, "detach": detach}
+    return {"partition": partition or None, "options": options, "max_parallel": max_parallel, "detach": detach}
+
+
+def recorded_slurm(executor, path):
+    """The slurm executor's settings a bundle recorded (bundle.json ``executor``: partition, slurm_options,
+    max_parallel), for its resume, checked as the command line's are: ``path`` (its bundle.json) is named in the
+    error (DlreproError) when one was changed into something that is not an sbatch option."""
+    remedy = "restore %s as the run wrote it, or give the Slurm options again (--slurm-option ...)" % path
+    partition, limit = executor.get("partition"), executor.get("max_parallel")
+    if partition is not None and (not isinstance(partition, str) or slurm_option_problem("-" + partition)):
+        raise DlreproError("%s: executor.partition: expected a partition name (got %r)" % (path, partition), remedy)
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise DlreproError("%s: executor.max_parallel: expected a number of tasks >= 1 (got %r)" % (path, limit),
+                           remedy)
+    options = _slurm_options(executor.get("slurm_options") or [], "%s: executor.slurm_options" % path, remedy)
+    return {"partition": partition, "options": options, "max_parallel": limit}

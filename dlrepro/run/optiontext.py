@@ -1,6 +1,6 @@
 """The text of command-line options, before they are validated (standard library only, so the tasks start fast)."""
 
-UNSET = -1  # integer options left at -1 take the spec's value
+UNSET = ""  # a number option left empty (not given) takes the spec's value; any number given is checked
 
 
 def split(text, convert=str):

@@ -22,7 +22,9 @@ kernel killed three of its jobs, which separate runs had measured.
 
 ``close`` (at the study's end, on an error or an interrupt) ends every supervisor and waits for its
 container or process to be gone, then removes the pool's folders that hold nothing more (the output a
-killed study or a lost container left stays, with its staging, until a resume has taken it).
+killed study or a lost container left stays, with its staging, until a resume has taken it). Once the engine
+went away under a plan (EngineLost), ``close`` ends what it can and removes nothing: a container that lives on
+without its engine may still write its output there.
 """
 import collections
 import itertools
@@ -31,7 +33,9 @@ import shutil
 import threading
 from pathlib import Path
 
+from dlrepro.errors import EngineLost
 from dlrepro.run import hostinfo
+from dlrepro.run.executors.base import planned
 
 KEEP_FREE = 0.5  # the share of the host's memory kept available when a plan starts, by ending idle supervisors
 
@@ -50,6 +54,7 @@ class WorkerPool:
         self.out.mkdir(parents=True, exist_ok=True)
         os.chmod(self.jobs, 0o755)
         self.servers, self.starts, self.ended_for_memory = {}, collections.Counter(), collections.Counter()
+        self.lost = False  # the engine went away under a plan: its containers may live on, writing their output
         self._lock = threading.Lock()
         self._busy, self._used, self._clock = set(), {}, itertools.count()
 
@@ -107,10 +112,11 @@ class WorkerPool:
                 self.starts[key] += 1
         try:
             server.plan(str(Path(stage).relative_to(self.jobs)), str(Path(scratch).relative_to(self.out)), scratch,
-                        sink, on_event)
-        except BaseException:
+                        sink, on_event, planned(stage))
+        except BaseException as exc:
             with self._lock:
                 self.servers.pop(key, None)
+                self.lost = self.lost or isinstance(exc, EngineLost)
             server.end(kill=True)
             raise
 
@@ -121,18 +127,25 @@ class WorkerPool:
         for server in servers:
             server.end(kill=True)
 
-    def close(self):
+    def close(self, lost=False):
         """End every supervisor (cleanly when idle) and wait until its container or process is gone; then remove
-        the pool's empty folders. Raises the first error met, once every supervisor was ended."""
+        the pool's empty folders. Raises the first error met, once every supervisor was ended. ``lost`` (or
+        ``self.lost``): the engine went away: each supervisor is ended as far as it can be, without an error, and
+        no folder is removed."""
+        lost = lost or self.lost
         with self._lock:
             servers, self.servers = list(self.servers.values()), {}
         errors = []
         for server in servers:
             try:
-                server.end()
+                server.end(kill=lost)
             except Exception as exc:  # noqa: BLE001 - the others are ended first
+                if lost:  # its engine is gone: nothing more can end it from here
+                    continue
                 errors.append(exc)
                 server.end(kill=True)
+        if lost:
+            return
         for plan in list(self.jobs.rglob("plan.json")):  # a plan's staging goes once nothing of its output is left
             if not any(p.is_file() for p in (self.out / plan.parent.relative_to(self.jobs)).rglob("*")):
                 shutil.rmtree(plan.parent)

@@ -30,14 +30,11 @@ from dlrepro.files import sha256_file
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro.results import bundle as bundlemod
 from dlrepro.results.bundle import BundleWriter
-from dlrepro.run import executors, hostinfo, jobs as jobsmod, lock
-from dlrepro.run.executors.base import INTERRUPTED, LOST, settle
-from dlrepro.run.options import WHERE, RunOptions
+from dlrepro.run import executors, hostinfo, jobs as jobsmod, lock, recover
+from dlrepro.run.executors.base import INTERRUPTED, LOST
+from dlrepro.run.options import WHERE, RunOptions, recorded_slurm
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
-
-KILLED = "the run was killed before this job finished"
-
 
 class Reporter:
     """Progress callbacks; the CLI uses a rich implementation, tests this plain one."""
@@ -249,6 +246,8 @@ class _Run:
             except CannotRunHere as exc:
                 self.record(group, "skipped", str(exc), exc.remedy)
                 continue
+            except EngineLost:  # not the image's fault: the run stops, its jobs interrupted
+                raise
             except DlreproError as exc:
                 self.record(group, "failed", "image for %s: %s" % (framework, exc))
                 continue
@@ -331,44 +330,6 @@ def _images(earlier, now):
     return list(found.values())
 
 
-def _scratch_roots(writer):
-    """The folders under which the attempts of ``writer``'s bundle had their supervisors' output (``scratch_root``):
-    its work folder's, and those of the worker pools its attempts ran in."""
-    return sorted(writer.work_dir.glob("attempt-*")) + [
-        Path(a["pool"]["scratch"]) for a in writer.body["attempts"] if a.get("pool")]
-
-
-def _containers_gone(writer):
-    """Make sure that no container of an earlier docker attempt of the bundle still runs (found by the run label, or
-    the label of the study's worker pool it ran in, of a study no longer running; one whose engine went away may
-    have lived on), so that what it left can be taken; returns a line per container removed. Raises ExecutorError
-    when the engine does not answer."""
-    docker = [a for a in writer.body["attempts"] if a.get("executor") == "docker"]
-    if not docker or not any(root.is_dir() for root in _scratch_roots(writer)):
-        return []
-    from dlrepro.run.executors import docker as docker_executor
-
-    pools = sorted({a["pool"]["id"] for a in docker if a.get("pool")})
-    return docker_executor.remove_run(writer.id) + [
-        line for pool in pools for line in docker_executor.remove_run(pool, dead_only=True)]
-
-
-def _recover(writer, stamp):
-    """Take into the bundle what jobs of dead attempts left in its scratch output (in its work folder, or in the
-    worker pool of the study it ran in; their containers gone:
-    ``_containers_gone``): their unfinished results, with what they measured, marked skipped (the run was
-    killed) or, for a job the machine lost, interrupted with the recorded reason; returns their ids."""
-    taken = []
-    for folder in [f for root in _scratch_roots(writer) for f in sorted(root.glob("*/*"))]:
-        if not folder.is_dir() or folder.name not in writer.job_ids:
-            continue
-        recorded = writer.read_result(folder.name) if writer.statuses()[folder.name] == LOST else None
-        if settle(folder, LOST, recorded["reason"]) if recorded else settle(folder, "skipped", KILLED):
-            writer.accept(folder.name, folder, stamp)
-            taken.append(folder.name)
-    return taken
-
-
 def _collect_submitted(writer, reporter, wait=True):
     """Take the results of the scheduler arrays that earlier attempts submitted (a detached or killed run), each
     stamped with the attempt that submitted it, waiting for the arrays to end (``wait``) or not (one look);
@@ -401,7 +362,7 @@ def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
                 owner = lock.take(row["folder"])
             except DlreproError:  # a live run (on any host) owns it
                 continue
-            _collect_submitted(BundleWriter.reopen(row["folder"]), reporter, wait=False)
+            _collect_submitted(BundleWriter.reopen(row["folder"], owner), reporter, wait=False)
             owner.release()
             looked.append(row["id"])
     return looked
@@ -443,31 +404,43 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
                            "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
     if resume and slurm is None and options.executor == prior["options"].get("executor") == "slurm":
-        recorded = prior.get("executor") or {}
-        slurm = {"partition": recorded.get("partition"), "options": recorded.get("slurm_options"),
-                 "max_parallel": recorded.get("max_parallel")}
+        slurm = recorded_slurm(prior.get("executor") or {}, Path(folder) / "bundle.json")
     executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory,
                              options.isolation, slurm)
     for line in executor.reap():
         reporter.log(line)
+    if pool is not None and executor.serves:
+        executor.pool = pool
+    described = executor.describe()  # asks the engine: before the bundle is touched
     matrix = matrixmod.load()
-    writer = BundleWriter.reopen(folder) if resume else \
-        BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
+    if resume:  # a complete bundle too is locked before it is reopened: one being published is refused
+        owner = lock.take(folder)
+        try:
+            writer = BundleWriter.reopen(folder, owner)
+        except BaseException:
+            owner.release()
+            raise
+    else:
+        writer = BundleWriter(results_dir, spec.name, jobsmod.digest(spec, options))
+        writer.owner = owner = lock.take(writer.partial)
     executor.run_id = writer.id
-    owner = lock.take(writer.partial)
     if on_start:
         on_start(writer.id)
     attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
                "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv),
                "cwd": os.getcwd(), "results": str(Path(results_dir).resolve())}
-    if pool is not None and executor.serves:
-        executor.pool = pool
+    if executor.pool is not None:
         attempt["pool"] = {"id": pool.id, "scratch": str(pool.out / writer.id / ("attempt-%d" % attempt["number"]))}
     state = _Run(writer, reporter, attempt)
     collected = _collect_submitted(writer, reporter) if resume else []
-    for line in _containers_gone(writer):
+    try:
+        gone = recover.containers_gone(writer)
+    except EngineLost:  # nothing was run: the bundle stays partial, for a resume once the engine is back
+        owner.release()
+        raise
+    for line in gone:
         reporter.log(line)
-    recovered = _recover(writer, state.stamp())
+    recovered = recover.recover(writer, state.stamp())
     statuses = writer.statuses()
     todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped", LOST)
             or (retry_failed and statuses.get(j["id"]) == "failed")]
@@ -477,7 +450,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     attempt["jobs"] = [j["id"] for j in todo]
     left_out = jobsmod.left_out(spec, options)
     writer.save(command=attempt["command"], spec=_spec_record(spec, spec_path), options=options.model_dump(mode="json"),
-                left_out=left_out, attempts=writer.body["attempts"] + [attempt], executor=executor.describe(),
+                left_out=left_out, attempts=writer.body["attempts"] + [attempt], executor=described,
                 host=hostinfo.describe(), running={"host": attempt["host"], "pid": os.getpid(),
                                                    "since": attempt["started"]}, **state.records())
     if resume:
@@ -499,7 +472,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     except ResultsUnwritable:
         raise
     except EngineLost as exc:  # not published: the lost containers may still write their scratch output
-        raise _stop_lost(exc, writer, state, attempt, [j for j in todo if not state.done(j)]) from None
+        lost = _stop_lost(exc, writer, state, attempt, [j for j in todo if not state.done(j)])
+        owner.release()
+        raise lost from None
     except KeyboardInterrupt as exc:
         stopped = exc
         state.record([j for j in todo if not state.done(j)], "skipped", INTERRUPTED)
@@ -520,35 +495,4 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     owner.release()
     if stopped is not None:
         raise type(stopped)("%s; bundle with the finished jobs: %s" % (str(stopped) or "Ctrl-C", path)) from stopped
-    return path
-
-
-NOT_RUN = "not run: the bundle was finalized as it was, before this job ran"
-
-
-def finalize(bundle, results_dir=REPO_ROOT / "results"):
-    """Finalize a partial bundle (id, folder or "latest") as it is, its state complete: what dead attempts left of running jobs is
-    kept (marked skipped), the jobs that never ran are recorded as skipped (NOT_RUN); returns the bundle path.
-    Raises DlreproError for a bundle that is not partial or that a live run is writing."""
-    folder = bundlemod.locate(bundle, results_dir, partial=True)
-    found = bundlemod.body(folder)
-    if found.get("state") != "partial":
-        raise DlreproError("%s is complete already" % folder, "`dlrepro bundles` lists the partial ones")
-    owner = lock.take(folder)
-    if [r for r in found.get("submitted") or [] if not r.get("collected")]:
-        owner.release()
-        raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,
-                           "`dlrepro run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
-    writer = BundleWriter.reopen(folder)
-    last = (writer.body["attempts"] or [{"number": 0, "host": None, "executor": None}])[-1]
-    stamp = {key: last.get(key) for key in ("number", "host", "executor")}
-    _recover(writer, stamp)
-    for job_id, status in writer.statuses().items():
-        if status is None:
-            result = new_result(job_id, "skipped", reason=NOT_RUN)
-            result["started"] = result["finished"] = utc_now()
-            result["attempt"] = stamp
-            writer.write_result(job_id, result)
-    path = writer.finish({"interrupted": True})
-    owner.release()
     return path

@@ -15,11 +15,17 @@ The runs share their workers: the study owns one WorkerPool (dlrepro.run.pool; i
 of every run with the same image, device and settings go to one warm worker, in one container for the whole
 study (docker), the runs still one after another. The pool is closed at the study's end, on an error and
 on an interrupt: no container or process of it is left.
+
+When the container engine goes away (EngineLost: in a run's plan, an image lookup or build, or between runs)
+the study stops there, as a run does: that run's bundle stays partial with the jobs the engine lost
+"interrupted", its record entry "interrupted", the pool's output left as it is (a container may live on
+without its engine), and ``dlrepro study NAME --resume latest`` reruns exactly those jobs, then the runs not
+done yet.
 """
 from dataclasses import dataclass, field
 
 from dlrepro import REPO_ROOT, spec as specmod, studies
-from dlrepro.errors import DlreproError, RunBroken
+from dlrepro.errors import DlreproError, EngineLost, RunBroken
 from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
 from dlrepro.run import hostinfo, jobs as jobsmod, runs
@@ -137,16 +143,22 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
     pool = WorkerPool(records_dir(results_dir) / (".%s.pool" % record.path.stem), "study-" + record.path.stem,
                       reporter.log)
     try:
-        _run_planned(record, planned, results_dir, reporter, build_options, python, pool)
-    finally:
+        _run_planned(record, planned, results_dir, reporter, build_options, python, pool, name)
+    except EngineLost:
+        pool.close(lost=True)
+        raise
+    except BaseException:
         pool.close()
+        raise
+    pool.close()
     record.body["finished"] = utc_now()
     record.save()
     return record
 
 
-def _run_planned(record, planned, results_dir, reporter, build_options, python, pool):
-    """Run each planned run that is not complete yet, its state in the record as it starts and ends."""
+def _run_planned(record, planned, results_dir, reporter, build_options, python, pool, name):
+    """Run each planned run that is not complete yet, its state in the record as it starts and ends (``name``:
+    the study as given, for the remedy of a lost engine)."""
     for item in planned:
         entry = record.body["runs"][item.id]
         if item.options is None or entry["state"] in (bundlemod.COMPLETE, bundlemod.OLD_COMPLETE):
@@ -166,6 +178,13 @@ def _run_planned(record, planned, results_dir, reporter, build_options, python, 
             entry["state"] = "interrupted"
             record.save()
             raise
+        except EngineLost as exc:  # every later run needs the engine too: the study stops here
+            entry.update(state="interrupted", error=str(exc))
+            record.save()
+            raise EngineLost("study %s stopped at run %s: %s" % (record.body["study"], item.id, exc),
+                             "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro study %s "
+                             "--resume latest`: it reruns the interrupted jobs, then the runs not done yet"
+                             % name, exc.running) from None
         except RunBroken as exc:
             entry.update(state="broken", error=str(exc))
         except DlreproError as exc:

@@ -77,6 +77,11 @@ class Adapter(object):
         threads, layout, and whatever else decides the numbers (precision modes, build features, device)."""
         raise self._lacks("environment()")
 
+    def ran(self):
+        """dict for result.json's environment once the job measured: what actually ran, where only the run can
+        tell (torch: the graphs torch.compile compiled); {} by default."""
+        return {}
+
     def gpu_capability(self):
         """(GPU name, compute capability "X.Y") of a cuda job's GPU, for the architecture check
         (runner.archs); None: the adapter cannot tell, recorded as "unknown" and nothing checked."""

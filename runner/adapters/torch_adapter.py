@@ -236,6 +236,19 @@ def _torchvision_resnet_as_keras(files):
     return out
 
 
+def _compiled_graphs():
+    """How many graphs torch.compile (dynamo) has compiled in this process since its last reset."""
+    import torch._dynamo.utils
+
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+def _recompile_limit():
+    import torch._dynamo.config as config
+
+    return getattr(config, "recompile_limit", None) or getattr(config, "cache_size_limit", None)
+
+
 def _peer_access():
     """{"i->j": whether GPU i can read GPU j's memory directly (P2P)} over the GPUs this process sees."""
     count = torch.cuda.device_count()
@@ -354,7 +367,12 @@ class Adapter(Base):
             _initialize(self.model, model.get("init", {"scheme": "default"}))
         self.model.to(self.device, memory_format=self.memory_format)
         self.model.train(self.job["mode"] != "inference")
-        self.forward = torch.compile(self.model) if self.job.get("compile") else self.model
+        if self.job.get("compile"):  # dynamo's caches start empty: an earlier job's entries in this warm worker
+            torch._dynamo.reset()  # would fill its per-frame recompile limit, and a job past it runs eager
+            self.compiled_before = _compiled_graphs()
+            self.forward = torch.compile(self.model)
+        else:
+            self.forward = self.model
         if self.distributed:  # gradients averaged across the ranks during backward
             # each rank keeps its own batch-norm statistics, as the studies' frameworks did (no broadcast of rank
             # 0's buffers before every forward); gradients live in the all-reduce buckets (no copy in and out)
@@ -391,13 +409,26 @@ class Adapter(Base):
     def to_device(self, x, y):
         return self._input(x), torch.from_numpy(y).to(self.device)
 
+    def ran(self):
+        """With --compile: ``compiled_graphs``, the graphs torch.compile compiled for this job. None compiled means
+        the model ran eager: the job fails rather than report eager timings as compiled."""
+        if not self.job.get("compile"):
+            return {}
+        graphs = _compiled_graphs() - self.compiled_before
+        if graphs < 1:
+            raise RuntimeError("torch.compile compiled no graph for this job: it ran eager (recompile limit %s)"
+                               % _recompile_limit())
+        return {"compiled_graphs": graphs}
+
     def release(self):
         """Drop the model and optimizer (and a data-parallel job's process group) and give their device memory
-        back to the GPU."""
+        back to the GPU; a compiled job's dynamo caches go too."""
         if self.__dict__.get("distributed"):
             import torch.distributed as dist
 
             dist.destroy_process_group()
+        if (self.__dict__.get("job") or {}).get("compile"):
+            torch._dynamo.reset()
         super(Adapter, self).release()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

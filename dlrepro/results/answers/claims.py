@@ -365,8 +365,8 @@ def _unmeasured(study, claim, summary, device, not_run, missing):
         return "the claim is about %ss; this host measured %s only%s" % (
             DEVICE_WORDS[device], " and ".join(DEVICE_WORDS.get(d, d) for d in others), "".join(
                 " (%s: %s)" % (r, not_run[r]) for r in claim.runs if r in not_run))
-    return "not measured here: %s" % "; ".join(
-        "%s %s" % (r, not_run.get(r) or _unfinished(summary, r, claim.variant) or "has no ok job of %s" % claim.variant)
+    return "not measured here (%s)" % "; ".join(
+        "%s: %s" % (r, not_run.get(r) or _unfinished(summary, r, claim.variant) or "no ok job of %s" % claim.variant)
         for r in claim.runs)
 
 

@@ -198,6 +198,8 @@ def no_interval(row, metric):
     if units is None:
         return "a bundle from before repeat-level intervals"
     units = int(units)
+    if units >= MIN_UNITS_95:
+        return "no interval recorded for its %d repeats" % units
     return "%d repeat%s; a 95%% interval needs %d" % (units, "s"[units == 1:], MIN_UNITS_95)
 
 

@@ -50,16 +50,24 @@ def _stage(jobs, directory):
         os.chmod(path, 0o755 if os.path.isdir(path) else 0o644)
 
 
-def follow(lines, scratch, sink, on_event):
+def planned(stage):
+    """The job ids of the plan staged in folder ``stage`` (its plan.json, which this host wrote)."""
+    return json.loads((Path(stage) / "plan.json").read_text())["jobs"]
+
+
+def follow(lines, scratch, sink, on_event, job_ids):
     """Turn the supervisor's ``@dlrepro start|end <id>`` lines into ``on_event(kind, job_id, result)``; as a job
     ends, its result moves from ``scratch`` into the sink at once (``result`` is its result.json body for "end",
-    None for "start"). Returns True at a serving supervisor's ``@dlrepro done`` (its plan ended: the lines after
-    it belong to the next), False when the lines end."""
+    None for "start"). Only the ids of ``job_ids`` (the plan this host sent) are taken: a line naming another
+    (a container printing ``@dlrepro end ../../x``) is output like any other, so that no path built from what a
+    container prints reaches outside the scratch output or the bundle. Returns True at a serving supervisor's
+    ``@dlrepro done`` (its plan ended: the lines after it belong to the next), False when the lines end."""
+    job_ids = set(job_ids)
     for line in lines:
         parts = line.strip().split()
         if len(parts) >= 3 and parts[0] == "@dlrepro" and parts[1] == "done":
             return True
-        if len(parts) >= 3 and parts[0] == "@dlrepro":
+        if len(parts) >= 3 and parts[0] == "@dlrepro" and parts[2] in job_ids:
             source = Path(scratch) / parts[2]
             result = sink.accept(parts[2], source) if parts[1] == "end" and (source / "result.json").is_file() else None
             on_event(parts[1], parts[2], result)
@@ -147,23 +155,27 @@ class Served:
     """A supervisor that serves plan after plan (``runner.supervise --serve``; dlrepro.run.pool): ``lines`` its
     output, ``send(text)`` writes to its standard input, ``stop(kill)`` closes that input (it ends once idle) or
     ends it at once and returns its exit status, ``alive()`` whether it still runs; ``what`` names it in errors,
-    ``tail`` its last lines."""
+    ``tail`` its last lines; ``lost()`` gives the EngineLost of an engine that went away under it, else None."""
 
-    def __init__(self, lines, send, stop, alive, what, tail=()):
+    def __init__(self, lines, send, stop, alive, what, tail=(), lost=lambda: None):
         self.lines, self.send, self._stop, self.alive, self.what, self.tail = lines, send, stop, alive, what, tail
+        self.lost = lost
         self.code = None  # its exit status, once ended
 
-    def plan(self, stage, out, scratch, sink, on_event):
+    def plan(self, stage, out, scratch, sink, on_event, job_ids):
         """Run the plan staged in ``stage`` with output to ``out`` (both relative to the supervisor's roots; ``scratch``:
-        that output's folder here), following it until it is done; raises ExecutorError when the supervisor ends
-        before it is done."""
+        that output's folder here; ``job_ids``: its jobs), following it until it is done; raises EngineLost when
+        it ended before that because its engine went away, else ExecutorError."""
         try:
             self.send("%s %s\n" % (stage, out))
-            done = follow(self.lines, scratch, sink, on_event)
+            done = follow(self.lines, scratch, sink, on_event, job_ids)
         except OSError:  # its input closed: it ended
             done = False
         if not done:
             code = self.end(kill=True)
+            lost = self.lost()
+            if lost is not None:
+                raise lost
             raise ExecutorError("%s ended during a plan (exit status %s)%s" % (
                 self.what, code, ": " + "".join(self.tail) if self.tail else ""))
 

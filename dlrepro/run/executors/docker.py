@@ -6,10 +6,11 @@ privileges, every capability dropped, a read-only root file system and a process
 ``device="cuda"`` one GPU is passed in by a device request. All of it is one pure function,
 ``create_args``, which the bundle's isolation record (``isolation``) and the tests read.
 
-An engine that goes away while a group runs (its connection refused, or broken while the host streams the
-container's output or waits for its end) raises EngineLost naming the engine; the container may live on
-without it (its shim keeps the job running), so a resume first removes the run's containers by their run
-label (``remove_run``) before it takes what they left.
+An engine that goes away while a run talks to it (its connection refused, or broken while the host looks up or
+builds an image, creates or starts a container, streams its output or waits for its end; a serving container
+whose output ends without its plan done while the engine no longer answers) raises EngineLost naming the
+engine (``engine_calls``); the container may live on without it (its shim keeps the job running), so a resume
+first removes the run's containers by their run label (``remove_run``) before it takes what they left.
 """
 import collections
 import contextlib
@@ -26,10 +27,10 @@ import urllib3
 from dlrepro import REPO_ROOT
 from dlrepro import engine
 from dlrepro.engine import client
-from dlrepro.errors import CannotRunHere, EngineLost, ExecutorError
+from dlrepro.errors import CannotRunHere, EngineLost, ExecutorError, ImageError
 from dlrepro.images import build, feasibility
 from dlrepro.run import hostinfo
-from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, Served, follow
+from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, Served, follow, planned
 
 CONTAINER_ROOT = "/opt/dlrepro"
 CONTAINER_UID = 1000
@@ -142,11 +143,33 @@ def _gone(exc):
     if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
                         urllib3.exceptions.ProtocolError, ConnectionError)):
         return True
+    return not _answers()
+
+
+def engine_lost(exc=None):
+    """The EngineLost of an engine that went away (``exc``: the error that showed it, None: it no longer answers)."""
+    return EngineLost("the %s engine at %s went away (%s)" % (engine.name().capitalize(), engine.address(),
+                                                              type(exc).__name__ if exc is not None else "no answer"))
+
+
+@contextlib.contextmanager
+def engine_calls():
+    """Engine errors (ENGINE_ERRORS) as EngineLost when the engine went away (``_gone``), else ExecutorError."""
+    try:
+        yield
+    except ENGINE_ERRORS as exc:
+        if _gone(exc):
+            raise engine_lost(exc) from None
+        raise ExecutorError("the Docker engine failed during the run: %s" % exc) from None
+
+
+def _answers():
+    """Whether the engine answers a ping now."""
     try:
         client().ping()
     except (ExecutorError,) + ENGINE_ERRORS:
-        return True
-    return False
+        return False
+    return True
 
 
 def _remove(container):
@@ -180,21 +203,17 @@ def _host_alive(container):
 def remove_run(run_id, timeout=60, dead_only=False):
     """Make sure that no container of run ``run_id`` (its RUN_LABEL) is left: remove each (killing it) and wait
     until the engine lists none; returns one line per container removed. ``dead_only``: leave those whose host
-    process still lives on this host (a study's worker pool serving another run). Raises ExecutorError when the
-    engine does not answer, or when one is still listed after ``timeout`` seconds."""
+    process still lives on this host (a study's worker pool serving another run). Raises EngineLost when the
+    engine went away, ExecutorError when it fails, or when one is still listed after ``timeout`` seconds."""
 
     def listed():
-        return [c for c in _listed(["%s=%s" % (RUN_LABEL, run_id)]) if not (dead_only and _host_alive(c))]
+        with engine_calls():
+            return [c for c in _listed(["%s=%s" % (RUN_LABEL, run_id)]) if not (dead_only and _host_alive(c))]
 
     found = listed()
     for container in found:
-        try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-        except docker.errors.APIError as exc:  # 409: its removal is under way already
-            if exc.status_code != 409:
-                raise
+        with engine_calls():
+            _remove_once(container)
     deadline = time.time() + timeout
     while listed():
         if time.time() > deadline:
@@ -203,6 +222,17 @@ def remove_run(run_id, timeout=60, dead_only=False):
                                 % (RUN_LABEL, run_id))
         time.sleep(0.5)
     return ["removed container %s of an earlier attempt of %s" % (c.short_id, run_id) for c in found]
+
+
+def _remove_once(container):
+    """Remove ``container`` (killing it); one whose removal is under way already (409) is no error."""
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:
+            raise
 
 
 def _lines(chunks):
@@ -260,6 +290,12 @@ class _Started:
             raise self.status["error"]
         return self.status.get("StatusCode", -1)
 
+    def lost(self):
+        """Whether its engine went away: waiting for its end broke off as the engine does when it goes, or the
+        engine no longer answers."""
+        error = self.status.get("error")
+        return (error is not None and _gone(error)) or not _answers()
+
     def stop(self, kill=False, timeout=60):
         """Kill it (or close its input and give it ``timeout`` s to end), remove it; returns its exit status (-1
         when the engine did not say)."""
@@ -267,6 +303,8 @@ class _Started:
             if not kill:
                 self.stdin._sock.shutdown(socket.SHUT_WR)
                 self.waiter.join(timeout)
+        except OSError:  # its attachment broke (the engine went away): removed below
+            pass
         finally:
             if self.owner is not None:
                 with self.owner._lock:
@@ -287,7 +325,8 @@ class DockerExecutor(Executor):
     def preflight(self):
         problem = super().preflight()
         if problem is None and self.device == "cuda":
-            runtimes = client().info().get("Runtimes") or {}
+            with engine_calls():
+                runtimes = client().info().get("Runtimes") or {}
             if "nvidia" not in runtimes and shutil.which("nvidia-container-runtime-hook") is None:
                 return ("the Docker engine has no NVIDIA runtime, so it cannot pass GPUs into containers",
                         "install the NVIDIA Container Toolkit (nvidia-ctk runtime configure --runtime=docker), "
@@ -296,12 +335,19 @@ class DockerExecutor(Executor):
 
     def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
         """The matrix's image of (framework, version) on this device, checked against this host before it is
-        built (dlrepro.images.feasibility), then built or found by its tag (dlrepro.images.build)."""
+        built (dlrepro.images.feasibility), then built or found by its tag (dlrepro.images.build). Raises
+        EngineLost when the engine goes away meanwhile (a build that failed as it went, too)."""
         image = matrix.find(framework, self.device, version)
         problem = feasibility.check(image, self.device, self.gpus, hostinfo.facts(), allow_ptx_jit=allow_ptx_jit)
         if problem is not None:
             raise CannotRunHere(*problem)
-        return build.ensure(matrix, image, build_options, log)
+        with engine_calls():
+            try:
+                return build.ensure(matrix, image, build_options, log)
+            except ImageError:
+                if not _answers():
+                    raise engine_lost() from None
+                raise
 
     def _user(self, scratch):
         if os.geteuid() != 0:
@@ -326,24 +372,17 @@ class DockerExecutor(Executor):
     def serve_key(self, image, gpu):
         return super().serve_key(image, gpu) + (self.memory,)
 
-    @contextlib.contextmanager
-    def _engine_calls(self):
-        """Engine errors as EngineLost (the engine went away) or ExecutorError."""
-        try:
-            yield
-        except ENGINE_ERRORS as exc:
-            if _gone(exc):
-                raise EngineLost("the %s engine at %s went away (%s)" % (engine.name().capitalize(), engine.address(),
-                                                                         type(exc).__name__)) from None
-            raise ExecutorError("the Docker engine failed during the run: %s" % exc) from None
+    def run(self, image, jobs, out, data_root, on_event):
+        with engine_calls():
+            super().run(image, jobs, out, data_root, on_event)
 
     def _launch(self, image, stage, scratch, data_root, sink, on_event, gpu):
-        with self._engine_calls():
+        with engine_calls():
             self._container(image, stage, scratch, data_root, sink, on_event, gpu)
 
     def _serve_plan(self, image, stage, scratch, data_root, sink, on_event, gpu):
         self._user(scratch)  # as root: the container's user writes it
-        with self._engine_calls():
+        with engine_calls():
             super()._serve_plan(image, stage, scratch, data_root, sink, on_event, gpu)
 
     def serve_args(self, tag, pool, data_root, gpu):
@@ -359,11 +398,11 @@ class DockerExecutor(Executor):
         started = _Started(self.serve_args(image.tag, pool, data_root, gpu))
 
         def stop(kill):
-            with self._engine_calls():
+            with engine_calls():
                 return started.stop(kill)
 
         return Served(started.lines, started.send, stop, started.waiter.is_alive, "the container of %s" % image.tag,
-                      started.tail)
+                      started.tail, lost=lambda: engine_lost(started.status.get("error")) if started.lost() else None)
 
     def _container(self, image, stage, scratch, data_root, sink, on_event, gpu):
         args = create_args(image.tag, self._user(scratch), stage, scratch, data_root,
@@ -371,7 +410,7 @@ class DockerExecutor(Executor):
                            command=self.supervisor("python", "/jobs", "/out"))
         started = _Started(args, self)
         try:
-            follow(started.lines, scratch, sink, on_event)
+            follow(started.lines, scratch, sink, on_event, planned(stage))
             code = started.wait()
             if code != 0:
                 raise ExecutorError("the container of %s exited with status %d: %s"
@@ -381,22 +420,28 @@ class DockerExecutor(Executor):
 
     def reap(self):
         """Remove the job containers of dead runs on this host (their host process is gone: killed, or its machine
-        rebooted); returns one line per container removed."""
-        found = _listed(["%s=runner" % ROLE_LABEL, "%s=%s" % (HOST_LABEL, socket.gethostname())])
+        rebooted); returns one line per container removed. Raises EngineLost when the engine went away."""
+        with engine_calls():
+            found = _listed(["%s=runner" % ROLE_LABEL, "%s=%s" % (HOST_LABEL, socket.gethostname())])
         removed = []
         for container in found:
             labels = container.labels
             if _host_alive(container):
                 continue
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                continue
+            with engine_calls():
+                _remove_once(container)
             removed.append("removed container %s of the dead run %s (host process %s is gone)"
                            % (container.short_id, labels.get(RUN_LABEL), labels.get(PID_LABEL)))
         return removed
 
     def describe(self):
-        return dict(super().describe(), engine=engine.record(),
-                    isolation=isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "",
-                                                    memory=self.memory)))
+        """The executor's record, with the engine's and the containers' isolation (``isolation``); in a study's
+        worker pool, ``isolation.shared_output`` says what the read-write output mount shares."""
+        with engine_calls():
+            found = engine.record()
+        record = isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "", memory=self.memory))
+        if self.pool is not None:
+            record["shared_output"] = ("/out is the output root of study worker pool %s, read-write, shared by "
+                                       "the containers of every run of the study (each run's jobs write under "
+                                       "<bundle id>/attempt-<n>/ there)" % self.pool.id)
+        return dict(super().describe(), engine=found, isolation=record)

@@ -8,7 +8,7 @@ import sys
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import CannotRunHere, ExecutorError
-from dlrepro.run.executors.base import Executor, Served, follow
+from dlrepro.run.executors.base import Executor, Served, follow, planned
 from runner.adapters import capabilities
 
 
@@ -79,7 +79,7 @@ class LocalExecutor(Executor):
         with self._lock:
             self._active.add(proc)
         try:
-            follow(proc.stdout, scratch, sink, on_event)
+            follow(proc.stdout, scratch, sink, on_event, planned(stage))
             if proc.wait() != 0:
                 raise ExecutorError("the local supervisor (%s) exited with status %d" % (self.python, proc.returncode))
         finally:
