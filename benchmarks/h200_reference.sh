@@ -1,6 +1,6 @@
 #!/bin/bash
 # How the H200 reference bundles and overhead figures were made (local executor; no Docker there).
-#   bash benchmarks/h200_reference.sh check|overhead|overhead-3|overhead-lstm|torch|jax|alexnet|isolation|study-worker|study-process|ranks|efficiency-torch|efficiency-jax   (outputs under $OUT, or /tmp/out)
+#   bash benchmarks/h200_reference.sh check|overhead|overhead-3|overhead-lstm|overhead-jax|torch|jax|alexnet|isolation|study-worker|study-process|ranks|efficiency-torch|efficiency-jax   (outputs under $OUT, or /tmp/out)
 # Wheels the machine lacks (invoke, docker SDK, pydantic) travel in .whl and go to /tmp/site.
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -32,7 +32,10 @@ for step in "$@"; do
       for i in 1 2 3; do timeout 160 python3 benchmarks/overhead.py --device cuda --seconds 15 --json "$OUT/overhead-$i.json" > "$OUT/overhead-$i.txt" 2>&1
         grep -E "^[A-Z]|farthest" "$OUT/overhead-$i.txt"; done ;;
     overhead)
-      timeout 420 python3 benchmarks/overhead.py --device cuda --host-sync --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt" ;;
+      timeout 420 python3 benchmarks/overhead.py --device cuda --timers host_sync --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt" ;;
+    overhead-jax)  # issue 36: JAX's suite against its bare loop (each case compiles its step twice: about 7 min)
+      timeout 540 python3 benchmarks/overhead.py --framework jax --device cuda --seconds 8 --iterations 40 \
+        --timers pipelined_wall --json "$OUT/overhead-jax.json" 2>&1 | tee "$OUT/overhead-jax.txt" ;;
     overhead-lstm)  # issue 25: the LSTM's suite/bare gap taken apart (events, telemetry, window) and both steps' profiles
       timeout 200 python3 benchmarks/overhead.py --device cuda --cases LSTM --parts --seconds 90 --profile --json "$OUT/overhead-lstm.json" 2>&1 | tee "$OUT/overhead-lstm.txt" ;;
     isolation)  # issue 15: worker vs process isolation, same numbers

@@ -33,7 +33,8 @@ job.json (host -> runner), schema ``dlrepro.job/1``:
     allow_ptx_jit  false (default) | true: run a CUDA job whose framework build has no kernels for the
                    GPU but PTX for an older architecture (the driver JIT-compiles it); marked ptx_jit.
   cuda_archs (the image matrix's table of the architectures the build ships, for frameworks that
-  cannot report it; [] = unknown), timer ("auto" | "host_sync"; see runner.measure).
+  cannot report it; [] = unknown), timer ("auto" | "device_events" | "pipelined_wall" | "host_sync"; see
+  runner.measure).
   JOB_KEYS are the keys every runner needs; the others have defaults.
 
 result.json (runner -> host), schema ``dlrepro.result/1``, rewritten after every repeat and epoch with
@@ -60,8 +61,10 @@ status "running" until the job ends:
   it ran before, 0 in a fresh one, the memory it held as the job started, and why it was started:
   runner.worker, runner.supervise; None in a process of its own),
   attempt {number, host, executor} (written by the host when it takes the result).
-  timing also has timer ("host_sync" | "device_events"), lead_in {iterations, why} (the untimed
-  iterations at each repeat's start) and repeat_wall_seconds (throughput; the lead-in included).
+  timing also has timer ("device_events" | "pipelined_wall" | "host_sync"), sample ("iteration": each value
+  of repeats is one iteration; "repeat mean": one value per repeat, its wall time over its iterations,
+  under "pipelined_wall"), iterations_per_repeat, lead_in {iterations, why} (the untimed iterations at each
+  repeat's start) and repeat_wall_seconds (throughput; the lead-in included).
   options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
   cuda_graphs, allow_ptx_jit) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
   own kernels). What each option did in the framework is in environment (tf32 {matmul, cudnn},

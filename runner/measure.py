@@ -2,22 +2,27 @@
 
 throughput   DLBench's quantity: seconds per mini-batch of one training iteration
              (forward, backward, update). Warm-up iterations run first and are kept
-             apart; then ``repeats`` runs of ``iterations`` measured iterations. Each
-             sample is the time of exactly one iteration, taken one of two ways
-             (recorded as ``timing.timer``):
-             "host_sync": the device is synchronised before every host clock read
-             (perf_counter), so each sample is the wall time of one iteration; the
-             launch queue drains at every iteration boundary.
-             "device_events" (adapters with ``device_timer()``: PyTorch on CUDA):
-             an event is recorded in stream order at every iteration boundary and
-             read after one synchronisation at the end of the repeat; sample i is the
-             device timeline from the end of iteration i-1 to the end of iteration i
-             (idle gaps included), so the queue is never drained inside a repeat, as
-             in a plain training loop. Each repeat starts with one untimed iteration
-             (``timing.lead_in``): its time would hold the refill of the launch queue that
-             the repeat's synchronisation drained, which inflates the mean (DLBench
-             published means). The repeat's host wall time is kept beside it
-             (``repeat_wall_seconds``) as a cross-check.
+             apart; then ``repeats`` runs of ``iterations`` measured iterations, timed one of
+             three ways (recorded as ``timing.timer``; ``job["timer"]`` "auto" picks the first
+             that applies, or names one):
+             "device_events" (adapters with ``device_clock()``: PyTorch and JAX on CUDA): an
+             event is recorded in stream order at every iteration boundary and read after one
+             synchronisation at the end of the repeat; sample i is the device timeline from the
+             end of iteration i-1 to the end of iteration i (idle gaps included), so the launch
+             queue is never drained inside a repeat, as in a plain training loop. Each repeat
+             starts with one untimed iteration (``timing.lead_in``): its time would hold the
+             refill of the launch queue that the repeat's synchronisation drained, which
+             inflates the mean (DLBench published means).
+             "pipelined_wall" (every other framework on a GPU): the repeat's iterations run
+             back to back with one synchronisation at the end, as a plain loop timed by the
+             host clock; the repeat's one sample is that wall time divided by its iterations.
+             No per-iteration samples exist then (``timing.sample`` "repeat mean", against
+             "iteration"); the interval over repeats is the same kind as ever.
+             "host_sync" (the CPU): the device is synchronised before every host clock read
+             (perf_counter), so each sample is the wall time of one iteration (on a CPU the
+             frameworks' steps end with their work, or nearly so: nothing is pipelined).
+             The repeat's host wall time is kept beside the samples (``repeat_wall_seconds``)
+             as a cross-check.
              A data-parallel job's ranks (runner.ranks) each take their shard of every mini-batch
              (``adapter.shard``) and meet at a barrier at each repeat's edges, so rank 0's repeat
              window spans every rank's steps; samples/s is the total mini-batch over that step time.
@@ -71,13 +76,53 @@ def _timing(quantity, region, per_measurement, warmup, repeats, timer="host_sync
             "throughput": per_measurement / summary["median"], "throughput_unit": "samples/s"}
 
 
+TIMERS = ("device_events", "pipelined_wall", "host_sync")  # job["timer"]: "auto" or one of these
+
+
+def _events(clock, step, count):
+    """``count`` calls of ``step()`` timed on the device's clock (an adapter's ``device_clock()``), after one untimed
+    call (the lead-in: the repeat starts from a drained launch queue, and the lead-in's time holds its refill);
+    returns (seconds per call, results), with one synchronisation, at the end."""
+    marks = clock.marks(count + 1)  # made now: making an event is a driver call, kept out of every timed iteration
+    results = []
+    clock.record(marks[0], step())
+    for i in range(count):
+        results.append(step())
+        clock.record(marks[i + 1], results[-1])
+    clock.wait(marks[-1])
+    seconds = [clock.seconds(marks[i], marks[i + 1]) for i in range(count)]
+    clock.forget(marks)
+    return seconds, results
+
+
+def _pipelined(adapter, step, count):
+    """``count`` calls of ``step()`` back to back, one synchronisation at the end; returns ([wall seconds / count],
+    results): the repeat's mean iteration, its one sample (the caller synchronised before)."""
+    start = time.perf_counter()
+    results = [step() for _ in range(count)]
+    adapter.synchronize()
+    return [(time.perf_counter() - start) / count], results
+
+
 def _repeat_timer(adapter, job):
-    """(name, f(step, count) -> (seconds per call, results), untimed lead-in steps per repeat) for the
-    measured repeats."""
-    timer = adapter.device_timer() if job.get("timer", "auto") != "host_sync" else None
-    if timer is not None:
-        return "device_events", timer, 1
-    return "host_sync", lambda step, count: _timed(adapter, step, count), 0
+    """(name, f(step, count) -> (samples, results), untimed lead-in steps per repeat, what one sample is) for the
+    measured repeats: the first of TIMERS that applies to the adapter and the job's device, or job["timer"]."""
+    asked = job.get("timer", "auto")
+    if asked not in TIMERS + ("auto",):
+        raise ValueError("job timer %r is none of auto, %s" % (asked, ", ".join(TIMERS)))
+    clock = adapter.device_clock() if asked in ("auto", "device_events") else None
+    if clock is not None:
+        return "device_events", lambda step, count: _events(clock, step, count), 1, "iteration"
+    if asked == "pipelined_wall" or (asked != "host_sync" and job["device"] != "cpu"):
+        return "pipelined_wall", lambda step, count: _pipelined(adapter, step, count), 0, "repeat mean"
+    return "host_sync", lambda step, count: _timed(adapter, step, count), 0, "iteration"
+
+
+LEAD_IN = {"device_events": "untimed at each repeat's start: the launch queue's refill after the repeat's "
+                            "synchronisation",
+           "pipelined_wall": "none: the repeat's wall time runs from a drained queue to one synchronisation at its "
+                             "end, as a plain loop timed by the host clock",
+           "host_sync": "none: host_sync drains the queue at every iteration alike"}
 
 
 @contextlib.contextmanager
@@ -143,7 +188,7 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing, warme
     ``window`` (runner.window.Window) spans the measured repeats; ``warmed()`` once the warm-up iterations
     are done, ``progress(timing)`` after each repeat.
     """
-    name, timed, lead_in = _repeat_timer(adapter, job)
+    name, timed, lead_in, sample = _repeat_timer(adapter, job)
     step, region = _step_source(adapter, job, dataset, lead_in)
     adapter.reset_state()
     warmup, warm_handles = _timed(adapter, step, job["warmup"])
@@ -152,10 +197,8 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing, warme
 
     def timing():
         found = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name)
-        found["repeat_wall_seconds"] = walls
-        found["lead_in"] = {"iterations": lead_in, "why": "untimed at each repeat's start: the launch queue's "
-                            "refill after the repeat's synchronisation" if lead_in else "none: host_sync drains the "
-                            "queue at every iteration alike"}
+        found.update(repeat_wall_seconds=walls, sample=sample, iterations_per_repeat=job["iterations"],
+                     lead_in={"iterations": lead_in, "why": LEAD_IN[name]})
         return found
 
     with _measured(window):
@@ -163,9 +206,9 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing, warme
             adapter.synchronize()
             adapter.barrier()  # every rank starts the repeat together
             start = time.perf_counter()
-            seconds, hs = timed(step, job["iterations"])
+            seconds, hs = timed(step, job["iterations"])  # every timer synchronises at its end
             adapter.barrier()  # and rank 0's window ends once every rank is done
-            walls.append(time.perf_counter() - start)  # the timer synchronised at its end
+            walls.append(time.perf_counter() - start)
             repeats.append(seconds)
             last = hs[-1:]  # only the last loss is kept: no device memory grows with the run
             if len(repeats) < job["repeats"]:

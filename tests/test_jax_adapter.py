@@ -84,6 +84,7 @@ def test_a_bf16_job_records_its_compute_dtype_and_is_set_against_the_bf16_peak(j
     assert result["options"]["precision"] == "bf16" and result["environment"]["compute_dtype"] == "bfloat16"
     assert result["environment"]["parameter_dtypes"] == ["float32"]
     assert result["environment"]["matmul_precision"] == "default"
+    assert result["timing"]["timer"] == "host_sync" and result["timing"]["sample"] == "iteration"  # on the CPU
     # the peak the tables use (dlrepro.results.tables.provenance: the precision the result's options record), as if
     # the job had run on an H200: its dense bf16 rate, as for a torch bf16 job
     precision = telemetry.summary_columns(result)["precision"]

@@ -109,8 +109,8 @@ def test_a_paused_gpu_sampler_subtracts_the_pause_from_the_boards_energy():
 class Adapter(object):
     """A framework stand-in: each training step uses 1 J of the fake RAPL package; ``evaluate`` 100 J."""
 
-    def __init__(self, meter, win, timer=None):
-        self.meter, self.window, self.timer, self.steps = meter, win, timer, 0
+    def __init__(self, meter, win, clock=None):
+        self.meter, self.window, self.clock, self.steps = meter, win, clock, 0
 
     def shard(self, x, y):
         return x, y
@@ -123,8 +123,8 @@ class Adapter(object):
         _add_joules(self.meter, 1)
         return 0.5
 
-    def device_timer(self):
-        return self.timer
+    def device_clock(self):
+        return self.clock
 
     def losses(self, handles):
         return [float(h) for h in handles]
@@ -155,7 +155,7 @@ class Data(object):
         return [(np.zeros(batch_size), np.zeros(batch_size))]
 
 
-JOB = {"batch_size": 2, "warmup": 1, "repeats": 3, "iterations": 4, "seed": 0, "epochs": 3,
+JOB = {"batch_size": 2, "warmup": 1, "repeats": 3, "iterations": 4, "seed": 0, "epochs": 3, "device": "cpu",
        "model": {"target": "class"}}
 
 
@@ -185,20 +185,42 @@ def test_a_convergence_window_holds_the_training_loops_only(tmp_path):
     assert win.energy()["excluded"] == [measure.EVALUATION, measure.REWRITES]
 
 
-def test_the_device_timer_gets_a_lead_in_step_per_repeat_and_a_nan_sample_fails_the_job(tmp_path):
+class EventClock(object):
+    """A device clock stand-in: every step takes ``step_s`` on the device; ``seconds`` gives ``samples`` in turn
+    when it has them."""
+
+    def __init__(self, step_s=0.01, samples=None):
+        self.step_s, self.samples, self.made, self.recorded, self.waits, self.forgotten = step_s, samples, 0, [], 0, 0
+
+    def marks(self, count):
+        self.made += count
+        return list(range(count))
+
+    def record(self, event, result):
+        self.recorded.append((event, result))
+
+    def wait(self, event):
+        self.waits += 1
+
+    def seconds(self, start, end):
+        return self.samples.pop(0) if self.samples else self.step_s * (end - start)
+
+    def forget(self, events):
+        self.forgotten += len(events)
+
+
+def test_the_device_clock_gets_a_lead_in_step_per_repeat_and_a_nan_sample_fails_the_job(tmp_path):
     win, meter = _window(tmp_path)
-    calls = []
-
-    def timer(step, count):
-        step()  # the lead-in
-        calls.append(count)
-        return [0.01] * count, [step() for _ in range(count)]
-
-    adapter = Adapter(meter, win, timer)
+    clock = EventClock()
+    adapter = Adapter(meter, win, clock)
     timing, _ = measure.throughput(adapter, JOB, Data(), win)  # a real data set: keys drawn for the lead-ins too
-    assert timing["timer"] == "device_events" and timing["lead_in"]["iterations"] == 1 and calls == [4, 4, 4]
+    assert timing["timer"] == "device_events" and timing["lead_in"]["iterations"] == 1
+    assert timing["sample"] == "iteration" and timing["repeats"] == [[0.01] * 4] * 3
     assert adapter.steps == 1 + 3 * (1 + 4) and timing["summary"]["median"] == 0.01
-    broken = Adapter(meter, None, lambda step, count: ([0.01, float("nan"), 0.01, 0.01], [step()]))
+    # per repeat: 5 events made before it, one recorded after the lead-in and after each step, one wait, let go
+    assert clock.made == clock.forgotten == 3 * 5 and clock.waits == 3 and len(clock.recorded) == 3 * 5
+    assert [event for event, _ in clock.recorded[:5]] == [0, 1, 2, 3, 4] and clock.recorded[0][1] == 0.5
+    broken = Adapter(meter, None, EventClock(samples=[0.01, float("nan"), 0.01, 0.01]))
     with pytest.raises(stats.NonFiniteSample, match="sample 2 of 4"):
         measure.throughput(broken, dict(JOB, repeats=1), Data())
 

@@ -15,7 +15,7 @@ import pytest
 from dlrepro import spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
-from runner import contract, energy, job as runner_job, settings, supervise, telemetry, window
+from runner import contract, energy, job as runner_job, measure, settings, supervise, telemetry, window
 from runner.adapters import capabilities
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
@@ -329,7 +329,7 @@ def test_the_cuda_event_timer_gives_each_iteration_its_own_device_time(monkeypat
         clock[0] += next(durations)
         return "loss"
 
-    seconds, results = adapter.device_timer()(step, 3)
+    seconds, results = measure._events(adapter.device_clock(), step, 3)
     assert seconds == pytest.approx([0.010, 0.012, 0.011]) and results == ["loss"] * 3  # the lead-in untimed
     assert synced == [pytest.approx(0.083)]  # one synchronisation, at the end of the repeat
     assert first == [0.0] * 4  # every event made before the lead-in, none inside a timed iteration

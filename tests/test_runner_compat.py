@@ -13,6 +13,7 @@ FRAMEWORK_MODULES = {
     "tensorflow_adapter.py": {"tensorflow", "keras"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
+    "jax_layers.py": {"jax"},
     "cntk_adapter.py": {"cntk"},
     "caffe_adapter.py": {"caffe"},
     "caffe2_adapter.py": {"caffe2"},

@@ -34,7 +34,7 @@ def bundle(tmp_path):
 def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     summary, samples = tables.summary(bundle), tables.samples(bundle)
     assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and len(summary) == 7
-    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/6"
+    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/7"
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
     assert by_framework.loc["torch", "median"] == MEDIANS["torch"]

@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/6``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/7``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -6,13 +6,19 @@ can be concatenated and still say where each number came from (benchopt's one-ta
 summary.parquet / summary.csv: one row per job (SUMMARY_COLUMNS).
 samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
   "iteration"  one timed iteration (``seconds``, s): a training mini-batch of a throughput job, or
-               one inference mini-batch (copy in, forward, copy out) of an inference job,
+               one inference mini-batch (copy in, forward, copy out) of an inference job; under the
+               "pipelined_wall" timer (``timer``), which has no clock per iteration, one row per repeat
+               with that repeat's wall time over its iterations, the mean iteration (``index`` null),
   "epoch"      one epoch of a convergence job (``seconds``, ``cumulative_seconds``: wall time, s;
                ``test_accuracy``: fraction in [0, 1], ``perplexity``),
   "pass"       the timed pass over all inference images (``seconds``: its wall time, s).
 
 Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
-fraction; ``median``: the median of the repeat medians (of a convergence run's epochs), the estimator the
+fraction; ``timer``: how a throughput job's iterations were timed (runner.measure: "device_events", CUDA events
+in stream order; "pipelined_wall", the repeat's wall time with one synchronisation at its end, over its
+iterations; "host_sync", the host clock with a synchronisation around every iteration; null: not recorded, results
+before it); a comparison of two jobs timed differently compares two quantities; ``median``: the median of the
+repeat medians (of a convergence run's epochs), the estimator the
 interval is of (results whose summary has no ``point_estimate``, written before: the median of every
 sample; runner.stats); ``ci95_low``/``ci95_high``: the 95% CI of the median by ``ci95_method`` (tables v4: over the
 repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact coverage
@@ -54,7 +60,7 @@ from dlrepro.errors import BundleError
 from dlrepro.results import peak_columns
 from runner import telemetry
 
-SCHEMA = "dlrepro.tables/6"
+SCHEMA = "dlrepro.tables/7"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -65,7 +71,7 @@ PROVENANCE = {
     "executor": "string", "host": "string", "device": "string", "device_name": "string", "driver": "string",
     "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64",
     "ranks": "Int64", "scaling": "string", "rank_batch_size": "Int64",
-    "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean",
+    "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean", "timer": "string",
 }
 MEASURED = {
     "status": "string", "quantity": "string", "unit": "string", "median": "float64", "mean": "float64",
@@ -98,7 +104,8 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
                               "mean_power_w", "energy_method", "isolation", "attempt"),
          "dlrepro.tables/5": ("ranks", "scaling", "rank_batch_size", "final_loss", "speedup", "scaled_speedup",
                               "scaling_efficiency", "scaling_base", "rank"),
-         "dlrepro.tables/6": peak_columns.COLUMNS}
+         "dlrepro.tables/6": peak_columns.COLUMNS,
+         "dlrepro.tables/7": ("timer",)}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -156,6 +163,7 @@ def provenance(body, job, result, measured=None):
         "ranks": job.get("ranks"), "scaling": job.get("scaling"), "rank_batch_size": job.get("rank_batch_size"),
         "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
         "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],
+        "timer": (result.get("timing") or {}).get("timer"),
     }
 
 
@@ -246,6 +254,8 @@ def _processed(result, job):
         return sum(e["iterations"] for e in result["convergence"]["epochs"]) * job["batch_size"]
     repeats = timing.get("repeats") or []
     lead_in = (timing.get("lead_in") or {}).get("iterations") or 0
+    if timing.get("sample") == "repeat mean":  # one sample per repeat: its iterations' mean
+        return (timing["iterations_per_repeat"] + lead_in) * len(repeats) * job["batch_size"]
     return (sum(len(r) for r in repeats) + lead_in * len(repeats)) * job["batch_size"]
 
 
@@ -266,9 +276,10 @@ def sample_rows(body, job, result):
     timing = result.get("timing") or {}
     if timing.get("quantity") == "seconds per mini-batch":  # a convergence job's epochs come below, with accuracy
         joined = bool(timing.get("ranks_joined"))  # the slowest rank's per iteration (runner.rankjoin)
+        means = timing.get("sample") == "repeat mean"  # pipelined_wall: no iteration's own time, no index
         for repeat, seconds in enumerate(timing.get("repeats") or [], 1):
             rows += [dict(base, sample="iteration", rank=0 if job.get("ranks") and not joined else None,
-                          repeat=repeat, index=i, seconds=s) for i, s in enumerate(seconds, 1)]
+                          repeat=repeat, index=None if means else i, seconds=s) for i, s in enumerate(seconds, 1)]
         for record in (result.get("ranks") or [])[0 if joined else 1:]:  # each rank's own timings of them
             for repeat, seconds in enumerate(record.get("repeats") or [], 1):
                 rows += [dict(base, sample="rank iteration", rank=record["rank"], repeat=repeat, index=i, seconds=s)

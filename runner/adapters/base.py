@@ -92,11 +92,14 @@ class Adapter(object):
         None or []: it does not say, and the image matrix's table (job["cuda_archs"]) is used."""
         return None
 
-    def device_timer(self):
-        """f(step, count) -> (seconds per call, results): ``count`` calls of ``step()`` timed on the
-        device's own clock (runner.measure's "device_events"), after one more untimed call (the lead-in:
-        the repeat starts from a drained launch queue, and the lead-in's time holds its refill); None: host
-        clock around synchronize()."""
+    def device_clock(self):
+        """The device's own clock for runner.measure's "device_events" timer, or None (the job's device has none
+        this adapter can reach: the CPU, or a framework that exposes no stream; measure then takes the repeat's
+        pipelined wall time on a GPU, the host clock around ``synchronize()`` on the CPU). A clock has
+        ``marks(count)`` -> ``count`` events, made before the timed iterations; ``record(event, result)``: record
+        the event in stream order once the step that returned ``result`` is done, without waiting on the host;
+        ``wait(event)``: block until it has completed; ``seconds(start, end)``: device seconds between two
+        completed events; ``forget(events)``: let completed events go."""
         return None
 
     # ------------------------------------------------------------------ building

@@ -1,33 +1,30 @@
-"""JAX adapter (plain jax + optax): the layer list as pure functions, one jitted training step.
+"""JAX adapter (plain jax + optax): the layer list as pure functions (runner.adapters.jax_layers), one jitted
+training step.
 
-Our addition beyond the studies. Each layer is an (init, apply) pair over explicit
-parameters and state (batch-norm running statistics, carried recurrent state); the
-whole training step (forward, backward, optax update) is one ``jax.jit``-compiled XLA
-program, so XLA is on by construction (recorded). Images are NHWC with HWIO kernels on
-the CPU, where XLA's convolutions run fastest so, and NCHW with OIHW kernels on GPUs
-(recorded as the layout; job["layout"] "channels_last" asks for NHWC on GPUs too). Precision
-"fp32" sets the default matmul precision to "highest" (true fp32: JAX's own default on GPUs
-with TF32 is TF32-like); "tf32" sets "tensorfloat32". "bf16" is mixed precision as jmp's policy
-(param_dtype float32, compute_dtype bfloat16, output_dtype float32) and flax's layers run it: the
-master parameters, the optimizer state and the batch-norm running statistics stay float32; the
-parameters and the floating inputs are cast to bfloat16 inside the compiled step for the forward
-and backward pass (token ids stay integers); batch norm takes its statistics and normalises in
-float32 and hands bfloat16 on; the logits are cast to float32 for the loss and its reduction; the
-cast's gradient brings the gradients back in float32 for the optax update. Every matrix product and
-convolution then has bfloat16 operands (float32 accumulation), so the matmul precision is left at
-"default" (the flag decides how float32 operands are computed; none remain). Recorded as
-environment compute_dtype and parameter_dtypes. fp16 is refused: it needs loss scaling, which optax
-does not have. Layers follow PyTorch's definitions and default initialisation
-(U(-1/sqrt(fan_in), 1/sqrt(fan_in)); LSTM/GRU with two bias vectors, gates i, f, g, o and
-r, z, n), so the counts equal the spec's. Caffe's ceil pooling pads the bottom and right;
-averages divide by the window's cells inside the symmetric padding.
+Our addition beyond the studies. The whole training step (dropout key split, forward, backward, optax update) is
+one ``jax.jit``-compiled XLA program, so XLA is on by construction (recorded). Images are NHWC with HWIO kernels on
+the CPU, where XLA's convolutions run fastest so, and NCHW with OIHW kernels on GPUs (recorded as the layout;
+job["layout"] "channels_last" asks for NHWC on GPUs too). Precision "fp32" sets the default matmul precision to
+"highest" (true fp32: JAX's own default on GPUs with TF32 is TF32-like); "tf32" sets "tensorfloat32". "bf16" is
+mixed precision as jmp's policy (param_dtype float32, compute_dtype bfloat16, output_dtype float32) and flax's
+layers run it: the master parameters, the optimizer state and the batch-norm running statistics stay float32; the
+parameters and the floating inputs are cast to bfloat16 inside the compiled step for the forward and backward pass
+(token ids stay integers); batch norm takes its statistics and normalises in float32 and hands bfloat16 on; the
+logits are cast to float32 for the loss and its reduction; the cast's gradient brings the gradients back in float32
+for the optax update. Every matrix product and convolution then has bfloat16 operands (float32 accumulation), so the
+matmul precision is left at "default" (the flag decides how float32 operands are computed; none remain). Recorded
+as environment compute_dtype and parameter_dtypes. fp16 is refused: it needs loss scaling, which optax does not
+have.
 
-Timed step (``train_step``): one host-side ``jax.random.split`` of the dropout key (a tiny dispatched op;
-the studies ran no JAX, so nothing is missing against them) and the one compiled program (forward,
-backward, optax update). The loss stays on the device.
+Timed step (``train_step``): one call of the compiled program, as a plain JAX training loop makes it. The dropout
+key is split inside the program and carried out of it (no host-side ``jax.random.split``, a dispatched
+computation of its own between steps), and the parameters, state, optimizer state and key are donated to it
+(``donate_argnums``: XLA writes the new values into the old buffers, so no buffer is allocated and freed per step).
+The loss stays on the device. On a GPU the measured repeats are timed by CUDA events that wait for each step's loss
+(``device_clock``; runner.adapters.cuda_clock).
 """
-import math
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -36,244 +33,11 @@ import optax
 from jax import lax
 
 from runner import shapes
-from runner.adapters import UnsupportedError, base
+from runner.adapters import UnsupportedError, base, cuda_clock
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+from runner.adapters.jax_layers import Builder
 
-
-def _uniform(key, shape, bound):
-    return jax.random.uniform(key, shape, jnp.float32, -bound, bound)
-
-
-class Builder(object):
-    """Turns layers into (init, apply) functions; remembers named layers' parameter paths."""
-
-    def __init__(self, init, batch_size, channels_last):
-        self.init_spec, self.batch_size, self.named, self.cl = init, batch_size, {}, channels_last
-
-    def image(self, n, c, h, w):
-        """A 4-tuple in the builder's image layout from its N, C, H, W parts."""
-        return (n, h, w, c) if self.cl else (n, c, h, w)
-
-    def weight_bound(self, fan_in, fan_out, default):
-        scheme = self.init_spec["scheme"]
-        if scheme == "xavier":
-            return math.sqrt(3.0 / fan_in)
-        if scheme == "glorot_uniform":
-            return math.sqrt(6.0 / (fan_in + fan_out))
-        if scheme == "uniform":
-            return self.init_spec["scale"]
-        return default
-
-    def bias_bound(self, default):
-        scheme = self.init_spec["scheme"]
-        return {"xavier": 0.0, "glorot_uniform": 0.0, "uniform": self.init_spec.get("scale")}.get(scheme, default)
-
-    def sequence(self, layers, shape, path):
-        parts = [self.layer(layer, in_shape, "%s/%d" % (path, i))
-                 for i, (layer, in_shape) in enumerate(shapes.inputs(layers, shape))]
-
-        def init(key):  # parameters and state keyed by the layer's index in the list
-            keys = jax.random.split(key, max(1, len(parts)))
-            params, state = {}, {}
-            for i, (k, (p_init, _, _)) in enumerate(zip(keys, parts)):
-                params[str(i)], state[str(i)] = p_init(k)
-            return params, state
-
-        def apply(params, state, x, train, rng):
-            new_state = {}
-            for i, (_, p_apply, _) in enumerate(parts):
-                x, new_state[str(i)] = p_apply(params[str(i)], state[str(i)], x, train, jax.random.fold_in(rng, i))
-            return x, new_state
-        return init, apply
-
-    def layer(self, layer, shape, name):
-        kind = layer["type"]
-        if layer.get("name"):
-            self.named[layer["name"]] = name
-        none = lambda key: ({}, {})
-        if kind == "conv":
-            c, k, f = shape[0], layer["kernel"], layer["filters"]
-            s, p, bias = layer.get("stride", 1), layer.get("pad", 0), layer.get("bias", True)
-            fan_in = c * k * k
-            wb, bb = self.weight_bound(fan_in, f * k * k, 1 / math.sqrt(fan_in)), self.bias_bound(1 / math.sqrt(fan_in))
-
-            kernel_shape = (k, k, c, f) if self.cl else (f, c, k, k)
-            numbers = ("NHWC", "HWIO", "NHWC") if self.cl else ("NCHW", "OIHW", "NCHW")
-            bias_shape = self.image(1, f, 1, 1)
-
-            def init(key):
-                kw, kb = jax.random.split(key)
-                params = {"weight": _uniform(kw, kernel_shape, wb)}
-                if bias:
-                    params["bias"] = _uniform(kb, (f,), bb)
-                return params, {}
-
-            def apply(params, state, x, train, rng):
-                y = lax.conv_general_dilated(x, params["weight"], (s, s), [(p, p), (p, p)], dimension_numbers=numbers)
-                return (y + params["bias"].reshape(bias_shape) if bias else y), state
-            return init, apply, name
-        if kind in ("maxpool", "avgpool"):
-            k, s, p, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
-            _, h, w = shape
-            extra = [max(0, (shapes.pool_output(n, k, s, p, ceil) - 1) * s + k - n - 2 * p) for n in (h, w)]
-            pads = self.image((0, 0), (0, 0), (p, p + extra[0]), (p, p + extra[1]))
-            window, strides = self.image(1, 1, k, k), self.image(1, 1, s, s)
-            cells = jnp.pad(jnp.ones(self.image(1, 1, h + 2 * p, w + 2 * p)),
-                            self.image((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
-
-            def apply(params, state, x, train, rng):
-                if kind == "maxpool":
-                    return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, pads), state
-                total = lax.reduce_window(x, 0.0, lax.add, window, strides, pads)
-                counts = lax.reduce_window(cells, 0.0, lax.add, window, strides, "VALID")
-                return total / counts.astype(x.dtype), state
-            return none, apply, name
-        if kind == "global_avgpool":
-            axes = (1, 2) if self.cl else (2, 3)
-            return none, lambda params, state, x, train, rng: (x.mean(axis=axes), state), name
-        if kind == "batchnorm":
-            c, eps, momentum = shape[0], layer.get("eps", 1e-5), layer.get("momentum", 0.1)
-            axes = ((0, 1, 2) if self.cl else (0, 2, 3)) if len(shape) == 3 else (0,)
-            bshape = self.image(1, c, 1, 1) if len(shape) == 3 else (1, c)
-
-            def init(key):
-                return ({"weight": jnp.ones((c,)), "bias": jnp.zeros((c,))},
-                        {"running_mean": jnp.zeros((c,)), "running_var": jnp.ones((c,))})
-
-            def apply(params, state, x, train, rng):
-                xf = x.astype(jnp.float32)  # statistics and normalisation in float32 (bf16 jobs: bf16 in and out)
-                if train:
-                    mean, var = xf.mean(axis=axes), xf.var(axis=axes)
-                    n = x.size // c
-                    state = {"running_mean": (1 - momentum) * state["running_mean"] + momentum * mean,
-                             "running_var": (1 - momentum) * state["running_var"] + momentum * var * n / (n - 1)}
-                else:
-                    mean, var = state["running_mean"], state["running_var"]
-                y = (xf - mean.reshape(bshape)) / jnp.sqrt(var.reshape(bshape) + eps)
-                return (y * params["weight"].reshape(bshape) + params["bias"].reshape(bshape)).astype(x.dtype), state
-            return init, apply, name
-        if kind == "dense":
-            fan_in, units, bias = shape[-1], layer["units"], layer.get("bias", True)
-            wb, bb = self.weight_bound(fan_in, units, 1 / math.sqrt(fan_in)), self.bias_bound(1 / math.sqrt(fan_in))
-
-            def init(key):
-                kw, kb = jax.random.split(key)
-                params = {"weight": _uniform(kw, (units, fan_in), wb)}
-                if bias:
-                    params["bias"] = _uniform(kb, (units,), bb)
-                return params, {}
-
-            def apply(params, state, x, train, rng):
-                y = x @ params["weight"].T
-                return (y + params["bias"] if bias else y), state
-            return init, apply, name
-        if kind == "dropout":
-            rate = layer["rate"]
-
-            def apply(params, state, x, train, rng):
-                if not train:
-                    return x, state
-                keep = jax.random.bernoulli(rng, 1.0 - rate, x.shape)
-                return jnp.where(keep, x / (1.0 - rate), 0.0), state
-            return none, apply, name
-        if kind == "flatten":
-            return none, lambda params, state, x, train, rng: (x.reshape((x.shape[0], -1)), state), name
-        if kind in ("relu", "sigmoid", "tanh"):
-            fn = {"relu": jax.nn.relu, "sigmoid": jax.nn.sigmoid, "tanh": jnp.tanh}[kind]
-            return none, lambda params, state, x, train, rng: (fn(x), state), name
-        if kind == "pad_channels":
-            pads = self.image((0, 0), (0, layer["filters"] - shape[0]), (0, 0), (0, 0))
-            return none, lambda params, state, x, train, rng: (jnp.pad(x, pads), state), name
-        if kind == "residual":
-            inner = shapes.apply_all(layer["body"], shape)[0]
-            body = self.sequence(layer["body"], shape, name + "/body")
-            short = self.sequence(layer.get("shortcut", []), shape, name + "/shortcut")
-            after = self.sequence(layer.get("after", []), inner, name + "/after")
-
-            def init(key):
-                kb, ks, ka = jax.random.split(key, 3)
-                parts = [f(k) for f, k in ((body[0], kb), (short[0], ks), (after[0], ka))]
-                return ({"body": parts[0][0], "shortcut": parts[1][0], "after": parts[2][0]},
-                        {"body": parts[0][1], "shortcut": parts[1][1], "after": parts[2][1]})
-
-            def apply(params, state, x, train, rng):
-                rb, rs, ra = jax.random.split(rng, 3)
-                yb, sb = body[1](params["body"], state["body"], x, train, rb)
-                ys, ss = short[1](params["shortcut"], state["shortcut"], x, train, rs)
-                y, sa = after[1](params["after"], state["after"], yb + ys, train, ra)
-                return y, {"body": sb, "shortcut": ss, "after": sa}
-            return init, apply, name
-        if kind == "concat":
-            body = self.sequence(layer["body"], shape, name + "/body")
-
-            def init(key):
-                params, state = body[0](key)
-                return {"body": params}, {"body": state}
-
-            axis = -1 if self.cl else 1
-
-            def apply(params, state, x, train, rng):
-                y, s = body[1](params["body"], state["body"], x, train, rng)
-                return jnp.concatenate([x, y], axis=axis), {"body": s}
-            return init, apply, name
-        if kind == "embedding":
-            vocab, dim = layer["vocab"], layer["dim"]
-            bound = self.init_spec["scale"] if self.init_spec["scheme"] == "uniform" else None
-
-            def init(key):  # PyTorch's default: N(0, 1)
-                table = _uniform(key, (vocab, dim), bound) if bound else jax.random.normal(key, (vocab, dim))
-                return {"weight": table}, {}
-            return init, lambda params, state, x, train, rng: (params["weight"][x], state), name
-        if kind in ("lstm", "gru"):
-            return self.recurrent_layer(kind, layer, shape, name)
-        if kind == "last_step":
-            return none, lambda params, state, x, train, rng: (x[:, -1], state), name
-        raise UnsupportedError("jax adapter has no layer type %r" % kind)
-
-    def recurrent_layer(self, kind, layer, shape, name):
-        units, depth, stateful = layer["units"], layer.get("layers", 1), layer.get("stateful", False)
-        gates = 4 if kind == "lstm" else 3
-        widths = [shape[-1]] + [units] * (depth - 1)
-        wb = self.weight_bound(units, units, 1 / math.sqrt(units)) if self.init_spec["scheme"] == "uniform" \
-            else 1 / math.sqrt(units)
-        zeros = lambda: [tuple(jnp.zeros((self.batch_size, units)) for _ in range(2 if kind == "lstm" else 1))
-                         for _ in range(depth)]
-
-        def init(key):
-            params = []
-            for width, k in zip(widths, jax.random.split(key, depth)):
-                k1, k2, k3, k4 = jax.random.split(k, 4)
-                params.append({"w_ih": _uniform(k1, (gates * units, width), wb), "w_hh": _uniform(k2, (gates * units, units), wb),
-                               "b_ih": _uniform(k3, (gates * units,), wb), "b_hh": _uniform(k4, (gates * units,), wb)})
-            return params, {"carry": zeros() if stateful else None}
-
-        def cell(p, carry, x_t):
-            if kind == "lstm":
-                h, c = carry
-                z = x_t @ p["w_ih"].T + p["b_ih"] + h @ p["w_hh"].T + p["b_hh"]
-                i, f, g, o = jnp.split(z, 4, axis=-1)
-                c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-                h = jax.nn.sigmoid(o) * jnp.tanh(c)
-                return (h, c), h
-            (h,) = carry
-            xi, hh = x_t @ p["w_ih"].T + p["b_ih"], h @ p["w_hh"].T + p["b_hh"]
-            xr, xz, xn = jnp.split(xi, 3, axis=-1)
-            hr, hz, hn = jnp.split(hh, 3, axis=-1)
-            r, z = jax.nn.sigmoid(xr + hr), jax.nn.sigmoid(xz + hz)
-            n = jnp.tanh(xn + r * hn)
-            h = (1 - z) * n + z * h
-            return (h,), h
-
-        def apply(params, state, x, train, rng):
-            batch = x.shape[0]
-            carries = [tuple(v.astype(x.dtype) for v in carry) for carry in state["carry"]] if stateful else \
-                [tuple(jnp.zeros((batch, units), x.dtype) for _ in range(2 if kind == "lstm" else 1)) for _ in range(depth)]
-            seq, finals = jnp.swapaxes(x, 0, 1), []
-            for p, carry in zip(params, carries):
-                carry, seq = lax.scan(lambda c, x_t, p=p: cell(p, c, x_t), carry, seq)
-                finals.append(tuple(lax.stop_gradient(v).astype(jnp.float32) for v in carry))  # kept as stored
-            return jnp.swapaxes(seq, 0, 1), {"carry": finals if stateful else None}
-        return init, apply, name
+DONATED = (0, 1, 2, 3)  # the step's parameters, state, optimizer state and key: each replaced by its output
 
 
 def _loss(loss):
@@ -347,6 +111,7 @@ class Adapter(Base):
         self.channels_last = platform == "cpu" or job.get("layout", "default") == "channels_last"
         self.conv_kernel_axes = base.HWIO if self.channels_last else base.OIHW  # the weights' layout, as the images'
         self.build_name = "jaxlib %s" % getattr(__import__("jaxlib"), "__version__", "?")
+        self._clock = None
 
     def gpu_capability(self):
         """(GPU name, compute capability "X.Y") of the job's GPU; None on the CPU or when JAX does not say."""
@@ -386,12 +151,13 @@ class Adapter(Base):
             # would come back committed from the first step and make jit compile the step twice
             self.opt_state = jax.device_put(self.tx.init(self.params), self.device)
 
-            def step(params, state, opt_state, rng, x, y):
+            def step(params, state, opt_state, key, x, y):
+                key, rng = jax.random.split(key)
                 objective = _objective(compute, loss_fn, state, x, y, rng)
                 (loss, new_state), grads = jax.value_and_grad(objective, has_aux=True)(params)
                 updates, opt_state = self.tx.update(grads, opt_state, params)
-                return optax.apply_updates(params, updates), new_state, opt_state, loss
-            self._step = jax.jit(step)
+                return optax.apply_updates(params, updates), new_state, opt_state, key, loss
+            self._step = jax.jit(step, donate_argnums=DONATED)
             if self.devices:
                 self._parallel(compute, loss_fn)
 
@@ -410,19 +176,20 @@ class Adapter(Base):
         mesh = Mesh(np.array(self.devices), ("ranks",))
         self.replicated, self.split = NamedSharding(mesh, PartitionSpec()), NamedSharding(mesh, PartitionSpec("ranks"))
 
-        def step(params, state, opt_state, rng, x, y):
-            objective = _objective(compute, loss_fn, state, x, y, rng[0])
+        def step(params, state, opt_state, key, x, y):
+            key, rng = jax.random.split(key)  # the same on every rank; each folds its index into its dropout key
+            objective = _objective(compute, loss_fn, state, x, y, jax.random.fold_in(rng, lax.axis_index("ranks")))
             (loss, new_state), grads = jax.value_and_grad(objective, has_aux=True)(params)
             grads, new_state = lax.pmean(grads, "ranks"), lax.pmean(new_state, "ranks")
             updates, opt_state = self.tx.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), new_state, opt_state, lax.pmean(loss, "ranks")
+            return optax.apply_updates(params, updates), new_state, opt_state, key, lax.pmean(loss, "ranks")
         whole, shard = PartitionSpec(), PartitionSpec("ranks")
         # check_vma off: each shard's gradient is its own (with it on, autodiff would already sum the shards'
         # gradients of the replicated parameters), and lax.pmean makes the mean that a whole mini-batch gives
-        self._step = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(whole, whole, whole, shard, shard, shard),
-                                           out_specs=(whole, whole, whole, whole), check_vma=False))
-        self.params, self.state, self.opt_state = jax.device_put((self.params, self.state, self.opt_state),
-                                                                 self.replicated)
+        self._step = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(whole, whole, whole, whole, shard, shard),
+                                           out_specs=(whole,) * 5, check_vma=False), donate_argnums=DONATED)
+        self.params, self.state, self.opt_state, self.key = jax.device_put(
+            (self.params, self.state, self.opt_state, self.key), self.replicated)
 
     def shard(self, x, y):
         """The whole total mini-batch: one process drives every rank's device, and ``_put`` splits it."""
@@ -445,7 +212,10 @@ class Adapter(Base):
         return self._input(x), self._put(y)
 
     def release(self):
-        """Drop the parameters and XLA's compiled executables, which would serve the next job's step."""
+        """Drop the parameters, the device clock and XLA's compiled executables, which would serve the next job's
+        step."""
+        if self.__dict__.get("_clock") is not None:
+            self._clock.close()
         super(Adapter, self).release()
         jax.clear_caches()
 
@@ -462,11 +232,24 @@ class Adapter(Base):
         self.state = jax.device_put(clear(self.state), self.device)
 
     def train_step(self, x, y):
-        self.key, rng = jax.random.split(self.key)
-        if self.devices:  # one key per device (dropout masks differ across ranks, as in any data-parallel run)
-            rng = jax.device_put(jax.random.split(rng, len(self.devices)), self.split)
-        self.params, self.state, self.opt_state, loss = self._step(self.params, self.state, self.opt_state, rng, x, y)
+        self.params, self.state, self.opt_state, self.key, loss = self._step(self.params, self.state, self.opt_state,
+                                                                             self.key, x, y)
         return loss
+
+    def device_clock(self):
+        """On a GPU, CUDA events on a stream of the runner's own made to wait for each step's loss
+        (runner.adapters.cuda_clock); None on the CPU, for a data-parallel job (its step spans several devices),
+        or where the CUDA driver cannot be reached (the reason goes to the job's log)."""
+        if self.device.platform != "gpu" or self.devices:
+            return None
+        if self._clock is None:
+            try:
+                self._clock = cuda_clock.StreamClock(self.device.local_hardware_id,
+                                                     lambda result, stream: result.__dlpack__(stream=stream))
+            except cuda_clock.CudaError as exc:
+                sys.stderr.write("jax adapter: no device clock (%s); the repeats' pipelined wall time is taken\n" % exc)
+                return None
+        return self._clock
 
     def synchronize(self):
         jax.block_until_ready(self.params)

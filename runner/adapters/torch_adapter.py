@@ -14,7 +14,7 @@ own default on Ampere and later is TF32 on for cuDNN convolutions, off for matmu
 and optimizer state in fp32 (fp16 with a GradScaler), TF32 off for what stays fp32.
 Layout (job["layout"]): "default" is NCHW; "channels_last" converts the model and every
 4-d input to torch.channels_last. job["compile"]: torch.compile the model.
-On CUDA the measured repeats are timed with CUDA events (``device_timer``; runner.measure).
+On CUDA the measured repeats are timed with CUDA events (``device_clock``; runner.measure).
 
 Timed step (``train_step``): zero_grad (set_to_none), forward, loss, backward, optimizer step, as the
 studies' PyTorch loops (DeepLearningFrameworks' notebooks; DLBench ran Lua Torch's forward, backward,
@@ -256,6 +256,31 @@ def _peer_access():
                 for i in range(count) for j in range(count) if i != j)
 
 
+class _EventClock(object):
+    """torch.cuda.Event timing events on ``stream`` (runner.adapters.base ``device_clock``)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def marks(self, count):
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        for event in events:  # made now: torch creates a CUDA event at its first record, a driver call that
+            event.record(self.stream)  # would otherwise fall inside every timed iteration (cudaEventCreate)
+        return events
+
+    def record(self, event, result):
+        event.record(self.stream)
+
+    def wait(self, event):
+        event.synchronize()
+
+    def seconds(self, start, end):
+        return start.elapsed_time(end) / 1000.0
+
+    def forget(self, events):
+        pass
+
+
 class Adapter(Base):
     name = "torch"
 
@@ -306,25 +331,12 @@ class Adapter(Base):
         """The architectures this torch build ships kernels (sm_XY) and PTX (compute_XY) for."""
         return list(torch.cuda.get_arch_list()) if torch.cuda.is_available() else []
 
-    def device_timer(self):
-        """On CUDA, f(step, count) -> (seconds per call, results) timed by CUDA events; None elsewhere."""
+    def device_clock(self):
+        """On CUDA, CUDA events on the device's current stream (runner.adapters.base ``device_clock``); None
+        elsewhere."""
         if self.device.type != "cuda":
             return None
-
-        def timed(step, count):
-            stream = torch.cuda.current_stream(self.device)
-            events = [torch.cuda.Event(enable_timing=True) for _ in range(count + 1)]
-            for event in events:  # made now: torch creates a CUDA event at its first record, a driver call that
-                event.record(stream)  # would otherwise fall inside every timed iteration (cudaEventCreate)
-            results = []
-            step()  # the lead-in, untimed: it refills the launch queue the repeat's synchronisation drained
-            events[0].record(stream)
-            for i in range(count):
-                results.append(step())
-                events[i + 1].record(stream)
-            events[-1].synchronize()
-            return [events[i].elapsed_time(events[i + 1]) / 1000.0 for i in range(count)], results
-        return timed
+        return _EventClock(torch.cuda.current_stream(self.device))
 
     def environment(self):
         env = {

@@ -1,0 +1,116 @@
+"""Which clock times a throughput job's iterations (runner.measure): the device's own events where the adapter has a
+clock (PyTorch and JAX on a GPU), else the repeat's pipelined wall time on a GPU, the host clock around each
+iteration on the CPU; the timer is recorded with what one sample then is, and the tables carry it per job."""
+import ast
+import json
+import shutil
+
+import pytest
+
+from dlrepro import REPO_ROOT, spec
+from dlrepro.results import tables, validate
+from dlrepro.run import jobs
+from dlrepro.run.options import RunOptions
+from runner import adapters, measure, stats
+from tests.test_measured_window import JOB, Adapter, Data, EventClock
+from tests.test_tables import REAL, rewrite
+
+
+class Counted(Adapter):
+    """The stand-in adapter without an energy meter, counting its device synchronisations."""
+
+    syncs = 0
+
+    def train_step(self, x, y):
+        self.steps += 1
+        return 0.5
+
+    def synchronize(self):
+        self.syncs += 1
+
+
+def test_a_gpu_job_without_a_device_clock_is_timed_by_each_repeats_pipelined_wall_time(tmp_path):
+    adapter = Counted(None, None)
+    timing, _ = measure.throughput(adapter, dict(JOB, device="cuda"), Data())
+    assert timing["timer"] == "pipelined_wall" and timing["sample"] == "repeat mean"
+    assert timing["lead_in"]["iterations"] == 0 and timing["iterations_per_repeat"] == 4
+    assert [len(r) for r in timing["repeats"]] == [1, 1, 1] and adapter.steps == 1 + 3 * 4
+    # the one warm-up step synchronised around it (2), then per repeat one before it and one at its end: none between
+    # its four iterations
+    assert adapter.syncs == 2 + 3 * 2
+    assert timing["repeats"][0][0] <= timing["repeat_wall_seconds"][0] / 4
+    assert timing["summary"]["n"] == 3 and timing["summary"]["median"] == sorted(r[0] for r in timing["repeats"])[1]
+
+
+@pytest.mark.parametrize("device,clock,asked,timer", [
+    ("cpu", False, "auto", "host_sync"), ("cpu", True, "auto", "device_events"),
+    ("cuda", False, "auto", "pipelined_wall"),
+    ("cuda", True, "auto", "device_events"), ("cuda", True, "host_sync", "host_sync"),
+    ("cuda", True, "pipelined_wall", "pipelined_wall"), ("cpu", False, "pipelined_wall", "pipelined_wall"),
+    ("cuda", False, "device_events", "pipelined_wall")])
+def test_the_timer_is_the_device_clock_where_there_is_one_else_the_pipelined_wall_on_a_gpu(device, clock, asked, timer):
+    adapter = Counted(None, None, EventClock() if clock else None)
+    timing, _ = measure.throughput(adapter, dict(JOB, device=device, timer=asked, repeats=1), Data())
+    assert timing["timer"] == timer
+    assert timing["sample"] == ("repeat mean" if timer == "pipelined_wall" else "iteration")
+    assert len(timing["repeats"][0]) == (1 if timer == "pipelined_wall" else 4)
+    with pytest.raises(ValueError, match="job timer 'events' is none of auto, device_events"):
+        measure.throughput(adapter, dict(JOB, device=device, timer="events"), Data())
+
+
+def test_of_the_seven_adapters_only_torch_and_jax_have_a_device_clock():
+    """So PyTorch and JAX on a GPU are timed by events, TensorFlow, MXNet, CNTK, Caffe2 and Caffe by the pipelined
+    wall time (runner.measure), and every framework by the host clock on the CPU (their clocks return None there)."""
+    found = {}
+    for name in adapters.available():
+        tree = ast.parse((REPO_ROOT / "runner" / "adapters" / ("%s_adapter.py" % name)).read_text())
+        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Adapter"]
+        found[name] = any(isinstance(n, ast.FunctionDef) and n.name == "device_clock" for n in cls.body)
+    assert found == {"torch": True, "jax": True, "tensorflow": False, "mxnet": False, "cntk": False, "caffe2": False,
+                     "caffe": False}
+
+
+def test_a_torch_cpu_job_records_the_host_clock_and_its_iterations():
+    pytest.importorskip("torch")
+    options = RunOptions(frameworks=["torch"], variants=["lstm-synthetic"], batch_sizes=[2], warmup=1, iterations=2,
+                         repeats=2, executor="local")
+    (job,) = jobs.expand(spec.load("lstm"), options)
+    adapter = adapters.load(job)
+    adapter.build()
+    timing, _ = measure.throughput(adapter, job)
+    adapter.release()
+    assert timing["timer"] == "host_sync" and timing["sample"] == "iteration"
+    assert [len(r) for r in timing["repeats"]] == [2, 2]
+
+
+def test_the_tables_carry_each_jobs_timer_and_a_repeat_mean_is_no_iteration_of_its_own(tmp_path):
+    """One job timed by events, one by the pipelined wall time (a repeat's mean, 8 iterations each, 3 repeats), the
+    others as recorded before timers were (null); energy per sample counts the iterations a repeat mean stands for."""
+    real = tmp_path / "real"
+    shutil.copytree(REAL, real)
+    events = real / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json"
+    found = json.loads(events.read_text())
+    found["timing"].update(timer="device_events", sample="iteration", lead_in={"iterations": 1, "why": "refill"})
+    found["energy"] = {"status": "ok", "joules": 40.0, "method": "RAPL"}
+    events.write_text(json.dumps(found))
+    wall = real / "jobs" / "alexnet-s.caffe.cpu.b16" / "result.json"
+    found = json.loads(wall.read_text())
+    means = [[sum(r) / len(r)] for r in found["timing"]["repeats"]]
+    summary = stats.summarize_repeats(means)
+    found["timing"].update(timer="pipelined_wall", sample="repeat mean", iterations_per_repeat=8, repeats=means,
+                           summary=summary, throughput=16 / summary["median"])
+    found["energy"] = {"status": "ok", "joules": 38.4, "method": "RAPL"}
+    wall.write_text(json.dumps(found))
+    bundle = rewrite(real, tmp_path / "results")
+    summary = tables.summary(bundle).set_index("framework")
+    assert summary["timer"].isna().sum() == 5
+    assert summary.loc["torch", "timer"] == "device_events" and summary.loc["caffe", "timer"] == "pipelined_wall"
+    assert summary.loc["caffe", "n"] == 3 and summary.loc["caffe", "median"] == sorted(m[0] for m in means)[1]
+    # J per sample: 40 J over 3 repeats of (8 + 1 lead-in) x 16 samples; 38.4 J over 3 x 8 x 16
+    assert summary.loc["torch", "energy_j_per_sample"] == pytest.approx(40.0 / (3 * 9 * 16))
+    assert summary.loc["caffe", "energy_j_per_sample"] == pytest.approx(38.4 / (3 * 8 * 16))
+    samples = tables.samples(bundle)
+    caffe = samples[samples["framework"] == "caffe"]
+    assert len(caffe) == 3 and caffe["index"].isna().all() and set(caffe["timer"]) == {"pipelined_wall"}
+    assert samples[samples["framework"] == "torch"]["index"].tolist() == list(range(1, 9)) * 3
+    assert validate.check(bundle) == []
