@@ -14,7 +14,7 @@ from runner import flops, shapes
 torch = pytest.importorskip("torch")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from runner.adapters import torch_adapter  # noqa: E402
+from runner.adapters import torch_layers  # noqa: E402
 
 MODELS = sorted({(name, variant.model) for name in spec.available() for variant in spec.load(name).variants.values()})
 
@@ -27,7 +27,7 @@ def _model_dict(name, model):
 
 def _torch_count(model, batch):
     layers = shapes.expand(model["layers"], model["input_shape"])
-    net = torch_adapter._sequential(layers, tuple(model["input_shape"]), {})
+    net = torch_layers.sequential(layers, tuple(model["input_shape"]), {})
     net.train()
     if model["input_kind"] == "tokens":
         vocab = next(layer["vocab"] for layer in layers if layer["type"] == "embedding")

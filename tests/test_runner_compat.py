@@ -10,6 +10,7 @@ RUNNER = REPO_ROOT / "runner"
 # the third-party modules each runner file may import: numpy everywhere, a framework only in its adapter
 FRAMEWORK_MODULES = {
     "torch_adapter.py": {"torch"},
+    "torch_layers.py": {"torch"},
     "tensorflow_adapter.py": {"tensorflow", "keras"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
