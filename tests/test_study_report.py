@@ -231,3 +231,16 @@ def test_a_framework_measured_at_another_mini_batch_is_not_called_not_run():
     cell = built["table2-densenet"].cells[("PyTorch", "1x V100")]
     assert (cell.outcome, cell.why) == ("not run", "not measured at this mini-batch (torch measured mini-batch 16 in "
                                                    "run densenet-cpu)")
+
+
+def test_a_study_file_outside_the_repository_is_the_manifest_while_its_sha256_holds(tmp_path):
+    own = tmp_path / "my-study.yaml"
+    own.write_bytes((REPO_ROOT / "studies" / "dlf.yaml").read_bytes())
+    sha = hashlib.sha256(own.read_bytes()).hexdigest()
+    record = records.Record(tmp_path / "my-study-20261203T000000Z.json", {
+        "manifest": {"file": str(own), "sha256": sha}, "suite": {"git": {"commit": None}}})
+    study, note = records.manifest(record)
+    assert (study.name, note) == ("dlf", None)
+    own.write_text(own.read_text() + "\n# edited\n")
+    with pytest.raises(DlreproError, match="the manifest my-study.yaml changed since the record was made"):
+        records.manifest(record)

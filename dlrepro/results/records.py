@@ -90,12 +90,16 @@ def find(name, results_dir):
 
 
 def manifest(record):
-    """(studies.Study, note): the manifest the record was made from. Today's file when its SHA-256 is the recorded
-    one (note None); else the version at the record's commit (or any commit that has it), with a note saying so.
+    """(studies.Study, note): the manifest the record was made from. Today's file (the repository's, or a study
+    file outside it at its recorded path) when its SHA-256 is the recorded one (note None); else the version at the
+    record's commit (or any commit that has it), with a note saying so.
     Raises DlreproError when no version of the file has the recorded SHA-256, or when the recorded one does not
     validate under today's schema."""
     entry = record.body["manifest"]
-    relpath = shown(entry["file"]) if Path(entry["file"]).is_absolute() else entry["file"]
+    outside = Path(entry["file"])  # a study file of the user's own, outside the repository: no history to search
+    if outside.is_absolute() and outside.is_file() and sha256_file(outside) == entry["sha256"]:
+        return studies.load(str(outside)), None
+    relpath = shown(entry["file"]) if outside.is_absolute() else entry["file"]
     commit = ((record.body.get("suite") or {}).get("git") or {}).get("commit")
     found = checkout.versioned_file(relpath, entry["sha256"], commit)
     today = REPO_ROOT / relpath
