@@ -112,6 +112,8 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     "iterations": "measured iterations per repeat, >= 1 (default: the spec's)",
     "repeats": "repeats of the measured iterations, >= 1 (default: the spec's)",
     "epochs": "epochs of a convergence run, >= 1 (default: the spec's)",
+    "seeds": "independent trainings of each convergence job, >= 1: one job each, seeds 0..N-1 (default: the "
+             "spec's; --quick: 1)",
     "threads": "CPU thread counts, comma-separated, or 'sweep' for the study's (sets OMP/MKL/OpenBLAS and the "
                "framework's; default: the framework's choice)",
     "gpu": "host GPU index for --device cuda (default 0)",
@@ -140,7 +142,8 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
         cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory="",
-        engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False, isolation="worker", ranks=""):
+        engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False, isolation="worker", ranks="",
+        seeds=UNSET):
     """Run a spec's jobs into a bundle, or --resume one.
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
@@ -160,7 +163,8 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
         enginemod.use(engine)
         options = optionsmod.from_cli(
             framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
-            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation, ranks)
+            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation, ranks,
+            seeds)
         if not spec and not resume:
             raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
         if retry_failed and not resume:
