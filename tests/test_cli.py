@@ -205,3 +205,12 @@ def test_a_usage_error_exits_2_with_the_remedy(tmp_path):
     unknown = dlrepro("nosuchtask", cwd=tmp_path)
     assert unknown.returncode == 2 and unknown.stderr.splitlines()[-1] == (
         "remedy: `dlrepro --list` lists the tasks, `dlrepro --help TASK` their arguments")
+
+
+def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
+    seeds = dlrepro("run", "--spec=imdb-gru", "--seeds=0", "--executor=local", "--results", str(tmp_path), cwd=tmp_path)
+    assert seeds.returncode == 2 and seeds.stdout.splitlines()[0] == "error: --seeds: Input should be greater than 0 (got 0)"
+    run = dlrepro("study", "dlf", "--run=cpu-rnn,tpu", "--results", str(tmp_path), cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout.splitlines()[0].startswith("error: --run: study dlf has no run 'tpu'; its "
+                                                                         "runs: gpu-cnn, cpu-cnn,")
+    assert list(tmp_path.iterdir()) == []  # nothing was started

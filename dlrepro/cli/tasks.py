@@ -200,13 +200,15 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
                 "partition)",
     "engine": ENGINE_HELP,
     "quick": "a smoke pass of the whole study: each run --quick, thread sweeps cut to their ends",
+    "run": "only these runs of the study, comma-separated run ids (default: every run; the others are recorded as "
+           "not asked)",
     "resume": "continue a study record ('latest': the study's latest, or a record file), with its own options",
     "results": "folder for bundles and study records (default: $DLREPRO_RESULTS, else the checkout's results/)",
     "python": "interpreter for --executor local (default: this one)",
     "out": "folder for the study report (default: RESULTS/reports/<study record name>)",
 })
 def study(c, name, device="", framework="", executor="docker", quick=False, resume="", results="", python="",
-          out="", engine=""):
+          out="", engine="", run=""):
     """Run a published study here, then write its report.
 
     One bundle per run of the study and a study record naming them (results/studies/); what this host cannot
@@ -222,7 +224,7 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
         try:
             with StudyReporter() as reporter:
                 record = studyrun.run(name, device or None, split(framework), executor, quick, resume or None,
-                                      results_dir, reporter, python=python or None)
+                                      results_dir, reporter, python=python or None, runs=split(run))
         except KeyboardInterrupt as exc:
             _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
         console.print("study record: %s" % record.path)
