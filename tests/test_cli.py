@@ -322,3 +322,12 @@ def test_results_that_is_a_file_is_one_error_line(tmp_path):
     done = dlrepro("bundles", cwd=tmp_path, env={"DLREPRO_RESULTS": str(tmp_path / "notes.txt")})
     assert done.returncode == 2 and done.stdout.splitlines()[0] == "error: DLREPRO_RESULTS=%s: it is not a folder" % (
         tmp_path / "notes.txt")
+
+
+def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
+    seeds = dlrepro("run", "--spec=imdb-gru", "--seeds=0", "--executor=local", "--results", str(tmp_path), cwd=tmp_path)
+    assert seeds.returncode == 2 and seeds.stdout.splitlines()[0] == "error: --seeds: Input should be greater than 0 (got 0)"
+    run = dlrepro("study", "dlf", "--run=cpu-rnn,tpu", "--results", str(tmp_path), cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout.splitlines()[0].startswith("error: --run: study dlf has no run 'tpu'; its "
+                                                                         "runs: gpu-cnn, cpu-cnn,")
+    assert list(tmp_path.iterdir()) == []  # nothing was started

@@ -5,7 +5,7 @@ from dlrepro.run import jobs
 from dlrepro import spec
 from dlrepro.errors import DlreproError
 from dlrepro.run.options import RunOptions
-from runner import contract
+from runner import contract, stats
 
 
 def expand(name, **options):
@@ -53,7 +53,7 @@ def test_quick_and_overrides():
 def test_thread_sweep_as_dlbench_ran_it():
     got = expand("alexnet", variants=["alexnet-s"], threads="sweep")
     assert [(j["id"], j["threads"]) for j in got] == [("alexnet-s.torch.cpu.b16.t%d" % t, t) for t in (1, 2, 4, 8)]
-    assert [j["threads"] for j in expand("imdb-gru", variants=["imdb-gru"], threads="sweep")] == [None]  # none listed
+    assert {j["threads"] for j in expand("imdb-gru", variants=["imdb-gru"], threads="sweep")} == {None}  # none listed
 
 
 def test_modes_follow_the_variant_unless_asked():
@@ -62,7 +62,7 @@ def test_modes_follow_the_variant_unless_asked():
     quick = expand("fcn", mode="convergence", quick=True)[0]
     assert quick["epochs"] == 1 and quick["max_iterations_per_epoch"] == 100
     gru = expand("imdb-gru", variants=["imdb-gru"])[0]
-    assert gru["id"] == "imdb-gru.torch.cpu.b64" and gru["mode"] == "convergence" and gru["epochs"] == 3
+    assert gru["id"] == "imdb-gru.torch.cpu.b64.s0" and gru["mode"] == "convergence" and gru["epochs"] == 3
     assert gru["test_complete_batches"] is True and gru["data"]["candidates"] == ["imdb", "imdb-reviews"]
     assert gru["data"]["options"] == {"vocab": 30000, "maxlen": 150} and gru["optimizer"]["name"] == "adam"
     features = expand("resnet50-features", variants=["features"])[0]
@@ -147,3 +147,57 @@ def test_a_framework_gets_the_initialisation_its_study_code_used():
         frameworks=["torch", "mxnet"], variants=["cifar10-vgg-synthetic"]))}
     assert found == {"torch": {"scheme": "default"}, "mxnet": {"scheme": "glorot_uniform"}}  # DLF's Gluon: Xavier()
     assert "Gluon_CNN.ipynb" in s.models["vgg"].framework_init_source
+
+
+def seeded(seeds):
+    """Spec imdb-gru with its convergence variant's ``convergence.seeds`` set to ``seeds``."""
+    s = spec.load("imdb-gru")
+    gru = s.variants["imdb-gru"]
+    return s.model_copy(update={"variants": dict(s.variants, **{"imdb-gru": gru.model_copy(update={
+        "convergence": gru.convergence.model_copy(update={"seeds": seeds})})})})
+
+
+def test_a_convergence_job_is_one_job_per_seed():
+    three = jobs.expand(seeded(3), RunOptions(frameworks=["torch", "jax"], variants=["imdb-gru"]))
+    assert [(j["id"], j["seed"]) for j in three] == [("imdb-gru.%s.cpu.b64.s%d" % (f, n), n)
+                                                     for f in ("torch", "jax") for n in range(3)]
+    one = jobs.expand(seeded(1), RunOptions(frameworks=["torch"], variants=["imdb-gru"]))
+    assert [(j["id"], j["seed"]) for j in one] == [("imdb-gru.torch.cpu.b64", 0)]  # one seed: no suffix
+    asked = jobs.expand(seeded(3), RunOptions(frameworks=["torch"], variants=["imdb-gru"], seeds=2))
+    assert [(j["id"], j["seed"]) for j in asked] == [("imdb-gru.torch.cpu.b64.s0", 0), ("imdb-gru.torch.cpu.b64.s1", 1)]
+    # the variant as the suite ships it: six, the fewest units of a 95% interval
+    assert [j["seed"] for j in expand("imdb-gru", variants=["imdb-gru"])] == list(range(stats.MIN_UNITS_95)) == \
+        list(range(6))
+
+
+def test_quick_trains_one_seed_unless_seeds_are_asked_for():
+    quick = jobs.expand(seeded(6), RunOptions(frameworks=["torch"], variants=["imdb-gru"], quick=True))
+    assert [(j["id"], j["seed"], j["epochs"]) for j in quick] == [("imdb-gru.torch.cpu.b64", 0, 1)]
+    both = jobs.expand(seeded(6), RunOptions(frameworks=["torch"], variants=["imdb-gru"], quick=True, seeds=2))
+    assert [j["id"] for j in both] == ["imdb-gru.torch.cpu.b64.s0", "imdb-gru.torch.cpu.b64.s1"]
+
+
+def test_seeds_leave_other_modes_at_one_job_and_are_refused_where_nothing_converges():
+    mixed = jobs.expand(seeded(2), RunOptions(frameworks=["torch"]))
+    assert [(j["id"], j["seed"]) for j in mixed] == [
+        ("imdb-gru.torch.cpu.b64.s0", 0), ("imdb-gru.torch.cpu.b64.s1", 1), ("imdb-gru-synthetic.torch.cpu.b64", 0)]
+    with pytest.raises(DlreproError, match=r"^--seeds 3: seeds are independent trainings of convergence jobs, and "
+                                           r"none of the jobs selected is one$") as caught:
+        jobs.expand(seeded(2), RunOptions(frameworks=["torch"], variants=["imdb-gru-synthetic"], seeds=3))
+    assert caught.value.remedy == "leave --seeds out, or select a convergence variant (or --mode convergence)"
+
+
+def test_a_bad_seeds_value_is_refused_naming_the_option():
+    from dlrepro.run import options
+
+    with pytest.raises(DlreproError, match=r"^--seeds: Input should be greater than 0 \(got 0\)$"):
+        options.from_cli(seeds=0)
+    with pytest.raises(DlreproError, match=r"^--seeds: Input should be greater than 0 \(got -3\)$"):
+        options.from_cli(seeds=-3)
+    assert options.from_cli(seeds=4).seeds == 4 and options.from_cli().seeds is None
+
+
+def test_seeds_not_given_keep_the_configuration_digest():
+    # the digest RunOptions(quick=True) had before the seeds option existed: its bundle ids stay as they were
+    assert RunOptions(quick=True).digest() == "0dab3244d35031309f906dda690a7afc44bd18c577daa48d7a4df87383264274"
+    assert RunOptions(quick=True, seeds=1).digest() != RunOptions(quick=True).digest()  # asked for: a configuration

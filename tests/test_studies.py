@@ -265,3 +265,26 @@ def test_a_resume_keeps_the_recorded_options_and_the_published_runs_as_they_were
     fcn = next(p for p in here if p.id == "fcn")
     assert fcn.options.threads == [1] and record.body["runs"]["fcn"]["options"]["threads"] == [1]
     assert fcn.notes == ["thread counts 2 left out: more than this host's 1 CPUs"]
+
+
+def test_run_picks_runs_of_the_study_and_records_the_others_as_not_asked(tmp_path):
+    from dlrepro.errors import DlreproError
+
+    dlf = studies.load("dlf")
+    planned = {p.id: p for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn"])}
+    assert list(planned) == list(dlf.runs)
+    rnn = planned["cpu-rnn"]
+    assert rnn.why is None and rnn.options.variants == ["imdb-gru"] and rnn.options.frameworks == [
+        "torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe"]
+    assert rnn.jobs == 4 * 6  # the frameworks with a GRU, six seeds each
+    assert {i: p.why for i, p in planned.items() if i != "cpu-rnn"} == {
+        i: "not asked: --run cpu-rnn was given" for i in dlf.runs if i != "cpu-rnn"}
+    two = [p.id for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn", "cnn-synthetic"]) if p.why is None]
+    assert two == ["cnn-synthetic", "cpu-rnn"]  # in the study's order
+    with pytest.raises(DlreproError, match=r"^--run: study dlf has no run 'cpu-rnx' \(did you mean cpu-rnn\?\); its "
+                                           r"runs: gpu-cnn, cpu-cnn, cnn-synthetic, gpu-rnn, cpu-rnn, gpu-features, "
+                                           r"cpu-features, densenet, densenet-cpu$"):
+        studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn", "cpu-rnx"])
+    with pytest.raises(DlreproError, match="^--run goes with a new study, not --resume"):
+        studymod.run("dlf", resume="latest", runs=["cpu-rnn"], results_dir=tmp_path)
+    assert not (tmp_path / "studies").exists()  # refused before any record is written

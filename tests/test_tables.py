@@ -189,3 +189,29 @@ def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
                  ["compare", str(bundle), "--against", str(REAL), "--alpha", "2"]):
         done = invoke(*args)
         assert done.returncode == 2 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args
+
+
+def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
+    from dlrepro.run import jobs
+    from dlrepro.run.options import RunOptions
+    from runner.contract import new_result
+    from tests.test_jobs import seeded
+
+    writer = BundleWriter(tmp_path, "imdb-gru", "0" * 64)
+    for job, accuracy in zip(jobs.expand(seeded(3), RunOptions(frameworks=["torch"], variants=["imdb-gru"])),
+                             (0.851, 0.862, 0.847)):
+        writer.write_job(job)
+        epochs = [{"epoch": e, "iterations": 390, "seconds": 60.0, "cumulative_seconds": 60.0 * e,
+                   "test_accuracy": accuracy - 0.01 * (3 - e)} for e in (1, 2, 3)]
+        writer.write_result(job["id"], dict(new_result(job["id"], "ok"), convergence={
+            "epochs": epochs, "total_seconds": 180.0, "final_test_accuracy": accuracy, "final_perplexity": None}))
+    folder = writer.finish({})
+    summary, samples = tables.summary(folder), tables.samples(folder)
+    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/7"
+    assert summary[["job_id", "seed", "final_test_accuracy"]].values.tolist() == [
+        ["imdb-gru.torch.cpu.b64.s0", 0, 0.851], ["imdb-gru.torch.cpu.b64.s1", 1, 0.862],
+        ["imdb-gru.torch.cpu.b64.s2", 2, 0.847]]
+    assert samples.groupby("seed")["test_accuracy"].max().round(3).to_dict() == {0: 0.851, 1: 0.862, 2: 0.847}
+    assert pq.read_schema(folder / "summary.parquet").field("seed").type == "int64"
+    # tables written before the column existed are derived again: every job then trained seed 0
+    assert set(tables.summary(REAL)["seed"]) == {0} and tables.columns_of("dlrepro.tables/6", "summary").count("seed") == 0

@@ -77,9 +77,11 @@ def _optimizer(variant):
 
 
 def _schedule(variant):
-    """warm-up / iterations x repeats, or the epochs of a convergence run, or the batches of an inference run."""
+    """warm-up / iterations x repeats, or the epochs (x seeds) of a convergence run, or the batches of an inference
+    run."""
     if variant.mode == "convergence":
-        return "%d epochs" % variant.convergence.epochs
+        seeds = variant.convergence.seeds
+        return "%d epochs%s" % (variant.convergence.epochs, " x %d seeds" % seeds if seeds > 1 else "")
     if variant.mode == "inference":
         return "%d batches" % variant.inference.batches
     return "%d / %d x %d" % (variant.warmup, variant.iterations, variant.repeats)

@@ -87,6 +87,8 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     "iterations": "measured iterations per repeat, >= 1 (default: the spec's)",
     "repeats": "repeats of the measured iterations, >= 1 (default: the spec's)",
     "epochs": "epochs of a convergence run, >= 1 (default: the spec's)",
+    "seeds": "independent trainings of each convergence job, >= 1: one job each, seeds 0..N-1 (default: the "
+             "spec's; --quick: 1)",
     "threads": "CPU thread counts, comma-separated, or 'sweep' for the study's (sets OMP/MKL/OpenBLAS and the "
                "framework's; default: the framework's choice)",
     "gpu": "host GPU index for --device cuda (default 0)",
@@ -115,7 +117,8 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
         cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory="",
-        engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False, isolation="worker", ranks=""):
+        engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False, isolation="worker", ranks="",
+        seeds=UNSET):
     """Run a spec's jobs into a bundle, or --resume one.
 
     Jobs are frameworks x variants x batch sizes on one device. The exit status is 0 when
@@ -135,7 +138,8 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
         enginemod.use(engine)
         options = optionsmod.from_cli(
             framework, device, executor, variant, mode, batch_size, warmup, iterations, repeats, epochs, threads,
-            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation, ranks)
+            gpu, quick, timeout, gpus, precision, layout, cudnn_autotune, compile, allow_ptx_jit, isolation, ranks,
+            seeds)
         if not spec and not resume:
             raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
         if retry_failed and not resume:
@@ -171,13 +175,15 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
                 "partition)",
     "engine": ENGINE_HELP,
     "quick": "a smoke pass of the whole study: each run --quick, thread sweeps cut to their ends",
+    "run": "only these runs of the study, comma-separated run ids (default: every run; the others are recorded as "
+           "not asked)",
     "resume": "continue a study record ('latest': the study's latest, or a record file), with its own options",
     "results": "folder for bundles and study records (default: $DLREPRO_RESULTS, else the checkout's results/)",
     "python": "interpreter for --executor local (default: this one)",
     "out": "folder for the study report (default: RESULTS/reports/<study record name>)",
 })
 def study(c, name, device="", framework="", executor="docker", quick=False, resume="", results="", python="",
-          out="", engine=""):
+          out="", engine="", run=""):
     """Run a published study here, then write its report.
 
     One bundle per run of the study and a study record naming them (results/studies/); what this host cannot
@@ -192,7 +198,7 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
         try:
             with StudyReporter() as reporter:
                 record = studyrun.run(name, device or None, split(framework), executor, quick, resume or None,
-                                      results_dir, reporter, python=python or None)
+                                      results_dir, reporter, python=python or None, runs=split(run))
         except KeyboardInterrupt as exc:
             _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
         console.print("study record: %s" % record.path)

@@ -24,7 +24,8 @@ sample; runner.stats); ``ci95_low``/``ci95_high``: the 95% CI of the median by `
 repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact coverage
 ``ci95_coverage``; earlier versions: the iterations pooled); ``threads``: the CPU threads the job
 asked for (null: the framework's choice), ``framework_threads``: what the framework reported using,
-``usable_cpus``: the CPUs the job was confined to, ``cpu_seconds`` / ``effective_parallelism``:
+``usable_cpus``: the CPUs the job was confined to, ``seed``: the job's seed (a convergence job's independent
+trainings are one job per seed, 0..N-1; every job before tables v7: 0), ``cpu_seconds`` / ``effective_parallelism``:
 the process CPU time over the measured window and that divided by its wall time; ``energy_j``,
 ``energy_j_per_sample``, ``mean_power_w``: the energy over the measured window (J, J per sample
 processed, W; a GPU board's from NVML, a CPU package's from RAPL where readable: ``energy_method``;
@@ -69,7 +70,7 @@ PROVENANCE = {
     "suite_commit": "string", "job_id": "string", "spec": "string", "spec_sha256": "string", "variant": "string",
     "framework": "string", "framework_version": "string", "image": "string", "image_id": "string",
     "executor": "string", "host": "string", "device": "string", "device_name": "string", "driver": "string",
-    "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64",
+    "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64", "seed": "Int64",
     "ranks": "Int64", "scaling": "string", "rank_batch_size": "Int64",
     "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean", "timer": "string",
 }
@@ -105,7 +106,7 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
          "dlrepro.tables/5": ("ranks", "scaling", "rank_batch_size", "final_loss", "speedup", "scaled_speedup",
                               "scaling_efficiency", "scaling_base", "rank"),
          "dlrepro.tables/6": peak_columns.COLUMNS,
-         "dlrepro.tables/7": ("timer",)}
+         "dlrepro.tables/7": ("timer", "seed")}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -159,7 +160,7 @@ def provenance(body, job, result, measured=None):
         "driver": (measured["driver"] or gpu.get("driver") or host_gpu.get("driver")) if cuda_job else None,
         "cuda": _text(env.get("cuda") or (image or {}).get("cuda")) if cuda_job else None,
         "cudnn": _text(env.get("cudnn") or (image or {}).get("cudnn")) if cuda_job else None,
-        "mode": job["mode"], "batch_size": job["batch_size"], "threads": job["threads"],
+        "mode": job["mode"], "batch_size": job["batch_size"], "threads": job["threads"], "seed": job["seed"],
         "ranks": job.get("ranks"), "scaling": job.get("scaling"), "rank_batch_size": job.get("rank_batch_size"),
         "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
         "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],

@@ -1,4 +1,4 @@
-"""Expand a spec into jobs: framework x variant x batch size (x thread count) on one device.
+"""Expand a spec into jobs: framework x variant x batch size (x thread count) (x seed) on one device.
 
 A job is the job.json body of runner.contract (schema dlrepro.job/1), complete in
 itself: the runner never reads specs. Dataset and weight files are named by the
@@ -27,9 +27,10 @@ def _pick(option, quick_value, spec_value, quick):
     return quick_value if quick else spec_value
 
 
-def _job_id(variant, framework, device, batch_size, threads, mode, default_mode, ranks=None):
-    """variant.framework.device.b<batch>[.t<threads>][.g<GPUs> | .r<CPU ranks>][.mode]: the batch as the spec gives it
-    (a data-parallel job's total under strong scaling, per GPU under weak scaling)."""
+def _job_id(variant, framework, device, batch_size, threads, mode, default_mode, ranks=None, seed=None):
+    """variant.framework.device.b<batch>[.t<threads>][.g<GPUs> | .r<CPU ranks>][.mode][.s<seed>]: the batch as the
+    spec gives it (a data-parallel job's total under strong scaling, per GPU under weak scaling); the seed only when
+    the run trains more than one (``seed`` None otherwise)."""
     parts = [variant, framework, device, "b%d" % batch_size]
     if threads:
         parts.append("t%d" % threads)
@@ -37,6 +38,8 @@ def _job_id(variant, framework, device, batch_size, threads, mode, default_mode,
         parts.append("%s%d" % ("g" if device == "cuda" else "r", ranks))
     if mode != default_mode:
         parts.append(mode)
+    if seed is not None:
+        parts.append("s%d" % seed)
     return ".".join(parts)
 
 
@@ -56,6 +59,14 @@ def _sizes(variant, options, mode):
     if mode == "convergence" and variant.convergence.batch_size:
         sizes = [variant.convergence.batch_size]
     return sizes[:1] if options.quick else sizes
+
+
+def _seeds(variant, options, mode):
+    """The seeds of a job's independent trainings: 0..N-1, N from --seeds, else 1 under --quick, else the variant's
+    ``convergence.seeds``; one training (seed 0) in any other mode."""
+    if mode != "convergence":
+        return [0]
+    return list(range(_pick(options.seeds, 1, variant.convergence.seeds, options.quick)))
 
 
 def _threads(variant, options):
@@ -181,9 +192,10 @@ def _within_limits(spec, variants, options):
 def expand(spec, options):
     """Jobs (job.json dicts, in run order) for ``spec`` under ``options``.
 
-    Variants the mode does not apply to are left out (see ``left_out``). Raises
-    DlreproError for a variant or framework the spec does not have, thread counts
-    on a GPU, or a selection that leaves no job.
+    Variants the mode does not apply to are left out (see ``left_out``). A convergence job is one job per
+    seed (``_seeds``: each an independent training from job["seed"]). Raises DlreproError for a variant or
+    framework the spec does not have, thread counts on a GPU, a selection that leaves no job, or --seeds
+    above 1 where no job is a convergence job.
     """
     if options.device == "cuda" and options.threads is not None:
         raise DlreproError("--threads sets CPU thread counts; it does not apply to --device cuda")
@@ -210,8 +222,10 @@ def expand(spec, options):
             if unsupported(spec, name, _framework_name(framework)) or (
                     options.ranks is not None and capabilities.unsupported_parallel(_framework_name(framework), mode)):
                 continue
-            for batch_size, threads, ranks in [(b, t, r) for b in _sizes(variant, options, mode)
-                                           for t in _threads(variant, options) for r in _ranks(variant, options)]:
+            seeds = _seeds(variant, options, mode)
+            for batch_size, threads, ranks, seed in [
+                    (b, t, r, s) for b in _sizes(variant, options, mode) for t in _threads(variant, options)
+                    for r in _ranks(variant, options) for s in seeds]:
                 parallel = _data_parallel(variant, batch_size, ranks, variant.optimizer.model_dump(exclude_none=True)
                                           if variant.optimizer else None)
                 if parallel is None:  # a total mini-batch that does not split evenly: left out (left_out)
@@ -219,7 +233,7 @@ def expand(spec, options):
                 job = {
                     "schema": JOB_SCHEMA,
                     "id": _job_id(name, framework.replace("@", "-"), options.device, batch_size, threads, mode,
-                                  variant.mode, ranks),
+                                  variant.mode, ranks, seed if len(seeds) > 1 else None),
                     "spec": {"name": spec.name, "sha256": spec.digest()},
                     "variant": name,
                     "framework": _framework_name(framework),
@@ -251,7 +265,7 @@ def expand(spec, options):
                     "cuda_graphs": options.cuda_graphs,
                     "allow_ptx_jit": options.allow_ptx_jit,
                     "cuda_archs": [],
-                    "seed": 0,
+                    "seed": seed,
                     "timeout_s": options.timeout_s or TIMEOUT_S[mode],
                 }
                 job.update(_mode_settings(variant, options, mode))
@@ -262,6 +276,10 @@ def expand(spec, options):
                             for o in left_out(spec, options))
         raise DlreproError("spec %s gives no job for device %s with these options%s"
                            % (spec.name, options.device, " (%s)" % reasons if reasons else ""))
+    if options.seeds and options.seeds > 1 and not any(j["mode"] == "convergence" for j in jobs):
+        raise DlreproError("--seeds %d: seeds are independent trainings of convergence jobs, and none of the jobs "
+                           "selected is one" % options.seeds,
+                           "leave --seeds out, or select a convergence variant (or --mode convergence)")
     return jobs
 
 

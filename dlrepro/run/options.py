@@ -40,6 +40,9 @@ class RunOptions(BaseModel):
     iterations: Optional[PositiveInt] = None
     repeats: Optional[PositiveInt] = None
     epochs: Optional[PositiveInt] = None
+    seeds: Optional[PositiveInt] = Field(
+        None, description="independent trainings of each convergence job, seeds 0..N-1; None: the variant's "
+                          "convergence.seeds (1 with quick)")
     threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
         None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
     ranks: Union[Literal["spec"], list[PositiveInt], None] = Field(
@@ -69,9 +72,10 @@ class RunOptions(BaseModel):
 
     def digest(self):
         """What is measured, not where: the executor and GPU indices are left out (and measurement
-        options at their defaults, so that configurations from before they existed keep their digest)."""
+        options at their defaults and seeds when not given, so that configurations from before they existed keep
+        their digest)."""
         body = self.model_dump(mode="json", exclude=WHERE)
-        for name, default in OPTION_DEFAULTS.items():
+        for name, default in dict(OPTION_DEFAULTS, seeds=None).items():
             if body.get(name) == default:
                 del body[name]
         return hashlib.sha256(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
@@ -120,7 +124,7 @@ def _number(option, value):
 def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch_size="", warmup=UNSET,
              iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
              precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False,
-             isolation="worker", ranks=""):
+             isolation="worker", ranks="", seeds=UNSET):
     """RunOptions from ``dlrepro run``'s option texts (lists comma-separated, UNSET for numbers not given).
 
     Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
@@ -132,7 +136,7 @@ def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch
         gpu=_number("--gpu", gpu), quick=quick, timeout_s=_number("--timeout", timeout),
         gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
         precision=precision, layout=layout, cudnn_autotune=cudnn_autotune, compile=compile,
-        allow_ptx_jit=allow_ptx_jit, isolation=isolation, ranks=_ranks(ranks))
+        allow_ptx_jit=allow_ptx_jit, isolation=isolation, ranks=_ranks(ranks), seeds=_number("--seeds", seeds))
     try:
         return RunOptions(**values)
     except ValidationError as exc:

@@ -8,7 +8,8 @@ included as the base of the speedups), thread counts beyond its CPUs (an oversub
 scaling), a run of another device than the one asked for. The record is rewritten as each run starts and
 ends, so a study killed midway is resumed (``resume``) from the record: published bundles are kept, partial
 ones resumed, the rest run. ``quick`` makes a smoke pass of the whole study (each run --quick, thread sweeps
-cut to their smallest and largest count here).
+cut to their smallest and largest count here). ``runs`` (``--run``) runs only those runs of the study, the others
+recorded as not asked.
 
 The runs share their workers: the study owns one WorkerPool (dlrepro.run.pool; its folder
 ``studies/.<record>.pool/`` beside the record while the study runs) and passes it to each run, so the jobs
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 
 from dlrepro import REPO_ROOT, spec as specmod, studies
 from dlrepro.errors import DlreproError, EngineLost, RunBroken
+from dlrepro.names import unknown as unknown_name
 from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
 from dlrepro.run import hostinfo, jobs as jobsmod, runs
@@ -60,15 +62,29 @@ def _threads(spec, run, quick, cpus, notes):
     return kept or None
 
 
-def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None):
+def _known_runs(study, runs):
+    """Raise DlreproError naming the study's runs when ``runs`` (run ids, or None) holds one the study lacks."""
+    unknown = [r for r in runs or [] if r not in study.runs]
+    if unknown:
+        raise DlreproError("--run: study %s has no run %s; its runs: %s" % (
+            study.name, ", ".join(unknown_name(r, study.runs) for r in unknown), ", ".join(study.runs)),
+            "give run ids of the study, comma-separated")
+
+
+def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None):
     """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
-    default), restricted to ``device`` and ``frameworks`` when given."""
+    default), restricted to the run ids ``runs``, ``device`` and ``frameworks`` when given. Raises DlreproError
+    for a run id the study does not have."""
+    _known_runs(study, runs)
     gpus = hostinfo.gpus() if gpus is None else gpus
     cpus = cpus or usable_cpus()
     planned = []
     for run_id, run in study.runs.items():
         item = Planned(run_id, run)
         planned.append(item)
+        if runs and run_id not in runs:
+            item.why = "not asked: --run %s was given" % ",".join(runs)
+            continue
         if device and run.device != device:
             item.why = "--device %s was asked" % device
             continue
@@ -121,18 +137,24 @@ def _record_plan(record, planned):
 
 
 def run(name, device=None, frameworks=None, executor="docker", quick=False, resume=False,
-        results_dir=REPO_ROOT / "results", reporter=None, build_options=None, python=None):
-    """Run study ``name`` on this host; returns the study record (Record). ``resume``: continue a record of the
-    study ("latest" or True: its latest; else a record file), with its own options, instead of starting a new one. Runs that break are recorded as broken and
-    the study goes on; an interrupt (Ctrl-C, SIGTERM) stops it after the running run published its bundle."""
+        results_dir=REPO_ROOT / "results", reporter=None, build_options=None, python=None, runs=None):
+    """Run study ``name`` on this host; returns the study record (Record). ``runs``: only these run ids of the
+    study (None: every run). ``resume``: continue a record of the study ("latest" or True: its latest; else a
+    record file), with its own options and runs, instead of starting a new one. Runs that break are recorded as
+    broken and the study goes on; an interrupt (Ctrl-C, SIGTERM) stops it after the running run published its
+    bundle. Raises DlreproError for a run id the study does not have, or ``runs`` with ``resume``."""
     study = studies.load(name)
     if resume:
+        if runs:
+            raise DlreproError("--run goes with a new study, not --resume (a resume runs the record's runs)",
+                               "leave --run out, or start a new study with it")
         record = records.find(study.name if resume in (True, "latest") else resume, records_dir(results_dir))
         asked = record.body["asked"]
     else:
-        asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick}
+        asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick, "runs": runs}
         record = records.Record.new(study, studies.path_of(name), results_dir, asked)
-    planned = plan(study, asked["device"], asked["frameworks"], asked["executor"], asked["quick"])
+    planned = plan(study, asked["device"], asked["frameworks"], asked["executor"], asked["quick"],
+                   runs=asked.get("runs"))
     if resume:
         _reuse_recorded(record, planned)
     _record_plan(record, planned)

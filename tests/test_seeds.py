@@ -1,0 +1,80 @@
+"""A seed is an independent training: job["seed"] sets the order of the mini-batches (runner.measure) and the
+framework's initialisation (each adapter), the same seed gives the same training again, even in a warm worker
+after another seed."""
+import json
+
+import numpy as np
+import pytest
+
+from dlrepro import datasets, spec
+from dlrepro.images import build
+from dlrepro.run import executors, jobs
+from dlrepro.run.options import RunOptions
+from runner import data as datamod, measure
+
+GRU_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax")
+
+
+class Recorder(object):
+    """A framework stand-in that records the first sample of every training mini-batch it is given."""
+
+    def __init__(self):
+        self.firsts = []
+
+    def to_device(self, x, y):
+        return x, y
+
+    def train_step(self, x, y):
+        self.firsts.append(int(x[0]))
+        return 0.5
+
+    def losses(self, handles):
+        return [float(h) for h in handles]
+
+    def evaluate(self, batches, target):
+        return {"test_accuracy": 0.5}
+
+    def reset_state(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+def _order(seed):
+    """The first sample of each mini-batch of a 2-epoch convergence run at ``seed`` over 40 samples."""
+    samples = np.arange(40)
+    adapter = Recorder()
+    job = {"batch_size": 4, "epochs": 2, "seed": seed, "model": {"target": "class"}}
+    measure.convergence(adapter, job, datamod.ArrayData(samples, samples, samples[:8], samples[:8]))
+    return adapter.firsts
+
+
+def test_the_seed_sets_the_order_of_the_mini_batches():
+    zero = _order(0)
+    assert len(zero) == 2 * 10 and zero[:10] != zero[10:]  # each epoch its own shuffle
+    assert zero == _order(0) and zero != _order(1)
+    assert zero[:10] == [int(b[0]) for b in datamod.ArrayData(np.arange(40), None, None, None).order(
+        4, np.random.RandomState(0))]  # the seed is the RandomState's
+
+
+def test_the_frameworks_with_a_gru_are_those_that_train_seeds():
+    gru = spec.load("imdb-gru")
+    assert tuple(f for f in gru.frameworks if jobs.unsupported(gru, "imdb-gru", f) is None) == GRU_FRAMEWORKS
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("framework", GRU_FRAMEWORKS)
+def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, docker_engine, matrix, tmp_path):
+    """The GRU on one synthetic mini-batch (fixed by the data's own seed), seeds 0, 1, 0 in one worker: the
+    losses of the first and last training steps repeat with the seed and differ between seeds."""
+    image = build.ensure(matrix, matrix.find(framework, "cpu"), build.BuildOptions(), log=print)
+    (base,) = jobs.expand(spec.load("imdb-gru"), RunOptions(frameworks=[framework], variants=["imdb-gru-synthetic"],
+                                                           quick=True))
+    batch = [dict(base, id="%s.%d" % (base["id"], i), seed=seed) for i, seed in enumerate((0, 1, 0))]
+    executors.DockerExecutor().run(image, batch, tmp_path, datasets.root(), lambda *e: None)
+    results = [json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in batch]
+    assert [(r["status"], r["worker"]["jobs_before"]) for r in results] == [("ok", 0), ("ok", 1), ("ok", 2)]
+    first, other, again = [(r["loss"]["first"], r["loss"]["last"]) for r in results]
+    assert again == first  # bit for bit
+    assert abs(first[0] - other[0]) > 1e-5 and abs(first[1] - other[1]) > 1e-5
