@@ -36,6 +36,7 @@ class Job:
     accuracy: float = None  # a convergence job's final test accuracy
     epoch_seconds: list = None  # a convergence job's epochs (s)
     seed: int = None
+    timer: str = "host_sync"  # how its iterations were timed (runner.measure: device_events, pipelined_wall, host_sync)
 
 
 def _timing(job):
@@ -43,7 +44,7 @@ def _timing(job):
                for m in job.medians]
     summary = stats.summarize_repeats(repeats)
     return {"quantity": "seconds per mini-batch", "unit": "s", "repeats": repeats, "summary": summary,
-            "throughput": job.batch_size / summary["median"], "throughput_unit": "samples/s", "timer": "host_sync"}
+            "throughput": job.batch_size / summary["median"], "throughput_unit": "samples/s", "timer": job.timer}
 
 
 def _convergence(job):

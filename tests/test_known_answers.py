@@ -7,8 +7,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dlrepro import REPO_ROOT, studies
 from dlrepro.results import bundle, gather, tables
-from dlrepro.results.answers import claims, hardware, measured, verdicts
-from dlrepro.results.views import plots, study_plots
+from dlrepro.cli import render
+from dlrepro.results.answers import cells, claims, hardware, measured, verdicts
+from dlrepro.results.views import plots, report, study_plots, study_report
 from tests.bundles import Job, make
 
 GOLDEN = REPO_ROOT / "tests" / "data" / "golden-study.yaml"
@@ -172,3 +173,44 @@ def test_a_ratio_claim_across_its_band_is_inconclusive(tmp_path_factory, ratio, 
         assert verdict.verdict == verdicts.INCONCLUSIVE
     (strip,) = study_plots.claims_strip(study, [verdict])
     assert [p[1:] for p in strip.points] == [("TensorFlow", pytest.approx(point["value"]))]
+
+
+def test_a_configuration_timed_differently_on_its_two_sides_is_flagged_in_compare(tmp_path, capsys):
+    first = make(tmp_path / "a", "fcn", [Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
+                                          Job("jax", "fcn-s", 64, medians=[0.100] * 6, device="cuda")])
+    second = make(tmp_path / "b", "fcn", [Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
+                                           Job("jax", "fcn-s", 64, medians=[0.080] * 6, device="cuda",
+                                               timer="device_events")])
+    found = gather.comparison(str(first), str(second))
+    assert found.differs == ["timer host_sync / device_events: 1 of 2 configurations timed differently, two "
+                             "different quantities on a GPU (docs/gpu.md); their verdicts compare the timers too"]
+    assert "timer" in found.varying
+    rows = found.cells.set_index("framework")
+    assert (rows.loc["jax", "timer_a"], rows.loc["jax", "timer_b"], rows.loc["jax", "verdict"]) == (
+        "host_sync", "device_events", verdicts.FASTER)
+    assert (rows.loc["torch", "timer_a"], rows.loc["torch", "timer_b"]) == ("host_sync", "host_sync")
+    render.comparison(found)
+    shown = capsys.readouterr().out
+    assert "host_sync / device_events" in shown and "differs: timer host_sync / device_events" in shown
+
+
+def test_frameworks_side_by_side_timed_differently_are_flagged_in_a_study_table_and_a_report(tmp_path):
+    folder = make(tmp_path, "fcn", [Job("torch", "fcn-s", 64, medians=[0.10] * 6, device="cuda", timer="device_events"),
+                                    Job("tensorflow", "fcn-s", 64, medians=[0.12] * 6, device="cuda"),
+                                    Job("caffe", "fcn-s", 64, medians=[0.12] * 6, device="cuda")])
+    summary = measured.prepare(tables.summary(folder), [bundle.body(folder)]).assign(run="gpu")
+    table = cells.build(studies.load(str(GOLDEN)), summary, {}, {})[0]
+    assert table.timers == ["GPU: Caffe, TensorFlow by host_sync; PyTorch by device_events"]
+    assert study_report.paper_table(table).note.endswith(
+        "Timed differently, two different quantities on a GPU (docs/gpu.md): GPU: Caffe, TensorFlow by host_sync; "
+        "PyTorch by device_events.")
+    answer = gather.bundles([folder])
+    assert answer.timers == {("fcn", "throughput"): [
+        "fcn-s b64 on NVIDIA H200: Caffe, TensorFlow by host_sync; PyTorch by device_events"]}
+    (shown,) = report.results(answer.summary, answer.timers)
+    assert shown.note.endswith("(docs/gpu.md): fcn-s b64 on NVIDIA H200: Caffe, TensorFlow by host_sync; PyTorch "
+                               "by device_events.")
+    timer = shown.columns.index("timer")
+    assert sorted(row[timer] for row in shown.rows) == ["device_events", "host_sync", "host_sync"]
+    assert answer.to_json()["timed_differently"] == [{"spec": "fcn", "mode": "throughput", "notes": answer.timers[
+        ("fcn", "throughput")]}]

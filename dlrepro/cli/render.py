@@ -168,10 +168,18 @@ def _side(side):
                                 ", ".join(side.gpus) or "no GPU")
 
 
+def _shown(row, column):
+    """A varying configuration column's text in a comparison row; the timer as 'A / B' where the sides differ."""
+    if column == "timer":
+        a, b = _cell(row.timer_a) or "?", _cell(row.timer_b) or "?"
+        return a if a == b else "%s / %s" % (a, b)
+    return _cell(getattr(row, column))
+
+
 def comparison(found):
     """A Comparison of bundle B against A: the two bundles' hosts and devices, what differs between them beyond the
     configurations (yellow), then one row per configuration, before (A) / after (B) in one unit, the configuration
-    columns whose values differ between rows (precision, threads, version, ...), the change in %, its interval, the
+    columns whose values differ between rows (precision, threads, version, the timer as A / B, ...), the change in %, its interval, the
     test's p and the verdict (a "cannot tell" marked [N], its reason as footnote N under the table, one per distinct
     reason), a closing line ('4 unchanged, 0 slower, 0 faster; alpha 0.01, min effect 5%') and the advice when the
     repeats cannot give a verdict."""
@@ -204,7 +212,7 @@ def comparison(found):
             upgrade = isinstance(row.framework_version_b, str) and row.framework_version_b != row.framework_version
             version = row.framework_version + (" -> " + row.framework_version_b if upgrade else "")
         table.add_row(row.variant, " ".join(filter(None, [display(row.framework), version])), row.device,
-                      _cell(row.batch_size), *(_cell(getattr(row, c)) for c in shown),
+                      _cell(row.batch_size), *(_shown(row, c) for c in shown),
                       "%s/%s" % (_cell(row.n_a) or "-", _cell(row.n_b) or "-"), x, y, numbers.change(row.change),
                       interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict) + mark)
     console.print(table)

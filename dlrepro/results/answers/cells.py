@@ -61,6 +61,7 @@ class PaperTable:
     rankings: list = field(default_factory=list)  # one sentence per column that ranks
     note: str = None
     kind: str = None  # the kind of its metric: time, rate or accuracy (answers.measured.metric_kind)
+    timers: list = field(default_factory=list)  # 'column: PyTorch by device_events; JAX by host_sync' where mixed
 
 
 def _reference(references, column, tool):
@@ -186,11 +187,14 @@ def build(study, summary, references, not_run, missing=None):
     tables = []
     for name, table in study.tables.items():
         cells = {}
-        sentences = []
+        sentences, timers = [], []
         for column in table.columns:
             spec = study.runs[column.runs[0]].spec
             ranked = []
             shared = _shared_threads(study, table, column, summary)
+            mixed = measured.mixed_timers(_column_rows(study, table, column, summary))
+            if mixed:
+                timers.append("%s: %s" % (column.label, mixed))
             for tool in table.rows:
                 cell, judged, row = _cell(study, table, column, tool, summary, references.get(spec, []), not_run,
                                           missing, shared)
@@ -203,21 +207,28 @@ def build(study, summary, references, not_run, missing=None):
                 sentences += ["%s: %s" % (column.label, s) for s in ranks["sentence"]]
         tables.append(PaperTable(name, table.title, table.source, table.status, list(table.rows),
                                  [c.label for c in table.columns], cells, sentences, table.note,
-                                 measured.metric_kind(table.columns[0].metric)))
+                                 measured.metric_kind(table.columns[0].metric), timers))
     return tables
+
+
+def _column_rows(study, table, column, summary):
+    """The ok summary rows of the column's variant (and mini-batch) in its runs, of the table's tools."""
+    if not len(summary):
+        return summary
+    rows = summary[summary["run"].isin(column.runs) & (summary["variant"] == column.variant)
+                   & (summary["status"] == "ok")]
+    if column.batch_size is not None:
+        rows = rows[rows["batch_size"] == column.batch_size]
+    return rows[rows["framework"].isin({study.framework(t) for t in table.rows} - {None})]
 
 
 def _shared_threads(study, table, column, summary):
     """The thread count a CPU column's tools are set side by side at: the largest every tool with an ok job of the
     column's variant (and mini-batch) in its runs has (answers.measured.common_threads), else None."""
-    if column.threads is not None or not len(summary):
+    if column.threads is not None:
         return None
-    rows = summary[summary["run"].isin(column.runs) & (summary["variant"] == column.variant)
-                   & (summary["status"] == "ok")]
-    if column.batch_size is not None:
-        rows = rows[rows["batch_size"] == column.batch_size]
-    tools = {study.framework(t) for t in table.rows} - {None}
-    return measured.common_threads(rows, sorted(tools & set(rows["framework"])))
+    rows = _column_rows(study, table, column, summary)
+    return measured.common_threads(rows, sorted(set(rows["framework"]))) if len(rows) else None
 
 
 def _ranking_cell(spec, column, cell, judged, ref, row):

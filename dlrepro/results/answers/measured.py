@@ -29,6 +29,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from dlrepro.frameworks import display
 from runner.contract import OPTION_DEFAULTS
 from runner.stats import CI_METHOD, MIN_UNITS_95, median_ci
 
@@ -234,3 +235,17 @@ def common_threads(rows, frameworks):
     counts = [set(rows[rows["framework"] == f]["threads"].dropna().astype(int)) for f in frameworks]
     shared = set.intersection(*counts) if counts and all(counts) else set()
     return max(shared) if shared else None
+
+
+def mixed_timers(rows):
+    """How the frameworks of ``rows`` (ok summary rows set side by side) were timed, when they were timed
+    differently: 'PyTorch by device_events; JAX, MXNet by host_sync', else None (one timer, or none recorded).
+    On a GPU the timers measure different quantities (runner.measure; docs/gpu.md): a host synchronisation around
+    every iteration drains the launch queue that a pipelined loop keeps full."""
+    if "timer" not in rows or not len(rows):
+        return None
+    found = rows[rows["timer"].notna()].groupby("timer")["framework"].agg(lambda f: sorted(set(f)))
+    if len(found) < 2:
+        return None
+    return "; ".join("%s by %s" % (", ".join(display(f) for f in frameworks), timer)
+                     for timer, frameworks in sorted(found.items(), key=lambda t: t[1]))

@@ -102,7 +102,7 @@ class BundleAnswer:
     answers.published.CELL_COLUMNS; ``left_out``: LEFT_OUT_COLUMNS; ``rankings``: answers.ranking.COLUMNS;
     ``efficiency``: answers.efficiency.PUBLISHED_COLUMNS; ``then_and_now``: THEN_AND_NOW_COLUMNS; ``not_measured``:
     {status: jobs} of the jobs that did not finish ok; ``nothing``: for one bundle, why no job gave a cell and what to
-    run (answers.published.nothing_compared), else None."""
+    run (answers.published.nothing_compared), else None; ``timers``: timer_notes."""
     bodies: list
     summary: pd.DataFrame
     samples: pd.DataFrame
@@ -114,6 +114,7 @@ class BundleAnswer:
     fastest: list
     not_measured: dict
     nothing: str = None
+    timers: dict = field(default_factory=dict)
 
     @property
     def ids(self):
@@ -142,7 +143,9 @@ class BundleAnswer:
                 "fail_on": fail_on, "exit_status": self.exit_status(fail_on),
                 "failed": bool(len(cells) or len(rankings)), "failing_cells": records(cells),
                 "failing_rankings": records(rankings), "cells": records(self.cells), "rankings": records(self.rankings),
-                "left_out": records(self.left_out), "nothing_compared": self.nothing}
+                "left_out": records(self.left_out), "nothing_compared": self.nothing,
+                "timed_differently": [{"spec": spec, "mode": mode, "notes": notes}
+                                      for (spec, mode), notes in sorted(self.timers.items())]}
 
 
 def _choice(value, choices):
@@ -165,7 +168,21 @@ def bundle_answer(bodies, summary, samples):
     return BundleAnswer(bodies, summary, samples, cells, left, ranking.ranking(cells),
                         efficiency.published_efficiency(summary, found.references, found.specs),
                         efficiency.then_and_now(summary), fastest(summary),
-                        {str(k): int(v) for k, v in other.items()}, nothing)
+                        {str(k): int(v) for k, v in other.items()}, nothing, timer_notes(summary))
+
+
+def timer_notes(summary):
+    """{(spec, mode): ['alexnet-s b128 on NVIDIA H200: PyTorch by device_events; JAX by host_sync', ...]}: the
+    frameworks set side by side (one variant, device model and mini-batch) whose jobs were timed differently
+    (answers.measured.mixed_timers); a view says so under the table."""
+    notes = {}
+    ok = summary[summary["status"] == "ok"]
+    for (spec, mode, variant, device, batch), rows in ok.groupby(
+            ["spec", "mode", "variant", "device_name", "batch_size"], dropna=False, sort=True):
+        mixed = measured.mixed_timers(rows)
+        if mixed:
+            notes.setdefault((spec, mode), []).append("%s b%s on %s: %s" % (variant, batch, device, mixed))
+    return notes
 
 
 @dataclass
@@ -214,8 +231,9 @@ def repeats_needed(alpha):
 @dataclass
 class Comparison:
     """Bundle B against bundle A: ``cells`` answers.regression.REGRESSION_COLUMNS; ``sides`` (A, B); ``differs``:
-    what differs between them beyond the configurations; ``varying``: the configuration columns whose values
-    differ between rows (a view shows them, e.g. precision); ``advice``: what to rerun when the repeats cannot give
+    what differs between them beyond the configurations (hosts, devices, versions, and configurations whose two
+    sides were timed differently); ``varying``: the configuration columns whose values differ between rows (a view
+    shows them, e.g. precision; "timer" when a configuration's sides were timed differently); ``advice``: what to rerun when the repeats cannot give
     a verdict; ``nothing``: why no configuration was compared."""
     spec: str
     sides: tuple
@@ -270,5 +288,13 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     paired = cells["framework_version_b"].notna() & (cells["framework_version_b"] != cells["framework_version"])
     if paired.any() or (cells.groupby("framework")["framework_version"].nunique() > 1).any():
         varying.append("framework_version")  # an upgrade, or two versions of one framework: shown beside it
-    return Comparison(specs[1], sides, cells, min_effect, alpha, differences(*sides), varying, advice, nothing)
+    timed = judged[judged["timer_a"].notna() & judged["timer_b"].notna() & (judged["timer_a"] != judged["timer_b"])]
+    differs = differences(*sides)
+    if len(timed):
+        varying.append("timer")
+        differs.append("timer %s: %d of %d configurations timed differently, two different quantities on a GPU "
+                       "(docs/gpu.md); their verdicts compare the timers too" % (
+                           ", ".join(sorted({"%s / %s" % pair for pair in zip(timed["timer_a"], timed["timer_b"])})),
+                           len(timed), len(judged)))
+    return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing)
 

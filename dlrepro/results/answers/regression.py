@@ -40,7 +40,7 @@ from dlrepro.results.answers.verdicts import (CANNOT_TELL, FASTER, NO_CHANGE, ON
 REGRESSION_KEY = ["spec", "variant", "framework", "framework_version", "device", "mode", "batch_size", "precision",
                   "layout", "cudnn_autotune", "threads", "ranks", "sample"]
 VERSION = REGRESSION_KEY.index("framework_version")
-REGRESSION_COLUMNS = REGRESSION_KEY + ["framework_version_b", "unit", "n_a", "n_b", "median_a", "median_b", "change",
+REGRESSION_COLUMNS = REGRESSION_KEY + ["framework_version_b", "timer_a", "timer_b", "unit", "n_a", "n_b", "median_a", "median_b", "change",
                                        "change_low", "change_high", "interval_coverage", "test", "p_value", "verdict",
                                        "reason"]
 PERMUTATIONS = 9999
@@ -192,6 +192,16 @@ def units(samples):
     return found
 
 
+def timers(samples):
+    """{configuration (REGRESSION_KEY values): how its iterations were timed (the ``timer`` column: device_events,
+    pipelined_wall, host_sync; several joined by ' + '; None where no row recorded one)}."""
+    timed = _normalised(samples)
+    if "timer" not in timed:
+        return {}
+    return {key: " + ".join(sorted(set(g["timer"].dropna()))) or None
+            for key, g in timed.groupby(REGRESSION_KEY, dropna=False, sort=True)}
+
+
 def _pairs(a, b):
     """(key in A or None, key in B or None) for every configuration: keys that differ only in framework_version
     pair when each bundle holds exactly one version of that configuration (B ran another version of it);
@@ -214,15 +224,18 @@ def _pairs(a, b):
 def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
     """Bundle B against bundle A (samples tables, dlrepro.results.tables.SAMPLE_COLUMNS; any tables version),
     one row per configuration: REGRESSION_COLUMNS (seconds; ``change`` and its interval as fractions;
-    ``framework_version`` A's, B's for a row only in B; ``framework_version_b`` B's). Raises ValueError on
+    ``framework_version`` A's, B's for a row only in B; ``framework_version_b`` B's; ``timer_a`` / ``timer_b``
+    how each side's iterations were timed). Raises ValueError on
     min_effect < 0 or alpha outside (0, 0.5)."""
     if min_effect < 0 or not 0 < alpha < 0.5:
         raise ValueError("min_effect must be >= 0 and alpha in (0, 0.5) (got %s, %s)" % (min_effect, alpha))
     a, b = units(samples_a), units(samples_b)
+    timer_a, timer_b = timers(samples_a), timers(samples_b)
     rows = []
     for key_a, key_b in _pairs(a, b):
         key = key_a if key_a is not None else key_b
         row = dict(zip(REGRESSION_KEY, key), framework_version_b=key_b[VERSION] if key_b is not None else None,
+                   timer_a=timer_a.get(key_a), timer_b=timer_b.get(key_b),
                    unit="epochs" if key[-1] == "epoch" else "repeats",
                    n_a=len(a[key_a]) if key_a is not None else 0, n_b=len(b[key_b]) if key_b is not None else 0)
         if key_a is None or key_b is None:

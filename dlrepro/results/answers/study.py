@@ -52,7 +52,8 @@ class StudyAnswer:
                 "missing": self.missing, "claims": [verdict(v) for v in self.claims],
                 "untestable": [{"reason": why, "claims": [verdict(v) for v in group]} for why, group in self.untestable],
                 "tables": [{"name": t.name, "title": t.title, "source": t.source, "status": t.status,
-                            "rankings": t.rankings, "cells": [asdict(c) for c in t.cells.values()]}
+                            "rankings": t.rankings, "timers": t.timers,
+                            "cells": [asdict(c) for c in t.cells.values()]}
                            for t in self.tables],
                 "cells": self.counts, "runs": self.runs, "bundles": self.bundle.ids if self.bundle else []}
 

@@ -133,8 +133,10 @@ def environment(bundles, summary):
                                  "IDs and digests: the first 12 hex digits of their SHA-256.")]
 
 
-def results(summary):
-    """One table per (spec, mode): the timed quantity's median, IQR, 95% CI and n; throughput; accuracy."""
+def results(summary, timers=None):
+    """One table per (spec, mode): the timed quantity's median, IQR, 95% CI and n; throughput; accuracy; the timer
+    of each job, and under the table the frameworks side by side that were timed differently (``timers``:
+    BundleAnswer.timers)."""
     out = []
     for (spec, mode), rows in summary.groupby(["spec", "mode"], sort=True):
         rows = rows.sort_values(["variant", "device", "batch_size", "framework", "bundle_id"])
@@ -170,6 +172,7 @@ def results(summary):
             "parameters": [_parameters(*p) for p in zip(rows["parameters"], rows["parameters_equivalent"],
                                                           rows["parameters_expected"])],
             "options": [_options(*o) for o in zip(rows["precision"], rows["layout"], rows["ptx_jit"])],
+            "timer": _column(rows, "timer").fillna(""),
             "GPU during the measured iterations": [_gpu_state(r) for r in rows.itertuples()],
             "reason": rows["reason"].fillna("") + ("; remedy: " + rows["remedy"]).fillna(""),
         })
@@ -189,6 +192,10 @@ def results(summary):
         frame["throughput"] = rows["throughput"].map(numbers.rate)
         frame = frame.rename(columns={"throughput": "throughput (%s)" % (rates.iloc[0] if len(rates) else
                                                                         "samples/s")})
+        mixed = (timers or {}).get((spec, mode))
+        if mixed:
+            note = " ".join(filter(None, [note, "Timed differently, two different quantities on a GPU (docs/gpu.md): "
+                                                "%s." % "; ".join(mixed)]))
         marks, footnotes = numbered_notes(frame.pop("reason"))
         frame.insert(list(frame.columns).index("status") + 1, "note", marks)
         table = table_of(title, frame, note)
@@ -449,7 +456,7 @@ def context(answer):
         "headline": headline(answer),
         "bundles": bundle_table(answer.bodies),
         "environment": environment(answer.bodies, summary),
-        "results": results(summary),
+        "results": results(summary, answer.timers),
         "comparison": comparison(answer.cells) if len(answer.cells) else None,
         "ranking": ranking(answer.rankings) if len(answer.rankings) else None,
         "sentences": [ranking_sentence(r) for r in answer.rankings.itertuples()],

@@ -90,7 +90,8 @@ def _threads(cells):
 
 def paper_table(t):
     """One published table in its own layout, per column: published | here | measured / published | outcome, each
-    outcome's reason once as a numbered footnote (a table repeats one reason in most of its cells)."""
+    outcome's reason once as a numbered footnote (a table repeats one reason in most of its cells); its note says
+    which tools were timed differently where they were."""
     unit, fmt = _unit(t, t.kind)
     header = ["tool"]
     for label in t.columns:
@@ -103,8 +104,10 @@ def paper_table(t):
     rows = [[tool] + [text for c in line for text in (fmt(c.published), fmt(c.measured), numbers.ratio(c.ratio),
                                                       " ".join(filter(None, [c.outcome, next(marks)])))]
             for tool, line in zip(t.rows, cells)]
+    timed = "Timed differently, two different quantities on a GPU (docs/gpu.md): %s." % "; ".join(t.timers) \
+        if t.timers else None
     note = " ".join(filter(None, [t.source + ("" if t.status == "published" else " (values not retrieved)"),
-                                  t.note]))
+                                  t.note, timed]))
     return Table(t.title, header, rows, note, footnotes)
 
 
