@@ -171,8 +171,10 @@ def _side(side):
 def _shown(row, column):
     """A varying configuration column's text in a comparison row; the timer as 'A / B' where the sides differ."""
     if column == "timer":
-        a, b = _cell(row.timer_a) or "?", _cell(row.timer_b) or "?"
-        return a if a == b else "%s / %s" % (a, b)
+        a, b = _cell(row.timer_a), _cell(row.timer_b)
+        if row.verdict in (words.ONLY_IN_A, words.ONLY_IN_B):
+            return a or b
+        return a if a == b else "%s / %s" % (a or "?", b or "?")
     return _cell(getattr(row, column))
 
 
