@@ -37,6 +37,8 @@ class Job:
     epoch_seconds: list = None  # a convergence job's epochs (s)
     seed: int = None
     timer: str = "host_sync"  # how its iterations were timed (runner.measure: device_events, pipelined_wall, host_sync)
+    precision: str = "fp32"
+    joules: float = None  # the energy over the measured window (J), where measured
 
 
 def _timing(job):
@@ -71,6 +73,8 @@ def _result(job, expanded, device_name):
         result["timing"] = _timing(job)
     if job.device == "cuda":
         result["environment"]["gpu"] = {"name": device_name, "driver": "580.95.05"}
+    if job.joules is not None:
+        result["energy"] = {"status": "ok", "joules": job.joules, "mean_w": 300.0, "method": "nvml total energy"}
     return result
 
 
@@ -80,8 +84,11 @@ def make(results_dir, spec_name, jobs, quick=False, gpu="NVIDIA H200", hostname=
     writer = BundleWriter(results_dir, spec_name, hashlib.sha256(repr((spec_name, jobs, quick)).encode()).hexdigest())
     for job in jobs:
         options = RunOptions(frameworks=[job.framework], variants=[job.variant], batch_sizes=[job.batch_size],
-                             device=job.device, threads=[job.threads] if job.threads else None, quick=quick)
+                             device=job.device, threads=[job.threads] if job.threads else None, quick=quick,
+                             precision=job.precision)
         (expanded,) = [j for j in jobsmod.expand(spec, options) if j["batch_size"] == job.batch_size]
+        if job.precision != "fp32":  # a run has one precision; two in one constructed bundle need two ids
+            expanded = dict(expanded, id="%s.%s" % (expanded["id"], job.precision))
         if job.seed is not None:
             expanded = dict(expanded, id="%s.s%d" % (expanded["id"], job.seed), seed=job.seed)
         writer.write_job(expanded)

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from dlrepro import REPO_ROOT, studies
 from dlrepro.results import bundle, gather, tables
 from dlrepro.cli import render
-from dlrepro.results.answers import cells, claims, hardware, measured, verdicts
+from dlrepro.results.answers import cells, claims, hardware, measured, model, verdicts
 from dlrepro.results.views import plots, report, study_plots, study_report
 from tests.bundles import Job, make
 
@@ -214,3 +214,35 @@ def test_frameworks_side_by_side_timed_differently_are_flagged_in_a_study_table_
     assert sorted(row[timer] for row in shown.rows) == ["device_events", "host_sync", "host_sync"]
     assert answer.to_json()["timed_differently"] == [{"spec": "fcn", "mode": "throughput", "notes": answer.timers[
         ("fcn", "throughput")]}]
+
+
+def test_compare_of_three_repeat_bundles_says_how_many_repeats_give_a_verdict_and_shows_the_precision(tmp_path,
+                                                                                                       capsys):
+    """Review N9: 3 repeats a side can never give p < 0.01, so a 20% change is "cannot tell" with the advice to rerun;
+    two rows that differ only in precision show it."""
+    def jobs(fp32, bf16):
+        return [Job("torch", "fcn-s", 64, medians=[fp32] * 3, device="cuda"),
+                Job("torch", "fcn-s", 64, medians=[bf16] * 3, device="cuda", precision="bf16")]
+    found = gather.comparison(str(make(tmp_path / "a", "fcn", jobs(0.100, 0.050))),
+                              str(make(tmp_path / "b", "fcn", jobs(0.120, 0.060))))
+    assert list(found.cells["verdict"]) == [verdicts.CANNOT_TELL] * 2
+    assert found.advice == "3 vs 3 repeats cannot give p < 0.01: run both with --repeats %d or more" % (
+        model.repeats_needed(0.01)) and model.repeats_needed(0.01) == 5
+    assert found.varying == ["precision"] and sorted(found.cells["precision"]) == ["bf16", "fp32"]
+    render.comparison(found)
+    shown = capsys.readouterr().out
+    assert "precision" in shown and "bf16" in shown and "run both with --repeats 5 or more" in shown
+
+
+def test_energy_per_sample_is_shown_beside_the_throughput_where_it_was_measured(tmp_path):
+    """Review N7: a job with its board energy has J per sample in the bundle report's results table; one without
+    leaves the cell empty."""
+    folder = make(tmp_path, "fcn", [Job("torch", "fcn-s", 64, medians=[0.1] * 6, device="cuda", joules=96.0),
+                                    Job("jax", "fcn-s", 64, medians=[0.1] * 6, device="cuda")])
+    answer = gather.bundles([folder])
+    (table,) = report.results(answer.summary, answer.timers)
+    rows = {row[table.columns.index("framework")]: row for row in table.rows}
+    column = table.columns.index("J per sample")
+    assert table.columns[column - 1].startswith("throughput")  # beside the throughput
+    # 6 repeats x 4 iterations x 64 samples in the measured window: 96 J / 1536 samples
+    assert (rows["torch"][column], rows["jax"][column]) == ("0.0625", "")
