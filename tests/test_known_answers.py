@@ -177,13 +177,17 @@ def test_a_ratio_claim_across_its_band_is_inconclusive(tmp_path_factory, ratio, 
 
 def test_a_configuration_timed_differently_on_its_two_sides_is_flagged_in_compare(tmp_path, capsys):
     first = make(tmp_path / "a", "fcn", [Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
-                                          Job("jax", "fcn-s", 64, medians=[0.100] * 6, device="cuda")])
+                                          Job("jax", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
+                                          Job("mxnet", "fcn-s", 64, medians=[0.100] * 6, device="cuda", timer=None)])
     second = make(tmp_path / "b", "fcn", [Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
                                            Job("jax", "fcn-s", 64, medians=[0.080] * 6, device="cuda",
-                                               timer="device_events")])
+                                               timer="device_events"),
+                                           Job("mxnet", "fcn-s", 64, medians=[0.100] * 6, device="cuda",
+                                               timer="pipelined_wall")])
     found = gather.comparison(str(first), str(second))
-    assert found.differs == ["timer host_sync / device_events: 1 of 2 configurations timed differently, two "
-                             "different quantities on a GPU (docs/gpu.md); their verdicts compare the timers too"]
+    assert found.differs == ["timer host_sync / device_events, not recorded / pipelined_wall: 2 of 3 configurations "
+                             "timed differently (on a GPU, two different quantities: docs/gpu.md); their verdicts "
+                             "compare the timers too"]
     assert "timer" in found.varying
     rows = found.cells.set_index("framework")
     assert (rows.loc["jax", "timer_a"], rows.loc["jax", "timer_b"], rows.loc["jax", "verdict"]) == (
@@ -202,13 +206,13 @@ def test_frameworks_side_by_side_timed_differently_are_flagged_in_a_study_table_
     table = cells.build(studies.load(str(GOLDEN)), summary, {}, {})[0]
     assert table.timers == ["GPU: Caffe, TensorFlow by host_sync; PyTorch by device_events"]
     assert study_report.paper_table(table).note.endswith(
-        "Timed differently, two different quantities on a GPU (docs/gpu.md): GPU: Caffe, TensorFlow by host_sync; "
+        "Timed differently (on a GPU, two different quantities: docs/gpu.md): GPU: Caffe, TensorFlow by host_sync; "
         "PyTorch by device_events.")
     answer = gather.bundles([folder])
     assert answer.timers == {("fcn", "throughput"): [
         "fcn-s b64 on NVIDIA H200: Caffe, TensorFlow by host_sync; PyTorch by device_events"]}
     (shown,) = report.results(answer.summary, answer.timers)
-    assert shown.note.endswith("(docs/gpu.md): fcn-s b64 on NVIDIA H200: Caffe, TensorFlow by host_sync; PyTorch "
+    assert shown.note.endswith("docs/gpu.md): fcn-s b64 on NVIDIA H200: Caffe, TensorFlow by host_sync; PyTorch "
                                "by device_events.")
     timer = shown.columns.index("timer")
     assert sorted(row[timer] for row in shown.rows) == ["device_events", "host_sync", "host_sync"]
@@ -246,3 +250,18 @@ def test_energy_per_sample_is_shown_beside_the_throughput_where_it_was_measured(
     assert table.columns[column - 1].startswith("throughput")  # beside the throughput
     # 6 repeats x 4 iterations x 64 samples in the measured window: 96 J / 1536 samples
     assert (rows["torch"][column], rows["jax"][column]) == ("0.0625", "")
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_a_smoke_pass_fraction_of_peak_is_marked_wherever_it_is_shown(tmp_path, quick):
+    """Review: a --quick job's fraction of peak reached the 'then and now' table with no mark."""
+    medians = [0.5] if quick else [0.5] * 6
+    folder = make(tmp_path, "alexnet", [Job("caffe", "alexnet-s", 16, medians=medians, threads=2,
+                                            per_repeat=3 if quick else 4)], quick=quick)
+    answer = gather.bundles([folder])
+    (job,) = answer.summary["fraction_of_peak_label"]
+    rows = answer.efficiency[answer.efficiency["framework"] == "caffe"]
+    assert len(rows) and job
+    assert job.endswith(" (smoke pass)") == quick
+    assert all(label.endswith(" (smoke pass)") == quick for label in rows["measured_fraction_label"])
+    assert all(("(smoke pass)" in s) == quick for s in rows["sentence"])

@@ -8,6 +8,7 @@ from rich.text import Text
 from dlrepro.cli.console import MARK, console
 from dlrepro.frameworks import display
 from dlrepro.results.answers import verdicts as words
+from dlrepro.results.answers.model import UNRECORDED
 from dlrepro.results.views import numbers, palette, report
 from dlrepro.run import hostinfo
 
@@ -174,7 +175,7 @@ def _shown(row, column):
         a, b = _cell(row.timer_a), _cell(row.timer_b)
         if row.verdict in (words.ONLY_IN_A, words.ONLY_IN_B):
             return a or b
-        return a if a == b else "%s / %s" % (a or "?", b or "?")
+        return a if a == b else "%s / %s" % (a or UNRECORDED, b or UNRECORDED)
     return _cell(getattr(row, column))
 
 

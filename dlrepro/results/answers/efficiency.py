@@ -18,6 +18,7 @@ import pandas as pd
 
 from dlrepro import peaks
 from dlrepro.frameworks import in_study
+from dlrepro.results.answers import measured
 from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
 from runner import flops
 
@@ -102,12 +103,20 @@ def fraction_label(fraction, estimate=False, decimals=1):
     return "%.*f%%" % (decimals, 100 * fraction) if fraction >= 0.01 else "%.2g%%" % (100 * fraction)
 
 
+SMOKE = " (smoke pass)"  # after the fraction of a job whose time is a smoke pass (answers.measured.smoke)
+
+
+def job_label(row):
+    """A job's (summary row's) fraction of peak as fraction_label shows it (against a CPU estimate where its peak
+    device is one), marked SMOKE where its time is a smoke pass: shown, never a figure of the full protocol."""
+    label = fraction_label(measured.get(row, "fraction_of_peak"),
+                           str(measured.get(row, "peak_device")) == peaks.CPU_DEVICE)
+    return label + SMOKE if label and measured.smoke(row, "seconds_per_minibatch") else label
+
+
 def labelled(summary):
-    """``summary`` with ``fraction_of_peak_label``: each job's fraction of peak as fraction_label shows it (against
-    a CPU estimate where its peak device is one)."""
-    return summary.assign(fraction_of_peak_label=[
-        fraction_label(f, str(d) == peaks.CPU_DEVICE) for f, d in zip(summary["fraction_of_peak"],
-                                                                      summary["peak_device"])])
+    """``summary`` with ``fraction_of_peak_label``: each job's job_label."""
+    return summary.assign(fraction_of_peak_label=[job_label(row) for row in summary.to_dict("records")])
 
 
 def sentence(published_fraction, published_device, measured_fraction, measured_hardware, batch_note="",
@@ -138,8 +147,8 @@ def published_efficiency(summary, references, specs):
     rows = []
     for name, refs in references.items():
         spec = specs[name]
-        measured = summary[(summary["spec"] == name) & summary["fraction_of_peak"].notna()] if len(summary) else summary
-        models = {v: spec["variants"][v]["model"] for v in measured["variant"].unique() if v in spec["variants"]}
+        jobs = summary[(summary["spec"] == name) & summary["fraction_of_peak"].notna()] if len(summary) else summary
+        models = {v: spec["variants"][v]["model"] for v in jobs["variant"].unique() if v in spec["variants"]}
         for ref in refs:
             peak = peaks.published(ref.hardware)
             work = published_work(spec, ref) if peak is not None and peak.flops else None
@@ -157,15 +166,17 @@ def published_efficiency(summary, references, specs):
                     "published_peak_device": peak.device, "published_fraction": fraction,
                     "published_fraction_label": fraction_label(fraction),
                     "verdict": OTHER_HARDWARE, "basis": basis, "reference_id": ref.id, "source": ref.source}
-            ours = [f for f in measured["framework"].dropna().unique() if in_study(f, ref.framework)]
-            matched = measured[measured["variant"].isin([v for v, m in models.items() if m == model])
-                               & (measured["mode"] == ("inference" if inference else "throughput"))
-                               & measured["framework"].isin(ours)]
+            ours = [f for f in jobs["framework"].dropna().unique() if in_study(f, ref.framework)]
+            matched = jobs[jobs["variant"].isin([v for v, m in models.items() if m == model])
+                           & (jobs["mode"] == ("inference" if inference else "throughput"))
+                           & jobs["framework"].isin(ours)]
             if (matched["batch_size"] == ref.batch_size).any():
                 matched = matched[matched["batch_size"] == ref.batch_size]
             for row in matched.itertuples(index=False):
                 note = "" if row.batch_size == ref.batch_size else " (mini-batch %d, %d then)" % (
                     row.batch_size, ref.batch_size)
+                if measured.smoke(row, "seconds_per_minibatch"):
+                    note += SMOKE
                 estimate = str(row.peak_device) == peaks.CPU_DEVICE
                 rows.append(dict(base, framework=row.framework, framework_version=row.framework_version,
                                  measured_hardware=row.device_name, measured_batch_size=row.batch_size,
@@ -173,7 +184,7 @@ def published_efficiency(summary, references, specs):
                                  precision=row.precision,
                                  measured_seconds=row.median, measured_achieved_flops=row.achieved_flops,
                                  measured_peak_device=row.peak_device, measured_fraction=row.fraction_of_peak,
-                                 measured_fraction_label=fraction_label(row.fraction_of_peak, estimate),
+                                 measured_fraction_label=job_label(row._asdict()),
                                  sentence=sentence(fraction, peak.device, row.fraction_of_peak,
                                                    row.device_name, note, estimate),
                                  bundle_id=row.bundle_id, job_id=row.job_id))

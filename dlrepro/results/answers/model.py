@@ -263,6 +263,7 @@ class Comparison:
                 "advice": self.advice, "nothing_compared": self.nothing}
 
 
+UNRECORDED = "not recorded"  # a bundle from before runner.measure recorded its timer
 KEY_SHOWN = ("precision", "layout", "cudnn_autotune", "threads", "ranks", "mode", "framework_version")
 
 
@@ -288,12 +289,13 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     paired = cells["framework_version_b"].notna() & (cells["framework_version_b"] != cells["framework_version"])
     if paired.any() or (cells.groupby("framework")["framework_version"].nunique() > 1).any():
         varying.append("framework_version")  # an upgrade, or two versions of one framework: shown beside it
-    timed = judged[judged["timer_a"].notna() & judged["timer_b"].notna() & (judged["timer_a"] != judged["timer_b"])]
+    timers = judged[["timer_a", "timer_b"]].fillna(UNRECORDED)
+    timed = timers[timers["timer_a"] != timers["timer_b"]]
     differs = differences(*sides)
     if len(timed):
         varying.append("timer")
-        differs.append("timer %s: %d of %d configurations timed differently, two different quantities on a GPU "
-                       "(docs/gpu.md); their verdicts compare the timers too" % (
+        differs.append("timer %s: %d of %d configurations timed differently (on a GPU, two different quantities: "
+                       "docs/gpu.md); their verdicts compare the timers too" % (
                            ", ".join(sorted({"%s / %s" % pair for pair in zip(timed["timer_a"], timed["timer_b"])})),
                            len(timed), len(judged)))
     return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing)

@@ -194,7 +194,7 @@ def results(summary, timers=None):
                                                                         "samples/s")})
         mixed = (timers or {}).get((spec, mode))
         if mixed:
-            note = " ".join(filter(None, [note, "Timed differently, two different quantities on a GPU (docs/gpu.md): "
+            note = " ".join(filter(None, [note, "Timed differently (on a GPU, two different quantities: docs/gpu.md): "
                                                 "%s." % "; ".join(mixed)]))
         marks, footnotes = numbered_notes(frame.pop("reason"))
         frame.insert(list(frame.columns).index("status") + 1, "note", marks)

@@ -104,7 +104,7 @@ def paper_table(t):
     rows = [[tool] + [text for c in line for text in (fmt(c.published), fmt(c.measured), numbers.ratio(c.ratio),
                                                       " ".join(filter(None, [c.outcome, next(marks)])))]
             for tool, line in zip(t.rows, cells)]
-    timed = "Timed differently, two different quantities on a GPU (docs/gpu.md): %s." % "; ".join(t.timers) \
+    timed = "Timed differently (on a GPU, two different quantities: docs/gpu.md): %s." % "; ".join(t.timers) \
         if t.timers else None
     note = " ".join(filter(None, [t.source + ("" if t.status == "published" else " (values not retrieved)"),
                                   t.note, timed]))
