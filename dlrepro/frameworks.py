@@ -3,7 +3,7 @@ spelling a reader knows ("PyTorch"), and the names the studies' tables give it.
 
 STUDY_NAMES lists, per framework, the names of its rows in the studies' tables, the closest first: DLF
 (ilkarman/DeepLearningFrameworks README.md @ 671e2a0) names its MXNet rows by API and the suite's MXNet adapter is
-Gluon; DLBench (Shi et al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch (DLBench's
+Gluon, so a "MXNet(Module API)" row (the symbolic API of DLF's RNN notebooks) is never set against it; DLBench (Shi et al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch (DLBench's
 "Torch") is not PyTorch, and Keras(*) rows are not the plain framework, so neither maps to one. Standard library
 only: input data, read by the answer layer and the views alike.
 """
@@ -11,7 +11,7 @@ DISPLAY = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet", "ja
            "caffe2": "Caffe2", "caffe": "Caffe"}
 STUDY_NAMES = {
     "torch": ("PyTorch",), "tensorflow": ("TensorFlow", "Tensorflow"),
-    "mxnet": ("MXNet(Gluon)", "MXNet", "MXNet(Module API)"),
+    "mxnet": ("MXNet(Gluon)", "MXNet"),
     "cntk": ("CNTK",), "caffe2": ("Caffe2",), "caffe": ("Caffe",), "jax": (),
 }
 

@@ -59,7 +59,8 @@ def test_dlf_references_give_verdicts_on_their_hardware_and_a_ranking():
         0.5, "differs", "faster"]
     assert k80.loc[("torch", "training_wall_time_3_epochs"), ["ratio", "verdict", "direction"]].tolist() == [
         2.0, "differs", "slower"]
-    assert k80.loc[("mxnet", "training_wall_time_3_epochs"), "published_framework"] == "MXNet(Module API)"
+    # MXNet's K80 values are of its Module API, which the suite's (Gluon) adapter is not: no cell, as in the study
+    assert "mxnet" not in k80.index.get_level_values("framework")
     assert k80.loc[("tensorflow", "test_accuracy"), ["published", "verdict", "direction"]].tolist() == [
         0.86, "differs", "lower"]
     assert k80.loc[("torch", "test_accuracy"), "verdict"] == "reproduces"
@@ -68,12 +69,12 @@ def test_dlf_references_give_verdicts_on_their_hardware_and_a_ranking():
     ranks = ranking.ranking(cells)
     times = ranks[(ranks["metric"] == "training_wall_time_3_epochs") & ranks["published_hardware"].str.contains("K80")]
     (rank,) = times.itertuples()
-    assert rank.published_order == "mxnet, tensorflow, torch, cntk" and rank.measured_order == "tensorflow, mxnet, cntk, torch"
-    expected = stats.kendalltau([32.0, 15.0, 62.0, 29.5], [32.0, 30.0, 31.0, 29.0])
+    assert rank.published_order == "tensorflow, torch, cntk" and rank.measured_order == "tensorflow, cntk, torch"
+    expected = stats.kendalltau([32.0, 15.0, 62.0], [32.0, 30.0, 31.0])
     assert rank.tau == pytest.approx(expected[0]) and rank.p_value == pytest.approx(expected[1])
-    # tau 0.33: with p = 0.75 that is no evidence of an order, never a partial pass
-    assert rank.verdict == "inconclusive" and rank.why == "p = 0.75 above 0.05"
-    assert rank.sentence.endswith("swapped: cntk/torch, mxnet/tensorflow.")  # each pair's intervals apart
+    # three frameworks are too few to rank: never a partial pass
+    assert rank.verdict == "inconclusive" and rank.why == "n = 3: too few frameworks to rank"
+    assert rank.sentence.endswith("swapped: cntk/torch.")  # each pair's intervals apart
 
 
 def test_a_reference_tolerance_replaces_the_default_band():
@@ -228,13 +229,12 @@ def test_invoke_compare_against_another_bundle_and_merge(tmp_path):
 
 
 def test_published_values_that_all_tie_rank_nothing():
-    # DLF README, IMDB GRU test accuracy on the K80: 86 % for PyTorch, Tensorflow and MXNet(Module API) alike
-    summary = _frame([_imdb_row("torch", 30.0, 0.869), _imdb_row("tensorflow", 30.0, 0.860),
-                      _imdb_row("mxnet", 30.0, 0.862)])
+    # DLF README, IMDB GRU test accuracy on the K80: 86 % for PyTorch and Tensorflow alike
+    summary = _frame([_imdb_row("torch", 30.0, 0.869), _imdb_row("tensorflow", 30.0, 0.860)])
     ranks = ranking.ranking(published.against_published(summary, today(summary)))
     (rank,) = ranks[(ranks["metric"] == "test_accuracy") & ranks["published_hardware"].str.contains("K80")].itertuples()
     assert rank.verdict == "not testable here" and "the published order on NVIDIA Tesla K80" in rank.sentence
-    assert "; all 0.86) against here (Tesla K80: torch, mxnet, tensorflow). The published values all tie: there is no " \
+    assert "; all 0.86) against here (Tesla K80: torch, tensorflow). The published values all tie: there is no " \
         "order to reproduce." in rank.sentence
 
 

@@ -103,7 +103,7 @@ def fraction_label(fraction, estimate=False, decimals=1):
     return "%.*f%%" % (decimals, 100 * fraction) if fraction >= 0.01 else "%.2g%%" % (100 * fraction)
 
 
-SMOKE = " (smoke pass)"  # after the fraction of a job whose time is a smoke pass (answers.measured.smoke)
+SMOKE = ", smoke pass"  # after the fraction of a job whose time is a smoke pass (answers.measured.smoke)
 
 
 def job_label(row):
