@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from dlrepro import REPO_ROOT, studies
 from dlrepro.results import bundle, gather, tables
 from dlrepro.cli import render
-from dlrepro.results.answers import cells, claims, hardware, measured, model, verdicts
+from dlrepro.results.answers import bands, cells, claims, hardware, measured, model, verdicts
 from dlrepro.results.views import plots, report, study_plots, study_report
 from tests.bundles import Job, make
 
@@ -265,3 +265,10 @@ def test_a_smoke_pass_fraction_of_peak_is_marked_wherever_it_is_shown(tmp_path, 
     assert job.endswith(", smoke pass") == quick
     assert all(label.endswith(", smoke pass") == quick for label in rows["measured_fraction_label"])
     assert all((", smoke pass" in s) == quick for s in rows["sentence"])
+
+
+def test_a_reason_shows_an_interval_on_the_side_of_each_band_edge_it_lies():
+    """Review: 'the 95% interval of the ratio, 1-1, crosses the tolerance 0.9995-1.0005' (3 digits rounded it)."""
+    assert bands.words(0.99975, 1.00196, (0.9995, 1.0005)) == ("0.9998-1.002", "0.9995-1.0005")
+    assert bands.words(0.8, 1.25, (0.9, 1.1)) == ("0.8-1.25", "0.9-1.1")
+    assert bands.words(0.899999, 1.05, (0.9, 1.1)) == ("0.899999-1.05", "0.9-1.1")

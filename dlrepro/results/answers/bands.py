@@ -34,6 +34,16 @@ def ratio(numerator, denominator):
     return numerator[0] / denominator[1], numerator[1] / denominator[0]
 
 
-def words(low, high, unit_text="%.3g"):
-    """'0.800-1.25' of an interval, for a reason."""
-    return "%s-%s" % (unit_text % low, unit_text % high)
+def words(low, high, band=()):
+    """'0.8-1.25' of an interval, for a reason, and the ``band`` (lower, upper) it is set against as stated: the
+    interval in 3 significant digits, more where 3 would show it on the wrong side of a band edge or its two ends
+    as one (0.99975-1.00196 against 0.9995-1.0005 is '0.9998-1.002', not '1-1'). Returns (interval text, band
+    text)."""
+    for digits in range(3, 10):
+        texts = ["%.*g" % (digits, v) for v in (low, high)]
+        shown = [float(t) for t in texts]
+        if (shown[0] != shown[1] or low == high) and all(
+                (float(t) < edge) == (v < edge) and (float(t) > edge) == (v > edge)
+                for t, v in zip(texts, (low, high)) for edge in band):
+            break
+    return "%s-%s" % tuple(texts), "-".join("%.10g" % edge for edge in band)

@@ -100,7 +100,7 @@ def judge(row, ref):
         found.verdict = verdicts.DIFFERS
     else:
         found.verdict, found.why = verdicts.CANNOT_TELL, "the 95%% interval of the ratio, %s, crosses the " \
-            "tolerance %g-%g" % (bands.words(low, high), lower, upper)
+            "tolerance %s" % bands.words(low, high, (lower, upper))
     return found
 
 
