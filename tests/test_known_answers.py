@@ -272,3 +272,16 @@ def test_a_reason_shows_an_interval_on_the_side_of_each_band_edge_it_lies():
     assert bands.words(0.99975, 1.00196, (0.9995, 1.0005)) == ("0.9998-1.002", "0.9995-1.0005")
     assert bands.words(0.8, 1.25, (0.9, 1.1)) == ("0.8-1.25", "0.9-1.1")
     assert bands.words(0.899999, 1.05, (0.9, 1.1)) == ("0.899999-1.05", "0.9-1.1")
+
+
+def test_a_report_headline_says_when_its_order_is_a_smoke_pass_or_timed_differently(tmp_path):
+    quick = make(tmp_path / "q", "fcn", [Job("torch", "fcn-s", 64, medians=[0.1], per_repeat=3, device="cuda"),
+                                         Job("jax", "fcn-s", 64, medians=[0.2], per_repeat=3, device="cuda")],
+                 quick=True)
+    lines = report.headline(gather.bundles([quick]))
+    assert lines[0].startswith("Smoke pass (--quick): %s; few iterations a job" % quick.name)
+    assert lines[1].endswith("b64 PyTorch 640 / JAX 320 (smoke pass)")
+    mixed = make(tmp_path / "m", "fcn", [Job("torch", "fcn-s", 64, device="cuda", timer="device_events"),
+                                         Job("jax", "fcn-s", 64, medians=[0.2] * 6, device="cuda")])
+    (line, _) = report.headline(gather.bundles([mixed]))
+    assert line.endswith("b64 PyTorch 640 / JAX 320 (timed differently: JAX by host_sync; PyTorch by device_events)")

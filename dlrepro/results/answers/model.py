@@ -74,10 +74,12 @@ class Fastest:
     worst_rate: float = None
     best_joules: float = None  # J per sample
     worst_joules: float = None
+    caveats: list = field(default_factory=list)  # why the order is not a full-protocol, like-for-like one
 
 
 def fastest(summary):
-    """Fastest per (spec, variant, device model, mode, mini-batch), by samples/s of the ok jobs."""
+    """Fastest per (spec, variant, device model, mode, mini-batch), by samples/s of the ok jobs, with the caveats
+    of that order: a smoke pass among them, frameworks timed differently (answers.measured.mixed_timers)."""
     found = []
     ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
     for (spec, variant, device, mode), group in ok.groupby(["spec", "variant", "device_name", "mode"], sort=True,
@@ -87,11 +89,16 @@ def fastest(summary):
             best, worst = rows.iloc[0], rows.iloc[-1]
             energy = [None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"])
                       for r in (best, worst)]
+            caveats = ["smoke pass"] if any(measured.smoke(r, "seconds_per_minibatch") for _, r in rows.iterrows()) \
+                else []
+            mixed = measured.mixed_timers(rows)
+            if mixed:
+                caveats.append("timed differently: %s" % mixed)
             found.append(Fastest(spec, variant, device, mode, group["throughput_unit"].iloc[0], int(batch),
                                  best["framework"], float(best["throughput"]),
                                  worst["framework"] if len(rows) > 1 else None,
                                  float(worst["throughput"]) if len(rows) > 1 else None,
-                                 energy[0], energy[1] if len(rows) > 1 else None))
+                                 energy[0], energy[1] if len(rows) > 1 else None, caveats))
     return found
 
 
@@ -119,6 +126,11 @@ class BundleAnswer:
     @property
     def ids(self):
         return [b["id"] for b in self.bodies]
+
+    @property
+    def smoke(self):
+        """The ids of the bundles run with --quick (a smoke pass: few iterations a job)."""
+        return [b["id"] for b in self.bodies if (b.get("options") or {}).get("quick")]
 
     def failing(self, fail_on):
         """(cells, rankings) that fail ``dlrepro check`` under ``fail_on`` (CHECK_FAIL_ON): a cell that differs in a

@@ -409,13 +409,17 @@ def _rate(framework, rate, joules):
 
 def headline(answer):
     """The lines a reader wants first: per spec, variant, device, mode and batch size the fastest and slowest
-    framework (samples/s, J per sample where measured); how many published cells were compared, by verdict;
-    what did not finish."""
+    framework (samples/s, J per sample where measured; the order's caveats: a smoke pass, timers that differ); how
+    many published cells were compared, by verdict; what did not finish."""
     lines, groups = [], {}
+    if answer.smoke:
+        lines.append("Smoke pass (--quick): %s; few iterations a job, so its times, orders and fractions of peak are "
+                     "indications, never figures of the full protocol." % ", ".join(answer.smoke))
     for f in answer.fastest:
         groups.setdefault((f.spec, f.variant, f.device_name, f.mode, f.unit), []).append(
             "b%d %s" % (f.batch_size, _rate(f.best, f.best_rate, f.best_joules))
-            + (" / %s" % _rate(f.worst, f.worst_rate, f.worst_joules) if f.worst else ""))
+            + (" / %s" % _rate(f.worst, f.worst_rate, f.worst_joules) if f.worst else "")
+            + (" (%s)" % "; ".join(f.caveats) if f.caveats and f.worst else ""))
     for (spec, variant, device, mode, unit), per in groups.items():
         lines.append("%s on %s (%s mode), fastest / slowest, %s: %s" % (variant, device, mode, unit, "; ".join(per)))
     if len(answer.cells):
