@@ -285,3 +285,16 @@ def test_a_report_headline_says_when_its_order_is_a_smoke_pass_or_timed_differen
                                          Job("jax", "fcn-s", 64, medians=[0.2] * 6, device="cuda")])
     (line, _) = report.headline(gather.bundles([mixed]))
     assert line.endswith("b64 PyTorch 640 / JAX 320 (timed differently: JAX by host_sync; PyTorch by device_events)")
+
+
+def test_check_shows_the_interval_tolerance_and_direction_a_verdict_rests_on_and_the_timers(tmp_path, capsys):
+    folder = make(tmp_path, "alexnet", [
+        Job("cntk", "alexnet-s", 16, medians=[0.0500, 0.0505, 0.0495, 0.0502, 0.0498, 0.0500], device="cuda"),
+        Job("torch", "alexnet-s", 16, medians=[0.02] * 6, device="cuda", timer="device_events")], gpu=TITAN_X)
+    render.check(gather.bundles([folder]))
+    shown = capsys.readouterr().out
+    (row,) = [line for line in shown.splitlines() if "CNTK" in line and "│" in line]
+    assert [c.strip() for c in row.split("│")[4:10]] == ["50.0", "35.0", "1.43x", "1.41-1.44", "0.9-1.1",
+                                                         "differs (slower)"]
+    assert "timed differently (on a GPU, two different quantities: docs/gpu.md), alexnet throughput: alexnet-s b16 " \
+           "on %s: CNTK by host_sync; PyTorch by device_events" % TITAN_X in " ".join(shown.split())

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from dlrepro.cli.console import MARK, console
 from dlrepro.frameworks import display
-from dlrepro.results.answers import verdicts as words
+from dlrepro.results.answers import bands, verdicts as words
 from dlrepro.results.answers.model import UNRECORDED
 from dlrepro.results.views import numbers, palette, report
 from dlrepro.run import hostinfo
@@ -96,7 +96,8 @@ def check(answer):
     """A BundleAnswer against the published values: one table per published source and hardware with the unit in its
     header, the ranking in one line under it, and what gave no cell in one line per table ('not compared: PyTorch,
     JAX: no published number in this table; Torch: not run by this suite'), then the jobs at configurations no
-    reference covers."""
+    reference covers. Each cell shows its ratio's 95% interval and the tolerance its verdict rests on, a "differs"
+    its direction; frameworks timed differently are named."""
     left = answer.left_out
     keyed = left[left["reference_kind"].notna()]
     cells = answer.cells.sort_values(["variant", "batch_size", "framework"])
@@ -113,6 +114,9 @@ def check(answer):
                      & (keyed["metric"] == metric)]
         if len(mine):
             _print("not compared: %s" % _left_out(mine))
+    for (spec, mode), lines in sorted(answer.timers.items()):
+        _print("timed differently (on a GPU, two different quantities: docs/gpu.md), %s %s: %s" % (
+            spec, mode, "; ".join(lines)))
     elsewhere = left[left["reference_kind"].isna()]
     for variant, group in elsewhere.groupby("variant", sort=True):
         _print("not compared: %s at %s, batch %s: %s" % (
@@ -146,16 +150,23 @@ def _published_table(group, ranks):
                   caption="; ".join(sources))
     threads = group["threads"].notna().any()
     for column in ("variant", "batch", "framework") + (("threads",) if threads else ()) + (
-            "here (%s)" % shown, "published (%s)" % shown, "measured / published", "verdict"):
+            "here (%s)" % shown, "published (%s)" % shown, "measured / published", "95% interval", "tolerance",
+            "verdict"):
         table.add_column(column, justify="left" if column in ("variant", "framework", "verdict") else "right")
     notes = {}
     for row, m, p in zip(group.itertuples(), measured, values):
         mark = ""
         if row.verdict not in (words.REPRODUCES, words.DIFFERS) and isinstance(row.why, str):
             mark = " [%d]" % notes.setdefault(row.why, len(notes) + 1)
+        band = (row.lower, row.upper) if pd.notna(row.ratio) and row.verdict in (
+            words.REPRODUCES, words.DIFFERS, words.CANNOT_TELL) else ()  # a verdict on the tolerance
+        interval, tolerance = bands.words(row.ci95_low / row.published, row.ci95_high / row.published, band) \
+            if band and pd.notna(row.ci95_low) and pd.notna(row.ci95_high) else ("", bands.words(0, 0, band)[1])
+        said = _verdict(row.verdict) + (" (%s)" % row.direction if row.verdict == words.DIFFERS and
+                                        isinstance(row.direction, str) else "")
         table.add_row(row.variant, str(int(row.batch_size)), display(row.framework),
-                      *((_cell(row.threads),) if threads else ()), m, p, numbers.ratio(row.ratio),
-                      _verdict(row.verdict) + mark)
+                      *((_cell(row.threads),) if threads else ()), m, p, numbers.ratio(row.ratio), interval,
+                      tolerance, said + mark)
     console.print(table)
     for why, number in notes.items():
         _print("[%d] %s" % (number, why))
