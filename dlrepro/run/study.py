@@ -30,7 +30,7 @@ from dlrepro.errors import DlreproError, EngineLost, RunBroken
 from dlrepro.names import unknown as unknown_name
 from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
-from dlrepro.run import hostinfo, jobs as jobsmod, runs
+from dlrepro.run import hostinfo, jobs as jobsmod, runs as runsmod
 from dlrepro.run.pool import WorkerPool
 from dlrepro.run.options import RunOptions
 from runner.contract import utc_now
@@ -159,7 +159,7 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
         _reuse_recorded(record, planned)
     _record_plan(record, planned)
     record.save()
-    reporter = reporter or runs.Reporter()
+    reporter = reporter or runsmod.Reporter()
     reporter.started(sum(p.jobs for p in planned if p.options) - sum(
         record.body["runs"][p.id].get("done", 0) for p in planned if p.options))
     pool = WorkerPool(records_dir(results_dir) / (".%s.pool" % record.path.stem), "study-" + record.path.stem,
@@ -193,8 +193,8 @@ def _run_planned(record, planned, results_dir, reporter, build_options, python, 
             record.save()
 
         try:
-            path = runs.run(item.run.spec if not entry["bundle"] else None, item.options, build_options, results_dir,
-                            python, reporter, resume=entry["bundle"], on_start=started, pool=pool)
+            path = runsmod.run(item.run.spec if not entry["bundle"] else None, item.options, build_options, results_dir,
+                               python, reporter, resume=entry["bundle"], on_start=started, pool=pool)
             entry.update(state=bundlemod.COMPLETE, bundle=path.name, done=item.jobs)
         except KeyboardInterrupt:
             entry["state"] = "interrupted"
