@@ -331,3 +331,27 @@ def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
     assert run.returncode == 2 and run.stdout.splitlines()[0].startswith("error: --run: study dlf has no run 'tpu'; its "
                                                                          "runs: gpu-cnn, cpu-cnn,")
     assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+@pytest.mark.parametrize("args, lines", [
+    (["--device", "tpu"], ["error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')"]),
+    (["--executor", "nosuch"], ["error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')"]),
+    (["--framework", "nosuch"], ["error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, tensorflow, "
+                                 "mxnet, jax, cntk, caffe2, caffe",
+                                 "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
+    (["--framework", "torch,tensorfow"], [
+        "error: study dlf declares no adapter for 'tensorfow' (did you mean tensorflow?); its frameworks: torch, "
+        "tensorflow, mxnet, jax, cntk, caffe2, caffe",
+        "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
+])
+def test_study_refuses_what_run_refuses_before_writing_a_record(tmp_path, args, lines):
+    """--device tpu and --framework nosuch once wrote a record of nothing runnable and exited 0, --executor nosuch
+    ended in a pydantic traceback, and a typo beside a good framework was dropped."""
+    results = tmp_path / "r"
+    results.mkdir()
+    done = dlrepro("study", "dlf", "--results", str(results), *args, cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, lines, "")
+    assert list(results.iterdir()) == []
+    if args[0] != "--framework":  # `dlrepro run` says the same
+        ran = dlrepro("run", "--spec=fcn", "--results", str(results), *args, cwd=tmp_path)
+        assert (ran.returncode, ran.stdout.splitlines()) == (2, lines)
