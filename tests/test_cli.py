@@ -336,8 +336,8 @@ def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
 @pytest.mark.parametrize("args, lines", [
     (["--device", "tpu"], ["error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')"]),
     (["--executor", "nosuch"], ["error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')"]),
-    (["--framework", "nosuch"], ["error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, tensorflow, "
-                                 "mxnet, jax, cntk, caffe2, caffe",
+    (["--framework", "nosuch"], ["error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, "
+                                 "tensorflow, mxnet, jax, cntk, caffe2, caffe",
                                  "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
     (["--framework", "torch,tensorfow"], [
         "error: study dlf declares no adapter for 'tensorfow' (did you mean tensorflow?); its frameworks: torch, "
@@ -355,3 +355,14 @@ def test_study_refuses_what_run_refuses_before_writing_a_record(tmp_path, args, 
     if args[0] != "--framework":  # `dlrepro run` says the same
         ran = dlrepro("run", "--spec=fcn", "--results", str(results), *args, cwd=tmp_path)
         assert (ran.returncode, ran.stdout.splitlines()) == (2, lines)
+
+
+@pytest.mark.parametrize("task", [["compare", ALEXNET.name, ALEXNET.name], ["check", ALEXNET.name]])
+def test_a_json_path_that_cannot_be_written_is_refused_before_anything_runs(tmp_path, task):
+    """It was written after the table, and ended in a FileNotFoundError or IsADirectoryError traceback, exit 1."""
+    remedy = "remedy: give a file name in a folder that exists, e.g. --json result.json"
+    for given, why in ((tmp_path / "nope" / "x.json", "no folder %s" % (tmp_path / "nope")),
+                       (tmp_path, "it is a folder")):
+        done = dlrepro(*task, "--json", str(given), cwd=tmp_path)
+        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
+            2, ["error: --json %s: %s" % (given, why), remedy], ""), done.stdout + done.stderr

@@ -121,6 +121,20 @@ def _exit(found, fail_on, json, failed):
         raise Exit(code=status)
 
 
+def _json_file(json):
+    """Raise DlreproError naming --json when ``json`` (a path, or "" when not given) cannot be written as a file:
+    a folder, or a file in no folder; checked before anything is read or compared."""
+    from pathlib import Path
+
+    from dlrepro.errors import DlreproError
+
+    path = Path(json)
+    if json and (path.is_dir() or not path.parent.is_dir()):
+        raise DlreproError("--json %s: %s" % (json, "it is a folder" if path.is_dir() else
+                                              "no folder %s" % path.parent),
+                           "give a file name in a folder that exists, e.g. --json result.json")
+
+
 def _choice(option, value, choices):
     from dlrepro.errors import DlreproError
 
@@ -158,6 +172,7 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
                                "not both")
         a, b = (against, old) if against else (old, new)
         _choice("--fail-on", fail_on, model.FAIL_ON)
+        _json_file(json)
         effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 0.5)
         found = gather.comparison(a, b, effect, level, folders.results_root(results))
         render.comparison(found)
@@ -182,6 +197,7 @@ def check(c, bundle, fail_on="never", json="", results=""):
 
     with user_errors():
         _choice("--fail-on", fail_on, model.CHECK_FAIL_ON)
+        _json_file(json)
         found = gather.bundles([bundle], folders.results_root(results))
         render.check(found)
         cells, rankings = found.failing(fail_on)
