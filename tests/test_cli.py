@@ -366,3 +366,15 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_anything_runs(tmp_
         done = dlrepro(*task, "--json", str(given), cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
             2, ["error: --json %s: %s" % (given, why), remedy], ""), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("task", [["report", ALEXNET.name], ["study-report", "dlf"], ["study", "dlf"]])
+def test_a_report_out_that_is_a_file_is_one_error_line(tmp_path, task):
+    """It ended in NotADirectoryError (a study: after its runs)."""
+    (tmp_path / "notes.txt").write_text("a file, not a folder\n")
+    remedy = "remedy: give a folder for the report (it is made when missing), not a file"
+    for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):
+        done = dlrepro(*task, "--out", str(given), "--results", str(tmp_path / "r"), cwd=tmp_path)
+        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
+            2, ["error: --out %s: %s is not a folder" % (given, named), remedy], ""), done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]

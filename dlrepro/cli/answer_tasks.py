@@ -43,14 +43,28 @@ def study_report(c, name, out="", results="", allow_missing=False):
     Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
     the command exits 1 (after writing the report) unless --allow-missing."""
     with user_errors():
-        made = write_study_report(name, out, folders.results_root(results), allow_missing)
+        made = write_study_report(name, out_folder(out), folders.results_root(results), allow_missing)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 
 
+def out_folder(out):
+    """The report folder --out names (made when missing), None when not given (""); raises DlreproError when it,
+    or the nearest folder above it that exists, is a file."""
+    from pathlib import Path
+
+    from dlrepro.errors import DlreproError
+
+    at = folders.file_in_the_way(Path(out)) if out else None
+    if at:
+        raise DlreproError("--out %s: %s is not a folder" % (out, "it" if at == Path(out) else at),
+                           "give a folder for the report (it is made when missing), not a file")
+    return Path(out) if out else None
+
+
 def write_study_report(name, out, results_dir, allow_missing):
-    """Write the study report of record ``name`` (default folder: RESULTS/reports/<record name>); prints its
-    answer first, and a line when it replaced a report there."""
+    """Write the study report of record ``name`` into folder ``out`` (a Path; None: RESULTS/reports/<record
+    name>); prints its answer first, and a line when it replaced a report there."""
     from pathlib import Path
 
     from dlrepro.results import gather
@@ -58,7 +72,7 @@ def write_study_report(name, out, results_dir, allow_missing):
 
     answer = gather.study(name, results_dir)
     console.print(answer.answer, soft_wrap=True, highlight=False)
-    folder = Path(out) if out else results_dir / "reports" / Path(answer.record_path).stem
+    folder = out or results_dir / "reports" / Path(answer.record_path).stem
     there = _report_there(folder, "study.md", "study.html")
     made = reports.write(answer, folder, allow_missing)
     _rewrote(folder, there)
@@ -261,16 +275,14 @@ def report(c, bundles, out="", results=""):
     Environment (the studies' vs here), results, comparison with the published values, ranking
     verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time.
     Written where study reports go, RESULTS/reports/, unless --out; a report there before is replaced."""
-    from pathlib import Path
-
     from dlrepro.results import gather
     from dlrepro.results.views import report as reports
 
     with user_errors():
-        root = folders.results_root(results)
+        root, target = folders.results_root(results), out_folder(out)
         answer = gather.bundles(split(bundles) or [], root)
         more = "+%d" % (len(answer.ids) - 1) if len(answer.ids) > 1 else ""
-        target = Path(out) if out else root / "reports" / (answer.ids[0] + more)
+        target = target or root / "reports" / (answer.ids[0] + more)
         there = _report_there(target, "report.md", "report.html")
         made = reports.write(answer, target)
         for line in made.headline:
