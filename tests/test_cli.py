@@ -378,3 +378,18 @@ def test_a_report_out_that_is_a_file_is_one_error_line(tmp_path, task):
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
             2, ["error: --out %s: %s is not a folder" % (given, named), remedy], ""), done.stdout + done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_json_file_that_is_no_study_record_is_named_as_such(tmp_path):
+    """A bundle.json (valid JSON, another schema) ended in KeyError: 'manifest'."""
+    remedy = "remedy: give a study record (results/studies/<study>-<stamp>.json, `dlrepro study` writes them) or a " \
+             "study name"
+    done = dlrepro("study-report", str(ALEXNET / "bundle.json"), "--out", str(tmp_path), cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
+        "error: results/%s/bundle.json: not a study record (schema dlrepro.study/1; this file's: dlrepro.bundle/1)"
+        % ALEXNET.name, remedy], "")
+    (tmp_path / "list.json").write_text("[1, 2]\n")
+    done = dlrepro("study-report", str(tmp_path / "list.json"), "--out", str(tmp_path), cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines()) == (2, [
+        "error: list.json: not a study record (schema dlrepro.study/1; this file's: none)", remedy])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["list.json"]
