@@ -393,3 +393,23 @@ def test_a_json_file_that_is_no_study_record_is_named_as_such(tmp_path):
     assert (done.returncode, done.stdout.splitlines()) == (2, [
         "error: list.json: not a study record (schema dlrepro.study/1; this file's: none)", remedy])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["list.json"]
+
+
+def test_bundles_in_one_quoted_argument_are_split_on_spaces_as_the_help_says(tmp_path):
+    from dlrepro.run.optiontext import split
+
+    assert split(" a b,c ,\td\n") == ["a", "b", "c", "d"] and split(" , ") is None
+    other = "fcn-20261130T022354Z-cc755c44"
+    done = dlrepro("report", "%s %s" % (ALEXNET.name, other), "--out", str(tmp_path / "rep"), cwd=tmp_path)
+    assert done.returncode == 0 and str(tmp_path / "rep" / "report.html") in done.stdout.splitlines(), done.stdout
+    assert "%s, %s" % (ALEXNET.name, other) in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_a_bundle_name_too_long_for_the_system_is_no_bundle(tmp_path):
+    """It ended in OSError: File name too long."""
+    name = "x" * 300
+    for task in (["report", name], ["compare", name, "latest"], ["validate", name]):
+        done = dlrepro(*task, cwd=tmp_path)
+        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
+            "error: %s: no bundle.json there; give a bundle folder or the id of one under %s (another results folder: "
+            "--results DIR)" % (name, REPO_ROOT / "results")], ""), task
