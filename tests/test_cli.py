@@ -413,3 +413,17 @@ def test_a_bundle_name_too_long_for_the_system_is_no_bundle(tmp_path):
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
             "error: %s: no bundle.json there; give a bundle folder or the id of one under %s (another results folder: "
             "--results DIR)" % (name, REPO_ROOT / "results")], ""), task
+
+
+EFFECT = ["error: --min-effect: expected a number from 0 (included) to 1 (excluded) (got %r)",
+          "remedy: e.g. --min-effect 0.05 (a change of 5%)"]
+ALPHA = ["error: --alpha: expected a number from 0 (excluded) to 0.5 (excluded) (got %r)", "remedy: e.g. --alpha 0.01"]
+
+
+@pytest.mark.parametrize("option, value, lines", [
+    ("--min-effect", v, EFFECT) for v in ("nan", "inf", "-inf", "1", "-0.1")] + [
+    ("--alpha", v, ALPHA) for v in ("nan", "inf", "0", "0.5", "x")])
+def test_min_effect_and_alpha_out_of_range_or_not_finite_are_refused(tmp_path, option, value, lines):
+    """--min-effect nan printed "+nan%" and exited 0; inf was taken too."""
+    done = dlrepro("compare", ALEXNET.name, ALEXNET.name, option, value, cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [lines[0] % value, lines[1]], "")

@@ -18,17 +18,18 @@ def _bundle(name, results):
     return gather.folders([name], folders.results_root(results))[0]
 
 
-def _number(option, text, low, high):
-    """``text`` as a number in [low, high) (high None: unbounded; low excluded when it is 0 for alpha)."""
+def _fraction(option, text, high, zero, example):
+    """``text`` as a finite number from 0 (included when ``zero``) to ``high`` (excluded); raises DlreproError
+    naming ``option``, with ``example`` as its remedy, for anything else (nan and inf included)."""
     from dlrepro.errors import DlreproError
 
     try:
         value = float(text)
     except ValueError:
-        value = None
-    if value is None or value < low or (high is not None and not low < value < high):
-        raise DlreproError("%s: expected a number %s (got %r)" % (
-            option, ">= %g" % low if high is None else "between %g and %g" % (low, high), text))
+        value = float("nan")
+    if not (0 <= value < high if zero else 0 < value < high):  # nan is in no range
+        raise DlreproError("%s: expected a number from 0 (%s) to %g (excluded) (got %r)" % (
+            option, "included" if zero else "excluded", high, text), "e.g. %s %s" % (option, example))
     return value
 
 
@@ -161,7 +162,7 @@ def _choice(option, value, choices):
     "old": "the baseline bundle A (folder, id under --results, or 'latest'); with --against: the bundle B",
     "new": "the bundle B checked for regressions against A",
     "against": "the baseline A, for `compare B --against A` (the same as `compare A B`)",
-    "min-effect": "smallest relative change of the median reported as a change, >= 0 (default 0.05 = 5%)",
+    "min-effect": "smallest relative change of the median reported as a change, >= 0 and < 1 (default 0.05 = 5%)",
     "alpha": "significance level of the test, between 0 and 0.5 (default 0.01)",
     "fail-on": "exit status 1 when a configuration is: slower (default), faster, change (either), unproven (slower "
                "or 'cannot tell') or never",
@@ -187,7 +188,8 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
         a, b = (against, old) if against else (old, new)
         _choice("--fail-on", fail_on, model.FAIL_ON)
         _json_file(json)
-        effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 0.5)
+        effect = _fraction("--min-effect", min_effect, 1, True, "0.05 (a change of 5%)")
+        level = _fraction("--alpha", alpha, 0.5, False, "0.01")
         found = gather.comparison(a, b, effect, level, folders.results_root(results))
         render.comparison(found)
         _exit(found, fail_on, json, "%d configuration(s)" % len(found.failing(fail_on)))
