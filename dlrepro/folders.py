@@ -15,17 +15,24 @@ def results_root(given=None):
     """The results folder: ``given`` (an option, e.g. --results), else $DLREPRO_RESULTS, else <checkout>/results.
     Raises DlreproError naming the option (or the variable) when that path, or a folder above it, is a file."""
     path = Path(given or os.environ.get(RESULTS_ENV) or REPO_ROOT / "results")
+    at = file_in_the_way(path)
+    if at:
+        from dlrepro.errors import DlreproError
+
+        named = "--results %s" % path if given else "%s=%s" % (RESULTS_ENV, path) \
+            if os.environ.get(RESULTS_ENV) else "results folder %s" % path
+        raise DlreproError("%s: %s is not a folder" % (named, "it" if at == path else at),
+                           "give a folder for the bundles (it is made when missing), not a file")
+    return path
+
+
+def file_in_the_way(path):
+    """What keeps folder ``path`` from being made or used: ``path`` itself or the nearest folder above it that
+    exists, when that is not a folder; else None."""
     for at in [path] + list(path.parents):
         if at.exists():
-            if not at.is_dir():
-                from dlrepro.errors import DlreproError
-
-                named = "--results %s" % path if given else "%s=%s" % (RESULTS_ENV, path) \
-                    if os.environ.get(RESULTS_ENV) else "results folder %s" % path
-                raise DlreproError("%s: %s is not a folder" % (named, "it" if at == path else at),
-                                   "give a folder for the bundles (it is made when missing), not a file")
-            break
-    return path
+            return None if at.is_dir() else at
+    return None
 
 
 def names(folder):

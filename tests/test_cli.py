@@ -331,3 +331,99 @@ def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
     assert run.returncode == 2 and run.stdout.splitlines()[0].startswith("error: --run: study dlf has no run 'tpu'; its "
                                                                          "runs: gpu-cnn, cpu-cnn,")
     assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+@pytest.mark.parametrize("args, lines", [
+    (["--device", "tpu"], ["error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')"]),
+    (["--executor", "nosuch"], ["error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')"]),
+    (["--framework", "nosuch"], ["error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, "
+                                 "tensorflow, mxnet, jax, cntk, caffe2, caffe",
+                                 "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
+    (["--framework", "torch,tensorfow"], [
+        "error: study dlf declares no adapter for 'tensorfow' (did you mean tensorflow?); its frameworks: torch, "
+        "tensorflow, mxnet, jax, cntk, caffe2, caffe",
+        "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
+])
+def test_study_refuses_what_run_refuses_before_writing_a_record(tmp_path, args, lines):
+    """--device tpu and --framework nosuch once wrote a record of nothing runnable and exited 0, --executor nosuch
+    ended in a pydantic traceback, and a typo beside a good framework was dropped."""
+    results = tmp_path / "r"
+    results.mkdir()
+    done = dlrepro("study", "dlf", "--results", str(results), *args, cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, lines, "")
+    assert list(results.iterdir()) == []
+    if args[0] != "--framework":  # `dlrepro run` says the same
+        ran = dlrepro("run", "--spec=fcn", "--results", str(results), *args, cwd=tmp_path)
+        assert (ran.returncode, ran.stdout.splitlines()) == (2, lines)
+
+
+@pytest.mark.parametrize("task", [["compare", ALEXNET.name, ALEXNET.name], ["check", ALEXNET.name]])
+def test_a_json_path_that_cannot_be_written_is_refused_before_anything_runs(tmp_path, task):
+    """It was written after the table, and ended in a FileNotFoundError or IsADirectoryError traceback, exit 1."""
+    remedy = "remedy: give a file name in a folder that exists, e.g. --json result.json"
+    for given, why in ((tmp_path / "nope" / "x.json", "no folder %s" % (tmp_path / "nope")),
+                       (tmp_path, "it is a folder")):
+        done = dlrepro(*task, "--json", str(given), cwd=tmp_path)
+        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
+            2, ["error: --json %s: %s" % (given, why), remedy], ""), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("task", [["report", ALEXNET.name], ["study-report", "dlf"], ["study", "dlf"]])
+def test_a_report_out_that_is_a_file_is_one_error_line(tmp_path, task):
+    """It ended in NotADirectoryError (a study: after its runs)."""
+    (tmp_path / "notes.txt").write_text("a file, not a folder\n")
+    remedy = "remedy: give a folder for the report (it is made when missing), not a file"
+    for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):
+        done = dlrepro(*task, "--out", str(given), "--results", str(tmp_path / "r"), cwd=tmp_path)
+        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
+            2, ["error: --out %s: %s is not a folder" % (given, named), remedy], ""), done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_json_file_that_is_no_study_record_is_named_as_such(tmp_path):
+    """A bundle.json (valid JSON, another schema) ended in KeyError: 'manifest'."""
+    remedy = "remedy: give a study record (results/studies/<study>-<stamp>.json, `dlrepro study` writes them) or a " \
+             "study name"
+    done = dlrepro("study-report", str(ALEXNET / "bundle.json"), "--out", str(tmp_path), cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
+        "error: results/%s/bundle.json: not a study record (schema dlrepro.study/1; this file's: dlrepro.bundle/1)"
+        % ALEXNET.name, remedy], "")
+    (tmp_path / "list.json").write_text("[1, 2]\n")
+    done = dlrepro("study-report", str(tmp_path / "list.json"), "--out", str(tmp_path), cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines()) == (2, [
+        "error: list.json: not a study record (schema dlrepro.study/1; this file's: none)", remedy])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["list.json"]
+
+
+def test_bundles_in_one_quoted_argument_are_split_on_spaces_as_the_help_says(tmp_path):
+    from dlrepro.run.optiontext import split
+
+    assert split(" a b,c ,\td\n") == ["a", "b", "c", "d"] and split(" , ") is None
+    other = "fcn-20261130T022354Z-cc755c44"
+    done = dlrepro("report", "%s %s" % (ALEXNET.name, other), "--out", str(tmp_path / "rep"), cwd=tmp_path)
+    assert done.returncode == 0 and str(tmp_path / "rep" / "report.html") in done.stdout.splitlines(), done.stdout
+    assert "%s, %s" % (ALEXNET.name, other) in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_a_bundle_name_too_long_for_the_system_is_no_bundle(tmp_path):
+    """It ended in OSError: File name too long."""
+    name = "x" * 300
+    for task in (["report", name], ["compare", name, "latest"], ["validate", name]):
+        done = dlrepro(*task, cwd=tmp_path)
+        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
+            "error: %s: no bundle.json there; give a bundle folder or the id of one under %s (another results folder: "
+            "--results DIR)" % (name, REPO_ROOT / "results")], ""), task
+
+
+EFFECT = ["error: --min-effect: expected a number from 0 (included) to 1 (excluded) (got %r)",
+          "remedy: e.g. --min-effect 0.05 (a change of 5%)"]
+ALPHA = ["error: --alpha: expected a number from 0 (excluded) to 0.5 (excluded) (got %r)", "remedy: e.g. --alpha 0.01"]
+
+
+@pytest.mark.parametrize("option, value, lines", [
+    ("--min-effect", v, EFFECT) for v in ("nan", "inf", "-inf", "1", "-0.1")] + [
+    ("--alpha", v, ALPHA) for v in ("nan", "inf", "0", "0.5", "x")])
+def test_min_effect_and_alpha_out_of_range_or_not_finite_are_refused(tmp_path, option, value, lines):
+    """--min-effect nan printed "+nan%" and exited 0; inf was taken too."""
+    done = dlrepro("compare", ALEXNET.name, ALEXNET.name, option, value, cwd=tmp_path)
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [lines[0] % value, lines[1]], "")

@@ -244,7 +244,7 @@ def test_a_study_record_is_found_by_its_exact_name(tmp_path):
     folder = records.records_dir(tmp_path)
     folder.mkdir(parents=True)
     for stem in ("dlf-20261201T100000Z", "dlf-gpu-20261201T110000Z", "dlfx-20261201T120000Z"):
-        (folder / (stem + ".json")).write_text(json.dumps({"study": stem.rsplit("-", 1)[0]}))
+        (folder / (stem + ".json")).write_text(json.dumps({"schema": records.SCHEMA, "study": stem.rsplit("-", 1)[0]}))
     assert records.find("dlf", tmp_path).path.name == "dlf-20261201T100000Z.json"
     assert records.find("dlf-gpu", tmp_path).path.name == "dlf-gpu-20261201T110000Z.json"
 

@@ -18,17 +18,18 @@ def _bundle(name, results):
     return gather.folders([name], folders.results_root(results))[0]
 
 
-def _number(option, text, low, high):
-    """``text`` as a number in [low, high) (high None: unbounded; low excluded when it is 0 for alpha)."""
+def _fraction(option, text, high, zero, example):
+    """``text`` as a finite number from 0 (included when ``zero``) to ``high`` (excluded); raises DlreproError
+    naming ``option``, with ``example`` as its remedy, for anything else (nan and inf included)."""
     from dlrepro.errors import DlreproError
 
     try:
         value = float(text)
     except ValueError:
-        value = None
-    if value is None or value < low or (high is not None and not low < value < high):
-        raise DlreproError("%s: expected a number %s (got %r)" % (
-            option, ">= %g" % low if high is None else "between %g and %g" % (low, high), text))
+        value = float("nan")
+    if not (0 <= value < high if zero else 0 < value < high):  # nan is in no range
+        raise DlreproError("%s: expected a number from 0 (%s) to %g (excluded) (got %r)" % (
+            option, "included" if zero else "excluded", high, text), "e.g. %s %s" % (option, example))
     return value
 
 
@@ -43,14 +44,28 @@ def study_report(c, name, out="", results="", allow_missing=False):
     Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
     the command exits 1 (after writing the report) unless --allow-missing."""
     with user_errors():
-        made = write_study_report(name, out, folders.results_root(results), allow_missing)
+        made = write_study_report(name, out_folder(out), folders.results_root(results), allow_missing)
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 
 
+def out_folder(out):
+    """The report folder --out names (made when missing), None when not given (""); raises DlreproError when it,
+    or the nearest folder above it that exists, is a file."""
+    from pathlib import Path
+
+    from dlrepro.errors import DlreproError
+
+    at = folders.file_in_the_way(Path(out)) if out else None
+    if at:
+        raise DlreproError("--out %s: %s is not a folder" % (out, "it" if at == Path(out) else at),
+                           "give a folder for the report (it is made when missing), not a file")
+    return Path(out) if out else None
+
+
 def write_study_report(name, out, results_dir, allow_missing):
-    """Write the study report of record ``name`` (default folder: RESULTS/reports/<record name>); prints its
-    answer first, and a line when it replaced a report there."""
+    """Write the study report of record ``name`` into folder ``out`` (a Path; None: RESULTS/reports/<record
+    name>); prints its answer first, and a line when it replaced a report there."""
     from pathlib import Path
 
     from dlrepro.results import gather
@@ -58,7 +73,7 @@ def write_study_report(name, out, results_dir, allow_missing):
 
     answer = gather.study(name, results_dir)
     console.print(answer.answer, soft_wrap=True, highlight=False)
-    folder = Path(out) if out else results_dir / "reports" / Path(answer.record_path).stem
+    folder = out or results_dir / "reports" / Path(answer.record_path).stem
     there = _report_there(folder, "study.md", "study.html")
     made = reports.write(answer, folder, allow_missing)
     _rewrote(folder, there)
@@ -121,6 +136,20 @@ def _exit(found, fail_on, json, failed):
         raise Exit(code=status)
 
 
+def _json_file(json):
+    """Raise DlreproError naming --json when ``json`` (a path, or "" when not given) cannot be written as a file:
+    a folder, or a file in no folder; checked before anything is read or compared."""
+    from pathlib import Path
+
+    from dlrepro.errors import DlreproError
+
+    path = Path(json)
+    if json and (path.is_dir() or not path.parent.is_dir()):
+        raise DlreproError("--json %s: %s" % (json, "it is a folder" if path.is_dir() else
+                                              "no folder %s" % path.parent),
+                           "give a file name in a folder that exists, e.g. --json result.json")
+
+
 def _choice(option, value, choices):
     from dlrepro.errors import DlreproError
 
@@ -133,7 +162,7 @@ def _choice(option, value, choices):
     "old": "the baseline bundle A (folder, id under --results, or 'latest'); with --against: the bundle B",
     "new": "the bundle B checked for regressions against A",
     "against": "the baseline A, for `compare B --against A` (the same as `compare A B`)",
-    "min-effect": "smallest relative change of the median reported as a change, >= 0 (default 0.05 = 5%)",
+    "min-effect": "smallest relative change of the median reported as a change, >= 0 and < 1 (default 0.05 = 5%)",
     "alpha": "significance level of the test, between 0 and 0.5 (default 0.01)",
     "fail-on": "exit status 1 when a configuration is: slower (default), faster, change (either), unproven (slower "
                "or 'cannot tell') or never",
@@ -158,7 +187,9 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
                                "not both")
         a, b = (against, old) if against else (old, new)
         _choice("--fail-on", fail_on, model.FAIL_ON)
-        effect, level = _number("--min-effect", min_effect, 0, None), _number("--alpha", alpha, 0, 0.5)
+        _json_file(json)
+        effect = _fraction("--min-effect", min_effect, 1, True, "0.05 (a change of 5%)")
+        level = _fraction("--alpha", alpha, 0.5, False, "0.01")
         found = gather.comparison(a, b, effect, level, folders.results_root(results))
         render.comparison(found)
         _exit(found, fail_on, json, "%d configuration(s)" % len(found.failing(fail_on)))
@@ -182,6 +213,7 @@ def check(c, bundle, fail_on="never", json="", results=""):
 
     with user_errors():
         _choice("--fail-on", fail_on, model.CHECK_FAIL_ON)
+        _json_file(json)
         found = gather.bundles([bundle], folders.results_root(results))
         render.check(found)
         cells, rankings = found.failing(fail_on)
@@ -245,16 +277,14 @@ def report(c, bundles, out="", results=""):
     Environment (the studies' vs here), results, comparison with the published values, ranking
     verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time.
     Written where study reports go, RESULTS/reports/, unless --out; a report there before is replaced."""
-    from pathlib import Path
-
     from dlrepro.results import gather
     from dlrepro.results.views import report as reports
 
     with user_errors():
-        root = folders.results_root(results)
+        root, target = folders.results_root(results), out_folder(out)
         answer = gather.bundles(split(bundles) or [], root)
         more = "+%d" % (len(answer.ids) - 1) if len(answer.ids) > 1 else ""
-        target = Path(out) if out else root / "reports" / (answer.ids[0] + more)
+        target = target or root / "reports" / (answer.ids[0] + more)
         there = _report_there(target, "report.md", "report.html")
         made = reports.write(answer, target)
         for line in made.headline:

@@ -20,8 +20,8 @@ import sys
 from invoke import Collection, Exit
 
 from dlrepro import folders
-from dlrepro.cli.answer_tasks import (archive, check, compare, merge, report, study_report, validate, verify,
-                                      write_study_report)
+from dlrepro.cli.answer_tasks import (archive, check, compare, merge, out_folder, report, study_report, validate,
+                                      verify, write_study_report)
 from dlrepro.cli.console import console, user_errors
 from dlrepro.cli.options import BASE_SOURCE_HELP, ENGINE_HELP, RESULTS_HELP, task
 from dlrepro.run.optiontext import UNSET, split
@@ -194,7 +194,7 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
 
     with user_errors():
         enginemod.use(engine)
-        results_dir = folders.results_root(results)
+        results_dir, folder = folders.results_root(results), out_folder(out)
         try:
             with StudyReporter() as reporter:
                 record = studyrun.run(name, device or None, split(framework), executor, quick, resume or None,
@@ -202,7 +202,7 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
         except KeyboardInterrupt as exc:
             _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
         console.print("study record: %s" % record.path)
-        made = write_study_report(str(record.path), out, results_dir, False)
+        made = write_study_report(str(record.path), folder, results_dir, False)
         console.print("study report: %s (and %s)" % (made.html, made.markdown))
 
 

@@ -75,6 +75,14 @@ def counts(statuses):
     return found
 
 
+def _holds_bundle(folder):
+    """Whether ``folder`` holds a bundle.json: False for a name the system cannot look up (OSError: one too long)."""
+    try:
+        return (folder / "bundle.json").is_file()
+    except OSError:
+        return False
+
+
 def locate(name, results_dir=None, partial=False, spec=None):
     """The folder of bundle ``name``: a path, a bundle id under the results folder, or (``partial``) the partial
     bundle of that id, or "latest": the most recently created partial bundle (of spec ``spec`` when given; a
@@ -95,7 +103,7 @@ def locate(name, results_dir=None, partial=False, spec=None):
         raise DlreproError("latest: no bundle%s under %s" % (of, results_dir), "start a run: `dlrepro run --spec NAME`")
     candidates = [Path(name), results_dir / name] + ([results_dir / _partial_name(name)] if partial else [])
     for folder in candidates:
-        if (folder / "bundle.json").is_file():
+        if _holds_bundle(folder):
             return folder
     raise DlreproError("%s: no bundle.json there; give a bundle folder or the id of one under %s (another "
                        "results folder: --results DIR)%s" % (name, results_dir,

@@ -15,6 +15,14 @@ from dlrepro.results import bundle, records, tables
 from dlrepro.results.answers import model, study as studyanswer
 
 
+def _is_folder(name):
+    """Whether ``name`` is a folder: False for a name the system cannot look up (OSError: one too long)."""
+    try:
+        return Path(name).is_dir()
+    except OSError:
+        return False
+
+
 def folders(names, results_dir=None):
     """Bundle folders from paths, bundle ids under the results folder or "latest" (the newest complete bundle), in
     order, each once. Raises DlreproError for a name that is no bundle and for no name at all."""
@@ -23,7 +31,7 @@ def folders(names, results_dir=None):
         if name == "latest":
             folder = bundle.latest_complete(results_dir)
         else:
-            folder = bundle.locate(name, results_dir if Path(name).is_dir() else bundle.existing_root(results_dir))
+            folder = bundle.locate(name, results_dir if _is_folder(name) else bundle.existing_root(results_dir))
         if folder.resolve() not in {f.resolve() for f in found}:
             found.append(folder)
     if not found:

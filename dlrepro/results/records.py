@@ -59,10 +59,18 @@ class Record:
 
 
 def _read(path):
+    """The Record in file ``path``; raises DlreproError naming the file when it is not one (unreadable, not JSON,
+    or JSON of another schema than SCHEMA)."""
+    remedy = "give a study record (results/studies/<study>-<stamp>.json, `dlrepro study` writes them) or a study name"
     try:
-        return Record(path, json.loads(Path(path).read_text()))
+        body = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        raise DlreproError("%s: not a study record (%s)" % (shown(path), exc)) from None
+        raise DlreproError("%s: not a study record (%s)" % (shown(path), exc), remedy) from None
+    schema = body.get("schema") if isinstance(body, dict) else None
+    if schema != SCHEMA:
+        raise DlreproError("%s: not a study record (schema %s; this file's: %s)" % (
+            shown(path), SCHEMA, schema if isinstance(schema, str) else "none"), remedy)
+    return Record(path, body)
 
 
 def find(name, results_dir):

@@ -173,6 +173,16 @@ def _frameworks(spec, options):
     return options.frameworks or list(spec.frameworks)
 
 
+def known_frameworks(frameworks, known, owner):
+    """Raise DlreproError when one of ``frameworks`` (NAME or NAME@VERSION) is not in ``known``, the frameworks of
+    ``owner`` (e.g. "spec alexnet"), naming it with its near miss or odd letter."""
+    foreign = [f for f in frameworks if _framework_name(f) not in known]
+    if foreign:
+        raise DlreproError("%s declares no adapter for %s; its frameworks: %s" % (
+            owner, ", ".join(unknown_name(f, known) for f in foreign), ", ".join(known)),
+            "give --framework names of those, comma-separated, or leave --framework out")
+
+
 def _within_limits(spec, variants, options):
     """Raise DlreproError naming the option when a size given on the command line is above a chosen variant's
     limits (the spec's ``limits``, which the spec may raise)."""
@@ -206,11 +216,7 @@ def expand(spec, options):
                            % (spec.name, ", ".join(unknown), ", ".join(spec.variants)))
     _within_limits(spec, variants, options)
     frameworks = _frameworks(spec, options)
-    foreign = [f for f in frameworks if _framework_name(f) not in spec.frameworks]
-    if foreign:
-        raise DlreproError("spec %s declares no adapter for %s; its frameworks: %s"
-                           % (spec.name, ", ".join(unknown_name(f, spec.frameworks) for f in foreign),
-                              ", ".join(spec.frameworks)))
+    known_frameworks(frameworks, spec.frameworks, "spec %s" % spec.name)
     jobs = []
     for name in variants:
         variant = spec.variants[name]

@@ -137,6 +137,12 @@ def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch
         gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
         precision=precision, layout=layout, cudnn_autotune=cudnn_autotune, compile=compile,
         allow_ptx_jit=allow_ptx_jit, isolation=isolation, ranks=_ranks(ranks), seeds=_number("--seeds", seeds))
+    return checked(**values)
+
+
+def checked(**values):
+    """RunOptions of ``values`` (its fields, as typed values); raises DlreproError with one line per wrong option:
+    ``--OPTION: what is expected (got ...)`` (``dlrepro run``'s and ``dlrepro study``'s checks alike)."""
     try:
         return RunOptions(**values)
     except ValidationError as exc:

@@ -32,7 +32,7 @@ from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
 from dlrepro.run import hostinfo, jobs as jobsmod, runs as runsmod
 from dlrepro.run.pool import WorkerPool
-from dlrepro.run.options import RunOptions
+from dlrepro.run.options import RunOptions, checked
 from runner.contract import utc_now
 from runner.environment import usable_cpus
 
@@ -71,11 +71,22 @@ def _known_runs(study, runs):
             "give run ids of the study, comma-separated")
 
 
+def _known_options(study, specs, device, frameworks, executor):
+    """Raise DlreproError, as ``dlrepro run`` does, for a device, executor or framework it would refuse: a
+    framework none of the study's specs (``specs``: {name: Spec}) declares."""
+    checked(**{k: v for k, v in dict(device=device, frameworks=frameworks, executor=executor).items() if v})
+    known = list(dict.fromkeys(f for spec in specs.values() for f in spec.frameworks))
+    jobsmod.known_frameworks(frameworks or [], known, "study %s" % study.name)
+
+
 def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None):
     """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
     default), restricted to the run ids ``runs``, ``device`` and ``frameworks`` when given. Raises DlreproError
-    for a run id the study does not have."""
+    for a run id the study does not have, and for a device, executor or framework ``dlrepro run`` refuses (a
+    framework none of the study's specs declares)."""
     _known_runs(study, runs)
+    specs = {run.spec: specmod.load(run.spec) for run in study.runs.values()}
+    _known_options(study, specs, device, frameworks, executor)
     gpus = hostinfo.gpus() if gpus is None else gpus
     cpus = cpus or usable_cpus()
     planned = []
@@ -98,7 +109,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
         if len(counts) < len(run.gpus):
             item.notes.append("GPU counts %s left out: this host has %d GPU%s" % (
                 ", ".join(str(g) for g in run.gpus if g not in counts), len(gpus), "s"[len(gpus) == 1:]))
-        spec = specmod.load(run.spec)
+        spec = specs[run.spec]
         chosen = [f for f in (frameworks or spec.frameworks) if f.split("@")[0] in spec.frameworks]
         if not chosen:
             item.why = "spec %s has none of the frameworks asked for (%s)" % (run.spec, ", ".join(frameworks))
