@@ -158,15 +158,19 @@ class Loss(Strict):
     reduction: Literal["mean", "sum_over_time"] = "mean"
 
 
+MAX_SEEDS = 100  # independent trainings of one convergence job: each a full training (six give a 95% interval)
+
+
 class Convergence(Strict):
     """Training to accuracy: epochs over the real training set, evaluation after each."""
     epochs: PositiveInt
     batch_size: Optional[PositiveInt] = Field(None, description="default: the variant's batch size for the device")
     max_iterations_per_epoch: Optional[PositiveInt] = None
     test_complete_batches: bool = Field(False, description="evaluate on complete test mini-batches only (DLF)")
-    seeds: PositiveInt = Field(1, description="independent trainings, each its own job with seed 0..seeds-1 (fresh "
-                                              "initialisation and data order): six give a 95% interval of the final "
-                                              "test accuracy and time (runner.stats MIN_UNITS_95)")
+    seeds: PositiveInt = Field(1, le=MAX_SEEDS, description="independent trainings, each its own job with seed "
+                                                            "0..seeds-1 (fresh initialisation and data order): six "
+                                                            "give a 95% interval of the final test accuracy and "
+                                                            "time (runner.stats MIN_UNITS_95)")
 
 
 class Inference(Strict):

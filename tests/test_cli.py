@@ -327,6 +327,9 @@ def test_results_that_is_a_file_is_one_error_line(tmp_path):
 def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
     seeds = dlrepro("run", "--spec=imdb-gru", "--seeds=0", "--executor=local", "--results", str(tmp_path), cwd=tmp_path)
     assert seeds.returncode == 2 and seeds.stdout.splitlines()[0] == "error: --seeds: Input should be greater than 0 (got 0)"
+    many = dlrepro("run", "--spec=imdb-gru", "--seeds=101", "--executor=local", "--results", str(tmp_path), cwd=tmp_path)
+    assert many.returncode == 2 and many.stdout.splitlines()[0] == (
+        "error: --seeds: Input should be less than or equal to 100 (got 101)")  # each seed is a full training
     run = dlrepro("study", "dlf", "--run=cpu-rnn,tpu", "--results", str(tmp_path), cwd=tmp_path)
     assert run.returncode == 2 and run.stdout.splitlines()[0].startswith("error: --run: study dlf has no run 'tpu'; its "
                                                                          "runs: gpu-cnn, cpu-cnn,")

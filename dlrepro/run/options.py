@@ -14,6 +14,7 @@ from typing import Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 
 from dlrepro.errors import DlreproError
+from dlrepro.spec import MAX_SEEDS
 from dlrepro.run.optiontext import UNSET, split  # noqa: F401 (split: the tasks' too)
 from runner.contract import OPTION_DEFAULTS
 
@@ -41,7 +42,7 @@ class RunOptions(BaseModel):
     repeats: Optional[PositiveInt] = None
     epochs: Optional[PositiveInt] = None
     seeds: Optional[PositiveInt] = Field(
-        None, description="independent trainings of each convergence job, seeds 0..N-1; None: the variant's "
+        None, le=MAX_SEEDS, description="independent trainings of each convergence job, seeds 0..N-1; None: the variant's "
                           "convergence.seeds (1 with quick)")
     threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
         None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
