@@ -337,8 +337,9 @@ def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
 
 
 @pytest.mark.parametrize("args, lines", [
-    (["--device", "tpu"], ["error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')"]),
-    (["--executor", "nosuch"], ["error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')"]),
+    (["--device", "tpu"], ["error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')", "remedy: give each option a value in its range: `dlrepro --help run` lists them"]),
+    (["--executor", "nosuch"], ["error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')",
+                                "remedy: give each option a value in its range: `dlrepro --help run` lists them"]),
     (["--framework", "nosuch"], ["error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, "
                                  "tensorflow, mxnet, jax, cntk, caffe2, caffe",
                                  "remedy: give --framework names of those, comma-separated, or leave --framework out"]),

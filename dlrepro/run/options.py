@@ -152,7 +152,8 @@ def checked(**values):
             deepest.setdefault(e["loc"][0], e)
         raise DlreproError("\n".join("%s: %s (got %r)" % (
             OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"], e["input"])
-            for name, e in deepest.items())) from None
+            for name, e in deepest.items()), "give each option a value in its range: `dlrepro --help run` lists "
+            "them") from None
 
 
 def slurm_option_problem(option):
