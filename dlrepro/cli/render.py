@@ -7,8 +7,8 @@ from rich.text import Text
 
 from dlrepro.cli.console import MARK, console
 from dlrepro.frameworks import display
-from dlrepro.results.answers import bands, verdicts as words
-from dlrepro.results.answers.model import UNRECORDED
+from dlrepro.results.answers import verdicts as words
+from dlrepro.results.answers import model
 from dlrepro.results.views import numbers, palette, report
 from dlrepro.run import hostinfo
 
@@ -158,10 +158,7 @@ def _published_table(group, ranks):
         mark = ""
         if row.verdict not in (words.REPRODUCES, words.DIFFERS) and isinstance(row.why, str):
             mark = " [%d]" % notes.setdefault(row.why, len(notes) + 1)
-        band = (row.lower, row.upper) if pd.notna(row.ratio) and row.verdict in (
-            words.REPRODUCES, words.DIFFERS, words.CANNOT_TELL) else ()  # a verdict on the tolerance
-        interval, tolerance = bands.words(row.ci95_low / row.published, row.ci95_high / row.published, band) \
-            if band and pd.notna(row.ci95_low) and pd.notna(row.ci95_high) else ("", bands.words(0, 0, band)[1])
+        interval, tolerance = (_cell(row.ratio_interval), _cell(row.tolerance))
         said = _verdict(row.verdict) + (" (%s)" % row.direction if row.verdict == words.DIFFERS and
                                         isinstance(row.direction, str) else "")
         table.add_row(row.variant, str(int(row.batch_size)), display(row.framework),
@@ -186,7 +183,7 @@ def _shown(row, column):
         a, b = _cell(row.timer_a), _cell(row.timer_b)
         if row.verdict in (words.ONLY_IN_A, words.ONLY_IN_B):
             return a or b
-        return a if a == b else "%s / %s" % (a or UNRECORDED, b or UNRECORDED)
+        return a if a == b else "%s / %s" % (a or model.UNRECORDED, b or model.UNRECORDED)
     return _cell(getattr(row, column))
 
 

@@ -38,7 +38,9 @@ def words(low, high, band=()):
     """'0.8-1.25' of an interval, for a reason, and the ``band`` (lower, upper) it is set against as stated: the
     interval in 3 significant digits, more where 3 would show it on the wrong side of a band edge or its two ends
     as one (0.99975-1.00196 against 0.9995-1.0005 is '0.9998-1.002', not '1-1'). Returns (interval text, band
-    text)."""
+    text); an interval of None ends is ''."""
+    if low is None or high is None:
+        return "", "-".join("%.10g" % edge for edge in band)
     for digits in range(3, 10):
         texts = ["%.*g" % (digits, v) for v in (low, high)]
         shown = [float(t) for t in texts]

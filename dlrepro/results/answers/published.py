@@ -32,7 +32,8 @@ TO_MEASURED_UNIT = {"s": 1.0, "min": 60.0, "percent": 0.01, "fraction": 1.0, "im
 UNIT = {"time": "s", "rate": "images/s", "accuracy": "fraction"}
 CELL_COLUMNS = ["spec", "variant", "batch_size", "framework", "measured_framework_version", "device", "threads",
                 "measured_hardware", "metric", "unit", "measured", "ci95_low", "ci95_high", "published", "ratio",
-                "lower", "upper", "verdict", "direction", "why", "smoke", "no_interval", "seeds", "reference_id",
+                "lower", "upper", "verdict", "direction", "why", "smoke", "no_interval", "ratio_interval", "tolerance",
+                "seeds", "reference_id",
                 "reference_kind",
                 "published_framework", "published_version", "published_hardware", "source", "bundle_id", "job_id"]
 
@@ -51,6 +52,8 @@ class Judged:
     smoke: str = None  # answers.measured.smoke: why the value is a smoke pass
     interval: tuple = None  # the measured value's 95% interval (repeats or seeds), or None
     no_interval: str = None  # answers.measured.no_interval: why there is none
+    rests_on: tuple = ("", "")  # (the ratio's 95% interval, the tolerance) as text (bands.words), of a verdict on the
+    # tolerance (reproduces, differs, cannot tell on the same hardware)
 
 
 def direction(kind, ratio, lower, upper):
@@ -91,8 +94,10 @@ def judge(row, ref):
         return found
     if found.interval is None:
         found.verdict, found.why = verdicts.CANNOT_TELL, "no 95%% interval: %s" % found.no_interval
+        found.rests_on = ("", bands.words(None, None, (lower, upper))[1])
         return found
     low, high = found.interval[0] / published, found.interval[1] / published
+    found.rests_on = bands.words(low, high, (lower, upper))
     where = bands.position(low, high, (lower, upper))
     if where == bands.INSIDE:
         found.verdict = verdicts.REPRODUCES
@@ -100,7 +105,7 @@ def judge(row, ref):
         found.verdict = verdicts.DIFFERS
     else:
         found.verdict, found.why = verdicts.CANNOT_TELL, "the 95%% interval of the ratio, %s, crosses the " \
-            "tolerance %s" % bands.words(low, high, (lower, upper))
+            "tolerance %s" % found.rests_on
     return found
 
 
@@ -141,7 +146,8 @@ def against_published(summary, references):
                 "ci95_low": low, "ci95_high": high, "published": judged.published, "ratio": judged.ratio,
                 "lower": judged.lower, "upper": judged.upper, "verdict": judged.verdict,
                 "direction": judged.direction, "why": judged.why, "smoke": judged.smoke,
-                "no_interval": judged.no_interval, "seeds": measured.get(row, "seeds"), "reference_id": ref.id,
+                "no_interval": judged.no_interval, "ratio_interval": judged.rests_on[0],
+                "tolerance": judged.rests_on[1], "seeds": measured.get(row, "seeds"), "reference_id": ref.id,
                 "reference_kind": ref.kind, "published_framework": ref.framework,
                 "published_version": ref.framework_version, "published_hardware": ref.hardware, "source": ref.source,
                 "bundle_id": row.bundle_id, "job_id": row.job_id,
