@@ -26,6 +26,16 @@ def images(docker_engine, matrix):
     return {fw: build.ensure(matrix, matrix.find(fw, "cpu"), build.BuildOptions(), log=print) for fw in FRAMEWORKS}
 
 
+ERAS = ("tensorflow@1.4.0",)  # the studies' versions with an adapter of their own API (runner.adapters.ERAS)
+
+
+@pytest.fixture(scope="session")
+def era_images(docker_engine, matrix):
+    """The CPU image of each era version of ERAS, built for real (or found by its content-hashed tag)."""
+    return {token: build.ensure(matrix, matrix.find(token.split("@")[0], "cpu", token.split("@")[1]),
+                                build.BuildOptions(), log=print) for token in ERAS}
+
+
 def expressible(framework):
     """{(spec name, variant)} that ``framework``'s adapter can express."""
     return {(name, v) for name in spec.available() for v in spec.load(name).variants
@@ -102,3 +112,34 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
     # share of the test images, 0.0892, which a constant predictor also scores)
     assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and epoch["loss_curve"][-1] <= math.log(10) + 0.01
     assert 0.0892 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157
+
+
+@pytest.mark.parametrize("token", ERAS)
+def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_r(token, era_images, tmp_path,
+                                                                                  reporter, monkeypatch, mnist):
+    """TensorFlow 1.4.0 (DLF's version) through the tf.Session graph adapter: every spec model it expresses has
+    the spec's parameter count, the recurrent ones are left out with the reason, and FCN-R trains on MNIST (the
+    loss falls over 100 iterations, the whole test set is evaluated)."""
+    batch = parameter_jobs(token)
+    executors.DockerExecutor().run(era_images[token], batch, tmp_path / "parameters", datasets.root(),
+                                   lambda *e: None)
+    for job in batch:
+        result = json.loads((tmp_path / "parameters" / job["id"] / "result.json").read_text())
+        assert result["status"] == "ok", (job["id"], result["reason"])
+        assert result["parameters"]["measured"] == job["model"]["parameters"], job["id"]
+        assert result["environment"]["framework_version"] == "1.4.0"
+        assert result["environment"]["api"] == "graph (tf.Session)"
+    names = {(j["spec"]["name"], j["variant"]) for j in batch}
+    assert ("alexnet", "alexnet-s") in names and ("cifar10-vgg", "cifar10-vgg") in names and len(names) >= 10
+    assert ("imdb-gru", "imdb-gru") not in names and jobs.unsupported(spec.load("imdb-gru"), "imdb-gru", token) == (
+        "the tensorflow 1.x adapter has no layer embedding, gru, last_step (the TensorFlow 1.x graph adapter builds "
+        "no embedding or recurrent layer yet)")
+    fresh_cache(monkeypatch, tmp_path, mnist=mnist)
+    path = runs.run("fcn", RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
+                    results_dir=tmp_path, reporter=reporter)
+    (job,) = path.glob("jobs/*")
+    assert job.name == "fcn-r.tensorflow-1.4.0.cpu.b64.convergence"
+    result = json.loads((job / "result.json").read_text())
+    epoch = result["convergence"]["epochs"][0]
+    assert result["status"] == "ok" and epoch["iterations"] == 100 and result["convergence"]["test_batches"] == 157
+    assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and 0.0892 <= epoch["test_accuracy"] <= 1.0

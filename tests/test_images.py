@@ -175,8 +175,10 @@ def test_a_missing_or_moved_python_build_is_a_clear_error(matrix, tmp_path, monk
 
 
 def test_unknown_image_is_a_clear_error(matrix):
-    with pytest.raises(ImageError, match="no image for framework 'caffe' on device 'cuda'"):
+    with pytest.raises(ImageError, match=r"no image of caffe on device cuda; its versions here: 1\.0\.0 \(cpu\)$"):
         matrix.find("caffe", "cuda")
+    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, caffe2, cntk, jax, "):
+        matrix.find("theano", "cpu")
 
 
 @pytest.mark.parametrize("framework, cuda, cudnn_pin", [
@@ -203,8 +205,12 @@ def test_cpu_locks_pin_the_framework_versions(matrix):
 
 def test_a_version_is_chosen_by_framework_at_version(matrix):
     assert matrix.find("tensorflow", "cpu", "2.21.0").name == "tensorflow-2.21.0-cpu"
-    with pytest.raises(ImageError, match="no image for framework 'tensorflow' version 2.15.1 on device 'cpu'"):
-        matrix.find("tensorflow", "cpu", "2.15.1")
+    with pytest.raises(ImageError) as caught:
+        matrix.find("mxnet", "cpu", "0.9.3")
+    assert str(caught.value).endswith("no image of mxnet 0.9.3 on device cpu; its versions here: 0.12.0 (cpu), "
+                                      "1.9.1 (cpu), 1.9.1 (cuda)")
+    assert caught.value.remedy == "give one of those as mxnet@VERSION, or add an entry for it to the matrix"
+    assert matrix.versions("mxnet", "cpu") == ["0.12.0", "1.9.1"] and matrix.versions("caffe", "cuda") == []
 
 
 HOST = {"cpu_flags": ["avx", "avx2", "fma"], "cpu_model": "Old Xeon", "gpus": [

@@ -36,6 +36,23 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
+# an era whose adapter is another module (runner.adapters.ERAS): (framework, major version) -> what it expresses
+ERAS = {
+    ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], layers=ALL_LAYERS - RECURRENT, layer_notes=dict.fromkeys(
+        RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet")),
+}
+
+
+def of(framework):
+    """(adapter name, capabilities) of a framework token: NAME, or NAME@VERSION (ERAS by its major version);
+    capabilities None for a framework without an adapter."""
+    name, _, version = framework.partition("@")
+    era = (name, version.split(".")[0])
+    if era in ERAS:
+        return "%s %s.x" % (name, era[1]), ERAS[era]
+    return name, CAPABILITIES.get(name)
+
+
 # measurement options each adapter applies (runner.contract.OPTION_DEFAULTS), each value it can honour; a job
 # asking for another is refused (skipped with the reason), never recorded as applied. How each is applied:
 #   precision fp32 (TF32 off): torch (allow_tf32 flags), tensorflow (enable_tensor_float_32_execution(False)),
@@ -75,9 +92,9 @@ def _layer_types(layers):
 
 
 def unsupported(framework, layers, loss, optimizer, weights_format):
-    """Why ``framework`` cannot run a model of these (expanded) ``layers`` with this loss,
-    optimizer name (None for inference) and weight format (None without weights); None if it can."""
-    caps = CAPABILITIES.get(framework)
+    """Why ``framework`` (NAME, or NAME@VERSION: ``of``) cannot run a model of these (expanded) ``layers`` with
+    this loss, optimizer name (None for inference) and weight format (None without weights); None if it can."""
+    framework, caps = of(framework)
     if caps is None:
         return "no runner adapter for %s" % framework
     missing = sorted(set(_layer_types(layers)) - caps["layers"])

@@ -1,0 +1,83 @@
+"""Claim drift: does each claim keep its verdict from the versions a study published (or the nearest the image
+matrix has) to today's? One more view of the answer model: the same claim rules (answers.claims) applied to the
+rows of each version set of a study run with ``--versions both`` (dlrepro.eras).
+
+The record says which framework tokens each run ran for each set (``runs.<id>.versions``: {set: [{tool, token,
+label}]}); a row belongs to a set when its job ran one of those tokens (its job id is
+``variant.<token with @ as ->.device...``). A framework that is none of the study's tools (an extra the suite
+also runs) belongs to both. Changes:
+
+  keeps        both sets answered (holds, direction holds, does not hold) and the answers agree
+  flips        both answered and they disagree
+  cannot tell  one side is inconclusive (a smoke pass, an interval across the band) or not testable
+  not judged   neither side could be judged here
+"""
+from dataclasses import dataclass
+
+from dlrepro.results.answers import verdicts
+
+SETS = ("published", "today")
+ANSWERED = (verdicts.HOLDS, verdicts.DIRECTION_ONLY, verdicts.DOES_NOT_HOLD)
+KEEPS, FLIPS, CANNOT_TELL, NOT_JUDGED = "keeps", "flips", "cannot tell", "not judged"
+CHANGES = (FLIPS, KEEPS, CANNOT_TELL, NOT_JUDGED)  # the order a view lists them in
+
+
+@dataclass
+class Drift:
+    """One claim at both version sets: ``published`` and ``today`` are its claims.Verdict at each, ``labels``
+    {set: "PyTorch 1.0.0 (published: 0.3.1), ..."} what ran for the tools it names."""
+    claim: str
+    text: str
+    published: object
+    today: object
+    labels: dict
+
+    @property
+    def change(self):
+        """keeps, flips, cannot tell or not judged (module doc)."""
+        then, now = self.published.verdict, self.today.verdict
+        if then in ANSWERED and now in ANSWERED:
+            return KEEPS if then == now else FLIPS
+        if then == now == verdicts.NOT_TESTABLE:
+            return NOT_JUDGED
+        return CANNOT_TELL
+
+
+def sets_of(record):
+    """{set: {run id: [{tool, token, label}]}} of a record whose runs ran version sets; {} for one without (a study
+    run without --versions, or with one set only: nothing to set side by side)."""
+    found = {}
+    for run_id, entry in record["runs"].items():
+        for name, chosen in (entry.get("versions") or {}).items():
+            found.setdefault(name, {})[run_id] = chosen
+    return found if set(SETS) <= set(found) else {}
+
+
+def rows_of(summary, record, name):
+    """The rows of ``summary`` (with a ``run`` column) that belong to version set ``name`` of ``record``: a study
+    tool's jobs of that set's tokens, every other framework's jobs as they are."""
+    sets = sets_of(record)
+    keep = [_belongs(row, sets, name) for _, row in summary.iterrows()]
+    return summary[keep] if len(summary) else summary
+
+
+def _belongs(row, sets, name):
+    tokens = [c["token"] for chosen in sets.values() for c in chosen.get(row["run"], [])]
+    if row["framework"] not in {t.split("@")[0] for t in tokens}:
+        return True
+    return any(str(row["job_id"]).startswith("%s.%s.%s." % (row["variant"], c["token"].replace("@", "-"),
+                                                            row["device"])) for c in sets[name].get(row["run"], []))
+
+
+def drift(study, summary, record, evaluate):
+    """One Drift per claim of ``study`` judged (``evaluate(rows)`` -> [claims.Verdict], the same call the study's
+    answer makes) on the rows of each version set of ``record``; [] for a record without both sets. Listed in
+    CHANGES order, then the study's claim order."""
+    if not sets_of(record):
+        return []
+    judged = {name: {v.claim: v for v in evaluate(rows_of(summary, record, name))} for name in SETS}
+    labels = {name: "; ".join(sorted({c["label"] for chosen in sets_of(record)[name].values() for c in chosen}))
+              for name in SETS}
+    out = [Drift(claim, study.claims[claim].text, judged["published"][claim], judged["today"][claim], labels)
+           for claim in study.claims]
+    return sorted(out, key=lambda d: CHANGES.index(d.change))
