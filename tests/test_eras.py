@@ -147,3 +147,19 @@ def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot
     assert jobs.unsupported(gru, "imdb-gru", "tensorflow") is None
     assert jobs.unsupported(gru, "imdb-gru", "tensorflow@1.4.0").startswith("the tensorflow 1.x adapter has no layer "
                                                                             "embedding, gru, last_step (")
+
+
+def test_an_era_adapter_refuses_the_options_its_framework_did_not_have():
+    from runner.adapters import capabilities
+
+    torch10 = {"framework": "torch", "framework_version": "1.0.0", "mode": "throughput", "warmup": 1}
+    assert capabilities.unsupported_options(capabilities.token(dict(torch10, precision="bf16")), dict(
+        torch10, precision="bf16"), "cpu") == "the torch 1.x adapter cannot run precision=bf16 (the torch 1.x adapter " \
+                                              "has fp32)"
+    assert capabilities.unsupported_options("torch", dict(torch10, precision="bf16"), "cpu") is None
+    assert "layout=channels_last" in capabilities.unsupported_options("torch@1.0.0", dict(torch10, layout="channels_last"),
+                                                                       "cpu")
+    tf14 = {"framework": "tensorflow", "framework_version": "1.4.0", "mode": "throughput", "warmup": 0}
+    assert capabilities.unsupported_options(capabilities.token(tf14), tf14, "cpu") == (
+        "the tensorflow 1.x adapter cannot run warm-up 0: its first iteration compiles the training step (the first "
+        "Session.run prunes, places and optimises the graph), and that would be timed")

@@ -26,7 +26,7 @@ def images(docker_engine, matrix):
     return {fw: build.ensure(matrix, matrix.find(fw, "cpu"), build.BuildOptions(), log=print) for fw in FRAMEWORKS}
 
 
-ERAS = ("tensorflow@1.4.0",)  # the studies' versions with an adapter of their own API (runner.adapters.ERAS)
+ERAS = ("tensorflow@1.4.0", "torch@1.0.0")  # the studies' era versions (DLF's TensorFlow; the nearest to its PyTorch)
 
 
 @pytest.fixture(scope="session")
@@ -117,9 +117,11 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
 @pytest.mark.parametrize("token", ERAS)
 def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_r(token, era_images, tmp_path,
                                                                                   reporter, monkeypatch, mnist):
-    """TensorFlow 1.4.0 (DLF's version) through the tf.Session graph adapter: every spec model it expresses has
-    the spec's parameter count, the recurrent ones are left out with the reason, and FCN-R trains on MNIST (the
-    loss falls over 100 iterations, the whole test set is evaluated)."""
+    """The studies' era versions in their images: TensorFlow 1.4.0 (DLF's) through the tf.Session graph adapter,
+    PyTorch 1.0.0 (the nearest served to DLF's 0.3.1) through the torch adapter's era path. Every spec model the
+    adapter expresses has the spec's parameter count (TensorFlow 1.x's recurrent ones are left out with the
+    reason), and FCN-R trains on MNIST (the loss falls over 100 iterations, the whole test set is evaluated)."""
+    version = token.split("@")[1]
     batch = parameter_jobs(token)
     executors.DockerExecutor().run(era_images[token], batch, tmp_path / "parameters", datasets.root(),
                                    lambda *e: None)
@@ -127,18 +129,21 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
         result = json.loads((tmp_path / "parameters" / job["id"] / "result.json").read_text())
         assert result["status"] == "ok", (job["id"], result["reason"])
         assert result["parameters"]["measured"] == job["model"]["parameters"], job["id"]
-        assert result["environment"]["framework_version"] == "1.4.0"
-        assert result["environment"]["api"] == "graph (tf.Session)"
+        assert result["environment"]["framework_version"] == version
     names = {(j["spec"]["name"], j["variant"]) for j in batch}
-    assert ("alexnet", "alexnet-s") in names and ("cifar10-vgg", "cifar10-vgg") in names and len(names) >= 10
-    assert ("imdb-gru", "imdb-gru") not in names and jobs.unsupported(spec.load("imdb-gru"), "imdb-gru", token) == (
-        "the tensorflow 1.x adapter has no layer embedding, gru, last_step (the TensorFlow 1.x graph adapter builds "
-        "no embedding or recurrent layer yet)")
+    assert ("alexnet", "alexnet-s") in names and ("resnet50", "resnet50") in names and len(names) >= 10
+    if token.startswith("tensorflow"):
+        assert result["environment"]["api"] == "graph (tf.Session)" and ("imdb-gru", "imdb-gru") not in names
+        assert jobs.unsupported(spec.load("imdb-gru"), "imdb-gru", token) == (
+            "the tensorflow 1.x adapter has no layer embedding, gru, last_step (the TensorFlow 1.x graph adapter "
+            "builds no embedding or recurrent layer yet)")
+    else:
+        assert ("imdb-gru", "imdb-gru") in names and result["environment"]["zero_grad"] == "zeroed in place"
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
     path = runs.run("fcn", RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
                     results_dir=tmp_path, reporter=reporter)
     (job,) = path.glob("jobs/*")
-    assert job.name == "fcn-r.tensorflow-1.4.0.cpu.b64.convergence"
+    assert job.name == "fcn-r.%s.cpu.b64.convergence" % token.replace("@", "-")
     result = json.loads((job / "result.json").read_text())
     epoch = result["convergence"]["epochs"][0]
     assert result["status"] == "ok" and epoch["iterations"] == 100 and result["convergence"]["test_batches"] == 157

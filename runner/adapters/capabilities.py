@@ -41,16 +41,27 @@ ERAS = {
     ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], layers=ALL_LAYERS - RECURRENT, layer_notes=dict.fromkeys(
         RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet")),
 }
+# measurement options of an era (runner.contract.OPTION_DEFAULTS beyond these are refused), by (framework, major)
+ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True, False)}}
+
+
+def token(job):
+    """The framework token of a job: NAME@VERSION when it asked for an image version, else NAME."""
+    return job["framework"] + ("@%s" % job["framework_version"] if job.get("framework_version") else "")
+
+
+def _era(framework):
+    name, _, version = framework.partition("@")
+    return name, version.split(".")[0]
 
 
 def of(framework):
     """(adapter name, capabilities) of a framework token: NAME, or NAME@VERSION (ERAS by its major version);
     capabilities None for a framework without an adapter."""
-    name, _, version = framework.partition("@")
-    era = (name, version.split(".")[0])
+    era = _era(framework)
     if era in ERAS:
-        return "%s %s.x" % (name, era[1]), ERAS[era]
-    return name, CAPABILITIES.get(name)
+        return "%s %s.x" % era, ERAS[era]
+    return era[0], CAPABILITIES.get(era[0])
 
 
 # measurement options each adapter applies (runner.contract.OPTION_DEFAULTS), each value it can honour; a job
@@ -77,7 +88,8 @@ OPTION_NOTES = {"cuda_graphs": "no adapter captures CUDA graphs yet"}
 # frameworks whose first training iteration compiles the step (graph tracing, XLA, hybridization): a job that
 # times it (--warmup 0) would time the compiler, so it is refused
 COMPILED = {"tensorflow": "tf.function traces and optimises its graph", "jax": "jax.jit compiles it with XLA",
-            "mxnet": "hybridize() builds its cached graph"}
+            "mxnet": "hybridize() builds its cached graph",
+            "tensorflow 1.x": "the first Session.run prunes, places and optimises the graph"}
 WEIGHT_FORMAT_NOTES = {
     "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
 }
@@ -116,10 +128,13 @@ def unsupported(framework, layers, loss, optimizer, weights_format):
 
 
 def unsupported_options(framework, job, device):
-    """Why ``framework``'s adapter cannot run ``job``'s measurement options on ``device``, or None."""
+    """Why ``framework``'s adapter (NAME, or NAME@VERSION: ERA_OPTIONS by its major version) cannot run ``job``'s
+    measurement options on ``device``, or None."""
     from runner.contract import OPTION_DEFAULTS
 
-    have = OPTIONS.get(framework, {})
+    era = _era(framework)
+    have = ERA_OPTIONS[era] if era in ERA_OPTIONS else OPTIONS.get(era[0], {})
+    framework = "%s %s.x" % era if era in ERA_OPTIONS else era[0]
     problems = []
     for name in ("precision", "layout", "compile", "cuda_graphs") + (("cudnn_autotune",) if device == "cuda" else ()):
         value = job.get(name, OPTION_DEFAULTS[name])
