@@ -40,6 +40,8 @@ CAPABILITIES = {
 ERAS = {
     ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], layers=ALL_LAYERS - RECURRENT, layer_notes=dict.fromkeys(
         RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet")),
+    ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
+        "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"}),
 }
 # measurement options of an era (runner.contract.OPTION_DEFAULTS beyond these are refused), by (framework, major)
 ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True, False)}}
@@ -122,8 +124,8 @@ def unsupported(framework, layers, loss, optimizer, weights_format):
     if optimizer is not None and optimizer not in caps["optimizers"]:
         return "the %s adapter has no optimizer %s" % (framework, optimizer)
     if weights_format is not None and weights_format not in caps["weights"]:
-        return "%s cannot read %s weights: %s" % (framework, weights_format,
-                                                  WEIGHT_FORMAT_NOTES.get(weights_format, "no reader"))
+        return "%s cannot read %s weights: %s" % (framework, weights_format, caps.get("weight_notes", {}).get(
+            weights_format) or WEIGHT_FORMAT_NOTES.get(weights_format, "no reader"))
     return None
 
 
