@@ -9,7 +9,7 @@ framework name (its last entry of that framework on the device). Version sets:
   published  each tool at its published (or nearest served) version, which may be today's image when the matrix
              has no older one (its label says the gap); a tool the study names no version for at today's ("published:
              not stated"); a tool with no image on the device is left out with the reason
-  today      each tool at today's version (what a run without versions does)
+  today      each tool at today's version (as a run without versions, less a tool with no image on the device)
   both       both, side by side in one bundle per run (job ids name the version: torch-1.0.0)
 """
 from dataclasses import dataclass
@@ -50,7 +50,7 @@ class Chosen:
         image; published: 1.0rc5)"."""
         if self.runs is None:
             return "%s (no image%s)" % (self.tool, "; published: %s" % self.published if self.published else "")
-        gap = self.published is not None and self.published != self.runs
+        gap = self.published is not None and (self.published == UNSTATED or key(self.published) != key(self.runs))
         return "%s %s%s" % (self.tool, self.runs, " (published: %s)" % self.published if gap else "")
 
 
@@ -59,10 +59,8 @@ def nearest(served, published):
     earliest served after it, else the latest before it. Raises DlreproError when ``served`` is empty."""
     if not served:
         raise DlreproError("no served version to stand for %s" % published)
-    if published in served:
-        return published
     order = sorted(served, key=key)
-    later = [v for v in order if key(v) > key(published)]
+    later = [v for v in order if key(v) >= key(published)]  # equal: the same release however written (1.4, 1.4.0)
     return later[0] if later else order[-1]
 
 

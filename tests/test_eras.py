@@ -69,6 +69,9 @@ def test_a_study_run_with_versions_plans_each_run_at_those_versions():
     assert [c["token"] for c in rnn.versions["today"]] == ["torch", "tensorflow", "mxnet", "cntk", "caffe2"]
     with pytest.raises(DlreproError, match="^--versions: expected one of published, today, both"):
         studymod.plan(dlf, gpus=[], cpus=2, versions="old")
+    with pytest.raises(DlreproError, match="^--framework mxnet@0.12.0 with --versions: the version set picks") as caught:
+        studymod.plan(dlf, frameworks=["mxnet@0.12.0", "torch"], gpus=[], cpus=2, versions="both")
+    assert caught.value.remedy.startswith("give plain framework names with --versions")
 
 
 def test_an_unknown_version_names_the_served_ones():
@@ -90,7 +93,8 @@ def test_a_published_version_for_a_tool_the_suite_does_not_run_is_refused(tmp_pa
 
 
 def _chosen(*tokens):
-    return [{"tool": t, "token": t, "label": t} for t in tokens]
+    """A record's chosen list for DLBench's tools Caffe, CNTK, TensorFlow and MXNet at ``tokens``."""
+    return [{"tool": tool, "token": t, "label": t} for tool, t in zip(("Caffe", "CNTK", "TensorFlow", "MXNet"), tokens)]
 
 
 def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_as_flipping():
@@ -130,6 +134,13 @@ def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_a
                             lambda rows: claims.evaluate(study, rows))
     assert (unsure.today.verdict, unsure.change) == (verdicts.INCONCLUSIVE, drift.CANNOT_TELL)
     assert drift.drift(study, summary, {"runs": {"gpu-synthetic": {"versions": {"today": []}}}}, None) == []
+    # every tool the claim names on one image at both sets: nothing compared, whatever the verdicts
+    alike = {"runs": {"gpu-synthetic": {"versions": {"published": _chosen("caffe", "cntk", "tensorflow", "mxnet"),
+                                                     "today": _chosen("caffe", "cntk", "tensorflow", "mxnet")}}}}
+    (same,) = drift.drift(study, now.assign(job_id=["fcn-s.tensorflow.cuda.b64", "fcn-s.mxnet.cuda.b64"]).pipe(
+        lambda rows: pd.concat([then.iloc[:2], rows], ignore_index=True)), alike, lambda rows: claims.evaluate(study, rows))
+    assert (same.published.verdict, same.today.verdict, same.change) == (
+        verdicts.DOES_NOT_HOLD, verdicts.DOES_NOT_HOLD, drift.SAME)
 
 
 def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot_build():
@@ -163,3 +174,24 @@ def test_an_era_adapter_refuses_the_options_its_framework_did_not_have():
     assert capabilities.unsupported_options(capabilities.token(tf14), tf14, "cpu") == (
         "the tensorflow 1.x adapter cannot run warm-up 0: its first iteration compiles the training step (the first "
         "Session.run prunes, places and optimises the graph), and that would be timed")
+
+
+def test_one_release_written_two_ways_is_the_same_version():
+    assert eras.nearest(["1.4", "2.21.0"], "1.4.0") == "1.4"
+    assert eras.Chosen("Tensorflow", "tensorflow", "tensorflow@1.4", "1.4", "1.4.0").label == "Tensorflow 1.4"
+
+
+def test_holds_at_one_set_and_direction_only_at_the_other_shifts_and_both_untestable_is_not_judged():
+    from types import SimpleNamespace as Verdict
+
+    from dlrepro.results.answers import drift, verdicts
+
+    def change(then, now, same=False):
+        return drift.Drift("c", "text", Verdict(verdict=then), Verdict(verdict=now), {}, same).change
+
+    assert change(verdicts.HOLDS, verdicts.DIRECTION_ONLY) == drift.SHIFTS
+    assert change(verdicts.DIRECTION_ONLY, verdicts.DOES_NOT_HOLD) == drift.FLIPS
+    assert change(verdicts.DOES_NOT_HOLD, verdicts.DOES_NOT_HOLD) == drift.KEEPS
+    assert change(verdicts.HOLDS, verdicts.INCONCLUSIVE) == drift.CANNOT_TELL
+    assert change(verdicts.HOLDS, verdicts.DOES_NOT_HOLD, same=True) == drift.SAME
+    assert change(verdicts.NOT_TESTABLE, verdicts.NOT_TESTABLE, same=True) == drift.NOT_JUDGED

@@ -248,9 +248,9 @@ def test_a_study_file_outside_the_repository_is_the_manifest_while_its_sha256_ho
 
 def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp_path):
     """The committed AlexNet bundle as both version sets of run cpu (every tool's published version stands on
-    today's image, as CNTK's does in DLF): each claim has one verdict at both (inconclusive: a smoke pass, so each
-    change is "cannot tell"), and the report opens with that; flips and keeps from constructed rows are in
-    tests/test_eras.py."""
+    today's image, as Caffe's does in DLBench): each claim judged here has one verdict at both and its change is
+    "same images", never "keeps" (nothing was compared), and the report opens with that; flips, shifts and keeps
+    from constructed rows are in tests/test_eras.py."""
     tools = {"Caffe": "caffe", "CNTK": "cntk", "MXNet": "mxnet", "TensorFlow": "tensorflow"}
     sets = {name: [{"tool": t, "token": f, "label": "%s (%s)" % (t, name)} for t, f in tools.items()]
             for name in ("published", "today")}
@@ -258,8 +258,8 @@ def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp
     answer = gather.study(str(record), REPO_ROOT / "results")
     judged = {v.claim: v.verdict for v in answer.claims}  # a --quick bundle: each judged one is inconclusive
     assert judged and {d.claim: (d.published.verdict, d.today.verdict, d.change) for d in answer.drift
-                       if d.claim in judged} == {c: (v, v, "cannot tell") for c, v in judged.items()}
-    assert answer.answer.endswith(". From the published versions to today's: 3 cannot tell, 4 not judged.")
+                       if d.claim in judged} == {c: (v, v, "same images") for c, v in judged.items()}
+    assert answer.answer.endswith(". From the published versions to today's: 3 on the same images, 4 not judged.")
     made = study_report.write(answer, tmp_path / "report", allow_missing=True)
     markdown = made.markdown.read_text()
     assert markdown.index("### From the published versions to today's") < markdown.index("| verdict | claim |")

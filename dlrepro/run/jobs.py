@@ -152,7 +152,7 @@ def left_out(spec, options):
         for framework in _frameworks(spec, options):
             reason = unsupported(spec, name, framework)
             if reason is None and options.ranks is not None:
-                reason = capabilities.unsupported_parallel(_framework_name(framework),
+                reason = capabilities.unsupported_parallel(framework,
                                                            options.mode or spec.variants[name].mode)
             if reason:
                 out.append({"variant": name, "framework": framework, "reason": "unsupported: " + reason})
@@ -227,7 +227,7 @@ def expand(spec, options):
             continue
         for framework in frameworks:
             if unsupported(spec, name, framework) or (
-                    options.ranks is not None and capabilities.unsupported_parallel(_framework_name(framework), mode)):
+                    options.ranks is not None and capabilities.unsupported_parallel(framework, mode)):
                 continue
             seeds = _seeds(variant, options, mode)
             for batch_size, threads, ranks, seed in [

@@ -111,6 +111,11 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
     _known_options(study, specs, device, frameworks, executor)
     if versions:
         eras.checked(versions)
+        pinned = [f for f in frameworks or [] if "@" in f]
+        if pinned:
+            raise DlreproError("--framework %s with --versions: the version set picks each tool's version"
+                               % ",".join(pinned), "give plain framework names with --versions, or leave --versions "
+                                                   "out to run exactly those versions")
     gpus = hostinfo.gpus() if gpus is None else gpus
     cpus = cpus or usable_cpus()
     planned = []

@@ -41,8 +41,9 @@ ERAS = {
     ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], layers=ALL_LAYERS - RECURRENT, layer_notes=dict.fromkeys(
         RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet")),
     ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
-        "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"}),
-}
+        "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
+        no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)"),
+}  # by major version: the only torch 1.x image is 1.0.0, the only TensorFlow 1.x one 1.4.0
 # measurement options of an era (runner.contract.OPTION_DEFAULTS beyond these are refused), by (framework, major)
 ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True, False)}}
 
@@ -169,7 +170,12 @@ NO_DATA_PARALLEL = {
 
 
 def unsupported_parallel(framework, mode):
-    """Why ``framework``'s adapter cannot run a data-parallel job in ``mode``, or None."""
+    """Why ``framework``'s adapter (NAME, or NAME@VERSION: ERAS by its major version) cannot run a data-parallel job
+    in ``mode``, or None."""
+    era = _era(framework)
+    if (ERAS.get(era) or {}).get("no_data_parallel"):
+        return "no data-parallel training in the %s %s.x adapter: %s" % (era + (ERAS[era]["no_data_parallel"],))
+    framework = era[0]
     if framework not in DATA_PARALLEL:
         return "no data-parallel training in the %s adapter: %s" % (
             framework, NO_DATA_PARALLEL.get(framework, "not implemented"))

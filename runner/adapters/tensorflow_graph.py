@@ -105,7 +105,9 @@ class Adapter(Base):
             return self._name(layer, dense, dense.apply(x))
         if kind == "dropout":
             return tf.layers.dropout(x, layer["rate"], training=self.training)
-        if kind == "flatten":
+        if kind == "flatten":  # in Keras's (H, W, C) order on either layout, as pretrained dense weights expect
+            if cf and len(shape) == 3:
+                x = tf.transpose(x, [0, 2, 3, 1])
             return tf.reshape(x, [-1, int(np.prod(x.shape.as_list()[1:]))])
         if kind in _ACTIVATIONS:
             return _ACTIVATIONS[kind](x)

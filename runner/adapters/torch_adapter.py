@@ -241,15 +241,19 @@ class Adapter(Base):
         return torch.cuda.get_device_name(self.device), "%d.%d" % (major, minor)
 
     def cuda_archs(self):
-        """The architectures this torch build ships kernels (sm_XY) and PTX (compute_XY) for."""
-        return list(torch.cuda.get_arch_list()) if torch.cuda.is_available() else []
+        """The architectures this torch build ships kernels (sm_XY) and PTX (compute_XY) for; [] where torch cannot
+        say (before 1.6): the image matrix's list is used then."""
+        if not torch.cuda.is_available() or not hasattr(torch.cuda, "get_arch_list"):  # torch < 1.6 cannot say
+            return []
+        return list(torch.cuda.get_arch_list())
 
     def device_clock(self):
         """On CUDA, CUDA events on the device's current stream (runner.adapters.base ``device_clock``); None
         elsewhere."""
         if self.device.type != "cuda":
             return None
-        return _EventClock(torch.cuda.current_stream(self.device))
+        with torch.cuda.device(self.device):  # torch 1.0's current_stream takes no device
+            return _EventClock(torch.cuda.current_stream())
 
     def environment(self):
         env = {
@@ -282,7 +286,7 @@ class Adapter(Base):
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
             env["gpu"] = {"name": props.name, "capability": "%d.%d" % (props.major, props.minor),
-                          "memory_bytes": props.total_memory, "arch_list": torch.cuda.get_arch_list(),
+                          "memory_bytes": props.total_memory, "arch_list": self.cuda_archs() or None,
                           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
         return env
 

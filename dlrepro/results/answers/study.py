@@ -176,14 +176,15 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
 
 
 def drift_sentence(changes):
-    """' From the published versions to today's: 1 flips, 3 keep their verdict, 2 cannot tell, 16 not judged.'
-    ('' without version sets)."""
+    """' From the published versions to today's: 1 flips, 3 keep their verdict, 2 cannot tell, 4 on the same images,
+    12 not judged.' ('' without version sets)."""
     if not changes:
         return ""
     tally = {}
     for d in changes:
         tally[d.change] = tally.get(d.change, 0) + 1
-    words = {driftmod.KEEPS: "keep their verdict" if tally.get(driftmod.KEEPS, 0) != 1 else "keeps its verdict"}
+    words = {driftmod.KEEPS: "keep their verdict" if tally.get(driftmod.KEEPS, 0) != 1 else "keeps its verdict",
+             driftmod.SAME: "on the same images"}
     return " From the published versions to today's: %s." % ", ".join(
         "%d %s" % (tally[c], words.get(c, c)) for c in driftmod.CHANGES if c in tally)
 

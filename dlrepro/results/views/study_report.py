@@ -147,9 +147,10 @@ def anchor(text):
 
 
 def _asked(asked):
-    """'all devices, docker executor, the spec's frameworks, --quick' from the record's options."""
+    """'all devices, docker executor, the spec's frameworks, --versions both, --quick' from the record's options."""
     return ", ".join([asked.get("device") or "all devices", "%s executor" % (asked.get("executor") or "default"),
                       ", ".join(asked.get("frameworks") or []) or "the spec's frameworks"]
+                     + (["--versions %s" % asked["versions"]] if asked.get("versions") else [])
                      + (["--quick"] if asked.get("quick") else []))
 
 
