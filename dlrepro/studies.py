@@ -5,8 +5,9 @@ device, with batch sizes, thread counts and GPU counts), each table in the paper
 are the study's tools, columns are its published cells: a variant, batch size, metric and the
 published hardware, matched to the references the spec carries), and each stated conclusion as a
 claim the suite can test: an ordering of tools, a ratio band between tools, a value band, a scaling
-statement over threads or GPUs, or one that no run here can test (with the reason). Every table and
-claim gives its source (paper + version + table, or repository + commit + file).
+statement over threads or GPUs, or one that no run here can test (with the reason); and the version of each
+tool it published with (``versions``; dlrepro.eras picks the image that stands for it). Every table, claim and
+version gives its source (paper + version + table, or repository + commit + file).
 """
 from pathlib import Path
 from typing import Literal, Optional, Union
@@ -108,6 +109,12 @@ class Claim(Strict):
         return self
 
 
+class Published(Strict):
+    """The version of a tool that the study published with (dlrepro.eras picks the image that stands for it)."""
+    version: str = Field(pattern=r"^[0-9][0-9A-Za-z.+-]*$", description="as the study printed it, e.g. 0.3.1")
+    source: str = Field(description="where the study says so (paper + table, or repository + commit + file)")
+
+
 class Study(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
@@ -116,6 +123,7 @@ class Study(Strict):
     tools: dict[str, Optional[str]] = Field(
         description="the study's tool names -> the suite's framework (null: a tool the suite does not run, e.g. "
                     "Lua Torch, Theano, Keras)")
+    versions: dict[str, Published] = Field({}, description="the study's tools -> the version it published with")
     runs: dict[str, Run] = Field(min_length=1)
     tables: dict[str, Table] = {}
     claims: dict[str, Claim] = {}
@@ -169,6 +177,10 @@ class Study(Strict):
                                             "(null: a tool the suite does not run)" % (
                                                 names.unknown(framework, adapters.available()),
                                                 ", ".join(adapters.available()))))
+        unknown = [t for t in self.versions if self.tools.get(t) is None]
+        if unknown:
+            problems.append(yamlfile.at("versions", "%s: not a tool the suite runs; the study's are: %s" % (
+                ", ".join(map(repr, unknown)), ", ".join(t for t, f in self.tools.items() if f))))
         for name, table in self.tables.items():
             unknown = [t for t in table.rows if t not in self.tools]
             if unknown:

@@ -88,7 +88,7 @@ def _execute(state):
     from runner.adapters import capabilities
 
     job, result = state.job, state.result
-    problem = capabilities.unsupported_options(job["framework"], job, job["device"])
+    problem = capabilities.unsupported_options(capabilities.token(job), job, job["device"])
     if problem:
         raise archs.Refused(problem, "use the default for that option (%s), a warm-up of at least one iteration, "
                             "or a framework whose adapter has it"

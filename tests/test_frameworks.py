@@ -26,6 +26,16 @@ def images(docker_engine, matrix):
     return {fw: build.ensure(matrix, matrix.find(fw, "cpu"), build.BuildOptions(), log=print) for fw in FRAMEWORKS}
 
 
+ERAS = ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5")  # the studies' era versions (or the nearest served)
+
+
+@pytest.fixture(scope="session")
+def era_images(docker_engine, matrix):
+    """The CPU image of each era version of ERAS, built for real (or found by its content-hashed tag)."""
+    return {token: build.ensure(matrix, matrix.find(token.split("@")[0], "cpu", token.split("@")[1]),
+                                build.BuildOptions(), log=print) for token in ERAS}
+
+
 def expressible(framework):
     """{(spec name, variant)} that ``framework``'s adapter can express."""
     return {(name, v) for name in spec.available() for v in spec.load(name).variants
@@ -102,3 +112,40 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
     # share of the test images, 0.0892, which a constant predictor also scores)
     assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and epoch["loss_curve"][-1] <= math.log(10) + 0.01
     assert 0.0892 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157
+
+
+@pytest.mark.parametrize("token", ERAS)
+def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_r(token, era_images, tmp_path,
+                                                                                  reporter, monkeypatch, mnist):
+    """The studies' era versions in their images: TensorFlow 1.4.0 (DLF's) through the tf.Session graph adapter,
+    PyTorch 1.0.0 (the nearest served to DLF's 0.3.1) through the torch adapter's era path, CNTK 2.5 (the nearest
+    to DLF's 2.4) through the CNTK adapter. Every spec model the adapter expresses has the spec's parameter count
+    (TensorFlow 1.x's recurrent ones are left out with the reason), and FCN-R trains on MNIST (the loss falls over
+    100 iterations, the whole test set is evaluated)."""
+    version = token.split("@")[1]
+    batch = parameter_jobs(token)
+    executors.DockerExecutor().run(era_images[token], batch, tmp_path / "parameters", datasets.root(),
+                                   lambda *e: None)
+    for job in batch:
+        result = json.loads((tmp_path / "parameters" / job["id"] / "result.json").read_text())
+        assert result["status"] == "ok", (job["id"], result["reason"])
+        assert result["parameters"]["measured"] == job["model"]["parameters"], job["id"]
+        assert result["environment"]["framework_version"] == version
+    names = {(j["spec"]["name"], j["variant"]) for j in batch}
+    assert ("alexnet", "alexnet-s") in names and ("resnet50", "resnet50") in names and len(names) >= 10
+    if token.startswith("tensorflow"):
+        assert result["environment"]["api"] == "graph (tf.Session)" and ("imdb-gru", "imdb-gru") not in names
+        assert jobs.unsupported(spec.load("imdb-gru"), "imdb-gru", token) == (
+            "the tensorflow 1.x adapter has no layer embedding, gru, last_step (the TensorFlow 1.x graph adapter "
+            "builds no embedding or recurrent layer yet)")
+    elif token.startswith("torch"):
+        assert ("imdb-gru", "imdb-gru") in names and result["environment"]["zero_grad"] == "zeroed in place"
+    fresh_cache(monkeypatch, tmp_path, mnist=mnist)
+    path = runs.run("fcn", RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
+                    results_dir=tmp_path, reporter=reporter)
+    (job,) = path.glob("jobs/*")
+    assert job.name == "fcn-r.%s.cpu.b64.convergence" % token.replace("@", "-")
+    result = json.loads((job / "result.json").read_text())
+    epoch = result["convergence"]["epochs"][0]
+    assert result["status"] == "ok" and epoch["iterations"] == 100 and result["convergence"]["test_batches"] == 157
+    assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and 0.0892 <= epoch["test_accuracy"] <= 1.0

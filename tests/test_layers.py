@@ -6,7 +6,6 @@ module and reads no file; a view (results/views/, cli/render.py) imports from an
 verdict words; the input modules (references, specs, studies), images/ and the store import nothing above them.
 """
 import ast
-from pathlib import Path
 
 import pytest
 

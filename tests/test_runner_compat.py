@@ -12,6 +12,7 @@ FRAMEWORK_MODULES = {
     "torch_adapter.py": {"torch"},
     "torch_layers.py": {"torch"},
     "tensorflow_adapter.py": {"tensorflow", "keras"},
+    "tensorflow_graph.py": {"tensorflow"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
     "jax_layers.py": {"jax"},

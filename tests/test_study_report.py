@@ -20,13 +20,13 @@ ALEXNET = "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16 on 2 CPUs, 7 fram
 GONE = "fcn-20990101T000000Z-00000000"
 
 
-def write_record(folder, fcn_bundle=GONE, sha256=None, name="report-study-20261201T000000Z.json"):
-    """A study record of report-study: run cpu -> the committed AlexNet bundle, gpu not runnable, fcn ->
-    ``fcn_bundle``."""
+def write_record(folder, fcn_bundle=GONE, sha256=None, name="report-study-20261201T000000Z.json", versions=None):
+    """A study record of report-study: run cpu -> the committed AlexNet bundle (``versions``: its version sets, as
+    --versions records them), gpu not runnable, fcn -> ``fcn_bundle``."""
     path = folder / "studies" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     runs = {"cpu": {"spec": "alexnet", "variants": ["alexnet-s"], "device": "cpu", "state": "published",
-                    "bundle": ALEXNET, "what": "the AlexNet-S column"},
+                    "bundle": ALEXNET, "what": "the AlexNet-S column", "versions": versions or {}},
             "gpu": {"spec": "alexnet", "variants": ["alexnet-s"], "device": "cuda", "state": "not runnable",
                     "bundle": None, "why_here": "it needs an NVIDIA GPU; NVML sees none on this host"},
             "fcn": {"spec": "fcn", "variants": ["fcn-s"], "device": "cpu", "state": "published",
@@ -244,3 +244,26 @@ def test_a_study_file_outside_the_repository_is_the_manifest_while_its_sha256_ho
     own.write_text(own.read_text() + "\n# edited\n")
     with pytest.raises(DlreproError, match="the manifest my-study.yaml changed since the record was made"):
         records.manifest(record)
+
+
+def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp_path):
+    """The committed AlexNet bundle as both version sets of run cpu (every tool's published version stands on
+    today's image, as Caffe's does in DLBench): each claim judged here has one verdict at both and its change is
+    "same images", never "keeps" (nothing was compared), and the report opens with that; flips, shifts and keeps
+    from constructed rows are in tests/test_eras.py."""
+    tools = {"Caffe": "caffe", "CNTK": "cntk", "MXNet": "mxnet", "TensorFlow": "tensorflow"}
+    sets = {name: [{"tool": t, "token": f, "label": "%s (%s)" % (t, name)} for t, f in tools.items()]
+            for name in ("published", "today")}
+    record = write_record(tmp_path, versions=sets)
+    answer = gather.study(str(record), REPO_ROOT / "results")
+    judged = {v.claim: v.verdict for v in answer.claims}  # a --quick bundle: each judged one is inconclusive
+    assert judged and {d.claim: (d.published.verdict, d.today.verdict, d.change) for d in answer.drift
+                       if d.claim in judged} == {c: (v, v, "same images") for c, v in judged.items()}
+    assert answer.answer.endswith(". From the published versions to today's: 3 on the same images, 4 not judged.")
+    made = study_report.write(answer, tmp_path / "report", allow_missing=True)
+    markdown = made.markdown.read_text()
+    assert markdown.index("### From the published versions to today's") < markdown.index("| verdict | claim |")
+    assert "published: CNTK (published); Caffe (published); MXNet (published); TensorFlow (published)." in markdown
+    assert [d["change"] for d in json.loads((tmp_path / "report" / "study.json").read_text())["drift"]] == [
+        d.change for d in answer.drift]
+    assert "## The paper's tables at the published versions" in markdown

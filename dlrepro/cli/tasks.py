@@ -178,12 +178,14 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
     "run": "only these runs of the study, comma-separated run ids (default: every run; the others are recorded as "
            "not asked)",
     "resume": "continue a study record ('latest': the study's latest, or a record file), with its own options",
+    "versions": "the study's tools at the versions it published (or the nearest the image matrix has: 'published'), "
+                "today's ('today', the default) or 'both' side by side",
     "results": "folder for bundles and study records (default: $DLREPRO_RESULTS, else the checkout's results/)",
     "python": "interpreter for --executor local (default: this one)",
     "out": "folder for the study report (default: RESULTS/reports/<study record name>)",
 })
 def study(c, name, device="", framework="", executor="docker", quick=False, resume="", results="", python="",
-          out="", engine="", run=""):
+          out="", engine="", run="", versions=""):
     """Run a published study here, then write its report.
 
     One bundle per run of the study and a study record naming them (results/studies/); what this host cannot
@@ -198,7 +200,8 @@ def study(c, name, device="", framework="", executor="docker", quick=False, resu
         try:
             with StudyReporter() as reporter:
                 record = studyrun.run(name, device or None, split(framework), executor, quick, resume or None,
-                                      results_dir, reporter, python=python or None, runs=split(run))
+                                      results_dir, reporter, python=python or None, runs=split(run),
+                                      versions=versions or None)
         except KeyboardInterrupt as exc:
             _interrupted(exc, "; continue with: dlrepro study %s --resume latest" % name)
         console.print("study record: %s" % record.path)

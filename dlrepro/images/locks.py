@@ -4,11 +4,14 @@ A lock (images/locks/<image>.txt) is pip's requirements format with ``--hash``
 options, installed with ``pip install --require-hashes --no-deps``. It is compiled
 from the image's top-level requirements (<image>.in) by uv for the image's Python
 version and platform, with the hashes of every published file of each pinned
-version (pip takes whichever file fits and checks it against the list).
+version (pip takes whichever file fits and checks it against the list). An image's
+``lock_excludes`` (a dependency the runner never imports that no wheel is published for,
+e.g. TensorFlow 1.4's TensorBoard) are left out of the resolution.
 """
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -72,7 +75,12 @@ def compile_lock(image, find_links=()):
                "--generate-hashes", "--custom-compile-command", "invoke lock --image %s" % image.name]
     for directory in find_links:
         command += ["--find-links", str(directory)]
-    proc = subprocess.run(command, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        if image.lock_excludes:  # an override whose marker never holds takes the package out of the resolution
+            overrides = Path(scratch) / "excluded.txt"
+            overrides.write_text("".join("%s ; sys_platform == 'never'\n" % name for name in image.lock_excludes))
+            command += ["--override", str(overrides)]
+        proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ImageError("uv could not lock %s:\n%s" % (image.lock_input, proc.stderr.strip()))
     return image.lock

@@ -70,6 +70,8 @@ class Image(Strict):
     env: dict[str, str] = Field({}, description="environment variables of the image (e.g. LD_LIBRARY_PATH)")
     links: dict[str, str] = Field({}, description="symbolic links made in the final image, path -> target (e.g. an "
                                   "old soname no Debian package has, onto a copy a wheel bundles)")
+    lock_excludes: list[str] = Field([], description="dependencies left out of the lock: never imported by the "
+                                     "runner, and without a wheel (the lock takes wheels only)")
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))
@@ -113,11 +115,20 @@ class Matrix(Strict):
         """
         found = [i for i in self.images if i.framework == framework and i.device == device
                  and version in (None, i.version)]
-        if not found:
-            have = ", ".join(i.name for i in self.images)
-            raise ImageError("%s: no image for framework %r%s on device %r; the matrix has: %s"
-                             % (MATRIX_FILE, framework, " version %s" % version if version else "", device, have))
-        return found[-1]
+        if found:
+            return found[-1]
+        served = ["%s (%s)" % (i.version, i.device) for i in self.images if i.framework == framework]
+        if served:
+            raise ImageError("%s: no image of %s%s on device %s; its versions here: %s" % (
+                MATRIX_FILE, framework, " " + version if version else "", device, ", ".join(served)),
+                "give one of those as %s@VERSION, or add an entry for it to the matrix" % framework)
+        raise ImageError("%s: no image for framework %r; the matrix has: %s" % (
+            MATRIX_FILE, framework, ", ".join(sorted({i.framework for i in self.images}))))
+
+    def versions(self, framework, device):
+        """The versions of ``framework`` the matrix has an image of on ``device``, in its order (the last one is
+        what the plain name selects: today's)."""
+        return [i.version for i in self.images if i.framework == framework and i.device == device]
 
     def select(self, frameworks=None, devices=("cpu",)):
         """The entries to build for framework tokens (NAME or NAME@VERSION; ["all"]: every framework; None: the

@@ -125,7 +125,8 @@ def _not_applicable(variant, mode):
 
 
 def unsupported(spec, variant_name, framework):
-    """Why ``framework``'s adapter cannot express variant ``variant_name`` of ``spec``, or None."""
+    """Why ``framework``'s adapter (NAME, or NAME@VERSION: that version's, runner.adapters.capabilities.of) cannot
+    express variant ``variant_name`` of ``spec``, or None."""
     variant = spec.variants[variant_name]
     model = spec.models[variant.model]
     weights = datasets.lookup(variant.weights.dataset).format if variant.weights else None
@@ -149,9 +150,9 @@ def left_out(spec, options):
             out.append({"variant": name, "framework": None, "reason": reason})
             continue
         for framework in _frameworks(spec, options):
-            reason = unsupported(spec, name, _framework_name(framework))
+            reason = unsupported(spec, name, framework)
             if reason is None and options.ranks is not None:
-                reason = capabilities.unsupported_parallel(_framework_name(framework),
+                reason = capabilities.unsupported_parallel(framework,
                                                            options.mode or spec.variants[name].mode)
             if reason:
                 out.append({"variant": name, "framework": framework, "reason": "unsupported: " + reason})
@@ -225,8 +226,8 @@ def expand(spec, options):
         if _not_applicable(variant, mode):
             continue
         for framework in frameworks:
-            if unsupported(spec, name, _framework_name(framework)) or (
-                    options.ranks is not None and capabilities.unsupported_parallel(_framework_name(framework), mode)):
+            if unsupported(spec, name, framework) or (
+                    options.ranks is not None and capabilities.unsupported_parallel(framework, mode)):
                 continue
             seeds = _seeds(variant, options, mode)
             for batch_size, threads, ranks, seed in [

@@ -9,7 +9,8 @@ scaling), a run of another device than the one asked for. The record is rewritte
 ends, so a study killed midway is resumed (``resume``) from the record: published bundles are kept, partial
 ones resumed, the rest run. ``quick`` makes a smoke pass of the whole study (each run --quick, thread sweeps
 cut to their smallest and largest count here). ``runs`` (``--run``) runs only those runs of the study, the others
-recorded as not asked.
+recorded as not asked. ``versions`` (``--versions published|today|both``) runs the study's tools at the versions
+it published (or the nearest the image matrix has), today's, or both side by side (dlrepro.eras).
 
 The runs share their workers: the study owns one WorkerPool (dlrepro.run.pool; its folder
 ``studies/.<record>.pool/`` beside the record while the study runs) and passes it to each run, so the jobs
@@ -25,8 +26,9 @@ done yet.
 """
 from dataclasses import dataclass, field
 
-from dlrepro import REPO_ROOT, spec as specmod, studies
+from dlrepro import REPO_ROOT, eras, spec as specmod, studies
 from dlrepro.errors import DlreproError, EngineLost, RunBroken
+from dlrepro.images import matrix as matrixmod
 from dlrepro.names import unknown as unknown_name
 from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
@@ -45,6 +47,7 @@ class Planned:
     why: str = None
     notes: list = field(default_factory=list)
     jobs: int = 0
+    versions: dict = field(default_factory=dict)  # {version set: [{tool, token, label}]} (--versions)
 
 
 def _threads(spec, run, quick, cpus, notes):
@@ -79,14 +82,40 @@ def _known_options(study, specs, device, frameworks, executor):
     jobsmod.known_frameworks(frameworks or [], known, "study %s" % study.name)
 
 
-def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None):
+def _versioned(study, run, versions, chosen, item):
+    """``chosen`` (the frameworks the run would take, in its order) with each of the study's tools at version set
+    ``versions`` (dlrepro.eras: NAME@VERSION tokens); a framework that is none of the study's tools stays as it is.
+    What stands for what goes to ``item.notes``, and each set's tokens to ``item.versions`` for the record."""
+    matrix, names = matrixmod.load(), {f.split("@")[0] for f in chosen}
+    sets = {name: [c for c in eras.choose(study, matrix, run.device, name) if c.framework in names]
+            for name in (("published", "today") if versions == "both" else (versions,))}
+    picked = [c for c in eras.choose(study, matrix, run.device, versions) if c.framework in names]
+    item.notes.append("--versions %s: %s" % (versions, ", ".join(c.label for c in picked)))
+    item.versions = {name: [{"tool": c.tool, "token": c.token, "label": c.label} for c in found if c.token]
+                     for name, found in sets.items()}
+    ours = {c.framework for c in picked}
+    return [t for f in chosen for t in ([c.token for c in picked if c.framework == f and c.token]
+                                        if f in ours else [f])]
+
+
+def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None,
+         versions=None):
     """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
-    default), restricted to the run ids ``runs``, ``device`` and ``frameworks`` when given. Raises DlreproError
-    for a run id the study does not have, and for a device, executor or framework ``dlrepro run`` refuses (a
-    framework none of the study's specs declares)."""
+    default), restricted to the run ids ``runs``, ``device`` and ``frameworks`` when given; ``versions``: a
+    version set of dlrepro.eras (published, today or both) for the study's tools instead of the frameworks'
+    plain names. Raises DlreproError for a run id the study does not have, a version set it does not know, and
+    for a device, executor or framework ``dlrepro run`` refuses (a framework none of the study's specs
+    declares)."""
     _known_runs(study, runs)
     specs = {run.spec: specmod.load(run.spec) for run in study.runs.values()}
     _known_options(study, specs, device, frameworks, executor)
+    if versions:
+        eras.checked(versions)
+        pinned = [f for f in frameworks or [] if "@" in f]
+        if pinned:
+            raise DlreproError("--framework %s with --versions: the version set picks each tool's version"
+                               % ",".join(pinned), "give plain framework names with --versions, or leave --versions "
+                                                   "out to run exactly those versions")
     gpus = hostinfo.gpus() if gpus is None else gpus
     cpus = cpus or usable_cpus()
     planned = []
@@ -114,6 +143,8 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
         if not chosen:
             item.why = "spec %s has none of the frameworks asked for (%s)" % (run.spec, ", ".join(frameworks))
             continue
+        if versions:
+            chosen = _versioned(study, run, versions, chosen, item)
         threads = _threads(spec, run, quick, cpus, item.notes)
         item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
                                   mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,
@@ -133,6 +164,7 @@ def _reuse_recorded(record, planned):
         if entry.get("options"):
             item.options, item.why = RunOptions.model_validate(entry["options"]), entry.get("why_here")
             item.jobs, item.notes = entry.get("jobs", item.jobs), entry.get("notes", item.notes)
+            item.versions = entry.get("versions", item.versions)
 
 
 def _record_plan(record, planned):
@@ -141,19 +173,20 @@ def _record_plan(record, planned):
         if entry.get("state") == "published":  # what it was planned and published with stays as it was
             continue
         entry.update(spec=item.run.spec, variants=item.run.variants, device=item.run.device, why_here=item.why,
-                     notes=item.notes, jobs=item.jobs, what=item.run.why,
+                     notes=item.notes, jobs=item.jobs, what=item.run.why, versions=item.versions,
                      options=item.options.model_dump(mode="json") if item.options else None)
         entry.setdefault("bundle", None)
         entry.setdefault("state", "not runnable" if item.why else "planned")
 
 
 def run(name, device=None, frameworks=None, executor="docker", quick=False, resume=False,
-        results_dir=REPO_ROOT / "results", reporter=None, build_options=None, python=None, runs=None):
+        results_dir=REPO_ROOT / "results", reporter=None, build_options=None, python=None, runs=None, versions=None):
     """Run study ``name`` on this host; returns the study record (Record). ``runs``: only these run ids of the
     study (None: every run). ``resume``: continue a record of the study ("latest" or True: its latest; else a
     record file), with its own options and runs, instead of starting a new one. Runs that break are recorded as
     broken and the study goes on; an interrupt (Ctrl-C, SIGTERM) stops it after the running run published its
-    bundle. Raises DlreproError for a run id the study does not have, or ``runs`` with ``resume``."""
+    bundle. ``versions``: a version set of dlrepro.eras (published, today or both; None: the frameworks' plain
+    names, today's). Raises DlreproError for a run id the study does not have, or ``runs`` with ``resume``."""
     study = studies.load(name)
     if resume:
         if runs:
@@ -162,10 +195,11 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
         record = records.find(study.name if resume in (True, "latest") else resume, records_dir(results_dir))
         asked = record.body["asked"]
     else:
-        asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick, "runs": runs}
+        asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick, "runs": runs,
+                 "versions": versions}
         record = records.Record.new(study, studies.path_of(name), results_dir, asked)
     planned = plan(study, asked["device"], asked["frameworks"], asked["executor"], asked["quick"],
-                   runs=asked.get("runs"))
+                   runs=asked.get("runs"), versions=asked.get("versions"))
     if resume:
         _reuse_recorded(record, planned)
     _record_plan(record, planned)

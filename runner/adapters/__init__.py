@@ -2,8 +2,8 @@
 
 The interface, every hook's arguments, shapes and defaults, is ``runner.adapters.base.Adapter``,
 which each adapter subclasses. The module for framework ``name`` is
-``runner.adapters.<name>_adapter`` and is imported only when a job asks for it, so importing
-the runner never imports a framework.
+``runner.adapters.<name>_adapter`` (an era whose API is another program has its own, ERAS) and is
+imported only when a job asks for it, so importing the runner never imports a framework.
 """
 import importlib
 import os
@@ -20,14 +20,26 @@ def available():
     return sorted(f[:-len(SUFFIX)] for f in os.listdir(os.path.dirname(__file__)) if f.endswith(SUFFIX))
 
 
+# a framework whose era API is another program, not a few guarded calls: (framework, major version of the image
+# the job asked for, job["framework_version"]) -> the module that drives it
+ERAS = {("tensorflow", "1"): "tensorflow_graph"}  # TensorFlow 1.x: tf.Session graphs, not Keras 3
+
+
+def module_name(job):
+    """The adapter module of ``job``: ERAS' for its framework at its asked major version, else <framework>_adapter."""
+    major = str(job.get("framework_version") or "").split(".")[0]
+    return ERAS.get((job["framework"], major), "%s_adapter" % job["framework"])
+
+
 def load(job):
-    """Construct the adapter for ``job["framework"]``; raises UnsupportedError for an unknown one."""
-    name = job["framework"]
+    """Construct the adapter for ``job["framework"]`` (and its version, ERAS); raises UnsupportedError for an
+    unknown one."""
+    name = "runner.adapters.%s" % module_name(job)
     try:
-        module = importlib.import_module("runner.adapters.%s_adapter" % name)
+        module = importlib.import_module(name)
     except ImportError as exc:
-        if getattr(exc, "name", None) == "runner.adapters.%s_adapter" % name:
-            raise UnsupportedError("no runner adapter for framework %r" % name)
+        if getattr(exc, "name", None) == name:
+            raise UnsupportedError("no runner adapter for framework %r" % job["framework"])
         raise
     return module.Adapter(job)
 

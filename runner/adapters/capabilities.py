@@ -36,6 +36,37 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
+# an era whose adapter is another module (runner.adapters.ERAS): (framework, major version) -> what it expresses
+ERAS = {
+    ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], layers=ALL_LAYERS - RECURRENT, layer_notes=dict.fromkeys(
+        RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet")),
+    ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
+        "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
+        no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)"),
+}  # by major version: the only torch 1.x image is 1.0.0, the only TensorFlow 1.x one 1.4.0
+# measurement options of an era (runner.contract.OPTION_DEFAULTS beyond these are refused), by (framework, major)
+ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True, False)}}
+
+
+def token(job):
+    """The framework token of a job: NAME@VERSION when it asked for an image version, else NAME."""
+    return job["framework"] + ("@%s" % job["framework_version"] if job.get("framework_version") else "")
+
+
+def _era(framework):
+    name, _, version = framework.partition("@")
+    return name, version.split(".")[0]
+
+
+def of(framework):
+    """(adapter name, capabilities) of a framework token: NAME, or NAME@VERSION (ERAS by its major version);
+    capabilities None for a framework without an adapter."""
+    era = _era(framework)
+    if era in ERAS:
+        return "%s %s.x" % era, ERAS[era]
+    return era[0], CAPABILITIES.get(era[0])
+
+
 # measurement options each adapter applies (runner.contract.OPTION_DEFAULTS), each value it can honour; a job
 # asking for another is refused (skipped with the reason), never recorded as applied. How each is applied:
 #   precision fp32 (TF32 off): torch (allow_tf32 flags), tensorflow (enable_tensor_float_32_execution(False)),
@@ -60,7 +91,8 @@ OPTION_NOTES = {"cuda_graphs": "no adapter captures CUDA graphs yet"}
 # frameworks whose first training iteration compiles the step (graph tracing, XLA, hybridization): a job that
 # times it (--warmup 0) would time the compiler, so it is refused
 COMPILED = {"tensorflow": "tf.function traces and optimises its graph", "jax": "jax.jit compiles it with XLA",
-            "mxnet": "hybridize() builds its cached graph"}
+            "mxnet": "hybridize() builds its cached graph",
+            "tensorflow 1.x": "the first Session.run prunes, places and optimises the graph"}
 WEIGHT_FORMAT_NOTES = {
     "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
 }
@@ -75,9 +107,9 @@ def _layer_types(layers):
 
 
 def unsupported(framework, layers, loss, optimizer, weights_format):
-    """Why ``framework`` cannot run a model of these (expanded) ``layers`` with this loss,
-    optimizer name (None for inference) and weight format (None without weights); None if it can."""
-    caps = CAPABILITIES.get(framework)
+    """Why ``framework`` (NAME, or NAME@VERSION: ``of``) cannot run a model of these (expanded) ``layers`` with
+    this loss, optimizer name (None for inference) and weight format (None without weights); None if it can."""
+    framework, caps = of(framework)
     if caps is None:
         return "no runner adapter for %s" % framework
     missing = sorted(set(_layer_types(layers)) - caps["layers"])
@@ -93,16 +125,19 @@ def unsupported(framework, layers, loss, optimizer, weights_format):
     if optimizer is not None and optimizer not in caps["optimizers"]:
         return "the %s adapter has no optimizer %s" % (framework, optimizer)
     if weights_format is not None and weights_format not in caps["weights"]:
-        return "%s cannot read %s weights: %s" % (framework, weights_format,
-                                                  WEIGHT_FORMAT_NOTES.get(weights_format, "no reader"))
+        return "%s cannot read %s weights: %s" % (framework, weights_format, caps.get("weight_notes", {}).get(
+            weights_format) or WEIGHT_FORMAT_NOTES.get(weights_format, "no reader"))
     return None
 
 
 def unsupported_options(framework, job, device):
-    """Why ``framework``'s adapter cannot run ``job``'s measurement options on ``device``, or None."""
+    """Why ``framework``'s adapter (NAME, or NAME@VERSION: ERA_OPTIONS by its major version) cannot run ``job``'s
+    measurement options on ``device``, or None."""
     from runner.contract import OPTION_DEFAULTS
 
-    have = OPTIONS.get(framework, {})
+    era = _era(framework)
+    have = ERA_OPTIONS[era] if era in ERA_OPTIONS else OPTIONS.get(era[0], {})
+    framework = "%s %s.x" % era if era in ERA_OPTIONS else era[0]
     problems = []
     for name in ("precision", "layout", "compile", "cuda_graphs") + (("cudnn_autotune",) if device == "cuda" else ()):
         value = job.get(name, OPTION_DEFAULTS[name])
@@ -135,7 +170,12 @@ NO_DATA_PARALLEL = {
 
 
 def unsupported_parallel(framework, mode):
-    """Why ``framework``'s adapter cannot run a data-parallel job in ``mode``, or None."""
+    """Why ``framework``'s adapter (NAME, or NAME@VERSION: ERAS by its major version) cannot run a data-parallel job
+    in ``mode``, or None."""
+    era = _era(framework)
+    if (ERAS.get(era) or {}).get("no_data_parallel"):
+        return "no data-parallel training in the %s %s.x adapter: %s" % (era + (ERAS[era]["no_data_parallel"],))
+    framework = era[0]
     if framework not in DATA_PARALLEL:
         return "no data-parallel training in the %s adapter: %s" % (
             framework, NO_DATA_PARALLEL.get(framework, "not implemented"))

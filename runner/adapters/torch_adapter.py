@@ -1,4 +1,7 @@
-"""PyTorch adapter (torch >= 1.10): builds the job's layer list as nn modules and trains it with torch.optim.
+"""PyTorch adapter (torch >= 1.0: today's, and 1.0.0 for the studies' 0.3): builds the job's layer list as nn
+modules and trains it with torch.optim. Before 1.7 there is no TF32 switch (nor TF32), before 1.5 no
+channels_last, before 1.2 no nn.Flatten: the era's defaults run, and the options that need those are refused
+(runner.adapters.capabilities.ERAS).
 
 Idioms: ``model.train()`` for training steps, ``model.eval()`` and ``torch.no_grad()``
 for evaluation and feature extraction; cuDNN autotuning (``cudnn.benchmark``)
@@ -16,12 +19,13 @@ Layout (job["layout"]): "default" is NCHW; "channels_last" converts the model an
 4-d input to torch.channels_last. job["compile"]: torch.compile the model.
 On CUDA the measured repeats are timed with CUDA events (``device_clock``; runner.measure).
 
-Timed step (``train_step``): zero_grad (set_to_none), forward, loss, backward, optimizer step, as the
-studies' PyTorch loops (DeepLearningFrameworks' notebooks; DLBench ran Lua Torch's forward, backward,
-updateParameters). Nothing else: the loss is returned as a device tensor (no host sync per step);
+Timed step (``train_step``): zero_grad (set_to_none; zeroed in place before torch 1.7), forward, loss,
+backward, optimizer step, as the studies' PyTorch loops (DeepLearningFrameworks' notebooks; DLBench ran Lua
+Torch's forward, backward, updateParameters). Nothing else: the loss is returned as a device tensor (no host sync per step);
 gradient clipping and autocast / GradScaler only where the spec or --precision asks.
 """
 import contextlib
+import inspect
 import math
 import os
 
@@ -33,6 +37,16 @@ from runner import data as datamod
 from runner import shapes
 from runner.adapters import UnsupportedError, torch_layers
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+
+# gradients dropped before each step (torch >= 1.7; the default from 2.0), zeroed in place before (the studies' era)
+ZERO_GRAD = {"set_to_none": True} if "set_to_none" in inspect.signature(torch.optim.Optimizer.zero_grad).parameters \
+    else {}
+
+
+def _tf32_switches():
+    """Whether this torch has the TF32 switches (1.7 and later)."""
+    return hasattr(getattr(torch.backends, "cuda", None), "matmul")
+
 
 @contextlib.contextmanager
 def _nothing():
@@ -200,15 +214,17 @@ class Adapter(Base):
             torch.set_num_threads(job["threads"])
         precision = job.get("precision", "fp32")
         tf32 = precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
+        if _tf32_switches():  # torch >= 1.7; older builds have no TF32 to turn off
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = bool(job.get("cudnn_autotune", True))
-        self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        self.amp_dtype = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[precision]) \
+            if precision in ("bf16", "fp16") else None
         self.scaler = None
         if precision == "fp16" and self.device.type == "cuda":
             self.scaler = torch.cuda.amp.GradScaler()
-        self.memory_format = torch.channels_last if job.get("layout", "default") == "channels_last" \
-            else torch.contiguous_format
+        # None: PyTorch's default (contiguous) layout, the only one before 1.5
+        self.memory_format = torch.channels_last if job.get("layout", "default") == "channels_last" else None
         torch.manual_seed(job.get("seed", 0))
         self.model, self.named, self.clip_norm = None, {}, None
 
@@ -225,15 +241,19 @@ class Adapter(Base):
         return torch.cuda.get_device_name(self.device), "%d.%d" % (major, minor)
 
     def cuda_archs(self):
-        """The architectures this torch build ships kernels (sm_XY) and PTX (compute_XY) for."""
-        return list(torch.cuda.get_arch_list()) if torch.cuda.is_available() else []
+        """The architectures this torch build ships kernels (sm_XY) and PTX (compute_XY) for; [] where torch cannot
+        say (before 1.6): the image matrix's list is used then."""
+        if not torch.cuda.is_available() or not hasattr(torch.cuda, "get_arch_list"):  # torch < 1.6 cannot say
+            return []
+        return list(torch.cuda.get_arch_list())
 
     def device_clock(self):
         """On CUDA, CUDA events on the device's current stream (runner.adapters.base ``device_clock``); None
         elsewhere."""
         if self.device.type != "cuda":
             return None
-        return _EventClock(torch.cuda.current_stream(self.device))
+        with torch.cuda.device(self.device):  # torch 1.0's current_stream takes no device
+            return _EventClock(torch.cuda.current_stream())
 
     def environment(self):
         env = {
@@ -242,15 +262,17 @@ class Adapter(Base):
             "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
             "threads": torch.get_num_threads(),
-            "interop_threads": torch.get_num_interop_threads(),
-            "mkldnn": torch.backends.mkldnn.is_available(),
-            "tf32": {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32},
+            "interop_threads": torch.get_num_interop_threads() if hasattr(torch, "get_num_interop_threads") else None,
+            "mkldnn": torch.backends.mkldnn.is_available() if hasattr(torch.backends, "mkldnn") else None,
+            "tf32": {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32}
+            if _tf32_switches() else None,
             "autocast": str(self.amp_dtype).replace("torch.", "") if self.amp_dtype is not None else None,
             "grad_scaler": self.scaler is not None,
             "cudnn_autotune": torch.backends.cudnn.benchmark if self.device.type == "cuda" else None,
-            "layout": "NHWC (channels_last)" if self.memory_format == torch.channels_last else "NCHW",
+            "layout": "NHWC (channels_last)" if self.memory_format is not None else "NCHW",
             "compile": bool(self.job.get("compile")),
             "cuda_graphs": False,
+            "zero_grad": "set to none" if ZERO_GRAD else "zeroed in place",
         }
         if self.distributed:
             import torch.distributed as dist
@@ -264,7 +286,7 @@ class Adapter(Base):
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
             env["gpu"] = {"name": props.name, "capability": "%d.%d" % (props.major, props.minor),
-                          "memory_bytes": props.total_memory, "arch_list": torch.cuda.get_arch_list(),
+                          "memory_bytes": props.total_memory, "arch_list": self.cuda_archs() or None,
                           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
         return env
 
@@ -274,7 +296,7 @@ class Adapter(Base):
         with _made_on(self.device):
             self.model = torch_layers.sequential(layers, tuple(model["input_shape"]), self.named)
             _initialize(self.model, model.get("init", {"scheme": "default"}))
-        self.model.to(self.device, memory_format=self.memory_format)
+        self.model.to(self.device, **self._layout())
         self.model.train(self.job["mode"] != "inference")
         if self.job.get("compile"):  # dynamo's caches start empty: an earlier job's entries in this warm worker
             torch._dynamo.reset()  # would fill its per-frame recompile limit, and a job past it runs eager
@@ -313,7 +335,11 @@ class Adapter(Base):
 
     def _input(self, x):
         x = torch.from_numpy(x).to(self.device)
-        return x.contiguous(memory_format=self.memory_format) if x.dim() == 4 else x
+        return x.contiguous(**self._layout()) if x.dim() == 4 else x
+
+    def _layout(self):
+        """The memory_format argument of a channels_last job; none otherwise (torch < 1.5 takes none)."""
+        return {"memory_format": self.memory_format} if self.memory_format is not None else {}
 
     def to_device(self, x, y):
         return self._input(x), torch.from_numpy(y).to(self.device)
@@ -357,7 +383,7 @@ class Adapter(Base):
                 m.state = None
 
     def train_step(self, x, y):
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(**ZERO_GRAD)
         if self.amp_dtype is None:
             loss = self.loss_fn(self.forward(x), y)
         else:

@@ -47,6 +47,13 @@ class GlobalAvgPool(nn.Module):
         return x.mean(dim=(2, 3))
 
 
+class Flatten(nn.Module):
+    """(N, ...) -> (N, features), as nn.Flatten (torch >= 1.2) does."""
+
+    def forward(self, x):
+        return x.reshape(x.shape[0], -1)
+
+
 class LastStep(nn.Module):
     def forward(self, x):
         return x[:, -1]
@@ -88,7 +95,7 @@ def _module(layer, in_shape, named):
     elif kind == "dropout":
         m = nn.Dropout(layer["rate"])
     elif kind == "flatten":
-        m = nn.Flatten()
+        m = nn.Flatten() if hasattr(nn, "Flatten") else Flatten()  # nn.Flatten: torch >= 1.2
     elif kind in _ACTIVATIONS:
         m = _ACTIVATIONS[kind]()
     elif kind == "pad_channels":

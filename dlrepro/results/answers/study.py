@@ -4,6 +4,8 @@ views and written as study.json.
 
 It holds: the one-sentence answer ("On this study's host (2-CPU AMD EPYC, no GPU) 4 of DLBench's 22 claims could be
 tested: 1 holds, ..."), every claim's verdict (answers.claims) with the untestable ones grouped by reason, the
+drift of each claim from the published versions to today's where the study ran both (answers.drift; the verdicts
+and tables above are then today's, and the tables are also built from the published versions' jobs), the
 paper's tables with the value measured here beside each published cell (answers.cells), the smoke-pass banner
 where the study ran --quick or its timings carry no interval, the runs with why each did or did not run here, the
 bundles the record names that the results folder lacks, and the bundles' own BundleAnswer as details.
@@ -12,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
-from dlrepro.results.answers import cells as paper, claims, measured, model, verdicts
+from dlrepro.results.answers import cells as paper, claims, drift as driftmod, measured, model, verdicts
 
 MISSING = claims.BUNDLE_MISSING
 
@@ -39,6 +41,8 @@ class StudyAnswer:
     missing: dict = field(default_factory=dict)
     results_shown: str = "results"
     bundle: object = None
+    drift: list = field(default_factory=list)  # answers.drift.Drift per claim (a study run with --versions both)
+    published_tables: list = field(default_factory=list)  # the tables from the published versions' jobs (idem)
 
     def to_json(self):
         """The study's answer as plain data (study.json beside study.md): every verdict with its evidence and what
@@ -55,7 +59,10 @@ class StudyAnswer:
                             "rankings": t.rankings, "timers": t.timers,
                             "cells": [asdict(c) for c in t.cells.values()]}
                            for t in self.tables],
-                "cells": self.counts, "runs": self.runs, "bundles": self.bundle.ids if self.bundle else []}
+                "cells": self.counts, "runs": self.runs, "bundles": self.bundle.ids if self.bundle else []} | ({
+                "drift": [{"claim": d.claim, "text": d.text, "change": d.change, "labels": d.labels,
+                           "published": verdict(d.published), "today": verdict(d.today)} for d in self.drift]}
+                if self.drift else {})
 
 
 def host_line(bodies):
@@ -135,12 +142,16 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     today: shown beside "not run", nothing measured depends on them)."""
     gone = {run: "bundle %s not found under %s" % (bid, results_shown) for run, bid in missing.items()}
     why_not = not_run(record, missing, results_shown)
-    prepared = measured.prepare(summary, bodies)
+    every = measured.prepare(summary, bodies)
+    prepared = driftmod.rows_of(every, record, "today") if driftmod.sets_of(record) else every
     found = model.recorded(bodies)
     references = dict(unrecorded or {}, **found.references)
     tables = paper.build(study, prepared, references, why_not, gone)
-    verdict_list = claims.evaluate(study, prepared, why_not, gone,
-                                   gpus_here=len(bodies[0]["host"].get("gpus") or []) if bodies else None)
+    gpus_here = len(bodies[0]["host"].get("gpus") or []) if bodies else None
+    verdict_list = claims.evaluate(study, prepared, why_not, gone, gpus_here=gpus_here)
+    changes = driftmod.drift(study, every, record, lambda rows: claims.evaluate(study, rows, why_not, gone, gpus_here))
+    published_tables = paper.build(study, driftmod.rows_of(every, record, "published"), references, why_not, gone) \
+        if changes else []
     groups = {}
     judged = []
     for v in verdict_list:
@@ -159,8 +170,23 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
                  what=entry.get("what")) for run_id, entry in record["runs"].items()]
     details = model.bundle_answer(bodies, summary.drop(columns=["run"]), samples) if bodies else None
     return StudyAnswer(study, record, record_path, manifest_note, host,
-                       sentence(study, host, verdict_list, list(groups.items())), judged, list(groups.items()), tables,
-                       counts, why, smoke(record, prepared, judged), runs, dict(missing), results_shown, details)
+                       sentence(study, host, verdict_list, list(groups.items())) + drift_sentence(changes), judged,
+                       list(groups.items()), tables, counts, why, smoke(record, prepared, judged), runs, dict(missing),
+                       results_shown, details, changes, published_tables)
+
+
+def drift_sentence(changes):
+    """' From the published versions to today's: 1 flips, 3 keep their verdict, 2 cannot tell, 4 on the same images,
+    12 not judged.' ('' without version sets)."""
+    if not changes:
+        return ""
+    tally = {}
+    for d in changes:
+        tally[d.change] = tally.get(d.change, 0) + 1
+    words = {driftmod.KEEPS: "keep their verdict" if tally.get(driftmod.KEEPS, 0) != 1 else "keeps its verdict",
+             driftmod.SAME: "on the same images"}
+    return " From the published versions to today's: %s." % ", ".join(
+        "%d %s" % (tally[c], words.get(c, c)) for c in driftmod.CHANGES if c in tally)
 
 
 def empty_summary(columns):

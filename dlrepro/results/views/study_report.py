@@ -147,9 +147,10 @@ def anchor(text):
 
 
 def _asked(asked):
-    """'all devices, docker executor, the spec's frameworks, --quick' from the record's options."""
+    """'all devices, docker executor, the spec's frameworks, --versions both, --quick' from the record's options."""
     return ", ".join([asked.get("device") or "all devices", "%s executor" % (asked.get("executor") or "default"),
                       ", ".join(asked.get("frameworks") or []) or "the spec's frameworks"]
+                     + (["--versions %s" % asked["versions"]] if asked.get("versions") else [])
                      + (["--quick"] if asked.get("quick") else []))
 
 
@@ -170,12 +171,20 @@ def context(answer):
                         columns=["run", "spec", "variants", "device", "state", "bundle", "why not here",
                                  "cut here", "what of the study"])
     details = report.context(answer.bundle) if answer.bundle else None
+    drift = table_of("From the published versions to today's", pd.DataFrame(
+        [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift],
+        columns=["change", "claim", "at the published versions", "at today's", "stated"]),
+        "published: %s. today: %s." % (answer.drift[0].labels["published"], answer.drift[0].labels["today"])
+        if answer.drift else "") if answer.drift else None
     return {"study": answer.study, "record": answer.record, "record_path": answer.record_path,
             "manifest_note": answer.manifest_note, "asked": _asked(answer.record.get("asked") or {}),
             "answer": answer.answer, "smoke": answer.smoke, "missing": answer.missing,
             "results_shown": answer.results_shown, "claims": judged, "untestable": answer.untestable,
             "cells": answer.counts, "why": answer.why, "environment": environment(answer), "papers": papers,
-            "folded_tables": folded, "runs": table_of("Runs of the study on this host", runs), "details": details,
+            "folded_tables": folded, "drift": drift,
+            "published_papers": [(t, paper_table(t)) for t in answer.published_tables
+                                 if any(c.measured is not None for c in t.cells.values())],
+            "runs": table_of("Runs of the study on this host", runs), "details": details,
             "anchor": anchor, "figures": study_plots.all_plots(answer.study, answer.claims, answer.tables),
             "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX)}
 
