@@ -172,8 +172,10 @@ def _record_plan(record, planned):
         entry = record.body["runs"].setdefault(item.id, {})
         if entry.get("state") == "published":  # what it was planned and published with stays as it was
             continue
+        if item.versions:
+            entry["versions"] = item.versions
         entry.update(spec=item.run.spec, variants=item.run.variants, device=item.run.device, why_here=item.why,
-                     notes=item.notes, jobs=item.jobs, what=item.run.why, versions=item.versions,
+                     notes=item.notes, jobs=item.jobs, what=item.run.why,
                      options=item.options.model_dump(mode="json") if item.options else None)
         entry.setdefault("bundle", None)
         entry.setdefault("state", "not runnable" if item.why else "planned")
