@@ -78,3 +78,33 @@ def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, docker_eng
     first, other, again = [(r["loss"]["first"], r["loss"]["last"]) for r in results]
     assert again == first  # bit for bit
     assert abs(first[0] - other[0]) > 1e-5 and abs(first[1] - other[1]) > 1e-5
+
+
+def test_a_rows_seeds_collapse_into_their_spread_and_its_figure_has_whiskers_around_the_median():
+    """Six GRU seeds whose first seed is fast and tight (q3 below the median over the seeds, as the committed DLF
+    run's TensorFlow seeds were): the collapsed row's q1 / q3 are over the seeds' medians, no column keeps seed 0's
+    figure, and the throughput bars draw (matplotlib refuses a whisker below zero)."""
+    import pandas as pd
+
+    from dlrepro.results import tables
+    from dlrepro.results.answers import measured
+    from dlrepro.results.views import plots
+
+    medians = [25.7, 30.1, 28.1, 25.2, 27.3, 28.3]
+    rows = [{"bundle_id": "b", "job_id": "imdb-gru.tensorflow.cpu.b64.s%d" % seed, "spec": "imdb-gru",
+             "spec_sha256": "x", "variant": "imdb-gru", "framework": "tensorflow", "device": "cpu", "mode": "convergence",
+             "batch_size": 64, "seed": seed, "status": "ok", "quantity": "seconds per epoch", "unit": "s",
+             "median": m, "mean": m + 0.5, "q1": m - 0.2, "q3": m + 0.4 if seed else m + 1.2, "n": 3, "epochs": 3,
+             "throughput": 25000 / m, "throughput_unit": "samples/s", "total_seconds": 3 * m,
+             "final_test_accuracy": 0.86, "ci95_low": m - 0.3, "ci95_high": m + 0.3, "ci95_units": 3}
+            for seed, m in enumerate(medians)]
+    body = {"id": "b", "options": {}, "spec": {"sha256": "x", "resolved": {}}}
+    (row,) = [r for _, r in measured.prepare(tables.frame(rows, tables.SUMMARY_COLUMNS), [body]).iterrows()]
+    assert row["job_id"] == "imdb-gru.tensorflow.cpu.b64" and row["seeds"] == 6 and row["n"] == 18
+    assert row["median"] == pytest.approx(27.7)
+    assert (row["q1"], row["q3"]) == (np.quantile(medians, 0.25), np.quantile(medians, 0.75))
+    assert row["q1"] <= row["median"] <= row["q3"] and row["mean"] == np.median([m + 0.5 for m in medians])
+    assert (row["ci95_low"], row["ci95_high"], row["ci95_units"]) == (25.2, 30.1, 6)
+    assert row["ci95_method"] == measured.SEED_CI_METHOD
+    (figure,) = plots.throughput_bars(pd.DataFrame([row]))
+    assert figure.points == (("TensorFlow", 64, pytest.approx(np.median([25000 / m for m in medians]))),)

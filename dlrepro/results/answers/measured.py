@@ -31,7 +31,7 @@ import pandas as pd
 
 from dlrepro.frameworks import display
 from runner.contract import OPTION_DEFAULTS
-from runner.stats import CI_METHOD, MIN_UNITS_95, median_ci
+from runner.stats import CI_METHOD, MIN_UNITS_95, median_ci, median_ci_coverage
 
 REPEAT_LEVEL = (CI_METHOD, CI_METHOD.replace("repeat medians", "epochs"))  # tables v4 intervals that tell the noise
 PREPARED = ("quick", "planned_epochs", "seeds", "accuracy_low", "accuracy_high", "total_low", "total_high")
@@ -66,16 +66,34 @@ def _planned_epochs(resolved, variant):
     return int(epochs) if epochs else None
 
 
+SEED_CI_METHOD = "median of seed medians, distribution-free (binomial order statistics)"
+# a collapsed row's per-job figures: each the median over its seeds
+OVER_SEEDS = ("median", "mean", "total_seconds", "final_test_accuracy", "final_perplexity", "throughput", "final_loss",
+              "energy_j_per_sample", "mean_power_w", "cpu_seconds", "effective_parallelism", "achieved_flops",
+              "fraction_of_peak")
+
+
 def _seed_row(rows):
-    """One row for the seed jobs ``rows`` of one convergence configuration: medians over the seeds, their
-    distribution-free 95% intervals (runner.stats.median_ci: from MIN_UNITS_95 seeds on), the job id without
-    its seed."""
+    """One row for the seed jobs ``rows`` of one convergence configuration: medians over the seeds (OVER_SEEDS),
+    their distribution-free 95% intervals (runner.stats.median_ci: from MIN_UNITS_95 seeds on), the spread of the
+    seeds' seconds per epoch (q1, q3, iqr over the seed medians; ci95 of their median, SEED_CI_METHOD), the job id
+    without its seed. No column keeps one seed's figure under the collapsed row's name."""
     first = rows.iloc[0].copy()
     first["job_id"] = re.sub(r"\.s\d+$", "", str(first["job_id"]))
     first["seed"], first["seeds"] = pd.NA, len(rows)
-    for column in ("median", "total_seconds", "final_test_accuracy", "final_perplexity", "throughput"):
-        values = rows[column].dropna()
-        first[column] = float(values.median()) if len(values) else np.nan
+    for column in OVER_SEEDS:
+        values = rows[column].dropna() if column in rows else ()
+        if column in rows:
+            first[column] = float(values.median()) if len(values) else np.nan
+    medians = sorted(rows["median"].dropna().astype(float))
+    first["q1"], first["q3"] = (float(np.quantile(medians, 0.25)), float(np.quantile(medians, 0.75))) if medians \
+        else (np.nan, np.nan)
+    first["iqr"] = first["q3"] - first["q1"]
+    found = median_ci(medians)
+    first["ci95_low"], first["ci95_high"] = found if found else (np.nan, np.nan)
+    first["ci95_units"], first["ci95_method"] = len(medians), SEED_CI_METHOD if found else None
+    first["ci95_coverage"] = median_ci_coverage(len(medians)) if found else np.nan
+    first["n"] = int(rows["n"].dropna().sum()) if rows["n"].notna().any() else pd.NA
     for column, low, high in (("final_test_accuracy", "accuracy_low", "accuracy_high"),
                               ("total_seconds", "total_low", "total_high")):
         found = median_ci(sorted(rows[column].dropna().astype(float)))
