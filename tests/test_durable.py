@@ -225,3 +225,23 @@ def test_the_local_executor_skips_a_framework_its_python_cannot_import(tmp_path,
     (row,) = json.loads((path / "bundle.json").read_text())["jobs"]
     assert row["status"] == "skipped" and row["reason"] == "%s cannot import torch (No module named 'torch')" % bare
     assert "install torch into that Python" in row["remedy"] and "--executor docker" in row["remedy"]
+
+
+def test_rerun_measures_ok_jobs_again_and_keeps_their_earlier_results(tmp_path, reporter):
+    """A complete two-job bundle, one job measured again (as the DLF GRU study's PyTorch seeds that ran beside a CI
+    run were): that job's earlier result moves to attempts/1/, the other is not touched, the bundle validates."""
+    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 16], quick=True)
+    path = runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
+    first = {d.name: json.loads((d / "result.json").read_text()) for d in (path / "jobs").iterdir()}
+    again, kept = "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b16"
+    with pytest.raises(DlreproError, match=r"^--rerun: the bundle has no job 'fcn-s.torch.cpu.b9' \(did you mean "
+                                           r"fcn-s.torch.cpu.b8\?\)") as err:
+        runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=["fcn-s.torch.cpu.b9"])
+    assert err.value.remedy == "give job ids of the bundle (the folders under its jobs/), comma-separated"
+    assert runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=[again],
+                    reporter=reporter) == path and reporter.total == 1
+    assert json.loads((path / "jobs" / again / "attempts" / "1" / "result.json").read_text()) == first[again]
+    now = json.loads((path / "jobs" / again / "result.json").read_text())
+    assert now["status"] == "ok" and now["started"] >= first[again]["finished"]
+    assert json.loads((path / "jobs" / kept / "result.json").read_text()) == first[kept]
+    assert not (path / "jobs" / kept / "attempts").exists() and validate.check(path) == []

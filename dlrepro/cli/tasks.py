@@ -106,6 +106,8 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     "resume": "continue a bundle (its id, folder, or 'latest'): run only its jobs without an ok result, with its "
               "spec and options",
     "retry-failed": "with --resume: run its failed jobs again too",
+    "rerun": "with --resume: run these jobs again whatever their result, comma-separated job ids (e.g. jobs measured "
+             "beside another load); each earlier result stays under jobs/<id>/attempts/<n>/",
     "memory": "memory limit of each job container, e.g. 8g or 512m (default: this host's memory less headroom)",
     "isolation": "worker (default: the jobs that share their settings run in one warm process, which imports the "
                  "framework once) or process (one process per job)",
@@ -116,7 +118,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
 def run(c, spec="", framework="", device="cpu", executor="", variant="", mode="", batch_size="",
         warmup=UNSET, iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, python="",
         results="", base_source="auto", timeout=UNSET, gpus="", precision="fp32", layout="default",
-        cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, memory="",
+        cudnn_autotune=True, compile=False, allow_ptx_jit=False, resume="", retry_failed=False, rerun="", memory="",
         engine="", partition="", slurm_option=None, max_parallel=UNSET, detach=False, isolation="worker", ranks="",
         seeds=UNSET):
     """Run a spec's jobs into a bundle, or --resume one.
@@ -142,14 +144,15 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
             seeds)
         if not spec and not resume:
             raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")
-        if retry_failed and not resume:
-            raise DlreproError("--retry-failed goes with --resume BUNDLE")
+        if (retry_failed or rerun) and not resume:
+            raise DlreproError("%s goes with --resume BUNDLE" % ("--retry-failed" if retry_failed else "--rerun"))
         slurm = optionsmod.slurm_settings(options.executor, partition, slurm_option, max_parallel, detach)
         try:
             with RichReporter() as reporter:
                 path = runs.run(spec or None, options, buildmod.BuildOptions(base_source),
                                 folders.results_root(results), python or None, reporter, resume or None,
-                                retry_failed, optionsmod.memory_bytes(memory) if memory else None, slurm=slurm)
+                                retry_failed, optionsmod.memory_bytes(memory) if memory else None, slurm=slurm,
+                                rerun=split(rerun))
         except KeyboardInterrupt as exc:
             _interrupted(exc)
         bundle = json.loads((path / "bundle.json").read_text())

@@ -27,6 +27,7 @@ from pathlib import Path
 from dlrepro import REPO_ROOT, datasets, heartbeat, spec as specmod
 from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, EngineLost, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
+from dlrepro.names import unknown as unknown_name
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro.results import bundle as bundlemod
 from dlrepro.results.bundle import BundleWriter
@@ -369,11 +370,13 @@ def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
 
 
 def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,
-        resume=None, retry_failed=False, memory=None, on_start=None, slurm=None, pool=None):
+        resume=None, retry_failed=False, memory=None, on_start=None, slurm=None, pool=None, rerun=None):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
     ``resume``: a bundle (folder, id, ``.<id>.partial`` or "latest") to continue instead of a new one: only
-    its jobs without an ok result run (failed ones too with ``retry_failed``); ``spec_name`` may then be None.
+    its jobs without an ok result run (failed ones too with ``retry_failed``, and the job ids ``rerun`` whatever
+    their result: e.g. jobs measured beside another load; each earlier result stays under jobs/<id>/attempts/<n>/);
+    ``spec_name`` may then be None. Raises DlreproError for a ``rerun`` id that is no job of the bundle.
     ``memory``: the memory limit of each job container in bytes (docker; default: the host's less headroom).
     ``on_start(bundle_id)`` is called once the (partial) bundle exists.
     ``slurm``: the slurm executor's settings {partition, options, max_parallel, detach} (default: none, or on a
@@ -400,6 +403,11 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
         options = options.model_copy(update={"executor": options.executor or "docker"})
     jobs = jobsmod.expand(spec, options)
+    unknown = [j for j in rerun or [] if j not in {job["id"] for job in jobs}]
+    if unknown:
+        raise DlreproError("--rerun: the bundle has no job %s" % ", ".join(
+            unknown_name(j, [job["id"] for job in jobs]) for j in unknown), "give job ids of the bundle (the folders "
+                                                                             "under its jobs/), comma-separated")
     if slurm is not None and options.executor != "slurm":
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
                            "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
@@ -443,7 +451,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     recovered = recover.recover(writer, state.stamp())
     statuses = writer.statuses()
     todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped", LOST)
-            or (retry_failed and statuses.get(j["id"]) == "failed")]
+            or (retry_failed and statuses.get(j["id"]) == "failed") or j["id"] in (rerun or ())]
     for job in todo:
         writer.retire(job["id"])
         writer.write_job(job)  # written again once its files are resolved
