@@ -288,3 +288,23 @@ def test_run_picks_runs_of_the_study_and_records_the_others_as_not_asked(tmp_pat
     with pytest.raises(DlreproError, match="^--run goes with a new study, not --resume"):
         studymod.run("dlf", resume="latest", runs=["cpu-rnn"], results_dir=tmp_path)
     assert not (tmp_path / "studies").exists()  # refused before any record is written
+
+
+def test_a_framework_its_bundle_left_out_says_why_not_that_it_was_not_run():
+    """CNTK has no GRU in its adapter: the DLF GRU run's bundle lists it in left_out, and Table 4's CNTK cells say
+    so instead of "the framework was not among those run"."""
+    from dlrepro.results.answers import cells
+
+    dlf = studies.load("dlf")
+    empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
+    why = "unsupported: the cntk adapter has no layer embedding, gru, last_step (not expressed)"
+    references = {"imdb-gru": studies.specmod.load("imdb-gru").references}
+    built = cells.build(dlf, empty, references, {"gpu-rnn": "not runnable here: no GPU"}, {},
+                        {("cpu-rnn", "imdb-gru", "cntk"): why})
+    (table,) = [t for t in built if t.name == "table4-rnn"]
+    cell = table.cells[("CNTK", "K80")]
+    assert (cell.outcome, cell.reason) == (verdicts.NOT_RUN, "left out of the run: unsupported")
+    assert cell.why == "left out of the run: unsupported (cntk in run cpu-rnn: %s)" % why
+    plain = cells.build(dlf, empty, references, {"gpu-rnn": "not runnable here: no GPU"}, {})
+    (table,) = [t for t in plain if t.name == "table4-rnn"]
+    assert table.cells[("CNTK", "K80")].reason == "the framework was not among those run"

@@ -107,12 +107,18 @@ def _other_batches(summary, column, framework):
     return {run: sorted(int(b) for b in set(g["batch_size"].dropna())) for run, g in mine.groupby("run", sort=True)}
 
 
-def _not_found(cell, column, not_run, missing, elsewhere=None):
+def _not_found(cell, column, not_run, missing, elsewhere=None, left_out=None):
     """The outcome of a cell whose framework has no job at the column's configuration in any of its runs
-    (``elsewhere``: {run: mini-batch sizes} it has jobs of the column's variant at)."""
+    (``elsewhere``: {run: mini-batch sizes} it has jobs of the column's variant at; ``left_out``: {(run, variant,
+    framework): why its bundle left that pair out}, e.g. an adapter that cannot express the model)."""
     gone = [missing[r] for r in column.runs if r in missing]
     ran = [r for r in column.runs if r not in not_run and r not in missing]
-    if elsewhere:
+    why = [(r, (left_out or {})[(r, column.variant, cell.framework)]) for r in ran
+           if (r, column.variant, cell.framework) in (left_out or {})]
+    if why:
+        _outcome(cell, verdicts.NOT_RUN, "left out of the run: %s" % why[0][1].split(":")[0], "%s in run %s: %s" % (
+            cell.framework, why[0][0], why[0][1]))
+    elif elsewhere:
         _outcome(cell, verdicts.NOT_RUN, "not measured at this mini-batch", "%s measured %s" % (cell.framework, "; ".join(
             "mini-batch %s in run %s" % (", ".join(map(str, b)), r) for r, b in elsewhere.items())))
     elif ran:
@@ -143,7 +149,7 @@ def _judge(cell, row, ref):
     return judged
 
 
-def _cell(study, table, column, tool, summary, references, not_run, missing, threads=None):
+def _cell(study, table, column, tool, summary, references, not_run, missing, threads=None, left_out=None):
     """(Cell, answers.published.Judged or None, the measured row or None) of one tool in one column."""
     cell = Cell(tool, column.label, framework=study.framework(tool))
     ref = _reference(references, column, tool) if table.status == "published" else None
@@ -167,7 +173,7 @@ def _cell(study, table, column, tool, summary, references, not_run, missing, thr
     if cell.published is None:
         _outcome(cell, verdicts.CANNOT_COMPARE, "the table has no value for this tool", tool)
     elif cell.run is None:
-        _not_found(cell, column, not_run, missing, _other_batches(summary, column, cell.framework))
+        _not_found(cell, column, not_run, missing, _other_batches(summary, column, cell.framework), left_out)
     elif not len(ok):
         failed = rows.iloc[-1]
         _outcome(cell, verdicts.NOT_RUN, "the job was %s" % failed["status"], "%s: %s" % (
@@ -179,10 +185,11 @@ def _cell(study, table, column, tool, summary, references, not_run, missing, thr
     return cell, None, None
 
 
-def build(study, summary, references, not_run, missing=None):
+def build(study, summary, references, not_run, missing=None, left_out=None):
     """Every table of ``study`` (PaperTable), from ``summary`` (summary rows with a ``run`` column),
-    ``references`` ({spec: [Reference]}), ``not_run`` ({run id: why it did not run here}) and ``missing``
-    ({run id: why its measurements are not available, e.g. "bundle X missing"})."""
+    ``references`` ({spec: [Reference]}), ``not_run`` ({run id: why it did not run here}), ``missing``
+    ({run id: why its measurements are not available, e.g. "bundle X missing"}) and ``left_out`` ({(run id,
+    variant, framework): why the run's bundle left it out})."""
     missing = missing or {}
     tables = []
     for name, table in study.tables.items():
@@ -197,7 +204,7 @@ def build(study, summary, references, not_run, missing=None):
                 timers.append("%s: %s" % (column.label, mixed))
             for tool in table.rows:
                 cell, judged, row = _cell(study, table, column, tool, summary, references.get(spec, []), not_run,
-                                          missing, shared)
+                                          missing, shared, left_out)
                 cells[(tool, column.label)] = cell
                 if judged is not None and judged.measured is not None:
                     ranked.append(_ranking_cell(spec, column, cell, judged, _reference(

@@ -146,12 +146,15 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     prepared = driftmod.rows_of(every, record, "today") if driftmod.sets_of(record) else every
     found = model.recorded(bodies)
     references = dict(unrecorded or {}, **found.references)
-    tables = paper.build(study, prepared, references, why_not, gone)
+    bundles = {b["id"]: b for b in bodies}
+    left = {(run, item["variant"], item["framework"]): item["reason"] for run, entry in record["runs"].items()
+            for item in (bundles.get(entry.get("bundle")) or {}).get("left_out") or [] if item.get("framework")}
+    tables = paper.build(study, prepared, references, why_not, gone, left)
     gpus_here = len(bodies[0]["host"].get("gpus") or []) if bodies else None
     verdict_list = claims.evaluate(study, prepared, why_not, gone, gpus_here=gpus_here)
     changes = driftmod.drift(study, every, record, lambda rows: claims.evaluate(study, rows, why_not, gone, gpus_here))
-    published_tables = paper.build(study, driftmod.rows_of(every, record, "published"), references, why_not, gone) \
-        if changes else []
+    published_tables = paper.build(study, driftmod.rows_of(every, record, "published"), references, why_not, gone,
+                                   left) if changes else []
     groups = {}
     judged = []
     for v in verdict_list:
