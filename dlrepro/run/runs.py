@@ -7,7 +7,7 @@ log; the other jobs go on. Each job's result enters the partial bundle the momen
 job ends (dlrepro.results.bundle), so a run killed outright (SIGKILL, a closed terminal,
 the OOM killer) leaves every finished job, and what the running one had measured, in a
 bundle that ``resume`` completes: only the jobs without an ok result run again (failed
-ones too with ``retry_failed``), each attempt recorded. A run interrupted (Ctrl-C, SIGTERM)
+ones too with ``retry_failed``, any named in ``rerun``; dlrepro.run.resumes), each attempt recorded. A run interrupted (Ctrl-C, SIGTERM)
 or broken by an unexpected error still publishes a bundle with what finished, the rest
 marked; a results folder that cannot be written stops the run with ResultsUnwritable,
 the partial bundle kept for a resume. So does a container engine that goes away (EngineLost):
@@ -27,13 +27,12 @@ from pathlib import Path
 from dlrepro import REPO_ROOT, datasets, heartbeat, spec as specmod
 from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, EngineLost, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
-from dlrepro.names import unknown as unknown_name
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro.results import bundle as bundlemod
 from dlrepro.results.bundle import BundleWriter
-from dlrepro.run import executors, hostinfo, jobs as jobsmod, lock, recover
+from dlrepro.run import executors, hostinfo, jobs as jobsmod, lock, recover, resumes
 from dlrepro.run.executors.base import INTERRUPTED, LOST
-from dlrepro.run.options import WHERE, RunOptions, recorded_slurm
+from dlrepro.run.options import recorded_slurm
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
 
@@ -262,48 +261,6 @@ class _Run:
             executor.run(built, group, self, datasets.root(), self.on_event)
 
 
-def _changes(then, now, where="", limit=5):
-    """Up to ``limit`` differences between two resolved specs, each ``FIELD: THEN there, NOW here``."""
-    if isinstance(then, dict) and isinstance(now, dict):
-        found = []
-        for key in list(then) + [k for k in now if k not in then]:
-            found += _changes(then.get(key), now.get(key), "%s.%s" % (where, key) if where else key, limit)
-        return found[:limit]
-    return [] if then == now else ["%s: %s there, %s here" % (where, json.dumps(then), json.dumps(now))]
-
-
-def _resumed(prior, spec_name, options):
-    """(spec, its file, options) of a resume of the bundle whose bundle.json is ``prior``: its spec, which must still hash
-    as recorded, and its measurement options (options given again must be the same; where it runs may change).
-    Raises DlreproError naming what differs."""
-    record = prior["spec"]
-    path = Path(spec_name) if spec_name and Path(spec_name).suffix in (".yaml", ".yml") else \
-        specmod.spec_path(spec_name) if spec_name else (REPO_ROOT / record["file"])
-    spec = specmod.load(str(path))
-    if spec.name != record["name"]:
-        raise DlreproError("--resume: the bundle ran spec %s, not %s" % (record["name"], spec.name))
-    if spec.digest() != record["sha256"]:  # the rule: the resolved spec must match; comments and layout may change
-        commit = ((prior.get("suite") or {}).get("git") or {}).get("commit")  # a partial bundle has none yet
-        raise DlreproError("--resume: spec %s has changed since the bundle ran: %s" % (
-            path, "; ".join(_changes(record.get("resolved") or {}, spec.model_dump(mode="json"))) or
-            "resolved sha256 %s now, %s recorded" % (spec.digest()[:12], record["sha256"][:12])),
-            "restore the spec file as it was (sha256 %s%s), or start a new run" % (
-                (record.get("file_sha256") or "not recorded")[:12],
-                "; `git log -- %s` finds it" % record["file"] if not commit else ", %s at commit %s" % (
-                    record["file"], commit)))
-    recorded = RunOptions(**prior["options"])
-    if options.executor is None:  # not given: where the bundle ran
-        options = options.model_copy(update={"executor": recorded.executor})
-    where = WHERE
-    given = options.model_dump(exclude=where)
-    if given != RunOptions().model_dump(exclude=where) and options.digest() != recorded.digest():
-        differ = sorted(k for k, v in given.items() if v != getattr(recorded, k))
-        raise DlreproError("--resume: the bundle was measured with other options: %s" % ", ".join(
-            "%s=%r there, %r here" % (k, getattr(recorded, k), given[k]) for k in differ),
-            "resume without measurement options (the bundle's are used), or start a new run")
-    return spec, path, recorded.model_copy(update={k: getattr(options, k) for k in where})
-
-
 def _stop_lost(exc, writer, state, attempt, left):
     """Record the jobs ``left`` (not run) as interrupted, end the attempt and keep the bundle partial after the
     engine was lost (``exc``); returns the EngineLost to raise: one line naming what was lost, the job that ran,
@@ -398,16 +355,12 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         if folder.name.endswith(".partial"):  # before anything else (a complete one: once reopened as partial)
             lock.take(folder)  # refused while another run, on any host, owns the bundle
         prior = bundlemod.body(folder)
-        spec, spec_path, options = _resumed(prior, spec_name, options)
+        spec, spec_path, options = resumes.checked(prior, spec_name, options)
     else:
         spec, spec_path = specmod.load(spec_name), specmod.spec_path(spec_name)
         options = options.model_copy(update={"executor": options.executor or "docker"})
     jobs = jobsmod.expand(spec, options)
-    unknown = [j for j in rerun or [] if j not in {job["id"] for job in jobs}]
-    if unknown:
-        raise DlreproError("--rerun: the bundle has no job %s" % ", ".join(
-            unknown_name(j, [job["id"] for job in jobs]) for j in unknown), "give job ids of the bundle (the folders "
-                                                                             "under its jobs/), comma-separated")
+    resumes.known(jobs, rerun)
     if slurm is not None and options.executor != "slurm":
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
                            "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
@@ -449,9 +402,7 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     for line in gone:
         reporter.log(line)
     recovered = recover.recover(writer, state.stamp())
-    statuses = writer.statuses()
-    todo = [j for j in jobs if statuses.get(j["id"]) in (None, "skipped", LOST)
-            or (retry_failed and statuses.get(j["id"]) == "failed") or j["id"] in (rerun or ())]
+    todo = resumes.to_run(jobs, writer.statuses(), retry_failed, rerun)
     for job in todo:
         writer.retire(job["id"])
         writer.write_job(job)  # written again once its files are resolved
