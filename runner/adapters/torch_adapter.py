@@ -42,6 +42,9 @@ from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targ
 ZERO_GRAD = {"set_to_none": True} if "set_to_none" in inspect.signature(torch.optim.Optimizer.zero_grad).parameters \
     else {}
 
+# torch.cuda.current_stream takes the device (torch >= 1.1)
+STREAM_OF_DEVICE = "device" in inspect.signature(torch.cuda.current_stream).parameters
+
 
 def _tf32_switches():
     """Whether this torch has the TF32 switches (1.7 and later)."""
@@ -218,8 +221,8 @@ class Adapter(Base):
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = bool(job.get("cudnn_autotune", True))
-        self.amp_dtype = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[precision]) \
-            if precision in ("bf16", "fp16") else None
+        self.amp_dtype = (torch.bfloat16 if precision == "bf16" else torch.float16) \
+            if precision in ("bf16", "fp16") else None  # looked up only then: torch < 1.3 has no bfloat16
         self.scaler = None
         if precision == "fp16" and self.device.type == "cuda":
             self.scaler = torch.cuda.amp.GradScaler()
@@ -252,8 +255,10 @@ class Adapter(Base):
         elsewhere."""
         if self.device.type != "cuda":
             return None
-        with torch.cuda.device(self.device):  # torch 1.0's current_stream takes no device
-            return _EventClock(torch.cuda.current_stream())
+        if not STREAM_OF_DEVICE:  # torch 1.0: the current device's
+            with torch.cuda.device(self.device):
+                return _EventClock(torch.cuda.current_stream())
+        return _EventClock(torch.cuda.current_stream(self.device))
 
     def environment(self):
         env = {
