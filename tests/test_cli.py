@@ -336,6 +336,17 @@ def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing was started
 
 
+def test_rerun_without_a_bundle_and_an_unknown_version_set_exit_2_naming_the_option(tmp_path):
+    rerun = dlrepro("run", "--spec=fcn", "--rerun=fcn-s.torch.cpu.b8", "--executor=local", "--results", str(tmp_path),
+                    cwd=tmp_path)
+    assert rerun.returncode == 2 and rerun.stdout.splitlines()[0] == "error: --rerun goes with --resume BUNDLE"
+    versions = dlrepro("study", "dlf", "--versions=then", "--results", str(tmp_path), cwd=tmp_path)
+    assert versions.returncode == 2 and versions.stdout.splitlines() == [
+        "error: --versions: expected one of published, today, both (got 'then')",
+        "remedy: give --versions published, today or both"]
+    assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
 @pytest.mark.parametrize("args, lines", [
     (["--device", "tpu"], ["error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')", "remedy: give each option a value in its range: `dlrepro --help run` lists them"]),
     (["--executor", "nosuch"], ["error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')",
