@@ -82,11 +82,12 @@ def _known_options(study, specs, device, frameworks, executor):
     jobsmod.known_frameworks(frameworks or [], known, "study %s" % study.name)
 
 
-def _versioned(study, run, versions, chosen, item):
+def _versioned(study, matrix, run, versions, chosen, item):
     """``chosen`` (the frameworks the run would take, in its order) with each of the study's tools at version set
-    ``versions`` (dlrepro.eras: NAME@VERSION tokens); a framework that is none of the study's tools stays as it is.
-    What stands for what goes to ``item.notes``, and each set's tokens to ``item.versions`` for the record."""
-    matrix, names = matrixmod.load(), {f.split("@")[0] for f in chosen}
+    ``versions`` (dlrepro.eras over the image ``matrix``: NAME@VERSION tokens); a framework that is none of the
+    study's tools stays as it is. What stands for what goes to ``item.notes``, and each set's tokens to
+    ``item.versions`` for the record."""
+    names = {f.split("@")[0] for f in chosen}
     sets = {name: [c for c in eras.choose(study, matrix, run.device, name) if c.framework in names]
             for name in (("published", "today") if versions == "both" else (versions,))}
     picked = [c for c in eras.choose(study, matrix, run.device, versions) if c.framework in names]
@@ -109,8 +110,10 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
     _known_runs(study, runs)
     specs = {run.spec: specmod.load(run.spec) for run in study.runs.values()}
     _known_options(study, specs, device, frameworks, executor)
+    matrix = None
     if versions:
         eras.checked(versions)
+        matrix = matrixmod.load()
         pinned = [f for f in frameworks or [] if "@" in f]
         if pinned:
             raise DlreproError("--framework %s with --versions: the version set picks each tool's version"
@@ -144,7 +147,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
             item.why = "spec %s has none of the frameworks asked for (%s)" % (run.spec, ", ".join(frameworks))
             continue
         if versions:
-            chosen = _versioned(study, run, versions, chosen, item)
+            chosen = _versioned(study, matrix, run, versions, chosen, item)
         threads = _threads(spec, run, quick, cpus, item.notes)
         item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
                                   mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,

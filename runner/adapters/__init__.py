@@ -2,7 +2,7 @@
 
 The interface, every hook's arguments, shapes and defaults, is ``runner.adapters.base.Adapter``,
 which each adapter subclasses. The module for framework ``name`` is
-``runner.adapters.<name>_adapter`` (an era whose API is another program has its own, ERAS) and is
+``runner.adapters.<name>_adapter`` (an era whose API is another program has its own, capabilities.ERAS) and is
 imported only when a job asks for it, so importing the runner never imports a framework.
 """
 import importlib
@@ -20,20 +20,17 @@ def available():
     return sorted(f[:-len(SUFFIX)] for f in os.listdir(os.path.dirname(__file__)) if f.endswith(SUFFIX))
 
 
-# a framework whose era API is another program, not a few guarded calls: (framework, major version of the image
-# the job asked for, job["framework_version"]) -> the module that drives it
-ERAS = {("tensorflow", "1"): "tensorflow_graph"}  # TensorFlow 1.x: tf.Session graphs, not Keras 3
-
-
 def module_name(job):
-    """The adapter module of ``job``: ERAS' for its framework at its asked major version, else <framework>_adapter."""
-    major = str(job.get("framework_version") or "").split(".")[0]
-    return ERAS.get((job["framework"], major), "%s_adapter" % job["framework"])
+    """The adapter module of ``job``: the one its era names (runner.adapters.capabilities.ERAS: an era whose API is
+    another program, not a few guarded calls), else <framework>_adapter."""
+    from runner.adapters import capabilities
+
+    return capabilities.era_of(capabilities.token(job)).get("module") or "%s_adapter" % job["framework"]
 
 
 def load(job):
-    """Construct the adapter for ``job["framework"]`` (and its version, ERAS); raises UnsupportedError for an
-    unknown one."""
+    """Construct the adapter for ``job["framework"]`` (and its version: ``module_name``); raises UnsupportedError for
+    an unknown one."""
     name = "runner.adapters.%s" % module_name(job)
     try:
         module = importlib.import_module(name)

@@ -36,10 +36,12 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
-# an era whose adapter is another module (runner.adapters.ERAS): (framework, major version) -> what it expresses
+# an era of a framework: (framework, major version) -> what its adapter expresses (``module``: an adapter module of
+# its own, runner.adapters.module_name)
 ERAS = {
     ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], layers=ALL_LAYERS - RECURRENT, layer_notes=dict.fromkeys(
-        RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet")),
+        RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet"),
+        module="tensorflow_graph"),  # tf.Session graphs, not Keras 3: an adapter module of its own
     ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
         "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
         no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)"),
@@ -56,6 +58,11 @@ def token(job):
 def _era(framework):
     name, _, version = framework.partition("@")
     return name, version.split(".")[0]
+
+
+def era_of(framework):
+    """The ERAS entry of a framework token (NAME@VERSION by its major version); {} for none."""
+    return ERAS.get(_era(framework)) or {}
 
 
 def of(framework):
@@ -173,7 +180,7 @@ def unsupported_parallel(framework, mode):
     """Why ``framework``'s adapter (NAME, or NAME@VERSION: ERAS by its major version) cannot run a data-parallel job
     in ``mode``, or None."""
     era = _era(framework)
-    if (ERAS.get(era) or {}).get("no_data_parallel"):
+    if era_of(framework).get("no_data_parallel"):
         return "no data-parallel training in the %s %s.x adapter: %s" % (era + (ERAS[era]["no_data_parallel"],))
     framework = era[0]
     if framework not in DATA_PARALLEL:

@@ -92,11 +92,11 @@ def drift(study, summary, record, evaluate):
     """One Drift per claim of ``study`` judged (``evaluate(rows)`` -> [claims.Verdict], the same call the study's
     answer makes) on the rows of each version set of ``record``; [] for a record without both sets. Listed in
     CHANGES order, then the study's claim order."""
-    if not sets_of(record):
+    sets = sets_of(record)
+    if not sets:
         return []
     judged = {name: {v.claim: v for v in evaluate(rows_of(summary, record, name))} for name in SETS}
-    labels = {name: "; ".join(sorted({c["label"] for chosen in sets_of(record)[name].values() for c in chosen}))
-              for name in SETS}
+    labels = {name: "; ".join(sorted({c["label"] for chosen in sets[name].values() for c in chosen})) for name in SETS}
     out = [Drift(claim, study.claims[claim].text, judged["published"][claim], judged["today"][claim], labels,
-                 _same(study.claims[claim], sets_of(record))) for claim in study.claims]
+                 _same(study.claims[claim], sets)) for claim in study.claims]
     return sorted(out, key=lambda d: CHANGES.index(d.change))
