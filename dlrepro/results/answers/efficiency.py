@@ -16,7 +16,7 @@ import re
 
 import pandas as pd
 
-from dlrepro import peaks
+from dlrepro import eras, peaks
 from dlrepro.frameworks import in_study
 from dlrepro.results.answers import measured
 from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
@@ -194,15 +194,6 @@ def published_efficiency(summary, references, specs):
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
 
 
-def _version_key(version):
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return (0, Version(str(version)))
-    except InvalidVersion:
-        return (1, str(version))
-
-
 def then_and_now(summary):
     """The speedup of a framework's newest version over its oldest on the same host, device, spec, variant,
     batch size, precision and threads (an era image against a modern one: MXNet 0.12.0 and 1.9.1):
@@ -215,7 +206,7 @@ def then_and_now(summary):
                  & summary["framework_version"].notna() & summary["median"].notna()]
     rows = []
     for key, group in ok.groupby(THEN_AND_NOW_KEY, dropna=False, sort=True):
-        versions = sorted(group["framework_version"].unique(), key=_version_key)
+        versions = sorted(group["framework_version"].unique(), key=eras.key)
         if len(versions) < 2:
             continue
         then = group[group["framework_version"] == versions[0]].iloc[0]
