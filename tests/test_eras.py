@@ -62,8 +62,8 @@ def test_a_study_run_with_versions_plans_each_run_at_those_versions():
     assert rnn.notes[0] == ("--versions both: PyTorch 1.0.0 (published: 0.3.1), PyTorch 2.13.0, Tensorflow 1.4.0, "
                             "Tensorflow 2.21.0, MXNet(Gluon) 0.12.0, MXNet(Gluon) 1.9.1, CNTK 2.7.post2 (published: 2.4), "
                             "Caffe2 1.10.2 (published: not stated)")
-    # the frameworks with a GRU (PyTorch and MXNet twice; TensorFlow 1.4's adapter builds none), six seeds each
-    assert rnn.jobs == 6 * 6
+    # the frameworks with a GRU (PyTorch, TensorFlow and MXNet twice, JAX), six seeds each
+    assert rnn.jobs == 7 * 6
     assert [c["token"] for c in rnn.versions["published"]] == ["torch@1.0.0", "tensorflow@1.4.0", "mxnet@0.12.0",
                                                                "cntk", "caffe2"]
     assert [c["token"] for c in rnn.versions["today"]] == ["torch", "tensorflow", "mxnet", "cntk", "caffe2"]
@@ -143,7 +143,7 @@ def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_a
         verdicts.DOES_NOT_HOLD, verdicts.DOES_NOT_HOLD, drift.SAME)
 
 
-def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot_build():
+def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot_run():
     from runner import adapters
     from runner.adapters import capabilities
 
@@ -156,8 +156,10 @@ def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot
     from dlrepro.run import jobs
 
     assert jobs.unsupported(gru, "imdb-gru", "tensorflow") is None
-    assert jobs.unsupported(gru, "imdb-gru", "tensorflow@1.4.0").startswith("the tensorflow 1.x adapter has no layer "
-                                                                            "embedding, gru, last_step (")
+    assert jobs.unsupported(gru, "imdb-gru", "tensorflow@1.4.0") is None  # BasicLSTMCell and CudnnCompatibleGRUCell
+    tf14 = {"framework": "tensorflow", "framework_version": "1.4.0", "mode": "throughput", "warmup": 1}
+    assert capabilities.unsupported_options("tensorflow@1.4.0", dict(tf14, precision="bf16"), "cpu") == (
+        "the tensorflow 1.x adapter cannot run precision=bf16 (the tensorflow 1.x adapter has fp32)")
 
 
 def test_an_era_adapter_refuses_the_options_its_framework_did_not_have():

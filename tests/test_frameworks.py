@@ -118,27 +118,32 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
 def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_r(token, era_images, tmp_path,
                                                                                   reporter, monkeypatch, mnist):
     """The studies' era versions in their images: TensorFlow 1.4.0 (DLF's) through the tf.Session graph adapter,
-    PyTorch 1.0.0 (the nearest served to DLF's 0.3.1) through the torch adapter's era path. Every spec model the
-    adapter expresses has the spec's parameter count (TensorFlow 1.x's recurrent ones are left out with the
-    reason), and FCN-R trains on MNIST (the loss falls over 100 iterations, the whole test set is evaluated)."""
+    PyTorch 1.0.0 (the nearest served to DLF's 0.3.1) through the torch adapter's era path. Every spec model has
+    the spec's parameter count (TensorFlow 1.x's BasicLSTMCell and CudnnCompatibleGRUCell by the one-bias
+    convention), and FCN-R trains on MNIST (the loss falls over 100 iterations, the whole test set is
+    evaluated)."""
     version = token.split("@")[1]
     batch = parameter_jobs(token)
     executors.DockerExecutor().run(era_images[token], batch, tmp_path / "parameters", datasets.root(),
                                    lambda *e: None)
+    counted = {}
     for job in batch:
         result = json.loads((tmp_path / "parameters" / job["id"] / "result.json").read_text())
         assert result["status"] == "ok", (job["id"], result["reason"])
-        assert result["parameters"]["measured"] == job["model"]["parameters"], job["id"]
+        assert result["parameters"]["equivalent"] == job["model"]["parameters"], job["id"]
         assert result["environment"]["framework_version"] == version
-    names = {(j["spec"]["name"], j["variant"]) for j in batch}
-    assert ("alexnet", "alexnet-s") in names and ("resnet50", "resnet50") in names and len(names) >= 10
+        counted[job["spec"]["name"], job["variant"]] = result["parameters"]
+    assert ("alexnet", "alexnet-s") in counted and ("resnet50", "resnet50") in counted and len(counted) >= 10
+    gru, lstm = counted["imdb-gru", "imdb-gru"], counted["lstm", "lstm"]
     if token.startswith("tensorflow"):
-        assert result["environment"]["api"] == "graph (tf.Session)" and ("imdb-gru", "imdb-gru") not in names
-        assert jobs.unsupported(spec.load("imdb-gru"), "imdb-gru", token) == (
-            "the tensorflow 1.x adapter has no layer embedding, gru, last_step (the TensorFlow 1.x graph adapter "
-            "builds no embedding or recurrent layer yet)")
+        assert result["environment"]["api"] == "graph (tf.Session)"
+        assert (gru["measured"], [(c["name"], c["difference"]) for c in gru["conventions"]]) == (
+            3_818_102, [("tf1-gru-single-bias", 200)])
+        assert (lstm["measured"], [(c["name"], c["difference"]) for c in lstm["conventions"]]) == (
+            6_180_624, [("tf1-lstm-single-bias", 2048)])
     else:
-        assert ("imdb-gru", "imdb-gru") in names and result["environment"]["zero_grad"] == "zeroed in place"
+        assert (gru["measured"], lstm["measured"]) == (3_818_302, 6_182_672)
+        assert result["environment"]["zero_grad"] == "zeroed in place"
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
     path = runs.run("fcn", RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
                     results_dir=tmp_path, reporter=reporter)

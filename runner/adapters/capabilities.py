@@ -39,9 +39,7 @@ CAPABILITIES = {
 # an era of a framework: (framework, major version) -> what its adapter expresses (``module``: an adapter module of
 # its own, runner.adapters.module_name)
 ERAS = {
-    ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], layers=ALL_LAYERS - RECURRENT, layer_notes=dict.fromkeys(
-        RECURRENT, "the TensorFlow 1.x graph adapter builds no embedding or recurrent layer yet"),
-        module="tensorflow_graph"),  # tf.Session graphs, not Keras 3: an adapter module of its own
+    ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], module="tensorflow_graph"),  # tf.Session graphs, not Keras 3: an adapter module of its own
     ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
         "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
         no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)"),

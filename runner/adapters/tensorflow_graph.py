@@ -16,18 +16,22 @@ so that a synthetic mini-batch stays resident on the device as in the other adap
 ``feed_dict`` each step; that copy is in the real-data timed region here, as everywhere). ``sess.run`` returns
 when the step is done: ``synchronize`` has nothing to wait for.
 
-Not built here (runner.adapters.capabilities.ERAS: such jobs are left out before they run, with the reason):
-embeddings and recurrent layers.
+Recurrent layers as the studies' TensorFlow scripts built them: DLBench's LSTM (tools/tensorflow/rnn/lstm/lstm.py
+@ 978b034) as ``BasicLSTMCell(forget_bias=0.0)`` cells unrolled over the time steps (``static_rnn``), with the final
+state of a mini-batch carried into the next in variables; DLF's GRU (notebooks/Tensorflow_RNN.ipynb @ 671e2a0) ran
+cuDNN's GRU (``CudnnGRU``, GPU only): here ``CudnnCompatibleGRUCell``, the same equations on any device, under
+``dynamic_rnn``. Embeddings are ``embedding_lookup`` on a variable (``tf.get_variable``'s Glorot uniform unless
+the spec initialises). Parameter counts: both cells keep one bias vector where cuDNN and PyTorch keep two
+(``conventions``).
 """
 import numpy as np
 import tensorflow as tf
 
 from runner import shapes
-from runner.adapters import UnsupportedError, base, capabilities
+from runner.adapters import UnsupportedError, base
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
 
 _ACTIVATIONS = {"relu": tf.nn.relu, "sigmoid": tf.nn.sigmoid, "tanh": tf.nn.tanh}
-RECURRENT_REASON = capabilities.ERAS[("tensorflow", "1")]["layer_notes"]
 
 
 class Adapter(Base):
@@ -43,7 +47,8 @@ class Adapter(Base):
         self.channels_first = job["device"] == "cuda"
         self.device = "/gpu:0" if self.channels_first else "/cpu:0"
         self.build_name = "tensorflow %s" % tf.__version__
-        self.named, self.ops, self.updates = {}, {}, []
+        self.named, self.ops, self.recurrent = {}, {}, []
+        self.held, self.reset = [], []  # stateful layers: (state variable, final state), ops that zero the variables
 
     def environment(self):
         return {"framework": "tensorflow", "framework_version": tf.__version__, "api": "graph (tf.Session)",
@@ -120,9 +125,64 @@ class Adapter(Base):
             return self._layers(layer.get("after", []), inner, added)
         if kind == "concat":
             return tf.concat([x, self._layers(layer["body"], shape, x)], axis=1 if cf else -1)
-        if kind in RECURRENT_REASON:
-            raise UnsupportedError("%s: %s" % (kind, RECURRENT_REASON[kind]))
+        if kind == "embedding":
+            with tf.variable_scope(None, default_name="embedding"):
+                table = tf.get_variable("table", [layer["vocab"], layer["dim"]], initializer=self._uniform())
+            self._count("embedding")
+            return tf.nn.embedding_lookup(table, x)
+        if kind in ("lstm", "gru"):
+            return self._recurrent(kind, layer, x)
+        if kind == "last_step":
+            return x[:, -1]
         raise UnsupportedError("the TensorFlow 1.x graph adapter has no layer type %r" % kind)
+
+    def _uniform(self):
+        init = self.job["model"].get("init", {"scheme": "default"})
+        return tf.random_uniform_initializer(-init["scale"], init["scale"]) if init["scheme"] == "uniform" else None
+
+    def _recurrent(self, kind, layer, x):
+        """(N, T, F) -> (N, T, units) through layer["layers"] stacked cells; see the module's docstring."""
+        units, depth, n = layer["units"], layer.get("layers", 1), self.job["batch_size"]
+        self.recurrent.append((kind, units, depth))
+        self._count("%s, %s" % (kind, "BasicLSTMCell, static_rnn" if kind == "lstm"
+                                else "CudnnCompatibleGRUCell, dynamic_rnn"))
+        with tf.variable_scope(None, default_name=kind, initializer=self._uniform()):
+            if kind == "lstm":
+                cells = [tf.nn.rnn_cell.BasicLSTMCell(units, forget_bias=0.0) for _ in range(depth)]
+            else:
+                cells = [tf.contrib.cudnn_rnn.CudnnCompatibleGRUCell(units) for _ in range(depth)]
+            cell = tf.nn.rnn_cell.MultiRNNCell(cells) if depth > 1 else cells[0]
+            initial = None
+            if layer.get("stateful"):
+                held = [tf.Variable(tf.zeros([n, units]), trainable=False) for _ in range(2 * depth if kind == "lstm"
+                                                                                           else depth)]
+                self.reset.extend(tf.assign(v, tf.zeros_like(v)) for v in held)
+                initial = [tf.nn.rnn_cell.LSTMStateTuple(held[2 * i], held[2 * i + 1]) if kind == "lstm" else held[i]
+                           for i in range(depth)]
+                initial = tuple(initial) if depth > 1 else initial[0]
+            if kind == "lstm":
+                out, final = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), initial_state=initial, dtype=tf.float32)
+                out = tf.stack(out, axis=1)
+            else:
+                out, final = tf.nn.dynamic_rnn(cell, x, initial_state=initial, dtype=tf.float32)
+            if initial is not None:
+                self.held.extend(zip(held, tf.contrib.framework.nest.flatten(final)))
+        return out
+
+    def conventions(self):
+        """One bias vector per gate set in BasicLSTMCell (4 x units per layer) and one for the GRU's reset and
+        update gates in CudnnCompatibleGRUCell (2 x units per layer), where the spec counts cuDNN's and PyTorch's
+        two."""
+        out = []
+        for kind, units, depth in self.recurrent:
+            per = 4 if kind == "lstm" else 2
+            out.append({"name": "tf1-%s-single-bias" % kind, "difference": per * units * depth,
+                        "reason": "TensorFlow 1.x's %s keeps one bias vector for %s (%d x %d per layer, %d layers) "
+                                  "where cuDNN and PyTorch keep two" % (
+                                      "BasicLSTMCell" if kind == "lstm" else "CudnnCompatibleGRUCell",
+                                      "each gate set" if kind == "lstm" else "the reset and update gates",
+                                      per, units, depth)})
+        return out
 
     def _pool(self, kind, layer, shape, x):
         stride, pad, ceil = layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
@@ -163,11 +223,14 @@ class Adapter(Base):
         x_shape = [n] + list(in_shape if len(in_shape) != 3 or self.channels_first else in_shape[1:] + in_shape[:1])
         target = model.get("target", "class")
         y_dtype, y_shape = (tf.float32, [n, model["classes"]]) if target == "multilabel" else (tf.int64, [n])
+        x_dtype = tf.int64 if model.get("input_kind") == "tokens" else tf.float32
+        if target == "sequence":
+            y_shape = [n] + list(in_shape)
         with self.graph.as_default(), tf.device(self.device):
             tf.set_random_seed(self.job.get("seed", 0))
             self.training = tf.placeholder_with_default(False, [], name="training")
-            self.x_in = tf.placeholder(tf.float32, x_shape, name="x_in")
-            self.x = tf.Variable(tf.zeros(x_shape), trainable=False, name="x_batch")
+            self.x_in = tf.placeholder(x_dtype, x_shape, name="x_in")
+            self.x = tf.Variable(tf.zeros(x_shape, dtype=x_dtype), trainable=False, name="x_batch")
             self.y_in = tf.placeholder(y_dtype, y_shape, name="y_in")
             self.y = tf.Variable(tf.zeros(y_shape, dtype=y_dtype), trainable=False, name="y_batch")
             self.load_batch = [tf.assign(self.x, self.x_in), tf.assign(self.y, self.y_in)]
@@ -177,6 +240,8 @@ class Adapter(Base):
             variables = tf.trainable_variables()
             self.loss = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}), self.out, self.y)
             self.train_op = self._optimizer(self.loss, variables)
+            with tf.control_dependencies([self.train_op] if self.train_op is not None else []):
+                self.carry = [tf.assign(v, final) for v, final in self.held]  # after the step has read the state
             self.session = tf.Session(graph=self.graph, config=self.config)
             self.session.run(tf.global_variables_initializer())
         self.variables = variables
@@ -214,7 +279,10 @@ class Adapter(Base):
         return None, None
 
     def train_step(self, x, y):
-        return self.session.run([self.train_op, self.loss], {self.training: True})[1]
+        return self.session.run([self.train_op, self.loss, self.carry], {self.training: True})[1]
+
+    def reset_state(self):
+        self.session.run(self.reset)
 
     def losses(self, handles):
         return [float(h) for h in handles]
