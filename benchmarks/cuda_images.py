@@ -95,7 +95,8 @@ def main():
         try:
             record = probe.inspect(matrix, image, build.BuildOptions(), tool)
         except (DlreproError, docker.errors.DockerException) as exc:
-            record = probe.not_built(image, " ".join(str(exc).split())[-600:], "see the build log named in the reason")
+            record = probe.not_built(image, " ".join(str(exc).split())[-600:],
+                                     getattr(exc, "remedy", None) or "see the build log named in the reason")
         built_here = record["built"] and record["built_now"]
         write(args.out, record, [i.name for i in cuda])
         if record["built"]:

@@ -210,7 +210,7 @@ def test_a_version_is_chosen_by_framework_at_version(matrix):
     with pytest.raises(ImageError) as caught:
         matrix.find("mxnet", "cpu", "0.9.3")
     assert str(caught.value).endswith("no image of mxnet 0.9.3 on device cpu; its versions here: 0.12.0 (cpu), "
-                                      "1.9.1 (cpu), 1.9.1 (cuda)")
+                                      "0.12.0 (cuda), 1.9.1 (cpu), 1.9.1 (cuda)")
     assert caught.value.remedy == "give one of those as mxnet@VERSION, or add an entry for it to the matrix"
     assert matrix.versions("mxnet", "cpu") == ["0.12.0", "1.9.1"] and matrix.versions("caffe", "cuda") == []
 
@@ -243,3 +243,57 @@ def test_preflight_refuses_an_old_driver_and_a_gpu_the_build_has_no_kernels_for(
     assert reason == ("torch-2.13.0-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build "
                       "ships sm_80, sm_86")
     assert remedy.startswith("run on a GPU the build supports")
+
+
+def test_the_studies_gpu_builds_copy_cuda_8_from_a_vendor_image_and_say_what_is_missing(matrix, monkeypatch):
+    """tensorflow-gpu 1.4.0 and mxnet-cu80 0.12.0 link CUDA 8 (and TensorFlow cuDNN 6) without bundling it: their
+    Dockerfiles copy it from NVIDIA's runtime image, pinned by the image ID found here; without it the build stops
+    first, naming the image, what it holds and how to supply it."""
+    import docker
+
+    from dlrepro.images import vendor
+
+    tf = matrix.find("tensorflow", "cuda", "1.4.0")
+    assert matrix.find("tensorflow", "cuda").version == "2.21.0"  # today's stays the plain name
+    assert (pins_by_name(tf)["tensorflow-gpu"].version, pins_by_name(tf)["numpy"].version) == ("1.4.0", "1.13.3")
+    mx = matrix.find("mxnet", "cuda", "0.12.0")
+    assert pins_by_name(mx)["mxnet-cu80"].version == "0.12.0" and mx.vendor == tf.vendor
+    found = vendor.VendorRef("nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04", "sha256:" + "5" * 64)
+    text = context.render_dockerfile(tf, REGISTRY_BASE, found)
+    assert text.index("FROM nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 AS vendor\n") < text.index("AS system")
+    assert "copied from nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 (image sha256:%s)" % ("5" * 64) in text
+    assert "COPY --from=vendor /usr/local/cuda-8.0/ /usr/local/cuda-8.0/\n" in text
+    assert "RUN ln -s libcudnn.so.6.0.21 /usr/lib/x86_64-linux-gnu/libcudnn.so.6 && " in text
+    assert "ENV LD_LIBRARY_PATH=/usr/local/cuda-8.0/lib64:" in text and "{{" not in text
+    other = context.render_dockerfile(tf, REGISTRY_BASE, vendor.VendorRef(found.ref, "sha256:" + "6" * 64))
+    assert other != text  # another vendor image under the same tag is another recipe, hence another image tag
+
+    class Images:
+        def __init__(self, here, pullable):
+            self.here, self.pullable = here, pullable
+
+        def get(self, ref):
+            if not self.here:
+                raise docker.errors.ImageNotFound("no such image")
+            return type("Found", (), {"id": "sha256:" + "7" * 64})()
+
+        def pull(self, ref):
+            if not self.pullable:
+                raise docker.errors.APIError("no registry")
+            return self.get(ref) if self.here else type("Pulled", (), {"id": "sha256:" + "8" * 64})()
+
+    for here, pullable, pull, expected in ((True, False, True, "7"), (False, True, True, "8")):
+        monkeypatch.setattr(vendor, "client", lambda: type("Client", (), {"images": Images(here, pullable)})())
+        assert vendor.ensure(tf, pull, log=lambda *a: None).record == {
+            "ref": "nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04", "image_id": "sha256:" + expected * 64}
+    for pull in (True, False):
+        monkeypatch.setattr(vendor, "client", lambda: type("Client", (), {"images": Images(False, False)})())
+        with pytest.raises(ImageError) as caught:
+            vendor.ensure(mx, pull)
+        assert str(caught.value) == (
+            "mxnet-0.12.0-cuda needs NVIDIA's CUDA 8.0.61 runtime libraries (cudart, cuBLAS, cuFFT, cuRAND, cuSOLVER, "
+            "NVRTC) and cuDNN 6.0.21 from the vendor image nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04, which is not "
+            "here and no registry answered (no Debian suite or Python registry reachable here serves them)")
+        assert caught.value.remedy == ("pull nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 where a registry is reachable, "
+                                       "then `docker save nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 | docker load` here")
+    assert vendor.ensure(matrix.find("torch", "cuda")) is None

@@ -15,7 +15,7 @@ import time
 import docker
 
 from dlrepro import heartbeat
-from dlrepro.images import bases, context, transport
+from dlrepro.images import bases, context, transport, vendor
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
 
@@ -164,8 +164,9 @@ def ensure(matrix, image, options, log=print):
 
     Raises ImageError (build or base failure) or ExecutorError (no Docker engine).
     """
+    found_vendor = vendor.ensure(image, pull=options.base_source != "bootstrap", log=log)
     base = bases.ensure(matrix, image.base, options.base_source, log)
-    ctx = context.render(image, base)
+    ctx = context.render(image, base, found_vendor)
     transport_path = ctx.directory.parent / ("%s.transport.json" % ctx.digest[:12])
     start = time.monotonic()
     try:

@@ -45,13 +45,14 @@ class Context:
                                         self.digest[:12])
 
 
-def render_dockerfile(image, base):
-    """The Dockerfile text for ``image`` on ``base`` (a bases.BaseRef)."""
+def render_dockerfile(image, base, vendor=None):
+    """The Dockerfile text for ``image`` on ``base`` (a bases.BaseRef), copying from ``vendor`` (a vendor.VendorRef)
+    when the image has vendor libraries."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     major, minor = image.python.split(".")
-    return env.get_template("Dockerfile.j2").render(image=image, base=base, python=base.python, python_major=major,
-                                                    python_minor=minor, transport_dir=transport.CONTAINER_DIR,
+    return env.get_template("Dockerfile.j2").render(image=image, base=base, vendor=vendor, python=base.python,
+                                                    python_major=major, python_minor=minor, transport_dir=transport.CONTAINER_DIR,
                                                     python_dir=pythons.CONTEXT_DIR, pinned=bool(locks.parse(image.lock)))
 
 
@@ -65,7 +66,7 @@ def recipe_digest(directory):
     return h.hexdigest()
 
 
-def render(image, base):
+def render(image, base, vendor=None):
     """Write the recipe of ``image`` (Dockerfile and lock) under the cache; returns a Context.
 
     Raises ImageError when the lock file is missing or malformed.
@@ -74,7 +75,7 @@ def render(image, base):
     directory = cache.directory("builds", image.name, "context")
     shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    (directory / "Dockerfile").write_text(render_dockerfile(image, base))
+    (directory / "Dockerfile").write_text(render_dockerfile(image, base, vendor))
     shutil.copyfile(image.lock, directory / "requirements.lock")
     (directory / "transport").mkdir()
     return Context(image, directory, recipe_digest(directory))

@@ -112,7 +112,8 @@ def _cell(decision):
 
 def markdown(records):
     """The Markdown of the records: one table of facts and one of pre-flight verdicts per GPU (an image that was
-    not built gets its reason instead); the text docs/gpu.md and the README show."""
+    not built gets its reason instead, and its verdicts where the matrix lists the archs of its wheel); the text
+    docs/gpu.md and the README show."""
     lines = ["| image | size | framework | CUDA | cuDNN | NCCL | SASS (cubins) | PTX |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in records:
@@ -125,6 +126,7 @@ def markdown(records):
     lines += ["", "| image | " + " | ".join("sm_%s %s" % (c.replace(".", ""), g) for c, g in GPUS) + " |",
               "| --- |" + " --- |" * len(GPUS)]
     for r in records:
-        if r.get("built"):
-            lines.append("| %s | %s |" % (r["name"], " | ".join(_cell(d) for d in r["verdicts"])))
+        if r.get("verdicts"):
+            name = r["name"] if r.get("built") else "%s (not built here: the archs of its wheel)" % r["name"]
+            lines.append("| %s | %s |" % (name, " | ".join(_cell(d) for d in r["verdicts"])))
     return "\n".join(lines) + "\n"

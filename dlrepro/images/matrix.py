@@ -52,6 +52,17 @@ class Base(Strict):
         return self
 
 
+class Vendor(Strict):
+    """Libraries a framework's wheel links without bundling them that neither a package registry reachable here
+    nor a Debian suite serves (NVIDIA's CUDA 8 runtime and cuDNN 6 for the studies' GPU builds): copied into the
+    image, at the same paths, from a vendor image the user supplies (pulled where a registry answers, or
+    ``docker load``-ed). The vendor image is named by tag: no digest could be read from here, so the build pins
+    what it found by its image ID (in the Dockerfile, hence in the content-hashed tag) and records it."""
+    image: str = Field(pattern=r"^[^@\s]+:[^@\s]+$", description="vendor image by tag, e.g. nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04")
+    provides: str = Field(description="what it holds, by version: 'CUDA 8.0.61 runtime libraries, cuDNN 6.0.21'")
+    paths: list[str] = Field(min_length=1, description="absolute paths in the vendor image copied to the same paths")
+
+
 class Image(Strict):
     framework: str
     version: str
@@ -72,6 +83,7 @@ class Image(Strict):
                                   "old soname no Debian package has, onto a copy a wheel bundles)")
     lock_excludes: list[str] = Field([], description="dependencies left out of the lock: never imported by the "
                                      "runner, and without a wheel (the lock takes wheels only)")
+    vendor: Optional[Vendor] = Field(None, description="libraries copied from a vendor image the user supplies")
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))

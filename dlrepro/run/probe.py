@@ -110,6 +110,12 @@ def inspect(matrix, image, options, cuobjdump, log=print):
 
 
 def not_built(image, reason, instead):
-    """The record of an image that could not be built or looked inside here: the reason and what a user needs."""
-    return {"name": image.name, "built": False, "reason": reason, "instead": instead}
+    """The record of an image that could not be built or looked inside here: the reason and what a user needs; where
+    the matrix lists the architectures of its build (read from the wheel, no image needed), the pre-flight's verdict
+    per GPU on those."""
+    record = {"name": image.name, "built": False, "reason": reason, "instead": instead}
+    if image.cuda_archs:
+        record.update(preflight_archs=list(image.cuda_archs),
+                      preflight_source="the matrix's cuda_archs (read from the wheel)", verdicts=gpu_support.verdicts(image.name, list(image.cuda_archs)))
+    return record
 
