@@ -58,14 +58,14 @@ def test_a_study_run_with_versions_plans_each_run_at_those_versions():
     both = {p.id: p for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn"], versions="both")}
     rnn = both["cpu-rnn"]
     assert rnn.options.frameworks == ["torch@1.0.0", "torch", "tensorflow@1.4.0", "tensorflow", "mxnet@0.12.0", "mxnet",
-                                      "jax", "cntk", "caffe2", "caffe"]
+                                      "jax", "cntk@2.5.1", "cntk", "caffe2", "caffe"]
     assert rnn.notes[0] == ("--versions both: PyTorch 1.0.0 (published: 0.3.1), PyTorch 2.13.0, Tensorflow 1.4.0, "
-                            "Tensorflow 2.21.0, MXNet(Gluon) 0.12.0, MXNet(Gluon) 1.9.1, CNTK 2.7.post2 (published: 2.4), "
-                            "Caffe2 1.10.2 (published: not stated)")
+                            "Tensorflow 2.21.0, MXNet(Gluon) 0.12.0, MXNet(Gluon) 1.9.1, CNTK 2.5.1 (published: 2.4), "
+                            "CNTK 2.7.post2, Caffe2 1.10.2 (published: not stated)")
     # the frameworks with a GRU (PyTorch, TensorFlow and MXNet twice, JAX), six seeds each
     assert rnn.jobs == 7 * 6
     assert [c["token"] for c in rnn.versions["published"]] == ["torch@1.0.0", "tensorflow@1.4.0", "mxnet@0.12.0",
-                                                               "cntk", "caffe2"]
+                                                               "cntk@2.5.1", "caffe2"]
     assert [c["token"] for c in rnn.versions["today"]] == ["torch", "tensorflow", "mxnet", "cntk", "caffe2"]
     with pytest.raises(DlreproError, match="^--versions: expected one of published, today, both"):
         studymod.plan(dlf, gpus=[], cpus=2, versions="old")
