@@ -266,4 +266,39 @@ def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp
     assert "published: CNTK (published); Caffe (published); MXNet (published); TensorFlow (published)." in markdown
     assert [d["change"] for d in json.loads((tmp_path / "report" / "study.json").read_text())["drift"]] == [
         d.change for d in answer.drift]
-    assert "## The paper's tables at the published versions" in markdown
+    assert "## The paper's tables, then and now" in markdown
+    assert "| TensorFlow (published) -> (today) | " in markdown and "[1] smoke pass: no ratio" in markdown
+
+
+def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_with_the_versions_that_ran():
+    """Constructed cells: TensorFlow 1.4.0 standing for 0.11.0rc0 at 2.0 s then, 0.5 s now (now / then 0.25x); a
+    tool the study ran at one image for both (Caffe) shows 1.00x; a tool measured at one set only shows no ratio;
+    a smoke pass on either side shows its values and no ratio."""
+    from dlrepro.results.answers.cells import Cell, PaperTable
+
+    def table(values, smoke=None):
+        cells = {(tool, "FCN-S"): Cell(tool, "FCN-S", published=0.03, measured=v, outcome="differs" if v else "not run",
+                                       smoke=smoke) for tool, v in values.items()}
+        return PaperTable("t7", "Table 7 - seconds per mini-batch", "arXiv 1608.07249v7 Table 7", "published",
+                          list(values), ["FCN-S"], cells, kind="time")
+
+    chosen = {"published": [{"tool": "TensorFlow", "token": "tensorflow@1.4.0",
+                             "label": "TensorFlow 1.4.0 (published: 0.11.0rc0)"},
+                            {"tool": "Caffe", "token": "caffe", "label": "Caffe 1.0.0 (published: 1.0rc5)"}],
+              "today": [{"tool": "TensorFlow", "token": "tensorflow", "label": "TensorFlow 2.21.0"},
+                        {"tool": "Caffe", "token": "caffe", "label": "Caffe 1.0.0"}]}
+    record = {"runs": {"cpu": {"versions": chosen}}}
+    then = table({"TensorFlow": 2.0, "Caffe": 1.0, "MXNet": None})
+    now = table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7})
+    shown = study_report.then_and_now(now, then, record)
+    assert shown.columns == ["tool (then -> now)", "FCN-S published (s)", "FCN-S then (s)", "FCN-S then: outcome",
+                            "FCN-S now (s)", "FCN-S now / then"]
+    assert shown.rows == [["TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0", "0.0300", "2.00", "differs", "0.500",
+                           "0.250x"],
+                          ["Caffe 1.0.0 (published: 1.0rc5) -> 1.0.0", "0.0300", "1.00", "differs", "1.00", "1.00x"],
+                          ["MXNet", "0.0300", "", "not run", "0.700", ""]]
+    assert shown.footnotes == []
+    quick = study_report.then_and_now(now, then, record, quick=True)
+    assert [r[5] for r in quick.rows] == ["[1]", "[1]", ""] and quick.footnotes == ["smoke pass: no ratio"]
+    assert [r[5] for r in study_report.then_and_now(table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7},
+                                                          smoke="--quick"), then, record).rows] == ["[1]", "[1]", ""]

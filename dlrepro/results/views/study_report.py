@@ -111,6 +111,58 @@ def paper_table(t):
     return Table(t.title, header, rows, note, footnotes)
 
 
+def then_and_now(now, then, record, quick=False):
+    """One published table measured at both version sets of a study run with --versions both, per column:
+    published | at the published versions (then) | its outcome | at today's (now) | now / then. A row names what
+    ran for its tool at each set ("TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0"); no ratio where either side
+    is a smoke pass (``quick``: the whole study ran --quick; one repeat is not a measurement to set against another),
+    the reason once as a footnote."""
+    unit, fmt = _unit(now, now.kind)
+    header = ["tool (then -> now)"]
+    for label in now.columns:
+        header += ["%s published (%s)" % (label, unit), "%s then (%s)" % (label, unit), "%s then: outcome" % label,
+                   "%s now (%s)" % (label, unit), "%s now / then" % label]
+    ran = _ran(record)
+    notes, rows = [], []
+    for tool in now.rows:
+        line = [ran.get(tool, tool)]
+        for label in now.columns:
+            was, is_ = then.cells.get((tool, label)), now.cells[(tool, label)]
+            before = was.measured if was is not None else None
+            smoke = quick or (was is not None and was.smoke) or is_.smoke
+            ratio = is_.measured / before if before and is_.measured is not None and not smoke else None
+            notes.append("smoke pass: no ratio" if smoke and before and is_.measured is not None else "")
+            line += [fmt(is_.published), fmt(before), was.outcome if was is not None else "", fmt(is_.measured),
+                     numbers.ratio(ratio)]
+        rows.append(line)
+    marks, footnotes = report.numbered_notes(notes)
+    marks = iter(marks)
+    for line in rows:
+        for i in range(len(now.columns)):
+            mark = next(marks)
+            line[5 + 5 * i] = " ".join(filter(None, [line[5 + 5 * i], mark]))
+    return Table(now.title + ": then and now", header, rows, "then: the study's tools at their published versions (or "
+                 "the nearest the image matrix has); now: today's images; the same host, jobs and settings.", footnotes)
+
+
+def _paired(answer):
+    """(today's table, the published versions' table) of each published table, by name."""
+    then = {t.name: t for t in answer.published_tables}
+    return [(t, then[t.name]) for t in answer.tables if t.name in then]
+
+
+def _ran(record):
+    """{tool: "NAME THEN (published: X) -> NOW"} from the version sets a record's runs ran."""
+    out = {}
+    for entry in record["runs"].values():
+        sets = entry.get("versions") or {}
+        today = {c["tool"]: c["label"] for c in sets.get("today", [])}
+        for c in sets.get("published", []):
+            now = today.get(c["tool"], "")
+            out.setdefault(c["tool"], "%s -> %s" % (c["label"], now[len(c["tool"]):].strip() or "?"))
+    return out
+
+
 def folded_line(t):
     """'Table 1 ...: 13 published values, none measured here (cannot be compared: CIFAR-10 ...; not run: ...)'."""
     published = sum(c.published is not None for c in t.cells.values())
@@ -182,8 +234,9 @@ def context(answer):
             "results_shown": answer.results_shown, "claims": judged, "untestable": answer.untestable,
             "cells": answer.counts, "why": answer.why, "environment": environment(answer), "papers": papers,
             "folded_tables": folded, "drift": drift,
-            "published_papers": [(t, paper_table(t)) for t in answer.published_tables
-                                 if any(c.measured is not None for c in t.cells.values())],
+            "then_and_now": [(then, then_and_now(now, then, answer.record, bool(answer.smoke)))
+                             for now, then in _paired(answer)
+                             if any(c.measured is not None for c in then.cells.values())],
             "runs": table_of("Runs of the study on this host", runs), "details": details,
             "anchor": anchor, "figures": study_plots.all_plots(answer.study, answer.claims, answer.tables),
             "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX)}
