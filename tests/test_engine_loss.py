@@ -170,10 +170,10 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     results, began = tmp_path / "results", time.time()
     b1, b2, b4 = ("fcn-r.torch.cpu.b%d" % n for n in (1, 2, 4))
     proc = subprocess.Popen([sys.executable, "-m", "invoke", "run", "--spec=fcn", "--variant=fcn-r", "--framework=torch",
-                             "--batch-size=1,2,4", "--warmup=0", "--iterations=3", "--repeats=3", "--results",
+                             "--batch-size=1,2,4", "--warmup=0", "--iterations=40", "--repeats=3", "--results",
                              str(results)], cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 300
+    deadline = time.time() + 300  # 40 iterations a repeat: b2 measures for a second or more, seen by a 0.2 s poll
     while time.time() < deadline and proc.poll() is None and _repeats(results, b2) < 1:  # b2 is measuring
         time.sleep(0.2)
     assert proc.poll() is None, proc.stdout.read()
