@@ -23,6 +23,7 @@ from dlrepro import folders
 from dlrepro.cli.answer_tasks import (archive, check, compare, merge, out_folder, report, study_report, validate,
                                       verify, write_study_report)
 from dlrepro.cli.console import console, user_errors
+from dlrepro.cli.plan_task import plan
 from dlrepro.cli.options import BASE_SOURCE_HELP, ENGINE_HELP, RESULTS_HELP, task
 from dlrepro.run.optiontext import UNSET, split
 
@@ -326,5 +327,5 @@ def _results_folder(results):
     return bundlemod.existing_root(folders.results_root(results))
 
 
-ns = Collection(build, run, study, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,
+ns = Collection(build, run, study, plan, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,
                 archive, verify, report, Collection("datasets", datasets_list, datasets_fetch))

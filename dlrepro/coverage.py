@@ -1,0 +1,400 @@
+"""What a host can test of a study, said before anything runs.
+
+``plan(study, hardware, matrix)`` is one pure function: for every claim and every published cell of the study, on
+the hardware described (this host as detected, or one the user names: GPU model and count, CPU cores, the datasets
+in the cache), whether it would get a verdict, and when not the exact reason, one of CAUSES. It reads the study
+file, the specs (which models each adapter can express: dlrepro.run.jobs.unsupported), and the image matrix
+(images/matrix.yaml), whose ``cuda_archs`` are what each CUDA image was found to hold when it was built and looked
+inside (results/cuda-images-20261202/; tests/test_cuda_images.py keeps the two equal): the pre-flight's own decision
+per GPU (dlrepro.images.gpu_support.decide) says whether an image runs natively, only by PTX JIT (opt-in:
+``allow_ptx_jit``) or not at all. Nothing is run and no GPU is needed.
+
+The order of the checks, the first that fails being the reason (a tool's reasons apply to that tool only):
+
+  untestable   the study says no host can test it (its own why)
+  no gpu suffices  a GPU claim that no GPU model would make testable with the suite's images (on a host short of
+               GPUs; a "gpu" or "gpus" reason names the models that would)
+  gpu          a GPU run on a host without one
+  gpus         more GPUs than the host has
+  threads      a thread-scaling claim on fewer cores than it goes to
+  tool         a tool the suite does not run (Lua Torch, Theano, ...)
+  data-parallel  a multi-GPU run in a framework without a data-parallel path
+  image        no image of the framework for the device (Caffe has no CUDA image)
+  arch         an image without kernels for the GPU's architecture, or with only PTX to JIT (``allow_ptx_jit``
+               makes that one run)
+  model        the framework's adapter cannot express the model (CNTK's LSTM)
+  dataset      a dataset the run reads is not in the cache (with the command that fetches it)
+
+A claim is testable when enough of its tools pass every check on one of its runs: two tools of different tiers
+for an ordering, the subject and one other for a ratio, one tool for a band or a scaling claim.
+"""
+from dataclasses import dataclass, field, replace
+
+from dlrepro import spec as specmod
+from dlrepro.images import gpu_support
+
+CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "data-parallel", "image", "arch", "model", "dataset")
+HOST_CAUSES = ("gpu", "gpus", "threads")  # what another host would change, whatever the tools
+# each cause in a few words, for tables
+SHORT = {"untestable": "untestable anywhere", "no gpu suffices": "no GPU would do", "gpu": "needs a GPU",
+         "gpus": "needs more GPUs", "threads": "needs more cores", "tool": "a tool the suite does not run",
+         "data-parallel": "no data-parallel path", "image": "no image for the device", "arch": "no kernels for this GPU",
+         "model": "an adapter lacks the model", "dataset": "a dataset to fetch"}
+# a claim some of whose tools cannot run is counted under the commonest of their causes, in these words
+TOOL_WORDS = {"tool": "a tool the suite does not run", "data-parallel": "no data-parallel path in its tools' adapters",
+              "image": "no image of a tool for the device", "arch": "no kernels for this GPU in its tools' images",
+              "model": "a tool's adapter lacks the model", "dataset": "a dataset missing"}
+
+
+def _models():
+    """{lower-case card name: compute capability} of gpu_support.GPUS ("titan x (maxwell)" and "titan x" alike)."""
+    out = {}
+    for capability, names in gpu_support.GPUS:
+        for name in names.split(", "):
+            out[name.lower()] = capability
+            out[name.split(" (")[0].lower()] = capability
+    return out
+
+
+GPU_MODELS = _models()
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """A host: ``gpu`` a card name of GPU_MODELS (e.g. "H100") or None, ``gpus`` how many, ``cpus`` CPU cores,
+    ``datasets`` the names in the dataset cache, ``allow_ptx_jit`` whether a PTX-only image counts as runnable."""
+    gpu: str = None
+    gpus: int = 0
+    cpus: int = 1
+    datasets: frozenset = frozenset()
+    allow_ptx_jit: bool = False
+    gpu_capability: str = None  # as NVML reports it, for a detected card GPU_MODELS need not know
+    cpu_model: str = None  # as the host reports it (None: unknown, never the published CPU)
+
+    @property
+    def capability(self):
+        """The GPU's compute capability ("9.0"); None without a GPU. Raises ValueError for a card GPU_MODELS lacks."""
+        if not self.gpu:
+            return None
+        if self.gpu_capability:
+            return self.gpu_capability
+        try:
+            return GPU_MODELS[self.gpu.lower().replace("nvidia ", "").replace("tesla ", "").replace("geforce ", "")]
+        except KeyError:
+            raise ValueError("unknown GPU %r; known: %s" % (self.gpu, ", ".join(n for _, n in gpu_support.GPUS)))
+
+    def describe(self):
+        """'4 x H100, 16 CPU cores' or '16 CPU cores, no GPU'."""
+        gpu = "%d x %s" % (self.gpus, self.gpu) if self.gpu and self.gpus else "no GPU"
+        return "%s, %d CPU cores" % (gpu, self.cpus) if self.gpu and self.gpus else "%d CPU cores, %s" % (self.cpus, gpu)
+
+
+def this_host(allow_ptx_jit=False):
+    """The Hardware of this host: NVML's GPUs (the first one's model and capability, their count), the CPUs this
+    process may use, and the datasets whose files are all in the cache."""
+    from dlrepro import datasets
+    from dlrepro.run import hostinfo
+    from runner.environment import cpu_model, usable_cpus
+
+    found = hostinfo.gpus()
+    cached = frozenset(name for name in datasets.catalogue().datasets if not datasets.missing(name))
+    return Hardware(found[0]["name"] if found else None, len(found), usable_cpus() or 1, cached, allow_ptx_jit,
+                    found[0]["capability"] if found else None, cpu_model())
+
+
+def of_host(host):
+    """The Hardware of a bundle's host record (dlrepro.run.hostinfo.describe), with every dataset (what a run of it
+    skipped for want of one, its bundle says)."""
+    gpus, cpu = host.get("gpus") or [], host.get("cpu") or {}
+    return Hardware(gpus[0]["name"] if gpus else None, len(gpus), cpu.get("usable_cpus") or cpu.get("logical_cpus")
+                    or 1, every_dataset(), False, gpus[0].get("capability") if gpus else None, cpu.get("model"))
+
+
+def every_dataset():
+    """The names of every dataset of the catalogue (a host that has fetched them all)."""
+    from dlrepro import datasets
+
+    return frozenset(datasets.catalogue().datasets)
+
+
+# the hosts of the README's table "what can your hardware test" (every dataset fetched)
+PROFILES = (("2 CPU cores (this project's build machine)", dict(cpus=2)), ("16-core CPU", dict(cpus=16)),
+            ("K80", dict(gpu="K80", gpus=1, cpus=16)), ("GTX 1080", dict(gpu="GTX 1080", gpus=1, cpus=16)),
+            ("P100", dict(gpu="P100", gpus=1, cpus=16)), ("V100", dict(gpu="V100", gpus=1, cpus=16)),
+            ("A100", dict(gpu="A100", gpus=1, cpus=16)), ("H100/H200", dict(gpu="H100", gpus=1, cpus=16)),
+            ("H100/H200, --allow-ptx-jit", dict(gpu="H100", gpus=1, cpus=16, allow_ptx_jit=True)),
+            ("4 x V100", dict(gpu="V100", gpus=4, cpus=32)), ("4 x H100", dict(gpu="H100", gpus=4, cpus=64)))
+
+
+def profile(name):
+    """The Hardware of PROFILES entry ``name``, with every dataset."""
+    return Hardware(datasets=every_dataset(), **dict(PROFILES)[name])
+
+
+@dataclass
+class Outcome:
+    """One claim or published cell on a Hardware: ``testable``, else ``cause`` (one of CAUSES) and ``reason``
+    (the one line a report folds it under); ``tools`` {tool: reason} for the tools that cannot take part."""
+    what: str
+    testable: bool
+    cause: str = None
+    reason: str = None
+    tools: dict = field(default_factory=dict)
+    other_hardware: bool = False  # a cell measured here on other hardware than the published: shown, never judged
+
+    @property
+    def headline(self):
+        """The line a report counts it under: the reason for a host's cause (without the GPU models that would do),
+        the study's, or a dataset; "no GPU makes it testable with the suite's images"; "too few of its tools can run
+        here: <TOOL_WORDS>" for a claim held back by some of its tools."""
+        if self.cause == "no gpu suffices":
+            return "no GPU makes it testable with the suite's images"
+        if self.cause in ("gpu", "gpus"):
+            return self.reason.split(" (one of: ")[0]
+        if self.cause in TOOL_WORDS and self.reason.startswith("too few"):
+            return "too few of its tools can run here: %s" % TOOL_WORDS[self.cause]
+        return self.reason
+
+
+def _gpus_here(hardware):
+    return hardware.gpus if hardware.gpu else 0
+
+
+def _needs_gpus(wanted, hardware):
+    """(cause, reason) when ``hardware`` has fewer than ``wanted`` GPUs, else None."""
+    if wanted <= _gpus_here(hardware):
+        return None
+    if wanted == 1:
+        return "gpu", "needs an NVIDIA GPU"
+    return "gpus", "needs %d GPUs (this host has %d)" % (wanted, _gpus_here(hardware))
+
+
+def gpus_needed(study, claim):
+    """The GPU count a claim needs: the count a GPU scaling claim goes ``to`` (its runs' largest for "max"), else
+    the largest GPU count of its runs (1 for one-device runs)."""
+    largest = max(max(study.runs[r].gpus) for r in claim.runs) if claim.runs else 1
+    return claim.to if claim.over == "gpus" and isinstance(claim.to, int) else largest
+
+
+def _run_blocker(study, run_id, hardware):
+    """(cause, reason) of what keeps run ``run_id`` off ``hardware`` whatever the tool (a GPU run on a host without
+    one), or None; GPU counts are the claim's or the cell's to check."""
+    return _needs_gpus(1, hardware) if study.runs[run_id].device == "cuda" else None
+
+
+def _data_needed(spec, variant):
+    """The datasets a variant reads: [(name, fallbacks)] for its data and its pretrained weights."""
+    v = spec.variants[variant]
+    out = []
+    if getattr(v.data, "kind", None) == "dataset":
+        out.append((v.data.name, list(v.data.fallback)))
+    if v.weights:
+        out.append((v.weights.dataset, []))
+    return out
+
+
+def tool_blocker(study, run_id, variant, tool, hardware, matrix):
+    """(cause, reason) of what keeps ``tool`` from run ``run_id``'s ``variant`` on ``hardware``, or None."""
+    from dlrepro.run import jobs
+    from runner.adapters import capabilities
+
+    run = study.runs[run_id]
+    framework = study.framework(tool)
+    if framework is None:
+        return "tool", "the suite does not run %s" % tool
+    if max(run.gpus) > 1:
+        why = capabilities.unsupported_parallel(framework, "throughput")
+        if why:
+            return "data-parallel", "%s: %s" % (tool, why)
+    if not matrix.versions(framework, run.device):
+        return "image", "%s has no %s image" % (tool, "CUDA" if run.device == "cuda" else "CPU")
+    if run.device == "cuda":
+        image = matrix.find(framework, "cuda")
+        decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
+        if not _runs(decided, hardware):
+            return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), _other_version(
+                matrix, framework, image, hardware))
+    spec = specmod.load(run.spec)
+    why = jobs.unsupported(spec, variant, framework)
+    if why:
+        return "model", "%s: %s" % (tool, why)
+    for name, fallback in _data_needed(spec, variant):
+        if not ({name, *fallback} & hardware.datasets):
+            return "dataset", "needs dataset %s (`dlrepro datasets.fetch %s`)" % (name, name)
+    return None
+
+
+def _runs(decided, hardware):
+    return decided["verdict"] == "native" or (decided["verdict"] == "ptx" and hardware.allow_ptx_jit)
+
+
+def _other_version(matrix, framework, today, hardware):
+    """'; torch-1.0.0-cuda runs there natively (--framework torch@1.0.0)' where another CUDA image of the framework
+    runs on the GPU, else ''."""
+    for image in matrix.images:
+        if image.framework == framework and image.device == "cuda" and image.name != today.name:
+            decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
+            if _runs(decided, hardware):
+                return "; %s runs there %s (--framework %s@%s%s)" % (
+                    image.name, "natively" if decided["verdict"] == "native" else "by PTX JIT", framework,
+                    image.version, "; with the vendor image %s loaded" % image.vendor.image if image.vendor else "")
+    return ""
+
+
+def _arch_words(image, hardware, decided):
+    sm = "sm_%s" % hardware.capability.replace(".", "")
+    shipped = " ".join(image.cuda_archs) or "an unknown list"
+    if decided["verdict"] == "ptx":
+        return "%s runs on %s (%s) only by JIT of its %s PTX (--allow-ptx-jit)" % (
+            image.name, hardware.gpu, sm, decided["arch"])
+    return "%s has no kernels for %s (%s): it ships %s" % (image.name, hardware.gpu, sm, shipped)
+
+
+def _enough(claim, available):
+    """Whether the tools in ``available`` give claim a verdict (module docstring)."""
+    if claim.kind == "ordering":
+        tiers = {i for i, tier in enumerate(claim.order) for t in tier if t in available}
+        return len(tiers) >= 2
+    if claim.kind == "ratio":
+        return claim.subject in available and any(t in available for t in claim.tools)
+    return bool(available)
+
+
+def _tools_of(claim):
+    if claim.kind == "ordering":
+        return [t for tier in claim.order for t in tier]
+    return ([claim.subject] if claim.subject else []) + list(claim.tools)
+
+
+def claim_outcome(study, name, hardware, matrix):
+    """The Outcome of claim ``name`` on ``hardware`` (module docstring)."""
+    claim = study.claims[name]
+    if claim.kind == "untestable":
+        return Outcome(name, False, "untestable", claim.why)
+    if claim.over == "threads" and isinstance(claim.to, int) and hardware.cpus < claim.to:
+        return Outcome(name, False, "threads", "needs %d CPU threads (this host has %d cores)" % (claim.to,
+                                                                                                   hardware.cpus))
+    if study.device_of(name) == "cuda":
+        wanted = gpus_needed(study, claim)
+        short = _needs_gpus(wanted, hardware)
+        if short:
+            return _on_cards(study, name, wanted, hardware, matrix, short)
+    best = None
+    for run_id in claim.runs:
+        blocked = _run_blocker(study, run_id, hardware)
+        if blocked:
+            best = best or Outcome(name, False, *blocked)
+            continue
+        tools = {t: tool_blocker(study, run_id, claim.variant, t, hardware, matrix) for t in _tools_of(claim)}
+        available = {t for t, why in tools.items() if why is None}
+        if _enough(claim, available):
+            return Outcome(name, True)
+        blocked_tools = {t: why for t, why in tools.items() if why}
+        if best is None or best.cause in HOST_CAUSES:
+            best = Outcome(name, False, _cause(blocked_tools), _reason(claim, available, blocked_tools),
+                           {t: why[1] for t, why in blocked_tools.items()})
+    return best or Outcome(name, False, "untestable", "no run of the study measures it")
+
+
+def _on_cards(study, name, wanted, hardware, matrix, short):
+    """The Outcome of a GPU claim on a host short of GPUs, saying which GPU models (one per architecture of
+    gpu_support.GPUS, ``wanted`` of them) would make it testable, or that none would and why not on the one that
+    comes closest (the most of its tools able to run)."""
+    cause, reason = short
+    tried = []
+    for _, cards in gpu_support.GPUS:
+        card = cards.split(", ")[0].split(" (")[0]
+        tried.append((card, claim_outcome(study, name, replace(hardware, gpu=card, gpus=wanted, gpu_capability=None),
+                                          matrix)))
+    good = [card for card, o in tried if o.testable]
+    if good:
+        return Outcome(name, False, cause, "%s (one of: %s)" % (reason, ", ".join(good)))
+    card, closest = max(tried, key=lambda t: -len(t[1].tools))
+    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with the suite's images; on a %s: %s" % (
+        card, closest.reason), closest.tools)
+
+
+def _cause(blocked):
+    """The cause a claim is counted under: the commonest among its blocked tools, on a tie the first in CAUSES."""
+    causes = [why[0] for why in blocked.values()]
+    return min(set(causes), key=lambda c: (-causes.count(c), CAUSES.index(c))) if causes else "untestable"
+
+
+def _reason(claim, available, blocked):
+    """One blocking reason shared by every blocked tool (a dataset) as it is, else what can run and why the others
+    cannot."""
+    reasons = sorted({why[1] for why in blocked.values()})
+    if len(reasons) == 1 and not available:
+        return reasons[0]
+    return "too few of its tools can run here (can: %s): %s" % (", ".join(sorted(available)) or "none",
+                                                                  "; ".join(reasons))
+
+
+def cell_outcome(study, table, column, tool, hardware, matrix):
+    """The Outcome of one published cell (a table's row ``tool`` in ``column``, a studies.Column)."""
+    what = "%s / %s / %s" % (table, column.label, tool)
+    if column.threads and hardware.cpus < column.threads:
+        return Outcome(what, False, "threads", "needs %d CPU threads (this host has %d cores)" % (column.threads,
+                                                                                                   hardware.cpus))
+    from dlrepro.results.answers.hardware import same_hardware
+
+    best = None
+    for run_id in column.runs:
+        device = study.runs[run_id].device
+        blocked = _run_blocker(study, run_id, hardware) or (_needs_gpus(column.gpus, hardware) if device == "cuda"
+                                                            else None) or tool_blocker(study, run_id, column.variant, tool,
+                                                                        hardware, matrix)
+        if blocked is None:
+            name = hardware.gpu if device == "cuda" else hardware.cpu_model
+            judged = bool(column.hardware and name) and same_hardware(
+                column.hardware, device, name, column.gpus if device == "cuda" else None,
+                column.gpus if device == "cuda" and column.gpus > 1 else None)
+            return Outcome(what, True, other_hardware=not judged)
+        best = best or Outcome(what, False, *blocked)
+    return best
+
+
+def plan(study, hardware, matrix):
+    """{"claims": [Outcome per claim, the study's order], "cells": [Outcome per cell of each table whose values
+    were retrieved]}."""
+    claims = [claim_outcome(study, name, hardware, matrix) for name in study.claims]
+    cells = []
+    for table_id, table in study.tables.items():
+        if table.status != "published":
+            continue
+        for column in table.columns:
+            for tool in table.rows:
+                cells.append(cell_outcome(study, table_id, column, tool, hardware, matrix))
+    return {"claims": claims, "cells": cells}
+
+
+def counts(outcomes):
+    """(testable, {cause: how many}) of a list of Outcomes, causes in CAUSES order; a cell on other hardware is
+    counted under "other hardware", not as testable."""
+    causes = {}
+    for o in outcomes:
+        if not o.testable or o.other_hardware:
+            cause = o.cause if not o.testable else "other hardware"
+            causes[cause] = causes.get(cause, 0) + 1
+    order = CAUSES + ("other hardware",)
+    return sum(o.testable and not o.other_hardware for o in outcomes), {c: causes[c] for c in order if c in causes}
+
+
+def markdown_table(studies, matrix):
+    """The README's table: per PROFILES host, per study, the claims it can test (and the commonest cause of the
+    rest), and the published cells it would judge (the published hardware) or only show (other hardware)."""
+    lines = ["| hardware | " + " | ".join("%s claims testable | %s published cells" % ((s.title.split(" - ")[0],) * 2)
+                                          for s in studies) + " |",
+             "|---|" + "---|---|" * len(studies)]
+    for name, _ in PROFILES:
+        cells = []
+        for study in studies:
+            found = plan(study, profile(name), matrix)
+            n, why = counts(found["claims"])
+            m, _ = counts(found["cells"])
+            top = max(why.items(), key=lambda kv: kv[1])[0] if why else None
+            measured = sum(o.testable for o in found["cells"])
+            cells += ["%d of %d%s" % (n, len(found["claims"]), " (rest mostly: %s)" % SHORT[top] if top else ""),
+                      "%d judged, %d shown of %d" % (m, measured - m, len(found["cells"]))]
+        lines.append("| %s | %s |" % (name, " | ".join(cells)))
+    return "\n".join(lines) + "\n"

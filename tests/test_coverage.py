@@ -1,0 +1,127 @@
+"""What a host can test of a study before anything runs (dlrepro.coverage): exact outcomes per cause on the hosts
+a user has (this 2-core host, a 16-core CPU, K80, P100, GTX 1080, A100, H100, 4 x H100), read from the study, the
+specs and the image matrix; no GPU is needed."""
+import subprocess
+import sys
+
+import pytest
+
+from dlrepro import REPO_ROOT, coverage, studies
+from dlrepro.images import matrix as matrixmod
+
+ALL = coverage.every_dataset()
+HOSTS = {"this": coverage.Hardware(None, 0, 2, frozenset({"mnist"})), "cpu16": coverage.Hardware(None, 0, 16, ALL),
+         "K80": coverage.Hardware("K80", 1, 16, ALL), "P100": coverage.Hardware("P100", 1, 16, ALL),
+         "GTX 1080": coverage.Hardware("GTX 1080", 1, 16, ALL), "A100": coverage.Hardware("A100", 1, 16, ALL),
+         "H100": coverage.Hardware("H100", 1, 16, ALL), "4xH100": coverage.Hardware("H100", 4, 64, ALL)}
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return matrixmod.load()
+
+
+def outcome(study, claim, host, matrix):
+    return coverage.claim_outcome(studies.load(study), claim, HOSTS[host] if isinstance(host, str) else host, matrix)
+
+
+@pytest.mark.parametrize("host, dlbench, dlf", [
+    ("this", (0, {"untestable": 1, "no gpu suffices": 14, "gpu": 5, "threads": 1, "tool": 1}),
+     (0, {"untestable": 1, "no gpu suffices": 3, "gpus": 1, "dataset": 2})),
+    ("cpu16", (1, {"untestable": 1, "no gpu suffices": 10, "gpu": 9, "tool": 1}), (2, {"untestable": 1, "gpu": 3, "gpus": 1})),
+    ("K80", (1, {"untestable": 1, "no gpu suffices": 4, "tool": 5, "arch": 11}), (3, {"untestable": 1, "gpus": 1, "arch": 2})),
+    ("P100", (10, {"untestable": 1, "no gpu suffices": 4, "tool": 7}), (3, {"untestable": 1, "gpus": 1, "arch": 2})),
+    ("GTX 1080", (10, {"untestable": 1, "no gpu suffices": 4, "tool": 7}), (3, {"untestable": 1, "gpus": 1, "arch": 2})),
+    ("A100", (8, {"untestable": 1, "no gpu suffices": 4, "tool": 9}), (4, {"untestable": 1, "gpus": 1, "arch": 1})),
+    ("H100", (1, {"untestable": 1, "no gpu suffices": 4, "tool": 5, "arch": 11}), (4, {"untestable": 1, "gpus": 1, "arch": 1})),
+    ("4xH100", (1, {"untestable": 1, "tool": 6, "data-parallel": 3, "arch": 11}), (5, {"untestable": 1, "arch": 1}))])
+def test_each_host_tests_what_the_images_and_adapters_allow_and_counts_the_rest_by_cause(host, dlbench, dlf, matrix):
+    for name, expected in (("dlbench", dlbench), ("dlf", dlf)):
+        assert coverage.counts(coverage.plan(studies.load(name), HOSTS[host], matrix)["claims"]) == expected, name
+
+
+def test_the_exact_reason_of_each_cause(matrix):
+    def said(study, claim, host):
+        o = outcome(study, claim, host, matrix)
+        return o.cause, o.reason
+
+    assert said("dlbench", "fastest-gpu", "H100") == (
+        "untestable", "it compares three GPU models (GTX 980, GTX 1080, K80); one host has one of them at most")
+    assert said("dlbench", "cpu-threads-scaling", "this") == ("threads", "needs 16 CPU threads (this host has 2 cores)")
+    assert outcome("dlbench", "cpu-threads-scaling", "cpu16", matrix).testable
+    assert said("dlbench", "fcn-s-ordering", "this") == ("gpu", "needs an NVIDIA GPU (one of: GTX 980, P100, GTX 1080, V100)")
+    assert said("dlbench", "lstm-ordering", "cpu16") == ("no gpu suffices", (
+        "no GPU makes it testable with the suite's images; on a P100: too few of its tools can run here (can: MXNet, "
+        "TensorFlow): CNTK: the cntk adapter has no layer embedding, lstm (CNTK's recurrent layers run over its "
+        "sequence axis; carrying an LSTM's state across mini-batches (truncated back-propagation) and cuDNN/PyTorch's "
+        "GRU (reset gate after the recurrent product, two bias sets) are not expressed by this adapter); the suite "
+        "does not run Torch"))
+    cause, reason = said("dlbench", "multigpu-fcn-r-fast", "H100")  # 2 GPUs of any model: still no data-parallel path
+    assert cause == "no gpu suffices" and reason.startswith(
+        "no GPU makes it testable with the suite's images; on a K80: too few of its tools can run here (can: none): "
+        "CNTK: no data-parallel training in the cntk adapter")
+    assert said("dlf", "densenet-weak-scaling", "A100") == ("gpus", "needs 4 GPUs (this host has 1) (one of: A100, L4, H100)")
+    assert said("dlbench", "alexnet-s-ordering", "P100") == (
+        "tool", "too few of its tools can run here (can: MXNet): the suite does not run Torch")
+    assert said("dlbench", "multigpu-fcn-r-caffe", "4xH100") == ("data-parallel", (
+        "Caffe: no data-parallel training in the caffe adapter: the BVLC Caffe image is CPU-only (Debian's build), so "
+        "it has no GPUs to spread over"))
+    assert said("dlbench", "fcn-s-ordering", "H100") == ("arch", (
+        "too few of its tools can run here (can: TensorFlow): CNTK: cntk-2.7.post2-cuda runs on H100 (sm_90) only by "
+        "JIT of its compute_70 PTX (--allow-ptx-jit); Caffe has no CUDA image; MXNet: mxnet-1.9.1-cuda has no kernels "
+        "for H100 (sm_90): it ships sm_50 sm_60 sm_70 sm_80 sm_86; the suite does not run Torch"))
+    ptx = coverage.Hardware("H100", 1, 16, ALL, allow_ptx_jit=True)  # TensorFlow against CNTK, by JIT: the N3 pair
+    assert outcome("dlbench", "fcn-s-ordering", ptx, matrix).testable
+    assert said("dlf", "cnn-accuracy", "this") == ("dataset", "needs dataset cifar10 (`dlrepro datasets.fetch cifar10`)")
+    dlbench = studies.load("dlbench")
+    assert coverage.tool_blocker(dlbench, "cpu-synthetic-rnn", "lstm-synthetic", "CNTK", HOSTS["cpu16"], matrix)[0] == \
+        "model"
+    assert coverage.tool_blocker(dlbench, "gpu-synthetic", "fcn-s", "Caffe", HOSTS["P100"], matrix) == (
+        "image", "Caffe has no CUDA image")
+
+
+def test_a_k80_is_pointed_at_the_era_images_that_run_on_it(matrix):
+    """Today's PyTorch, TensorFlow and MXNet have no sm_37 kernels; their studies'-era images do, and the reason
+    names them (TensorFlow's and MXNet's with the vendor image they need)."""
+    reason = outcome("dlf", "rnn-cudnn", "K80", matrix).tools
+    assert reason["PyTorch"] == ("PyTorch: torch-2.13.0-cuda has no kernels for K80 (sm_37): it ships sm_75 sm_80 sm_86 "
+                                 "sm_90 sm_100 sm_120; torch-1.0.0-cuda runs there natively (--framework torch@1.0.0)")
+    assert reason["Tensorflow"].endswith("tensorflow-1.4.0-cuda runs there natively (--framework tensorflow@1.4.0; with "
+                                         "the vendor image nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 loaded)")
+
+
+def test_a_published_cell_is_judged_only_on_its_own_hardware(matrix):
+    dlf = studies.load("dlf")
+    p100 = {o.what: o for o in coverage.plan(dlf, HOSTS["P100"], matrix)["cells"]}
+    a100 = {o.what: o for o in coverage.plan(dlf, HOSTS["A100"], matrix)["cells"]}
+    cell = "table4-rnn / P100 / Tensorflow"
+    assert p100[cell].testable and not p100[cell].other_hardware
+    assert a100[cell].testable and a100[cell].other_hardware  # measured on an A100: shown, never judged
+    # today's PyTorch has no sm_60 kernels: the column's CPU run measures it, shown beside the P100 value, not judged
+    assert p100["table4-rnn / P100 / PyTorch"].testable and p100["table4-rnn / P100 / PyTorch"].other_hardware
+    assert coverage.counts(list(p100.values()))[0] == 10
+
+
+def test_an_unknown_gpu_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"^unknown GPU 'RTX 9090'; known: K80, GTX 980, Titan X \(Maxwell\), P100"):
+        coverage.Hardware("RTX 9090", 1, 8).capability
+    assert coverage.Hardware("NVIDIA H200", 1, 8).capability == "9.0"
+    assert coverage.Hardware("Tesla K80", 1, 8).capability == "3.7"
+
+
+def test_the_readme_table_is_what_the_command_prints():
+    printed = subprocess.run([sys.executable, "-m", "invoke", "plan", "all"], capture_output=True, text=True,
+                             cwd=REPO_ROOT, timeout=300)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.startswith("| hardware | DLBench claims testable |")
+    assert printed.stdout in (REPO_ROOT / "README.md").read_text()
+
+
+def test_the_command_says_what_a_host_would_get_and_refuses_an_unknown_gpu():
+    run = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench", "--gpu-model", "H100", "--cpus",
+                          "16", "--datasets", "all"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("On 1 x H100, 16 CPU cores: 1 of DLBench's 22 claims testable, 0 of 30 published cells")
+    bad = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench", "--gpu-model", "RTX 9090"],
+                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert bad.returncode == 2 and "unknown GPU 'RTX 9090'" in bad.stderr + bad.stdout
