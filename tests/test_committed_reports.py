@@ -54,3 +54,22 @@ def test_a_committed_bundle_report_is_rebuilt_as_committed(report, tmp_path):
     ids = re.match(r"# dlrepro report: (.+)", report.read_text()).group(1).split(", ")
     made = bundle_report.write(gather.bundles(ids, RESULTS), tmp_path / "again")
     _same_files(report, made.markdown)
+
+
+@pytest.mark.parametrize("report", STUDIES, ids=[p.parent.name for p in STUDIES])
+def test_every_not_testable_reason_of_a_committed_study_report_is_its_hosts_plan(report):
+    """A claim the plan of the study's host (dlrepro.coverage, from its bundles' host record) says it cannot test
+    is folded under the plan's headline with the plan's reason as its evidence: no reason promises what the host,
+    or any GPU, would not give."""
+    from dlrepro.results.answers import study as studymod
+
+    answer = gather.study(str(_record(report)), RESULTS)
+    planned = studymod.host_plan(answer.study, answer.bundle.bodies)
+    checked = 0
+    for headline, group in answer.untestable:
+        for v in group:
+            o = planned[v.claim]
+            if not o.testable:
+                assert (headline, v.evidence if o.cause != "untestable" else o.reason) == (o.headline, o.reason), v.claim
+                checked += 1
+    assert checked >= 5

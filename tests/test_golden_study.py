@@ -110,9 +110,9 @@ EXPECTED_CLAIMS = {  # claim: (verdict, the start of its evidence)
                              "band 0.05-0.2); each: Caffe 0.1 [0.098-0.102] (b64), TensorFlow 0.15 [0.147-0.153] (b64)"),
     "threads": (verdicts.HOLDS, "throughput at threads 4 / at 1: min 3 (TensorFlow, b64), max 4 (Caffe, b64)"),
     "gpus": (verdicts.HOLDS, "throughput at gpus 2 / at 1: min 1.8 (PyTorch, b64), max 1.8 (PyTorch, b64)"),
-    "gpus-caffe": (verdicts.NOT_TESTABLE, "no data-parallel path for its tools here (only jax, torch have one): "
-                                          "Caffe: no data-parallel training in the caffe adapter"),
-    "device-scoped": (verdicts.NOT_TESTABLE, "the claim is about GPUs; this host measured CPU only"),
+    "gpus-caffe": (verdicts.NOT_TESTABLE, "Caffe: no data-parallel training in the caffe adapter"),
+    "device-scoped": (verdicts.NOT_TESTABLE, "too few of its tools can run here (can: TensorFlow): Caffe has no CUDA "
+                                             "image"),
     "smoke": (verdicts.INCONCLUSIVE, "smoke pass of Caffe, PyTorch (--quick: 3 iterations in 1 repeat); 1 of 1 pairs"),
     "gone": (verdicts.NOT_TESTABLE, "cannot judge: bundle fcn-gone missing"),
     "untestable": (verdicts.NOT_TESTABLE, "it needs two GPU models"),
@@ -146,9 +146,18 @@ def test_every_published_cell_of_the_golden_study():
                                             "the published values were not retrieved": 1}
 
 
+def _planned(study, gpus, gpu="H200"):
+    """{claim: coverage Outcome} on a host of ``gpus`` GPUs (the golden rows' H200; none for 0) and 16 cores."""
+    from dlrepro import coverage
+    from dlrepro.images import matrix as matrixmod
+
+    host = coverage.Hardware(gpu if gpus else None, gpus, 16, coverage.every_dataset())
+    return {o.what: o for o in coverage.plan(study, host, matrixmod.load())["claims"]}
+
+
 def test_every_claim_of_the_golden_study():
     study = studies.load(str(GOLDEN))
-    found = {v.claim: v for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING)}
+    found = {v.claim: v for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, _planned(study, 2))}
     assert set(found) == set(EXPECTED_CLAIMS)
     for name, (verdict, evidence) in EXPECTED_CLAIMS.items():
         assert (found[name].verdict, found[name].evidence[:len(evidence)]) == (verdict, evidence), name
@@ -213,26 +222,33 @@ def test_an_accuracy_after_fewer_epochs_than_the_spec_is_a_smoke_pass_with_its_v
 
 
 def test_an_untestable_claim_is_folded_under_one_reason_and_a_multi_gpu_claim_names_the_gpus_it_needs():
+    """The reasons come from the plan of the host (dlrepro.coverage): on the golden rows' 2 x H200 Caffe's
+    data-parallel claim has no data-parallel path; on one H200 it needs 2 GPUs, and no 2 GPUs of any model would
+    do (Caffe has none); on a CPU-only host a GPU claim needs a GPU, naming the models whose images run it, or
+    says that none would."""
     study = studies.load(str(GOLDEN))
-    reasons = {v.claim: v.reason for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING)}
+    reasons = {v.claim: v.reason for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, _planned(study, 2))}
     assert {c: r for c, r in reasons.items() if r} == {
-        "gpus-caffe": "no data-parallel path for its tools here (only jax, torch have one): Caffe: no data-parallel "
-                      "training in the caffe adapter: the BVLC Caffe image is CPU-only (Debian's build), so it has no "
-                      "GPUs to spread over",
-        "device-scoped": "needs an NVIDIA GPU", "gone": "cannot judge: bundle missing",
+        "gpus-caffe": "Caffe: no data-parallel training in the caffe adapter: the BVLC Caffe image is CPU-only "
+                      "(Debian's build), so it has no GPUs to spread over",
+        "device-scoped": "too few of its tools can run here: no image of a tool for the device",
+        "gone": "cannot judge: bundle missing",
         "untestable": "it needs two GPU models"}
-    one_gpu = {v.claim: v.reason for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, gpus_here=1)}
-    assert one_gpu["gpus-caffe"] == "needs 2 GPUs (this host has 1)"
+    one_gpu = {v.claim: v for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, _planned(study, 1))}
+    assert one_gpu["gpus-caffe"].reason == "no GPU makes it testable with the suite's images"
+    assert one_gpu["gpus-caffe"].evidence.startswith("no GPU makes it testable with the suite's images; on a K80: "
+                                                     "Caffe: no data-parallel training in the caffe adapter")
+    # judged from its rows all the same (they were measured on 2 GPUs): the plan only gives reasons
+    assert one_gpu["gpus"].verdict != verdicts.NOT_TESTABLE
+    assert _planned(study, 1)["gpus"].reason == "needs 2 GPUs (this host has 1) (one of: A100, L4, H100)"
     # a CPU-only host: every GPU run not runnable; the one-GPU claims need a GPU, the 2-GPU ones need 2
     summary = _summary()
     cpu_only = summary[summary["device"] == "cpu"]
     no_gpu = {r: "not runnable here: it needs an NVIDIA GPU; NVML sees none on this host" for r in study.runs if r != "cpu"}
-    here = {v.claim: v.reason for v in claims.evaluate(study, cpu_only, no_gpu, {}, gpus_here=0)
+    here = {v.claim: v.reason for v in claims.evaluate(study, cpu_only, no_gpu, {}, _planned(study, 0))
             if v.verdict == verdicts.NOT_TESTABLE}
-    assert here == {"ordering-holds": "needs an NVIDIA GPU", "ordering-reversed": "needs an NVIDIA GPU",
-                    "ordering-noise": "needs an NVIDIA GPU", "ratio-band": "needs an NVIDIA GPU",
-                    "device-scoped": "needs an NVIDIA GPU", "smoke": "needs an NVIDIA GPU", "gone": "needs an NVIDIA GPU",
-                    "gpus": "needs 2 GPUs (this host has 0)", "gpus-caffe": "needs 2 GPUs (this host has 0)",
+    nothing = "no GPU makes it testable with the suite's images"  # each sets Caffe, which has no CUDA image, on GPUs
+    assert here == {"ordering-holds": nothing, "ordering-reversed": nothing, "ordering-noise": nothing,
+                    "ratio-band": nothing, "device-scoped": nothing, "smoke": nothing, "gone": nothing,
+                    "gpus": "needs 2 GPUs (this host has 0)", "gpus-caffe": nothing,
                     "untestable": "it needs two GPU models"}
-    unknown = {v.claim: v.reason for v in claims.evaluate(study, cpu_only, no_gpu, {})}
-    assert unknown["gpus"] == "needs 2 GPUs"  # no bundle says how many this host has

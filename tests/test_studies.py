@@ -170,11 +170,16 @@ def test_untestable_and_unmeasured_claims_say_why():
     assert found["early-gpu-fcn"].evidence == "not measured here (gpu-synthetic: not runnable here: no GPU)"
     assert found["early-gpu-cnn"].evidence == "cannot judge: bundle fcn-x missing"
     assert len(found) == len(study.claims)
-    # DLBench's multi-GPU claims: none of its tools has a data-parallel path here, and the evidence says so
-    multi = found["multigpu-fcn-r-fast"]
+    # DLBench's multi-GPU claims on 4 x H100: none of its tools has a data-parallel path, and the host's plan says so
+    from dlrepro import coverage
+    from dlrepro.images import matrix as matrixmod
+
+    host = coverage.Hardware("H100", 4, 64, coverage.every_dataset())
+    planned = {o.what: o for o in coverage.plan(study, host, matrixmod.load())["claims"]}
+    multi = {v.claim: v for v in claims.evaluate(study, empty, {}, {}, planned)}["multigpu-fcn-r-fast"]
     assert multi.verdict == verdicts.NOT_TESTABLE and multi.evidence.startswith(
-        "no data-parallel path for its tools here (only jax, torch have one): CNTK: no data-parallel training in "
-        "the cntk adapter")
+        "too few of its tools can run here (can: none): CNTK: no data-parallel training in the cntk adapter")
+    assert multi.reason == "too few of its tools can run here: no data-parallel path in its tools' adapters"
 
 
 def invoke(*args):

@@ -25,17 +25,16 @@ speedup's from the intervals of the two values it divides. Verdicts (answers.ver
   scaling   each tool's throughput at ``to`` / at ``at`` (threads, or GPUs: strong scaling the speedup,
             weak scaling W over one per-GPU mini-batch), with its interval: judged as a ratio;
   NOT_TESTABLE with the reason: an untestable claim, another device class measured, nothing measured,
-            no data-parallel path for its tools, a missing bundle ("cannot judge: ...").
+            what the host's plan says it lacks, a missing bundle ("cannot judge: ...").
 A NOT_TESTABLE verdict also carries ``reason``, the one line the views fold it under (Verdict.reason: the
-claim's own why, a missing bundle, "needs an NVIDIA GPU", "needs 2 GPUs (this host has 1)", "needs Torch (the
-suite does not run it)", else its evidence). ``points`` are the quantities judged against the band (values,
+claim's own why, a missing bundle, the plan of the study's host (dlrepro.coverage: "needs an NVIDIA GPU", "needs 2
+GPUs (this host has 1)", "too few of its tools can run here: ..."), else its evidence). ``points`` are the quantities judged against the band (values,
 ratios or speedups, with their intervals): what the views draw.
 """
 import re
 from dataclasses import dataclass, field
 
 from dlrepro.results.answers import bands, measured, verdicts
-from runner.adapters import capabilities
 
 DEVICE_WORDS = {"cuda": "GPU", "cpu": "CPU"}
 BUNDLE_MISSING = "cannot judge: bundle missing"
@@ -280,20 +279,6 @@ def _band(study, claim, rows):
         tuple(claim.band)
 
 
-def _no_data_parallel(study, claim):
-    """Why none of a GPU scaling claim's tools can run a data-parallel job here, or None when one can."""
-    why = []
-    for tool in claim.tools:
-        framework = study.framework(tool)
-        reason = capabilities.unsupported_parallel(framework, "throughput") if framework else \
-            "the suite does not run %s" % tool
-        if reason is None:
-            return None
-        why.append("%s: %s" % (tool, reason))
-    return "no data-parallel path for its tools here (only %s have one): %s" % (
-        ", ".join(sorted(capabilities.DATA_PARALLEL)), "; ".join(why))
-
-
 def _scaling(study, claim, rows):
     if claim.over == "gpus":
         weak = (rows["scaling"] == "weak").any()
@@ -393,61 +378,36 @@ def _dataset_missing(summary, claim):
     return None
 
 
-def gpus_needed(study, claim):
-    """The GPU count a claim needs: the count a GPU scaling claim goes ``to`` (its runs' largest for "max"),
-    else the largest GPU count of its runs (1 for one-device runs)."""
-    largest = max(max(study.runs[r].gpus) for r in claim.runs) if claim.runs else 1
-    return claim.to if claim.over == "gpus" and isinstance(claim.to, int) else largest
-
-
-def untestable_reason(study, claim, evidence, not_run, missing, gpus_here=None, summary=None):
-    """The one line a NOT_TESTABLE claim is folded under: the untestable claim's own why; BUNDLE_MISSING;
-    "needs N GPUs (this host has M)" for a claim of N > 1 GPUs (gpus_needed) on a host of M < N (``gpus_here``,
-    where known); where none of its runs has a bundle and each did not run for want of a GPU, "needs an NVIDIA
-    GPU" ("needs N GPUs" for N > 1 on a host of unknown count); "needs dataset X (`dlrepro datasets.fetch X`)"
-    where a run skipped its jobs for it; "needs N CPU threads (this host measured at most M)" for a thread
-    scaling claim; "needs Torch (the suite does not run it)"; else the evidence. ``not_run`` and ``missing`` as
+def untestable_reason(study, claim, evidence, missing, summary=None, planned=None):
+    """The one line a NOT_TESTABLE claim is folded under: the untestable claim's own why; BUNDLE_MISSING; where the
+    plan of the study's host (dlrepro.coverage, ``planned``: the claim's Outcome) says it cannot be tested there,
+    the plan's headline (a GPU, GPUs or cores the host lacks; too few of its tools can run, and why); "needs
+    dataset X (`dlrepro datasets.fetch X`)" where a run skipped its jobs for it; else the evidence. ``missing`` as
     in evaluate; ``summary`` the rows it was judged from."""
     if claim.kind == "untestable":
         return claim.why
     if any(r in missing for r in claim.runs):
         return BUNDLE_MISSING
-    wanted = gpus_needed(study, claim)
-    if wanted > 1 and gpus_here is not None and gpus_here < wanted:
-        return "needs %d GPUs (this host has %d)" % (wanted, gpus_here)
-    reasons = [not_run.get(r, "") for r in claim.runs]
-    if reasons and all("GPU" in r for r in reasons):
-        return "needs %d GPUs" % wanted if wanted > 1 else "needs an NVIDIA GPU"
+    if planned is not None and not planned.testable:
+        return planned.headline
     dataset = _dataset_missing(summary, claim) if summary is not None and len(summary) else None
-    if dataset:
-        return dataset
-    if claim.kind == "scaling" and claim.over == "threads" and summary is not None:
-        measured_threads = summary[summary["run"].isin(claim.runs) & summary["threads"].notna()]["threads"]
-        if not len(measured_threads) or int(measured_threads.max()) < int(claim.to if claim.to != "max" else 2):
-            return "needs %s CPU threads (this host measured at most %s)" % (
-                claim.to, int(measured_threads.max()) if len(measured_threads) else "none")
-    absent = re.search(r"the suite does not run ([^;)]+)", evidence or "")
-    if absent:
-        return "needs %s (the suite does not run it)" % absent.group(1)
-    return evidence
+    return dataset or evidence
 
 
-def evaluate(study, summary, not_run=None, missing=None, gpus_here=None):
+def evaluate(study, summary, not_run=None, missing=None, planned=None):
     """One Verdict per claim of ``study`` from ``summary`` (tables' summary rows with a ``run`` column).
     ``not_run``: {run id: why it did not run here}; ``missing``: {run id: why its measurements are not
     available, e.g. "bundle X missing"}, which makes its claims "cannot judge: bundle X missing";
-    ``gpus_here``: the GPU count of the host that ran the study (None: unknown), named in the reason of a
-    multi-GPU claim (untestable_reason)."""
+    ``planned``: {claim: dlrepro.coverage Outcome} on the host that ran the study: a claim it says cannot be tested
+    there is NOT_TESTABLE with the plan's reason as its evidence (untestable_reason)."""
     not_run, missing = not_run or {}, missing or {}
     found = []
     for name, claim in study.claims.items():
         device = study.device_of(name)
         base = dict(claim=name, text=claim.text, source=claim.source, kind=claim.kind, device=device,
                     hardware=claim.hardware)
-        cause = claim.why if claim.kind == "untestable" else _no_data_parallel(study, claim) \
-            if claim.kind == "scaling" and claim.over == "gpus" else None
-        if cause:
-            found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=cause, **base))
+        if claim.kind == "untestable":
+            found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=claim.why, **base))
             continue
         rows, run = summary.iloc[0:0], None
         for candidate in claim.runs:
@@ -477,7 +437,11 @@ def evaluate(study, summary, not_run=None, missing=None, gpus_here=None):
             measured_on=names or None, values=values, points=points, band=band, rests_on=verdicts.RestsOn(
                 repeats=[v["repeats"] for v in values], test=TESTS[claim.kind], unit=_unit(claim),
                 device=device, smoke=bool(smoke)), **base))
+    planned = planned or {}
     for v in found:
         if v.verdict == verdicts.NOT_TESTABLE:
-            v.reason = untestable_reason(study, study.claims[v.claim], v.evidence, not_run, missing, gpus_here, summary)
+            plan = planned.get(v.claim)
+            v.reason = untestable_reason(study, study.claims[v.claim], v.evidence, missing, summary, plan)
+            if plan is not None and not plan.testable and v.reason == plan.headline and plan.cause != "untestable":
+                v.evidence = plan.reason
     return found

@@ -133,6 +133,16 @@ def smoke(record, summary, judged):
     return text + "Run `dlrepro study %s` without --quick for verdicts that rest on intervals." % record["study"]
 
 
+def host_plan(study, bodies):
+    """{claim: dlrepro.coverage Outcome} on the host of the study's first bundle; None without a bundle."""
+    from dlrepro import coverage
+    from dlrepro.images import matrix as matrixmod
+
+    if not bodies:
+        return None
+    return {o.what: o for o in coverage.plan(study, coverage.of_host(bodies[0]["host"]), matrixmod.load())["claims"]}
+
+
 def study_answer(study, record, record_path, manifest_note, bodies, summary, samples, missing, results_shown,
                  unrecorded=None):
     """The StudyAnswer of study record ``record`` (its body) for manifest ``study`` (studies.Study, as recorded),
@@ -150,9 +160,9 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     left = {(run, item["variant"], item["framework"]): item["reason"] for run, entry in record["runs"].items()
             for item in (bundles.get(entry.get("bundle")) or {}).get("left_out") or [] if item.get("framework")}
     tables = paper.build(study, prepared, references, why_not, gone, left)
-    gpus_here = len(bodies[0]["host"].get("gpus") or []) if bodies else None
-    verdict_list = claims.evaluate(study, prepared, why_not, gone, gpus_here=gpus_here)
-    changes = driftmod.drift(study, every, record, lambda rows: claims.evaluate(study, rows, why_not, gone, gpus_here))
+    planned = host_plan(study, bodies)
+    verdict_list = claims.evaluate(study, prepared, why_not, gone, planned)
+    changes = driftmod.drift(study, every, record, lambda rows: claims.evaluate(study, rows, why_not, gone, planned))
     published_tables = paper.build(study, driftmod.rows_of(every, record, "published"), references, why_not, gone,
                                    left) if changes else []
     groups = {}
