@@ -47,12 +47,10 @@ TOOL_WORDS = {"tool": "a tool the suite does not run", "data-parallel": "no data
 
 
 def _models():
-    """{lower-case card name: compute capability} of gpu_support.GPUS ("titan x (maxwell)" and "titan x" alike)."""
-    out = {}
-    for capability, names in gpu_support.GPUS:
-        for name in names.split(", "):
-            out[name.lower()] = capability
-            out[name.split(" (")[0].lower()] = capability
+    """{lower-case card name: compute capability} of gpu_support.GPUS, with the Maxwell Titan X's GeForce name ("GTX
+    Titan X"); a bare "Titan X" is no one card (Maxwell or Pascal: dlrepro.results.answers.hardware)."""
+    out = {name.lower(): capability for capability, names in gpu_support.GPUS for name in names.split(", ")}
+    out["gtx titan x"] = out["titan x (maxwell)"]
     return out
 
 
@@ -78,15 +76,17 @@ class Hardware:
             return None
         if self.gpu_capability:
             return self.gpu_capability
-        try:
-            return GPU_MODELS[self.gpu.lower().replace("nvidia ", "").replace("tesla ", "").replace("geforce ", "")]
-        except KeyError:
-            raise ValueError("unknown GPU %r; known: %s" % (self.gpu, ", ".join(n for _, n in gpu_support.GPUS)))
+        name = " ".join(w for w in self.gpu.lower().split() if w not in ("nvidia", "tesla", "geforce"))
+        known = [m for m in GPU_MODELS if name == m or name.startswith(m + " ") or name.startswith(m + "-")]
+        if not known:  # nvidia-smi adds the memory and form factor: "H100 80GB HBM3", "Tesla P100-PCIE-16GB"
+            raise ValueError("unknown GPU %r; known: %s, GTX Titan X" % (
+                self.gpu, ", ".join(n for _, n in gpu_support.GPUS)))
+        return GPU_MODELS[max(known, key=len)]
 
     def describe(self):
-        """'4 x H100, 16 CPU cores' or '16 CPU cores, no GPU'."""
-        gpu = "%d x %s" % (self.gpus, self.gpu) if self.gpu and self.gpus else "no GPU"
-        return "%s, %d CPU cores" % (gpu, self.cpus) if self.gpu and self.gpus else "%d CPU cores, %s" % (self.cpus, gpu)
+        """'4 x H100, 16 CPU cores' or '1 CPU core, no GPU'."""
+        cores = "%d CPU core%s" % (self.cpus, "" if self.cpus == 1 else "s")
+        return "%d x %s, %s" % (self.gpus, self.gpu, cores) if self.gpu and self.gpus else "%s, no GPU" % cores
 
 
 def this_host(allow_ptx_jit=False):
@@ -213,7 +213,7 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix):
         decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
         if not _runs(decided, hardware):
             return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), _other_version(
-                matrix, framework, image, hardware))
+                matrix, framework, image, hardware, run, variant))
     spec = specmod.load(run.spec)
     why = jobs.unsupported(spec, variant, framework)
     if why:
@@ -228,12 +228,20 @@ def _runs(decided, hardware):
     return decided["verdict"] == "native" or (decided["verdict"] == "ptx" and hardware.allow_ptx_jit)
 
 
-def _other_version(matrix, framework, today, hardware):
+def _other_version(matrix, framework, today, hardware, run, variant):
     """'; torch-1.0.0-cuda runs there natively (--framework torch@1.0.0)' where another CUDA image of the framework
-    runs on the GPU, else ''."""
+    runs on the GPU and its adapter expresses the run's variant (data-parallel too, for a run of several GPUs),
+    else ''."""
+    from dlrepro.run import jobs
+    from runner.adapters import capabilities
+
     for image in matrix.images:
         if image.framework == framework and image.device == "cuda" and image.name != today.name:
+            token = "%s@%s" % (framework, image.version)
             decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
+            if jobs.unsupported(specmod.load(run.spec), variant, token) or (
+                    max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")):
+                continue
             if _runs(decided, hardware):
                 return "; %s runs there %s (--framework %s@%s%s)" % (
                     image.name, "natively" if decided["verdict"] == "native" else "by PTX JIT", framework,
@@ -302,16 +310,27 @@ def _on_cards(study, name, wanted, hardware, matrix, short):
     comes closest (the most of its tools able to run)."""
     cause, reason = short
     tried = []
-    for _, cards in gpu_support.GPUS:
-        card = cards.split(", ")[0].split(" (")[0]
-        tried.append((card, claim_outcome(study, name, replace(hardware, gpu=card, gpus=wanted, gpu_capability=None),
-                                          matrix)))
+    for _, cards in gpu_support.GPUS:  # every dataset fetched: what a GPU would do; the host's own lack said after
+        card = cards.split(", ")[0]
+        tried.append((card, claim_outcome(study, name, replace(hardware, gpu=card, gpus=wanted, gpu_capability=None,
+                                                               datasets=every_dataset()), matrix)))
+    fetch = _datasets_missing(study, study.claims[name], hardware)
     good = [card for card, o in tried if o.testable]
     if good:
-        return Outcome(name, False, cause, "%s (one of: %s)" % (reason, ", ".join(good)))
+        return Outcome(name, False, cause, "%s (one of: %s)%s" % (reason, ", ".join(good), fetch))
     card, closest = max(tried, key=lambda t: -len(t[1].tools))
-    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with the suite's images; on a %s: %s" % (
-        card, closest.reason), closest.tools)
+    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with the suite's images; on a %s: %s%s" % (
+        card, closest.reason, fetch), closest.tools)
+
+
+def _datasets_missing(study, claim, hardware):
+    """'; and needs dataset X (`dlrepro datasets.fetch X`)' for each dataset the claim's first run reads that the host
+    lacks, else ''."""
+    if not claim.runs:
+        return ""
+    spec = specmod.load(study.runs[claim.runs[0]].spec)
+    return "".join("; and needs dataset %s (`dlrepro datasets.fetch %s`)" % (n, n)
+                   for n, fallback in _data_needed(spec, claim.variant) if not ({n, *fallback} & hardware.datasets))
 
 
 def _cause(blocked):

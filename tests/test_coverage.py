@@ -26,8 +26,8 @@ def outcome(study, claim, host, matrix):
 
 
 @pytest.mark.parametrize("host, dlbench, dlf", [
-    ("this", (0, {"untestable": 1, "no gpu suffices": 14, "gpu": 5, "threads": 1, "tool": 1}),
-     (0, {"untestable": 1, "no gpu suffices": 3, "gpus": 1, "dataset": 2})),
+    ("this", (0, {"untestable": 1, "no gpu suffices": 10, "gpu": 9, "threads": 1, "tool": 1}),
+     (0, {"untestable": 1, "gpu": 3, "gpus": 1, "dataset": 2})),
     ("cpu16", (1, {"untestable": 1, "no gpu suffices": 10, "gpu": 9, "tool": 1}), (2, {"untestable": 1, "gpu": 3, "gpus": 1})),
     ("K80", (1, {"untestable": 1, "no gpu suffices": 4, "tool": 5, "arch": 11}), (3, {"untestable": 1, "gpus": 1, "arch": 2})),
     ("P100", (10, {"untestable": 1, "no gpu suffices": 4, "tool": 7}), (3, {"untestable": 1, "gpus": 1, "arch": 2})),
@@ -73,6 +73,9 @@ def test_the_exact_reason_of_each_cause(matrix):
     ptx = coverage.Hardware("H100", 1, 16, ALL, allow_ptx_jit=True)  # TensorFlow against CNTK, by JIT: the N3 pair
     assert outcome("dlbench", "fcn-s-ordering", ptx, matrix).testable
     assert said("dlf", "cnn-accuracy", "this") == ("dataset", "needs dataset cifar10 (`dlrepro datasets.fetch cifar10`)")
+    assert said("dlbench", "alexnet-r-ordering", "this") == ("gpu", (  # what a GPU would do, then what to fetch
+        "needs an NVIDIA GPU (one of: GTX 980, P100, GTX 1080, V100, A100, L4); and needs dataset cifar10 (`dlrepro "
+        "datasets.fetch cifar10`)"))
     dlbench = studies.load("dlbench")
     assert coverage.tool_blocker(dlbench, "cpu-synthetic-rnn", "lstm-synthetic", "CNTK", HOSTS["cpu16"], matrix)[0] == \
         "model"
@@ -86,6 +89,9 @@ def test_a_k80_is_pointed_at_the_era_images_that_run_on_it(matrix):
     reason = outcome("dlf", "rnn-cudnn", "K80", matrix).tools
     assert reason["PyTorch"] == ("PyTorch: torch-2.13.0-cuda has no kernels for K80 (sm_37): it ships sm_75 sm_80 sm_86 "
                                  "sm_90 sm_100 sm_120; torch-1.0.0-cuda runs there natively (--framework torch@1.0.0)")
+    four = outcome("dlf", "densenet-weak-scaling", coverage.Hardware("V100", 4, 32, ALL), matrix)
+    assert four.tools["PyTorch"] == ("PyTorch: torch-2.13.0-cuda has no kernels for V100 (sm_70): it ships sm_75 sm_80 "
+                                     "sm_86 sm_90 sm_100 sm_120")  # torch 1.0.0 runs there, but has no data-parallel path
     assert reason["Tensorflow"].endswith("tensorflow-1.4.0-cuda runs there natively (--framework tensorflow@1.4.0; with "
                                          "the vendor image nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 loaded)")
 
@@ -102,11 +108,14 @@ def test_a_published_cell_is_judged_only_on_its_own_hardware(matrix):
     assert coverage.counts(list(p100.values()))[0] == 10
 
 
-def test_an_unknown_gpu_names_the_known_ones():
+def test_an_unknown_gpu_names_the_known_ones_and_nvidia_smis_names_are_known():
     with pytest.raises(ValueError, match=r"^unknown GPU 'RTX 9090'; known: K80, GTX 980, Titan X \(Maxwell\), P100"):
         coverage.Hardware("RTX 9090", 1, 8).capability
-    assert coverage.Hardware("NVIDIA H200", 1, 8).capability == "9.0"
-    assert coverage.Hardware("Tesla K80", 1, 8).capability == "3.7"
+    with pytest.raises(ValueError, match=r"^unknown GPU 'Titan X'"):  # Maxwell or Pascal: no one card
+        coverage.Hardware("Titan X", 1, 8).capability
+    assert [coverage.Hardware(name, 1, 8).capability for name in (
+        "NVIDIA H200", "Tesla K80", "NVIDIA H100 80GB HBM3", "Tesla P100-PCIE-16GB", "GTX Titan X")] == [
+        "9.0", "3.7", "9.0", "6.0", "5.2"]
 
 
 def test_the_readme_table_is_what_the_command_prints():
@@ -121,7 +130,13 @@ def test_the_command_says_what_a_host_would_get_and_refuses_an_unknown_gpu():
     run = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench", "--gpu-model", "H100", "--cpus",
                           "16", "--datasets", "all"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("On 1 x H100, 16 CPU cores: 1 of DLBench's 22 claims testable, 0 of 30 published cells")
-    bad = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench", "--gpu-model", "RTX 9090"],
-                         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
-    assert bad.returncode == 2 and "unknown GPU 'RTX 9090'" in bad.stderr + bad.stdout
+    assert run.stdout.startswith("On 1 x H100, 16 CPU cores: 1 of DLBench's 22 claims testable; 0 of 30 published "
+                                 "cells judged, 19 more shown (measured on other hardware than the published).")
+    for args, said in ((["--gpu-model", "RTX 9090"], "error: --gpu-model: unknown GPU 'RTX 9090'"),
+                       (["--gpu-model", "H100", "--gpu-count", "0"],
+                        "error: --gpu-count: expected a whole number of at least 1 (got '0')"),
+                       (["--cpus", "abc"], "error: --cpus: expected a whole number of at least 1 (got 'abc')"),
+                       (["--datasets", "bogus"], "error: --datasets: no dataset 'bogus' in dlrepro/datasets.yaml")):
+        bad = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench"] + args, capture_output=True,
+                             text=True, cwd=REPO_ROOT, timeout=300)
+        assert bad.returncode == 2 and (bad.stderr + bad.stdout).startswith(said), bad.stderr + bad.stdout

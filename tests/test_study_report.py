@@ -265,7 +265,8 @@ def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp
     made = study_report.write(answer, tmp_path / "report", allow_missing=True)
     markdown = made.markdown.read_text()
     assert markdown.index("### From the published versions to today's") < markdown.index("| verdict | claim |")
-    assert "published: CNTK (published); Caffe (published); MXNet (published); TensorFlow (published)." in markdown
+    assert ("At the published versions (or the nearest the image matrix has): CNTK (published); Caffe (published); "
+            "MXNet (published); TensorFlow (published). Today's: CNTK (today)") in markdown
     assert [d["change"] for d in json.loads((tmp_path / "report" / "study.json").read_text())["drift"]] == [
         d.change for d in answer.drift]
     assert "## The paper's tables, then and now" in markdown

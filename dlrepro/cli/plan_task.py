@@ -9,14 +9,14 @@ from dlrepro.cli.options import task
 @task(help={
     "study": "a study of studies/ (dlbench, dlf) or the path of a study file; 'all': the README's table, every "
              "study on the standard hosts (Markdown)",
-    "gpu-model": "a GPU model (K80, GTX 980, Titan X, P100, GTX 1080, V100, A100, L4, RTX 4090, H100, H200; default: "
-                 "this host's)",
-    "gpu-count": "how many GPUs (default: 1 with --gpu-model, else this host's)",
-    "cpus": "CPU cores (default: this host's)",
-    "datasets": "the datasets in the cache, comma-separated, or 'all' (default: this host's cache)",
+    "gpu-model": "a GPU model (K80, GTX 980, GTX Titan X, P100, GTX 1080, V100, A100, L4, RTX 4090, H100, H200, or "
+                 "as nvidia-smi names it; default: this host's)",
+    "gpu-count": "how many GPUs, >= 1 (default: 1 with --gpu-model, else this host's)",
+    "cpus": "CPU cores, >= 1 (default: this host's)",
+    "datasets": "the datasets in the cache, comma-separated, 'all' or 'none' (default: this host's cache)",
     "allow-ptx-jit": "count an image that runs only by PTX JIT as runnable (as `dlrepro run --allow-ptx-jit`)",
 })
-def plan(c, study, gpu_model="", gpu_count=0, cpus=0, datasets="", allow_ptx_jit=False):
+def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_jit=False):
     """Say what a host would get of a study.
 
     Every claim and published cell: testable, or the exact reason (no GPU, too few GPUs or cores, a tool the suite
@@ -25,26 +25,57 @@ def plan(c, study, gpu_model="", gpu_count=0, cpus=0, datasets="", allow_ptx_jit
     from dlrepro import coverage, studies
     from dlrepro.errors import DlreproError
     from dlrepro.images import matrix as matrixmod
-    from dlrepro.run.optiontext import split
 
     with user_errors():
         matrix = matrixmod.load()
         if study == "all":
+            if gpu_model or gpu_count or cpus or datasets or allow_ptx_jit:
+                raise DlreproError("plan all: prints the README's table for its standard hosts and takes no other "
+                                   "option", "name a study to plan for one host: dlrepro plan dlbench --gpu-model H100")
             print(coverage.markdown_table([studies.load(n) for n in studies.available()], matrix), end="")
             raise Exit(code=0)
         chosen = studies.load(study)
         here = coverage.this_host(allow_ptx_jit)
-        wanted = split(datasets)
+        if gpu_count and not (gpu_model or here.gpu):
+            raise DlreproError("--gpu-count: this host has no GPU; say which", "add --gpu-model, e.g. --gpu-model H100")
         hardware = coverage.Hardware(
-            gpu_model or here.gpu, int(gpu_count) or (1 if gpu_model else here.gpus), int(cpus) or here.cpus,
-            coverage.every_dataset() if wanted == ["all"] else frozenset(wanted) if wanted else here.datasets,
-            allow_ptx_jit, None if gpu_model else here.gpu_capability)
+            gpu_model or here.gpu, _count("--gpu-count", gpu_count) or (1 if gpu_model else here.gpus),
+            _count("--cpus", cpus) or here.cpus, _datasets(datasets, coverage, here), allow_ptx_jit,
+            None if gpu_model else here.gpu_capability)
         try:
             hardware.capability
         except ValueError as exc:
             raise DlreproError("--gpu-model: %s" % exc, "give one of those names") from None
         show(chosen, hardware, coverage.plan(chosen, hardware, matrix))
     raise Exit(code=0)
+
+
+def _count(option, text):
+    """``text`` as a whole number >= 1, 0 when not given; DlreproError naming ``option`` otherwise."""
+    from dlrepro.errors import DlreproError
+
+    if text == "":
+        return 0
+    if not str(text).isdigit() or int(text) < 1:
+        raise DlreproError("%s: expected a whole number of at least 1 (got %r)" % (option, text), "e.g. %s 4" % option)
+    return int(text)
+
+
+def _datasets(text, coverage, here):
+    """The dataset names --datasets gives ('all', 'none', or names of the catalogue), this host's when not given."""
+    from dlrepro.errors import DlreproError
+    from dlrepro.run.optiontext import split
+
+    wanted = split(text)
+    if not wanted:
+        return here.datasets
+    if wanted in (["all"], ["none"]):
+        return coverage.every_dataset() if wanted == ["all"] else frozenset()
+    unknown = sorted(set(wanted) - coverage.every_dataset())
+    if unknown:
+        raise DlreproError("--datasets: no dataset %s in dlrepro/datasets.yaml" % ", ".join(map(repr, unknown)),
+                           "give 'all', 'none' or some of: %s" % ", ".join(sorted(coverage.every_dataset())))
+    return frozenset(wanted)
 
 
 def show(study, hardware, found):
@@ -56,8 +87,11 @@ def show(study, hardware, found):
     name = study.title.split(" - ")[0]
     testable, causes = coverage.counts(found["claims"])
     cells, cell_causes = coverage.counts(found["cells"])
-    console.print("On %s: %d of %s's %d claims testable, %d of %d published cells." % (
-        hardware.describe(), testable, name, len(found["claims"]), cells, len(found["cells"])), markup=False)
+    console.print("On %s: %d of %s %d claims testable; %d of %d published cells judged, %d more shown (measured on "
+                  "other hardware than the published)." % (
+                      hardware.describe(), testable, name + ("'" if name.endswith("s") else "'s"),
+                      len(found["claims"]), cells, len(found["cells"]), cell_causes.get("other hardware", 0)),
+                  markup=False)
     table = Table(title="claims by what they need", show_lines=False)
     for column in ("needs", "claim", "why"):
         table.add_column(column, overflow="fold")

@@ -37,7 +37,7 @@ PUBLISHED_COLUMNS = ["spec", "model", "batch_size", "metric", "published_framewo
 THEN_AND_NOW_KEY = ["spec", "variant", "batch_size", "framework", "mode", "device", "device_name", "host", "precision",
                     "threads", "ranks"]
 THEN_AND_NOW_COLUMNS = THEN_AND_NOW_KEY + ["then_version", "now_version", "then_seconds", "now_seconds", "speedup",
-                                           "speedup_low", "speedup_high", "then_job_id", "now_job_id"]
+                                           "speedup_low", "speedup_high", "smoke", "then_job_id", "now_job_id"]
 
 
 def _plain(value):
@@ -201,7 +201,8 @@ def then_and_now(summary):
 
     speedup = then_seconds / now_seconds (medians; > 1: the modern version is faster), with the interval
     [then ci95_low / now ci95_high, then ci95_high / now ci95_low] from the two medians' 95% intervals
-    (conservative: both ends at once; null where either job has no interval)."""
+    (conservative: both ends at once; null where either job has no interval); no speedup (null, ``smoke`` True)
+    where either job is a smoke pass (--quick: one repeat is not a measurement to set against another)."""
     ok = summary[(summary["status"] == "ok") & (summary["quantity"] == "seconds per mini-batch")
                  & summary["framework_version"].notna() & summary["median"].notna()]
     rows = []
@@ -211,10 +212,12 @@ def then_and_now(summary):
             continue
         then = group[group["framework_version"] == versions[0]].iloc[0]
         now = group[group["framework_version"] == versions[-1]].iloc[0]
+        smoke = any(pd.notna(row.get("quick")) and bool(row.get("quick")) for row in (then, now))
         low = then["ci95_low"] / now["ci95_high"] if pd.notna(then["ci95_low"]) and pd.notna(now["ci95_high"]) else None
         high = then["ci95_high"] / now["ci95_low"] if pd.notna(then["ci95_high"]) and pd.notna(now["ci95_low"]) else None
         rows.append(dict(zip(THEN_AND_NOW_KEY, key), then_version=versions[0], now_version=versions[-1],
                          then_seconds=then["median"], now_seconds=now["median"],
-                         speedup=then["median"] / now["median"], speedup_low=low, speedup_high=high,
+                         speedup=None if smoke else then["median"] / now["median"], speedup_low=None if smoke else low,
+                         speedup_high=None if smoke else high, smoke=smoke,
                          then_job_id=then["job_id"], now_job_id=now["job_id"]))
     return pd.DataFrame(rows, columns=THEN_AND_NOW_COLUMNS)

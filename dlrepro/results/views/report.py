@@ -259,11 +259,14 @@ def efficiency(shown, speedups):
     since = table_of("The same framework then and now (this host)", pd.DataFrame({
         "spec": speedups["spec"], "variant": speedups["variant"], "batch": speedups["batch_size"].astype(str),
         "framework": speedups["framework"].map(display),
+        "threads": [str(int(t)) if pd.notna(t) else "" for t in speedups["threads"]],
         "versions": speedups["then_version"] + " -> " + speedups["now_version"],
-        "speedup": [numbers.ratio(v) for v in speedups["speedup"]],
+        "speedup": ["smoke pass: no ratio" if s else numbers.ratio(v) for v, s in zip(speedups["speedup"],
+                                                                                     speedups["smoke"])],
         "95% interval": ["%s-%s" % (numbers.ratio(a), numbers.ratio(b)) if pd.notna(a) and pd.notna(b) else ""
                          for a, b in zip(speedups["speedup_low"], speedups["speedup_high"])]}),
-        "seconds per mini-batch of the paper's version over the newest one's.") if len(speedups) else None
+        "seconds per mini-batch of the oldest version measured over the newest one's (the studies' era image "
+        "against today's), the versions as the framework reports them.") if len(speedups) else None
     return table, since
 
 

@@ -226,7 +226,8 @@ def context(answer):
     drift = table_of("From the published versions to today's", pd.DataFrame(
         [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift],
         columns=["change", "claim", "at the published versions", "at today's", "stated"]),
-        "published: %s. today: %s." % (answer.drift[0].labels["published"], answer.drift[0].labels["today"])
+        "At the published versions (or the nearest the image matrix has): %s. Today's: %s." % (
+            answer.drift[0].labels["published"], answer.drift[0].labels["today"])
         if answer.drift else "") if answer.drift else None
     return {"study": answer.study, "record": answer.record, "record_path": answer.record_path,
             "manifest_note": answer.manifest_note, "asked": _asked(answer.record.get("asked") or {}),
