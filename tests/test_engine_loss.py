@@ -203,11 +203,11 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     folder = results / bundle_id
     body = json.loads((folder / "bundle.json").read_text())
     assert [a["jobs"] for a in body["attempts"]] == [[b1, b2, b4], rerun] and body["counts"]["ok"] == 3
-    if not finished:
+    if not finished:  # it may have measured all 3 repeats and not yet written its final record when the resume took it
         lost = json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())
         assert lost["status"] == "interrupted" and re.fullmatch(
             r"interrupted by the machine: the Docker engine at %s went away \(\w+\) while this job ran; kept what "
-            r"it measured: [12] repeats or epochs" % re.escape(own_engine.url), lost["reason"]), lost["reason"]
+            r"it measured: [1-3] repeats or epochs" % re.escape(own_engine.url), lost["reason"]), lost["reason"]
     checked = _invoke(own_engine, "validate", str(folder))
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
     assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
