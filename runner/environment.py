@@ -12,6 +12,7 @@ import platform
 import re
 
 from runner import settings, topology
+from runner.buildinfo import version_text
 
 CPUINFO = "/proc/cpuinfo"
 
@@ -109,6 +110,31 @@ def cuda_device(ordinal=0):
             or cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)):
         return None
     return name.value.decode("utf-8", "replace"), "%d.%d" % (major.value, minor.value)
+
+
+def mapped_library(prefix, maps="/proc/self/maps"):
+    """The path of the first shared library this process has mapped whose file name starts with ``prefix``
+    (e.g. "libcudart.so"); None when none is."""
+    try:
+        with open(maps) as f:
+            for line in f:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith(prefix):
+                    return path
+    except (IOError, OSError):
+        pass
+    return None
+
+
+def cuda_runtime(path):
+    """The dotted version of the CUDA runtime library at ``path`` (cudaRuntimeGetVersion), None when it fails."""
+    version = ctypes.c_int()
+    try:
+        if ctypes.CDLL(path).cudaRuntimeGetVersion(ctypes.byref(version)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return version_text("cuda_runtime", version.value)
 
 
 def in_container():

@@ -42,6 +42,29 @@ def test_a_debian_framework_gets_a_venv_that_sees_debians_packages(matrix):
     assert "python3-caffe=1.0.0+git20180821.99bd997-8+b2" in text
 
 
+def test_caffe_for_gpus_is_compiled_in_the_image_from_debians_source_with_its_cuda(matrix):
+    """No registry here serves a CUDA Caffe: its Dockerfile fetches Debian's source of the CPU image's Caffe (the
+    same version), configures it with CUDA 11.8 for sm_37 to sm_90 in a stage of its own, and the final image
+    copies only the install prefix, on the loader's and the venv's paths."""
+    caffe = matrix.find("caffe", "cuda")
+    assert caffe.name == "caffe-1.0.0-cuda" and caffe.cuda_archs[0] == "sm_37" and caffe.cuda_archs[-1] == "compute_90"
+    cpu_package = next(p for p in matrix.find("caffe", "cpu").system_packages if p.startswith("libcaffe1="))
+    assert caffe.compile.source.split("=")[1] == cpu_package.split("=")[1].rsplit("+b", 1)[0]  # the same source
+    text = context.render_dockerfile(caffe, REGISTRY_BASE)
+    assert "sed -i -e 's/^\\(deb .* main\\)$/\\1 contrib non-free non-free-firmware/'" in text
+    assert text.index("AS system") < text.index("FROM system AS compile") < text.index("FROM system AS install")
+    assert 'echo "deb-src $mirror bullseye main"' in text
+    assert "apt-get source --only-source caffe=1.0.0+git20180821.99bd997-8\n" in text
+    assert "'-DCUDA_ARCH_BIN=37 50 60 70 80 90' -DCUDA_ARCH_PTX=90 -DCUDA_HOST_COMPILER=/usr/bin/g++-11" in text
+    assert "-B /build -DCMAKE_INSTALL_PREFIX=/opt/caffe" in text
+    assert "COPY --from=compile /opt/caffe /opt/caffe\n" in text
+    assert "echo /opt/caffe/lib > /etc/ld.so.conf.d/dlrepro-compiled.conf && ldconfig" in text
+    assert 'org.dlrepro.compiled-from="caffe=1.0.0+git20180821.99bd997-8 (bullseye)"' in text and "{{" not in text
+    assert "pip install" not in text and "--system-site-packages" in text
+    plain = context.render_dockerfile(matrix.find("caffe", "cpu"), REGISTRY_BASE)
+    assert "compile" not in plain and "contrib" not in plain
+
+
 def test_cpu_lock_takes_the_cpu_build_of_torch(matrix):
     pins = pins_by_name(matrix.find("torch", "cpu"))
     assert pins["torch"].version == "2.13.0+cpu" and "nvidia-cudnn-cu13" not in pins and "numpy" in pins
@@ -177,8 +200,9 @@ def test_a_missing_or_moved_python_build_is_a_clear_error(matrix, tmp_path, monk
 
 
 def test_unknown_image_is_a_clear_error(matrix):
+    cpu_only = matrix.model_copy(update={"images": [i for i in matrix.images if i.name != "caffe-1.0.0-cuda"]})
     with pytest.raises(ImageError, match=r"no image of caffe on device cuda; its versions here: 1\.0\.0 \(cpu\)$"):
-        matrix.find("caffe", "cuda")
+        cpu_only.find("caffe", "cuda")
     with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, caffe2, cntk, jax, "):
         matrix.find("theano", "cpu")
 
@@ -212,7 +236,7 @@ def test_a_version_is_chosen_by_framework_at_version(matrix):
     assert str(caught.value).endswith("no image of mxnet 0.9.3 on device cpu; its versions here: 0.12.0 (cpu), "
                                       "0.12.0 (cuda), 1.9.1 (cpu), 1.9.1 (cuda)")
     assert caught.value.remedy == "give one of those as mxnet@VERSION, or add an entry for it to the matrix"
-    assert matrix.versions("mxnet", "cpu") == ["0.12.0", "1.9.1"] and matrix.versions("caffe", "cuda") == []
+    assert matrix.versions("mxnet", "cpu") == ["0.12.0", "1.9.1"] and matrix.versions("caffe", "cuda") == ["1.0.0"]
 
 
 HOST = {"cpu_flags": ["avx", "avx2", "fma"], "cpu_model": "Old Xeon", "gpus": [

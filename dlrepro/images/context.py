@@ -14,6 +14,7 @@ every bundle) rather than pinned: a rebuild of the same recipe on a later day ca
 get a newer Debian point release, and the bundle shows it.
 """
 import hashlib
+import shlex
 import shutil
 
 import jinja2
@@ -50,6 +51,7 @@ def render_dockerfile(image, base, vendor=None):
     when the image has vendor libraries."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
+    env.filters["shell"] = shlex.quote
     major, minor = image.python.split(".")
     return env.get_template("Dockerfile.j2").render(image=image, base=base, vendor=vendor, python=base.python,
                                                     python_major=major, python_minor=minor, transport_dir=transport.CONTAINER_DIR,

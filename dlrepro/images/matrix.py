@@ -63,6 +63,22 @@ class Vendor(Strict):
     paths: list[str] = Field(min_length=1, description="absolute paths in the vendor image copied to the same paths")
 
 
+class Compile(Strict):
+    """A framework compiled in the image from a Debian source package, where no registry or Debian suite reachable
+    here ships a build for the GPUs wanted (BVLC Caffe for sm_80/sm_90: Debian dropped caffe-cuda). A stage of
+    its own fetches the source with ``apt-get source`` (checksums from the suite's signed index), configures it
+    with CMake and installs it under ``prefix``; the final image copies ``prefix``, adds ``prefix``/lib to the
+    loader's path and ``prefix``/``python`` to the venv's."""
+    why: str = Field(description="one line: why this framework is compiled rather than installed")
+    source: str = Field(pattern=r"^[a-z0-9.+-]+=[A-Za-z0-9.+~:-]+$", description="source package=version, e.g. "
+                        "caffe=1.0.0+git20180821.99bd997-8")
+    suite: str = Field(description="the Debian suite whose source index has that version (e.g. bullseye)")
+    packages: list[str] = Field(min_length=1, description="build dependencies (Debian packages)")
+    cmake: list[str] = Field(description="CMake arguments besides the install prefix, e.g. -DCUDA_ARCH_BIN=80 90")
+    prefix: str = Field("/opt/compiled", pattern=r"^/[^\s]+$", description="install prefix")
+    python: str = Field("python", description="the folder under prefix that holds the Python package")
+
+
 class Image(Strict):
     framework: str
     version: str
@@ -84,6 +100,12 @@ class Image(Strict):
     lock_excludes: list[str] = Field([], description="dependencies left out of the lock: never imported by the "
                                      "runner, and without a wheel (the lock takes wheels only)")
     vendor: Optional[Vendor] = Field(None, description="libraries copied from a vendor image the user supplies")
+    newer_builds: Optional[str] = Field(None, description="for a CUDA image: what was checked, and found, of the "
+                                        "framework's builds with newer GPU code than this one (the plan says it where "
+                                        "the image has no kernels for a GPU)")
+    apt_components: list[str] = Field([], description="components of the base's suite besides main that "
+                                      "system_packages come from (contrib, non-free: NVIDIA's CUDA libraries)")
+    compile: Optional[Compile] = Field(None, description="the framework compiled from its Debian source package")
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))

@@ -1,5 +1,5 @@
-"""Caffe adapter (BVLC Caffe 1.0, pycaffe, CPU): the job's layer list as a caffe.NetSpec, trained by a
-Caffe solver driven from Python.
+"""Caffe adapter (BVLC Caffe 1.0, pycaffe; Debian's CPU_ONLY build, or the same source compiled with CUDA 11.8 in
+the caffe-1.0.0-cuda image): the job's layer list as a caffe.NetSpec, trained by a Caffe solver driven from Python.
 
 Idioms: the network is generated as a NetSpec (NetParameter) from the expanded layer
 list: Input layers for the data and the label, Convolution / Pooling / InnerProduct /
@@ -41,9 +41,16 @@ Conventions (what Caffe does its own way, and how the spec's recipe is met):
 
 Every array handed to Caffe is float32 (labels and token ids included), the blob type.
 
-Timed step (``train_step``): the mini-batch copied into the Input blobs (one memcpy on the CPU; the
+Timed step (``train_step``): the mini-batch copied into the Input blobs (one memcpy into host memory; the
 studies' Caffe read theirs through a data layer, which also copies into its top blob), ``solver.step(1)``
-(forward, backward, update) and the loss read from its blob (Caffe runs synchronously on the CPU).
+(forward, backward, update; on a GPU the blobs' host-to-device copy is part of it, as a data layer's is) and the
+loss read from its blob: on a GPU that read copies the loss back, which waits for the step's kernels (Caffe
+launches them on the default stream), so every step ends when the device has finished it.
+
+On a GPU (job["device"] "cuda": Caffe's GPU mode on the job's GPU 0) the build must link CUDA: Debian's
+CPU_ONLY build would abort the process in ``set_mode_gpu``, so the adapter refuses first. No cuDNN: Debian built
+Caffe without it, and so does the CUDA image (convolutions are Caffe's im2col + cuBLAS GEMM; DLBench's Caffe
+1.0rc5 ran cuDNN 5.1); no NCCL, so no multi-GPU path.
 """
 import ctypes
 import math
@@ -58,6 +65,7 @@ from caffe import layers as L, params as P  # noqa: E402
 from caffe.proto import caffe_pb2  # noqa: E402
 
 from runner import shapes  # noqa: E402
+from runner.environment import cuda_device, cuda_runtime, mapped_library  # noqa: E402
 from runner.adapters import UnsupportedError  # noqa: E402
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets  # noqa: E402
 
@@ -227,9 +235,15 @@ class Adapter(Base):
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
-        if job["device"] != "cpu":
-            raise UnsupportedError("the caffe image is Debian's CPU_ONLY build of Caffe")
-        caffe.set_mode_cpu()
+        self.cudart = mapped_library("libcudart.so")
+        if job["device"] == "cuda":
+            if self.cudart is None:
+                raise UnsupportedError("this Caffe is a CPU_ONLY build (it links no CUDA runtime): run the job in "
+                                       "the caffe-1.0.0-cuda image")
+            caffe.set_mode_gpu()
+            caffe.set_device(0)
+        else:
+            caffe.set_mode_cpu()
         self.seed = job.get("seed", 0)
         caffe.set_random_seed(self.seed)
         self.solver = self.net = self.test_net = None
@@ -242,11 +256,18 @@ class Adapter(Base):
     def environment(self):
         packages = debian_package_versions()
         blas = blas_library()
+        gpu = self.job["device"] == "cuda"
         return {"framework": "caffe",
                 "framework_version": getattr(caffe, "__version__", None) or packages.get("python3-caffe"),
-                "debian_packages": packages, "blas": blas, "mode": "CPU_ONLY", "cuda": None, "cudnn": None,
+                "debian_packages": packages, "library": mapped_library("libcaffe.so"), "blas": blas,
+                "mode": "GPU" if gpu else "CPU", "cuda_build": self.cudart is not None,
+                "cuda": cuda_runtime(self.cudart) if gpu else None, "cudnn": None,
                 "threads": blas.get("threads", self.job.get("threads")), "layout": "NCHW",
                 "solver": self.solver_type if self.solver is not None else None}
+
+    def gpu_capability(self):
+        """The GPU's name and compute capability from the CUDA driver: pycaffe reports neither."""
+        return cuda_device() if self.job["device"] == "cuda" else None
 
     # ------------------------------------------------------------------ building
 
@@ -396,7 +417,8 @@ class Adapter(Base):
     # ------------------------------------------------------------------ running
 
     def to_device(self, x, y):
-        """Float32 host arrays in the blobs' layouts (Caffe's CPU blobs are host memory)."""
+        """Float32 host arrays in the blobs' layouts (written into the blobs' host memory; in GPU mode Caffe copies
+        them to the device inside the step)."""
         if self.tokens:
             x = x.T
         if self.sequence:

@@ -76,7 +76,8 @@ def of(framework):
 # asking for another is refused (skipped with the reason), never recorded as applied. How each is applied:
 #   precision fp32 (TF32 off): torch (allow_tf32 flags), tensorflow (enable_tensor_float_32_execution(False)),
 #     jax (matmul precision "highest"), mxnet / cntk / caffe2 (NVIDIA_TF32_OVERRIDE=0, runner.settings; their
-#     CUDA libraries of 10.x have no TF32 anyway), caffe (CPU only)
+#     CUDA libraries of 10.x have no TF32 anyway), caffe (cuBLAS 11.8 in its default math mode, which keeps
+#     SGEMM in FP32: Caffe never asks for tensor-op math)
 #   precision bf16 (mixed precision, float32 master parameters and optimizer state): torch (torch.autocast),
 #     jax (parameters and inputs cast to bfloat16 in the compiled step, the loss in float32); fp16 also needs
 #     loss scaling: torch only (GradScaler)
@@ -170,7 +171,7 @@ NO_DATA_PARALLEL = {
     "mxnet": "its adapter has no multi-context Trainer (kvstore device/nccl) path yet",
     "cntk": "its data parallelism runs over MPI (mpiexec), which the CNTK image does not ship",
     "caffe2": "its adapter has no data_parallel_model path yet",
-    "caffe": "the BVLC Caffe image is CPU-only (Debian's build), so it has no GPUs to spread over",
+    "caffe": "its builds have no NCCL (Debian's recipe), without which pycaffe has no multi-GPU path",
 }
 
 
