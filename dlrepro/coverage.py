@@ -19,7 +19,7 @@ The order of the checks, the first that fails being the reason (a tool's reasons
   threads      a thread-scaling claim on fewer cores than it goes to
   tool         a tool the suite does not run (Lua Torch, Theano, ...)
   data-parallel  a multi-GPU run in a framework without a data-parallel path
-  image        no image of the framework for the device (Caffe has no CUDA image)
+  image        no image of the framework for the device
   arch         an image without kernels for the GPU's architecture, or with only PTX to JIT (``allow_ptx_jit``
                makes that one run)
   model        the framework's adapter cannot express the model (CNTK's LSTM)
@@ -212,8 +212,9 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix):
         image = matrix.find(framework, "cuda")
         decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
         if not _runs(decided, hardware):
-            return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), _other_version(
-                matrix, framework, image, hardware, run, variant))
+            other = _other_version(matrix, framework, image, hardware, run, variant)
+            return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), other or (
+                "; " + image.newer_builds if image.newer_builds else ""))
     spec = specmod.load(run.spec)
     why = jobs.unsupported(spec, variant, framework)
     if why:

@@ -57,8 +57,8 @@ def test_the_answer_comes_first_and_counts_the_claims(made):
     answer = re.search(r'<p id="answer" class="answer">([^<]+)</p>', html).group(1)
     assert answer.startswith("On this study&#39;s host (2-CPU AMD EPYC, no GPU) 3 of Report Study&#39;s 7 claims "
                              "could be tested: ")
-    # the reasons of the host's plan (dlrepro.coverage): its GPU claim sets Caffe, which has no CUDA image, on GPUs
-    assert "no GPU makes it testable with the suite&#39;s images (1)" in answer
+    # the reasons of the host's plan (dlrepro.coverage): its GPU claim sets Caffe (compiled with CUDA) on GPUs
+    assert "Not testable here: needs an NVIDIA GPU (1); " in answer
     assert "cannot judge: bundle missing (1)" in answer and "it needs two GPU models (1)" in answer
     assert "too few of its tools can run here: a tool the suite does not run (1)" in answer
     # the banner of a smoke pass (the record asked --quick) sits under the title, before the answer
