@@ -95,7 +95,8 @@ def main():
         try:
             record = probe.inspect(matrix, image, build.BuildOptions(), tool)
         except (DlreproError, docker.errors.DockerException) as exc:
-            record = probe.not_built(image, " ".join(str(exc).split())[-600:],
+            said = " ".join(str(exc).split())  # its head names the build log, its tail the failing command's error
+            record = probe.not_built(image, said if len(said) <= 800 else said[:300] + " [...] " + said[-500:],
                                      getattr(exc, "remedy", None) or "see the build log named in the reason")
         built_here = record["built"] and record["built_now"]
         write(args.out, record, [i.name for i in cuda])

@@ -18,11 +18,12 @@ The order of the checks, the first that fails being the reason (a tool's reasons
   gpus         more GPUs than the host has
   threads      a thread-scaling claim on fewer cores than it goes to
   tool         a tool the suite does not run (Lua Torch, Theano, ...)
+  model        the framework's adapter cannot express the model (CNTK's LSTM): no hardware changes it, so it comes
+               before what a GPU would change
   data-parallel  a multi-GPU run in a framework without a data-parallel path
   image        no image of the framework for the device
   arch         an image without kernels for the GPU's architecture, or with only PTX to JIT (``allow_ptx_jit``
                makes that one run)
-  model        the framework's adapter cannot express the model (CNTK's LSTM)
   dataset      a dataset the run reads is not in the cache (with the command that fetches it)
 
 A claim is testable when enough of its tools pass every check on one of its runs: two tools of different tiers
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from dlrepro import spec as specmod
 from dlrepro.images import gpu_support
 
-CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "data-parallel", "image", "arch", "model", "dataset")
+CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "model", "data-parallel", "image", "arch", "dataset")
 HOST_CAUSES = ("gpu", "gpus", "threads")  # what another host would change, whatever the tools
 # each cause in a few words, for tables
 SHORT = {"untestable": "untestable anywhere", "no gpu suffices": "no GPU would do", "gpu": "needs a GPU",
@@ -202,6 +203,10 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix):
     framework = study.framework(tool)
     if framework is None:
         return "tool", "the suite does not run %s" % tool
+    spec = specmod.load(run.spec)
+    why = jobs.unsupported(spec, variant, framework)
+    if why:
+        return "model", "%s: %s" % (tool, why)
     if max(run.gpus) > 1:
         why = capabilities.unsupported_parallel(framework, "throughput")
         if why:
@@ -215,10 +220,6 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix):
             other = _other_version(matrix, framework, image, hardware, run, variant)
             return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), other or (
                 "; " + image.newer_builds if image.newer_builds else ""))
-    spec = specmod.load(run.spec)
-    why = jobs.unsupported(spec, variant, framework)
-    if why:
-        return "model", "%s: %s" % (tool, why)
     for name, fallback in _data_needed(spec, variant):
         if not ({name, *fallback} & hardware.datasets):
             return "dataset", "needs dataset %s (`dlrepro datasets.fetch %s`)" % (name, name)
@@ -320,8 +321,9 @@ def _on_cards(study, name, wanted, hardware, matrix, short):
     if good:
         return Outcome(name, False, cause, "%s (one of: %s)%s" % (reason, ", ".join(good), fetch))
     card, closest = max(tried, key=lambda t: -len(t[1].tools))
-    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with the suite's images; on a %s: %s%s" % (
-        card, closest.reason, fetch), closest.tools)
+    where = "on every GPU model" if len({o.reason for _, o in tried}) == 1 else "on a %s" % card
+    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with the suite's images; %s: %s%s" % (
+        where, closest.reason, fetch), closest.tools)
 
 
 def _datasets_missing(study, claim, hardware):
@@ -400,6 +402,17 @@ def counts(outcomes):
     return sum(o.testable and not o.other_hardware for o in outcomes), {c: causes[c] for c in order if c in causes}
 
 
+def _rest(why):
+    """' (rest mostly: CAUSE)' when one cause holds more than half of the claims not testable, else each cause with
+    its count; '' when there are none."""
+    if not why:
+        return ""
+    top, n = max(why.items(), key=lambda kv: kv[1])
+    if 2 * n > sum(why.values()):
+        return " (rest mostly: %s)" % SHORT[top]
+    return " (rest: %s)" % ", ".join("%s %d" % (SHORT[c], k) for c, k in why.items())
+
+
 def markdown_table(studies, matrix):
     """The README's table: per PROFILES host, per study, the claims it can test (and the commonest cause of the
     rest), and the published cells it would judge (the published hardware) or only show (other hardware)."""
@@ -412,9 +425,8 @@ def markdown_table(studies, matrix):
             found = plan(study, profile(name), matrix)
             n, why = counts(found["claims"])
             m, _ = counts(found["cells"])
-            top = max(why.items(), key=lambda kv: kv[1])[0] if why else None
             measured = sum(o.testable for o in found["cells"])
-            cells += ["%d of %d%s" % (n, len(found["claims"]), " (rest mostly: %s)" % SHORT[top] if top else ""),
+            cells += ["%d of %d%s" % (n, len(found["claims"]), _rest(why)),
                       "%d judged, %d shown of %d" % (m, measured - m, len(found["cells"]))]
         lines.append("| %s | %s |" % (name, " | ".join(cells)))
     return "\n".join(lines) + "\n"

@@ -239,8 +239,9 @@ def test_an_untestable_claim_is_folded_under_one_reason_and_a_multi_gpu_claim_na
         "untestable": "it needs two GPU models"}
     one_gpu = {v.claim: v for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, _planned(study, 1))}
     assert one_gpu["gpus-caffe"].reason == "no GPU makes it testable with the suite's images"
-    assert one_gpu["gpus-caffe"].evidence.startswith("no GPU makes it testable with the suite's images; on a K80: "
-                                                     "Caffe: no data-parallel training in the caffe adapter")
+    assert one_gpu["gpus-caffe"].evidence.startswith(
+        "no GPU makes it testable with the suite's images; on every GPU model: Caffe: no data-parallel training in the "
+        "caffe adapter")
     # judged from its rows all the same (they were measured on 2 GPUs): the plan only gives reasons
     assert one_gpu["gpus"].verdict != verdicts.NOT_TESTABLE
     assert _planned(study, 1)["gpus"].reason == "needs 2 GPUs (this host has 1) (one of: A100, L4, H100)"

@@ -138,6 +138,26 @@ def test_matrix_errors_name_file_and_field(tmp_path):
         "python-3.6, python-3.9" % first in str(err.value)
 
 
+@pytest.mark.parametrize("old, new, said", [
+    ('"-DCUDA_ARCH_BIN=37 50 60 70 80 90"', '"-DCUDA_ARCH_BIN=80 90"',
+     "cuda_archs: sm_37 sm_50 sm_60 sm_70 sm_80 sm_90 compute_90, but compile.cmake builds sm_80 sm_90 compute_90 "
+     "(CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them the same"),
+    ("apt_components: [contrib, non-free, non-free-firmware]", "apt_components: [contrib, nonfree]",
+     "apt_components.1"),
+    ("    system_site_packages: true\n    notes: >-\n      BVLC Caffe from Debian bullseye",
+     "    system_site_packages: true\n    newer_builds: none\n    notes: >-\n      BVLC Caffe from Debian bullseye",
+     "newer_builds: only a CUDA image has GPU code to compare; remove it from this cpu image")])
+def test_a_compiled_cuda_image_lists_the_archs_it_compiles_and_known_components(tmp_path, old, new, said):
+    """The plan trusts cuda_archs: for an image compiled here they must be what CMake is told to build."""
+    path = tmp_path / "matrix.yaml"
+    text = MATRIX_FILE.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+    with pytest.raises(SpecError) as err:
+        load_matrix(path)
+    assert said in str(err.value)
+
+
 def test_an_image_python_must_be_its_bases(tmp_path):
     path = tmp_path / "matrix.yaml"
     text = MATRIX_FILE.read_text().replace('python: "3.11"\n', 'python: "3.6"\n', 1)

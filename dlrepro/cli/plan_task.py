@@ -104,5 +104,6 @@ def show(study, hardware, found):
                 table.add_row(coverage.SHORT[cause], o.what, o.reason)
     console.print(table)
     if cell_causes:
-        console.print("published cells not testable: %s" % ", ".join(
-            "%s %d" % (c, n) for c, n in cell_causes.items()), markup=False)
+        console.print("published cells not judged: %s" % ", ".join(
+            "%s %d" % ("measured on other hardware (shown)" if c == "other hardware" else c, n)
+            for c, n in cell_causes.items()), markup=False)

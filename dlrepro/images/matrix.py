@@ -63,6 +63,31 @@ class Vendor(Strict):
     paths: list[str] = Field(min_length=1, description="absolute paths in the vendor image copied to the same paths")
 
 
+def _compiled_archs(cmake):
+    """The architectures CMake arguments compile for (Caffe's -DCUDA_ARCH_BIN=37 50 -> sm_37 sm_50,
+    -DCUDA_ARCH_PTX=90 -> compute_90); None when they name neither."""
+    found, named = [], False
+    for argument in cmake:
+        for flag, prefix in (("-DCUDA_ARCH_BIN=", "sm_"), ("-DCUDA_ARCH_PTX=", "compute_")):
+            if argument.startswith(flag):
+                named = True
+                found += [prefix + arch for arch in argument[len(flag):].split()]
+    return found if named else None
+
+
+def _arch_order(arch):
+    return (arch.startswith("compute"), int(arch.split("_")[1]))
+
+
+class SourceEdit(Strict):
+    """One exact replacement in the fetched source before it is configured; the build fails unless ``old`` occurs
+    exactly once in ``path``, so an edit that no longer applies is never silently skipped."""
+    path: str = Field(description="file, relative to the source folder")
+    old: str
+    new: str
+    why: str = Field(description="one line: why the source needs it")
+
+
 class Compile(Strict):
     """A framework compiled in the image from a Debian source package, where no registry or Debian suite reachable
     here ships a build for the GPUs wanted (BVLC Caffe for sm_80/sm_90: Debian dropped caffe-cuda). A stage of
@@ -74,6 +99,7 @@ class Compile(Strict):
                         "caffe=1.0.0+git20180821.99bd997-8")
     suite: str = Field(description="the Debian suite whose source index has that version (e.g. bullseye)")
     packages: list[str] = Field(min_length=1, description="build dependencies (Debian packages)")
+    edits: list[SourceEdit] = Field([], description="exact replacements in the source (e.g. for a newer library API)")
     cmake: list[str] = Field(description="CMake arguments besides the install prefix, e.g. -DCUDA_ARCH_BIN=80 90")
     prefix: str = Field("/opt/compiled", pattern=r"^/[^\s]+$", description="install prefix")
     python: str = Field("python", description="the folder under prefix that holds the Python package")
@@ -103,12 +129,24 @@ class Image(Strict):
     newer_builds: Optional[str] = Field(None, description="for a CUDA image: what was checked, and found, of the "
                                         "framework's builds with newer GPU code than this one (the plan says it where "
                                         "the image has no kernels for a GPU)")
-    apt_components: list[str] = Field([], description="components of the base's suite besides main that "
-                                      "system_packages come from (contrib, non-free: NVIDIA's CUDA libraries)")
+    apt_components: list[Literal["contrib", "non-free", "non-free-firmware"]] = Field(
+        [], description="components of the base's suite besides main that system_packages come from (contrib, "
+        "non-free: NVIDIA's CUDA libraries)")
     compile: Optional[Compile] = Field(None, description="the framework compiled from its Debian source package")
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))
+
+    @model_validator(mode="after")
+    def _cuda_fields(self):
+        if self.newer_builds and self.device != "cuda":
+            raise ValueError("newer_builds: only a CUDA image has GPU code to compare; remove it from this %s image"
+                             % self.device)
+        compiled = _compiled_archs(self.compile.cmake) if self.compile else None
+        if compiled is not None and sorted(compiled, key=_arch_order) != sorted(self.cuda_archs, key=_arch_order):
+            raise ValueError("cuda_archs: %s, but compile.cmake builds %s (CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them "
+                             "the same" % (" ".join(self.cuda_archs) or "none", " ".join(compiled)))
+        return self
 
     @property
     def name(self):
