@@ -202,7 +202,7 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix):
     run = study.runs[run_id]
     framework = study.framework(tool)
     if framework is None:
-        return "tool", "the suite does not run %s" % tool
+        return "tool", "the suite does not run %s" % study.not_run_text([tool])
     spec = specmod.load(run.spec)
     why = jobs.unsupported(spec, variant, framework)
     if why:

@@ -123,6 +123,8 @@ class Study(Strict):
     tools: dict[str, Optional[str]] = Field(
         description="the study's tool names -> the suite's framework (null: a tool the suite does not run, e.g. "
                     "Lua Torch, Theano, Keras)")
+    not_run: dict[str, str] = Field({}, description="each tool mapped to null -> why the suite does not run it, one "
+                                    "line: what it would need (e.g. 'needs Julia's package registry, not reachable')")
     versions: dict[str, Published] = Field({}, description="the study's tools -> the version it published with")
     runs: dict[str, Run] = Field(min_length=1)
     tables: dict[str, Table] = {}
@@ -177,6 +179,10 @@ class Study(Strict):
                                             "(null: a tool the suite does not run)" % (
                                                 names.unknown(framework, adapters.available()),
                                                 ", ".join(adapters.available()))))
+        extra = [t for t in self.not_run if self.tools.get(t, "") is not None]
+        if extra:
+            problems.append(yamlfile.at("not_run", "%s: not a tool mapped to null; drop it, or map the tool to null"
+                                        % ", ".join(map(repr, extra))))
         unknown = [t for t in self.versions if self.tools.get(t) is None]
         if unknown:
             problems.append(yamlfile.at("versions", "%s: not a tool the suite runs; the study's are: %s" % (
@@ -201,6 +207,16 @@ class Study(Strict):
     def framework(self, tool):
         """The suite's framework for one of the study's tools, or None when the suite does not run it."""
         return self.tools.get(tool)
+
+    def not_run_text(self, tools):
+        """'Keras(TF), Chainer: no adapter yet; Julia-Knet: needs ...': the tools the suite does not run among
+        ``tools``, grouped by their reason (not_run), in their order; a tool without one (a manifest recorded
+        before not_run existed) by its name alone; '' for none."""
+        groups = {}
+        for tool in tools:
+            if self.framework(tool) is None:
+                groups.setdefault(self.not_run.get(tool), []).append(tool)
+        return "; ".join(", ".join(names) + (": %s" % why if why else "") for why, names in groups.items())
 
 
 def path_of(name):

@@ -57,14 +57,16 @@ def test_the_exact_reason_of_each_cause(matrix):
         "TensorFlow): CNTK: the cntk adapter has no layer embedding, lstm (CNTK's recurrent layers run over its "
         "sequence axis; carrying an LSTM's state across mini-batches (truncated back-propagation) and cuDNN/PyTorch's "
         "GRU (reset gate after the recurrent product, two bias sets) are not expressed by this adapter); the suite "
-        "does not run Torch"))
+        "does not run Torch: needs Lua Torch 7 (built from its repository with LuaRocks), which no reachable registry "
+        "serves"))
     cause, reason = said("dlbench", "multigpu-fcn-r-fast", "H100")  # 2 GPUs of any model: still no data-parallel path
     assert cause == "no gpu suffices" and reason.startswith(
         "no GPU makes it testable with the suite's images; on every GPU model: too few of its tools can run here "
         "(can: none): CNTK: no data-parallel training in the cntk adapter")
     assert said("dlf", "densenet-weak-scaling", "A100") == ("gpus", "needs 4 GPUs (this host has 1) (one of: A100, L4, H100)")
     assert said("dlbench", "alexnet-s-ordering", "P100") == (
-        "tool", "too few of its tools can run here (can: MXNet): the suite does not run Torch")
+        "tool", "too few of its tools can run here (can: MXNet): the suite does not run Torch: needs Lua Torch 7 (built "
+        "from its repository with LuaRocks), which no reachable registry serves")
     assert said("dlbench", "multigpu-fcn-r-caffe", "4xH100") == ("data-parallel", (
         "Caffe: no data-parallel training in the caffe adapter: its builds have no NCCL (Debian's recipe), without "
         "which pycaffe has no multi-GPU path"))

@@ -63,7 +63,7 @@ MISSING = {"gpu-gone": "bundle fcn-gone missing"}
 NOT_RUN = {"gpu-r": "not runnable here: it needs an NVIDIA GPU"}
 SMOKE = "smoke pass (--quick: 3 iterations in 1 repeat)"
 NO_VALUE = "the table has no value for this tool (%s)"
-NOT_OURS = "a tool the suite does not run (Torch)"
+NOT_OURS = "a tool the suite does not run (Torch: needs Lua Torch 7, which no reachable registry serves)"
 GONE = (verdicts.CANNOT_COMPARE, None, None, "cannot judge: bundle missing (bundle fcn-gone missing)")
 
 EXPECTED_CELLS = {  # (table, tool, column): (outcome, measured s, ratio, why)

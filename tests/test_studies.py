@@ -37,6 +37,31 @@ def _bad(tmp_path, text, old, new):
     return path, err.value.problems
 
 
+def test_a_tool_the_suite_does_not_run_says_why_wherever_it_is_named(tmp_path):
+    """Each tool the studies map to null carries its reason (not_run), and the plan, the claims and the cells say
+    it (a manifest recorded before not_run existed names the tool alone, so its report rebuilds as it was)."""
+    for name in ("dlbench", "dlf"):
+        study = studies.load(name)
+        assert all(study.not_run.get(t) for t, f in study.tools.items() if f is None), name
+    text = TINY.read_text()
+    before = tmp_path / "before.yaml"
+    before.write_text(text.replace("not_run:\n  Torch: needs Lua Torch 7, which no reachable registry serves\n", ""))
+    assert studies.load(str(before)).not_run_text(["Torch", "PyTorch"]) == "Torch"
+    _, problems = _bad(tmp_path, text, "  Torch: needs Lua", "  PyTorch: x\n  Torch: needs Lua")
+    assert len(problems) == 1 and problems[0].endswith(
+        "not_run: 'PyTorch': not a tool mapped to null; drop it, or map the tool to null")
+    dlf = studies.load("dlf")
+    assert dlf.not_run_text(["PyTorch", "Keras(TF)", "Julia-Knet", "Keras(CNTK)"]) == (
+        "Keras(TF), Keras(CNTK): no adapter yet; Julia-Knet: needs Julia and Knet from Julia's package registry, "
+        "which is not reachable here")
+    from dlrepro import coverage
+    from dlrepro.images import matrix
+
+    assert coverage.tool_blocker(dlf, "cpu-cnn", "cifar10-vgg", "R-Keras(TF)", coverage.Hardware(None, 0, 16),
+                                 matrix.load()) == (
+        "tool", "the suite does not run R-Keras(TF): needs R and CRAN's keras package, which is not reachable here")
+
+
 def test_a_bad_manifest_names_the_line_and_field(tmp_path):
     text = TINY.read_text()
     path, problems = _bad(tmp_path, text, "runs: [fcn]\n    variant: fcn-s\n    tools: [PyTorch]",

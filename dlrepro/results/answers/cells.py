@@ -159,7 +159,7 @@ def _cell(study, table, column, tool, summary, references, not_run, missing, thr
         _outcome(cell, verdicts.CANNOT_COMPARE, "the published values were not retrieved", table.source)
     if cell.framework is None:
         if not cell.outcome:
-            _outcome(cell, verdicts.CANNOT_COMPARE, "a tool the suite does not run", tool)
+            _outcome(cell, verdicts.CANNOT_COMPARE, "a tool the suite does not run", study.not_run_text([tool]))
         return cell, None, None
     cell.run, rows = _measured_rows(summary, column, cell.framework, missing)
     ok = rows[rows["status"] == "ok"]

@@ -104,7 +104,7 @@ def _missing(study, tools, found, notes):
     unmeasured = [t for t in tools if study.framework(t) and not any(k[0] == t for k in found)
                   and not any(n.startswith(t + ":") for n in notes)]
     if absent:
-        parts.append("the suite does not run %s" % ", ".join(absent))
+        parts.append("the suite does not run %s" % study.not_run_text(absent))
     if unmeasured:
         parts.append("no measurement of %s" % ", ".join(unmeasured))
     return parts
