@@ -27,7 +27,8 @@ import sys
 
 # the framework's packages whose shared libraries are scanned (the top-level names in site-packages)
 PACKAGES = {"torch": ["torch"], "caffe2": ["torch", "caffe2"], "tensorflow": ["tensorflow"], "mxnet": ["mxnet"],
-            "jax": ["jaxlib", "jax_plugins", "jax_cuda13_plugin", "jax_cuda12_plugin"], "cntk": ["cntk"]}
+            "jax": ["jaxlib", "jax_plugins", "jax_cuda13_plugin", "jax_cuda12_plugin"], "cntk": ["cntk"],
+            "caffe": ["caffe"]}
 # the libraries whose version functions are called, by file name
 LIBRARIES = {"cuda_runtime": r"libcudart\.so(\.\d+)*$", "cudnn": r"libcudnn\.so(\.\d+)*$",
              "nccl": r"libnccl\.so(\.\d+)*$"}
@@ -212,6 +213,20 @@ def device_code(dirs, cuobjdump):
     return libraries
 
 
+def own_library_dirs(dirs, framework):
+    """The folders outside ``dirs`` of the framework's own libraries (lib<framework>.so*) that the shared libraries
+    under ``dirs`` link, by ldd: a build compiled into a prefix keeps them there (caffe's _caffe.so links
+    /opt/caffe/lib/libcaffe.so.1.0.0)."""
+    found = []
+    for path in _shared_libraries(dirs):
+        code, out = _run(["ldd", path])
+        for name, target in (ldd_lines(out).items() if code == 0 else ()):
+            folder = os.path.dirname(target or "")
+            if name.startswith("lib%s.so" % framework) and folder and folder not in dirs + found:
+                found.append(folder)
+    return found
+
+
 def main_library(found):
     """The path of the framework's own library with the most device code among ``found`` (device_code's list;
     NVIDIA's bundled libraries left out); None when there is none."""
@@ -338,13 +353,26 @@ def _jax():
     return said
 
 
+def _caffe():
+    import caffe
+    from runner.environment import cuda_runtime, mapped_library
+
+    cudart = mapped_library("libcudart.so")  # pycaffe cannot say its build: the libraries it loaded can
+    cuda = cuda_runtime(cudart) if cudart else None
+    if cudart and cuda is None:  # cudaRuntimeGetVersion answers only with a driver; the file name carries it
+        named = re.search(r"\.so\.(\d+(\.\d+)+)$", os.path.basename(os.path.realpath(cudart)))
+        cuda = "%s (file name)" % named.group(1) if named else None
+    return {"framework_version": caffe.__version__, "cuda": cuda, "cudnn": "not linked", "nccl": "not linked",
+            "archs": None, "library": mapped_library("libcaffe.so")}
+
+
 def _cntk():
     import cntk
     return {"framework_version": cntk.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None}
 
 
 REPORTERS = {"torch": _torch, "caffe2": _caffe2, "tensorflow": _tensorflow, "mxnet": _mxnet, "jax": _jax,
-             "cntk": _cntk}
+             "cntk": _cntk, "caffe": _caffe}
 
 
 def reported(framework):
@@ -367,6 +395,7 @@ def reported(framework):
 def describe(framework, cuobjdump=None):
     """The JSON-ready facts of the framework's build in this image (see the module docstring)."""
     dirs = package_dirs(framework)
+    dirs += own_library_dirs(dirs, framework)
     facts = {"framework": framework, "python": sys.version.split()[0], "package_dirs": dirs,
              "reported": reported(framework)}
     facts["libraries"] = libraries(dirs + [os.path.join(s, "nvidia") for s in _site_dirs()])
