@@ -142,6 +142,7 @@ class Outcome:
     reason: str = None
     tools: dict = field(default_factory=dict)
     other_hardware: bool = False  # a cell measured here on other hardware than the published: shown, never judged
+    caveat: str = None  # testable, but resting on a job whose image's numbers are not the study's setup's
 
     @property
     def headline(self):
@@ -270,6 +271,23 @@ def _enough(claim, available):
     return bool(available)
 
 
+def _caveats(study, run_id, variant, tools, matrix):
+    """'Caffe: its GPU convolutions are ...' for each of ``tools`` whose image for the run's device has a caveat
+    about a layer the variant's model has (matrix ``caveat``, ``caveat_layers``); None for none."""
+    from runner import shapes
+
+    run = study.runs[run_id]
+    spec = specmod.load(run.spec)
+    model = spec.models[spec.variants[variant].model]
+    kinds = {layer["type"] for layer in shapes.expand(model.layer_dicts(), model.input_shape)}
+    said = []
+    for tool in tools:
+        image = matrix.find(study.framework(tool), run.device)
+        if image.caveat and (not image.caveat_layers or kinds & set(image.caveat_layers)):
+            said.append("%s: %s" % (tool, image.caveat))
+    return "; ".join(said) or None
+
+
 def _tools_of(claim):
     if claim.kind == "ordering":
         return [t for tier in claim.order for t in tier]
@@ -298,7 +316,7 @@ def claim_outcome(study, name, hardware, matrix):
         tools = {t: tool_blocker(study, run_id, claim.variant, t, hardware, matrix) for t in _tools_of(claim)}
         available = {t for t, why in tools.items() if why is None}
         if _enough(claim, available):
-            return Outcome(name, True)
+            return Outcome(name, True, caveat=_caveats(study, run_id, claim.variant, sorted(available), matrix))
         blocked_tools = {t: why for t, why in tools.items() if why}
         if best is None or best.cause in HOST_CAUSES:
             best = Outcome(name, False, _cause(blocked_tools), _reason(claim, available, blocked_tools),

@@ -4,7 +4,8 @@
 
 prints one JSON object: the framework's version and what it reports of its own build (CUDA, cuDNN, NCCL,
 compiled architectures), the CUDA runtime, cuDNN and NCCL libraries found in the image with the versions they
-report (cudaRuntimeGetVersion, cudnnGetVersion, ncclGetVersion: none needs a GPU or a driver), the CUDA wheels
+report (cudaRuntimeGetVersion, cudnnGetVersion, ncclGetVersion; CUDA 10's and 11's runtime answers only with a
+driver, then the version is read from the library's file name), the CUDA wheels
 installed, and for each of the framework's shared libraries that holds device code (an ELF ``.nv_fatbin``
 section) its cubin ("sm_XY") and PTX ("compute_XY") architectures as ``cuobjdump --list-elf / --list-ptx``
 lists them. ``main`` names the framework's library with the most device code (NVIDIA's bundled cuDNN,
@@ -183,11 +184,24 @@ def _site_dirs():
 
 
 def _shared_libraries(dirs):
-    found = []
+    """The shared libraries under ``dirs``, each file once (a symbolic link to one already found, or a folder
+    walked twice, adds nothing)."""
+    found, seen = [], set()
     for top in dirs:
         for root, _, files in os.walk(top):
-            found += [os.path.join(root, f) for f in sorted(files) if re.search(r"\.so(\.\d+)*$", f)]
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                if re.search(r"\.so(\.\d+)*$", name) and os.path.realpath(path) not in seen:
+                    seen.add(os.path.realpath(path))
+                    found.append(path)
     return found
+
+
+def file_version(path):
+    """The version a shared library's file name carries: "11.0" of libcudart.so.11.0, "11.8.89" of
+    libcudart.so.11.8.89; None without one."""
+    named = re.search(r"\.so\.(\d+(\.\d+)*)$", os.path.basename(path))
+    return named.group(1) if named else None
 
 
 def device_code(dirs, cuobjdump):
@@ -245,7 +259,10 @@ def cuda_wheels():
     return dict(sorted(wheels.items()))
 
 
-def _library_version(kind, path):
+def library_version(kind, path):
+    """The dotted version the library at ``path`` reports (``kind``: cuda_runtime, cudnn or nccl). Raises OSError
+    when it cannot be loaded, AttributeError when it lacks the function, RuntimeError when the call returns an
+    error status (cudaRuntimeGetVersion without a driver: 35)."""
     lib = ctypes.CDLL(path)
     if kind == "cudnn":
         lib.cudnnGetVersion.restype = ctypes.c_size_t
@@ -259,10 +276,10 @@ def _library_version(kind, path):
 
 
 def _child_version(kind, path):
-    """_library_version in a child process: cuDNN 8's cudnnGetVersion loads its sub-libraries, which need the
+    """library_version in a child process: cuDNN 8's cudnnGetVersion loads its sub-libraries, which need the
     driver's libcuda.so.1, and crashes the process without it; {"error"} then, with the child's last line."""
     proc = subprocess.run([sys.executable, "-c", "import sys; from runner import buildinfo; "
-                           "print(buildinfo._library_version(sys.argv[1], sys.argv[2]))", kind, path],
+                           "print(buildinfo.library_version(sys.argv[1], sys.argv[2]))", kind, path],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if proc.returncode == 0 and proc.stdout.strip():
         return proc.stdout.strip().splitlines()[-1]
@@ -282,9 +299,8 @@ def libraries(dirs):
         for kind, pattern in LIBRARIES.items():
             if re.match(pattern, os.path.basename(path)) and real not in seen:
                 seen.add(real)
-                soname = re.search(r"\.so\.(\d+(\.\d+)*)$", os.path.basename(path))
                 found[kind].append({"path": path, "version": _child_version(kind, path),
-                                    "soname_version": soname.group(1) if soname else None})
+                                    "soname_version": file_version(path)})
     return found
 
 
@@ -359,9 +375,9 @@ def _caffe():
 
     cudart = mapped_library("libcudart.so")  # pycaffe cannot say its build: the libraries it loaded can
     cuda = cuda_runtime(cudart) if cudart else None
-    if cudart and cuda is None:  # cudaRuntimeGetVersion answers only with a driver; the file name carries it
-        named = re.search(r"\.so\.(\d+(\.\d+)+)$", os.path.basename(os.path.realpath(cudart)))
-        cuda = "%s (file name)" % named.group(1) if named else None
+    full = file_version(os.path.realpath(cudart)) if cudart and cuda is None else None
+    if full:  # cudaRuntimeGetVersion answers only with a driver: the loaded library's file name says 11.8.89
+        cuda = "%s (libcudart %s, file name)" % (".".join(full.split(".")[:2]), full)
     return {"framework_version": caffe.__version__, "cuda": cuda, "cudnn": "not linked", "nccl": "not linked",
             "archs": None, "library": mapped_library("libcaffe.so")}
 

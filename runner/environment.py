@@ -12,7 +12,7 @@ import platform
 import re
 
 from runner import settings, topology
-from runner.buildinfo import version_text
+from runner import buildinfo
 
 CPUINFO = "/proc/cpuinfo"
 
@@ -127,14 +127,12 @@ def mapped_library(prefix, maps="/proc/self/maps"):
 
 
 def cuda_runtime(path):
-    """The dotted version of the CUDA runtime library at ``path`` (cudaRuntimeGetVersion), None when it fails."""
-    version = ctypes.c_int()
+    """The dotted version of the CUDA runtime library at ``path`` (cudaRuntimeGetVersion: "11.8"), None when it
+    cannot be loaded or does not answer (CUDA 10 and 11 answer only with a driver)."""
     try:
-        if ctypes.CDLL(path).cudaRuntimeGetVersion(ctypes.byref(version)) != 0:
-            return None
-    except (OSError, AttributeError):
+        return buildinfo.library_version("cuda_runtime", path)
+    except (OSError, AttributeError, RuntimeError):
         return None
-    return version_text("cuda_runtime", version.value)
 
 
 def in_container():

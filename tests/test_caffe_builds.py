@@ -1,5 +1,5 @@
 """Which Caffe a job gets: Debian's CPU_ONLY build refuses a GPU job before pycaffe could abort the process
-(set_mode_gpu in a CPU_ONLY build is a fatal error), and the adapter records which build ran (CUDA or not, the
+(set_device in a CPU_ONLY build is a fatal error), and the adapter records which build ran (CUDA or not, the
 library it loaded) from the libraries the process has mapped."""
 import json
 import os

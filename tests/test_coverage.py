@@ -91,6 +91,10 @@ def test_the_exact_reason_of_each_cause(matrix):
     # the Caffe compiled with CUDA 11.8 (sm_37 to sm_90): against TensorFlow on an H100, against CNTK on a K80
     assert outcome("dlbench", "fcn-s-ordering", "H100", matrix).testable
     assert outcome("dlbench", "fcn-s-ordering", "K80", matrix).testable
+    # a CNN ordering decided with that Caffe says its convolutions are not the studies' (no cuDNN); an FCN's is clean
+    assert outcome("dlbench", "alexnet-r-ordering", "K80", matrix).caveat == (
+        "Caffe: its GPU convolutions are Caffe's own (im2col + cuBLAS: no cuDNN), where the studies' Caffe ran cuDNN")
+    assert outcome("dlbench", "fcn-s-ordering", "K80", matrix).caveat is None
     assert said("dlf", "cnn-accuracy", "this") == ("dataset", "needs dataset cifar10 (`dlrepro datasets.fetch cifar10`)")
     assert said("dlbench", "alexnet-r-ordering", "this") == ("gpu", (  # what a GPU would do, then what to fetch
         "needs an NVIDIA GPU (one of: K80, GTX 980, P100, GTX 1080, V100, A100, L4, H100); and needs dataset cifar10 "

@@ -59,7 +59,8 @@ def test_a_tool_the_suite_does_not_run_says_why_wherever_it_is_named(tmp_path):
 
     assert coverage.tool_blocker(dlf, "cpu-cnn", "cifar10-vgg", "R-Keras(TF)", coverage.Hardware(None, 0, 16),
                                  matrix.load()) == (
-        "tool", "the suite does not run R-Keras(TF): needs R and CRAN's keras package, which is not reachable here")
+        "tool", "the suite does not run R-Keras(TF): needs CRAN's keras package for R, which is not reachable here "
+        "(Debian has R and reticulate)")
 
 
 def test_a_bad_manifest_names_the_line_and_field(tmp_path):

@@ -97,7 +97,7 @@ def show(study, hardware, found):
         table.add_column(column, overflow="fold")
     for o in found["claims"]:
         if o.testable:
-            table.add_row("nothing more: testable", o.what, "")
+            table.add_row("nothing more: testable", o.what, "caveat: %s" % o.caveat if o.caveat else "")
     for cause in causes:
         for o in found["claims"]:
             if not o.testable and o.cause == cause:

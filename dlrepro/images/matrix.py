@@ -129,6 +129,10 @@ class Image(Strict):
     newer_builds: Optional[str] = Field(None, description="for a CUDA image: what was checked, and found, of the "
                                         "framework's builds with newer GPU code than this one (the plan says it where "
                                         "the image has no kernels for a GPU)")
+    caveat: Optional[str] = Field(None, description="what this image's numbers are not, for the layers in "
+                                  "caveat_layers (e.g. convolutions without cuDNN); the plan says it beside a claim "
+                                  "that rests on such a job")
+    caveat_layers: list[str] = Field([], description="layer types the caveat concerns ([]: every model)")
     apt_components: list[Literal["contrib", "non-free", "non-free-firmware"]] = Field(
         [], description="components of the base's suite besides main that system_packages come from (contrib, "
         "non-free: NVIDIA's CUDA libraries)")

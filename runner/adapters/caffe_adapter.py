@@ -41,16 +41,18 @@ Conventions (what Caffe does its own way, and how the spec's recipe is met):
 
 Every array handed to Caffe is float32 (labels and token ids included), the blob type.
 
-Timed step (``train_step``): the mini-batch copied into the Input blobs (one memcpy into host memory; the
-studies' Caffe read theirs through a data layer, which also copies into its top blob), ``solver.step(1)``
-(forward, backward, update; on a GPU the blobs' host-to-device copy is part of it, as a data layer's is) and the
-loss read from its blob: on a GPU that read copies the loss back, which waits for the step's kernels (Caffe
-launches them on the default stream), so every step ends when the device has finished it.
+Timed step (``train_step``): on the CPU the mini-batch copied into the Input blobs (one memcpy; the studies'
+Caffe read theirs through a data layer, which also copies into its top blob), ``solver.step(1)`` (forward,
+backward, update) and the loss read from its blob; Caffe runs synchronously on the CPU. On a GPU the batch is
+written into the blobs only when other arrays come (the runner reuses one synthetic batch, as the other adapters
+keep theirs on the device; DLBench's data layer prefetched its batches to the GPU outside the step), the step's
+kernels are queued on the default stream and the loss the host reads is the loss layer's own host copy, which
+does not wait for backward and update: ``synchronize()`` (cudaDeviceSynchronize) is what ends a repeat.
 
-On a GPU (job["device"] "cuda": Caffe's GPU mode on the job's GPU 0) the build must link CUDA: Debian's
-CPU_ONLY build would abort the process in ``set_mode_gpu``, so the adapter refuses first. No cuDNN: Debian built
-Caffe without it, and so does the CUDA image (convolutions are Caffe's im2col + cuBLAS GEMM; DLBench's Caffe
-1.0rc5 ran cuDNN 5.1); no NCCL, so no multi-GPU path.
+On a GPU (job["device"] "cuda": Caffe's GPU mode on the job's GPU 0, which CUDA_VISIBLE_DEVICES makes the job's
+own) the build must link CUDA: in Debian's CPU_ONLY build ``set_device`` aborts the process, so the adapter refuses
+first. No cuDNN: Debian built Caffe without it, and so does the CUDA image (convolutions are Caffe's im2col +
+cuBLAS GEMM; DLBench's Caffe 1.0rc5 ran cuDNN 5.1); no NCCL, so no multi-GPU path.
 """
 import ctypes
 import math
@@ -252,6 +254,7 @@ class Adapter(Base):
         self.tokens = job["model"].get("input_kind", "dense") == "tokens"
         self.workdir = tempfile.mkdtemp(prefix="caffe-")
         self.carry = False  # whether the first step of the next batch continues the previous one's state
+        self._fed = None  # (x, y, carry) last written into the training net's blobs
 
     def environment(self):
         packages = debian_package_versions()
@@ -352,7 +355,8 @@ class Adapter(Base):
         s.snapshot = 0
         s.snapshot_after_train = False
         s.random_seed = self.seed
-        s.solver_mode = caffe_pb2.SolverParameter.CPU
+        s.solver_mode = caffe_pb2.SolverParameter.GPU if self.job["device"] == "cuda" else \
+            caffe_pb2.SolverParameter.CPU
         if opt.get("clip_norm"):
             s.clip_gradients = opt["clip_norm"]
         if opt["name"] == "sgd":
@@ -449,10 +453,21 @@ class Adapter(Base):
         self.test_carry = False
 
     def train_step(self, x, y):
-        self._feed(self.net, x, y, self.carry)
+        fed = (x, y, self.carry)
+        if self.job["device"] == "cpu" or self._fed is None or any(a is not b for a, b in zip(fed, self._fed)):
+            self._feed(self.net, x, y, self.carry)
+            self._fed = fed
         self.carry = self._stateful()
         self.solver.step(1)
         return float(self.net.blobs["loss"].data) * self.loss_weight
+
+    def synchronize(self):
+        """Wait for the GPU to finish the queued steps (cudaDeviceSynchronize of the CUDA runtime Caffe loaded);
+        nothing on the CPU. Raises RuntimeError with CUDA's error code when the call fails."""
+        if self.job["device"] == "cuda":
+            code = ctypes.CDLL(self.cudart).cudaDeviceSynchronize()
+            if code != 0:
+                raise RuntimeError("cudaDeviceSynchronize returned CUDA error %d" % code)
 
     def _forward(self, x):
         net = self._test_net()

@@ -76,7 +76,7 @@ def of(framework):
 # asking for another is refused (skipped with the reason), never recorded as applied. How each is applied:
 #   precision fp32 (TF32 off): torch (allow_tf32 flags), tensorflow (enable_tensor_float_32_execution(False)),
 #     jax (matmul precision "highest"), mxnet / cntk / caffe2 (NVIDIA_TF32_OVERRIDE=0, runner.settings; their
-#     CUDA libraries of 10.x have no TF32 anyway), caffe (cuBLAS 11.8 in its default math mode, which keeps
+#     CUDA libraries of 10.x have no TF32 anyway), caffe (CUDA 11.8's cuBLAS 11.11 in its default math mode, which keeps
 #     SGEMM in FP32: Caffe never asks for tensor-op math)
 #   precision bf16 (mixed precision, float32 master parameters and optimizer state): torch (torch.autocast),
 #     jax (parameters and inputs cast to bfloat16 in the compiled step, the loss in float32); fp16 also needs
