@@ -20,7 +20,7 @@ FRAMEWORK_MODULES = {
     "caffe_adapter.py": {"caffe"},
     "caffe2_adapter.py": {"caffe2"},
     "telemetry.py": {"pynvml"},  # optional: nvidia-ml-py, pure ctypes; "unavailable: reason" without it
-    "buildinfo.py": {"torch", "caffe2", "tensorflow", "mxnet", "jax", "jaxlib", "cntk"},  # the one of its image
+    "buildinfo.py": {"torch", "caffe2", "tensorflow", "mxnet", "jax", "jaxlib", "cntk", "caffe"},  # the one of its image
 }
 
 

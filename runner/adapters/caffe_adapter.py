@@ -1,58 +1,49 @@
-"""Caffe adapter (BVLC Caffe 1.0, pycaffe; Debian's CPU_ONLY build, or the same source compiled with CUDA 11.8 in
-the caffe-1.0.0-cuda image): the job's layer list as a caffe.NetSpec, trained by a Caffe solver driven from Python.
+"""Caffe adapter (BVLC Caffe 1.0, pycaffe; Debian's CPU_ONLY build, or the same source compiled with CUDA 11.8 in the
+caffe-1.0.0-cuda image): the job's layer list as a caffe.NetSpec, trained by a Caffe solver driven from Python.
 
-Idioms: the network is generated as a NetSpec (NetParameter) from the expanded layer
-list: Input layers for the data and the label, Convolution / Pooling / InnerProduct /
-BatchNorm + Scale / Eltwise / Concat / Embed / LSTM layers, ReLU, Sigmoid, TanH and
-Dropout computed in place where the input blob has no other reader, and the loss layer
-(SoftmaxWithLoss, SigmoidCrossEntropyLoss) on top. The training net lives inside a solver
-(SGD, Nesterov or Adam; lr_policy fixed) made from a generated solver prototxt that embeds
-it; ``train_step`` writes the mini-batch into the Input blobs (net.blobs) and calls
-``solver.step(1)`` (forward, backward, update). Evaluation and inference use a second
-net of the TEST phase (dropout off, batch norm on its running statistics) that shares
-the training net's parameters (``Net.share_with``).
+Idioms: the network is generated as a NetSpec (NetParameter) from the expanded layer list: Input layers for the data
+and the label, Convolution / Pooling / InnerProduct / BatchNorm + Scale / Eltwise / Concat / Embed / LSTM layers,
+ReLU, Sigmoid, TanH and Dropout computed in place where the input blob has no other reader, and the loss layer
+(SoftmaxWithLoss, SigmoidCrossEntropyLoss) on top. The training net lives inside a solver (SGD, Nesterov or Adam;
+lr_policy fixed) made from a generated solver prototxt that embeds it; ``train_step`` writes the mini-batch into the
+Input blobs (net.blobs) and calls ``solver.step(1)`` (forward, backward, update). Evaluation and inference use a
+second net of the TEST phase (dropout off, batch norm on its running statistics) that shares the training net's
+parameters (``Net.share_with``). Every array handed to Caffe is float32 (labels and token ids too), the blob type.
 
 Conventions (what Caffe does its own way, and how the spec's recipe is met):
-- pooling: Caffe rounds up by default (round_mode CEIL, with its pad clip); a layer with
-  ``ceil: false`` gets round_mode FLOOR (in Debian's Caffe, which is BVLC's 2018 master),
-  so every shape equals runner.shapes'; average pooling divides by the window clipped to
-  the padded input, as count_include_pad.
-- initialisation: "xavier" is Caffe's XavierFiller (U(+-sqrt(3/fan_in))), "glorot_uniform"
-  the same filler with variance_norm AVERAGE, "uniform" a uniform filler on every
-  parameter; biases start at 0. "default" is Caffe's own default only in name: Caffe's
-  default filler is the constant 0, which no network trains from, so "default" means
+- pooling: Caffe rounds up by default (round_mode CEIL, with its pad clip); a layer with ``ceil: false`` gets
+  round_mode FLOOR (in Debian's Caffe, which is BVLC's 2018 master), so every shape equals runner.shapes'; average
+  pooling divides by the window clipped to the padded input, as count_include_pad.
+- initialisation: "xavier" is Caffe's XavierFiller (U(+-sqrt(3/fan_in))), "glorot_uniform" the same filler with
+  variance_norm AVERAGE, "uniform" a uniform filler on every parameter; biases start at 0. "default" is Caffe's own
+  default only in name: Caffe's default filler is the constant 0, which no network trains from, so "default" means
   what Caffe's own model prototxts use, the xavier filler and zero biases.
-- batch norm: BatchNorm (its mean, variance and scale-factor blobs are statistics with
-  lr_mult 0, not counted) followed by Scale with a bias (gamma, beta: 2C parameters);
-  the spec's momentum m becomes moving_average_fraction 1 - m (Caffe's running sums are
-  normalised by their own weight, which only changes evaluation statistics).
-- losses: SoftmaxWithLoss averages over the predictions (normalization VALID);
-  "sum_over_time" is normalization NONE with loss_weight 1 / batch size. Caffe's solver
-  update with momentum (V = m V + lr (g + wd w); w -= V) equals PyTorch's for a fixed
-  learning rate; clip_gradients is the global L2 norm, applied before weight decay, as
-  PyTorch's clip_grad_norm_ then SGD. Caffe's Adam applies epsilon before the bias
-  correction (lr sqrt(1-b2^t)/(1-b1^t) m / (sqrt(v) + eps)).
-- recurrent layers: Caffe's LSTM is time-major (T, N, F) with a sequence-continuation
-  input; token batches are transposed on the way in. It keeps one bias vector per gate
-  set (4 units), where the spec counts two, declared by ``conventions()``. Its state
-  carries from one forward pass to the next when the continuation flag of the first
-  step is 1 (a stateful layer after the first batch), without back-propagation across
-  batches. Caffe 1.0 has no GRU layer.
+- batch norm: BatchNorm (its mean, variance and scale-factor blobs are statistics with lr_mult 0, not counted)
+  followed by Scale with a bias (gamma, beta: 2C parameters); the spec's momentum m becomes moving_average_fraction
+  1 - m (Caffe's running sums are normalised by their own weight, which only changes evaluation statistics).
+- losses: SoftmaxWithLoss averages over the predictions (normalization VALID); "sum_over_time" is normalization NONE
+  with loss_weight 1 / batch size. Caffe's solver update with momentum (V = m V + lr (g + wd w); w -= V) equals
+  PyTorch's for a fixed learning rate; clip_gradients is the global L2 norm, applied before weight decay, as
+  PyTorch's clip_grad_norm_ then SGD. Caffe's Adam applies epsilon before the bias correction (lr
+  sqrt(1-b2^t)/(1-b1^t) m / (sqrt(v) + eps)).
+- recurrent layers: Caffe's LSTM is time-major (T, N, F) with a sequence-continuation input; token batches are
+  transposed on the way in. It keeps one bias vector per gate set (4 units), where the spec counts two, declared by
+  ``conventions()``. Its state carries from one forward pass to the next when the continuation flag of the first
+  step is 1 (a stateful layer after the first batch), without back-propagation across batches. Caffe 1.0 has no GRU
+  layer.
 
-Every array handed to Caffe is float32 (labels and token ids included), the blob type.
+Timed step (``train_step``): on the CPU the mini-batch copied into the Input blobs (one memcpy; the studies' Caffe
+read theirs through a data layer, which also copies into its top blob), ``solver.step(1)`` (forward, backward,
+update) and the loss read from its blob; Caffe runs synchronously on the CPU. On a GPU the batch is written into the
+blobs only when other arrays come (the runner reuses one synthetic batch, as the other adapters keep theirs on the
+device; DLBench's data layer prefetched its batches to the GPU outside the step), the step's kernels are queued on
+the default stream and the loss the host reads is the loss layer's own host copy, which does not wait for backward
+and update: ``synchronize()`` (cudaDeviceSynchronize) is what ends a repeat.
 
-Timed step (``train_step``): on the CPU the mini-batch copied into the Input blobs (one memcpy; the studies'
-Caffe read theirs through a data layer, which also copies into its top blob), ``solver.step(1)`` (forward,
-backward, update) and the loss read from its blob; Caffe runs synchronously on the CPU. On a GPU the batch is
-written into the blobs only when other arrays come (the runner reuses one synthetic batch, as the other adapters
-keep theirs on the device; DLBench's data layer prefetched its batches to the GPU outside the step), the step's
-kernels are queued on the default stream and the loss the host reads is the loss layer's own host copy, which
-does not wait for backward and update: ``synchronize()`` (cudaDeviceSynchronize) is what ends a repeat.
-
-On a GPU (job["device"] "cuda": Caffe's GPU mode on the job's GPU 0, which CUDA_VISIBLE_DEVICES makes the job's
-own) the build must link CUDA: in Debian's CPU_ONLY build ``set_device`` aborts the process, so the adapter refuses
-first. No cuDNN: Debian built Caffe without it, and so does the CUDA image (convolutions are Caffe's im2col +
-cuBLAS GEMM; DLBench's Caffe 1.0rc5 ran cuDNN 5.1); no NCCL, so no multi-GPU path.
+On a GPU (job["device"] "cuda": Caffe's GPU mode on the job's GPU 0, which CUDA_VISIBLE_DEVICES makes the job's own)
+the build must link CUDA: in Debian's CPU_ONLY build ``set_device`` aborts the process, so the adapter refuses
+first. No cuDNN: Debian built Caffe without it, and so does the CUDA image (convolutions are Caffe's im2col + cuBLAS
+GEMM; DLBench's Caffe 1.0rc5 ran cuDNN 5.1); no NCCL, so no multi-GPU path.
 """
 import ctypes
 import math
