@@ -53,6 +53,11 @@ from runner import nvml as nvml_api, sampling
 DEFAULT_INTERVAL_S = 0.025
 ENERGY_NOTE = "board-level (the whole GPU board, from NVML); not a certified measurement"
 
+
+def _seconds(elapsed):
+    """A reading's time in the window, in seconds to 0.1 ms, rounded down: never after the window's end."""
+    return int(elapsed * 1e4) / 1e4
+
 class Sampler(object):
     """Samples one GPU between ``start()`` and ``stop()`` (every ``interval_s``, in a SamplingProcess; the edges
     here); ``result()`` gives the record. ``nvml``: the NVML API for the edge readings, ``source``: its import
@@ -139,7 +144,7 @@ class Sampler(object):
 
     def sample(self):
         """Read every field once, here, and keep it; returns its t_s."""
-        t = round(time.monotonic() - self._t0, 4)
+        t = _seconds(time.monotonic() - self._t0)
         self._rows.append((t, nvml_api.read(self.nvml, self.handle)))
         return t
 
@@ -225,7 +230,7 @@ class Sampler(object):
             return
         gaps = [gap if isinstance(gap, tuple) else (gap, None) for gap in self._gaps]  # (from, to or None) t_s
         for sample in found:
-            t = round(sample.pop("t") - self._t0, 4)
+            t = _seconds(sample.pop("t") - self._t0)
             if not any(low < t and (high is None or t < high) for low, high in gaps) and (end is None or t <= end):
                 self._rows.append((t, sample))
         self.sampling = ("every %g s in a process of its own (runner.sampling.serve); the window's edges in the "
