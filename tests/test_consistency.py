@@ -13,16 +13,34 @@ from tests.test_frameworks import FRAMEWORKS
 
 def test_every_framework_is_everywhere():
     modules = set(adapters.available())
-    assert modules == {"torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe"}
+    assert modules == {"torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "keras-tensorflow",
+                       "keras-jax", "keras-torch"}
     assert set(capabilities.CAPABILITIES) == modules  # what each adapter can express
     assert set(STUDY_NAMES) == modules  # how each is named in the studies' tables
     assert set(DISPLAY) == set(palette.FRAMEWORKS) == modules  # its one spelling and its one colour
     assert set(FRAMEWORKS) == modules  # the container tests run each one
+    assert set(capabilities.MODULES) == set(capabilities.DEFAULT_INIT) == modules
     matrix = matrixmod.load()
-    assert {image.framework for image in matrix.images} == modules  # each has an image
+    assert set(matrix.frameworks()) == modules  # each has an image (Keras: its backend's)
     assert set(matrix.default_frameworks) <= modules
-    assert {image.framework for image in matrix.images if image.device == "cpu"} == modules
+    assert {f for f in modules if matrix.versions(f, "cpu")} == modules
     assert set(capabilities.OPTIONS) <= modules
+
+
+def test_an_images_keras_is_the_version_its_lock_pins():
+    """A variant's version is what the image installs: the lock's pin of its package (Keras for keras-*)."""
+    from dlrepro.images import locks
+
+    matrix = matrixmod.load()
+    variants = [(image, v) for image in matrix.images for v in image.variants]
+    assert sorted((image.name, v.framework) for image, v in variants) == [
+        ("jax-0.10.2-cpu", "keras-jax"), ("jax-0.10.2-cuda", "keras-jax"),
+        ("tensorflow-2.21.0-cpu", "keras-tensorflow"), ("tensorflow-2.21.0-cuda", "keras-tensorflow"),
+        ("torch-2.13.0-cpu", "keras-torch"), ("torch-2.13.0-cuda", "keras-torch")]
+    for image, variant in variants:
+        pins = {pin.name: pin.version for pin in locks.parse(image.lock)}
+        assert pins["keras"] == variant.version == "3.15.1", image.name
+        assert capabilities.backend(variant.framework) == image.framework
 
 
 def test_the_spec_schema_knows_exactly_the_runners_layer_types():

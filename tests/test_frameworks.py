@@ -13,10 +13,13 @@ from dlrepro.images import build
 from dlrepro import datasets, spec
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
+from runner.adapters import capabilities
 from tests.helpers import check_sums, fresh_cache, unreachable
 
 pytestmark = pytest.mark.docker
-FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")
+PLAIN = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")
+KERAS = ("keras-tensorflow", "keras-jax", "keras-torch")  # Keras 3 in its backend's image (DLF's specs only)
+FRAMEWORKS = PLAIN + KERAS
 SINGLE_LSTM_BIAS = {"tensorflow": "keras-lstm-single-bias", "caffe": "caffe-lstm-single-bias"}
 
 
@@ -62,13 +65,18 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
         assert params["equivalent"] == params["expected"] == job["model"]["parameters"], job["id"]
         checked[job["id"]] = params
     assert {(j["spec"]["name"], j["variant"]) for j in batch} == expressible(framework)
-    assert len(checked) >= 12
+    assert len(checked) >= (12 if framework in PLAIN else 6)  # Keras: DLF's CNN, GRU and ResNet-50 features
     lstm = checked.get("lstm.lstm.%s.cpu.b128.parameters" % framework)
     if framework in SINGLE_LSTM_BIAS:  # the declared convention: one bias vector per gate set
         assert lstm["measured"] == 6_180_624 and [c["name"] for c in lstm["conventions"]] == [SINGLE_LSTM_BIAS[framework]]
         assert lstm["conventions"][0]["difference"] == 2048
     elif framework in ("cntk", "caffe2"):  # declared unsupported, with the reason
         assert lstm is None and "has no layer embedding, lstm (" in jobs.unsupported(spec.load("lstm"), "lstm", framework)
+    elif framework in KERAS:  # Keras 3 runs DLF's networks; DLBench's state-carrying LSTM is declared out
+        assert lstm is None and framework not in spec.load("lstm").frameworks
+        assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None) == (
+            "the %s adapter has no layer lstm (it does not carry an LSTM's state across mini-batches (DLBench's "
+            "truncated back-propagation); no DLF Keras network has an LSTM)" % framework)
     else:
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
@@ -76,11 +84,11 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
 def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, reporter, monkeypatch, mnist):
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
-    path = runs.run("alexnet", RunOptions(frameworks=list(FRAMEWORKS), variants=["alexnet-s"], quick=True),
+    path = runs.run("alexnet", RunOptions(frameworks=list(PLAIN), variants=["alexnet-s"], quick=True),
                     results_dir=tmp_path, reporter=reporter)
     bundle = json.loads((path / "bundle.json").read_text())
-    assert sorted(i["framework"] for i in bundle["images"]) == sorted(FRAMEWORKS)
-    assert len({i["image_id"] for i in bundle["images"]}) == len(FRAMEWORKS)
+    assert sorted(i["framework"] for i in bundle["images"]) == sorted(PLAIN)
+    assert len({i["image_id"] for i in bundle["images"]}) == len(PLAIN)
     versions = {r["framework"]: r["framework_version"] for r in bundle["jobs"]}
     assert versions["torch"].startswith("2.13.0") and versions["tensorflow"] == "2.21.0"
     assert versions["mxnet"] == "1.9.1" and versions["jax"] == "0.10.2" and versions["cntk"].startswith("2.7")
@@ -89,14 +97,14 @@ def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, repo
     assert pythons["caffe"] == pythons["torch"] == "debian" and {pythons["cntk"], pythons["caffe2"]} <= {"relocatable", "image"}
     assert {r["parameters"] for r in bundle["jobs"]} == {62_378_344} and {r["status"] for r in bundle["jobs"]} == {"ok"}
     check_sums(path)
-    path = runs.run("fcn", RunOptions(frameworks=list(FRAMEWORKS), variants=["fcn-r"], quick=True),
+    path = runs.run("fcn", RunOptions(frameworks=list(PLAIN), variants=["fcn-r"], quick=True),
                     results_dir=tmp_path, reporter=reporter)
     rows = json.loads((path / "bundle.json").read_text())["jobs"]
-    assert {r["framework"] for r in rows} == set(FRAMEWORKS) and {r["status"] for r in rows} == {"ok"}
+    assert {r["framework"] for r in rows} == set(PLAIN) and {r["status"] for r in rows} == {"ok"}
     assert {r["parameters"] for r in rows} == {14_205_962} and all(r["median"] > 0 for r in rows)
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS[1:])
+@pytest.mark.parametrize("framework", PLAIN[1:])
 def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framework, images, tmp_path, reporter,
                                                                          monkeypatch, mnist):
     """The convergence path in each framework: 100 iterations train (the loss falls) and the evaluation covers
@@ -113,6 +121,32 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
     # share of the test images, 0.0892, which a constant predictor also scores)
     assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and epoch["loss_curve"][-1] <= math.log(10) + 0.01
     assert 0.0892 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157
+
+
+def test_keras_runs_dlfs_cnn_and_gru_on_three_backends_in_their_images(images, tmp_path, reporter):
+    """Keras 3.15.1 on TensorFlow, JAX and PyTorch, each in its backend's image (recorded once, with the jobs of
+    both): DLF's CNN and GRU train with the spec's parameter counts, and each job records its backend, the
+    backend's version and how Keras compiled the step."""
+    rows = {}
+    for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
+        path = runs.run(name, RunOptions(frameworks=list(KERAS) + ["torch"], variants=[variant], quick=True),
+                        results_dir=tmp_path, reporter=reporter)
+        bundle = json.loads((path / "bundle.json").read_text())
+        in_image = {i["framework"]: {j.split(".")[1] for j in i["jobs"]} for i in bundle["images"]}
+        assert in_image == {"tensorflow": {"keras-tensorflow"}, "jax": {"keras-jax"}, "torch": {"torch", "keras-torch"}}
+        for row in bundle["jobs"]:
+            result = json.loads((path / "jobs" / row["id"] / "result.json").read_text())
+            rows[name, row["framework"]] = (row, result["environment"])
+    for (name, framework), (row, environment) in rows.items():
+        assert row["status"] == "ok" and row["median"] > 0, (name, framework)
+        assert row["parameters"] == {"cifar10-vgg": 3_441_592, "imdb-gru": 3_818_302}[name]
+        if framework in KERAS:
+            assert row["framework_version"] == environment["framework_version"] == "3.15.1"
+            assert environment["backend"] == capabilities.backend(framework) and environment["layout"] == "NHWC"
+            assert environment["train_step"] == "model.train_on_batch" and environment["tf32"] is False
+    assert rows["cifar10-vgg", "keras-jax"][1]["jit_compile"] is True
+    assert rows["cifar10-vgg", "keras-torch"][1]["jit_compile"] is False
+    assert rows["imdb-gru", "keras-torch"][1]["backend_version"] == rows["imdb-gru", "torch"][1]["framework_version"]
 
 
 @pytest.mark.parametrize("token", ERAS)

@@ -12,6 +12,8 @@ FRAMEWORK_MODULES = {
     "torch_adapter.py": {"torch"},
     "torch_layers.py": {"torch"},
     "tensorflow_adapter.py": {"tensorflow", "keras"},
+    "keras_adapter.py": {"keras"},
+    "keras_init.py": {"keras"},
     "tensorflow_graph.py": {"tensorflow"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},

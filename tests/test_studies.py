@@ -51,9 +51,10 @@ def test_a_tool_the_suite_does_not_run_says_why_wherever_it_is_named(tmp_path):
     assert len(problems) == 1 and problems[0].endswith(
         "not_run: 'PyTorch': not a tool mapped to null; drop it, or map the tool to null")
     dlf = studies.load("dlf")
-    assert dlf.not_run_text(["PyTorch", "Keras(TF)", "Julia-Knet", "Keras(CNTK)"]) == (
-        "Keras(TF), Keras(CNTK): no adapter yet; Julia-Knet: needs Julia and Knet from Julia's package registry, "
-        "which is not reachable here")
+    assert dlf.not_run_text(["PyTorch", "Keras(TF)", "Julia-Knet", "Keras(Theano)", "Keras(CNTK)"]) == (
+        "Julia-Knet: needs Julia and Knet from Julia's package registry, which is not reachable here; Keras(Theano): "
+        "Keras 3 has no Theano backend, and no adapter for DLF's Keras 2.1 yet; Keras(CNTK): Keras 3 has no CNTK "
+        "backend, and no adapter for DLF's Keras 2.1 yet")
     from dlrepro import coverage
     from dlrepro.images import matrix
 
@@ -306,8 +307,8 @@ def test_run_picks_runs_of_the_study_and_records_the_others_as_not_asked(tmp_pat
     assert list(planned) == list(dlf.runs)
     rnn = planned["cpu-rnn"]
     assert rnn.why is None and rnn.options.variants == ["imdb-gru"] and rnn.options.frameworks == [
-        "torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe"]
-    assert rnn.jobs == 4 * 6  # the frameworks with a GRU, six seeds each
+        "torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "keras-tensorflow", "keras-jax", "keras-torch"]
+    assert rnn.jobs == 7 * 6  # the frameworks with a GRU (Keras on three backends), six seeds each
     assert {i: p.why for i, p in planned.items() if i != "cpu-rnn"} == {
         i: "not asked: --run cpu-rnn was given" for i in dlf.runs if i != "cpu-rnn"}
     two = [p.id for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn", "cnn-synthetic"]) if p.why is None]

@@ -105,6 +105,13 @@ class Compile(Strict):
     python: str = Field("python", description="the folder under prefix that holds the Python package")
 
 
+class Variant(Strict):
+    """Another framework this image runs through an adapter of its own: Keras 3 on the image's framework as its
+    backend (keras-jax in the JAX image), whose package the image's lock holds at ``version``."""
+    framework: str
+    version: str
+
+
 class Image(Strict):
     framework: str
     version: str
@@ -137,6 +144,8 @@ class Image(Strict):
         [], description="components of the base's suite besides main that system_packages come from (contrib, "
         "non-free: NVIDIA's CUDA libraries)")
     compile: Optional[Compile] = Field(None, description="the framework compiled from its Debian source package")
+    variants: list[Variant] = Field([], description="other frameworks the image runs, each at its version (Keras "
+                                    "on this framework as its backend)")
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))
@@ -151,6 +160,13 @@ class Image(Strict):
             raise ValueError("cuda_archs: %s, but compile.cmake builds %s (CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them "
                              "the same" % (" ".join(self.cuda_archs) or "none", " ".join(compiled)))
         return self
+
+    def version_of(self, framework):
+        """The version of ``framework`` this image runs (its own, or a variant's); None when it runs no such
+        framework."""
+        if framework == self.framework:
+            return self.version
+        return next((v.version for v in self.variants if v.framework == framework), None)
 
     @property
     def name(self):
@@ -189,22 +205,28 @@ class Matrix(Strict):
 
         Raises ImageError naming the matrix file and the entries that exist.
         """
-        found = [i for i in self.images if i.framework == framework and i.device == device
-                 and version in (None, i.version)]
+        found = [i for i in self.images if i.device == device and i.version_of(framework) is not None
+                 and version in (None, i.version_of(framework))]
         if found:
             return found[-1]
-        served = ["%s (%s)" % (i.version, i.device) for i in self.images if i.framework == framework]
+        served = ["%s (%s)" % (i.version_of(framework), i.device) for i in self.images
+                  if i.version_of(framework) is not None]
         if served:
             raise ImageError("%s: no image of %s%s on device %s; its versions here: %s" % (
                 MATRIX_FILE, framework, " " + version if version else "", device, ", ".join(served)),
                 "give one of those as %s@VERSION, or add an entry for it to the matrix" % framework)
         raise ImageError("%s: no image for framework %r; the matrix has: %s" % (
-            MATRIX_FILE, framework, ", ".join(sorted({i.framework for i in self.images}))))
+            MATRIX_FILE, framework, ", ".join(self.frameworks())))
 
     def versions(self, framework, device):
         """The versions of ``framework`` the matrix has an image of on ``device``, in its order (the last one is
         what the plain name selects: today's)."""
-        return [i.version for i in self.images if i.framework == framework and i.device == device]
+        return [i.version_of(framework) for i in self.images if i.version_of(framework) is not None
+                and i.device == device]
+
+    def frameworks(self):
+        """Every framework an image of the matrix runs (its own and its variants'), sorted."""
+        return sorted({i.framework for i in self.images} | {v.framework for i in self.images for v in i.variants})
 
     def select(self, frameworks=None, devices=("cpu",)):
         """The entries to build for framework tokens (NAME or NAME@VERSION; ["all"]: every framework; None: the
@@ -218,7 +240,8 @@ class Matrix(Strict):
         chosen = []
         for token in frameworks or self.default_frameworks:
             name, _, version = token.partition("@")
-            chosen += [self.find(name, device, version or None) for device in devices]
+            chosen += [image for image in (self.find(name, device, version or None) for device in devices)
+                       if image not in chosen]  # a variant's image is its backend's
         return chosen
 
     def entry(self, name):

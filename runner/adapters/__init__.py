@@ -16,8 +16,12 @@ class UnsupportedError(RuntimeError):
 
 
 def available():
-    """Frameworks that have an adapter module here (found by file name, nothing imported)."""
-    return sorted(f[:-len(SUFFIX)] for f in os.listdir(os.path.dirname(__file__)) if f.endswith(SUFFIX))
+    """Frameworks that have an adapter module here (its file found by name, no framework imported): the
+    frameworks of runner.adapters.capabilities, Keras's backends sharing one module."""
+    from runner.adapters import capabilities
+
+    files = set(f[:-len(".py")] for f in os.listdir(os.path.dirname(__file__)) if f.endswith(SUFFIX))
+    return sorted(f for f in capabilities.CAPABILITIES if capabilities.module_of(f) in files)
 
 
 def module_name(job):
@@ -25,7 +29,7 @@ def module_name(job):
     another program, not a few guarded calls), else <framework>_adapter."""
     from runner.adapters import capabilities
 
-    return capabilities.era_of(capabilities.token(job)).get("module") or "%s_adapter" % job["framework"]
+    return capabilities.era_of(capabilities.token(job)).get("module") or capabilities.module_of(job["framework"])
 
 
 def load(job):

@@ -36,6 +36,13 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
+# Keras 3 on each of its backends: one adapter (runner.adapters.keras_adapter), the backend's image and runtime
+KERAS = {"keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "torch"}
+for _name in KERAS:
+    CAPABILITIES[_name] = {"layers": ALL_LAYERS - frozenset(["lstm"]), "losses": LOSSES, "optimizers": OPTIMIZERS,
+                           "weights": frozenset(["tfjs-layers"]), "module": "keras_adapter",
+                           "layer_notes": {"lstm": "it does not carry an LSTM's state across mini-batches (DLBench's "
+                                                   "truncated back-propagation); no DLF Keras network has an LSTM"}}
 # an era of a framework: (framework, major version) -> what its adapter expresses (``module``: an adapter module of
 # its own, runner.adapters.module_name)
 ERAS = {
@@ -51,6 +58,17 @@ ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True
 def token(job):
     """The framework token of a job: NAME@VERSION when it asked for an image version, else NAME."""
     return job["framework"] + ("@%s" % job["framework_version"] if job.get("framework_version") else "")
+
+
+def backend(framework):
+    """The framework whose runtime runs ``framework`` (NAME): Keras's backend for keras-*, else itself."""
+    return KERAS.get(framework, framework)
+
+
+def module_of(framework):
+    """The adapter module name of a framework NAME (without its version): its capabilities' ``module`` (Keras's
+    backends share one), else <NAME>_adapter."""
+    return CAPABILITIES.get(framework, {}).get("module") or "%s_adapter" % framework
 
 
 def _era(framework):
@@ -97,6 +115,7 @@ OPTION_NOTES = {"cuda_graphs": "no adapter captures CUDA graphs yet"}
 # frameworks whose first training iteration compiles the step (graph tracing, XLA, hybridization): a job that
 # times it (--warmup 0) would time the compiler, so it is refused
 COMPILED = {"tensorflow": "tf.function traces and optimises its graph", "jax": "jax.jit compiles it with XLA",
+            "keras-tensorflow": "Keras's train function is a tf.function", "keras-jax": "Keras jax.jit-compiles its train function",
             "mxnet": "hybridize() builds its cached graph",
             "tensorflow 1.x": "the first Session.run prunes, places and optimises the graph"}
 WEIGHT_FORMAT_NOTES = {
@@ -173,6 +192,7 @@ NO_DATA_PARALLEL = {
     "caffe2": "its adapter has no data_parallel_model path yet",
     "caffe": "its builds have no NCCL (Debian's recipe), without which pycaffe has no multi-GPU path",
 }
+NO_DATA_PARALLEL.update(dict.fromkeys(KERAS, "its adapter has no keras.distribution (DataParallel) path yet"))
 
 
 def unsupported_parallel(framework, mode):
@@ -200,7 +220,9 @@ DEFAULT_INIT = {
     "caffe2": "brew's XavierFill weights, zero biases",
     "caffe": "Caffe's xavier filler (fan in), zero biases",
 }
+DEFAULT_INIT.update(dict.fromkeys(KERAS, "Keras's (Glorot uniform weights, zero biases)"))
 
 # the module each adapter imports its framework from (checked before a local run: dlrepro.run.executors.local)
 MODULES = {"torch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet", "jax": "jax", "cntk": "cntk",
-           "caffe2": "caffe2.python", "caffe": "caffe"}
+           "caffe2": "caffe2.python", "caffe": "caffe", "keras-tensorflow": "keras", "keras-jax": "keras",
+           "keras-torch": "keras"}

@@ -29,7 +29,7 @@ import keras
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, base
+from runner.adapters import UnsupportedError, base, keras_init
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
@@ -177,26 +177,7 @@ class Adapter(Base):
     # ------------------------------------------------------------------ building
 
     def _initializers(self, kind):
-        init = self.job["model"].get("init", {"scheme": "default"})
-        scheme = init["scheme"]
-        if scheme == "uniform":
-            u = keras.initializers.RandomUniform(-init["scale"], init["scale"])
-            if kind == "embedding":
-                return {"embeddings_initializer": u}
-            if kind == "lstm":  # DLBench's TensorFlow LSTM: every variable U(-s, s), forget_bias=0.0 (not Keras's 1)
-                return {"kernel_initializer": u, "recurrent_initializer": u, "bias_initializer": u,
-                        "unit_forget_bias": False}
-            if kind == "gru":
-                return {"kernel_initializer": u, "recurrent_initializer": u, "bias_initializer": u}
-            return {"kernel_initializer": u, "bias_initializer": u}
-        if kind not in ("conv", "dense") or scheme == "default":
-            return {}
-        if scheme == "xavier":  # Caffe XavierFiller: U(-a, a), a = sqrt(3 / fan_in)
-            return {"kernel_initializer": keras.initializers.VarianceScaling(1.0, "fan_in", "uniform"),
-                    "bias_initializer": "zeros"}
-        if scheme == "glorot_uniform":
-            return {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"}
-        raise UnsupportedError("tensorflow adapter has no initialisation %r" % scheme)
+        return keras_init.initializers(self.job["model"].get("init", {"scheme": "default"}), kind, "tensorflow")
 
     def _count(self, what):
         self.ops[what] = self.ops.get(what, 0) + 1
