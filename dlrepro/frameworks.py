@@ -10,13 +10,13 @@ keras-jax, keras-torch: Keras 3, runner.adapters.keras_adapter): DLF's "Keras(TF
 answer layer and the views alike.
 """
 DISPLAY = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet", "jax": "JAX", "cntk": "CNTK",
-           "caffe2": "Caffe2", "caffe": "Caffe", "keras-tensorflow": "Keras (TensorFlow)", "keras-jax": "Keras (JAX)",
+           "caffe2": "Caffe2", "caffe": "Caffe", "chainer": "Chainer", "keras-tensorflow": "Keras (TensorFlow)", "keras-jax": "Keras (JAX)",
            "keras-torch": "Keras (PyTorch)"}
 STUDY_NAMES = {
     "torch": ("PyTorch",), "tensorflow": ("TensorFlow", "Tensorflow"),
     "mxnet": ("MXNet(Gluon)", "MXNet"),
     "cntk": ("CNTK",), "caffe2": ("Caffe2",), "caffe": ("Caffe",), "jax": (),
-    "keras-tensorflow": ("Keras(TF)",), "keras-jax": (), "keras-torch": (),
+    "chainer": ("Chainer",), "keras-tensorflow": ("Keras(TF)",), "keras-jax": (), "keras-torch": (),
 }
 
 

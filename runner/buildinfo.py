@@ -29,7 +29,7 @@ import sys
 # the framework's packages whose shared libraries are scanned (the top-level names in site-packages)
 PACKAGES = {"torch": ["torch"], "caffe2": ["torch", "caffe2"], "tensorflow": ["tensorflow"], "mxnet": ["mxnet"],
             "jax": ["jaxlib", "jax_plugins", "jax_cuda13_plugin", "jax_cuda12_plugin"], "cntk": ["cntk"],
-            "caffe": ["caffe"]}
+            "caffe": ["caffe"], "chainer": ["chainer", "cupy"]}
 # the libraries whose version functions are called, by file name
 LIBRARIES = {"cuda_runtime": r"libcudart\.so(\.\d+)*$", "cudnn": r"libcudnn\.so(\.\d+)*$",
              "nccl": r"libnccl\.so(\.\d+)*$"}
@@ -387,8 +387,13 @@ def _cntk():
     return {"framework_version": cntk.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None}
 
 
+def _chainer():
+    import chainer
+    return {"framework_version": chainer.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None}
+
+
 REPORTERS = {"torch": _torch, "caffe2": _caffe2, "tensorflow": _tensorflow, "mxnet": _mxnet, "jax": _jax,
-             "cntk": _cntk, "caffe": _caffe}
+             "cntk": _cntk, "caffe": _caffe, "chainer": _chainer}
 
 
 def reported(framework):

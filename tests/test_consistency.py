@@ -13,7 +13,7 @@ from tests.test_frameworks import FRAMEWORKS
 
 def test_every_framework_is_everywhere():
     modules = set(adapters.available())
-    assert modules == {"torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "keras-tensorflow",
+    assert modules == {"torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-tensorflow",
                        "keras-jax", "keras-torch"}
     assert set(capabilities.CAPABILITIES) == modules  # what each adapter can express
     assert set(STUDY_NAMES) == modules  # how each is named in the studies' tables

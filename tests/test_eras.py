@@ -34,19 +34,20 @@ def test_each_version_set_names_what_stands_for_what_with_the_gap():
     dlf = studies.load("dlf")
     served = Served({("torch", "cpu"): ["1.0.0", "2.13.0"], ("tensorflow", "cpu"): ["1.4.0", "2.21.0"],
                      ("mxnet", "cpu"): ["0.12.0", "1.9.1"], ("cntk", "cpu"): ["2.7.post2"],
-                     ("caffe2", "cpu"): ["1.10.2"], ("keras-tensorflow", "cpu"): ["3.15.1"]})
+                     ("caffe2", "cpu"): ["1.10.2"], ("chainer", "cpu"): ["3.4.0", "7.8.1"],
+                     ("keras-tensorflow", "cpu"): ["3.15.1"]})
     published = eras.choose(dlf, served, "cpu", "published")
     assert [(c.token, c.label) for c in published] == [
         ("torch@1.0.0", "PyTorch 1.0.0 (published: 0.3.1)"), ("tensorflow@1.4.0", "Tensorflow 1.4.0"),
         ("mxnet@0.12.0", "MXNet(Gluon) 0.12.0"), ("cntk", "CNTK 2.7.post2 (published: 2.4)"),
-        ("caffe2", "Caffe2 1.10.2 (published: not stated)"),
+        ("caffe2", "Caffe2 1.10.2 (published: not stated)"), ("chainer@3.4.0", "Chainer 3.4.0"),
         ("keras-tensorflow", "Keras(TF) 3.15.1 (published: 2.1.4)")]
     today = eras.choose(dlf, served, "cpu", "today")
-    assert eras.tokens(today) == ["torch", "tensorflow", "mxnet", "cntk", "caffe2", "keras-tensorflow"]
+    assert eras.tokens(today) == ["torch", "tensorflow", "mxnet", "cntk", "caffe2", "chainer", "keras-tensorflow"]
     assert [c.label for c in today][:2] == ["PyTorch 2.13.0", "Tensorflow 2.21.0"]
     both = eras.choose(dlf, served, "cpu", "both")  # CNTK's published version runs on today's image: once
     assert eras.tokens(both) == ["torch@1.0.0", "torch", "tensorflow@1.4.0", "tensorflow", "mxnet@0.12.0", "mxnet",
-                                 "cntk", "caffe2", "keras-tensorflow"]
+                                 "cntk", "caffe2", "chainer@3.4.0", "chainer", "keras-tensorflow"]
     (none,) = eras.choose(dlf, Served({}), "cuda", "published")[:1]
     assert none.token is None and none.label == "PyTorch (no image; published: 0.3.1)"
     assert none.why == "no cuda image of torch in the matrix"
@@ -59,16 +60,18 @@ def test_a_study_run_with_versions_plans_each_run_at_those_versions():
     both = {p.id: p for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn"], versions="both")}
     rnn = both["cpu-rnn"]
     assert rnn.options.frameworks == ["torch@1.0.0", "torch", "tensorflow@1.4.0", "tensorflow", "mxnet@0.12.0", "mxnet",
-                                      "jax", "cntk@2.5.1", "cntk", "caffe2", "caffe", "keras-tensorflow", "keras-jax",
-                                      "keras-torch"]
+                                      "jax", "cntk@2.5.1", "cntk", "caffe2", "caffe", "chainer@3.4.0", "chainer",
+                                      "keras-tensorflow", "keras-jax", "keras-torch"]
     assert rnn.notes[0] == ("--versions both: PyTorch 1.0.0 (published: 0.3.1), PyTorch 2.13.0, Tensorflow 1.4.0, "
                             "Tensorflow 2.21.0, MXNet(Gluon) 0.12.0, MXNet(Gluon) 1.9.1, CNTK 2.5.1 (published: 2.4), "
-                            "CNTK 2.7.post2, Caffe2 1.10.2 (published: not stated), Keras(TF) 3.15.1 (published: 2.1.4)")
-    # the frameworks with a GRU (PyTorch, TensorFlow and MXNet twice, JAX, Keras on three backends), six seeds each
-    assert rnn.jobs == 10 * 6
+                            "CNTK 2.7.post2, Caffe2 1.10.2 (published: not stated), Chainer 3.4.0, Chainer 7.8.1, Keras(TF) "
+                            "3.15.1 (published: 2.1.4)")
+    # the frameworks with a GRU (PyTorch, TensorFlow, MXNet and Chainer twice, JAX, Keras on three backends), six
+    # seeds each
+    assert rnn.jobs == 12 * 6
     assert [c["token"] for c in rnn.versions["published"]] == ["torch@1.0.0", "tensorflow@1.4.0", "mxnet@0.12.0",
-                                                               "cntk@2.5.1", "caffe2", "keras-tensorflow"]
-    assert [c["token"] for c in rnn.versions["today"]] == ["torch", "tensorflow", "mxnet", "cntk", "caffe2",
+                                                               "cntk@2.5.1", "caffe2", "chainer@3.4.0", "keras-tensorflow"]
+    assert [c["token"] for c in rnn.versions["today"]] == ["torch", "tensorflow", "mxnet", "cntk", "caffe2", "chainer",
                                                            "keras-tensorflow"]
     with pytest.raises(DlreproError, match="^--versions: expected one of published, today, both"):
         studymod.plan(dlf, gpus=[], cpus=2, versions="old")
@@ -86,14 +89,14 @@ def test_an_unknown_version_names_the_served_ones():
 
 
 def test_a_published_version_for_a_tool_the_suite_does_not_run_is_refused(tmp_path):
-    text = studies.path_of("dlf").read_text().replace("versions:  #", "versions:\n  Chainer: {version: 3.4.0, "
+    text = studies.path_of("dlf").read_text().replace("versions:  #", "versions:\n  Julia-Knet: {version: 0.9.0, "
                                                       "source: x}\n  #", 1)
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     with pytest.raises(DlreproError) as caught:
         studies.load(str(path))
-    assert "versions: 'Chainer': not a tool the suite runs; the study's are: PyTorch, Tensorflow, MXNet(Gluon), " \
-           "CNTK, Caffe2" in str(caught.value.problems)
+    assert "versions: 'Julia-Knet': not a tool the suite runs; the study's are: PyTorch, Tensorflow, MXNet(Gluon), " \
+           "CNTK, Caffe2, Chainer, Keras(TF)" in str(caught.value.problems)
 
 
 def _chosen(*tokens):

@@ -18,8 +18,9 @@ from tests.helpers import check_sums, fresh_cache, unreachable
 
 pytestmark = pytest.mark.docker
 PLAIN = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")
-KERAS = ("keras-tensorflow", "keras-jax", "keras-torch")  # Keras 3 in its backend's image (DLF's specs only)
-FRAMEWORKS = PLAIN + KERAS
+KERAS = ("keras-tensorflow", "keras-jax", "keras-torch")  # Keras 3, each in its backend's image
+DLF_ROWS = ("chainer",) + KERAS  # DeepLearningFrameworks' other rows: on DLF's specs only
+FRAMEWORKS = PLAIN + DLF_ROWS
 SINGLE_LSTM_BIAS = {"tensorflow": "keras-lstm-single-bias", "caffe": "caffe-lstm-single-bias"}
 
 
@@ -72,11 +73,10 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
         assert lstm["conventions"][0]["difference"] == 2048
     elif framework in ("cntk", "caffe2"):  # declared unsupported, with the reason
         assert lstm is None and "has no layer embedding, lstm (" in jobs.unsupported(spec.load("lstm"), "lstm", framework)
-    elif framework in KERAS:  # Keras 3 runs DLF's networks; DLBench's state-carrying LSTM is declared out
+    elif framework in DLF_ROWS:  # they run DLF's networks; DLBench's state-carrying LSTM is declared out
         assert lstm is None and framework not in spec.load("lstm").frameworks
-        assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None) == (
-            "the %s adapter has no layer lstm (it does not carry an LSTM's state across mini-batches (DLBench's "
-            "truncated back-propagation); no DLF Keras network has an LSTM)" % framework)
+        assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None).startswith(
+            "the %s adapter has no layer lstm (" % framework)
     else:
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
@@ -123,20 +123,22 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
     assert 0.0892 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157
 
 
-def test_keras_runs_dlfs_cnn_and_gru_on_three_backends_in_their_images(images, tmp_path, reporter):
-    """Keras 3.15.1 on TensorFlow, JAX and PyTorch, each in its backend's image (recorded once, with the jobs of
-    both): DLF's CNN and GRU train with the spec's parameter counts, and each job records its backend, the
-    backend's version and how Keras compiled the step."""
+def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(images, tmp_path, reporter):
+    """Chainer 3.4.0 (DLF's) and 7.8.1, and Keras 3.15.1 on TensorFlow, JAX and PyTorch, each Keras in its backend's
+    image (recorded once, with the jobs of both): DLF's CNN and GRU train with the spec's parameter counts, and
+    each job records what ran (Keras: its backend, the backend's version, how Keras compiled the step)."""
     rows = {}
     for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
-        path = runs.run(name, RunOptions(frameworks=list(KERAS) + ["torch"], variants=[variant], quick=True),
-                        results_dir=tmp_path, reporter=reporter)
+        path = runs.run(name, RunOptions(frameworks=list(DLF_ROWS) + ["chainer@3.4.0", "torch"], variants=[variant],
+                                         quick=True), results_dir=tmp_path, reporter=reporter)
         bundle = json.loads((path / "bundle.json").read_text())
-        in_image = {i["framework"]: {j.split(".")[1] for j in i["jobs"]} for i in bundle["images"]}
-        assert in_image == {"tensorflow": {"keras-tensorflow"}, "jax": {"keras-jax"}, "torch": {"torch", "keras-torch"}}
+        in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
+        assert in_image == {"tensorflow-2.21.0-cpu": {"keras-tensorflow"}, "jax-0.10.2-cpu": {"keras-jax"},
+                            "torch-2.13.0-cpu": {"torch", "keras-torch"}, "chainer-7.8.1-cpu": {"chainer"},
+                            "chainer-3.4.0-cpu": {"chainer-3.4.0"}}
         for row in bundle["jobs"]:
             result = json.loads((path / "jobs" / row["id"] / "result.json").read_text())
-            rows[name, row["framework"]] = (row, result["environment"])
+            rows[name, ".".join(row["id"].split(".")[1:-2])] = (row, result["environment"])
     for (name, framework), (row, environment) in rows.items():
         assert row["status"] == "ok" and row["median"] > 0, (name, framework)
         assert row["parameters"] == {"cifar10-vgg": 3_441_592, "imdb-gru": 3_818_302}[name]
@@ -147,6 +149,9 @@ def test_keras_runs_dlfs_cnn_and_gru_on_three_backends_in_their_images(images, t
     assert rows["cifar10-vgg", "keras-jax"][1]["jit_compile"] is True
     assert rows["cifar10-vgg", "keras-torch"][1]["jit_compile"] is False
     assert rows["imdb-gru", "keras-torch"][1]["backend_version"] == rows["imdb-gru", "torch"][1]["framework_version"]
+    assert rows["imdb-gru", "chainer-3.4.0"][1]["framework_version"] == "3.4.0"
+    assert rows["imdb-gru", "chainer-3.4.0"][1]["numpy"] == "1.14.6"
+    assert rows["cifar10-vgg", "chainer"][1]["framework_version"] == "7.8.1"
 
 
 @pytest.mark.parametrize("token", ERAS)

@@ -42,6 +42,32 @@ def test_a_debian_framework_gets_a_venv_that_sees_debians_packages(matrix):
     assert "python3-caffe=1.0.0+git20180821.99bd997-8+b2" in text
 
 
+def test_chainer_served_as_source_only_is_locked_by_its_sdist_and_built_in_the_image(matrix):
+    """PyPI has no Chainer wheel: the lock pins its sdist's hash (with the requirements the matrix states, which
+    uv cannot read without running setup.py), pip may build only that one package from source, and every other
+    package stays a hashed wheel."""
+    for version, numpy in (("3.4.0", "1.14.6"), ("7.8.1", "1.19.5")):
+        image = matrix.find("chainer", "cpu", version)
+        pins = pins_by_name(image)
+        assert pins["chainer"].version == version and pins["numpy"].version == numpy and len(pins["chainer"].hashes) == 1
+        assert set(image.source_builds) == {"chainer"} and "filelock" in pins and "six" in pins
+        text = context.render_dockerfile(image, REGISTRY_BASE)
+        assert "--require-hashes --only-binary=:all: --no-binary=chainer -r /opt/dlrepro/requirements.lock" in text
+    assert "--no-binary" not in context.render_dockerfile(matrix.find("torch", "cpu"), REGISTRY_BASE)
+    assert matrix.find("chainer", "cpu").version == "7.8.1" and matrix.find("chainer", "cpu", "3.4.0").python == "3.6"
+
+
+def test_keras_runs_in_its_backends_image_at_the_version_the_lock_pins(matrix):
+    for framework, image in (("keras-jax", "jax-0.10.2-cpu"), ("keras-torch", "torch-2.13.0-cpu"),
+                             ("keras-tensorflow", "tensorflow-2.21.0-cpu")):
+        assert matrix.find(framework, "cpu").name == image and matrix.versions(framework, "cuda") == ["3.15.1"]
+        assert pins_by_name(matrix.entry(image))["keras"].version == "3.15.1"
+    assert [i.name for i in matrix.select(["jax", "keras-jax", "keras-torch"])] == ["jax-0.10.2-cpu", "torch-2.13.0-cpu"]
+    with pytest.raises(ImageError, match=r"no image of keras-jax 2\.1\.4 on device cpu; its versions here: 3\.15\.1 "
+                                         r"\(cpu\), 3\.15\.1 \(cuda\)$"):
+        matrix.find("keras-jax", "cpu", "2.1.4")
+
+
 def test_caffe_for_gpus_is_compiled_in_the_image_from_debians_source_with_its_cuda(matrix):
     """No registry here serves a CUDA Caffe: its Dockerfile fetches Debian's source of the CPU image's Caffe (the
     same version), configures it with CUDA 11.8 for sm_37 to sm_90 in a stage of its own, and the final image
@@ -223,7 +249,7 @@ def test_unknown_image_is_a_clear_error(matrix):
     cpu_only = matrix.model_copy(update={"images": [i for i in matrix.images if i.name != "caffe-1.0.0-cuda"]})
     with pytest.raises(ImageError, match=r"no image of caffe on device cuda; its versions here: 1\.0\.0 \(cpu\)$"):
         cpu_only.find("caffe", "cuda")
-    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, caffe2, cntk, jax, "):
+    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, caffe2, chainer, cntk, jax, keras-jax, "):
         matrix.find("theano", "cpu")
 
 

@@ -13,6 +13,7 @@ FRAMEWORK_MODULES = {
     "torch_layers.py": {"torch"},
     "tensorflow_adapter.py": {"tensorflow", "keras"},
     "keras_adapter.py": {"keras"},
+    "chainer_adapter.py": {"chainer", "cupy"},
     "keras_init.py": {"keras"},
     "tensorflow_graph.py": {"tensorflow"},
     "mxnet_adapter.py": {"mxnet"},
@@ -22,7 +23,7 @@ FRAMEWORK_MODULES = {
     "caffe_adapter.py": {"caffe"},
     "caffe2_adapter.py": {"caffe2"},
     "telemetry.py": {"pynvml"},  # optional: nvidia-ml-py, pure ctypes; "unavailable: reason" without it
-    "buildinfo.py": {"torch", "caffe2", "tensorflow", "mxnet", "jax", "jaxlib", "cntk", "caffe"},  # the one of its image
+    "buildinfo.py": {"torch", "caffe2", "tensorflow", "mxnet", "jax", "jaxlib", "cntk", "caffe", "chainer"},  # its image's
 }
 
 

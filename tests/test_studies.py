@@ -307,8 +307,9 @@ def test_run_picks_runs_of_the_study_and_records_the_others_as_not_asked(tmp_pat
     assert list(planned) == list(dlf.runs)
     rnn = planned["cpu-rnn"]
     assert rnn.why is None and rnn.options.variants == ["imdb-gru"] and rnn.options.frameworks == [
-        "torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "keras-tensorflow", "keras-jax", "keras-torch"]
-    assert rnn.jobs == 7 * 6  # the frameworks with a GRU (Keras on three backends), six seeds each
+        "torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-tensorflow", "keras-jax",
+        "keras-torch"]
+    assert rnn.jobs == 8 * 6  # the frameworks with a GRU (Chainer, Keras on three backends), six seeds each
     assert {i: p.why for i, p in planned.items() if i != "cpu-rnn"} == {
         i: "not asked: --run cpu-rnn was given" for i in dlf.runs if i != "cpu-rnn"}
     two = [p.id for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn", "cnn-synthetic"]) if p.why is None]

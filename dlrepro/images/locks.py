@@ -6,8 +6,11 @@ from the image's top-level requirements (<image>.in) by uv for the image's Pytho
 version and platform, with the hashes of every published file of each pinned
 version (pip takes whichever file fits and checks it against the list). An image's
 ``lock_excludes`` (a dependency the runner never imports that no wheel is published for,
-e.g. TensorFlow 1.4's TensorBoard) are left out of the resolution.
+e.g. TensorFlow 1.4's TensorBoard) are left out of the resolution; its ``source_builds``
+(pure-Python packages served as source only, e.g. Chainer) are locked by their sdist,
+with the requirements the matrix states for them.
 """
+import json
 import re
 import shutil
 import subprocess
@@ -76,6 +79,13 @@ def compile_lock(image, find_links=()):
     for directory in find_links:
         command += ["--find-links", str(directory)]
     with tempfile.TemporaryDirectory() as scratch:
+        if image.source_builds:  # their metadata as stated, so that uv never runs their setup.py
+            config = Path(scratch) / "uv.toml"
+            config.write_text("".join("[[dependency-metadata]]\nname = %s\nrequires-dist = [%s]\n" % (
+                json.dumps(name), ", ".join(json.dumps(r) for r in requires))
+                for name, requires in sorted(image.source_builds.items())))
+            command += ["--config-file", str(config)] + [a for name in sorted(image.source_builds)
+                                                         for a in ("--no-binary", name)]
         if image.lock_excludes:  # an override whose marker never holds takes the package out of the resolution
             overrides = Path(scratch) / "excluded.txt"
             overrides.write_text("".join("%s ; sys_platform == 'never'\n" % name for name in image.lock_excludes))

@@ -132,6 +132,10 @@ class Image(Strict):
                                   "old soname no Debian package has, onto a copy a wheel bundles)")
     lock_excludes: list[str] = Field([], description="dependencies left out of the lock: never imported by the "
                                      "runner, and without a wheel (the lock takes wheels only)")
+    source_builds: dict[str, list[str]] = Field({}, description="pure-Python packages that PyPI serves as source "
+                                                "only (Chainer), locked by their sdist's hash and built in the image: "
+                                                "name -> its requirements as its setup.py declares them (uv would "
+                                                "have to run setup.py under the image's Python to read them)")
     vendor: Optional[Vendor] = Field(None, description="libraries copied from a vendor image the user supplies")
     newer_builds: Optional[str] = Field(None, description="for a CUDA image: what was checked, and found, of the "
                                         "framework's builds with newer GPU code than this one (the plan says it where "

@@ -36,6 +36,10 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
+CAPABILITIES["chainer"] = {"layers": ALL_LAYERS - frozenset(["lstm"]), "losses": LOSSES, "optimizers": OPTIMIZERS,
+                           "weights": frozenset(["tfjs-layers"]),
+                           "layer_notes": {"lstm": "its NStepLSTM starts each mini-batch from zero state; carrying it "
+                                                   "across mini-batches (DLBench's LSTM) is not expressed"}}
 # Keras 3 on each of its backends: one adapter (runner.adapters.keras_adapter), the backend's image and runtime
 KERAS = {"keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "torch"}
 for _name in KERAS:
@@ -192,6 +196,7 @@ NO_DATA_PARALLEL = {
     "caffe2": "its adapter has no data_parallel_model path yet",
     "caffe": "its builds have no NCCL (Debian's recipe), without which pycaffe has no multi-GPU path",
 }
+NO_DATA_PARALLEL["chainer"] = "its adapter has no MultiprocessParallelUpdater (NCCL) path yet"
 NO_DATA_PARALLEL.update(dict.fromkeys(KERAS, "its adapter has no keras.distribution (DataParallel) path yet"))
 
 
@@ -220,9 +225,10 @@ DEFAULT_INIT = {
     "caffe2": "brew's XavierFill weights, zero biases",
     "caffe": "Caffe's xavier filler (fan in), zero biases",
 }
+DEFAULT_INIT["chainer"] = "Chainer's (LeCun normal weights, zero biases; EmbedID N(0, 1))"
 DEFAULT_INIT.update(dict.fromkeys(KERAS, "Keras's (Glorot uniform weights, zero biases)"))
 
 # the module each adapter imports its framework from (checked before a local run: dlrepro.run.executors.local)
 MODULES = {"torch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet", "jax": "jax", "cntk": "cntk",
-           "caffe2": "caffe2.python", "caffe": "caffe", "keras-tensorflow": "keras", "keras-jax": "keras",
+           "caffe2": "caffe2.python", "caffe": "caffe", "chainer": "chainer", "keras-tensorflow": "keras", "keras-jax": "keras",
            "keras-torch": "keras"}

@@ -1,14 +1,14 @@
 """One colour per framework and one per verdict, for every figure and table (names: dlrepro.frameworks).
 
-FRAMEWORKS: the suite's framework code -> its colour, from matplotlib's tab10 (Keras on PyTorch: tab20's light
-blue), fixed so that a framework has the same colour in every figure of the project. VERDICTS: a word of dlrepro.results.answers.verdicts -> its chip colour
-(green: an answer in favour, amber: a partial one, red: against, blue: measured beside another device, grey: no
-answer).
+FRAMEWORKS: the suite's framework code -> its colour, from matplotlib's tab10 (Chainer and Keras on PyTorch:
+tab20's light orange and light blue), fixed so that a framework has the same colour in every figure of the
+project. VERDICTS: a word of dlrepro.results.answers.verdicts -> its chip colour (green: an answer in favour, amber:
+a partial one, red: against, blue: measured beside another device, grey: no answer).
 """
 from dlrepro.results.answers import verdicts as v
 
 FRAMEWORKS = {"torch": "#d62728", "tensorflow": "#ff7f0e", "mxnet": "#1f77b4", "jax": "#9467bd", "cntk": "#2ca02c",
-              "caffe2": "#8c564b", "caffe": "#e377c2", "keras-tensorflow": "#bcbd22", "keras-jax": "#17becf",
+              "caffe2": "#8c564b", "caffe": "#e377c2", "chainer": "#ffbb78", "keras-tensorflow": "#bcbd22", "keras-jax": "#17becf",
               "keras-torch": "#aec7e8"}
 OTHER = "#7f7f7f"
 
