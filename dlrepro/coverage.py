@@ -239,16 +239,16 @@ def _other_version(matrix, framework, today, hardware, run, variant):
     from runner.adapters import capabilities
 
     for image in matrix.images:
-        if image.framework == framework and image.device == "cuda" and image.name != today.name:
-            token = "%s@%s" % (framework, image.version)
+        if image.version_of(framework) is not None and image.device == "cuda" and image.name != today.name:
+            token = "%s@%s" % (framework, image.version_of(framework))
             decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
             if jobs.unsupported(specmod.load(run.spec), variant, token) or (
                     max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")):
                 continue
             if _runs(decided, hardware):
-                return "; %s runs there %s (--framework %s@%s%s)" % (
-                    image.name, "natively" if decided["verdict"] == "native" else "by PTX JIT", framework,
-                    image.version, "; with the vendor image %s loaded" % image.vendor.image if image.vendor else "")
+                return "; %s runs there %s (--framework %s%s)" % (
+                    image.name, "natively" if decided["verdict"] == "native" else "by PTX JIT", token,
+                    "; with the vendor image %s loaded" % image.vendor.image if image.vendor else "")
     return ""
 
 

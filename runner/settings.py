@@ -46,6 +46,8 @@ def environment(job):
     env, framework, threads = {}, capabilities.backend(job["framework"]), job.get("threads")
     if framework != job["framework"]:  # Keras: its backend is read once, when keras is first imported
         env["KERAS_BACKEND"] = framework
+        if job["device"] == "cpu":  # Keras places work on any GPU its backend sees
+            env.update({"CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"})
     if threads:
         env.update((name, str(threads)) for name in THREAD_VARIABLES)
         if framework == "mxnet":

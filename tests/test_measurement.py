@@ -180,6 +180,12 @@ def test_a_thread_count_confines_the_job_and_is_recorded_as_asked(tmp_path):
     gpu = settings.environment(dict(job, framework="jax", threads=1, device="cuda", cudnn_autotune=False))
     assert gpu["XLA_FLAGS"].split() == ["--xla_cpu_multi_thread_eigen=false", "--xla_gpu_autotune_level=0"]
     assert settings.key(dict(job, threads=2)) != settings.key(job)  # not one worker for two thread counts
+    # Keras: its backend's knobs, the backend named before keras is imported, and on the CPU no GPU to wander onto
+    keras = settings.environment(dict(job, framework="keras-jax", threads=2))
+    assert keras == {"KERAS_BACKEND": "jax", "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu",
+                     "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2",
+                     "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true"}
+    assert settings.environment(dict(job, framework="keras-torch", device="cuda", threads=None)) == {"KERAS_BACKEND": "torch"}
 
 
 def test_a_torch_job_at_one_thread_records_what_it_used(tmp_path):
@@ -220,7 +226,8 @@ def test_a_job_puts_what_lives_at_its_framework_import_out_of_garbage_collection
 
 
 @pytest.mark.parametrize("framework,name,value", [(f, n, v) for f in ("torch", "tensorflow", "mxnet", "jax", "cntk",
-                                                                      "caffe2", "caffe")
+                                                                      "caffe2", "caffe", "chainer", "keras-tensorflow",
+                                                                      "keras-jax", "keras-torch")
                                                   for n, v in (("cudnn_autotune", False), ("precision", "tf32"),
                                                                ("precision", "bf16"), ("layout", "channels_last"))])
 def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, value):
@@ -233,8 +240,9 @@ def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, valu
     if not applies:
         assert refused.startswith("the %s adapter cannot run %s=%s" % (framework, name, value))
         return
-    source = open(capabilities.__file__.replace("capabilities.py", "%s_adapter.py" % framework)).read()
+    source = open(capabilities.__file__.replace("capabilities.py", "%s.py" % capabilities.module_of(framework))).read()
     how = {("cudnn_autotune", "torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
+           ("cudnn_autotune", "keras-torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
            ("cudnn_autotune", "caffe2"): "cudnn_exhaustive_search",
            ("precision", "torch", "tf32"): "allow_tf32 = tf32", ("precision", "torch", "bf16"): "torch.bfloat16",
            ("precision", "jax", "tf32"): "{\"tf32\": \"tensorfloat32\", \"bf16\": \"default\"}.get(precision",

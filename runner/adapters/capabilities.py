@@ -104,8 +104,8 @@ def of(framework):
 #     jax (parameters and inputs cast to bfloat16 in the compiled step, the loss in float32); fp16 also needs
 #     loss scaling: torch only (GradScaler)
 #   cudnn_autotune (cuda jobs): torch (cudnn.benchmark), tensorflow (TF_CUDNN_USE_AUTOTUNE), mxnet
-#     (MXNET_CUDNN_AUTOTUNE_DEFAULT), jax (--xla_gpu_autotune_level), caffe2 (cudnn_exhaustive_search); CNTK
-#     autotunes its convolutions and has no switch: only true
+#     (MXNET_CUDNN_AUTOTUNE_DEFAULT), jax (--xla_gpu_autotune_level), caffe2 (cudnn_exhaustive_search), keras-*
+#     (its backend's switch); CNTK autotunes its convolutions and has no switch: only true
 _AUTOTUNE = (True, False)
 OPTIONS = {
     "torch": {"precision": ("fp32", "tf32", "bf16", "fp16"), "layout": ("default", "channels_last"),
@@ -115,6 +115,7 @@ OPTIONS = {
     "mxnet": {"cudnn_autotune": _AUTOTUNE},
     "caffe2": {"cudnn_autotune": _AUTOTUNE},
 }
+OPTIONS.update(dict.fromkeys(KERAS, {"cudnn_autotune": _AUTOTUNE}))
 OPTION_NOTES = {"cuda_graphs": "no adapter captures CUDA graphs yet"}
 # frameworks whose first training iteration compiles the step (graph tracing, XLA, hybridization): a job that
 # times it (--warmup 0) would time the compiler, so it is refused

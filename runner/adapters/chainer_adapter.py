@@ -7,10 +7,10 @@ NumPy arrays on the CPU (Chainer's CPU backend is NumPy, whose BLAS takes the th
 OMP/OPENBLAS/MKL_NUM_THREADS: runner.settings), CuPy arrays on a GPU. Images (N, C, H, W). Links: Convolution2D,
 Linear, BatchNormalization (decay = 1 - the spec's momentum), EmbedID, NStepGRU (cuDNN's GRU: two bias sets, the
 reset gate after the recurrent product), so every DLF network counts the spec's parameters. Pooling is Chainer's:
-max pooling with ``cover_all`` for Caffe's ceil rounding (the same windows); average pooling divides by the whole
-window, so padded or ceil-rounded averages, which Caffe divides by the cells inside the padding, are refused. Weight
-decay is the optimizer hook ``WeightDecay`` (L2 on the gradient, as the specs'); gradient clipping
-``GradientClipping`` (global norm).
+max pooling with ``cover_all`` for Caffe's ceil rounding (the same windows, except where Caffe drops a last window
+that starts in the padding: refused); average pooling divides by the whole window, so padded or ceil-rounded
+averages, which Caffe divides by the cells inside the padding, are refused. Gradient clipping is the optimizer hook
+``GradientClipping`` (global norm), then weight decay ``WeightDecay`` (L2 added to the gradient, as the specs').
 """
 import numpy as np
 import chainer
@@ -52,9 +52,7 @@ def _run(ops, x):
 
 
 class Adapter(Base):
-    name = "chainer"
-    conv_kernel_axes = (3, 2, 0, 1)  # W (out, in, kh, kw)
-    dense_kernel_axes = (1, 0)  # W (out, in)
+    name = "chainer"  # kernels W (out, in, kh, kw) and (out, in): the base's default layouts
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
@@ -73,7 +71,8 @@ class Adapter(Base):
     def environment(self):
         cuda = cudnn = None
         if self.xp is not np:
-            cuda, cudnn = self.xp.cuda.runtime.runtimeGetVersion(), chainer.cuda.cudnn_enabled
+            cuda = self.xp.cuda.runtime.runtimeGetVersion()
+            cudnn = self.xp.cuda.cudnn.getVersion() if chainer.cuda.cudnn_enabled else None
         return {"framework": "chainer", "framework_version": chainer.__version__, "numpy": np.__version__,
                 "cupy": getattr(self.xp, "__version__", None) if self.xp is not np else None, "cuda": cuda,
                 "cudnn": cudnn, "threads": self.job.get("threads"), "layout": "NCHW",
@@ -104,6 +103,10 @@ class Adapter(Base):
                 nobias=not layer.get("bias", True), initialW=weight, initial_bias=bias)))
         if kind == "maxpool":
             k, s, p, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
+            if any(shapes.pool_output(n, k, s, p, ceil) != (n + 2 * p - k + (s - 1 if ceil else 0)) // s + 1
+                   for n in shape[1:]):
+                raise UnsupportedError("the chainer adapter has no max pooling whose last window Caffe drops (it "
+                                       "starts in the padding: Chainer's cover_all keeps it)")
             return "plain", lambda x: F.max_pooling_2d(x, k, s, p, cover_all=ceil)
         if kind == "avgpool":
             k, s, p, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
@@ -171,10 +174,10 @@ class Adapter(Base):
         if opt is not None:
             self.optimizer = _optimizer(opt)
             self.optimizer.setup(self.net)
+            if opt.get("clip_norm"):  # hooks run in the order added: clip the gradient, then add the decay (torch's)
+                self.optimizer.add_hook(chainer.optimizer.GradientClipping(opt["clip_norm"]))
             if opt.get("weight_decay"):
                 self.optimizer.add_hook(chainer.optimizer.WeightDecay(opt["weight_decay"]))
-            if opt.get("clip_norm"):
-                self.optimizer.add_hook(chainer.optimizer.GradientClipping(opt["clip_norm"]))
         return int(sum(p.size for p in self.net.params()))
 
     # ------------------------------------------------------------------ running
@@ -188,17 +191,21 @@ class Adapter(Base):
         self.net.cleargrads()
         loss.backward()
         self.optimizer.update()
-        return loss
+        return loss.array  # the value alone: the Variable would keep the step's graph and activations alive
 
     def losses(self, handles):
-        return [float(chainer.cuda.to_cpu(h.array)) for h in handles]
+        return [float(chainer.cuda.to_cpu(h)) for h in handles]
 
     def synchronize(self):
         if self.xp is not np:
             self.xp.cuda.Stream.null.synchronize()
 
     def parameters(self):
-        return [chainer.cuda.to_cpu(p.array) for _, p in sorted(self.net.namedparams())]
+        """The parameters in the model's order: links by their index (l0, l1, ...), a link's by name."""
+        def order(item):
+            link, _, name = item[0].lstrip("/").partition("/")
+            return int(link[1:]), name
+        return [chainer.cuda.to_cpu(p.array) for _, p in sorted(self.net.namedparams(), key=order)]
 
     def infer(self, x):
         with chainer.using_config("train", False), chainer.no_backprop_mode():

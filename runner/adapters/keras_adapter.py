@@ -13,8 +13,10 @@ the notebooks set it (``K.set_image_data_format('channels_first')``). Recurrent 
 What the DLF networks need and no more: padded convolutions are "same" where that pads symmetrically (stride 1,
 kernel 2p+1) and an explicit zero padding before a "valid" one otherwise; pooling is native where Caffe's
 rounding gives the same windows and padded first otherwise (``CaffePool``, in keras.ops, so every backend runs
-it). Weight decay is an L2 regularizer on every weight (Keras 3's optimizers decay apart from the gradient,
-another update than the specs' L2), so the loss Keras reports, and the record, include the L2 term.
+it). Weight decay is refused: Keras 3's optimizers decay apart from the gradient (another update than the specs'
+L2), and a regularizer would put its term into the recorded loss. On a GPU, PyTorch's cuDNN autotuning follows the
+job (``cudnn.benchmark``; TensorFlow's and XLA's switches are runner.settings'); a CPU job sees no GPU (runner.settings
+hides them: Keras places work on any GPU its backend sees).
 ``train_on_batch`` returns the loss as a Python float, so each step waits for the device, as it does in Keras.
 """
 import importlib
@@ -94,6 +96,8 @@ class Adapter(Base):
         self.lib = importlib.import_module(self.backend)
         self._threads(job.get("threads"))
         self._fp32()
+        if self.backend == "torch" and job["device"] == "cuda":
+            self.lib.backends.cudnn.benchmark = bool(job.get("cudnn_autotune", True))
         if job["device"] == "cuda" and not self._gpus():
             raise UnsupportedError("the job asks for a GPU and Keras's %s backend sees none" % self.backend)
         keras.utils.set_random_seed(job.get("seed", 0))
@@ -143,18 +147,14 @@ class Adapter(Base):
                 "backend_version": self.lib.__version__, "cuda": cuda, "cudnn": cudnn, "threads": threads,
                 "jit_compile": self.model.jit_compile if self.model is not None else None,
                 "layout": "NCHW" if self.channels_first else "NHWC", "train_step": "model.train_on_batch", "tf32": False,
+                "cudnn_autotune": self.lib.backends.cudnn.benchmark if self.backend == "torch" and cuda else None,
+                "gpus": self._gpus(),
                 "xla_flags": os.environ.get("XLA_FLAGS") if self.backend == "jax" else None}
 
     # ------------------------------------------------------------------ building
 
-    def _initializers(self, kind, *weights):
-        """The layer's initializers, and an L2 regularizer of weight_decay / 2 on each of its ``weights`` (keyword
-        prefixes: kernel, bias, ...), whose gradient is the specs' (and PyTorch's) decay term, weight_decay x w."""
-        made = {} if kind == "batchnorm" else keras_init.initializers(
-            self.job["model"].get("init", {"scheme": "default"}), kind, self.name)
-        decay = (self.job.get("optimizer") or {}).get("weight_decay")
-        made.update(("%s_regularizer" % w, keras.regularizers.L2(decay / 2.0)) for w in weights if decay)
-        return made
+    def _initializers(self, kind):
+        return keras_init.initializers(self.job["model"].get("init", {"scheme": "default"}), kind, self.name)
 
     def _layer(self, layer, x, shape):
         kind, cf = layer["type"], self.channels_first
@@ -166,7 +166,7 @@ class Adapter(Base):
                 x = keras.layers.ZeroPadding2D(pad, data_format=fmt)(x)
             return self._named(layer, keras.layers.Conv2D(
                 layer["filters"], layer["kernel"], strides=stride, padding="same" if same else "valid",
-                use_bias=layer.get("bias", True), data_format=fmt, **self._initializers(kind, "kernel", "bias")))(x)
+                use_bias=layer.get("bias", True), data_format=fmt, **self._initializers(kind)))(x)
         if kind in ("maxpool", "avgpool"):
             stride, pad, ceil = layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
             if pad == 0 and all(shapes.pool_output(n, layer["kernel"], stride, 0, ceil) ==
@@ -179,10 +179,10 @@ class Adapter(Base):
         if kind == "batchnorm":
             return self._named(layer, keras.layers.BatchNormalization(
                 axis=1 if cf and len(shape) == 3 else -1, momentum=1.0 - layer.get("momentum", 0.1),
-                epsilon=layer.get("eps", 1e-5), **self._initializers(kind, "gamma", "beta")))(x)
+                epsilon=layer.get("eps", 1e-5)))(x)
         if kind == "dense":
             return self._named(layer, keras.layers.Dense(layer["units"], use_bias=layer.get("bias", True),
-                                                         **self._initializers(kind, "kernel", "bias")))(x)
+                                                         **self._initializers(kind)))(x)
         if kind == "dropout":
             return keras.layers.Dropout(layer["rate"])(x)
         if kind == "flatten":
@@ -199,11 +199,10 @@ class Adapter(Base):
         if kind == "concat":
             return keras.layers.Concatenate(axis=1 if cf else -1)([x, self._apply(layer["body"], x, shape)])
         if kind == "embedding":
-            return keras.layers.Embedding(layer["vocab"], layer["dim"], **self._initializers(kind, "embeddings"))(x)
+            return keras.layers.Embedding(layer["vocab"], layer["dim"], **self._initializers(kind))(x)
         if kind == "gru":
             for _ in range(layer.get("layers", 1)):
-                x = keras.layers.GRU(layer["units"], return_sequences=True,
-                                     **self._initializers(kind, "kernel", "recurrent", "bias"))(x)
+                x = keras.layers.GRU(layer["units"], return_sequences=True, **self._initializers(kind))(x)
             return x
         if kind == "last_step":
             return LastStep()(x)
@@ -234,6 +233,10 @@ class Adapter(Base):
         return int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
 
     def _optimizer(self, opt):
+        if opt.get("weight_decay"):
+            raise UnsupportedError("the %s adapter has no L2 weight decay: Keras 3's optimizers decay the weights apart "
+                                   "from the gradient, and a regularizer would add its term to the recorded loss"
+                                   % self.name)
         clip = {"global_clipnorm": opt["clip_norm"]} if opt.get("clip_norm") else {}
         if opt["name"] == "sgd":
             return keras.optimizers.SGD(opt["lr"], momentum=opt.get("momentum", 0.0),

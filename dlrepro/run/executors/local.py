@@ -27,8 +27,10 @@ class LocalExecutor(Executor):
                  "found = importlib.util.find_spec(top); sys.exit('No module named %%r' %% top) if found is None else "
                  "None; sys.stdout.write(str(getattr(importlib.import_module(top), '__version__', '')) if %r else '')"
                  % (module, bool(version)))
+        backend = capabilities.backend(framework)  # Keras reads its backend when first imported
+        env = dict(os.environ, KERAS_BACKEND=backend) if backend != framework else None
         try:
-            proc = subprocess.run([self.python, "-c", probe], capture_output=True, text=True, timeout=300)
+            proc = subprocess.run([self.python, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CannotRunHere("cannot start %s to look for %s: %s" % (self.python, framework, exc),
                                 "give an interpreter that exists with --python, or use --executor docker") from None
@@ -37,10 +39,10 @@ class LocalExecutor(Executor):
             raise CannotRunHere("%s cannot import %s (%s)" % (self.python, module, last),
                                 "install %s into that Python (e.g. `%s -m pip install %s`), choose another one with "
                                 "--python, or run in the framework's image: --executor docker" % (
-                                    framework, self.python, "torch==2.13.0" if framework == "torch" else framework))
+                                    framework, self.python, _package(framework)))
         if version and not proc.stdout.startswith(version):
             raise CannotRunHere("%s has %s %s, not the %s asked for" % (self.python, framework, proc.stdout, version),
-                                "install %s==%s into that Python, or use --executor docker" % (framework, version))
+                                "install %s==%s into that Python, or use --executor docker" % (module, version))
         return None
 
     def environment(self, data_root, gpu):
@@ -101,6 +103,14 @@ class LocalExecutor(Executor):
         version = subprocess.run([self.python, "-c", "import platform; print(platform.python_version())"],
                                  capture_output=True, text=True).stdout.strip()
         return dict(super().describe(), python=self.python, python_version=version)
+
+
+def _package(framework):
+    """What `pip install` takes for ``framework``, for a remedy (Keras: keras and its backend's)."""
+    if framework == "torch":
+        return "torch==2.13.0"
+    backend = capabilities.backend(framework)
+    return "keras %s" % _package(backend) if backend != framework else framework
 
 
 def _stop(proc, kill=False, timeout=60):
