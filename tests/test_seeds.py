@@ -12,7 +12,7 @@ from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from runner import data as datamod, measure
 
-GRU_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax")
+GRU_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax", "chainer", "keras-tensorflow", "keras-jax", "keras-torch")
 
 
 class Recorder(object):

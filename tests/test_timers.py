@@ -12,6 +12,7 @@ from dlrepro.results import tables, validate
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import adapters, measure, stats
+from runner.adapters import capabilities
 from tests.test_measured_window import JOB, Adapter, Data, EventClock
 from tests.test_tables import REAL, rewrite
 
@@ -58,16 +59,18 @@ def test_the_timer_is_the_device_clock_where_there_is_one_else_the_pipelined_wal
         measure.throughput(adapter, dict(JOB, device=device, timer="events"), Data())
 
 
-def test_of_the_seven_adapters_only_torch_and_jax_have_a_device_clock():
-    """So PyTorch and JAX on a GPU are timed by events, TensorFlow, MXNet, CNTK, Caffe2 and Caffe by the pipelined
-    wall time (runner.measure), and every framework by the host clock on the CPU (their clocks return None there)."""
+def test_of_the_adapters_only_torch_and_jax_have_a_device_clock():
+    """So PyTorch and JAX on a GPU are timed by events, TensorFlow, MXNet, CNTK, Caffe2, Caffe, Chainer and Keras by
+    the pipelined wall time (runner.measure), and every framework by the host clock on the CPU (their clocks return
+    None there)."""
     found = {}
     for name in adapters.available():
-        tree = ast.parse((REPO_ROOT / "runner" / "adapters" / ("%s_adapter.py" % name)).read_text())
-        (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Adapter"]
+        module = REPO_ROOT / "runner" / "adapters" / ("%s.py" % capabilities.module_of(name))
+        (cls,) = [n for n in ast.parse(module.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "Adapter"]
         found[name] = any(isinstance(n, ast.FunctionDef) and n.name == "device_clock" for n in cls.body)
     assert found == {"torch": True, "jax": True, "tensorflow": False, "mxnet": False, "cntk": False, "caffe2": False,
-                     "caffe": False}
+                     "caffe": False, "chainer": False, "keras-tensorflow": False, "keras-jax": False,
+                     "keras-torch": False}
 
 
 def test_a_torch_cpu_job_records_the_host_clock_and_its_iterations():
