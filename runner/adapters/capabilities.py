@@ -41,22 +41,32 @@ CAPABILITIES["chainer"] = {"layers": ALL_LAYERS - frozenset(["lstm"]), "losses":
                            "layer_notes": {"lstm": "its NStepLSTM starts each mini-batch from zero state; carrying it "
                                                    "across mini-batches (DLBench's LSTM) is not expressed"}}
 # Keras 3 on each of its backends: one adapter (runner.adapters.keras_adapter), the backend's image and runtime
-KERAS = {"keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "torch"}
+KERAS = {"keras-tensorflow": "tensorflow", "keras-jax": "jax", "keras-torch": "torch", "keras-cntk": "cntk",
+         "keras-theano": "theano"}
 for _name in KERAS:
     CAPABILITIES[_name] = {"layers": ALL_LAYERS - frozenset(["lstm"]), "losses": LOSSES, "optimizers": OPTIMIZERS,
                            "weights": frozenset(["tfjs-layers"]), "module": "keras_adapter",
                            "layer_notes": {"lstm": "it does not carry an LSTM's state across mini-batches (DLBench's "
                                                    "truncated back-propagation); no DLF Keras network has an LSTM"}}
+# Keras 2.1 (runner.adapters.keras2_adapter): Keras 3's layers less the zero-channel shortcut; keras-cntk and
+# keras-theano are Keras 2.1 only (Keras 3 has neither backend), keras-tensorflow at 2.x an era (ERAS)
+KERAS2 = dict(CAPABILITIES["keras-cntk"], module="keras2_adapter",
+              layers=CAPABILITIES["keras-cntk"]["layers"] - frozenset(["pad_channels"]),
+              layer_notes=dict(CAPABILITIES["keras-cntk"]["layer_notes"], pad_channels=(
+                  "the Keras 2 adapter has no zero-channel shortcut (ResNet-56's option A); no DLF network has one")),
+              no_data_parallel="its adapter has no multi_gpu_model path yet")
+CAPABILITIES["keras-cntk"] = CAPABILITIES["keras-theano"] = KERAS2
 # an era of a framework: (framework, major version) -> what its adapter expresses (``module``: an adapter module of
 # its own, runner.adapters.module_name)
 ERAS = {
     ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], module="tensorflow_graph"),  # tf.Session graphs, not Keras 3: an adapter module of its own
+    ("keras-tensorflow", "2"): KERAS2,  # Keras 2.1 on TensorFlow 1.4: its own adapter module
     ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
         "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
         no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)"),
 }  # by major version: the only torch 1.x image is 1.0.0, the only TensorFlow 1.x one 1.4.0
 # measurement options of an era (runner.contract.OPTION_DEFAULTS beyond these are refused), by (framework, major)
-ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True, False)}}
+ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True, False)}, ("keras-tensorflow", "2"): {}}
 
 
 def token(job):
@@ -115,14 +125,17 @@ OPTIONS = {
     "mxnet": {"cudnn_autotune": _AUTOTUNE},
     "caffe2": {"cudnn_autotune": _AUTOTUNE},
 }
-OPTIONS.update(dict.fromkeys(KERAS, {"cudnn_autotune": _AUTOTUNE}))
+OPTIONS.update(dict.fromkeys(("keras-tensorflow", "keras-jax", "keras-torch"), {"cudnn_autotune": _AUTOTUNE}))
 OPTION_NOTES = {"cuda_graphs": "no adapter captures CUDA graphs yet"}
 # frameworks whose first training iteration compiles the step (graph tracing, XLA, hybridization): a job that
 # times it (--warmup 0) would time the compiler, so it is refused
 COMPILED = {"tensorflow": "tf.function traces and optimises its graph", "jax": "jax.jit compiles it with XLA",
             "keras-tensorflow": "Keras's train function is a tf.function", "keras-jax": "Keras jax.jit-compiles its train function",
             "mxnet": "hybridize() builds its cached graph",
-            "tensorflow 1.x": "the first Session.run prunes, places and optimises the graph"}
+            "tensorflow 1.x": "the first Session.run prunes, places and optimises the graph",
+            "keras-tensorflow 2.x": "Keras 2 builds its train function (a TensorFlow graph) at the first step",
+            "keras-cntk": "Keras 2 builds its train function (a CNTK function) at the first step",
+            "keras-theano": "Keras 2 builds its train function and Theano compiles its C code at the first step"}
 WEIGHT_FORMAT_NOTES = {
     "torchvision-state-dict": "torchvision's weights are a PyTorch pickle, which only torch reads",
 }
@@ -199,6 +212,7 @@ NO_DATA_PARALLEL = {
 }
 NO_DATA_PARALLEL["chainer"] = "its adapter has no MultiprocessParallelUpdater (NCCL) path yet"
 NO_DATA_PARALLEL.update(dict.fromkeys(KERAS, "its adapter has no keras.distribution (DataParallel) path yet"))
+NO_DATA_PARALLEL["keras-cntk"] = NO_DATA_PARALLEL["keras-theano"] = KERAS2["no_data_parallel"]
 
 
 def unsupported_parallel(framework, mode):
@@ -232,4 +246,5 @@ DEFAULT_INIT.update(dict.fromkeys(KERAS, "Keras's (Glorot uniform weights, zero 
 # the module each adapter imports its framework from (checked before a local run: dlrepro.run.executors.local)
 MODULES = {"torch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet", "jax": "jax", "cntk": "cntk",
            "caffe2": "caffe2.python", "caffe": "caffe", "chainer": "chainer", "keras-tensorflow": "keras", "keras-jax": "keras",
-           "keras-torch": "keras"}
+           "keras-torch": "keras", "keras-cntk": "keras",
+           "keras-theano": "keras"}

@@ -85,6 +85,7 @@ class LastStep(keras.layers.Layer):
 
 class Adapter(Base):
     conv_kernel_axes, dense_kernel_axes = (0, 1, 2, 3), (0, 1)  # Keras's own
+    pool_layer, pad_layer, last_step_layer = CaffePool, PadChannels, LastStep  # Keras 2's are keras2_adapter's
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
@@ -173,7 +174,7 @@ class Adapter(Base):
                                 shapes.pool_output(n, layer["kernel"], stride, 0, False) for n in shape[1:]):
                 cls = keras.layers.MaxPooling2D if kind == "maxpool" else keras.layers.AveragePooling2D
                 return cls(layer["kernel"], stride, padding="valid", data_format=fmt)(x)
-            return CaffePool(kind, layer["kernel"], stride, pad, ceil, shape, cf)(x)
+            return self.pool_layer(kind, layer["kernel"], stride, pad, ceil, shape, cf)(x)
         if kind == "global_avgpool":
             return keras.layers.GlobalAveragePooling2D(data_format=fmt)(x)
         if kind == "batchnorm":
@@ -186,11 +187,11 @@ class Adapter(Base):
         if kind == "dropout":
             return keras.layers.Dropout(layer["rate"])(x)
         if kind == "flatten":
-            return keras.layers.Flatten(data_format=fmt)(x)
+            return self._flatten(fmt)(x)
         if kind in _ACTIVATIONS:
             return keras.layers.Activation(_ACTIVATIONS[kind])(x)
         if kind == "pad_channels":
-            return PadChannels(layer["filters"] - shape[0], cf)(x)
+            return self.pad_layer(layer["filters"] - shape[0], cf)(x)
         if kind == "residual":
             inner = shapes.apply_all(layer["body"], shape)[0]
             added = keras.layers.Add()([self._apply(layer["body"], x, shape),
@@ -202,11 +203,18 @@ class Adapter(Base):
             return keras.layers.Embedding(layer["vocab"], layer["dim"], **self._initializers(kind))(x)
         if kind == "gru":
             for _ in range(layer.get("layers", 1)):
-                x = keras.layers.GRU(layer["units"], return_sequences=True, **self._initializers(kind))(x)
+                x = self._gru(layer["units"])(x)
             return x
         if kind == "last_step":
-            return LastStep()(x)
+            return self.last_step_layer()(x)
         raise UnsupportedError("the %s adapter has no layer type %r" % (self.name, kind))
+
+    def _flatten(self, fmt):
+        return keras.layers.Flatten(data_format=fmt)
+
+    def _gru(self, units):
+        """One GRU layer returning every step (N, T, units), cuDNN's gates (reset after the recurrent product)."""
+        return keras.layers.GRU(units, return_sequences=True, **self._initializers("gru"))
 
     def _named(self, layer, made):
         if layer.get("name"):
@@ -229,8 +237,11 @@ class Adapter(Base):
         self.model = keras.Model(inputs, self._apply(layers, inputs, shape))
         opt = self.job.get("optimizer")
         if opt is not None:
-            self.model.compile(optimizer=self._optimizer(opt), loss=_loss(self.job.get("loss", {}), self.name))
-        return int(sum(np.prod(v.shape) for v in self.model.trainable_weights))
+            self.model.compile(optimizer=self._optimizer(opt), loss=self._loss(self.job.get("loss", {})))
+        return int(sum(self._size(v) for v in self.model.trainable_weights))
+
+    def _size(self, variable):
+        return np.prod(variable.shape)
 
     def _optimizer(self, opt):
         if opt.get("weight_decay"):
@@ -281,12 +292,21 @@ class Adapter(Base):
         variable.assign(array)
 
 
-def _loss(loss, adapter):
-    """The job's loss on logits, as a Keras loss (mean over the mini-batch, and over time steps for sequences)."""
+    def _loss(self, loss):
+        """The job's loss on logits, as a Keras loss (mean over the mini-batch, and over time steps for sequences)."""
+        name = _loss_name(loss, self.name)
+        if name == "sigmoid_binary_cross_entropy":
+            return keras.losses.BinaryCrossentropy(from_logits=True)
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def _loss_name(loss, adapter):
+    """The job's loss name when a Keras adapter has it (softmax or sigmoid cross entropy, mean); raises
+    UnsupportedError (naming ``adapter``) for another."""
     name = loss.get("name", "softmax_cross_entropy")
     if name == "sigmoid_binary_cross_entropy":
-        return keras.losses.BinaryCrossentropy(from_logits=True)
+        return name
     if name != "softmax_cross_entropy" or loss.get("reduction", "mean") != "mean":
         raise UnsupportedError("the %s adapter has no loss %s (reduction %s)" % (
             adapter, name, loss.get("reduction", "mean")))
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return name

@@ -1,7 +1,7 @@
 """One colour per framework and one per verdict, for every figure and table (names: dlrepro.frameworks).
 
 FRAMEWORKS: the suite's framework code -> its colour, from matplotlib's tab10 (Chainer and Keras on PyTorch:
-tab20's light orange and light blue), fixed so that a framework has the same colour in every figure of the
+tab20's light orange and light blue; Keras on CNTK and on Theano its light green and light purple), fixed so that a framework has the same colour in every figure of the
 project. VERDICTS: a word of dlrepro.results.answers.verdicts -> its chip colour (green: an answer in favour, amber:
 a partial one, red: against, blue: measured beside another device, grey: no answer).
 """
@@ -9,7 +9,8 @@ from dlrepro.results.answers import verdicts as v
 
 FRAMEWORKS = {"torch": "#d62728", "tensorflow": "#ff7f0e", "mxnet": "#1f77b4", "jax": "#9467bd", "cntk": "#2ca02c",
               "caffe2": "#8c564b", "caffe": "#e377c2", "chainer": "#ffbb78", "keras-tensorflow": "#bcbd22", "keras-jax": "#17becf",
-              "keras-torch": "#aec7e8"}
+              "keras-torch": "#aec7e8", "keras-cntk": "#98df8a",
+              "keras-theano": "#c5b0d5"}
 OTHER = "#7f7f7f"
 
 GREEN, AMBER, RED, GREY, BLUE = "#2e7d32", "#b26a00", "#c62828", "#757575", "#1565c0"
