@@ -353,11 +353,12 @@ def test_rerun_without_a_bundle_and_an_unknown_version_set_exit_2_naming_the_opt
                                 "remedy: give each option a value in its range: `dlrepro --help run` lists them"]),
     (["--framework", "nosuch"], ["error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, "
                                  "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, keras-tensorflow, keras-jax, "
-                                 "keras-torch",
+                                 "keras-torch, keras-cntk, keras-theano",
                                  "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
     (["--framework", "torch,tensorfow"], [
         "error: study dlf declares no adapter for 'tensorfow' (did you mean tensorflow?); its frameworks: torch, "
-        "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, keras-tensorflow, keras-jax, keras-torch",
+        "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, keras-tensorflow, keras-jax, keras-torch, keras-cntk, "
+        "keras-theano",
         "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
 ])
 def test_study_refuses_what_run_refuses_before_writing_a_record(tmp_path, args, lines):

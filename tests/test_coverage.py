@@ -27,15 +27,19 @@ def outcome(study, claim, host, matrix):
 
 @pytest.mark.parametrize("host, dlbench, dlf", [
     ("this", (0, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "threads": 1, "tool": 1}),
-     (0, {"untestable": 1, "gpu": 3, "gpus": 1, "dataset": 2})),
-    ("cpu16", (1, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "tool": 1}), (2, {"untestable": 1, "gpu": 3, "gpus": 1})),
-    ("K80", (5, {"untestable": 1, "no gpu suffices": 4, "tool": 4, "arch": 8}), (3, {"untestable": 1, "gpus": 1, "arch": 2})),
-    ("P100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}), (3, {"untestable": 1, "gpus": 1, "model": 1, "arch": 1})),
+     (0, {"untestable": 1, "no gpu suffices": 1, "gpu": 3, "gpus": 1, "dataset": 2})),
+    ("cpu16", (1, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "tool": 1}),
+     (2, {"untestable": 1, "no gpu suffices": 1, "gpu": 3, "gpus": 1})),
+    ("K80", (5, {"untestable": 1, "no gpu suffices": 4, "tool": 4, "arch": 8}),
+     (3, {"untestable": 1, "gpus": 1, "image": 1, "arch": 2})),
+    ("P100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}),
+     (3, {"untestable": 1, "gpus": 1, "model": 1, "image": 1, "arch": 1})),
     ("GTX 1080", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}),
-     (3, {"untestable": 1, "gpus": 1, "model": 1, "arch": 1})),
-    ("A100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}), (4, {"untestable": 1, "gpus": 1, "arch": 1})),
-    ("H100", (9, {"untestable": 1, "no gpu suffices": 4, "tool": 6, "arch": 2}), (4, {"untestable": 1, "gpus": 1, "arch": 1})),
-    ("4xH100", (9, {"untestable": 1, "tool": 7, "data-parallel": 3, "arch": 2}), (5, {"untestable": 1, "arch": 1}))])
+     (3, {"untestable": 1, "gpus": 1, "model": 1, "image": 1, "arch": 1})),
+    ("A100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}), (4, {"untestable": 1, "gpus": 1, "image": 1, "arch": 1})),
+    ("H100", (9, {"untestable": 1, "no gpu suffices": 4, "tool": 6, "arch": 2}),
+     (4, {"untestable": 1, "gpus": 1, "image": 1, "arch": 1})),
+    ("4xH100", (9, {"untestable": 1, "tool": 7, "data-parallel": 3, "arch": 2}), (5, {"untestable": 1, "image": 1, "arch": 1}))])
 def test_each_host_tests_what_the_images_and_adapters_allow_and_counts_the_rest_by_cause(host, dlbench, dlf, matrix):
     for name, expected in (("dlbench", dlbench), ("dlf", dlf)):
         assert coverage.counts(coverage.plan(studies.load(name), HOSTS[host], matrix)["claims"]) == expected, name

@@ -35,19 +35,23 @@ def test_each_version_set_names_what_stands_for_what_with_the_gap():
     served = Served({("torch", "cpu"): ["1.0.0", "2.13.0"], ("tensorflow", "cpu"): ["1.4.0", "2.21.0"],
                      ("mxnet", "cpu"): ["0.12.0", "1.9.1"], ("cntk", "cpu"): ["2.7.post2"],
                      ("caffe2", "cpu"): ["1.10.2"], ("chainer", "cpu"): ["3.4.0", "7.8.1"],
-                     ("keras-tensorflow", "cpu"): ["3.15.1"]})
+                     ("keras-tensorflow", "cpu"): ["2.1.5", "3.15.1"], ("keras-cntk", "cpu"): ["2.1.5"],
+                     ("keras-theano", "cpu"): ["2.1.5"]})
     published = eras.choose(dlf, served, "cpu", "published")
     assert [(c.token, c.label) for c in published] == [
         ("torch@1.0.0", "PyTorch 1.0.0 (published: 0.3.1)"), ("tensorflow@1.4.0", "Tensorflow 1.4.0"),
         ("mxnet@0.12.0", "MXNet(Gluon) 0.12.0"), ("cntk", "CNTK 2.7.post2 (published: 2.4)"),
         ("caffe2", "Caffe2 1.10.2 (published: not stated)"), ("chainer@3.4.0", "Chainer 3.4.0"),
-        ("keras-tensorflow", "Keras(TF) 3.15.1 (published: 2.1.4)")]
+        ("keras-tensorflow@2.1.5", "Keras(TF) 2.1.5 (published: 2.1.4)"),
+        ("keras-cntk", "Keras(CNTK) 2.1.5 (published: 2.1.4)"), ("keras-theano", "Keras(Theano) 2.1.5 (published: 2.1.4)")]
     today = eras.choose(dlf, served, "cpu", "today")
-    assert eras.tokens(today) == ["torch", "tensorflow", "mxnet", "cntk", "caffe2", "chainer", "keras-tensorflow"]
+    assert eras.tokens(today) == ["torch", "tensorflow", "mxnet", "cntk", "caffe2", "chainer", "keras-tensorflow",
+                                  "keras-cntk", "keras-theano"]
     assert [c.label for c in today][:2] == ["PyTorch 2.13.0", "Tensorflow 2.21.0"]
     both = eras.choose(dlf, served, "cpu", "both")  # CNTK's published version runs on today's image: once
     assert eras.tokens(both) == ["torch@1.0.0", "torch", "tensorflow@1.4.0", "tensorflow", "mxnet@0.12.0", "mxnet",
-                                 "cntk", "caffe2", "chainer@3.4.0", "chainer", "keras-tensorflow"]
+                                 "cntk", "caffe2", "chainer@3.4.0", "chainer", "keras-tensorflow@2.1.5",
+                                 "keras-tensorflow", "keras-cntk", "keras-theano"]
     (none,) = eras.choose(dlf, Served({}), "cuda", "published")[:1]
     assert none.token is None and none.label == "PyTorch (no image; published: 0.3.1)"
     assert none.why == "no cuda image of torch in the matrix"
@@ -61,18 +65,21 @@ def test_a_study_run_with_versions_plans_each_run_at_those_versions():
     rnn = both["cpu-rnn"]
     assert rnn.options.frameworks == ["torch@1.0.0", "torch", "tensorflow@1.4.0", "tensorflow", "mxnet@0.12.0", "mxnet",
                                       "jax", "cntk@2.5.1", "cntk", "caffe2", "caffe", "chainer@3.4.0", "chainer",
-                                      "keras-tensorflow", "keras-jax", "keras-torch"]
+                                      "keras-tensorflow@2.1.5", "keras-tensorflow", "keras-jax", "keras-torch",
+                                      "keras-cntk", "keras-theano"]
     assert rnn.notes[0] == ("--versions both: PyTorch 1.0.0 (published: 0.3.1), PyTorch 2.13.0, Tensorflow 1.4.0, "
                             "Tensorflow 2.21.0, MXNet(Gluon) 0.12.0, MXNet(Gluon) 1.9.1, CNTK 2.5.1 (published: 2.4), "
                             "CNTK 2.7.post2, Caffe2 1.10.2 (published: not stated), Chainer 3.4.0, Chainer 7.8.1, Keras(TF) "
-                            "3.15.1 (published: 2.1.4)")
-    # the frameworks with a GRU (PyTorch, TensorFlow, MXNet and Chainer twice, JAX, Keras on three backends), six
-    # seeds each
-    assert rnn.jobs == 12 * 6
-    assert [c["token"] for c in rnn.versions["published"]] == ["torch@1.0.0", "tensorflow@1.4.0", "mxnet@0.12.0",
-                                                               "cntk@2.5.1", "caffe2", "chainer@3.4.0", "keras-tensorflow"]
+                            "2.1.5 (published: 2.1.4), Keras(TF) 3.15.1, Keras(CNTK) 2.1.5 (published: 2.1.4), "
+                            "Keras(Theano) 2.1.5 (published: 2.1.4)")
+    # the frameworks with a GRU (PyTorch, TensorFlow, MXNet, Chainer and Keras on TensorFlow twice, JAX, Keras on
+    # JAX, PyTorch, CNTK and Theano), six seeds each
+    assert rnn.jobs == 15 * 6
+    assert [c["token"] for c in rnn.versions["published"]] == [
+        "torch@1.0.0", "tensorflow@1.4.0", "mxnet@0.12.0", "cntk@2.5.1", "caffe2", "chainer@3.4.0",
+        "keras-tensorflow@2.1.5", "keras-cntk", "keras-theano"]
     assert [c["token"] for c in rnn.versions["today"]] == ["torch", "tensorflow", "mxnet", "cntk", "caffe2", "chainer",
-                                                           "keras-tensorflow"]
+                                                           "keras-tensorflow", "keras-cntk", "keras-theano"]
     with pytest.raises(DlreproError, match="^--versions: expected one of published, today, both"):
         studymod.plan(dlf, gpus=[], cpus=2, versions="old")
     with pytest.raises(DlreproError, match="^--framework mxnet@0.12.0 with --versions: the version set picks") as caught:

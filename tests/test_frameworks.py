@@ -19,7 +19,9 @@ from tests.helpers import check_sums, fresh_cache, unreachable
 pytestmark = pytest.mark.docker
 PLAIN = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")
 KERAS = ("keras-tensorflow", "keras-jax", "keras-torch")  # Keras 3, each in its backend's image
-DLF_ROWS = ("chainer",) + KERAS  # DeepLearningFrameworks' other rows: on DLF's specs only
+KERAS2 = ("keras-cntk", "keras-theano", "keras-tensorflow@2.1.5")  # Keras 2.1 (DLF's): in the CNTK 2.5.1 image, its
+# own Theano 1.0.1 image and the TensorFlow 1.4.0 image
+DLF_ROWS = ("chainer",) + KERAS + KERAS2  # DeepLearningFrameworks' other rows: on DLF's specs only
 FRAMEWORKS = PLAIN + DLF_ROWS
 SINGLE_LSTM_BIAS = {"tensorflow": "keras-lstm-single-bias", "caffe": "caffe-lstm-single-bias"}
 
@@ -27,7 +29,8 @@ SINGLE_LSTM_BIAS = {"tensorflow": "keras-lstm-single-bias", "caffe": "caffe-lstm
 @pytest.fixture(scope="session")
 def images(docker_engine, matrix):
     """The CPU image of every framework, built for real (or found by its content-hashed tag)."""
-    return {fw: build.ensure(matrix, matrix.find(fw, "cpu"), build.BuildOptions(), log=print) for fw in FRAMEWORKS}
+    return {fw: build.ensure(matrix, matrix.find(fw.split("@")[0], "cpu", *fw.split("@")[1:]), build.BuildOptions(),
+                             log=print) for fw in FRAMEWORKS}
 
 
 ERAS = ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1")  # the studies' era versions (DLF's TensorFlow; the nearest
@@ -75,9 +78,9 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
     elif framework in ("cntk", "caffe2"):  # declared unsupported, with the reason
         assert lstm is None and "has no layer embedding, lstm (" in jobs.unsupported(spec.load("lstm"), "lstm", framework)
     elif framework in DLF_ROWS:  # they run DLF's networks; DLBench's state-carrying LSTM is declared out
-        assert lstm is None and framework not in spec.load("lstm").frameworks
+        assert lstm is None and framework.split("@")[0] not in spec.load("lstm").frameworks
         assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None).startswith(
-            "the %s adapter has no layer lstm (" % framework)
+            "the %s adapter has no layer lstm (" % capabilities.of(framework)[0])
     else:
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
@@ -125,9 +128,10 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
 
 
 def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(images, tmp_path, reporter):
-    """Chainer 3.4.0 (DLF's) and 7.8.1, and Keras 3.15.1 on TensorFlow, JAX and PyTorch, each Keras in its backend's
-    image (recorded once, with the jobs of both): DLF's CNN and GRU train with the spec's parameter counts, and
-    each job records what ran (Keras: its backend, the backend's version, how Keras compiled the step)."""
+    """Chainer 3.4.0 (DLF's) and 7.8.1, Keras 3.15.1 on TensorFlow, JAX and PyTorch and Keras 2.1.5 on TensorFlow 1.4.0
+    and CNTK 2.5.1, each Keras in its backend's image (recorded once, with the jobs of both): DLF's CNN and GRU train
+    with the spec's parameter counts, and each job records what ran (Keras: its backend, the backend's version, how
+    Keras compiled the step or which GRU it built)."""
     rows = {}
     for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
         path = runs.run(name, RunOptions(frameworks=list(DLF_ROWS) + ["chainer@3.4.0", "torch"], variants=[variant],
@@ -136,7 +140,8 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
         in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
         assert in_image == {"tensorflow-2.21.0-cpu": {"keras-tensorflow"}, "jax-0.10.2-cpu": {"keras-jax"},
                             "torch-2.13.0-cpu": {"torch", "keras-torch"}, "chainer-7.8.1-cpu": {"chainer"},
-                            "chainer-3.4.0-cpu": {"chainer-3.4.0"}}
+                            "chainer-3.4.0-cpu": {"chainer-3.4.0"}, "tensorflow-1.4.0-cpu": {"keras-tensorflow-2.1.5"},
+                            "cntk-2.5.1-cpu": {"keras-cntk"}, "keras-theano-2.1.5-cpu": {"keras-theano"}}
         for row in bundle["jobs"]:
             result = json.loads((path / "jobs" / row["job_id"] / "result.json").read_text())
             rows[name, ".".join(row["job_id"].split(".")[1:-2])] = (row, result["environment"])
@@ -147,6 +152,12 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
             assert row["framework_version"] == environment["framework_version"] == "3.15.1"
             assert environment["backend"] == capabilities.backend(framework) and environment["layout"] == "NHWC"
             assert environment["train_step"] == "model.train_on_batch" and environment["tf32"] is False
+        elif framework in ("keras-cntk", "keras-theano", "keras-tensorflow-2.1.5"):
+            assert row["framework_version"] == environment["framework_version"] == "2.1.5"
+            assert (environment["backend"], environment["backend_version"]) == {
+                "keras-cntk": ("cntk", "2.5.1"), "keras-theano": ("theano", "1.0.1"),
+                "keras-tensorflow-2.1.5": ("tensorflow", "1.4.0")}[framework]
+            assert environment["layout"] == "NHWC" and environment["gru"] == "GRU(reset_after=True)"
     assert rows["cifar10-vgg", "keras-jax"][1]["jit_compile"] is True
     assert rows["cifar10-vgg", "keras-torch"][1]["jit_compile"] is False
     assert rows["imdb-gru", "keras-torch"][1]["backend_version"] == rows["imdb-gru", "torch"][1]["framework_version"]

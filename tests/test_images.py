@@ -60,8 +60,12 @@ def test_chainer_served_as_source_only_is_locked_by_its_sdist_and_built_in_the_i
 def test_keras_runs_in_its_backends_image_at_the_version_the_lock_pins(matrix):
     for framework, image in (("keras-jax", "jax-0.10.2-cpu"), ("keras-torch", "torch-2.13.0-cpu"),
                              ("keras-tensorflow", "tensorflow-2.21.0-cpu")):
-        assert matrix.find(framework, "cpu").name == image and matrix.versions(framework, "cuda") == ["3.15.1"]
+        assert matrix.find(framework, "cpu").name == image and matrix.versions(framework, "cuda")[-1] == "3.15.1"
         assert pins_by_name(matrix.entry(image))["keras"].version == "3.15.1"
+    assert matrix.versions("keras-tensorflow", "cpu") == ["2.1.5", "3.15.1"]  # DLF's Keras 2.1 in TensorFlow 1.4.0's
+    assert matrix.find("keras-tensorflow", "cpu", "2.1.5").name == "tensorflow-1.4.0-cpu"
+    assert matrix.find("keras-cntk", "cpu").name == "cntk-2.5.1-cpu"
+    assert pins_by_name(matrix.entry("keras-theano-2.1.5-cpu"))["theano"].version == "1.0.1"
     assert [i.name for i in matrix.select(["jax", "keras-jax", "keras-torch"])] == ["jax-0.10.2-cpu", "torch-2.13.0-cpu"]
     with pytest.raises(ImageError, match=r"no image of keras-jax 2\.1\.4 on device cpu; its versions here: 3\.15\.1 "
                                          r"\(cpu\), 3\.15\.1 \(cuda\)$"):
@@ -249,7 +253,7 @@ def test_unknown_image_is_a_clear_error(matrix):
     cpu_only = matrix.model_copy(update={"images": [i for i in matrix.images if i.name != "caffe-1.0.0-cuda"]})
     with pytest.raises(ImageError, match=r"no image of caffe on device cuda; its versions here: 1\.0\.0 \(cpu\)$"):
         cpu_only.find("caffe", "cuda")
-    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, caffe2, chainer, cntk, jax, keras-jax, "):
+    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, caffe2, chainer, cntk, jax, keras-cntk, keras-jax, "):
         matrix.find("theano", "cpu")
 
 

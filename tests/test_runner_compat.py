@@ -13,6 +13,7 @@ FRAMEWORK_MODULES = {
     "torch_layers.py": {"torch"},
     "tensorflow_adapter.py": {"tensorflow", "keras"},
     "keras_adapter.py": {"keras"},
+    "keras2_adapter.py": {"keras", "tensorflow"},
     "chainer_adapter.py": {"chainer", "cupy"},
     "keras_init.py": {"keras"},
     "tensorflow_graph.py": {"tensorflow"},

@@ -12,7 +12,8 @@ from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from runner import data as datamod, measure
 
-GRU_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax", "chainer", "keras-tensorflow", "keras-jax", "keras-torch")
+GRU_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax", "chainer", "keras-tensorflow", "keras-jax", "keras-torch",
+                  "keras-cntk", "keras-theano")
 
 
 class Recorder(object):
@@ -64,11 +65,13 @@ def test_the_frameworks_with_a_gru_are_those_that_train_seeds():
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("framework", GRU_FRAMEWORKS)
+@pytest.mark.parametrize("framework", GRU_FRAMEWORKS + ("keras-tensorflow@2.1.5",))
 def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, docker_engine, matrix, tmp_path):
     """The GRU on one synthetic mini-batch (fixed by the data's own seed), seeds 0, 1, 0 in one worker: the
-    losses of the first and last training steps repeat with the seed and differ between seeds."""
-    image = build.ensure(matrix, matrix.find(framework, "cpu"), build.BuildOptions(), log=print)
+    losses of the first and last training steps repeat with the seed and differ between seeds (Keras 2 on
+    TensorFlow 1.4: a new session and graph for each job)."""
+    image = build.ensure(matrix, matrix.find(framework.split("@")[0], "cpu", *framework.split("@")[1:]),
+                         build.BuildOptions(), log=print)
     (base,) = jobs.expand(spec.load("imdb-gru"), RunOptions(frameworks=[framework], variants=["imdb-gru-synthetic"],
                                                            quick=True))
     batch = [dict(base, id="%s.%d" % (base["id"], i), seed=seed) for i, seed in enumerate((0, 1, 0))]
@@ -76,7 +79,12 @@ def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, docker_eng
     results = [json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in batch]
     assert [(r["status"], r["worker"]["jobs_before"]) for r in results] == [("ok", 0), ("ok", 1), ("ok", 2)]
     first, other, again = [(r["loss"]["first"], r["loss"]["last"]) for r in results]
-    assert again == first  # bit for bit
+    if framework == "keras-tensorflow@2.1.5":  # TensorFlow 1.4's CPU kernels sum in an order its threads decide (no
+        # deterministic mode before 2.8's enable_op_determinism): the seeded first step repeats bit for bit, later
+        # steps to float32 rounding
+        assert again[0] == first[0] and again[1] == pytest.approx(first[1], rel=1e-4)
+    else:
+        assert again == first  # bit for bit
     assert abs(first[0] - other[0]) > 1e-5 and abs(first[1] - other[1]) > 1e-5
 
 

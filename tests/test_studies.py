@@ -51,10 +51,10 @@ def test_a_tool_the_suite_does_not_run_says_why_wherever_it_is_named(tmp_path):
     assert len(problems) == 1 and problems[0].endswith(
         "not_run: 'PyTorch': not a tool mapped to null; drop it, or map the tool to null")
     dlf = studies.load("dlf")
-    assert dlf.not_run_text(["PyTorch", "Keras(TF)", "Julia-Knet", "Keras(Theano)", "Keras(CNTK)"]) == (
-        "Julia-Knet: needs Julia and Knet from Julia's package registry, which is not reachable here; Keras(Theano): "
-        "Keras 3 has no Theano backend, and no adapter for DLF's Keras 2.1 yet; Keras(CNTK): Keras 3 has no CNTK "
-        "backend, and no adapter for DLF's Keras 2.1 yet")
+    assert dlf.not_run_text(["PyTorch", "Keras(TF)", "Julia-Knet", "Keras(Theano)", "Lasagne(Theano)"]) == (
+        "Julia-Knet: needs Julia and Knet from Julia's package registry, which is not reachable here; Lasagne(Theano): "
+        "cannot run here: PyPI's only Lasagne, 0.1, imports theano.tensor.signal.downsample, which Theano 1.0 no longer "
+        "has (checked in Theano 1.0.5's source), and DLF's 0.2.dev1 is a repository commit no registry here serves")
     from dlrepro import coverage
     from dlrepro.images import matrix
 
@@ -308,8 +308,8 @@ def test_run_picks_runs_of_the_study_and_records_the_others_as_not_asked(tmp_pat
     rnn = planned["cpu-rnn"]
     assert rnn.why is None and rnn.options.variants == ["imdb-gru"] and rnn.options.frameworks == [
         "torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-tensorflow", "keras-jax",
-        "keras-torch"]
-    assert rnn.jobs == 8 * 6  # the frameworks with a GRU (Chainer, Keras on three backends), six seeds each
+        "keras-torch", "keras-cntk", "keras-theano"]
+    assert rnn.jobs == 10 * 6  # the frameworks with a GRU (Chainer, Keras on five backends), six seeds each
     assert {i: p.why for i, p in planned.items() if i != "cpu-rnn"} == {
         i: "not asked: --run cpu-rnn was given" for i in dlf.runs if i != "cpu-rnn"}
     two = [p.id for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn", "cnn-synthetic"]) if p.why is None]

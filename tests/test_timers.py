@@ -70,7 +70,7 @@ def test_of_the_adapters_only_torch_and_jax_have_a_device_clock():
         found[name] = any(isinstance(n, ast.FunctionDef) and n.name == "device_clock" for n in cls.body)
     assert found == {"torch": True, "jax": True, "tensorflow": False, "mxnet": False, "cntk": False, "caffe2": False,
                      "caffe": False, "chainer": False, "keras-tensorflow": False, "keras-jax": False,
-                     "keras-torch": False}
+                     "keras-torch": False, "keras-cntk": False, "keras-theano": False}
 
 
 def test_a_torch_cpu_job_records_the_host_clock_and_its_iterations():
