@@ -13,8 +13,8 @@ DLF's notebook; optimizers with ``lr``; losses from the backend's ``from_logits`
 count (a TensorFlow session's, CNTK's own; Theano's BLAS and OpenMP variables, runner.settings') and seeds. Keras 2
 builds its train function (a TensorFlow graph, a CNTK function, or a Theano function whose C code g++ compiles) at
 the first ``train_on_batch``. Images (N, H, W, C) on the CPU, (N, C, H, W) on a GPU, as DLF's notebooks set it
-(``K.set_image_data_format('channels_first')``). Gradient clipping is refused: Keras 2's ``clipnorm`` clips each
-tensor by its own norm, not the global norm of the specs.
+(``K.set_image_data_format('channels_first')``). Losses on logits exact on every backend, pretrained kernels flipped
+for Theano's true convolution.
 """
 import importlib
 import os
@@ -70,7 +70,7 @@ class LastStep(keras.layers.Layer):
     """The last time step of (N, T, F): (N, F)."""
 
     def call(self, x):
-        return x[:, -1]
+        return K.squeeze(x[:, -1:], 1)  # CNTK's x[:, -1] keeps the indexed axis (as length 1)
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], input_shape[2])
@@ -143,7 +143,7 @@ class Adapter(keras_adapter.Adapter):
     # ------------------------------------------------------------------ building
 
     def _flatten(self, fmt):
-        return keras.layers.Flatten()  # flattens the layout it is given: (H, W, C) here, as Keras 3's channels_last
+        return keras.layers.Flatten()  # Keras 2's flattens the layout it is given: (H, W, C) on the CPU, (C, H, W) on a GPU
 
     def _gru_kind(self):
         return "CuDNNGRU" if self.channels_first and self.backend == "tensorflow" else "GRU(reset_after=True)"
@@ -158,23 +158,32 @@ class Adapter(keras_adapter.Adapter):
         return K.count_params(variable)
 
     def _optimizer(self, opt):
-        if opt.get("weight_decay") or opt.get("clip_norm"):
-            raise UnsupportedError("the %s adapter has no %s: Keras 2's optimizers clip each tensor by its own norm "
-                                   "(clipnorm), and a regularizer would add its term to the recorded loss"
-                                   % (self.name, "weight decay" if opt.get("weight_decay") else "global clip norm"))
+        """Keras 2's SGD or Adam; ``clipnorm`` clips by the global norm of all gradients in Keras 2.1
+        (Optimizer.get_gradients), the specs' clip_norm."""
+        if opt.get("weight_decay"):
+            raise UnsupportedError("the %s adapter has no L2 weight decay: a regularizer would add its term to the "
+                                   "recorded loss" % self.name)
+        clip = {"clipnorm": opt["clip_norm"]} if opt.get("clip_norm") else {}
         if opt["name"] == "sgd":
             return keras.optimizers.SGD(lr=opt["lr"], momentum=opt.get("momentum", 0.0),
-                                        nesterov=opt.get("nesterov", False))
+                                        nesterov=opt.get("nesterov", False), **clip)
         if opt["name"] == "adam":
             betas = opt.get("betas", (0.9, 0.999))
-            return keras.optimizers.Adam(lr=opt["lr"], beta_1=betas[0], beta_2=betas[1], epsilon=opt.get("eps", 1e-8))
+            return keras.optimizers.Adam(lr=opt["lr"], beta_1=betas[0], beta_2=betas[1], epsilon=opt.get("eps", 1e-8),
+                                         **clip)
         raise UnsupportedError("the %s adapter has no optimizer %r" % (self.name, opt["name"]))
 
     def _loss(self, loss):
-        """The backend's cross entropy on logits, averaged over the mini-batch by Keras; targets (N, 1)."""
+        """Cross entropy on logits, averaged over the mini-batch by Keras; targets (N, 1). Keras 2's Theano backend
+        (and its CNTK one for sigmoids) takes ``from_logits`` as a softmax or sigmoid, clipped to [1e-7, 1 - 1e-7],
+        then a log: a loss capped near 16 with no gradient past it. So the sigmoid's is written out here, and the
+        softmax's where the backend's is not exact (TensorFlow's and CNTK's are)."""
         if keras_adapter._loss_name(loss, self.name) == "sigmoid_binary_cross_entropy":
-            return lambda y, logits: K.mean(K.binary_crossentropy(y, logits, from_logits=True), axis=-1)
-        return lambda y, logits: K.sparse_categorical_crossentropy(y, logits, from_logits=True)
+            return lambda y, z: K.mean(K.relu(z) - z * y + K.softplus(-K.abs(z)), axis=-1)
+        if self.backend == "theano":
+            return lambda y, z: K.logsumexp(z, axis=-1) - K.sum(
+                K.one_hot(K.cast(K.flatten(y), "int32"), K.int_shape(z)[-1]) * z, axis=-1)
+        return lambda y, z: K.sparse_categorical_crossentropy(y, z, from_logits=True)
 
     # ------------------------------------------------------------------ running
 
@@ -195,6 +204,14 @@ class Adapter(keras_adapter.Adapter):
         Base.release(self)
         if K.backend() == "tensorflow":
             K.clear_session()
+
+    def _from_keras(self, field, array, shape):
+        """Theano's conv2d (Keras 2's Theano backend) is a true convolution, which flips its kernels: pretrained
+        Keras kernels are flipped once more (keras.utils.conv_utils.convert_kernel, as Keras's own applications)."""
+        array = Base._from_keras(self, field, array, shape)
+        if self.backend == "theano" and field == "kernel" and array.ndim == 4:
+            return np.ascontiguousarray(array[::-1, ::-1])
+        return array
 
     def _weight_shape(self, variable):
         return tuple(K.int_shape(variable))
