@@ -169,7 +169,8 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
 def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, monkeypatch, imdb_reviews):
     """DLF's GRU on the real IMDB reviews in Chainer and in Keras on each backend: 100 mini-batches of Adam (the
     loss falls) leave every one above a constant predictor on the whole test set (24,960 reviews, 12,500 of one
-    class: 50.1%). Measured here: Chainer 54.4%, Keras 67.5% (TensorFlow), 63.0% (JAX), 60.3% (PyTorch)."""
+    class: 50.1%). Measured here: Chainer 54.4%, Keras 3 67.5% (TensorFlow), 63.0% (JAX), 60.3% (PyTorch), Keras 2.1.5
+    61.3% (TensorFlow 1.4.0), 67.0% (CNTK 2.5.1), 59.3% (Theano 1.0.1)."""
     unreachable(monkeypatch, "imdb")
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
     path = runs.run("imdb-gru", RunOptions(frameworks=list(DLF_ROWS), variants=["imdb-gru"], mode="convergence",
