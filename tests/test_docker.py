@@ -118,6 +118,23 @@ def test_no_build_stage_images_are_left_behind(torch_cpu_image):
         assert "/tmp/transport" not in steps, image.id
 
 
+def test_a_failed_build_leaves_no_stage_behind(torch_cpu_image, matrix, tmp_path, monkeypatch):
+    """A build whose pip step fails (a lock pinning a package no index has) removes the images of its steps, so the
+    install stage's pip settings and CA bundle do not outlive a failed build either (one once stayed, 410 MB)."""
+    from dlrepro.engine import client
+    from dlrepro.errors import ImageError
+    from dlrepro.images import matrix as matrixmod
+
+    entry = matrix.find("torch", "cpu")
+    (tmp_path / ("%s.txt" % entry.name)).write_text("dlrepro-no-such-package==1.0 \\\n    --hash=sha256:%s\n" % ("0" * 64))
+    monkeypatch.setattr(matrixmod, "LOCKS_DIR", tmp_path)
+    before = {i.id for i in client().images.list(filters={"dangling": True})}
+    with pytest.raises(ImageError, match="^building torch-2.13.0-cpu failed"):
+        build.ensure(matrix, entry, build.BuildOptions(), log=lambda *a: None)
+    left = [i.id for i in client().images.list(filters={"dangling": True}) if i.id not in before]
+    assert [i for i in left if "/tmp/transport" in " ".join(h.get("CreatedBy") or "" for h in client().api.history(i))] == []
+
+
 def test_a_job_whose_image_cannot_run_here_is_skipped_before_any_build(docker_engine, tmp_path, reporter, monkeypatch):
     monkeypatch.setattr(hostinfo, "cpu_flags", lambda: ["sse4_2"])
     monkeypatch.setattr(build, "ensure", lambda *a, **k: pytest.fail("an image that cannot run here was built"))

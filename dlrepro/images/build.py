@@ -82,18 +82,20 @@ def _hint(lines):
 
 
 def _remove_build_stages(step_ids, final_id):
-    """Delete the untagged images of build stages that the final image does not contain.
+    """Delete the untagged images of build stages that the final image does not contain (``final_id`` None: a
+    failed build, whose every untagged step goes).
 
     The classic builder keeps them, and the install stage still holds the build's transport
-    (pip settings, CA bundle, wheels), which must not outlive the build.
+    (pip settings, CA bundle, wheels), which must not outlive the build, built or failed.
     """
     # the final image and its history (Podman's history ids lack "sha256:" and leave out the image itself)
-    kept = {entry["Id"].split(":")[-1] for entry in client().api.history(final_id)} | {final_id.split(":")[-1]}
+    kept = ({entry["Id"].split(":")[-1] for entry in client().api.history(final_id)} | {final_id.split(":")[-1]}
+            if final_id else set())
     for short in reversed(step_ids):
         try:
-            image_id = client().images.get(short).id
-            if image_id.split(":")[-1] not in kept:
-                client().images.remove(image_id)
+            image = client().images.get(short)
+            if image.id.split(":")[-1] not in kept and not image.tags:  # a base or another image's tag stays
+                client().images.remove(image.id)
         except docker.errors.APIError:
             pass  # already removed with a child, or still the parent of another image
 
@@ -141,9 +143,11 @@ def _docker_build(ctx, log):
                                            if t.strip() and not STEP_IMAGE.match(t)), steps.last)
                     step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
                 if "error" in chunk:
+                    _remove_build_stages(step_ids, None)
                     raise ImageError("building %s failed; log: %s\n%s%s"
                                      % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines)))
         except docker.errors.APIError as exc:
+            _remove_build_stages(step_ids, None)
             raise ImageError("building %s failed: %s; log: %s" % (ctx.image.name, exc, log_path)) from None
     return step_ids
 
