@@ -106,7 +106,7 @@ class Peaks(Strict):
         ids = [d.id for d in self.devices]
         if len(set(ids)) != len(ids):
             raise ValueError("device ids must be unique: %s" % sorted({i for i in ids if ids.count(i) > 1}))
-        keys = [(_normal(n), d.count) for d in self.devices for n in d.names]
+        keys = [(normal(n), d.count) for d in self.devices for n in d.names]
         if len(set(keys)) != len(keys):
             raise ValueError("a device name and count appear twice: %s" % sorted({k for k in keys if keys.count(k) > 1}))
         unknown = sorted({p.device for p in self.published_hardware.values()} - set(ids))
@@ -127,7 +127,8 @@ class Peak(NamedTuple):
     estimate: bool
 
 
-def _normal(name):
+def normal(name):
+    """A device name as peaks.yaml and prices.yaml match it: spaces folded, lower case, no leading "nvidia "."""
     text = re.sub(r"\s+", " ", name.strip()).lower()
     return text[len("nvidia "):] if text.startswith("nvidia ") else text
 
@@ -152,8 +153,8 @@ def gpu(name, count=1, precision="fp32", peaks=None):
     peaks = peaks or load()
     if not isinstance(name, str) or precision not in PRECISIONS:
         return None
-    wanted = _normal(name)
-    found = [d for d in peaks.devices if wanted in (_normal(n) for n in d.names)]
+    wanted = normal(name)
+    found = [d for d in peaks.devices if wanted in (normal(n) for n in d.names)]
     exact = [d for d in found if d.count == count]
     single = [d for d in found if d.count == 1]
     if exact:

@@ -240,7 +240,7 @@ def test_compare_of_three_repeat_bundles_says_how_many_repeats_give_a_verdict_an
 
 def test_energy_per_sample_is_shown_beside_the_throughput_where_it_was_measured(tmp_path):
     """Review N7: a job with its board energy has J per sample in the bundle report's results table; one without
-    leaves the cell empty."""
+    reads "not measured", never zero."""
     folder = make(tmp_path, "fcn", [Job("torch", "fcn-s", 64, medians=[0.1] * 6, device="cuda", joules=96.0),
                                     Job("jax", "fcn-s", 64, medians=[0.1] * 6, device="cuda")])
     answer = gather.bundles([folder])
@@ -249,7 +249,7 @@ def test_energy_per_sample_is_shown_beside_the_throughput_where_it_was_measured(
     column = table.columns.index("J per sample")
     assert table.columns[column - 1].startswith("throughput")  # beside the throughput
     # 6 repeats x 4 iterations x 64 samples in the measured window: 96 J / 1536 samples
-    assert (rows["torch"][column], rows["jax"][column]) == ("0.0625", "")
+    assert (rows["torch"][column], rows["jax"][column]) == ("0.0625", "not measured")
 
 
 @pytest.mark.parametrize("quick", [True, False])

@@ -7,7 +7,7 @@ from invoke import Exit
 
 from dlrepro import folders
 from dlrepro.cli.console import console, user_errors
-from dlrepro.cli.options import BUNDLE_HELP, RESULTS_HELP, task
+from dlrepro.cli.options import BUNDLE_HELP, PRICE_HELP, RESULTS_HELP, task
 from dlrepro.run.optiontext import split
 
 
@@ -33,18 +33,37 @@ def _fraction(option, text, high, zero, example):
     return value
 
 
+def price(text):
+    """--price-per-hour as a number of USD (> 0, finite), None when not given (""); raises DlreproError for
+    anything else."""
+    from dlrepro.errors import DlreproError
+
+    if text in ("", None):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise DlreproError("--price-per-hour: expected a price in USD above 0 (got %r)" % text,
+                           "e.g. --price-per-hour 3.5 (USD per hour of one job's devices)")
+    return value
+
+
 @task(name="study-report", help={
     "name": "a study name (its latest record under RESULTS/studies/) or a study record file",
     "out": "folder for study.html, study.md and figures/ (default: RESULTS/reports/<study record name>)",
     "results": RESULTS_HELP,
-    "allow_missing": "write the report (exit 0) even when bundles the record names are not under RESULTS"})
-def study_report(c, name, out="", results="", allow_missing=False):
+    "allow_missing": "write the report (exit 0) even when bundles the record names are not under RESULTS",
+    "price_per_hour": PRICE_HELP})
+def study_report(c, name, out="", results="", allow_missing=False, price_per_hour=""):
     """Write a study's report from its record.
 
     Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
     the command exits 1 (after writing the report) unless --allow-missing."""
     with user_errors():
-        made = write_study_report(name, out_folder(out), folders.results_root(results), allow_missing)
+        made = write_study_report(name, out_folder(out), folders.results_root(results), allow_missing,
+                                  price(price_per_hour))
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 
@@ -63,15 +82,16 @@ def out_folder(out):
     return Path(out) if out else None
 
 
-def write_study_report(name, out, results_dir, allow_missing):
+def write_study_report(name, out, results_dir, allow_missing, price_per_hour=None):
     """Write the study report of record ``name`` into folder ``out`` (a Path; None: RESULTS/reports/<record
-    name>); prints its answer first, and a line when it replaced a report there."""
+    name>), its costs at ``price_per_hour`` (None: the price table's); prints its answer first, and a line when it
+    replaced a report there."""
     from pathlib import Path
 
     from dlrepro.results import gather
     from dlrepro.results.views import study_report as reports
 
-    answer = gather.study(name, results_dir)
+    answer = gather.study(name, results_dir, price_per_hour)
     console.print(answer.answer, soft_wrap=True, highlight=False)
     folder = out or results_dir / "reports" / Path(answer.record_path).stem
     there = _report_there(folder, "study.md", "study.html")
@@ -270,8 +290,9 @@ def verify(c, archive):
     "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
     "out": "folder for report.html, report.md and figures/ (default: RESULTS/reports/<first bundle id>[+N])",
     "results": RESULTS_HELP,
+    "price_per_hour": PRICE_HELP,
 })
-def report(c, bundles, out="", results=""):
+def report(c, bundles, out="", results="", price_per_hour=""):
     """Write report.md and report.html of bundles.
 
     Environment (the studies' vs here), results, comparison with the published values, ranking
@@ -282,7 +303,7 @@ def report(c, bundles, out="", results=""):
 
     with user_errors():
         root, target = folders.results_root(results), out_folder(out)
-        answer = gather.bundles(split(bundles) or [], root)
+        answer = gather.bundles(split(bundles) or [], root, price(price_per_hour))
         more = "+%d" % (len(answer.ids) - 1) if len(answer.ids) > 1 else ""
         target = target or root / "reports" / (answer.ids[0] + more)
         there = _report_there(target, "report.md", "report.html")

@@ -70,4 +70,6 @@ def task(*args, **kwargs):
 ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
 BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap"
 RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
+PRICE_HELP = ("USD per hour of the devices one job used (all its GPUs, or its CPUs) for the cost per 1,000 samples "
+              "(default: dlrepro/prices.yaml, dated list prices with their sources)")
 BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"

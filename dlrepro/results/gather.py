@@ -39,11 +39,12 @@ def folders(names, results_dir=None):
     return found
 
 
-def bundles(names, results_dir=None):
-    """The BundleAnswer of the bundles ``names`` (folders, ids or "latest")."""
+def bundles(names, results_dir=None, price_per_hour=None):
+    """The BundleAnswer of the bundles ``names`` (folders, ids or "latest"); ``price_per_hour``: USD per hour of a
+    job's devices (None: dlrepro/prices.yaml's)."""
     found = folders(names, results_dir)
     summary, samples = tables.merge(found)
-    return model.bundle_answer([bundle.body(f) for f in found], summary, samples)
+    return model.bundle_answer([bundle.body(f) for f in found], summary, samples, price_per_hour)
 
 
 def comparison(a, b, min_effect=0.05, alpha=0.01, results_dir=None):
@@ -53,7 +54,7 @@ def comparison(a, b, min_effect=0.05, alpha=0.01, results_dir=None):
                             (tables.summary(second), tables.samples(second)), min_effect, alpha)
 
 
-def study(name, results_dir):
+def study(name, results_dir, price_per_hour=None):
     """The StudyAnswer of study record ``name`` (a record file, or a study name: its latest record under
     ``results_dir``): its manifest as recorded (records.manifest), the bundles the record names that are under
     ``results_dir`` (the others named as missing), and for runs without a bundle the spec's published values as
@@ -74,4 +75,4 @@ def study(name, results_dir):
         if run.spec not in with_bundle and run.spec not in unrecorded:
             unrecorded[run.spec] = specmod.load(run.spec).references
     return studyanswer.study_answer(manifest, record.body, records.shown(record.path), note, bodies, summary, samples,
-                                    missing, records.shown(results_dir), unrecorded)
+                                    missing, records.shown(results_dir), unrecorded, price_per_hour)

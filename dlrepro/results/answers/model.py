@@ -20,7 +20,7 @@ import pandas as pd
 
 from dlrepro.errors import DlreproError
 from dlrepro.references import Reference
-from dlrepro.results.answers import efficiency, measured, published, ranking, regression, verdicts
+from dlrepro.results.answers import cost, efficiency, measured, published, ranking, regression, verdicts
 
 FAIL_ON = ("slower", "faster", "change", "unproven", "never")
 CHECK_FAIL_ON = ("never", "change")
@@ -109,7 +109,9 @@ class BundleAnswer:
     answers.published.CELL_COLUMNS; ``left_out``: LEFT_OUT_COLUMNS; ``rankings``: answers.ranking.COLUMNS;
     ``efficiency``: answers.efficiency.PUBLISHED_COLUMNS; ``then_and_now``: THEN_AND_NOW_COLUMNS; ``not_measured``:
     {status: jobs} of the jobs that did not finish ok; ``nothing``: for one bundle, why no job gave a cell and what to
-    run (answers.published.nothing_compared), else None; ``timers``: timer_notes."""
+    run (answers.published.nothing_compared), else None; ``timers``: timer_notes; ``prices``: the price rows the
+    summary's cost per 1,000 samples rests on (answers.cost), ``price_per_hour`` the reader's own price (USD per hour
+    of a job's devices, None: the price table's)."""
     bodies: list
     summary: pd.DataFrame
     samples: pd.DataFrame
@@ -122,6 +124,8 @@ class BundleAnswer:
     not_measured: dict
     nothing: str = None
     timers: dict = field(default_factory=dict)
+    prices: list = field(default_factory=list)
+    price_per_hour: float = None
 
     @property
     def ids(self):
@@ -165,11 +169,12 @@ def _choice(value, choices):
         raise DlreproError("--fail-on: expected one of %s (got %r)" % (", ".join(choices), value))
 
 
-def bundle_answer(bodies, summary, samples):
+def bundle_answer(bodies, summary, samples, price_per_hour=None):
     """The BundleAnswer of bundles with bundle.json ``bodies`` and their merged ``summary`` and ``samples`` tables
-    (dlrepro.results.tables.merge)."""
+    (dlrepro.results.tables.merge); costs from ``price_per_hour`` (USD per hour of a job's devices) when given, else
+    from the price table (answers.cost)."""
     found = recorded(bodies)
-    summary = efficiency.labelled(measured.prepare(summary, bodies))
+    summary = cost.priced(efficiency.labelled(measured.prepare(summary, bodies)), bodies, price_per_hour)
     cells = published.against_published(summary, found.references)
     left = published.left_out(summary, found.references, cells)
     nothing = None
@@ -180,7 +185,8 @@ def bundle_answer(bodies, summary, samples):
     return BundleAnswer(bodies, summary, samples, cells, left, ranking.ranking(cells),
                         efficiency.published_efficiency(summary, found.references, found.specs),
                         efficiency.then_and_now(summary), fastest(summary),
-                        {str(k): int(v) for k, v in other.items()}, nothing, timer_notes(summary))
+                        {str(k): int(v) for k, v in other.items()}, nothing, timer_notes(summary),
+                        [] if price_per_hour is not None else cost.sources(summary), price_per_hour)
 
 
 def timer_notes(summary):

@@ -144,12 +144,13 @@ def host_plan(study, bodies):
 
 
 def study_answer(study, record, record_path, manifest_note, bodies, summary, samples, missing, results_shown,
-                 unrecorded=None):
+                 unrecorded=None, price_per_hour=None):
     """The StudyAnswer of study record ``record`` (its body) for manifest ``study`` (studies.Study, as recorded),
     from the bundle.json ``bodies`` of the runs' bundles and their merged tables (``summary`` with a ``run`` column,
     ``samples``); ``missing``: {run id: bundle id the results folder lacks}; ``unrecorded``: {spec name:
     [Reference]} for the specs of runs that have no bundle, whose published values no bundle recorded (the spec's
-    today: shown beside "not run", nothing measured depends on them)."""
+    today: shown beside "not run", nothing measured depends on them); ``price_per_hour``: the reader's price (USD
+    per hour of a job's devices) for the cost per 1,000 samples, None: the price table's."""
     gone = {run: "bundle %s not found under %s" % (bid, results_shown) for run, bid in missing.items()}
     why_not = not_run(record, missing, results_shown)
     every = measured.prepare(summary, bodies)
@@ -181,7 +182,7 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
                  missing=run_id in missing,
                  why_here=entry.get("why_here") or entry.get("error"), notes=list(entry.get("notes") or []),
                  what=entry.get("what")) for run_id, entry in record["runs"].items()]
-    details = model.bundle_answer(bodies, summary.drop(columns=["run"]), samples) if bodies else None
+    details = model.bundle_answer(bodies, summary.drop(columns=["run"]), samples, price_per_hour) if bodies else None
     return StudyAnswer(study, record, record_path, manifest_note, host,
                        sentence(study, host, verdict_list, list(groups.items())) + drift_sentence(changes), judged,
                        list(groups.items()), tables, counts, why, smoke(record, prepared, judged), runs, dict(missing),
