@@ -313,6 +313,23 @@ def report(c, bundles, out="", results="", price_per_hour=""):
         _written(made, there)
 
 
+@task(help={"results": RESULTS_HELP, "price_per_hour": PRICE_HELP})
+def site(c, results="", price_per_hour=""):
+    """Build the results site of every bundle and study.
+
+    RESULTS/reports/index.html: every bundle and study record, each configuration's history across
+    bundles (regressions by compare's rules), each study's claims x (host, version set), cost and
+    energy per sample; every bundle and study report rewritten beside it. Static and deterministic:
+    open it in a browser or copy the folder."""
+    from dlrepro.results import site as sitemod
+
+    with user_errors():
+        made = sitemod.build(folders.results_root(results), price(price_per_hour),
+                             progress=lambda line: console.print(line, soft_wrap=True, highlight=False))
+        console.print("site: %s (%d bundles, %d study records, %d configurations)" % (
+            made.index, made.bundles, made.studies, made.configurations), soft_wrap=True, highlight=False)
+
+
 def _report_there(folder, *names):
     """Whether ``folder`` holds a report already (one of the files ``names``)."""
     return folder is not None and any((folder / name).is_file() for name in names)

@@ -20,8 +20,8 @@ import sys
 from invoke import Collection, Exit
 
 from dlrepro import folders
-from dlrepro.cli.answer_tasks import (archive, check, compare, merge, out_folder, report, study_report, validate,
-                                      verify, write_study_report)
+from dlrepro.cli.answer_tasks import (archive, check, compare, merge, out_folder, report, site, study_report,
+                                      validate, verify, write_study_report)
 from dlrepro.cli.console import console, user_errors
 from dlrepro.cli.plan_task import plan
 from dlrepro.cli.options import BASE_SOURCE_HELP, ENGINE_HELP, RESULTS_HELP, task
@@ -328,4 +328,4 @@ def _results_folder(results):
 
 
 ns = Collection(build, run, study, plan, study_report, bundles, finalize, publish, specs, lock, validate, merge, compare, check,
-                archive, verify, report, Collection("datasets", datasets_list, datasets_fetch))
+                archive, verify, report, site, Collection("datasets", datasets_list, datasets_fetch))

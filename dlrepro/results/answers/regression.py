@@ -171,15 +171,18 @@ def judge(units_a, units_b, min_effect=0.05, alpha=0.01, unit="repeats"):
                      len(a), len(b))
 
 
-def _normalised(samples):
-    """The timed rows of a samples table with the key's columns made comparable: threads only for cpu jobs
+def comparable(rows):
+    """Rows of a samples or summary table with the key's columns made comparable: threads only for cpu jobs
     (a GPU job's host cores are not what is measured); layout and cudnn_autotune at their defaults where a
     bundle from before they were recorded left them empty (it ran at the defaults; cuDNN only on cuda)."""
-    timed = samples[samples["sample"].isin(["iteration", "epoch"])]
-    cuda = timed["device"] == "cuda"
-    return timed.assign(threads=timed["threads"].where(timed["device"] == "cpu"),
-                        layout=timed["layout"].fillna("default"),
-                        cudnn_autotune=timed["cudnn_autotune"].fillna(True).where(cuda))
+    cuda = rows["device"] == "cuda"
+    return rows.assign(threads=rows["threads"].where(rows["device"] == "cpu"), layout=rows["layout"].fillna("default"),
+                       cudnn_autotune=rows["cudnn_autotune"].fillna(True).where(cuda))
+
+
+def _normalised(samples):
+    """The timed rows of a samples table (iterations and epochs), comparable."""
+    return comparable(samples[samples["sample"].isin(["iteration", "epoch"])])
 
 
 def units(samples):

@@ -1,0 +1,108 @@
+"""Each configuration's history across bundles: its median and 95% interval in every bundle that measured it, in
+the order the bundles were made, and the verdict of each run against the one before it by ``dlrepro compare``'s
+rules (answers.regression: the same units, test, interval and band).
+
+A configuration is a job measured alike (answers.regression.REGRESSION_KEY: spec, variant, framework and version,
+device, mode, mini-batch, precision, layout, cuDNN autotune, CPU threads for CPU jobs, ranks, the timed sample)
+on one device model (``device_name``): a history never joins two hosts' GPUs or CPUs. Pure: bundle.json bodies
+and the merged tables in (dlrepro.results.tables.merge), Configuration objects out.
+"""
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from dlrepro.results.answers import regression
+
+KEY = regression.REGRESSION_KEY + ["device_name"]
+SMOKE_ONE = "a smoke pass (--quick) set against a full run: few iterations on one side, another protocol"
+SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
+
+
+@dataclass
+class Point:
+    """One bundle's measurement of a configuration: ``median`` and ``low``/``high`` (its 95% CI; None where the
+    bundle measured it in several jobs, seeds pooled) in ``unit``; ``verdict`` and ``reason`` against the point
+    before (None for the first, or where either side has no timed units: a pass over images), the reason saying
+    when a side is a smoke pass."""
+    bundle_id: str
+    created: str
+    suite_commit: str
+    smoke: bool
+    median: float
+    low: float = None
+    high: float = None
+    unit: str = "s"
+    quantity: str = ""
+    verdict: str = None
+    reason: str = None
+    change: float = None
+
+
+@dataclass
+class Configuration:
+    key: dict  # KEY column -> value
+    slug: str  # a file name, unique per key
+    points: list = field(default_factory=list)
+
+    @property
+    def title(self):
+        k = self.key
+        parts = ["%s %s" % (k["framework"], k["framework_version"]), "%s %s" % (k["spec"], k["variant"]),
+                 "%s mode" % k["mode"], "b%s" % k["batch_size"], k["precision"] or "",
+                 "%s threads" % k["threads"] if k["threads"] is not None else "",
+                 "%s ranks" % k["ranks"] if k["ranks"] not in (None, 1) else "", "on %s" % k["device_name"]]
+        return ", ".join(p for p in parts if p)
+
+
+def _plain(value):
+    """A key value as plain Python (None for a missing one)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def slug(key):
+    """'alexnet.alexnet-s.torch-2.13.0.cpu.b64.fp32.t2-1a2b3c4d': readable, and unique by the hash of every key
+    value."""
+    text = "%s.%s.%s-%s.%s.b%s.%s" % (key["spec"], key["variant"], key["framework"], key["framework_version"],
+                                      key["device"], key["batch_size"], key["precision"])
+    text += ".t%s" % key["threads"] if key["threads"] is not None else ""
+    digest = hashlib.sha256(repr([key[c] for c in KEY]).encode()).hexdigest()[:8]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text) + "-" + digest
+
+
+def _keyed(summary):
+    """The summary's ok rows with a median, comparable, with the sample their units are (epoch: convergence)."""
+    ok = summary[(summary["status"] == "ok") & summary["median"].notna()]
+    return regression.comparable(ok.assign(sample=ok["mode"].map(lambda m: "epoch" if m == "convergence"
+                                                                  else "iteration")))
+
+
+def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
+    """[Configuration] with one Point per bundle that measured it ok, sorted by their slugs; points in the order
+    the bundles were made (bundle.json ``created``, then id)."""
+    made = {b["id"]: (b["created"], b["id"]) for b in bodies}
+    smoke = {b["id"]: bool((b.get("options") or {}).get("quick")) for b in bodies}
+    units = {bid: regression.units(rows) for bid, rows in samples.groupby("bundle_id", sort=False)}
+    found = []
+    for values, rows in _keyed(summary).groupby(KEY, dropna=False, sort=False):
+        key = {c: _plain(v) for c, v in zip(KEY, values)}
+        points, before = [], None
+        for bid, jobs in sorted(rows.groupby("bundle_id", sort=False), key=lambda item: made[item[0]]):
+            one = jobs.iloc[0]
+            point = Point(bid, made[bid][0], one["suite_commit"], smoke[bid], float(jobs["median"].median()),
+                          _plain(one["ci95_low"]) if len(jobs) == 1 else None,
+                          _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"])
+            mine = units.get(bid, {}).get(tuple(values[:-1]))
+            if before is not None and mine is not None and before[1] is not None:
+                judged = regression.judge(before[1], mine, min_effect, alpha,
+                                          "epochs" if key["sample"] == "epoch" else "repeats")
+                point.verdict, point.reason, point.change = judged.verdict, judged.reason, _plain(judged.change)
+                if point.smoke or before[0].smoke:
+                    point.reason += "; %s" % (SMOKE_BOTH if point.smoke and before[0].smoke else SMOKE_ONE)
+            points.append(point)
+            before = (point, mine)
+        found.append(Configuration(key, slug(key), points))
+    return sorted(found, key=lambda c: c.slug)

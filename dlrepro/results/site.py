@@ -1,0 +1,102 @@
+"""The results site: every bundle and study record under a results folder in one browsable, static folder, its
+reports (RESULTS/reports/, where `dlrepro report` and `dlrepro study-report` write them) its pages.
+
+  RESULTS/reports/index.html                   every bundle and study record (views.site.index_page)
+  RESULTS/reports/configurations.html          every configuration, with selectors
+  RESULTS/reports/configurations/<slug>.html   one configuration's history (answers.history)
+  RESULTS/reports/studies/<study>.html         claims x (host, version set) (answers.matrix)
+  RESULTS/reports/<bundle id>/report.html      each bundle's report (views.report)
+  RESULTS/reports/<record>/study.html          each study record's report (views.study_report)
+
+Built from the results folder alone (gather reads it), deterministic (the same results give the same bytes: no
+clock, no machine path, every list sorted), self-contained (no network when viewed). Pages of configurations or
+studies no longer in the results are removed; a report folder is rewritten, never removed.
+"""
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlrepro.frameworks import display
+from dlrepro.results import bundle, gather, records, tables
+from dlrepro.results.answers import history as historymod, matrix as matrixmod
+from dlrepro.results.views import report as reports, site as pages, study_report as study_reports
+
+
+@dataclass
+class Site:
+    index: Path
+    bundles: int
+    studies: int
+    configurations: int
+
+
+def _host(row):
+    hardware = row["hardware"]
+    return ", ".join("%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h for h in dict.fromkeys(hardware))
+
+
+def _bundle_row(row, answer, made):
+    """An index row of a bundle: listing ``row``, its BundleAnswer, its written report."""
+    summary, body = answer.summary, answer.bodies[0]
+    versions = sorted(set((summary["framework"].map(display) + " " + summary["framework_version"].fillna("")).dropna()))
+    counts = row["counts"]
+    jobs = ", ".join("%d %s" % (n, k) for k, n in counts.items() if n and k != "ok")
+    lines = [line for line in made.headline if not line.startswith("Smoke pass")]
+    return {"id": row["id"], "report": "%s/report.html" % row["id"], "spec": row["spec"],
+            "created": row["created"] or "", "host": _host(row),
+            "commit": (((body.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
+            "frameworks": ", ".join(v.strip() for v in versions), "headline": lines[0] if lines else "",
+            "state": row["state"] + (" (smoke pass)" if answer.smoke else ""), "jobs": jobs}
+
+
+def _study_row(answer, name):
+    asked = answer.record.get("asked") or {}
+    versions = {"both": "published and today's", "published": "published"}.get(asked.get("versions"), "today's")
+    return {"name": name, "report": "%s/study.html" % name, "study": answer.record["study"],
+            "created": answer.record["created"], "host": answer.host or "no bundle", "versions": versions,
+            "commit": (((answer.record.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
+            "answer": answer.answer, "state": "finished" if answer.record.get("finished") else "not finished"}
+
+
+def _replace_pages(folder, pages_by_name):
+    """Write {file name: HTML} into ``folder``, removing the .html files there that are not among them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.html"):
+        if old.name not in pages_by_name:
+            old.unlink()
+    for name, html in pages_by_name.items():
+        (folder / name).write_text(html)
+
+
+def build(results_dir, price_per_hour=None, progress=print):
+    """Build the site of ``results_dir`` (module docstring) with costs at ``price_per_hour`` (USD per hour of a job's
+    devices; None: dlrepro/prices.yaml's); ``progress`` gets a line per report written. Returns the Site. Raises
+    DlreproError when the folder does not exist."""
+    root = bundle.existing_root(results_dir)
+    out = root / "reports"
+    listed = bundle.listing(root)
+    bundle_rows = []
+    for row in listed:
+        answer = gather.bundles([str(row["folder"])], root, price_per_hour)
+        made = reports.write(answer, out / row["id"])
+        bundle_rows.append(_bundle_row(row, answer, made))
+        progress("report %s" % row["id"])
+    answers, study_rows = [], []
+    for path in sorted(records.records_dir(root).glob("*.json")):
+        if not records.STAMP.match(path.name):
+            continue
+        answer = gather.study(str(path), root, price_per_hour)
+        study_reports.write(answer, out / path.stem, allow_missing=True)
+        answers.append(answer)
+        study_rows.append(_study_row(answer, path.stem))
+        progress("study report %s" % path.stem)
+    summary, samples = tables.merge([r["folder"] for r in listed]) if listed else (None, None)
+    configurations = historymod.history([bundle.body(r["folder"]) for r in listed], summary, samples) \
+        if listed else []
+    matrices = matrixmod.matrices(answers)
+    _replace_pages(out / "configurations", {"%s.html" % c.slug: pages.configuration_page(c, "../")
+                                            for c in configurations})
+    _replace_pages(out / "studies", {"%s.html" % m.study: pages.study_page(m) for m in matrices})
+    (out / "configurations.html").write_text(pages.configurations_page(configurations))
+    index = out / "index.html"
+    index.write_text(pages.index_page(bundle_rows, study_rows, matrices, configurations))
+    return Site(index, len(bundle_rows), len(study_rows), len(configurations))

@@ -1,0 +1,275 @@
+"""`dlrepro site`: the results site built from the committed results (every bundle and study record, each
+configuration's history, each study's claims x (host, version set)), opened in headless Chromium; built twice
+alike; a bundle added shows up; cost and energy per sample in the H200 bundles' reports."""
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageStat
+
+from dlrepro import REPO_ROOT
+from dlrepro import prices as pricesmod
+from dlrepro.errors import SpecError
+from dlrepro.results import bundle, gather, records, tables
+from dlrepro.results.answers import history, matrix
+from dlrepro.results.views import numbers, plots, report
+from tests.test_report import Tables, chromium, headless
+
+COMMITTED = REPO_ROOT / "results"
+H200_FCN = "fcn-20261203T173433Z-74c9b923"  # JAX and PyTorch on an H200, NVML energy
+# AlexNet-S b128, JAX 0.11.2 on an H200, in three bundles (a history of three runs)
+JAX_ALEXNET = ["alexnet-20261130T041900Z-8c732bf9", "alexnet-20261201T202040Z-595d83e5",
+               "alexnet-20261202T004102Z-57aa93db"]
+
+
+def _copy_results(target, bundles=None, studies=True):
+    """A results folder at ``target`` with the committed bundles (``bundles``: those ids only) and study records,
+    without the committed reports."""
+    target.mkdir(parents=True)
+    for folder in COMMITTED.iterdir():
+        if (folder / "bundle.json").is_file() and (bundles is None or folder.name in bundles):
+            shutil.copytree(folder, target / folder.name)
+    if studies:
+        shutil.copytree(COMMITTED / "studies", target / "studies")
+    return target
+
+
+def _site(results, *extra):
+    done = subprocess.run([sys.executable, "-m", "invoke", "site", "--results", str(results), *extra], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def _hashes(folder):
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    results = _copy_results(tmp_path_factory.mktemp("site") / "results")
+    out = _site(results)
+    return results, out
+
+
+def _committed_bundles():
+    return sorted(p.name for p in COMMITTED.iterdir() if (p / "bundle.json").is_file())
+
+
+def _committed_records():
+    return sorted(p.stem for p in (COMMITTED / "studies").glob("*.json") if records.STAMP.match(p.name))
+
+
+def test_the_index_lists_every_committed_bundle_and_study_record(built):
+    results, out = built
+    site = results / "reports"
+    assert re.search(r"site: \S+index\.html \((\d+) bundles, (\d+) study records", out).groups() == (
+        str(len(_committed_bundles())), str(len(_committed_records())))
+    html = (site / "index.html").read_text()
+    bundle_rows = re.findall(r'<tr data-spec="[^"]*" data-host="[^"]*" data-state="([^"]*)"><td><a href="([^"]+)/'
+                             r'report\.html">', html)
+    assert sorted(b for _, b in bundle_rows) == _committed_bundles()
+    smoke = {b for b in _committed_bundles() if (bundle.body(COMMITTED / b).get("options") or {}).get("quick")}
+    assert {b: s for s, b in bundle_rows} == {b: "complete (smoke pass)" if b in smoke else "complete"
+                                              for _, b in bundle_rows}
+    studies = re.findall(r'<tr><td><a href="([^"]+)/study\.html">', html)
+    assert sorted(studies) == _committed_records()
+
+
+def test_each_row_of_the_index_says_host_commit_versions_and_headline(built):
+    results, _ = built
+    html = (results / "reports" / "index.html").read_text()
+    row = re.search(r'<tr data-spec="fcn" data-host="NVIDIA H200" data-state="complete"><td><a href="%s/report\.html">'
+                    r'.*?</tr>' % H200_FCN, html, re.S).group(0)
+    cells = [unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    body = bundle.body(COMMITTED / H200_FCN)
+    assert cells[:6] == [H200_FCN, "fcn", body["created"], "NVIDIA H200", body["suite"]["git"]["commit"][:10],
+                         "JAX 0.11.2, PyTorch 2.11.0+cu130"]
+    assert cells[6].startswith("fcn-s on NVIDIA H200 (throughput mode), fastest / slowest, samples/s: b32 JAX 35,903")
+
+
+def test_a_configuration_history_has_one_point_per_bundle_that_measured_it(built):
+    results, _ = built
+    folder = results / "reports" / "configurations"
+    pages = {p.name: p.read_text() for p in folder.glob("*.html")}
+    (name,) = [n for n in pages if n.startswith("alexnet.alexnet-s.jax-0.11.2.cuda.b128.fp32-")]
+    points = re.search(r'<figure id="history" data-points="([^"]*)">', pages[name]).group(1).split()
+    assert points == JAX_ALEXNET
+    runs = Tables(pages[name]).table("Every bundle that measured it")
+    assert runs["bundle"].tolist() == JAX_ALEXNET
+    assert runs["against the run before"].tolist() == ["", "cannot tell", "no change"]
+    assert runs["why"].iloc[2].startswith("+2.2%, 98.5% interval +0.5% to +2.9% inside -4.8% to +5.0%, 6 vs 6 repeats")
+    # every bundle with an ok timed job is a point of some configuration, and each point is one bundle's
+    measured = set()
+    for bid in _committed_bundles():
+        s = tables.summary(COMMITTED / bid)
+        if ((s["status"] == "ok") & s["median"].notna()).any():
+            measured.add(bid)
+    plotted = [re.search(r'data-points="([^"]*)"', html).group(1).split() for html in pages.values()]
+    assert set().union(*map(set, plotted)) == measured
+    assert all(len(p) == len(set(p)) for p in plotted)
+    assert len(pages) == len(Tables((results / "reports" / "configurations.html").read_text()).tables[0][2])
+
+
+def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
+    results, _ = built
+    for study in sorted({re.sub(r"-\d{8}T\d{6}Z$", "", r) for r in _committed_records()}):
+        html = (results / "reports" / "studies" / ("%s.html" % study)).read_text()
+        newest = max(r for r in _committed_records() if r.startswith(study + "-"))
+        answer = gather.study(str(COMMITTED / "studies" / (newest + ".json")), COMMITTED)
+        header = [(unescape(h), r) for h, r in re.findall(r"<th>([^<]*)<br><a href=\"\.\./([^/]+)/study\.html\">",
+                                                          html)]
+        assert (answer.host, matrix.TODAY) in [(h.rsplit(", ", 1)[0], h.rsplit(", ", 1)[1]) for h, r in header
+                                               if r == newest]
+        at = [i for i, (h, r) in enumerate(header) if r == newest and h.endswith(matrix.TODAY)][0]
+        expected = {v.claim: v.verdict for v in answer.claims}
+        expected.update({v.claim: v.verdict for _, group in answer.untestable for v in group})
+        expected.update({d.claim: d.today.verdict for d in answer.drift})
+        rows = re.findall(r"<tr><td class=\"small\"><b>([^<]+)</b>.*?</tr>", html, re.S)
+        cells = {claim: re.findall(r'data-verdict="([^"]*)"', row)[at]
+                 for claim, row in zip(rows, re.findall(r"<tr><td class=\"small\"><b>[^<]+</b>(.*?)</tr>", html,
+                                                        re.S))}
+        assert {c: unescape(v) for c, v in cells.items()} == expected, study
+
+
+def test_every_link_and_image_of_the_site_resolves_and_no_machine_path_shows(built, tmp_path):
+    results, _ = built
+    site = results / "reports"
+    pages = [p for p in site.rglob("*.html")]
+    assert len(pages) > 100
+    for page in pages:
+        text = page.read_text()
+        for target in re.findall(r'(?:href|src)="([^"#]+)"', text):
+            if target.startswith("data:"):
+                continue
+            assert not re.match(r"^[a-z]+:", target), (page, target)  # nothing from the network
+            assert (page.parent / target).resolve().is_file(), (page, target)
+        for path in (str(results), str(REPO_ROOT), "/tmp/", "/root/", "/home/"):
+            assert path not in text, (page, path)
+
+
+PROBE = """<script>
+window.addEventListener("load", function () {
+  var images = Array.from(document.images).map(function (i) { return i.complete && i.naturalWidth > 0; });
+  var select = document.querySelector('select[data-column="spec"]');
+  select.value = "fcn";
+  select.dispatchEvent(new Event("change", {bubbles: true}));
+  var rows = Array.from(document.getElementById(select.form.dataset.table).tBodies[0].rows);
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = images.join(",") + "|" + rows.filter(function (r) { return !r.hidden; }).length + "|" +
+    select.form.querySelector(".shown").textContent;
+  document.body.appendChild(out);
+});
+</script>
+"""
+
+
+def _probe(browser, page, profile):
+    probe = page.with_name("probe-" + page.name)
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    dom = headless(browser, profile, "--window-size=1400,1000", "--virtual-time-budget=10000", "--dump-dom",
+                   probe.as_uri())
+    probe.unlink()
+    return unescape(re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1)).split("|")
+
+
+def test_chromium_opens_the_index_and_a_configuration_page_and_the_selectors_filter(built, tmp_path):
+    browser = chromium()
+    results, _ = built
+    site = results / "reports"
+    fcn = [b for b in _committed_bundles() if b.startswith("fcn-")]
+    images, shown, said = _probe(browser, site / "index.html", tmp_path / "profile")
+    assert int(shown) == len(fcn) and said == "%d of %d shown" % (len(fcn), len(_committed_bundles()))
+    images, shown, said = _probe(browser, site / "configurations.html", tmp_path / "profile")
+    configurations = list((site / "configurations").glob("fcn.*.html"))
+    assert int(shown) == len(configurations) and said.startswith("%d of " % len(configurations))
+    (page,) = (site / "configurations").glob("alexnet.alexnet-s.jax-0.11.2.cuda.b128.fp32-*.html")
+    shot = tmp_path / "history.png"
+    headless(browser, tmp_path / "profile", "--window-size=1400,1000", "--screenshot=%s" % shot, page.as_uri())
+    shown = Image.open(shot).convert("L").crop((20, 100, 20 + plots.WIDTH_PX, 100 + plots.HEIGHT_PX))
+    assert ImageStat.Stat(shown).stddev[0] > 20, "the history figure is blank"
+
+
+def test_building_twice_gives_the_same_bytes_and_a_bundle_added_shows_up(tmp_path):
+    results = _copy_results(tmp_path / "results", JAX_ALEXNET[:2] + [H200_FCN], studies=False)
+    _site(results)
+    first = _hashes(results / "reports")
+    _site(results)
+    assert _hashes(results / "reports") == first
+    index = (results / "reports" / "index.html").read_text()
+    assert JAX_ALEXNET[2] not in index
+    shutil.copytree(COMMITTED / JAX_ALEXNET[2], results / JAX_ALEXNET[2])
+    out = _site(results)
+    assert "(4 bundles, 0 study records" in out
+    assert '<a href="%s/report.html">' % JAX_ALEXNET[2] in (results / "reports" / "index.html").read_text()
+    (page,) = (results / "reports" / "configurations").glob("alexnet.alexnet-s.jax-0.11.2.cuda.b128.fp32-*.html")
+    assert re.search(r'data-points="([^"]*)"', page.read_text()).group(1).split() == JAX_ALEXNET
+
+
+def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_the_prices_source(tmp_path):
+    answer = gather.bundles([H200_FCN], COMMITTED)
+    made = report.write(answer, tmp_path / "r")
+    page = Tables(made.html.read_text())
+    shown = page.table("fcn, throughput mode")
+    s = tables.summary(COMMITTED / H200_FCN).sort_values(["variant", "device", "batch_size", "framework"])
+    assert shown["J per sample"].tolist() == [numbers.significant(v) for v in s["energy_j_per_sample"]]
+    # 1 H200 at 5.408 USD an hour (prices.yaml): USD / 3600 / (samples/s) x 1000
+    assert shown["USD per 1,000 samples"].tolist() == [numbers.significant(5.408 / 3600 / t * 1000)
+                                                        for t in s["throughput"]]
+    prices = page.table("Prices: USD per 1,000 samples")
+    assert prices.iloc[0].tolist() == ["H200", "5.408", pricesmod.load().rows[0].offer, pricesmod.load().rows[0].instance,
+                                       "2024-12 (rates in effect until 2025-01-01)",
+                                       "https://aws.amazon.com/ec2/capacityblocks/pricing/"]
+    mine = Tables(report.write(gather.bundles([H200_FCN], COMMITTED, price_per_hour=2.0), tmp_path / "own")
+                  .html.read_text())
+    assert mine.table("fcn, throughput mode")["USD per 1,000 samples"].tolist() == [
+        numbers.significant(2.0 / 3600 / t * 1000) for t in s["throughput"]]
+    assert mine.table("Prices:")["source"].tolist() == ["given with --price-per-hour"]
+
+
+def test_a_cpu_job_without_energy_reads_not_measured_and_is_priced_per_cpu():
+    answer = gather.bundles(["cifar10-vgg-20261204T204409Z-33f42c63"], COMMITTED)
+    rows = answer.summary
+    assert rows["energy_j_per_sample"].isna().all() and (rows["price_devices"] == 2).all()
+    shown = Tables(report.TEMPLATES.get_template("report.html.j2").render(report.context(answer),
+                                                                          d=report.context(answer)))
+    table = shown.table("cifar10-vgg, throughput mode")
+    assert set(table["J per sample"]) == {"not measured"}
+    assert table["USD per 1,000 samples"].tolist() == [
+        numbers.significant(2 * 0.0425 / 3600 / t * 1000)
+        for t in rows.sort_values(["variant", "device", "batch_size", "framework"])["throughput"]]
+
+
+def test_a_device_no_price_row_names_reads_no_price():
+    assert pricesmod.of("cuda", "GeForce GTX 1080", 1) is None
+    assert pricesmod.of("cuda", "NVIDIA H200", 2).usd_per_hour == pytest.approx(2 * 5.408)
+    assert report._cost(float("nan"), None, "ok", 100.0) == "no price"
+    assert report._cost(float("nan"), None, "failed", float("nan")) == ""
+
+
+def test_a_price_row_that_prices_two_kinds_is_refused_naming_the_file_line_and_field(tmp_path):
+    bad = tmp_path / "prices.yaml"
+    bad.write_text((Path(pricesmod.FILE).read_text()).replace("  - id: aws-c5-vcpu\n    cpu: true\n",
+                                                                "  - id: aws-c5-vcpu\n    cpu: true\n    names: [L4]\n"))
+    with pytest.raises(SpecError) as err:
+        pricesmod.load.__wrapped__(bad)
+    assert "prices.yaml" in str(err.value) and "rows.6" in str(err.value) and "one of the two" in str(err.value)
+
+
+def test_history_sets_a_smoke_pass_apart_from_a_full_run():
+    folders = [COMMITTED / "cifar10-vgg-20261204T172229Z-5b3ae845", COMMITTED / "cifar10-vgg-20261204T200357Z-fb69836a"]
+    summary, samples = tables.merge(folders)
+    bodies = [bundle.body(f) for f in folders]
+    (chainer,) = [c for c in history.history(bodies, summary, samples)
+                  if c.key["framework"] == "chainer" and c.key["framework_version"] == "3.4.0"]
+    assert [p.smoke for p in chainer.points] == [False, True]  # a full run, then the --quick study's
+    assert chainer.points[1].verdict == "cannot tell" and chainer.points[1].reason == (
+        "+25.7%, p = 0.86: 6 vs 1 repeats cannot give p < 0.01; " + history.SMOKE_ONE)
