@@ -2,7 +2,6 @@
 configuration's history, each study's claims x (host, version set)), opened in headless Chromium; built twice
 alike; a bundle added shows up; cost and energy per sample in the H200 bundles' reports."""
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -225,7 +224,8 @@ def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_
     assert shown["USD per 1,000 samples"].tolist() == [numbers.significant(5.408 / 3600 / t * 1000)
                                                         for t in s["throughput"]]
     prices = page.table("Prices: USD per 1,000 samples")
-    assert prices.iloc[0].tolist() == ["H200", "5.408", pricesmod.load().rows[0].offer, pricesmod.load().rows[0].instance,
+    h200 = pricesmod.load().rows[0]
+    assert prices.iloc[0].tolist() == ["H200", "5.408", h200.offer, h200.instance,
                                        "2024-12 (rates in effect until 2025-01-01)",
                                        "https://aws.amazon.com/ec2/capacityblocks/pricing/"]
     mine = Tables(report.write(gather.bundles([H200_FCN], COMMITTED, price_per_hour=2.0), tmp_path / "own")
@@ -257,8 +257,8 @@ def test_a_device_no_price_row_names_reads_no_price():
 
 def test_a_price_row_that_prices_two_kinds_is_refused_naming_the_file_line_and_field(tmp_path):
     bad = tmp_path / "prices.yaml"
-    bad.write_text((Path(pricesmod.FILE).read_text()).replace("  - id: aws-c5-vcpu\n    cpu: true\n",
-                                                                "  - id: aws-c5-vcpu\n    cpu: true\n    names: [L4]\n"))
+    row = "  - id: aws-c5-vcpu\n    cpu: true\n"
+    bad.write_text(Path(pricesmod.FILE).read_text().replace(row, row + "    names: [L4]\n"))
     with pytest.raises(SpecError) as err:
         pricesmod.load.__wrapped__(bad)
     assert "prices.yaml" in str(err.value) and "rows.6" in str(err.value) and "one of the two" in str(err.value)

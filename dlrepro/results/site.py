@@ -31,7 +31,8 @@ class Site:
 
 def _host(row):
     hardware = row["hardware"]
-    return ", ".join("%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h for h in dict.fromkeys(hardware))
+    return ", ".join("%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h
+                     for h in dict.fromkeys(hardware))
 
 
 def _bundle_row(row, answer, made):
@@ -93,10 +94,10 @@ def build(results_dir, price_per_hour=None, progress=print):
     configurations = historymod.history([bundle.body(r["folder"]) for r in listed], summary, samples) \
         if listed else []
     matrices = matrixmod.matrices(answers)
-    _replace_pages(out / "configurations", {"%s.html" % c.slug: pages.configuration_page(c, "../")
+    _replace_pages(out / "configurations", {"%s.html" % c.slug: pages.configuration_page(c, "../", matrices)
                                             for c in configurations})
-    _replace_pages(out / "studies", {"%s.html" % m.study: pages.study_page(m) for m in matrices})
-    (out / "configurations.html").write_text(pages.configurations_page(configurations))
+    _replace_pages(out / "studies", {"%s.html" % m.study: pages.study_page(m, matrices) for m in matrices})
+    (out / "configurations.html").write_text(pages.configurations_page(configurations, matrices))
     index = out / "index.html"
     index.write_text(pages.index_page(bundle_rows, study_rows, matrices, configurations))
     return Site(index, len(bundle_rows), len(study_rows), len(configurations))

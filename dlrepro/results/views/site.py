@@ -9,10 +9,11 @@ from matplotlib.figure import Figure
 from dlrepro.frameworks import display
 from dlrepro.results.answers.verdicts import FASTER, SLOWER
 from dlrepro.results.views import numbers, palette, plots
-from dlrepro.results.views.report import TEMPLATES, command_shown
+from dlrepro.results.views.report import TEMPLATES
 from dlrepro.results.views.study_report import rests_on
 
 MARKERS = {SLOWER: "v", FASTER: "^"}  # a run slower / faster than the one before; "o" otherwise
+FIGURE_SIZE = (plots.WIDTH_PX, plots.HEIGHT_PX)
 
 
 def history_plot(configuration):
@@ -53,8 +54,9 @@ def _value(value, unit):
     return numbers.significant(value) + " " + unit
 
 
-def configuration_page(configuration, up):
-    """The HTML of one configuration's page (``up``: the path from its folder to the site's root)."""
+def configuration_page(configuration, up, matrices=()):
+    """The HTML of one configuration's page (``up``: the path from its folder to the site's root; ``matrices``: the
+    studies' answers.matrix.Matrix, linked from the page's head)."""
     figure = history_plot(configuration)
     rows = [{"bundle": p.bundle_id, "report": "%s%s/report.html" % (up, p.bundle_id), "created": p.created,
              "commit": (p.suite_commit or "")[:10], "median": _value(p.median, p.unit),
@@ -63,10 +65,11 @@ def configuration_page(configuration, up):
              "colour": palette.verdict_colour(p.verdict)} for p in configuration.points]
     key = [(name, "" if value is None else str(value)) for name, value in configuration.key.items()]
     return TEMPLATES.get_template("site_configuration.html.j2").render(
-        title=configuration.title, key=key, rows=rows, figure=figure, up=up, figure_size=figure.size)
+        title=configuration.title, key=key, rows=rows, figure=figure, up=up, figure_size=figure.size,
+        matrices=matrices)
 
 
-def configurations_page(configurations):
+def configurations_page(configurations, matrices=()):
     """The HTML of the list of every configuration, with selectors (spec, framework, device model, mode)."""
     rows = [{"slug": c.slug, "title": c.title, "spec": c.key["spec"], "framework": display(c.key["framework"]),
              "version": c.key["framework_version"], "device": c.key["device_name"], "mode": c.key["mode"],
@@ -74,11 +77,8 @@ def configurations_page(configurations):
              "last": c.points[-1].verdict or "", "colour": palette.verdict_colour(c.points[-1].verdict),
              "regressions": sum(p.verdict == SLOWER for p in c.points)} for c in configurations]
     return TEMPLATES.get_template("site_configurations.html.j2").render(
-        rows=rows, selectors=_selectors(rows, ["spec", "framework", "device", "mode"]), figure_size=plots_size())
-
-
-def plots_size():
-    return (plots.WIDTH_PX, plots.HEIGHT_PX)
+        rows=rows, selectors=_selectors(rows, ["spec", "framework", "device", "mode"]), figure_size=FIGURE_SIZE,
+        matrices=matrices)
 
 
 def _selectors(rows, columns):
@@ -86,13 +86,15 @@ def _selectors(rows, columns):
     return {c: sorted({str(r[c]) for r in rows}) for c in columns}
 
 
-def study_page(matrix):
-    """The HTML of one study's claims x (host, version set) matrix."""
+def study_page(matrix, matrices=()):
+    """The HTML of one study's claims x (host, version set) matrix (``matrices``: every study's, for the head)."""
     cells = {}
     for (claim, at), v in matrix.cells.items():
         cells[(claim, at)] = {"verdict": v.verdict, "colour": palette.verdict_colour(v.verdict),
-                              "rests_on": rests_on(v, matrix.columns[at].smoke), "evidence": v.evidence or v.reason or ""}
-    return TEMPLATES.get_template("site_study.html.j2").render(m=matrix, cells=cells, figure_size=plots_size())
+                              "rests_on": rests_on(v, matrix.columns[at].smoke),
+                              "evidence": v.evidence or v.reason or ""}
+    return TEMPLATES.get_template("site_study.html.j2").render(m=matrix, cells=cells, figure_size=FIGURE_SIZE,
+                                                               matrices=matrices)
 
 
 def index_page(bundles, studies, matrices, configurations):
@@ -101,4 +103,4 @@ def index_page(bundles, studies, matrices, configurations):
     return TEMPLATES.get_template("site_index.html.j2").render(
         bundles=bundles, studies=studies, matrices=matrices, configurations=len(configurations),
         regressions=sum(p.verdict == SLOWER for c in configurations for p in c.points),
-        selectors=_selectors(bundles, ["spec", "host", "state"]), figure_size=plots_size(), command=command_shown)
+        selectors=_selectors(bundles, ["spec", "host", "state"]), figure_size=FIGURE_SIZE)
