@@ -39,11 +39,11 @@ def _copy_results(target, bundles=None, studies=True):
     return target
 
 
-def _site(results, *extra):
+def _site(results, *extra, status=0):
     done = subprocess.run([sys.executable, "-m", "invoke", "site", "--results", str(results), *extra], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
+    assert done.returncode == status and "Traceback" not in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
 
 
 def _hashes(folder):
@@ -211,6 +211,30 @@ def test_building_twice_gives_the_same_bytes_and_a_bundle_added_shows_up(tmp_pat
     assert '<a href="%s/report.html">' % JAX_ALEXNET[2] in (results / "reports" / "index.html").read_text()
     (page,) = (results / "reports" / "configurations").glob("alexnet.alexnet-s.jax-0.11.2.cuda.b128.fp32-*.html")
     assert re.search(r'data-points="([^"]*)"', page.read_text()).group(1).split() == JAX_ALEXNET
+
+
+def test_a_record_or_bundle_it_cannot_read_is_a_row_saying_why_and_the_rest_is_built(tmp_path):
+    results = _copy_results(tmp_path / "results", [H200_FCN], studies=False)
+    (results / "studies").mkdir()
+    (results / "studies" / "dlf-20261205T000000Z.json").write_text('{"x":')
+    shutil.copytree(results / H200_FCN, results / "fcn-backup")  # a second folder holding the same bundle id
+    out = " ".join(_site(results, status=1).split())
+    assert "no report: dlf-20261205T000000Z.json: dlf-20261205T000000Z.json: not a study record (Expecting value" in out
+    assert "no report: fcn-backup: the bundle id of fcn-backup, listed from %s" % H200_FCN in out
+    assert "(1 bundles, 0 study records, 4 configurations)" in out
+    html = (results / "reports" / "index.html").read_text()
+    assert '<a href="%s/report.html">' % H200_FCN in html and "fcn-backup" in html
+    rows = Tables(html).tables
+    states = {r[0]: r[-1] for _, _, body in rows for r in body}
+    assert states["dlf-20261205T000000Z"] == "unreadable" and states["fcn-backup"] == "unreadable"
+
+
+def test_a_bundle_given_as_the_results_folder_is_refused(tmp_path):
+    results = _copy_results(tmp_path / "results", [H200_FCN], studies=False)
+    out = _site(results / H200_FCN, status=2)
+    assert "error: --results %s: this is a bundle, not a results folder" % (results / H200_FCN) in out
+    assert "remedy: give the folder that holds the bundles (here: %s)" % results in out
+    assert not (results / H200_FCN / "reports").exists()
 
 
 def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_the_prices_source(tmp_path):

@@ -320,14 +320,19 @@ def site(c, results="", price_per_hour=""):
     RESULTS/reports/index.html: every bundle and study record, each configuration's history across
     bundles (regressions by compare's rules), each study's claims x (host, version set), cost and
     energy per sample; every bundle and study report rewritten beside it. Static and deterministic:
-    open it in a browser or copy the folder."""
+    open it in a browser or copy the folder. A bundle or record that cannot be read is a row saying
+    why, the rest is built, and the exit status is 1."""
     from dlrepro.results import site as sitemod
 
     with user_errors():
         made = sitemod.build(folders.results_root(results), price(price_per_hour),
                              progress=lambda line: console.print(line, soft_wrap=True, highlight=False))
+        for problem in made.problems:
+            console.print("[yellow]no report:[/] %s" % problem, soft_wrap=True, highlight=False)
         console.print("site: %s (%d bundles, %d study records, %d configurations)" % (
             made.index, made.bundles, made.studies, made.configurations), soft_wrap=True, highlight=False)
+        if made.problems:
+            raise Exit(code=1)
 
 
 def _report_there(folder, *names):

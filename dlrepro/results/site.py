@@ -10,14 +10,17 @@ reports (RESULTS/reports/, where `dlrepro report` and `dlrepro study-report` wri
 
 Built from the results folder alone (gather reads it), deterministic (the same results give the same bytes: no
 clock, no machine path, every list sorted), self-contained (no network when viewed). Pages of configurations or
-studies no longer in the results are removed; a report folder is rewritten, never removed.
+studies no longer in the results are removed; a report folder is rewritten, never removed. A bundle or record that
+cannot be read (or a second folder holding a bundle id already listed) is a row that says why, and the rest is
+built: ``Site.problems``.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from dlrepro.errors import DlreproError
 from dlrepro.frameworks import display
 from dlrepro.results import bundle, gather, records, tables
-from dlrepro.results.answers import history as historymod, matrix as matrixmod
+from dlrepro.results.answers import cost, history as historymod, matrix as matrixmod
 from dlrepro.results.views import report as reports, site as pages, study_report as study_reports
 
 
@@ -27,6 +30,7 @@ class Site:
     bundles: int
     studies: int
     configurations: int
+    problems: list = field(default_factory=list)  # "<bundle or record>: why it has no report"
 
 
 def _host(row):
@@ -68,30 +72,60 @@ def _replace_pages(folder, pages_by_name):
         (folder / name).write_text(html)
 
 
+def _unreadable(name, why, **row):
+    """An index row of a bundle or record that has no report: ``why``, in its headline or answer cell."""
+    return dict({"id": name, "name": name, "report": None, "spec": "", "study": "", "created": "", "host": "",
+                 "commit": "", "frameworks": "", "versions": "", "headline": why, "answer": why, "state": "unreadable",
+                 "jobs": ""}, **row)
+
+
+def _root(results_dir):
+    """The results folder; raises DlreproError when it does not exist or is a bundle (its parent holds it)."""
+    root = bundle.existing_root(results_dir)
+    if (root / "bundle.json").is_file():
+        raise DlreproError("--results %s: this is a bundle, not a results folder" % root,
+                           "give the folder that holds the bundles (here: %s)" % root.parent)
+    return root
+
+
 def build(results_dir, price_per_hour=None, progress=print):
     """Build the site of ``results_dir`` (module docstring) with costs at ``price_per_hour`` (USD per hour of a job's
     devices; None: dlrepro/prices.yaml's); ``progress`` gets a line per report written. Returns the Site. Raises
-    DlreproError when the folder does not exist."""
-    root = bundle.existing_root(results_dir)
+    DlreproError when the folder does not exist or is a bundle."""
+    root = _root(results_dir)
     out = root / "reports"
-    listed = bundle.listing(root)
-    bundle_rows = []
-    for row in listed:
-        answer = gather.bundles([str(row["folder"])], root, price_per_hour)
-        made = reports.write(answer, out / row["id"])
+    bundle_rows, listed, problems, seen = [], [], [], {}
+    for row in bundle.listing(root):
+        try:
+            if row["id"] in seen:
+                raise DlreproError("the bundle id of %s, listed from %s" % (row["folder"].name, seen[row["id"]]))
+            answer = gather.bundles([str(row["folder"])], root, price_per_hour)
+            made = reports.write(answer, out / row["id"])
+        except DlreproError as exc:
+            problems.append("%s: %s" % (row["folder"].name, exc))
+            bundle_rows.append(_unreadable(row["folder"].name, str(exc), spec=row["spec"], created=row["created"]))
+            continue
+        seen[row["id"]] = row["folder"].name
+        listed.append(row)
         bundle_rows.append(_bundle_row(row, answer, made))
         progress("report %s" % row["id"])
     answers, study_rows = [], []
     for path in sorted(records.records_dir(root).glob("*.json")):
         if not records.STAMP.match(path.name):
             continue
-        answer = gather.study(str(path), root, price_per_hour)
-        study_reports.write(answer, out / path.stem, allow_missing=True)
+        try:
+            answer = gather.study(str(path), root, price_per_hour)
+            study_reports.write(answer, out / path.stem, allow_missing=True)
+        except DlreproError as exc:
+            problems.append("%s: %s" % (path.name, exc))
+            study_rows.append(_unreadable(path.stem, str(exc)))
+            continue
         answers.append(answer)
         study_rows.append(_study_row(answer, path.stem))
         progress("study report %s" % path.stem)
+    bodies = [bundle.body(r["folder"]) for r in listed]
     summary, samples = tables.merge([r["folder"] for r in listed]) if listed else (None, None)
-    configurations = historymod.history([bundle.body(r["folder"]) for r in listed], summary, samples) \
+    configurations = historymod.history(bodies, cost.priced(summary, bodies, price_per_hour), samples) \
         if listed else []
     matrices = matrixmod.matrices(answers)
     _replace_pages(out / "configurations", {"%s.html" % c.slug: pages.configuration_page(c, "../", matrices)
@@ -100,4 +134,4 @@ def build(results_dir, price_per_hour=None, progress=print):
     (out / "configurations.html").write_text(pages.configurations_page(configurations, matrices))
     index = out / "index.html"
     index.write_text(pages.index_page(bundle_rows, study_rows, matrices, configurations))
-    return Site(index, len(bundle_rows), len(study_rows), len(configurations))
+    return Site(index, len(listed), len(answers), len(configurations), problems)

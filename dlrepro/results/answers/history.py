@@ -23,7 +23,8 @@ SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
 @dataclass
 class Point:
     """One bundle's measurement of a configuration: ``median`` and ``low``/``high`` (its 95% CI; None where the
-    bundle measured it in several jobs, seeds pooled) in ``unit``; ``verdict`` and ``reason`` against the point
+    bundle measured it in several jobs, seeds pooled) in ``unit``; ``joules`` and ``usd`` per sample and per 1,000
+    samples where the summary has them (answers.cost.priced); ``verdict`` and ``reason`` against the point
     before (None for the first, or where either side has no timed units: a pass over images), the reason saying
     when a side is a smoke pass."""
     bundle_id: str
@@ -38,6 +39,8 @@ class Point:
     verdict: str = None
     reason: str = None
     change: float = None
+    joules: float = None  # J per sample, where the energy was measured (one job)
+    usd: float = None  # USD per 1,000 samples (answers.cost; one job with a price)
 
 
 @dataclass
@@ -45,15 +48,6 @@ class Configuration:
     key: dict  # KEY column -> value
     slug: str  # a file name, unique per key
     points: list = field(default_factory=list)
-
-    @property
-    def title(self):
-        k = self.key
-        parts = ["%s %s" % (k["framework"], k["framework_version"]), "%s %s" % (k["spec"], k["variant"]),
-                 "%s mode" % k["mode"], "b%s" % k["batch_size"], k["precision"] or "",
-                 "%s threads" % k["threads"] if k["threads"] is not None else "",
-                 "%s ranks" % k["ranks"] if k["ranks"] not in (None, 1) else "", "on %s" % k["device_name"]]
-        return ", ".join(p for p in parts if p)
 
 
 def _plain(value):
@@ -94,7 +88,9 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
             one = jobs.iloc[0]
             point = Point(bid, made[bid][0], one["suite_commit"], smoke[bid], float(jobs["median"].median()),
                           _plain(one["ci95_low"]) if len(jobs) == 1 else None,
-                          _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"])
+                          _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"],
+                          joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
+                          usd=_plain(one.get("usd_per_1000_samples")) if len(jobs) == 1 else None)
             mine = units.get(bid, {}).get(tuple(values[:-1]))
             if before is not None and mine is not None and before[1] is not None:
                 judged = regression.judge(before[1], mine, min_effect, alpha,

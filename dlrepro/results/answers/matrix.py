@@ -18,6 +18,7 @@ class Column:
     record: str  # the record's name (its file's stem) whose verdicts the cells are
     created: str
     smoke: bool  # the record's runs were smoke passes (--quick)
+    finished: bool  # the record says its study finished (a study stopped part way has no ``finished``)
     earlier: list = field(default_factory=list)  # the names of older records of the same column
 
 
@@ -57,7 +58,8 @@ def matrices(answers):
             for versions, verdicts in _verdicts(answer).items():
                 where = (answer.host or "no bundle", versions)
                 column = Column(where[0], versions, _name(answer), answer.record["created"],
-                                bool((answer.record.get("asked") or {}).get("quick")))
+                                bool((answer.record.get("asked") or {}).get("quick")),
+                                bool(answer.record.get("finished")))
                 if where in at:
                     column.earlier = columns[at[where]].earlier + [columns[at[where]].record]
                     columns[at[where]] = column

@@ -16,6 +16,17 @@ MARKERS = {SLOWER: "v", FASTER: "^"}  # a run slower / faster than the one befor
 FIGURE_SIZE = (plots.WIDTH_PX, plots.HEIGHT_PX)
 
 
+def title(configuration):
+    """'jax 0.11.2, alexnet alexnet-s, throughput mode, b128, fp32, on NVIDIA H200' of an answers.history
+    Configuration (CPU threads and ranks where set)."""
+    k = configuration.key
+    parts = ["%s %s" % (k["framework"], k["framework_version"]), "%s %s" % (k["spec"], k["variant"]),
+             "%s mode" % k["mode"], "b%s" % k["batch_size"], k["precision"] or "",
+             numbers.count(k["threads"], "thread") if k["threads"] is not None else "",
+             numbers.count(k["ranks"], "rank") if k["ranks"] not in (None, 1) else "", "on %s" % k["device_name"]]
+    return ", ".join(p for p in parts if p)
+
+
 def history_plot(configuration):
     """The history figure of an answers.history.Configuration: its median against the run (in the order the bundles
     were made), whiskers at the 95% CI, a run slower or faster than the one before marked (red v, green ^), a smoke
@@ -38,8 +49,8 @@ def history_plot(configuration):
     ax.set_xlim(0.5, len(points) + 0.5)
     ax.set_xlabel("run (the date its bundle was made)")
     ax.set_ylabel("%s (%s)" % (points[0].quantity or "median", time or points[0].unit))
-    ax.set_title(configuration.title, fontsize=9)
-    return plots.Plot("history", "History of %s" % configuration.title,
+    ax.set_title(title(configuration), fontsize=9)
+    return plots.Plot("history", "History of %s" % title(configuration),
                       "Median %s of each bundle that measured it, whiskers at its 95%% CI; a run the rules of "
                       "`dlrepro compare` find slower than the one before: red v, faster: green ^; a smoke pass "
                       "(--quick): hollow." % (points[0].quantity or "time"), plots.png(fig),
@@ -62,16 +73,18 @@ def configuration_page(configuration, up, matrices=()):
              "commit": (p.suite_commit or "")[:10], "median": _value(p.median, p.unit),
              "interval": "%s to %s" % (_value(p.low, p.unit), _value(p.high, p.unit)) if p.low is not None else "",
              "smoke": "smoke pass" if p.smoke else "", "verdict": p.verdict or "", "reason": p.reason or "",
+             "joules": "not measured" if p.joules is None else numbers.significant(p.joules),
+             "usd": "" if p.usd is None else numbers.significant(p.usd),
              "colour": palette.verdict_colour(p.verdict)} for p in configuration.points]
     key = [(name, "" if value is None else str(value)) for name, value in configuration.key.items()]
     return TEMPLATES.get_template("site_configuration.html.j2").render(
-        title=configuration.title, key=key, rows=rows, figure=figure, up=up, figure_size=figure.size,
+        title=title(configuration), key=key, rows=rows, figure=figure, up=up, figure_size=figure.size,
         matrices=matrices)
 
 
 def configurations_page(configurations, matrices=()):
     """The HTML of the list of every configuration, with selectors (spec, framework, device model, mode)."""
-    rows = [{"slug": c.slug, "title": c.title, "spec": c.key["spec"], "framework": display(c.key["framework"]),
+    rows = [{"slug": c.slug, "title": title(c), "spec": c.key["spec"], "framework": display(c.key["framework"]),
              "version": c.key["framework_version"], "device": c.key["device_name"], "mode": c.key["mode"],
              "batch": c.key["batch_size"], "runs": len(c.points),
              "last": c.points[-1].verdict or "", "colour": palette.verdict_colour(c.points[-1].verdict),
