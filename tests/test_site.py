@@ -9,6 +9,7 @@ import sys
 from html import unescape
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from PIL import Image, ImageStat
 
@@ -17,7 +18,7 @@ from dlrepro import prices as pricesmod
 from dlrepro.errors import SpecError
 from dlrepro.results import bundle, gather, records, tables
 from dlrepro.results.answers import history, matrix
-from dlrepro.results.views import numbers, plots, report
+from dlrepro.results.views import costs, numbers, plots, report
 from tests.test_report import Tables, chromium, headless
 
 COMMITTED = REPO_ROOT / "results"
@@ -275,8 +276,9 @@ def test_a_cpu_job_without_energy_reads_not_measured_and_is_priced_per_cpu():
 def test_a_device_no_price_row_names_reads_no_price():
     assert pricesmod.of("cuda", "GeForce GTX 1080", 1) is None
     assert pricesmod.of("cuda", "NVIDIA H200", 2).usd_per_hour == pytest.approx(2 * 5.408)
-    assert report._cost(float("nan"), None, "ok", 100.0) == "no price"
-    assert report._cost(float("nan"), None, "failed", float("nan")) == ""
+    rows = pd.DataFrame({"usd_per_1000_samples": [float("nan")] * 2, "price_id": [None, None],
+                         "status": ["ok", "failed"], "throughput": [100.0, float("nan")]})
+    assert costs.cost(rows) == ["no price", ""]
 
 
 def test_a_price_row_that_prices_two_kinds_is_refused_naming_the_file_line_and_field(tmp_path):

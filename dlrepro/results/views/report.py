@@ -19,10 +19,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlrepro import prices as pricesmod
 from dlrepro.frameworks import display
 from dlrepro.results.tables import POOLED_CI
-from dlrepro.results.views import numbers, plots
+from dlrepro.results.views import costs, numbers, plots
 
 TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.results.views", "templates"), trim_blocks=True,
                                lstrip_blocks=True, autoescape=jinja2.select_autoescape(["html.j2"]),
@@ -160,10 +159,7 @@ def results(summary, timers=None):
             "n": rows["n"].map(_fmt_int), "mean": rows["mean"].map(_fmt),
             "throughput": [_fmt(v) + " " + u if pd.notna(v) else "" for v, u in zip(rows["throughput"],
                                                                                       rows["throughput_unit"])],
-            "J per sample": [_joules(v, status) for v, status in zip(rows["energy_j_per_sample"], rows["status"])],
-            "USD per 1,000 samples": [_cost(*c) for c in zip(_column(rows, "usd_per_1000_samples"),
-                                                              _column(rows, "price_id"), rows["status"],
-                                                              rows["throughput"])],
+            "J per sample": costs.joules(rows), "USD per 1,000 samples": costs.cost(rows),
             "mean power (W)": rows["mean_power_w"].map(lambda v: "" if pd.isna(v) else "%.0f" % v),
             "test accuracy": [_accuracy(*a) for a in zip(rows["final_test_accuracy"], _column(rows, "accuracy_low"),
                                                          _column(rows, "accuracy_high"))],
@@ -294,39 +290,6 @@ def _ci_over(method, units, low):
     if pd.isna(units):
         return "%ss" % what
     return numbers.count(int(units), what) if pd.notna(low) else "none: %s, needs 6" % numbers.count(int(units), what)
-
-
-def _joules(value, status):
-    """J per sample as text: 'not measured' for an ok job without energy (never zero), '' for one not ok."""
-    if pd.notna(value):
-        return numbers.significant(value)
-    return "not measured" if status == "ok" else ""
-
-
-def _cost(usd, price_id, status, throughput):
-    """USD per 1,000 samples as text: 'no price' where no price row names the job's devices, '' for a job that
-    did not finish ok with a throughput."""
-    if pd.notna(usd):
-        return numbers.significant(usd)
-    return "no price" if status == "ok" and pd.notna(throughput) and not isinstance(price_id, str) else ""
-
-
-def prices(answer):
-    """The prices the report's cost per 1,000 samples rests on: each price row used (its devices, USD per device
-    hour, offer, instance, date, source), or the reader's own price; None when no job was priced."""
-    if answer.price_per_hour is not None:
-        return Table("Prices: USD per 1,000 samples", ["price", "source"],
-                     [["%s USD per hour of a job's devices" % numbers.significant(answer.price_per_hour),
-                       "given with --price-per-hour"]])
-    if not answer.prices:
-        return None
-    rows = [[", ".join(r.names) or "one logical CPU (vCPU)", "%g" % r.usd_per_device_hour, r.offer,
-             r.instance, r.as_of, r.source] for r in answer.prices]
-    return Table("Prices: USD per 1,000 samples", ["device", "USD per device-hour", "offer", "instance", "as of",
-                                                   "source"], rows,
-                 "USD per 1,000 samples = the job's devices x USD per device-hour / 3600 / throughput (samples/s) x "
-                 "1000; list prices from dlrepro/prices.yaml (revised %s), not quotes: give your own with "
-                 "--price-per-hour." % pricesmod.load().date)
 
 
 def _parallelism(threads, measured, device):
@@ -501,7 +464,7 @@ def context(answer):
         "bundles": bundle_table(answer.bodies),
         "environment": environment(answer.bodies, summary),
         "results": results(summary, answer.timers),
-        "prices": prices(answer),
+        "prices": Table(*priced) if (priced := costs.prices(answer)) else None,
         "comparison": comparison(answer.cells) if len(answer.cells) else None,
         "ranking": ranking(answer.rankings) if len(answer.rankings) else None,
         "sentences": [ranking_sentence(r) for r in answer.rankings.itertuples()],

@@ -7,12 +7,12 @@ as base64 PNG, the selectors' script inline), links relative: the folder can be 
 from matplotlib.figure import Figure
 
 from dlrepro.frameworks import display
-from dlrepro.results.answers.verdicts import FASTER, SLOWER
+from dlrepro.results.answers import verdicts
 from dlrepro.results.views import numbers, palette, plots
 from dlrepro.results.views.report import TEMPLATES
 from dlrepro.results.views.study_report import rests_on
 
-MARKERS = {SLOWER: "v", FASTER: "^"}  # a run slower / faster than the one before; "o" otherwise
+MARKERS = {verdicts.SLOWER: "v", verdicts.FASTER: "^"}  # a run slower / faster than the one before; "o" otherwise
 FIGURE_SIZE = (plots.WIDTH_PX, plots.HEIGHT_PX)
 
 
@@ -88,7 +88,7 @@ def configurations_page(configurations, matrices=()):
              "version": c.key["framework_version"], "device": c.key["device_name"], "mode": c.key["mode"],
              "batch": c.key["batch_size"], "runs": len(c.points),
              "last": c.points[-1].verdict or "", "colour": palette.verdict_colour(c.points[-1].verdict),
-             "regressions": sum(p.verdict == SLOWER for p in c.points)} for c in configurations]
+             "regressions": sum(p.verdict == verdicts.SLOWER for p in c.points)} for c in configurations]
     return TEMPLATES.get_template("site_configurations.html.j2").render(
         rows=rows, selectors=_selectors(rows, ["spec", "framework", "device", "mode"]), figure_size=FIGURE_SIZE,
         matrices=matrices)
@@ -115,5 +115,5 @@ def index_page(bundles, studies, matrices, configurations):
     studies' matrices and the configurations counted."""
     return TEMPLATES.get_template("site_index.html.j2").render(
         bundles=bundles, studies=studies, matrices=matrices, configurations=len(configurations),
-        regressions=sum(p.verdict == SLOWER for c in configurations for p in c.points),
+        regressions=sum(p.verdict == verdicts.SLOWER for c in configurations for p in c.points),
         selectors=_selectors(bundles, ["spec", "host", "state"]), figure_size=FIGURE_SIZE)
