@@ -238,6 +238,13 @@ def test_a_bundle_given_as_the_results_folder_is_refused(tmp_path):
     assert not (results / H200_FCN / "reports").exists()
 
 
+@pytest.mark.parametrize("given", ["abc", "0", "-1", "nan", "inf"])
+def test_a_price_that_is_no_positive_number_is_refused(given, tmp_path):
+    out = _site(tmp_path, "--price-per-hour", given, status=2)
+    assert "error: --price-per-hour: expected a price in USD above 0 (got '%s')" % given in out
+    assert not (tmp_path / "reports").exists()
+
+
 def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_the_prices_source(tmp_path):
     answer = gather.bundles([H200_FCN], COMMITTED)
     made = report.write(answer, tmp_path / "r")

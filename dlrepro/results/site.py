@@ -94,7 +94,7 @@ def build(results_dir, price_per_hour=None, progress=print):
     DlreproError when the folder does not exist or is a bundle."""
     root = _root(results_dir)
     out = root / "reports"
-    bundle_rows, listed, problems, seen = [], [], [], {}
+    bundle_rows, listed, bodies, problems, seen = [], [], [], [], {}
     for row in bundle.listing(root):
         try:
             if row["id"] in seen:
@@ -107,6 +107,7 @@ def build(results_dir, price_per_hour=None, progress=print):
             continue
         seen[row["id"]] = row["folder"].name
         listed.append(row)
+        bodies.append(answer.bodies[0])
         bundle_rows.append(_bundle_row(row, answer, made))
         progress("report %s" % row["id"])
     answers, study_rows = [], []
@@ -123,7 +124,6 @@ def build(results_dir, price_per_hour=None, progress=print):
         answers.append(answer)
         study_rows.append(_study_row(answer, path.stem))
         progress("study report %s" % path.stem)
-    bodies = [bundle.body(r["folder"]) for r in listed]
     summary, samples = tables.merge([r["folder"] for r in listed]) if listed else (None, None)
     configurations = historymod.history(bodies, cost.priced(summary, bodies, price_per_hour), samples) \
         if listed else []
