@@ -43,16 +43,38 @@ def matrix():
     return matrixmod.load()
 
 
-@pytest.fixture(scope="session")
-def torch_cpu_image(docker_engine, matrix):
-    """The torch CPU image, built for real (or found by its content-hashed tag)."""
-    return build.ensure(matrix, matrix.find("torch", "cpu"), build.BuildOptions(), log=print)
+# Every CPU image a test runs, as framework tokens (NAME or NAME@VERSION): the first test that needs one builds them all
+# at once (build.ensure_all). The rest of the matrix (its era versions no test runs, every CUDA image) is tested by
+# rendering its Dockerfile and checking its lock (tests/test_images.py); `bash benchmarks/build_all_cpu.sh` builds
+# every CPU image.
+TEST_IMAGES = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
+               "tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1", "chainer@3.4.0")
+
+
+def cpu_entry(matrix, token):
+    """The CPU entry of framework token NAME or NAME@VERSION (a Keras variant: its backend's image)."""
+    return matrix.find(token.split("@")[0], "cpu", *token.split("@")[1:])
 
 
 @pytest.fixture(scope="session")
-def jax_cpu_image(docker_engine, matrix):
-    """The JAX CPU image, built for real (or found by its content-hashed tag)."""
-    return build.ensure(matrix, matrix.find("jax", "cpu"), build.BuildOptions(), log=print)
+def cpu_images(docker_engine, matrix):
+    """{image name: BuiltImage} of TEST_IMAGES, built for real (or found by their content-hashed tags)."""
+    done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in TEST_IMAGES], build.BuildOptions(),
+                            log=print)
+    assert {name: str(found) for name, found in done.items() if not isinstance(found, build.BuiltImage)} == {}
+    return done
+
+
+@pytest.fixture(scope="session")
+def torch_cpu_image(cpu_images, matrix):
+    """The torch CPU image."""
+    return cpu_images[cpu_entry(matrix, "torch").name]
+
+
+@pytest.fixture(scope="session")
+def jax_cpu_image(cpu_images, matrix):
+    """The JAX CPU image."""
+    return cpu_images[cpu_entry(matrix, "jax").name]
 
 
 @pytest.fixture(scope="session")

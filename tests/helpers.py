@@ -56,3 +56,18 @@ def fresh_cache(monkeypatch, path, **copies):
     for name, folder in folders.items():
         datasets.import_local(name, folder)
     return path / "cache"
+
+
+def has_path(image_id, path):
+    """Whether the image holds ``path`` in its file system (read from a created, never started container)."""
+    import docker
+    from dlrepro.engine import client
+
+    container = client().containers.create(image_id, command=["true"])
+    try:
+        container.get_archive(path)
+        return True
+    except docker.errors.NotFound:
+        return False
+    finally:
+        container.remove(force=True)

@@ -311,6 +311,13 @@ def test_a_number_option_out_of_its_range_is_one_error_naming_it(tmp_path, args,
     assert "Traceback" not in done.stderr and not (tmp_path / "results").exists()  # nothing was run
 
 
+@pytest.mark.parametrize("given", ["0", "-1", "two"])
+def test_build_jobs_that_is_no_count_of_images_is_one_error_naming_it(tmp_path, given):
+    done = dlrepro("build", "--jobs=%s" % given, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout.splitlines() == [
+        "error: --jobs: expected a whole number of at least 1 (got %r)" % given, "remedy: e.g. --jobs 4"], done.stdout
+
+
 def test_results_that_is_a_file_is_one_error_line(tmp_path):
     (tmp_path / "notes.txt").write_text("a file, not a folder\n")
     for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):

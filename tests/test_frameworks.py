@@ -14,6 +14,7 @@ from dlrepro import datasets, spec
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner.adapters import capabilities
+from tests.conftest import cpu_entry
 from tests.helpers import check_sums, fresh_cache, unreachable
 
 pytestmark = pytest.mark.docker
@@ -26,22 +27,20 @@ FRAMEWORKS = PLAIN + DLF_ROWS
 SINGLE_LSTM_BIAS = {"tensorflow": "keras-lstm-single-bias", "caffe": "caffe-lstm-single-bias"}
 
 
-@pytest.fixture(scope="session")
-def images(docker_engine, matrix):
-    """The CPU image of every framework, built for real (or found by its content-hashed tag)."""
-    return {fw: build.ensure(matrix, matrix.find(fw.split("@")[0], "cpu", *fw.split("@")[1:]), build.BuildOptions(),
-                             log=print) for fw in FRAMEWORKS}
-
-
 ERAS = ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1")  # the studies' era versions (DLF's TensorFlow; the nearest
 # served to its PyTorch and to its CNTK)
 
 
 @pytest.fixture(scope="session")
-def era_images(docker_engine, matrix):
-    """The CPU image of each era version of ERAS, built for real (or found by its content-hashed tag)."""
-    return {token: build.ensure(matrix, matrix.find(token.split("@")[0], "cpu", token.split("@")[1]),
-                                build.BuildOptions(), log=print) for token in ERAS}
+def images(cpu_images, matrix):
+    """{framework token of FRAMEWORKS: its image}."""
+    return {fw: cpu_images[cpu_entry(matrix, fw).name] for fw in FRAMEWORKS}
+
+
+@pytest.fixture(scope="session")
+def era_images(cpu_images, matrix):
+    """{token of ERAS: its image}."""
+    return {token: cpu_images[cpu_entry(matrix, token).name] for token in ERAS}
 
 
 def expressible(framework):

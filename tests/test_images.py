@@ -24,6 +24,26 @@ def test_every_lock_pins_every_package_with_hashes(matrix):
         assert pins and all(p.hashes and all(len(h) == 64 for h in p.hashes) for p in pins), image.name
 
 
+@pytest.mark.parametrize("name", [image.name for image in load_matrix().images])
+def test_every_entry_renders_and_its_lock_pins_its_framework_version(matrix, name):
+    """Every image of the matrix, built by CI or not (the era versions no test runs, every CUDA image): its Dockerfile
+    renders on a base of its Python, pip installs exactly its lock, and the lock pins the framework at the version
+    the entry names (Caffe: Debian's packages, pinned by version in the matrix). CI builds only the images its tests
+    run (tests/conftest.py TEST_IMAGES), so its time does not grow with the versions here."""
+    image = matrix.entry(name)
+    major, minor = image.python.split(".")
+    text = context.render_dockerfile(image, REGISTRY_BASE)
+    assert "{{" not in text and "assert v == (%s, %s)" % (major, minor) in text and 'org.dlrepro.image="%s"' % name in text
+    pins = locks.parse(image.lock)
+    if image.framework == "caffe":
+        debian = image.system_packages + ([image.compile.source] if image.compile else [])  # the CPU's, or compiled
+        assert pins == [] and "pip install" not in text and [p for p in debian if "caffe" in p and p.split("=")[1]
+                                                              .startswith("1.0.0+git20180821.99bd997-8")]
+        return
+    assert "--require-hashes --only-binary=:all:" in text and "-r /opt/dlrepro/requirements.lock" in text
+    assert [p.name for p in pins if p.version == image.version or p.version.startswith(image.version + "+")], name
+
+
 def test_old_framework_locks_pin_their_era(matrix):
     cntk = pins_by_name(matrix.find("cntk", "cpu"))
     assert cntk["cntk"].version == "2.7.post2" and cntk["numpy"].version == "1.19.5" and cntk["scipy"].version == "1.5.4"
@@ -82,7 +102,7 @@ def test_caffe_for_gpus_is_compiled_in_the_image_from_debians_source_with_its_cu
     assert caffe.compile.source.split("=")[1] == cpu_package.split("=")[1].rsplit("+b", 1)[0]  # the same source
     text = context.render_dockerfile(caffe, REGISTRY_BASE)
     assert "sed -i -e 's/^\\(deb .* main\\)$/\\1 contrib non-free non-free-firmware/'" in text
-    assert text.index("AS system") < text.index("FROM system AS compile") < text.index("FROM system AS install")
+    assert text.index("AS system") < text.index("FROM system AS compile") < text.index("FROM system\nCOPY requirements")
     assert 'echo "deb-src $mirror bullseye main"' in text
     assert "apt-get source --only-source caffe=1.0.0+git20180821.99bd997-8\n" in text
     assert "'-DCUDA_ARCH_BIN=37 50 60 70 80 90' -DCUDA_ARCH_PTX=90 -DCUDA_HOST_COMPILER=/usr/bin/g++-11" in text
@@ -117,6 +137,34 @@ def test_cuda_dockerfile_renders_with_the_pinned_base(matrix):
     assert "--require-hashes" in text and "--no-deps" in text and "USER 1000:1000" in text
     assert 'org.dlrepro.device="cuda"' in text and "assert v == (3, 11)" in text
     assert "{{" not in text
+
+
+def test_one_stage_writes_the_venv_with_the_transport_mounted_and_the_bases_python_layer_shared(matrix):
+    """No venv copied between stages: the pip step bind-mounts the transport (so no layer holds it) and pip's cache
+    (shared by every build here); apt's lists and archives are cache mounts per base; the layer that installs the
+    base's Python is the same text in every image on that base (so the engine builds and stores it once), and each
+    image's own system packages come in a layer after it."""
+    torch, jax = matrix.find("torch", "cpu"), matrix.find("jax", "cpu")
+    text = context.render_dockerfile(torch, REGISTRY_BASE)
+    assert "COPY --from=install" not in text and "COPY transport" not in text and "AS install" not in text
+    assert text.count("FROM ") == 2 and text.count("COPY requirements.lock /opt/dlrepro/requirements.lock\n") == 1
+    pip_step = text[text.index("RUN --mount=type=bind"):text.index("-r /opt/dlrepro/requirements.lock")]
+    assert pip_step.startswith("RUN --mount=type=bind,source=transport,target=/tmp/transport \\\n"
+                               "    --mount=type=cache,id=dlrepro-pip,target=/tmp/pip-cache \\\n")
+    assert "pip install --cache-dir=/tmp/pip-cache --no-deps" in pip_step and "--no-cache-dir" not in text
+    caches = ("--mount=type=cache,id=dlrepro-apt-lists-debian-sha256-%s,target=/var/lib/apt/lists,sharing=locked "
+              "--mount=type=cache,id=dlrepro-apt-archives-debian-sha256-%s,target=/var/cache/apt,sharing=locked"
+              % ("3" * 64, "3" * 64))
+    assert "rm -rf /var/lib/apt/lists" not in text
+
+    def python_layer(dockerfile):
+        start = dockerfile.index("RUN " + caches)
+        return dockerfile[start:dockerfile.index("\n", dockerfile.index("useradd", start))]
+
+    assert python_layer(text) == python_layer(context.render_dockerfile(jax, REGISTRY_BASE))
+    assert "libgomp1" not in python_layer(text) and "install -y --no-install-recommends python3 python3-venv" in text
+    assert text.index("useradd") < text.index("RUN %s \\\n    apt-get update && apt-get install -y "
+                                              "--no-install-recommends libgomp1\n" % caches)
 
 
 def test_recipe_digest_follows_the_lock_not_the_transport(matrix, tmp_path, monkeypatch):
@@ -225,7 +273,7 @@ def test_offline_python_is_pyenvs_build_copied_to_its_own_prefix(matrix, tmp_pat
     assert "COPY python/ %s/\n" % prefix in text and "tree sha256:%s" % provider.tree_sha256 in text
     assert "apt-get install -y --no-install-recommends libssl3 libffi8 " in text and " python3-venv" not in text
     assert " && chmod o+x %s \\\n" % " ".join(str(p) for p in reversed(prefix.parents) if str(p) != "/") in text
-    assert "RUN %s/bin/python3 -m venv /opt/venv" % prefix in text and "assert v == (3, 6)" in text
+    assert "    %s/bin/python3 -m venv /opt/venv" % prefix in text and "assert v == (3, 6)" in text
     assert base.record["python"] == {"provider": "relocatable", "command": "%s/bin/python3" % prefix,
                                      "source": str(prefix), "prefix": str(prefix), "tree_sha256": provider.tree_sha256}
     ctx = context.render(image, base)

@@ -6,7 +6,7 @@ into the program). Each parses its options, asks dlrepro.results.gather for the 
 from invoke import Exit
 
 from dlrepro import folders
-from dlrepro.cli.console import console, user_errors
+from dlrepro.cli.console import console, dim, user_errors
 from dlrepro.cli.options import BUNDLE_HELP, PRICE_HELP, RESULTS_HELP, task
 from dlrepro.run.optiontext import split
 
@@ -259,7 +259,7 @@ def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author="", res
 
     with user_errors():
         made = archives.create(str(_bundle(bundle, results)), out or None, images, license, author or None,
-                               log=lambda m: console.print("[dim]%s[/]" % m))
+                               log=lambda m: console.print(dim(m)))
         for warning in made.warnings:
             console.print("[yellow]warning:[/] %s" % warning)
         console.print("archive: %s (%d files, %s)" % (made.path, len(made.members),

@@ -4,6 +4,7 @@ import sys
 
 from invoke import Exit
 from rich.console import Console
+from rich.markup import escape
 
 from dlrepro.errors import DlreproError
 
@@ -11,6 +12,11 @@ from dlrepro.errors import DlreproError
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]",
         "interrupted": "[magenta]interrupted[/]"}
+
+
+def dim(message):
+    """A log line of the library, dimmed; its own brackets (BuildKit's "[system 2/5] RUN ...") printed as they are."""
+    return "[dim]%s[/]" % escape(message)
 
 
 def print_error(exc):

@@ -68,8 +68,19 @@ def task(*args, **kwargs):
 
 # option help shared by the tasks
 ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
-BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else debootstrap), registry or bootstrap"
+BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else mmdebstrap), registry or bootstrap"
 RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
 PRICE_HELP = ("USD per hour of the devices one job used (all its GPUs, or its CPUs) for the cost per 1,000 samples "
               "(default: dlrepro/prices.yaml, dated list prices with their sources)")
 BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"
+
+
+def count(option, text):
+    """``text`` as a whole number >= 1, 0 when not given (""); DlreproError naming ``option`` otherwise."""
+    from dlrepro.errors import DlreproError
+
+    if text == "":
+        return 0
+    if not str(text).isdigit() or int(text) < 1:
+        raise DlreproError("%s: expected a whole number of at least 1 (got %r)" % (option, text), "e.g. %s 4" % option)
+    return int(text)

@@ -3,7 +3,7 @@ what the user would need for each verdict."""
 from invoke import Exit
 
 from dlrepro.cli.console import console, user_errors
-from dlrepro.cli.options import task
+from dlrepro.cli.options import count, task
 
 
 @task(help={
@@ -39,8 +39,8 @@ def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_j
         if gpu_count and not (gpu_model or here.gpu):
             raise DlreproError("--gpu-count: this host has no GPU; say which", "add --gpu-model, e.g. --gpu-model H100")
         hardware = coverage.Hardware(
-            gpu_model or here.gpu, _count("--gpu-count", gpu_count) or (1 if gpu_model else here.gpus),
-            _count("--cpus", cpus) or here.cpus, _datasets(datasets, coverage, here), allow_ptx_jit,
+            gpu_model or here.gpu, count("--gpu-count", gpu_count) or (1 if gpu_model else here.gpus),
+            count("--cpus", cpus) or here.cpus, _datasets(datasets, coverage, here), allow_ptx_jit,
             None if gpu_model else here.gpu_capability)
         try:
             hardware.capability
@@ -48,17 +48,6 @@ def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_j
             raise DlreproError("--gpu-model: %s" % exc, "give one of those names") from None
         show(chosen, hardware, coverage.plan(chosen, hardware, matrix))
     raise Exit(code=0)
-
-
-def _count(option, text):
-    """``text`` as a whole number >= 1, 0 when not given; DlreproError naming ``option`` otherwise."""
-    from dlrepro.errors import DlreproError
-
-    if text == "":
-        return 0
-    if not str(text).isdigit() or int(text) < 1:
-        raise DlreproError("%s: expected a whole number of at least 1 (got %r)" % (option, text), "e.g. %s 4" % option)
-    return int(text)
 
 
 def _datasets(text, coverage, here):

@@ -4,7 +4,7 @@ import statistics
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from dlrepro.cli.console import MARK, console
+from dlrepro.cli.console import MARK, console, dim
 from dlrepro.run.runs import Reporter
 
 
@@ -82,7 +82,7 @@ class RichReporter(Reporter):
         self.task = self.progress.add_task(description, **fields)
 
     def log(self, message):
-        self.progress.console.print("[dim]%s[/]" % message)
+        self.progress.console.print(dim(message))
 
     def started(self, total):
         if self.task is None:

@@ -22,9 +22,9 @@ from invoke import Collection, Exit
 from dlrepro import folders
 from dlrepro.cli.answer_tasks import (archive, check, compare, merge, out_folder, report, site, study_report,
                                       validate, verify, write_study_report)
-from dlrepro.cli.console import console, user_errors
+from dlrepro.cli.console import console, dim, user_errors
 from dlrepro.cli.plan_task import plan
-from dlrepro.cli.options import BASE_SOURCE_HELP, ENGINE_HELP, RESULTS_HELP, task
+from dlrepro.cli.options import BASE_SOURCE_HELP, ENGINE_HELP, RESULTS_HELP, count, task
 from dlrepro.run.optiontext import UNSET, split
 
 
@@ -46,27 +46,38 @@ def _deprecated(old, new):
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
     "engine": ENGINE_HELP,
+    "jobs": "images built at once, >= 1 (default: this machine's CPUs); a base several need is made once",
 })
-def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine=""):
+def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine="", jobs=""):
     """Build the pinned images for this host's devices.
 
     Without options it builds images/matrix.yaml's default_frameworks for every device this
     host can run: cpu, and cuda when an NVIDIA GPU is visible. An image whose content-hashed
-    tag exists is not rebuilt. `dlrepro run` builds what it needs too, so
-    `invoke build run --spec=NAME` works as typed in the checkout."""
+    tag exists is not rebuilt; the others build --jobs at a time, and one that fails does not stop
+    the rest (exit 1). `dlrepro run` builds what it needs too, so `invoke build run --spec=NAME`
+    works as typed in the checkout."""
     from dlrepro import engine as enginemod
+    from dlrepro.errors import ImageError
     from dlrepro.images import build as buildmod, matrix as matrixmod
     from dlrepro.run import hostinfo
 
     with user_errors():
+        workers = count("--jobs", jobs)
         enginemod.use(engine)
         matrix = matrixmod.load()
         entries = matrix.select(split(framework), split(device) or hostinfo.devices())
         options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
-        for entry in entries:
-            built = buildmod.ensure(matrix, entry, options, lambda m: console.print("[dim]%s[/]" % m))
-            console.print("%s: %s (%s, %s)" % (built.image.name, built.tag, built.image_id[:19],
-                                                "built in %.0f s" % built.seconds if built.built else "cached"))
+        done = buildmod.ensure_all(matrix, entries, options, lambda m: console.print(dim(m)), workers or None)
+        for name, built in done.items():
+            if isinstance(built, ImageError):
+                console.print("[red]%s: not built[/]: %s" % (name, str(built).splitlines()[0]))
+            else:
+                console.print("%s: %s (%s, %s)" % (name, built.tag, built.image_id[:19],
+                                                    "built in %.0f s" % built.seconds if built.built else "cached"))
+        failed = [name for name, built in done.items() if isinstance(built, ImageError)]
+        if failed:
+            console.print("%d of %d images not built: %s" % (len(failed), len(done), ", ".join(failed)))
+            raise Exit(code=1)
 
 
 @task(help={

@@ -3,7 +3,9 @@
 ``ensure`` returns a built image's record for bundles: tag, image ID (the digest of
 its config, which is what identifies a locally built image), repo digests if it was
 pushed, base record, recipe digest, and the package manifests read from the image
-(/opt/dlrepro/{requirements.lock,pip-freeze.txt,dpkg.txt}).
+(/opt/dlrepro/{requirements.lock,pip-freeze.txt,dpkg.txt}). ``ensure_all`` builds
+several at once. Docker builds with BuildKit, Podman with Buildah (the Dockerfile's
+``RUN --mount``: dlrepro.images.context).
 """
 import io
 import json
@@ -11,18 +13,20 @@ import os
 import re
 import tarfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import docker
 
-from dlrepro import heartbeat
-from dlrepro.images import bases, context, transport, vendor
+from dlrepro import engine, heartbeat
+from dlrepro.images import bases, buildkit, context, transport, vendor
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
 
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
-# the image of each build step: " ---> <12 hex>" from Docker's classic builder, "--> <11 hex>" from Podman's
+# the image of each build step: "--> <11 hex>" from Podman (BuildKit makes no image of a step)
 STEP_IMAGE = re.compile(r"^ ?-{2,3}> ([0-9a-f]{11,12})$", re.MULTILINE)
-STEP_NUMBER = re.compile(r"step [0-9/]+", re.IGNORECASE)
+# a step's number: Podman's "STEP 3/9", BuildKit's "[system 3/9]"
+STEP_NUMBER = re.compile(r"step [0-9/]+|\[[^]]* [0-9]+/[0-9]+\]", re.IGNORECASE)
 STEP_SHOWN, LINE_SHOWN = 140, 160  # characters of a step's header and of its last line in progress lines
 
 
@@ -63,7 +67,7 @@ class BuiltImage:
 
 def _tar(directory):
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:  # BuildKit takes a PAX tar for a file
         tar.add(str(directory), arcname=".")
     buf.seek(0)
     return buf
@@ -82,11 +86,8 @@ def _hint(lines):
 
 
 def _remove_build_stages(step_ids, final_id):
-    """Delete the untagged images of build stages that the final image does not contain (``final_id`` None: a
-    failed build, whose every untagged step goes).
-
-    The classic builder keeps them, and the install stage still holds the build's transport
-    (pip settings, CA bundle, wheels), which must not outlive the build, built or failed.
+    """Delete the untagged images of build steps that the final image does not contain (``final_id`` None: a
+    failed build, whose every untagged step goes): Podman keeps an image of every step, a compile stage's too.
     """
     # the final image and its history (Podman's history ids lack "sha256:" and leave out the image itself)
     kept = ({entry["Id"].split(":")[-1] for entry in client().api.history(final_id)} | {final_id.split(":")[-1]}
@@ -109,7 +110,7 @@ class _Steps:
 
     def begin(self, header):
         """A new step whose header is ``header``; returns its progress line."""
-        number = STEP_NUMBER.match(header)
+        number = STEP_NUMBER.search(header)
         self.step, self.step_start, self.last = number.group(0).lower() if number else header, time.monotonic(), ""
         return "%s [%s] %s" % (self.name, heartbeat.clock(self.step_start - self.start), header[:STEP_SHOWN])
 
@@ -120,32 +121,43 @@ class _Steps:
             heartbeat.clock(now - self.start), ": " + self.last[:LINE_SHOWN] if self.last else "")
 
 
+def _answer(ctx):
+    """The decoded chunks of the engine's answer to a build of ``ctx``: BuildKit on Docker (docker-py's build() has no
+    parameter for it, hence the API call by hand), the classic stream on Podman."""
+    api = client().api
+    params = {"t": ctx.tag, "rm": True, "forcerm": True, "pull": False}
+    if engine.name() == "docker":
+        params["version"] = "2"
+    response = api._post(api._url("/build"), data=_tar(ctx.directory), params=params,
+                         headers={"Content-Type": "application/x-tar"}, stream=True, timeout=None)
+    api._raise_for_status(response)
+    return api._stream_helper(response, decode=True)
+
+
 def _docker_build(ctx, log):
-    """Build the context; returns the ids of the images of every step. Each step's header goes to ``log`` as it
-    starts, with the time since the build began; while a step is silent, a heartbeat line (heartbeat.Heartbeat)."""
+    """Build the context; returns the ids of the images of its steps (Podman's). Each step's header goes to ``log`` as
+    it starts, with the time since the build began; while a step is silent, a heartbeat line (heartbeat.Heartbeat)."""
     log_path = ctx.directory.parent / ("%s.log" % ctx.digest[:12])
-    lines, step_ids, steps = [], [], _Steps(ctx.image.name)
+    lines, step_ids, steps, events = [], [], _Steps(ctx.image.name), buildkit.Events()
     with open(log_path, "w") as out, heartbeat.Heartbeat(log, steps.describe) as beat:
         try:
-            for chunk in client().api.build(fileobj=_tar(ctx.directory), custom_context=True, tag=ctx.tag, rm=True,
-                                            forcerm=True, pull=False, decode=True):
-                text = chunk.get("stream") or chunk.get("status") or ""
-                if "error" in chunk:
-                    text = "ERROR: %s\n" % chunk["error"]
-                if text:
-                    out.write(text)
+            for chunk in _answer(ctx):
+                for kind, text in events.events(chunk):
+                    if kind == "error":
+                        text = "ERROR: %s\n" % text
+                    out.write(text if text.endswith("\n") else text + "\n")
                     lines.extend(text.rstrip("\n").splitlines())
-                    if text.upper().startswith("STEP "):  # Docker: "Step 1/9 :", Podman: "STEP 1/9:"
+                    if kind == "step":
                         log(steps.begin(text.strip()))
                         beat.touch()
-                    else:
+                    elif kind == "line":
                         steps.last = next((t.strip() for t in reversed(text.splitlines())
                                            if t.strip() and not STEP_IMAGE.match(t)), steps.last)
-                    step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
-                if "error" in chunk:
-                    _remove_build_stages(step_ids, None)
-                    raise ImageError("building %s failed; log: %s\n%s%s"
-                                     % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines)))
+                        step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
+                    else:
+                        _remove_build_stages(step_ids, None)
+                        raise ImageError("building %s failed; log: %s\n%s%s"
+                                         % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines)))
         except docker.errors.APIError as exc:
             _remove_build_stages(step_ids, None)
             raise ImageError("building %s failed: %s; log: %s" % (ctx.image.name, exc, log_path)) from None
@@ -190,3 +202,21 @@ def ensure(matrix, image, options, log=print):
     return BuiltImage(image, ctx.tag, found.id, found.attrs.get("RepoDigests") or [], base, ctx.digest,
                       transport_record, built, time.monotonic() - start, read_manifests(found.id),
                       (ctx.directory / "Dockerfile").read_text())
+
+
+def ensure_all(matrix, images, options, log=print, workers=None):
+    """Each of ``images`` built or found as ``ensure`` does, ``workers`` at a time (default: this machine's CPUs); a
+    base that several need is made once (dlrepro.images.bases.ensure waits for a base another build is making).
+
+    Returns {image name: BuiltImage, or the ImageError that stopped its build}, in the order given: one image
+    that cannot be built does not stop the others. Raises ExecutorError (no engine).
+    """
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        futures = [(image.name, pool.submit(ensure, matrix, image, options, log)) for image in images]
+        done = {}
+        for name, future in futures:
+            try:
+                done[name] = future.result()
+            except ImageError as exc:
+                done[name] = exc
+    return done

@@ -14,6 +14,7 @@ every bundle) rather than pinned: a rebuild of the same recipe on a later day ca
 get a newer Debian point release, and the bundle shows it.
 """
 import hashlib
+import re
 import shlex
 import shutil
 
@@ -24,6 +25,7 @@ from dlrepro.images import locks, pythons, transport
 from dlrepro.images.matrix import IMAGES_DIR
 
 RECIPE_FILES = ("Dockerfile", "requirements.lock")
+PIP_CACHE = "/tmp/pip-cache"  # the pip step's cache mount (pip's downloads and the wheels it builds from sdists)
 
 
 class Context:
@@ -46,16 +48,26 @@ class Context:
                                         self.digest[:12])
 
 
+def apt_caches(base):
+    """The ``RUN --mount`` options that keep apt's package lists and downloaded archives in the engine's build cache,
+    one pair per base (``base.ref``; locked: one apt at a time), so that no layer holds them and every build on that
+    base reuses them."""
+    key = re.sub(r"[^A-Za-z0-9_.-]+", "-", base.ref)
+    return " ".join("--mount=type=cache,id=dlrepro-apt-%s-%s,target=%s,sharing=locked" % (what, key, target)
+                    for what, target in (("lists", "/var/lib/apt/lists"), ("archives", "/var/cache/apt")))
+
+
 def render_dockerfile(image, base, vendor=None):
     """The Dockerfile text for ``image`` on ``base`` (a bases.BaseRef), copying from ``vendor`` (a vendor.VendorRef)
-    when the image has vendor libraries."""
+    when the image has vendor libraries. It needs BuildKit (Docker) or Buildah (Podman): ``RUN --mount``."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     env.filters["shell"] = shlex.quote
     major, minor = image.python.split(".")
     return env.get_template("Dockerfile.j2").render(image=image, base=base, vendor=vendor, python=base.python,
                                                     python_major=major, python_minor=minor, transport_dir=transport.CONTAINER_DIR,
-                                                    python_dir=pythons.CONTEXT_DIR, pinned=bool(locks.parse(image.lock)))
+                                                    python_dir=pythons.CONTEXT_DIR, pinned=bool(locks.parse(image.lock)),
+                                                    apt_caches=apt_caches(base), pip_cache=PIP_CACHE)
 
 
 def recipe_digest(directory):

@@ -14,7 +14,7 @@ LOCKS_DIR = IMAGES_DIR / "locks"
 
 
 class Bootstrap(Strict):
-    suite: str = Field(description="Debian suite given to debootstrap, e.g. bookworm")
+    suite: str = Field(description="Debian suite given to mmdebstrap, e.g. bookworm")
     variant: Literal["minbase", "buildd"] = "minbase"
 
 
@@ -35,7 +35,7 @@ class Relocatable(Strict):
 
 
 class Base(Strict):
-    """A base image: pulled by ``registry`` digest, or made offline by ``bootstrap`` (debootstrap)
+    """A base image: pulled by ``registry`` digest, or made offline by ``bootstrap`` (mmdebstrap)
     or ``relocatable`` (a CPython build copied onto another base)."""
     description: str
     registry: str = Field(pattern=r"^[^@\s]+@sha256:[0-9a-f]{64}$",
@@ -47,7 +47,7 @@ class Base(Strict):
     @model_validator(mode="after")
     def _one_offline_way(self):
         if (self.bootstrap is None) == (self.relocatable is None):
-            raise ValueError("give exactly one offline way to make this base: bootstrap (debootstrap a Debian "
+            raise ValueError("give exactly one offline way to make this base: bootstrap (mmdebstrap a Debian "
                              "suite) or relocatable (copy a CPython build onto another base)")
         return self
 
