@@ -3,7 +3,7 @@
 # empty dlrepro cache and a fresh clone of this checkout (benchmarks/fresh_engine.sh), with `dlrepro build` of every
 # CPU entry (NAME@VERSION of each) in one call. Prints each base's and each image's build seconds, as the build
 # reported them, and the wall-clock total. The venv's install is before the clock starts. Root only.
-#   Usage: bash benchmarks/build_all_cpu.sh [LOG]
+#   Usage: bash benchmarks/build_all_cpu.sh [LOG [OPTION...]]   (OPTIONs go to `dlrepro build`, e.g. --jobs 3)
 set -u
 LOG=$(realpath -m "${1:-/tmp/build-all-cpu.log}")
 . "$(dirname "$0")/fresh_engine.sh"
@@ -13,9 +13,9 @@ python3 -m venv .venv && .venv/bin/pip install -q -e . > /dev/null 2>&1
 tokens=$(.venv/bin/python -c '
 from dlrepro.images import matrix
 print(",".join("%s@%s" % (i.framework, i.version) for i in matrix.load().images if i.device == "cpu"))')
-echo "+ dlrepro build --device=cpu --framework=$tokens"
+echo "+ dlrepro build --device=cpu --framework=$tokens ${*:2}"
 T0=$(date +%s.%N)
-.venv/bin/dlrepro build --device=cpu --framework="$tokens" 2>&1 | stamped "$T0" > "$LOG"
+.venv/bin/dlrepro build --device=cpu --framework="$tokens" "${@:2}" 2>&1 | stamped "$T0" > "$LOG"
 echo "rc ${PIPESTATUS[0]}" >> "$LOG"
 python3 - "$LOG" <<'PY'
 import re, sys

@@ -1,12 +1,18 @@
 """Shared fixtures. Tests marked ``docker`` need a Docker engine: without one they are skipped,
 unless DLREPRO_REQUIRE_DOCKER=1 (set by .ci/run), where a missing engine fails them. Likewise tests marked
 ``slurm`` start a Slurm of their own (tests/cluster.py; DLREPRO_REQUIRE_SLURM=1 fails them without one) and
-tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1)."""
+tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1).
+
+The images the tests run build in the background from the end of collection (``pytest_collection_finish``), while the
+modules that need no container engine run first (``pytest_collection_modifyitems``); the first test that needs an
+image waits for them (``cpu_images``)."""
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
+from concurrent.futures import Future
 
 import pytest
 
@@ -56,11 +62,58 @@ def cpu_entry(matrix, token):
     return matrix.find(token.split("@")[0], "cpu", *token.split("@")[1:])
 
 
+_BACKGROUND = {}  # "built": the Future of the background build of TEST_IMAGES, "log": where it writes its lines
+
+
+def _needs_engine(item):
+    return any(item.get_closest_marker(m) for m in ("docker", "slurm", "podman")) or "cpu_images" in item.fixturenames
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The modules with a test that needs a container engine (or Slurm, or Podman) run after the rest, each module's
+    tests together and in their order, so that the images build while the others run."""
+    engine_modules = {item.module.__name__ for item in items if _needs_engine(item)}
+    items.sort(key=lambda item: item.module.__name__ in engine_modules)
+
+
+def pytest_collection_finish(session):
+    """Start building TEST_IMAGES in a thread when a collected test needs one and an engine answers (without one,
+    ``docker_engine`` skips or fails those tests as before)."""
+    if session.config.option.collectonly or not any("cpu_images" in item.fixturenames for item in session.items):
+        return
+    try:
+        engine.client()
+    except ExecutorError:
+        return
+    matrix = matrixmod.load()
+    log_path = os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%d.log" % os.getpid())
+    built, log = Future(), open(log_path, "w", buffering=1)
+    _BACKGROUND.update(built=built, log=log_path)
+
+    def work():
+        try:
+            built.set_result(build.ensure_all(matrix, [cpu_entry(matrix, token) for token in TEST_IMAGES],
+                                              build.BuildOptions(), log=lambda line: log.write(line + "\n")))
+        except BaseException as exc:  # noqa: B036 (the waiting fixture raises it)
+            built.set_exception(exc)
+        finally:
+            log.close()
+
+    threading.Thread(target=work, name="test-images", daemon=True).start()
+
+
 @pytest.fixture(scope="session")
 def cpu_images(docker_engine, matrix):
-    """{image name: BuiltImage} of TEST_IMAGES, built for real (or found by their content-hashed tags)."""
-    done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in TEST_IMAGES], build.BuildOptions(),
-                            log=print)
+    """{image name: BuiltImage} of TEST_IMAGES, built for real (or found by their content-hashed tags): the
+    background build's, else built here."""
+    began = time.time()
+    if "built" in _BACKGROUND:
+        done = _BACKGROUND["built"].result()
+        print("test images: waited %.0f s for the background build (log: %s)" % (time.time() - began,
+                                                                                  _BACKGROUND["log"]))
+    else:
+        done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in TEST_IMAGES], build.BuildOptions(),
+                                log=print)
     assert {name: str(found) for name, found in done.items() if not isinstance(found, build.BuiltImage)} == {}
     return done
 

@@ -46,7 +46,7 @@ def _deprecated(old, new):
     "no-host-pip": "ignore this host's pip settings (index, find-links, cert) inside the build",
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
     "engine": ENGINE_HELP,
-    "jobs": "images built at once, >= 1 (default: this machine's CPUs); a base several need is made once",
+    "jobs": "images built at once, >= 1 (default: this machine's CPUs plus one); a base several need is made once",
 })
 def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine="", jobs=""):
     """Build the pinned images for this host's devices.
