@@ -5,8 +5,8 @@ The engine is ``use(NAME)`` (``dlrepro build|run --engine``), else ``$DLREPRO_EN
 reached at DOCKER_HOST (default: the local socket). Podman is reached at ``$DLREPRO_PODMAN_SOCKET`` (a path or
 ``unix://`` URL), else ``$CONTAINER_HOST``, else its default socket (/run/podman/podman.sock for root,
 ``$XDG_RUNTIME_DIR/podman/podman.sock`` rootless), which ``podman system service --time=0 unix://PATH`` serves.
-The same docker SDK calls drive both (builds with the classic builder, container create/attach/wait, device
-requests, memory limits); ``record()`` is what a bundle says about the engine.
+The same docker SDK calls drive both (builds: BuildKit on Docker, Buildah on Podman; container create/attach/wait,
+device requests, memory limits); ``record()`` is what a bundle says about the engine.
 """
 import functools
 import os

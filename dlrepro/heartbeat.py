@@ -45,19 +45,20 @@ def clock(seconds):
     return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
 
 
-_ACTIVE = []  # the heartbeats entered and not yet left, the latest last
+_ENTERED = threading.local()  # .heartbeats: a thread's heartbeats entered and not yet left, the latest last
 
 
 class Heartbeat:
     """A context manager that calls ``log(describe())`` whenever ``every`` seconds (default ``interval()``) pass
     without a line: none from itself, none announced by ``touch()``. ``describe()`` returning None prints nothing
-    (nothing to say now). Only the heartbeat entered last speaks: a build's inside a run's says what the build is
-    doing, and the run's stays quiet instead of printing its own line at the same moment. The lines come from a
-    daemon thread, so ``log`` must take lines from any thread."""
+    (nothing to say now). Of a thread's heartbeats, only the one entered last speaks: a build's inside a run's says
+    what the build is doing, and the run's stays quiet instead of printing its own line at the same moment; builds on
+    threads of their own (dlrepro.images.build.ensure_all) each speak. The lines come from a daemon thread, so
+    ``log`` must take lines from any thread."""
 
     def __init__(self, log, describe, every=None):
         self.log, self.describe, self.every = log, describe, every or interval()
-        self.last, self._stop, self._thread = time.monotonic(), threading.Event(), None
+        self.last, self._stop, self._thread, self._entered = time.monotonic(), threading.Event(), None, []
 
     def touch(self):
         """A line was just printed by the work itself: the next heartbeat is due ``every`` seconds from now."""
@@ -66,14 +67,17 @@ class Heartbeat:
     def _beat(self):
         while not self._stop.wait(max(0.05, self.last + self.every - time.monotonic())):
             if time.monotonic() - self.last >= self.every:
-                text = self.describe() if _ACTIVE[-1:] == [self] else None
+                text = self.describe() if self._entered[-1:] == [self] else None
                 if text:
                     self.log(text)
                 self.last = time.monotonic()
 
     def __enter__(self):
         self.last = time.monotonic()
-        _ACTIVE.append(self)
+        if not hasattr(_ENTERED, "heartbeats"):
+            _ENTERED.heartbeats = []
+        self._entered = _ENTERED.heartbeats
+        self._entered.append(self)
         self._thread = threading.Thread(target=self._beat, name="dlrepro-heartbeat", daemon=True)
         self._thread.start()
         return self
@@ -81,7 +85,7 @@ class Heartbeat:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        _ACTIVE.remove(self)
+        self._entered.remove(self)
 
 
 def job_doing(job, result, elapsed=None):

@@ -3,21 +3,20 @@ unless DLREPRO_REQUIRE_DOCKER=1 (set by .ci/run), where a missing engine fails t
 ``slurm`` start a Slurm of their own (tests/cluster.py; DLREPRO_REQUIRE_SLURM=1 fails them without one) and
 tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1).
 
-The images the tests run build in the background from the end of collection (``pytest_collection_finish``), while the
-modules that need no container engine run first (``pytest_collection_modifyitems``); the first test that needs an
-image waits for them (``cpu_images``)."""
+The images the tests run build in a background process from the end of collection (``pytest_collection_finish``),
+while the modules that need no container engine run first (``pytest_collection_modifyitems``); the first test that
+needs an image waits for it (``cpu_images``)."""
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import Future
 
 import pytest
 
 from dlrepro.images import build, matrix as matrixmod
-from dlrepro import datasets, engine
+from dlrepro import REPO_ROOT, datasets, engine
 from dlrepro.errors import ExecutorError
 from tests import cluster
 
@@ -49,12 +48,24 @@ def matrix():
     return matrixmod.load()
 
 
-# Every CPU image a test runs, as framework tokens (NAME or NAME@VERSION): the first test that needs one builds them all
-# at once (build.ensure_all). The rest of the matrix (its era versions no test runs, every CUDA image) is tested by
-# rendering its Dockerfile and checking its lock (tests/test_images.py); `bash benchmarks/build_all_cpu.sh` builds
-# every CPU image.
-TEST_IMAGES = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
-               "tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1", "chainer@3.4.0")
+# The CPU images the tests run, as framework tokens (NAME or NAME@VERSION), by the fixture that gives them: a session
+# builds those its collected tests use, all at once (build.ensure_all), in the background (see below). The rest of the
+# matrix (its era versions no test runs, every CUDA image) is tested by rendering its Dockerfile and checking its lock
+# (tests/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
+IMAGES_OF = {
+    "torch_cpu_image": ("torch",), "jax_cpu_image": ("jax",), "caffe_cpu_image": ("caffe",),
+    # tests/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer 3.4.0
+    "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
+               "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0"),
+    "era_images": ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1"),
+}
+TEST_IMAGES = tuple(dict.fromkeys(token for tokens in IMAGES_OF.values() for token in tokens))
+
+
+def _images_used(items):
+    """The tokens of the images ``items`` use, in TEST_IMAGES's order."""
+    used = {token for item in items for name in item.fixturenames for token in IMAGES_OF.get(name, ())}
+    return tuple(token for token in TEST_IMAGES if token in used)
 
 
 def cpu_entry(matrix, token):
@@ -62,7 +73,7 @@ def cpu_entry(matrix, token):
     return matrix.find(token.split("@")[0], "cpu", *token.split("@")[1:])
 
 
-_BACKGROUND = {}  # "built": the Future of the background build of TEST_IMAGES, "log": where it writes its lines
+_BACKGROUND = {}  # "tokens": the images the collected tests use; "process": their `dlrepro build`; "log": its output
 
 
 def _needs_engine(item):
@@ -77,43 +88,44 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    """Start building TEST_IMAGES in a thread when a collected test needs one and an engine answers (without one,
-    ``docker_engine`` skips or fails those tests as before)."""
-    if session.config.option.collectonly or not any("cpu_images" in item.fixturenames for item in session.items):
+    """Start `dlrepro build` of the images the collected tests use in a process of its own (out of reach of the
+    tests' monkeypatching and environment changes) when an engine answers; without one, ``docker_engine`` skips or
+    fails those tests as before."""
+    tokens = _images_used(session.items)
+    _BACKGROUND["tokens"] = tokens
+    if session.config.option.collectonly or not tokens:
         return
     try:
         engine.client()
     except ExecutorError:
         return
-    matrix = matrixmod.load()
     log_path = os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%d.log" % os.getpid())
-    built, log = Future(), open(log_path, "w", buffering=1)
-    _BACKGROUND.update(built=built, log=log_path)
+    with open(log_path, "w") as log:
+        _BACKGROUND.update(log=log_path, process=subprocess.Popen(
+            [sys.executable, "-c", "from dlrepro.cli.main import program; program.run()", "build", "--device=cpu",
+             "--framework=" + ",".join(tokens)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT)))
 
-    def work():
-        try:
-            built.set_result(build.ensure_all(matrix, [cpu_entry(matrix, token) for token in TEST_IMAGES],
-                                              build.BuildOptions(), log=lambda line: log.write(line + "\n")))
-        except BaseException as exc:  # noqa: B036 (the waiting fixture raises it)
-            built.set_exception(exc)
-        finally:
-            log.close()
 
-    threading.Thread(target=work, name="test-images", daemon=True).start()
+def pytest_sessionfinish(session):
+    """A background build still running when the session ends (a -x stop, Ctrl-C) is stopped, by its PID."""
+    process = _BACKGROUND.get("process")
+    if process is not None and process.poll() is None:
+        process.terminate()
+        process.wait(60)
 
 
 @pytest.fixture(scope="session")
 def cpu_images(docker_engine, matrix):
-    """{image name: BuiltImage} of TEST_IMAGES, built for real (or found by their content-hashed tags): the
-    background build's, else built here."""
-    began = time.time()
-    if "built" in _BACKGROUND:
-        done = _BACKGROUND["built"].result()
-        print("test images: waited %.0f s for the background build (log: %s)" % (time.time() - began,
-                                                                                  _BACKGROUND["log"]))
-    else:
-        done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in TEST_IMAGES], build.BuildOptions(),
-                                log=print)
+    """{image name: BuiltImage} of the images the session's tests use (all of TEST_IMAGES when collection did not
+    say), built for real or found by their content-hashed tags: after the background build, whose failures show
+    again here (each image built or found in this process)."""
+    if "process" in _BACKGROUND:
+        began = time.time()
+        status = _BACKGROUND["process"].wait()
+        print("test images: waited %.0f s for the background build (exit %d, log: %s)" % (
+            time.time() - began, status, _BACKGROUND["log"]))
+    tokens = _BACKGROUND.get("tokens") or TEST_IMAGES
+    done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in tokens], build.BuildOptions(), log=print)
     assert {name: str(found) for name, found in done.items() if not isinstance(found, build.BuiltImage)} == {}
     return done
 
@@ -128,6 +140,12 @@ def torch_cpu_image(cpu_images, matrix):
 def jax_cpu_image(cpu_images, matrix):
     """The JAX CPU image."""
     return cpu_images[cpu_entry(matrix, "jax").name]
+
+
+@pytest.fixture(scope="session")
+def caffe_cpu_image(cpu_images, matrix):
+    """Debian's CPU-only Caffe image."""
+    return cpu_images[cpu_entry(matrix, "caffe").name]
 
 
 @pytest.fixture(scope="session")

@@ -100,6 +100,40 @@ def test_images_build_at_once_and_one_that_fails_does_not_stop_the_others(matrix
     assert made == ["debian-bookworm", "debian-bullseye"]
 
 
+def test_an_image_whose_base_cannot_be_made_gets_its_error_and_the_base_is_tried_once(matrix, monkeypatch):
+    tried = []
+
+    def make_base(matrix, name, source, log):
+        tried.append(name)
+        if name == "debian-bullseye":
+            raise ImageError("mmdebstrap failed for base debian-bullseye; see base-debian-bullseye.bootstrap.log")
+
+    monkeypatch.setattr(bases, "ensure", make_base)
+    monkeypatch.setattr(build, "ensure", lambda matrix, image, options, log: "built " + image.name)
+    images = [matrix.find("caffe", "cpu"), matrix.find("torch", "cpu"), matrix.find("chainer", "cpu")]
+    done = build.ensure_all(matrix, images, build.BuildOptions(), log=lambda m: None, at_once=2)
+    assert sorted(tried) == ["debian-bookworm", "debian-bullseye"] and done["torch-2.13.0-cpu"] == "built torch-2.13.0-cpu"
+    assert [str(done[name]) for name in ("caffe-1.0.0-cpu", "chainer-7.8.1-cpu")] == [
+        "mmdebstrap failed for base debian-bullseye; see base-debian-bullseye.bootstrap.log"] * 2
+
+
+def test_an_error_that_is_no_image_error_stops_the_builds_not_yet_started(matrix, monkeypatch):
+    started = []
+
+    def ensure(matrix, image, options, log):
+        started.append(image.name)
+        time.sleep(0.2)
+        raise RuntimeError("the engine went away")
+
+    monkeypatch.setattr(bases, "ensure", lambda *a: None)
+    monkeypatch.setattr(build, "ensure", ensure)
+    images = [matrix.find(name, "cpu") for name in ("torch", "jax", "mxnet", "tensorflow", "cntk")]
+    with pytest.raises(RuntimeError, match="the engine went away"):
+        build.ensure_all(matrix, images, build.BuildOptions(), log=lambda m: None, at_once=2)
+    assert len(started) <= 4 and "cntk-2.7.post2-cpu" not in started  # the two running when the first failed and
+    # the two that took their places meanwhile; the last was cancelled
+
+
 def test_a_base_that_builds_at_once_need_is_made_once(matrix, monkeypatch):
     made = []
 

@@ -38,8 +38,8 @@ def test_the_loaded_library_is_read_from_the_process_maps(tmp_path):
 
 
 @pytest.mark.docker
-def test_debians_cpu_only_caffe_refuses_a_gpu_job_and_says_which_build_ran(docker_engine, cpu_images, matrix, tmp_path):
-    image = cpu_images[matrix.find("caffe", "cpu").name]
+def test_debians_cpu_only_caffe_refuses_a_gpu_job_and_says_which_build_ran(docker_engine, caffe_cpu_image, tmp_path):
+    image = caffe_cpu_image
     tmp_path.chmod(0o777)
     (tmp_path / "probe.py").write_text(PROBE)
     docker_engine.containers.run(

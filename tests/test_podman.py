@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.podman]
 
 def _base_from_docker(matrix, name):
     """Load the bootstrapped base ``name`` from the Docker engine (``docker save``) into Podman (``podman load``)
-    when Docker has it and Podman has none, so that no second debootstrap is needed; returns what was done."""
+    when Docker has it and Podman has none, so that no second bootstrap is needed; returns what was done."""
     podman = engine.client()
     label = "%s=%s" % (bases.LABEL, name)
     if podman.images.list(name=bases.BOOTSTRAP_REPO, filters={"label": label}):
@@ -27,7 +27,7 @@ def _base_from_docker(matrix, name):
     except docker.errors.DockerException:
         found = []
     if not found:
-        return "bootstrapped"  # bases.ensure debootstraps it
+        return "bootstrapped"  # bases.ensure bootstraps it (mmdebstrap)
     started = time.time()
     podman.images.load(b"".join(found[0].save(named=True)))
     return "loaded from docker in %.1f s" % (time.time() - started)

@@ -112,6 +112,22 @@ def test_inside_another_heartbeat_only_the_inner_one_speaks():
     assert said[inner:] and set(said[inner:]) == {"run: preparing"}  # the run's speaks again once the build ends
 
 
+def test_builds_on_threads_of_their_own_each_speak():
+    # dlrepro build --jobs: two builds at once, each silent in a long step, each says what it is doing
+    said = []
+
+    def build(name):
+        with heartbeat.Heartbeat(said.append, lambda: "%s: step 7/15" % name, every=0.2):
+            time.sleep(0.7)
+
+    threads = [threading.Thread(target=build, args=(name,)) for name in ("torch", "jax")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert said.count("torch: step 7/15") >= 2 and said.count("jax: step 7/15") >= 2
+
+
 def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch):
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path)
@@ -146,9 +162,11 @@ def test_a_small_build_is_never_silent_for_a_heartbeat(docker_engine, matrix, tm
         build._docker_build(ctx, lambda line: (stamps.append(time.monotonic()), said.append(line)))
     finally:
         client().images.remove(tag, force=True)
-    assert said[0].startswith("progress-test [0s] Step 1/2 : FROM ") and said[1].startswith("progress-test [")
-    assert "] Step 2/2 : RUN echo fetching-the-package" in said[1]
-    beats = [line for line in said[2:] if line.startswith("progress-test: step 2/2, ")]
+    headers = [line for line in said if line.startswith("progress-test [")]  # BuildKit's steps, as each starts
+    assert headers[0] == "progress-test [0s] [internal] load remote build context"
+    assert [h.split("] ", 1)[1].replace("CACHED ", "") for h in headers if "/2] " in h] == [
+        "[1/2] FROM docker.io/%s" % base.ref, "[2/2] RUN echo fetching-the-package && sleep 4 && echo fetched"]
+    beats = [line for line in said if line.startswith("progress-test: [2/2], ")]
     # the step's last line in each heartbeat: what it printed before its silent 4 s, then what it printed after
     assert sum(line.endswith(" building: fetching-the-package") for line in beats) >= 3
     assert max(gaps(stamps)) <= 1 + SLACK_S

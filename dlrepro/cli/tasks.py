@@ -18,6 +18,7 @@ reads or writes bundles looks, so a bundle written with --results DIR is named b
 import sys
 
 from invoke import Collection, Exit
+from rich.markup import escape
 
 from dlrepro import folders
 from dlrepro.cli.answer_tasks import (archive, check, compare, merge, out_folder, report, site, study_report,
@@ -69,8 +70,10 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
         options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
         done = buildmod.ensure_all(matrix, entries, options, lambda m: console.print(dim(m)), workers or None)
         for name, built in done.items():
-            if isinstance(built, ImageError):
-                console.print("[red]%s: not built[/]: %s" % (name, str(built).splitlines()[0]))
+            if isinstance(built, ImageError):  # the build's last lines, the hint and the remedy, as a lone build says
+                console.print("[red]%s: not built:[/] %s" % (name, escape(str(built))))
+                if built.remedy:
+                    console.print("[bold]remedy:[/] %s" % escape(built.remedy))
             else:
                 console.print("%s: %s (%s, %s)" % (name, built.tag, built.image_id[:19],
                                                     "built in %.0f s" % built.seconds if built.built else "cached"))

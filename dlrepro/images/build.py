@@ -25,8 +25,8 @@ from dlrepro.errors import ImageError
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
 # the image of each build step: "--> <11 hex>" from Podman (BuildKit makes no image of a step)
 STEP_IMAGE = re.compile(r"^ ?-{2,3}> ([0-9a-f]{11,12})$", re.MULTILINE)
-# a step's number: Podman's "STEP 3/9", BuildKit's "[system 3/9]"
-STEP_NUMBER = re.compile(r"step [0-9/]+|\[[^]]* [0-9]+/[0-9]+\]", re.IGNORECASE)
+# a step's number: Podman's "STEP 3/9", BuildKit's "[system 3/9]" ("[3/9]" in a Dockerfile of one unnamed stage)
+STEP_NUMBER = re.compile(r"step [0-9/]+|\[(?:[^]]* )?[0-9]+/[0-9]+\]", re.IGNORECASE)
 STEP_SHOWN, LINE_SHOWN = 140, 160  # characters of a step's header and of its last line in progress lines
 
 
@@ -210,31 +210,40 @@ def workers():
     return (os.cpu_count() or 1) + 1
 
 
-def _base_quietly(matrix, name, options, log):
-    try:
-        bases.ensure(matrix, name, options.base_source, log)
-    except ImageError:
-        pass  # each image that needs it says so
+def _root(matrix, image):
+    """The base ``image`` stands on that is made rather than copied: a relocatable Python's ``onto`` base."""
+    base = matrix.bases[image.base]
+    return base.relocatable.onto if base.relocatable else image.base
 
 
 def ensure_all(matrix, images, options, log=print, at_once=None):
     """Each of ``images`` built or found as ``ensure`` does, ``at_once`` at a time (default: ``workers()``). The
-    bases they stand on are made first, at once (a relocatable Python's: the base it goes onto); a base that several
-    need is made once (dlrepro.images.bases.ensure waits for a base another build is making).
+    bases they stand on (``_root``) are made first, at once, each once; an image whose base could not be made gets
+    that base's ImageError without another try.
 
     Returns {image name: BuiltImage, or the ImageError that stopped its build}, in the order given: one image
-    that cannot be built does not stop the others. Raises ExecutorError (no engine).
+    that cannot be built does not stop the others. Any other error (ExecutorError: no engine) or an interrupt
+    cancels the builds not yet started and is raised once the running ones end.
     """
-    roots = dict.fromkeys(matrix.bases[image.base].relocatable.onto if matrix.bases[image.base].relocatable
-                          else image.base for image in images)
-    with ThreadPoolExecutor(max_workers=at_once or workers()) as pool:
-        for name in roots:
-            pool.submit(_base_quietly, matrix, name, options, log)
-        futures = [(image.name, pool.submit(ensure, matrix, image, options, log)) for image in images]
+    pool = ThreadPoolExecutor(max_workers=at_once or workers())
+    try:
+        made = {name: pool.submit(bases.ensure, matrix, name, options.base_source, log)
+                for name in dict.fromkeys(_root(matrix, image) for image in images)}
+
+        def one(image):
+            made[_root(matrix, image)].result()  # raises the base's ImageError
+            return ensure(matrix, image, options, log)
+
+        futures = [(image.name, pool.submit(one, image)) for image in images]
         done = {}
         for name, future in futures:
             try:
                 done[name] = future.result()
             except ImageError as exc:
                 done[name] = exc
-    return done
+        return done
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown()

@@ -48,6 +48,11 @@ class Context:
                                         self.digest[:12])
 
 
+# apt-get update on the cache-mounted lists: without List-Cleanup=0 it deletes every file it does not know there,
+# Buildah's lock file of the mount too (Buildah 1.28, Podman 4.3), and the next step that mounts it waits forever
+APT_UPDATE = "-o APT::Get::List-Cleanup=0 update"
+
+
 def apt_caches(base):
     """The ``RUN --mount`` options that keep apt's package lists and downloaded archives in the engine's build cache,
     one pair per base (``base.ref``; locked: one apt at a time), so that no layer holds them and every build on that
@@ -67,7 +72,8 @@ def render_dockerfile(image, base, vendor=None):
     return env.get_template("Dockerfile.j2").render(image=image, base=base, vendor=vendor, python=base.python,
                                                     python_major=major, python_minor=minor, transport_dir=transport.CONTAINER_DIR,
                                                     python_dir=pythons.CONTEXT_DIR, pinned=bool(locks.parse(image.lock)),
-                                                    apt_caches=apt_caches(base), pip_cache=PIP_CACHE)
+                                                    apt_caches=apt_caches(base), apt_update=APT_UPDATE,
+                                                    pip_cache=PIP_CACHE)
 
 
 def recipe_digest(directory):
