@@ -1,6 +1,8 @@
 """Helpers shared by test modules."""
 import hashlib
+import io
 import json
+import tarfile
 
 from dlrepro import datasets, spec
 from dlrepro.run import jobs
@@ -58,16 +60,19 @@ def fresh_cache(monkeypatch, path, **copies):
     return path / "cache"
 
 
-def has_path(image_id, path):
-    """Whether the image holds ``path`` in its file system (read from a created, never started container)."""
+def files_under(image_id, path):
+    """The names of the files and folders under ``path`` in the image (read from a created, never started
+    container), None when ``path`` is not there. An empty list: an empty folder, e.g. the mount point that BuildKit and
+    Buildah leave for a ``RUN --mount`` target."""
     import docker
     from dlrepro.engine import client
 
     container = client().containers.create(image_id, command=["true"])
     try:
-        container.get_archive(path)
-        return True
+        stream, _ = container.get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            return [name for name in archive.getnames() if "/" in name]  # the folder itself is its bare name
     except docker.errors.NotFound:
-        return False
+        return None
     finally:
         container.remove(force=True)

@@ -10,7 +10,7 @@ from dlrepro import engine
 from dlrepro.images import bases, build
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
-from tests.helpers import has_path
+from tests.helpers import files_under
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]
 
@@ -43,7 +43,7 @@ def test_the_torch_image_builds_and_an_alexnet_job_runs_through_podman(podman, m
         print("podman: base %s; torch image %s in %.0f s" % (base, "built" if built.built else "found",
                                                              time.time() - started))
         assert built.tag.startswith("dlrepro/torch:2.13.0-cpu-") and "torch==2.13.0+cpu" in built.manifests["pip-freeze.txt"]
-        assert not has_path(built.image_id, "/tmp/transport")  # bind-mounted into the pip step (Buildah), in no layer
+        assert not files_under(built.image_id, "/tmp/transport")  # a bind mount of the pip step (Buildah): in no layer
         started = time.time()
         path = runs.run("alexnet", RunOptions(frameworks=["torch"], variants=["alexnet-s"], quick=True),
                         results_dir=tmp_path, reporter=reporter, memory=4 << 30)
