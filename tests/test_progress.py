@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -151,9 +152,11 @@ def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch
 def test_a_small_build_is_never_silent_for_a_heartbeat(docker_engine, matrix, tmp_path, monkeypatch):
     monkeypatch.setenv(heartbeat.ENV, "1")
     base = bases.ensure(matrix, matrix.find("torch", "cpu").base, "auto", log=lambda line: None)
+    # a step BuildKit's cache has never seen (the engine keeps its cache across runs): it must run, not be CACHED
+    run = ": %s && echo fetching-the-package && sleep 4 && echo fetched" % uuid.uuid4().hex
     (tmp_path / "context").mkdir()
     (tmp_path / "context" / "Dockerfile").write_text(
-        "FROM %s\nRUN echo fetching-the-package && sleep 4 && echo fetched\n" % base.ref)
+        "FROM %s\nRUN %s\n" % (base.ref, run))
     tag = "dlrepro-test/progress:%d" % os.getpid()
     ctx = SimpleNamespace(directory=tmp_path / "context", digest="%012d" % os.getpid(), tag=tag,
                           image=SimpleNamespace(name="progress-test"))
@@ -165,7 +168,7 @@ def test_a_small_build_is_never_silent_for_a_heartbeat(docker_engine, matrix, tm
     headers = [line for line in said if line.startswith("progress-test [")]  # BuildKit's steps, as each starts
     assert headers[0] == "progress-test [0s] [internal] load remote build context"
     assert [h.split("] ", 1)[1].replace("CACHED ", "") for h in headers if "/2] " in h] == [
-        "[1/2] FROM docker.io/%s" % base.ref, "[2/2] RUN echo fetching-the-package && sleep 4 && echo fetched"]
+        "[1/2] FROM docker.io/%s" % base.ref, "[2/2] RUN " + run]
     beats = [line for line in said if line.startswith("progress-test: [2/2], ")]
     # the step's last line in each heartbeat: what it printed before its silent 4 s, then what it printed after
     assert sum(line.endswith(" building: fetching-the-package") for line in beats) >= 3
