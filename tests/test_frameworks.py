@@ -143,9 +143,13 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
                             "cntk-2.5.1-cpu": {"keras-cntk"}, "keras-theano-2.1.5-cpu": {"keras-theano"}}
         for row in bundle["jobs"]:
             result = json.loads((path / "jobs" / row["job_id"] / "result.json").read_text())
-            rows[name, ".".join(row["job_id"].split(".")[1:-2])] = (row, result["environment"])
+            framework = ".".join(row["job_id"].split(".")[1:-2])
+            rows[name, framework] = (dict(row, loss=result["loss"]), result["environment"])
     for (name, framework), (row, environment) in rows.items():
         assert row["status"] == "ok" and row["median"] > 0, (name, framework)
+        # four Adam steps on the one synthetic mini-batch: its loss falls in every row (Keras 3 on PyTorch and
+        # Keras 2 on Theano learn the real reviews only here: see the next test)
+        assert row["loss"]["last"] < row["loss"]["first"], (name, framework, row["loss"])
         assert row["parameters"] == {"cifar10-vgg": 3_441_592, "imdb-gru": 3_818_302}[name]
         if framework in KERAS:
             assert row["framework_version"] == environment["framework_version"] == "3.15.1"
@@ -166,13 +170,18 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
 
 
 def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, monkeypatch, imdb_reviews):
-    """DLF's GRU on the real IMDB reviews in Chainer and in Keras on each backend: 100 mini-batches of Adam (the
-    loss falls) leave every one above a constant predictor on the whole test set (24,960 reviews, 12,500 of one
-    class: 50.1%). Measured here: Chainer 54.4%, Keras 3 67.5% (TensorFlow), 63.0% (JAX), 60.3% (PyTorch), Keras 2.1.5
-    61.3% (TensorFlow 1.4.0), 67.0% (CNTK 2.5.1), 59.3% (Theano 1.0.1)."""
+    """DLF's GRU on the real IMDB reviews in Chainer, in Keras 3 on TensorFlow and JAX and in Keras 2.1.5 on TensorFlow
+    1.4.0 and CNTK 2.5.1: 100 mini-batches of Adam (the loss falls) leave every one above a constant predictor on
+    the whole test set (24,960 reviews, 12,500 of one class: 50.1%). Measured here: Chainer 54.4%, Keras 3 67.5%
+    (TensorFlow), 63.0% (JAX), Keras 2.1.5 61.3% (TensorFlow 1.4.0), 67.0% (CNTK 2.5.1). Keras 3 on PyTorch (60.3%)
+    and Keras 2.1.5 on Theano 1.0.1 (59.3%) learned it too when measured, but are left out: on 2 CPUs they took 203 s
+    and 131 s of that run's 605 s (Keras's GRU on PyTorch steps through time in Python; Theano compiles its C code
+    in every new container), more than the other five together. Their data and evaluation paths are these rows'
+    (runner.data, the Keras adapters); the test above has their loss fall."""
     unreachable(monkeypatch, "imdb")
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
-    path = runs.run("imdb-gru", RunOptions(frameworks=list(DLF_ROWS), variants=["imdb-gru"], mode="convergence",
+    learners = tuple(f for f in DLF_ROWS if f not in ("keras-torch", "keras-theano"))
+    path = runs.run("imdb-gru", RunOptions(frameworks=list(learners), variants=["imdb-gru"], mode="convergence",
                                            quick=True), results_dir=tmp_path, reporter=reporter)
     for result_file in sorted(path.glob("jobs/*/result.json")):
         result = json.loads(result_file.read_text())
@@ -180,7 +189,7 @@ def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, m
         assert result["status"] == "ok" and epoch["iterations"] == 100, result_file
         assert epoch["loss_curve"][-1] < epoch["loss_curve"][0] and 0.52 < epoch["test_accuracy"] <= 1.0, result_file
         assert result["convergence"]["test_batches"] == 390
-    assert len(list(path.glob("jobs/*/result.json"))) == len(DLF_ROWS)
+    assert len(list(path.glob("jobs/*/result.json"))) == len(learners) == 5
 
 
 @pytest.mark.parametrize("token", ERAS)

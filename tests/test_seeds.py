@@ -64,8 +64,14 @@ def test_the_frameworks_with_a_gru_are_those_that_train_seeds():
     assert tuple(f for f in gru.frameworks if jobs.unsupported(gru, "imdb-gru", f) is None) == GRU_FRAMEWORKS
 
 
+# Keras 2.1.5 on Theano is left out: NumPy's seed is all it is given (runner.adapters.keras2_adapter._session), as Keras
+# 2 on CNTK and on TensorFlow 1.4 are given it beside their backend's; and each new container compiles the GRU's C code
+# for its 105 s (on 2 CPUs). Its GRU trains in tests/test_frameworks.py's DLF rows test.
+SEEDED = tuple(f for f in GRU_FRAMEWORKS if f != "keras-theano") + ("keras-tensorflow@2.1.5",)
+
+
 @pytest.mark.docker
-@pytest.mark.parametrize("framework", GRU_FRAMEWORKS + ("keras-tensorflow@2.1.5",))
+@pytest.mark.parametrize("framework", SEEDED)
 def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, docker_engine, matrix, tmp_path):
     """The GRU on one synthetic mini-batch (fixed by the data's own seed), seeds 0, 1, 0 in one worker: the
     losses of the first and last training steps repeat with the seed and differ between seeds (Keras 2 on
