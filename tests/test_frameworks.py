@@ -84,7 +84,10 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
 
-def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, reporter, monkeypatch, mnist):
+def test_alexnet_in_seven_containers_one_bundle(images, tmp_path, reporter, monkeypatch, mnist):
+    """AlexNet-S in each framework's newest image, one bundle: each image once, each version recorded, the spec's
+    parameter count. (FCN-R on real MNIST in each of them is the convergence test's below, and PyTorch's in
+    tests/test_docker.py.)"""
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
     path = runs.run("alexnet", RunOptions(frameworks=list(PLAIN), variants=["alexnet-s"], quick=True),
@@ -100,11 +103,6 @@ def test_alexnet_and_fcn_r_in_seven_containers_one_bundle(images, tmp_path, repo
     assert pythons["caffe"] == pythons["torch"] == "debian" and {pythons["cntk"], pythons["caffe2"]} <= {"relocatable", "image"}
     assert {r["parameters"] for r in bundle["jobs"]} == {62_378_344} and {r["status"] for r in bundle["jobs"]} == {"ok"}
     check_sums(path)
-    path = runs.run("fcn", RunOptions(frameworks=list(PLAIN), variants=["fcn-r"], quick=True),
-                    results_dir=tmp_path, reporter=reporter)
-    rows = json.loads((path / "bundle.json").read_text())["jobs"]
-    assert {r["framework"] for r in rows} == set(PLAIN) and {r["status"] for r in rows} == {"ok"}
-    assert {r["parameters"] for r in rows} == {14_205_962} and all(r["median"] > 0 for r in rows)
 
 
 @pytest.mark.parametrize("framework", PLAIN[1:])
