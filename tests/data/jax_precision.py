@@ -3,9 +3,10 @@ JAX image, the runner on PYTHONPATH).
 
 For each job of JOBS.json (a list): the adapter built, ITERATIONS training steps on one synthetic mini-batch, and
 written to OUT.json under the job's id: the environment's matmul_precision, compute_dtype and parameter_dtypes; the
-dtypes of the forward output (``adapter.compute``), of the gradients, of the parameters, optimizer state and
-batch-norm statistics after the steps; the losses; and the matrix products and convolutions of the lowered step
-(StableHLO): how many, and how many take bfloat16 operands. Used by tests/test_jax_adapter.py."""
+dtypes of the forward output (``adapter.compute``) and of the gradients (traced by ``jax.eval_shape``, not run), of
+the parameters, optimizer state and batch-norm statistics after the steps; the losses; and the matrix products and
+convolutions of the lowered step (StableHLO): how many, and how many take bfloat16 operands.
+Used by tests/test_jax_adapter.py."""
 import json
 import re
 import sys
@@ -32,10 +33,11 @@ def measure(job):
     adapter.build()
     x, y = adapter.to_device(*data.synthetic_batch(job["model"], job["batch_size"], job.get("seed", 0)))
     key = jax.random.PRNGKey(1)
-    out, _ = jax.jit(lambda p, s, x: adapter.compute(p, s, x, False, key))(adapter.params, adapter.state, x)
+    # dtypes are fixed when the functions are traced: eval_shape traces them without compiling or computing
+    out, _ = jax.eval_shape(lambda p, s, x: adapter.compute(p, s, x, False, key), adapter.params, adapter.state, x)
     loss_fn = jax_adapter._loss(job["loss"])
     objective = jax_adapter._objective(adapter.compute, loss_fn, adapter.state, x, y, key)
-    grads = jax.grad(lambda p: objective(p)[0])(adapter.params)
+    grads = jax.eval_shape(jax.grad(lambda p: objective(p)[0]), adapter.params)
     lowered = adapter._step.lower(adapter.params, adapter.state, adapter.opt_state, key, x, y).as_text()
     products = PRODUCT.findall(lowered)
     losses = adapter.losses([adapter.train_step(x, y) for _ in range(ITERATIONS)])
