@@ -3,11 +3,14 @@ unless DLREPRO_REQUIRE_DOCKER=1 (set by .ci/run), where a missing engine fails t
 ``slurm`` start a Slurm of their own (tests/cluster.py; DLREPRO_REQUIRE_SLURM=1 fails them without one) and
 tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1).
 
-The images the tests run build in a background process from the end of collection (``pytest_collection_finish``),
-while the modules that need no container engine run first (``pytest_collection_modifyitems``); the first test that
-needs an image waits for it (``cpu_images``)."""
+The images the tests run build in a background process from the end of collection (``pytest_collection_finish``,
+once per run) while the modules that need no container engine run; the first test that needs an image waits for the
+build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests that need
+an engine are one group, run in their order by one worker from the start, while the other worker takes the rest a
+module at a time (``pytest_collection_modifyitems``); in one process (-n 0) they run after the rest."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -73,58 +76,103 @@ def cpu_entry(matrix, token):
     return matrix.find(token.split("@")[0], "cpu", *token.split("@")[1:])
 
 
-_BACKGROUND = {}  # "tokens": the images the collected tests use; "process": their `dlrepro build`; "log": its output
+_TOKENS = {}  # "used": the images the collected tests use
+RUN_ENV = "DLREPRO_TEST_RUN"  # one id per test run, shared by its xdist workers: the folder of its one image build
+
+
+def _build_dir():
+    """The folder of this run's background build: its ``started`` mark, ``pid``, ``log`` and exit ``status``."""
+    return os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%s" % os.environ[RUN_ENV])
 
 
 def _needs_engine(item):
     return any(item.get_closest_marker(m) for m in ("docker", "slurm", "podman")) or "cpu_images" in item.fixturenames
 
 
+def pytest_configure(config):
+    """The run's id, set before pytest-xdist starts its workers (they inherit it)."""
+    if not hasattr(config, "workerinput"):
+        os.environ[RUN_ENV] = "%d-%d" % (os.getpid(), time.time())
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which names each item by the group marked here
 def pytest_collection_modifyitems(session, config, items):
-    """The modules with a test that needs a container engine (or Slurm, or Podman) run after the rest, each module's
-    tests together and in their order, so that the images build while the others run."""
+    """The modules with a test that needs a container engine (or Slurm, or Podman) run together, each module's tests
+    in their order. In one process they run after the rest, so that the images build while the others run. Under
+    pytest-xdist they are one group, first in the collection (with --no-loadscope-reorder the first worker takes it
+    at once, and waits for the images while the other starts on the rest, one group per module)."""
     engine_modules = {item.module.__name__ for item in items if _needs_engine(item)}
-    items.sort(key=lambda item: item.module.__name__ in engine_modules)
+    xdist_worker = hasattr(config, "workerinput")
+    items.sort(key=lambda item: (item.module.__name__ in engine_modules) != xdist_worker)
+    if xdist_worker:
+        for item in items:
+            engine_module = item.module.__name__ in engine_modules
+            item.add_marker(pytest.mark.xdist_group("engine" if engine_module else item.module.__name__))
 
 
 def pytest_collection_finish(session):
     """Start `dlrepro build` of the images the collected tests use in a process of its own (out of reach of the
-    tests' monkeypatching and environment changes) when an engine answers; without one, ``docker_engine`` skips or
-    fails those tests as before."""
-    tokens = _images_used(session.items)
-    _BACKGROUND["tokens"] = tokens
+    tests' monkeypatching and environment changes) when an engine answers, once per run (the first xdist worker to
+    get here starts it); without one, ``docker_engine`` skips or fails those tests as before. The build writes its
+    exit status to <build dir>/status when it ends."""
+    tokens = _TOKENS["used"] = _images_used(session.items)
     if session.config.option.collectonly or not tokens:
         return
     try:
         engine.client()
     except ExecutorError:
         return
-    log_path = os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%d.log" % os.getpid())
-    with open(log_path, "w") as log:
-        _BACKGROUND.update(log=log_path, process=subprocess.Popen(
-            [sys.executable, "-c", "from dlrepro.cli.main import program; program.run()", "build", "--device=cpu",
-             "--framework=" + ",".join(tokens)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT)))
+    os.makedirs(_build_dir(), exist_ok=True)
+    try:
+        os.mkdir(os.path.join(_build_dir(), "started"))
+    except FileExistsError:
+        return  # another worker of this run started it
+    with open(os.path.join(_build_dir(), "log"), "w") as log:
+        process = subprocess.Popen(
+            ["sh", "-c", '"$@"; echo $? > "%s"' % os.path.join(_build_dir(), "status"), "sh", sys.executable, "-c",
+             "from dlrepro.cli.main import program; program.run()", "build", "--device=cpu",
+             "--framework=" + ",".join(tokens)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT),
+            start_new_session=True)
+    with open(os.path.join(_build_dir(), "pid"), "w") as out:
+        out.write(str(process.pid))
+
+
+def _running(pid_file):
+    """Whether the process whose PID ``pid_file`` holds (once written) runs and is no zombie."""
+    try:
+        with open("/proc/%s/stat" % open(pid_file).read().strip()) as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return not os.path.isfile(pid_file)  # not yet written: starting
 
 
 def pytest_sessionfinish(session):
-    """A background build still running when the session ends (a -x stop, Ctrl-C) is stopped, by its PID."""
-    process = _BACKGROUND.get("process")
-    if process is not None and process.poll() is None:
-        process.terminate()
-        process.wait(60)
+    """A background build still running when the run ends (a -x stop, Ctrl-C) is stopped, by its process group, by
+    the run's first process (xdist's controller, or pytest itself without xdist)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    pid_file = os.path.join(_build_dir(), "pid")
+    if os.path.isfile(pid_file) and not os.path.isfile(os.path.join(_build_dir(), "status")):
+        try:
+            os.killpg(int(open(pid_file).read()), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
 
 
 @pytest.fixture(scope="session")
 def cpu_images(docker_engine, matrix):
     """{image name: BuiltImage} of the images the session's tests use (all of TEST_IMAGES when collection did not
-    say), built for real or found by their content-hashed tags: after the background build, whose failures show
-    again here (each image built or found in this process)."""
-    if "process" in _BACKGROUND:
+    say), built for real or found by their content-hashed tags: after the background build (whose failures show
+    again here: each image built or found in this process)."""
+    if os.path.isdir(os.path.join(_build_dir(), "started")):
         began = time.time()
-        status = _BACKGROUND["process"].wait()
-        print("test images: waited %.0f s for the background build (exit %d, log: %s)" % (
-            time.time() - began, status, _BACKGROUND["log"]))
-    tokens = _BACKGROUND.get("tokens") or TEST_IMAGES
+        while not os.path.isfile(os.path.join(_build_dir(), "status")) and _running(os.path.join(_build_dir(), "pid")):
+            time.sleep(1)
+        status = os.path.join(_build_dir(), "status")
+        print("test images: waited %.0f s for the background build (exit %s, log: %s)" % (
+            time.time() - began, open(status).read().strip() if os.path.isfile(status) else "unknown",
+            os.path.join(_build_dir(), "log")))
+    tokens = _TOKENS.get("used") or TEST_IMAGES
     done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in tokens], build.BuildOptions(), log=print)
     assert {name: str(found) for name, found in done.items() if not isinstance(found, build.BuiltImage)} == {}
     return done
