@@ -7,7 +7,8 @@ The images the tests run build in a background process from the end of collectio
 once per run) while the modules that need no container engine run; the first test that needs an image waits for the
 build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests that need
 an engine are one group, run in their order by one worker from the start, while the other worker takes the rest a
-module at a time (``pytest_collection_modifyitems``); in one process (-n 0) they run after the rest."""
+module at a time and then the modules that only run containers of their own (``BESIDE_THE_ENGINE_GROUP``)
+(``pytest_collection_modifyitems``); in one process (-n 0) they run after the rest."""
 import os
 import shutil
 import signal
@@ -85,6 +86,12 @@ def _build_dir():
     return os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%s" % os.environ[RUN_ENV])
 
 
+# engine modules whose tests start only containers of their own and assert nothing engine-wide (no listing of every
+# container, no engine stopped or restarted, no timing): they may run beside the engine group, on the other worker
+# once it has run the modules that need no engine (DLF's rows: about 550 s that the engine worker ran alone)
+BESIDE_THE_ENGINE_GROUP = {"tests.test_frameworks", "tests.test_jax_adapter"}
+
+
 def _needs_engine(item):
     return any(item.get_closest_marker(m) for m in ("docker", "slurm", "podman")) or "cpu_images" in item.fixturenames
 
@@ -100,14 +107,19 @@ def pytest_collection_modifyitems(session, config, items):
     """The modules with a test that needs a container engine (or Slurm, or Podman) run together, each module's tests
     in their order. In one process they run after the rest, so that the images build while the others run. Under
     pytest-xdist they are one group, first in the collection (with --no-loadscope-reorder the first worker takes it
-    at once, and waits for the images while the other starts on the rest, one group per module)."""
+    at once, and waits for the images while the other starts on the rest, one group per module), but for the modules
+    of BESIDE_THE_ENGINE_GROUP: last in the collection, one group each, for the worker that is free first."""
     engine_modules = {item.module.__name__ for item in items if _needs_engine(item)}
     xdist_worker = hasattr(config, "workerinput")
-    items.sort(key=lambda item: (item.module.__name__ in engine_modules) != xdist_worker)
+
+    def place(item):  # 0: the engine group, 1: the modules that need no engine, 2: those beside the engine group
+        module = item.module.__name__
+        return 2 if module in BESIDE_THE_ENGINE_GROUP else 0 if module in engine_modules else 1
+
+    items.sort(key=lambda item: place(item) if xdist_worker else place(item) != 1)
     if xdist_worker:
         for item in items:
-            engine_module = item.module.__name__ in engine_modules
-            item.add_marker(pytest.mark.xdist_group("engine" if engine_module else item.module.__name__))
+            item.add_marker(pytest.mark.xdist_group("engine" if place(item) == 0 else item.module.__name__))
 
 
 def pytest_collection_finish(session):

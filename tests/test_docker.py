@@ -1,6 +1,7 @@
 """The docker executor for real: the torch CPU image built from its lock, jobs run in hardened containers."""
 import json
 import math
+import os
 
 import pytest
 
@@ -8,6 +9,7 @@ from dlrepro.images import build
 from dlrepro import datasets
 from dlrepro.run import executors, hostinfo, jobs, runs
 from dlrepro import spec
+from dlrepro.run.executors.base import PID_LABEL
 from dlrepro.run.options import RunOptions
 from tests.helpers import check_sums, fresh_cache, files_under, run_executor, unreachable
 
@@ -99,14 +101,15 @@ def test_a_container_that_cannot_start_is_removed_and_its_jobs_fail(torch_cpu_im
     from dlrepro.engine import client
 
     job = jobs.expand(spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True))[0]
-    before = {c.id for c in client().containers.list(all=True)}
+    ours = {"label": "%s=%d" % (PID_LABEL, os.getpid())}  # this process's containers: another worker's come and go
+    before = {c.id for c in client().containers.list(all=True, filters=ours)}
     # GPU 99 exists on no host: the engine cannot give it to the container, with or without the NVIDIA runtime
     executors.DockerExecutor(device="cuda", gpu=99).run(torch_cpu_image, [job], tmp_path, datasets.root(),
                                                         lambda *e: None)
     result = json.loads((tmp_path / job["id"] / "result.json").read_text())
     assert result["status"] == "failed" and result["reason"].startswith("the container for %s could not start"
                                                                         % torch_cpu_image.tag)
-    assert {c.id for c in client().containers.list(all=True)} == before
+    assert {c.id for c in client().containers.list(all=True, filters=ours)} == before
 
 
 def test_the_venv_is_written_once_and_no_layer_holds_the_transport(torch_cpu_image):
