@@ -15,6 +15,35 @@ def pins_by_name(image):
     return {p.name: p for p in locks.parse(image.lock)}
 
 
+def cache_mounts_per_step(dockerfile):
+    """[[(cache id, sharing), ...] per RUN instruction] of a Dockerfile's text, in the order the mounts are written."""
+    steps = dockerfile.replace("\\\n", " ").split("\n")
+    return [[(dict(kv.split("=", 1) for kv in option.split(",")).get("id"),
+              dict(kv.split("=", 1) for kv in option.split(",")).get("sharing", "shared"))
+             for option in step.split() if option.startswith("--mount=type=cache,")]
+            for step in steps if step.startswith("RUN ")]
+
+
+def locked_mounts_are_podman_safe(mounts):
+    """At most one ``sharing=locked`` cache mount in a step, and it the step's last cache mount: Buildah 1.28
+    (Podman 4.3) releases after a RUN only the locks of its last cache mount (dlrepro/images/context.py apt_caches)."""
+    locked = [i for i, (_, sharing) in enumerate(mounts) if sharing == "locked"]
+    return locked == [] or locked == [len(mounts) - 1]
+
+
+def test_the_podman_lock_rule_tells_the_orders_that_hang_from_the_one_that_does_not():
+    """Seen with Podman 4.3.1 / Buildah 1.28.2 on this machine: two RUN steps mounting the same caches, the second
+    waited forever after a first step whose locked mount came before another cache mount (both locked, or locked
+    then shared), and ran when the locked mount came last (shared then locked)."""
+    text = ("FROM base\nRUN --mount=type=cache,id=a,target=/a,sharing=locked \\\n"
+            "    --mount=type=cache,id=b,target=/b,sharing=%s true\nRUN --mount=type=cache,id=c,target=/c true\n")
+    assert cache_mounts_per_step(text % "locked") == [[("a", "locked"), ("b", "locked")], [("c", "shared")]]
+    assert [locked_mounts_are_podman_safe(s) for s in cache_mounts_per_step(text % "locked")] == [False, True]
+    assert [locked_mounts_are_podman_safe(s) for s in cache_mounts_per_step(text % "shared")] == [False, True]
+    swapped = text.replace("id=a,target=/a,sharing=locked", "id=a,target=/a,sharing=shared") % "locked"
+    assert [locked_mounts_are_podman_safe(s) for s in cache_mounts_per_step(swapped)] == [True, True]
+
+
 def test_every_lock_pins_every_package_with_hashes(matrix):
     for image in matrix.images:
         pins = locks.parse(image.lock)
@@ -33,6 +62,7 @@ def test_every_entry_renders_and_its_lock_pins_its_framework_version(matrix, nam
     image = matrix.entry(name)
     major, minor = image.python.split(".")
     text = context.render_dockerfile(image, REGISTRY_BASE)
+    assert all(locked_mounts_are_podman_safe(step) for step in cache_mounts_per_step(text)), text
     assert "{{" not in text and "assert v == (%s, %s)" % (major, minor) in text and 'org.dlrepro.image="%s"' % name in text
     pins = locks.parse(image.lock)
     if image.framework == "caffe":
@@ -152,8 +182,8 @@ def test_one_stage_writes_the_venv_with_the_transport_mounted_and_the_bases_pyth
     assert pip_step.startswith("RUN --mount=type=bind,source=transport,target=/tmp/transport \\\n"
                                "    --mount=type=cache,id=dlrepro-pip,target=/tmp/pip-cache \\\n")
     assert "pip install --cache-dir=/tmp/pip-cache --no-deps" in pip_step and "--no-cache-dir" not in text
-    caches = ("--mount=type=cache,id=dlrepro-apt-lists-debian-sha256-%s,target=/var/lib/apt/lists,sharing=locked "
-              "--mount=type=cache,id=dlrepro-apt-archives-debian-sha256-%s,target=/var/cache/apt,sharing=locked"
+    caches = ("--mount=type=cache,id=dlrepro-apt-archives-debian-sha256-%s,target=/var/cache/apt,sharing=shared "
+              "--mount=type=cache,id=dlrepro-apt-lists-debian-sha256-%s,target=/var/lib/apt/lists,sharing=locked"
               % ("3" * 64, "3" * 64))
     assert "rm -rf /var/lib/apt/lists" not in text and "apt-get update" not in text  # List-Cleanup=0 on each (context.py)
 

@@ -55,11 +55,18 @@ APT_UPDATE = "-o APT::Get::List-Cleanup=0 update"
 
 def apt_caches(base):
     """The ``RUN --mount`` options that keep apt's package lists and downloaded archives in the engine's build cache,
-    one pair per base (``base.ref``; locked: one apt at a time), so that no layer holds them and every build on that
-    base reuses them."""
+    one pair per base (``base.ref``), so that no layer holds them and every build on that base reuses them.
+
+    One apt at a time: the lists mount is ``sharing=locked`` and every step that runs apt mounts both, so holding it
+    covers the archives (``sharing=shared``) too. The locked mount is the step's one locked mount and its last:
+    Buildah 1.28 (Podman 4.3, Debian bookworm) releases after a RUN only the locks of its last cache mount
+    (run_common.go ``runSetupRunMounts`` assigns, not appends, each cache mount's locked paths; fixed by Buildah
+    pull request 4349), so a step with a locked mount before another cache mount leaves that lock held and the next
+    step that mounts it waits forever (tests/test_images.py builds both orders' rule into a check of every image)."""
     key = re.sub(r"[^A-Za-z0-9_.-]+", "-", base.ref)
-    return " ".join("--mount=type=cache,id=dlrepro-apt-%s-%s,target=%s,sharing=locked" % (what, key, target)
-                    for what, target in (("lists", "/var/lib/apt/lists"), ("archives", "/var/cache/apt")))
+    return " ".join("--mount=type=cache,id=dlrepro-apt-%s-%s,target=%s,sharing=%s" % (what, key, target, sharing)
+                    for what, target, sharing in (("archives", "/var/cache/apt", "shared"),
+                                                  ("lists", "/var/lib/apt/lists", "locked")))
 
 
 def render_dockerfile(image, base, vendor=None):
