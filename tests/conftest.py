@@ -22,7 +22,7 @@ import pytest
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro import REPO_ROOT, datasets, engine
 from dlrepro.errors import ExecutorError
-from tests import cluster
+from tests import cluster, processes
 
 
 @pytest.fixture(autouse=True)
@@ -158,17 +158,29 @@ def _running(pid_file):
         return not os.path.isfile(pid_file)  # not yet written: starting
 
 
+@pytest.hookimpl(hookwrapper=True)
 def pytest_sessionfinish(session):
-    """A background build still running when the run ends (a -x stop, Ctrl-C) is stopped, by its process group, by
-    the run's first process (xdist's controller, or pytest itself without xdist)."""
-    if hasattr(session.config, "workerinput"):
-        return
+    """In the run's first process (xdist's controller, or pytest itself without xdist): a background build still
+    running when the run ends (a -x stop, Ctrl-C) is stopped, by its process group; then, once every other
+    implementation has run (xdist's ends its workers), no process the tests started may be left: any still carrying
+    the run's id (tests/processes.py) is named, ended, and fails the run."""
+    first = not hasattr(session.config, "workerinput")
     pid_file = os.path.join(_build_dir(), "pid")
-    if os.path.isfile(pid_file) and not os.path.isfile(os.path.join(_build_dir(), "status")):
+    if first and os.path.isfile(pid_file) and not os.path.isfile(os.path.join(_build_dir(), "status")):
         try:
             os.killpg(int(open(pid_file).read()), signal.SIGTERM)
         except ProcessLookupError:
             pass
+    yield
+    if first:
+        left = processes.left_behind(RUN_ENV, os.environ[RUN_ENV])
+        if left:
+            print("\nprocesses the tests started were left running (ended now, by their PIDs):\n" + "\n".join(
+                "  %d %s" % item for item in sorted(left.items())))
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+BUILD_WAIT_S = float(os.environ.get("DLREPRO_TEST_BUILD_WAIT_S", 2400))  # the longest wait for the background build
 
 
 @pytest.fixture(scope="session")
@@ -177,13 +189,15 @@ def cpu_images(docker_engine, matrix):
     say), built for real or found by their content-hashed tags: after the background build (whose failures show
     again here: each image built or found in this process)."""
     if os.path.isdir(os.path.join(_build_dir(), "started")):
-        began = time.time()
-        while not os.path.isfile(os.path.join(_build_dir(), "status")) and _running(os.path.join(_build_dir(), "pid")):
+        began, status, log = time.time(), os.path.join(_build_dir(), "status"), os.path.join(_build_dir(), "log")
+        while not os.path.isfile(status) and _running(os.path.join(_build_dir(), "pid")):
+            if time.time() - began > BUILD_WAIT_S:
+                pytest.fail("the background build of the test images (%s) has not ended after %.0f s "
+                            "(DLREPRO_TEST_BUILD_WAIT_S); its last lines:\n%s" % (
+                                log, BUILD_WAIT_S, "".join(open(log).readlines()[-30:])), pytrace=False)
             time.sleep(1)
-        status = os.path.join(_build_dir(), "status")
         print("test images: waited %.0f s for the background build (exit %s, log: %s)" % (
-            time.time() - began, open(status).read().strip() if os.path.isfile(status) else "unknown",
-            os.path.join(_build_dir(), "log")))
+            time.time() - began, open(status).read().strip() if os.path.isfile(status) else "unknown", log))
     tokens = _TOKENS.get("used") or TEST_IMAGES
     done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in tokens], build.BuildOptions(), log=print)
     assert {name: str(found) for name, found in done.items() if not isinstance(found, build.BuiltImage)} == {}
@@ -288,13 +302,22 @@ def podman(tmp_path_factory):
     service = subprocess.Popen(["podman", "system", "service", "--time=0", "unix://%s" % socket_path], env=env,
                                stdout=subprocess.DEVNULL, stderr=open(folder / "service.log", "w"))
     deadline = time.time() + 30
-    while time.time() < deadline and not socket_path.exists():
+    while time.time() < deadline and not socket_path.exists() and service.poll() is None:
         time.sleep(0.2)
+    if not socket_path.exists():
+        service.kill()
+        service.wait(30)
+        pytest.fail("podman system service gave no socket within 30 s (exit %s); its log: %s" % (
+            service.returncode, (folder / "service.log").read_text()[-2000:]), pytrace=False)
     saved = {k: os.environ.get(k) for k in ("CONTAINERS_CONF", "DLREPRO_PODMAN_SOCKET")}
     os.environ.update(CONTAINERS_CONF=str(conf), DLREPRO_PODMAN_SOCKET=str(socket_path))
     yield socket_path
     service.terminate()
-    service.wait(30)
+    try:
+        service.wait(30)
+    except subprocess.TimeoutExpired:
+        service.kill()
+        service.wait(30)
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)
