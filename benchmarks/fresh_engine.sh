@@ -1,6 +1,8 @@
 # Sourced by the benchmarks that start from nothing: a fresh Docker engine beside the host's (a data root, exec
-# root and socket of its own, on a bridge of its own with NAT rules added here and removed by fresh_engine_down), an
-# empty dlrepro cache and a fresh clone of this checkout with its own venv. Root only.
+# root and socket of its own, on a bridge of its own with NAT rules added here and removed by fresh_engine_down), a
+# Podman storage of its own and an empty Buildah cache (CONTAINERS_STORAGE_CONF; TMPDIR, where Buildah 1.28 keeps
+# its RUN --mount=type=cache folders), an empty dlrepro cache and a fresh clone of this checkout with its own venv.
+# Root only.
 #   fresh_engine_up NAME NET   NAME: a short word for the paths; NET: three octets of a /24 no one uses
 #   fresh_clone DIR            clone this checkout into DIR (cd there)
 #   fresh_engine_down          stop the engine by its PID, undo the bridge and rules, delete the data root
@@ -19,6 +21,10 @@ fresh_engine_up() {
     > "$FRESH_RUN/dockerd.log" 2>&1 &
   FRESH_DOCKERD=$!
   export DOCKER_HOST=unix://$FRESH_RUN/docker.sock
+  FRESH_PODMAN=$FRESH_ROOT-podman; rm -rf "$FRESH_PODMAN"; mkdir -p "$FRESH_PODMAN/tmp"
+  printf '[storage]\ndriver = "overlay"\ngraphroot = "%s"\nrunroot = "%s"\n' "$FRESH_PODMAN/root" "$FRESH_RUN/podman" \
+    > "$FRESH_PODMAN/storage.conf"
+  export CONTAINERS_STORAGE_CONF=$FRESH_PODMAN/storage.conf TMPDIR=$FRESH_PODMAN/tmp
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info --format 'fresh engine {{.ServerVersion}}, images {{.Images}}, root {{.DockerRootDir}}'
 }
@@ -34,7 +40,8 @@ fresh_engine_down() {
   iptables -D DOCKER-USER -o "$FRESH_BRIDGE" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
   iptables -t nat -D POSTROUTING -s "$FRESH_NET.0/24" ! -o "$FRESH_BRIDGE" -j MASQUERADE
   ip link delete "$FRESH_BRIDGE"
-  umount "$FRESH_ROOT" 2>/dev/null; rm -rf "$FRESH_ROOT"; true
+  umount "$FRESH_ROOT" 2>/dev/null; rm -rf "$FRESH_ROOT"
+  umount "$FRESH_PODMAN/root/overlay" 2>/dev/null; rm -rf "$FRESH_PODMAN"; true
 }
 
 # Each line of standard input stamped with the seconds since $1 (a `date +%s.%N`).
