@@ -361,6 +361,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         options = options.model_copy(update={"executor": options.executor or "docker"})
     jobs = jobsmod.expand(spec, options)
     resumes.known(jobs, rerun)
+    matrix = matrixmod.load()
+    if options.executor in executors.IN_IMAGES:  # a version no image runs: refused before the bundle exists
+        matrix.check_versions(options.frameworks, [options.device])
     if slurm is not None and options.executor != "slurm":
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
                            "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
@@ -373,7 +376,6 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     if pool is not None and executor.serves:
         executor.pool = pool
     described = executor.describe()  # asks the engine: before the bundle is touched
-    matrix = matrixmod.load()
     if resume:  # a complete bundle too is locked before it is reopened: one being published is refused
         owner = lock.take(folder)
         try:
