@@ -156,3 +156,30 @@ def test_the_local_executor_runs_a_job_whose_results_folder_has_a_space(tmp_path
     bundle = json.loads((path / "bundle.json").read_text())
     assert bundle["counts"] == {"ok": 1, "failed": 0, "skipped": 0}
     assert path.parent == tmp_path / "my results" and list(cwd.iterdir()) == []
+
+
+def test_an_engine_lost_during_a_build_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """What a build sees when dockerd is killed mid-step: the build's stream breaks (urllib3's ProtocolError) and
+    the engine no longer answers."""
+    import urllib3
+
+    from dlrepro import engine
+    from dlrepro.cli.main import program
+    from dlrepro.images import bases, build
+
+    def broken(matrix, image, options, log):
+        raise urllib3.exceptions.ProtocolError("Connection broken: IncompleteRead(0 bytes read)")
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nowhere")
+    monkeypatch.setattr(bases, "ensure", lambda *args: None)
+    monkeypatch.setattr(build, "_ensure", broken)
+    monkeypatch.setattr(engine, "answers", lambda: False)
+    with pytest.raises(SystemExit) as stopped:
+        program.run(["dlrepro", "build", "-f", "torch", "-d", "cpu"])
+    out = capsys.readouterr()
+    assert stopped.value.code == 2 and "Traceback" not in out.out + out.err
+    assert out.out.splitlines() == [
+        "error: the Docker engine at unix:///nowhere went away (ProtocolError) during the build of torch-2.13.0-cpu; "
+        "the builds stopped (none built)",
+        "remedy: start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again: it builds "
+        "only the images still missing"]
