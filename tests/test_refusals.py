@@ -181,5 +181,6 @@ def test_an_engine_lost_during_a_build_is_one_line_naming_it(tmp_path, monkeypat
     assert out.out.splitlines() == [
         "error: the Docker engine at unix:///nowhere went away (ProtocolError) during the build of torch-2.13.0-cpu; "
         "the builds stopped (none built)",
-        "remedy: start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again: it builds "
-        "only the images still missing"]
+        "remedy: start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again as soon as "
+        "it answers: it builds only the images still missing, each after waiting for the build steps the lost engine "
+        "left running on this host (they hold the apt cache's lock)"]

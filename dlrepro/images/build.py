@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import docker
 
 from dlrepro import engine, heartbeat
-from dlrepro.images import bases, buildkit, context, transport, vendor
+from dlrepro.images import bases, buildkit, context, leftovers, transport, vendor
 from dlrepro.engine import client
 from dlrepro.errors import EngineLost, ImageError
 
@@ -210,6 +210,8 @@ def _ensure(matrix, image, options, log):
         log("%s: building %s" % (image.name, ctx.tag))
         transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
         ctx.add_python(base.python)
+        if engine.name() == "docker":  # a step a lost engine left running holds the apt cache's lock
+            leftovers.wait_for_steps(log, engine.address())
         step_ids = _docker_build(ctx, log)
         found = client().images.get(ctx.tag)
         _remove_build_stages(step_ids, found.id)
@@ -263,8 +265,9 @@ def ensure_all(matrix, images, options, log=print, at_once=None):
                 built = [n for n, b in done.items() if not isinstance(b, ImageError)]
                 raise EngineLost("%s during the build of %s; the builds stopped (%s)" % (
                     exc, name, "%d built or found: %s" % (len(built), ", ".join(built)) if built else "none built"),
-                    "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again: it "
-                    "builds only the images still missing") from None
+                    "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again as "
+                    "soon as it answers: it builds only the images still missing, each after waiting for the build "
+                    "steps the lost engine left running on this host (they hold the apt cache's lock)") from None
         return done
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -273,8 +273,9 @@ def _stop_lost(exc, writer, state, attempt, left):
     counts = bundlemod.counts(list(writer.statuses().values()))
     return EngineLost("%s %s; the run stopped (%s), its bundle kept partial: %s" % (
         exc, ran, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n), writer.partial),
-        "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume %s`: it runs the "
-        "interrupted jobs" % writer.id, exc.running)
+        "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume %s` as soon as it "
+        "answers: it runs the interrupted jobs, and an image it builds first waits for the build steps the lost "
+        "engine left running on this host" % writer.id, exc.running)
 
 
 def _images(earlier, now):
