@@ -68,8 +68,8 @@ def steps(proc="/proc"):
 def wait_for_steps(log, address, proc="/proc", poll_s=1.0, say_every_s=60.0):
     """Wait until the build steps a lost engine left on this host (``steps``) have ended, when the engine is
     reached at ``address`` through a local socket (``unix://``); ``log`` gets one line when there are some (their
-    first PIDs and commands, and how to end every process of them now), one every ``say_every_s`` while they last, and one when they have
-    ended. Returns the seconds waited (0.0: none were there)."""
+    first PIDs and commands, and how to end every process of them now), one every ``say_every_s`` while they
+    last, and one when they have ended. Returns the seconds waited (0.0: none were there)."""
     if not address.startswith("unix://"):
         return 0.0
     found, began, said = steps(proc), time.monotonic(), time.monotonic()
