@@ -8,12 +8,19 @@ reached at DOCKER_HOST (default: the local socket). Podman is reached at ``$DLRE
 The same docker SDK calls drive both (builds: BuildKit on Docker, Buildah on Podman; container create/attach/wait,
 device requests, memory limits); ``record()`` is what a bundle says about the engine.
 """
+import contextlib
 import functools
 import os
 
 import docker
+import requests
+import urllib3
 
-from dlrepro.errors import ExecutorError
+from dlrepro.errors import EngineLost, ExecutorError
+
+# what a call to the engine raises when it fails; ``gone`` tells an engine that went away from one that refused
+ENGINE_ERRORS = (docker.errors.DockerException, requests.RequestException, urllib3.exceptions.HTTPError,
+                 ConnectionError)
 
 ENGINES = ("docker", "podman")
 _chosen = []
@@ -119,3 +126,39 @@ def check_limits():
     problem = limits_problem(_podman_info())
     if problem is not None:
         raise problem
+
+
+def answers():
+    """Whether the engine in use answers a ping now."""
+    try:
+        client().ping()
+    except (ExecutorError,) + ENGINE_ERRORS:
+        return False
+    return True
+
+
+def gone(exc):
+    """Whether ``exc`` (one of ENGINE_ERRORS) means that the engine went away: its connection was refused or
+    broken (urllib3's ProtocolError mid-stream, requests' ChunkedEncodingError), or it no longer answers."""
+    if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
+                        urllib3.exceptions.ProtocolError, ConnectionError)):
+        return True
+    return not answers()
+
+
+def lost(exc=None):
+    """The EngineLost of an engine that went away (``exc``: the error that showed it, None: it no longer answers):
+    one line naming the engine and its address."""
+    return EngineLost("the %s engine at %s went away (%s)" % (name().capitalize(), address(),
+                                                              type(exc).__name__ if exc is not None else "no answer"))
+
+
+@contextlib.contextmanager
+def calls():
+    """Engine errors (ENGINE_ERRORS) as EngineLost when the engine went away (``gone``), else ExecutorError."""
+    try:
+        yield
+    except ENGINE_ERRORS as exc:
+        if gone(exc):
+            raise lost(exc) from None
+        raise ExecutorError("the %s engine failed: %s" % (name().capitalize(), exc)) from None

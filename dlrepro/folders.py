@@ -35,6 +35,16 @@ def file_in_the_way(path):
     return None
 
 
+def bundle_around(path):
+    """The bundle folder (one holding a bundle.json) that ``path`` is, or lies in, the nearest first; None when
+    there is none. A bundle's files are the ones its checksums list: nothing else is written there."""
+    at = Path(path).resolve()
+    for folder in [at] + list(at.parents):
+        if (folder / "bundle.json").is_file():
+            return folder
+    return None
+
+
 def names(folder):
     """The names (file stems) of the YAML files in ``folder``, sorted."""
     return sorted(p.stem for p in Path(folder).glob("*.yaml"))

@@ -31,3 +31,30 @@ def display(code):
 def in_study(code, published_name):
     """Whether a study's row named ``published_name`` is the suite's framework ``code`` (STUDY_NAMES)."""
     return published_name in STUDY_NAMES.get(code, ())
+
+
+def token(text):
+    """(name, version) of a --framework token: "tensorflow" -> ("tensorflow", None), "tensorflow@1.4.0" ->
+    ("tensorflow", "1.4.0"). Raises ValueError naming the token when the name, or the version after an @, is
+    empty ("tensorflow@", "@1.4.0")."""
+    name, at, version = text.partition("@")
+    if not name:
+        raise ValueError("%r has no framework name before the @" % text)
+    if at and not version:
+        raise ValueError("%r has no version after the @ (NAME@VERSION, or NAME alone for the newest)" % text)
+    return name, version or None
+
+
+def nearest(version, versions):
+    """The one of ``versions`` (version texts, e.g. "1.4.0") nearest ``version``: the most leading dotted parts in
+    common, then the smallest step at the first part that differs ("1.4" -> "1.4.0"; "0.3.1" -> "1.0.0" before
+    "2.13.0"); None when ``versions`` is empty."""
+    def distance(other):
+        mine, theirs = ([int(p) if p.isdigit() else p for p in text.split(".")] for text in (version, other))
+        common = 0
+        while common < min(len(mine), len(theirs)) and mine[common] == theirs[common]:
+            common += 1
+        a, b = (x[common] if common < len(x) else 0 for x in (mine, theirs))
+        return -common, abs(a - b) if isinstance(a, int) and isinstance(b, int) else float("inf")
+
+    return min(versions, key=distance) if versions else None

@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 
-from runner import contract, limits, settings
+from runner import contract, limits, settings, worker as workermod
 from runner.job import SPAWNED
 
 LOG_TAIL_BYTES = 4000
@@ -218,7 +218,7 @@ class Worker(object):
         counters_before = limits.counters()
         self.jobs += 1
         try:
-            self.proc.stdin.write("%s %s\n" % (job_path, outdir))
+            self.proc.stdin.write(workermod.order(job_path, outdir))
             self.proc.stdin.flush()
             line = self._reply(job.get("timeout_s"))
         except (IOError, OSError):  # the worker is gone already

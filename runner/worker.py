@@ -3,7 +3,8 @@
 ``python -m runner.worker CONTROL_FD FIRST_JOB.json [WHY]``: the process settings of FIRST_JOB.json
 (runner.settings: thread variables, CPU affinity, the framework's environment) are applied before
 anything is imported, and hold for every job the worker is given (the supervisor gives it only jobs
-with the same settings). Then, for each line "JOB.json OUTDIR" on standard input, it runs the job
+with the same settings). Then, for each line of standard input, a JSON list ["JOB.json", "OUTDIR"] (paths are
+data: one with a space in it stays one path; ``order``), it runs the job
 (runner.job.run, isolation "worker": a fresh adapter, model, optimizer, data and seeds; the adapter's
 ``release`` gives back its memory and the framework's caches afterwards) with its standard output and
 error sent to OUTDIR/log.txt, hands the heap's free pages back to the system (glibc's malloc_trim), and
@@ -63,6 +64,12 @@ def held_bytes():
         return None
 
 
+def order(job_path, outdir):
+    """The line that gives a worker the job ``job_path`` with its output folder ``outdir``: one JSON list, so that
+    neither path is split (a space in either is part of it)."""
+    return json.dumps([str(job_path), str(outdir)]) + "\n"
+
+
 def main(argv):
     if len(argv) not in (2, 3):
         sys.stderr.write("usage: python -m runner.worker CONTROL_FD FIRST_JOB.json [WHY]\n")
@@ -72,7 +79,7 @@ def main(argv):
         settings.apply(json.load(f))
     name, held = "%s/%d" % (socket.gethostname(), os.getpid()), held_bytes()
     for served, line in enumerate(sys.stdin):
-        job_path, outdir = line.rstrip("\n").split(" ", 1)
+        job_path, outdir = json.loads(line)
         result = _run_logged(job_path, outdir, {"id": name, "jobs_before": served, "held_bytes": held,
                                                 "started_for": argv[2] if len(argv) > 2 else None})
         held = held_bytes()

@@ -238,11 +238,11 @@ def test_invoke_in_the_checkout_gives_the_same_exit_status_and_text_as_dlrepro(t
     assert listed.returncode == 0 and listed.stdout == dlrepro("--list", cwd=tmp_path).stdout
 
 
-def test_list_positionals_take_further_words_as_a_comma_list(tmp_path):
+def test_list_positionals_take_further_words_as_a_list(tmp_path):
     from dlrepro.cli.main import joined, program
 
     assert joined(["dlrepro", "report", "A", "B", "--out", "x", "C", "build"], program.namespace) == [
-        "dlrepro", "report", "A,B,C", "--out", "x", "build"]
+        "dlrepro", "report", "A\0B\0C", "--out", "x", "build"]
     assert joined(["dlrepro", "run", "--spec"], program.namespace) == ["dlrepro", "run", "--spec"]
     other = "fcn-20261130T022354Z-cc755c44"  # 3 jobs; ALEXNET has 7
     merged = dlrepro("merge", ALEXNET.name, other, cwd=tmp_path)

@@ -52,7 +52,8 @@ def test_a_lost_engine_keeps_the_bundle_partial_with_its_jobs_interrupted(tmp_pa
     assert str(err) == ("%s while job %s was running; the run stopped (2 interrupted), its bundle kept partial: %s"
                         % (LOST, B8, partial))
     assert err.remedy == ("start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume "
-                          "%s`: it runs the interrupted jobs" % bundle_id)
+                          "%s` as soon as it answers: it runs the interrupted jobs, and an image it builds first "
+                          "waits for the build steps the lost engine left running on this host" % bundle_id)
     results = {j: json.loads((partial / "jobs" / j / "result.json").read_text()) for j in (B8, B16)}
     assert {j: r["status"] for j, r in results.items()} == {B8: "interrupted", B16: "interrupted"}
     assert results[B8]["reason"] == "interrupted by the machine: %s while this job ran" % LOST

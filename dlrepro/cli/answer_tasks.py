@@ -8,7 +8,7 @@ from invoke import Exit
 from dlrepro import folders
 from dlrepro.cli.console import console, dim, user_errors
 from dlrepro.cli.options import BUNDLE_HELP, PRICE_HELP, RESULTS_HELP, task
-from dlrepro.run.optiontext import split
+from dlrepro.run.optiontext import names
 
 
 def _bundle(name, results):
@@ -69,17 +69,26 @@ def study_report(c, name, out="", results="", allow_missing=False, price_per_hou
 
 
 def out_folder(out):
-    """The report folder --out names (made when missing), None when not given (""); raises DlreproError when it,
-    or the nearest folder above it that exists, is a file."""
+    """The folder --out names (made when missing), None when not given (""); raises DlreproError when it,
+    or the nearest folder above it that exists, is a file, or when it is a bundle's folder or lies in one (a
+    file written there would make the bundle invalid: its checksums list its files)."""
     from pathlib import Path
 
     from dlrepro.errors import DlreproError
 
-    at = folders.file_in_the_way(Path(out)) if out else None
+    if not out:
+        return None
+    at = folders.file_in_the_way(Path(out))
     if at:
         raise DlreproError("--out %s: %s is not a folder" % (out, "it" if at == Path(out) else at),
                            "give a folder for the report (it is made when missing), not a file")
-    return Path(out) if out else None
+    bundle = folders.bundle_around(out)
+    if bundle:
+        raise DlreproError("--out %s: %s the bundle folder %s; a bundle holds only the files its checksums list, "
+                           "so nothing is written there" % (
+                               out, "it is" if bundle == Path(out).resolve() else "it lies in", bundle),
+                           "give a folder outside the bundle, or leave --out out")
+    return Path(out)
 
 
 def write_study_report(name, out, results_dir, allow_missing, price_per_hour=None):
@@ -131,7 +140,7 @@ def merge(c, bundles, out="", results=""):
     from dlrepro.results import tables
 
     with user_errors():
-        summary, samples = tables.merge_to([_bundle(b, results) for b in split(bundles) or []], out or None)
+        summary, samples = tables.merge_to([_bundle(b, results) for b in names(bundles) or []], out_folder(out))
         if out:
             console.print("wrote %s: %d jobs, %d samples" % (out, len(summary), len(samples)))
         console.print(render.summary_frame(summary, ["bundle_id", "job_id", "device_name", "framework_version",
@@ -303,7 +312,7 @@ def report(c, bundles, out="", results="", price_per_hour=""):
 
     with user_errors():
         root, target = folders.results_root(results), out_folder(out)
-        answer = gather.bundles(split(bundles) or [], root, price(price_per_hour))
+        answer = gather.bundles(names(bundles) or [], root, price(price_per_hour))
         more = "+%d" % (len(answer.ids) - 1) if len(answer.ids) > 1 else ""
         target = target or root / "reports" / (answer.ids[0] + more)
         there = _report_there(target, "report.md", "report.html")

@@ -13,6 +13,7 @@ from dlrepro import __version__
 from dlrepro.cli import usage
 from dlrepro.cli.options import SHORT
 from dlrepro.cli.tasks import ns
+from dlrepro.run.optiontext import WORDS
 
 # the core options `dlrepro --help` shows; Invoke's others (--echo, --pty, --dry, --hide, --write-pyc, --config,
 # --debug, ...) concern the shell commands Invoke's tasks run, its configuration files and its own debugging,
@@ -68,7 +69,7 @@ class Dlrepro(Program):
     def run(self, argv=None, exit=True):
         """Invoke's run, with ``TASK --help`` read as ``--help TASK`` (Invoke takes a task's first positional
         argument from the next word, so `dlrepro study-report --help` looked for a study named "--help") and the
-        words after a list positional joined to it (`report A B` is `report A,B`; dlrepro.cli.options)."""
+        words after a list positional joined to it (`report A B` lists A and B; dlrepro.cli.options)."""
         argv = shlex.split(argv) if isinstance(argv, str) else list(sys.argv if argv is None else argv)
         argv = joined(help_first(argv, self.namespace), self.namespace)
         with quiet_broken_pipe():
@@ -104,9 +105,10 @@ def help_first(argv, collection):
 
 
 def joined(argv, collection):
-    """``argv`` with the further words after a list positional's first one joined to it by commas, up to the next
+    """``argv`` with the further words after a list positional's first one joined to it by WORDS, up to the next
     task name (dlrepro.cli.options.DlTask's ``more``): [.., "report", "A", "--out", "x", "B"] -> [.., "report",
-    "A,B", "--out", "x"]. An option's value (the word after an option that takes one) is left in place."""
+    "A\\0B", "--out", "x"], each word kept whole for dlrepro.run.optiontext.names (a path with a space or comma is
+    one bundle). An option's value (the word after an option that takes one) is left in place."""
     names = answers_to(collection)
     out, task, first, values = list(argv[:1]), None, None, {}
     words = iter(argv[1:])
@@ -116,7 +118,7 @@ def joined(argv, collection):
             value = next(words, None) if "=" not in word and values.get(word) else None
             out += [value] if value is not None else []
         elif task is not None and task.more and first is not None and word not in names:
-            out[first] += "," + word
+            out[first] += WORDS + word
         else:
             if word in names:
                 task, first = collection[word], None

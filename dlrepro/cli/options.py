@@ -12,8 +12,8 @@ SHORT = {"framework": "f", "device": "d", "results": "r", "out": "o"}
 class DlTask(Task):
     """An Invoke task with the suite's flags: SHORT's short flags, "(positional)" in a positional's help,
     ``either`` ({positional: option}): the positional need not be given when that option is, and ``more``: its
-    one positional is a comma-separated list that takes further words too (`report A B` is `report A,B`;
-    dlrepro.cli.main.joined)."""
+    one positional is a comma-separated list that takes further words too, each kept whole (`report A B` lists A
+    and B; dlrepro.cli.main.joined, dlrepro.run.optiontext.names)."""
 
     def __init__(self, *args, either=None, more=False, **kwargs):
         kwargs["auto_shortflags"] = False

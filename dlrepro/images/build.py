@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 import docker
 
 from dlrepro import engine, heartbeat
-from dlrepro.images import bases, buildkit, context, transport, vendor
+from dlrepro.images import bases, buildkit, context, leftovers, transport, vendor
 from dlrepro.engine import client
-from dlrepro.errors import ImageError
+from dlrepro.errors import EngineLost, ImageError
 
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
 # the image of each build step: "--> <11 hex>" from Podman (BuildKit makes no image of a step)
@@ -178,8 +178,25 @@ def read_manifests(image_id):
 def ensure(matrix, image, options, log=print):
     """The built image for matrix entry ``image``, building it only when its tag is missing.
 
-    Raises ImageError (build or base failure) or ExecutorError (no Docker engine).
+    Raises ImageError (build or base failure), ExecutorError (no Docker engine), or EngineLost (one line naming the
+    engine) when the engine goes away meanwhile: a build that failed as it went, too.
     """
+    return _engine_call(_ensure, matrix, image, options, log)
+
+
+def _engine_call(function, *args):
+    """``function(*args)`` with the engine's errors as one line: EngineLost when the engine went away (an ImageError
+    raised while it no longer answers too: the build failed because it went), else ExecutorError."""
+    with engine.calls():
+        try:
+            return function(*args)
+        except ImageError:
+            if not engine.answers():
+                raise engine.lost() from None
+            raise
+
+
+def _ensure(matrix, image, options, log):
     found_vendor = vendor.ensure(image, pull=options.base_source != "bootstrap", log=log)
     base = bases.ensure(matrix, image.base, options.base_source, log)
     ctx = context.render(image, base, found_vendor)
@@ -193,6 +210,8 @@ def ensure(matrix, image, options, log=print):
         log("%s: building %s" % (image.name, ctx.tag))
         transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
         ctx.add_python(base.python)
+        if engine.name() == "docker":  # a step a lost engine left running holds the apt cache's lock
+            leftovers.wait_for_steps(log, engine.address())
         step_ids = _docker_build(ctx, log)
         found = client().images.get(ctx.tag)
         _remove_build_stages(step_ids, found.id)
@@ -222,12 +241,13 @@ def ensure_all(matrix, images, options, log=print, at_once=None):
     that base's ImageError without another try.
 
     Returns {image name: BuiltImage, or the ImageError that stopped its build}, in the order given: one image
-    that cannot be built does not stop the others. Any other error (ExecutorError: no engine) or an interrupt
-    cancels the builds not yet started and is raised once the running ones end.
+    that cannot be built does not stop the others. Any other error (ExecutorError: no engine; EngineLost: the
+    engine went away, with the remedy) or an interrupt cancels the builds not yet started and is raised once the
+    running ones end.
     """
     pool = ThreadPoolExecutor(max_workers=at_once or workers())
     try:
-        made = {name: pool.submit(bases.ensure, matrix, name, options.base_source, log)
+        made = {name: pool.submit(_engine_call, bases.ensure, matrix, name, options.base_source, log)
                 for name in dict.fromkeys(_root(matrix, image) for image in images)}
 
         def one(image):
@@ -241,6 +261,13 @@ def ensure_all(matrix, images, options, log=print, at_once=None):
                 done[name] = future.result()
             except ImageError as exc:
                 done[name] = exc
+            except EngineLost as exc:
+                built = [n for n, b in done.items() if not isinstance(b, ImageError)]
+                raise EngineLost("%s during the build of %s; the builds stopped (%s)" % (
+                    exc, name, "%d built or found: %s" % (len(built), ", ".join(built)) if built else "none built"),
+                    "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again as "
+                    "soon as it answers: it builds only the images still missing, each after waiting for the build "
+                    "steps the lost engine left running on this host (they hold the apt cache's lock)") from None
         return done
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)

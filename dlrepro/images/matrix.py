@@ -4,7 +4,7 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from dlrepro import REPO_ROOT, yamlfile
+from dlrepro import REPO_ROOT, frameworks as frameworksmod, yamlfile
 from dlrepro.errors import ImageError
 from dlrepro.yamlfile import Strict
 
@@ -228,6 +228,31 @@ class Matrix(Strict):
         return [i.version_of(framework) for i in self.images if i.version_of(framework) is not None
                 and i.device == device]
 
+    def check_versions(self, tokens, devices):
+        """Raise ImageError naming --framework, the versions served and the nearest one, for a token of ``tokens``
+        (NAME or NAME@VERSION; None: none) that names no version after its @ ("tensorflow@") or a version that no
+        image of the matrix on ``devices`` runs ("tensorflow@1.4", where 1.4.0 is served): `dlrepro run` and
+        `dlrepro build` refuse it before anything is built or written. Plain names are left to ``find``."""
+        where = "/".join(devices)
+        for text in tokens or []:
+            try:
+                name, version = frameworksmod.token(text)
+                problem = "no image of %s %s on %s" % (name, version, where)
+            except ValueError as exc:
+                name, version, problem = text.partition("@")[0], "", str(exc)
+            served = list(dict.fromkeys(v for d in devices for v in self.versions(name, d)))
+            if version is None or version in served or name not in self.frameworks():
+                continue  # a plain name, a version served, or no framework of the matrix (find names those)
+            if not served:
+                raise ImageError("--framework %s: %s; %s has no %s image on %s" % (text, problem, MATRIX_FILE.name,
+                                                                                 name, where),
+                                 "choose another --device, or add an entry for it to the matrix")
+            near = frameworksmod.nearest(version, served) if version else None
+            raise ImageError("--framework %s: %s; its versions on %s here: %s%s" % (
+                text, problem, where, ", ".join(served), "; did you mean %s@%s?" % (name, near) if near else ""),
+                "give --framework %s@VERSION with one of those, or %s alone for the newest (%s)" % (
+                    name, name, served[-1]))
+
     def frameworks(self):
         """Every framework an image of the matrix runs (its own and its variants'), sorted."""
         return sorted({i.framework for i in self.images} | {v.framework for i in self.images for v in i.variants})
@@ -235,12 +260,13 @@ class Matrix(Strict):
     def select(self, frameworks=None, devices=("cpu",)):
         """The entries to build for framework tokens (NAME or NAME@VERSION; ["all"]: every framework; None: the
         default_frameworks) on ``devices``. Raises ImageError for a device other than cpu or cuda, or an
-        entry the matrix lacks."""
+        entry the matrix lacks (a version: ``check_versions``)."""
         wrong = [d for d in devices if d not in ("cpu", "cuda")]
         if wrong:
             raise ImageError("--device: expected cpu or cuda (got %s)" % ", ".join(map(repr, wrong)))
         if frameworks == ["all"]:
             frameworks = sorted({i.framework for i in self.images})
+        self.check_versions(frameworks, devices)
         chosen = []
         for token in frameworks or self.default_frameworks:
             name, _, version = token.partition("@")

@@ -48,8 +48,13 @@ def bundles(names, results_dir=None, price_per_hour=None):
 
 
 def comparison(a, b, min_effect=0.05, alpha=0.01, results_dir=None):
-    """The Comparison of bundle ``b`` against bundle ``a`` (folders, ids or "latest")."""
+    """The Comparison of bundle ``b`` against bundle ``a`` (folders, ids or "latest"). Raises DlreproError when
+    ``a`` and ``b`` name one bundle (its folder named twice, or by id and by path): a bundle compared with itself
+    says nothing."""
     first, second = (folders([name], results_dir)[0] for name in (a, b))
+    if first.resolve() == second.resolve():
+        raise DlreproError("compare %s %s: one bundle named twice (%s)" % (a, b, first),
+                           "give two bundles: the baseline A and the bundle B checked against it")
     return model.comparison(bundle.body(first), bundle.body(second), (tables.summary(first), tables.samples(first)),
                             (tables.summary(second), tables.samples(second)), min_effect, alpha)
 

@@ -13,6 +13,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 
+from dlrepro import frameworks as frameworksmod
 from dlrepro.errors import DlreproError
 from dlrepro.spec import MAX_SEEDS
 from dlrepro.run.optiontext import UNSET, split  # noqa: F401 (split: the tasks' too)
@@ -69,6 +70,13 @@ class RunOptions(BaseModel):
         if isinstance(value, list) and len(set(value)) != len(value):
             raise ValueError("lists %s more than once" % ", ".join(str(v) for v in sorted(set(value), key=str)
                                                                      if value.count(v) > 1))
+        return value
+
+    @field_validator("frameworks")
+    @classmethod
+    def _tokens(cls, value):
+        for text in value or []:
+            frameworksmod.token(text)  # NAME or NAME@VERSION, neither part empty
         return value
 
     def digest(self):
@@ -151,7 +159,8 @@ def checked(**values):
         for e in sorted(exc.errors(), key=lambda e: -len(e["loc"])):
             deepest.setdefault(e["loc"][0], e)
         raise DlreproError("\n".join("%s: %s (got %r)" % (
-            OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"], e["input"])
+            OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"].removeprefix("Value error, "),
+            e["input"])
             for name, e in deepest.items()), "give each option a value in its range: `dlrepro --help run` lists "
             "them") from None
 

@@ -273,8 +273,9 @@ def _stop_lost(exc, writer, state, attempt, left):
     counts = bundlemod.counts(list(writer.statuses().values()))
     return EngineLost("%s %s; the run stopped (%s), its bundle kept partial: %s" % (
         exc, ran, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n), writer.partial),
-        "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume %s`: it runs the "
-        "interrupted jobs" % writer.id, exc.running)
+        "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume %s` as soon as it "
+        "answers: it runs the interrupted jobs, and an image it builds first waits for the build steps the lost "
+        "engine left running on this host" % writer.id, exc.running)
 
 
 def _images(earlier, now):
@@ -361,6 +362,9 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         options = options.model_copy(update={"executor": options.executor or "docker"})
     jobs = jobsmod.expand(spec, options)
     resumes.known(jobs, rerun)
+    matrix = matrixmod.load()
+    if options.executor in executors.IN_IMAGES:  # a version no image runs: refused before the bundle exists
+        matrix.check_versions(options.frameworks, [options.device])
     if slurm is not None and options.executor != "slurm":
         raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
                            "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
@@ -373,7 +377,6 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     if pool is not None and executor.serves:
         executor.pool = pool
     described = executor.describe()  # asks the engine: before the bundle is touched
-    matrix = matrixmod.load()
     if resume:  # a complete bundle too is locked before it is reopened: one being published is refused
         owner = lock.take(folder)
         try:

@@ -32,7 +32,7 @@ from dlrepro.images import matrix as matrixmod
 from dlrepro.names import unknown as unknown_name
 from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
-from dlrepro.run import hostinfo, jobs as jobsmod, runs as runsmod
+from dlrepro.run import executors, hostinfo, jobs as jobsmod, runs as runsmod
 from dlrepro.run.pool import WorkerPool
 from dlrepro.run.options import RunOptions, checked
 from runner.contract import utc_now
@@ -76,10 +76,14 @@ def _known_runs(study, runs):
 
 def _known_options(study, specs, device, frameworks, executor):
     """Raise DlreproError, as ``dlrepro run`` does, for a device, executor or framework it would refuse: a
-    framework none of the study's specs (``specs``: {name: Spec}) declares."""
+    framework none of the study's specs (``specs``: {name: Spec}) declares, or a version no image of the matrix
+    runs on the device asked for (else on any of the study's devices)."""
     checked(**{k: v for k, v in dict(device=device, frameworks=frameworks, executor=executor).items() if v})
     known = list(dict.fromkeys(f for spec in specs.values() for f in spec.frameworks))
     jobsmod.known_frameworks(frameworks or [], known, "study %s" % study.name)
+    if executor in executors.IN_IMAGES:
+        devices = [device] if device else sorted({run.device for run in study.runs.values()})
+        matrixmod.load().check_versions(frameworks, devices)
 
 
 def _versioned(study, matrix, run, versions, chosen, item):

@@ -21,8 +21,10 @@ from dlrepro.run.executors.docker import DockerExecutor
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.executors.slurm import SlurmExecutor, collect
 
-__all__ = ["INTERRUPTED", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor", "collect", "get",
-           "run_on_gpus"]
+__all__ = ["INTERRUPTED", "IN_IMAGES", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor", "collect",
+           "get", "run_on_gpus"]
+
+IN_IMAGES = ("docker", "slurm")  # the executors whose jobs run in images of the matrix (a version must be served)
 
 
 def get(name, device="cpu", gpu=0, python=None, memory=None, isolation="worker", slurm=None):
@@ -30,7 +32,7 @@ def get(name, device="cpu", gpu=0, python=None, memory=None, isolation="worker",
     ``isolation``: "worker" or "process"; ``slurm``: the slurm executor's {partition, options, max_parallel,
     detach}); raises ExecutorError for an unknown one, a missing engine, or Slurm settings the cluster cannot
     take."""
-    if name in ("docker", "slurm"):
+    if name in IN_IMAGES:
         from dlrepro import engine
 
         executor = SlurmExecutor(device, gpu, memory, isolation=isolation, **(slurm or {})) if name == "slurm" \

@@ -13,7 +13,6 @@ engine (``engine_calls``); the container may live on without it (its shim keeps 
 first removes the run's containers by their run label (``remove_run``) before it takes what they left.
 """
 import collections
-import contextlib
 import os
 import shutil
 import socket
@@ -21,13 +20,12 @@ import threading
 import time
 
 import docker
-import requests
-import urllib3
 
 from dlrepro import REPO_ROOT
 from dlrepro import engine
-from dlrepro.engine import client
-from dlrepro.errors import CannotRunHere, EngineLost, ExecutorError, ImageError
+from dlrepro.engine import ENGINE_ERRORS, answers as _answers, calls as engine_calls, client, gone as _gone, \
+    lost as engine_lost
+from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.images import build, feasibility
 from dlrepro.run import hostinfo
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, Served, follow, planned
@@ -37,10 +35,6 @@ CONTAINER_UID = 1000
 PIDS_LIMIT = 4096
 ROLE_LABEL = "org.dlrepro.role"
 # what a call to the engine raises when it fails, its connection included (refused, or broken mid-stream)
-ENGINE_ERRORS = (docker.errors.DockerException, requests.RequestException, urllib3.exceptions.HTTPError,
-                 ConnectionError)
-
-
 def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, labels=None,
                 runner_dir=REPO_ROOT / "runner", command=None):
     """Keyword arguments of the engine's container create for one group of jobs (docker SDK
@@ -135,41 +129,6 @@ def default_memory(total=None):
     (the larger of 2 GiB and 10%)."""
     total = total or hostinfo.memory_bytes()
     return max(total // 2, total - max(2 << 30, total // 10))
-
-
-def _gone(exc):
-    """Whether ``exc`` (one of ENGINE_ERRORS) means that the engine went away: its connection was refused or
-    broken, or it no longer answers."""
-    if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                        urllib3.exceptions.ProtocolError, ConnectionError)):
-        return True
-    return not _answers()
-
-
-def engine_lost(exc=None):
-    """The EngineLost of an engine that went away (``exc``: the error that showed it, None: it no longer answers)."""
-    return EngineLost("the %s engine at %s went away (%s)" % (engine.name().capitalize(), engine.address(),
-                                                              type(exc).__name__ if exc is not None else "no answer"))
-
-
-@contextlib.contextmanager
-def engine_calls():
-    """Engine errors (ENGINE_ERRORS) as EngineLost when the engine went away (``_gone``), else ExecutorError."""
-    try:
-        yield
-    except ENGINE_ERRORS as exc:
-        if _gone(exc):
-            raise engine_lost(exc) from None
-        raise ExecutorError("the Docker engine failed during the run: %s" % exc) from None
-
-
-def _answers():
-    """Whether the engine answers a ping now."""
-    try:
-        client().ping()
-    except (ExecutorError,) + ENGINE_ERRORS:
-        return False
-    return True
 
 
 def _remove(container):
@@ -341,13 +300,7 @@ class DockerExecutor(Executor):
         problem = feasibility.check(image, self.device, self.gpus, hostinfo.facts(), allow_ptx_jit=allow_ptx_jit)
         if problem is not None:
             raise CannotRunHere(*problem)
-        with engine_calls():
-            try:
-                return build.ensure(matrix, image, build_options, log)
-            except ImageError:
-                if not _answers():
-                    raise engine_lost() from None
-                raise
+        return build.ensure(matrix, image, build_options, log)
 
     def _user(self, scratch):
         if os.geteuid() != 0:
