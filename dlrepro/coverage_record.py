@@ -33,27 +33,24 @@ def this_host(study, matrix, versions, specs=None):
     return record(study, replace(coverage.this_host(), datasets=coverage.every_dataset()), matrix, versions, specs)
 
 
-def claims(plan, versions=None):
-    """{claim: coverage.Outcome} of a record's ``plan`` entry, for the set a report's verdicts are of (today's
-    where the record ran it, else its one set)."""
-    sets = plan["sets"]
-    chosen = sets.get("today") or sets[sets_of(versions)[0]]
-    return {o["what"]: coverage.Outcome(**o) for o in chosen["claims"]}
+def claims(plan):
+    """{version set: {claim: coverage.Outcome}} of a record's ``plan`` entry."""
+    return {name: {o["what"]: coverage.Outcome(**o) for o in found["claims"]} for name, found in plan["sets"].items()}
 
 
 def of_record(body, study, bodies, matrix):
-    """{claim: coverage.Outcome} of study record ``body`` (its manifest ``study``, as recorded): its recorded plan,
+    """{version set: {claim: coverage.Outcome}} of study record ``body`` (its manifest ``study``, as recorded): its recorded plan,
     else (a record made before plans were recorded) the plan computed once on the host of its first bundle, from
     the specs its bundles recorded (today's file only for a spec none of them ran); None without either."""
     versions = (body.get("asked") or {}).get("versions")
     if body.get("plan"):
-        return claims(body["plan"], versions)
+        return claims(body["plan"])
     if not bodies:
         return None
     specs = {}
     for b in bodies:
         specs.setdefault(b["spec"]["name"], _recorded(b["spec"]))
-    return claims(record(study, coverage.of_host(bodies[0]["host"]), matrix, versions, specs), versions)
+    return claims(record(study, coverage.of_host(bodies[0]["host"]), matrix, versions, specs))
 
 
 def _recorded(spec):
