@@ -1,10 +1,12 @@
 """What a host can test of a study, said before anything runs.
 
-``plan(study, hardware, matrix)`` is one pure function: for every claim and every published cell of the study, on
-the hardware described (this host as detected, or one the user names: GPU model and count, CPU cores, the datasets
-in the cache), whether it would get a verdict, and when not the exact reason, one of CAUSES. It reads the study
-file, the specs (which models each adapter can express: dlrepro.run.jobs.unsupported), and the image matrix
-(images/matrix.yaml), whose ``cuda_archs`` are what each CUDA image was found to hold when it was built and looked
+``plan(study, hardware, matrix, versions)`` is one pure function: for every claim and every published cell of the
+study, on the hardware described (this host as detected, or one the user names: GPU model and count, CPU cores, the
+datasets in the cache), whether it would get a verdict, and when not the exact reason, one of CAUSES. It is fed
+values (Inputs: the study, its specs, the image matrix, the version set, the dataset catalogue; ``inputs`` loads
+them once, before any loop): which models each adapter can express (dlrepro.run.jobs.unsupported), and which
+image each tool runs, the one its version set picks (dlrepro.eras: today's, or the published version's or the
+nearest the matrix serves), whose ``cuda_archs`` are what each CUDA image was found to hold when it was built and looked
 inside (results/cuda-images-20261202/; tests/test_cuda_images.py keeps the two equal): the pre-flight's own decision
 per GPU (dlrepro.images.gpu_support.decide) says whether an image runs natively, only by PTX JIT (opt-in:
 ``allow_ptx_jit``) or not at all. Nothing is run and no GPU is needed.
@@ -27,11 +29,18 @@ The order of the checks, the first that fails being the reason (a tool's reasons
   dataset      a dataset the run reads is not in the cache (with the command that fetches it)
 
 A claim is testable when enough of its tools pass every check on one of its runs: two tools of different tiers
-for an ordering, the subject and one other for a ratio, one tool for a band or a scaling claim.
+for an ordering, the subject and one other for a ratio, one tool for a band or a scaling claim. A claim some of
+whose tools are blocked is counted under the cause that decides: one whose tools alone, were they runnable, would
+make it testable (a tool the suite does not run last among those, as nothing the user does changes it), else the
+commonest. A cell is judged when its run could run here on the published hardware, by the rule ``check`` applies
+(answers.hardware.same_hardware against the reference's hardware text); a card named without the memory size or
+form factor its model comes in ("P100") is taken to be the published one ("Tesla P100-PCIE-16GB").
 """
+import re
 from dataclasses import dataclass, field, replace
 
-from dlrepro import spec as specmod
+from dlrepro import eras, references, spec as specmod
+from dlrepro.errors import DlreproError
 from dlrepro.images import gpu_support
 
 CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "model", "data-parallel", "image", "arch", "dataset")
@@ -118,20 +127,6 @@ def every_dataset():
     return frozenset(datasets.catalogue().datasets)
 
 
-# the hosts of the README's table "what can your hardware test" (every dataset fetched)
-PROFILES = (("2 CPU cores (this project's build machine)", dict(cpus=2)), ("16-core CPU", dict(cpus=16)),
-            ("K80", dict(gpu="K80", gpus=1, cpus=16)), ("GTX 1080", dict(gpu="GTX 1080", gpus=1, cpus=16)),
-            ("P100", dict(gpu="P100", gpus=1, cpus=16)), ("V100", dict(gpu="V100", gpus=1, cpus=16)),
-            ("A100", dict(gpu="A100", gpus=1, cpus=16)), ("H100/H200", dict(gpu="H100", gpus=1, cpus=16)),
-            ("H100/H200, --allow-ptx-jit", dict(gpu="H100", gpus=1, cpus=16, allow_ptx_jit=True)),
-            ("4 x V100", dict(gpu="V100", gpus=4, cpus=32)), ("4 x H100", dict(gpu="H100", gpus=4, cpus=64)))
-
-
-def profile(name):
-    """The Hardware of PROFILES entry ``name``, with every dataset."""
-    return Hardware(datasets=every_dataset(), **dict(PROFILES)[name])
-
-
 @dataclass
 class Outcome:
     """One claim or published cell on a Hardware: ``testable``, else ``cause`` (one of CAUSES) and ``reason``
@@ -156,6 +151,57 @@ class Outcome:
         if self.cause in TOOL_WORDS and self.reason.startswith("too few"):
             return "too few of its tools can run here: %s" % TOOL_WORDS[self.cause]
         return self.reason
+
+
+@dataclass
+class Inputs:
+    """What the planner reads, as values (it loads nothing in its loops): ``study`` (studies.Study), ``specs``
+    {spec name: Spec} of its runs, ``matrix`` (images.matrix.Matrix), ``versions`` the version set whose images run
+    ("today" or "published": dlrepro.eras.per_tool), ``catalogue`` every dataset name (what a GPU would do is judged
+    with every dataset fetched). What it derives (each tool's image, what an adapter cannot express) is kept."""
+    study: object
+    specs: dict
+    matrix: object
+    versions: str = "today"
+    catalogue: frozenset = frozenset()
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def chosen(self, tool, device):
+        """The eras.Chosen of ``tool`` on ``device`` in this version set (its token None: no image), None for a
+        tool the suite does not run."""
+        if device not in self.memo:
+            self.memo[device] = eras.per_tool(self.study, self.matrix, device, self.versions)
+        return self.memo[device].get(tool)
+
+    def unsupported(self, spec, variant, token):
+        """Why ``token``'s adapter cannot express ``variant`` of spec ``spec`` (dlrepro.run.jobs.unsupported), or
+        None."""
+        key = (spec, variant, token)
+        if key not in self.memo:
+            from dlrepro.run import jobs
+
+            self.memo[key] = jobs.unsupported(self.specs[spec], variant, token)
+        return self.memo[key]
+
+
+def inputs(study, matrix, versions="today", specs=None, catalogue=None):
+    """The Inputs of ``study`` for version set ``versions`` ("today" or "published"), loading its specs (unless
+    ``specs`` {name: Spec} is given) and the dataset catalogue (``catalogue``) once. Raises DlreproError for another
+    version set."""
+    if eras.checked(versions) == "both":
+        raise DlreproError("a plan is of one version set: published or today (got both)",
+                                "plan each set: dlrepro plan STUDY --versions both does")
+    specs = dict(specs) if specs is not None else {}
+    for run in study.runs.values():
+        if run.spec not in specs:
+            specs[run.spec] = specmod.load(run.spec)
+    return Inputs(study, specs, matrix, versions, every_dataset() if catalogue is None else frozenset(catalogue))
+
+
+def _given(study, matrix, versions):
+    """``study`` itself when it is an Inputs already, else the Inputs of the study (the public functions take
+    either)."""
+    return study if isinstance(study, Inputs) else inputs(study, matrix, versions)
 
 
 def _gpus_here(hardware):
@@ -195,33 +241,35 @@ def _data_needed(spec, variant):
     return out
 
 
-def tool_blocker(study, run_id, variant, tool, hardware, matrix):
-    """(cause, reason) of what keeps ``tool`` from run ``run_id``'s ``variant`` on ``hardware``, or None."""
-    from dlrepro.run import jobs
-    from runner.adapters import capabilities
-
-    run = study.runs[run_id]
-    framework = study.framework(tool)
+def tool_blocker(study, run_id, variant, tool, hardware, matrix=None, versions="today"):
+    """(cause, reason) of what keeps ``tool`` from run ``run_id``'s ``variant`` on ``hardware``, or None; ``study``
+    a studies.Study (with ``matrix`` and ``versions``) or an Inputs."""
+    given = _given(study, matrix, versions)
+    run = given.study.runs[run_id]
+    framework = given.study.framework(tool)
     if framework is None:
-        return "tool", "the suite does not run %s" % study.not_run_text([tool])
-    spec = specmod.load(run.spec)
-    why = jobs.unsupported(spec, variant, framework)
+        return "tool", "the suite does not run %s" % given.study.not_run_text([tool])
+    chosen = given.chosen(tool, run.device)
+    token = chosen.token or framework
+    why = given.unsupported(run.spec, variant, token)
     if why:
         return "model", "%s: %s" % (tool, why)
     if max(run.gpus) > 1:
-        why = capabilities.unsupported_parallel(framework, "throughput")
+        from runner.adapters import capabilities
+
+        why = capabilities.unsupported_parallel(token, "throughput")
         if why:
             return "data-parallel", "%s: %s" % (tool, why)
-    if not matrix.versions(framework, run.device):
+    if chosen.token is None:
         return "image", "%s has no %s image" % (tool, "CUDA" if run.device == "cuda" else "CPU")
     if run.device == "cuda":
-        image = matrix.find(framework, "cuda")
+        image = given.matrix.find(framework, "cuda", chosen.runs)
         decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
         if not _runs(decided, hardware):
-            other = _other_version(matrix, framework, image, hardware, run, variant)
+            other = _other_version(given, framework, image, hardware, run, variant)
             return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), other or (
                 "; " + image.newer_builds if image.newer_builds else ""))
-    for name, fallback in _data_needed(spec, variant):
+    for name, fallback in _data_needed(given.specs[run.spec], variant):
         if not ({name, *fallback} & hardware.datasets):
             return "dataset", "needs dataset %s (`dlrepro datasets.fetch %s`)" % (name, name)
     return None
@@ -231,18 +279,18 @@ def _runs(decided, hardware):
     return decided["verdict"] == "native" or (decided["verdict"] == "ptx" and hardware.allow_ptx_jit)
 
 
-def _other_version(matrix, framework, today, hardware, run, variant):
+def _other_version(given, framework, chosen, hardware, run, variant):
     """'; torch-1.0.0-cuda runs there natively (--framework torch@1.0.0)' where another CUDA image of the framework
-    runs on the GPU and its adapter expresses the run's variant (data-parallel too, for a run of several GPUs),
-    else ''."""
-    from dlrepro.run import jobs
+    than ``chosen`` runs on the GPU and its adapter expresses the run's variant (data-parallel too, for a run of
+    several GPUs), else ''."""
     from runner.adapters import capabilities
 
-    for image in matrix.images:
-        if image.version_of(framework) is not None and image.device == "cuda" and image.name != today.name:
-            token = "%s@%s" % (framework, image.version_of(framework))
+    for image in given.matrix.images:
+        if image.version_of(framework) is not None and image.device == "cuda" and image.name != chosen.name:
+            today = given.matrix.versions(framework, "cuda")[-1] == image.version_of(framework)
+            token = framework if today else "%s@%s" % (framework, image.version_of(framework))
             decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
-            if jobs.unsupported(specmod.load(run.spec), variant, token) or (
+            if given.unsupported(run.spec, variant, token) or (
                     max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")):
                 continue
             if _runs(decided, hardware):
@@ -271,18 +319,19 @@ def _enough(claim, available):
     return bool(available)
 
 
-def _caveats(study, run_id, variant, tools, matrix):
-    """'Caffe: its GPU convolutions are ...' for each of ``tools`` whose image for the run's device has a caveat
-    about a layer the variant's model has (matrix ``caveat``, ``caveat_layers``); None for none."""
+def _caveats(given, run_id, variant, tools):
+    """'Caffe: its GPU convolutions are ...' for each of ``tools`` whose image for the run's device (its version
+    set's) has a caveat about a layer the variant's model has (matrix ``caveat``, ``caveat_layers``); None for
+    none."""
     from runner import shapes
 
-    run = study.runs[run_id]
-    spec = specmod.load(run.spec)
+    run = given.study.runs[run_id]
+    spec = given.specs[run.spec]
     model = spec.models[spec.variants[variant].model]
     kinds = {layer["type"] for layer in shapes.expand(model.layer_dicts(), model.input_shape)}
     said = []
     for tool in tools:
-        image = matrix.find(study.framework(tool), run.device)
+        image = given.matrix.find(given.study.framework(tool), run.device, given.chosen(tool, run.device).runs)
         if image.caveat and (not image.caveat_layers or kinds & set(image.caveat_layers)):
             said.append("%s: %s" % (tool, image.caveat))
     return "; ".join(said) or None
@@ -294,37 +343,39 @@ def _tools_of(claim):
     return ([claim.subject] if claim.subject else []) + list(claim.tools)
 
 
-def claim_outcome(study, name, hardware, matrix):
-    """The Outcome of claim ``name`` on ``hardware`` (module docstring)."""
-    claim = study.claims[name]
+def claim_outcome(study, name, hardware, matrix=None, versions="today"):
+    """The Outcome of claim ``name`` on ``hardware`` (module docstring); ``study`` a studies.Study (with ``matrix``
+    and ``versions``) or an Inputs."""
+    given = _given(study, matrix, versions)
+    claim = given.study.claims[name]
     if claim.kind == "untestable":
         return Outcome(name, False, "untestable", claim.why)
     if claim.over == "threads" and isinstance(claim.to, int) and hardware.cpus < claim.to:
         return Outcome(name, False, "threads", "needs %d CPU threads (this host has %d cores)" % (claim.to,
                                                                                                    hardware.cpus))
-    if study.device_of(name) == "cuda":
-        wanted = gpus_needed(study, claim)
+    if given.study.device_of(name) == "cuda":
+        wanted = gpus_needed(given.study, claim)
         short = _needs_gpus(wanted, hardware)
         if short:
-            return _on_cards(study, name, wanted, hardware, matrix, short)
+            return _on_cards(given, name, wanted, hardware, short)
     best = None
     for run_id in claim.runs:
-        blocked = _run_blocker(study, run_id, hardware)
+        blocked = _run_blocker(given.study, run_id, hardware)
         if blocked:
             best = best or Outcome(name, False, *blocked)
             continue
-        tools = {t: tool_blocker(study, run_id, claim.variant, t, hardware, matrix) for t in _tools_of(claim)}
+        tools = {t: tool_blocker(given, run_id, claim.variant, t, hardware) for t in _tools_of(claim)}
         available = {t for t, why in tools.items() if why is None}
         if _enough(claim, available):
-            return Outcome(name, True, caveat=_caveats(study, run_id, claim.variant, sorted(available), matrix))
+            return Outcome(name, True, caveat=_caveats(given, run_id, claim.variant, sorted(available)))
         blocked_tools = {t: why for t, why in tools.items() if why}
         if best is None or best.cause in HOST_CAUSES:
-            best = Outcome(name, False, _cause(blocked_tools), _reason(claim, available, blocked_tools),
-                           {t: why[1] for t, why in blocked_tools.items()})
+            best = Outcome(name, False, _cause(claim, available, blocked_tools),
+                           _reason(claim, available, blocked_tools), {t: why[1] for t, why in blocked_tools.items()})
     return best or Outcome(name, False, "untestable", "no run of the study measures it")
 
 
-def _on_cards(study, name, wanted, hardware, matrix, short):
+def _on_cards(given, name, wanted, hardware, short):
     """The Outcome of a GPU claim on a host short of GPUs, saying which GPU models (one per architecture of
     gpu_support.GPUS, ``wanted`` of them) would make it testable, or that none would and why not on the one that
     comes closest (the most of its tools able to run)."""
@@ -332,32 +383,42 @@ def _on_cards(study, name, wanted, hardware, matrix, short):
     tried = []
     for _, cards in gpu_support.GPUS:  # every dataset fetched: what a GPU would do; the host's own lack said after
         card = cards.split(", ")[0]
-        tried.append((card, claim_outcome(study, name, replace(hardware, gpu=card, gpus=wanted, gpu_capability=None,
-                                                               datasets=every_dataset()), matrix)))
-    fetch = _datasets_missing(study, study.claims[name], hardware)
+        tried.append((card, claim_outcome(given, name, replace(hardware, gpu=card, gpus=wanted, gpu_capability=None,
+                                                               datasets=given.catalogue))))
+    fetch = _datasets_missing(given, given.study.claims[name], hardware)
     good = [card for card, o in tried if o.testable]
     if good:
         return Outcome(name, False, cause, "%s (one of: %s)%s" % (reason, ", ".join(good), fetch))
     card, closest = max(tried, key=lambda t: -len(t[1].tools))
     where = "on every GPU model" if len({o.reason for _, o in tried}) == 1 else "on a %s" % card
-    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with the suite's images; %s: %s%s" % (
-        where, closest.reason, fetch), closest.tools)
+    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with %s; %s: %s%s" % (
+        IMAGES_OF[given.versions], where, closest.reason, fetch), closest.tools)
 
 
-def _datasets_missing(study, claim, hardware):
+IMAGES_OF = {"today": "the suite's images", "published": "the published versions' images"}
+
+
+def _datasets_missing(given, claim, hardware):
     """'; and needs dataset X (`dlrepro datasets.fetch X`)' for each dataset the claim's first run reads that the host
     lacks, else ''."""
     if not claim.runs:
         return ""
-    spec = specmod.load(study.runs[claim.runs[0]].spec)
+    spec = given.specs[given.study.runs[claim.runs[0]].spec]
     return "".join("; and needs dataset %s (`dlrepro datasets.fetch %s`)" % (n, n)
                    for n, fallback in _data_needed(spec, claim.variant) if not ({n, *fallback} & hardware.datasets))
 
 
-def _cause(blocked):
-    """The cause a claim is counted under: the commonest among its blocked tools, on a tie the first in CAUSES."""
+def _cause(claim, available, blocked):
+    """The cause a claim is counted under: the one that decides (its tools alone, were they runnable, would make
+    the claim testable; a tool the suite does not run last), else the commonest among its blocked tools; on a tie
+    the first in CAUSES."""
     causes = [why[0] for why in blocked.values()]
-    return min(set(causes), key=lambda c: (-causes.count(c), CAUSES.index(c))) if causes else "untestable"
+
+    def decides(cause):
+        return _enough(claim, available | {t for t, why in blocked.items() if why[0] == cause})
+
+    return min(set(causes), key=lambda c: (not decides(c), c == "tool", -causes.count(c), CAUSES.index(c))) \
+        if causes else "untestable"
 
 
 def _reason(claim, available, blocked):
@@ -370,41 +431,58 @@ def _reason(claim, available, blocked):
                                                                   "; ".join(reasons))
 
 
-def cell_outcome(study, table, column, tool, hardware, matrix):
-    """The Outcome of one published cell (a table's row ``tool`` in ``column``, a studies.Column)."""
+OPEN_VARIANTS = re.compile(r" (?:\d+gb|pcie|sxm\d?|nvl)\b")  # what a bare model name leaves open
+
+
+def _judged(ref, device, name, gpus):
+    """Whether a job on the device ``name`` would be judged against reference ``ref`` by check's rule
+    (answers.hardware.same_hardware), a card named without the memory size or form factor its model comes in
+    ("P100") taken as the published one; False without a reference."""
+    from dlrepro.results.answers.hardware import model_key, model_keys, same_hardware
+
+    if ref is None or not name:
+        return False
+    key = model_key(name) if device == "cuda" else None
+    if key and not OPEN_VARIANTS.search(key):
+        name = next((k.split(":", 1)[1] for k in model_keys(ref.hardware) if OPEN_VARIANTS.sub("", k) == key), name)
+    return same_hardware(ref.hardware, device, name, ref.gpus, gpus if device == "cuda" and gpus > 1 else None)
+
+
+def cell_outcome(study, table, column, tool, hardware, matrix=None, versions="today"):
+    """The Outcome of one published cell (a table's row ``tool`` in ``column``, a studies.Column); ``study`` a
+    studies.Study (with ``matrix`` and ``versions``) or an Inputs."""
+    given = _given(study, matrix, versions)
     what = "%s / %s / %s" % (table, column.label, tool)
     if column.threads and hardware.cpus < column.threads:
         return Outcome(what, False, "threads", "needs %d CPU threads (this host has %d cores)" % (column.threads,
                                                                                                    hardware.cpus))
-    from dlrepro.results.answers.hardware import same_hardware
-
     best = None
     for run_id in column.runs:
-        device = study.runs[run_id].device
-        blocked = _run_blocker(study, run_id, hardware) or (_needs_gpus(column.gpus, hardware) if device == "cuda"
-                                                            else None) or tool_blocker(study, run_id, column.variant, tool,
-                                                                        hardware, matrix)
+        run = given.study.runs[run_id]
+        blocked = _run_blocker(given.study, run_id, hardware) or (
+            _needs_gpus(column.gpus, hardware) if run.device == "cuda" else None) or tool_blocker(
+            given, run_id, column.variant, tool, hardware)
         if blocked is None:
-            name = hardware.gpu if device == "cuda" else hardware.cpu_model
-            judged = bool(column.hardware and name) and same_hardware(
-                column.hardware, device, name, column.gpus if device == "cuda" else None,
-                column.gpus if device == "cuda" and column.gpus > 1 else None)
-            return Outcome(what, True, other_hardware=not judged)
+            ref = references.of_column(given.specs[run.spec].references, column, tool)
+            name = hardware.gpu if run.device == "cuda" else hardware.cpu_model
+            return Outcome(what, True, other_hardware=not _judged(ref, run.device, name, column.gpus))
         best = best or Outcome(what, False, *blocked)
     return best
 
 
-def plan(study, hardware, matrix):
+def plan(study, hardware, matrix=None, versions="today"):
     """{"claims": [Outcome per claim, the study's order], "cells": [Outcome per cell of each table whose values
-    were retrieved]}."""
-    claims = [claim_outcome(study, name, hardware, matrix) for name in study.claims]
+    were retrieved]} on ``hardware`` for version set ``versions`` ("today" or "published"); ``study`` a
+    studies.Study (with ``matrix``) or an Inputs."""
+    given = _given(study, matrix, versions)
+    claims = [claim_outcome(given, name, hardware) for name in given.study.claims]
     cells = []
-    for table_id, table in study.tables.items():
+    for table_id, table in given.study.tables.items():
         if table.status != "published":
             continue
         for column in table.columns:
             for tool in table.rows:
-                cells.append(cell_outcome(study, table_id, column, tool, hardware, matrix))
+                cells.append(cell_outcome(given, table_id, column, tool, hardware))
     return {"claims": claims, "cells": cells}
 
 
@@ -418,33 +496,3 @@ def counts(outcomes):
             causes[cause] = causes.get(cause, 0) + 1
     order = CAUSES + ("other hardware",)
     return sum(o.testable and not o.other_hardware for o in outcomes), {c: causes[c] for c in order if c in causes}
-
-
-def _rest(why):
-    """' (rest mostly: CAUSE)' when one cause holds more than half of the claims not testable, else each cause with
-    its count; '' when there are none."""
-    if not why:
-        return ""
-    top, n = max(why.items(), key=lambda kv: kv[1])
-    if 2 * n > sum(why.values()):
-        return " (rest mostly: %s)" % SHORT[top]
-    return " (rest: %s)" % ", ".join("%s %d" % (SHORT[c], k) for c, k in why.items())
-
-
-def markdown_table(studies, matrix):
-    """The README's table: per PROFILES host, per study, the claims it can test (and the commonest cause of the
-    rest), and the published cells it would judge (the published hardware) or only show (other hardware)."""
-    lines = ["| hardware | " + " | ".join("%s claims testable | %s published cells" % ((s.title.split(" - ")[0],) * 2)
-                                          for s in studies) + " |",
-             "|---|" + "---|---|" * len(studies)]
-    for name, _ in PROFILES:
-        cells = []
-        for study in studies:
-            found = plan(study, profile(name), matrix)
-            n, why = counts(found["claims"])
-            m, _ = counts(found["cells"])
-            measured = sum(o.testable for o in found["cells"])
-            cells += ["%d of %d%s" % (n, len(found["claims"]), _rest(why)),
-                      "%d judged, %d shown of %d" % (m, measured - m, len(found["cells"]))]
-        lines.append("| %s | %s |" % (name, " | ".join(cells)))
-    return "\n".join(lines) + "\n"

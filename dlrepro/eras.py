@@ -74,22 +74,32 @@ def checked(which):
 
 def choose(study, matrix, device, which):
     """The Chosen of each tool the suite runs (study.tools that map to a framework) for version set ``which``
-    ("published", "today" or "both") on ``device``, in the study's tool order (both: published first). Raises
-    DlreproError for another set name."""
-    checked(which)
-    out = []
+    ("published", "today" or "both") on ``device``, in the study's tool order (both: published first), each
+    framework token once (_unique). Raises DlreproError for another set name."""
+    sets = [name for name in ("published", "today") if checked(which) in (name, "both")]
+    picked = {name: per_tool(study, matrix, device, name) for name in sets}
+    return _unique([picked[name][tool] for tool in picked[sets[0]] for name in sets])
+
+
+def per_tool(study, matrix, device, which):
+    """{tool: Chosen} of each tool the suite runs for one version set (``which``: "published" or "today") on
+    ``device``, in the study's tool order; two tools of one framework each have theirs (what a plan asks of a tool:
+    dlrepro.coverage). Raises DlreproError for another set name."""
+    if checked(which) == "both":
+        raise DlreproError("one version set at a time: published or today (got both)")
+    out = {}
     for tool, framework in study.tools.items():
         if framework is None:
             continue
         served = matrix.versions(framework, device)
         today = served[-1] if served else None
-        if which in ("published", "both"):
+        if which == "published":
             published = study.versions[tool].version if tool in study.versions else UNSTATED
-            out.append(_published(tool, framework, published, served, today, device))
-        if which in ("today", "both"):
-            out.append(Chosen(tool, framework, framework if today else None, today, why=None if today else
-                              "no %s image of %s in the matrix" % (device, framework)))
-    return _unique(out)
+            out[tool] = _published(tool, framework, published, served, today, device)
+        else:
+            out[tool] = Chosen(tool, framework, framework if today else None, today, why=None if today else
+                               "no %s image of %s in the matrix" % (device, framework))
+    return out
 
 
 def _published(tool, framework, published, served, today, device):

@@ -86,3 +86,16 @@ def stated_gpus(hardware):
     """The GPU count a hardware text begins with ('4x NVIDIA Tesla V100' -> 4), or None."""
     found = re.match(r"\s*(\d+)\s*x\s", hardware)
     return int(found[1]) if found else None
+
+
+def of_column(references, column, tool):
+    """The reference of ``tool`` in a study table's ``column`` (dlrepro.studies.Column: variant, batch size, metric,
+    kind, hardware and source text) among ``references`` ([Reference]), or None."""
+    variant = column.reference_variant or column.variant
+    for ref in references:
+        if ref.variant == variant and ref.metric == column.metric and ref.kind == column.kind \
+                and ref.framework == tool and (column.batch_size is None or ref.batch_size == column.batch_size) \
+                and (column.hardware is None or column.hardware.lower() in ref.hardware.lower()) \
+                and (column.source is None or column.source in ref.source):
+            return ref
+    return None

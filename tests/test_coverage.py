@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from dlrepro import REPO_ROOT, coverage, studies
+from dlrepro.errors import DlreproError
 from dlrepro.images import matrix as matrixmod
 
 ALL = coverage.every_dataset()
@@ -25,21 +26,23 @@ def outcome(study, claim, host, matrix):
     return coverage.claim_outcome(studies.load(study), claim, HOSTS[host] if isinstance(host, str) else host, matrix)
 
 
-@pytest.mark.parametrize("host, dlbench, dlf", [
-    ("this", (0, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "threads": 1, "tool": 1}),
+@pytest.mark.parametrize("host, dlbench, dlf", [  # a claim is counted under the cause that decides (CNTK's LSTM)
+    ("this", (0, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "threads": 1, "model": 1}),
      (0, {"untestable": 1, "no gpu suffices": 1, "gpu": 3, "gpus": 1, "dataset": 2})),
-    ("cpu16", (1, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "tool": 1}),
+    ("cpu16", (1, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "model": 1}),
      (2, {"untestable": 1, "no gpu suffices": 1, "gpu": 3, "gpus": 1})),
-    ("K80", (5, {"untestable": 1, "no gpu suffices": 4, "tool": 4, "arch": 8}),
+    ("K80", (5, {"untestable": 1, "no gpu suffices": 4, "model": 2, "arch": 10}),
      (3, {"untestable": 1, "gpus": 1, "image": 1, "arch": 2})),
-    ("P100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}),
+    ("P100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5}),
      (3, {"untestable": 1, "gpus": 1, "model": 1, "image": 1, "arch": 1})),
-    ("GTX 1080", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}),
+    ("GTX 1080", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5}),
      (3, {"untestable": 1, "gpus": 1, "model": 1, "image": 1, "arch": 1})),
-    ("A100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 6}), (4, {"untestable": 1, "gpus": 1, "image": 1, "arch": 1})),
-    ("H100", (9, {"untestable": 1, "no gpu suffices": 4, "tool": 6, "arch": 2}),
+    ("A100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5}),
      (4, {"untestable": 1, "gpus": 1, "image": 1, "arch": 1})),
-    ("4xH100", (9, {"untestable": 1, "tool": 7, "data-parallel": 3, "arch": 2}), (5, {"untestable": 1, "image": 1, "arch": 1}))])
+    ("H100", (9, {"untestable": 1, "no gpu suffices": 4, "model": 5, "arch": 3}),
+     (4, {"untestable": 1, "gpus": 1, "image": 1, "arch": 1})),
+    ("4xH100", (9, {"untestable": 1, "model": 5, "data-parallel": 4, "arch": 3}),
+     (5, {"untestable": 1, "image": 1, "arch": 1}))])
 def test_each_host_tests_what_the_images_and_adapters_allow_and_counts_the_rest_by_cause(host, dlbench, dlf, matrix):
     for name, expected in (("dlbench", dlbench), ("dlf", dlf)):
         assert coverage.counts(coverage.plan(studies.load(name), HOSTS[host], matrix)["claims"]) == expected, name
@@ -74,15 +77,16 @@ def test_the_exact_reason_of_each_cause(matrix):
     assert said("dlbench", "multigpu-fcn-r-caffe", "4xH100") == ("data-parallel", (
         "Caffe: no data-parallel training in the caffe adapter: its builds have no NCCL (Debian's recipe), without "
         "which pycaffe has no multi-GPU path"))
-    # CNTK has no LSTM on any hardware: that is said, not PTX JIT, which would not help (model before arch)
+    # CNTK has no LSTM on any hardware: that is said, not PTX JIT, which would not help (model before arch); and it
+    # decides, not Lua Torch (which the suite never runs): CNTK with TensorFlow would make the ordering testable
     cause, reason = said("dlbench", "early-rnn-gpu", "H100")
-    assert cause == "tool" and reason.startswith("too few of its tools can run here (can: TensorFlow): CNTK: the "
+    assert cause == "model" and reason.startswith("too few of its tools can run here (can: TensorFlow): CNTK: the "
                                                  "cntk adapter has no layer embedding, lstm") and "PTX" not in reason
     ptx = coverage.Hardware("H100", 1, 16, ALL, allow_ptx_jit=True)  # CNTK by JIT: its FCN runs, its LSTM is missing
     dlbench = studies.load("dlbench")
     assert coverage.tool_blocker(dlbench, "gpu-synthetic", "fcn-s", "CNTK", ptx, matrix) is None
     assert coverage.tool_blocker(dlbench, "gpu-synthetic", "fcn-s", "CNTK", HOSTS["H100"], matrix)[0] == "arch"
-    assert outcome("dlbench", "early-rnn-gpu", ptx, matrix).cause == "tool"
+    assert outcome("dlbench", "early-rnn-gpu", ptx, matrix).cause == "model"
     assert said("dlbench", "fcn-r-ordering", "K80")[0] == "arch" and said("dlbench", "fcn-r-ordering", "K80")[1].startswith(
         "too few of its tools can run here (can: CNTK, Caffe): MXNet: mxnet-1.9.1-cuda has no kernels for K80 (sm_37): "
         "it ships sm_50 sm_60 sm_70 sm_80 sm_86; mxnet-0.12.0-cuda runs there natively (--framework mxnet@0.12.0")
@@ -132,7 +136,8 @@ def test_a_published_cell_is_judged_only_on_its_own_hardware(matrix):
     assert a100[cell].testable and a100[cell].other_hardware  # measured on an A100: shown, never judged
     # today's PyTorch has no sm_60 kernels: the column's CPU run measures it, shown beside the P100 value, not judged
     assert p100["table4-rnn / P100 / PyTorch"].testable and p100["table4-rnn / P100 / PyTorch"].other_hardware
-    assert coverage.counts(list(p100.values()))[0] == 13  # Keras(TF) judged in the CNN, RNN and features tables
+    # Keras(TF) judged in the CNN, RNN and features tables; MXNet(Gluon)'s RNN cell has no published value: not judged
+    assert coverage.counts(list(p100.values()))[0] == 12 and p100["table4-rnn / P100 / MXNet(Gluon)"].other_hardware
 
 
 def test_an_unknown_gpu_names_the_known_ones_and_nvidia_smis_names_are_known():
@@ -157,8 +162,9 @@ def test_the_command_says_what_a_host_would_get_and_refuses_an_unknown_gpu():
     run = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench", "--gpu-model", "H100", "--cpus",
                           "16", "--datasets", "all"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("On 1 x H100, 16 CPU cores: 9 of DLBench's 22 claims testable; 0 of 30 published "
-                                 "cells judged, 19 more shown (measured on other hardware than the published).")
+    assert run.stdout.startswith("On 1 x H100, 16 CPU cores [datasets: 7 of 7, as given; today's versions]: 9 of "
+                                 "DLBench's 22 claims testable; 0 of 30 published cells judged, 19 more shown (measured "
+                                 "on other hardware than the published).")
     for args, said in ((["--gpu-model", "RTX 9090"], "error: --gpu-model: unknown GPU 'RTX 9090'"),
                        (["--gpu-model", "H100", "--gpu-count", "0"],
                         "error: --gpu-count: expected a whole number of at least 1 (got '0')"),
@@ -167,3 +173,57 @@ def test_the_command_says_what_a_host_would_get_and_refuses_an_unknown_gpu():
         bad = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench"] + args, capture_output=True,
                              text=True, cwd=REPO_ROOT, timeout=300)
         assert bad.returncode == 2 and (bad.stderr + bad.stdout).startswith(said), bad.stderr + bad.stdout
+
+
+def test_the_published_versions_are_judged_by_the_images_they_run(matrix):
+    """On a K80, today's PyTorch, TensorFlow and MXNet have no kernels; the published versions' images (torch 1.0.0,
+    tensorflow 1.4.0, mxnet 0.12.0) run there natively: 11 of DLBench's 22 claims instead of 5, and the reason of
+    a claim names the cause that decides on those images."""
+    dlbench, dlf, k80 = studies.load("dlbench"), studies.load("dlf"), HOSTS["K80"]
+    published = coverage.plan(dlbench, k80, matrix, "published")
+    assert coverage.counts(published["claims"]) == (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5})
+    assert coverage.counts(coverage.plan(dlbench, k80, matrix, "today")["claims"])[0] == 5
+    assert coverage.counts(coverage.plan(dlf, k80, matrix, "published")["claims"])[0] == 5
+    assert coverage.counts(coverage.plan(dlf, HOSTS["A100"], matrix, "published")["claims"])[0] == 2
+    # torch 1.0.0 runs natively on the P100: the two P100 claims DLF's committed report said need an A100, L4 or H100
+    p100 = {o.what: o for o in coverage.plan(dlf, HOSTS["P100"], matrix, "published")["claims"]}
+    assert p100["cnn-times-close"].testable and p100["rnn-cudnn"].testable
+    assert coverage.tool_blocker(dlbench, "gpu-synthetic", "fcn-s", "MXNet", HOSTS["H100"], matrix, "published") == (
+        "arch", "MXNet: mxnet-0.12.0-cuda runs on H100 (sm_90) only by JIT of its compute_60 PTX (--allow-ptx-jit)")
+    with pytest.raises(DlreproError, match="one version set"):
+        coverage.plan(dlbench, k80, matrix, "both")
+
+
+def test_a_gpu_named_as_the_card_reports_it_gets_the_plan_of_its_short_name(matrix):
+    """check matches a job's device name with the reference's hardware text (answers.hardware.same_hardware); the plan
+    does too, a model named without memory and form factor taken as the published one."""
+    dlf = studies.load("dlf")
+    short = coverage.plan(dlf, HOSTS["P100"], matrix)
+    full = coverage.plan(dlf, coverage.Hardware("Tesla P100-PCIE-16GB", 1, 16, ALL), matrix)
+    def verdicts(found):  # the reasons name the card as given ("no kernels for Tesla P100-PCIE-16GB (sm_60)")
+        return [(o.what, o.testable, o.cause, o.other_hardware) for o in found["claims"]]
+
+    assert short["cells"] == full["cells"] and verdicts(short) == verdicts(full)
+    assert coverage.counts(full["cells"])[0] == 12
+    sxm = coverage.plan(dlf, coverage.Hardware("Tesla P100-SXM2-16GB", 1, 16, ALL), matrix)  # another P100: shown
+    assert coverage.counts(sxm["cells"])[0] == 0
+
+
+def test_the_first_line_says_what_it_assumes():
+    def first(*args):
+        run = subprocess.run([sys.executable, "-m", "invoke", "plan"] + list(args), capture_output=True, text=True,
+                             cwd=REPO_ROOT, timeout=300)
+        assert run.returncode == 0, run.stderr
+        return run.stdout.splitlines()[0]
+
+    # the era images' count on a K80 with 16 cores (the README's hosts); a described host without --cpus or --datasets:
+    # every dataset fetched, this host's cores said, not silently counted
+    assert first("dlbench", "--gpu-model", "K80", "--versions", "published", "--datasets", "all", "--cpus", "16") == (
+        "On 1 x K80, 16 CPU cores [datasets: 7 of 7, as given; the published versions]: 11 of DLBench's 22 claims "
+        "testable; 0 of 30 published cells judged, 19 more shown (measured on other hardware than the published).")
+    assert first("dlf", "--gpu-model", "K80").startswith("On 1 x K80, %d CPU cores [this host's cores, --cpus to give "
+                                                         "yours; every dataset assumed fetched, --datasets to say which; "
+                                                         "today's versions]: " % coverage.this_host().cpus)
+    cached = len(coverage.this_host().datasets)
+    assert first("dlf").startswith("On %s [datasets cached here: %d of 7, --datasets all assumes them fetched; today's "
+                                   "versions]: " % (coverage.this_host().describe(), cached))

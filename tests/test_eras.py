@@ -134,25 +134,25 @@ def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_a
     assert list(drift.rows_of(summary, record, "published")["job_id"]) == list(then["job_id"])
     assert list(drift.rows_of(summary, record, "today")["job_id"]) == [
         "fcn-s.caffe.cuda.b64", "fcn-s.cntk.cuda.b64", "fcn-s.tensorflow.cuda.b64", "fcn-s.mxnet.cuda.b64"]
-    (found,) = drift.drift(study, summary, record, lambda rows: claims.evaluate(study, rows))
+    (found,) = drift.drift(study, summary, record, lambda rows, name: claims.evaluate(study, rows))
     assert (found.claim, found.published.verdict, found.today.verdict, found.change) == (
         "fcn-s-ordering", verdicts.HOLDS, verdicts.DOES_NOT_HOLD, drift.FLIPS)
     assert found.labels == {"published": "caffe; cntk; mxnet@0.12.0; tensorflow@1.4.0",
                             "today": "caffe; cntk; mxnet; tensorflow"}
     same = now.assign(median=[3.0, 4.0], ci95_low=[2.97, 3.96], ci95_high=[3.03, 4.04])  # today's as the era's
     (kept,) = drift.drift(study, pd.concat([then, same], ignore_index=True), record,
-                          lambda rows: claims.evaluate(study, rows))
+                          lambda rows, name: claims.evaluate(study, rows))
     assert (kept.published.verdict, kept.today.verdict, kept.change) == (verdicts.HOLDS, verdicts.HOLDS, drift.KEEPS)
     smoke = now.assign(ci95_low=None, ci95_high=None, quick=True)  # today's a smoke pass: no interval
     (unsure,) = drift.drift(study, pd.concat([then, smoke], ignore_index=True), record,
-                            lambda rows: claims.evaluate(study, rows))
+                            lambda rows, name: claims.evaluate(study, rows))
     assert (unsure.today.verdict, unsure.change) == (verdicts.INCONCLUSIVE, drift.CANNOT_TELL)
     assert drift.drift(study, summary, {"runs": {"gpu-synthetic": {"versions": {"today": []}}}}, None) == []
     # every tool the claim names on one image at both sets: nothing compared, whatever the verdicts
     alike = {"runs": {"gpu-synthetic": {"versions": {"published": _chosen("caffe", "cntk", "tensorflow", "mxnet"),
                                                      "today": _chosen("caffe", "cntk", "tensorflow", "mxnet")}}}}
     (same,) = drift.drift(study, now.assign(job_id=["fcn-s.tensorflow.cuda.b64", "fcn-s.mxnet.cuda.b64"]).pipe(
-        lambda rows: pd.concat([then.iloc[:2], rows], ignore_index=True)), alike, lambda rows: claims.evaluate(study, rows))
+        lambda rows: pd.concat([then.iloc[:2], rows], ignore_index=True)), alike, lambda rows, name: claims.evaluate(study, rows))
     assert (same.published.verdict, same.today.verdict, same.change) == (
         verdicts.DOES_NOT_HOLD, verdicts.DOES_NOT_HOLD, drift.SAME)
 

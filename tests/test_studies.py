@@ -222,6 +222,10 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     (record_path,) = (results / "studies").glob("tiny-study-*.json")
     record = json.loads(record_path.read_text())
     assert record["runs"]["gpu"]["state"] == "not runnable" and "NVIDIA GPU" in record["runs"]["gpu"]["why_here"]
+    # the host's plan, per claim and cell, as the record holds it (dlrepro.coverage_record) and the report reads it
+    plan = record["plan"]["sets"]
+    assert list(plan) == ["today"] and {o["what"]: (o["testable"], o["cause"]) for o in plan["today"]["claims"]} == {
+        "ordering": (False, "tool"), "threads": (True, None), "untestable": (False, "untestable")}
     bundle = results / record["runs"]["fcn"]["bundle"]
     summary = tables.summary(bundle)
     assert record["runs"]["fcn"]["state"] == "complete" and list(summary["job_id"]) == [

@@ -305,3 +305,32 @@ def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_w
     assert [r[5] for r in quick.rows] == ["[1]", "[1]", ""] and quick.footnotes == ["smoke pass: no ratio"]
     assert [r[5] for r in study_report.then_and_now(table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7},
                                                           smoke="--quick"), then, record).rows] == ["[1]", "[1]", ""]
+
+
+def test_a_report_reads_the_plan_its_record_holds_whatever_the_files_say_today(tmp_path, monkeypatch):
+    """`dlrepro study` records its host's plan (dlrepro.coverage_record); the report reads it and plans nothing:
+    with the planner and the spec loader broken, a committed record given a recorded plan is reported with the
+    recorded reasons."""
+    from dlrepro import coverage, coverage_record, spec as specmod
+    from dlrepro.images import matrix as matrixmod
+
+    committed = REPO_ROOT / "results" / "studies" / "dlbench-20261204T031414Z.json"
+    body = json.loads(committed.read_text())
+    answer = gather.study(str(committed), REPO_ROOT / "results")
+    plan = coverage_record.record(answer.study, coverage.Hardware(None, 0, 2, coverage.every_dataset()),
+                                  matrixmod.load(), None)
+    claim = next(o for o in plan["sets"]["today"]["claims"] if o["what"] == "fcn-s-ordering")
+    claim.update(testable=False, cause="untestable", reason="as recorded when the study ran", tools={})
+    body["plan"] = plan
+    record = tmp_path / committed.name
+    record.write_text(json.dumps(body))
+
+    def broken(*args, **kwargs):
+        raise AssertionError("a report with a recorded plan planned again")
+
+    today = specmod.load
+    monkeypatch.setattr(coverage, "plan", broken)  # and every spec file changed since: no published values left
+    monkeypatch.setattr(specmod, "load", lambda name: today(name).model_copy(update={"references": []}))
+    again = gather.study(str(record), REPO_ROOT / "results")
+    reasons = {v.claim: why for why, group in again.untestable for v in group}
+    assert reasons["fcn-s-ordering"] == "as recorded when the study ran"

@@ -13,51 +13,78 @@ from dlrepro.cli.options import count, task
                  "as nvidia-smi names it; default: this host's)",
     "gpu-count": "how many GPUs, >= 1 (default: 1 with --gpu-model, else this host's)",
     "cpus": "CPU cores, >= 1 (default: this host's)",
-    "datasets": "the datasets in the cache, comma-separated, 'all' or 'none' (default: this host's cache)",
+    "datasets": "the datasets in the cache, comma-separated, 'all' or 'none' (default: this host's cache; 'all' for a "
+                "host described by --gpu-model, --gpu-count or --cpus)",
     "allow-ptx-jit": "count an image that runs only by PTX JIT as runnable (as `dlrepro run --allow-ptx-jit`)",
+    "versions": "the version set whose images run (as `dlrepro study --versions`): published, today (default) or "
+                "both (a plan for each)",
 })
-def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_jit=False):
+def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_jit=False, versions="today"):
     """Say what a host would get of a study.
 
     Every claim and published cell: testable, or the exact reason (no GPU, too few GPUs or cores, a tool the suite
-    does not run, no image or no kernels for the GPU, no such model in the adapter, a dataset to fetch). Reads the
-    study, the specs and the image matrix; runs nothing. Exit status 0, 2 on bad input."""
-    from dlrepro import coverage, studies
+    does not run, no image or no kernels for the GPU, no such model in the adapter, a dataset to fetch), each tool
+    at the image its version set runs (dlrepro.eras). A host described by an option is assumed to have every
+    dataset fetched unless --datasets says otherwise; the first line says what was assumed. Reads the study, the
+    specs and the image matrix; runs nothing. Exit status 0, 2 on bad input."""
+    from dlrepro import coverage, coverage_table, eras, studies
     from dlrepro.errors import DlreproError
     from dlrepro.images import matrix as matrixmod
 
     with user_errors():
         matrix = matrixmod.load()
         if study == "all":
-            if gpu_model or gpu_count or cpus or datasets or allow_ptx_jit:
+            if gpu_model or gpu_count or cpus or datasets or allow_ptx_jit or versions != "today":
                 raise DlreproError("plan all: prints the README's table for its standard hosts and takes no other "
                                    "option", "name a study to plan for one host: dlrepro plan dlbench --gpu-model H100")
-            print(coverage.markdown_table([studies.load(n) for n in studies.available()], matrix), end="")
+            print(coverage_table.markdown_table([studies.load(n) for n in studies.available()], matrix), end="")
             raise Exit(code=0)
+        sets = ("published", "today") if eras.checked(versions) == "both" else (versions,)
         chosen = studies.load(study)
         here = coverage.this_host(allow_ptx_jit)
+        described = bool(gpu_model or gpu_count or cpus)
         if gpu_count and not (gpu_model or here.gpu):
             raise DlreproError("--gpu-count: this host has no GPU; say which", "add --gpu-model, e.g. --gpu-model H100")
         hardware = coverage.Hardware(
             gpu_model or here.gpu, count("--gpu-count", gpu_count) or (1 if gpu_model else here.gpus),
-            count("--cpus", cpus) or here.cpus, _datasets(datasets, coverage, here), allow_ptx_jit,
+            count("--cpus", cpus) or here.cpus, _datasets(datasets, coverage, here, described), allow_ptx_jit,
             None if gpu_model else here.gpu_capability)
         try:
             hardware.capability
         except ValueError as exc:
             raise DlreproError("--gpu-model: %s" % exc, "give one of those names") from None
-        show(chosen, hardware, coverage.plan(chosen, hardware, matrix))
+        said = assumptions(hardware, described, cpus, datasets, coverage.every_dataset())
+        for name in sets:
+            show(chosen, hardware, coverage.plan(chosen, hardware, matrix, name), "%s; %s" % (said, SETS[name]))
     raise Exit(code=0)
 
 
-def _datasets(text, coverage, here):
-    """The dataset names --datasets gives ('all', 'none', or names of the catalogue), this host's when not given."""
+SETS = {"today": "today's versions", "published": "the published versions"}
+
+
+def assumptions(hardware, described, cpus, datasets, catalogue):
+    """What a plan's first line assumes, in words: whose cores ("this host's" when a described host did not give
+    --cpus) and which datasets ("every dataset assumed fetched", "datasets cached: none of 7", ...)."""
+    cores = "this host's cores, --cpus to give yours" if described and not cpus else None
+    have = len(hardware.datasets & catalogue)
+    if described and not datasets:
+        data = "every dataset assumed fetched, --datasets to say which"
+    elif datasets:
+        data = "datasets: %s of %d, as given" % (have, len(catalogue))
+    else:
+        data = "datasets cached here: %s of %d, --datasets all assumes them fetched" % (have, len(catalogue))
+    return "; ".join(w for w in (cores, data) if w)
+
+
+def _datasets(text, coverage, here, described):
+    """The dataset names --datasets gives ('all', 'none', or names of the catalogue); when not given, every one for a
+    ``described`` host, else this host's cache."""
     from dlrepro.errors import DlreproError
     from dlrepro.run.optiontext import split
 
     wanted = split(text)
     if not wanted:
-        return here.datasets
+        return coverage.every_dataset() if described else here.datasets
     if wanted in (["all"], ["none"]):
         return coverage.every_dataset() if wanted == ["all"] else frozenset()
     unknown = sorted(set(wanted) - coverage.every_dataset())
@@ -67,8 +94,9 @@ def _datasets(text, coverage, here):
     return frozenset(wanted)
 
 
-def show(study, hardware, found):
-    """The plan as text: one line of counts, then the claims grouped by cause, then the cells' counts."""
+def show(study, hardware, found, said):
+    """The plan as text: one line of counts (with ``said``: its assumptions and version set), then the claims
+    grouped by cause, then the cells' counts."""
     from rich.table import Table
 
     from dlrepro import coverage
@@ -76,9 +104,9 @@ def show(study, hardware, found):
     name = study.title.split(" - ")[0]
     testable, causes = coverage.counts(found["claims"])
     cells, cell_causes = coverage.counts(found["cells"])
-    console.print("On %s: %d of %s %d claims testable; %d of %d published cells judged, %d more shown (measured on "
-                  "other hardware than the published)." % (
-                      hardware.describe(), testable, name + ("'" if name.endswith("s") else "'s"),
+    console.print("On %s [%s]: %d of %s %d claims testable; %d of %d published cells judged, %d more shown "
+                  "(measured on other hardware than the published)." % (
+                      hardware.describe(), said, testable, name + ("'" if name.endswith("s") else "'s"),
                       len(found["claims"]), cells, len(found["cells"]), cell_causes.get("other hardware", 0)),
                   markup=False)
     table = Table(title="claims by what they need", show_lines=False)

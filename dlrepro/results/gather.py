@@ -9,7 +9,7 @@ The only place the answer layer's inputs are read; every view renders what these
 """
 from pathlib import Path
 
-from dlrepro import spec as specmod
+from dlrepro import coverage_record, spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.results import bundle, records, tables
 from dlrepro.results.answers import model, study as studyanswer
@@ -62,8 +62,11 @@ def comparison(a, b, min_effect=0.05, alpha=0.01, results_dir=None):
 def study(name, results_dir, price_per_hour=None):
     """The StudyAnswer of study record ``name`` (a record file, or a study name: its latest record under
     ``results_dir``): its manifest as recorded (records.manifest), the bundles the record names that are under
-    ``results_dir`` (the others named as missing), and for runs without a bundle the spec's published values as
-    today's spec file gives them."""
+    ``results_dir`` (the others named as missing), for runs without a bundle the spec's published values as
+    today's spec file gives them, and the host plan the record holds (computed once for a record without one:
+    dlrepro.coverage_record.of_record)."""
+    from dlrepro.images import matrix as matrixmod
+
     record = records.find(name, results_dir)
     manifest, note = records.manifest(record)
     found, missing = records.bundles(record, results_dir)
@@ -79,5 +82,7 @@ def study(name, results_dir, price_per_hour=None):
     for run in manifest.runs.values():
         if run.spec not in with_bundle and run.spec not in unrecorded:
             unrecorded[run.spec] = specmod.load(run.spec).references
+    planned = coverage_record.of_record(record.body, manifest, bodies, None if record.body.get("plan") else
+                                        matrixmod.load() if bodies else None)
     return studyanswer.study_answer(manifest, record.body, records.shown(record.path), note, bodies, summary, samples,
-                                    missing, records.shown(results_dir), unrecorded, price_per_hour)
+                                    missing, records.shown(results_dir), unrecorded, price_per_hour, planned)

@@ -26,7 +26,7 @@ done yet.
 """
 from dataclasses import dataclass, field
 
-from dlrepro import REPO_ROOT, eras, spec as specmod, studies
+from dlrepro import REPO_ROOT, coverage_record, eras, spec as specmod, studies
 from dlrepro.errors import DlreproError, EngineLost, RunBroken
 from dlrepro.images import matrix as matrixmod
 from dlrepro.names import unknown as unknown_name
@@ -212,6 +212,8 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
     if resume:
         _reuse_recorded(record, planned)
     _record_plan(record, planned)
+    if not record.body.get("plan"):  # the host plan's answer per claim and cell, as the study reports read it
+        record.body["plan"] = coverage_record.this_host(study, matrixmod.load(), asked.get("versions"))
     record.save()
     reporter = reporter or runsmod.Reporter()
     reporter.started(sum(p.jobs for p in planned if p.options) - sum(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dlrepro.references import of_column
 from dlrepro.results.answers import measured, published, ranking, verdicts
 
 OUTCOMES = verdicts.CELL
@@ -62,19 +63,6 @@ class PaperTable:
     note: str = None
     kind: str = None  # the kind of its metric: time, rate or accuracy (answers.measured.metric_kind)
     timers: list = field(default_factory=list)  # 'column: PyTorch by device_events; JAX by host_sync' where mixed
-
-
-def _reference(references, column, tool):
-    """The published reference of ``tool`` in ``column`` (variant, batch size, metric, kind, hardware and source
-    text), or None."""
-    variant = column.reference_variant or column.variant
-    for ref in references:
-        if ref.variant == variant and ref.metric == column.metric and ref.kind == column.kind \
-                and ref.framework == tool and (column.batch_size is None or ref.batch_size == column.batch_size) \
-                and (column.hardware is None or column.hardware.lower() in ref.hardware.lower()) \
-                and (column.source is None or column.source in ref.source):
-            return ref
-    return None
 
 
 def _measured_rows(summary, column, framework, missing):
@@ -152,7 +140,7 @@ def _judge(cell, row, ref):
 def _cell(study, table, column, tool, summary, references, not_run, missing, threads=None, left_out=None):
     """(Cell, answers.published.Judged or None, the measured row or None) of one tool in one column."""
     cell = Cell(tool, column.label, framework=study.framework(tool))
-    ref = _reference(references, column, tool) if table.status == "published" else None
+    ref = of_column(references, column, tool) if table.status == "published" else None
     if ref is not None and not isinstance(ref.value, list):
         cell.published = ref.value * published.TO_MEASURED_UNIT[ref.unit]
     if table.status != "published":
@@ -207,7 +195,7 @@ def build(study, summary, references, not_run, missing=None, left_out=None):
                                           missing, shared, left_out)
                 cells[(tool, column.label)] = cell
                 if judged is not None and judged.measured is not None:
-                    ranked.append(_ranking_cell(spec, column, cell, judged, _reference(
+                    ranked.append(_ranking_cell(spec, column, cell, judged, of_column(
                         references.get(spec, []), column, tool), row))
             if len(ranked) >= 2:
                 ranks = ranking.ranking(pd.DataFrame(ranked, columns=published.CELL_COLUMNS))

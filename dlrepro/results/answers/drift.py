@@ -89,13 +89,13 @@ def _same(claim, sets):
 
 
 def drift(study, summary, record, evaluate):
-    """One Drift per claim of ``study`` judged (``evaluate(rows)`` -> [claims.Verdict], the same call the study's
-    answer makes) on the rows of each version set of ``record``; [] for a record without both sets. Listed in
+    """One Drift per claim of ``study`` judged (``evaluate(rows, set name)`` -> [claims.Verdict], the same call the
+    study's answer makes, with that set's host plan) on the rows of each version set of ``record``; [] for a record without both sets. Listed in
     CHANGES order, then the study's claim order."""
     sets = sets_of(record)
     if not sets:
         return []
-    judged = {name: {v.claim: v for v in evaluate(rows_of(summary, record, name))} for name in SETS}
+    judged = {name: {v.claim: v for v in evaluate(rows_of(summary, record, name), name)} for name in SETS}
     labels = {name: "; ".join(sorted({c["label"] for chosen in sets[name].values() for c in chosen})) for name in SETS}
     out = [Drift(claim, study.claims[claim].text, judged["published"][claim], judged["today"][claim], labels,
                  _same(study.claims[claim], sets)) for claim in study.claims]

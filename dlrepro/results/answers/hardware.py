@@ -9,9 +9,9 @@ Quadro, Intel, AMD, Xeon, Core) name no product and are dropped, so 'Tesla K80' 
 A name that leaves a variant open ('Tesla P100', 'Titan X') is not the same as one that names it: unknown is
 different. EQUIVALENT lists the only real cases of one product under two names.
 """
+import math
+import numbers
 import re
-
-import pandas as pd
 
 from dlrepro.references import stated_gpus
 
@@ -93,5 +93,5 @@ def same_hardware(reference_hardware, device, device_name, gpus=None, ranks=None
         return False
     if measured.startswith("gpu:") != (device == "cuda"):
         return False
-    job_gpus = 1 if ranks is None or pd.isna(ranks) else int(ranks)
+    job_gpus = int(ranks) if isinstance(ranks, numbers.Real) and not math.isnan(ranks) else 1  # None, NaN, NA: 1
     return device != "cuda" or job_gpus == (gpus or stated_gpus(reference_hardware) or 1)

@@ -133,24 +133,19 @@ def smoke(record, summary, judged):
     return text + "Run `dlrepro study %s` without --quick for verdicts that rest on intervals." % record["study"]
 
 
-def host_plan(study, bodies):
-    """{claim: dlrepro.coverage Outcome} on the host of the study's first bundle; None without a bundle."""
-    from dlrepro import coverage
-    from dlrepro.images import matrix as matrixmod
-
-    if not bodies:
-        return None
-    return {o.what: o for o in coverage.plan(study, coverage.of_host(bodies[0]["host"]), matrixmod.load())["claims"]}
-
-
 def study_answer(study, record, record_path, manifest_note, bodies, summary, samples, missing, results_shown,
-                 unrecorded=None, price_per_hour=None):
+                 unrecorded=None, price_per_hour=None, planned=None):
     """The StudyAnswer of study record ``record`` (its body) for manifest ``study`` (studies.Study, as recorded),
     from the bundle.json ``bodies`` of the runs' bundles and their merged tables (``summary`` with a ``run`` column,
     ``samples``); ``missing``: {run id: bundle id the results folder lacks}; ``unrecorded``: {spec name:
     [Reference]} for the specs of runs that have no bundle, whose published values no bundle recorded (the spec's
     today: shown beside "not run", nothing measured depends on them); ``price_per_hour``: the reader's price (USD
-    per hour of a job's devices) for the cost per 1,000 samples, None: the price table's."""
+    per hour of a job's devices) for the cost per 1,000 samples, None: the price table's; ``planned``: {version set:
+    {claim: dlrepro.coverage Outcome}} of the study's host as the record holds it (dlrepro.coverage_record.of_record;
+    the verdicts take today's set where there is one, the drift's published verdicts the published set's), None: no
+    plan (no bundle)."""
+    plans = planned or {}
+    today = plans.get("today") or next(iter(plans.values()), None)
     gone = {run: "bundle %s not found under %s" % (bid, results_shown) for run, bid in missing.items()}
     why_not = not_run(record, missing, results_shown)
     every = measured.prepare(summary, bodies)
@@ -161,9 +156,9 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     left = {(run, item["variant"], item["framework"]): item["reason"] for run, entry in record["runs"].items()
             for item in (bundles.get(entry.get("bundle")) or {}).get("left_out") or [] if item.get("framework")}
     tables = paper.build(study, prepared, references, why_not, gone, left)
-    planned = host_plan(study, bodies)
-    verdict_list = claims.evaluate(study, prepared, why_not, gone, planned)
-    changes = driftmod.drift(study, every, record, lambda rows: claims.evaluate(study, rows, why_not, gone, planned))
+    verdict_list = claims.evaluate(study, prepared, why_not, gone, today)
+    changes = driftmod.drift(study, every, record, lambda rows, name: claims.evaluate(
+        study, rows, why_not, gone, plans.get(name, today)))
     published_tables = paper.build(study, driftmod.rows_of(every, record, "published"), references, why_not, gone,
                                    left) if changes else []
     groups = {}
