@@ -21,10 +21,10 @@ The sides alternate in paired ABBA rounds (benchmarks/overhead_rounds.measure_ca
 ``--seconds``, at least ``--min-rounds``); each ratio suite / plain loop is the median of the rounds' own ratios,
 with its distribution-free 95% interval (runner.stats.median_ci). Target: every batch size within 0.95-1.05.
 
-The two updates are the same arithmetic, but XLA (jax 0.11.2, H100) compiles them differently: ``optax``'s
-``p + (-lr * g)`` becomes the weight gradient's cuBLAS product with the parameters as its addend (beta 1), while
-``p - lr * g`` fuses the gradient's product, the sigmoid before it and the update into one Triton kernel, which at
-batch 64 takes 6.9 ms for the last layer against about 0.25 ms (results/study-parity-20261206/jax-fcn-s.md).
+The two updates are the same arithmetic, but XLA (jax 0.11.2, H100) compiles them differently: at batch 64,
+``optax``'s ``p + (-lr * g)`` makes the last layer's weight gradient one cuBLAS product with the weights as its
+addend (beta 1), about 0.25 ms, while ``p - lr * g`` fuses the sigmoid before it, the product and the update into
+one Triton kernel of 6.9 ms (results/study-parity-20261206/jax-fcn-s.md).
 
 ``--variants`` also times, in the same rounds, the first plain loop with one choice of the adapter before issue 55
 changed at a time (VARIANTS), each as its own ratio to that loop: which choice costs the time. ``--kernels``
