@@ -4,7 +4,10 @@ training step.
 Our addition beyond the studies. The whole training step (dropout key split, forward, backward, optax update) is
 one ``jax.jit``-compiled XLA program, so XLA is on by construction (recorded). Images are NHWC with HWIO kernels on
 the CPU, where XLA's convolutions run fastest so, and NCHW with OIHW kernels on GPUs (recorded as the layout;
-job["layout"] "channels_last" asks for NHWC on GPUs too). Precision "fp32" sets the default matmul precision to
+job["layout"] "channels_last" asks for NHWC on GPUs too). Dense weights are (in, out), multiplied as ``x @ w``, as
+flax keeps them (runner.adapters.jax_layers; the (out, in) layout with ``x @ w.T`` made FCN-S's step 7-8% slower on
+an H100, and 7.6 times slower at batch 64, where XLA fused the last layer's weight gradient and update into one
+Triton kernel: results/study-parity-20261206/jax-fcn-s.md). Precision "fp32" sets the default matmul precision to
 "highest" (true fp32: JAX's own default on GPUs with TF32 is TF32-like); "tf32" sets "tensorfloat32". "bf16" is
 mixed precision as jmp's policy (param_dtype float32, compute_dtype bfloat16, output_dtype float32) and flax's
 layers run it: the master parameters, the optimizer state and the batch-norm running statistics stay float32; the
@@ -90,6 +93,7 @@ def _optimizer(opt):
 
 class Adapter(Base):
     name = "jax"
+    dense_kernel_axes = base.IN_OUT  # dense weights (in, out), multiplied as x @ w (runner.adapters.jax_layers)
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)

@@ -4,7 +4,8 @@ Each layer is an (init, apply) pair over explicit parameters and state (batch-no
 recurrent state): ``init(key)`` -> (params, state), ``apply(params, state, x, train, rng)`` -> (y, state). Images
 are NHWC with HWIO kernels when the builder is ``channels_last``, else NCHW with OIHW kernels. Layers follow
 PyTorch's definitions and default initialisation (U(-1/sqrt(fan_in), 1/sqrt(fan_in)); LSTM/GRU with two bias
-vectors, gates i, f, g, o and r, z, n), so the parameter counts equal the spec's. Caffe's ceil pooling pads the
+vectors, gates i, f, g, o and r, z, n), so the parameter counts equal the spec's. Dense weights are kept (in, out)
+and multiplied as ``x @ w``, holding the values of PyTorch's (out, in) draw transposed. Caffe's ceil pooling pads the
 bottom and right; averages divide by the window's cells inside the symmetric padding. Batch norm takes its
 statistics and normalises in float32 whatever the compute dtype.
 """
@@ -134,15 +135,15 @@ class Builder(object):
             fan_in, units, bias = shape[-1], layer["units"], layer.get("bias", True)
             wb, bb = self.weight_bound(fan_in, units, 1 / math.sqrt(fan_in)), self.bias_bound(1 / math.sqrt(fan_in))
 
-            def init(key):
+            def init(key):  # drawn (out, in) as PyTorch draws it, kept (in, out): the same values either way
                 kw, kb = jax.random.split(key)
-                params = {"weight": _uniform(kw, (units, fan_in), wb)}
+                params = {"weight": _uniform(kw, (units, fan_in), wb).T}
                 if bias:
                     params["bias"] = _uniform(kb, (units,), bb)
                 return params, {}
 
             def apply(params, state, x, train, rng):
-                y = x @ params["weight"].T
+                y = x @ params["weight"]
                 return (y + params["bias"] if bias else y), state
             return init, apply, name
         if kind == "dropout":
