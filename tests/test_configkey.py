@@ -122,3 +122,18 @@ def test_compare_history_matrix_and_check_read_the_key_from_its_one_home_and_def
             module == "dlrepro.results.answers.configkey" for module, _ in _imports(tree)), name
         assert _key_lists(tree) == [], name
     assert _key_lists(ast.parse((ANSWERS / "configkey.py").read_text())) == ["CONFIGURATION", "SIDE_BY_SIDE"]
+
+
+def test_the_committed_jax_fcn_s_b1024_history_on_the_h200_is_a_timer_change_not_a_faster_jax():
+    """Review 0525f18 U2 / A2: the site called this pair "faster, -12.3%, p = 0.0022"."""
+    from dlrepro.results.views import site as pages
+
+    folders = [REPO_ROOT / "results" / name for name in ("fcn-20261202T004222Z-a1585eee",
+                                                         "fcn-20261203T173433Z-74c9b923")]
+    summary, samples = tables.merge(folders)
+    found = history.history([bundle.body(f) for f in folders], summary, samples)
+    (line,) = [c for c in found if c.slug == "fcn.fcn-s.jax-0.11.2.cuda.b1024.fp32-1842c213"]
+    assert [p.timer for p in line.points] == ["host_sync", "device_events"]
+    assert _shown(line.points[1]) == "not comparable: timer changed (host_sync -> device_events)"
+    html = pages.configuration_page(line, up="../")
+    assert "<td>device_events</td>" in html and "timer changed (host_sync -&gt; device_events)" in html
