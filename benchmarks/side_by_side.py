@@ -18,7 +18,7 @@ def _inside(value, low, high):
 def compare_ways(cases, ways, results=None, **common):
     """Run each (spec, variant, batch size) of ``cases`` once per way of ``ways`` ({label: RunOptions fields}, two
     of them; ``common``: the fields both share) and print one row per job of the first way's bundle. Fields that
-    only say how the job ran (regression.REGRESSION_KEY's ``ranks``) are set alike before the comparison. Returns the
+    only say how the job ran (answers.configkey.CONFIGURATION's ``ranks``) are set alike before the comparison. Returns the
     bundles' folder."""
     results = results or tempfile.mkdtemp(prefix="dlrepro-side-by-side-")
     (a, b) = ways

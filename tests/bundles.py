@@ -61,9 +61,9 @@ def _convergence(job):
             {"epochs": epochs, "final_test_accuracy": job.accuracy, "total_seconds": total})
 
 
-def _result(job, expanded, device_name):
+def _result(job, expanded, device_name, cpu):
     result = {"schema": "dlrepro.result/1", "job_id": expanded["id"], "status": job.status,
-              "environment": {"framework_version": job.version, "cpu": EPYC},
+              "environment": {"framework_version": job.version, "cpu": cpu},
               "parameters": {"measured": expanded["model"]["parameters"]}}
     if job.status != "ok":
         return dict(result, reason="boom", remedy=None)
@@ -78,8 +78,10 @@ def _result(job, expanded, device_name):
     return result
 
 
-def make(results_dir, spec_name, jobs, quick=False, gpu="NVIDIA H200", hostname="known-answers"):
-    """Write a bundle of spec ``spec_name`` with ``jobs`` (Job) under ``results_dir``; returns its folder."""
+def make(results_dir, spec_name, jobs, quick=False, gpu="NVIDIA H200", hostname="known-answers", cpu=EPYC):
+    """Write a bundle of spec ``spec_name`` with ``jobs`` (Job) under ``results_dir``, on a host with the CPU record
+    ``cpu`` (model, logical_cpus, mhz, flags: runner.environment's) and, for cuda jobs, one GPU ``gpu``; returns its
+    folder."""
     spec = specmod.load(spec_name)
     writer = BundleWriter(results_dir, spec_name, hashlib.sha256(repr((spec_name, jobs, quick)).encode()).hexdigest())
     for job in jobs:
@@ -92,8 +94,8 @@ def make(results_dir, spec_name, jobs, quick=False, gpu="NVIDIA H200", hostname=
         if job.seed is not None:
             expanded = dict(expanded, id="%s.s%d" % (expanded["id"], job.seed), seed=job.seed)
         writer.write_job(expanded)
-        writer.write_result(expanded["id"], _result(job, expanded, gpu))
-    host = {"hostname": hostname, "cpu": EPYC, "memory_bytes": 24 * 2 ** 30, "os": "Debian 12",
+        writer.write_result(expanded["id"], _result(job, expanded, gpu, cpu))
+    host = {"hostname": hostname, "cpu": cpu, "memory_bytes": 24 * 2 ** 30, "os": "Debian 12",
             "gpus": [{"index": 0, "name": gpu, "driver": "580.95.05"}] if any(j.device == "cuda" for j in jobs) else []}
     path = specmod.path_of(spec_name) if hasattr(specmod, "path_of") else None
     record = {"name": spec.name, "sha256": spec.digest(), "resolved": json.loads(json.dumps(spec.model_dump(mode="json"))),

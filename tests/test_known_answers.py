@@ -68,8 +68,9 @@ def test_an_effect_of_exactly_the_minimum_effect_is_slower_and_faster_both_ways(
 def test_a_comparison_names_what_differs_between_its_bundles(tmp_path):
     found = _two(tmp_path, [0.100] * 6, [0.100] * 6, host_b="other-host", gpu_b="NVIDIA H100 80GB HBM3",
                  version_b="2.0")
-    assert found.differs == ["host known-answers / other-host", "GPU NVIDIA H200 / NVIDIA H100 80GB HBM3",
+    assert found.differs == ["host known-answers / other-host", "GPUs 1 x NVIDIA H200 / 1 x NVIDIA H100 80GB HBM3",
                              "torch versions 1.0 / 2.0"]
+    assert found.cells["reason"].tolist() == ["other host (GPUs 1 x NVIDIA H200 -> 1 x NVIDIA H100 80GB HBM3)"]
     assert "framework_version" in found.varying
     assert found.to_json()["b"]["host"] == "other-host" and found.to_json()["differs"] == found.differs
 
@@ -175,7 +176,7 @@ def test_a_ratio_claim_across_its_band_is_inconclusive(tmp_path_factory, ratio, 
     assert [p[1:] for p in strip.points] == [("TensorFlow", pytest.approx(point["value"]))]
 
 
-def test_a_configuration_timed_differently_on_its_two_sides_is_flagged_in_compare(tmp_path, capsys):
+def test_a_configuration_timed_differently_on_its_two_sides_is_not_comparable_in_compare(tmp_path, capsys):
     first = make(tmp_path / "a", "fcn", [Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
                                           Job("jax", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
                                           Job("mxnet", "fcn-s", 64, medians=[0.100] * 6, device="cuda", timer=None)])
@@ -186,12 +187,13 @@ def test_a_configuration_timed_differently_on_its_two_sides_is_flagged_in_compar
                                                timer="pipelined_wall")])
     found = gather.comparison(str(first), str(second))
     assert found.differs == ["timer host_sync / device_events, not recorded / pipelined_wall: 2 of 3 configurations "
-                             "timed differently (on a GPU, two different quantities: docs/gpu.md); their verdicts "
-                             "compare the timers too"]
+                             "timed differently (on a GPU, two different quantities: docs/gpu.md): not comparable, "
+                             "never faster or slower"]
     assert "timer" in found.varying
     rows = found.cells.set_index("framework")
     assert (rows.loc["jax", "timer_a"], rows.loc["jax", "timer_b"], rows.loc["jax", "verdict"]) == (
-        "host_sync", "device_events", verdicts.FASTER)
+        "host_sync", "device_events", verdicts.NOT_COMPARABLE)
+    assert rows.loc["mxnet", "reason"] == "timer changed (not recorded -> pipelined_wall)"
     assert (rows.loc["torch", "timer_a"], rows.loc["torch", "timer_b"]) == ("host_sync", "host_sync")
     render.comparison(found)
     shown = capsys.readouterr().out

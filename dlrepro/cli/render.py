@@ -190,10 +190,10 @@ def _shown(row, column):
 def comparison(found):
     """A Comparison of bundle B against A: the two bundles' hosts and devices, what differs between them beyond the
     configurations (yellow), then one row per configuration, before (A) / after (B) in one unit, the configuration
-    columns whose values differ between rows (precision, threads, version, the timer as A / B, ...), the change in %, its interval, the
-    test's p and the verdict (a "cannot tell" marked [N], its reason as footnote N under the table, one per distinct
-    reason), a closing line ('4 unchanged, 0 slower, 0 faster; alpha 0.01, min effect 5%') and the advice when the
-    repeats cannot give a verdict."""
+    columns whose values differ between rows (precision, threads, version, the timer as A / B, ...), the change in
+    %, its interval, the test's p and the verdict (a "cannot tell" or "not comparable" marked [N], its reason as
+    footnote N under the table, one per distinct reason), a closing line ('4 unchanged, 0 slower, 0 faster; alpha
+    0.01, min effect 5%') and the advice when the repeats cannot give a verdict."""
     a, b = found.sides
     _print("A (before): %s" % _side(a))
     _print("B (after):  %s" % _side(b))
@@ -211,13 +211,13 @@ def comparison(found):
                                                                      "verdict"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("variant", "framework", "device", "verdict") else "right")
-    notes = {}  # the reason of each "cannot tell" -> its footnote number
+    notes = {}  # (verdict, reason) of each "cannot tell" and "not comparable" -> its footnote number
     for row, x, y in zip(cells.itertuples(), before, after):
         interval = "%s to %s" % (numbers.change(row.change_low), numbers.change(row.change_high)) \
             if pd.notna(row.change_low) else ""
         mark = ""
-        if row.verdict == words.CANNOT_TELL and isinstance(row.reason, str) and row.reason:
-            mark = " [%d]" % notes.setdefault(row.reason, len(notes) + 1)
+        if row.verdict in (words.CANNOT_TELL, words.NOT_COMPARABLE) and isinstance(row.reason, str) and row.reason:
+            mark = " [%d]" % notes.setdefault((row.verdict, row.reason), len(notes) + 1)
         version = ""
         if "framework_version" in found.varying and isinstance(row.framework_version, str):
             upgrade = isinstance(row.framework_version_b, str) and row.framework_version_b != row.framework_version
@@ -227,12 +227,13 @@ def comparison(found):
                       "%s/%s" % (_cell(row.n_a) or "-", _cell(row.n_b) or "-"), x, y, numbers.change(row.change),
                       interval, "" if pd.isna(row.p_value) else "%.2g" % row.p_value, _verdict(row.verdict) + mark)
     console.print(table)
-    for reason, number in notes.items():
-        _print("[%d] cannot tell: %s" % (number, reason))
+    for (verdict, reason), number in notes.items():
+        _print("[%d] %s: %s" % (number, verdict, reason))
     tally = cells["verdict"].value_counts()
     line = ", ".join("%d %s" % (tally.get(w, 0), SAME if w == words.NO_CHANGE else w)
                      for w in (words.NO_CHANGE, words.SLOWER, words.FASTER))
-    line += "".join(", %d %s" % (tally[w], w) for w in (words.CANNOT_TELL, words.ONLY_IN_A, words.ONLY_IN_B)
+    line += "".join(", %d %s" % (tally[w], w) for w in (words.CANNOT_TELL, words.NOT_COMPARABLE, words.ONLY_IN_A,
+                                                         words.ONLY_IN_B)
                     if tally.get(w))
     console.print(line + "; alpha %g, min effect %s" % (found.alpha, numbers.percent(found.min_effect, 0)),
                   soft_wrap=True)

@@ -2,10 +2,12 @@
 the order the bundles were made, and the verdict of each run against the one before it by ``dlrepro compare``'s
 rules (answers.regression: the same units, test, interval and band).
 
-A configuration is a job measured alike (answers.regression.REGRESSION_KEY: spec, variant, framework and version,
-device, mode, mini-batch, precision, layout, cuDNN autotune, CPU threads for CPU jobs, ranks, the timed sample)
-on one device model (``device_name``): a history never joins two hosts' GPUs or CPUs. Pure: bundle.json bodies
-and the merged tables in (dlrepro.results.tables.merge), Configuration objects out.
+A configuration is a job measured alike on one device model (answers.configkey.LINE: spec, variant, framework and
+version, device, mode, mini-batch, precision, layout, cuDNN autotune, CPU threads for CPU jobs, ranks, the timed
+sample, ``device_name``). A run timed differently from the one before, or on a host of another fingerprint (two
+CPUs sold under one model name, one with AVX-512), is "not comparable: timer changed (...)" / "not comparable: other
+host (...)" against it (answers.configkey.not_comparable), never faster or slower. Pure: bundle.json bodies and the
+merged tables in (dlrepro.results.tables.merge), Configuration objects out.
 """
 import hashlib
 import re
@@ -13,9 +15,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from dlrepro.results.answers import regression
-
-KEY = regression.REGRESSION_KEY + ["device_name"]
+from dlrepro.results.answers import configkey, regression, verdicts
+from dlrepro.results.answers.configkey import LINE
 SMOKE_ONE = "a smoke pass (--quick) set against a full run: few iterations on one side, another protocol"
 SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
 
@@ -24,9 +25,10 @@ SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
 class Point:
     """One bundle's measurement of a configuration: ``median`` and ``low``/``high`` (its 95% CI; None where the
     bundle measured it in several jobs, seeds pooled) in ``unit``; ``joules`` and ``usd`` per sample and per 1,000
-    samples where the summary has them (answers.cost.priced); ``verdict`` and ``reason`` against the point
-    before (None for the first, or where either side has no timed units: a pass over images), the reason saying
-    when a side is a smoke pass."""
+    samples where the summary has them (answers.cost.priced); ``timer`` how its iterations were timed and ``host``
+    its bundle's configkey.fingerprint; ``verdict`` and ``reason`` against the point before (None for the first, or
+    where either side has no timed units: a pass over images), the reason saying when a side is a smoke pass;
+    verdicts.NOT_COMPARABLE where the timer or the host differs from the point before's."""
     bundle_id: str
     created: str
     suite_commit: str
@@ -41,11 +43,13 @@ class Point:
     change: float = None
     joules: float = None  # J per sample, where the energy was measured (one job)
     usd: float = None  # USD per 1,000 samples (answers.cost; one job with a price)
+    timer: str = None  # configkey.timer_of its jobs
+    host: tuple = None  # configkey.fingerprint of its bundle
 
 
 @dataclass
 class Configuration:
-    key: dict  # KEY column -> value
+    key: dict  # configkey.LINE column -> value
     slug: str  # a file name, unique per key
     points: list = field(default_factory=list)
 
@@ -63,14 +67,14 @@ def slug(key):
     text = "%s.%s.%s-%s.%s.b%s.%s" % (key["spec"], key["variant"], key["framework"], key["framework_version"],
                                       key["device"], key["batch_size"], key["precision"])
     text += ".t%s" % key["threads"] if key["threads"] is not None else ""
-    digest = hashlib.sha256(repr([key[c] for c in KEY]).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(repr([key[c] for c in LINE]).encode()).hexdigest()[:8]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text) + "-" + digest
 
 
 def _keyed(summary):
     """The summary's ok rows with a median, comparable, with the sample their units are (epoch: convergence)."""
     ok = summary[(summary["status"] == "ok") & summary["median"].notna()]
-    return regression.comparable(ok.assign(sample=ok["mode"].map(lambda m: "epoch" if m == "convergence"
+    return configkey.normalised(ok.assign(sample=ok["mode"].map(lambda m: "epoch" if m == "convergence"
                                                                   else "iteration")))
 
 
@@ -79,10 +83,11 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
     the bundles were made (bundle.json ``created``, then id)."""
     made = {b["id"]: (b["created"], b["id"]) for b in bodies}
     smoke = {b["id"]: bool((b.get("options") or {}).get("quick")) for b in bodies}
+    hosts = {b["id"]: configkey.fingerprint(b) for b in bodies}
     units = {bid: regression.units(rows) for bid, rows in samples.groupby("bundle_id", sort=False)}
     found = []
-    for values, rows in _keyed(summary).groupby(KEY, dropna=False, sort=False):
-        key = {c: _plain(v) for c, v in zip(KEY, values)}
+    for values, rows in _keyed(summary).groupby(LINE, dropna=False, sort=False):
+        key = {c: _plain(v) for c, v in zip(LINE, values)}
         points, before = [], None
         for bid, jobs in sorted(rows.groupby("bundle_id", sort=False), key=lambda item: made[item[0]]):
             one = jobs.iloc[0]
@@ -90,9 +95,14 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
                           _plain(one["ci95_low"]) if len(jobs) == 1 else None,
                           _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"],
                           joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
-                          usd=_plain(one.get("usd_per_1000_samples")) if len(jobs) == 1 else None)
+                          usd=_plain(one.get("usd_per_1000_samples")) if len(jobs) == 1 else None,
+                          timer=configkey.timer_of(jobs), host=hosts[bid])
             mine = units.get(bid, {}).get(tuple(values[:-1]))
-            if before is not None and mine is not None and before[1] is not None:
+            why = configkey.not_comparable(before[0].timer, point.timer, before[0].host, point.host) \
+                if before is not None else None
+            if why:
+                point.verdict, point.reason = verdicts.NOT_COMPARABLE, why
+            elif before is not None and mine is not None and before[1] is not None:
                 judged = regression.judge(before[1], mine, min_effect, alpha,
                                           "epochs" if key["sample"] == "epoch" else "repeats")
                 point.verdict, point.reason, point.change = judged.verdict, judged.reason, _plain(judged.change)

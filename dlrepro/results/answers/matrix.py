@@ -2,24 +2,29 @@
 records under a results folder (one more view of the answer model: the verdicts are answers.claims', the
 published set's from answers.drift where a record ran ``--versions both``).
 
-A column is one host (answers.study.host_line) at one version set ("today's versions", or "the published
-versions" of a record that ran both); where several records share a column the newest gives its cells and the
-others are named in ``earlier``. Pure: StudyAnswer objects in, Matrix objects out.
+A column is one host at one version set ("today's versions", or "the published versions" of a record that ran
+both): its host fingerprint (answers.configkey.fingerprint of the record's first bundle: CPU model, logical CPUs,
+ISA flags, GPUs), labelled by answers.study.host_line, so that two machines sold under one CPU model name, one with
+AVX-512, are two columns. Where several records share a column the newest gives its cells and the others are named
+in ``earlier``. Pure: StudyAnswer objects in, Matrix objects out.
 """
 from dataclasses import dataclass, field
+
+from dlrepro.results.answers import configkey
 
 TODAY, PUBLISHED = "today's versions", "the published versions"
 
 
 @dataclass
 class Column:
-    host: str
+    host: str  # answers.study.host_line
     versions: str  # TODAY or PUBLISHED
     record: str  # the record's name (its file's stem) whose verdicts the cells are
     created: str
     smoke: bool  # the record's runs were smoke passes (--quick)
     finished: bool  # the record says its study finished (a study stopped part way has no ``finished``)
     earlier: list = field(default_factory=list)  # the names of older records of the same column
+    fingerprint: str = None  # configkey.host_text of the host's fingerprint (None: a record without a bundle)
 
 
 @dataclass
@@ -48,6 +53,12 @@ def _verdicts(answer):
     return found
 
 
+def _fingerprint(answer):
+    """configkey.host_text of the record's first bundle's host, None without a bundle."""
+    bodies = answer.bundle.bodies if answer.bundle is not None else []
+    return configkey.host_text(configkey.fingerprint(bodies[0])) if bodies else None
+
+
 def matrices(answers):
     """[Matrix], one per study name (sorted), of the StudyAnswers ``answers`` (any order)."""
     out = []
@@ -56,10 +67,10 @@ def matrices(answers):
         columns, cells, at = [], {}, {}
         for answer in mine:
             for versions, verdicts in _verdicts(answer).items():
-                where = (answer.host or "no bundle", versions)
-                column = Column(where[0], versions, _name(answer), answer.record["created"],
+                where = (_fingerprint(answer), versions)
+                column = Column(answer.host or "no bundle", versions, _name(answer), answer.record["created"],
                                 bool((answer.record.get("asked") or {}).get("quick")),
-                                bool(answer.record.get("finished")))
+                                bool(answer.record.get("finished")), fingerprint=where[0])
                 if where in at:
                     column.earlier = columns[at[where]].earlier + [columns[at[where]].record]
                     columns[at[where]] = column

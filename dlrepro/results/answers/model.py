@@ -20,15 +20,16 @@ import pandas as pd
 
 from dlrepro.errors import DlreproError
 from dlrepro.references import Reference
-from dlrepro.results.answers import cost, efficiency, measured, published, ranking, regression, verdicts
+from dlrepro.results.answers import configkey, cost, efficiency, measured, published, ranking, regression, verdicts
 
 FAIL_ON = ("slower", "faster", "change", "unproven", "never")
 CHECK_FAIL_ON = ("never", "change")
 # which verdicts fail under --fail-on: bundle vs bundle, and cells vs the published values (accuracy "lower" is
 # worse, as "slower" is); "change" against the published values also fails on a ranking that does not hold.
-# "cannot tell" fails only under "unproven": slower, or not shown to be no slower (a strict gate)
+# "cannot tell" and "not comparable" fail only under "unproven": slower, or not shown to be no slower (a strict gate)
 FAILING = {"slower": {"slower", "lower"}, "faster": {"faster", "higher"},
-           "change": {"slower", "faster", "lower", "higher"}, "unproven": {"slower", "lower", verdicts.CANNOT_TELL},
+           "change": {"slower", "faster", "lower", "higher"},
+           "unproven": {"slower", "lower", verdicts.CANNOT_TELL, verdicts.NOT_COMPARABLE},
            "never": set()}
 
 
@@ -82,23 +83,21 @@ def fastest(summary):
     of that order: a smoke pass among them, frameworks timed differently (answers.measured.mixed_timers)."""
     found = []
     ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
-    for (spec, variant, device, mode), group in ok.groupby(["spec", "variant", "device_name", "mode"], sort=True,
-                                                           dropna=False):
-        for batch, rows in group.groupby("batch_size", sort=True):
-            rows = rows.sort_values("throughput", ascending=False)
-            best, worst = rows.iloc[0], rows.iloc[-1]
-            energy = [None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"])
-                      for r in (best, worst)]
-            caveats = ["smoke pass"] if any(measured.smoke(r, "seconds_per_minibatch") for _, r in rows.iterrows()) \
-                else []
-            mixed = measured.mixed_timers(rows)
-            if mixed:
-                caveats.append("timed differently: %s" % mixed)
-            found.append(Fastest(spec, variant, device, mode, group["throughput_unit"].iloc[0], int(batch),
-                                 best["framework"], float(best["throughput"]),
-                                 worst["framework"] if len(rows) > 1 else None,
-                                 float(worst["throughput"]) if len(rows) > 1 else None,
-                                 energy[0], energy[1] if len(rows) > 1 else None, caveats))
+    for (spec, variant, device, mode, batch), rows in ok.groupby(configkey.SIDE_BY_SIDE, sort=True, dropna=False):
+        rows = rows.sort_values("throughput", ascending=False)
+        best, worst = rows.iloc[0], rows.iloc[-1]
+        energy = [None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"])
+                  for r in (best, worst)]
+        caveats = ["smoke pass"] if any(measured.smoke(r, "seconds_per_minibatch") for _, r in rows.iterrows()) \
+            else []
+        mixed = measured.mixed_timers(rows)
+        if mixed:
+            caveats.append("timed differently: %s" % mixed)
+        found.append(Fastest(spec, variant, device, mode, rows["throughput_unit"].iloc[0], int(batch),
+                             best["framework"], float(best["throughput"]),
+                             worst["framework"] if len(rows) > 1 else None,
+                             float(worst["throughput"]) if len(rows) > 1 else None,
+                             energy[0], energy[1] if len(rows) > 1 else None, caveats))
     return found
 
 
@@ -195,8 +194,7 @@ def timer_notes(summary):
     (answers.measured.mixed_timers); a view says so under the table."""
     notes = {}
     ok = summary[summary["status"] == "ok"]
-    for (spec, mode, variant, device, batch), rows in ok.groupby(
-            ["spec", "mode", "variant", "device_name", "batch_size"], dropna=False, sort=True):
+    for (spec, variant, device, mode, batch), rows in ok.groupby(configkey.SIDE_BY_SIDE, dropna=False, sort=True):
         mixed = measured.mixed_timers(rows)
         if mixed:
             notes.setdefault((spec, mode), []).append("%s b%s on %s: %s" % (variant, batch, device, mixed))
@@ -205,29 +203,31 @@ def timer_notes(summary):
 
 @dataclass
 class Side:
-    """One bundle of a comparison as the reader needs to know it: id, host name, CPU model, GPU models, and the
-    framework versions its jobs ran ({framework: [versions]})."""
+    """One bundle of a comparison as the reader needs to know it: id, host name, CPU model, GPU models, the
+    framework versions its jobs ran ({framework: [versions]}) and its host's configkey.fingerprint."""
     bundle: str
     host: str
     cpu: str
     gpus: list
     versions: dict
+    fingerprint: tuple = ()
 
 
 def side(body, summary):
     host = body.get("host") or {}
     versions = {f: sorted(set(g["framework_version"].dropna())) for f, g in summary.groupby("framework")}
     return Side(body["id"], host.get("hostname"), (host.get("cpu") or {}).get("model"),
-                sorted({g["name"] for g in host.get("gpus") or []}), versions)
+                sorted({g["name"] for g in host.get("gpus") or []}), versions, configkey.fingerprint(body))
 
 
 def differences(a, b):
     """What differs between two Sides beyond the compared configurations, one phrase each ('host vm-a / vm-b',
-    'CPU AMD EPYC 7B13 / AMD EPYC 9B14', 'PyTorch versions 2.11.0 / 2.13.0'): a comparison never pairs them
-    silently."""
+    'CPU AMD EPYC 7B13 / AMD EPYC 9B14', 'ISA avx avx2 fma / avx avx2 avx512_bf16 avx512f fma', 'GPUs 1 x NVIDIA
+    H200 / 2 x NVIDIA H200', 'PyTorch versions 2.11.0 / 2.13.0': the host name, then each part of the host
+    fingerprint): a comparison never pairs them silently."""
     found = []
-    for what, x, y in (("host", a.host, b.host), ("CPU", a.cpu, b.cpu),
-                       ("GPU", ", ".join(a.gpus) or "none", ", ".join(b.gpus) or "none")):
+    parts = [(name, x, y) for (name, x), (_, y) in zip(a.fingerprint, b.fingerprint)]
+    for what, x, y in [("host", a.host, b.host)] + parts:
         if x != y:
             found.append("%s %s / %s" % (what, x, y))
     for framework in sorted(set(a.versions) & set(b.versions)):
@@ -250,9 +250,10 @@ def repeats_needed(alpha):
 class Comparison:
     """Bundle B against bundle A: ``cells`` answers.regression.REGRESSION_COLUMNS; ``sides`` (A, B); ``differs``:
     what differs between them beyond the configurations (hosts, devices, versions, and configurations whose two
-    sides were timed differently); ``varying``: the configuration columns whose values differ between rows (a view
-    shows them, e.g. precision; "timer" when a configuration's sides were timed differently); ``advice``: what to rerun when the repeats cannot give
-    a verdict; ``nothing``: why no configuration was compared."""
+    sides were timed differently: not comparable); ``varying``: the configuration columns whose values differ between
+    rows (a view shows them, e.g. precision; "timer" when a configuration's sides were timed differently);
+    ``advice``: what to rerun when the repeats cannot give a verdict; ``nothing``: why no configuration was
+    compared."""
     spec: str
     sides: tuple
     cells: pd.DataFrame
@@ -281,7 +282,7 @@ class Comparison:
                 "advice": self.advice, "nothing_compared": self.nothing}
 
 
-UNRECORDED = "not recorded"  # a bundle from before runner.measure recorded its timer
+UNRECORDED = configkey.UNRECORDED  # a bundle from before runner.measure recorded its timer
 KEY_SHOWN = ("precision", "layout", "cudnn_autotune", "threads", "ranks", "mode", "framework_version")
 
 
@@ -292,7 +293,8 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     if specs[0] != specs[1]:
         raise DlreproError("%s is a bundle of spec %s, %s of spec %s: compare bundles of one spec"
                            % (body_a["id"], specs[0], body_b["id"], specs[1]))
-    cells = regression.against_bundle(tables_a[1], tables_b[1], min_effect, alpha)
+    cells = regression.against_bundle(tables_a[1], tables_b[1], min_effect, alpha,
+                                      (configkey.fingerprint(body_a), configkey.fingerprint(body_b)))
     sides = (side(body_a, tables_a[0]), side(body_b, tables_b[0]))
     shared = ~cells["verdict"].isin([verdicts.ONLY_IN_A, verdicts.ONLY_IN_B])
     nothing = None if shared.any() else "%s and %s share no configuration (spec, variant, framework, device, batch " \
@@ -313,8 +315,8 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     if len(timed):
         varying.append("timer")
         differs.append("timer %s: %d of %d configurations timed differently (on a GPU, two different quantities: "
-                       "docs/gpu.md); their verdicts compare the timers too" % (
+                       "docs/gpu.md): %s, never faster or slower" % (
                            ", ".join(sorted({"%s / %s" % pair for pair in zip(timed["timer_a"], timed["timer_b"])})),
-                           len(timed), len(judged)))
+                           len(timed), len(judged), verdicts.NOT_COMPARABLE))
     return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing)
 

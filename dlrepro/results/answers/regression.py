@@ -3,7 +3,7 @@ changed, or whether the measurements cannot tell (docs/verdicts.md, "Bundle agai
 
 The unit of replication is a repeat of a throughput or inference job (its median seconds per mini-batch:
 iterations within a repeat are not independent) and an epoch of a convergence job (its seconds). On these
-units, per configuration (REGRESSION_KEY):
+units, per configuration (answers.configkey.CONFIGURATION):
 
   change   median_b / median_a - 1, the medians of the units; the effect is how much longer the slower side
            takes than the faster one, max(b/a, a/b) - 1, so that swapping A and B swaps faster and slower;
@@ -20,7 +20,9 @@ Verdicts (dlrepro.results.answers.verdicts): FASTER / SLOWER when the effect >= 
 min_effect counts, within answers.bands.EDGE of rounding) and p < alpha;
 NO_CHANGE when the effect < min_effect and the interval lies inside (1 / (1 + min_effect), 1 + min_effect);
 CANNOT_TELL for anything else, with the reason (too few units for either, p >= alpha with a large effect,
-an interval that reaches past the band, a unit that is not a positive finite number); ONLY_IN_A / ONLY_IN_B.
+an interval that reaches past the band, a unit that is not a positive finite number); NOT_COMPARABLE, never judged,
+when the two sides were timed differently or ran on hosts of other fingerprints (answers.configkey.not_comparable
+gives the reason: "timer changed (host_sync -> device_events)", "other host (ISA ...)"); ONLY_IN_A / ONLY_IN_B.
 """
 import functools
 import math
@@ -31,18 +33,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dlrepro.results.answers import configkey
 from dlrepro.results.answers.bands import EDGE
-from dlrepro.results.answers.verdicts import (CANNOT_TELL, FASTER, NO_CHANGE, ONLY_IN_A, ONLY_IN_B, SLOWER,
-                                              RestsOn)
+from dlrepro.results.answers.configkey import CONFIGURATION, VERSION
+from dlrepro.results.answers.verdicts import (CANNOT_TELL, FASTER, NO_CHANGE, NOT_COMPARABLE, ONLY_IN_A, ONLY_IN_B,
+                                              SLOWER, RestsOn)
 
-# a configuration: a job measured alike in both bundles (CPU threads only for cpu jobs); framework_version keeps
-# two versions of one framework in a bundle apart (a bundle with one version a side pairs them: an upgrade)
-REGRESSION_KEY = ["spec", "variant", "framework", "framework_version", "device", "mode", "batch_size", "precision",
-                  "layout", "cudnn_autotune", "threads", "ranks", "sample"]
-VERSION = REGRESSION_KEY.index("framework_version")
-REGRESSION_COLUMNS = REGRESSION_KEY + ["framework_version_b", "timer_a", "timer_b", "unit", "n_a", "n_b", "median_a", "median_b", "change",
-                                       "change_low", "change_high", "interval_coverage", "test", "p_value", "verdict",
-                                       "reason"]
+# a configuration is answers.configkey.CONFIGURATION; framework_version keeps two versions of one framework in a
+# bundle apart (a bundle with one version a side pairs them: an upgrade)
+REGRESSION_COLUMNS = CONFIGURATION + ["framework_version_b", "timer_a", "timer_b", "unit", "n_a", "n_b", "median_a",
+                                      "median_b", "change", "change_low", "change_high", "interval_coverage", "test",
+                                      "p_value", "verdict", "reason"]
 PERMUTATIONS = 9999
 
 
@@ -171,38 +172,26 @@ def judge(units_a, units_b, min_effect=0.05, alpha=0.01, unit="repeats"):
                      len(a), len(b))
 
 
-def comparable(rows):
-    """Rows of a samples or summary table with the key's columns made comparable: threads only for cpu jobs
-    (a GPU job's host cores are not what is measured); layout and cudnn_autotune at their defaults where a
-    bundle from before they were recorded left them empty (it ran at the defaults; cuDNN only on cuda)."""
-    cuda = rows["device"] == "cuda"
-    return rows.assign(threads=rows["threads"].where(rows["device"] == "cpu"), layout=rows["layout"].fillna("default"),
-                       cudnn_autotune=rows["cudnn_autotune"].fillna(True).where(cuda))
-
-
 def _normalised(samples):
     """The timed rows of a samples table (iterations and epochs), comparable."""
-    return comparable(samples[samples["sample"].isin(["iteration", "epoch"])])
+    return configkey.normalised(samples[samples["sample"].isin(["iteration", "epoch"])])
 
 
 def units(samples):
-    """{configuration (REGRESSION_KEY values): unit values} of a samples table: a throughput or inference job's
+    """{configuration (CONFIGURATION values): unit values} of a samples table: a throughput or inference job's
     repeat medians, a convergence job's epoch seconds."""
     found = {}
-    for key, g in _normalised(samples).groupby(REGRESSION_KEY, dropna=False, sort=True):
+    for key, g in _normalised(samples).groupby(CONFIGURATION, dropna=False, sort=True):
         found[key] = (g["seconds"] if key[-1] == "epoch"
                       else g.groupby(["bundle_id", "job_id", "repeat"], dropna=False)["seconds"].median()).to_numpy()
     return found
 
 
 def timers(samples):
-    """{configuration (REGRESSION_KEY values): how its iterations were timed (the ``timer`` column: device_events,
+    """{configuration (CONFIGURATION values): how its iterations were timed (configkey.timer_of: device_events,
     pipelined_wall, host_sync; several joined by ' + '; None where no row recorded one)}."""
-    timed = _normalised(samples)
-    if "timer" not in timed:
-        return {}
-    return {key: " + ".join(sorted(set(g["timer"].dropna()))) or None
-            for key, g in timed.groupby(REGRESSION_KEY, dropna=False, sort=True)}
+    return {key: configkey.timer_of(g) for key, g in _normalised(samples).groupby(CONFIGURATION, dropna=False,
+                                                                                  sort=True)}
 
 
 def _pairs(a, b):
@@ -224,12 +213,14 @@ def _pairs(a, b):
             yield (key if key in in_a else None), (key if key in in_b else None)
 
 
-def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
+def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01, hosts=(None, None)):
     """Bundle B against bundle A (samples tables, dlrepro.results.tables.SAMPLE_COLUMNS; any tables version),
     one row per configuration: REGRESSION_COLUMNS (seconds; ``change`` and its interval as fractions;
     ``framework_version`` A's, B's for a row only in B; ``framework_version_b`` B's; ``timer_a`` / ``timer_b``
-    how each side's iterations were timed). Raises ValueError on
-    min_effect < 0 or alpha outside (0, 0.5)."""
+    how each side's iterations were timed). ``hosts``: the sides' configkey.fingerprint (None: not looked at). A
+    pair timed differently or on hosts of other fingerprints is NOT_COMPARABLE, its reason
+    configkey.not_comparable's, its medians and sizes given, no test. Raises ValueError on min_effect < 0 or alpha
+    outside (0, 0.5)."""
     if min_effect < 0 or not 0 < alpha < 0.5:
         raise ValueError("min_effect must be >= 0 and alpha in (0, 0.5) (got %s, %s)" % (min_effect, alpha))
     a, b = units(samples_a), units(samples_b)
@@ -237,12 +228,17 @@ def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01):
     rows = []
     for key_a, key_b in _pairs(a, b):
         key = key_a if key_a is not None else key_b
-        row = dict(zip(REGRESSION_KEY, key), framework_version_b=key_b[VERSION] if key_b is not None else None,
+        row = dict(zip(CONFIGURATION, key), framework_version_b=key_b[VERSION] if key_b is not None else None,
                    timer_a=timer_a.get(key_a), timer_b=timer_b.get(key_b),
                    unit="epochs" if key[-1] == "epoch" else "repeats",
                    n_a=len(a[key_a]) if key_a is not None else 0, n_b=len(b[key_b]) if key_b is not None else 0)
         if key_a is None or key_b is None:
             rows.append(dict(row, verdict=ONLY_IN_A if key_b is None else ONLY_IN_B))
+            continue
+        why = configkey.not_comparable(row["timer_a"], row["timer_b"], *hosts)
+        if why:
+            rows.append(dict(row, median_a=float(np.median(a[key_a])), median_b=float(np.median(b[key_b])),
+                             verdict=NOT_COMPARABLE, reason=why))
             continue
         found = judge(a[key_a], b[key_b], min_effect, alpha, row["unit"])
         rows.append(dict(row, median_a=found.median_a, median_b=found.median_b, change=found.change,

@@ -11,9 +11,10 @@ FASTER = "faster"  # |change| >= min_effect and the test's p < alpha
 SLOWER = "slower"
 NO_CHANGE = "no change"  # the interval of the change lies inside +-min_effect
 CANNOT_TELL = "cannot tell"  # anything else: too few repeats, overlapping evidence, p >= alpha
+NOT_COMPARABLE = "not comparable"  # timed differently or on another host (answers.configkey), never judged
 ONLY_IN_A = "only in A"
 ONLY_IN_B = "only in B"
-REGRESSION = (FASTER, SLOWER, NO_CHANGE, CANNOT_TELL, ONLY_IN_A, ONLY_IN_B)
+REGRESSION = (FASTER, SLOWER, NO_CHANGE, CANNOT_TELL, NOT_COMPARABLE, ONLY_IN_A, ONLY_IN_B)
 
 # a stated conclusion of a study
 HOLDS = "holds"

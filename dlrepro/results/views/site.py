@@ -1,13 +1,13 @@
 """The results site's own pages, a view of the answer model like the reports it links (dlrepro.results.site writes
 them): index.html (every bundle and study record), configurations.html (every configuration, with selectors),
-configurations/<slug>.html (one configuration's history: a figure and a table, the verdict of each run against the
-one before), studies/<study>.html (the claims x (host, version set) matrix). HTML only, self-contained (figures
+configurations/<slug>.html (one configuration's history: a figure and a table, each run's timer and its verdict against
+the one before), studies/<study>.html (the claims x (host, version set) matrix). HTML only, self-contained (figures
 as base64 PNG, the selectors' script inline), links relative: the folder can be copied or served as it is.
 """
 from matplotlib.figure import Figure
 
 from dlrepro.frameworks import display
-from dlrepro.results.answers import verdicts
+from dlrepro.results.answers import model, verdicts
 from dlrepro.results.views import numbers, palette, plots
 from dlrepro.results.views.report import TEMPLATES
 from dlrepro.results.views.study_report import rests_on
@@ -70,7 +70,8 @@ def configuration_page(configuration, up, matrices=()):
     studies' answers.matrix.Matrix, linked from the page's head)."""
     figure = history_plot(configuration)
     rows = [{"bundle": p.bundle_id, "report": "%s%s/report.html" % (up, p.bundle_id), "created": p.created,
-             "commit": (p.suite_commit or "")[:10], "median": _value(p.median, p.unit),
+             "commit": (p.suite_commit or "")[:10], "timer": p.timer or model.UNRECORDED,
+             "median": _value(p.median, p.unit),
              "interval": "%s to %s" % (_value(p.low, p.unit), _value(p.high, p.unit)) if p.low is not None else "",
              "smoke": "smoke pass" if p.smoke else "", "verdict": p.verdict or "", "reason": p.reason or "",
              "joules": "not measured" if p.joules is None else numbers.significant(p.joules),
