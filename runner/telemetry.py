@@ -16,8 +16,8 @@ at the window's edges (its start, each pause and resume, its end) are taken in t
 outside the timed iterations and outside the counters' window: at every edge the counters are read innermost
 (the start and a resume: the reading, then the counters; a pause and the end: the counters, then the reading), so
 the energy's seconds are the measured window's (runner.window) and hold none of the sampler's own NVML calls
-(before, up to 2.27x the measured time on an H200: issue 52). Where the sampling process cannot start or read NVML, the record has
-the edge readings only and says why (``sampling``). ``stop`` may be called more than once: only
+(before, up to 2.27x the measured time on an H200: issue 52). Where the sampling process cannot start or read
+NVML, the record has the edge readings only and says why (``sampling``). ``stop`` may be called more than once: only
 the first ends the window.
 
 NVML also keeps cumulative violation counters (time spent held back by the power cap,

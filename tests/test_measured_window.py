@@ -351,3 +351,25 @@ def test_energy_per_sample_counts_what_the_window_processed():
     assert tables._energy(throughput, {"batch_size": 2})["energy_j_per_sample"] == 26.0 / 20  # (2 x (4 + 1)) x 2
     convergence = {"energy": found, "convergence": {"epochs": [{"iterations": 4}, {"iterations": 9}]}}
     assert tables._energy(convergence, {"batch_size": 2})["energy_j_per_sample"] == 1.0  # training samples only
+
+
+def test_a_j_per_sample_whose_energy_window_is_not_the_measured_one_is_flagged_where_the_report_shows_it():
+    """The committed H200 JAX FCN-S b32 job's windows (fcn-20261203T173433Z-74c9b923: 0.1179 s of energy counters for
+    0.0519 s measured) against one within a sampling period (0.025 s) and one with no recorded window (RAPL before
+    issue 52)."""
+    import pandas as pd
+
+    from dlrepro.results import tables
+    from dlrepro.results.views import costs
+
+    def result(seconds, wall):
+        found = {"status": "ok", "joules": 33.478, "method": "NVML total energy counter at the window's edges"}
+        return {"energy": dict(found, seconds=seconds) if seconds else found, "telemetry": {"interval_s": 0.025},
+                "cpu_usage": {"wall_seconds": wall}, "timing": {"repeats": [[0.001] * 8] * 6}}
+
+    rows = [dict(tables._energy(result(*windows), {"batch_size": 32}), status="ok")
+            for windows in ((0.11789615499999684, 0.05188462600000321), (0.0719, 0.0520), (None, 0.0520))]
+    assert [r["energy_window_differs"] for r in rows] == [True, False, None]
+    assert (rows[0]["energy_window_s"], rows[0]["measured_window_s"]) == (0.11789615499999684, 0.05188462600000321)
+    assert costs.joules(pd.DataFrame(rows)) == ["0.0218 (energy window 2.27x the measured one)", "0.0218", "0.0218"]
+    assert costs.per_sample(0.0194, 2.2722) == " (0.0194 J/sample; energy window 2.27x the measured one)"

@@ -68,10 +68,12 @@ def slug(key):
 
 
 def _keyed(summary):
-    """The summary's ok rows with a median, comparable, with the sample their units are (epoch: convergence)."""
+    """The summary's ok rows with a median, comparable, with the sample their units are (epoch: convergence;
+    repeat mean: the pipelined wall time, tables' samples)."""
     ok = summary[(summary["status"] == "ok") & summary["median"].notna()]
-    return regression.comparable(ok.assign(sample=ok["mode"].map(lambda m: "epoch" if m == "convergence"
-                                                                  else "iteration")))
+    sample = ["epoch" if mode == "convergence" else "repeat mean" if timer == "pipelined_wall" else "iteration"
+              for mode, timer in zip(ok["mode"], ok["timer"].fillna(""))]
+    return regression.comparable(ok.assign(sample=sample))
 
 
 def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):

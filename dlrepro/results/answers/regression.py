@@ -181,13 +181,13 @@ def comparable(rows):
 
 
 def _normalised(samples):
-    """The timed rows of a samples table (iterations and epochs), comparable."""
-    return comparable(samples[samples["sample"].isin(["iteration", "epoch"])])
+    """The timed rows of a samples table (iterations, repeat means and epochs), comparable."""
+    return comparable(samples[samples["sample"].isin(["iteration", "repeat mean", "epoch"])])
 
 
 def units(samples):
     """{configuration (REGRESSION_KEY values): unit values} of a samples table: a throughput or inference job's
-    repeat medians, a convergence job's epoch seconds."""
+    repeat medians (a pipelined_wall job's: its repeat means), a convergence job's epoch seconds."""
     found = {}
     for key, g in _normalised(samples).groupby(REGRESSION_KEY, dropna=False, sort=True):
         found[key] = (g["seconds"] if key[-1] == "epoch"
