@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from dlrepro.results.answers import regression
+from dlrepro.results.answers import measured, regression
 
 KEY = regression.REGRESSION_KEY + ["device_name"]
 SMOKE_ONE = "a smoke pass (--quick) set against a full run: few iterations on one side, another protocol"
@@ -40,6 +40,7 @@ class Point:
     reason: str = None
     change: float = None
     joules: float = None  # J per sample, where the energy was measured (one job)
+    joules_window: float = None  # its energy window over its measured window where they differ (measured.energy_window)
     usd: float = None  # USD per 1,000 samples (answers.cost; one job with a price)
 
 
@@ -92,6 +93,7 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
                           _plain(one["ci95_low"]) if len(jobs) == 1 else None,
                           _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"],
                           joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
+                          joules_window=measured.energy_window(one) if len(jobs) == 1 else None,
                           usd=_plain(one.get("usd_per_1000_samples")) if len(jobs) == 1 else None)
             mine = units.get(bid, {}).get(tuple(values[:-1]))
             if before is not None and mine is not None and before[1] is not None:
