@@ -53,8 +53,10 @@ status "running" until the job ends:
   cpu {model, vendor, family, model_number, stepping, usable_cpus, usable_cores, flags, mhz}: runner.environment,
   process {variables, cpus, requested_threads, cpu_choice {rule, cpus [{cpu, package, core, node,
   siblings}]}}: runner.settings}, cpu_usage {wall_seconds, cpu_seconds, effective_parallelism, usable_cpus,
-  excluded, method} and energy {status, joules, mean_w, method, note, excluded} over the measured window
-  (runner.window; ``excluded``: what it left out), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
+  excluded, method} and energy {status, joules, mean_w, seconds (the energy counters' window, s),
+  measured_seconds (the measured window's, s; absent before issue 52, whose counters' window held the telemetry's
+  own edge readings), method, note, excluded} over the measured window (runner.window; ``excluded``: what it
+  left out), started, finished (UTC ISO 8601, milliseconds), phases {name: seconds since the
   job's process started: spawned, framework_imported, model_built, data_ready, warmup_done, measured_done,
   finished}, isolation ("process" | "worker": the job shared its process with the worker's earlier jobs),
   worker {id, jobs_before, held_bytes, started_for} (worker isolation: the worker that ran it, how many jobs

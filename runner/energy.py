@@ -85,14 +85,15 @@ class Counter(object):
             self.end = self._now()
 
     def result(self, seconds):
-        """{"status", "joules", "mean_w", "method", "domains", "note"}; "unavailable" with the reason when the
-        counters cannot be read here. ``seconds``: the window's length less its pauses."""
+        """{"status", "joules", "seconds", "mean_w", "method", "domains", "note"}; "unavailable" with the reason
+        when the counters cannot be read here. ``seconds``: the window's length less its pauses (its counters are
+        read next to its edges: runner.window)."""
         if not self.domains:
             return {"status": "unavailable", "reason": "no readable RAPL package counter under %s (root-only since "
                     "2020; absent on this CPU or hidden from the container)" % POWERCAP}
         if self.begin is None or self.end is None:
             return {"status": "unavailable", "reason": "nothing was measured"}
         joules = sum(self._uj) / 1e6
-        return {"status": "ok", "joules": joules, "mean_w": joules / seconds if seconds else None,
+        return {"status": "ok", "joules": joules, "seconds": seconds, "mean_w": joules / seconds if seconds else None,
                 "method": "RAPL package counters (powercap)", "domains": [d[0] for d in self.domains],
                 "note": "whole CPU packages, other work on the machine included; not a certified measurement"}

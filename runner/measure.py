@@ -17,7 +17,9 @@ throughput   DLBench's quantity: seconds per mini-batch of one training iteratio
              back to back with one synchronisation at the end, as a plain loop timed by the
              host clock; the repeat's one sample is that wall time divided by its iterations.
              No per-iteration samples exist then (``timing.sample`` "repeat mean", against
-             "iteration"); the interval over repeats is the same kind as ever.
+             "iteration"): the figure is the median of the repeat means (``summary.point_estimate``
+             and ``ci95_method`` say so), where the other timers give the median of the repeat
+             medians of iterations (a step that is slow every 10th time moves the mean, not the median).
              "host_sync" (the CPU): the device is synchronised before every host clock read
              (perf_counter), so each sample is the wall time of one iteration (on a CPU the
              frameworks' steps end with their work, or nearly so: nothing is pipelined).
@@ -196,7 +198,8 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing, warme
     repeats, walls, last = [], [], None
 
     def timing():
-        found = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name)
+        found = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name,
+                        stats.units_of(sample))
         found.update(repeat_wall_seconds=walls, sample=sample, iterations_per_repeat=job["iterations"],
                      lead_in={"iterations": lead_in, "why": LEAD_IN[name]})
         return found

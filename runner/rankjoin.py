@@ -24,7 +24,7 @@ def _timing(timing, records):
     from runner import stats  # numpy: imported only once the job's thread count is set (runner.job)
 
     repeats = [[max(values) for values in zip(*per_rank)] for per_rank in zip(*[r["repeats"] for r in records])]
-    summary = stats.summarize_repeats(repeats)
+    summary = stats.summarize_repeats(repeats, stats.units_of(timing.get("sample")))
     return dict(timing, repeats=repeats, summary=summary, ranks_joined=JOINED % len(records),
                 throughput=timing["samples_per_measurement"] / summary["median"])
 

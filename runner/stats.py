@@ -29,6 +29,9 @@ import numpy as np
 CI_METHOD = "median of repeat medians, distribution-free (binomial order statistics)"
 MIN_UNITS_95 = 6  # the fewest repeats (or epochs) that give a 95% distribution-free interval
 POINT_ESTIMATE = "median of the ci95 units' medians"  # summary["point_estimate"]: what summary["median"] is
+# a repeat of one sample, its mean iteration (runner.measure's pipelined_wall): a median of repeat means
+CI_METHOD_MEANS = CI_METHOD.replace("repeat medians", "repeat means")
+POINT_ESTIMATE_MEANS = "median of repeat means"
 
 
 class NonFiniteSample(ValueError):
@@ -91,12 +94,27 @@ def summarize(samples):
             "mean": float(values.mean()), "min": float(values[0]), "max": float(values[-1]), "ci95": median_ci(values)}
 
 
+def units_of(sample):
+    """``summarize_repeats``'s units for a throughput timing's ``sample`` kind ("iteration" or "repeat mean")."""
+    return "repeat mean" if sample == "repeat mean" else "repeat"
+
+
+def labels(units):
+    """(ci95_method, point_estimate) of ``summarize_repeats``'s ``units``."""
+    if units == "repeat mean":
+        return CI_METHOD_MEANS, POINT_ESTIMATE_MEANS
+    return (CI_METHOD if units == "repeat" else CI_METHOD.replace("repeat medians", "epochs")), POINT_ESTIMATE
+
+
 def summarize_repeats(repeats, units="repeat"):
     """Summary over all samples of several repeats, each repeat's own median, and the 95% CI of the median
     over the repeat medians.
 
     ``repeats``: a list of lists of seconds. ``units``: "repeat" (each list is one repeat: throughput
-    and inference jobs) or "sample" (each sample is its own unit: a convergence run's epochs).
+    and inference jobs), "repeat mean" (each list is one repeat's one sample, its wall time over its
+    iterations: runner.measure's pipelined_wall; labelled a median of repeat means, CI_METHOD_MEANS and
+    POINT_ESTIMATE_MEANS, the same numbers: a median of means, not of iterations) or "sample" (each sample is
+    its own unit: a convergence run's epochs).
     ``median`` (s) is the median of the units' medians (POINT_ESTIMATE, the estimator ``ci95`` is the
     interval of), ``pooled_median`` (s) that of every sample; n, q1, q3, iqr, mean, min and max are over every
     sample. ``ci95`` is [low, high] (s), or None with fewer than MIN_UNITS_95 units; ``ci95_coverage`` its
@@ -108,9 +126,9 @@ def summarize_repeats(repeats, units="repeat"):
     summary["repeat_medians"] = [float(np.median(rep)) for rep in repeats if rep]
     unit_values = pooled if units == "sample" else summary["repeat_medians"]
     summary["pooled_median"] = summary["median"]
-    summary["median"], summary["point_estimate"] = float(np.median(unit_values)), POINT_ESTIMATE
+    summary["ci95_method"], summary["point_estimate"] = labels(units)
+    summary["median"] = float(np.median(unit_values))
     summary["ci95"] = median_ci(sorted(unit_values))
     summary["ci95_coverage"] = median_ci_coverage(len(unit_values))
-    summary["ci95_method"] = CI_METHOD if units == "repeat" else CI_METHOD.replace("repeat medians", "epochs")
     summary["ci95_units"] = len(unit_values)
     return summary

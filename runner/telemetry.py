@@ -13,8 +13,11 @@ wake-up of the other thread, which on a virtual machine's idle CPU costs tens of
 step waits for. The sampling process shares nothing with the job but a pipe it is silent on until
 the window ends: the job's process runs no thread of the suite's while it is measured. The readings
 at the window's edges (its start, each pause and resume, its end) are taken in the job's process,
-outside the timed iterations. Where the sampling process cannot start or read NVML, the record has
-the edge readings only and says why (``sampling``). ``stop`` may be called more than once: only
+outside the timed iterations and outside the counters' window: at every edge the counters are read innermost
+(the start and a resume: the reading, then the counters; a pause and the end: the counters, then the reading), so
+the energy's seconds are the measured window's (runner.window) and hold none of the sampler's own NVML calls
+(before, up to 2.27x the measured time on an H200: issue 52). Where the sampling process cannot start or read
+NVML, the record has the edge readings only and says why (``sampling``). ``stop`` may be called more than once: only
 the first ends the window.
 
 NVML also keeps cumulative violation counters (time spent held back by the power cap,
@@ -31,7 +34,8 @@ The result (result.json's ``telemetry``):
   only the edges were), device {nvml_index, name, uuid, pci_bus_id,
   driver, nvml_version, power_limit_w, max_sm_clock_mhz, max_memory_clock_mhz, persistence_mode},
   samples {t_s, sm_clock_mhz, memory_clock_mhz, power_w, temperature_c, gpu_util_pct,
-  memory_util_pct, reasons} (columns, one entry per sample; t_s from the window's start),
+  memory_util_pct, reasons} (columns, one entry per sample; t_s from the window's first reading, taken just
+  before the counters' window opens), window_s (the counters' window, s, its pauses left out),
   summary {field: {min, median, max}}, reasons_seen {name: samples}, violation_s
   {power, thermal, ...: seconds inside the window}, throttled (bool), throttle_reasons
   [names], energy {status, joules, mean_w, seconds, method, note} (board level: the whole
@@ -79,7 +83,7 @@ class Sampler(object):
         self._rows = []  # (t_s, sample) of every reading, the edges' and the sampling process's
         self._started = self._stopped = self._paused = False
         self._t0 = None
-        self._mark = None  # (monotonic, violation counters, energy mJ) at the start of the running stretch
+        self._mark = None  # (monotonic, energy mJ, violation counters) at the start of the running stretch
         self._gaps = []  # (t_s, t_s) of each pause, from the window's start
         self._active = {"seconds": 0.0, "energy_mj": 0, "violations": {}}
         self.violation_s = None
@@ -149,16 +153,23 @@ class Sampler(object):
         return t
 
     def _energy_mj(self):
-        return self._get("nvmlDeviceGetTotalEnergyConsumption", self.handle)
+        """(monotonic s, the board's total energy in mJ or None): the time is the middle of the counter's read."""
+        before = time.monotonic()
+        found = self._get("nvmlDeviceGetTotalEnergyConsumption", self.handle)
+        return (before + time.monotonic()) / 2.0, found
 
     def _begin(self):
-        self._mark = (time.monotonic(), self._violations(), self._energy_mj())
+        """Open a running stretch: the violation counters, then the energy counter, innermost."""
+        violations = self._violations()
+        self._mark = self._energy_mj() + (violations,)
 
     def _end(self):
-        """Add the running stretch since the last mark to the window's seconds, violation time and energy."""
-        t0, violations0, energy0 = self._mark
-        end, energy, active = self._violations(), self._energy_mj(), self._active
-        active["seconds"] += time.monotonic() - t0
+        """Add the running stretch since the last mark to the window's seconds, violation time and energy: the
+        energy counter first, then the violation counters (the reverse of ``_begin``)."""
+        end_s, energy = self._energy_mj()
+        t0, energy0, violations0 = self._mark
+        end, active = self._violations(), self._active
+        active["seconds"] += end_s - t0
         for k in end:
             if end[k] is not None and violations0.get(k) is not None:
                 active["violations"][k] = active["violations"].get(k, 0) + end[k] - violations0[k]
@@ -176,25 +187,27 @@ class Sampler(object):
                 self._process.ready()
             except RuntimeError as exc:
                 self._lost(exc)
-        self._begin()
-        self._t0 = self._mark[0]
-        self.sample()
         if self._process is not None:
             self._process.go()
+        self._t0 = time.monotonic()
+        self.sample()
+        self._begin()
 
     def pause(self):
-        """Leave what follows out of the window until ``resume()``: one reading at the pause's start."""
+        """Leave what follows out of the window until ``resume()``: the counters read, then one reading at the
+        pause's start."""
         if not self._started or self._stopped or self._paused:
             return
         self._paused = True
-        self._gaps.append(self.sample())
         self._end()
+        self._gaps.append(self.sample())
 
     def resume(self):
+        """One reading at the pause's end, then the counters read: the window runs again."""
         if not self._started or self._stopped or not self._paused:
             return
-        self._begin()
         self._gaps[-1] = (self._gaps[-1], self.sample())
+        self._begin()
         self._paused = False
 
     def stop(self):
@@ -206,10 +219,9 @@ class Sampler(object):
         if self._paused:
             self._gaps[-1] = (self._gaps[-1], None)
             self._collect()
-        else:  # the window ends here: its last reading and counters before the sampling process's transfer
-            end = self.sample()
+        else:  # the window ends here: its counters, then its last reading, before the sampling process's transfer
             self._end()
-            self._collect(end)
+            self._collect(self.sample())
         rows = sorted(self._rows, key=lambda row: row[0])
         for key in self.samples:
             self.samples[key] = [t if key == "t_s" else row.get(key) for t, row in rows]

@@ -118,7 +118,10 @@ class Window(object):
 
     def energy(self):
         """result.json's energy over the window: the GPU board's (cuda jobs; the sum of every GPU's board, each
-        named in ``boards``, for several) or the CPU packages' (CPU jobs), with ``excluded``."""
+        named in ``boards``, for several) or the CPU packages' (CPU jobs), with ``excluded``; ``seconds``: the
+        energy counters' window (s; the first GPU's, read innermost at every edge: runner.telemetry; the RAPL
+        packages', read next to the measured window's edges: its wall time), ``measured_seconds``: the measured
+        window's wall time (s, cpu_usage's ``wall_seconds``). Pauses are left out of both."""
         if self.counter is not None:
             found = self.counter.result(self.wall)
         else:
@@ -133,6 +136,8 @@ class Window(object):
                 found.update(joules=sum(b["joules"] for b in boards), boards=[b["joules"] for b in boards],
                              method="sum of %d GPU boards: %s" % (len(boards), boards[0]["method"]))
                 found["mean_w"] = found["joules"] / found["seconds"] if found["seconds"] else None
+        if found.get("status") == "ok":
+            found["measured_seconds"] = self.wall
         if found.get("status") == "ok" and self.left_out:
             found.update(excluded=list(self.left_out), method="%s; %s left out (counters paused)"
                          % (found["method"], ", ".join(self.left_out)))

@@ -178,7 +178,7 @@ def _sampled(reasons, seconds=0.05):
     sampler = fakenvml.sampler(FakeNvml(reasons), interval_s=0.01)
     sampler.start()
     time.sleep(seconds)
-    sampler.stop()
+    sampler.close()  # its sampling process ended: a stopped one waits on its input to the session's end
     return sampler.result()
 
 

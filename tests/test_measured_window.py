@@ -97,7 +97,7 @@ def test_a_paused_gpu_sampler_subtracts_the_pause_from_the_boards_energy():
     sampler.resume()
     nvml.mj += 2000
     time.sleep(0.05)
-    sampler.stop()
+    sampler.close()  # stop, and end its sampling process
     record = sampler.result()
     assert record["energy"]["joules"] == pytest.approx(5.0) and len(sampler._gaps) == 1
     (paused, resumed), times = sampler._gaps[0], record["samples"]["t_s"]
@@ -225,6 +225,52 @@ def test_the_device_clock_gets_a_lead_in_step_per_repeat_and_a_nan_sample_fails_
         measure.throughput(broken, dict(JOB, repeats=1), Data())
 
 
+class SlowNvml(EnergyNvml):
+    """EnergyNvml whose every device call but the energy counter's takes 1 ms (a reading's six calls, the violation
+    counters), its energy counter rising at a steady 300 W (read at once: its own read is what the window's edge is
+    then, and a test machine's load, which stretches every sleep, cannot move it)."""
+
+    def __getattribute__(self, name):
+        found = super().__getattribute__(name)
+        if not name.startswith("nvmlDevice") or name == "nvmlDeviceGetTotalEnergyConsumption":
+            return found
+
+        def slow(*args):
+            time.sleep(0.001)
+            return found(*args)
+        return slow
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        return int(time.monotonic() * 300 * 1000)
+
+
+class SleepingAdapter(Adapter):
+    """Each training step sleeps ``step_s`` (a GPU job's step, as the host sees it)."""
+
+    def __init__(self, step_s):
+        super().__init__(None, None)
+        self.step_s = step_s
+
+    def train_step(self, x, y):
+        time.sleep(self.step_s)
+        return 0.5
+
+
+def test_a_gpu_jobs_energy_window_is_its_measured_window_within_one_sampling_period():
+    """The sampler's own NVML reads at every edge (start, each of the 5 pauses between the 6 repeats and its
+    resume, stop: 6 calls of 1 ms a reading) stay outside the counters' window (issue 52: 0.2251 s of energy
+    window for 0.0571 s measured before)."""
+    sampler = fakenvml.sampler(SlowNvml())
+    win = window.Window(sampler)
+    try:
+        measure.throughput(SleepingAdapter(0.001), dict(JOB, device="cuda", repeats=6, iterations=8), Data(), win)
+    finally:
+        win.close()
+    energy, measured = win.energy(), win.cpu_usage()["wall_seconds"]
+    assert energy["measured_seconds"] == measured and len(sampler._gaps) == 5
+    assert abs(energy["seconds"] - measured) <= win.telemetry()["interval_s"]
+
+
 def _rank(rank, repeats, cpu_seconds, joules):
     board = {"status": "ok", "joules": joules, "seconds": 2.0, "mean_w": joules / 2.0,
              "method": "NVML total energy counter at the window's edges"} if joules is not None else \
@@ -279,7 +325,7 @@ def test_a_jax_mesh_samples_every_device_and_sums_their_boards():
     win.start()
     for _, nvml, mj in samplers:
         nvml.mj += mj
-    win.stop()
+    win.close()  # stop, and end both sampling processes
     found = win.energy()
     assert found["joules"] == pytest.approx(10.0) and found["boards"] == [pytest.approx(4.0), pytest.approx(6.0)]
     assert found["method"] == "sum of 2 GPU boards: NVML total energy counter at the window's edges"
@@ -307,3 +353,25 @@ def test_energy_per_sample_counts_what_the_window_processed():
     assert tables._energy(throughput, {"batch_size": 2})["energy_j_per_sample"] == 26.0 / 20  # (2 x (4 + 1)) x 2
     convergence = {"energy": found, "convergence": {"epochs": [{"iterations": 4}, {"iterations": 9}]}}
     assert tables._energy(convergence, {"batch_size": 2})["energy_j_per_sample"] == 1.0  # training samples only
+
+
+def test_a_j_per_sample_whose_energy_window_is_not_the_measured_one_is_flagged_where_the_report_shows_it():
+    """The committed H200 JAX FCN-S b32 job's windows (fcn-20261203T173433Z-74c9b923: 0.1179 s of energy counters for
+    0.0519 s measured) against one within a sampling period (0.025 s) and one with no recorded window (RAPL before
+    issue 52)."""
+    import pandas as pd
+
+    from dlrepro.results import tables
+    from dlrepro.results.views import costs
+
+    def result(seconds, wall):
+        found = {"status": "ok", "joules": 33.478, "method": "NVML total energy counter at the window's edges"}
+        return {"energy": dict(found, seconds=seconds) if seconds else found, "telemetry": {"interval_s": 0.025},
+                "cpu_usage": {"wall_seconds": wall}, "timing": {"repeats": [[0.001] * 8] * 6}}
+
+    rows = [dict(tables._energy(result(*windows), {"batch_size": 32}), status="ok")
+            for windows in ((0.11789615499999684, 0.05188462600000321), (0.0719, 0.0520), (None, 0.0520))]
+    assert [r["energy_window_differs"] for r in rows] == [True, False, None]
+    assert (rows[0]["energy_window_s"], rows[0]["measured_window_s"]) == (0.11789615499999684, 0.05188462600000321)
+    assert costs.joules(pd.DataFrame(rows)) == ["0.0218 (energy window 2.27x the measured one)", "0.0218", "0.0218"]
+    assert costs.per_sample(0.0194, 2.2722) == " (0.0194 J/sample; energy window 2.27x the measured one)"

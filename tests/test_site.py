@@ -18,7 +18,7 @@ from dlrepro import prices as pricesmod
 from dlrepro.errors import SpecError
 from dlrepro.results import bundle, gather, records, tables
 from dlrepro.results.answers import history, matrix
-from dlrepro.results.views import costs, numbers, plots, report
+from dlrepro.results.views import costs, numbers, plots, report, site
 from tests.test_report import Tables, chromium, headless
 
 COMMITTED = REPO_ROOT / "results"
@@ -251,7 +251,11 @@ def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_
     page = Tables(made.html.read_text())
     shown = page.table("fcn, throughput mode")
     s = tables.summary(COMMITTED / H200_FCN).sort_values(["variant", "device", "batch_size", "framework"])
-    assert shown["J per sample"].tolist() == [numbers.significant(v) for v in s["energy_j_per_sample"]]
+    # measured before issue 52: every job's energy window holds its sampler's edge readings, each said beside it
+    ratios = s["energy_window_s"] / s["measured_window_s"]
+    assert shown["J per sample"].tolist() == ["%s (energy window %.2fx the measured one)" % (numbers.significant(v), r)
+                                              for v, r in zip(s["energy_j_per_sample"], ratios)]
+    assert shown["J per sample"].iloc[0] == "0.0194 (energy window 2.27x the measured one)"
     # 1 H200 at 5.408 USD an hour (prices.yaml): USD / 3600 / (samples/s) x 1000
     assert shown["USD per 1,000 samples"].tolist() == [numbers.significant(5.408 / 3600 / t * 1000)
                                                         for t in s["throughput"]]
@@ -306,3 +310,15 @@ def test_history_sets_a_smoke_pass_apart_from_a_full_run():
     assert [p.smoke for p in chainer.points] == [False, True]  # a full run, then the --quick study's
     assert chainer.points[1].verdict == "cannot tell" and chainer.points[1].reason == (
         "+25.7%, p = 0.86: 6 vs 1 repeats cannot give p < 0.01; " + history.SMOKE_ONE)
+
+
+def test_a_history_point_says_when_its_j_per_sample_covers_another_window_than_the_measured_one():
+    """The committed H200 FCN-S bundle (measured before issue 52): JAX b32's energy window 0.1179 s for 0.0519 s
+    measured, said on its configuration page beside its J per sample."""
+    folders = [COMMITTED / H200_FCN]
+    summary, samples = tables.merge(folders)
+    (jax,) = [c for c in history.history([bundle.body(f) for f in folders], summary, samples)
+              if (c.key["framework"], c.key["batch_size"]) == ("jax", 32)]
+    assert jax.points[0].joules_window == pytest.approx(0.11789615499999684 / 0.05188462600000321)
+    runs = Tables(site.configuration_page(jax, "../")).table("Every bundle that measured it")
+    assert runs.iloc[0].tolist().count("0.0194 (energy window 2.27x the measured one)") == 1

@@ -115,5 +115,89 @@ def test_the_tables_carry_each_jobs_timer_and_a_repeat_mean_is_no_iteration_of_i
     samples = tables.samples(bundle)
     caffe = samples[samples["framework"] == "caffe"]
     assert len(caffe) == 3 and caffe["index"].isna().all() and set(caffe["timer"]) == {"pipelined_wall"}
+    # a repeat mean is labelled one, and the figure a median of repeat means, though this result (as written before
+    # issue 52) recorded "median of repeat medians"
+    assert set(caffe["sample"]) == {"repeat mean"} and summary.loc["caffe", "ci95_method"] == stats.CI_METHOD_MEANS
     assert samples[samples["framework"] == "torch"]["index"].tolist() == list(range(1, 9)) * 3
     assert validate.check(bundle) == []
+
+
+class SimulatedClock(object):
+    """A host clock (perf_counter) that moves only with the steps, and a device clock (runner.measure's
+    ``device_clock()`` interface) that stamps its events with the same time."""
+
+    def __init__(self):
+        self.now, self.stamps = 0.0, {}
+
+    def perf_counter(self):
+        return self.now
+
+    def marks(self, count):
+        return [object() for _ in range(count)]
+
+    def record(self, event, result):
+        self.stamps[event] = self.now
+
+    def wait(self, event):
+        pass
+
+    def seconds(self, start, end):
+        return self.stamps[end] - self.stamps[start]
+
+    def forget(self, events):
+        pass
+
+
+class Simulated(Counted):
+    """Every step takes 1 ms of the simulated clock, every 10th 11 ms: a mean step of 2 ms, a median of 1 ms."""
+
+    def __init__(self, clock, events):
+        super().__init__(None, None, clock if events else None)
+        self.now = clock
+
+    def train_step(self, x, y):
+        self.steps += 1
+        self.now.now += 0.011 if self.steps % 10 == 0 else 0.001
+        return 0.5
+
+
+def test_a_pipelined_wall_figure_is_labelled_a_median_of_repeat_means(monkeypatch):
+    """The same steps timed by device events (the median of the repeat medians of iterations: 1 ms) and by the
+    pipelined wall time (the median of the repeat means: 2 ms), 6 repeats of 20 iterations each with two slow steps
+    (issue 52, A5: both were labelled medians of repeat medians)."""
+    clock = SimulatedClock()
+    monkeypatch.setattr(measure, "time", clock)
+    job = dict(JOB, device="cuda", repeats=6, iterations=20)
+    events, _ = measure.throughput(Simulated(clock, True), job, Data())
+    wall, _ = measure.throughput(Simulated(clock, False), job, Data())
+    assert (events["timer"], events["sample"], events["summary"]["n"]) == ("device_events", "iteration", 120)
+    assert events["summary"]["ci95_method"] == "median of repeat medians, distribution-free (binomial order statistics)"
+    assert events["summary"]["point_estimate"] == "median of the ci95 units' medians"
+    assert (wall["timer"], wall["sample"], wall["summary"]["n"]) == ("pipelined_wall", "repeat mean", 6)
+    assert wall["summary"]["ci95_method"] == "median of repeat means, distribution-free (binomial order statistics)"
+    assert wall["summary"]["point_estimate"] == "median of repeat means"
+    assert events["summary"]["median"] == pytest.approx(0.001) and wall["summary"]["median"] == pytest.approx(0.002)
+
+
+def test_device_events_without_a_lead_in_are_another_timer_in_the_tables_and_compare(tmp_path):
+    """Two results of one torch job timed by device events, one recorded before the lead-in step (suite commit
+    866f90f: no ``timing.lead_in``), one after: the tables name the older discipline apart, and compare's timer
+    columns differ (issue 52, A8)."""
+    from dlrepro.results.answers import regression
+
+    bundles = []
+    for name, lead_in in (("before", None), ("after", {"iterations": 1, "why": "refill"})):
+        real = tmp_path / name
+        shutil.copytree(REAL, real)
+        path = real / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json"
+        found = json.loads(path.read_text())
+        found["timing"].update(timer="device_events", sample="iteration")
+        if lead_in:
+            found["timing"]["lead_in"] = lead_in
+        path.write_text(json.dumps(found))
+        bundles.append(rewrite(real, tmp_path / ("results-" + name)))
+    before, after = (tables.summary(b).set_index("framework").loc["torch", "timer"] for b in bundles)
+    assert (before, after) == ("device_events (no lead-in)", "device_events")
+    compared = regression.against_bundle(*(tables.samples(b) for b in bundles))
+    torch = compared[compared["framework"] == "torch"].iloc[0]
+    assert (torch["timer_a"], torch["timer_b"]) == ("device_events (no lead-in)", "device_events")

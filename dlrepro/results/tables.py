@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/7``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/8``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -6,20 +6,24 @@ can be concatenated and still say where each number came from (benchopt's one-ta
 summary.parquet / summary.csv: one row per job (SUMMARY_COLUMNS).
 samples.parquet: one row per measured sample (SAMPLE_COLUMNS): ``sample`` is
   "iteration"  one timed iteration (``seconds``, s): a training mini-batch of a throughput job, or
-               one inference mini-batch (copy in, forward, copy out) of an inference job; under the
-               "pipelined_wall" timer (``timer``), which has no clock per iteration, one row per repeat
-               with that repeat's wall time over its iterations, the mean iteration (``index`` null),
+               one inference mini-batch (copy in, forward, copy out) of an inference job,
+  "repeat mean" under the "pipelined_wall" timer (``timer``), which has no clock per iteration: one row per
+               repeat, that repeat's wall time over its iterations, the mean iteration (``index`` null; before
+               tables v8 labelled "iteration"), so the job's ``median`` is a median of repeat means
+               (``ci95_method`` "median of repeat means, ..."), not of iterations,
   "epoch"      one epoch of a convergence job (``seconds``, ``cumulative_seconds``: wall time, s;
                ``test_accuracy``: fraction in [0, 1], ``perplexity``),
   "pass"       the timed pass over all inference images (``seconds``: its wall time, s).
 
 Units: every time in seconds; throughput in samples/s (``throughput_unit``); accuracy as a
 fraction; ``timer``: how a throughput job's iterations were timed (runner.measure: "device_events", CUDA events
-in stream order; "pipelined_wall", the repeat's wall time with one synchronisation at its end, over its
-iterations; "host_sync", the host clock with a synchronisation around every iteration; null: not recorded, results
-before it); a comparison of two jobs timed differently compares two quantities; ``median``: the median of the
-repeat medians (of a convergence run's epochs), the estimator the
-interval is of (results whose summary has no ``point_estimate``, written before: the median of every
+in stream order, after an untimed lead-in iteration per repeat; "device_events (no lead-in)", the same events
+before the lead-in (suite commit 866f90f: ``timing.lead_in`` absent or 0, the first sample of each repeat holds the
+launch queue's refill), another discipline; "pipelined_wall", the repeat's wall time with one synchronisation at its
+end, over its iterations; "host_sync", the host clock with a synchronisation around every iteration; null: not
+recorded, results before it); a comparison of two jobs timed differently compares two quantities; ``median``: the
+median of the repeat medians (of a convergence run's epochs; of the repeat means under "pipelined_wall"), the
+estimator the interval is of (results whose summary has no ``point_estimate``, written before: the median of every
 sample; runner.stats); ``ci95_low``/``ci95_high``: the 95% CI of the median by ``ci95_method`` (tables v4: over the
 repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact coverage
 ``ci95_coverage``; earlier versions: the iterations pooled); ``threads``: the CPU threads the job
@@ -29,7 +33,12 @@ trainings are one job per seed, 0..N-1; every job before tables v7: 0), ``cpu_se
 the process CPU time over the measured window and that divided by its wall time; ``energy_j``,
 ``energy_j_per_sample``, ``mean_power_w``: the energy over the measured window (J, J per sample
 processed, W; a GPU board's from NVML, a CPU package's from RAPL where readable: ``energy_method``;
-not certified measurements); ``isolation``: the job's process ("process") or a warm worker shared
+not certified measurements); ``energy_window_s`` / ``measured_window_s``: the energy counters' window and the
+measured window (s, result.json's energy ``seconds`` and ``cpu_usage.wall_seconds``), and
+``energy_window_differs``: true when they differ by more than one telemetry sampling period (``interval_s``,
+0.025 s), then J/sample and mean power cover another stretch than the measured one (results before issue 52: the
+GPU sampler's own edge readings sat inside the counters' window, up to 2.27x the measured time); null where a
+window was not recorded; ``isolation``: the job's process ("process") or a warm worker shared
 with the jobs before it ("worker"); ``attempt``: which attempt of the bundle produced the row; ``final_loss``:
 the last measured training loss; ``ranks``, ``scaling``, ``rank_batch_size``: a data-parallel job's ranks (one per
 GPU), "strong" or "weak" and each rank's share of the total mini-batch ``batch_size``, with ``speedup`` /
@@ -60,8 +69,9 @@ import pyarrow.parquet as pq
 from dlrepro.errors import BundleError
 from dlrepro.results import peak_columns
 from runner import telemetry
+from runner.stats import CI_METHOD_MEANS
 
-SCHEMA = "dlrepro.tables/7"
+SCHEMA = "dlrepro.tables/8"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -85,7 +95,8 @@ MEASURED = {
     "memory_clock_median_mhz": "float64", "power_median_w": "float64", "temperature_max_c": "float64",
     "telemetry_samples": "Int64", "framework_threads": "Int64", "usable_cpus": "Int64", "cpu_seconds": "float64",
     "effective_parallelism": "float64", "energy_j": "float64", "energy_j_per_sample": "float64",
-    "mean_power_w": "float64", "energy_method": "string", "isolation": "string", "attempt": "Int64",
+    "mean_power_w": "float64", "energy_method": "string", "energy_window_s": "float64",
+    "measured_window_s": "float64", "energy_window_differs": "boolean", "isolation": "string", "attempt": "Int64",
     "final_loss": "float64", "speedup": "float64", "scaled_speedup": "float64", "scaling_efficiency": "float64",
     "scaling_base": "string", "flops_per_iteration": "Int64", "achieved_flops": "float64", "peak_flops": "float64",
     "fraction_of_peak": "float64", "peak_device": "string", "peak_source": "string", "reason": "string",
@@ -106,7 +117,8 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
          "dlrepro.tables/5": ("ranks", "scaling", "rank_batch_size", "final_loss", "speedup", "scaled_speedup",
                               "scaling_efficiency", "scaling_base", "rank"),
          "dlrepro.tables/6": peak_columns.COLUMNS,
-         "dlrepro.tables/7": ("timer", "seed")}
+         "dlrepro.tables/7": ("timer", "seed"),
+         "dlrepro.tables/8": ("energy_window_s", "measured_window_s", "energy_window_differs")}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -164,8 +176,20 @@ def provenance(body, job, result, measured=None):
         "ranks": job.get("ranks"), "scaling": job.get("scaling"), "rank_batch_size": job.get("rank_batch_size"),
         "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
         "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],
-        "timer": (result.get("timing") or {}).get("timer"),
+        "timer": timer(result.get("timing") or {}),
     }
+
+
+NO_LEAD_IN = "device_events (no lead-in)"
+
+
+def timer(timing):
+    """The timer column of a result's ``timing``: its ``timer``, but NO_LEAD_IN for device events recorded without
+    a lead-in iteration (before suite commit 866f90f), another discipline that compare and the history keep apart."""
+    found = timing.get("timer")
+    if found == "device_events" and not (timing.get("lead_in") or {}).get("iterations"):
+        return NO_LEAD_IN
+    return found
 
 
 def _text(value):
@@ -186,7 +210,8 @@ def summary_row(body, job, result):
         "status": result["status"], "quantity": timing.get("quantity"), "unit": timing.get("unit"),
         "median": stats.get("median"), "mean": stats.get("mean"), "q1": stats.get("q1"), "q3": stats.get("q3"),
         "iqr": stats.get("iqr"), "ci95_low": ci[0], "ci95_high": ci[1],
-        "ci95_method": stats.get("ci95_method") or (POOLED_CI if stats else None),
+        "ci95_method": (CI_METHOD_MEANS if timing.get("sample") == "repeat mean" and stats else  # its label before v8
+                        stats.get("ci95_method") or (POOLED_CI if stats else None)),
         "ci95_coverage": stats.get("ci95_coverage"), "ci95_units": stats.get("ci95_units"), "n": stats.get("n"), "throughput": timing.get("throughput"),
         "throughput_unit": timing.get("throughput_unit"), "parameters": params.get("measured"),
         "parameters_equivalent": params.get("equivalent"), "parameters_expected": job["model"]["parameters"],
@@ -261,13 +286,20 @@ def _processed(result, job):
 
 
 def _energy(result, job):
-    """The energy columns: joules over the measured window, per sample processed, mean watts, the method."""
+    """The energy columns: joules over the measured window, per sample processed, mean watts, the method, the
+    energy counters' and the measured window (s) and whether they differ by more than one sampling period."""
     found = result.get("energy") or {}
     if found.get("status") != "ok":
-        return {"energy_j": None, "energy_j_per_sample": None, "mean_power_w": None, "energy_method": None}
+        return {"energy_j": None, "energy_j_per_sample": None, "mean_power_w": None, "energy_method": None,
+                "energy_window_s": None, "measured_window_s": None, "energy_window_differs": None}
     processed = _processed(result, job)
+    counted = found.get("seconds")
+    measured = found.get("measured_seconds", (result.get("cpu_usage") or {}).get("wall_seconds"))
+    period = (result.get("telemetry") or {}).get("interval_s") or telemetry.DEFAULT_INTERVAL_S
     return {"energy_j": found["joules"], "energy_j_per_sample": found["joules"] / processed if processed else None,
-            "mean_power_w": found.get("mean_w"), "energy_method": found.get("method")}
+            "mean_power_w": found.get("mean_w"), "energy_method": found.get("method"), "energy_window_s": counted,
+            "measured_window_s": measured,
+            "energy_window_differs": None if None in (counted, measured) else abs(counted - measured) > period}
 
 
 def sample_rows(body, job, result):
@@ -279,7 +311,8 @@ def sample_rows(body, job, result):
         joined = bool(timing.get("ranks_joined"))  # the slowest rank's per iteration (runner.rankjoin)
         means = timing.get("sample") == "repeat mean"  # pipelined_wall: no iteration's own time, no index
         for repeat, seconds in enumerate(timing.get("repeats") or [], 1):
-            rows += [dict(base, sample="iteration", rank=0 if job.get("ranks") and not joined else None,
+            rows += [dict(base, sample="repeat mean" if means else "iteration",
+                          rank=0 if job.get("ranks") and not joined else None,
                           repeat=repeat, index=None if means else i, seconds=s) for i, s in enumerate(seconds, 1)]
         for record in (result.get("ranks") or [])[0 if joined else 1:]:  # each rank's own timings of them
             for repeat, seconds in enumerate(record.get("repeats") or [], 1):

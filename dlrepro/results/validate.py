@@ -136,7 +136,7 @@ def table_files(folder, body):
 def _interval_problem(row, seconds, repeats):
     """Why the recorded 95% CI does not follow from the samples, or None: an interval over repeat medians
     (tables v4) is recomputed exactly; an older pooled one must hold the median within the samples' range."""
-    if row.ci95_method == stats.CI_METHOD:
+    if row.ci95_method in (stats.CI_METHOD, stats.CI_METHOD_MEANS):
         medians = sorted(float(np.median(g)) for _, g in seconds.groupby(repeats))
         expected = stats.median_ci(medians) or [None, None]
         recorded = [None if pd.isna(v) else float(v) for v in (row.ci95_low, row.ci95_high)]
@@ -157,7 +157,7 @@ def _point_estimate(folder, job_id, seconds, repeats):
         summary = json.loads((folder / "jobs" / job_id / "result.json").read_text())["timing"]["summary"]
     except (OSError, ValueError, KeyError, TypeError):
         summary = {}
-    if summary.get("point_estimate") == stats.POINT_ESTIMATE:
+    if summary.get("point_estimate") in (stats.POINT_ESTIMATE, stats.POINT_ESTIMATE_MEANS):
         return float(np.median([np.median(g) for _, g in seconds.groupby(repeats)]))
     return float(seconds.median())
 
@@ -165,7 +165,7 @@ def _point_estimate(folder, job_id, seconds, repeats):
 def statistics(folder, body):
     problems = []
     summary, samples = tables.summary(folder), tables.samples(folder)
-    iterations = samples[samples["sample"] == "iteration"].groupby("job_id")
+    iterations = samples[samples["sample"].isin(["iteration", "repeat mean"])].groupby("job_id")
     for row in summary[(summary["status"] == "ok") & (summary["quantity"] == "seconds per mini-batch")].itertuples():
         if row.job_id not in iterations.groups:
             problems.append(Problem("statistics", "samples.parquet", "no timed iterations for %s" % row.job_id))

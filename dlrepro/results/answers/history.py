@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from dlrepro.results.answers import configkey, regression, verdicts
+from dlrepro.results.answers import configkey, measured, regression, verdicts
 from dlrepro.results.answers.configkey import LINE
 SMOKE_ONE = "a smoke pass (--quick) set against a full run: few iterations on one side, another protocol"
 SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
@@ -42,6 +42,7 @@ class Point:
     reason: str = None
     change: float = None
     joules: float = None  # J per sample, where the energy was measured (one job)
+    joules_window: float = None  # its energy window over its measured window where they differ (measured.energy_window)
     usd: float = None  # USD per 1,000 samples (answers.cost; one job with a price)
     timer: str = None  # configkey.timer_of its jobs
     host: tuple = None  # configkey.fingerprint of its bundle
@@ -72,10 +73,12 @@ def slug(key):
 
 
 def _keyed(summary):
-    """The summary's ok rows with a median, comparable, with the sample their units are (epoch: convergence)."""
+    """The summary's ok rows with a median, comparable, with the sample their units are (epoch: convergence;
+    repeat mean: the pipelined wall time, tables' samples)."""
     ok = summary[(summary["status"] == "ok") & summary["median"].notna()]
-    return configkey.normalised(ok.assign(sample=ok["mode"].map(lambda m: "epoch" if m == "convergence"
-                                                                  else "iteration")))
+    sample = ["epoch" if mode == "convergence" else "repeat mean" if timer == "pipelined_wall" else "iteration"
+              for mode, timer in zip(ok["mode"], ok["timer"].fillna(""))]
+    return configkey.normalised(ok.assign(sample=sample))
 
 
 def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
@@ -95,6 +98,7 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
                           _plain(one["ci95_low"]) if len(jobs) == 1 else None,
                           _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"],
                           joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
+                          joules_window=measured.energy_window(one) if len(jobs) == 1 else None,
                           usd=_plain(one.get("usd_per_1000_samples")) if len(jobs) == 1 else None,
                           timer=configkey.timer_of(jobs), host=hosts[bid])
             mine = units.get(bid, {}).get(tuple(values[:-1]))

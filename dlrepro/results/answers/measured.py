@@ -31,9 +31,10 @@ import pandas as pd
 
 from dlrepro.frameworks import display
 from runner.contract import OPTION_DEFAULTS
-from runner.stats import CI_METHOD, MIN_UNITS_95, median_ci, median_ci_coverage
+from runner.stats import CI_METHOD, CI_METHOD_MEANS, MIN_UNITS_95, median_ci, median_ci_coverage
 
-REPEAT_LEVEL = (CI_METHOD, CI_METHOD.replace("repeat medians", "epochs"))  # tables v4 intervals that tell the noise
+# tables v4 intervals that tell the noise
+REPEAT_LEVEL = (CI_METHOD, CI_METHOD_MEANS, CI_METHOD.replace("repeat medians", "epochs"))
 PREPARED = ("quick", "planned_epochs", "seeds", "accuracy_low", "accuracy_high", "total_low", "total_high")
 # a convergence configuration whose seed jobs are collapsed into one row (everything but the job and its seed)
 SEED_KEY = ["bundle_id", "spec_sha256", "variant", "framework", "framework_version", "image_id", "host", "device",
@@ -44,6 +45,14 @@ def get(row, name):
     """Column ``name`` of a row (dict, Series or namedtuple); None when absent or missing (NaN, NA)."""
     value = row.get(name) if isinstance(row, (dict, pd.Series)) else getattr(row, name, None)
     return None if value is None or (not isinstance(value, str) and pd.isna(value)) else value
+
+
+def energy_window(row):
+    """A row's energy counters' window over its measured window (a ratio) where they differ by more than one sampling
+    period (tables' ``energy_window_differs``: its J/sample and mean power cover another stretch), else None."""
+    if not get(row, "energy_window_differs"):
+        return None
+    return float(get(row, "energy_window_s")) / float(get(row, "measured_window_s"))
 
 
 def epochs_named(metric):

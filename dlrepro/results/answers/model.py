@@ -76,6 +76,8 @@ class Fastest:
     best_joules: float = None  # J per sample
     worst_joules: float = None
     caveats: list = field(default_factory=list)  # why the order is not a full-protocol, like-for-like one
+    best_window: float = None  # its energy window over its measured window where they differ (measured.energy_window)
+    worst_window: float = None
 
 
 def fastest(summary):
@@ -97,7 +99,9 @@ def fastest(summary):
                              best["framework"], float(best["throughput"]),
                              worst["framework"] if len(rows) > 1 else None,
                              float(worst["throughput"]) if len(rows) > 1 else None,
-                             energy[0], energy[1] if len(rows) > 1 else None, caveats))
+                             energy[0], energy[1] if len(rows) > 1 else None, caveats,
+                             measured.energy_window(best),
+                             measured.energy_window(worst) if len(rows) > 1 else None))
     return found
 
 

@@ -173,13 +173,13 @@ def judge(units_a, units_b, min_effect=0.05, alpha=0.01, unit="repeats"):
 
 
 def _normalised(samples):
-    """The timed rows of a samples table (iterations and epochs), comparable."""
-    return configkey.normalised(samples[samples["sample"].isin(["iteration", "epoch"])])
+    """The timed rows of a samples table (iterations, repeat means and epochs), comparable."""
+    return configkey.normalised(samples[samples["sample"].isin(["iteration", "repeat mean", "epoch"])])
 
 
 def units(samples):
     """{configuration (CONFIGURATION values): unit values} of a samples table: a throughput or inference job's
-    repeat medians, a convergence job's epoch seconds."""
+    repeat medians (a pipelined_wall job's: its repeat means), a convergence job's epoch seconds."""
     found = {}
     for key, g in _normalised(samples).groupby(CONFIGURATION, dropna=False, sort=True):
         found[key] = (g["seconds"] if key[-1] == "epoch"

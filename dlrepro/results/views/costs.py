@@ -11,11 +11,23 @@ from dlrepro.results.views import numbers
 TITLE = "Prices: USD per 1,000 samples"
 
 
+WINDOW = "energy window %.2fx the measured one"  # J/sample whose counters' window is not the measured one
+
+
 def joules(rows):
     """Each summary row's J per sample as text: 'not measured' for an ok job without energy (never zero), '' for one
-    not ok."""
-    return [numbers.significant(v) if pd.notna(v) else "not measured" if status == "ok" else ""
-            for v, status in zip(rows["energy_j_per_sample"], rows["status"])]
+    not ok; WINDOW beside it where its energy window differs from its measured one (tables' energy_window_differs)."""
+    windows = [counted / measured if differs else None for counted, measured, differs in zip(
+        rows["energy_window_s"], rows["measured_window_s"], rows["energy_window_differs"].fillna(False))]
+    return [(numbers.significant(v) + ("" if w is None else " (%s)" % WINDOW % w)) if pd.notna(v) else
+            "not measured" if status == "ok" else ""
+            for v, status, w in zip(rows["energy_j_per_sample"], rows["status"], windows)]
+
+
+def per_sample(joules, window=None):
+    """' (0.0194 J/sample)' of a headline, with WINDOW where ``window`` (a ratio) is given; '' without joules."""
+    return "" if joules is None else " (%s J/sample%s)" % (numbers.significant(joules),
+                                                          "" if window is None else "; " + WINDOW % window)
 
 
 def cost(rows):

@@ -405,9 +405,8 @@ def ranking(ranks):
                   "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.")
 
 
-def _rate(framework, rate, joules):
-    return "%s %s%s" % (display(framework), numbers.rate(rate),
-                        "" if joules is None else " (%s J/sample)" % numbers.significant(joules))
+def _rate(framework, rate, joules, window):
+    return "%s %s%s" % (display(framework), numbers.rate(rate), costs.per_sample(joules, window))
 
 
 def headline(answer):
@@ -420,8 +419,8 @@ def headline(answer):
                      "indications, never figures of the full protocol." % ", ".join(answer.smoke))
     for f in answer.fastest:
         groups.setdefault((f.spec, f.variant, f.device_name, f.mode, f.unit), []).append(
-            "b%d %s" % (f.batch_size, _rate(f.best, f.best_rate, f.best_joules))
-            + (" / %s" % _rate(f.worst, f.worst_rate, f.worst_joules) if f.worst else "")
+            "b%d %s" % (f.batch_size, _rate(f.best, f.best_rate, f.best_joules, f.best_window))
+            + (" / %s" % _rate(f.worst, f.worst_rate, f.worst_joules, f.worst_window) if f.worst else "")
             + (" (%s)" % "; ".join(f.caveats) if f.caveats and f.worst else ""))
     for (spec, variant, device, mode, unit), per in groups.items():
         lines.append("%s on %s (%s mode), fastest / slowest, %s: %s" % (variant, device, mode, unit, "; ".join(per)))
