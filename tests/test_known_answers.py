@@ -287,6 +287,16 @@ def test_a_report_headline_says_when_its_order_is_a_smoke_pass_or_timed_differen
     assert line.endswith("b64 PyTorch 640 / JAX 320 (timed differently: JAX by host_sync; PyTorch by device_events)")
 
 
+def test_a_report_headline_sets_bf16_beside_bf16_never_against_fp32(tmp_path):
+    """Review A4: 'b64 PyTorch 6,400 / PyTorch 3,200' set torch bf16 against torch fp32."""
+    folder = make(tmp_path, "fcn", [Job("torch", "fcn-s", 64, medians=[0.01] * 6, device="cuda", precision="bf16"),
+                                    Job("torch", "fcn-s", 64, medians=[0.02] * 6, device="cuda"),
+                                    Job("jax", "fcn-s", 64, medians=[0.015] * 6, device="cuda")])
+    assert report.headline(gather.bundles([folder]))[0] == (
+        "fcn-s on NVIDIA H200 (throughput mode), fastest / slowest, samples/s: b64 bf16: PyTorch 6,400; "
+        "b64 fp32: JAX 4,267 / PyTorch 3,200")
+
+
 def test_check_shows_the_interval_tolerance_and_direction_a_verdict_rests_on_and_the_timers(tmp_path, capsys):
     folder = make(tmp_path, "alexnet", [
         Job("cntk", "alexnet-s", 16, medians=[0.0500, 0.0505, 0.0495, 0.0502, 0.0498, 0.0500], device="cuda"),

@@ -75,16 +75,33 @@ class Fastest:
     best_joules: float = None  # J per sample
     worst_joules: float = None
     caveats: list = field(default_factory=list)  # why the order is not a full-protocol, like-for-like one
+    setting: str = ""  # what sets this order apart from the group's others: 'bf16', '1 thread', ... ('': nothing)
+
+
+LIKE = ("precision", "layout", "threads", "ranks")  # set side by side only at the same value of each
+
+
+def _setting(values, varies):
+    """'bf16, NHWC, 1 thread, 2 ranks': the values of LIKE's columns that vary in the group (``varies``)."""
+    words = {"precision": "%s", "layout": "%s", "threads": "%s threads", "ranks": "%s ranks"}
+    shown = []
+    for column, value in zip(LIKE, values):
+        if column in varies and not pd.isna(value):
+            shown.append((words[column] % value).replace("1 threads", "1 thread").replace("1 ranks", "1 rank"))
+    return ", ".join(shown)
 
 
 def fastest(summary):
-    """Fastest per (spec, variant, device model, mode, mini-batch), by samples/s of the ok jobs, with the caveats
-    of that order: a smoke pass among them, frameworks timed differently (answers.measured.mixed_timers)."""
+    """Fastest per (spec, variant, device model, mode, mini-batch, precision, layout, threads, ranks), by samples/s
+    of the ok jobs: like with like, never bf16 against fp32; each order's ``setting`` names the LIKE values that
+    vary within its (spec, variant, device model, mode), its caveats a smoke pass among them and frameworks timed
+    differently (answers.measured.mixed_timers)."""
     found = []
     ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
     for (spec, variant, device, mode), group in ok.groupby(["spec", "variant", "device_name", "mode"], sort=True,
                                                            dropna=False):
-        for batch, rows in group.groupby("batch_size", sort=True):
+        varies = {c for c in LIKE if group[c].nunique(dropna=False) > 1}
+        for (batch, *like), rows in group.groupby(["batch_size", *LIKE], sort=True, dropna=False):
             rows = rows.sort_values("throughput", ascending=False)
             best, worst = rows.iloc[0], rows.iloc[-1]
             energy = [None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"])
@@ -98,7 +115,7 @@ def fastest(summary):
                                  best["framework"], float(best["throughput"]),
                                  worst["framework"] if len(rows) > 1 else None,
                                  float(worst["throughput"]) if len(rows) > 1 else None,
-                                 energy[0], energy[1] if len(rows) > 1 else None, caveats))
+                                 energy[0], energy[1] if len(rows) > 1 else None, caveats, _setting(like, varies)))
     return found
 
 
