@@ -19,6 +19,7 @@ from dlrepro.errors import SpecError
 from dlrepro.results import bundle, gather, records, tables
 from dlrepro.results.answers import history, matrix
 from dlrepro.results.views import costs, numbers, plots, report
+from tests.bundles import Job, make
 from tests.test_report import Tables, chromium, headless
 
 COMMITTED = REPO_ROOT / "results"
@@ -245,45 +246,71 @@ def test_a_price_that_is_no_positive_number_is_refused(given, tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
-def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_the_prices_source(tmp_path):
+def test_the_h200_report_gives_joules_per_sample_and_no_price_where_only_another_offer_is_sourced(tmp_path):
+    """Review A7: the H200's only sourced price was a capacity-block rate, beside on-demand prices of other GPUs; the
+    table has one offer type (on-demand), so the H200 reads 'no price' until a reader gives one per device-hour."""
     answer = gather.bundles([H200_FCN], COMMITTED)
     made = report.write(answer, tmp_path / "r")
     page = Tables(made.html.read_text())
     shown = page.table("fcn, throughput mode")
     s = tables.summary(COMMITTED / H200_FCN).sort_values(["variant", "device", "batch_size", "framework"])
     assert shown["J per sample"].tolist() == [numbers.significant(v) for v in s["energy_j_per_sample"]]
-    # 1 H200 at 5.408 USD an hour (prices.yaml): USD / 3600 / (samples/s) x 1000
-    assert shown["USD per 1,000 samples"].tolist() == [numbers.significant(5.408 / 3600 / t * 1000)
-                                                        for t in s["throughput"]]
-    prices = page.table("Prices: USD per 1,000 samples")
-    h200 = pricesmod.load().rows[0]
-    assert prices.iloc[0].tolist() == ["H200", "5.408", h200.offer, h200.instance,
-                                       "2024-12 (rates in effect until 2025-01-01)",
-                                       "https://aws.amazon.com/ec2/capacityblocks/pricing/"]
+    assert set(shown["USD per 1M samples"]) == {"no price"} and pricesmod.load().offer == "on-demand"
     mine = Tables(report.write(gather.bundles([H200_FCN], COMMITTED, price_per_hour=2.0), tmp_path / "own")
                   .html.read_text())
-    assert mine.table("fcn, throughput mode")["USD per 1,000 samples"].tolist() == [
-        numbers.significant(2.0 / 3600 / t * 1000) for t in s["throughput"]]
-    assert mine.table("Prices:")["source"].tolist() == ["given with --price-per-hour"]
+    # 1 H200 at 2 USD a device-hour: USD / 3600 / (samples/s) x 1,000,000
+    assert mine.table("fcn, throughput mode")["USD per 1M samples"].tolist() == [
+        "%s (price given)" % numbers.significant(2.0 / 3600 / t * 1e6) for t in s["throughput"]]
+    assert mine.table("Prices:").iloc[0].tolist() == ["2.00 USD per device-hour (a GPU, or one logical CPU)",
+                                                      "given with --price-per-hour"]
 
 
-def test_a_cpu_job_without_energy_reads_not_measured_and_is_priced_per_cpu():
+def test_a_cpu_job_without_energy_reads_not_measured_and_is_priced_per_cpu_beside_its_dated_price():
     answer = gather.bundles(["cifar10-vgg-20261204T204409Z-33f42c63"], COMMITTED)
     rows = answer.summary
     assert rows["energy_j_per_sample"].isna().all() and (rows["price_devices"] == 2).all()
-    shown = Tables(report.TEMPLATES.get_template("report.html.j2").render(report.context(answer),
-                                                                          d=report.context(answer)))
+    context = report.context(answer)
+    shown = Tables(report.TEMPLATES.get_template("report.html.j2").render(context, d=context))
     table = shown.table("cifar10-vgg, throughput mode")
     assert set(table["J per sample"]) == {"not measured"}
-    assert table["USD per 1,000 samples"].tolist() == [
-        numbers.significant(2 * 0.0425 / 3600 / t * 1000)
+    # the c5 vCPU's launch price of 2017-11, a run of 2026-12: older than the run, said beside each cost
+    assert table["USD per 1M samples"].tolist() == [
+        "%s (2017-11 price, older than the run)" % numbers.significant(2 * 0.0425 / 3600 / t * 1e6)
         for t in rows.sort_values(["variant", "device", "batch_size", "framework"])["throughput"]]
+    assert shown.table("Prices:").iloc[0].tolist()[:5] == [
+        "one logical CPU (vCPU)", "0.0425",
+        "c5.large (2 vCPUs: one core, two hardware threads), Linux, US East (N. Virginia): 0.085 USD/h / 2",
+        "2017-11", "launch price"]
+
+
+def test_a_given_price_is_per_device_hour_so_a_2_cpu_job_pays_twice_a_1_cpu_jobs(tmp_path):
+    """Review A6: --price-per-hour 0.085 charged a 1-CPU and a 2-CPU job 0.085 USD an hour each, which flipped
+    which was cheaper per sample (the table charges per device)."""
+    folder = make(tmp_path, "alexnet", [Job("caffe", "alexnet-s", 16, medians=[0.10] * 6, threads=1),
+                                        Job("caffe", "alexnet-s", 16, medians=[0.06] * 6, threads=2)])
+    for given, table in ((0.0425, None), (None, pricesmod.load())):
+        rows = gather.bundles([folder], price_per_hour=given).summary.sort_values("threads")
+        assert rows["usd_per_hour"].tolist() == pytest.approx([0.0425, 0.085])
+        # 160 and 266.7 samples/s: 0.0738 and 0.0885 USD per 1M samples: 1 thread stays the cheaper per sample
+        assert rows["usd_per_million_samples"].tolist() == pytest.approx([0.0425 / 3600 / 160 * 1e6,
+                                                                          0.085 / 3600 / (16 / 0.06) * 1e6])
+        assert costs.cost(rows) == (["0.0738 (price given)", "0.0885 (price given)"] if given else
+                                    ["0.0738 (2017-11 price, older than the run)",
+                                     "0.0885 (2017-11 price, older than the run)"])
+
+
+def test_a_price_row_is_older_than_a_run_when_its_last_known_date_is_before_the_run():
+    row = pricesmod.load().rows[0].model_copy(update={"as_of": "2018", "until": "2024"})
+    assert (row.dated, row.older_than("2024-12-31T00:00:00Z"), row.older_than("2025-01-01T00:00:00Z")) == (
+        "2018-2024", False, True)
+    assert costs.usd(20.94, "2016-09", True) == "20.9 (2016-09 price, older than the run)"
 
 
 def test_a_device_no_price_row_names_reads_no_price():
     assert pricesmod.of("cuda", "GeForce GTX 1080", 1) is None
-    assert pricesmod.of("cuda", "NVIDIA H200", 2).usd_per_hour == pytest.approx(2 * 5.408)
-    rows = pd.DataFrame({"usd_per_1000_samples": [float("nan")] * 2, "price_id": [None, None],
+    assert pricesmod.of("cuda", "Tesla K80", 2).usd_per_hour == pytest.approx(2 * 0.90)
+    rows = pd.DataFrame({"usd_per_million_samples": [float("nan")] * 2, "price_id": [None, None],
+                         "price_dated": [None, None], "price_older": [None, None],
                          "status": ["ok", "failed"], "throughput": [100.0, float("nan")]})
     assert costs.cost(rows) == ["no price", ""]
 
@@ -294,7 +321,7 @@ def test_a_price_row_that_prices_two_kinds_is_refused_naming_the_file_line_and_f
     bad.write_text(Path(pricesmod.FILE).read_text().replace(row, row + "    names: [L4]\n"))
     with pytest.raises(SpecError) as err:
         pricesmod.load.__wrapped__(bad)
-    assert "prices.yaml" in str(err.value) and "rows.6" in str(err.value) and "one of the two" in str(err.value)
+    assert "prices.yaml" in str(err.value) and "rows.5" in str(err.value) and "one of the two" in str(err.value)
 
 
 def test_history_sets_a_smoke_pass_apart_from_a_full_run():

@@ -22,11 +22,12 @@ SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
 
 @dataclass
 class Point:
-    """One bundle's measurement of a configuration: ``median`` and ``low``/``high`` (its 95% CI; None where the
-    bundle measured it in several jobs, seeds pooled) in ``unit``; ``joules`` and ``usd`` per sample and per 1,000
-    samples where the summary has them (answers.cost.priced); ``verdict`` and ``reason`` against the point
-    before (None for the first, or where either side has no timed units: a pass over images), the reason saying
-    when a side is a smoke pass."""
+    """One bundle's measurement of a configuration: ``median`` and ``low``/``high`` (its 95% CI; None where the bundle
+    measured it in several jobs, seeds pooled) in ``unit``; ``joules`` and ``usd`` per sample and per 1M samples
+    (``usd_dated``: its price's date, prices.Row.dated, None for a given price; ``usd_older``: that date ends before
+    the bundle was made) where the summary has them (answers.cost.priced); ``verdict`` and ``reason`` against the
+    point before (None for the first, or where either side has no timed units: a pass over images), the reason
+    saying when a side is a smoke pass."""
     bundle_id: str
     created: str
     suite_commit: str
@@ -40,7 +41,9 @@ class Point:
     reason: str = None
     change: float = None
     joules: float = None  # J per sample, where the energy was measured (one job)
-    usd: float = None  # USD per 1,000 samples (answers.cost; one job with a price)
+    usd: float = None  # USD per 1M samples (answers.cost; one job with a price)
+    usd_dated: str = None
+    usd_older: bool = None
 
 
 @dataclass
@@ -90,7 +93,9 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
                           _plain(one["ci95_low"]) if len(jobs) == 1 else None,
                           _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"],
                           joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
-                          usd=_plain(one.get("usd_per_1000_samples")) if len(jobs) == 1 else None)
+                          usd=_plain(one.get("usd_per_million_samples")) if len(jobs) == 1 else None,
+                          usd_dated=_plain(one.get("price_dated")) if len(jobs) == 1 else None,
+                          usd_older=_plain(one.get("price_older")) if len(jobs) == 1 else None)
             mine = units.get(bid, {}).get(tuple(values[:-1]))
             if before is not None and mine is not None and before[1] is not None:
                 judged = regression.judge(before[1], mine, min_effect, alpha,

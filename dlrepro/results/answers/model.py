@@ -127,8 +127,8 @@ class BundleAnswer:
     ``efficiency``: answers.efficiency.PUBLISHED_COLUMNS; ``then_and_now``: THEN_AND_NOW_COLUMNS; ``not_measured``:
     {status: jobs} of the jobs that did not finish ok; ``nothing``: for one bundle, why no job gave a cell and what to
     run (answers.published.nothing_compared), else None; ``timers``: timer_notes; ``prices``: the price rows the
-    summary's cost per 1,000 samples rests on (answers.cost), ``price_per_hour`` the reader's own price (USD per hour
-    of a job's devices, None: the price table's)."""
+    summary's cost per 1M samples rests on (answers.cost), ``price_per_hour`` the reader's own price (USD per
+    device-hour, None: the price table's)."""
     bodies: list
     summary: pd.DataFrame
     samples: pd.DataFrame
@@ -188,7 +188,7 @@ def _choice(value, choices):
 
 def bundle_answer(bodies, summary, samples, price_per_hour=None):
     """The BundleAnswer of bundles with bundle.json ``bodies`` and their merged ``summary`` and ``samples`` tables
-    (dlrepro.results.tables.merge); costs from ``price_per_hour`` (USD per hour of a job's devices) when given, else
+    (dlrepro.results.tables.merge); costs from ``price_per_hour`` (USD per device-hour) when given, else
     from the price table (answers.cost)."""
     found = recorded(bodies)
     summary = cost.priced(efficiency.labelled(measured.prepare(summary, bodies)), bodies, price_per_hour)

@@ -150,7 +150,7 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     ``samples``); ``missing``: {run id: bundle id the results folder lacks}; ``unrecorded``: {spec name:
     [Reference]} for the specs of runs that have no bundle, whose published values no bundle recorded (the spec's
     today: shown beside "not run", nothing measured depends on them); ``price_per_hour``: the reader's price (USD
-    per hour of a job's devices) for the cost per 1,000 samples, None: the price table's."""
+    per device-hour) for the cost per 1M samples, None: the price table's."""
     gone = {run: "bundle %s not found under %s" % (bid, results_shown) for run, bid in missing.items()}
     why_not = not_run(record, missing, results_shown)
     every = measured.prepare(summary, bodies)

@@ -159,7 +159,7 @@ def results(summary, timers=None):
             "n": rows["n"].map(_fmt_int), "mean": rows["mean"].map(_fmt),
             "throughput": [_fmt(v) + " " + u if pd.notna(v) else "" for v, u in zip(rows["throughput"],
                                                                                       rows["throughput_unit"])],
-            "J per sample": costs.joules(rows), "USD per 1,000 samples": costs.cost(rows),
+            "J per sample": costs.joules(rows), costs.HEADER: costs.cost(rows),
             "mean power (W)": rows["mean_power_w"].map(lambda v: "" if pd.isna(v) else "%.0f" % v),
             "test accuracy": [_accuracy(*a) for a in zip(rows["final_test_accuracy"], _column(rows, "accuracy_low"),
                                                          _column(rows, "accuracy_high"))],

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from dlrepro.frameworks import display
 from dlrepro.results.answers import verdicts
-from dlrepro.results.views import numbers, palette, plots
+from dlrepro.results.views import costs, numbers, palette, plots
 from dlrepro.results.views.report import TEMPLATES
 from dlrepro.results.views.study_report import rests_on
 
@@ -74,7 +74,7 @@ def configuration_page(configuration, up, matrices=()):
              "interval": "%s to %s" % (_value(p.low, p.unit), _value(p.high, p.unit)) if p.low is not None else "",
              "smoke": "smoke pass" if p.smoke else "", "verdict": p.verdict or "", "reason": p.reason or "",
              "joules": "not measured" if p.joules is None else numbers.significant(p.joules),
-             "usd": "" if p.usd is None else numbers.significant(p.usd),
+             "usd": "" if p.usd is None else costs.usd(p.usd, p.usd_dated, p.usd_older),
              "colour": palette.verdict_colour(p.verdict)} for p in configuration.points]
     key = [(name, "" if value is None else str(value)) for name, value in configuration.key.items()]
     return TEMPLATES.get_template("site_configuration.html.j2").render(
