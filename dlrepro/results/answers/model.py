@@ -269,7 +269,8 @@ class Comparison:
     what differs between them beyond the configurations (hosts, devices, versions, and configurations whose two
     sides were timed differently); ``varying``: the configuration columns whose values differ between rows (a view
     shows them, e.g. precision; "timer" when a configuration's sides were timed differently); ``advice``: what to rerun when the repeats cannot give
-    a verdict; ``nothing``: why no configuration was compared."""
+    a verdict; ``nothing``: why no configuration was compared; ``smoke``: the sides run with --quick, as
+    ("A", bundle id) pairs (a smoke pass: every change is an indication, every verdict "cannot tell")."""
     spec: str
     sides: tuple
     cells: pd.DataFrame
@@ -279,6 +280,7 @@ class Comparison:
     varying: list = field(default_factory=list)
     advice: str = None
     nothing: str = None
+    smoke: list = field(default_factory=list)
 
     def failing(self, fail_on):
         """The configurations that fail under ``fail_on`` (FAIL_ON)."""
@@ -295,7 +297,8 @@ class Comparison:
                 "b": self.sides[1].__dict__, "differs": self.differs, "min_effect": self.min_effect,
                 "alpha": self.alpha, "fail_on": fail_on, "exit_status": self.exit_status(fail_on),
                 "failed": bool(len(failing)), "failing_cells": records(failing), "cells": records(self.cells),
-                "advice": self.advice, "nothing_compared": self.nothing}
+                "advice": self.advice, "nothing_compared": self.nothing,
+                "smoke": [{"side": side, "bundle": bid} for side, bid in self.smoke]}
 
 
 UNRECORDED = "not recorded"  # a bundle from before runner.measure recorded its timer
@@ -314,10 +317,22 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     shared = ~cells["verdict"].isin([verdicts.ONLY_IN_A, verdicts.ONLY_IN_B])
     nothing = None if shared.any() else "%s and %s share no configuration (spec, variant, framework, device, batch " \
                                         "size, ...): is A the right baseline?" % (body_a["id"], body_b["id"])
+    smoke = [(name, body["id"]) for name, body in (("A", body_a), ("B", body_b))
+             if (body.get("options") or {}).get("quick")]
+    if smoke:  # a smoke pass's change is an indication, never a verdict
+        why = " and ".join("%s is a smoke pass (--quick)" % name for name, _ in smoke)
+        told = shared & cells["verdict"].ne(verdicts.CANNOT_TELL)
+        cells.loc[told, "reason"] = why
+        cells.loc[shared & ~told, "reason"] = why + "; " + cells.loc[shared & ~told, "reason"].fillna("")
+        cells.loc[shared, "verdict"] = verdicts.CANNOT_TELL
     judged = cells[shared]
     stuck = judged[(judged["verdict"] == verdicts.CANNOT_TELL) & judged["n_a"].notna()]
     advice = None
-    if len(stuck) and any(regression.smallest_p(int(a), int(b)) >= alpha for a, b in zip(stuck["n_a"], stuck["n_b"])):
+    if smoke:
+        advice = "rerun %s without --quick (%d repeats or more), then compare" % (
+            " and ".join(bid for _, bid in smoke), repeats_needed(alpha))
+    elif len(stuck) and any(regression.smallest_p(int(a), int(b)) >= alpha
+                            for a, b in zip(stuck["n_a"], stuck["n_b"])):
         advice = "%d vs %d repeats cannot give p < %g: run both with --repeats %d or more" % (
             int(stuck["n_a"].min()), int(stuck["n_b"].min()), alpha, repeats_needed(alpha))
     varying = [c for c in KEY_SHOWN if c != "framework_version" and cells[c].astype("string").nunique(dropna=False) > 1]
@@ -333,5 +348,5 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
                        "docs/gpu.md); their verdicts compare the timers too" % (
                            ", ".join(sorted({"%s / %s" % pair for pair in zip(timed["timer_a"], timed["timer_b"])})),
                            len(timed), len(judged)))
-    return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing)
+    return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing, smoke)
 
