@@ -90,6 +90,35 @@ def test_an_ordering_claim_sets_tools_side_by_side_at_one_thread_count(tmp_path)
         verdict.evidence
 
 
+def test_a_claim_that_holds_on_some_of_its_tools_says_which_and_a_claim_not_asked_is_not_asked(tmp_path):
+    """Review U16: 'holds' stood for every framework of a claim measured on 3 of its tools; U13: a claim whose runs
+    the user did not ask for (--run cpu-rnn) was filed as 'not testable here'."""
+    from types import SimpleNamespace
+
+    from dlrepro.results.answers import study as studymod
+
+    golden = studies.load(str(GOLDEN))
+    band = golden.claims["band"].model_copy(update={"tools": ["Caffe", "TensorFlow", "MXNet", "Torch"]})
+    study = golden.model_copy(update={"claims": {"band": band, "gpu": golden.claims["ordering-holds"]}})
+    folder = make(tmp_path, "fcn", [Job("caffe", "fcn-s", 64, medians=[0.10] * 6),
+                                    Job("tensorflow", "fcn-s", 64, medians=[0.12] * 6)])
+    summary = measured.prepare(tables.summary(folder), [bundle.body(folder)]).assign(run="cpu")
+    held, asked = claims.evaluate(study, summary, not_run={"gpu": "not asked: --run cpu was given"})
+    assert held.said == "holds for the 2 tools measured; not measured: MXNet, Torch"
+    assert (asked.verdict, asked.reason, asked.evidence) == (
+        "not asked", "--run cpu was given", "its runs (gpu) were not asked: --run cpu was given")
+    assert studymod.sentence(study.model_copy(update={"title": "Golden - constructed"}), "2-CPU AMD EPYC, no GPU",
+                             [held, asked], [(asked.reason, [asked])]) == (
+        "On this study's host (2-CPU AMD EPYC, no GPU) 1 of Golden's 2 claims could be tested: 1 holds (for the tools "
+        "measured only). Not asked: --run cpu was given (1).")
+    # a claim the host could not test anyway keeps the host plan's reason, asked or not
+    gpu = SimpleNamespace(testable=False, headline="needs an NVIDIA GPU", reason="no GPU here", cause="gpu")
+    (_, untested) = claims.evaluate(study, summary, not_run={"gpu": "not asked: --run cpu was given"},
+                                    planned={"gpu": gpu})
+    assert (untested.verdict, untested.reason, untested.evidence) == ("not testable here", "needs an NVIDIA GPU",
+                                                                      "no GPU here")
+
+
 # --- properties over bundles drawn at random ------------------------------------------------------------------
 
 FRAMEWORKS = ["torch", "tensorflow", "mxnet", "jax", "cntk", "caffe"]

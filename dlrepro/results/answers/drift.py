@@ -43,7 +43,7 @@ class Drift:
     def change(self):
         """One of CHANGES (module doc)."""
         then, now = self.published.verdict, self.today.verdict
-        if then == now == verdicts.NOT_TESTABLE:
+        if then in verdicts.UNJUDGED and now in verdicts.UNJUDGED:
             return NOT_JUDGED
         if self.same:
             return SAME

@@ -96,7 +96,7 @@ def not_run(record, missing, results_shown):
 def sentence(study, host, verdict_list, groups):
     """The one-sentence answer: 'On this study's host (...) 4 of DLBench's 22 claims could be tested: 1 holds,
     3 direction holds, size does not. Not testable here: needs an NVIDIA GPU (16); ...'."""
-    tested = [v for v in verdict_list if v.verdict != verdicts.NOT_TESTABLE]
+    tested = [v for v in verdict_list if v.verdict not in verdicts.UNJUDGED]
     tally = {}
     for v in sorted(tested, key=lambda v: verdicts.rank(v.verdict)):
         tally[v.verdict] = tally.get(v.verdict, 0) + 1
@@ -104,9 +104,15 @@ def sentence(study, host, verdict_list, groups):
     name = study.title.split(" - ")[0].strip()
     text = "%s %d of %s %d claims could be tested" % (where, len(tested), name + ("'" if name.endswith("s") else "'s"),
                                                       len(verdict_list))
-    text += (": " + ", ".join("%d %s" % (n, w) for w, n in tally.items())) if tally else ""
-    rest = "; ".join("%s (%d)" % (why, len(group)) for why, group in groups)
-    return text + "." + (" Not testable here: %s." % rest if rest else "")
+    scoped = {w: sum(1 for v in tested if v.verdict == w and v.scope) for w in tally}
+    text += (": " + ", ".join("%d %s%s" % (n, w, "" if not scoped[w] else " (for the tools measured only)"
+                                           if scoped[w] == n else " (%d for the tools measured only)" % scoped[w])
+                              for w, n in tally.items())) if tally else ""
+    said = []
+    for word in verdicts.UNJUDGED:
+        rest = "; ".join("%s (%d)" % (why, len(group)) for why, group in groups if group[0].verdict == word)
+        said += [" %s: %s." % (word.capitalize(), rest)] if rest else []
+    return text + "." + "".join(said)
 
 
 def _state(entry, measured_any, missing):
@@ -169,7 +175,7 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     groups = {}
     judged = []
     for v in verdict_list:
-        if v.verdict == verdicts.NOT_TESTABLE:
+        if v.verdict in verdicts.UNJUDGED:
             groups.setdefault(v.reason, []).append(v)
         else:
             judged.append(v)

@@ -103,7 +103,7 @@ def study_page(matrix, matrices=()):
     """The HTML of one study's claims x (host, version set) matrix (``matrices``: every study's, for the head)."""
     cells = {}
     for (claim, at), v in matrix.cells.items():
-        cells[(claim, at)] = {"verdict": v.verdict, "colour": palette.verdict_colour(v.verdict),
+        cells[(claim, at)] = {"verdict": v.verdict, "said": v.said, "colour": palette.verdict_colour(v.verdict),
                               "rests_on": rests_on(v, matrix.columns[at].smoke),
                               "evidence": v.evidence or v.reason or ""}
     return TEMPLATES.get_template("site_study.html.j2").render(m=matrix, cells=cells, figure_size=FIGURE_SIZE,

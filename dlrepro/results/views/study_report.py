@@ -46,6 +46,7 @@ class Claim:
     evidence: str
     rests_on: str
     source: str
+    said: str = ""  # the verdict with its scope (claims.Verdict.said): 'holds for the 3 tools measured; ...'
 
 
 def rests_on(v, smoke):
@@ -209,7 +210,7 @@ def _asked(asked):
 def context(answer):
     """Everything the study templates show of a StudyAnswer."""
     judged = [Claim(v.claim, v.text, v.verdict, palette.verdict_colour(v.verdict), v.evidence,
-                    rests_on(v, bool(answer.smoke)), v.source) for v in answer.claims]
+                    rests_on(v, bool(answer.smoke)), v.source, v.said) for v in answer.claims]
     papers, folded = [], []
     for t in answer.tables:
         if any(c.measured is not None for c in t.cells.values()):
