@@ -17,8 +17,8 @@ from dlrepro import REPO_ROOT
 from dlrepro import prices as pricesmod
 from dlrepro.errors import SpecError
 from dlrepro.results import bundle, gather, records, tables
-from dlrepro.results.answers import history, matrix
-from dlrepro.results.views import costs, numbers, plots, report
+from dlrepro.results.answers import history, matrix, verdicts
+from dlrepro.results.views import costs, numbers, plots, report, site as siteview
 from tests.bundles import Job, make
 from tests.test_report import Tables, chromium, headless
 
@@ -119,25 +119,52 @@ def test_a_configuration_history_has_one_point_per_bundle_that_measured_it(built
     assert len(pages) == len(Tables((results / "reports" / "configurations.html").read_text()).tables[0][2])
 
 
+def test_a_study_matrix_cell_shows_its_strongest_evidence_not_its_newest_record():
+    """Review U1: DLF's GRU-accuracy claim holds in the full 6-seed run dlf-20261203T135819Z, and read
+    'inconclusive' because the smoke pass dlf-20261204T033514Z on the same host came later."""
+    full, smoke = "dlf-20261203T135819Z", "dlf-20261204T033514Z"
+    (found,) = matrix.matrices([gather.study(str(COMMITTED / "studies" / (n + ".json")), COMMITTED)
+                                for n in (smoke, full)])
+    (at,) = [i for i, c in enumerate(found.columns) if c.versions == matrix.TODAY]
+    column, cell = found.columns[at], found.cells[("rnn-accuracy", at)]
+    assert [(r.name, r.smoke) for r in column.records] == [(smoke, True), (full, False)]
+    assert column.named == ["CNTK 2.7.post2", "Caffe2 1.10.2", "JAX 0.10.2", "MXNet 1.9.1", "PyTorch 2.13.0",
+                            "TensorFlow 2.21.0"]
+    assert (cell.best.record.name, cell.best.verdict.said) == (full, "holds for the 3 tools measured; not measured: "
+                                                                      "CNTK")
+    assert [(o.record.name, o.verdict.said) for o in cell.others] == [(smoke, "inconclusive")]
+    page = siteview.study_page(found)
+    assert ('<span class="note">inconclusive: <a href="../%s/study.html">%s</a> (smoke pass)</span>' % (smoke, smoke)
+            in page)
+
+
 def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
+    """Every cell's verdict is the verdict of the record it links, in its column's version set; a cell comes from a
+    smoke pass only where no full run of its column judged the claim."""
     results, _ = built
     for study in sorted({re.sub(r"-\d{8}T\d{6}Z$", "", r) for r in _committed_records()}):
         html = (results / "reports" / "studies" / ("%s.html" % study)).read_text()
-        newest = max(r for r in _committed_records() if r.startswith(study + "-"))
-        answer = gather.study(str(COMMITTED / "studies" / (newest + ".json")), COMMITTED)
-        header = [(unescape(h), r) for h, r in re.findall(r"<th>([^<]*)<br><a href=\"\.\./([^/]+)/study\.html\">",
-                                                          html)]
-        assert (answer.host, matrix.TODAY) in [(h.rsplit(", ", 1)[0], h.rsplit(", ", 1)[1]) for h, r in header
-                                               if r == newest]
-        at = [i for i, (h, r) in enumerate(header) if r == newest and h.endswith(matrix.TODAY)][0]
-        expected = {v.claim: v.verdict for v in answer.claims}
-        expected.update({v.claim: v.verdict for _, group in answer.untestable for v in group})
-        expected.update({d.claim: d.today.verdict for d in answer.drift})
-        rows = re.findall(r"<tr><td class=\"small\"><b>([^<]+)</b>.*?</tr>", html, re.S)
-        cells = {claim: re.findall(r'data-verdict="([^"]*)"', row)[at]
-                 for claim, row in zip(rows, re.findall(r"<tr><td class=\"small\"><b>[^<]+</b>(.*?)</tr>", html,
-                                                        re.S))}
-        assert {c: unescape(v) for c, v in cells.items()} == expected, study
+        answers = {r: gather.study(str(COMMITTED / "studies" / (r + ".json")), COMMITTED)
+                   for r in _committed_records() if r.startswith(study + "-")}
+        said = {}
+        for name, answer in answers.items():
+            today = {v.claim: v.verdict for v in answer.claims}
+            today.update({v.claim: v.verdict for _, group in answer.untestable for v in group})
+            today.update({d.claim: d.today.verdict for d in answer.drift})
+            said[(name, matrix.TODAY)] = today
+            said[(name, matrix.PUBLISHED)] = {d.claim: d.published.verdict for d in answer.drift}
+        heads = [unescape(h).rsplit(", ", 1)[1] for h in re.findall(r"<th>([^<]*)<br>", html)]
+        full = {r for r, a in answers.items() if not (a.record.get("asked") or {}).get("quick")}
+        checked = 0
+        for claim, row in re.findall(r'<tr><td class="small"><b>([^<]+)</b>.*?</td>(.*?)</tr>', html, re.S):
+            for versions, (verdict, record) in zip(heads, re.findall(
+                    r'data-verdict="([^"]*)">(?:<span[^>]*>[^<]*</span>)?<br><a href="\.\./([^/]+)/study\.html">', row)):
+                assert said[(record, versions)][claim] == unescape(verdict), (study, claim, record)
+                checked += 1
+                if record not in full and unescape(verdict) not in verdicts.UNJUDGED:
+                    assert not any(said[(r, versions)].get(claim) not in (None, *verdicts.UNJUDGED) for r in full
+                                   if (r, versions) in said and answers[r].host == answers[record].host), claim
+        assert checked >= len(re.findall(r"<tr><td class=\"small\">", html)), study
 
 
 def test_every_link_and_image_of_the_site_resolves_and_no_machine_path_shows(built, tmp_path):

@@ -102,10 +102,13 @@ def _selectors(rows, columns):
 def study_page(matrix, matrices=()):
     """The HTML of one study's claims x (host, version set) matrix (``matrices``: every study's, for the head)."""
     cells = {}
-    for (claim, at), v in matrix.cells.items():
+    for (claim, at), cell in matrix.cells.items():
+        v, record = cell.best.verdict, cell.best.record
         cells[(claim, at)] = {"verdict": v.verdict, "said": v.said, "colour": palette.verdict_colour(v.verdict),
-                              "rests_on": rests_on(v, matrix.columns[at].smoke),
-                              "evidence": v.evidence or v.reason or ""}
+                              "rests_on": rests_on(v, record.smoke), "record": record.name,
+                              "mark": " (smoke pass)" if record.smoke else "", "evidence": v.evidence or v.reason or "",
+                              "others": [{"said": o.verdict.said, "record": o.record.name,
+                                          "mark": " (smoke pass)" if o.record.smoke else ""} for o in cell.others]}
     return TEMPLATES.get_template("site_study.html.j2").render(m=matrix, cells=cells, figure_size=FIGURE_SIZE,
                                                                matrices=matrices)
 
