@@ -305,3 +305,15 @@ def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_w
     assert [r[5] for r in quick.rows] == ["[1]", "[1]", ""] and quick.footnotes == ["smoke pass: no ratio"]
     assert [r[5] for r in study_report.then_and_now(table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7},
                                                           smoke="--quick"), then, record).rows] == ["[1]", "[1]", ""]
+
+
+def test_the_first_screen_says_which_of_the_studys_own_tables_are_not_in_the_suite(made):
+    """Review U4: DLBench's own tables are empty (115 cells 'the published values were not retrieved') and no
+    headline said so before someone rents a K80 to judge them."""
+    line = ("Report Study's own tables are not in the suite (their published values were not retrieved): A GPU "
+            "table never retrieved; so none of their cells can be judged, on their hardware or any other; the "
+            "published cells here are a third-party rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README).")
+    parts = made.markdown.read_text().split("\n\n")  # the title, the smoke and manifest notes, the answer, the line
+    assert parts[3].startswith("On this study's host") and parts[4] == "> **%s**" % line
+    html = made.html.read_text()
+    assert '<p class="banner" id="unretrieved">%s</p>' % line.replace("'", "&#39;") in html

@@ -233,6 +233,7 @@ def context(answer):
     return {"study": answer.study, "record": answer.record, "record_path": answer.record_path,
             "manifest_note": answer.manifest_note, "asked": _asked(answer.record.get("asked") or {}),
             "answer": answer.answer, "smoke": answer.smoke, "missing": answer.missing,
+            "unretrieved": answer.unretrieved,
             "results_shown": answer.results_shown, "claims": judged, "untestable": answer.untestable,
             "cells": answer.counts, "why": answer.why, "environment": environment(answer), "papers": papers,
             "folded_tables": folded, "drift": drift,
