@@ -261,8 +261,8 @@ def efficiency(shown, speedups):
         "framework": speedups["framework"].map(display),
         "threads": [str(int(t)) if pd.notna(t) else "" for t in speedups["threads"]],
         "versions": speedups["then_version"] + " -> " + speedups["now_version"],
-        "speedup": ["smoke pass: no ratio" if s else numbers.ratio(v) for v, s in zip(speedups["speedup"],
-                                                                                     speedups["smoke"])],
+        "speedup": [numbers.ratio(v) + (" (smoke pass: indicative)" if s and pd.notna(v) else "")
+                    for v, s in zip(speedups["speedup"], speedups["smoke"])],
         "95% interval": ["%s-%s" % (numbers.ratio(a), numbers.ratio(b)) if pd.notna(a) and pd.notna(b) else ""
                          for a, b in zip(speedups["speedup_low"], speedups["speedup_high"])]}),
         "seconds per mini-batch of the oldest version measured over the newest one's (the studies' era image "
