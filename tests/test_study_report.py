@@ -330,7 +330,7 @@ def test_then_and_now_gives_an_indicative_smoke_ratio_folds_unchanged_versions_a
     context = study_report.context(answer)
     (row,) = context["drift"].rows
     assert row[0] == "not judged" and row[1].startswith("22 claims: fcn-s-ordering, resnet50-ordering, ")
-    assert row[2] == "not testable here at either set"
+    assert row[2] == "no verdict at either set: not testable here, or not asked"
     table = context["then_and_now"][0][1]
     assert table.note.endswith("The same version at both sets, not shown: Caffe 1.0.0 (published: 1.0rc5).")
     assert table.footnotes == ["smoke pass: an indicative ratio of one repeat each, never a verdict"]

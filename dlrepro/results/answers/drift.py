@@ -40,6 +40,11 @@ class Drift:
     same: bool = False
 
     @property
+    def judged(self):
+        """Whether either side could be judged here (change is not NOT_JUDGED)."""
+        return self.change != NOT_JUDGED
+
+    @property
     def change(self):
         """One of CHANGES (module doc)."""
         then, now = self.published.verdict, self.today.verdict

@@ -23,7 +23,6 @@ import pandas as pd
 
 from dlrepro.errors import DlreproError
 from dlrepro.frameworks import display
-from dlrepro.results.answers import drift as driftmod
 from dlrepro.results.views import numbers, palette, plots, report, study_plots
 from dlrepro.results.views.report import TEMPLATES, Report, Table, table_of
 
@@ -234,12 +233,11 @@ def context(answer):
                         columns=["run", "spec", "variants", "device", "state", "bundle", "why not here",
                                  "cut here", "what of the study"])
     details = report.context(answer.bundle) if answer.bundle else None
-    unjudged = [d.claim for d in answer.drift if d.change == driftmod.NOT_JUDGED]
+    unjudged = [d for d in answer.drift if not d.judged]
     drift = table_of("From the published versions to today's", pd.DataFrame(
-        [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift
-         if d.change != driftmod.NOT_JUDGED]
-        + ([[driftmod.NOT_JUDGED, "%d claims: %s" % (len(unjudged), ", ".join(unjudged)), "", "", "not testable "
-             "here at either set"]] if unjudged else []),
+        [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift if d.judged]
+        + ([[unjudged[0].change, "%d claims: %s" % (len(unjudged), ", ".join(d.claim for d in unjudged)), "", "",
+             "no verdict at either set: not testable here, or not asked"]] if unjudged else []),
         columns=["change", "claim", "at the published versions", "at today's", "stated"]),
         "At the published versions (or the nearest the image matrix has): %s. Today's: %s." % (
             answer.drift[0].labels["published"], answer.drift[0].labels["today"])
