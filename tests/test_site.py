@@ -157,8 +157,8 @@ def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
         full = {r for r, a in answers.items() if not (a.record.get("asked") or {}).get("quick")}
         checked = 0
         for claim, row in re.findall(r'<tr><td class="small"><b>([^<]+)</b>.*?</td>(.*?)</tr>', html, re.S):
-            for versions, (verdict, record) in zip(heads, re.findall(
-                    r'data-verdict="([^"]*)">(?:<span[^>]*>[^<]*</span>)?<br><a href="\.\./([^/]+)/study\.html">', row)):
+            linked = r'data-verdict="([^"]*)">(?:<span[^>]*>[^<]*</span>)?<br><a href="\.\./([^/]+)/study\.html">'
+            for versions, (verdict, record) in zip(heads, re.findall(linked, row)):
                 assert said[(record, versions)][claim] == unescape(verdict), (study, claim, record)
                 checked += 1
                 if record not in full and unescape(verdict) not in verdicts.UNJUDGED:

@@ -54,7 +54,8 @@ class StudyAnswer:
         it rests on, every published cell with its measured value and outcome."""
         def verdict(v):
             return {k: getattr(v, k) for k in ("claim", "text", "source", "kind", "verdict", "evidence", "run",
-                                               "device", "measured_on", "values", "points", "band", "reason", "scope")} | {
+                                               "device", "measured_on", "values", "points", "band", "reason",
+                                               "scope")} | {
                 "rests_on": asdict(v.rests_on)}
         return {"schema": "dlrepro.study-answer/1", "study": self.study.name, "record": self.record_path,
                 "manifest_note": self.manifest_note, "host": self.host, "answer": self.answer, "smoke": self.smoke,
