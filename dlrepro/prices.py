@@ -1,13 +1,13 @@
-"""Hourly prices of devices (dlrepro/prices.yaml): the price of the devices a job used, for its cost per 1,000
-samples.
+"""Hourly prices of devices (dlrepro/prices.yaml): the price of the devices a job used, for its cost per 1M samples.
 
-A GPU row is matched by the name CUDA gives the device (a leading "NVIDIA " and case aside, as dlrepro.peaks
-matches), one CUDA device each; the ``cpu`` row prices one logical CPU. A device no row names has no price: the
-views say so, never zero.
+One offer type a table (``offer``: on-demand list prices), so that costs compare across devices; each row gives the
+dates the source gave its price for (``as_of``, ``until``) and whether it is a launch price. A GPU row is matched by
+the name CUDA gives the device (a leading "NVIDIA " and case aside, as dlrepro.peaks matches), one CUDA device each;
+the ``cpu`` row prices one logical CPU. A device no row names has no price: the views say so, never zero.
 """
 import functools
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 from pydantic import Field, PositiveFloat, model_validator
 
@@ -18,15 +18,30 @@ from dlrepro.yamlfile import Strict
 FILE = Path(__file__).with_name("prices.yaml")
 
 
+DATE = r"^\d{4}(-\d\d)?$"
+
+
 class Row(Strict):
     id: str = Field(pattern=r"^[a-z0-9-]+$")
     names: list[str] = []
     cpu: bool = False
     usd_per_device_hour: PositiveFloat
-    offer: str = Field(min_length=5)
     instance: str = Field(min_length=10, description="the instance the price is derived from, and how")
-    as_of: str = Field(min_length=4, description="when the source gave the price")
+    as_of: str = Field(pattern=DATE, description="the first date the source gave the price for (YYYY or YYYY-MM)")
+    until: Optional[str] = Field(pattern=DATE, description="the last date the source gave it for; None: no end known")
+    launch: bool = Field(description="the instance's launch price, as announced (it may have been cut since)")
     source: str = Field(pattern=r"^https://\S+$")
+
+    @property
+    def dated(self):
+        """'2016-09', or '2018-2024' for a price the source gave over a span."""
+        return self.as_of if self.until is None else "%s-%s" % (self.as_of, self.until)
+
+    def older_than(self, created):
+        """Whether the price's last known date (``until``, else ``as_of``) is before the run made at ``created``
+        (an ISO date or time, '2026-12-04T03:18:00Z'): '2016-09' is older than '2026-12-04', '2026-12' is not."""
+        last = self.until or self.as_of
+        return isinstance(created, str) and created[:len(last)] > last
 
     @model_validator(mode="after")
     def _prices_something(self):
@@ -38,6 +53,7 @@ class Row(Strict):
 class Prices(Strict):
     date: str = Field(pattern=r"^\d{4}-\d\d-\d\d$")
     currency: str = Field(pattern=r"^USD$")
+    offer: Literal["on-demand"]  # one offer type a table: costs of different offers do not compare
     rows: list[Row] = Field(min_length=1)
 
     @model_validator(mode="after")

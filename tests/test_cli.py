@@ -451,3 +451,12 @@ def test_min_effect_and_alpha_out_of_range_or_not_finite_are_refused(tmp_path, o
     """--min-effect nan printed "+nan%" and exited 0; inf was taken too."""
     done = dlrepro("compare", ALEXNET.name, ALEXNET.name, option, value, cwd=tmp_path)
     assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [lines[0] % value, lines[1]], "")
+
+
+def test_a_run_ends_with_the_command_that_reports_its_bundle(tmp_path):
+    """Review U5: `dlrepro run` ended at 'bundle: <path>' with no next step."""
+    done = dlrepro("run", "--spec=fcn", "--variant=fcn-s", "--framework=torch", "--executor=local", "--quick",
+                   "--batch-size=8", "--results", str(tmp_path), cwd=tmp_path)
+    (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("fcn-")]
+    assert done.returncode == 0 and done.stdout.splitlines()[-2:] == [
+        "bundle: %s" % folder, "next: dlrepro report latest --results %s" % tmp_path]

@@ -294,3 +294,25 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
         "error: --fail-on: expected one of never, change (got 'slower')")
     done = invoke("check", str(old), "--fail-on", "change", "--json", str(report))
     assert done.returncode == 0 and json.loads(report.read_text())["failing_rankings"] == []
+
+
+def test_compare_of_a_smoke_pass_says_so_first_and_gives_no_change_verdict(tmp_path, capsys):
+    """Review, further checks: a --quick bundle against a full one printed '+50.2%' and 'cannot tell' with no word
+    that side A was a smoke pass, and advised only '--repeats 5'."""
+    from dlrepro.cli import render
+    from dlrepro.results import gather
+    from tests.bundles import Job, make
+
+    quick = make(tmp_path / "q", "fcn", [Job("torch", "fcn-s", 64, medians=[0.15], per_repeat=3)], quick=True)
+    full = make(tmp_path / "f", "fcn", [Job("torch", "fcn-s", 64, medians=[0.10] * 6)])
+    found = gather.comparison(str(quick), str(full))
+    assert (found.smoke, found.cells["verdict"].tolist()) == ([("A", quick.name)], ["cannot tell"])
+    assert found.cells["reason"].iloc[0].startswith("A is a smoke pass (--quick); ")
+    assert found.advice == "rerun %s without --quick (5 repeats or more), then compare" % quick.name
+    render.comparison(found)
+    shown = capsys.readouterr().out.splitlines()
+    assert " ".join(shown[0].split()) == ("smoke pass: A (%s) was run with --quick, a few iterations a job: its "
+                                          "changes below are indications, never verdicts" % quick.name)
+    assert shown[1].startswith("A (before): %s" % quick.name)
+    again = gather.comparison(str(full), str(full))
+    assert (again.smoke, again.cells["verdict"].tolist()) == ([], ["no change"])

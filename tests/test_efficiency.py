@@ -203,10 +203,10 @@ def test_then_and_now_gives_the_speedup_since_the_papers_version_with_its_interv
     assert (row["then_version"], row["now_version"], row["then_job_id"], row["now_job_id"]) == ("0.12.0", "1.9.1", "old", "new")
     assert row["speedup"] == 2.0 and row["speedup_low"] == pytest.approx(1.5) and row["speedup_high"] == pytest.approx(2.4 / 0.9)
     smoke = efficiency.then_and_now(summary.assign(quick=[True] + [False] * 4)).iloc[0]  # the era job a smoke pass
-    assert (smoke["speedup"], smoke["speedup_low"], smoke["smoke"]) == (None, None, True)
+    assert (smoke["speedup"], smoke["speedup_low"], smoke["smoke"]) == (2.0, None, True)  # an indication (review U8)
     _, since = report.efficiency(efficiency.published_efficiency(summary, {}, {}), efficiency.then_and_now(
         summary.assign(quick=[True] + [False] * 4)))
-    assert since.rows[0][since.columns.index("speedup")] == "smoke pass: no ratio"
+    assert since.rows[0][since.columns.index("speedup")] == "2.00x (smoke pass: indicative)"
 
 
 def test_a_published_cell_measured_at_another_mini_batch_says_which_and_one_never_measured_says_not_run():

@@ -91,6 +91,35 @@ def test_an_ordering_claim_sets_tools_side_by_side_at_one_thread_count(tmp_path)
         verdict.evidence
 
 
+def test_a_claim_that_holds_on_some_of_its_tools_says_which_and_a_claim_not_asked_is_not_asked(tmp_path):
+    """Review U16: 'holds' stood for every framework of a claim measured on 3 of its tools; U13: a claim whose runs
+    the user did not ask for (--run cpu-rnn) was filed as 'not testable here'."""
+    from types import SimpleNamespace
+
+    from dlrepro.results.answers import study as studymod
+
+    golden = studies.load(str(GOLDEN))
+    band = golden.claims["band"].model_copy(update={"tools": ["Caffe", "TensorFlow", "MXNet", "Torch"]})
+    study = golden.model_copy(update={"claims": {"band": band, "gpu": golden.claims["ordering-holds"]}})
+    folder = make(tmp_path, "fcn", [Job("caffe", "fcn-s", 64, medians=[0.10] * 6),
+                                    Job("tensorflow", "fcn-s", 64, medians=[0.12] * 6)])
+    summary = measured.prepare(tables.summary(folder), [bundle.body(folder)]).assign(run="cpu")
+    held, asked = claims.evaluate(study, summary, not_run={"gpu": "not asked: --run cpu was given"})
+    assert held.said == "holds for the 2 tools measured; not measured: MXNet, Torch"
+    assert (asked.verdict, asked.reason, asked.evidence) == (
+        "not asked", "--run cpu was given", "its runs (gpu) were not asked: --run cpu was given")
+    assert studymod.sentence(study.model_copy(update={"title": "Golden - constructed"}), "2-CPU AMD EPYC, no GPU",
+                             [held, asked], [(asked.reason, [asked])]) == (
+        "On this study's host (2-CPU AMD EPYC, no GPU) 1 of Golden's 2 claims could be tested: 1 holds (for the tools "
+        "measured only). Not asked: --run cpu was given (1).")
+    # a claim the host could not test anyway keeps the host plan's reason, asked or not
+    gpu = SimpleNamespace(testable=False, headline="needs an NVIDIA GPU", reason="no GPU here", cause="gpu")
+    (_, untested) = claims.evaluate(study, summary, not_run={"gpu": "not asked: --run cpu was given"},
+                                    planned={"gpu": gpu})
+    assert (untested.verdict, untested.reason, untested.evidence) == ("not testable here", "needs an NVIDIA GPU",
+                                                                      "no GPU here")
+
+
 # --- properties over bundles drawn at random ------------------------------------------------------------------
 
 FRAMEWORKS = ["torch", "tensorflow", "mxnet", "jax", "cntk", "caffe"]
@@ -287,6 +316,16 @@ def test_a_report_headline_says_when_its_order_is_a_smoke_pass_or_timed_differen
                                          Job("jax", "fcn-s", 64, medians=[0.2] * 6, device="cuda")])
     (line, _) = report.headline(gather.bundles([mixed]))
     assert line.endswith("b64 PyTorch 640 / JAX 320 (timed differently: JAX by host_sync; PyTorch by device_events)")
+
+
+def test_a_report_headline_sets_bf16_beside_bf16_never_against_fp32(tmp_path):
+    """Review A4: 'b64 PyTorch 6,400 / PyTorch 3,200' set torch bf16 against torch fp32."""
+    folder = make(tmp_path, "fcn", [Job("torch", "fcn-s", 64, medians=[0.01] * 6, device="cuda", precision="bf16"),
+                                    Job("torch", "fcn-s", 64, medians=[0.02] * 6, device="cuda"),
+                                    Job("jax", "fcn-s", 64, medians=[0.015] * 6, device="cuda")])
+    assert report.headline(gather.bundles([folder]))[0] == (
+        "fcn-s on NVIDIA H200 (throughput mode), fastest / slowest, samples/s: b64 bf16: PyTorch 6,400; "
+        "b64 fp32: JAX 4,267 / PyTorch 3,200")
 
 
 def test_check_shows_the_interval_tolerance_and_direction_a_verdict_rests_on_and_the_timers(tmp_path, capsys):

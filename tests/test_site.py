@@ -17,8 +17,9 @@ from dlrepro import REPO_ROOT
 from dlrepro import prices as pricesmod
 from dlrepro.errors import SpecError
 from dlrepro.results import bundle, gather, records, tables
-from dlrepro.results.answers import history, matrix
-from dlrepro.results.views import costs, numbers, plots, report, site
+from dlrepro.results.answers import history, matrix, verdicts
+from dlrepro.results.views import costs, numbers, plots, report, site as siteview
+from tests.bundles import Job, make
 from tests.test_report import Tables, chromium, headless
 
 COMMITTED = REPO_ROOT / "results"
@@ -118,25 +119,52 @@ def test_a_configuration_history_has_one_point_per_bundle_that_measured_it(built
     assert len(pages) == len(Tables((results / "reports" / "configurations.html").read_text()).tables[0][2])
 
 
+def test_a_study_matrix_cell_shows_its_strongest_evidence_not_its_newest_record():
+    """Review U1: DLF's GRU-accuracy claim holds in the full 6-seed run dlf-20261203T135819Z, and read
+    'inconclusive' because the smoke pass dlf-20261204T033514Z on the same host came later."""
+    full, smoke = "dlf-20261203T135819Z", "dlf-20261204T033514Z"
+    (found,) = matrix.matrices([gather.study(str(COMMITTED / "studies" / (n + ".json")), COMMITTED)
+                                for n in (smoke, full)])
+    (at,) = [i for i, c in enumerate(found.columns) if c.versions == matrix.TODAY]
+    column, cell = found.columns[at], found.cells[("rnn-accuracy", at)]
+    assert [(r.name, r.smoke) for r in column.records] == [(smoke, True), (full, False)]
+    assert column.named == ["CNTK 2.7.post2", "Caffe2 1.10.2", "JAX 0.10.2", "MXNet 1.9.1", "PyTorch 2.13.0",
+                            "TensorFlow 2.21.0"]
+    assert (cell.best.record.name, cell.best.verdict.said) == (full, "holds for the 3 tools measured; not measured: "
+                                                                      "CNTK")
+    assert [(o.record.name, o.verdict.said) for o in cell.others] == [(smoke, "inconclusive")]
+    page = siteview.study_page(found)
+    assert ('<span class="note">inconclusive: <a href="../%s/study.html">%s</a> (smoke pass)</span>' % (smoke, smoke)
+            in page)
+
+
 def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
+    """Every cell's verdict is the verdict of the record it links, in its column's version set; a cell comes from a
+    smoke pass only where no full run of its column judged the claim."""
     results, _ = built
     for study in sorted({re.sub(r"-\d{8}T\d{6}Z$", "", r) for r in _committed_records()}):
         html = (results / "reports" / "studies" / ("%s.html" % study)).read_text()
-        newest = max(r for r in _committed_records() if r.startswith(study + "-"))
-        answer = gather.study(str(COMMITTED / "studies" / (newest + ".json")), COMMITTED)
-        header = [(unescape(h), r) for h, r in re.findall(r"<th>([^<]*)<br><a href=\"\.\./([^/]+)/study\.html\">",
-                                                          html)]
-        assert (answer.host, matrix.TODAY) in [(h.rsplit(", ", 1)[0], h.rsplit(", ", 1)[1]) for h, r in header
-                                               if r == newest]
-        at = [i for i, (h, r) in enumerate(header) if r == newest and h.endswith(matrix.TODAY)][0]
-        expected = {v.claim: v.verdict for v in answer.claims}
-        expected.update({v.claim: v.verdict for _, group in answer.untestable for v in group})
-        expected.update({d.claim: d.today.verdict for d in answer.drift})
-        rows = re.findall(r"<tr><td class=\"small\"><b>([^<]+)</b>.*?</tr>", html, re.S)
-        cells = {claim: re.findall(r'data-verdict="([^"]*)"', row)[at]
-                 for claim, row in zip(rows, re.findall(r"<tr><td class=\"small\"><b>[^<]+</b>(.*?)</tr>", html,
-                                                        re.S))}
-        assert {c: unescape(v) for c, v in cells.items()} == expected, study
+        answers = {r: gather.study(str(COMMITTED / "studies" / (r + ".json")), COMMITTED)
+                   for r in _committed_records() if r.startswith(study + "-")}
+        said = {}
+        for name, answer in answers.items():
+            today = {v.claim: v.verdict for v in answer.claims}
+            today.update({v.claim: v.verdict for _, group in answer.untestable for v in group})
+            today.update({d.claim: d.today.verdict for d in answer.drift})
+            said[(name, matrix.TODAY)] = today
+            said[(name, matrix.PUBLISHED)] = {d.claim: d.published.verdict for d in answer.drift}
+        heads = [unescape(h).rsplit(", ", 1)[1] for h in re.findall(r"<th>([^<]*)<br>", html)]
+        full = {r for r, a in answers.items() if not (a.record.get("asked") or {}).get("quick")}
+        checked = 0
+        for claim, row in re.findall(r'<tr><td class="small"><b>([^<]+)</b>.*?</td>(.*?)</tr>', html, re.S):
+            linked = r'data-verdict="([^"]*)">(?:<span[^>]*>[^<]*</span>)?<br><a href="\.\./([^/]+)/study\.html">'
+            for versions, (verdict, record) in zip(heads, re.findall(linked, row)):
+                assert said[(record, versions)][claim] == unescape(verdict), (study, claim, record)
+                checked += 1
+                if record not in full and unescape(verdict) not in verdicts.UNJUDGED:
+                    assert not any(said[(r, versions)].get(claim) not in (None, *verdicts.UNJUDGED) for r in full
+                                   if (r, versions) in said and answers[r].host == answers[record].host), claim
+        assert checked >= len(re.findall(r"<tr><td class=\"small\">", html)), study
 
 
 def test_every_link_and_image_of_the_site_resolves_and_no_machine_path_shows(built, tmp_path):
@@ -245,7 +273,9 @@ def test_a_price_that_is_no_positive_number_is_refused(given, tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
-def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_the_prices_source(tmp_path):
+def test_the_h200_report_gives_joules_per_sample_and_no_price_where_only_another_offer_is_sourced(tmp_path):
+    """Review A7: the H200's only sourced price was a capacity-block rate, beside on-demand prices of other GPUs; the
+    table has one offer type (on-demand), so the H200 reads 'no price' until a reader gives one per device-hour."""
     answer = gather.bundles([H200_FCN], COMMITTED)
     made = report.write(answer, tmp_path / "r")
     page = Tables(made.html.read_text())
@@ -256,38 +286,62 @@ def test_the_h200_report_gives_cost_per_1000_samples_and_joules_per_sample_with_
     assert shown["J per sample"].tolist() == ["%s (energy window %.2fx the measured one)" % (numbers.significant(v), r)
                                               for v, r in zip(s["energy_j_per_sample"], ratios)]
     assert shown["J per sample"].iloc[0] == "0.0194 (energy window 2.27x the measured one)"
-    # 1 H200 at 5.408 USD an hour (prices.yaml): USD / 3600 / (samples/s) x 1000
-    assert shown["USD per 1,000 samples"].tolist() == [numbers.significant(5.408 / 3600 / t * 1000)
-                                                        for t in s["throughput"]]
-    prices = page.table("Prices: USD per 1,000 samples")
-    h200 = pricesmod.load().rows[0]
-    assert prices.iloc[0].tolist() == ["H200", "5.408", h200.offer, h200.instance,
-                                       "2024-12 (rates in effect until 2025-01-01)",
-                                       "https://aws.amazon.com/ec2/capacityblocks/pricing/"]
+    assert set(shown["USD per 1M samples"]) == {"no price"} and pricesmod.load().offer == "on-demand"
     mine = Tables(report.write(gather.bundles([H200_FCN], COMMITTED, price_per_hour=2.0), tmp_path / "own")
                   .html.read_text())
-    assert mine.table("fcn, throughput mode")["USD per 1,000 samples"].tolist() == [
-        numbers.significant(2.0 / 3600 / t * 1000) for t in s["throughput"]]
-    assert mine.table("Prices:")["source"].tolist() == ["given with --price-per-hour"]
+    # 1 H200 at 2 USD a device-hour: USD / 3600 / (samples/s) x 1,000,000
+    assert mine.table("fcn, throughput mode")["USD per 1M samples"].tolist() == [
+        "%s (price given)" % numbers.significant(2.0 / 3600 / t * 1e6) for t in s["throughput"]]
+    assert mine.table("Prices:").iloc[0].tolist() == ["2.00 USD per device-hour (a GPU, or one logical CPU)",
+                                                      "given with --price-per-hour"]
 
 
-def test_a_cpu_job_without_energy_reads_not_measured_and_is_priced_per_cpu():
+def test_a_cpu_job_without_energy_reads_not_measured_and_is_priced_per_cpu_beside_its_dated_price():
     answer = gather.bundles(["cifar10-vgg-20261204T204409Z-33f42c63"], COMMITTED)
     rows = answer.summary
     assert rows["energy_j_per_sample"].isna().all() and (rows["price_devices"] == 2).all()
-    shown = Tables(report.TEMPLATES.get_template("report.html.j2").render(report.context(answer),
-                                                                          d=report.context(answer)))
+    context = report.context(answer)
+    shown = Tables(report.TEMPLATES.get_template("report.html.j2").render(context, d=context))
     table = shown.table("cifar10-vgg, throughput mode")
     assert set(table["J per sample"]) == {"not measured"}
-    assert table["USD per 1,000 samples"].tolist() == [
-        numbers.significant(2 * 0.0425 / 3600 / t * 1000)
+    # the c5 vCPU's launch price of 2017-11, a run of 2026-12: older than the run, said beside each cost
+    assert table["USD per 1M samples"].tolist() == [
+        "%s (2017-11 price, older than the run)" % numbers.significant(2 * 0.0425 / 3600 / t * 1e6)
         for t in rows.sort_values(["variant", "device", "batch_size", "framework"])["throughput"]]
+    assert shown.table("Prices:").iloc[0].tolist()[:5] == [
+        "one logical CPU (vCPU)", "0.0425",
+        "c5.large (2 vCPUs: one core, two hardware threads), Linux, US East (N. Virginia): 0.085 USD/h / 2",
+        "2017-11", "launch price"]
+
+
+def test_a_given_price_is_per_device_hour_so_a_2_cpu_job_pays_twice_a_1_cpu_jobs(tmp_path):
+    """Review A6: --price-per-hour 0.085 charged a 1-CPU and a 2-CPU job 0.085 USD an hour each, which flipped
+    which was cheaper per sample (the table charges per device)."""
+    folder = make(tmp_path, "alexnet", [Job("caffe", "alexnet-s", 16, medians=[0.10] * 6, threads=1),
+                                        Job("caffe", "alexnet-s", 16, medians=[0.06] * 6, threads=2)])
+    for given, table in ((0.0425, None), (None, pricesmod.load())):
+        rows = gather.bundles([folder], price_per_hour=given).summary.sort_values("threads")
+        assert rows["usd_per_hour"].tolist() == pytest.approx([0.0425, 0.085])
+        # 160 and 266.7 samples/s: 0.0738 and 0.0885 USD per 1M samples: 1 thread stays the cheaper per sample
+        assert rows["usd_per_million_samples"].tolist() == pytest.approx([0.0425 / 3600 / 160 * 1e6,
+                                                                          0.085 / 3600 / (16 / 0.06) * 1e6])
+        assert costs.cost(rows) == (["0.0738 (price given)", "0.0885 (price given)"] if given else
+                                    ["0.0738 (2017-11 price, older than the run)",
+                                     "0.0885 (2017-11 price, older than the run)"])
+
+
+def test_a_price_row_is_older_than_a_run_when_its_last_known_date_is_before_the_run():
+    row = pricesmod.load().rows[0].model_copy(update={"as_of": "2018", "until": "2024"})
+    assert (row.dated, row.older_than("2024-12-31T00:00:00Z"), row.older_than("2025-01-01T00:00:00Z")) == (
+        "2018-2024", False, True)
+    assert costs.usd(20.94, "2016-09", True) == "20.9 (2016-09 price, older than the run)"
 
 
 def test_a_device_no_price_row_names_reads_no_price():
     assert pricesmod.of("cuda", "GeForce GTX 1080", 1) is None
-    assert pricesmod.of("cuda", "NVIDIA H200", 2).usd_per_hour == pytest.approx(2 * 5.408)
-    rows = pd.DataFrame({"usd_per_1000_samples": [float("nan")] * 2, "price_id": [None, None],
+    assert pricesmod.of("cuda", "Tesla K80", 2).usd_per_hour == pytest.approx(2 * 0.90)
+    rows = pd.DataFrame({"usd_per_million_samples": [float("nan")] * 2, "price_id": [None, None],
+                         "price_dated": [None, None], "price_older": [None, None],
                          "status": ["ok", "failed"], "throughput": [100.0, float("nan")]})
     assert costs.cost(rows) == ["no price", ""]
 
@@ -298,7 +352,7 @@ def test_a_price_row_that_prices_two_kinds_is_refused_naming_the_file_line_and_f
     bad.write_text(Path(pricesmod.FILE).read_text().replace(row, row + "    names: [L4]\n"))
     with pytest.raises(SpecError) as err:
         pricesmod.load.__wrapped__(bad)
-    assert "prices.yaml" in str(err.value) and "rows.6" in str(err.value) and "one of the two" in str(err.value)
+    assert "prices.yaml" in str(err.value) and "rows.5" in str(err.value) and "one of the two" in str(err.value)
 
 
 def test_history_sets_a_smoke_pass_apart_from_a_full_run():
@@ -320,5 +374,5 @@ def test_a_history_point_says_when_its_j_per_sample_covers_another_window_than_t
     (jax,) = [c for c in history.history([bundle.body(f) for f in folders], summary, samples)
               if (c.key["framework"], c.key["batch_size"]) == ("jax", 32)]
     assert jax.points[0].joules_window == pytest.approx(0.11789615499999684 / 0.05188462600000321)
-    runs = Tables(site.configuration_page(jax, "../")).table("Every bundle that measured it")
+    runs = Tables(siteview.configuration_page(jax, "../")).table("Every bundle that measured it")
     assert runs.iloc[0].tolist().count("0.0194 (energy window 2.27x the measured one)") == 1

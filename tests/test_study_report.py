@@ -270,13 +270,14 @@ def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp
     assert [d["change"] for d in json.loads((tmp_path / "report" / "study.json").read_text())["drift"]] == [
         d.change for d in answer.drift]
     assert "## The paper's tables, then and now" in markdown
-    assert "| TensorFlow (published) -> (today) | " in markdown and "[1] smoke pass: no ratio" in markdown
+    assert "| TensorFlow (published) -> (today) | " in markdown
+    assert "[1] smoke pass: an indicative ratio of one repeat each, never a verdict" in markdown
 
 
 def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_with_the_versions_that_ran():
     """Constructed cells: TensorFlow 1.4.0 standing for 0.11.0rc0 at 2.0 s then, 0.5 s now (now / then 0.25x); a
-    tool the study ran at one image for both (Caffe) shows 1.00x; a tool measured at one set only shows no ratio;
-    a smoke pass on either side shows its values and no ratio."""
+    tool the study ran at one version for both (Caffe 1.0.0) is folded into the note; a tool measured at one set
+    only shows no ratio; a smoke pass on either side shows its ratio as an indication, marked (review U8)."""
     from dlrepro.results.answers.cells import Cell, PaperTable
 
     def table(values, smoke=None):
@@ -298,13 +299,15 @@ def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_w
                             "FCN-S now (s)", "FCN-S now / then"]
     assert shown.rows == [["TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0", "0.0300", "2.00", "differs", "0.500",
                            "0.250x"],
-                          ["Caffe 1.0.0 (published: 1.0rc5) -> 1.0.0", "0.0300", "1.00", "differs", "1.00", "1.00x"],
                           ["MXNet", "0.0300", "", "not run", "0.700", ""]]
+    assert shown.note.endswith(" The same version at both sets, not shown: Caffe 1.0.0 (published: 1.0rc5).")
     assert shown.footnotes == []
     quick = study_report.then_and_now(now, then, record, quick=True)
-    assert [r[5] for r in quick.rows] == ["[1]", "[1]", ""] and quick.footnotes == ["smoke pass: no ratio"]
+    assert [r[5] for r in quick.rows] == ["0.250x (smoke) [1]", ""] and quick.footnotes == [
+        "smoke pass: an indicative ratio of one repeat each, never a verdict"]
     assert [r[5] for r in study_report.then_and_now(table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7},
-                                                          smoke="--quick"), then, record).rows] == ["[1]", "[1]", ""]
+                                                          smoke="--quick"), then, record).rows] == [
+        "0.250x (smoke) [1]", ""]
 
 
 def test_a_report_reads_the_plan_its_record_holds_whatever_the_files_say_today(tmp_path, monkeypatch):
@@ -334,3 +337,33 @@ def test_a_report_reads_the_plan_its_record_holds_whatever_the_files_say_today(t
     again = gather.study(str(record), REPO_ROOT / "results")
     reasons = {v.claim: why for why, group in again.untestable for v in group}
     assert reasons["fcn-s-ordering"] == "as recorded when the study ran"
+
+
+def test_the_first_screen_says_which_of_the_studys_own_tables_are_not_in_the_suite(made):
+    """Review U4: DLBench's own tables are empty (115 cells 'the published values were not retrieved') and no
+    headline said so before someone rents a K80 to judge them."""
+    line = ("Report Study's own tables are not in the suite (their published values were not retrieved): A GPU "
+            "table never retrieved; so none of their cells can be judged, on their hardware or any other; the "
+            "published cells here are a third-party rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README).")
+    parts = made.markdown.read_text().split("\n\n")  # the title, the smoke and manifest notes, the answer, the line
+    assert parts[3].startswith("On this study's host") and parts[4] == "> **%s**" % line
+    html = made.html.read_text()
+    assert '<p class="banner" id="unretrieved">%s</p>' % line.replace("'", "&#39;") in html
+
+
+def test_then_and_now_gives_an_indicative_smoke_ratio_folds_unchanged_versions_and_collapses_unjudged_drift():
+    """Review U8: every now / then cell read 'smoke pass: no ratio', rows whose version did not change (Caffe
+    1.0.0 -> 1.0.0) read like drift, and 22 'not judged' drift rows said the same thing 22 times."""
+    answer = gather.study(str(REPO_ROOT / "results" / "studies" / "dlbench-20261204T031414Z.json"),
+                          REPO_ROOT / "results")
+    context = study_report.context(answer)
+    (row,) = context["drift"].rows
+    assert row[0] == "not judged" and row[1].startswith("22 claims: fcn-s-ordering, resnet50-ordering, ")
+    assert row[2] == "no verdict at either set: not testable here, or not asked"
+    table = context["then_and_now"][0][1]
+    assert table.note.endswith("The same version at both sets, not shown: Caffe 1.0.0 (published: 1.0rc5).")
+    assert table.footnotes == ["smoke pass: an indicative ratio of one repeat each, never a verdict"]
+    # MXNet 0.12.0 then 0.851 s, 1.9.1 now 0.428 s (one repeat each): 0.503x, marked, never a verdict
+    assert table.rows[1][:6] == ["MXNet 0.12.0 (published: 0.9.3) -> 1.9.1", "0.0270", "0.851", "cannot be compared",
+                                 "0.428", "0.503x (smoke) [1]"]
+    assert [r[0].split(" ")[0] for r in table.rows] == ["CNTK", "MXNet", "TensorFlow", "Theano", "Torch"]

@@ -46,7 +46,7 @@ def price(text):
         value = float("nan")
     if not 0 < value < float("inf"):
         raise DlreproError("--price-per-hour: expected a price in USD above 0 (got %r)" % text,
-                           "e.g. --price-per-hour 3.5 (USD per hour of one job's devices)")
+                           "e.g. --price-per-hour 3.5 (USD per device-hour: one GPU, or one logical CPU)")
     return value
 
 

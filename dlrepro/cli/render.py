@@ -188,13 +188,17 @@ def _shown(row, column):
 
 
 def comparison(found):
-    """A Comparison of bundle B against A: the two bundles' hosts and devices, what differs between them beyond the
-    configurations (yellow), then one row per configuration, before (A) / after (B) in one unit, the configuration
-    columns whose values differ between rows (precision, threads, version, the timer as A / B, ...), the change in
-    %, its interval, the test's p and the verdict (a "cannot tell" or "not comparable" marked [N], its reason as
-    footnote N under the table, one per distinct reason), a closing line ('4 unchanged, 0 slower, 0 faster; alpha
-    0.01, min effect 5%') and the advice when the repeats cannot give a verdict."""
+    """A Comparison of bundle B against A: first the sides that are a smoke pass, then the two bundles' hosts and
+    devices, what differs between them beyond the configurations (yellow), then one row per configuration, before
+    (A) / after (B) in one unit, the configuration columns whose values differ between rows (precision, threads,
+    version, the timer as A / B, ...), the change in %, its interval, the test's p and the verdict (a "cannot tell"
+    or "not comparable" marked [N], its reason as footnote N under the table, one per distinct reason), a closing
+    line ('4 unchanged, 0 slower, 0 faster; alpha 0.01, min effect 5%') and the advice when the repeats cannot give
+    a verdict."""
     a, b = found.sides
+    for name, bid in found.smoke:  # first, before any change: a smoke pass's changes are indications
+        console.print("[yellow]smoke pass:[/] %s (%s) was run with --quick, a few iterations a job: its changes below "
+                      "are indications, never verdicts" % (name, bid), soft_wrap=True, highlight=False)
     _print("A (before): %s" % _side(a))
     _print("B (after):  %s" % _side(b))
     for line in found.differs:

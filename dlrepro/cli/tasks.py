@@ -15,6 +15,7 @@ One option means one thing in every task: the short flags are -f (--framework), 
 and -o (--out) only; --results (else $DLREPRO_RESULTS, else the checkout's results/) is where every task that
 reads or writes bundles looks, so a bundle written with --results DIR is named by id with --results DIR.
 """
+import shlex
 import sys
 
 from invoke import Collection, Exit
@@ -181,8 +182,15 @@ def run(c, spec="", framework="", device="cpu", executor="", variant="", mode=""
         render.summary_table(bundle["jobs"], "%s (%s)" % (bundle["id"], ", ".join("%d %s" % (n, s)
                                                                                     for s, n in counts.items())))
         console.print("bundle: %s" % path)
+        console.print(next_step(results))
         if counts["failed"] or not counts["ok"]:
             raise Exit(code=1)
+
+
+def next_step(results=""):
+    """The line a run ends with: the command that reports the bundle it just wrote ('next: dlrepro report latest',
+    with the run's ``--results`` where one was given)."""
+    return "next: dlrepro report latest%s" % (" --results %s" % shlex.quote(results) if results else "")
 
 
 @task(help={

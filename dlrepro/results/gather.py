@@ -40,8 +40,8 @@ def folders(names, results_dir=None):
 
 
 def bundles(names, results_dir=None, price_per_hour=None):
-    """The BundleAnswer of the bundles ``names`` (folders, ids or "latest"); ``price_per_hour``: USD per hour of a
-    job's devices (None: dlrepro/prices.yaml's)."""
+    """The BundleAnswer of the bundles ``names`` (folders, ids or "latest"); ``price_per_hour``: USD per
+    device-hour (None: dlrepro/prices.yaml's)."""
     found = folders(names, results_dir)
     summary, samples = tables.merge(found)
     return model.bundle_answer([bundle.body(f) for f in found], summary, samples, price_per_hour)

@@ -115,8 +115,8 @@ def _pool(tasks):
 
 
 def build(results_dir, price_per_hour=None, progress=print):
-    """Build the site of ``results_dir`` (module docstring) with costs at ``price_per_hour`` (USD per hour of a job's
-    devices; None: dlrepro/prices.yaml's); ``progress`` gets a line per report written. Returns the Site. Raises
+    """Build the site of ``results_dir`` (module docstring) with costs at ``price_per_hour`` (USD per device-hour;
+    None: dlrepro/prices.yaml's); ``progress`` gets a line per report written. Returns the Site. Raises
     DlreproError when the folder does not exist or is a bundle."""
     root = _root(results_dir)
     out = root / "reports"

@@ -25,7 +25,11 @@ speedup's from the intervals of the two values it divides. Verdicts (answers.ver
   scaling   each tool's throughput at ``to`` / at ``at`` (threads, or GPUs: strong scaling the speedup,
             weak scaling W over one per-GPU mini-batch), with its interval: judged as a ratio;
   NOT_TESTABLE with the reason: an untestable claim, another device class measured, nothing measured,
-            what the host's plan says it lacks, a missing bundle ("cannot judge: ...").
+            what the host's plan says it lacks, a missing bundle ("cannot judge: ...");
+  NOT_ASKED  none of its runs was asked (``study --run`` named others) and the host's plan could test it: its
+            reason '--run cpu-rnn was given'.
+A verdict that holds (or holds in direction) on some of the tools the claim names has a ``scope`` ('for the 3
+tools measured; not measured: CNTK'), shown with the word (Verdict.said).
 A NOT_TESTABLE verdict also carries ``reason``, the one line the views fold it under (Verdict.reason: the
 claim's own why, a missing bundle, the plan of the study's host (dlrepro.coverage: "needs an NVIDIA GPU", "needs 2
 GPUs (this host has 1)", "too few of its tools can run here: ..."), else its evidence). ``points`` are the quantities judged against the band (values,
@@ -64,6 +68,14 @@ class Verdict:
     band: tuple = None
     rests_on: verdicts.RestsOn = field(default_factory=verdicts.RestsOn)
     reason: str = None  # of a NOT_TESTABLE verdict: the one line it is folded under (untestable_reason)
+    # of a verdict that holds (or holds in direction) on some of the claim's tools: 'for the 3 tools measured; not
+    # measured: CNTK, Keras(TF)', what the word stands for (scope_of)
+    scope: str = None
+
+    @property
+    def said(self):
+        """The verdict with its scope: 'holds for the 3 tools measured; not measured: CNTK'."""
+        return "%s %s" % (self.verdict, self.scope) if self.scope else self.verdict
 
 
 def better(metric):
@@ -394,6 +406,30 @@ def untestable_reason(study, claim, evidence, missing, summary=None, planned=Non
     return dataset or evidence
 
 
+def _not_asked(claim, not_run, plan):
+    """'--run cpu-rnn was given' when none of the claim's runs was asked (each one's why in ``not_run`` says 'not
+    asked: ...') and the host's ``plan`` (a dlrepro.coverage Outcome, None: none) does not say it cannot test the
+    claim there; else None (a claim the host could not test anyway is NOT_TESTABLE with the plan's reason)."""
+    whys = [re.search(r"not asked: (.+)", not_run.get(r) or "") for r in claim.runs]
+    if not claim.runs or not all(whys) or (plan is not None and not plan.testable):
+        return None
+    return whys[0].group(1)
+
+
+def scope_of(claim, values):
+    """For a claim judged on ``values`` (entries with a ``tool``): 'for the 3 tools measured; not measured: CNTK,
+    Keras(TF)' when some of the tools it is stated for have no value (not run by the suite, not measured, left
+    out), else None: a verdict that holds stands for the tools measured, never for every tool the claim names."""
+    stated = list(dict.fromkeys(([claim.subject] if claim.subject else []) + claim.tools
+                                + [t for tier in claim.order for t in tier]))
+    measured_tools = {v["tool"] for v in values}
+    absent = [t for t in stated if t not in measured_tools]
+    if not absent:
+        return None
+    return "for the %d tool%s measured; not measured: %s" % (len(measured_tools), "" if len(measured_tools) == 1
+                                                             else "s", ", ".join(absent))
+
+
 def evaluate(study, summary, not_run=None, missing=None, planned=None):
     """One Verdict per claim of ``study`` from ``summary`` (tables' summary rows with a ``run`` column).
     ``not_run``: {run id: why it did not run here}; ``missing``: {run id: why its measurements are not
@@ -420,6 +456,11 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
             if len(mine) and candidate not in missing:
                 rows, run = mine, candidate
                 break
+        asked = _not_asked(claim, not_run, (planned or {}).get(name)) if run is None else None
+        if asked:
+            found.append(Verdict(verdict=verdicts.NOT_ASKED, evidence="its runs (%s) were not asked: %s" % (
+                ", ".join(claim.runs), asked), reason=asked, rests_on=verdicts.RestsOn(device=device), **base))
+            continue
         if run is None:
             found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=_unmeasured(
                 study, claim, summary, device, not_run, missing), rests_on=verdicts.RestsOn(device=device), **base))
@@ -432,7 +473,8 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
         elif bare and verdict != verdicts.NOT_TESTABLE:
             evidence = "%s; no 95%% interval for %s" % (evidence, bare)
         names = ", ".join(sorted(set(rows["device_name"].dropna().astype(str))))
-        found.append(Verdict(
+        scope = scope_of(claim, values) if verdict in (verdicts.HOLDS, verdicts.DIRECTION_ONLY) else None
+        found.append(Verdict(scope=scope,
             verdict=verdict, evidence="%s (run %s, %s)" % (evidence, run, names or device), run=run,
             measured_on=names or None, values=values, points=points, band=band, rests_on=verdicts.RestsOn(
                 repeats=[v["repeats"] for v in values], test=TESTS[claim.kind], unit=_unit(claim),

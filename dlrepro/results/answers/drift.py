@@ -40,10 +40,15 @@ class Drift:
     same: bool = False
 
     @property
+    def judged(self):
+        """Whether either side could be judged here (change is not NOT_JUDGED)."""
+        return self.change != NOT_JUDGED
+
+    @property
     def change(self):
         """One of CHANGES (module doc)."""
         then, now = self.published.verdict, self.today.verdict
-        if then == now == verdicts.NOT_TESTABLE:
+        if then in verdicts.UNJUDGED and now in verdicts.UNJUDGED:
             return NOT_JUDGED
         if self.same:
             return SAME

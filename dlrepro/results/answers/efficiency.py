@@ -201,8 +201,9 @@ def then_and_now(summary):
 
     speedup = then_seconds / now_seconds (medians; > 1: the modern version is faster), with the interval
     [then ci95_low / now ci95_high, then ci95_high / now ci95_low] from the two medians' 95% intervals
-    (conservative: both ends at once; null where either job has no interval); no speedup (null, ``smoke`` True)
-    where either job is a smoke pass (--quick: one repeat is not a measurement to set against another)."""
+    (conservative: both ends at once; null where either job has no interval); where either job is a smoke pass
+    (--quick, ``smoke`` True) the speedup is an indication of one repeat each, never a verdict, and has no
+    interval."""
     ok = summary[(summary["status"] == "ok") & (summary["quantity"] == "seconds per mini-batch")
                  & summary["framework_version"].notna() & summary["median"].notna()]
     rows = []
@@ -217,7 +218,7 @@ def then_and_now(summary):
         high = then["ci95_high"] / now["ci95_low"] if pd.notna(then["ci95_high"]) and pd.notna(now["ci95_low"]) else None
         rows.append(dict(zip(THEN_AND_NOW_KEY, key), then_version=versions[0], now_version=versions[-1],
                          then_seconds=then["median"], now_seconds=now["median"],
-                         speedup=None if smoke else then["median"] / now["median"], speedup_low=None if smoke else low,
+                         speedup=then["median"] / now["median"], speedup_low=None if smoke else low,
                          speedup_high=None if smoke else high, smoke=smoke,
                          then_job_id=then["job_id"], now_job_id=now["job_id"]))
     return pd.DataFrame(rows, columns=THEN_AND_NOW_COLUMNS)

@@ -23,12 +23,13 @@ SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
 
 @dataclass
 class Point:
-    """One bundle's measurement of a configuration: ``median`` and ``low``/``high`` (its 95% CI; None where the
-    bundle measured it in several jobs, seeds pooled) in ``unit``; ``joules`` and ``usd`` per sample and per 1,000
-    samples where the summary has them (answers.cost.priced); ``timer`` how its iterations were timed and ``host``
-    its bundle's configkey.fingerprint; ``verdict`` and ``reason`` against the point before (None for the first, or
-    where either side has no timed units: a pass over images), the reason saying when a side is a smoke pass;
-    verdicts.NOT_COMPARABLE where the timer or the host differs from the point before's."""
+    """One bundle's measurement of a configuration: ``median`` and ``low``/``high`` (its 95% CI; None where the bundle
+    measured it in several jobs, seeds pooled) in ``unit``; ``joules`` and ``usd`` per sample and per 1M samples
+    (``usd_dated``: its price's date, prices.Row.dated, None for a given price; ``usd_older``: that date ends before
+    the bundle was made) where the summary has them (answers.cost.priced); ``timer`` how its iterations were timed
+    and ``host`` its bundle's configkey.fingerprint; ``verdict`` and ``reason`` against the point before (None for
+    the first, or where either side has no timed units: a pass over images), the reason saying when a side is a
+    smoke pass; verdicts.NOT_COMPARABLE where the timer or the host differs from the point before's."""
     bundle_id: str
     created: str
     suite_commit: str
@@ -43,7 +44,9 @@ class Point:
     change: float = None
     joules: float = None  # J per sample, where the energy was measured (one job)
     joules_window: float = None  # its energy window over its measured window where they differ (measured.energy_window)
-    usd: float = None  # USD per 1,000 samples (answers.cost; one job with a price)
+    usd: float = None  # USD per 1M samples (answers.cost; one job with a price)
+    usd_dated: str = None
+    usd_older: bool = None
     timer: str = None  # configkey.timer_of its jobs
     host: tuple = None  # configkey.fingerprint of its bundle
 
@@ -99,7 +102,9 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
                           _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"],
                           joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
                           joules_window=measured.energy_window(one) if len(jobs) == 1 else None,
-                          usd=_plain(one.get("usd_per_1000_samples")) if len(jobs) == 1 else None,
+                          usd=_plain(one.get("usd_per_million_samples")) if len(jobs) == 1 else None,
+                          usd_dated=_plain(one.get("price_dated")) if len(jobs) == 1 else None,
+                          usd_older=_plain(one.get("price_older")) if len(jobs) == 1 else None,
                           timer=configkey.timer_of(jobs), host=hosts[bid])
             mine = units.get(bid, {}).get(tuple(values[:-1]))
             why = configkey.not_comparable(before[0].timer, point.timer, before[0].host, point.host) \

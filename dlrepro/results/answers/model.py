@@ -78,30 +78,50 @@ class Fastest:
     caveats: list = field(default_factory=list)  # why the order is not a full-protocol, like-for-like one
     best_window: float = None  # its energy window over its measured window where they differ (measured.energy_window)
     worst_window: float = None
+    setting: str = ""  # what sets this order apart from the group's others: 'bf16', '1 thread', ... ('': nothing)
+
+
+LIKE = ("precision", "layout", "threads", "ranks")  # set side by side only at the same value of each
+
+
+def _setting(values, varies):
+    """'bf16, NHWC, 1 thread, 2 ranks': the values of LIKE's columns that vary in the group (``varies``)."""
+    words = {"precision": "%s", "layout": "%s", "threads": "%s threads", "ranks": "%s ranks"}
+    shown = []
+    for column, value in zip(LIKE, values):
+        if column in varies and not pd.isna(value):
+            shown.append((words[column] % value).replace("1 threads", "1 thread").replace("1 ranks", "1 rank"))
+    return ", ".join(shown)
 
 
 def fastest(summary):
-    """Fastest per (spec, variant, device model, mode, mini-batch), by samples/s of the ok jobs, with the caveats
-    of that order: a smoke pass among them, frameworks timed differently (answers.measured.mixed_timers)."""
+    """Fastest per (spec, variant, device model, mode, mini-batch, precision, layout, threads, ranks), by samples/s
+    of the ok jobs: like with like, never bf16 against fp32; each order's ``setting`` names the LIKE values that
+    vary within its (spec, variant, device model, mode), its caveats a smoke pass among them and frameworks timed
+    differently (answers.measured.mixed_timers)."""
     found = []
     ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
-    for (spec, variant, device, mode, batch), rows in ok.groupby(configkey.SIDE_BY_SIDE, sort=True, dropna=False):
-        rows = rows.sort_values("throughput", ascending=False)
-        best, worst = rows.iloc[0], rows.iloc[-1]
-        energy = [None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"])
-                  for r in (best, worst)]
-        caveats = ["smoke pass"] if any(measured.smoke(r, "seconds_per_minibatch") for _, r in rows.iterrows()) \
-            else []
-        mixed = measured.mixed_timers(rows)
-        if mixed:
-            caveats.append("timed differently: %s" % mixed)
-        found.append(Fastest(spec, variant, device, mode, rows["throughput_unit"].iloc[0], int(batch),
-                             best["framework"], float(best["throughput"]),
-                             worst["framework"] if len(rows) > 1 else None,
-                             float(worst["throughput"]) if len(rows) > 1 else None,
-                             energy[0], energy[1] if len(rows) > 1 else None, caveats,
-                             measured.energy_window(best),
-                             measured.energy_window(worst) if len(rows) > 1 else None))
+    for (spec, variant, device, mode), group in ok.groupby([c for c in configkey.SIDE_BY_SIDE if c != "batch_size"],
+                                                           sort=True, dropna=False):
+        varies = {c for c in LIKE if group[c].nunique(dropna=False) > 1}
+        for (batch, *like), rows in group.groupby(["batch_size", *LIKE], sort=True, dropna=False):
+            rows = rows.sort_values("throughput", ascending=False)
+            best, worst = rows.iloc[0], rows.iloc[-1]
+            energy = [None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"])
+                      for r in (best, worst)]
+            caveats = ["smoke pass"] if any(measured.smoke(r, "seconds_per_minibatch") for _, r in rows.iterrows()) \
+                else []
+            mixed = measured.mixed_timers(rows)
+            if mixed:
+                caveats.append("timed differently: %s" % mixed)
+            found.append(Fastest(spec, variant, device, mode, group["throughput_unit"].iloc[0], int(batch),
+                                 best["framework"], float(best["throughput"]),
+                                 worst["framework"] if len(rows) > 1 else None,
+                                 float(worst["throughput"]) if len(rows) > 1 else None,
+                                 energy[0], energy[1] if len(rows) > 1 else None, caveats,
+                                 best_window=measured.energy_window(best),
+                                 worst_window=measured.energy_window(worst) if len(rows) > 1 else None,
+                                 setting=_setting(like, varies)))
     return found
 
 
@@ -113,8 +133,8 @@ class BundleAnswer:
     ``efficiency``: answers.efficiency.PUBLISHED_COLUMNS; ``then_and_now``: THEN_AND_NOW_COLUMNS; ``not_measured``:
     {status: jobs} of the jobs that did not finish ok; ``nothing``: for one bundle, why no job gave a cell and what to
     run (answers.published.nothing_compared), else None; ``timers``: timer_notes; ``prices``: the price rows the
-    summary's cost per 1,000 samples rests on (answers.cost), ``price_per_hour`` the reader's own price (USD per hour
-    of a job's devices, None: the price table's)."""
+    summary's cost per 1M samples rests on (answers.cost), ``price_per_hour`` the reader's own price (USD per
+    device-hour, None: the price table's)."""
     bodies: list
     summary: pd.DataFrame
     samples: pd.DataFrame
@@ -174,7 +194,7 @@ def _choice(value, choices):
 
 def bundle_answer(bodies, summary, samples, price_per_hour=None):
     """The BundleAnswer of bundles with bundle.json ``bodies`` and their merged ``summary`` and ``samples`` tables
-    (dlrepro.results.tables.merge); costs from ``price_per_hour`` (USD per hour of a job's devices) when given, else
+    (dlrepro.results.tables.merge); costs from ``price_per_hour`` (USD per device-hour) when given, else
     from the price table (answers.cost)."""
     found = recorded(bodies)
     summary = cost.priced(efficiency.labelled(measured.prepare(summary, bodies)), bodies, price_per_hour)
@@ -257,7 +277,8 @@ class Comparison:
     sides were timed differently: not comparable); ``varying``: the configuration columns whose values differ between
     rows (a view shows them, e.g. precision; "timer" when a configuration's sides were timed differently);
     ``advice``: what to rerun when the repeats cannot give a verdict; ``nothing``: why no configuration was
-    compared."""
+    compared; ``smoke``: the sides run with --quick, as ("A", bundle id) pairs (a smoke pass: every change is an
+    indication, every verdict "cannot tell")."""
     spec: str
     sides: tuple
     cells: pd.DataFrame
@@ -267,6 +288,7 @@ class Comparison:
     varying: list = field(default_factory=list)
     advice: str = None
     nothing: str = None
+    smoke: list = field(default_factory=list)
 
     def failing(self, fail_on):
         """The configurations that fail under ``fail_on`` (FAIL_ON)."""
@@ -283,7 +305,8 @@ class Comparison:
                 "b": self.sides[1].__dict__, "differs": self.differs, "min_effect": self.min_effect,
                 "alpha": self.alpha, "fail_on": fail_on, "exit_status": self.exit_status(fail_on),
                 "failed": bool(len(failing)), "failing_cells": records(failing), "cells": records(self.cells),
-                "advice": self.advice, "nothing_compared": self.nothing}
+                "advice": self.advice, "nothing_compared": self.nothing,
+                "smoke": [{"side": side, "bundle": bid} for side, bid in self.smoke]}
 
 
 UNRECORDED = configkey.UNRECORDED  # a bundle from before runner.measure recorded its timer
@@ -303,10 +326,22 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     shared = ~cells["verdict"].isin([verdicts.ONLY_IN_A, verdicts.ONLY_IN_B])
     nothing = None if shared.any() else "%s and %s share no configuration (spec, variant, framework, device, batch " \
                                         "size, ...): is A the right baseline?" % (body_a["id"], body_b["id"])
+    smoke = [(name, body["id"]) for name, body in (("A", body_a), ("B", body_b))
+             if (body.get("options") or {}).get("quick")]
+    if smoke:  # a smoke pass's change is an indication, never a verdict
+        why = " and ".join("%s is a smoke pass (--quick)" % name for name, _ in smoke)
+        told = shared & cells["verdict"].ne(verdicts.CANNOT_TELL)
+        cells.loc[told, "reason"] = why
+        cells.loc[shared & ~told, "reason"] = why + "; " + cells.loc[shared & ~told, "reason"].fillna("")
+        cells.loc[shared, "verdict"] = verdicts.CANNOT_TELL
     judged = cells[shared]
     stuck = judged[(judged["verdict"] == verdicts.CANNOT_TELL) & judged["n_a"].notna()]
     advice = None
-    if len(stuck) and any(regression.smallest_p(int(a), int(b)) >= alpha for a, b in zip(stuck["n_a"], stuck["n_b"])):
+    if smoke:
+        advice = "rerun %s without --quick (%d repeats or more), then compare" % (
+            " and ".join(bid for _, bid in smoke), repeats_needed(alpha))
+    elif len(stuck) and any(regression.smallest_p(int(a), int(b)) >= alpha
+                            for a, b in zip(stuck["n_a"], stuck["n_b"])):
         advice = "%d vs %d repeats cannot give p < %g: run both with --repeats %d or more" % (
             int(stuck["n_a"].min()), int(stuck["n_b"].min()), alpha, repeats_needed(alpha))
     varying = [c for c in KEY_SHOWN if c != "framework_version" and cells[c].astype("string").nunique(dropna=False) > 1]
@@ -322,5 +357,5 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
                        "docs/gpu.md): %s, never faster or slower" % (
                            ", ".join(sorted({"%s / %s" % pair for pair in zip(timed["timer_a"], timed["timer_b"])})),
                            len(timed), len(judged), verdicts.NOT_COMPARABLE))
-    return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing)
+    return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing, smoke)
 

@@ -44,12 +44,18 @@ class StudyAnswer:
     drift: list = field(default_factory=list)  # answers.drift.Drift per claim (a study run with --versions both)
     published_tables: list = field(default_factory=list)  # the tables from the published versions' jobs (idem)
 
+    @property
+    def unretrieved(self):
+        """The line saying which of the study's own tables are not in the suite (unretrieved), None: all are."""
+        return unretrieved(self.study)
+
     def to_json(self):
         """The study's answer as plain data (study.json beside study.md): every verdict with its evidence and what
         it rests on, every published cell with its measured value and outcome."""
         def verdict(v):
             return {k: getattr(v, k) for k in ("claim", "text", "source", "kind", "verdict", "evidence", "run",
-                                               "device", "measured_on", "values", "points", "band", "reason")} | {
+                                               "device", "measured_on", "values", "points", "band", "reason",
+                                               "scope")} | {
                 "rests_on": asdict(v.rests_on)}
         return {"schema": "dlrepro.study-answer/1", "study": self.study.name, "record": self.record_path,
                 "manifest_note": self.manifest_note, "host": self.host, "answer": self.answer, "smoke": self.smoke,
@@ -96,7 +102,7 @@ def not_run(record, missing, results_shown):
 def sentence(study, host, verdict_list, groups):
     """The one-sentence answer: 'On this study's host (...) 4 of DLBench's 22 claims could be tested: 1 holds,
     3 direction holds, size does not. Not testable here: needs an NVIDIA GPU (16); ...'."""
-    tested = [v for v in verdict_list if v.verdict != verdicts.NOT_TESTABLE]
+    tested = [v for v in verdict_list if v.verdict not in verdicts.UNJUDGED]
     tally = {}
     for v in sorted(tested, key=lambda v: verdicts.rank(v.verdict)):
         tally[v.verdict] = tally.get(v.verdict, 0) + 1
@@ -104,9 +110,15 @@ def sentence(study, host, verdict_list, groups):
     name = study.title.split(" - ")[0].strip()
     text = "%s %d of %s %d claims could be tested" % (where, len(tested), name + ("'" if name.endswith("s") else "'s"),
                                                       len(verdict_list))
-    text += (": " + ", ".join("%d %s" % (n, w) for w, n in tally.items())) if tally else ""
-    rest = "; ".join("%s (%d)" % (why, len(group)) for why, group in groups)
-    return text + "." + (" Not testable here: %s." % rest if rest else "")
+    scoped = {w: sum(1 for v in tested if v.verdict == w and v.scope) for w in tally}
+    text += (": " + ", ".join("%d %s%s" % (n, w, "" if not scoped[w] else " (for the tools measured only)"
+                                           if scoped[w] == n else " (%d for the tools measured only)" % scoped[w])
+                              for w, n in tally.items())) if tally else ""
+    said = []
+    for word in verdicts.UNJUDGED:
+        rest = "; ".join("%s (%d)" % (why, len(group)) for why, group in groups if group[0].verdict == word)
+        said += [" %s: %s." % (word.capitalize(), rest)] if rest else []
+    return text + "." + "".join(said)
 
 
 def _state(entry, measured_any, missing):
@@ -140,7 +152,7 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     ``samples``); ``missing``: {run id: bundle id the results folder lacks}; ``unrecorded``: {spec name:
     [Reference]} for the specs of runs that have no bundle, whose published values no bundle recorded (the spec's
     today: shown beside "not run", nothing measured depends on them); ``price_per_hour``: the reader's price (USD
-    per hour of a job's devices) for the cost per 1,000 samples, None: the price table's; ``planned``: {version set:
+    per device-hour) for the cost per 1M samples, None: the price table's; ``planned``: {version set:
     {claim: dlrepro.coverage Outcome}} of the study's host as the record holds it (dlrepro.coverage_record.of_record;
     the verdicts take today's set where there is one, the drift's published verdicts the published set's), None: no
     plan (no bundle)."""
@@ -164,7 +176,7 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     groups = {}
     judged = []
     for v in verdict_list:
-        if v.verdict == verdicts.NOT_TESTABLE:
+        if v.verdict in verdicts.UNJUDGED:
             groups.setdefault(v.reason, []).append(v)
         else:
             judged.append(v)
@@ -182,6 +194,23 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
                        sentence(study, host, verdict_list, list(groups.items())) + drift_sentence(changes), judged,
                        list(groups.items()), tables, counts, why, smoke(record, prepared, judged), runs, dict(missing),
                        results_shown, details, changes, published_tables)
+
+
+def unretrieved(study):
+    """The one line a reader needs before judging a study whose own tables are not in the suite: "DLBench's own
+    tables are not in the suite (their published values were not retrieved): Table 7 (GPU, Tesla K80), Table 8; so
+    none of their cells can be judged, on their hardware or any other; the published cells here are a third-party
+    rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README)." None when every table was retrieved."""
+    missing = [t.title.split(" - ")[0] for t in study.tables.values() if t.status == "not retrieved"]
+    if not missing:
+        return None
+    name = study.title.split(" - ")[0].strip()
+    reruns = sorted({"%s: %s" % (c.hardware, t.source.split(" @ ")[0]) for t in study.tables.values()
+                     if t.status != "not retrieved" for c in t.columns if c.kind == "third_party_rerun"})
+    return "%s own tables are not in the suite (their published values were not retrieved): %s; so none of their " \
+           "cells can be judged, on their hardware or any other%s." % (
+               name + ("'" if name.endswith("s") else "'s"), ", ".join(missing),
+               "; the published cells here are a third-party rerun's (%s)" % "; ".join(reruns) if reruns else "")
 
 
 def drift_sentence(changes):

@@ -22,7 +22,9 @@ DIRECTION_ONLY = "direction holds, size does not"
 DOES_NOT_HOLD = "does not hold"
 INCONCLUSIVE = "inconclusive"  # noise unknown, a smoke pass, n too small, p above the stated level
 NOT_TESTABLE = "not testable here"  # with the reason: another device class, a tool the suite does not run, ...
-CLAIM = (HOLDS, DIRECTION_ONLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
+NOT_ASKED = "not asked"  # none of its runs was asked (study --run gave others), and the host's plan could test it
+CLAIM = (HOLDS, DIRECTION_ONLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE, NOT_ASKED)
+UNJUDGED = (NOT_TESTABLE, NOT_ASKED)  # a claim with no verdict on the evidence, only a reason
 
 # a published cell of a study's table, or of a spec's references
 REPRODUCES = "reproduces"  # the interval of measured / published inside the tolerance, on the same hardware

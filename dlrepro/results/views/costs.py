@@ -1,6 +1,7 @@
 """Cost and energy per sample as a report shows them (dlrepro.results.answers.cost computes them): J per sample
-("not measured" where no energy was measured, never zero), USD per 1,000 samples ("no price" where no price row
-names the job's devices), and the table of the prices they rest on, with their sources.
+("not measured" where no energy was measured, never zero), USD per 1M samples with its price's date beside it
+("no price" where no price row names the job's devices), and the table of the prices they rest on, with their
+dates and sources.
 """
 import pandas as pd
 
@@ -8,7 +9,8 @@ from dlrepro import prices as pricesmod
 from dlrepro.results.views import numbers
 
 
-TITLE = "Prices: USD per 1,000 samples"
+TITLE = "Prices: USD per 1M samples"
+HEADER = "USD per 1M samples"  # the cost column's header
 
 
 WINDOW = "energy window %.2fx the measured one"  # J/sample whose counters' window is not the measured one
@@ -30,30 +32,41 @@ def per_sample(joules, window=None):
                                                           "" if window is None else "; " + WINDOW % window)
 
 
+def usd(value, dated, older):
+    """One cost as text with its price's date: '20.9 (2016-09 price, older than the run)', '20.9 (2026-11 price)',
+    '20.9 (price given)' where the reader gave it (``dated`` None)."""
+    if dated is None:
+        return "%s (price given)" % numbers.significant(value)
+    return "%s (%s price%s)" % (numbers.significant(value), dated, ", older than the run" if older else "")
+
+
 def cost(rows):
-    """Each summary row's USD per 1,000 samples as text (answers.cost.priced's column; a row without it, not priced,
-    reads ''): 'no price' where no price row names the job's devices, '' for a job that did not finish ok with a
-    throughput."""
-    if "usd_per_1000_samples" not in rows:
+    """Each summary row's USD per 1M samples as text (answers.cost.priced's columns, the price's date beside it; a
+    row without them, not priced, reads ''): 'no price' where no price row names the job's devices, '' for a job
+    that did not finish ok with a throughput."""
+    if "usd_per_million_samples" not in rows:
         return [""] * len(rows)
-    return [numbers.significant(usd) if pd.notna(usd) else
+    return [usd(value, dated if isinstance(dated, str) else None, older is True) if pd.notna(value) else
             "no price" if status == "ok" and pd.notna(rate) and not isinstance(price_id, str) else ""
-            for usd, price_id, status, rate in zip(rows["usd_per_1000_samples"], rows["price_id"], rows["status"],
-                                                   rows["throughput"])]
+            for value, dated, older, price_id, status, rate in zip(
+                rows["usd_per_million_samples"], rows["price_dated"], rows["price_older"], rows["price_id"],
+                rows["status"], rows["throughput"])]
 
 
 def prices(answer):
-    """(title, columns, rows, note) of the prices the report's cost per 1,000 samples rests on: each price row used
-    (its devices, USD per device-hour, offer, instance, date, source), or the reader's own price; None when no job
-    was priced."""
+    """(title, columns, rows, note) of the prices the report's cost per 1M samples rests on: each price row used
+    (its devices, USD per device-hour, instance, dates, whether a launch price, source), or the reader's own price;
+    None when no job was priced."""
     if answer.price_per_hour is not None:
-        return TITLE, ["price", "source"], [["%s USD per hour of a job's devices" % numbers.significant(
+        return TITLE, ["price", "source"], [["%s USD per device-hour (a GPU, or one logical CPU)" % numbers.significant(
             answer.price_per_hour), "given with --price-per-hour"]], ""
     if not answer.prices:
         return None
-    rows = [[", ".join(r.names) or "one logical CPU (vCPU)", "%g" % r.usd_per_device_hour, r.offer, r.instance,
-             r.as_of, r.source] for r in answer.prices]
-    return (TITLE, ["device", "USD per device-hour", "offer", "instance", "as of", "source"], rows,
-            "USD per 1,000 samples = the job's devices x USD per device-hour / 3600 / throughput (samples/s) x 1000; "
-            "list prices from dlrepro/prices.yaml (revised %s), not quotes: give your own with --price-per-hour."
-            % pricesmod.load().date)
+    table = pricesmod.load()
+    rows = [[", ".join(r.names) or "one logical CPU (vCPU)", "%g" % r.usd_per_device_hour, r.instance, r.dated,
+             "launch price" if r.launch else "list price", r.source] for r in answer.prices]
+    return (TITLE, ["device", "USD per device-hour", "instance", "price of", "kind", "source"], rows,
+            "USD per 1M samples = the job's devices x USD per device-hour / 3600 / throughput (samples/s) x 1,000,000; "
+            "%s list prices from dlrepro/prices.yaml (revised %s), not quotes; a launch price may have been cut since, "
+            "and a cost marked 'older than the run' rests on a price the source gave before the run was made: give "
+            "your own with --price-per-hour." % (table.offer, table.date))

@@ -2,14 +2,14 @@
 (figures as PNG files beside it) and report.html (self-contained: figures embedded as base64 PNG, no external CSS,
 scripts or fonts).
 
-Sections, summary first: the headline (fastest and slowest framework per spec, variant, device and batch
-size, with joules per sample where measured; how many published cells were compared and what could not be);
-the figures (views.plots); the results per spec and mode (median and IQR of the timed quantity, 95% CI,
-throughput and energy, accuracy, status, the reasons of failed and skipped jobs as numbered footnotes); the
-comparison with the published values and the ranking verdicts; the fraction of peak then and now; then how it was
-measured: the bundles and the environment, the studies' (their published references' hardware and framework
-versions) next to this one's (host, GPUs and driver, images by ID, CUDA and cuDNN). Numbers as views.numbers writes
-them, one unit per column. The view renders the model and decides nothing.
+Sections, summary first: the headline (fastest and slowest framework per spec, variant, device, batch size and setting,
+with joules per sample where measured; how many published cells were compared and what could not be); the figures
+(views.plots); the results per spec and mode (median and IQR of the timed quantity, 95% CI, throughput and energy,
+accuracy, status, the reasons of failed and skipped jobs as numbered footnotes); the comparison with the published
+values and the ranking verdicts; the fraction of peak then and now; then how it was measured: the bundles and the
+environment, the studies' (their published references' hardware and framework versions) next to this one's (host, GPUs
+and driver, images by ID, CUDA and cuDNN). Numbers as views.numbers writes them, one unit per column. The view renders
+the model and decides nothing.
 """
 import base64
 import re
@@ -159,7 +159,7 @@ def results(summary, timers=None):
             "n": rows["n"].map(_fmt_int), "mean": rows["mean"].map(_fmt),
             "throughput": [_fmt(v) + " " + u if pd.notna(v) else "" for v, u in zip(rows["throughput"],
                                                                                       rows["throughput_unit"])],
-            "J per sample": costs.joules(rows), "USD per 1,000 samples": costs.cost(rows),
+            "J per sample": costs.joules(rows), costs.HEADER: costs.cost(rows),
             "mean power (W)": rows["mean_power_w"].map(lambda v: "" if pd.isna(v) else "%.0f" % v),
             "test accuracy": [_accuracy(*a) for a in zip(rows["final_test_accuracy"], _column(rows, "accuracy_low"),
                                                          _column(rows, "accuracy_high"))],
@@ -261,8 +261,8 @@ def efficiency(shown, speedups):
         "framework": speedups["framework"].map(display),
         "threads": [str(int(t)) if pd.notna(t) else "" for t in speedups["threads"]],
         "versions": speedups["then_version"] + " -> " + speedups["now_version"],
-        "speedup": ["smoke pass: no ratio" if s else numbers.ratio(v) for v, s in zip(speedups["speedup"],
-                                                                                     speedups["smoke"])],
+        "speedup": [numbers.ratio(v) + (" (smoke pass: indicative)" if s and pd.notna(v) else "")
+                    for v, s in zip(speedups["speedup"], speedups["smoke"])],
         "95% interval": ["%s-%s" % (numbers.ratio(a), numbers.ratio(b)) if pd.notna(a) and pd.notna(b) else ""
                          for a, b in zip(speedups["speedup_low"], speedups["speedup_high"])]}),
         "seconds per mini-batch of the oldest version measured over the newest one's (the studies' era image "
@@ -410,16 +410,17 @@ def _rate(framework, rate, joules, window):
 
 
 def headline(answer):
-    """The lines a reader wants first: per spec, variant, device, mode and batch size the fastest and slowest
-    framework (samples/s, J per sample where measured; the order's caveats: a smoke pass, timers that differ); how
-    many published cells were compared, by verdict; what did not finish."""
+    """The lines a reader wants first: per spec, variant, device, mode, batch size and setting (model.LIKE) the
+    fastest and slowest framework (samples/s, J per sample where measured; the order's caveats: a smoke pass, timers
+    that differ); how many published cells were compared, by verdict; what did not finish."""
     lines, groups = [], {}
     if answer.smoke:
         lines.append("Smoke pass (--quick): %s; few iterations a job, so its times, orders and fractions of peak are "
                      "indications, never figures of the full protocol." % ", ".join(answer.smoke))
     for f in answer.fastest:
         groups.setdefault((f.spec, f.variant, f.device_name, f.mode, f.unit), []).append(
-            "b%d %s" % (f.batch_size, _rate(f.best, f.best_rate, f.best_joules, f.best_window))
+            "b%d%s %s" % (f.batch_size, " %s:" % f.setting if f.setting else "",
+                          _rate(f.best, f.best_rate, f.best_joules, f.best_window))
             + (" / %s" % _rate(f.worst, f.worst_rate, f.worst_joules, f.worst_window) if f.worst else "")
             + (" (%s)" % "; ".join(f.caveats) if f.caveats and f.worst else ""))
     for (spec, variant, device, mode, unit), per in groups.items():
@@ -458,9 +459,7 @@ def context(answer):
     summary = answer.summary
     peak_table, since = efficiency(answer.efficiency, answer.then_and_now)
     return {
-        "bundle_ids": answer.ids,
-        "headline": headline(answer),
-        "bundles": bundle_table(answer.bodies),
+        "bundle_ids": answer.ids, "headline": headline(answer), "bundles": bundle_table(answer.bodies),
         "environment": environment(answer.bodies, summary),
         "results": results(summary, answer.timers),
         "prices": Table(*priced) if (priced := costs.prices(answer)) else None,

@@ -76,7 +76,7 @@ def configuration_page(configuration, up, matrices=()):
              "smoke": "smoke pass" if p.smoke else "", "verdict": p.verdict or "", "reason": p.reason or "",
              "joules": "not measured" if p.joules is None else numbers.significant(p.joules) + (
                  "" if p.joules_window is None else " (%s)" % costs.WINDOW % p.joules_window),
-             "usd": "" if p.usd is None else numbers.significant(p.usd),
+             "usd": "" if p.usd is None else costs.usd(p.usd, p.usd_dated, p.usd_older),
              "colour": palette.verdict_colour(p.verdict)} for p in configuration.points]
     key = [(name, "" if value is None else str(value)) for name, value in configuration.key.items()]
     return TEMPLATES.get_template("site_configuration.html.j2").render(
@@ -104,10 +104,13 @@ def _selectors(rows, columns):
 def study_page(matrix, matrices=()):
     """The HTML of one study's claims x (host, version set) matrix (``matrices``: every study's, for the head)."""
     cells = {}
-    for (claim, at), v in matrix.cells.items():
-        cells[(claim, at)] = {"verdict": v.verdict, "colour": palette.verdict_colour(v.verdict),
-                              "rests_on": rests_on(v, matrix.columns[at].smoke),
-                              "evidence": v.evidence or v.reason or ""}
+    for (claim, at), cell in matrix.cells.items():
+        v, record = cell.best.verdict, cell.best.record
+        cells[(claim, at)] = {"verdict": v.verdict, "said": v.said, "colour": palette.verdict_colour(v.verdict),
+                              "rests_on": rests_on(v, record.smoke), "record": record.name,
+                              "mark": " (smoke pass)" if record.smoke else "", "evidence": v.evidence or v.reason or "",
+                              "others": [{"said": o.verdict.said, "record": o.record.name,
+                                          "mark": " (smoke pass)" if o.record.smoke else ""} for o in cell.others]}
     return TEMPLATES.get_template("site_study.html.j2").render(m=matrix, cells=cells, figure_size=FIGURE_SIZE,
                                                                matrices=matrices)
 

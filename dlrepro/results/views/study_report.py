@@ -46,6 +46,7 @@ class Claim:
     evidence: str
     rests_on: str
     source: str
+    said: str = ""  # the verdict with its scope (claims.Verdict.said): 'holds for the 3 tools measured; ...'
 
 
 def rests_on(v, smoke):
@@ -111,29 +112,36 @@ def paper_table(t):
     return Table(t.title, header, rows, note, footnotes)
 
 
+SMOKE_RATIO = "smoke pass: an indicative ratio of one repeat each, never a verdict"
+
+
 def then_and_now(now, then, record, quick=False):
     """One published table measured at both version sets of a study run with --versions both, per column:
     published | at the published versions (then) | its outcome | at today's (now) | now / then. A row names what
-    ran for its tool at each set ("TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0"); no ratio where either side
-    is a smoke pass (``quick``: the whole study ran --quick; one repeat is not a measurement to set against another),
-    the reason once as a footnote."""
+    ran for its tool at each set ("TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0"); a tool that ran the same
+    version at both sets is folded into the note. Where either side is a smoke pass (``quick``: the whole study ran
+    --quick) the ratio is shown as an indication ('5.4 (smoke)'), the reason once as a footnote, never a verdict."""
     unit, fmt = _unit(now, now.kind)
     header = ["tool (then -> now)"]
     for label in now.columns:
         header += ["%s published (%s)" % (label, unit), "%s then (%s)" % (label, unit), "%s then: outcome" % label,
                    "%s now (%s)" % (label, unit), "%s now / then" % label]
     ran = _ran(record)
-    notes, rows = [], []
+    notes, rows, same = [], [], []
     for tool in now.rows:
-        line = [ran.get(tool, tool)]
+        text, unchanged = ran.get(tool, (tool, False))
+        if unchanged:
+            same.append(text.split(" -> ")[0])
+            continue
+        line = [text]
         for label in now.columns:
             was, is_ = then.cells.get((tool, label)), now.cells[(tool, label)]
             before = was.measured if was is not None else None
             smoke = quick or (was is not None and was.smoke) or is_.smoke
-            ratio = is_.measured / before if before and is_.measured is not None and not smoke else None
-            notes.append("smoke pass: no ratio" if smoke and before and is_.measured is not None else "")
+            ratio = is_.measured / before if before and is_.measured is not None else None
+            notes.append(SMOKE_RATIO if smoke and ratio is not None else "")
             line += [fmt(is_.published), fmt(before), was.outcome if was is not None else "", fmt(is_.measured),
-                     numbers.ratio(ratio)]
+                     numbers.ratio(ratio) + (" (smoke)" if smoke and ratio is not None else "")]
         rows.append(line)
     marks, footnotes = report.numbered_notes(notes)
     marks = iter(marks)
@@ -142,7 +150,8 @@ def then_and_now(now, then, record, quick=False):
             mark = next(marks)
             line[5 + 5 * i] = " ".join(filter(None, [line[5 + 5 * i], mark]))
     return Table(now.title + ": then and now", header, rows, "then: the study's tools at their published versions (or "
-                 "the nearest the image matrix has); now: today's images; the same host, jobs and settings.", footnotes)
+                 "the nearest the image matrix has); now: today's images; the same host, jobs and settings.%s" % (
+                     " The same version at both sets, not shown: %s." % ", ".join(same) if same else ""), footnotes)
 
 
 def _paired(answer):
@@ -152,14 +161,15 @@ def _paired(answer):
 
 
 def _ran(record):
-    """{tool: "NAME THEN (published: X) -> NOW"} from the version sets a record's runs ran."""
+    """{tool: ("NAME THEN (published: X) -> NOW", whether THEN is NOW)} from the version sets a record's runs ran."""
     out = {}
     for entry in record["runs"].values():
         sets = entry.get("versions") or {}
         today = {c["tool"]: c["label"] for c in sets.get("today", [])}
         for c in sets.get("published", []):
-            now = today.get(c["tool"], "")
-            out.setdefault(c["tool"], "%s -> %s" % (c["label"], now[len(c["tool"]):].strip() or "?"))
+            now = today.get(c["tool"], "")[len(c["tool"]):].strip()
+            then = c["label"][len(c["tool"]):].strip().split(" (")[0]
+            out.setdefault(c["tool"], ("%s -> %s" % (c["label"], now or "?"), then == now.split(" (")[0]))
     return out
 
 
@@ -209,7 +219,7 @@ def _asked(asked):
 def context(answer):
     """Everything the study templates show of a StudyAnswer."""
     judged = [Claim(v.claim, v.text, v.verdict, palette.verdict_colour(v.verdict), v.evidence,
-                    rests_on(v, bool(answer.smoke)), v.source) for v in answer.claims]
+                    rests_on(v, bool(answer.smoke)), v.source, v.said) for v in answer.claims]
     papers, folded = [], []
     for t in answer.tables:
         if any(c.measured is not None for c in t.cells.values()):
@@ -223,8 +233,11 @@ def context(answer):
                         columns=["run", "spec", "variants", "device", "state", "bundle", "why not here",
                                  "cut here", "what of the study"])
     details = report.context(answer.bundle) if answer.bundle else None
+    unjudged = [d for d in answer.drift if not d.judged]
     drift = table_of("From the published versions to today's", pd.DataFrame(
-        [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift],
+        [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift if d.judged]
+        + ([[unjudged[0].change, "%d claims: %s" % (len(unjudged), ", ".join(d.claim for d in unjudged)), "", "",
+             "no verdict at either set: not testable here, or not asked"]] if unjudged else []),
         columns=["change", "claim", "at the published versions", "at today's", "stated"]),
         "At the published versions (or the nearest the image matrix has): %s. Today's: %s." % (
             answer.drift[0].labels["published"], answer.drift[0].labels["today"])
@@ -232,6 +245,7 @@ def context(answer):
     return {"study": answer.study, "record": answer.record, "record_path": answer.record_path,
             "manifest_note": answer.manifest_note, "asked": _asked(answer.record.get("asked") or {}),
             "answer": answer.answer, "smoke": answer.smoke, "missing": answer.missing,
+            "unretrieved": answer.unretrieved,
             "results_shown": answer.results_shown, "claims": judged, "untestable": answer.untestable,
             "cells": answer.counts, "why": answer.why, "environment": environment(answer), "papers": papers,
             "folded_tables": folded, "drift": drift,
