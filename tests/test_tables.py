@@ -34,7 +34,8 @@ def bundle(tmp_path):
 def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     summary, samples = tables.summary(bundle), tables.samples(bundle)
     assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and len(summary) == 7
-    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == "dlrepro.tables/7"
+    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == \
+        "dlrepro.tables/8"
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
     assert by_framework.loc["torch", "median"] == MEDIANS["torch"]
@@ -207,7 +208,7 @@ def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
             "epochs": epochs, "total_seconds": 180.0, "final_test_accuracy": accuracy, "final_perplexity": None}))
     folder = writer.finish({})
     summary, samples = tables.summary(folder), tables.samples(folder)
-    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/7"
+    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/8"
     assert summary[["job_id", "seed", "final_test_accuracy"]].values.tolist() == [
         ["imdb-gru.torch.cpu.b64.s0", 0, 0.851], ["imdb-gru.torch.cpu.b64.s1", 1, 0.862],
         ["imdb-gru.torch.cpu.b64.s2", 2, 0.847]]

@@ -34,7 +34,8 @@ from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
 from dlrepro.run import hostinfo, jobs as jobsmod, runs as runsmod
 from dlrepro.run.pool import WorkerPool
-from dlrepro.run.options import RunOptions, checked
+from dlrepro.run.options import RunOptions, Step, checked
+from runner.adapters import capabilities
 from runner.contract import utc_now
 from runner.environment import usable_cpus
 
@@ -99,6 +100,23 @@ def _versioned(study, matrix, run, versions, chosen, item):
                                         if f in ours else [f])]
 
 
+def _steps(study, run, chosen, threads, notes):
+    """{token: Step} for the tokens of ``chosen`` whose tool's scripts timed a step otherwise than the suite
+    (``study.steps``) and whose adapter builds it that way; the others keep the suite's step, said in ``notes``."""
+    found = {}
+    for tool, step in study.steps.items():
+        values = {"gradients": step.gradients, "thread_pools": step.thread_pools if threads else "all"}
+        for token in [t for t in chosen if t.split("@")[0] == study.framework(tool)]:
+            problem = capabilities.unsupported_options(token, dict(values, threads=1), run.device)
+            said = ", ".join("%s %s" % kv for kv in values.items())
+            if problem:
+                notes.append("%s (%s): the suite's step, not the study's (%s): %s" % (tool, token, said, problem))
+            else:
+                found[token] = Step(**values)
+                notes.append("%s (%s): timed as the study's scripts did: %s" % (tool, token, said))
+    return found
+
+
 def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None,
          versions=None):
     """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
@@ -151,7 +169,8 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
         threads = _threads(spec, run, quick, cpus, item.notes)
         item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
                                   mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,
-                                  ranks=counts if run.gpus != [1] else None)
+                                  ranks=counts if run.gpus != [1] else None,
+                                  steps=_steps(study, run, chosen, threads, item.notes))
         try:
             item.jobs = len(jobsmod.expand(spec, item.options))
         except DlreproError as exc:
