@@ -63,7 +63,7 @@ def suite_unit(threads, step, results, warmup, timed):
         sys.exit("suite job %s: %s %s" % (job, result["status"], result.get("reason") or result.get("error")))
     cpu = result["cpu_usage"]
     wall = [s for repeat in result["timing"]["repeats"] for s in repeat]
-    return (wall, [cpu["cpu_seconds"] / timed], cpu["effective_parallelism"], body["images"][0]["name"],
+    return (wall, [cpu["cpu_seconds"] / timed], cpu["effective_parallelism"], body["images"][0]["tag"],
             result["environment"]["process"]["cpus"])
 
 
