@@ -123,7 +123,8 @@ class StudyStep(Strict):
     (dlrepro.run.study)."""
     gradients: Literal[GRADIENTS] = OPTION_DEFAULTS["gradients"]
     thread_pools: Literal[THREAD_POOLS] = OPTION_DEFAULTS["thread_pools"]
-    source: str = Field(description="repository + commit + file that shows it")
+    runs: list[str] = Field(min_length=1, description="the study's runs whose scripts did so (each one read)")
+    source: str = Field(description="repository + commit + files that show it")
 
 
 class Study(Strict):
@@ -164,6 +165,7 @@ class Study(Strict):
                                                                      spec.variants[variant].scaling or "not at all")))
         places = [("tables.%s.columns.%d" % (t, i), c.runs, ()) for t, table in self.tables.items()
                   for i, c in enumerate(table.columns)]
+        places += [("steps.%s" % tool, step.runs, ()) for tool, step in self.steps.items()]
         places += [("claims.%s" % n, c.runs, [t for tier in c.order for t in tier] + c.tools + [c.subject])
                    for n, c in self.claims.items() if c.kind != "untestable"]
         for where, runs, tools in places:

@@ -39,6 +39,13 @@ def test_dlbench_s_tensorflow_jobs_are_planned_with_its_step_where_the_adapter_b
             by_id["fcn-s.mxnet-0.12.0.cpu.b64.t1"]["thread_pools"]) == ("pruned", "all")
 
 
+def test_a_run_whose_scripts_took_pruned_gradients_keeps_the_suite_s_step():
+    planned = {p.id: p for p in studymod.plan(studies.load("dlbench"), device="cpu", frameworks=["tensorflow"],
+                                              cpus=2, gpus=[], runs=["cpu-synthetic-rnn"], versions="published")}
+    assert planned["cpu-synthetic-rnn"].options.steps == {}  # DLBench's lstm.py: tf.gradients
+    assert not [n for n in planned["cpu-synthetic-rnn"].notes if "step" in n]
+
+
 def test_today_s_tensorflow_keeps_the_suite_s_step_and_the_plan_says_why():
     planned = {p.id: p for p in studymod.plan(studies.load("dlbench"), device="cpu", frameworks=["tensorflow"],
                                               cpus=2, gpus=[], runs=["cpu-synthetic"])}
@@ -102,8 +109,11 @@ def test_the_suite_s_step_keeps_the_configuration_digest():
 
 def test_a_manifest_s_step_for_a_tool_the_suite_does_not_run_is_named(tmp_path):
     path, problems = _bad(tmp_path, TINY.read_text(), "runs:\n", "steps:\n  Torch:\n    gradients: gate_op\n"
-                                                                  "    source: a script\nruns:\n")
+                                                                  "    runs: [fcn]\n    source: a script\nruns:\n")
     assert len(problems) == 1 and "steps: 'Torch': not a tool the suite runs; the study's are: " in problems[0]
+    path, problems = _bad(tmp_path, TINY.read_text(), "runs:\n", "steps:\n  TensorFlow:\n    gradients: gate_op\n"
+                                                                  "    runs: [cpu]\n    source: a script\nruns:\n")
+    assert len(problems) == 1 and "steps.TensorFlow.runs: unknown run 'cpu'; the study has: fcn, gpu" in problems[0]
 
 
 def test_the_tidy_summary_shows_how_each_job_timed_its_step(tmp_path):

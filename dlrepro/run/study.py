@@ -102,12 +102,12 @@ def _versioned(study, matrix, run, versions, chosen, item):
                                         if f in ours else [f])]
 
 
-def _steps(study, run, chosen, threads, notes):
-    """{token: Step} for the tokens of ``chosen`` whose tool's scripts timed a step otherwise than the suite
-    (``study.steps``) and whose adapter builds it that way; the others keep the suite's step. ``notes``: {token:
-    what was done, and why}."""
+def _steps(study, run_id, run, chosen, threads, notes):
+    """{token: Step} for the tokens of ``chosen`` whose tool's scripts timed a step otherwise than the suite in run
+    ``run_id`` (``study.steps``) and whose adapter builds it that way; the others keep the suite's step.
+    ``notes``: {token: what was done, and why}."""
     found = {}
-    for tool, step in study.steps.items():
+    for tool, step in [(tool, step) for tool, step in study.steps.items() if run_id in step.runs]:
         values = {"gradients": step.gradients, "thread_pools": step.thread_pools if threads else "all"}
         for token in [t for t in chosen if t.split("@")[0] == study.framework(tool)]:
             problem = capabilities.unsupported_options(token, dict(values, threads=1), run.device)
@@ -174,7 +174,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
         item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
                                   mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,
                                   ranks=counts if run.gpus != [1] else None,
-                                  steps=_steps(study, run, chosen, threads, step_notes))
+                                  steps=_steps(study, run_id, run, chosen, threads, step_notes))
         try:
             expanded = jobsmod.expand(spec, item.options)
             item.jobs = len(expanded)  # the step notes of the frameworks that have jobs in the run
