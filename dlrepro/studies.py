@@ -6,8 +6,9 @@ are the study's tools, columns are its published cells: a variant, batch size, m
 published hardware, matched to the references the spec carries), and each stated conclusion as a
 claim the suite can test: an ordering of tools, a ratio band between tools, a value band, a scaling
 statement over threads or GPUs, or one that no run here can test (with the reason); and the version of each
-tool it published with (``versions``; dlrepro.eras picks the image that stands for it). Every table, claim and
-version gives its source (paper + version + table, or repository + commit + file).
+tool it published with (``versions``; dlrepro.eras picks the image that stands for it), and how a tool's scripts
+timed a step where the suite's default differs (``steps``: gradients, thread semantics; dlrepro.run.study).
+Every table, claim and version gives its source (paper + version + table, or repository + commit + file).
 """
 from pathlib import Path
 from typing import Literal, Optional, Union
@@ -18,6 +19,7 @@ from dlrepro import folders, names, spec as specmod, yamlfile
 from dlrepro.errors import SpecError
 from dlrepro.yamlfile import Strict
 from runner import adapters
+from runner.contract import GRADIENTS, OPTION_DEFAULTS, THREAD_POOLS
 
 STUDIES_DIR = folders.STUDIES_DIR
 
@@ -115,6 +117,16 @@ class Published(Strict):
     source: str = Field(description="where the study says so (paper + table, or repository + commit + file)")
 
 
+class StudyStep(Strict):
+    """How the study's own scripts for one tool timed a training step, where that differs from the suite's default
+    (runner.contract: ``gradients``, ``thread_pools``); its jobs are built the same way where the adapter can
+    (dlrepro.run.study)."""
+    gradients: Literal[GRADIENTS] = OPTION_DEFAULTS["gradients"]
+    thread_pools: Literal[THREAD_POOLS] = OPTION_DEFAULTS["thread_pools"]
+    runs: list[str] = Field(min_length=1, description="the study's runs whose scripts did so (each one read)")
+    source: str = Field(description="repository + commit + files that show it")
+
+
 class Study(Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
@@ -127,6 +139,8 @@ class Study(Strict):
                                     "line: what it would need (e.g. 'needs Julia's package registry, not reachable')")
     versions: dict[str, Published] = Field({}, description="the study's tools -> the version it published with")
     runs: dict[str, Run] = Field(min_length=1)
+    steps: dict[str, StudyStep] = Field({}, description="the study's tools -> how its scripts timed a step, where "
+                                                        "that differs from the suite's")
     tables: dict[str, Table] = {}
     claims: dict[str, Claim] = {}
     notes: Optional[str] = None
@@ -151,6 +165,7 @@ class Study(Strict):
                                                                      spec.variants[variant].scaling or "not at all")))
         places = [("tables.%s.columns.%d" % (t, i), c.runs, ()) for t, table in self.tables.items()
                   for i, c in enumerate(table.columns)]
+        places += [("steps.%s" % tool, step.runs, ()) for tool, step in self.steps.items()]
         places += [("claims.%s" % n, c.runs, [t for tier in c.order for t in tier] + c.tools + [c.subject])
                    for n, c in self.claims.items() if c.kind != "untestable"]
         for where, runs, tools in places:
@@ -183,6 +198,10 @@ class Study(Strict):
         if extra:
             problems.append(yamlfile.at("not_run", "%s: not a tool mapped to null; drop it, or map the tool to null"
                                         % ", ".join(map(repr, extra))))
+        unknown = [t for t in self.steps if self.tools.get(t) is None]
+        if unknown:
+            problems.append(yamlfile.at("steps", "%s: not a tool the suite runs; the study's are: %s" % (
+                ", ".join(map(repr, unknown)), ", ".join(t for t, f in self.tools.items() if f))))
         unknown = [t for t in self.versions if self.tools.get(t) is None]
         if unknown:
             problems.append(yamlfile.at("versions", "%s: not a tool the suite runs; the study's are: %s" % (

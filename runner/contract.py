@@ -32,6 +32,17 @@ job.json (host -> runner), schema ``dlrepro.job/1``:
     cuda_graphs    false (default); no adapter captures CUDA graphs yet (true is refused).
     allow_ptx_jit  false (default) | true: run a CUDA job whose framework build has no kernels for the
                    GPU but PTX for an older architecture (the driver JIT-compiles it); marked ptx_jit.
+    gradients      "pruned" (default) | "gate_op": "pruned" computes only the gradients the update reads
+                   (tf.gradients); "gate_op" computes them as TensorFlow's optimizer.minimize() does by default
+                   (gate_gradients=GATE_OP: each op's input gradients grouped, so the first layer's gradient
+                   with respect to the mini-batch is computed too, unused), as DLBench's TensorFlow scripts did
+                   (TensorFlow 1.x only).
+    thread_pools   "all" (default) | "intra_op": how ``threads`` is applied. "all": every pool of the
+                   framework and the BLAS/OpenMP variables get ``threads`` and the process is confined to that
+                   many CPUs (runner.settings). "intra_op": only the intra-op pool and the BLAS/OpenMP
+                   variables get it; TensorFlow's inter-op pool keeps its default and the process is not
+                   confined, as DLBench's "N threads" were set (TensorFlow 1.x only; cpu_usage says how many
+                   CPUs the job kept busy).
   cuda_archs (the image matrix's table of the architectures the build ships, for frameworks that
   cannot report it; [] = unknown), timer ("auto" | "device_events" | "pipelined_wall" | "host_sync"; see
   runner.measure).
@@ -68,7 +79,7 @@ status "running" until the job ends:
   under "pipelined_wall"), iterations_per_repeat, lead_in {iterations, why} (the untimed iterations at each
   repeat's start) and repeat_wall_seconds (throughput; the lead-in included).
   options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
-  cuda_graphs, allow_ptx_jit) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
+  cuda_graphs, allow_ptx_jit, gradients, thread_pools) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
   own kernels). What each option did in the framework is in environment (tf32 {matmul, cudnn},
   autocast (torch), matmul_precision, compute_dtype, parameter_dtypes (jax), layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability} of cuda jobs; gpu and
   capability "unknown", with a note, where the adapter cannot tell and nothing was checked).
@@ -93,7 +104,9 @@ import tempfile
 JOB_SCHEMA = "dlrepro.job/1"
 RESULT_SCHEMA = "dlrepro.result/1"
 OPTION_DEFAULTS = {"precision": "fp32", "cudnn_autotune": True, "layout": "default", "compile": False,
-                   "cuda_graphs": False, "allow_ptx_jit": False}
+                   "cuda_graphs": False, "allow_ptx_jit": False, "gradients": "pruned", "thread_pools": "all"}
+GRADIENTS = ("pruned", "gate_op")
+THREAD_POOLS = ("all", "intra_op")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 LAYOUTS = ("default", "channels_last")
 JOB_KEYS = ("schema", "id", "framework", "device", "mode", "model", "data", "optimizer", "batch_size",

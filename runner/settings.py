@@ -7,7 +7,9 @@ worker so that only its OpenMP pool runs ops; TensorFlow's, PyTorch's, CNTK's an
 by their adapters, which have an API for it), and confines the process to that many CPUs (its affinity
 mask: one CPU per physical core, within one NUMA node where one has enough cores, SMT siblings only when
 there are fewer cores than threads: runner.topology; the choice and the topology it rests on are recorded),
-so that no framework can use more, whatever it does. A data-parallel CPU job's ranks each get ``threads``
+so that no framework can use more, whatever it does. A job whose ``thread_pools`` is "intra_op" (a study's
+"N threads" as it set them, runner.contract) keeps the variables but is not confined: its adapter sets only the
+intra-op pool. A data-parallel CPU job's ranks each get ``threads``
 CPUs of their own: torch's rank processes each its share, JAX's one process (all its ranks) ``threads`` x
 ranks. The CPU time measured over the window then says what it did use (runner.window).
 
@@ -85,8 +87,9 @@ def _width(job):
 def choice(job, allowed=None, rank=0, root=topology.SYSFS):
     """(CPUs, record) for rank ``rank`` of ``job`` with ``threads``: the job's CPUs taken together by
     runner.topology.choose (every rank's, so that ranks do not share a core), then the rank's share; (None, None)
-    for a job without a thread count. Fewer CPUs allowed than every rank needs: each rank the first share."""
-    if not job.get("threads"):
+    for a job without a thread count or one that is not confined (``thread_pools`` "intra_op"). Fewer CPUs allowed
+    than every rank needs: each rank the first share."""
+    if not job.get("threads") or job.get("thread_pools", "all") != "all":
         return None, None
     if allowed is None:  # the ranks rank 0 starts inherit its confinement: they choose from what it could use
         pool = os.environ.get(POOL)
@@ -107,16 +110,16 @@ def key(job):
     """What must be the same for jobs to share a process: the framework (and version), the device, the
     environment before import and the CPUs."""
     return (job["framework"], job.get("framework_version"), job["device"], tuple(sorted(environment(job).items())),
-            tuple(cpus(job) or ()), job.get("ranks"))
+            tuple(cpus(job) or ()), job.get("ranks"), job.get("thread_pools", "all"))
 
 
 def record(job, rank=0):
     """What ``apply`` sets for ``job`` (rank ``rank`` of a data-parallel job), for result.json's environment:
-    {"variables": {...}, "cpus": [...] or None, "requested_threads", "cpu_choice": runner.topology.describe's
-    record or None}."""
+    {"variables": {...}, "cpus": [...] or None, "requested_threads", "thread_pools" (runner.contract),
+    "cpu_choice": runner.topology.describe's record or None}."""
     chosen, how = choice(job, rank=rank)
     return {"variables": environment(job), "cpus": chosen, "requested_threads": job.get("threads"),
-            "cpu_choice": how}
+            "thread_pools": job.get("thread_pools", "all"), "cpu_choice": how}
 
 
 def apply(job, rank=0):

@@ -28,7 +28,10 @@ sample; runner.stats); ``ci95_low``/``ci95_high``: the 95% CI of the median by `
 repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact coverage
 ``ci95_coverage``; earlier versions: the iterations pooled); ``threads``: the CPU threads the job
 asked for (null: the framework's choice), ``framework_threads``: what the framework reported using,
-``usable_cpus``: the CPUs the job was confined to, ``seed``: the job's seed (a convergence job's independent
+``gradients`` / ``thread_pools``: how the step was timed (runner.contract: "gate_op" and "intra_op" as
+DLBench's TensorFlow scripts; empty for an inference job, resp. a job without a thread count; every job before
+tables v8 ran "pruned" / "all"), ``usable_cpus``: the CPUs the job was confined to, ``seed``: the job's seed (a
+convergence job's independent
 trainings are one job per seed, 0..N-1; every job before tables v7: 0), ``cpu_seconds`` / ``effective_parallelism``:
 the process CPU time over the measured window and that divided by its wall time; ``energy_j``,
 ``energy_j_per_sample``, ``mean_power_w``: the energy over the measured window (J, J per sample
@@ -69,6 +72,7 @@ import pyarrow.parquet as pq
 from dlrepro.errors import BundleError
 from dlrepro.results import peak_columns
 from runner import telemetry
+from runner.contract import OPTION_DEFAULTS
 from runner.stats import CI_METHOD_MEANS
 
 SCHEMA = "dlrepro.tables/8"
@@ -83,6 +87,7 @@ PROVENANCE = {
     "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64", "seed": "Int64",
     "ranks": "Int64", "scaling": "string", "rank_batch_size": "Int64",
     "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean", "timer": "string",
+    "gradients": "string", "thread_pools": "string",
 }
 MEASURED = {
     "status": "string", "quantity": "string", "unit": "string", "median": "float64", "mean": "float64",
@@ -118,7 +123,8 @@ ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled"
                               "scaling_efficiency", "scaling_base", "rank"),
          "dlrepro.tables/6": peak_columns.COLUMNS,
          "dlrepro.tables/7": ("timer", "seed"),
-         "dlrepro.tables/8": ("energy_window_s", "measured_window_s", "energy_window_differs")}
+         "dlrepro.tables/8": ("energy_window_s", "measured_window_s", "energy_window_differs", "gradients",
+                              "thread_pools")}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -177,6 +183,9 @@ def provenance(body, job, result, measured=None):
         "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
         "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],
         "timer": timer(result.get("timing") or {}),
+        # how the step was timed (runner.contract); jobs from before these options ran the defaults
+        "gradients": job.get("gradients", OPTION_DEFAULTS["gradients"]) if job.get("optimizer") else None,
+        "thread_pools": job.get("thread_pools", OPTION_DEFAULTS["thread_pools"]) if job["threads"] else None,
     }
 
 

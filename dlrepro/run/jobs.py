@@ -14,7 +14,7 @@ from dlrepro.errors import DlreproError
 from dlrepro.names import unknown as unknown_name
 from runner import shapes
 from runner.adapters import capabilities
-from runner.contract import JOB_SCHEMA
+from runner.contract import JOB_SCHEMA, OPTION_DEFAULTS
 
 QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100,
          "inference_batches": 3}
@@ -111,6 +111,30 @@ def _mode_settings(variant, options, mode):
     return {}
 
 
+def step_of(options, framework):
+    """The job fields ``gradients`` and ``thread_pools`` (runner.contract) of ``framework`` (a token, NAME or
+    NAME@VERSION) under ``options.steps``: its token's entry, else its name's, else the suite's defaults."""
+    step = options.steps.get(framework) or options.steps.get(_framework_name(framework))
+    return step.model_dump() if step else {"gradients": OPTION_DEFAULTS["gradients"],
+                                           "thread_pools": OPTION_DEFAULTS["thread_pools"]}
+
+
+def _checked_steps(options, frameworks, device):
+    """Raise DlreproError, one line, for an entry of ``options.steps`` that names none of ``frameworks`` or asks
+    its adapter for a step it cannot build (runner.adapters.capabilities.unsupported_options)."""
+    for given, step in options.steps.items():
+        tokens = [f for f in frameworks if given in (f, _framework_name(f))]
+        if not tokens:
+            raise DlreproError("steps: %s is none of the run's frameworks (%s)" % (given, ", ".join(frameworks)),
+                               "name a framework of the run (as --framework gives it), or drop the entry")
+        problem = next(filter(None, (capabilities.unsupported_options(token, dict(step.model_dump(), threads=1), device)
+                                     for token in tokens)), None)
+        if problem:
+            raise DlreproError("steps: %s: %s" % (given, problem),
+                               "leave the step as the suite's for that framework, or choose an image whose adapter "
+                               "has it (TensorFlow 1.x)")
+
+
 def _not_applicable(variant, mode):
     """Why ``variant`` cannot run in ``mode``, or None."""
     if mode == "parameters":
@@ -205,8 +229,10 @@ def expand(spec, options):
 
     Variants the mode does not apply to are left out (see ``left_out``). A convergence job is one job per
     seed (``_seeds``: each an independent training from job["seed"]). Raises DlreproError for a variant or
-    framework the spec does not have, thread counts on a GPU, a selection that leaves no job, or --seeds
-    above 1 where no job is a convergence job.
+    framework the spec does not have, thread counts on a GPU, a selection that leaves no job, --seeds above 1
+    where no job is a convergence job, or ``options.steps`` naming another framework or a step its adapter
+    cannot build (``_checked_steps``). Each job's ``gradients`` and ``thread_pools`` are its framework's
+    ``steps`` entry (``step_of``; thread_pools only with a thread count), else the suite's defaults.
     """
     if options.device == "cuda" and options.threads is not None:
         raise DlreproError("--threads sets CPU thread counts; it does not apply to --device cuda")
@@ -218,6 +244,7 @@ def expand(spec, options):
     _within_limits(spec, variants, options)
     frameworks = _frameworks(spec, options)
     known_frameworks(frameworks, spec.frameworks, "spec %s" % spec.name)
+    _checked_steps(options, frameworks, options.device)
     jobs = []
     for name in variants:
         variant = spec.variants[name]
@@ -275,6 +302,9 @@ def expand(spec, options):
                     "seed": seed,
                     "timeout_s": options.timeout_s or TIMEOUT_S[mode],
                 }
+                step = step_of(options, framework)
+                job.update(gradients=step["gradients"],  # thread_pools says how a thread count is applied
+                           thread_pools=step["thread_pools"] if threads else OPTION_DEFAULTS["thread_pools"])
                 job.update(_mode_settings(variant, options, mode))
                 job.update(parallel)
                 jobs.append(job)

@@ -17,11 +17,21 @@ from dlrepro import frameworks as frameworksmod
 from dlrepro.errors import DlreproError
 from dlrepro.spec import MAX_SEEDS
 from dlrepro.run.optiontext import UNSET, split  # noqa: F401 (split: the tasks' too)
-from runner.contract import OPTION_DEFAULTS
+from runner.contract import GRADIENTS, OPTION_DEFAULTS, THREAD_POOLS
 
 WHERE = {"executor", "gpu", "gpus", "isolation"}  # where and how jobs run, not what they measure
 OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
                 "timeout_s": "--timeout"}
+
+
+class Step(BaseModel):
+    """How one framework's jobs time their training step where a study's own scripts did other work than the
+    suite's default (runner.contract: ``gradients``, ``thread_pools``; ``thread_pools`` applies to jobs with a
+    thread count)."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gradients: Literal[GRADIENTS] = OPTION_DEFAULTS["gradients"]
+    thread_pools: Literal[THREAD_POOLS] = OPTION_DEFAULTS["thread_pools"]
 
 
 class RunOptions(BaseModel):
@@ -63,6 +73,9 @@ class RunOptions(BaseModel):
     cuda_graphs: bool = False
     allow_ptx_jit: bool = Field(False, description="run a build that has only PTX for an older architecture "
                                                    "than the GPU's (driver JIT), marked ptx_jit")
+    steps: dict[str, Step] = Field({}, description="framework token (as in frameworks: NAME or NAME@VERSION) -> "
+                                                   "how its jobs time the step (a study's, dlrepro.studies); "
+                                                   "none: the suite's")
 
     @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus", "ranks")
     @classmethod
@@ -84,7 +97,7 @@ class RunOptions(BaseModel):
         options at their defaults and seeds when not given, so that configurations from before they existed keep
         their digest)."""
         body = self.model_dump(mode="json", exclude=WHERE)
-        for name, default in dict(OPTION_DEFAULTS, seeds=None).items():
+        for name, default in dict(OPTION_DEFAULTS, seeds=None, steps={}).items():
             if body.get(name) == default:
                 del body[name]
         return hashlib.sha256(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()

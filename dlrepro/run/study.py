@@ -10,7 +10,9 @@ ends, so a study killed midway is resumed (``resume``) from the record: publishe
 ones resumed, the rest run. ``quick`` makes a smoke pass of the whole study (each run --quick, thread sweeps
 cut to their smallest and largest count here). ``runs`` (``--run``) runs only those runs of the study, the others
 recorded as not asked. ``versions`` (``--versions published|today|both``) runs the study's tools at the versions
-it published (or the nearest the image matrix has), today's, or both side by side (dlrepro.eras).
+it published (or the nearest the image matrix has), today's, or both side by side (dlrepro.eras). A tool whose
+scripts timed another step than the suite's (the study's ``steps``) has its jobs built that way where its adapter
+can (RunOptions.steps), and each run's notes say which of its frameworks were, or why not.
 
 The runs share their workers: the study owns one WorkerPool (dlrepro.run.pool; its folder
 ``studies/.<record>.pool/`` beside the record while the study runs) and passes it to each run, so the jobs
@@ -34,7 +36,8 @@ from dlrepro.results import bundle as bundlemod, records
 from dlrepro.results.records import records_dir
 from dlrepro.run import executors, hostinfo, jobs as jobsmod, runs as runsmod
 from dlrepro.run.pool import WorkerPool
-from dlrepro.run.options import RunOptions, checked
+from dlrepro.run.options import RunOptions, Step, checked
+from runner.adapters import capabilities
 from runner.contract import utc_now
 from runner.environment import usable_cpus
 
@@ -103,6 +106,24 @@ def _versioned(study, matrix, run, versions, chosen, item):
                                         if f in ours else [f])]
 
 
+def _steps(study, run_id, run, chosen, threads, notes):
+    """{token: Step} for the tokens of ``chosen`` whose tool's scripts timed a step otherwise than the suite in run
+    ``run_id`` (``study.steps``) and whose adapter builds it that way; the others keep the suite's step.
+    ``notes``: {token: what was done, and why}."""
+    found = {}
+    for tool, step in [(tool, step) for tool, step in study.steps.items() if run_id in step.runs]:
+        values = {"gradients": step.gradients, "thread_pools": step.thread_pools if threads else "all"}
+        for token in [t for t in chosen if t.split("@")[0] == study.framework(tool)]:
+            problem = capabilities.unsupported_options(token, dict(values, threads=1), run.device)
+            said = ", ".join("%s %s" % kv for kv in values.items())
+            if problem:
+                notes[token] = "%s (%s): the suite's step, not the study's (%s): %s" % (tool, token, said, problem)
+            else:
+                found[token] = Step(**values)
+                notes[token] = "%s (%s): timed as the study's scripts did: %s" % (tool, token, said)
+    return found
+
+
 def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None,
          versions=None):
     """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
@@ -152,12 +173,17 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
             continue
         if versions:
             chosen = _versioned(study, matrix, run, versions, chosen, item)
+        step_notes = {}
         threads = _threads(spec, run, quick, cpus, item.notes)
         item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
                                   mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,
-                                  ranks=counts if run.gpus != [1] else None)
+                                  ranks=counts if run.gpus != [1] else None,
+                                  steps=_steps(study, run_id, run, chosen, threads, step_notes))
         try:
-            item.jobs = len(jobsmod.expand(spec, item.options))
+            expanded = jobsmod.expand(spec, item.options)
+            item.jobs = len(expanded)  # the step notes of the frameworks that have jobs in the run
+            item.notes += [note for token, note in step_notes.items()
+                           if token in {capabilities.token(job) for job in expanded}]
         except DlreproError as exc:
             item.why, item.options = str(exc), None
     return planned

@@ -66,7 +66,11 @@ ERAS = {
         no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)"),
 }  # by major version: the only torch 1.x image is 1.0.0, the only TensorFlow 1.x one 1.4.0
 # measurement options of an era (runner.contract.OPTION_DEFAULTS beyond these are refused), by (framework, major)
-ERA_OPTIONS = {("tensorflow", "1"): {}, ("torch", "1"): {"cudnn_autotune": (True, False)}, ("keras-tensorflow", "2"): {}}
+# gradients gate_op and thread_pools intra_op (runner.contract): the TensorFlow 1.x graph adapter only, to time the step
+# as DLBench's TensorFlow scripts did (optimizer.minimize(); intra_op_parallelism_threads alone, unpinned)
+STUDY_STEP = {"gradients": ("pruned", "gate_op"), "thread_pools": ("all", "intra_op")}
+ERA_OPTIONS = {("tensorflow", "1"): dict(STUDY_STEP), ("torch", "1"): {"cudnn_autotune": (True, False)},
+               ("keras-tensorflow", "2"): {}}
 
 
 def token(job):
@@ -182,12 +186,16 @@ def unsupported_options(framework, job, device):
     have = ERA_OPTIONS[era] if era in ERA_OPTIONS else OPTIONS.get(era[0], {})
     framework = "%s %s.x" % era if era in ERA_OPTIONS else era[0]
     problems = []
-    for name in ("precision", "layout", "compile", "cuda_graphs") + (("cudnn_autotune",) if device == "cuda" else ()):
+    for name in ("precision", "layout", "compile", "cuda_graphs", "gradients", "thread_pools") + (
+            ("cudnn_autotune",) if device == "cuda" else ()):
         value = job.get(name, OPTION_DEFAULTS[name])
         if value != OPTION_DEFAULTS[name] and value not in have.get(name, ()):
             note = OPTION_NOTES.get(name)
             problems.append("%s=%s (the %s adapter has %s)" % (
                 name, value, framework, note or ", ".join(str(v) for v in have.get(name, (OPTION_DEFAULTS[name],)))))
+    if job.get("thread_pools", "all") != "all" and not job.get("threads"):
+        problems.append("thread_pools=%s without a thread count (it says how --threads is applied)"
+                        % job["thread_pools"])
     if device != "cuda" and job.get("precision", "fp32") == "tf32":
         problems.append("precision=tf32 on %s (TF32 is a mode of NVIDIA GPUs' matrix units)" % device)
     compiled = COMPILED.get(framework) or ("torch.compile compiles it" if job.get("compile") else None)

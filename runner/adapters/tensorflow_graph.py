@@ -16,6 +16,13 @@ so that a synthetic mini-batch stays resident on the device as in the other adap
 ``feed_dict`` each step; that copy is in the real-data timed region here, as everywhere). ``sess.run`` returns
 when the step is done: ``synchronize`` has nothing to wait for.
 
+Two options time the step as DLBench's TensorFlow scripts did (runner.contract): ``gradients`` "gate_op" builds
+the update from ``optimizer.compute_gradients(gate_gradients=GATE_OP)``, what their ``minimize()`` ran, which also
+computes the first layer's gradient with respect to the resident mini-batch (unused; about 7 of FCN-S's 45 GFLOP a
+step), where ``tf.gradients`` ("pruned", the default) leaves it out; ``thread_pools`` "intra_op" sets only
+``intra_op_parallelism_threads``, the inter-op pool at TensorFlow's default (0: its own choice), as their
+``ConfigProto(intra_op_parallelism_threads=OMP_NUM_THREADS)``.
+
 Recurrent layers as the studies' TensorFlow scripts built them: DLBench's LSTM (tools/tensorflow/rnn/lstm/lstm.py
 @ 978b034) as ``BasicLSTMCell(forget_bias=0.0)`` cells unrolled over the time steps (``static_rnn``), with the final
 state of a mini-batch carried into the next in variables; DLF's GRU (notebooks/Tensorflow_RNN.ipynb @ 671e2a0) ran
@@ -42,8 +49,10 @@ class Adapter(Base):
         super(Adapter, self).__init__(job)
         self.graph = tf.Graph()
         threads = job.get("threads") or 0  # 0: TensorFlow's own choice
-        self.config = tf.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=threads,
+        inter = threads if job.get("thread_pools", "all") == "all" else 0
+        self.config = tf.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=inter,
                                      allow_soft_placement=False)
+        self.gate = job.get("gradients", "pruned") == "gate_op"
         self.channels_first = job["device"] == "cuda"
         self.device = "/gpu:0" if self.channels_first else "/cpu:0"
         self.build_name = "tensorflow %s" % tf.__version__
@@ -54,7 +63,9 @@ class Adapter(Base):
         return {"framework": "tensorflow", "framework_version": tf.__version__, "api": "graph (tf.Session)",
                 "cuda": None, "cudnn": None, "threads": self.config.intra_op_parallelism_threads or None,
                 "inter_op_threads": self.config.inter_op_parallelism_threads or None,
-                "layout": "NCHW" if self.channels_first else "NHWC", "ops": self.ops, "xla": False}
+                "layout": "NCHW" if self.channels_first else "NHWC", "ops": self.ops, "xla": False,
+                "gradients": "optimizer.compute_gradients(gate_gradients=GATE_OP), as minimize()" if self.gate
+                else "tf.gradients (only what the update reads)"}
 
     # ------------------------------------------------------------------ building
 
@@ -259,7 +270,11 @@ class Adapter(Base):
             optimizer = tf.train.AdamOptimizer(opt["lr"], betas[0], betas[1], opt.get("eps", 1e-8))
         else:
             raise UnsupportedError("the TensorFlow 1.x graph adapter has no optimizer %r" % opt["name"])
-        grads = tf.gradients(loss, variables)
+        if self.gate:
+            grads = [g for g, _ in optimizer.compute_gradients(loss, variables,
+                                                                gate_gradients=tf.train.Optimizer.GATE_OP)]
+        else:
+            grads = tf.gradients(loss, variables)
         if opt.get("weight_decay"):
             grads = [g + opt["weight_decay"] * v for g, v in zip(grads, variables)]
         if opt.get("clip_norm"):

@@ -3,8 +3,9 @@ measurement. ``dlrepro compare`` (answers.regression), the site's history (answe
 (answers.matrix) read it from here.
 
   CONFIGURATION  the job's columns that change the measured quantity: spec, variant, framework and version, device,
-                 mode, mini-batch, precision, layout, cuDNN autotune, CPU threads (cpu jobs only), ranks (the GPU
-                 count of a data-parallel job), the timed sample. Measurements of one configuration are one pair of
+                 mode, mini-batch, precision, layout, cuDNN autotune, CPU threads (cpu jobs only) and the pools
+                 they set (``thread_pools``), the gradients the step computes (``gradients``: a study's step,
+                 docs/experiments.md), ranks (the GPU count of a data-parallel job), the timed sample. Measurements of one configuration are one pair of
                  ``compare`` and, with the device model (LINE), one line of runs in the history.
   conditions     what must match as well for a pair to be judged: the timer discipline (the tables' ``timer``:
                  device_events, pipelined_wall, host_sync) and the host fingerprint (``fingerprint``: CPU
@@ -16,7 +17,7 @@ measurement. ``dlrepro compare`` (answers.regression), the site's history (answe
 Pure: table rows and bundle.json bodies in, values out.
 """
 CONFIGURATION = ["spec", "variant", "framework", "framework_version", "device", "mode", "batch_size", "precision",
-                 "layout", "cudnn_autotune", "threads", "ranks", "sample"]
+                 "layout", "cudnn_autotune", "threads", "thread_pools", "gradients", "ranks", "sample"]
 VERSION = CONFIGURATION.index("framework_version")
 LINE = CONFIGURATION + ["device_name"]  # a history's line of runs: one configuration on one device model
 # frameworks set side by side (a report's and check's fastest and slowest, their timer notes): one variant, device
@@ -33,6 +34,7 @@ def normalised(rows):
     cudnn_autotune at their defaults where a bundle from before they were recorded left them empty (it ran at the
     defaults; cuDNN only on cuda)."""
     cuda = rows["device"] == "cuda"
+    rows = rows.assign(**{c: None for c in ("thread_pools", "gradients") if c not in rows})  # tables before v8
     return rows.assign(threads=rows["threads"].where(rows["device"] == "cpu"), layout=rows["layout"].fillna("default"),
                        cudnn_autotune=rows["cudnn_autotune"].fillna(True).where(cuda))
 

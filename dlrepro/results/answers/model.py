@@ -310,7 +310,8 @@ class Comparison:
 
 
 UNRECORDED = configkey.UNRECORDED  # a bundle from before runner.measure recorded its timer
-KEY_SHOWN = ("precision", "layout", "cudnn_autotune", "threads", "ranks", "mode", "framework_version")
+KEY_SHOWN = ("precision", "layout", "cudnn_autotune", "threads", "thread_pools", "gradients", "ranks", "mode",
+             "framework_version")
 
 
 def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
