@@ -85,20 +85,21 @@ def _answer(name, created, cpu, verdict):
     body = {"host": {"cpu": cpu, "gpus": []}}
     claim = SimpleNamespace(claim="c1", verdict=verdict)
     study = SimpleNamespace(title="a study", claims={"c1": SimpleNamespace(text="a claim")})
-    return SimpleNamespace(record={"study": "dlf", "created": created, "finished": True},
+    return SimpleNamespace(record={"study": "dlf", "created": created, "finished": True, "runs": {}},
                            record_path="results/studies/%s.json" % name, host="2-CPU AMD EPYC 9B14, no GPU",
-                           bundle=SimpleNamespace(bodies=[body]), claims=[claim], untestable=[], drift=[], study=study)
+                           bundle=SimpleNamespace(bodies=[body], summary=None), claims=[claim], untestable=[],
+                           drift=[], study=study)
 
 
 def test_the_study_matrix_sets_two_hosts_of_one_cpu_model_name_apart():
     (found,) = matrix.matrices([_answer("dlf-1", "2026-12-01", EPYC, verdicts.HOLDS),
                                 _answer("dlf-2", "2026-12-04", AVX512, verdicts.DOES_NOT_HOLD)])
-    assert [(c.host, c.record, c.fingerprint, c.earlier) for c in found.columns] == [
-        ("2-CPU AMD EPYC 9B14, no GPU", "dlf-1", "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 fma, GPUs none", []),
-        ("2-CPU AMD EPYC 9B14, no GPU", "dlf-2",
-         "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 avx512_bf16 avx512f fma, GPUs none", [])]
-    assert {k: v.verdict for k, v in found.cells.items()} == {("c1", 0): verdicts.HOLDS,
-                                                             ("c1", 1): verdicts.DOES_NOT_HOLD}
+    assert [(c.host, [r.name for r in c.records], c.fingerprint) for c in found.columns] == [
+        ("2-CPU AMD EPYC 9B14, no GPU", ["dlf-1"], "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 fma, GPUs none"),
+        ("2-CPU AMD EPYC 9B14, no GPU", ["dlf-2"],
+         "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 avx512_bf16 avx512f fma, GPUs none")]
+    assert {k: (v.best.verdict.verdict, v.others) for k, v in found.cells.items()} == {
+        ("c1", 0): (verdicts.HOLDS, []), ("c1", 1): (verdicts.DOES_NOT_HOLD, [])}
 
 
 def _imports(tree):
@@ -132,7 +133,8 @@ def test_the_committed_jax_fcn_s_b1024_history_on_the_h200_is_a_timer_change_not
                                                          "fcn-20261203T173433Z-74c9b923")]
     summary, samples = tables.merge(folders)
     found = history.history([bundle.body(f) for f in folders], summary, samples)
-    (line,) = [c for c in found if c.slug == "fcn.fcn-s.jax-0.11.2.cuda.b1024.fp32-1842c213"]
+    (line,) = [c for c in found if (c.key["framework"], c.key["batch_size"], c.key["precision"]) == ("jax", 1024, "fp32")]
+    assert line.slug.startswith("fcn.fcn-s.jax-0.11.2.cuda.b1024.fp32-")
     assert [p.timer for p in line.points] == ["host_sync", "device_events"]
     assert _shown(line.points[1]) == "not comparable: timer changed (host_sync -> device_events)"
     html = pages.configuration_page(line, up="../")
