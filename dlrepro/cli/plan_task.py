@@ -95,11 +95,13 @@ def _datasets(text, coverage, here, described):
 
 
 def show(study, hardware, found, said):
-    """The plan as text: one line of counts (with ``said``: its assumptions and version set), then the claims
-    grouped by cause, then the cells' counts."""
+    """The plan as text: one line of counts (with ``said``: its assumptions and version set), the line naming the
+    study's own tables that are not in the suite where there are some (answers.study.unretrieved: before anyone
+    rents a K80 to judge DLBench's), then the claims grouped by cause, then the cells' counts."""
     from rich.table import Table
 
     from dlrepro import coverage
+    from dlrepro.results.answers.study import unretrieved
 
     name = study.title.split(" - ")[0]
     testable, causes = coverage.counts(found["claims"])
@@ -109,6 +111,8 @@ def show(study, hardware, found, said):
                       hardware.describe(), said, testable, name + ("'" if name.endswith("s") else "'s"),
                       len(found["claims"]), cells, len(found["cells"]), cell_causes.get("other hardware", 0)),
                   markup=False)
+    if unretrieved(study):
+        console.print(unretrieved(study), markup=False, soft_wrap=True)
     table = Table(title="claims by what they need", show_lines=False)
     for column in ("needs", "claim", "why"):
         table.add_column(column, overflow="fold")
