@@ -367,3 +367,21 @@ def test_then_and_now_gives_an_indicative_smoke_ratio_folds_unchanged_versions_a
     assert table.rows[1][:6] == ["MXNet 0.12.0 (published: 0.9.3) -> 1.9.1", "0.0270", "0.851", "cannot be compared",
                                  "0.428", "0.503x (smoke) [1]"]
     assert [r[0].split(" ")[0] for r in table.rows] == ["CNTK", "MXNet", "TensorFlow", "Theano", "Torch"]
+
+
+def test_then_and_now_is_drawn_one_point_per_tool_and_measurement_a_smoke_pass_hollow():
+    """Review U8: the DLBench report said 'nothing to plot' for then and now. The committed --versions both record of
+    DLF: one point per tool and time table (its K80 and P100 columns hold one CPU job: one point), a tool at one
+    version at both sets none, accuracies none; every point a smoke pass (the study ran --quick)."""
+    answer = gather.study(str(REPO_ROOT / "results" / "studies" / "dlf-20261204T033514Z.json"), REPO_ROOT / "results")
+    points = study_report.then_and_now_points(answer)
+    assert [(label, round(ratio, 4), smoke) for label, ratio, smoke in points] == [
+        ("Table 3: CNTK 2.5.1 (published: 2.4) -> 2.7.post2, K80, P100", 0.945, True),
+        ("Table 3: MXNet(Gluon) 0.12.0 -> 1.9.1, K80, P100", 0.4156, True),
+        ("Table 3: Tensorflow 1.4.0 -> 2.21.0, K80, P100", 0.3076, True),
+        ("Table 3: PyTorch 1.0.0 (published: 0.3.1) -> 2.13.0, K80, P100", 0.7004, True),
+        ("Table 4: MXNet(Gluon) 0.12.0 -> 1.9.1, K80, P100", 0.3982, True),
+        ("Table 4: PyTorch 1.0.0 (published: 0.3.1) -> 2.13.0, K80, P100", 0.3693, True),
+        ("Table 4: Tensorflow 1.4.0 -> 2.21.0, K80, P100", 0.4424, True)]
+    (figure,) = [f for f in study_report.context(answer)["figures"] if f.name == "then-vs-now"]
+    assert figure.points == tuple(points) and figure.png.startswith(b"\x89PNG")

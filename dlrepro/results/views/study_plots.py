@@ -7,7 +7,9 @@
 - ``stated_vs_measured``: for the judged ordering claims, a slope chart per claim: the tools at their stated
   place (tiers, best on top) on the left, at their measured place (best on top) on the right, a line each;
 - ``ratio_dots``: measured / published per published cell with a ratio (never a smoke pass's), on a log axis, each
-  cell's tolerance shaded behind it; filled markers on the published hardware, hollow ones on other hardware.
+  cell's tolerance shaded behind it; filled markers on the published hardware, hollow ones on other hardware;
+- ``then_vs_now``: a study run at both version sets, now / then per tool and published column on a log axis, a smoke
+  pass's ratio hollow (an indication, never a verdict).
 
 All are WIDTH_PX wide; their height grows with the rows. Each Plot carries the points it drew.
 """
@@ -146,6 +148,38 @@ def ratio_dots(tables):
                        "the cell's tolerance in grey behind it; filled markers on the published hardware, hollow ones "
                        "on other hardware (shown, not judged); a smoke pass (--quick) is never set as a ratio.",
                        plots.png(fig), (plots.WIDTH_PX, height), tuple(drawn))]
+
+
+def then_vs_now(points):
+    """now / then (seconds at today's versions over seconds at the published versions, same host and jobs) of each
+    (row label, ratio, smoke) in ``points``, on a log axis; [] when there is none."""
+    if not points:
+        return []
+    height = max(plots.HEIGHT_PX // 2, 22 * len(points) + 120)
+    fig = Figure(figsize=(plots.WIDTH_PX / plots.DPI, height / plots.DPI), dpi=plots.DPI, layout="constrained")
+    ax = fig.add_subplot()
+    ax.axvline(1, color="grey", linewidth=0.8)
+    for y, (_, ratio, smoke) in enumerate(points):
+        ax.scatter([ratio], [y], s=40, zorder=2, facecolors="none" if smoke else "#333333", edgecolors="#333333")
+    ax.set_yticks(range(len(points)), [label for label, _, _ in points], fontsize="x-small")
+    ax.set_xscale("log")
+    ratios = [ratio for _, ratio, _ in points]
+    ticks = _ticks(min(min(ratios), 0.8) * 0.9, max(max(ratios), 1.25) * 1.1)
+    ax.minorticks_off()
+    ax.set_xticks(ticks, ["%g" % t for t in ticks])
+    ax.set_xlabel("now / then: seconds at today's versions / at the published ones\n(log scale; < 1: today's is "
+                  "faster)")
+    ax.invert_yaxis()
+    fig.legend(handles=[Line2D([], [], marker="o", linestyle="", color="#333333", label="full protocol"),
+                        Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="#333333",
+                               label="smoke pass (--quick): an indication, never a verdict")],
+               fontsize="x-small", loc="outside lower center", ncols=2)
+    fig.suptitle("Then and now: each tool at today's version against its published one", fontsize="medium")
+    return [plots.Plot("then-vs-now", "Then and now",
+                       "Each published table measured at both version sets on this host: now / then per tool and "
+                       "column on a log axis (< 1: today's version is faster); hollow markers are smoke passes "
+                       "(--quick), indications only, never verdicts.", plots.png(fig), (plots.WIDTH_PX, height),
+                       tuple(points))]
 
 
 def all_plots(study, verdict_list, tables):

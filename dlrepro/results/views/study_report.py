@@ -154,6 +154,25 @@ def then_and_now(now, then, record, quick=False):
                      " The same version at both sets, not shown: %s." % ", ".join(same) if same else ""), footnotes)
 
 
+def then_and_now_points(answer):
+    """[(row label, now / then, smoke)] of every published table of times measured at both version sets, in order:
+    the figure of study_plots.then_vs_now ('Table 5: MXNet 0.12.0 (published: 0.9.3) -> 1.9.1, ResNet-50'). Columns
+    whose cells hold the same measurements (one CPU job under a K80 and a P100 column) are one point, their labels
+    joined ('K80, P100'); a tool at the same version at both sets has none."""
+    ran, found = _ran(answer.record), {}
+    for now, then in ((now, then) for now, then in _paired(answer) if now.kind == "time"):
+        for tool in now.rows:
+            text, unchanged = ran.get(tool, (tool, False))
+            for label in [] if unchanged else now.columns:
+                was, is_ = then.cells.get((tool, label)), now.cells[(tool, label)]
+                if was is not None and was.measured and is_.measured is not None:
+                    title = now.title.split(" - ")[0].split(" (")[0]  # 'Table 7', or the table's name
+                    key = (title if title.startswith("Table") else now.name, text, was.measured, is_.measured)
+                    found.setdefault(key, ([], bool(answer.smoke) or was.smoke or is_.smoke))[0].append(label)
+    return [("%s: %s, %s" % (title, text, ", ".join(labels)), measured / before, smoke)
+            for (title, text, before, measured), (labels, smoke) in found.items()]
+
+
 def _paired(answer):
     """(today's table, the published versions' table) of each published table, by name."""
     then = {t.name: t for t in answer.published_tables}
@@ -253,7 +272,8 @@ def context(answer):
                              for now, then in _paired(answer)
                              if any(c.measured is not None for c in then.cells.values())],
             "runs": table_of("Runs of the study on this host", runs), "details": details,
-            "anchor": anchor, "figures": study_plots.all_plots(answer.study, answer.claims, answer.tables),
+            "anchor": anchor, "figures": study_plots.all_plots(answer.study, answer.claims, answer.tables)
+            + study_plots.then_vs_now(then_and_now_points(answer)),
             "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX)}
 
 
