@@ -112,15 +112,31 @@ def _ticks(low, high):
     return found or [1]
 
 
+def _ratio_figure(rows):
+    """(figure, axes, height in pixels) for ``rows`` rows of ratios on a log axis, the line at 1 drawn."""
+    height = max(plots.HEIGHT_PX // 2, 22 * rows + 120)
+    fig = Figure(figsize=(plots.WIDTH_PX / plots.DPI, height / plots.DPI), dpi=plots.DPI, layout="constrained")
+    ax = fig.add_subplot()
+    ax.axvline(1, color="grey", linewidth=0.8)
+    return fig, ax, height
+
+
+def _ratio_axis(ax, labels, ratios, xlabel):
+    """One labelled row per ratio (the first on top) on a plainly ticked log axis from below 0.8 to above 1.25."""
+    ax.set_yticks(range(len(labels)), labels, fontsize="x-small")
+    ax.set_xscale("log")
+    ticks = _ticks(min(min(ratios), 0.8) * 0.9, max(max(ratios), 1.25) * 1.1)
+    ax.set_xticks(ticks, ["%g" % t for t in ticks])
+    ax.set_xlabel(xlabel)
+    ax.invert_yaxis()
+
+
 def ratio_dots(tables):
     """Measured / published per cell with a ratio, on a log axis, each cell's tolerance shaded; [] when none."""
     rows = [(t.name, c) for t in tables for c in t.cells.values() if c.ratio]
     if not rows:
         return []
-    height = max(plots.HEIGHT_PX // 2, 22 * len(rows) + 120)
-    fig = Figure(figsize=(plots.WIDTH_PX / plots.DPI, height / plots.DPI), dpi=plots.DPI, layout="constrained")
-    ax = fig.add_subplot()
-    ax.axvline(1, color="grey", linewidth=0.8)
+    fig, ax, height = _ratio_figure(len(rows))
     rows.sort(key=lambda r: (r[0], r[1].ratio))
     drawn, frameworks = [], {}
     for y, (name, cell) in enumerate(rows):
@@ -130,14 +146,8 @@ def ratio_dots(tables):
         ax.scatter([cell.ratio], [y], s=40, zorder=2, facecolors=colour if judged else "none", edgecolors=colour)
         frameworks[cell.framework] = colour
         drawn.append((name, cell.row, cell.column, cell.ratio))
-    ax.set_yticks(range(len(rows)), ["%s: %s, %s" % (n, display(c.framework), c.column) for n, c in rows],
-                  fontsize="x-small")
-    ax.set_xscale("log")
-    ratios = [c.ratio for _, c in rows]
-    ticks = _ticks(min(min(ratios), 0.8) * 0.9, max(max(ratios), 1.25) * 1.1)
-    ax.set_xticks(ticks, ["%g" % t for t in ticks])
-    ax.set_xlabel("measured / published (log scale; for times > 1 is slower, for accuracies > 1 is higher)")
-    ax.invert_yaxis()
+    _ratio_axis(ax, ["%s: %s, %s" % (n, display(c.framework), c.column) for n, c in rows], [c.ratio for _, c in rows],
+                "measured / published (log scale; for times > 1 is slower, for accuracies > 1 is higher)")
     handles = [Line2D([], [], marker="o", linestyle="", color=c, label=display(f)) for f, c in frameworks.items()]
     handles += [Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="grey",
                        label="other hardware (shown, not judged)")]
@@ -155,21 +165,12 @@ def then_vs_now(points):
     (row label, ratio, smoke) in ``points``, on a log axis; [] when there is none."""
     if not points:
         return []
-    height = max(plots.HEIGHT_PX // 2, 22 * len(points) + 120)
-    fig = Figure(figsize=(plots.WIDTH_PX / plots.DPI, height / plots.DPI), dpi=plots.DPI, layout="constrained")
-    ax = fig.add_subplot()
-    ax.axvline(1, color="grey", linewidth=0.8)
+    fig, ax, height = _ratio_figure(len(points))
     for y, (_, ratio, smoke) in enumerate(points):
         ax.scatter([ratio], [y], s=40, zorder=2, facecolors="none" if smoke else "#333333", edgecolors="#333333")
-    ax.set_yticks(range(len(points)), [label for label, _, _ in points], fontsize="x-small")
-    ax.set_xscale("log")
-    ratios = [ratio for _, ratio, _ in points]
-    ticks = _ticks(min(min(ratios), 0.8) * 0.9, max(max(ratios), 1.25) * 1.1)
+    _ratio_axis(ax, [label for label, _, _ in points], [ratio for _, ratio, _ in points],
+                "now / then: seconds at today's versions / at the published ones\n(log scale; < 1: today's is faster)")
     ax.minorticks_off()
-    ax.set_xticks(ticks, ["%g" % t for t in ticks])
-    ax.set_xlabel("now / then: seconds at today's versions / at the published ones\n(log scale; < 1: today's is "
-                  "faster)")
-    ax.invert_yaxis()
     fig.legend(handles=[Line2D([], [], marker="o", linestyle="", color="#333333", label="full protocol"),
                         Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="#333333",
                                label="smoke pass (--quick): an indication, never a verdict")],
