@@ -314,5 +314,6 @@ def test_compare_of_a_smoke_pass_says_so_first_and_gives_no_change_verdict(tmp_p
     assert " ".join(shown[0].split()) == ("smoke pass: A (%s) was run with --quick, a few iterations a job: its "
                                           "changes below are indications, never verdicts" % quick.name)
     assert shown[1].startswith("A (before): %s" % quick.name)
-    again = gather.comparison(str(full), str(full))
+    other = make(tmp_path / "g", "fcn", [Job("torch", "fcn-s", 64, medians=[0.10] * 6)])  # one bundle twice: refused
+    again = gather.comparison(str(full), str(other))
     assert (again.smoke, again.cells["verdict"].tolist()) == ([], ["no change"])
