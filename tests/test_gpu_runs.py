@@ -228,7 +228,8 @@ def test_every_result_records_the_options_and_torch_runs_bf16_channels_last_on_t
     result = _run(job, tmp_path)
     assert result["status"] == "ok", result["reason"]
     assert result["options"] == {"precision": "bf16", "cudnn_autotune": None, "layout": "channels_last",
-                                 "compile": False, "cuda_graphs": False, "allow_ptx_jit": False, "ptx_jit": False}
+                                 "compile": False, "cuda_graphs": False, "allow_ptx_jit": False, "ptx_jit": False,
+                                 "gradients": "pruned", "thread_pools": "all"}
     env = result["environment"]
     assert env["autocast"] == "bfloat16" and env["layout"] == "NHWC (channels_last)"
     assert env["tf32"] == {"matmul": False, "cudnn": False}
@@ -255,8 +256,8 @@ def test_fp32_means_tf32_off_and_tf32_is_refused_on_a_cpu():
 def test_default_options_keep_the_configuration_digest_of_earlier_runs():
     import hashlib
 
-    # the options as dumped before the measurement options and seeds existed
-    legacy = RunOptions().model_dump_json(exclude={"executor", "gpu", "gpus", "isolation", "seeds"}
+    # the options as dumped before the measurement options, seeds and study steps existed
+    legacy = RunOptions().model_dump_json(exclude={"executor", "gpu", "gpus", "isolation", "seeds", "steps"}
                                           | set(contract.OPTION_DEFAULTS))
     assert RunOptions().digest() == hashlib.sha256(legacy.encode()).hexdigest()
     assert RunOptions(precision="bf16").digest() != RunOptions().digest()

@@ -198,7 +198,8 @@ def test_a_torch_job_at_one_thread_records_what_it_used(tmp_path):
     cpus, choice = settings.choice(_job("fcn", "fcn-s", batch_sizes=[8], threads=[1]))
     assert result["environment"]["process"] == {"variables": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                                                               "OPENBLAS_NUM_THREADS": "1"},
-                                                "cpus": cpus, "requested_threads": 1, "cpu_choice": choice}
+                                                "cpus": cpus, "requested_threads": 1, "cpu_choice": choice,
+                                                "thread_pools": "all"}
     assert len(cpus) == 1 and choice["cpus"][0]["cpu"] == cpus[0]
     assert result["environment"]["threads"] == 1 and result["cpu_usage"]["usable_cpus"] == 1
     assert result["cpu_usage"]["effective_parallelism"] <= 1.05  # confined to one CPU
