@@ -85,11 +85,18 @@ def test_sigterm_publishes_what_finished_and_leaves_no_process(tmp_path, reporte
     import signal
     import threading
 
-    # a short job, then one of minutes: SIGTERM arrives during the second
+    # a short job, then one of minutes: SIGTERM arrives during the second, a second after the first ended (a fixed
+    # 10 s from the start was not enough for the first on a busy machine: it was interrupted too)
     options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 4096], warmup=0, iterations=3,
                               repeats=1)
-    timer = threading.Timer(10, os.kill, (os.getpid(), signal.SIGTERM))
-    timer.start()
+    timer = threading.Timer(1, os.kill, (os.getpid(), signal.SIGTERM))
+
+    def finished(job_id, result, keep=reporter.job_finished):
+        keep(job_id, result)
+        if job_id == "fcn-s.torch.cpu.b8":
+            timer.start()
+
+    reporter.job_finished = finished
     with pytest.raises(KeyboardInterrupt, match="bundle with the finished jobs: "):
         runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
     timer.cancel()
