@@ -3,6 +3,7 @@ carrying the run's id is found wherever it was re-parented, and ended; one witho
 import os
 import subprocess
 import sys
+import time
 
 from tests import processes
 
@@ -13,6 +14,9 @@ def test_a_detached_process_of_the_run_is_found_and_ended_and_another_is_left_al
     other = subprocess.Popen(["sleep", "60"], env=dict(os.environ, DLREPRO_PROCESS_CHECK="another-run"),
                              start_new_session=True)
     try:
+        deadline = time.time() + 10  # until the child has exec'd sleep: before, /proc shows the forked parent's
+        while processes.marked("DLREPRO_PROCESS_CHECK", "this-test") == {} and time.time() < deadline:
+            time.sleep(0.05)
         assert processes.marked("DLREPRO_PROCESS_CHECK", "this-test") == {mine.pid: "sleep 60"}
         assert processes.left_behind("DLREPRO_PROCESS_CHECK", "this-test", grace_s=0.5) == {mine.pid: "sleep 60"}
         assert mine.wait(10) == -9 and other.poll() is None
