@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dlrepro.results import tables
+from dlrepro.store import tables
 
 FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax")
 

@@ -76,7 +76,7 @@ TARGET = {"cuda": (0.98, 1.02), "cpu": (0.95, 1.05)}
 
 
 def make_job(framework, spec_name, variant, batch, precision, layout, device, warmup, iterations, repeats):
-    from dlrepro import spec as specmod
+    from dlrepro.inputs import spec as specmod
     from dlrepro.run import jobs
     from dlrepro.run.options import RunOptions
 
@@ -197,7 +197,8 @@ def in_images(args):
     image (benchmarks/overhead_rounds.py's main); returns the rows."""
     import os
 
-    from dlrepro import REPO_ROOT, datasets, engine
+    from dlrepro import REPO_ROOT, engine
+    from dlrepro.inputs import datasets
     from dlrepro.images import build, matrix as matrixmod
     from dlrepro.run.executors import docker as dockerexec
 

@@ -5,8 +5,8 @@ import tempfile
 
 import pandas as pd
 
-from dlrepro.results import tables
-from dlrepro.results.answers import regression
+from dlrepro.store import tables
+from dlrepro.answers import regression
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
 

@@ -31,9 +31,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from dlrepro import spec as specmod, studies
+from dlrepro.inputs import spec as specmod, studies
 from dlrepro.errors import DlreproError
-from dlrepro.results import records
+from dlrepro.store import records
 from dlrepro.run import jobs as jobsmod, runs, study as studymod
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool

@@ -13,7 +13,7 @@ import tempfile
 
 import pandas as pd
 
-from dlrepro.results import tables
+from dlrepro.store import tables
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
 

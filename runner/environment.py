@@ -41,7 +41,7 @@ def cpu_model(path=CPUINFO):
 
 def cpu_identity(path=CPUINFO):
     """{"vendor", "family", "model_number", "stepping"} of /proc/cpuinfo's vendor_id, cpu family, model and stepping
-    (integers; None where absent): what dlrepro.peaks looks the FLOPs a cycle up by."""
+    (integers; None where absent): what dlrepro.inputs.peaks looks the FLOPs a cycle up by."""
     fields = _first_cpu(path)
 
     def number(key):

@@ -15,7 +15,7 @@ energy       cuda: the sum of every rank's GPU board (NVML, each rank samples it
              RAPL reading unchanged, which already counts the whole packages every rank ran on.
 
 J/sample is then that energy over every rank's samples (runner's total mini-batch per iteration:
-dlrepro.results.tables).
+dlrepro.store.tables).
 """
 JOINED = "slowest rank per iteration (maximum over %d ranks)"
 

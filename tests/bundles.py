@@ -12,8 +12,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from dlrepro import spec as specmod
-from dlrepro.results.bundle import BundleWriter
+from dlrepro.inputs import spec as specmod
+from dlrepro.store.bundle import BundleWriter
 from dlrepro.run import jobs as jobsmod
 from dlrepro.run.options import RunOptions
 from runner import stats

@@ -20,7 +20,8 @@ import time
 import pytest
 
 from dlrepro.images import build, matrix as matrixmod
-from dlrepro import REPO_ROOT, datasets, engine
+from dlrepro import REPO_ROOT, engine
+from dlrepro.inputs import datasets
 from dlrepro.errors import ExecutorError
 from tests import cluster, processes
 

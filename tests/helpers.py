@@ -4,7 +4,7 @@ import io
 import json
 import tarfile
 
-from dlrepro import datasets, spec
+from dlrepro.inputs import datasets, spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 
@@ -34,7 +34,7 @@ def run_executor(executor, image, tmp_path):
 
 def unreachable(monkeypatch, *names):
     """Make the mirrors of datasets ``names`` unreachable (a closed local port), whatever the network allows."""
-    from dlrepro.datasets import UrlMirror
+    from dlrepro.inputs.datasets import UrlMirror
 
     catalogue = datasets.catalogue()
     mirror = UrlMirror(kind="url", url="http://127.0.0.1:9/{name}")

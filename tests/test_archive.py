@@ -13,8 +13,8 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro import checkout
-from dlrepro.results import archive
-from dlrepro.results.archive import checks as archive_checks, write as archive_write
+from dlrepro.store import archive
+from dlrepro.store.archive import checks as archive_checks, write as archive_write
 from dlrepro.errors import DlreproError
 
 

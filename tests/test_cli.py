@@ -122,7 +122,7 @@ def test_specs_did_you_mean_and_json(tmp_path):
 
 @pytest.mark.parametrize("out", ["missing/", "missing/deeper/"])
 def test_archive_out_folder_with_a_slash_is_a_folder(tmp_path, out):
-    from dlrepro.results.archive.write import out_path
+    from dlrepro.store.archive.write import out_path
 
     target = out_path("%s/%s" % (tmp_path, out), "b-1")
     assert target == tmp_path / out / "b-1.tar.gz" and (tmp_path / out).is_dir()
@@ -180,7 +180,7 @@ def test_a_look_alike_letter_in_framework_is_pointed_at(tmp_path):
     assert done.returncode == 2 and done.stdout.strip().splitlines()[0] == (
         "error: spec fcn declares no adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC SMALL "
         "LETTER O, not ASCII); its frameworks: %s" % ", ".join(
-            __import__("dlrepro.spec", fromlist=["load"]).load("fcn").frameworks))
+            __import__("dlrepro.inputs.spec", fromlist=["load"]).load("fcn").frameworks))
 
 
 def test_task_help_after_the_task_shows_its_help_even_where_it_takes_a_positional(tmp_path):
@@ -285,7 +285,7 @@ def test_a_study_report_written_over_one_says_so(tmp_path):
 
 
 def test_archive_gives_its_size_in_the_unit_that_fits(tmp_path):
-    from dlrepro.results.views.numbers import size
+    from dlrepro.views.numbers import size
 
     assert [size(n) for n in (512, 22_300, 999_700, 1_430_000, 3.1e9)] == [
         "512 bytes", "22 KB", "1.0 MB", "1.4 MB", "3.1 GB"]

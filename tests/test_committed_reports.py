@@ -7,8 +7,8 @@ import re
 import pytest
 
 from dlrepro import REPO_ROOT
-from dlrepro.results import gather
-from dlrepro.results.views import report as bundle_report, study_report
+from dlrepro.answers import gather
+from dlrepro.views import report as bundle_report, study_report
 from tests.test_study_report import first_screen, verdicts_of
 
 RESULTS = REPO_ROOT / "results"
@@ -58,10 +58,10 @@ def test_a_committed_bundle_report_is_rebuilt_as_committed(report, tmp_path):
 
 @pytest.mark.parametrize("report", STUDIES, ids=[p.parent.name for p in STUDIES])
 def test_every_not_testable_reason_of_a_committed_study_report_is_its_hosts_plan(report):
-    """A claim the plan of the study's host (dlrepro.coverage, the record's own or computed once from its manifest
-    and its bundles' host record: dlrepro.coverage_record) says it cannot test is folded under the plan's headline
+    """A claim the plan of the study's host (dlrepro.plan.coverage, the record's own or computed once from its manifest
+    and its bundles' host record: dlrepro.plan.coverage_record) says it cannot test is folded under the plan's headline
     with the plan's reason as its evidence: no reason promises what the host, or any GPU, would not give."""
-    from dlrepro import coverage_record
+    from dlrepro.plan import coverage_record
     from dlrepro.images import matrix as matrixmod
 
     answer = gather.study(str(_record(report)), RESULTS)

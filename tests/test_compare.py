@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dlrepro import REPO_ROOT, spec as specmod
-from dlrepro.results import bundle, tables
-from dlrepro.results.answers import measured, model, published, ranking
-from dlrepro.references import Reference
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import spec as specmod
+from dlrepro.store import bundle, tables
+from dlrepro.answers import measured, model, published, ranking
+from dlrepro.inputs.references import Reference
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
 
@@ -242,7 +243,7 @@ def _six_repeats(real, results_dir, digest, scale):
     """A bundle of ``real``'s jobs with each job's 24 iterations as 6 repeats of 4, times scaled per framework."""
     from runner import stats as runner_stats
 
-    from dlrepro.results.bundle import BundleWriter
+    from dlrepro.store.bundle import BundleWriter
 
     body = json.loads((real / "bundle.json").read_text())
     writer = BundleWriter(results_dir, body["spec"]["name"], digest)
@@ -300,7 +301,7 @@ def test_compare_of_a_smoke_pass_says_so_first_and_gives_no_change_verdict(tmp_p
     """Review, further checks: a --quick bundle against a full one printed '+50.2%' and 'cannot tell' with no word
     that side A was a smoke pass, and advised only '--repeats 5'."""
     from dlrepro.cli import render
-    from dlrepro.results import gather
+    from dlrepro.answers import gather
     from tests.bundles import Job, make
 
     quick = make(tmp_path / "q", "fcn", [Job("torch", "fcn-s", 64, medians=[0.15], per_repeat=3)], quick=True)

@@ -7,12 +7,13 @@ from types import SimpleNamespace
 
 from dlrepro import REPO_ROOT
 from dlrepro.cli import render
-from dlrepro.results import bundle, gather, tables
-from dlrepro.results.answers import configkey, history, matrix, verdicts
+from dlrepro.answers import gather
+from dlrepro.store import bundle, tables
+from dlrepro.answers import configkey, history, matrix, verdicts
 from tests.bundles import EPYC, Job, make
 
 AVX512 = dict(EPYC, flags=["avx2", "fma", "avx512f", "avx512_bf16"])  # the same model name, another machine
-ANSWERS = REPO_ROOT / "dlrepro" / "results" / "answers"
+ANSWERS = REPO_ROOT / "dlrepro" / "answers"
 
 
 def _history(folders):
@@ -119,15 +120,15 @@ def _key_lists(tree):
 def test_compare_history_matrix_and_check_read_the_key_from_its_one_home_and_define_none():
     for name in ("regression", "history", "matrix", "model"):  # compare, the history, the matrix, check's groups
         tree = ast.parse((ANSWERS / ("%s.py" % name)).read_text())
-        assert ("dlrepro.results.answers", "configkey") in _imports(tree) or any(
-            module == "dlrepro.results.answers.configkey" for module, _ in _imports(tree)), name
+        assert ("dlrepro.answers", "configkey") in _imports(tree) or any(
+            module == "dlrepro.answers.configkey" for module, _ in _imports(tree)), name
         assert _key_lists(tree) == [], name
     assert _key_lists(ast.parse((ANSWERS / "configkey.py").read_text())) == ["CONFIGURATION", "SIDE_BY_SIDE"]
 
 
 def test_the_committed_jax_fcn_s_b1024_history_on_the_h200_is_a_timer_change_not_a_faster_jax():
     """Review 0525f18 U2 / A2: the site called this pair "faster, -12.3%, p = 0.0022"."""
-    from dlrepro.results.views import site as pages
+    from dlrepro.views import site as pages
 
     folders = [REPO_ROOT / "results" / name for name in ("fcn-20261202T004222Z-a1585eee",
                                                          "fcn-20261203T173433Z-74c9b923")]

@@ -3,9 +3,9 @@ not in the middle of a run."""
 import typing
 
 from dlrepro.images import matrix as matrixmod
-from dlrepro.layers import Layer
-from dlrepro.frameworks import DISPLAY, STUDY_NAMES
-from dlrepro.results.views import palette
+from dlrepro.inputs.layers import Layer
+from dlrepro.inputs.frameworks import DISPLAY, STUDY_NAMES
+from dlrepro.views import palette
 from runner import adapters, shapes
 from runner.adapters import capabilities
 from tests.test_frameworks import FRAMEWORKS

@@ -1,4 +1,4 @@
-"""What a host can test of a study before anything runs (dlrepro.coverage): exact outcomes per cause on the hosts
+"""What a host can test of a study before anything runs (dlrepro.plan.coverage): exact outcomes per cause on the hosts
 a user has (this 2-core host, a 16-core CPU, K80, P100, GTX 1080, A100, H100, 4 x H100), read from the study, the
 specs and the image matrix; no GPU is needed."""
 import subprocess
@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-from dlrepro import REPO_ROOT, coverage, studies
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import studies
+from dlrepro.plan import coverage
 from dlrepro.errors import DlreproError
 from dlrepro.images import matrix as matrixmod
 
@@ -169,7 +171,8 @@ def test_the_command_says_what_a_host_would_get_and_refuses_an_unknown_gpu():
                        (["--gpu-model", "H100", "--gpu-count", "0"],
                         "error: --gpu-count: expected a whole number of at least 1 (got '0')"),
                        (["--cpus", "abc"], "error: --cpus: expected a whole number of at least 1 (got 'abc')"),
-                       (["--datasets", "bogus"], "error: --datasets: no dataset 'bogus' in dlrepro/datasets.yaml")):
+                       (["--datasets", "bogus"],
+                        "error: --datasets: no dataset 'bogus' in dlrepro/inputs/datasets.yaml")):
         bad = subprocess.run([sys.executable, "-m", "invoke", "plan", "dlbench"] + args, capture_output=True,
                              text=True, cwd=REPO_ROOT, timeout=300)
         assert bad.returncode == 2 and (bad.stderr + bad.stdout).startswith(said), bad.stderr + bad.stdout

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlrepro import REPO_ROOT, spec
-from dlrepro.results import tables
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import spec
+from dlrepro.store import tables
 from dlrepro.run import jobs
 from dlrepro.run.executors.base import free_port
 from dlrepro.run.options import RunOptions

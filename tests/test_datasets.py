@@ -10,7 +10,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from dlrepro import datasets
+from dlrepro.inputs import datasets
 from dlrepro.errors import DatasetError
 from runner import data
 from tests.helpers import fresh_cache, unreachable

@@ -6,9 +6,10 @@ import os
 import pytest
 
 from dlrepro.images import build
-from dlrepro import datasets
-from dlrepro.run import executors, hostinfo, jobs, runs
-from dlrepro import spec
+from dlrepro.inputs import datasets
+from dlrepro.plan import hostinfo
+from dlrepro.run import executors, jobs, runs
+from dlrepro.inputs import spec
 from dlrepro.run.executors.base import PID_LABEL
 from dlrepro.run.options import RunOptions
 from tests.helpers import check_sums, fresh_cache, files_under, run_executor, unreachable

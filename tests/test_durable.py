@@ -13,7 +13,7 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError, ResultsUnwritable
-from dlrepro.results import bundle as bundlemod, validate
+from dlrepro.store import bundle as bundlemod, validate
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
 

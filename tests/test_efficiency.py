@@ -1,13 +1,13 @@
-"""Comparable across hardware (dlrepro.results.answers.efficiency): achieved FLOP/s and fraction of peak of a
+"""Comparable across hardware (dlrepro.answers.efficiency): achieved FLOP/s and fraction of peak of a
 job, the published cells set against it, and the same framework then and now."""
 import pandas as pd
 import pytest
 
-from dlrepro import spec
-from dlrepro.results import peak_columns, tables
-from dlrepro.results.answers import efficiency
-from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
-from dlrepro.results.views import plots, report
+from dlrepro.inputs import spec
+from dlrepro.store import peak_columns, tables
+from dlrepro.answers import efficiency
+from dlrepro.answers.verdicts import NOT_RUN, OTHER_HARDWARE
+from dlrepro.views import plots, report
 
 
 def resolved(name):

@@ -15,7 +15,7 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import BundleError, DlreproError, EngineLost
-from dlrepro.results import bundle as bundlemod, validate
+from dlrepro.store import bundle as bundlemod, validate
 from dlrepro.run import executors, recover, runs
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.options import RunOptions

@@ -1,4 +1,4 @@
-"""The CPU record a job's result keeps (runner.environment): the /proc/cpuinfo fields dlrepro.peaks looks a CPU's
+"""The CPU record a job's result keeps (runner.environment): the /proc/cpuinfo fields dlrepro.inputs.peaks looks a CPU's
 FLOPs a cycle up by, read from a constructed cpuinfo and from this host's."""
 import shutil
 import subprocess

@@ -1,8 +1,8 @@
-"""Then and now (dlrepro.eras): which image stands for each version a study published, the gap it records, and
+"""Then and now (dlrepro.inputs.eras): which image stands for each version a study published, the gap it records, and
 what a study run with --versions published|today|both plans."""
 import pytest
 
-from dlrepro import eras, studies
+from dlrepro.inputs import eras, studies
 from dlrepro.errors import DlreproError, ImageError
 from dlrepro.images import matrix as matrixmod
 from dlrepro.run import study as studymod
@@ -117,7 +117,7 @@ def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_a
     image for both sets and count in each."""
     import pandas as pd
 
-    from dlrepro.results.answers import claims, drift, verdicts
+    from dlrepro.answers import claims, drift, verdicts
     from tests.test_studies import _rows
 
     study = studies.load("dlbench")
@@ -200,7 +200,7 @@ def test_one_release_written_two_ways_is_the_same_version():
 def test_holds_at_one_set_and_direction_only_at_the_other_shifts_and_both_untestable_is_not_judged():
     from types import SimpleNamespace as Verdict
 
-    from dlrepro.results.answers import drift, verdicts
+    from dlrepro.answers import drift, verdicts
 
     def change(then, now, same=False):
         return drift.Drift("c", "text", Verdict(verdict=then), Verdict(verdict=now), {}, same).change

@@ -6,7 +6,8 @@ import sys
 import pandas as pd
 import pytest
 
-from dlrepro import datasets, engine
+from dlrepro import engine
+from dlrepro.inputs import datasets
 from dlrepro.run import executors, runs
 from dlrepro.errors import ExecutorError
 from dlrepro.run.options import RunOptions

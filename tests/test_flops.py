@@ -8,7 +8,7 @@ count (the counter does not see inside it), so nn.LSTM / nn.GRU run as their mat
 """
 import pytest
 
-from dlrepro import spec
+from dlrepro.inputs import spec
 from runner import flops, shapes
 
 torch = pytest.importorskip("torch")

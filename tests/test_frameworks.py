@@ -10,7 +10,7 @@ import math
 import pytest
 
 from dlrepro.images import build
-from dlrepro import datasets, spec
+from dlrepro.inputs import datasets, spec
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner.adapters import capabilities

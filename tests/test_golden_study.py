@@ -4,10 +4,11 @@ outcome and every claim's verdict asserted exactly (issue 21)."""
 import pandas as pd
 import pytest
 
-from dlrepro import REPO_ROOT, studies
-from dlrepro.references import Reference
-from dlrepro.results import tables
-from dlrepro.results.answers import cells, claims, verdicts
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import studies
+from dlrepro.inputs.references import Reference
+from dlrepro.store import tables
+from dlrepro.answers import cells, claims, verdicts
 from runner import stats
 
 GOLDEN = REPO_ROOT / "tests" / "data" / "golden-study.yaml"
@@ -149,7 +150,7 @@ def test_every_published_cell_of_the_golden_study():
 def _planned(study, gpus, gpu="H200"):
     """{claim: coverage Outcome} on a host of ``gpus`` GPUs (the golden rows' H200; none for 0) and 16 cores, with
     the image matrix less its Caffe CUDA image: the golden study sets Caffe on GPUs as the tool no image runs."""
-    from dlrepro import coverage
+    from dlrepro.plan import coverage
     from dlrepro.images import matrix as matrixmod
 
     host = coverage.Hardware(gpu if gpus else None, gpus, 16, coverage.every_dataset())
@@ -190,7 +191,7 @@ def test_a_claim_on_two_device_classes_is_refused(tmp_path):
 
 
 def test_the_value_of_a_row_is_the_same_for_a_dict_a_series_and_a_namedtuple():
-    from dlrepro.results.answers import measured
+    from dlrepro.answers import measured
 
     summary = _summary()
     series = summary.iloc[0]
@@ -202,8 +203,8 @@ def test_the_value_of_a_row_is_the_same_for_a_dict_a_series_and_a_namedtuple():
 
 
 def test_an_accuracy_after_fewer_epochs_than_the_spec_is_a_smoke_pass_with_its_value_shown():
-    from dlrepro import spec as specmod
-    from dlrepro.results.answers import published
+    from dlrepro.inputs import spec as specmod
+    from dlrepro.answers import published
 
     # DLF's IMDB GRU: 3 epochs, 85-86% on the K80; a --quick pass trains one capped epoch
     row = {"run": "cpu-rnn", "spec": "imdb-gru", "variant": "imdb-gru", "framework": "torch", "status": "ok",
@@ -225,7 +226,7 @@ def test_an_accuracy_after_fewer_epochs_than_the_spec_is_a_smoke_pass_with_its_v
 
 
 def test_an_untestable_claim_is_folded_under_one_reason_and_a_multi_gpu_claim_names_the_gpus_it_needs():
-    """The reasons come from the plan of the host (dlrepro.coverage): on the golden rows' 2 x H200 Caffe's
+    """The reasons come from the plan of the host (dlrepro.plan.coverage): on the golden rows' 2 x H200 Caffe's
     data-parallel claim has no data-parallel path; on one H200 it needs 2 GPUs, and no 2 GPUs of any model would
     do (Caffe has none); on a CPU-only host a GPU claim needs a GPU, naming the models whose images run it, or
     says that none would."""

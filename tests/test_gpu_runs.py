@@ -11,8 +11,9 @@ import time
 import pytest
 
 from dlrepro.images import build, feasibility, matrix as matrixmod
-from dlrepro import datasets, spec
-from dlrepro.run import executors, hostinfo, jobs, runs
+from dlrepro.inputs import datasets, spec
+from dlrepro.plan import hostinfo
+from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner import archs, contract, job as runner_job, nvml, telemetry
 from runner.adapters import capabilities

@@ -7,8 +7,9 @@ import os
 
 import pytest
 
-from dlrepro import REPO_ROOT, datasets, spec
-from dlrepro.results import peak_columns
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import datasets, spec
+from dlrepro.store import peak_columns
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from runner import telemetry
@@ -85,7 +86,7 @@ def test_a_bf16_job_records_its_compute_dtype_and_is_set_against_the_bf16_peak(j
     assert result["environment"]["parameter_dtypes"] == ["float32"]
     assert result["environment"]["matmul_precision"] == "default"
     assert result["timing"]["timer"] == "host_sync" and result["timing"]["sample"] == "iteration"  # on the CPU
-    # the peak the tables use (dlrepro.results.tables.provenance: the precision the result's options record), as if
+    # the peak the tables use (dlrepro.store.tables.provenance: the precision the result's options record), as if
     # the job had run on an H200: its dense bf16 rate, as for a torch bf16 job
     precision = telemetry.summary_columns(result)["precision"]
     timing = result["timing"]

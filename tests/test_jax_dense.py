@@ -5,7 +5,7 @@ the SGD update that numpy computes from the same parameters and mini-batch."""
 import numpy as np
 import pytest
 
-from dlrepro import spec
+from dlrepro.inputs import spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import data as datamod

@@ -2,7 +2,7 @@
 import pytest
 
 from dlrepro.run import jobs
-from dlrepro import spec
+from dlrepro.inputs import spec
 from dlrepro.errors import DlreproError
 from dlrepro.run.options import RunOptions
 from runner import contract, stats

@@ -5,11 +5,13 @@ full-protocol value, and an interval across a tolerance or band is never an answ
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from dlrepro import REPO_ROOT, studies
-from dlrepro.results import bundle, gather, tables
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import studies
+from dlrepro.answers import gather
+from dlrepro.store import bundle, tables
 from dlrepro.cli import render
-from dlrepro.results.answers import bands, cells, claims, hardware, measured, model, verdicts
-from dlrepro.results.views import plots, report, study_plots, study_report
+from dlrepro.answers import bands, cells, claims, hardware, measured, model, verdicts
+from dlrepro.views import plots, report, study_plots, study_report
 from tests.bundles import Job, make
 
 GOLDEN = REPO_ROOT / "tests" / "data" / "golden-study.yaml"
@@ -96,7 +98,7 @@ def test_a_claim_that_holds_on_some_of_its_tools_says_which_and_a_claim_not_aske
     the user did not ask for (--run cpu-rnn) was filed as 'not testable here'."""
     from types import SimpleNamespace
 
-    from dlrepro.results.answers import study as studymod
+    from dlrepro.answers import study as studymod
 
     golden = studies.load(str(GOLDEN))
     band = golden.claims["band"].model_copy(update={"tools": ["Caffe", "TensorFlow", "MXNet", "Torch"]})

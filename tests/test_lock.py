@@ -13,7 +13,7 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError, ResultsUnwritable
-from dlrepro.results.bundle import BundleWriter
+from dlrepro.store.bundle import BundleWriter
 from dlrepro.run import lock, recover, runs
 from runner import contract
 
@@ -154,7 +154,7 @@ def _another_process_takes(folder):
 
 
 def test_no_other_process_takes_the_lock_while_the_bundle_is_published(tmp_path, monkeypatch):
-    from dlrepro.results import bundle as bundlemod
+    from dlrepro.store import bundle as bundlemod
 
     writer = BundleWriter(tmp_path, "alexnet", "abc")
     writer.owner = owner = lock.take(writer.partial)

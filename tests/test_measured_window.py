@@ -346,7 +346,7 @@ def test_rapl_sums_package_domains_only(tmp_path):
 
 
 def test_energy_per_sample_counts_what_the_window_processed():
-    from dlrepro.results import tables
+    from dlrepro.store import tables
 
     found = {"status": "ok", "joules": 26.0, "mean_w": 13.0, "method": "RAPL package counters (powercap)"}
     throughput = {"energy": found, "timing": {"repeats": [[0.1] * 4] * 2, "lead_in": {"iterations": 1}}}
@@ -361,8 +361,8 @@ def test_a_j_per_sample_whose_energy_window_is_not_the_measured_one_is_flagged_w
     issue 52)."""
     import pandas as pd
 
-    from dlrepro.results import tables
-    from dlrepro.results.views import costs
+    from dlrepro.store import tables
+    from dlrepro.views import costs
 
     def result(seconds, wall):
         found = {"status": "ok", "joules": 33.478, "method": "NVML total energy counter at the window's edges"}

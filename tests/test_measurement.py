@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from dlrepro import spec
+from dlrepro.inputs import spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import contract, energy, job as runner_job, measure, settings, supervise, telemetry, window

@@ -1,10 +1,10 @@
-"""Device peaks (dlrepro/peaks.yaml): every value sourced and in its unit, devices matched exactly, CPU FLOPs a cycle
-from vendor, family and model."""
+"""Device peaks (dlrepro/inputs/peaks.yaml): every value sourced and in its unit, devices matched exactly, CPU
+FLOPs a cycle from vendor, family and model."""
 import re
 
 import pytest
 
-from dlrepro import peaks
+from dlrepro.inputs import peaks
 from dlrepro.errors import SpecError
 
 

@@ -12,8 +12,9 @@ import types
 
 import pytest
 
-from dlrepro import REPO_ROOT, datasets, spec
-from dlrepro.results import records
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import datasets, spec
+from dlrepro.store import records
 from dlrepro.run import executors, jobs, recover, runs as runsmod, study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, FolderSink
 from dlrepro.run.options import RunOptions
@@ -277,7 +278,7 @@ def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_
     """Constructed: a 20 GiB host. With 12 GiB available, a plan starts on the supervisors it has; with 6 GiB, the
     idle ones are ended, least recently used first, until half the host is available again (each ending gives
     3 GiB back here); the supervisor the plan needs is never ended."""
-    from dlrepro.run import hostinfo
+    from dlrepro.plan import hostinfo
 
     memory = {"available": 12 << 30}
     ended = []

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 skimage = pytest.importorskip("skimage")
 
-from dlrepro import datasets, spec  # noqa: E402
+from dlrepro.inputs import datasets, spec  # noqa: E402
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import adapters, data  # noqa: E402

@@ -4,9 +4,10 @@ import sys
 
 import pytest
 
-from dlrepro import REPO_ROOT, spec
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import spec
 from dlrepro.errors import SpecError
-from dlrepro.references import KINDS
+from dlrepro.inputs.references import KINDS
 
 
 def invoke(*args):

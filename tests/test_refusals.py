@@ -89,7 +89,7 @@ def test_the_matrix_check_leaves_served_versions_and_plain_names_alone():
 
 
 def test_the_nearest_version_shares_the_most_leading_parts_then_the_smallest_step():
-    from dlrepro.frameworks import nearest
+    from dlrepro.inputs.frameworks import nearest
 
     assert nearest("1.4", ["1.4.0", "2.21.0"]) == "1.4.0"
     assert nearest("0.3.1", ["1.0.0", "2.13.0"]) == "1.0.0"

@@ -1,5 +1,5 @@
 """Bundle against bundle: the verdict rule (faster / slower / no change / cannot tell), its test, its interval
-and the configurations it pairs (dlrepro.results.answers.regression)."""
+and the configurations it pairs (dlrepro.answers.regression)."""
 from math import comb
 
 import numpy as np
@@ -8,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats
 
 from dlrepro import REPO_ROOT
-from dlrepro.results import tables
-from dlrepro.results.answers import regression
-from dlrepro.results.answers.verdicts import CANNOT_TELL, FASTER, NO_CHANGE, ONLY_IN_A, ONLY_IN_B, SLOWER
+from dlrepro.store import tables
+from dlrepro.answers import regression
+from dlrepro.answers.verdicts import CANNOT_TELL, FASTER, NO_CHANGE, ONLY_IN_A, ONLY_IN_B, SLOWER
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
 

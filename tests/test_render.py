@@ -77,7 +77,7 @@ def test_the_committed_bundles_fit_the_terminal_one_line_a_bundle(width):
     from rich.console import Console
 
     from dlrepro.cli import render
-    from dlrepro.results import bundle
+    from dlrepro.store import bundle
 
     rows = bundle.listing(REPO_ROOT / "results")
     render.console = console = Console(width=width, record=True, highlight=False, soft_wrap=True)
@@ -106,7 +106,7 @@ def test_the_committed_bundles_fit_the_terminal_one_line_a_bundle(width):
 
 
 def test_listing_rows_say_the_next_step_hardware_and_precision(tmp_path):
-    from dlrepro.results import bundle
+    from dlrepro.store import bundle
 
     rows = {r["id"]: r for r in bundle.listing(REPO_ROOT / "results")}
     assert {k: rows["alexnet-20261201T201858Z-76e63b6c"][k] for k in ("devices", "hardware", "precision",
@@ -127,7 +127,7 @@ def test_listing_rows_say_the_next_step_hardware_and_precision(tmp_path):
 
 
 def test_bundles_refuses_an_unknown_spec_in_one_line_with_the_near_miss(tmp_path):
-    from dlrepro import spec
+    from dlrepro.inputs import spec
 
     done = invoke("bundles", "--spec", "alexnt")
     assert done.returncode == 2 and done.stdout.strip().splitlines() == [

@@ -16,9 +16,10 @@ import pytest
 from PIL import Image, ImageChops, ImageStat
 
 from dlrepro import REPO_ROOT
-from dlrepro.frameworks import display
-from dlrepro.results import gather, tables
-from dlrepro.results.views import numbers, palette, plots, report
+from dlrepro.inputs.frameworks import display
+from dlrepro.answers import gather
+from dlrepro.store import tables
+from dlrepro.views import numbers, palette, plots, report
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S, 7 frameworks, CPU batch 16
 FCN = REPO_ROOT / "results" / "fcn-20261130T022354Z-cc755c44"  # FCN-R convergence, 3 frameworks, 5 epochs

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from dlrepro import datasets, spec
+from dlrepro.inputs import datasets, spec
 from dlrepro.images import build
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
@@ -100,9 +100,9 @@ def test_a_rows_seeds_collapse_into_their_spread_and_its_figure_has_whiskers_aro
     figure, and the throughput bars draw (matplotlib refuses a whisker below zero)."""
     import pandas as pd
 
-    from dlrepro.results import tables
-    from dlrepro.results.answers import measured
-    from dlrepro.results.views import plots
+    from dlrepro.store import tables
+    from dlrepro.answers import measured
+    from dlrepro.views import plots
 
     medians = [25.7, 30.1, 28.1, 25.2, 27.3, 28.3]
     rows = [{"bundle_id": "b", "job_id": "imdb-gru.tensorflow.cpu.b64.s%d" % seed, "spec": "imdb-gru",

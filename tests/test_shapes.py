@@ -1,7 +1,7 @@
 """Shape arithmetic and parameter counts of the layer vocabulary (runner.shapes)."""
 import pytest
 
-from dlrepro import spec
+from dlrepro.inputs import spec
 from runner import shapes
 
 

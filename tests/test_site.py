@@ -14,11 +14,12 @@ import pytest
 from PIL import Image, ImageStat
 
 from dlrepro import REPO_ROOT
-from dlrepro import prices as pricesmod
+from dlrepro.inputs import prices as pricesmod
 from dlrepro.errors import SpecError
-from dlrepro.results import bundle, gather, records, tables
-from dlrepro.results.answers import history, matrix, verdicts
-from dlrepro.results.views import costs, numbers, plots, report, site as siteview
+from dlrepro.answers import gather
+from dlrepro.store import bundle, records, tables
+from dlrepro.answers import history, matrix, verdicts
+from dlrepro.views import costs, numbers, plots, report, site as siteview
 from tests.bundles import Job, make
 from tests.test_report import Tables, chromium, headless
 

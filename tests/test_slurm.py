@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from dlrepro import REPO_ROOT, datasets, engine, spec
+from dlrepro import REPO_ROOT, engine
+from dlrepro.inputs import datasets, spec
 from dlrepro.errors import DlreproError, ExecutorError
-from dlrepro.results import bundle as bundlemod, tables, validate
+from dlrepro.store import bundle as bundlemod, tables, validate
 from dlrepro.run import executors, jobs as jobsmod, runs, slurm_state
 from dlrepro.run.executors import base, docker as docker_executor, sbatch, slurm as slurm_executor
 from dlrepro.run.options import RunOptions, slurm_settings

@@ -4,7 +4,8 @@ import sys
 
 import pytest
 
-from dlrepro import REPO_ROOT, spec
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import spec
 from dlrepro.errors import SpecError
 
 ALEXNET = (REPO_ROOT / "specs" / "alexnet.yaml").read_text()
@@ -125,7 +126,7 @@ def test_a_duplicate_key_is_refused_with_its_line(tmp_path):
 
 
 def test_every_yaml_file_of_the_suite_refuses_duplicate_keys(tmp_path):
-    from dlrepro import datasets
+    from dlrepro.inputs import datasets
     from dlrepro.images import matrix
 
     for source, loader in ((matrix.MATRIX_FILE, matrix.load), (datasets.CATALOGUE, datasets.yamlfile.load)):
@@ -197,7 +198,7 @@ def test_a_look_alike_letter_in_a_framework_name_is_pointed_at(tmp_path):
 
 
 def test_a_study_that_maps_a_tool_to_an_unknown_framework_is_refused(tmp_path):
-    from dlrepro import studies
+    from dlrepro.inputs import studies
 
     text = (REPO_ROOT / "studies" / "dlbench.yaml").read_text()
     path = tmp_path / "dlbench.yaml"
@@ -211,7 +212,7 @@ def test_a_study_that_maps_a_tool_to_an_unknown_framework_is_refused(tmp_path):
 def test_a_20_mb_spec_is_refused_in_seconds_and_a_large_one_parsed_once(tmp_path):
     import time
 
-    from dlrepro import yamlfile
+    from dlrepro.inputs import yamlfile
 
     start = time.perf_counter()
     path, problems = load_variant(tmp_path, ALEXNET + "padding:\n" + "  - 1\n" * 3_500_000)

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from dlrepro import REPO_ROOT, studies
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import studies
 from dlrepro.errors import SpecError
-from dlrepro.results import records, tables
-from dlrepro.results.answers import claims, verdicts
+from dlrepro.store import records, tables
+from dlrepro.answers import claims, verdicts
 from dlrepro.run import study as studymod
 from runner import stats
 from tests.test_report import Tables, chromium, headless
@@ -55,7 +56,7 @@ def test_a_tool_the_suite_does_not_run_says_why_wherever_it_is_named(tmp_path):
         "Julia-Knet: needs Julia and Knet from Julia's package registry, which is not reachable here; Lasagne(Theano): "
         "cannot run here: PyPI's only Lasagne, 0.1, imports theano.tensor.signal.downsample, which Theano 1.0 no longer "
         "has (checked in Theano 1.0.5's source), and DLF's 0.2.dev1 is a repository commit no registry here serves")
-    from dlrepro import coverage
+    from dlrepro.plan import coverage
     from dlrepro.images import matrix
 
     assert coverage.tool_blocker(dlf, "cpu-cnn", "cifar10-vgg", "R-Keras(TF)", coverage.Hardware(None, 0, 16),
@@ -198,7 +199,7 @@ def test_untestable_and_unmeasured_claims_say_why():
     assert found["early-gpu-cnn"].evidence == "cannot judge: bundle fcn-x missing"
     assert len(found) == len(study.claims)
     # DLBench's multi-GPU claims on 4 x H100: none of its tools has a data-parallel path, and the host's plan says so
-    from dlrepro import coverage
+    from dlrepro.plan import coverage
     from dlrepro.images import matrix as matrixmod
 
     host = coverage.Hardware("H100", 4, 64, coverage.every_dataset())
@@ -222,7 +223,7 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     (record_path,) = (results / "studies").glob("tiny-study-*.json")
     record = json.loads(record_path.read_text())
     assert record["runs"]["gpu"]["state"] == "not runnable" and "NVIDIA GPU" in record["runs"]["gpu"]["why_here"]
-    # the host's plan, per claim and cell, as the record holds it (dlrepro.coverage_record) and the report reads it
+    # the host's plan, per claim and cell, as the record holds it (dlrepro.plan.coverage_record) and the report reads it
     plan = record["plan"]["sets"]
     assert list(plan) == ["today"] and {o["what"]: (o["testable"], o["cause"]) for o in plan["today"]["claims"]} == {
         "ordering": (False, "tool"), "threads": (True, None), "untestable": (False, "untestable")}
@@ -259,8 +260,8 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
 
 
 def test_the_study_summary_counts_every_published_cell_once():
-    from dlrepro import spec as specmod
-    from dlrepro.results.answers import cells as paper
+    from dlrepro.inputs import spec as specmod
+    from dlrepro.answers import cells as paper
 
     study = studies.load("dlbench")
     empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
@@ -330,7 +331,7 @@ def test_run_picks_runs_of_the_study_and_records_the_others_as_not_asked(tmp_pat
 def test_a_framework_its_bundle_left_out_says_why_not_that_it_was_not_run():
     """CNTK has no GRU in its adapter: the DLF GRU run's bundle lists it in left_out, and Table 4's CNTK cells say
     so instead of "the framework was not among those run"."""
-    from dlrepro.results.answers import cells
+    from dlrepro.answers import cells
 
     dlf = studies.load("dlf")
     empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)

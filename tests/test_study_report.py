@@ -10,9 +10,10 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError
-from dlrepro.results import gather, records
-from dlrepro.results.answers import verdicts
-from dlrepro.results.views import numbers, report, study_report
+from dlrepro.answers import gather
+from dlrepro.store import records
+from dlrepro.answers import verdicts
+from dlrepro.views import numbers, report, study_report
 from tests.test_report import Tables, chromium, headless
 
 MANIFEST = REPO_ROOT / "tests" / "data" / "report-study.yaml"
@@ -57,7 +58,7 @@ def test_the_answer_comes_first_and_counts_the_claims(made):
     answer = re.search(r'<p id="answer" class="answer">([^<]+)</p>', html).group(1)
     assert answer.startswith("On this study&#39;s host (2-CPU AMD EPYC, no GPU) 3 of Report Study&#39;s 7 claims "
                              "could be tested: ")
-    # the reasons of the host's plan (dlrepro.coverage): its GPU claim sets Caffe (compiled with CUDA) on GPUs
+    # the reasons of the host's plan (dlrepro.plan.coverage): its GPU claim sets Caffe (compiled with CUDA) on GPUs
     assert "Not testable here: needs an NVIDIA GPU (1); " in answer
     assert "cannot judge: bundle missing (1)" in answer and "it needs two GPU models (1)" in answer
     assert "too few of its tools can run here: a tool the suite does not run (1)" in answer
@@ -180,9 +181,9 @@ def test_numbers_for_humans():
 
 
 def test_dlf_table_2_is_in_minutes_as_published():
-    from dlrepro import spec as specmod, studies
-    from dlrepro.results import tables
-    from dlrepro.results.answers import cells as paper
+    from dlrepro.inputs import spec as specmod, studies
+    from dlrepro.store import tables
+    from dlrepro.answers import cells as paper
 
     study = studies.load("dlf")
     empty = tables.frame([], tables.SUMMARY_COLUMNS).assign(run=None)
@@ -219,9 +220,9 @@ def test_a_record_that_is_not_there_and_a_misspelled_study_say_so_in_one_line(tm
 
 
 def test_a_framework_measured_at_another_mini_batch_is_not_called_not_run():
-    from dlrepro import spec as specmod, studies
-    from dlrepro.results import tables
-    from dlrepro.results.answers import cells as paper
+    from dlrepro.inputs import spec as specmod, studies
+    from dlrepro.store import tables
+    from dlrepro.answers import cells as paper
 
     study = studies.load("dlf")
     row = dict.fromkeys(tables.SUMMARY_COLUMNS)
@@ -278,7 +279,7 @@ def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_w
     """Constructed cells: TensorFlow 1.4.0 standing for 0.11.0rc0 at 2.0 s then, 0.5 s now (now / then 0.25x); a
     tool the study ran at one version for both (Caffe 1.0.0) is folded into the note; a tool measured at one set
     only shows no ratio; a smoke pass on either side shows its ratio as an indication, marked (review U8)."""
-    from dlrepro.results.answers.cells import Cell, PaperTable
+    from dlrepro.answers.cells import Cell, PaperTable
 
     def table(values, smoke=None):
         cells = {(tool, "FCN-S"): Cell(tool, "FCN-S", published=0.03, measured=v, outcome="differs" if v else "not run",
@@ -311,10 +312,11 @@ def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_w
 
 
 def test_a_report_reads_the_plan_its_record_holds_whatever_the_files_say_today(tmp_path, monkeypatch):
-    """`dlrepro study` records its host's plan (dlrepro.coverage_record); the report reads it and plans nothing:
+    """`dlrepro study` records its host's plan (dlrepro.plan.coverage_record); the report reads it and plans nothing:
     with the planner and the spec loader broken, a committed record given a recorded plan is reported with the
     recorded reasons."""
-    from dlrepro import coverage, coverage_record, spec as specmod
+    from dlrepro.inputs import spec as specmod
+    from dlrepro.plan import coverage, coverage_record
     from dlrepro.images import matrix as matrixmod
 
     committed = REPO_ROOT / "results" / "studies" / "dlbench-20261204T031414Z.json"

@@ -7,12 +7,12 @@ import shutil
 import pandas as pd
 import pytest
 
-from dlrepro import studies
+from dlrepro.inputs import studies
 from dlrepro.errors import DlreproError
-from dlrepro.results import tables
+from dlrepro.store import tables
 from dlrepro.run import jobs, study as studymod
 from dlrepro.run.options import RunOptions, Step, checked
-from dlrepro import spec
+from dlrepro.inputs import spec
 from runner import contract, settings
 from runner.adapters import capabilities
 from tests.test_studies import TINY, _bad

@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dlrepro import REPO_ROOT
-from dlrepro.results import tables, validate
-from dlrepro.results.bundle import BundleWriter
+from dlrepro.store import tables, validate
+from dlrepro.store.bundle import BundleWriter
 from dlrepro.errors import BundleError
 
 REAL = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16, 7 frameworks, CPU, schema 1

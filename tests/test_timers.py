@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from dlrepro import REPO_ROOT, spec
-from dlrepro.results import tables, validate
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import spec
+from dlrepro.store import tables, validate
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import adapters, measure, stats
@@ -183,7 +184,7 @@ def test_device_events_without_a_lead_in_are_another_timer_in_the_tables_and_com
     """Two results of one torch job timed by device events, one recorded before the lead-in step (suite commit
     866f90f: no ``timing.lead_in``), one after: the tables name the older discipline apart, and compare's timer
     columns differ (issue 52, A8)."""
-    from dlrepro.results.answers import regression
+    from dlrepro.answers import regression
 
     bundles = []
     for name, lead_in in (("before", None), ("after", {"iterations": 1, "why": "refill"})):

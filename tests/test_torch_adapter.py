@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dlrepro.run import jobs
-from dlrepro import spec  # noqa: E402
+from dlrepro.inputs import spec  # noqa: E402
 from dlrepro.run.options import RunOptions
 from runner import adapters, data, measure  # noqa: E402
 

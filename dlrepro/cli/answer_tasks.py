@@ -1,7 +1,7 @@
 """The tasks that read what the store holds and answer: a study's report, a bundle's report, check against the
 published values, compare two bundles, validate, merge, archive and verify (dlrepro.cli.tasks gathers every task
-into the program). Each parses its options, asks dlrepro.results.gather for the answer model once, renders it
-(dlrepro.results.views, dlrepro.cli.render) and exits with the model's status.
+into the program). Each parses its options, asks dlrepro.answers.gather for the answer model once, renders it
+(dlrepro.views, dlrepro.cli.render) and exits with the model's status.
 """
 from invoke import Exit
 
@@ -13,7 +13,7 @@ from dlrepro.run.optiontext import names
 
 def _bundle(name, results):
     """The folder of bundle ``name`` (folder, id under the results folder, or 'latest': the newest complete one)."""
-    from dlrepro.results import gather
+    from dlrepro.answers import gather
 
     return gather.folders([name], folders.results_root(results))[0]
 
@@ -97,8 +97,8 @@ def write_study_report(name, out, results_dir, allow_missing, price_per_hour=Non
     replaced a report there."""
     from pathlib import Path
 
-    from dlrepro.results import gather
-    from dlrepro.results.views import study_report as reports
+    from dlrepro.answers import gather
+    from dlrepro.views import study_report as reports
 
     answer = gather.study(name, results_dir, price_per_hour)
     console.print(answer.answer, soft_wrap=True, highlight=False)
@@ -115,7 +115,7 @@ def validate(c, bundle, results=""):
 
     Checksums, bundle.json, spec hash, jobs, tables, statistics; exit status 1 when any check fails."""
     from dlrepro.cli import render
-    from dlrepro.results import validate as checks
+    from dlrepro.store import validate as checks
 
     with user_errors():
         folder = _bundle(bundle, results).resolve()
@@ -137,7 +137,7 @@ def merge(c, bundles, out="", results=""):
     A bundle given twice is read once; the same job measured in several bundles is kept each
     time, numbered in the columns measurement / measurements."""
     from dlrepro.cli import render
-    from dlrepro.results import tables
+    from dlrepro.store import tables
 
     with user_errors():
         summary, samples = tables.merge_to([_bundle(b, results) for b in names(bundles) or []], out_folder(out))
@@ -207,8 +207,8 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
     Against the published values: `dlrepro check BUNDLE`."""
     from dlrepro.cli import render
     from dlrepro.errors import DlreproError
-    from dlrepro.results import gather
-    from dlrepro.results.answers import model
+    from dlrepro.answers import gather
+    from dlrepro.answers import model
 
     with user_errors():
         if against and new:
@@ -237,8 +237,8 @@ def check(c, bundle, fail_on="never", json="", results=""):
     Exit status: 0 (by default whatever the verdicts: other hardware differs), 1 when --fail-on change and a
     cell or ranking fails, 2 when no job of the bundle matches a published reference or an input is bad."""
     from dlrepro.cli import render
-    from dlrepro.results import gather
-    from dlrepro.results.answers import model
+    from dlrepro.answers import gather
+    from dlrepro.answers import model
 
     with user_errors():
         _choice("--fail-on", fail_on, model.CHECK_FAIL_ON)
@@ -263,8 +263,8 @@ def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author="", res
     """Archive a bundle into one checkable tar.gz.
 
     With RO-Crate metadata and a manifest; `dlrepro verify ARCHIVE` rechecks it anywhere, years later."""
-    from dlrepro.results import archive as archives
-    from dlrepro.results.views import numbers
+    from dlrepro.store import archive as archives
+    from dlrepro.views import numbers
 
     with user_errors():
         made = archives.create(str(_bundle(bundle, results)), out or None, images, license, author or None,
@@ -282,7 +282,7 @@ def verify(c, archive):
     Every checksum (manifest, the bundle's SHA256SUMS, RO-Crate); exit status 1 when any check fails, each
     problem naming its file."""
     from dlrepro.cli import render
-    from dlrepro.results import archive as archives
+    from dlrepro.store import archive as archives
 
     with user_errors():
         result = archives.verify(archive)
@@ -307,8 +307,8 @@ def report(c, bundles, out="", results="", price_per_hour=""):
     Environment (the studies' vs here), results, comparison with the published values, ranking
     verdicts, and plots: seconds per mini-batch vs batch size, throughput bars, accuracy vs time.
     Written where study reports go, RESULTS/reports/, unless --out; a report there before is replaced."""
-    from dlrepro.results import gather
-    from dlrepro.results.views import report as reports
+    from dlrepro.answers import gather
+    from dlrepro.views import report as reports
 
     with user_errors():
         root, target = folders.results_root(results), out_folder(out)
@@ -331,7 +331,7 @@ def site(c, results="", price_per_hour=""):
     energy per sample; every bundle and study report rewritten beside it. Static and deterministic:
     open it in a browser or copy the folder. A bundle or record that cannot be read is a row saying
     why, the rest is built, and the exit status is 1."""
-    from dlrepro.results import site as sitemod
+    from dlrepro.cli import site_task as sitemod
 
     with user_errors():
         made = sitemod.build(folders.results_root(results), price(price_per_hour),

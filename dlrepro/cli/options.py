@@ -72,7 +72,7 @@ BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else mmd
 RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
 PRICE_HELP = ("USD per device-hour (one GPU, or one logical CPU), as the price table's, for the cost per 1M samples: "
               "a job pays it for each device it used, so a 2-CPU job twice a 1-CPU job's (default: "
-              "dlrepro/prices.yaml, dated on-demand list prices with their sources)")
+              "dlrepro/inputs/prices.yaml, dated on-demand list prices with their sources)")
 BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"
 
 

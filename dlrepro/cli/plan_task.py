@@ -1,4 +1,4 @@
-"""`dlrepro plan`: what a study would get on a host before anything runs (dlrepro.coverage), as a table grouped by
+"""`dlrepro plan`: what a study would get on a host before anything runs (dlrepro.plan.coverage), as a table grouped by
 what the user would need for each verdict."""
 from invoke import Exit
 
@@ -24,10 +24,11 @@ def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_j
 
     Every claim and published cell: testable, or the exact reason (no GPU, too few GPUs or cores, a tool the suite
     does not run, no image or no kernels for the GPU, no such model in the adapter, a dataset to fetch), each tool
-    at the image its version set runs (dlrepro.eras). A host described by an option is assumed to have every
+    at the image its version set runs (dlrepro.inputs.eras). A host described by an option is assumed to have every
     dataset fetched unless --datasets says otherwise; the first line says what was assumed. Reads the study, the
     specs and the image matrix; runs nothing. Exit status 0, 2 on bad input."""
-    from dlrepro import coverage, coverage_table, eras, studies
+    from dlrepro.inputs import eras, studies
+    from dlrepro.plan import coverage, coverage_table
     from dlrepro.errors import DlreproError
     from dlrepro.images import matrix as matrixmod
 
@@ -89,7 +90,7 @@ def _datasets(text, coverage, here, described):
         return coverage.every_dataset() if wanted == ["all"] else frozenset()
     unknown = sorted(set(wanted) - coverage.every_dataset())
     if unknown:
-        raise DlreproError("--datasets: no dataset %s in dlrepro/datasets.yaml" % ", ".join(map(repr, unknown)),
+        raise DlreproError("--datasets: no dataset %s in dlrepro/inputs/datasets.yaml" % ", ".join(map(repr, unknown)),
                            "give 'all', 'none' or some of: %s" % ", ".join(sorted(coverage.every_dataset())))
     return frozenset(wanted)
 
@@ -100,8 +101,8 @@ def show(study, hardware, found, said):
     rents a K80 to judge DLBench's), then the claims grouped by cause, then the cells' counts."""
     from rich.table import Table
 
-    from dlrepro import coverage
-    from dlrepro.results.answers.study import unretrieved
+    from dlrepro.plan import coverage
+    from dlrepro.answers.study import unretrieved
 
     name = study.title.split(" - ")[0]
     testable, causes = coverage.counts(found["claims"])

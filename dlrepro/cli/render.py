@@ -6,11 +6,11 @@ from rich.table import Table
 from rich.text import Text
 
 from dlrepro.cli.console import MARK, console
-from dlrepro.frameworks import display
-from dlrepro.results.answers import verdicts as words
-from dlrepro.results.answers import model
-from dlrepro.results.views import numbers, palette, report
-from dlrepro.run import hostinfo
+from dlrepro.inputs.frameworks import display
+from dlrepro.answers import verdicts as words
+from dlrepro.answers import model
+from dlrepro.views import numbers, palette, report
+from dlrepro.plan import hostinfo
 
 
 def summary_table(rows, title):

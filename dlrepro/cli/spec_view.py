@@ -2,9 +2,10 @@
 in the cache here) and one spec in full (its models layer by layer, one table of its variants, its references)."""
 from rich.table import Table
 
-from dlrepro import datasets, folders, yamlfile
+from dlrepro import folders
+from dlrepro.inputs import datasets, yamlfile
 from dlrepro.cli.console import console
-from dlrepro.references import KINDS
+from dlrepro.inputs.references import KINDS
 from runner import shapes
 
 

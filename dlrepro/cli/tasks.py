@@ -61,7 +61,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     from dlrepro import engine as enginemod
     from dlrepro.errors import ImageError
     from dlrepro.images import build as buildmod, matrix as matrixmod
-    from dlrepro.run import hostinfo
+    from dlrepro.plan import hostinfo
 
     with user_errors():
         workers = count("--jobs", jobs)
@@ -241,9 +241,9 @@ def bundles(c, results="", spec=""):
 
     Results that detached Slurm arrays have finished are taken into their bundles first (no waiting). A --spec
     that is neither a spec nor the spec of a bundle there is refused, naming the near miss and the specs."""
-    from dlrepro import spec as specmod
+    from dlrepro.inputs import spec as specmod
     from dlrepro.cli import render
-    from dlrepro.results import bundle as bundlemod
+    from dlrepro.store import bundle as bundlemod
     from dlrepro.run import runs
 
     with user_errors():
@@ -278,7 +278,7 @@ def publish(c, bundle, results=""):
                     "it instead of the tables)"})
 def specs(c, show="", json=""):
     """List the specs, or show one (--show NAME)."""
-    from dlrepro import spec as specmod
+    from dlrepro.inputs import spec as specmod
     from dlrepro.cli import spec_view
 
     with user_errors():
@@ -305,21 +305,21 @@ def datasets_list(c):
     """List the datasets and which files the cache holds.
 
     Each cached file is re-hashed to verify it."""
-    from dlrepro import datasets
+    from dlrepro.inputs import datasets
     from dlrepro.cli import render
 
     with user_errors():
         render.datasets_table(datasets.root(), datasets.status())
 
 
-@task(name="fetch", help={"name": "a dataset of dlrepro/datasets.yaml (`dlrepro datasets` lists them)",
+@task(name="fetch", help={"name": "a dataset of dlrepro/inputs/datasets.yaml (`dlrepro datasets` lists them)",
                           "from": "a copy you downloaded: the file, a folder holding the files (optionally .gz), or a tar "
                                   "archive holding them"})
 def datasets_fetch(c, name, from_=""):
     """Put a dataset into the cache (mirror or copy).
 
     Cached files are re-hashed, corrupt ones replaced."""
-    from dlrepro import datasets
+    from dlrepro.inputs import datasets
 
     with user_errors():
         record = datasets.import_local(name, from_) if from_ else datasets.ensure(name, console.print, verify=True)
@@ -344,7 +344,7 @@ def lock(c, image=""):
 def _results_folder(results):
     """The results folder (--results, else $DLREPRO_RESULTS, else the checkout's results/); a DlreproError
     naming it when there is no such folder."""
-    from dlrepro.results import bundle as bundlemod
+    from dlrepro.store import bundle as bundlemod
 
     return bundlemod.existing_root(folders.results_root(results))
 

@@ -26,10 +26,10 @@ def check(image, device, gpu=0, host=None, allow_ptx_jit=False):
     """None when ``image`` (a matrix.Image) can run on ``host``, else (reason, remedy).
 
     ``gpu``: a host GPU index or a list of them (each is checked). ``host`` (required): {"cpu_flags": [...],
-    "cpu_model": str, "gpus": [{index, name, driver, capability}]}, as dlrepro.run.hostinfo.facts() gives.
+    "cpu_model": str, "gpus": [{index, name, driver, capability}]}, as dlrepro.plan.hostinfo.facts() gives.
     """
     if host is None:
-        raise TypeError("feasibility.check needs the host's facts (dlrepro.run.hostinfo.facts())")
+        raise TypeError("feasibility.check needs the host's facts (dlrepro.plan.hostinfo.facts())")
     missing = [flag for flag in image.cpu_flags if flag not in host["cpu_flags"]]
     if missing:
         return ("%s is built for CPUs with %s, which this CPU (%s) lacks" % (image.name, ", ".join(missing).upper(),

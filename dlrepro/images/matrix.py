@@ -4,9 +4,10 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from dlrepro import REPO_ROOT, frameworks as frameworksmod, yamlfile
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import frameworks as frameworksmod, yamlfile
 from dlrepro.errors import ImageError
-from dlrepro.yamlfile import Strict
+from dlrepro.inputs.yamlfile import Strict
 
 IMAGES_DIR = REPO_ROOT / "images"
 MATRIX_FILE = IMAGES_DIR / "matrix.yaml"

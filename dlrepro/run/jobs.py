@@ -9,7 +9,7 @@ the spec's, names the run configuration in the bundle id.
 import hashlib
 import json
 
-from dlrepro import datasets
+from dlrepro.inputs import datasets
 from dlrepro.errors import DlreproError
 from dlrepro.names import unknown as unknown_name
 from runner import shapes

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from dlrepro.errors import DlreproError, ResultsUnwritable
-from dlrepro.results.bundle import LOCK, WORK
+from dlrepro.store.bundle import LOCK, WORK
 from runner.contract import utc_now
 
 NAME = LOCK

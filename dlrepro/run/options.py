@@ -13,9 +13,9 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 
-from dlrepro import frameworks as frameworksmod
+from dlrepro.inputs import frameworks as frameworksmod
 from dlrepro.errors import DlreproError
-from dlrepro.spec import MAX_SEEDS
+from dlrepro.inputs.spec import MAX_SEEDS
 from dlrepro.run.optiontext import UNSET, split  # noqa: F401 (split: the tasks' too)
 from runner.contract import GRADIENTS, OPTION_DEFAULTS, THREAD_POOLS
 
@@ -74,7 +74,7 @@ class RunOptions(BaseModel):
     allow_ptx_jit: bool = Field(False, description="run a build that has only PTX for an older architecture "
                                                    "than the GPU's (driver JIT), marked ptx_jit")
     steps: dict[str, Step] = Field({}, description="framework token (as in frameworks: NAME or NAME@VERSION) -> "
-                                                   "how its jobs time the step (a study's, dlrepro.studies); "
+                                                   "how its jobs time the step (a study's, dlrepro.inputs.studies); "
                                                    "none: the suite's")
 
     @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus", "ranks")

@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 
 from dlrepro.errors import EngineLost
-from dlrepro.run import hostinfo
+from dlrepro.plan import hostinfo
 from dlrepro.run.executors.base import planned
 
 KEEP_FREE = 0.5  # the share of the host's memory kept available when a plan starts, by ending idle supervisors

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError
-from dlrepro.results import bundle as bundlemod
-from dlrepro.results.bundle import BundleWriter
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store.bundle import BundleWriter
 from dlrepro.run import lock
 from dlrepro.run.executors.base import LOST, settle
 from runner.contract import new_result, utc_now

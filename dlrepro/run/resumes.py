@@ -3,7 +3,8 @@ which of its jobs run again."""
 import json
 from pathlib import Path
 
-from dlrepro import REPO_ROOT, spec as specmod
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.names import unknown as unknown_name
 from dlrepro.run.executors.base import LOST

@@ -4,7 +4,7 @@ Nothing measured is lost: a job whose dataset cannot be had, or that cannot run 
 this host, is recorded as skipped with the reason and the remedy; a job whose image
 cannot be built, or that fails inside its container, is recorded as failed with its
 log; the other jobs go on. Each job's result enters the partial bundle the moment the
-job ends (dlrepro.results.bundle), so a run killed outright (SIGKILL, a closed terminal,
+job ends (dlrepro.store.bundle), so a run killed outright (SIGKILL, a closed terminal,
 the OOM killer) leaves every finished job, and what the running one had measured, in a
 bundle that ``resume`` completes: only the jobs without an ok result run again (failed
 ones too with ``retry_failed``, any named in ``rerun``; dlrepro.run.resumes), each attempt recorded. A run interrupted (Ctrl-C, SIGTERM)
@@ -24,13 +24,15 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from dlrepro import REPO_ROOT, datasets, heartbeat, spec as specmod
+from dlrepro import REPO_ROOT, heartbeat
+from dlrepro.inputs import datasets, spec as specmod
 from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, EngineLost, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
 from dlrepro.images import build, matrix as matrixmod
-from dlrepro.results import bundle as bundlemod
-from dlrepro.results.bundle import BundleWriter
-from dlrepro.run import executors, hostinfo, jobs as jobsmod, lock, recover, resumes
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store.bundle import BundleWriter
+from dlrepro.plan import hostinfo
+from dlrepro.run import executors, jobs as jobsmod, lock, recover, resumes
 from dlrepro.run.executors.base import INTERRUPTED, LOST
 from dlrepro.run.options import recorded_slurm
 from runner.contract import new_result, utc_now

@@ -1,4 +1,4 @@
-"""A whole study in one command: every run of a study manifest (dlrepro.studies) that this host can run, one
+"""A whole study in one command: every run of a study manifest (dlrepro.inputs.studies) that this host can run, one
 bundle per run, and a study record that names them (``results/studies/<study>-<UTC>.json``).
 
 Each run becomes one ``runs.run`` (a bundle of its own, durable and resumable as any run is). What this host
@@ -10,7 +10,7 @@ ends, so a study killed midway is resumed (``resume``) from the record: publishe
 ones resumed, the rest run. ``quick`` makes a smoke pass of the whole study (each run --quick, thread sweeps
 cut to their smallest and largest count here). ``runs`` (``--run``) runs only those runs of the study, the others
 recorded as not asked. ``versions`` (``--versions published|today|both``) runs the study's tools at the versions
-it published (or the nearest the image matrix has), today's, or both side by side (dlrepro.eras). A tool whose
+it published (or the nearest the image matrix has), today's, or both side by side (dlrepro.inputs.eras). A tool whose
 scripts timed another step than the suite's (the study's ``steps``) has its jobs built that way where its adapter
 can (RunOptions.steps), and each run's notes say which of its frameworks were, or why not.
 
@@ -28,13 +28,16 @@ done yet.
 """
 from dataclasses import dataclass, field
 
-from dlrepro import REPO_ROOT, coverage_record, eras, spec as specmod, studies
+from dlrepro import REPO_ROOT
+from dlrepro.inputs import eras, spec as specmod, studies
+from dlrepro.plan import coverage_record
 from dlrepro.errors import DlreproError, EngineLost, RunBroken
 from dlrepro.images import matrix as matrixmod
 from dlrepro.names import unknown as unknown_name
-from dlrepro.results import bundle as bundlemod, records
-from dlrepro.results.records import records_dir
-from dlrepro.run import executors, hostinfo, jobs as jobsmod, runs as runsmod
+from dlrepro.store import bundle as bundlemod, records
+from dlrepro.store.records import records_dir
+from dlrepro.plan import hostinfo
+from dlrepro.run import executors, jobs as jobsmod, runs as runsmod
 from dlrepro.run.pool import WorkerPool
 from dlrepro.run.options import RunOptions, Step, checked
 from runner.adapters import capabilities
@@ -91,7 +94,7 @@ def _known_options(study, specs, device, frameworks, executor):
 
 def _versioned(study, matrix, run, versions, chosen, item):
     """``chosen`` (the frameworks the run would take, in its order) with each of the study's tools at version set
-    ``versions`` (dlrepro.eras over the image ``matrix``: NAME@VERSION tokens); a framework that is none of the
+    ``versions`` (dlrepro.inputs.eras over the image ``matrix``: NAME@VERSION tokens); a framework that is none of the
     study's tools stays as it is. What stands for what goes to ``item.notes``, and each set's tokens to
     ``item.versions`` for the record."""
     names = {f.split("@")[0] for f in chosen}
@@ -128,7 +131,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
          versions=None):
     """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
     default), restricted to the run ids ``runs``, ``device`` and ``frameworks`` when given; ``versions``: a
-    version set of dlrepro.eras (published, today or both) for the study's tools instead of the frameworks'
+    version set of dlrepro.inputs.eras (published, today or both) for the study's tools instead of the frameworks'
     plain names. Raises DlreproError for a run id the study does not have, a version set it does not know, and
     for a device, executor or framework ``dlrepro run`` refuses (a framework none of the study's specs
     declares)."""
@@ -220,7 +223,7 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
     study (None: every run). ``resume``: continue a record of the study ("latest" or True: its latest; else a
     record file), with its own options and runs, instead of starting a new one. Runs that break are recorded as
     broken and the study goes on; an interrupt (Ctrl-C, SIGTERM) stops it after the running run published its
-    bundle. ``versions``: a version set of dlrepro.eras (published, today or both; None: the frameworks' plain
+    bundle. ``versions``: a version set of dlrepro.inputs.eras (published, today or both; None: the frameworks' plain
     names, today's). Raises DlreproError for a run id the study does not have, or ``runs`` with ``resume``."""
     study = studies.load(name)
     if resume:

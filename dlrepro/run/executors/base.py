@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 
 from dlrepro.errors import EngineLost, ExecutorError
-from dlrepro.run import hostinfo
+from dlrepro.plan import hostinfo
 from runner import contract
 
 INTERRUPTED = "the run was interrupted before this job finished"

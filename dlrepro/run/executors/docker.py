@@ -27,7 +27,7 @@ from dlrepro.engine import ENGINE_ERRORS, answers as _answers, calls as engine_c
     lost as engine_lost
 from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.images import build, feasibility
-from dlrepro.run import hostinfo
+from dlrepro.plan import hostinfo
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, Served, follow, planned
 
 CONTAINER_ROOT = "/opt/dlrepro"
