@@ -198,7 +198,7 @@ def test_the_published_versions_are_judged_by_the_images_they_run(matrix):
 
 
 def test_a_gpu_named_as_the_card_reports_it_gets_the_plan_of_its_short_name(matrix):
-    """check matches a job's device name with the reference's hardware text (answers.hardware.same_hardware); the plan
+    """check matches a job's device name with the reference's hardware text (inputs.hardware.same_hardware); the plan
     does too, a model named without memory and form factor taken as the published one."""
     dlf = studies.load("dlf")
     short = coverage.plan(dlf, HOSTS["P100"], matrix)

@@ -167,10 +167,11 @@ def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot
     assert "tensorflow_graph" not in adapters.available()  # an era module is no framework of its own
     assert capabilities.of("tensorflow@1.4.0")[0] == "tensorflow 1.x" and capabilities.of("tensorflow")[0] == "tensorflow"
     gru = studies.specmod.load("imdb-gru")
-    from dlrepro.run import jobs
+    from dlrepro.plan import expressible
 
-    assert jobs.unsupported(gru, "imdb-gru", "tensorflow") is None
-    assert jobs.unsupported(gru, "imdb-gru", "tensorflow@1.4.0") is None  # BasicLSTMCell and CudnnCompatibleGRUCell
+    assert expressible.unsupported(gru, "imdb-gru", "tensorflow") is None
+    # BasicLSTMCell and CudnnCompatibleGRUCell
+    assert expressible.unsupported(gru, "imdb-gru", "tensorflow@1.4.0") is None
     tf14 = {"framework": "tensorflow", "framework_version": "1.4.0", "mode": "throughput", "warmup": 1}
     assert capabilities.unsupported_options("tensorflow@1.4.0", dict(tf14, precision="bf16"), "cpu") == (
         "the tensorflow 1.x adapter cannot run precision=bf16 (the tensorflow 1.x adapter has fp32)")

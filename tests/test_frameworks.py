@@ -11,6 +11,7 @@ import pytest
 
 from dlrepro.images import build
 from dlrepro.inputs import datasets, spec
+from dlrepro.plan.expressible import unsupported
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner.adapters import capabilities
@@ -47,7 +48,8 @@ def expressible(framework):
     """{(spec name, variant)} of the specs that list ``framework`` (NAME or NAME@VERSION) whose models its adapter
     can express."""
     return {(name, v) for name in spec.available() for v in spec.load(name).variants
-            if framework.split("@")[0] in spec.load(name).frameworks and jobs.unsupported(spec.load(name), v, framework) is None}
+            if framework.split("@")[0] in spec.load(name).frameworks
+            and unsupported(spec.load(name), v, framework) is None}
 
 
 def parameter_jobs(framework):
@@ -75,7 +77,7 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
         assert lstm["measured"] == 6_180_624 and [c["name"] for c in lstm["conventions"]] == [SINGLE_LSTM_BIAS[framework]]
         assert lstm["conventions"][0]["difference"] == 2048
     elif framework in ("cntk", "caffe2"):  # declared unsupported, with the reason
-        assert lstm is None and "has no layer embedding, lstm (" in jobs.unsupported(spec.load("lstm"), "lstm", framework)
+        assert lstm is None and "has no layer embedding, lstm (" in unsupported(spec.load("lstm"), "lstm", framework)
     elif framework in DLF_ROWS:  # they run DLF's networks; DLBench's state-carrying LSTM is declared out
         assert lstm is None and framework.split("@")[0] not in spec.load("lstm").frameworks
         assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None).startswith(

@@ -1,10 +1,10 @@
 """Whether a job ran on the published hardware: model keys with their variant words, and the GPU count
-(dlrepro.answers.hardware, Reference.gpus)."""
+(dlrepro.inputs.hardware, Reference.gpus)."""
 import pytest
 
 from dlrepro.inputs import spec as specmod
 from dlrepro.inputs.references import Reference
-from dlrepro.answers import hardware
+from dlrepro.inputs import hardware
 
 K80 = "NVIDIA Tesla K80, one GK210 (half board), Azure NC6 DLVM, CUDA 8, cuDNN 6"
 TITAN_X = "NVIDIA GTX Titan X (Maxwell), Intel i7-5960X, CUDA 7.5, cuDNN 5.1, driver 367.44"

@@ -1,6 +1,7 @@
 """Expanding specs into job.json bodies (the host -> runner contract)."""
 import pytest
 
+from dlrepro.plan import expressible
 from dlrepro.run import jobs
 from dlrepro.inputs import spec
 from dlrepro.errors import DlreproError
@@ -106,8 +107,8 @@ def test_thread_counts_do_not_apply_to_gpus():
 
 def test_unsupported_pairs_are_declared_with_the_reason():
     s = spec.load("resnet50-features")
-    assert jobs.unsupported(s, "features", "mxnet") is None
-    reason = jobs.unsupported(s, "features-torchvision", "jax")
+    assert expressible.unsupported(s, "features", "mxnet") is None
+    reason = expressible.unsupported(s, "features-torchvision", "jax")
     assert reason == ("jax cannot read torchvision-state-dict weights: torchvision's weights are a PyTorch pickle, "
                       "which only torch reads")
     left = jobs.left_out(s, RunOptions(frameworks=["torch", "jax"]))

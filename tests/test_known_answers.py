@@ -10,7 +10,8 @@ from dlrepro.inputs import studies
 from dlrepro.answers import gather
 from dlrepro.store import bundle, tables
 from dlrepro.cli import render
-from dlrepro.answers import bands, cells, claims, hardware, measured, model, verdicts
+from dlrepro.answers import bands, cells, claims, measured, model, verdicts
+from dlrepro.inputs import hardware
 from dlrepro.views import plots, report, study_plots, study_report
 from tests.bundles import Job, make
 

@@ -8,6 +8,7 @@ import pytest
 
 from dlrepro.inputs import datasets, spec
 from dlrepro.images import build
+from dlrepro.plan import expressible
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from runner import data as datamod, measure
@@ -61,7 +62,7 @@ def test_the_seed_sets_the_order_of_the_mini_batches():
 
 def test_the_frameworks_with_a_gru_are_those_that_train_seeds():
     gru = spec.load("imdb-gru")
-    assert tuple(f for f in gru.frameworks if jobs.unsupported(gru, "imdb-gru", f) is None) == GRU_FRAMEWORKS
+    assert tuple(f for f in gru.frameworks if expressible.unsupported(gru, "imdb-gru", f) is None) == GRU_FRAMEWORKS
 
 
 # Keras 2.1.5 on Theano is left out: NumPy's seed is all it is given (runner.adapters.keras2_adapter._session), as Keras

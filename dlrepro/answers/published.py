@@ -7,7 +7,7 @@ reference's ``tolerance`` (lower, upper ratio) or the metric's DEFAULT_TOLERANCE
   CANNOT_COMPARE  the job measured another quantity; or a smoke pass (answers.measured.smoke: a --quick job, a
                convergence job short of the epochs the value stands for), whose value is shown and never set as a
                ratio against the published full-protocol value;
-  OTHER_HARDWARE  a time or rate measured on other hardware (answers.hardware.same_hardware): the ratio is shown,
+  OTHER_HARDWARE  a time or rate measured on other hardware (inputs.hardware.same_hardware): the ratio is shown,
                never judged (an accuracy carries across hardware and is judged wherever it was measured);
   REPRODUCES   the 95% interval of the ratio (the measured value's interval over the published value) inside the
                tolerance (answers.bands);
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from dlrepro.inputs.frameworks import STUDY_NAMES, display
-from dlrepro.answers import bands, hardware, measured, verdicts
+from dlrepro.answers import bands, measured, verdicts
+from dlrepro.inputs import hardware
 
 DEFAULT_TOLERANCE = {"time": (0.9, 1.1), "rate": (0.9, 1.1), "accuracy": (0.98, 1.02)}
 TO_MEASURED_UNIT = {"s": 1.0, "min": 60.0, "percent": 0.01, "fraction": 1.0, "images/s": 1.0}

@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dlrepro.answers import hardware, measured, verdicts
+from dlrepro.answers import measured, verdicts
+from dlrepro.inputs import hardware
 
 LEVEL = 0.05  # the largest p-value of Kendall's tau that counts as evidence of an order
 GROUP = ["spec", "variant", "batch_size", "metric", "published_hardware", "reference_kind", "source", "device",

@@ -295,9 +295,9 @@ def specs(c, show="", json=""):
                 print(text)
                 return
             Path(json).write_text(text + "\n")
-        from dlrepro.run import jobs
+        from dlrepro.plan import expressible
 
-        spec_view.spec_detail(s, jobs.unsupported_pairs(s))
+        spec_view.spec_detail(s, expressible.unsupported_pairs(s))
 
 
 @task(name="list", default=True)

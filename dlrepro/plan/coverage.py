@@ -4,7 +4,7 @@
 study, on the hardware described (this host as detected, or one the user names: GPU model and count, CPU cores, the
 datasets in the cache), whether it would get a verdict, and when not the exact reason, one of CAUSES. It is fed
 values (Inputs: the study, its specs, the image matrix, the version set, the dataset catalogue; ``inputs`` loads
-them once, before any loop): which models each adapter can express (dlrepro.run.jobs.unsupported), and which
+them once, before any loop): which models each adapter can express (plan.expressible.unsupported), and which
 image each tool runs, the one its version set picks (dlrepro.inputs.eras: today's, or the published version's or the
 nearest the matrix serves), whose ``cuda_archs`` are what each CUDA image was found to hold when it was built and looked
 inside (results/cuda-images-20261202/; tests/test_cuda_images.py keeps the two equal): the pre-flight's own decision
@@ -33,7 +33,7 @@ for an ordering, the subject and one other for a ratio, one tool for a band or a
 whose tools are blocked is counted under the cause that decides: one whose tools alone, were they runnable, would
 make it testable (a tool the suite does not run last among those, as nothing the user does changes it), else the
 commonest. A cell is judged when its run could run here on the published hardware, by the rule ``check`` applies
-(answers.hardware.same_hardware against the reference's hardware text); a card named without the memory size or
+(inputs.hardware.same_hardware against the reference's hardware text); a card named without the memory size or
 form factor its model comes in ("P100") is taken to be the published one ("Tesla P100-PCIE-16GB").
 """
 import re
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from dlrepro.inputs import eras, references, spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.images import gpu_support
+from dlrepro.plan import expressible
 
 CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "model", "data-parallel", "image", "arch", "dataset")
 HOST_CAUSES = ("gpu", "gpus", "threads")  # what another host would change, whatever the tools
@@ -58,7 +59,7 @@ TOOL_WORDS = {"tool": "a tool the suite does not run", "data-parallel": "no data
 
 def _models():
     """{lower-case card name: compute capability} of gpu_support.GPUS, with the Maxwell Titan X's GeForce name ("GTX
-    Titan X"); a bare "Titan X" is no one card (Maxwell or Pascal: dlrepro.answers.hardware)."""
+    Titan X"); a bare "Titan X" is no one card (Maxwell or Pascal: dlrepro.inputs.hardware)."""
     out = {name.lower(): capability for capability, names in gpu_support.GPUS for name in names.split(", ")}
     out["gtx titan x"] = out["titan x (maxwell)"]
     return out
@@ -174,13 +175,10 @@ class Inputs:
         return self.memo[device].get(tool)
 
     def unsupported(self, spec, variant, token):
-        """Why ``token``'s adapter cannot express ``variant`` of spec ``spec`` (dlrepro.run.jobs.unsupported), or
-        None."""
+        """Why ``token``'s adapter cannot express ``variant`` of spec ``spec`` (expressible.unsupported), or None."""
         key = (spec, variant, token)
         if key not in self.memo:
-            from dlrepro.run import jobs
-
-            self.memo[key] = jobs.unsupported(self.specs[spec], variant, token)
+            self.memo[key] = expressible.unsupported(self.specs[spec], variant, token)
         return self.memo[key]
 
 
@@ -436,9 +434,9 @@ OPEN_VARIANTS = re.compile(r" (?:\d+gb|pcie|sxm\d?|nvl)\b")  # what a bare model
 
 def _judged(ref, device, name, gpus):
     """Whether a job on the device ``name`` would be judged against reference ``ref`` by check's rule
-    (answers.hardware.same_hardware), a card named without the memory size or form factor its model comes in
+    (inputs.hardware.same_hardware), a card named without the memory size or form factor its model comes in
     ("P100") taken as the published one; False without a reference."""
-    from dlrepro.answers.hardware import model_key, model_keys, same_hardware
+    from dlrepro.inputs.hardware import model_key, model_keys, same_hardware
 
     if ref is None or not name:
         return False

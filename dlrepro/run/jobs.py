@@ -9,10 +9,9 @@ the spec's, names the run configuration in the bundle id.
 import hashlib
 import json
 
-from dlrepro.inputs import datasets
 from dlrepro.errors import DlreproError
 from dlrepro.names import unknown as unknown_name
-from runner import shapes
+from dlrepro.plan.expressible import unsupported
 from runner.adapters import capabilities
 from runner.contract import JOB_SCHEMA, OPTION_DEFAULTS
 
@@ -146,22 +145,6 @@ def _not_applicable(variant, mode):
     if mode in ("throughput", "convergence") and variant.optimizer is None:
         return "%s trains, and the variant has no optimizer" % mode
     return None
-
-
-def unsupported(spec, variant_name, framework):
-    """Why ``framework``'s adapter (NAME, or NAME@VERSION: that version's, runner.adapters.capabilities.of) cannot
-    express variant ``variant_name`` of ``spec``, or None."""
-    variant = spec.variants[variant_name]
-    model = spec.models[variant.model]
-    weights = datasets.lookup(variant.weights.dataset).format if variant.weights else None
-    return capabilities.unsupported(framework, shapes.expand(model.layer_dicts(), model.input_shape), variant.loss.name,
-                                    variant.optimizer.name if variant.optimizer else None, weights)
-
-
-def unsupported_pairs(spec):
-    """[(variant, framework, reason)] for every pair of ``spec`` that the framework's adapter cannot express."""
-    return [(name, framework, reason) for name in spec.variants for framework in spec.frameworks
-            for reason in [unsupported(spec, name, framework)] if reason]
 
 
 def left_out(spec, options):
