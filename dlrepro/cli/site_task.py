@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlrepro.errors import DlreproError
-from dlrepro.inputs.frameworks import display
 from dlrepro.answers import gather
 from dlrepro.store import bundle, records, tables
 from dlrepro.answers import cost, history as historymod, matrix as matrixmod
@@ -38,35 +37,6 @@ class Site:
     problems: list = field(default_factory=list)  # "<bundle or record>: why it has no report"
 
 
-def _host(row):
-    hardware = row["hardware"]
-    return ", ".join("%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h
-                     for h in dict.fromkeys(hardware))
-
-
-def _bundle_row(row, answer, made):
-    """An index row of a bundle: listing ``row``, its BundleAnswer, its written report."""
-    summary, body = answer.summary, answer.bodies[0]
-    versions = sorted(set((summary["framework"].map(display) + " " + summary["framework_version"].fillna("")).dropna()))
-    counts = row["counts"]
-    jobs = ", ".join("%d %s" % (n, k) for k, n in counts.items() if n and k != "ok")
-    lines = [line for line in made.headline if not line.startswith("Smoke pass")]
-    return {"id": row["id"], "report": "%s/report.html" % row["id"], "spec": row["spec"],
-            "created": row["created"] or "", "host": _host(row),
-            "commit": (((body.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
-            "frameworks": ", ".join(v.strip() for v in versions), "headline": lines[0] if lines else "",
-            "state": row["state"] + (" (smoke pass)" if answer.smoke else ""), "jobs": jobs}
-
-
-def _study_row(answer, name):
-    asked = answer.record.get("asked") or {}
-    versions = {"both": "published and today's", "published": "published"}.get(asked.get("versions"), "today's")
-    return {"name": name, "report": "%s/study.html" % name, "study": answer.record["study"],
-            "created": answer.record["created"], "host": answer.host or "no bundle", "versions": versions,
-            "commit": (((answer.record.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
-            "answer": answer.answer, "state": "finished" if answer.record.get("finished") else "not finished"}
-
-
 def _replace_pages(folder, pages_by_name):
     """Write {file name: HTML} into ``folder``, removing the .html files there that are not among them."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -75,13 +45,6 @@ def _replace_pages(folder, pages_by_name):
             old.unlink()
     for name, html in pages_by_name.items():
         (folder / name).write_text(html)
-
-
-def _unreadable(name, why, **row):
-    """An index row of a bundle or record that has no report: ``why``, in its headline or answer cell."""
-    return dict({"id": name, "name": name, "report": None, "spec": "", "study": "", "created": "", "host": "",
-                 "commit": "", "frameworks": "", "versions": "", "headline": why, "answer": why, "state": "unreadable",
-                 "jobs": ""}, **row)
 
 
 def _root(results_dir):
@@ -97,7 +60,7 @@ def _bundle_report(row, root, out, price_per_hour):
     """Write the report of listed bundle ``row`` under ``out``; returns (its bundle.json body, its index row). Raises
     DlreproError for a bundle that cannot be read."""
     answer = gather.bundles([str(row["folder"])], root, price_per_hour)
-    return answer.bodies[0], _bundle_row(row, answer, reports.write(answer, out / row["id"]))
+    return answer.bodies[0], pages.bundle_row(row, answer, reports.write(answer, out / row["id"]))
 
 
 def _study_report(path, root, out, price_per_hour):
@@ -137,7 +100,8 @@ def build(results_dir, price_per_hour=None, progress=print):
                 body, index_row = future.result() if future else _bundle_report(row, root, out, price_per_hour)
             except DlreproError as exc:
                 problems.append("%s: %s" % (row["folder"].name, exc))
-                bundle_rows.append(_unreadable(row["folder"].name, str(exc), spec=row["spec"], created=row["created"]))
+                bundle_rows.append(pages.unreadable_row(row["folder"].name, str(exc), spec=row["spec"],
+                                                        created=row["created"]))
                 continue
             seen[row["id"]] = row["folder"].name
             listed.append(row)
@@ -150,10 +114,10 @@ def build(results_dir, price_per_hour=None, progress=print):
                 answer = future.result()
             except DlreproError as exc:
                 problems.append("%s: %s" % (path.name, exc))
-                study_rows.append(_unreadable(path.stem, str(exc)))
+                study_rows.append(pages.unreadable_row(path.stem, str(exc)))
                 continue
             answers.append(answer)
-            study_rows.append(_study_row(answer, path.stem))
+            study_rows.append(pages.study_row(answer, path.stem))
             progress("study report %s" % path.stem)
         summary, samples = tables.merge([r["folder"] for r in listed]) if listed else (None, None)
         configurations = historymod.history(bodies, cost.priced(summary, bodies, price_per_hour), samples) \

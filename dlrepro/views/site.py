@@ -1,8 +1,9 @@
-"""The results site's own pages, a view of the answer model like the reports it links (dlrepro.cli.site_task writes
-them): index.html (every bundle and study record), configurations.html (every configuration, with selectors),
-configurations/<slug>.html (one configuration's history: a figure and a table, each run's timer and its verdict against
-the one before), studies/<study>.html (the claims x (host, version set) matrix). HTML only, self-contained (figures
-as base64 PNG, the selectors' script inline), links relative: the folder can be copied or served as it is.
+"""The results site's own pages and the index's rows, a view of the answer model like the reports it links
+(dlrepro.cli.site_task writes them): index.html (every bundle and study record), configurations.html (every
+configuration, with selectors), configurations/<slug>.html (one configuration's history: a figure and a table, each
+run's timer and its verdict against the one before), studies/<study>.html (the claims x (host, version set)
+matrix). HTML only, self-contained (figures as base64 PNG, the selectors' script inline), links relative: the folder
+can be copied or served as it is.
 """
 from matplotlib.figure import Figure
 
@@ -115,8 +116,46 @@ def study_page(matrix, matrices=()):
                                                                matrices=matrices)
 
 
+def _host(row):
+    hardware = row["hardware"]
+    return ", ".join("%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h
+                     for h in dict.fromkeys(hardware))
+
+
+def bundle_row(row, answer, made):
+    """The index row of a bundle: its listing ``row`` (store.bundle.listing), its BundleAnswer, its written
+    report (views.report.write's)."""
+    summary, body = answer.summary, answer.bodies[0]
+    versions = sorted(set((summary["framework"].map(display) + " " + summary["framework_version"].fillna("")).dropna()))
+    counts = row["counts"]
+    jobs = ", ".join("%d %s" % (n, k) for k, n in counts.items() if n and k != "ok")
+    lines = [line for line in made.headline if not line.startswith("Smoke pass")]
+    return {"id": row["id"], "report": "%s/report.html" % row["id"], "spec": row["spec"],
+            "created": row["created"] or "", "host": _host(row),
+            "commit": (((body.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
+            "frameworks": ", ".join(v.strip() for v in versions), "headline": lines[0] if lines else "",
+            "state": row["state"] + (" (smoke pass)" if answer.smoke else ""), "jobs": jobs}
+
+
+def study_row(answer, name):
+    """The index row of study record ``name``: its StudyAnswer ``answer``."""
+    asked = answer.record.get("asked") or {}
+    versions = {"both": "published and today's", "published": "published"}.get(asked.get("versions"), "today's")
+    return {"name": name, "report": "%s/study.html" % name, "study": answer.record["study"],
+            "created": answer.record["created"], "host": answer.host or "no bundle", "versions": versions,
+            "commit": (((answer.record.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
+            "answer": answer.answer, "state": "finished" if answer.record.get("finished") else "not finished"}
+
+
+def unreadable_row(name, why, **row):
+    """An index row of a bundle or record that has no report: ``why``, in its headline or answer cell."""
+    return dict({"id": name, "name": name, "report": None, "spec": "", "study": "", "created": "", "host": "",
+                 "commit": "", "frameworks": "", "versions": "", "headline": why, "answer": why, "state": "unreadable",
+                 "jobs": ""}, **row)
+
+
 def index_page(bundles, studies, matrices, configurations):
-    """The HTML of the index: ``bundles`` and ``studies`` as the rows dlrepro.cli.site_task makes of them, the
+    """The HTML of the index: ``bundles`` and ``studies`` as rows (bundle_row, study_row, unreadable_row), the
     studies' matrices and the configurations counted."""
     return TEMPLATES.get_template("site_index.html.j2").render(
         bundles=bundles, studies=studies, matrices=matrices, configurations=len(configurations),
