@@ -134,7 +134,7 @@ def test_every_module_of_dlrepro_is_in_a_layer_folder_or_a_helper():
 
 
 def test_the_layer_test_finds_a_module_in_no_layer_a_climb_and_a_circle():
-    assert layer_of("dlrepro.estimate") is None and layer_of("dlrepro.results.site") is None
+    assert layer_of("dlrepro.estimate") is None and layer_of("dlrepro.reports.site") is None
     assert layer_of("dlrepro.inputs.spec") == 0 and layer_of("dlrepro.cli") == 7 and layer_of("dlrepro") == "helper"
     arrows = {"dlrepro.plan.coverage": {"dlrepro.run.jobs", "dlrepro.inputs.spec", "dlrepro.errors"},
               "dlrepro.errors": {"dlrepro.inputs.spec"}, "dlrepro.run.jobs": {"dlrepro.plan.coverage"},
