@@ -276,6 +276,7 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix=None, versions="
 
 
 def runnable(decided, hardware):
+    """Whether an image gpu_support.decide judged runs on ``hardware``: natively, or by PTX JIT where allowed."""
     return decided["verdict"] == "native" or (decided["verdict"] == "ptx" and hardware.allow_ptx_jit)
 
 

@@ -245,6 +245,22 @@ class Study(Strict):
         """The suite's framework for one of the study's tools, or None when the suite does not run it."""
         return self.tools.get(tool)
 
+    def unretrieved(self):
+        """The one line a reader needs before judging a study whose own tables are not in the suite: "DLBench's own
+        tables are not in the suite (their published values were not retrieved): Table 7 (GPU, Tesla K80), Table 8; so
+        none of their cells can be judged, on their hardware or any other; the published cells here are a third-party
+        rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README)." None when every table was retrieved."""
+        missing = [t.title.split(" - ")[0] for t in self.tables.values() if t.status == "not retrieved"]
+        if not missing:
+            return None
+        name = self.title.split(" - ")[0].strip()
+        reruns = sorted({"%s: %s" % (c.hardware, t.source.split(" @ ")[0]) for t in self.tables.values()
+                         if t.status != "not retrieved" for c in t.columns if c.kind == "third_party_rerun"})
+        return "%s own tables are not in the suite (their published values were not retrieved): %s; so none of their " \
+               "cells can be judged, on their hardware or any other%s." % (
+                   name + ("'" if name.endswith("s") else "'s"), ", ".join(missing),
+                   "; the published cells here are a third-party rerun's (%s)" % "; ".join(reruns) if reruns else "")
+
     def not_run_text(self, tools):
         """'Keras(TF), Chainer: no adapter yet; Julia-Knet: needs ...': the tools the suite does not run among
         ``tools``, grouped by their reason (not_run), in their order; a tool without one (a manifest recorded
@@ -275,19 +291,3 @@ def load(name):
                                                                         ", ".join(available()))])
     return yamlfile.load(path, Study)
 
-
-def unretrieved(study):
-    """The one line a reader needs before judging a study whose own tables are not in the suite: "DLBench's own
-    tables are not in the suite (their published values were not retrieved): Table 7 (GPU, Tesla K80), Table 8; so
-    none of their cells can be judged, on their hardware or any other; the published cells here are a third-party
-    rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README)." None when every table was retrieved."""
-    missing = [t.title.split(" - ")[0] for t in study.tables.values() if t.status == "not retrieved"]
-    if not missing:
-        return None
-    name = study.title.split(" - ")[0].strip()
-    reruns = sorted({"%s: %s" % (c.hardware, t.source.split(" @ ")[0]) for t in study.tables.values()
-                     if t.status != "not retrieved" for c in t.columns if c.kind == "third_party_rerun"})
-    return "%s own tables are not in the suite (their published values were not retrieved): %s; so none of their " \
-           "cells can be judged, on their hardware or any other%s." % (
-               name + ("'" if name.endswith("s") else "'s"), ", ".join(missing),
-               "; the published cells here are a third-party rerun's (%s)" % "; ".join(reruns) if reruns else "")

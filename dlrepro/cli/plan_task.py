@@ -99,14 +99,13 @@ def _datasets(text, coverage, here, described):
 
 def show(study, hardware, found, said):
     """The plan as text: one line of counts (with ``said``: its assumptions and version set), the line naming the
-    study's own tables that are not in the suite where there are some (studies.unretrieved: before anyone rents a
+    study's own tables that are not in the suite where there are some (studies.Study.unretrieved: before anyone rents a
     K80 to judge DLBench's), then the claims grouped by cause, then the cells' counts by cause, then the notes: each
     reason that two rows share or that the cells' line counts, once (plan_text)."""
     from rich.table import Table
 
     from dlrepro import coverage
     from dlrepro.cli import plan_text
-    from dlrepro.studies import unretrieved
 
     name = study.title.split(" - ")[0]
     testable, causes = coverage.counts(found["claims"])
@@ -116,8 +115,8 @@ def show(study, hardware, found, said):
                       hardware.describe(), said, testable, name + ("'" if name.endswith("s") else "'s"),
                       len(found["claims"]), cells, len(found["cells"]), cell_causes.get("other hardware", 0)),
                   markup=False)
-    if unretrieved(study):
-        console.print(unretrieved(study), markup=False, soft_wrap=True)
+    if study.unretrieved():
+        console.print(study.unretrieved(), markup=False, soft_wrap=True)
     notes, shared = plan_text.Notes(), plan_text.shared_reasons(found)
     table = Table(title="claims by what they need", show_lines=False)
     for column in ("needs", "claim", "why"):

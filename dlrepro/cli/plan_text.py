@@ -135,7 +135,8 @@ def fetch_lines(runs, image_sizes, dataset_bytes):
     sized = [n for n in images if n in image_sizes]
     lines = ["images the study builds where missing: %d%s%s" % (
         len(images), "; sizes as built and measured (%s): %s, %s in all" % (
-            estimate.IMAGE_RECORD.relative_to(REPO_ROOT), ", ".join("%s %s" % (n, gigabytes(image_sizes[n])) for n in sized),
+            estimate.IMAGE_RECORD.relative_to(REPO_ROOT),
+            ", ".join("%s %s" % (n, gigabytes(image_sizes[n])) for n in sized),
             gigabytes(sum(image_sizes[n] for n in sized))) if sized else "",
         "; size not recorded: %s" % ", ".join(n for n in images if n not in sized) if len(sized) < len(images)
         else "")]

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 
 from dlrepro.results.answers import cells as paper, claims, drift as driftmod, measured, model, verdicts
-from dlrepro.studies import unretrieved
 
 MISSING = claims.BUNDLE_MISSING
 
@@ -48,7 +47,7 @@ class StudyAnswer:
     @property
     def unretrieved(self):
         """The line saying which of the study's own tables are not in the suite (unretrieved), None: all are."""
-        return unretrieved(self.study)
+        return self.study.unretrieved()
 
     def to_json(self):
         """The study's answer as plain data (study.json beside study.md): every verdict with its evidence and what
