@@ -173,7 +173,8 @@ def test_what_to_fetch_says_the_recorded_sizes_and_which_are_not():
 
 def test_the_committed_passes_are_read_as_recorded():
     """The repository's own bundles: the DLF RNN pass was resumed four times (its attempts, not created to finished,
-    are its time: 3,841 s, not 27,518), and a study's quick pass on 2 cores (224 s of attempt, 225 s from created to finished)."""
+    are its time: 3,841 s, not 27,518), and a study's quick pass on 2 cores (224 s of attempt, 225 s from created
+    to finished)."""
     recorded = {p.bundle: p for p in estimate.passes()}
     rnn = recorded["imdb-gru-20261203T135820Z-85609df9"]
     assert (rnn.jobs, rnn.seconds, rnn.device, rnn.cpus, rnn.quick, rnn.defaults) == (24, 3841.0, "cpu", 2, False, True)
@@ -200,4 +201,5 @@ def test_the_plan_of_four_h100s_gives_the_price_the_estimate_with_its_sources_an
     cntk = "the cntk adapter has no layer embedding, lstm"
     assert run.stdout.count(cntk) == 1 and run.stdout.count("needs Lua Torch 7") == 1
     notes = [line for line in lines if line.startswith("[")]
-    assert len(notes) == len(set(notes)) and "published cells not judged: 10 a tool the suite does not run" in run.stdout
+    assert len(notes) == len(set(notes))
+    assert "published cells not judged: 10 a tool the suite does not run" in run.stdout
