@@ -99,6 +99,18 @@ def passes(results_dir=REPO_ROOT / "results"):
     return found
 
 
+def _model(name):
+    """A GPU's name without vendor and line words: "k80" of "Tesla K80", "h100 80gb hbm3" of "NVIDIA H100 80GB HBM3"."""
+    return " ".join(w for w in normal(name).split() if w not in ("tesla", "geforce"))
+
+
+def same_model(name, given):
+    """Whether the GPU ``name`` (as CUDA names it) is of the model ``given`` (as a user names it, maybe without memory
+    and form factor): "Tesla K80" is a "K80", "NVIDIA H100 80GB HBM3" an "H100", "Tesla P100-PCIE-16GB" a "P100"."""
+    full, short = _model(name), _model(given)
+    return full == short or full.startswith(short + " ") or full.startswith(short + "-")
+
+
 def price(hardware, table=None):
     """The prices.Price of ``hardware`` (a coverage.Hardware) for an hour: its GPUs on a GPU host, its cores on a
     CPU host; None when no row of ``table`` (default: dlrepro/prices.yaml) prices them, or when a model named
@@ -106,10 +118,8 @@ def price(hardware, table=None):
     table = table or pricesmod.load()
     if not (hardware.gpu and hardware.gpus):
         return pricesmod.of("cpu", None, hardware.cpus, table)
-    wanted = normal(hardware.gpu)
-    rows = [r for r in table.rows if any(normal(n) == wanted for n in r.names)] or [
-        r for r in table.rows if any(normal(n).startswith(wanted + " ") or normal(n).startswith(wanted + "-")
-                                     for n in r.names)]
+    rows = [r for r in table.rows if any(_model(n) == _model(hardware.gpu) for n in r.names)] or [
+        r for r in table.rows if any(same_model(n, hardware.gpu) for n in r.names)]
     return pricesmod.Price(rows[0].usd_per_device_hour * hardware.gpus, hardware.gpus, rows[0]) \
         if len(rows) == 1 else None
 
@@ -122,7 +132,7 @@ def source(recorded, run, quick, gpu=None):
     same = [p for p in recorded if p.spec == run.spec and p.device == run.device and p.mode == run.mode
             and p.defaults and p.quick == quick]
     return max(same, key=lambda p: (bool(p.variants & set(run.variants)),
-                                    bool(gpu and p.gpu and normal(p.gpu).startswith(normal(gpu))), p.created),
+                                    bool(gpu and p.gpu and same_model(p.gpu, gpu)), p.created),
                default=None)
 
 

@@ -45,6 +45,10 @@ def test_a_hosts_price_is_its_devices_rows_times_their_count():
     assert estimate.price(coverage.Hardware("A100-SXM4-40GB", 2, 16), rows).usd_per_hour == 8.192
     assert estimate.price(coverage.Hardware("A100", 1, 16), rows) is None  # two rows: which A100 is not said
     assert estimate.price(coverage.Hardware("K80", 1, 16), rows) is None
+    assert estimate.price(coverage.Hardware("K80", 2, 16), table(dict(ROW, id="k80", names=["Tesla K80"],
+                                                                      usd_per_device_hour=0.9))).usd_per_hour == 1.8
+    assert [estimate.same_model(n, "P100") for n in ("Tesla P100-PCIE-16GB", "Tesla P100-SXM2-16GB", "P1000")] == [
+        True, True, False]
     cpu = estimate.price(coverage.Hardware(None, 0, 16), rows)
     assert (cpu.usd_per_hour, cpu.devices, cpu.row.id) == (0.68, 16, "vcpu")
     assert plan_text.price_line(four, coverage.Hardware("H100", 4, 16)) == (
