@@ -20,13 +20,16 @@ from dlrepro.cli.options import count, task
                 "both (a plan for each)",
 })
 def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_jit=False, versions="today"):
-    """Say what a host would get of a study.
+    """Say what a host would get of a study, and what renting it takes.
 
     Every claim and published cell: testable, or the exact reason (no GPU, too few GPUs or cores, a tool the suite
     does not run, no image or no kernels for the GPU, no such model in the adapter, a dataset to fetch), each tool
-    at the image its version set runs (dlrepro.eras). A host described by an option is assumed to have every
-    dataset fetched unless --datasets says otherwise; the first line says what was assumed. Reads the study, the
-    specs and the image matrix; runs nothing. Exit status 0, 2 on bad input."""
+    at the image its version set runs (dlrepro.eras); a reason several rows share is a numbered note, said once.
+    A host described by an option is assumed to have every dataset fetched unless --datasets says otherwise; the
+    first line says what was assumed. Then the host's price per hour (dlrepro/prices.yaml), the study's time and
+    cost there estimated from the passes recorded under results/ (each run's pass named), the images and datasets
+    with their sizes, and the command to run there (dlrepro.estimate). Reads the study, the specs, the image
+    matrix and the committed bundles; runs nothing. Exit status 0, 2 on bad input."""
     from dlrepro import coverage, coverage_table, eras, estimate, studies
     from dlrepro.errors import DlreproError
     from dlrepro.images import matrix as matrixmod
