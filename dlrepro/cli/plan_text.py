@@ -4,7 +4,7 @@ would take (dlrepro.estimate): its price, the study's time and cost there with t
 the command to run."""
 from dlrepro import REPO_ROOT, coverage, estimate
 
-STUDY_ONLY = {"today": "", "published": " --versions published"}
+VERSIONS_OPTION = {"today": "", "published": " --versions published"}  # what `dlrepro study` takes for each set
 
 
 class Notes:
@@ -148,4 +148,4 @@ def fetch_lines(runs, image_sizes, dataset_bytes):
 
 
 def command_line(study, versions):
-    return "run there: dlrepro study %s%s" % (study.name, STUDY_ONLY[versions])
+    return "run there: dlrepro study %s%s" % (study.name, VERSIONS_OPTION[versions])
