@@ -19,6 +19,7 @@ total, which then reads "at least".
   datasets  what the runs read, with the bytes dlrepro/datasets.yaml pins
 """
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from dlrepro.images import gpu_support
 from dlrepro.peaks import normal
 
 LENGTHS = ("epochs", "iterations", "repeats", "warmup", "seeds")  # options that change how long a job runs
+BUNDLE_ID = re.compile(r"^(.+)-\d{8}T\d{6}Z-[0-9a-f]{8}$")  # a bundle's folder as a run names it
 IMAGE_RECORD = REPO_ROOT / "results" / "cuda-images-20261202" / "cuda-images.json"
 
 
@@ -88,13 +90,17 @@ def of_bundle(body):
                 body["created"])
 
 
-def passes(results_dir=REPO_ROOT / "results"):
+def passes(results_dir=REPO_ROOT / "results", specs=None):
     """The Pass of every bundle under ``results_dir`` (its <id>/bundle.json; default: the repository's committed
-    results) that ran a job."""
+    results) that ran a job; with ``specs`` (names), only those of these specs (a folder named as a bundle id,
+    <spec>-<UTC>-<digest>, of another spec is not read)."""
     found = []
     for path in sorted(Path(results_dir).glob("*/bundle.json")):
+        named = BUNDLE_ID.match(path.parent.name)
+        if specs is not None and named and named.group(1) not in specs:
+            continue
         recorded = of_bundle(json.loads(path.read_text()))
-        if recorded:
+        if recorded and (specs is None or recorded.spec in specs):
             found.append(recorded)
     return found
 

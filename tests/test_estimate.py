@@ -185,6 +185,7 @@ def test_the_committed_passes_are_read_as_recorded():
     quick = recorded["fcn-20261204T031414Z-4840d0b7"]
     assert (quick.jobs, quick.seconds, quick.quick, quick.variants) == (40, 224.0, True, frozenset({"fcn-s", "fcn-8"}))
     assert "alexnet-20261201T234442Z-ffc61f3d" not in recorded  # its 14 jobs were all skipped
+    assert {p.spec for p in estimate.passes(specs={"lstm", "alexnet"})} == {"lstm", "alexnet"}
     fcn = recorded["fcn-20261202T004457Z-e87be62f"]
     assert (fcn.host(), fcn.jobs, fcn.seconds) == ("1 x NVIDIA H200", 1, 11.0)
 

@@ -57,7 +57,7 @@ def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_j
         except ValueError as exc:
             raise DlreproError("--gpu-model: %s" % exc, "give one of those names") from None
         said = assumptions(hardware, described, cpus, datasets, coverage.every_dataset())
-        recorded = estimate.passes()
+        recorded = estimate.passes(specs={run.spec for run in chosen.runs.values()})
         for name in sets:
             given = coverage.inputs(chosen, matrix, name)
             show(chosen, hardware, coverage.plan(given, hardware), "%s; %s" % (said, SETS[name]))
