@@ -47,7 +47,7 @@ class StudyAnswer:
     @property
     def unretrieved(self):
         """The line saying which of the study's own tables are not in the suite (unretrieved), None: all are."""
-        return unretrieved(self.study)
+        return self.study.unretrieved()
 
     def to_json(self):
         """The study's answer as plain data (study.json beside study.md): every verdict with its evidence and what
@@ -194,23 +194,6 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
                        sentence(study, host, verdict_list, list(groups.items())) + drift_sentence(changes), judged,
                        list(groups.items()), tables, counts, why, smoke(record, prepared, judged), runs, dict(missing),
                        results_shown, details, changes, published_tables)
-
-
-def unretrieved(study):
-    """The one line a reader needs before judging a study whose own tables are not in the suite: "DLBench's own
-    tables are not in the suite (their published values were not retrieved): Table 7 (GPU, Tesla K80), Table 8; so
-    none of their cells can be judged, on their hardware or any other; the published cells here are a third-party
-    rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README)." None when every table was retrieved."""
-    missing = [t.title.split(" - ")[0] for t in study.tables.values() if t.status == "not retrieved"]
-    if not missing:
-        return None
-    name = study.title.split(" - ")[0].strip()
-    reruns = sorted({"%s: %s" % (c.hardware, t.source.split(" @ ")[0]) for t in study.tables.values()
-                     if t.status != "not retrieved" for c in t.columns if c.kind == "third_party_rerun"})
-    return "%s own tables are not in the suite (their published values were not retrieved): %s; so none of their " \
-           "cells can be judged, on their hardware or any other%s." % (
-               name + ("'" if name.endswith("s") else "'s"), ", ".join(missing),
-               "; the published cells here are a third-party rerun's (%s)" % "; ".join(reruns) if reruns else "")
 
 
 def drift_sentence(changes):

@@ -20,15 +20,19 @@ from dlrepro.cli.options import count, task
                 "both (a plan for each)",
 })
 def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_jit=False, versions="today"):
-    """Say what a host would get of a study.
+    """Say what a host would get of a study, and what renting it takes.
 
     Every claim and published cell: testable, or the exact reason (no GPU, too few GPUs or cores, a tool the suite
     does not run, no image or no kernels for the GPU, no such model in the adapter, a dataset to fetch), each tool
-    at the image its version set runs (dlrepro.inputs.eras). A host described by an option is assumed to have every
-    dataset fetched unless --datasets says otherwise; the first line says what was assumed. Reads the study, the
-    specs and the image matrix; runs nothing. Exit status 0, 2 on bad input."""
+    at the image its version set runs (dlrepro.inputs.eras); a reason several rows share is a numbered note, said once.
+    A host described by an option is assumed to have every dataset fetched unless --datasets says otherwise; the
+    first line says what was assumed. Then the host's price per hour (dlrepro/inputs/prices.yaml), the study's time and
+    cost there estimated from the passes recorded under results/ (each run's pass named), the images and datasets
+    with their sizes, and the command to run there (dlrepro.run.estimate). Reads the study, the specs, the image
+    matrix and the committed bundles; runs nothing. Exit status 0, 2 on bad input."""
     from dlrepro.inputs import eras, studies
     from dlrepro.plan import coverage, coverage_table
+    from dlrepro.run import estimate
     from dlrepro.errors import DlreproError
     from dlrepro.images import matrix as matrixmod
 
@@ -55,8 +59,11 @@ def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_j
         except ValueError as exc:
             raise DlreproError("--gpu-model: %s" % exc, "give one of those names") from None
         said = assumptions(hardware, described, cpus, datasets, coverage.every_dataset())
+        recorded = estimate.passes(specs={run.spec for run in chosen.runs.values()})
         for name in sets:
-            show(chosen, hardware, coverage.plan(chosen, hardware, matrix, name), "%s; %s" % (said, SETS[name]))
+            given = coverage.inputs(chosen, matrix, name)
+            show(chosen, hardware, coverage.plan(given, hardware), "%s; %s" % (said, SETS[name]))
+            rent(given, hardware, recorded)
     raise Exit(code=0)
 
 
@@ -97,12 +104,13 @@ def _datasets(text, coverage, here, described):
 
 def show(study, hardware, found, said):
     """The plan as text: one line of counts (with ``said``: its assumptions and version set), the line naming the
-    study's own tables that are not in the suite where there are some (answers.study.unretrieved: before anyone
-    rents a K80 to judge DLBench's), then the claims grouped by cause, then the cells' counts."""
+    study's own tables that are not in the suite where there are some (studies.Study.unretrieved: before anyone rents a
+    K80 to judge DLBench's), then the claims grouped by cause, then the cells' counts by cause, then the notes: each
+    reason that two rows share or that the cells' line counts, once (plan_text)."""
     from rich.table import Table
 
+    from dlrepro.cli import plan_text
     from dlrepro.plan import coverage
-    from dlrepro.answers.study import unretrieved
 
     name = study.title.split(" - ")[0]
     testable, causes = coverage.counts(found["claims"])
@@ -112,20 +120,39 @@ def show(study, hardware, found, said):
                       hardware.describe(), said, testable, name + ("'" if name.endswith("s") else "'s"),
                       len(found["claims"]), cells, len(found["cells"]), cell_causes.get("other hardware", 0)),
                   markup=False)
-    if unretrieved(study):
-        console.print(unretrieved(study), markup=False, soft_wrap=True)
+    if study.unretrieved():
+        console.print(study.unretrieved(), markup=False, soft_wrap=True)
+    notes, shared = plan_text.Notes(), plan_text.shared_reasons(found)
     table = Table(title="claims by what they need", show_lines=False)
     for column in ("needs", "claim", "why"):
         table.add_column(column, overflow="fold")
-    for o in found["claims"]:
-        if o.testable:
-            table.add_row("nothing more: testable", o.what, "caveat: %s" % o.caveat if o.caveat else "")
+    for i, o in enumerate(o for o in found["claims"] if o.testable):
+        table.add_row("" if i else "nothing more: testable", o.what, plan_text.why_text(o, notes, shared))
     for cause in causes:
-        for o in found["claims"]:
-            if not o.testable and o.cause == cause:
-                table.add_row(coverage.SHORT[cause], o.what, o.reason)
+        for i, o in enumerate(o for o in found["claims"] if not o.testable and o.cause == cause):
+            table.add_row("" if i else coverage.SHORT[cause], o.what, plan_text.why_text(o, notes, shared))
     console.print(table)
-    if cell_causes:
-        console.print("published cells not judged: %s" % ", ".join(
-            "%s %d" % ("measured on other hardware (shown)" if c == "other hardware" else c, n)
-            for c, n in cell_causes.items()), markup=False)
+    cells_line = plan_text.cells_line(found, notes)
+    for line in ([cells_line] if cells_line else []) + notes.lines():
+        console.print(line, markup=False, soft_wrap=True)
+
+
+def rent(given, hardware, recorded):
+    """What renting ``hardware`` for the study takes (dlrepro.run.estimate, from the Passes ``recorded``): its price per
+    hour, the study's estimated time and cost there with their source, the images and datasets it needs, and the
+    command to run there."""
+    from dlrepro.run import estimate
+    from dlrepro.cli import plan_text
+
+    runs = estimate.runs(given, hardware, recorded)
+    price = estimate.price(hardware)
+    lines = [plan_text.price_line(price, hardware)]
+    if runs:
+        lines += plan_text.time_lines(runs, price) + plan_text.fetch_lines(runs, estimate.image_sizes(),
+                                                                           estimate.dataset_bytes)
+    else:
+        lines.append("time: none of the study's runs has a job on this host")
+    lines.append(plan_text.command_line(given.study, given.versions))
+    console.print("To rent this host:", markup=False)
+    for line in lines:
+        console.print(line, markup=False, soft_wrap=True)

@@ -38,6 +38,24 @@ class Run(Strict):
     scaling: Optional[Literal["strong", "weak"]] = Field(None, description="how a multi-GPU job splits its batch")
     why: str = Field(description="what of the study this run reproduces")
 
+    def thread_counts(self, spec, quick, cpus, notes):
+        """The CPU thread counts this run's jobs take on a host of ``cpus`` usable CPUs (None: a GPU run, or the
+        framework's choice): its own or, for "sweep", those of its variants in ``spec`` (a Spec), less the counts
+        above ``cpus`` (an oversubscribed count measures contention, not scaling), and with ``quick`` only the
+        smallest and the largest; what was cut is said in ``notes`` (a list, appended to)."""
+        if self.device != "cpu" or self.threads is None:
+            return None
+        asked = sorted({t for v in self.variants for t in spec.variants[v].threads}) if self.threads == "sweep" \
+            else list(self.threads)
+        kept = [t for t in asked if t <= cpus]
+        if len(kept) < len(asked):
+            notes.append("thread counts %s left out: more than this host's %d CPUs" % (
+                ", ".join(str(t) for t in asked if t > cpus), cpus))
+        if quick and len(kept) > 2:
+            notes.append("--quick: thread counts %s and %s of %s" % (kept[0], kept[-1], kept))
+            kept = [kept[0], kept[-1]]
+        return kept or None
+
 
 class Column(Strict):
     """One published column (or cell family) of a table: the measured variant and the references it meets."""
@@ -228,6 +246,22 @@ class Study(Strict):
         """The suite's framework for one of the study's tools, or None when the suite does not run it."""
         return self.tools.get(tool)
 
+    def unretrieved(self):
+        """The one line a reader needs before judging a study whose own tables are not in the suite: "DLBench's own
+        tables are not in the suite (their published values were not retrieved): Table 7 (GPU, Tesla K80), Table 8; so
+        none of their cells can be judged, on their hardware or any other; the published cells here are a third-party
+        rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README)." None when every table was retrieved."""
+        missing = [t.title.split(" - ")[0] for t in self.tables.values() if t.status == "not retrieved"]
+        if not missing:
+            return None
+        name = self.title.split(" - ")[0].strip()
+        reruns = sorted({"%s: %s" % (c.hardware, t.source.split(" @ ")[0]) for t in self.tables.values()
+                         if t.status != "not retrieved" for c in t.columns if c.kind == "third_party_rerun"})
+        return "%s own tables are not in the suite (their published values were not retrieved): %s; so none of their " \
+               "cells can be judged, on their hardware or any other%s." % (
+                   name + ("'" if name.endswith("s") else "'s"), ", ".join(missing),
+                   "; the published cells here are a third-party rerun's (%s)" % "; ".join(reruns) if reruns else "")
+
     def not_run_text(self, tools):
         """'Keras(TF), Chainer: no adapter yet; Julia-Knet: needs ...': the tools the suite does not run among
         ``tools``, grouped by their reason (not_run), in their order; a tool without one (a manifest recorded
@@ -257,3 +291,4 @@ def load(name):
         raise SpecError(path, ["%s: no such study%s; available: %s" % (path, names.near_miss(str(name), available()),
                                                                         ", ".join(available()))])
     return yamlfile.load(path, Study)
+

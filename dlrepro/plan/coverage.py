@@ -228,7 +228,7 @@ def _run_blocker(study, run_id, hardware):
     return _needs_gpus(1, hardware) if study.runs[run_id].device == "cuda" else None
 
 
-def _data_needed(spec, variant):
+def data_needed(spec, variant):
     """The datasets a variant reads: [(name, fallbacks)] for its data and its pretrained weights."""
     v = spec.variants[variant]
     out = []
@@ -263,17 +263,18 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix=None, versions="
     if run.device == "cuda":
         image = given.matrix.find(framework, "cuda", chosen.runs)
         decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
-        if not _runs(decided, hardware):
+        if not runnable(decided, hardware):
             other = _other_version(given, framework, image, hardware, run, variant)
             return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), other or (
                 "; " + image.newer_builds if image.newer_builds else ""))
-    for name, fallback in _data_needed(given.specs[run.spec], variant):
+    for name, fallback in data_needed(given.specs[run.spec], variant):
         if not ({name, *fallback} & hardware.datasets):
             return "dataset", "needs dataset %s (`dlrepro datasets.fetch %s`)" % (name, name)
     return None
 
 
-def _runs(decided, hardware):
+def runnable(decided, hardware):
+    """Whether an image gpu_support.decide judged runs on ``hardware``: natively, or by PTX JIT where allowed."""
     return decided["verdict"] == "native" or (decided["verdict"] == "ptx" and hardware.allow_ptx_jit)
 
 
@@ -291,7 +292,7 @@ def _other_version(given, framework, chosen, hardware, run, variant):
             if given.unsupported(run.spec, variant, token) or (
                     max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")):
                 continue
-            if _runs(decided, hardware):
+            if runnable(decided, hardware):
                 return "; %s runs there %s (--framework %s%s)" % (
                     image.name, "natively" if decided["verdict"] == "native" else "by PTX JIT", token,
                     "; with the vendor image %s loaded" % image.vendor.image if image.vendor else "")
@@ -403,7 +404,7 @@ def _datasets_missing(given, claim, hardware):
         return ""
     spec = given.specs[given.study.runs[claim.runs[0]].spec]
     return "".join("; and needs dataset %s (`dlrepro datasets.fetch %s`)" % (n, n)
-                   for n, fallback in _data_needed(spec, claim.variant) if not ({n, *fallback} & hardware.datasets))
+                   for n, fallback in data_needed(spec, claim.variant) if not ({n, *fallback} & hardware.datasets))
 
 
 def _cause(claim, available, blocked):

@@ -229,68 +229,54 @@ def expand(spec, options):
     known_frameworks(frameworks, spec.frameworks, "spec %s" % spec.name)
     _checked_steps(options, frameworks, options.device)
     jobs = []
-    for name in variants:
+    for name, mode, framework, seeds, batch_size, threads, ranks, seed, parallel in _selected(
+            spec, variants, frameworks, options, unsupported):
         variant = spec.variants[name]
         model = spec.models[variant.model]
-        mode = options.mode or variant.mode
-        if _not_applicable(variant, mode):
-            continue
-        for framework in frameworks:
-            if unsupported(spec, name, framework) or (
-                    options.ranks is not None and capabilities.unsupported_parallel(framework, mode)):
-                continue
-            seeds = _seeds(variant, options, mode)
-            for batch_size, threads, ranks, seed in [
-                    (b, t, r, s) for b in _sizes(variant, options, mode) for t in _threads(variant, options)
-                    for r in _ranks(variant, options) for s in seeds]:
-                parallel = _data_parallel(variant, batch_size, ranks, variant.optimizer.model_dump(exclude_none=True)
-                                          if variant.optimizer else None)
-                if parallel is None:  # a total mini-batch that does not split evenly: left out (left_out)
-                    continue
-                job = {
-                    "schema": JOB_SCHEMA,
-                    "id": _job_id(name, framework.replace("@", "-"), options.device, batch_size, threads, mode,
-                                  variant.mode, ranks, seed if len(seeds) > 1 else None),
-                    "spec": {"name": spec.name, "sha256": spec.digest()},
-                    "variant": name,
-                    "framework": _framework_name(framework),
-                    "framework_version": framework.split("@", 1)[1] if "@" in framework else None,
-                    "device": options.device,
-                    "mode": mode,
-                    "model": {"name": variant.model, "input_shape": list(model.input_shape),
-                              "input_kind": model.input_kind, "target": model.target, "classes": model.classes,
-                              "init": model.init_for(_framework_name(framework)).model_dump(exclude_none=True),
-                              "parameters": model.parameters,
-                              "layers": model.layer_dicts()},
-                    "data": _data(variant),
-                    "weights": {"name": variant.weights.dataset, "format": None, "files": None,
-                                "layout": variant.weights.layout, "top1": variant.weights.top1}
-                    if variant.weights else None,
-                    "optimizer": variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None,
-                    "loss": variant.loss.model_dump(),
-                    "batch_size": batch_size,
-                    "warmup": _pick(options.warmup, QUICK["warmup"], variant.warmup, options.quick),
-                    "iterations": _pick(options.iterations, QUICK["iterations"], variant.iterations, options.quick),
-                    "repeats": _pick(options.repeats, QUICK["repeats"], variant.repeats, options.quick),
-                    "epochs": None,
-                    "max_iterations_per_epoch": None,
-                    "threads": threads,
-                    "precision": options.precision,
-                    "cudnn_autotune": options.cudnn_autotune,
-                    "layout": options.layout,
-                    "compile": options.compile,
-                    "cuda_graphs": options.cuda_graphs,
-                    "allow_ptx_jit": options.allow_ptx_jit,
-                    "cuda_archs": [],
-                    "seed": seed,
-                    "timeout_s": options.timeout_s or TIMEOUT_S[mode],
-                }
-                step = step_of(options, framework)
-                job.update(gradients=step["gradients"],  # thread_pools says how a thread count is applied
-                           thread_pools=step["thread_pools"] if threads else OPTION_DEFAULTS["thread_pools"])
-                job.update(_mode_settings(variant, options, mode))
-                job.update(parallel)
-                jobs.append(job)
+        job = {
+            "schema": JOB_SCHEMA,
+            "id": _job_id(name, framework.replace("@", "-"), options.device, batch_size, threads, mode,
+                          variant.mode, ranks, seed if len(seeds) > 1 else None),
+            "spec": {"name": spec.name, "sha256": spec.digest()},
+            "variant": name,
+            "framework": _framework_name(framework),
+            "framework_version": framework.split("@", 1)[1] if "@" in framework else None,
+            "device": options.device,
+            "mode": mode,
+            "model": {"name": variant.model, "input_shape": list(model.input_shape),
+                      "input_kind": model.input_kind, "target": model.target, "classes": model.classes,
+                      "init": model.init_for(_framework_name(framework)).model_dump(exclude_none=True),
+                      "parameters": model.parameters,
+                      "layers": model.layer_dicts()},
+            "data": _data(variant),
+            "weights": {"name": variant.weights.dataset, "format": None, "files": None,
+                        "layout": variant.weights.layout, "top1": variant.weights.top1}
+            if variant.weights else None,
+            "optimizer": variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None,
+            "loss": variant.loss.model_dump(),
+            "batch_size": batch_size,
+            "warmup": _pick(options.warmup, QUICK["warmup"], variant.warmup, options.quick),
+            "iterations": _pick(options.iterations, QUICK["iterations"], variant.iterations, options.quick),
+            "repeats": _pick(options.repeats, QUICK["repeats"], variant.repeats, options.quick),
+            "epochs": None,
+            "max_iterations_per_epoch": None,
+            "threads": threads,
+            "precision": options.precision,
+            "cudnn_autotune": options.cudnn_autotune,
+            "layout": options.layout,
+            "compile": options.compile,
+            "cuda_graphs": options.cuda_graphs,
+            "allow_ptx_jit": options.allow_ptx_jit,
+            "cuda_archs": [],
+            "seed": seed,
+            "timeout_s": options.timeout_s or TIMEOUT_S[mode],
+        }
+        step = step_of(options, framework)
+        job.update(gradients=step["gradients"],  # thread_pools says how a thread count is applied
+                   thread_pools=step["thread_pools"] if threads else OPTION_DEFAULTS["thread_pools"])
+        job.update(_mode_settings(variant, options, mode))
+        job.update(parallel)
+        jobs.append(job)
     if not jobs:
         reasons = "; ".join("%s%s: %s" % (o["variant"], " on " + o["framework"] if o["framework"] else "", o["reason"])
                             for o in left_out(spec, options))
@@ -301,6 +287,36 @@ def expand(spec, options):
                            "selected is one" % options.seeds,
                            "leave --seeds out, or select a convergence variant (or --mode convergence)")
     return jobs
+
+
+def _selected(spec, variants, frameworks, options, why_not):
+    """(variant name, mode, framework, seeds, batch size, threads, ranks, seed, data-parallel fields) of each job of
+    ``variants`` x ``frameworks`` that ``options`` select, in run order; ``why_not(spec, variant, framework)`` says
+    why an adapter cannot express a variant (``unsupported``, or a memo of it)."""
+    for name in variants:
+        variant = spec.variants[name]
+        mode = options.mode or variant.mode
+        if _not_applicable(variant, mode):
+            continue
+        for framework in frameworks:
+            if why_not(spec, name, framework) or (
+                    options.ranks is not None and capabilities.unsupported_parallel(framework, mode)):
+                continue
+            seeds = _seeds(variant, options, mode)
+            for batch_size, threads, ranks, seed in [
+                    (b, t, r, s) for b in _sizes(variant, options, mode) for t in _threads(variant, options)
+                    for r in _ranks(variant, options) for s in seeds]:
+                parallel = _data_parallel(variant, batch_size, ranks, variant.optimizer.model_dump(exclude_none=True)
+                                          if variant.optimizer else None)
+                if parallel is not None:  # a total mini-batch that does not split evenly: left out (left_out)
+                    yield name, mode, framework, seeds, batch_size, threads, ranks, seed, parallel
+
+
+def count(spec, options, why_not=unsupported):
+    """How many jobs ``expand`` gives for ``spec`` under ``options`` (0 where it would raise for want of one),
+    without building them (what a plan counts: dlrepro.run.estimate); ``why_not`` as ``unsupported`` (a memo of it)."""
+    variants = options.variants or list(spec.variants)
+    return sum(1 for _ in _selected(spec, variants, _frameworks(spec, options), options, why_not))
 
 
 def resolve(job, section, record):

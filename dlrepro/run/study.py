@@ -56,21 +56,6 @@ class Planned:
     versions: dict = field(default_factory=dict)  # {version set: [{tool, token, label}]} (--versions)
 
 
-def _threads(spec, run, quick, cpus, notes):
-    if run.device != "cpu" or run.threads is None:
-        return None
-    asked = sorted({t for v in run.variants for t in spec.variants[v].threads}) if run.threads == "sweep" \
-        else list(run.threads)
-    kept = [t for t in asked if t <= cpus]
-    if len(kept) < len(asked):
-        notes.append("thread counts %s left out: more than this host's %d CPUs" % (
-            ", ".join(str(t) for t in asked if t > cpus), cpus))
-    if quick and len(kept) > 2:
-        notes.append("--quick: thread counts %s and %s of %s" % (kept[0], kept[-1], kept))
-        kept = [kept[0], kept[-1]]
-    return kept or None
-
-
 def _known_runs(study, runs):
     """Raise DlreproError naming the study's runs when ``runs`` (run ids, or None) holds one the study lacks."""
     unknown = [r for r in runs or [] if r not in study.runs]
@@ -177,7 +162,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
         if versions:
             chosen = _versioned(study, matrix, run, versions, chosen, item)
         step_notes = {}
-        threads = _threads(spec, run, quick, cpus, item.notes)
+        threads = run.thread_counts(spec, quick, cpus, item.notes)
         item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
                                   mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,
                                   ranks=counts if run.gpus != [1] else None,
