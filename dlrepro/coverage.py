@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from dlrepro import eras, references, spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.images import gpu_support
+from runner.frameworks import Token
 
 CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "model", "data-parallel", "image", "arch", "dataset")
 HOST_CAUSES = ("gpu", "gpus", "threads")  # what another host would change, whatever the tools
@@ -288,7 +289,7 @@ def _other_version(given, framework, chosen, hardware, run, variant):
     for image in given.matrix.images:
         if image.version_of(framework) is not None and image.device == "cuda" and image.name != chosen.name:
             today = given.matrix.versions(framework, "cuda")[-1] == image.version_of(framework)
-            token = framework if today else "%s@%s" % (framework, image.version_of(framework))
+            token = Token(framework, None if today else image.version_of(framework)).text
             decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
             if given.unsupported(run.spec, variant, token) or (
                     max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")):

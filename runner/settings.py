@@ -22,8 +22,7 @@ Jobs whose settings differ cannot share a worker process (runner.worker): ``key`
 """
 import os
 
-from runner import topology
-from runner.adapters import capabilities
+from runner import frameworks, topology
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TF32_OVERRIDE = ("mxnet", "cntk", "caffe2")  # their CUDA libraries follow NVIDIA_TF32_OVERRIDE
@@ -45,7 +44,7 @@ def _xla_flags(job):
 
 def environment(job):
     """{variable: value} to set before the job's framework is imported."""
-    env, framework, threads = {}, capabilities.backend(job["framework"]), job.get("threads")
+    env, framework, threads = {}, frameworks.backend(job["framework"]), job.get("threads")
     if framework != job["framework"]:  # Keras: its backend is read once, when keras is first imported
         env["KERAS_BACKEND"] = framework
         if job["device"] == "cpu":  # Keras places work on any GPU its backend sees

@@ -13,6 +13,7 @@ from dlrepro.images import build
 from dlrepro import datasets, spec
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
+from runner import frameworks
 from runner.adapters import capabilities
 from tests.conftest import cpu_entry
 from tests.helpers import check_sums, fresh_cache, unreachable
@@ -79,7 +80,7 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
     elif framework in DLF_ROWS:  # they run DLF's networks; DLBench's state-carrying LSTM is declared out
         assert lstm is None and framework.split("@")[0] not in spec.load("lstm").frameworks
         assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None).startswith(
-            "the %s adapter has no layer lstm (" % capabilities.of(framework)[0])
+            "the %s adapter has no layer lstm (" % frameworks.of(framework).label)
     else:
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
@@ -134,8 +135,8 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     whose GRU jobs on TensorFlow 1.4.0 and CNTK 2.5.1 train here."""
     rows = {}
     for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
-        frameworks = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
-        path = runs.run(name, RunOptions(frameworks=frameworks, variants=[variant], quick=True), results_dir=tmp_path,
+        tokens = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
+        path = runs.run(name, RunOptions(frameworks=tokens, variants=[variant], quick=True), results_dir=tmp_path,
                         reporter=reporter)
         bundle = json.loads((path / "bundle.json").read_text())
         in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
@@ -157,7 +158,7 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
         assert row["parameters"] == {"cifar10-vgg": 3_441_592, "imdb-gru": 3_818_302}[name]
         if framework in KERAS:
             assert row["framework_version"] == environment["framework_version"] == "3.15.1"
-            assert environment["backend"] == capabilities.backend(framework) and environment["layout"] == "NHWC"
+            assert environment["backend"] == frameworks.backend(framework) and environment["layout"] == "NHWC"
             assert environment["train_step"] == "model.train_on_batch" and environment["tf32"] is False
         elif framework in ("keras-cntk", "keras-theano", "keras-tensorflow-2.1.5"):
             assert row["framework_version"] == environment["framework_version"] == "2.1.5"

@@ -25,8 +25,8 @@ import os
 import numpy as np
 import keras
 
-from runner import shapes
-from runner.adapters import UnsupportedError, capabilities, keras_init
+from runner import frameworks, shapes
+from runner.adapters import UnsupportedError, keras_init
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
@@ -91,9 +91,9 @@ class Adapter(Base):
         super(Adapter, self).__init__(job)
         self.name = job["framework"]
         self.backend = keras.backend.backend()
-        if capabilities.backend(self.name) != self.backend:
+        if frameworks.backend(self.name) != self.backend:
             raise UnsupportedError("%s needs KERAS_BACKEND=%s (runner.settings); keras loaded %s" % (
-                self.name, capabilities.backend(self.name), self.backend))
+                self.name, frameworks.backend(self.name), self.backend))
         self.lib = importlib.import_module(self.backend)
         self._threads(job.get("threads"))
         self._fp32()
