@@ -15,6 +15,10 @@ from runner import frameworks
 class LocalExecutor(Executor):
     name = "local"
 
+    @classmethod
+    def create(cls, device, gpu, python=None, memory=None, isolation="worker", slurm=None):
+        return cls(device, gpu, python, isolation)
+
     def __init__(self, device="cpu", gpu=0, python=None, isolation="worker"):
         super().__init__(device, gpu, isolation)
         self.python = python or sys.executable
