@@ -14,6 +14,7 @@ from dlrepro import datasets, spec
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner import frameworks
+from runner.frameworks import Token
 from runner.adapters import capabilities
 from tests.conftest import cpu_entry
 from tests.helpers import check_sums, fresh_cache, unreachable
@@ -48,7 +49,8 @@ def expressible(framework):
     """{(spec name, variant)} of the specs that list ``framework`` (NAME or NAME@VERSION) whose models its adapter
     can express."""
     return {(name, v) for name in spec.available() for v in spec.load(name).variants
-            if framework.split("@")[0] in spec.load(name).frameworks and jobs.unsupported(spec.load(name), v, framework) is None}
+            if Token.parse(framework).name in spec.load(name).frameworks
+            and jobs.unsupported(spec.load(name), v, framework) is None}
 
 
 def parameter_jobs(framework):
@@ -78,7 +80,7 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
     elif framework in ("cntk", "caffe2"):  # declared unsupported, with the reason
         assert lstm is None and "has no layer embedding, lstm (" in jobs.unsupported(spec.load("lstm"), "lstm", framework)
     elif framework in DLF_ROWS:  # they run DLF's networks; DLBench's state-carrying LSTM is declared out
-        assert lstm is None and framework.split("@")[0] not in spec.load("lstm").frameworks
+        assert lstm is None and Token.parse(framework).name not in spec.load("lstm").frameworks
         assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None).startswith(
             "the %s adapter has no layer lstm (" % frameworks.of(framework).label)
     else:
@@ -206,7 +208,7 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
     that runs to DLF's 2.4). Every spec model has the spec's parameter count (TensorFlow 1.x's BasicLSTMCell and
     CudnnCompatibleGRUCell by the one-bias convention; CNTK's adapter has no recurrent layers), and FCN-R trains on MNIST (the loss falls over 100 iterations, the whole test set is
     evaluated)."""
-    version = token.split("@")[1]
+    version = Token.parse(token).version
     batch = parameter_jobs(token)
     executors.DockerExecutor().run(era_images[token], batch, tmp_path / "parameters", datasets.root(),
                                    lambda *e: None)
@@ -234,7 +236,7 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
     path = runs.run("fcn", RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
                     results_dir=tmp_path, reporter=reporter)
     (job,) = path.glob("jobs/*")
-    assert job.name == "fcn-r.%s.cpu.b64.convergence" % token.replace("@", "-")
+    assert job.name == "fcn-r.%s.cpu.b64.convergence" % Token.parse(token).job_part
     result = json.loads((job / "result.json").read_text())
     epoch = result["convergence"]["epochs"][0]
     assert result["status"] == "ok" and epoch["iterations"] == 100 and result["convergence"]["test_batches"] == 157
