@@ -166,7 +166,8 @@ def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot
     assert adapters.module_name({"framework": "tensorflow", "framework_version": None}) == "tensorflow_adapter"
     assert adapters.module_name({"framework": "mxnet", "framework_version": "0.12.0"}) == "mxnet_adapter"
     assert "tensorflow_graph" not in adapters.available()  # an era module is no framework of its own
-    assert frameworks.of("tensorflow@1.4.0").label == "tensorflow 1.x" and frameworks.of("tensorflow").label == "tensorflow"
+    assert (frameworks.of("tensorflow@1.4.0").label, frameworks.of("tensorflow").label) == ("tensorflow 1.x",
+                                                                                           "tensorflow")
     gru = studies.specmod.load("imdb-gru")
     from dlrepro.run import jobs
 

@@ -38,7 +38,8 @@ def test_a_kind_says_which_tools_must_run_for_a_verdict():
 def test_an_unknown_kind_is_refused_naming_the_kinds():
     with pytest.raises(ValueError) as caught:
         _claim(kind="ranking", order=[["A"], ["B"]])
-    assert "unknown claim kind 'ranking'; the kinds are: ordering, ratio, band, scaling, untestable" in str(caught.value)
+    assert "unknown claim kind 'ranking'; the kinds are: ordering, ratio, band, scaling, untestable" in str(
+        caught.value)
 
 
 @pytest.fixture

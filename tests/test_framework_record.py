@@ -66,7 +66,8 @@ def test_a_token_is_parsed_once_and_written_once():
     plain = Token.of_job({"framework": "mxnet", "framework_version": None})
     assert (plain, plain.text, plain.job_part, plain.major) == (("mxnet", None), "mxnet", "mxnet", None)
     for text, problem in (("tensorflow@", "'tensorflow@' has no version after the @ (NAME@VERSION, or NAME alone "
-                                          "for the newest)"), ("@1.4.0", "'@1.4.0' has no framework name before the @")):
+                                          "for the newest)"),
+                          ("@1.4.0", "'@1.4.0' has no framework name before the @")):
         with pytest.raises(ValueError) as caught:
             Token.parse(text)
         assert str(caught.value) == problem
@@ -88,7 +89,8 @@ def fakenet(tmp_path, monkeypatch):
     adapter module (here in a temporary folder of the runner.adapters package)."""
     (tmp_path / "fakenet_adapter.py").write_text(ADAPTER)
     monkeypatch.setattr(adapters, "__path__", list(adapters.__path__) + [str(tmp_path)])
-    record = Framework("fakenet", "fakenet", "its own (zeros)", backend="torch", layers=frameworks.ALL_LAYERS - {"lstm"},
+    record = Framework("fakenet", "fakenet", "its own (zeros)", backend="torch",
+                       layers=frameworks.ALL_LAYERS - {"lstm"},
                        layer_notes={"lstm": "fakenet has none"}, options={"precision": ("fp32", "bf16")},
                        compiled="fakenet traces it", no_data_parallel="fakenet has no collective")
     monkeypatch.setitem(frameworks.FRAMEWORKS, "fakenet", record.add_era("0", options={}))

@@ -246,7 +246,8 @@ def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, valu
     if not applies:
         assert refused.startswith("the %s adapter cannot run %s=%s" % (framework, name, value))
         return
-    source = open(capabilities.__file__.replace("capabilities.py", "%s.py" % frameworks.FRAMEWORKS[framework].module)).read()
+    module = frameworks.FRAMEWORKS[framework].module
+    source = open(capabilities.__file__.replace("capabilities.py", "%s.py" % module)).read()
     how = {("cudnn_autotune", "torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
            ("cudnn_autotune", "keras-torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
            ("cudnn_autotune", "caffe2"): "cudnn_exhaustive_search",

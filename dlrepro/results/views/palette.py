@@ -1,6 +1,7 @@
 """One colour per framework and one per verdict, for every figure and table.
 
-``colour``: a framework's, from its record (dlrepro.frameworks: the same colour in every figure). VERDICTS: a word of dlrepro.results.answers.verdicts -> its chip colour (green: an answer in favour, amber:
+``colour``: a framework's, from its record (dlrepro.frameworks: the same colour in every figure). VERDICTS: a word of
+dlrepro.results.answers.verdicts -> its chip colour (green: an answer in favour, amber:
 a partial one, red: against, blue: measured beside another device, grey: no answer).
 """
 from dlrepro.frameworks import colour  # noqa: F401 (a framework's colour: the figures read it here)

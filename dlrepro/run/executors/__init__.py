@@ -21,8 +21,8 @@ from dlrepro.run.executors.docker import DockerExecutor
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.executors.slurm import SlurmExecutor, collect
 
-__all__ = ["EXECUTORS", "INTERRUPTED", "IN_IMAGES", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor", "collect",
-           "get", "run_on_gpus"]
+__all__ = ["EXECUTORS", "INTERRUPTED", "IN_IMAGES", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor",
+           "collect", "get", "run_on_gpus"]
 
 IN_IMAGES = tuple(n for n, cls in EXECUTORS.items() if cls.in_images)  # jobs in the matrix's images: a version
 # must be served
