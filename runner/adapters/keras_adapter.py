@@ -12,7 +12,7 @@ the notebooks set it (``K.set_image_data_format('channels_first')``). Recurrent 
 
 What the DLF networks need and no more: padded convolutions are "same" where that pads symmetrically (stride 1,
 kernel 2p+1) and an explicit zero padding before a "valid" one otherwise; pooling is native where Caffe's
-rounding gives the same windows and padded first otherwise (``CaffePool``, in keras.ops, so every backend runs
+rounding gives the same windows and padded first otherwise (``CaffePool`` of keras_pool, in keras.ops: every backend runs
 it). Weight decay is refused: Keras 3's optimizers decay apart from the gradient (another update than the specs'
 L2), and a regularizer would put its term into the recorded loss. On a GPU, PyTorch's cuDNN autotuning follows the
 job (``cudnn.benchmark``; TensorFlow's and XLA's switches are runner.settings'); a CPU job sees no GPU (runner.settings
