@@ -369,9 +369,31 @@ def _jax():
     return said
 
 
+def mapped_library(prefix, maps="/proc/self/maps"):
+    """The path of the first shared library this process has mapped whose file name starts with ``prefix``
+    (e.g. "libcudart.so"); None when none is."""
+    try:
+        with open(maps) as f:
+            for line in f:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith(prefix):
+                    return path
+    except (IOError, OSError):
+        pass
+    return None
+
+
+def cuda_runtime(path):
+    """The dotted version of the CUDA runtime library at ``path`` (cudaRuntimeGetVersion: "11.8"), None when it
+    cannot be loaded or does not answer (CUDA 10 and 11 answer only with a driver)."""
+    try:
+        return library_version("cuda_runtime", path)
+    except (OSError, AttributeError, RuntimeError):
+        return None
+
+
 def _caffe():
     import caffe
-    from runner.environment import cuda_runtime, mapped_library
 
     cudart = mapped_library("libcudart.so")  # pycaffe cannot say its build: the libraries it loaded can
     cuda = cuda_runtime(cudart) if cudart else None

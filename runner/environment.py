@@ -12,7 +12,6 @@ import platform
 import re
 
 from runner import settings, topology
-from runner import buildinfo
 
 CPUINFO = "/proc/cpuinfo"
 
@@ -110,29 +109,6 @@ def cuda_device(ordinal=0):
             or cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)):
         return None
     return name.value.decode("utf-8", "replace"), "%d.%d" % (major.value, minor.value)
-
-
-def mapped_library(prefix, maps="/proc/self/maps"):
-    """The path of the first shared library this process has mapped whose file name starts with ``prefix``
-    (e.g. "libcudart.so"); None when none is."""
-    try:
-        with open(maps) as f:
-            for line in f:
-                path = line.split()[-1]
-                if os.path.basename(path).startswith(prefix):
-                    return path
-    except (IOError, OSError):
-        pass
-    return None
-
-
-def cuda_runtime(path):
-    """The dotted version of the CUDA runtime library at ``path`` (cudaRuntimeGetVersion: "11.8"), None when it
-    cannot be loaded or does not answer (CUDA 10 and 11 answer only with a driver)."""
-    try:
-        return buildinfo.library_version("cuda_runtime", path)
-    except (OSError, AttributeError, RuntimeError):
-        return None
 
 
 def in_container():

@@ -85,10 +85,11 @@ class _Job(object):
 def _execute(state):
     # numpy and the framework are imported only now, after runner.settings has set the environment
     from runner import adapters, data as datamod, measure
+    from runner import frameworks
     from runner.adapters import capabilities
 
     job, result = state.job, state.result
-    problem = capabilities.unsupported_options(capabilities.token(job), job, job["device"])
+    problem = capabilities.unsupported_options(frameworks.Token.of_job(job), job, job["device"])
     if problem:
         raise archs.Refused(problem, "use the default for that option (%s), a warm-up of at least one iteration, "
                             "or a framework whose adapter has it"

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from runner.settings import NO_MULTICAST
+from runner.topology import NO_MULTICAST
 
 RANK = "DLREPRO_RANK"
 PROCESS_PER_RANK = ("torch",)

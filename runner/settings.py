@@ -22,12 +22,10 @@ Jobs whose settings differ cannot share a worker process (runner.worker): ``key`
 """
 import os
 
-from runner import topology
-from runner.adapters import capabilities
+from runner import frameworks, topology
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 TF32_OVERRIDE = ("mxnet", "cntk", "caffe2")  # their CUDA libraries follow NVIDIA_TF32_OVERRIDE
-NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def _xla_flags(job):
@@ -45,7 +43,7 @@ def _xla_flags(job):
 
 def environment(job):
     """{variable: value} to set before the job's framework is imported."""
-    env, framework, threads = {}, capabilities.backend(job["framework"]), job.get("threads")
+    env, framework, threads = {}, frameworks.backend(job["framework"]), job.get("threads")
     if framework != job["framework"]:  # Keras: its backend is read once, when keras is first imported
         env["KERAS_BACKEND"] = framework
         if job["device"] == "cpu":  # Keras places work on any GPU its backend sees
@@ -57,7 +55,7 @@ def environment(job):
     if framework == "jax" and _xla_flags(job):
         env["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", "")] + _xla_flags(job)).strip()
     if job.get("ranks") is not None:  # NVLink multicast off in every rank: it can take shared GPUs out of service
-        env.update(NO_MULTICAST)
+        env.update(topology.NO_MULTICAST)
     if job["device"] == "cuda":
         if not job.get("cudnn_autotune", True):
             env.update({"tensorflow": {"TF_CUDNN_USE_AUTOTUNE": "0"},

@@ -19,6 +19,9 @@ topology cannot be read (no sysfs), the first N allowed CPUs are taken, and the 
 import os
 
 SYSFS = "/sys/devices/system"
+# NVLink multicast off for every rank of a data-parallel job (runner.settings, runner.ranks): it can take shared GPUs
+# out of service
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 RULES = {1: "one CPU per physical core, within one NUMA node",
          2: "one CPU per physical core, across NUMA nodes (no node has enough cores)",
          3: "SMT siblings included (fewer physical cores than CPUs asked for)",

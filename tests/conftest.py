@@ -22,6 +22,7 @@ import pytest
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro import REPO_ROOT, engine
 from dlrepro.inputs import datasets
+from runner.frameworks import Token
 from dlrepro.errors import ExecutorError
 from tests import cluster, processes
 
@@ -75,7 +76,8 @@ def _images_used(items):
 
 def cpu_entry(matrix, token):
     """The CPU entry of framework token NAME or NAME@VERSION (a Keras variant: its backend's image)."""
-    return matrix.find(token.split("@")[0], "cpu", *token.split("@")[1:])
+    name, version = Token.parse(token)
+    return matrix.find(name, "cpu", version)
 
 
 _TOKENS = {}  # "used": the images the collected tests use

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from dlrepro import REPO_ROOT
-from runner import environment
+from runner import buildinfo
 
 PROBE = """
 import json, sys
@@ -30,11 +30,11 @@ def test_the_loaded_library_is_read_from_the_process_maps(tmp_path):
         "7f02-7f03 rw-p 00000000 00:00 0 \n"
         "7f04-7f05 r-xp 00000000 08:01 2 /opt/caffe/lib/libcaffe.so.1.0.0\n"
         "7f06-7f07 r-xp 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/libcudart.so.11.8.89\n")
-    assert environment.mapped_library("libcudart.so", str(maps)) == "/usr/lib/x86_64-linux-gnu/libcudart.so.11.8.89"
-    assert environment.mapped_library("libcaffe.so", str(maps)) == "/opt/caffe/lib/libcaffe.so.1.0.0"
-    assert environment.mapped_library("libcublas.so", str(maps)) is None
-    assert environment.mapped_library("libc.so", str(tmp_path / "gone")) is None
-    assert environment.cuda_runtime(str(tmp_path / "no-such-library.so")) is None
+    assert buildinfo.mapped_library("libcudart.so", str(maps)) == "/usr/lib/x86_64-linux-gnu/libcudart.so.11.8.89"
+    assert buildinfo.mapped_library("libcaffe.so", str(maps)) == "/opt/caffe/lib/libcaffe.so.1.0.0"
+    assert buildinfo.mapped_library("libcublas.so", str(maps)) is None
+    assert buildinfo.mapped_library("libc.so", str(tmp_path / "gone")) is None
+    assert buildinfo.cuda_runtime(str(tmp_path / "no-such-library.so")) is None
 
 
 @pytest.mark.docker

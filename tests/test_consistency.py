@@ -1,30 +1,10 @@
-"""The lists that must agree across the suite: a framework added in one place and forgotten in another fails here,
-not in the middle of a run."""
+"""The lists that must agree across the suite: a type or version known in one place and not in another fails here,
+not in the middle of a run (a framework's own facts are one record: tests/test_framework_record.py)."""
 import typing
 
 from dlrepro.images import matrix as matrixmod
 from dlrepro.inputs.layers import Layer
-from dlrepro.inputs.frameworks import DISPLAY, STUDY_NAMES
-from dlrepro.views import palette
-from runner import adapters, shapes
-from runner.adapters import capabilities
-from tests.test_frameworks import FRAMEWORKS
-
-
-def test_every_framework_is_everywhere():
-    modules = set(adapters.available())
-    assert modules == {"torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-tensorflow",
-                       "keras-jax", "keras-torch", "keras-cntk", "keras-theano"}
-    assert set(capabilities.CAPABILITIES) == modules  # what each adapter can express
-    assert set(STUDY_NAMES) == modules  # how each is named in the studies' tables
-    assert set(DISPLAY) == set(palette.FRAMEWORKS) == modules  # its one spelling and its one colour
-    assert {f.split("@")[0] for f in FRAMEWORKS} == modules  # the container tests run each one
-    assert set(capabilities.MODULES) == set(capabilities.DEFAULT_INIT) == modules
-    matrix = matrixmod.load()
-    assert set(matrix.frameworks()) == modules  # each has an image (Keras: its backend's)
-    assert set(matrix.default_frameworks) <= modules
-    assert {f for f in modules if matrix.versions(f, "cpu")} == modules
-    assert set(capabilities.OPTIONS) <= modules
+from runner import frameworks, shapes
 
 
 def test_an_images_keras_is_the_version_its_lock_pins():
@@ -43,7 +23,7 @@ def test_an_images_keras_is_the_version_its_lock_pins():
     for image, variant in variants:
         pins = {pin.name: pin.version for pin in locks.parse(image.lock)}
         assert pins["keras"] == variant.version == ("2.1.5" if image.version in ("1.4.0", "2.5.1") else "3.15.1"), image.name
-        assert capabilities.backend(variant.framework) == image.framework
+        assert frameworks.backend(variant.framework) == image.framework
 
 
 def test_the_spec_schema_knows_exactly_the_runners_layer_types():
@@ -51,4 +31,4 @@ def test_the_spec_schema_knows_exactly_the_runners_layer_types():
     for cls in typing.get_args(typing.get_args(Layer)[0]):
         schema_types.update(typing.get_args(cls.model_fields["type"].annotation))
     assert schema_types == set(shapes.PRIMITIVES) | set(shapes.MACROS)
-    assert capabilities.ALL_LAYERS == frozenset(shapes.PRIMITIVES)
+    assert frameworks.ALL_LAYERS == frozenset(shapes.PRIMITIVES)

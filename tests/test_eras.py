@@ -124,9 +124,10 @@ def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_a
     study = study.model_copy(update={"claims": {"fcn-s-ordering": study.claims["fcn-s-ordering"]}})
     then = _rows({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0}, run="gpu-synthetic", device="cuda",
                  ci="tight").assign(job_id=["fcn-s.caffe.cuda.b64", "fcn-s.cntk.cuda.b64",
-                                            "fcn-s.tensorflow-1.4.0.cuda.b64", "fcn-s.mxnet-0.12.0.cuda.b64"])
+                                            "fcn-s.tensorflow-1.4.0.cuda.b64", "fcn-s.mxnet-0.12.0.cuda.b64"],
+                                    framework_version=["1.0.0", "2.5.1", "1.4.0", "0.12.0"])
     now = _rows({"tensorflow": 0.5, "mxnet": 0.6}, run="gpu-synthetic", device="cuda", ci="tight").assign(
-        job_id=["fcn-s.tensorflow.cuda.b64", "fcn-s.mxnet.cuda.b64"])
+        job_id=["fcn-s.tensorflow.cuda.b64", "fcn-s.mxnet.cuda.b64"], framework_version=["2.21.0", "1.9.1+cu118"])
     summary = pd.concat([then, now], ignore_index=True)
     record = {"runs": {"gpu-synthetic": {"versions": {
         "published": _chosen("caffe", "cntk", "tensorflow@1.4.0", "mxnet@0.12.0"),
@@ -158,14 +159,15 @@ def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_a
 
 
 def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot_run():
-    from runner import adapters
+    from runner import adapters, frameworks
     from runner.adapters import capabilities
 
     assert adapters.module_name({"framework": "tensorflow", "framework_version": "1.4.0"}) == "tensorflow_graph"
     assert adapters.module_name({"framework": "tensorflow", "framework_version": None}) == "tensorflow_adapter"
     assert adapters.module_name({"framework": "mxnet", "framework_version": "0.12.0"}) == "mxnet_adapter"
     assert "tensorflow_graph" not in adapters.available()  # an era module is no framework of its own
-    assert capabilities.of("tensorflow@1.4.0")[0] == "tensorflow 1.x" and capabilities.of("tensorflow")[0] == "tensorflow"
+    assert (frameworks.of("tensorflow@1.4.0").label, frameworks.of("tensorflow").label) == ("tensorflow 1.x",
+                                                                                           "tensorflow")
     gru = studies.specmod.load("imdb-gru")
     from dlrepro.plan import expressible
 
@@ -179,16 +181,17 @@ def test_a_tensorflow_1_job_goes_to_the_graph_adapter_and_is_told_what_it_cannot
 
 def test_an_era_adapter_refuses_the_options_its_framework_did_not_have():
     from runner.adapters import capabilities
+    from runner.frameworks import Token
 
     torch10 = {"framework": "torch", "framework_version": "1.0.0", "mode": "throughput", "warmup": 1}
-    assert capabilities.unsupported_options(capabilities.token(dict(torch10, precision="bf16")), dict(
+    assert capabilities.unsupported_options(Token.of_job(dict(torch10, precision="bf16")), dict(
         torch10, precision="bf16"), "cpu") == "the torch 1.x adapter cannot run precision=bf16 (the torch 1.x adapter " \
                                               "has fp32)"
     assert capabilities.unsupported_options("torch", dict(torch10, precision="bf16"), "cpu") is None
     assert "layout=channels_last" in capabilities.unsupported_options("torch@1.0.0", dict(torch10, layout="channels_last"),
                                                                        "cpu")
     tf14 = {"framework": "tensorflow", "framework_version": "1.4.0", "mode": "throughput", "warmup": 0}
-    assert capabilities.unsupported_options(capabilities.token(tf14), tf14, "cpu") == (
+    assert capabilities.unsupported_options(Token.of_job(tf14), tf14, "cpu") == (
         "the tensorflow 1.x adapter cannot run warm-up 0: its first iteration compiles the training step (the first "
         "Session.run prunes, places and optimises the graph), and that would be timed")
 

@@ -14,6 +14,8 @@ from dlrepro.inputs import datasets, spec
 from dlrepro.plan.expressible import unsupported
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
+from runner import frameworks
+from runner.frameworks import Token
 from runner.adapters import capabilities
 from tests.conftest import cpu_entry
 from tests.helpers import check_sums, fresh_cache, unreachable
@@ -48,7 +50,7 @@ def expressible(framework):
     """{(spec name, variant)} of the specs that list ``framework`` (NAME or NAME@VERSION) whose models its adapter
     can express."""
     return {(name, v) for name in spec.available() for v in spec.load(name).variants
-            if framework.split("@")[0] in spec.load(name).frameworks
+            if Token.parse(framework).name in spec.load(name).frameworks
             and unsupported(spec.load(name), v, framework) is None}
 
 
@@ -79,9 +81,9 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
     elif framework in ("cntk", "caffe2"):  # declared unsupported, with the reason
         assert lstm is None and "has no layer embedding, lstm (" in unsupported(spec.load("lstm"), "lstm", framework)
     elif framework in DLF_ROWS:  # they run DLF's networks; DLBench's state-carrying LSTM is declared out
-        assert lstm is None and framework.split("@")[0] not in spec.load("lstm").frameworks
+        assert lstm is None and Token.parse(framework).name not in spec.load("lstm").frameworks
         assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None).startswith(
-            "the %s adapter has no layer lstm (" % capabilities.of(framework)[0])
+            "the %s adapter has no layer lstm (" % frameworks.of(framework).label)
     else:
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
@@ -136,8 +138,8 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     whose GRU jobs on TensorFlow 1.4.0 and CNTK 2.5.1 train here."""
     rows = {}
     for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
-        frameworks = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
-        path = runs.run(name, RunOptions(frameworks=frameworks, variants=[variant], quick=True), results_dir=tmp_path,
+        tokens = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
+        path = runs.run(name, RunOptions(frameworks=tokens, variants=[variant], quick=True), results_dir=tmp_path,
                         reporter=reporter)
         bundle = json.loads((path / "bundle.json").read_text())
         in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
@@ -159,7 +161,7 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
         assert row["parameters"] == {"cifar10-vgg": 3_441_592, "imdb-gru": 3_818_302}[name]
         if framework in KERAS:
             assert row["framework_version"] == environment["framework_version"] == "3.15.1"
-            assert environment["backend"] == capabilities.backend(framework) and environment["layout"] == "NHWC"
+            assert environment["backend"] == frameworks.backend(framework) and environment["layout"] == "NHWC"
             assert environment["train_step"] == "model.train_on_batch" and environment["tf32"] is False
         elif framework in ("keras-cntk", "keras-theano", "keras-tensorflow-2.1.5"):
             assert row["framework_version"] == environment["framework_version"] == "2.1.5"
@@ -207,7 +209,7 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
     that runs to DLF's 2.4). Every spec model has the spec's parameter count (TensorFlow 1.x's BasicLSTMCell and
     CudnnCompatibleGRUCell by the one-bias convention; CNTK's adapter has no recurrent layers), and FCN-R trains on MNIST (the loss falls over 100 iterations, the whole test set is
     evaluated)."""
-    version = token.split("@")[1]
+    version = Token.parse(token).version
     batch = parameter_jobs(token)
     executors.DockerExecutor().run(era_images[token], batch, tmp_path / "parameters", datasets.root(),
                                    lambda *e: None)
@@ -235,7 +237,7 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
     path = runs.run("fcn", RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
                     results_dir=tmp_path, reporter=reporter)
     (job,) = path.glob("jobs/*")
-    assert job.name == "fcn-r.%s.cpu.b64.convergence" % token.replace("@", "-")
+    assert job.name == "fcn-r.%s.cpu.b64.convergence" % Token.parse(token).job_part
     result = json.loads((job / "result.json").read_text())
     epoch = result["convergence"]["epochs"][0]
     assert result["status"] == "ok" and epoch["iterations"] == 100 and result["convergence"]["test_batches"] == 157

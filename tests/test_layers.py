@@ -156,10 +156,16 @@ def test_no_import_circle_in_dlrepro():
     assert not _circles_in("dlrepro")
 
 
-@pytest.mark.xfail(strict=True, reason="runner's circle environment <-> buildinfo: issue 51 item 3 (the framework "
-                                       "record) removes it; then drop this mark")
 def test_no_import_circle_in_runner():
     assert not _circles_in("runner")
+
+
+def test_of_the_runners_own_modules_only_the_job_imports_the_adapters():
+    """A framework's facts come from runner.frameworks, the NVLink multicast switch from runner.topology, the loaded
+    CUDA runtime from runner.buildinfo: only runner.job, which runs a job's adapter, imports runner.adapters."""
+    into = sorted((name, m) for name, found in graph().items() if name.startswith("runner.")
+                  and not name.startswith("runner.adapters") for m in found if m.startswith("runner.adapters"))
+    assert into == [("runner.job", "runner.adapters"), ("runner.job", "runner.adapters.capabilities")]
 
 
 @pytest.mark.parametrize("path", ANSWERS, ids=_name)

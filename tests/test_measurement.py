@@ -16,6 +16,7 @@ from dlrepro.inputs import spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import contract, energy, job as runner_job, measure, settings, supervise, telemetry, window
+from runner import frameworks
 from runner.adapters import capabilities
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
@@ -240,12 +241,13 @@ def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, valu
     import (runner.settings) or an API call in its module; anything else is refused for a cuda job."""
     job = dict(_job("alexnet", "alexnet-s"), framework=framework, device="cuda", **{name: value})
     refused = capabilities.unsupported_options(framework, job, "cuda")
-    applies = value in capabilities.OPTIONS.get(framework, {}).get(name, ())
+    applies = value in frameworks.FRAMEWORKS[framework].options.get(name, ())
     assert (refused is None) == applies, refused
     if not applies:
         assert refused.startswith("the %s adapter cannot run %s=%s" % (framework, name, value))
         return
-    source = open(capabilities.__file__.replace("capabilities.py", "%s.py" % capabilities.module_of(framework))).read()
+    module = frameworks.FRAMEWORKS[framework].module
+    source = open(capabilities.__file__.replace("capabilities.py", "%s.py" % module)).read()
     how = {("cudnn_autotune", "torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
            ("cudnn_autotune", "keras-torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
            ("cudnn_autotune", "caffe2"): "cudnn_exhaustive_search",

@@ -16,6 +16,7 @@ FRAMEWORK_MODULES = {
     "keras2_adapter.py": {"keras", "tensorflow"},
     "chainer_adapter.py": {"chainer", "cupy"},
     "keras_init.py": {"keras"},
+    "keras_pool.py": {"keras"},
     "tensorflow_graph.py": {"tensorflow"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},

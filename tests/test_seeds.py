@@ -12,6 +12,7 @@ from dlrepro.plan import expressible
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from runner import data as datamod, measure
+from tests.conftest import cpu_entry
 
 GRU_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax", "chainer", "keras-tensorflow", "keras-jax", "keras-torch",
                   "keras-cntk", "keras-theano")
@@ -77,7 +78,7 @@ def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, docker_eng
     """The GRU on one synthetic mini-batch (fixed by the data's own seed), seeds 0, 1, 0 in one worker: the
     losses of the first and last training steps repeat with the seed and differ between seeds (Keras 2 on
     TensorFlow 1.4: a new session and graph for each job)."""
-    image = build.ensure(matrix, matrix.find(framework.split("@")[0], "cpu", *framework.split("@")[1:]),
+    image = build.ensure(matrix, cpu_entry(matrix, framework),
                          build.BuildOptions(), log=print)
     (base,) = jobs.expand(spec.load("imdb-gru"), RunOptions(frameworks=[framework], variants=["imdb-gru-synthetic"],
                                                            quick=True))

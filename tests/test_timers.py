@@ -12,8 +12,7 @@ from dlrepro.inputs import spec
 from dlrepro.store import tables, validate
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
-from runner import adapters, measure, stats
-from runner.adapters import capabilities
+from runner import adapters, frameworks, measure, stats
 from tests.test_measured_window import JOB, Adapter, Data, EventClock
 from tests.test_tables import REAL, rewrite
 
@@ -66,7 +65,7 @@ def test_of_the_adapters_only_torch_and_jax_have_a_device_clock():
     None there)."""
     found = {}
     for name in adapters.available():
-        module = REPO_ROOT / "runner" / "adapters" / ("%s.py" % capabilities.module_of(name))
+        module = REPO_ROOT / "runner" / "adapters" / ("%s.py" % frameworks.FRAMEWORKS[name].module)
         (cls,) = [n for n in ast.parse(module.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "Adapter"]
         found[name] = any(isinstance(n, ast.FunctionDef) and n.name == "device_clock" for n in cls.body)
     assert found == {"torch": True, "jax": True, "tensorflow": False, "mxnet": False, "cntk": False, "caffe2": False,

@@ -38,6 +38,7 @@ ratios or speedups, with their intervals): what the views draw.
 import re
 from dataclasses import dataclass, field
 
+from dlrepro.inputs import claimkinds
 from dlrepro.answers import bands, measured, verdicts
 
 DEVICE_WORDS = {"cuda": "GPU", "cpu": "CPU"}
@@ -179,6 +180,7 @@ def _shown(entry, percent=False):
                               high)
 
 
+@claimkinds.judge("ordering")
 def _ordering(study, claim, rows):
     tools = [t for tier in claim.order for t in tier]
     found, notes, threads = _measure(study, rows, tools, claim.metric)
@@ -239,6 +241,7 @@ def _ratios(values, subject, sign):
     return points
 
 
+@claimkinds.judge("ratio")
 def _ratio(study, claim, rows):
     found, notes, threads = _measure(study, rows, [claim.subject] + claim.tools, claim.metric)
     values = {k: _entry(k[0], k[1], row, claim.metric) for k, row in found.items()}
@@ -277,6 +280,7 @@ def _ratio_words(what, points, band, missing, percent=False):
         "; " + said if said else "", "; " + "; ".join(missing) if missing else "")
 
 
+@claimkinds.judge("band")
 def _band(study, claim, rows):
     found, notes, threads = _measure(study, rows, claim.tools, claim.metric)
     values = {k: _entry(k[0], k[1], r, claim.metric) for k, r in found.items()}
@@ -291,6 +295,7 @@ def _band(study, claim, rows):
         tuple(claim.band)
 
 
+@claimkinds.judge("scaling")
 def _scaling(study, claim, rows):
     if claim.over == "gpus":
         weak = (rows["scaling"] == "weak").any()
@@ -344,12 +349,6 @@ def _unit(claim):
     return "seed" if metric in ("test_accuracy", "total_seconds") or measured.epochs_named(metric) else "repeat"
 
 
-JUDGES = {"ordering": _ordering, "ratio": _ratio, "band": _band, "scaling": _scaling}
-TESTS = {"ordering": "pairs' 95% intervals", "ratio": "95% interval of the ratio per tool against the band",
-         "band": "95% interval per tool against the band", "scaling": "95% interval of the speedup per tool against "
-                                                                      "the band"}
-
-
 def _unmeasured(study, claim, summary, device, not_run, missing):
     """The evidence of a claim that none of its runs measured: a missing bundle, another device class
     measured, or why each run did not run."""
@@ -396,7 +395,7 @@ def untestable_reason(study, claim, evidence, missing, summary=None, planned=Non
     the plan's headline (a GPU, GPUs or cores the host lacks; too few of its tools can run, and why); "needs
     dataset X (`dlrepro datasets.fetch X`)" where a run skipped its jobs for it; else the evidence. ``missing`` as
     in evaluate; ``summary`` the rows it was judged from."""
-    if claim.kind == "untestable":
+    if not claimkinds.of(claim).testable:
         return claim.why
     if any(r in missing for r in claim.runs):
         return BUNDLE_MISSING
@@ -442,7 +441,8 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
         device = study.device_of(name)
         base = dict(claim=name, text=claim.text, source=claim.source, kind=claim.kind, device=device,
                     hardware=claim.hardware)
-        if claim.kind == "untestable":
+        kind = claimkinds.of(claim)
+        if not kind.testable:
             found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=claim.why, **base))
             continue
         rows, run = summary.iloc[0:0], None
@@ -465,7 +465,7 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
             found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=_unmeasured(
                 study, claim, summary, device, not_run, missing), rests_on=verdicts.RestsOn(device=device), **base))
             continue
-        verdict, evidence, values, points, band = JUDGES[claim.kind](study, claim, rows)
+        verdict, evidence, values, points, band = kind.judge(study, claim, rows)
         values = [v for _, v in sorted(values.items())]
         smoke, bare = _grouped(values, "smoke"), _grouped(values, "no_interval")
         if smoke and verdict != verdicts.NOT_TESTABLE:
@@ -477,7 +477,7 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
         found.append(Verdict(scope=scope,
             verdict=verdict, evidence="%s (run %s, %s)" % (evidence, run, names or device), run=run,
             measured_on=names or None, values=values, points=points, band=band, rests_on=verdicts.RestsOn(
-                repeats=[v["repeats"] for v in values], test=TESTS[claim.kind], unit=_unit(claim),
+                repeats=[v["repeats"] for v in values], test=kind.test, unit=_unit(claim),
                 device=device, smoke=bool(smoke)), **base))
     planned = planned or {}
     for v in found:

@@ -19,6 +19,7 @@ also runs) belongs to both. Changes:
 from dataclasses import dataclass
 
 from dlrepro.answers import verdicts
+from runner.frameworks import Token
 
 SETS = ("published", "today")
 ANSWERED = (verdicts.HOLDS, verdicts.DIRECTION_ONLY, verdicts.DOES_NOT_HOLD)
@@ -78,11 +79,19 @@ def rows_of(summary, record, name):
 
 
 def _belongs(row, sets, name):
-    tokens = [c["token"] for chosen in sets.values() for c in chosen.get(row["run"], [])]
-    if row["framework"] not in {t.split("@")[0] for t in tokens}:
+    """Whether ``row`` (its ``run``, ``framework`` and ``framework_version``, the version the framework reported,
+    its local part after a "+" left out) is of set ``name``: a framework no set's token names is of every set; else
+    a token of the set names it at that version, a token without one (today's image) standing for every version
+    no token of the run pins."""
+    def tokens(chosen):
+        return [t for t in (Token.parse(c["token"]) for c in chosen.get(row["run"], [])) if t.name == row["framework"]]
+
+    named = [t for chosen in sets.values() for t in tokens(chosen)]
+    if not named:
         return True
-    return any(str(row["job_id"]).startswith("%s.%s.%s." % (row["variant"], c["token"].replace("@", "-"),
-                                                            row["device"])) for c in sets[name].get(row["run"], []))
+    version = str(row["framework_version"]).split("+")[0]
+    pinned = {t.version for t in named if t.version}
+    return any(version == t.version if t.version else version not in pinned for t in tokens(sets[name]))
 
 
 def _same(claim, sets):

@@ -134,7 +134,7 @@ def sentence(published_fraction, published_device, measured_fraction, measured_h
 
 def published_efficiency(summary, references, specs):
     """One row per (published timing on hardware with a known fp32 peak, measured job of the same network and
-    framework (dlrepro.inputs.frameworks.STUDY_NAMES), or none): PUBLISHED_COLUMNS, the verdict OTHER_HARDWARE beside a
+    framework (dlrepro.inputs.frameworks.study_names), or none): PUBLISHED_COLUMNS, the verdict OTHER_HARDWARE beside a
     measured job (never "reproduces"), NOT_RUN where no job of the network and framework was measured.
     The measured jobs are those of the published mini-batch where there are any, else those of every other
     mini-batch measured (``measured_batch_size`` says which; the sentence names it); a CPU job's thread count is

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dlrepro.inputs.frameworks import STUDY_NAMES, display
+from dlrepro.inputs.frameworks import FRAMEWORKS, display, of_study_name, study_names
 from dlrepro.answers import bands, measured, verdicts
 from dlrepro.inputs import hardware
 
@@ -111,8 +111,9 @@ def judge(row, ref):
 
 
 def framework_name(framework, names_present):
-    """The name a study's table gives our ``framework`` among ``names_present`` (STUDY_NAMES), or None."""
-    for name in STUDY_NAMES.get(framework, ()):
+    """The name a study's table gives our ``framework`` among ``names_present`` (dlrepro.inputs.frameworks.study_names), or
+    None."""
+    for name in study_names(framework):
         if name in names_present:
             return name
     return None
@@ -124,7 +125,7 @@ def against_published(summary, references):
 
     ``summary``: a summary table (dlrepro.tables), answers.measured.prepare'd. ``references``: {spec name:
     [Reference]} as the bundles recorded them (answers.model.recorded_references). A reference matches a job of
-    its spec, variant and batch size whose framework is the reference's (dlrepro.inputs.frameworks.STUDY_NAMES); a job
+    its spec, variant and batch size whose framework is the reference's (dlrepro.inputs.frameworks.study_names); a job
     that measured another quantity (another mode) gives no cell."""
     cells = []
     for row in summary.itertuples(index=False):
@@ -222,7 +223,7 @@ def left_out(summary, references, cells):
                                       reason=OTHER_QUANTITY, why="the %s job measured %s, not %s" % (
                                           display(f), mine["quantity"].iloc[0], metric.replace("_", " "))))
             for tool in sorted(names - matched):
-                ours = [f for f, known in STUDY_NAMES.items() if tool in known]
+                ours = of_study_name(tool)
                 if not ours:
                     found.append(dict(table, published_framework=tool, verdict=verdicts.CANNOT_COMPARE,
                                       reason=NOT_OURS, why="%s is not run by this suite" % tool))
@@ -274,7 +275,7 @@ def nothing_compared(bundle_id, spec, summary, references, left):
                       for (v, b), tools in sorted(at.items()))
     ours = {}
     for (v, b), tools in sorted(at.items()):
-        runnable = sorted(f for f, known in STUDY_NAMES.items() if set(known) & tools)
+        runnable = sorted(f for f, names in FRAMEWORKS.items() if set(names.study_names) & tools)
         if runnable:
             ours = {"variant": v, "batch": b, "frameworks": runnable}
             break

@@ -144,10 +144,10 @@ def layer_summary(layer):
 
 
 def _init_text(init, framework):
-    from runner.adapters.capabilities import DEFAULT_INIT
+    from runner.frameworks import FRAMEWORKS
 
     if init.scheme == "default":
-        return "default, %s" % DEFAULT_INIT[framework]
+        return "default, %s" % FRAMEWORKS[framework].default_init
     return init.scheme + (" +-%g" % init.scale if init.scale else "")
 
 

@@ -7,6 +7,7 @@ from pydantic import Field, field_validator, model_validator
 from dlrepro import REPO_ROOT
 from dlrepro.inputs import frameworks as frameworksmod, yamlfile
 from dlrepro.errors import ImageError
+from runner.frameworks import Token
 from dlrepro.inputs.yamlfile import Strict
 
 IMAGES_DIR = REPO_ROOT / "images"
@@ -237,10 +238,10 @@ class Matrix(Strict):
         where = "/".join(devices)
         for text in tokens or []:
             try:
-                name, version = frameworksmod.token(text)
+                name, version = Token.parse(text)
                 problem = "no image of %s %s on %s" % (name, version, where)
             except ValueError as exc:
-                name, version, problem = text.partition("@")[0], "", str(exc)
+                name, version, problem = text.partition("@")[0], "", str(exc)  # "@1.4.0": no token to read
             served = list(dict.fromkeys(v for d in devices for v in self.versions(name, d)))
             if version is None or version in served or name not in self.frameworks():
                 continue  # a plain name, a version served, or no framework of the matrix (find names those)
@@ -250,7 +251,7 @@ class Matrix(Strict):
                                  "choose another --device, or add an entry for it to the matrix")
             near = frameworksmod.nearest(version, served) if version else None
             raise ImageError("--framework %s: %s; its versions on %s here: %s%s" % (
-                text, problem, where, ", ".join(served), "; did you mean %s@%s?" % (name, near) if near else ""),
+                text, problem, where, ", ".join(served), "; did you mean %s?" % Token(name, near).text if near else ""),
                 "give --framework %s@VERSION with one of those, or %s alone for the newest (%s)" % (
                     name, name, served[-1]))
 
@@ -270,8 +271,8 @@ class Matrix(Strict):
         self.check_versions(frameworks, devices)
         chosen = []
         for token in frameworks or self.default_frameworks:
-            name, _, version = token.partition("@")
-            chosen += [image for image in (self.find(name, device, version or None) for device in devices)
+            name, version = Token.parse(token)
+            chosen += [image for image in (self.find(name, device, version) for device in devices)
                        if image not in chosen]  # a variant's image is its backend's
         return chosen
 

@@ -18,6 +18,7 @@ from typing import Optional
 from packaging.version import InvalidVersion, Version
 
 from dlrepro.errors import DlreproError
+from runner.frameworks import Token
 
 VERSION_SETS = ("published", "today", "both")
 UNSTATED = "not stated"  # the published version of a tool the study names none for: today's image stands in
@@ -106,7 +107,7 @@ def _published(tool, framework, published, served, today, device):
     if not served:
         return Chosen(tool, framework, None, None, published, "no %s image of %s in the matrix" % (device, framework))
     runs = today if published == UNSTATED else nearest(served, published)
-    return Chosen(tool, framework, framework if runs == today else "%s@%s" % (framework, runs), runs, published)
+    return Chosen(tool, framework, Token(framework, None if runs == today else runs).text, runs, published)
 
 
 def _unique(chosen):

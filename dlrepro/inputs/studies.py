@@ -13,10 +13,10 @@ Every table, claim and version gives its source (paper + version + table, or rep
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-from pydantic import Field, PositiveInt, model_validator
+from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from dlrepro import folders, names
-from dlrepro.inputs import spec as specmod, yamlfile
+from dlrepro.inputs import claimkinds, spec as specmod, yamlfile
 from dlrepro.errors import SpecError
 from dlrepro.inputs.yamlfile import Strict
 from runner import adapters
@@ -85,11 +85,10 @@ class Table(Strict):
 class Claim(Strict):
     """A stated conclusion of the study, encoded so that the suite can test it on the hardware at hand.
 
-    ordering  ``order``: tiers of tools, best first (within a tier: no order stated), on ``metric``
-    ratio     the others' metric / ``subject``'s metric lies in ``band`` (e.g. "MXNet about 5.5x faster")
-    band      each named tool's metric lies in ``band`` (e.g. an accuracy the study says every tool reaches)
-    scaling   from ``at`` to ``to`` (threads, or GPUs), each tool's speedup t(at) / t(to) lies in ``band``
-    untestable  no run here can test it: ``why``
+    ``kind``: a kind of dlrepro.inputs.claimkinds (the fields each needs, how it is judged): ordering (``order``: tiers
+    of tools, best first), ratio (the others' metric / ``subject``'s lies in ``band``), band (each named tool's
+    metric lies in ``band``), scaling (each tool's speedup from ``at`` to ``to`` lies in ``band``), untestable
+    (``why`` no run here can test it).
 
     ``device``: the device class the study states it for ("cpu" or "cuda"; "any" only for a test accuracy,
     which carries across devices); default: the device of its runs, which must then all be of one class. It is
@@ -98,7 +97,8 @@ class Claim(Strict):
     """
     text: str = Field(description="the conclusion as the study states it (paraphrase), with the tools it names")
     source: str
-    kind: Literal["ordering", "ratio", "band", "scaling", "untestable"]
+    kind: str = Field(description="its kind, one of dlrepro.inputs.claimkinds.KINDS: ordering, ratio, band, scaling, "
+                                  "untestable")
     runs: list[str] = Field([], description="the runs that can test it, in order of preference, all of its device")
     device: Optional[Literal["cpu", "cuda", "any"]] = Field(
         None, description="the device class it is stated for; default: its runs' (they must agree)")
@@ -115,12 +115,16 @@ class Claim(Strict):
     batch_size: Optional[PositiveInt] = None
     why: Optional[str] = None
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value):
+        if value not in claimkinds.KINDS:
+            raise ValueError("unknown claim kind %r; the kinds are: %s" % (value, ", ".join(claimkinds.KINDS)))
+        return value
+
     @model_validator(mode="after")
     def _complete(self):
-        needs = {"ordering": ("runs", "variant", "order"), "ratio": ("runs", "variant", "subject", "tools", "band"),
-                 "band": ("runs", "variant", "tools", "band"), "scaling": ("runs", "variant", "band", "over", "at", "to"),
-                 "untestable": ("why",)}[self.kind]
-        missing = [name for name in needs if not getattr(self, name)]
+        missing = [name for name in claimkinds.of(self).needs if not getattr(self, name)]
         if missing:
             raise ValueError("a %s claim needs %s" % (self.kind, ", ".join(missing)))
         if self.device == "any" and self.metric != "test_accuracy":
@@ -186,7 +190,7 @@ class Study(Strict):
                   for i, c in enumerate(table.columns)]
         places += [("steps.%s" % tool, step.runs, ()) for tool, step in self.steps.items()]
         places += [("claims.%s" % n, c.runs, [t for tier in c.order for t in tier] + c.tools + [c.subject])
-                   for n, c in self.claims.items() if c.kind != "untestable"]
+                   for n, c in self.claims.items() if claimkinds.of(c).testable]
         for where, runs, tools in places:
             for run in runs:
                 if run not in self.runs:
@@ -198,7 +202,7 @@ class Study(Strict):
                                             % (", ".join(map(repr, unknown)), ", ".join(self.tools))))
         for name, claim in self.claims.items():
             devices = {self.runs[r].device for r in claim.runs if r in self.runs}
-            if claim.kind == "untestable" or claim.device == "any":
+            if not claimkinds.of(claim).testable or claim.device == "any":
                 continue
             if claim.device is None and len(devices) > 1:
                 problems.append(yamlfile.at("claims.%s.runs" % name, "runs on cpu and cuda: give the claim's device "
@@ -238,7 +242,7 @@ class Study(Strict):
         """The device class claim ``name`` is stated for: its ``device``, else its runs' ("cpu", "cuda", "any");
         None for an untestable claim."""
         claim = self.claims[name]
-        if claim.device or claim.kind == "untestable":
+        if claim.device or not claimkinds.of(claim).testable:
             return claim.device
         return self.runs[claim.runs[0]].device
 

@@ -39,10 +39,11 @@ form factor its model comes in ("P100") is taken to be the published one ("Tesla
 import re
 from dataclasses import dataclass, field, replace
 
-from dlrepro.inputs import eras, references, spec as specmod
+from dlrepro.inputs import claimkinds, eras, references, spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.images import gpu_support
 from dlrepro.plan import expressible
+from runner.frameworks import Token
 
 CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "model", "data-parallel", "image", "arch", "dataset")
 HOST_CAUSES = ("gpu", "gpus", "threads")  # what another host would change, whatever the tools
@@ -287,7 +288,7 @@ def _other_version(given, framework, chosen, hardware, run, variant):
     for image in given.matrix.images:
         if image.version_of(framework) is not None and image.device == "cuda" and image.name != chosen.name:
             today = given.matrix.versions(framework, "cuda")[-1] == image.version_of(framework)
-            token = framework if today else "%s@%s" % (framework, image.version_of(framework))
+            token = Token(framework, None if today else image.version_of(framework)).text
             decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
             if given.unsupported(run.spec, variant, token) or (
                     max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")):
@@ -308,16 +309,6 @@ def _arch_words(image, hardware, decided):
     return "%s has no kernels for %s (%s): it ships %s" % (image.name, hardware.gpu, sm, shipped)
 
 
-def _enough(claim, available):
-    """Whether the tools in ``available`` give claim a verdict (module docstring)."""
-    if claim.kind == "ordering":
-        tiers = {i for i, tier in enumerate(claim.order) for t in tier if t in available}
-        return len(tiers) >= 2
-    if claim.kind == "ratio":
-        return claim.subject in available and any(t in available for t in claim.tools)
-    return bool(available)
-
-
 def _caveats(given, run_id, variant, tools):
     """'Caffe: its GPU convolutions are ...' for each of ``tools`` whose image for the run's device (its version
     set's) has a caveat about a layer the variant's model has (matrix ``caveat``, ``caveat_layers``); None for
@@ -336,18 +327,13 @@ def _caveats(given, run_id, variant, tools):
     return "; ".join(said) or None
 
 
-def _tools_of(claim):
-    if claim.kind == "ordering":
-        return [t for tier in claim.order for t in tier]
-    return ([claim.subject] if claim.subject else []) + list(claim.tools)
-
-
 def claim_outcome(study, name, hardware, matrix=None, versions="today"):
     """The Outcome of claim ``name`` on ``hardware`` (module docstring); ``study`` a studies.Study (with ``matrix``
     and ``versions``) or an Inputs."""
     given = _given(study, matrix, versions)
     claim = given.study.claims[name]
-    if claim.kind == "untestable":
+    kind = claimkinds.of(claim)
+    if not kind.testable:
         return Outcome(name, False, "untestable", claim.why)
     if claim.over == "threads" and isinstance(claim.to, int) and hardware.cpus < claim.to:
         return Outcome(name, False, "threads", "needs %d CPU threads (this host has %d cores)" % (claim.to,
@@ -363,9 +349,9 @@ def claim_outcome(study, name, hardware, matrix=None, versions="today"):
         if blocked:
             best = best or Outcome(name, False, *blocked)
             continue
-        tools = {t: tool_blocker(given, run_id, claim.variant, t, hardware) for t in _tools_of(claim)}
+        tools = {t: tool_blocker(given, run_id, claim.variant, t, hardware) for t in kind.tools(claim)}
         available = {t for t, why in tools.items() if why is None}
-        if _enough(claim, available):
+        if kind.enough(claim, available):
             return Outcome(name, True, caveat=_caveats(given, run_id, claim.variant, sorted(available)))
         blocked_tools = {t: why for t, why in tools.items() if why}
         if best is None or best.cause in HOST_CAUSES:
@@ -414,7 +400,7 @@ def _cause(claim, available, blocked):
     causes = [why[0] for why in blocked.values()]
 
     def decides(cause):
-        return _enough(claim, available | {t for t, why in blocked.items() if why[0] == cause})
+        return claimkinds.of(claim).enough(claim, available | {t for t, why in blocked.items() if why[0] == cause})
 
     return min(set(causes), key=lambda c: (not decides(c), c == "tool", -causes.count(c), CAUSES.index(c))) \
         if causes else "untestable"

@@ -14,6 +14,7 @@ from dlrepro.names import unknown as unknown_name
 from dlrepro.plan.expressible import unsupported
 from runner.adapters import capabilities
 from runner.contract import JOB_SCHEMA, OPTION_DEFAULTS
+from runner.frameworks import Token
 
 QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100,
          "inference_batches": 3}
@@ -113,7 +114,7 @@ def _mode_settings(variant, options, mode):
 def step_of(options, framework):
     """The job fields ``gradients`` and ``thread_pools`` (runner.contract) of ``framework`` (a token, NAME or
     NAME@VERSION) under ``options.steps``: its token's entry, else its name's, else the suite's defaults."""
-    step = options.steps.get(framework) or options.steps.get(_framework_name(framework))
+    step = options.steps.get(framework) or options.steps.get(Token.parse(framework).name)
     return step.model_dump() if step else {"gradients": OPTION_DEFAULTS["gradients"],
                                            "thread_pools": OPTION_DEFAULTS["thread_pools"]}
 
@@ -122,7 +123,7 @@ def _checked_steps(options, frameworks, device):
     """Raise DlreproError, one line, for an entry of ``options.steps`` that names none of ``frameworks`` or asks
     its adapter for a step it cannot build (runner.adapters.capabilities.unsupported_options)."""
     for given, step in options.steps.items():
-        tokens = [f for f in frameworks if given in (f, _framework_name(f))]
+        tokens = [f for f in frameworks if given in (f, Token.parse(f).name)]
         if not tokens:
             raise DlreproError("steps: %s is none of the run's frameworks (%s)" % (given, ", ".join(frameworks)),
                                "name a framework of the run (as --framework gives it), or drop the entry")
@@ -172,11 +173,6 @@ def left_out(spec, options):
     return out
 
 
-def _framework_name(token):
-    """"tensorflow" from "tensorflow" or "tensorflow@2.15.1"."""
-    return token.split("@", 1)[0]
-
-
 def _frameworks(spec, options):
     return options.frameworks or list(spec.frameworks)
 
@@ -184,7 +180,7 @@ def _frameworks(spec, options):
 def known_frameworks(frameworks, known, owner):
     """Raise DlreproError when one of ``frameworks`` (NAME or NAME@VERSION) is not in ``known``, the frameworks of
     ``owner`` (e.g. "spec alexnet"), naming it with its near miss or odd letter."""
-    foreign = [f for f in frameworks if _framework_name(f) not in known]
+    foreign = [f for f in frameworks if Token.parse(f).name not in known]
     if foreign:
         raise DlreproError("%s declares no adapter for %s; its frameworks: %s" % (
             owner, ", ".join(unknown_name(f, known) for f in foreign), ", ".join(known)),
@@ -233,19 +229,20 @@ def expand(spec, options):
             spec, variants, frameworks, options, unsupported):
         variant = spec.variants[name]
         model = spec.models[variant.model]
+        token = Token.parse(framework)
         job = {
             "schema": JOB_SCHEMA,
-            "id": _job_id(name, framework.replace("@", "-"), options.device, batch_size, threads, mode,
+            "id": _job_id(name, token.job_part, options.device, batch_size, threads, mode,
                           variant.mode, ranks, seed if len(seeds) > 1 else None),
             "spec": {"name": spec.name, "sha256": spec.digest()},
             "variant": name,
-            "framework": _framework_name(framework),
-            "framework_version": framework.split("@", 1)[1] if "@" in framework else None,
+            "framework": token.name,
+            "framework_version": token.version,
             "device": options.device,
             "mode": mode,
             "model": {"name": variant.model, "input_shape": list(model.input_shape),
                       "input_kind": model.input_kind, "target": model.target, "classes": model.classes,
-                      "init": model.init_for(_framework_name(framework)).model_dump(exclude_none=True),
+                      "init": model.init_for(token.name).model_dump(exclude_none=True),
                       "parameters": model.parameters,
                       "layers": model.layer_dicts()},
             "data": _data(variant),

@@ -13,11 +13,11 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 
-from dlrepro.inputs import frameworks as frameworksmod
 from dlrepro.errors import DlreproError
 from dlrepro.inputs.spec import MAX_SEEDS
 from dlrepro.run.optiontext import UNSET, split  # noqa: F401 (split: the tasks' too)
 from runner.contract import GRADIENTS, OPTION_DEFAULTS, THREAD_POOLS
+from runner.frameworks import Token
 
 WHERE = {"executor", "gpu", "gpus", "isolation"}  # where and how jobs run, not what they measure
 OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
@@ -89,7 +89,7 @@ class RunOptions(BaseModel):
     @classmethod
     def _tokens(cls, value):
         for text in value or []:
-            frameworksmod.token(text)  # NAME or NAME@VERSION, neither part empty
+            Token.parse(text)  # NAME or NAME@VERSION, neither part empty
         return value
 
     def digest(self):

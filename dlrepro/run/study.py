@@ -43,6 +43,7 @@ from dlrepro.run.options import RunOptions, Step, checked
 from runner.adapters import capabilities
 from runner.contract import utc_now
 from runner.environment import usable_cpus
+from runner.frameworks import Token
 
 @dataclass
 class Planned:
@@ -82,7 +83,7 @@ def _versioned(study, matrix, run, versions, chosen, item):
     ``versions`` (dlrepro.inputs.eras over the image ``matrix``: NAME@VERSION tokens); a framework that is none of the
     study's tools stays as it is. What stands for what goes to ``item.notes``, and each set's tokens to
     ``item.versions`` for the record."""
-    names = {f.split("@")[0] for f in chosen}
+    names = {Token.parse(f).name for f in chosen}
     sets = {name: [c for c in eras.choose(study, matrix, run.device, name) if c.framework in names]
             for name in (("published", "today") if versions == "both" else (versions,))}
     picked = [c for c in eras.choose(study, matrix, run.device, versions) if c.framework in names]
@@ -101,7 +102,7 @@ def _steps(study, run_id, run, chosen, threads, notes):
     found = {}
     for tool, step in [(tool, step) for tool, step in study.steps.items() if run_id in step.runs]:
         values = {"gradients": step.gradients, "thread_pools": step.thread_pools if threads else "all"}
-        for token in [t for t in chosen if t.split("@")[0] == study.framework(tool)]:
+        for token in [t for t in chosen if Token.parse(t).name == study.framework(tool)]:
             problem = capabilities.unsupported_options(token, dict(values, threads=1), run.device)
             said = ", ".join("%s %s" % kv for kv in values.items())
             if problem:
@@ -127,7 +128,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
     if versions:
         eras.checked(versions)
         matrix = matrixmod.load()
-        pinned = [f for f in frameworks or [] if "@" in f]
+        pinned = [f for f in frameworks or [] if Token.parse(f).version]
         if pinned:
             raise DlreproError("--framework %s with --versions: the version set picks each tool's version"
                                % ",".join(pinned), "give plain framework names with --versions, or leave --versions "
@@ -155,7 +156,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
             item.notes.append("GPU counts %s left out: this host has %d GPU%s" % (
                 ", ".join(str(g) for g in run.gpus if g not in counts), len(gpus), "s"[len(gpus) == 1:]))
         spec = specs[run.spec]
-        chosen = [f for f in (frameworks or spec.frameworks) if f.split("@")[0] in spec.frameworks]
+        chosen = [f for f in (frameworks or spec.frameworks) if Token.parse(f).name in spec.frameworks]
         if not chosen:
             item.why = "spec %s has none of the frameworks asked for (%s)" % (run.spec, ", ".join(frameworks))
             continue
@@ -171,7 +172,7 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
             expanded = jobsmod.expand(spec, item.options)
             item.jobs = len(expanded)  # the step notes of the frameworks that have jobs in the run
             item.notes += [note for token, note in step_notes.items()
-                           if token in {capabilities.token(job) for job in expanded}]
+                           if token in {Token.of_job(job).text for job in expanded}]
         except DlreproError as exc:
             item.why, item.options = str(exc), None
     return planned

@@ -1,17 +1,11 @@
-"""One colour per framework and one per verdict, for every figure and table (names: dlrepro.inputs.frameworks).
+"""One colour per framework and one per verdict, for every figure and table.
 
-FRAMEWORKS: the suite's framework code -> its colour, from matplotlib's tab10 (Chainer and Keras on PyTorch:
-tab20's light orange and light blue; Keras on CNTK and on Theano its light green and light purple), fixed so that a framework has the same colour in every figure of the
-project. VERDICTS: a word of dlrepro.answers.verdicts -> its chip colour (green: an answer in favour, amber:
+``colour``: a framework's, from its record (dlrepro.inputs.frameworks: the same colour in every figure). VERDICTS: a word of
+dlrepro.answers.verdicts -> its chip colour (green: an answer in favour, amber:
 a partial one, red: against, blue: measured beside another device, grey: no answer).
 """
+from dlrepro.inputs.frameworks import colour  # noqa: F401 (a framework's colour: the figures read it here)
 from dlrepro.answers import verdicts as v
-
-FRAMEWORKS = {"torch": "#d62728", "tensorflow": "#ff7f0e", "mxnet": "#1f77b4", "jax": "#9467bd", "cntk": "#2ca02c",
-              "caffe2": "#8c564b", "caffe": "#e377c2", "chainer": "#ffbb78", "keras-tensorflow": "#bcbd22", "keras-jax": "#17becf",
-              "keras-torch": "#aec7e8", "keras-cntk": "#98df8a",
-              "keras-theano": "#c5b0d5"}
-OTHER = "#7f7f7f"
 
 GREEN, AMBER, RED, GREY, BLUE = "#2e7d32", "#b26a00", "#c62828", "#757575", "#1565c0"
 VERDICTS = {
@@ -20,11 +14,6 @@ VERDICTS = {
     v.FASTER: GREEN, v.SLOWER: RED, v.NO_CHANGE: BLUE, v.CANNOT_TELL: GREY, v.ONLY_IN_A: GREY, v.ONLY_IN_B: GREY,
     v.REPRODUCES: GREEN, v.DIFFERS: RED, v.OTHER_HARDWARE: BLUE, v.CANNOT_COMPARE: GREY, v.NOT_RUN: GREY,
 }
-
-
-def colour(framework):
-    """The framework's colour in every figure (grey for one outside the suite)."""
-    return FRAMEWORKS.get(framework, OTHER)
 
 
 def verdict_colour(word):

@@ -18,6 +18,7 @@ import math
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from dlrepro.inputs import claimkinds
 from dlrepro.inputs.frameworks import display
 from dlrepro.answers import verdicts as words
 from dlrepro.views import palette, plots
@@ -54,8 +55,7 @@ def claims_strip(study, verdict_list):
         ax.set_yticks([])
         ax.set_ylim(-1, len(v.points))
         claim = study.claims[v.claim]
-        what = unit or {"ratio": "speed ratio, %s over each tool" % claim.subject,
-                        "scaling": "speedup over %s" % claim.over}.get(claim.kind, (claim.metric or "").replace("_", " "))
+        what = unit or claimkinds.of(claim).axis(claim) or (claim.metric or "").replace("_", " ")
         ax.set_title("%s: %s" % (v.claim, what), fontsize="small", loc="left", pad=3)
         ax.text(1.0, 1.04, v.verdict, transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small",
                 color="white", bbox={"boxstyle": "round,pad=0.2", "facecolor": palette.verdict_colour(v.verdict),

@@ -2,7 +2,7 @@
 
 The interface, every hook's arguments, shapes and defaults, is ``runner.adapters.base.Adapter``,
 which each adapter subclasses. The module for framework ``name`` is
-``runner.adapters.<name>_adapter`` (an era whose API is another program has its own, capabilities.ERAS) and is
+``runner.adapters.<name>_adapter`` (an era whose API is another program has its own: runner.frameworks) and is
 imported only when a job asks for it, so importing the runner never imports a framework.
 """
 import importlib
@@ -16,20 +16,21 @@ class UnsupportedError(RuntimeError):
 
 
 def available():
-    """Frameworks that have an adapter module here (its file found by name, no framework imported): the
-    frameworks of runner.adapters.capabilities, Keras's backends sharing one module."""
-    from runner.adapters import capabilities
+    """Frameworks that have an adapter module here (its file found by name in this package's folders, no framework
+    imported): the frameworks of runner.frameworks, Keras's backends sharing one module."""
+    from runner import frameworks
 
-    files = set(f[:-len(".py")] for f in os.listdir(os.path.dirname(__file__)) if f.endswith(SUFFIX))
-    return sorted(f for f in capabilities.CAPABILITIES if capabilities.module_of(f) in files)
+    files = set(f[:-len(".py")] for folder in __path__ for f in os.listdir(folder) if f.endswith(SUFFIX))
+    return sorted(name for name, record in frameworks.FRAMEWORKS.items() if record.module in files)
 
 
 def module_name(job):
-    """The adapter module of ``job``: the one its era names (runner.adapters.capabilities.ERAS: an era whose API is
-    another program, not a few guarded calls), else <framework>_adapter."""
-    from runner.adapters import capabilities
+    """The adapter module of ``job``: its framework record's at its version (runner.frameworks: an era whose API is
+    another program, not a few guarded calls, has its own), else <framework>_adapter."""
+    from runner import frameworks
 
-    return capabilities.era_of(capabilities.token(job)).get("module") or capabilities.module_of(job["framework"])
+    record = frameworks.of(frameworks.Token.of_job(job))
+    return record.module if record else "%s_adapter" % job["framework"]
 
 
 def load(job):

@@ -58,7 +58,8 @@ from caffe import layers as L, params as P  # noqa: E402
 from caffe.proto import caffe_pb2  # noqa: E402
 
 from runner import shapes  # noqa: E402
-from runner.environment import cuda_device, cuda_runtime, mapped_library  # noqa: E402
+from runner.buildinfo import cuda_runtime, mapped_library  # noqa: E402
+from runner.environment import cuda_device  # noqa: E402
 from runner.adapters import UnsupportedError  # noqa: E402
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets  # noqa: E402
 

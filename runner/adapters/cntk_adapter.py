@@ -33,14 +33,14 @@ import os
 import cntk as C
 import numpy as np
 
-from runner import shapes
-from runner.adapters import UnsupportedError, base, capabilities
+from runner import frameworks, shapes
+from runner.adapters import UnsupportedError, base
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
 from runner.environment import cuda_device
 
 _ACTIVATIONS = {"relu": C.relu, "sigmoid": C.sigmoid, "tanh": C.tanh}
-# reasons shared with runner.adapters.capabilities (which may not import cntk)
-RECURRENT_REASON = capabilities.CAPABILITIES["cntk"]["layer_notes"]["lstm"]
+# the reason its record gives (runner.frameworks, which may not import cntk)
+RECURRENT_REASON = frameworks.FRAMEWORKS["cntk"].layer_notes["lstm"]
 
 
 class Adapter(Base):

@@ -23,8 +23,8 @@ import numpy as np
 import keras
 from keras import backend as K
 
-from runner import shapes
-from runner.adapters import UnsupportedError, capabilities, keras_adapter
+from runner import frameworks, shapes
+from runner.adapters import UnsupportedError, keras_adapter
 from runner.adapters.base import Adapter as Base
 
 _LOWEST = -3.0e38  # a max-pooling pad cell (float32); -inf would give nan where it is multiplied by zero
@@ -87,9 +87,9 @@ class Adapter(keras_adapter.Adapter):
         Base.__init__(self, job)
         self.name = job["framework"]
         self.backend = K.backend()
-        if capabilities.backend(self.name) != self.backend:
+        if frameworks.backend(self.name) != self.backend:
             raise UnsupportedError("%s needs KERAS_BACKEND=%s (runner.settings); keras loaded %s" % (
-                self.name, capabilities.backend(self.name), self.backend))
+                self.name, frameworks.backend(self.name), self.backend))
         self.lib = importlib.import_module(self.backend)
         self.channels_first = job["device"] == "cuda"
         if self.channels_first and not self._gpus():

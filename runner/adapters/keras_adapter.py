@@ -12,7 +12,7 @@ the notebooks set it (``K.set_image_data_format('channels_first')``). Recurrent 
 
 What the DLF networks need and no more: padded convolutions are "same" where that pads symmetrically (stride 1,
 kernel 2p+1) and an explicit zero padding before a "valid" one otherwise; pooling is native where Caffe's
-rounding gives the same windows and padded first otherwise (``CaffePool``, in keras.ops, so every backend runs
+rounding gives the same windows and padded first otherwise (``CaffePool`` of keras_pool, in keras.ops: every backend runs
 it). Weight decay is refused: Keras 3's optimizers decay apart from the gradient (another update than the specs'
 L2), and a regularizer would put its term into the recorded loss. On a GPU, PyTorch's cuDNN autotuning follows the
 job (``cudnn.benchmark``; TensorFlow's and XLA's switches are runner.settings'); a CPU job sees no GPU (runner.settings
@@ -25,44 +25,12 @@ import os
 import numpy as np
 import keras
 
-from runner import shapes
-from runner.adapters import UnsupportedError, capabilities, keras_init
+from runner import frameworks, shapes
+from runner.adapters import UnsupportedError, keras_init
+from runner.adapters.keras_pool import CaffePool
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
-
-
-class CaffePool(keras.layers.Layer):
-    """Max or average pooling with Caffe's ceil rounding and symmetric padding (keras.ops: any backend).
-
-    The input is padded by ``pad`` on every side and, for ceil rounding, by the extra cells the last window needs
-    on the bottom and right: -inf for maximum; for averages the window's sum is divided by its cells inside the
-    symmetric padding, as Caffe and PyTorch do.
-    """
-
-    def __init__(self, kind, kernel, stride, pad, ceil, in_shape, channels_first, **kwargs):
-        super(CaffePool, self).__init__(**kwargs)
-        self.kind, self.kernel, self.stride, self.cf = kind, kernel, stride, channels_first
-        _, h, w = in_shape
-        self.extra = [max(0, (shapes.pool_output(n, kernel, stride, pad, ceil) - 1) * stride + kernel - n - 2 * pad)
-                      for n in (h, w)]
-        self.pad, self.size = pad, (h + 2 * pad, w + 2 * pad)
-
-    def _spatial(self, x, before, after, value):
-        spatial = [[before, after[0]], [before, after[1]]]
-        return keras.ops.pad(x, [[0, 0], [0, 0]] + spatial if self.cf else [[0, 0]] + spatial + [[0, 0]],
-                             constant_values=value)
-
-    def _window(self, x, op):
-        return op(x, self.kernel, self.stride, "valid", data_format="channels_first" if self.cf else "channels_last")
-
-    def call(self, x):
-        after = [self.pad + e for e in self.extra]
-        if self.kind == "maxpool":
-            return self._window(self._spatial(x, self.pad, after, float("-inf")), keras.ops.max_pool)
-        total = self._window(self._spatial(x, self.pad, after, 0.0), keras.ops.average_pool)
-        ones = keras.ops.ones([1, 1] + list(self.size) if self.cf else [1] + list(self.size) + [1])
-        return total / self._window(self._spatial(ones, 0, self.extra, 0.0), keras.ops.average_pool)
 
 
 class PadChannels(keras.layers.Layer):
@@ -91,9 +59,9 @@ class Adapter(Base):
         super(Adapter, self).__init__(job)
         self.name = job["framework"]
         self.backend = keras.backend.backend()
-        if capabilities.backend(self.name) != self.backend:
+        if frameworks.backend(self.name) != self.backend:
             raise UnsupportedError("%s needs KERAS_BACKEND=%s (runner.settings); keras loaded %s" % (
-                self.name, capabilities.backend(self.name), self.backend))
+                self.name, frameworks.backend(self.name), self.backend))
         self.lib = importlib.import_module(self.backend)
         self._threads(job.get("threads"))
         self._fp32()

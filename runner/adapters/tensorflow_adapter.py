@@ -29,45 +29,17 @@ import keras
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, base, keras_init
+from runner.adapters import UnsupportedError, base, keras_init, keras_pool
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
 
 
-class CaffePool(keras.layers.Layer):
-    """Max or average pooling with Caffe's ceil rounding and symmetric padding.
-
-    The input is padded by ``pad`` on every side and, for ceil rounding, by the extra
-    cells the last window needs on the bottom and right. Maximum: padding is -inf.
-    Average: the sum over the window is divided by its cells inside the symmetric
-    padding (padding cells count, cells beyond it do not), as Caffe and PyTorch do.
-    """
-
-    def __init__(self, kind, kernel, stride, pad, ceil, in_shape, channels_first, **kwargs):
-        super(CaffePool, self).__init__(**kwargs)
-        self.kind, self.kernel, self.stride, self.cf = kind, kernel, stride, channels_first
-        _, h, w = in_shape
-        self.extra = [max(0, (shapes.pool_output(n, kernel, stride, pad, ceil) - 1) * stride + kernel - n - 2 * pad)
-                      for n in (h, w)]
-        self.pad, self.size = pad, (h + 2 * pad, w + 2 * pad)
-
-    def _spatial(self, x, before, after, value):
-        spatial = [[before, after[0]], [before, after[1]]]
-        pads = [[0, 0], [0, 0]] + spatial if self.cf else [[0, 0]] + spatial + [[0, 0]]
-        return tf.pad(x, pads, constant_values=value)
-
-    def _window(self, x, op):
-        return op(x, self.kernel, self.stride, "VALID", data_format="NCHW" if self.cf else "NHWC")
-
-    def call(self, x):
-        after = [self.pad + e for e in self.extra]
-        if self.kind == "maxpool":
-            return self._window(self._spatial(x, self.pad, after, float("-inf")), tf.nn.max_pool2d)
-        total = self._window(self._spatial(x, self.pad, after, 0.0), tf.nn.avg_pool2d)
-        ones = tf.ones([1, 1] + list(self.size) if self.cf else [1] + list(self.size) + [1])
-        counts = self._window(self._spatial(ones, 0, self.extra, 0.0), tf.nn.avg_pool2d)
-        return total / counts
+class CaffePool(keras_pool.CaffePool):
+    """runner.adapters.keras_pool.CaffePool in TensorFlow's ops: NCHW pooling stays NCHW on GPUs."""
+    FORMATS, PADDING = ("NCHW", "NHWC"), "VALID"
+    _pad, _ones = staticmethod(tf.pad), staticmethod(tf.ones)
+    _max, _average = staticmethod(tf.nn.max_pool2d), staticmethod(tf.nn.avg_pool2d)
 
 
 class Recurrent(keras.layers.Layer):

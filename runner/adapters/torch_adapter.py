@@ -1,7 +1,7 @@
 """PyTorch adapter (torch >= 1.0: today's, and 1.0.0 for the studies' 0.3): builds the job's layer list as nn
 modules and trains it with torch.optim. Before 1.7 there is no TF32 switch (nor TF32), before 1.5 no
 channels_last, before 1.2 no nn.Flatten: the era's defaults run, and the options that need those are refused
-(runner.adapters.capabilities.ERAS).
+(its era record in runner.frameworks).
 
 Idioms: ``model.train()`` for training steps, ``model.eval()`` and ``torch.no_grad()``
 for evaluation and feature extraction; cuDNN autotuning (``cudnn.benchmark``)

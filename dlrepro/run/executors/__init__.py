@@ -16,15 +16,16 @@ The engine behind the containers is Docker or Podman (``dlrepro.engine``).
 so the run loop never asks which executor it has.
 """
 from dlrepro.errors import ExecutorError
-from dlrepro.run.executors.base import INTERRUPTED, Executor, run_on_gpus
+from dlrepro.run.executors.base import EXECUTORS, INTERRUPTED, Executor, run_on_gpus
 from dlrepro.run.executors.docker import DockerExecutor
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.executors.slurm import SlurmExecutor, collect
 
-__all__ = ["INTERRUPTED", "IN_IMAGES", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor", "collect",
-           "get", "run_on_gpus"]
+__all__ = ["EXECUTORS", "INTERRUPTED", "IN_IMAGES", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor",
+           "collect", "get", "run_on_gpus"]
 
-IN_IMAGES = ("docker", "slurm")  # the executors whose jobs run in images of the matrix (a version must be served)
+IN_IMAGES = tuple(n for n, cls in EXECUTORS.items() if cls.in_images)  # jobs in the matrix's images: a version
+# must be served
 
 
 def get(name, device="cpu", gpu=0, python=None, memory=None, isolation="worker", slurm=None):
@@ -32,13 +33,7 @@ def get(name, device="cpu", gpu=0, python=None, memory=None, isolation="worker",
     ``isolation``: "worker" or "process"; ``slurm``: the slurm executor's {partition, options, max_parallel,
     detach}); raises ExecutorError for an unknown one, a missing engine, or Slurm settings the cluster cannot
     take."""
-    if name in IN_IMAGES:
-        from dlrepro import engine
-
-        executor = SlurmExecutor(device, gpu, memory, isolation=isolation, **(slurm or {})) if name == "slurm" \
-            else DockerExecutor(device, gpu, memory, isolation)
-        engine.check_limits()
-        return executor
-    if name == "local":
-        return LocalExecutor(device, gpu, python, isolation)
-    raise ExecutorError("unknown executor %r: use docker, local or slurm" % name)
+    if name not in EXECUTORS:
+        known = sorted(EXECUTORS)
+        raise ExecutorError("unknown executor %r: use %s or %s" % (name, ", ".join(known[:-1]), known[-1]))
+    return EXECUTORS[name].create(device, gpu, python=python, memory=memory, isolation=isolation, slurm=slurm)

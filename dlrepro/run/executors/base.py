@@ -232,12 +232,28 @@ def run_on_gpus(run_one, jobs, gpus, on_event, cancel=lambda: None):
         raise errors[0]
 
 
+EXECUTORS = {}  # name -> Executor subclass: each registers itself by its ``name`` (dlrepro.run.executors.get)
+
+
 class Executor:
     """Runs groups of jobs; subclasses say how to start the supervisor (``_launch``) and where its image
-    comes from (``prepare``)."""
+    comes from (``prepare``). A subclass with a ``name`` is an executor of that name (``EXECUTORS``); ``in_images``
+    says whether its jobs run in images of the matrix (a version must be served), ``create`` makes it from the
+    run's settings."""
     name = None
+    in_images = False
     detached = False  # True once run() returned with jobs still queued or running elsewhere (slurm --detach)
     serves = True  # whether a study's worker pool can serve its groups (``serve``)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("name"):
+            EXECUTORS[cls.name] = cls
+
+    @classmethod
+    def create(cls, device, gpu, python=None, memory=None, isolation="worker", slurm=None):
+        """The executor for these settings (dlrepro.run.executors.get: ``slurm`` the slurm executor's own)."""
+        return cls(device, gpu, isolation=isolation)
 
     def __init__(self, device="cpu", gpu=0, isolation="worker"):
         """``gpu``: a host GPU index, or a list of them (jobs then run concurrently, one per GPU); ``isolation``:

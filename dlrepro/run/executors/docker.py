@@ -271,6 +271,20 @@ class _Started:
 
 class DockerExecutor(Executor):
     name = "docker"
+    in_images = True
+
+    @classmethod
+    def create(cls, device, gpu, python=None, memory=None, isolation="worker", slurm=None):
+        """The executor; raises ExecutorError where the engine is missing or its limits are too low."""
+        from dlrepro import engine
+
+        executor = cls._made(device, gpu, memory, isolation, slurm)
+        engine.check_limits()
+        return executor
+
+    @classmethod
+    def _made(cls, device, gpu, memory, isolation, slurm):
+        return cls(device, gpu, memory, isolation)
 
     def __init__(self, device="cpu", gpu=0, memory=None, isolation="worker"):
         """``memory``: the limit of each job container in bytes (None: ``default_memory()``)."""

@@ -9,11 +9,15 @@ import sys
 from dlrepro import REPO_ROOT
 from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.run.executors.base import Executor, Served, follow, planned
-from runner.adapters import capabilities
+from runner import frameworks
 
 
 class LocalExecutor(Executor):
     name = "local"
+
+    @classmethod
+    def create(cls, device, gpu, python=None, memory=None, isolation="worker", slurm=None):
+        return cls(device, gpu, python, isolation)
 
     def __init__(self, device="cpu", gpu=0, python=None, isolation="worker"):
         super().__init__(device, gpu, isolation)
@@ -22,12 +26,12 @@ class LocalExecutor(Executor):
     def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
         """No image: the jobs run in this executor's Python, which must import the framework (of ``version`` when
         one is asked for); raises CannotRunHere with the remedy when it does not."""
-        module = capabilities.MODULES[framework]
+        module = frameworks.FRAMEWORKS[framework].imports
         probe = ("import importlib, importlib.util, sys; name = %r; top = name.split('.')[0]; "
                  "found = importlib.util.find_spec(top); sys.exit('No module named %%r' %% top) if found is None else "
                  "None; sys.stdout.write(str(getattr(importlib.import_module(top), '__version__', '')) if %r else '')"
                  % (module, bool(version)))
-        backend = capabilities.backend(framework)  # Keras reads its backend when first imported
+        backend = frameworks.backend(framework)  # Keras reads its backend when first imported
         env = dict(os.environ, KERAS_BACKEND=backend) if backend != framework else None
         try:
             proc = subprocess.run([self.python, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
@@ -109,7 +113,7 @@ def _package(framework):
     """What `pip install` takes for ``framework``, for a remedy (Keras: keras and its backend's)."""
     if framework == "torch":
         return "torch==2.13.0"
-    backend = capabilities.backend(framework)
+    backend = frameworks.backend(framework)
     return "keras %s" % _package(backend) if backend != framework else framework
 
 

@@ -277,6 +277,10 @@ class SlurmExecutor(DockerExecutor):
         self.partition, self.options, self.max_parallel = partition, list(options or ()), max_parallel
         self.detach, self.arrays = detach, []
 
+    @classmethod
+    def _made(cls, device, gpu, memory, isolation, slurm):
+        return cls(device, gpu, memory, isolation=isolation, **(slurm or {}))
+
     def preflight(self):
         """None: GPUs are the nodes', given by Slurm's GRES; a node that cannot pass them is named in the job."""
         return None
