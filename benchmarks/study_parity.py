@@ -1,7 +1,8 @@
-"""A study's own FCN-S scripts against the suite's jobs, side by side on one host (issue 55).
+"""A study's own code against the suite's jobs, side by side on one host (issue 55): DLBench's FCN-S scripts and
+DeepLearningFrameworks' CNN notebooks.
 
-    python benchmarks/study_parity.py --dlbench PATH [--frameworks tensorflow,caffe,mxnet] [--threads 1,2]
-        [--rounds 1] [--warmup 8] [--steps 8] [--results DIR]
+    python benchmarks/study_parity.py [--dlbench PATH] [--dlf PATH] [--frameworks tensorflow,caffe,mxnet,dlf-mxnet,
+        dlf-chainer] [--threads 1,2] [--rounds 1] [--warmup 8] [--steps 8] [--results DIR]
 
 PATH is a local copy of hclhkbu/dlbench (a git checkout: the commit read is ``git -C PATH rev-parse HEAD``; an
 unpacked archive: give ``--commit``); its code is run, never copied into the project. For each framework
@@ -14,7 +15,10 @@ gate_op, thread_pools intra_op), in the order P S0 S1 S1 S0 P; for MXNet also DL
 step at a time (``variants``: P-kv without its kvstore, P-kv-mom also without momentum and weight decay), in the
 order P P-kv P-kv-mom S0 S0 P-kv-mom P-kv P. Both sides: W warm-up steps (--warmup, 8), then T timed (--steps, 8).
 CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk`` executable, which the suite's
-CNTK images (PyPI wheels) do not have.
+CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of ilkarman/DeepLearningFrameworks): its
+CNN notebook (notebooks/<Framework>_CNN.ipynb, its cells up to the training loop, GPU calls made CPU ones, random
+CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64,
+both at the framework's default threads (DLF set none), in the order P S0 S0 P.
 
 Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
 step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
@@ -70,6 +74,25 @@ STUDY = {
                                 ["train_model.py", "momentum           = 0.9", "momentum           = 0.0"],
                                 ["train_model.py", "wd                 = 0.00001", "wd                 = 0.0"]])}),
 }
+for _entry in STUDY.values():
+    _entry.update(study="dlbench", peer=None, spec="fcn", variant="fcn-s", subs=[])
+
+
+def dlf(notebook, token, step_call, subs):
+    """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
+    threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU."""
+    return dict(study="dlf", peer="notebook", script="notebooks/" + notebook, token=token, spec="cifar10-vgg",
+                variant="cifar10-vgg-synthetic", env=lambda threads: {}, args=lambda steps: [step_call, str(BATCH)],
+                ways={"suite's step": SUITE_STEP}, subs=[[notebook, old, new] for old, new in subs])
+
+
+STUDY.update({
+    "dlf-mxnet": dlf("MXNet_CNN.ipynb", "mxnet@0.12.0", "mxnet.module:Module.update", [("mx.gpu(0)", "mx.cpu()")]),
+    "dlf-chainer": dlf("Chainer_CNN.ipynb", "chainer@3.4.0", "chainer.optimizers:MomentumSGD.update", [
+        ("chainer.cuda.cupy.__version__", "None"), ("chainer.cuda.get_device(0).use()", "None"),
+        ("sym.to_gpu()", "None"), ("data = cuda.to_gpu(data)", "data = data"),
+        ("target = cuda.to_gpu(target)", "target = target")]),
+})
 
 
 def commit_of(path, given):
@@ -83,12 +106,14 @@ def commit_of(path, given):
     sys.exit("--dlbench %s: not a git checkout; give --commit (e.g. `git get-tar-commit-id < the archive`)" % path)
 
 
-def suite_unit(token, threads, step, results, warmup, timed):
-    """(wall s/step list, [CPU s/step], effective parallelism, image, CPUs) of one suite job."""
-    options = RunOptions(frameworks=[token], variants=["fcn-s"], batch_sizes=[BATCH], threads=[threads],
-                         warmup=warmup, iterations=timed, repeats=1, isolation="process",
-                         steps={token: step} if step != SUITE_STEP else {})
-    folder = runs.run("fcn", options, results_dir=results, reporter=runs.Silent())
+def suite_unit(study, threads, step, results, warmup, timed):
+    """(wall s/step list, [CPU s/step], effective parallelism, image, CPUs) of one suite job of ``study`` (a STUDY
+    entry) at ``threads`` (None: the framework's default)."""
+    token = study["token"]
+    options = RunOptions(frameworks=[token], variants=[study["variant"]], batch_sizes=[BATCH],
+                         threads=[threads] if threads else None, warmup=warmup, iterations=timed, repeats=1,
+                         isolation="process", steps={token: step} if step != SUITE_STEP else {})
+    folder = runs.run(study["spec"], options, results_dir=results, reporter=runs.Silent())
     body = json.loads((folder / "bundle.json").read_text())
     job = next((folder / "jobs").iterdir())
     result = json.loads((job / "result.json").read_text())
@@ -100,16 +125,17 @@ def suite_unit(token, threads, step, results, warmup, timed):
             result["environment"]["process"]["cpus"])
 
 
-def peer_unit(framework, threads, dlbench, image, warmup, timed, variant=None):
-    """(wall s/step list, CPU s/step list, edits) of one run of DLBench's script for ``framework`` in ``image``,
-    its steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old, new]]} (STUDY)."""
+def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
+    """(wall s/step list, CPU s/step list, edits) of one run of the study's code for ``framework`` (a STUDY key) from
+    its ``copy`` in ``image``, its steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old,
+    new]]} (STUDY)."""
     study, variant = STUDY[framework], variant or {}
     env = [a for name, value in sorted(study["env"](threads).items()) for a in ("-e", "%s=%s" % (name, value))]
-    command = (["docker", "run", "--rm"] + env + ["-v", "%s:/study:ro" % Path(dlbench).resolve(),
+    command = (["docker", "run", "--rm"] + env + ["-v", "%s:/study:ro" % Path(copy).resolve(),
                                                   "-v", "%s:/bench/peer.py:ro" % PEER, image,
-                                                  "/opt/venv/bin/python", "/bench/peer.py", framework,
+                                                  "/opt/venv/bin/python", "/bench/peer.py", study["peer"] or framework,
                                                   "/study/" + study["script"], str(warmup + timed),
-                                                  "--subs", json.dumps(variant.get("subs", [])), "--"]
+                                                  "--subs", json.dumps(study["subs"] + variant.get("subs", [])), "--"]
                + study["args"](warmup + timed) + variant.get("args", []))
     out = subprocess.run(command, capture_output=True, text=True)
     line = next((line for line in out.stdout.splitlines() if line.startswith("PEER ")), None)
@@ -129,9 +155,10 @@ def interval(suite, peer, draws=2000, seed=0):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dlbench", required=True, help="a local copy of hclhkbu/dlbench")
+    parser.add_argument("--dlbench", help="a local copy of hclhkbu/dlbench")
+    parser.add_argument("--dlf", help="a local copy of ilkarman/DeepLearningFrameworks")
     parser.add_argument("--commit", default="", help="its commit, when PATH is not a git checkout")
-    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--threads", default="1,2", help="DLBench's thread counts (DLF's notebooks: the default)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=8, help="untimed steps before the timed ones (both sides)")
     parser.add_argument("--steps", type=int, default=8, help="timed steps per unit (both sides)")
@@ -139,53 +166,57 @@ def main():
     parser.add_argument("--frameworks", default=",".join(STUDY), help="of %s" % ", ".join(STUDY))
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
+    copies = {"dlbench": args.dlbench, "dlf": args.dlf}
     for framework in frameworks:
         if framework not in STUDY:
-            sys.exit("--frameworks %s: no DLBench script here for it; give some of %s" % (framework, ", ".join(STUDY)))
-        if not (Path(args.dlbench) / STUDY[framework]["script"]).is_file():
-            sys.exit("--dlbench %s: no %s there; give a copy of hclhkbu/dlbench" % (
-                args.dlbench, STUDY[framework]["script"]))
-    print("dlbench %s, commit %s; load average %s" % (args.dlbench, commit_of(args.dlbench, args.commit),
-                                                      " ".join("%.2f" % v for v in os.getloadavg())))
+            sys.exit("--frameworks %s: no study code here for it; give some of %s" % (framework, ", ".join(STUDY)))
+        study = STUDY[framework]["study"]
+        if not copies[study] or not (Path(copies[study]) / STUDY[framework]["script"]).is_file():
+            sys.exit("--%s %s: no %s there; give a copy of %s" % (study, copies[study], STUDY[framework]["script"], {
+                "dlbench": "hclhkbu/dlbench", "dlf": "ilkarman/DeepLearningFrameworks"}[study]))
+    for study in sorted({STUDY[f]["study"] for f in frameworks}):
+        print("%s %s, commit %s" % (study, copies[study], commit_of(copies[study], args.commit)))
+    print("load average %s" % " ".join("%.2f" % v for v in os.getloadavg()))
     results = Path(args.results or tempfile.mkdtemp(prefix="dlrepro-study-parity-"))
     found = {}  # (framework, threads, side) -> {"wall": [...], "cpu": [...]}
     images = {}
     for framework in frameworks:  # builds or finds each image; not counted
-        images[framework] = suite_unit(STUDY[framework]["token"], 1, SUITE_STEP, results, 1, 1)[3]
+        images[framework] = suite_unit(STUDY[framework], 1, SUITE_STEP, results, 1, 1)[3]
         print("%s: image %s (a first suite job, not counted)" % (framework, images[framework]), flush=True)
     for round_ in range(args.rounds):
         for framework in frameworks:
             study = STUDY[framework]
-            for threads in [int(t) for t in args.threads.split(",")]:
+            counts = [int(t) for t in args.threads.split(",")] if study["study"] == "dlbench" else [0]
+            for threads in counts:  # 0: the framework's default
                 ways = list(study.get("variants", {})) + list(study["ways"])
                 for unit in ["P"] + ways + ways[::-1] + ["P"]:
-                    side = found.setdefault((framework, threads, unit if unit != "P" else "DLBench"),
+                    side = found.setdefault((framework, threads, unit if unit != "P" else "study"),
                                             {"wall": [], "cpu": []})
                     if unit == "P" or unit in study.get("variants", {}):
-                        wall, cpu, edited = peer_unit(framework, threads, args.dlbench, images[framework],
+                        wall, cpu, edited = peer_unit(framework, threads, copies[study["study"]], images[framework],
                                                       args.warmup, args.steps, study.get("variants", {}).get(unit))
                         note = "edited: %s" % "; ".join(edited)
                     else:
                         wall, cpu, parallelism, images[framework], cpus = suite_unit(
-                            study["token"], threads, study["ways"][unit], results, args.warmup, args.steps)
+                            study, threads, study["ways"][unit], results, args.warmup, args.steps)
                         note = "effective parallelism %.2f, CPUs %s" % (parallelism, cpus or "not confined")
                     side["wall"] += wall
                     side["cpu"] += cpu
                     print("round %d %s t%d %-15s wall %s cpu %.3f  %s; load %.2f" % (
                         round_ + 1, framework, threads, unit, " ".join("%.3f" % w for w in wall),
                         float(np.median(cpu)), note, os.getloadavg()[0]), flush=True)
-    print("\n| framework | threads | suite's way (P-*: DLBench's script less a piece) | measure | DLBench s/step "
-          "| suite s/step | ratio suite/DLBench [95% CI] | samples (study + suite) |")
+    print("\n| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
+          "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |")
     print("|---|---|---|---|---|---|---|---|")
     for (framework, threads, side), values in sorted(found.items()):
-        if side == "DLBench":
+        if side == "study":
             continue
-        peer = found[(framework, threads, "DLBench")]
+        peer = found[(framework, threads, "study")]
         for measure in ("wall", "cpu"):
             low, high = interval(values[measure], peer[measure])
             ratio = np.median(values[measure]) / np.median(peer[measure])
             print("| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |" % (
-                STUDY[framework]["token"], threads, side, measure, np.median(peer[measure]),
+                "%s (%s)" % (framework, STUDY[framework]["token"]), threads, side, measure, np.median(peer[measure]),
                 np.median(values[measure]), ratio, low, high, len(peer[measure]), len(values[measure])))
     print("load average at the end %s; bundles under %s" % (" ".join("%.2f" % v for v in os.getloadavg()), results))
 

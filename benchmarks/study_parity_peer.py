@@ -11,6 +11,8 @@ to a temporary one, which is removed afterwards. What is changed is listed in th
   (``Solver::Step``) through pycaffe's ``solver.step(1)``. The data layer's ``batch_size`` becomes ARGS[0] and its
   ``source`` an LMDB of random Datums written here (1 x 1 x 26752 bytes, random labels: the study's fake_data LMDB
   is not in its repository); the solver's ``net`` is the edited prototxt, ``solver_mode`` CPU.
+- notebook: SCRIPT is one of DeepLearningFrameworks' CNN notebooks (notebook()), ARGS the call that ends its step
+  and the mini-batch size.
 - mxnet: SCRIPT (train_fake_data.py) runs as ``__main__`` with ARGS plus ``--data-dir``: a RecordIO file of random
   1 x 26752 grey PNG images written here (the study's fakedata is not in its repository). A step is the time
   between two calls of its batch-end callback (``mx.callback.Speedometer``, which the study's log reads: the first
@@ -203,6 +205,67 @@ def substituted(folder, subs):
     return edited
 
 
+def dlf_common(folder, samples):
+    """DeepLearningFrameworks' ``common`` package for a notebook in ``folder``: params.py as it is, with EPOCHS 1;
+    of utils.py only the functions a CNN notebook's training loop calls (yield_mb, shuffle_data: taken from the
+    file by name, since the rest imports pandas, PIL and scikit-learn, which the images lack), with
+    ``cifar_for_library`` giving ``samples`` random CIFAR-10-shaped images and labels (float32 in [0, 1]; int32,
+    one-hot with one_hot: as the real one) and the GPU queries stubbed; the edits."""
+    import ast
+    import types
+    sys.path.insert(0, folder)
+    import common.params as params
+    params.EPOCHS = 1
+    path = os.path.join(folder, "common", "utils.py")
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    tree.body = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and node.name in ("yield_mb", "shuffle_data")]
+    utils = types.ModuleType("common.utils")
+    utils.np = np
+    exec(compile(tree, path, "exec"), utils.__dict__)
+
+    def cifar_for_library(channel_first=True, one_hot=False):
+        rng = np.random.RandomState(0)
+        x = rng.rand(samples, 3, 32, 32).astype(np.float32)
+        x = x if channel_first else np.swapaxes(x, 1, 3)
+        y = rng.randint(0, params.N_CLASSES, samples).astype(np.int32)
+        if one_hot:
+            y = np.eye(params.N_CLASSES, dtype=np.int32)[y]
+        return x, x[:params.BATCHSIZE], y, y[:params.BATCHSIZE]
+    utils.cifar_for_library = cifar_for_library
+    utils.get_gpu_name = utils.get_cuda_version = utils.get_cudnn_version = lambda: "none (CPU)"
+    sys.modules["common.utils"] = utils
+    return ["common/params.py: EPOCHS 1", "common/utils.py: yield_mb and shuffle_data only; cifar_for_library: %d "
+            "random images" % samples]
+
+
+def notebook(folder, target, args, steps):
+    """A DLF notebook: its code cells up to its training loop (the cell that loops over EPOCHS), IPython magics
+    dropped, run as one script; a step is the time between two calls of ARGS[0] (module:Class.method, e.g.
+    mxnet.module:Module.update: the call that ends the loop's step)."""
+    import importlib
+    with open(target) as f:
+        cells = ["".join(c["source"]) for c in json.load(f)["cells"] if c["cell_type"] == "code"]
+    last = next(i for i, c in enumerate(cells) if "for j in range(EPOCHS)" in c)
+    script = "\n".join(line for cell in cells[:last + 1] for line in cell.splitlines() if not line.startswith("%"))
+    edited = dlf_common(folder, int(args[1]) * (steps + 1))
+    module, _, attribute = args[0].partition(":")
+    owner_name, method = attribute.split(".")
+    owner = getattr(importlib.import_module(module), owner_name)
+    clock, call = Clock(), getattr(owner, method)
+
+    def marked(*a, **k):
+        out = call(*a, **k)
+        clock.mark()
+        return out
+    setattr(owner, method, marked)
+    os.chdir(folder)
+    exec(compile(script, target, "exec"), {"__name__": "__main__"})
+    framework = importlib.import_module(module.split(".")[0])
+    return clock, edited + ["cells 1-%d of %d, magics dropped" % (last + 1, len(cells))], framework.__version__
+
+
 def main(argv):
     framework, script, steps = argv[0], argv[1], int(argv[2])
     args = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -212,8 +275,8 @@ def main(argv):
     shutil.copytree(os.path.dirname(os.path.abspath(script)), folder)
     target = os.path.join(folder, os.path.basename(script))
     variant = substituted(folder, subs)
-    clock, edited, version = {"tensorflow": tensorflow, "caffe": caffe, "mxnet": mxnet}[framework](
-        folder, target, args, steps)
+    run = {"tensorflow": tensorflow, "caffe": caffe, "mxnet": mxnet, "notebook": notebook}[framework]
+    clock, edited, version = run(folder, target, args, steps)
     edited = variant + edited
     if len(clock.wall) < steps:
         sys.exit("peer: %d steps timed, %d asked" % (len(clock.wall), steps))
