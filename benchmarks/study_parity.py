@@ -172,8 +172,9 @@ def main():
             sys.exit("--frameworks %s: no study code here for it; give some of %s" % (framework, ", ".join(STUDY)))
         study = STUDY[framework]["study"]
         if not copies[study] or not (Path(copies[study]) / STUDY[framework]["script"]).is_file():
-            sys.exit("--%s %s: no %s there; give a copy of %s" % (study, copies[study], STUDY[framework]["script"], {
-                "dlbench": "hclhkbu/dlbench", "dlf": "ilkarman/DeepLearningFrameworks"}[study]))
+            sys.exit("--%s %s: no %s there; give a copy of %s" % (
+                study, copies[study] or "(not given)", STUDY[framework]["script"],
+                {"dlbench": "hclhkbu/dlbench", "dlf": "ilkarman/DeepLearningFrameworks"}[study]))
     for study in sorted({STUDY[f]["study"] for f in frameworks}):
         print("%s %s, commit %s" % (study, copies[study], commit_of(copies[study], args.commit)))
     print("load average %s" % " ".join("%.2f" % v for v in os.getloadavg()))
