@@ -85,3 +85,37 @@ def test_the_plan_notes_the_work_a_study_s_step_did_that_the_suite_s_does_not():
     assert run.notes[-1] == ("MXNet (mxnet@0.12.0): the suite's step, as the study's scripts (gradients pruned, "
                              "thread_pools all); the study's step also did, not reproduced here: a cross-entropy "
                              "fetched to the host each step")
+
+
+def test_a_study_report_from_a_record_whose_manifest_has_steps_shows_them_beside_the_cells(tmp_path):
+    """End to end: tests/data/report-study.yaml with steps for TensorFlow (the study's gate_op and intra_op) and
+    MXNet (a named difference) over the committed AlexNet-S bundle, whose jobs ran the suite's step."""
+    import hashlib
+    import json
+    import re
+
+    from dlrepro import REPO_ROOT
+    from dlrepro.results import gather
+    from tests.test_study_report import MANIFEST, write_record
+
+    manifest = tmp_path / "report-study.yaml"
+    manifest.write_text(MANIFEST.read_text().replace("\ntables:\n", (
+        "\nsteps:\n  TensorFlow: {gradients: gate_op, thread_pools: intra_op, runs: [cpu], source: made up}\n"
+        "  MXNet: {differs: [a metric fetched each step], runs: [cpu], source: made up}\n"
+        "tables:\n"), 1))
+    record = write_record(tmp_path, sha256=hashlib.sha256(manifest.read_bytes()).hexdigest())
+    body = json.loads(record.read_text())
+    body["manifest"]["file"] = str(manifest)
+    record.write_text(json.dumps(body))
+    made = study_report.write(gather.study(str(record), REPO_ROOT / "results"), tmp_path / "report",
+                              allow_missing=True)
+    text = made.markdown.read_text()
+    tf = "TensorFlow: timed with the suite's step, gradients pruned, thread pools all; the study's scripts timed " \
+         "gradients gate_op, thread pools intra_op (studies/report-study.yaml steps.TensorFlow)"
+    mx = "MXNet: the study's step also did, not reproduced here: a metric fetched each step " \
+         "(studies/report-study.yaml steps.MXNet)"
+    notes = dict((text_, mark) for mark, text_ in re.findall(r"^(\[\d+\]) (.+)$", text, re.M))
+    assert tf in notes and mx in notes
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| TensorFlow |")
+            or line.startswith("| MXNet |")}
+    assert notes[tf] in rows["TensorFlow"].split("|")[3] and notes[mx] in rows["MXNet"].split("|")[3]
