@@ -1,24 +1,32 @@
-"""DLBench's own FCN-S TensorFlow script against the suite's job, side by side on one host (issue 55).
+"""A study's own code against the suite's jobs, side by side on one host (issue 55): DLBench's FCN-S scripts and
+DeepLearningFrameworks' CNN notebooks.
 
-    python benchmarks/study_parity.py --dlbench PATH [--threads 1,2] [--rounds 1] [--warmup 8] [--steps 8]
-        [--results DIR]
+    python benchmarks/study_parity.py [--dlbench PATH] [--dlf PATH] [--frameworks tensorflow,caffe,mxnet,dlf-mxnet,
+        dlf-chainer] [--threads 1,2] [--rounds 1] [--warmup 8] [--steps 8] [--results DIR]
 
 PATH is a local copy of hclhkbu/dlbench (a git checkout: the commit read is ``git -C PATH rev-parse HEAD``; an
-unpacked archive: give ``--commit``); its code is run, never copied into the project. Each round, per thread count,
-runs the units P S0 S1 S1 S0 P in that order: P is DLBench's synthetic/experiments/tensorflow/fc/ffn26752bm.py
-(``-e 1 -b 64 -i W+T -d -1``, OMP_NUM_THREADS = the thread count, no pinning: as the study ran it) through
-benchmarks/study_parity_peer.py in the suite's tensorflow-1.4.0-cpu image (``docker run``); S0 is the suite's job
-``fcn-s`` at TensorFlow 1.4.0, batch 64, with the suite's step (gradients pruned, every pool at the thread count,
-pinned); S1 the same job with DLBench's step (studies/dlbench.yaml ``steps``: gradients gate_op, thread_pools
-intra_op). Both sides: W warm-up steps (--warmup, 8), then T timed (--steps, 8; the peer's steps W+1 to W+T).
+unpacked archive: give ``--commit``); its code is run, never copied into the project. For each framework
+(``STUDY``: DLBench's script, the era image it runs in, the thread variables DLBench's scripts set) each round and
+thread count runs the units P S.. S.. P: P is DLBench's script through benchmarks/study_parity_peer.py in the suite's
+image of that framework (``docker run``, mini-batch 64, not pinned: as the study ran it); S0 is the suite's job
+``fcn-s`` at that version, mini-batch 64, with the suite's step (gradients pruned, every pool at the thread count,
+pinned); for TensorFlow also S1, the same job with DLBench's step (studies/dlbench.yaml ``steps``: gradients
+gate_op, thread_pools intra_op), in the order P S0 S1 S1 S0 P; for MXNet also DLBench's script less one piece of its
+step at a time (``variants``: P-kv without its kvstore, P-kv-mom also without momentum and weight decay), in the
+order P P-kv P-kv-mom S0 S0 P-kv-mom P-kv P. Both sides: W warm-up steps (--warmup, 8), then T timed (--steps, 8).
+CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk`` executable, which the suite's
+CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of ilkarman/DeepLearningFrameworks): its
+CNN notebook (notebooks/<Framework>_CNN.ipynb, its cells up to the training loop, GPU calls made CPU ones, random
+CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64,
+both at the framework's default threads (DLF set none), in the order P S0 S0 P.
 
-Printed per thread count and way: the study's and the suite's median seconds per step over every timed step of
-every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
-cpu_usage.cpu_seconds over the measured window / T, the peer's time.process_time around each Session.run), their
-ratio suite/study and a 95% percentile bootstrap interval of that ratio (2000 resamples of the steps of each side,
-rounds pooled; the suite's CPU seconds are one value per job), with the host's load average at the start, after each
-unit and at the end. A first suite job, not counted, builds (or finds) the image; the peer runs in the image it
-ran in.
+Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
+step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
+cpu_usage.cpu_seconds over the measured window / T, the peer's time.process_time per step), their ratio
+suite/study and a 95% percentile bootstrap interval of that ratio (2000 resamples of the steps of each side, rounds
+pooled; the suite's CPU seconds are one value per job), with the host's load average at the start, after each unit
+and at the end. A first suite job per framework, not counted, builds (or finds) the image; the peer runs in the
+image it ran in.
 """
 import argparse
 import json
@@ -33,10 +41,58 @@ import numpy as np
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions, Step
 
-SCRIPT = "synthetic/experiments/tensorflow/fc/ffn26752bm.py"
 PEER = Path(__file__).resolve().parent / "study_parity_peer.py"
 BATCH = 64
-WAYS = {"suite's step": Step(), "DLBench's step": Step(gradients="gate_op", thread_pools="intra_op")}
+SUITE_STEP, DLBENCH_STEP = Step(), Step(gradients="gate_op", thread_pools="intra_op")
+
+
+def threads_env(*names):
+    return lambda threads: {name: str(threads) for name in names}
+
+
+# framework -> DLBench's FCN-S script (in PATH), the suite's era image (studies/dlbench.yaml versions: the nearest
+# served), the thread variables DLBench set for "N threads" (synthetic/scripts/fc-benchmarks.sh, mxnetbm.py), the
+# script's arguments for W + T steps, and the suite's ways of stepping
+STUDY = {
+    "tensorflow": dict(script="synthetic/experiments/tensorflow/fc/ffn26752bm.py", token="tensorflow@1.4.0",
+                       env=threads_env("OMP_NUM_THREADS"),
+                       args=lambda steps: ["-e", "1", "-b", str(BATCH), "-i", str(steps), "-d", "-1"],
+                       ways={"suite's step": SUITE_STEP, "DLBench's step": DLBENCH_STEP}),
+    "caffe": dict(script="synthetic/experiments/caffe/fc/ffn26752.prototxt", token="caffe@1.0.0",
+                  env=threads_env("OMP_NUM_THREADS"), args=lambda steps: [str(BATCH)],
+                  ways={"suite's step": SUITE_STEP}),
+    "mxnet": dict(script="synthetic/experiments/mxnet/fc/train_fake_data.py", token="mxnet@0.12.0",
+                  env=threads_env("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"),
+                  args=lambda steps: ["--network", "fcn5", "--num-epochs", "1", "--batch-size", str(BATCH),
+                                      "--num-examples", str(BATCH * (steps + 1))],
+                  ways={"suite's step": SUITE_STEP},
+                  # the study's step less one piece at a time (train_model.py): its kvstore ('device', passed as an
+                  # object, so FeedForward pushes every gradient to it and pulls every weight back), then also its
+                  # SGD's momentum 0.9 and weight decay (the spec's FCN-S: plain SGD)
+                  variants={"P-kv": dict(args=["--kv-store", "local"]),
+                            "P-kv-mom": dict(args=["--kv-store", "local"], subs=[
+                                ["train_model.py", "momentum           = 0.9", "momentum           = 0.0"],
+                                ["train_model.py", "wd                 = 0.00001", "wd                 = 0.0"]])}),
+}
+for _entry in STUDY.values():
+    _entry.update(study="dlbench", peer=None, spec="fcn", variant="fcn-s", subs=[])
+
+
+def dlf(notebook, token, step_call, subs):
+    """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
+    threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU."""
+    return dict(study="dlf", peer="notebook", script="notebooks/" + notebook, token=token, spec="cifar10-vgg",
+                variant="cifar10-vgg-synthetic", env=lambda threads: {}, args=lambda steps: [step_call, str(BATCH)],
+                ways={"suite's step": SUITE_STEP}, subs=[[notebook, old, new] for old, new in subs])
+
+
+STUDY.update({
+    "dlf-mxnet": dlf("MXNet_CNN.ipynb", "mxnet@0.12.0", "mxnet.module:Module.update", [("mx.gpu(0)", "mx.cpu()")]),
+    "dlf-chainer": dlf("Chainer_CNN.ipynb", "chainer@3.4.0", "chainer.optimizers:MomentumSGD.update", [
+        ("chainer.cuda.cupy.__version__", "None"), ("chainer.cuda.get_device(0).use()", "None"),
+        ("sym.to_gpu()", "None"), ("data = cuda.to_gpu(data)", "data = data"),
+        ("target = cuda.to_gpu(target)", "target = target")]),
+})
 
 
 def commit_of(path, given):
@@ -50,12 +106,14 @@ def commit_of(path, given):
     sys.exit("--dlbench %s: not a git checkout; give --commit (e.g. `git get-tar-commit-id < the archive`)" % path)
 
 
-def suite_unit(threads, step, results, warmup, timed):
-    """(wall s/step list, [CPU s/step], effective parallelism, image, CPUs) of one suite job."""
-    options = RunOptions(frameworks=["tensorflow@1.4.0"], variants=["fcn-s"], batch_sizes=[BATCH], threads=[threads],
-                         warmup=warmup, iterations=timed, repeats=1, isolation="process",
-                         steps={"tensorflow@1.4.0": step})
-    folder = runs.run("fcn", options, results_dir=results, reporter=runs.Silent())
+def suite_unit(study, threads, step, results, warmup, timed):
+    """(wall s/step list, [CPU s/step], effective parallelism, image, CPUs) of one suite job of ``study`` (a STUDY
+    entry) at ``threads`` (None: the framework's default)."""
+    token = study["token"]
+    options = RunOptions(frameworks=[token], variants=[study["variant"]], batch_sizes=[BATCH],
+                         threads=[threads] if threads else None, warmup=warmup, iterations=timed, repeats=1,
+                         isolation="process", steps={token: step} if step != SUITE_STEP else {})
+    folder = runs.run(study["spec"], options, results_dir=results, reporter=runs.Silent())
     body = json.loads((folder / "bundle.json").read_text())
     job = next((folder / "jobs").iterdir())
     result = json.loads((job / "result.json").read_text())
@@ -67,22 +125,24 @@ def suite_unit(threads, step, results, warmup, timed):
             result["environment"]["process"]["cpus"])
 
 
-def peer_unit(threads, dlbench, image, warmup, timed):
-    """(wall s/step list, CPU s/step list, edited lines) of one run of DLBench's script in ``image``, its steps
-    warmup+1 to warmup+timed."""
-    command = ["docker", "run", "--rm", "-e", "OMP_NUM_THREADS=%d" % threads,
-               "-v", "%s:/study:ro" % Path(dlbench).resolve(), "-v", "%s:/bench/peer.py:ro" % PEER, image,
-               "/opt/venv/bin/python", "/bench/peer.py", "/study/" + SCRIPT, "--",
-               "-e", "1", "-b", str(BATCH), "-i", str(warmup + timed), "-d", "-1"]
+def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
+    """(wall s/step list, CPU s/step list, edits) of one run of the study's code for ``framework`` (a STUDY key) from
+    its ``copy`` in ``image``, its steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old,
+    new]]} (STUDY)."""
+    study, variant = STUDY[framework], variant or {}
+    env = [a for name, value in sorted(study["env"](threads).items()) for a in ("-e", "%s=%s" % (name, value))]
+    command = (["docker", "run", "--rm"] + env + ["-v", "%s:/study:ro" % Path(copy).resolve(),
+                                                  "-v", "%s:/bench/peer.py:ro" % PEER, image,
+                                                  "/opt/venv/bin/python", "/bench/peer.py", study["peer"] or framework,
+                                                  "/study/" + study["script"], str(warmup + timed),
+                                                  "--subs", json.dumps(study["subs"] + variant.get("subs", [])), "--"]
+               + study["args"](warmup + timed) + variant.get("args", []))
     out = subprocess.run(command, capture_output=True, text=True)
     line = next((line for line in out.stdout.splitlines() if line.startswith("PEER ")), None)
     if out.returncode or line is None:
-        sys.exit("peer failed (%d): %s" % (out.returncode, out.stderr[-2000:]))
+        sys.exit("peer failed (%d): %s" % (out.returncode, (out.stdout + out.stderr)[-3000:]))
     found = json.loads(line[5:])
-    steps = slice(1 + warmup, 1 + warmup + timed)  # calls[0] initialises the variables
-    if len(found["wall"]) != 1 + warmup + timed:
-        sys.exit("peer: %d Session.run calls, expected %d" % (len(found["wall"]), 1 + warmup + timed))
-    return found["wall"][steps], found["cpu"][steps], found["edited"]
+    return found["wall"][warmup:], found["cpu"][warmup:], found["edited"]
 
 
 def interval(suite, peer, draws=2000, seed=0):
@@ -95,52 +155,70 @@ def interval(suite, peer, draws=2000, seed=0):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dlbench", required=True, help="a local copy of hclhkbu/dlbench")
+    parser.add_argument("--dlbench", help="a local copy of hclhkbu/dlbench")
+    parser.add_argument("--dlf", help="a local copy of ilkarman/DeepLearningFrameworks")
     parser.add_argument("--commit", default="", help="its commit, when PATH is not a git checkout")
-    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--threads", default="1,2", help="DLBench's thread counts (DLF's notebooks: the default)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=8, help="untimed steps before the timed ones (both sides)")
     parser.add_argument("--steps", type=int, default=8, help="timed steps per unit (both sides)")
     parser.add_argument("--results", default=None, help="folder for the suite's bundles (default: a temporary one)")
+    parser.add_argument("--frameworks", default=",".join(STUDY), help="of %s" % ", ".join(STUDY))
     args = parser.parse_args()
-    if not (Path(args.dlbench) / SCRIPT).is_file():
-        sys.exit("--dlbench %s: no %s there; give a copy of hclhkbu/dlbench" % (args.dlbench, SCRIPT))
-    print("dlbench %s, commit %s; load average %s" % (args.dlbench, commit_of(args.dlbench, args.commit),
-                                                      " ".join("%.2f" % v for v in os.getloadavg())))
+    frameworks = args.frameworks.split(",")
+    copies = {"dlbench": args.dlbench, "dlf": args.dlf}
+    for framework in frameworks:
+        if framework not in STUDY:
+            sys.exit("--frameworks %s: no study code here for it; give some of %s" % (framework, ", ".join(STUDY)))
+        study = STUDY[framework]["study"]
+        if not copies[study] or not (Path(copies[study]) / STUDY[framework]["script"]).is_file():
+            sys.exit("--%s %s: no %s there; give a copy of %s" % (
+                study, copies[study] or "(not given)", STUDY[framework]["script"],
+                {"dlbench": "hclhkbu/dlbench", "dlf": "ilkarman/DeepLearningFrameworks"}[study]))
+    for study in sorted({STUDY[f]["study"] for f in frameworks}):
+        print("%s %s, commit %s" % (study, copies[study], commit_of(copies[study], args.commit)))
+    print("load average %s" % " ".join("%.2f" % v for v in os.getloadavg()))
     results = Path(args.results or tempfile.mkdtemp(prefix="dlrepro-study-parity-"))
-    found = {}  # (threads, side) -> {"wall": [...], "cpu": [...]}
-    image = suite_unit(1, WAYS["DLBench's step"], results, 1, 1)[3]  # builds or finds the image; not counted
-    print("image %s (a first suite job, not counted)" % image, flush=True)
+    found = {}  # (framework, threads, side) -> {"wall": [...], "cpu": [...]}
+    images = {}
+    for framework in frameworks:  # builds or finds each image; not counted
+        images[framework] = suite_unit(STUDY[framework], 1, SUITE_STEP, results, 1, 1)[3]
+        print("%s: image %s (a first suite job, not counted)" % (framework, images[framework]), flush=True)
     for round_ in range(args.rounds):
-        for threads in [int(t) for t in args.threads.split(",")]:
-            order = ["P"] + list(WAYS) + list(reversed(list(WAYS))) + ["P"]
-            for unit in order:
-                side = found.setdefault((threads, unit if unit != "P" else "DLBench"), {"wall": [], "cpu": []})
-                if unit == "P":
-                    wall, cpu, edited = peer_unit(threads, args.dlbench, image, args.warmup, args.steps)
-                    note = "edited: %s" % "; ".join(edited)
-                else:
-                    wall, cpu, parallelism, image, cpus = suite_unit(threads, WAYS[unit], results, args.warmup,
-                                                                     args.steps)
-                    note = "effective parallelism %.2f, CPUs %s" % (parallelism, cpus or "not confined")
-                side["wall"] += wall
-                side["cpu"] += cpu
-                print("round %d t%d %-15s wall %s cpu %.3f  %s; load %.2f" % (
-                    round_ + 1, threads, unit, " ".join("%.3f" % w for w in wall), float(np.median(cpu)), note,
-                    os.getloadavg()[0]), flush=True)
-    print("\n| threads | suite's way | measure | DLBench s/step | suite s/step | ratio suite/DLBench [95% CI] "
-          "| samples (study + suite) |")
-    print("|---|---|---|---|---|---|---|")
-    for (threads, side), values in sorted(found.items()):
-        if side == "DLBench":
+        for framework in frameworks:
+            study = STUDY[framework]
+            counts = [int(t) for t in args.threads.split(",")] if study["study"] == "dlbench" else [0]
+            for threads in counts:  # 0: the framework's default
+                ways = list(study.get("variants", {})) + list(study["ways"])
+                for unit in ["P"] + ways + ways[::-1] + ["P"]:
+                    side = found.setdefault((framework, threads, unit if unit != "P" else "study"),
+                                            {"wall": [], "cpu": []})
+                    if unit == "P" or unit in study.get("variants", {}):
+                        wall, cpu, edited = peer_unit(framework, threads, copies[study["study"]], images[framework],
+                                                      args.warmup, args.steps, study.get("variants", {}).get(unit))
+                        note = "edited: %s" % "; ".join(edited)
+                    else:
+                        wall, cpu, parallelism, images[framework], cpus = suite_unit(
+                            study, threads, study["ways"][unit], results, args.warmup, args.steps)
+                        note = "effective parallelism %.2f, CPUs %s" % (parallelism, cpus or "not confined")
+                    side["wall"] += wall
+                    side["cpu"] += cpu
+                    print("round %d %s t%d %-15s wall %s cpu %.3f  %s; load %.2f" % (
+                        round_ + 1, framework, threads, unit, " ".join("%.3f" % w for w in wall),
+                        float(np.median(cpu)), note, os.getloadavg()[0]), flush=True)
+    print("\n| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
+          "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (framework, threads, side), values in sorted(found.items()):
+        if side == "study":
             continue
-        peer = found[(threads, "DLBench")]
+        peer = found[(framework, threads, "study")]
         for measure in ("wall", "cpu"):
             low, high = interval(values[measure], peer[measure])
             ratio = np.median(values[measure]) / np.median(peer[measure])
-            print("| %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |" % (
-                threads, side, measure, np.median(peer[measure]), np.median(values[measure]), ratio, low, high,
-                len(peer[measure]), len(values[measure])))
+            print("| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |" % (
+                "%s (%s)" % (framework, STUDY[framework]["token"]), threads, side, measure, np.median(peer[measure]),
+                np.median(values[measure]), ratio, low, high, len(peer[measure]), len(values[measure])))
     print("load average at the end %s; bundles under %s" % (" ".join("%.2f" % v for v in os.getloadavg()), results))
 
 

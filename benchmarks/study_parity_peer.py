@@ -1,26 +1,46 @@
-"""Run one of a study's own TensorFlow 1.x scripts, unchanged but for its Python 2 print statements, and print the
-wall and process CPU seconds of each of its ``tf.Session.run`` calls as one JSON line (``PEER {...}``).
+"""Run one of a study's own training scripts inside the suite's image of its framework and print the wall and
+process CPU seconds of each of its training steps as one JSON line (``PEER {...}``).
 
-Used by benchmarks/study_parity.py inside the suite's tensorflow-1.4.0-cpu image (Python 3.6: this file keeps
-3.6 syntax, stdlib and TensorFlow only). The script is read from the study's repository (mounted read-only), copied
-with its directory to a temporary folder and run there as ``__main__`` with the arguments after ``--``; nothing of
-it is kept. The only edit: a line ``print X`` (a Python 2 statement) becomes ``print(X)``; each edited line is
-listed in the output (``edited``). CPU seconds are ``time.process_time`` (every thread of the process), wall seconds
-``time.perf_counter``, both around each ``Session.run`` call (the first call is the script's variable
-initialisation: ``calls[0]``).
+Used by benchmarks/study_parity.py (``docker run`` in the suite's image; Python 3.6 syntax, stdlib, numpy and the
+framework only). The study's files are read from its repository (mounted read-only) and copied with their folder
+to a temporary one, which is removed afterwards. What is changed is listed in the output (``edited``):
 
-    python study_parity_peer.py SCRIPT -- SCRIPT_ARGS...
+- tensorflow: SCRIPT (a TensorFlow 1.x script) runs as ``__main__`` with ARGS; a line ``print X`` (Python 2)
+  becomes ``print(X)``. A step is one ``tf.Session.run`` call after the first (the variables' initialisation).
+- caffe: SCRIPT is the net prototxt; the solver is ``solver.prototxt`` beside it, run as ``caffe train`` runs it
+  (``Solver::Step``) through pycaffe's ``solver.step(1)``. The data layer's ``batch_size`` becomes ARGS[0] and its
+  ``source`` an LMDB of random Datums written here (1 x 1 x 26752 bytes, random labels: the study's fake_data LMDB
+  is not in its repository); the solver's ``net`` is the edited prototxt, ``solver_mode`` CPU.
+- notebook: SCRIPT is one of DeepLearningFrameworks' CNN notebooks (notebook()), ARGS the call that ends its step
+  and the mini-batch size.
+- mxnet: SCRIPT (train_fake_data.py) runs as ``__main__`` with ARGS plus ``--data-dir``: a RecordIO file of random
+  1 x 26752 grey PNG images written here (the study's fakedata is not in its repository). A step is the time
+  between two calls of its batch-end callback (``mx.callback.Speedometer``, which the study's log reads: the first
+  call only starts the clock).
+
+CPU seconds are ``time.process_time`` (every thread of the process), wall seconds ``time.perf_counter``.
+
+    python study_parity_peer.py FRAMEWORK SCRIPT STEPS [--subs JSON] -- ARGS...
+
+STEPS is how many steps to time (the script must run at least that many); the output holds the first STEPS.
+``--subs``: [[file, old, new], ...], text changed in the study's files first (each ``old`` exactly once): a
+variant that takes one piece of the study's step out, to measure what it costs (benchmarks/study_parity.py).
 """
 import json
 import os
 import re
 import runpy
 import shutil
+import struct
 import sys
 import tempfile
 import time
+import zlib
+
+import numpy as np
 
 PRINT_STATEMENT = re.compile(r"^(\s*)print (?!\()(.+?)\s*$")
+FEATURES = 26752  # DLBench's FCN input and class count (26752 = 1 x 1 x 26752)
 
 
 def converted(path):
@@ -36,32 +56,233 @@ def converted(path):
     return "".join(out), edited
 
 
+class Clock(object):
+    """Wall and CPU seconds of timed calls (``around``) or between marks (``mark``)."""
+
+    def __init__(self):
+        self.wall, self.cpu, self.last = [], [], None
+
+    def around(self, call):
+        def timed(*a, **k):
+            wall, cpu = time.perf_counter(), time.process_time()
+            out = call(*a, **k)
+            self.wall.append(time.perf_counter() - wall)
+            self.cpu.append(time.process_time() - cpu)
+            return out
+        return timed
+
+    def mark(self):
+        now = (time.perf_counter(), time.process_time())
+        if self.last is not None:
+            self.wall.append(now[0] - self.last[0])
+            self.cpu.append(now[1] - self.last[1])
+        self.last = now
+
+
+def run_script(target, args):
+    sys.argv, sys.path[0] = [target] + args, os.path.dirname(target)
+    os.chdir(os.path.dirname(target))
+    runpy.run_path(target, run_name="__main__")
+
+
+def tensorflow(folder, target, args, steps):
+    text, edited = converted(target)
+    with open(target, "w") as f:
+        f.write(text)
+    import tensorflow as tf
+    clock = Clock()
+    tf.Session.run = clock.around(tf.Session.run)
+    run_script(target, args)
+    clock.wall, clock.cpu = clock.wall[1:], clock.cpu[1:]  # the first call initialises the variables
+    return clock, edited, tf.__version__
+
+
+def lmdb_of_datums(path, count, rng):
+    """An LMDB at ``path`` of ``count`` Caffe Datums (1 x 1 x FEATURES bytes, a random label each), written through
+    liblmdb (ctypes: the image has the library, not its Python module)."""
+    import ctypes
+    from caffe.proto import caffe_pb2
+    lib = ctypes.CDLL("liblmdb.so.0")
+
+    class Val(ctypes.Structure):
+        _fields_ = [("size", ctypes.c_size_t), ("data", ctypes.c_void_p)]
+
+    def check(rc, what):
+        if rc:
+            raise RuntimeError("lmdb %s: %d" % (what, rc))
+    env, txn, dbi = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint()
+    os.makedirs(path)
+    check(lib.mdb_env_create(ctypes.byref(env)), "env_create")
+    check(lib.mdb_env_set_mapsize(env, ctypes.c_size_t(1 << 32)), "set_mapsize")
+    check(lib.mdb_env_open(env, path.encode(), 0, 0o664), "env_open")
+    check(lib.mdb_txn_begin(env, None, 0, ctypes.byref(txn)), "txn_begin")
+    check(lib.mdb_dbi_open(txn, None, 0, ctypes.byref(dbi)), "dbi_open")
+    for i in range(count):
+        datum = caffe_pb2.Datum(channels=1, height=1, width=FEATURES, label=int(rng.randint(FEATURES)),
+                                data=rng.randint(0, 256, FEATURES).astype(np.uint8).tobytes())
+        key, value = ("%08d" % i).encode(), datum.SerializeToString()
+        kbuf, vbuf = ctypes.create_string_buffer(key, len(key)), ctypes.create_string_buffer(value, len(value))
+        check(lib.mdb_put(txn, dbi, ctypes.byref(Val(len(key), ctypes.addressof(kbuf))),
+                          ctypes.byref(Val(len(value), ctypes.addressof(vbuf))), 0), "put")
+    check(lib.mdb_txn_commit(txn), "txn_commit")
+    lib.mdb_env_close(env)
+
+
+def caffe(folder, target, args, steps):
+    import caffe as caffe_
+    batch = int(args[0])
+    source = os.path.join(folder, "fake_data.lmdb")
+    lmdb_of_datums(source, batch * 4, np.random.RandomState(0))
+    edited, out = [], []
+    with open(target) as f:
+        for number, line in enumerate(f, 1):
+            new = re.sub(r"(batch_size:\s*)\d+", r"\g<1>%d" % batch, line)
+            new = re.sub(r'(source:\s*)"[^"]*"', r'\1"%s"' % source, new)
+            if new != line:
+                edited.append("%s line %d: %s" % (os.path.basename(target), number, new.strip()))
+            out.append(new)
+    with open(target, "w") as f:
+        f.write("".join(out))
+    solver = os.path.join(folder, "solver.prototxt")
+    with open(solver) as f:
+        lines = [line for line in f if not re.match(r"\s*(net|solver_mode|max_iter):", line)]
+    lines += ['net: "%s"\n' % target, "solver_mode: CPU\n", "max_iter: %d\n" % steps]
+    edited.append("solver.prototxt: net %s, solver_mode CPU, max_iter %d" % (os.path.basename(target), steps))
+    with open(solver, "w") as f:
+        f.write("".join(lines))
+    caffe_.set_mode_cpu()
+    run = caffe_.get_solver(solver)
+    clock = Clock()
+    step = clock.around(run.step)
+    for _ in range(steps):
+        step(1)
+    return clock, edited, getattr(caffe_, "__version__", "?")
+
+
+def png_grey(row):
+    """A PNG file (bytes) of one row of 8-bit grey pixels."""
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xffffffff)
+    header = struct.pack(">IIBBBBB", row.size, 1, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" + row.tobytes()))
+            + chunk(b"IEND", b""))
+
+
+def mxnet(folder, target, args, steps):
+    import mxnet as mx
+    data = os.path.join(folder, "fakedata") + "/"
+    os.makedirs(data)
+    count = int(args[args.index("--num-examples") + 1])
+    rng = np.random.RandomState(0)
+    record = mx.recordio.MXRecordIO(data + "train.rec", "w")
+    for i in range(count):
+        header = mx.recordio.IRHeader(0, float(rng.randint(FEATURES)), i, 0)
+        record.write(mx.recordio.pack(header, png_grey(rng.randint(0, 256, FEATURES).astype(np.uint8))))
+    record.close()
+    clock, speedometer = Clock(), mx.callback.Speedometer
+
+    class Timed(speedometer):
+        def __call__(self, param):
+            clock.mark()
+            return speedometer.__call__(self, param)
+    mx.callback.Speedometer = Timed
+    run_script(target, args + ["--data-dir", data])
+    return clock, ["--data-dir: %d random PNG records (train.rec) written here" % count], mx.__version__
+
+
+def substituted(folder, subs):
+    """Apply ``subs`` ([[file, old, new]]: each ``old`` once in the study's ``file``, in ``folder``); the edits."""
+    edited = []
+    for name, old, new in subs:
+        path = os.path.join(folder, name)
+        with open(path) as f:
+            text = f.read()
+        if text.count(old) != 1:
+            sys.exit("peer: %r is %d times in %s, expected once" % (old, text.count(old), name))
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+        edited.append("%s: %r -> %r" % (name, old, new))
+    return edited
+
+
+def dlf_common(folder, samples):
+    """DeepLearningFrameworks' ``common`` package for a notebook in ``folder``: params.py as it is, with EPOCHS 1;
+    of utils.py only the functions a CNN notebook's training loop calls (yield_mb, shuffle_data: taken from the
+    file by name, since the rest imports pandas, PIL and scikit-learn, which the images lack), with
+    ``cifar_for_library`` giving ``samples`` random CIFAR-10-shaped images and labels (float32 in [0, 1]; int32,
+    one-hot with one_hot: as the real one) and the GPU queries stubbed; the edits."""
+    import ast
+    import types
+    sys.path.insert(0, folder)
+    import common.params as params
+    params.EPOCHS = 1
+    path = os.path.join(folder, "common", "utils.py")
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    tree.body = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and node.name in ("yield_mb", "shuffle_data")]
+    utils = types.ModuleType("common.utils")
+    utils.np = np
+    exec(compile(tree, path, "exec"), utils.__dict__)
+
+    def cifar_for_library(channel_first=True, one_hot=False):
+        rng = np.random.RandomState(0)
+        x = rng.rand(samples, 3, 32, 32).astype(np.float32)
+        x = x if channel_first else np.swapaxes(x, 1, 3)
+        y = rng.randint(0, params.N_CLASSES, samples).astype(np.int32)
+        if one_hot:
+            y = np.eye(params.N_CLASSES, dtype=np.int32)[y]
+        return x, x[:params.BATCHSIZE], y, y[:params.BATCHSIZE]
+    utils.cifar_for_library = cifar_for_library
+    utils.get_gpu_name = utils.get_cuda_version = utils.get_cudnn_version = lambda: "none (CPU)"
+    sys.modules["common.utils"] = utils
+    return ["common/params.py: EPOCHS 1", "common/utils.py: yield_mb and shuffle_data only; cifar_for_library: %d "
+            "random images" % samples]
+
+
+def notebook(folder, target, args, steps):
+    """A DLF notebook: its code cells up to its training loop (the cell that loops over EPOCHS), IPython magics
+    dropped, run as one script; a step is the time between two calls of ARGS[0] (module:Class.method, e.g.
+    mxnet.module:Module.update: the call that ends the loop's step)."""
+    import importlib
+    with open(target) as f:
+        cells = ["".join(c["source"]) for c in json.load(f)["cells"] if c["cell_type"] == "code"]
+    last = next(i for i, c in enumerate(cells) if "for j in range(EPOCHS)" in c)
+    script = "\n".join(line for cell in cells[:last + 1] for line in cell.splitlines() if not line.startswith("%"))
+    edited = dlf_common(folder, int(args[1]) * (steps + 1))
+    module, _, attribute = args[0].partition(":")
+    owner_name, method = attribute.split(".")
+    owner = getattr(importlib.import_module(module), owner_name)
+    clock, call = Clock(), getattr(owner, method)
+
+    def marked(*a, **k):
+        out = call(*a, **k)
+        clock.mark()
+        return out
+    setattr(owner, method, marked)
+    os.chdir(folder)
+    exec(compile(script, target, "exec"), {"__name__": "__main__"})
+    framework = importlib.import_module(module.split(".")[0])
+    return clock, edited + ["cells 1-%d of %d, magics dropped" % (last + 1, len(cells))], framework.__version__
+
+
 def main(argv):
-    script, args = argv[0], argv[argv.index("--") + 1:] if "--" in argv else []
+    framework, script, steps = argv[0], argv[1], int(argv[2])
+    args = argv[argv.index("--") + 1:] if "--" in argv else []
+    subs = json.loads(argv[argv.index("--subs") + 1]) if "--subs" in argv[:argv.index("--")] else []
     work = tempfile.mkdtemp(prefix="study-peer-")
     folder = os.path.join(work, "study")
     shutil.copytree(os.path.dirname(os.path.abspath(script)), folder)
-    text, edited = converted(script)
     target = os.path.join(folder, os.path.basename(script))
-    with open(target, "w") as f:
-        f.write(text)
-
-    import tensorflow as tf
-    calls, run = [], tf.Session.run
-
-    def timed(self, *a, **k):
-        wall, cpu = time.perf_counter(), time.process_time()
-        out = run(self, *a, **k)
-        calls.append((time.perf_counter() - wall, time.process_time() - cpu))
-        return out
-
-    tf.Session.run = timed
-    sys.argv, sys.path[0] = [target] + args, folder
-    os.chdir(folder)
-    runpy.run_path(target, run_name="__main__")
-    print("PEER " + json.dumps({"script": script, "args": args, "edited": edited, "tensorflow": tf.__version__,
-                                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-                                "wall": [c[0] for c in calls], "cpu": [c[1] for c in calls]}))
+    variant = substituted(folder, subs)
+    run = {"tensorflow": tensorflow, "caffe": caffe, "mxnet": mxnet, "notebook": notebook}[framework]
+    clock, edited, version = run(folder, target, args, steps)
+    edited = variant + edited
+    if len(clock.wall) < steps:
+        sys.exit("peer: %d steps timed, %d asked" % (len(clock.wall), steps))
+    print("PEER " + json.dumps({"script": script, "args": args, "edited": edited, "version": version,
+                                "threads": {k: os.environ.get(k) for k in sorted(os.environ) if "THREADS" in k},
+                                "wall": clock.wall[:steps], "cpu": clock.cpu[:steps]}))
     shutil.rmtree(work)
 
 

@@ -13,7 +13,8 @@ Each cell is one (row: a tool of the study, column: a published column) and gets
   NOT_RUN               with the reason: the run is not runnable here, the job was skipped or failed.
 The measured value is shown whenever a job measured the cell's quantity, whatever the outcome. On a CPU, the tools
 of one column are set side by side at one thread count: the column's, else the largest every measured tool has
-(answers.measured.common_threads), named in ``threads``.
+(answers.measured.common_threads), named in ``threads``. A measured cell whose job timed its step otherwise than the
+suite's default, or whose study's scripts did (the study's ``steps``), says how in ``step`` (answers.steps).
 Per column, the ranking of the tools measured vs published (answers.ranking: Kendall's tau), made only from
 cells measured on the published hardware's device class.
 """
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dlrepro.inputs.references import of_column
-from dlrepro.answers import measured, published, ranking, verdicts
+from dlrepro.answers import measured, published, ranking, steps, verdicts
 
 OUTCOMES = verdicts.CELL
 
@@ -48,6 +49,7 @@ class Cell:
     run: str = None  # the study run the measured row comes from
     job_id: str = None
     measured_on: str = None  # the device name of the measured row
+    step: str = ""  # how the measured job's step was timed, where it or the study's differs (answers.steps.note)
 
 
 @dataclass
@@ -156,6 +158,7 @@ def _cell(study, table, column, tool, summary, references, not_run, missing, thr
         cell.measured, cell.job_id = measured.raw(row, column.metric), row["job_id"]
         cell.threads = measured.get(row, "threads")
         cell.measured_on, cell.interval = row["device_name"], measured.interval(row, column.metric)
+        cell.step = steps.note(study, tool, cell.run, row)
     if cell.outcome:
         return cell, None, None  # measured beside the published cell, which cannot be compared
     if cell.published is None:

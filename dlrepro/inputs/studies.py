@@ -143,9 +143,12 @@ class Published(Strict):
 class StudyStep(Strict):
     """How the study's own scripts for one tool timed a training step, where that differs from the suite's default
     (runner.contract: ``gradients``, ``thread_pools``); its jobs are built the same way where the adapter can
-    (dlrepro.run.study)."""
+    (dlrepro.run.study). What else the study's step did that the suite's does not is named in ``differs``."""
     gradients: Literal[GRADIENTS] = OPTION_DEFAULTS["gradients"]
     thread_pools: Literal[THREAD_POOLS] = OPTION_DEFAULTS["thread_pools"]
+    differs: list[str] = Field([], description="work the study's timed step did that the suite's does not "
+                               "reproduce, each named with what it measured (benchmarks/study_parity.py); the study "
+                               "report shows it beside every cell of these runs")
     runs: list[str] = Field(min_length=1, description="the study's runs whose scripts did so (each one read)")
     source: str = Field(description="repository + commit + files that show it")
 

@@ -102,14 +102,18 @@ def _steps(study, run_id, run, chosen, threads, notes):
     found = {}
     for tool, step in [(tool, step) for tool, step in study.steps.items() if run_id in step.runs]:
         values = {"gradients": step.gradients, "thread_pools": step.thread_pools if threads else "all"}
+        also = "; the study's step also did, not reproduced here: %s" % "; ".join(step.differs) if step.differs else ""
         for token in [t for t in chosen if Token.parse(t).name == study.framework(tool)]:
             problem = capabilities.unsupported_options(token, dict(values, threads=1), run.device)
             said = ", ".join("%s %s" % kv for kv in values.items())
-            if problem:
-                notes[token] = "%s (%s): the suite's step, not the study's (%s): %s" % (tool, token, said, problem)
+            if Step(**values) == Step():
+                notes[token] = "%s (%s): the suite's step, as the study's scripts (%s)%s" % (tool, token, said, also)
+            elif problem:
+                notes[token] = "%s (%s): the suite's step, not the study's (%s): %s%s" % (tool, token, said, problem,
+                                                                                        also)
             else:
                 found[token] = Step(**values)
-                notes[token] = "%s (%s): timed as the study's scripts did: %s" % (tool, token, said)
+                notes[token] = "%s (%s): timed as the study's scripts did: %s%s" % (tool, token, said, also)
     return found
 
 

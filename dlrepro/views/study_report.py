@@ -89,10 +89,15 @@ def _threads(cells):
     return ", %d thread%s" % (counts.pop(), "s"[min(counts | {2}) == 1:]) if len(counts) == 1 else ""
 
 
+def _marked(text, mark):
+    return " ".join(filter(None, [text, mark]))
+
+
 def paper_table(t):
     """One published table in its own layout, per column: published | here | measured / published | outcome, each
-    outcome's reason once as a numbered footnote (a table repeats one reason in most of its cells); its note says
-    which tools were timed differently where they were."""
+    outcome's reason once as a numbered footnote (a table repeats one reason in most of its cells), and so the step
+    semantics beside a measured value where its job or the study timed another step than the suite's default
+    (Cell.step); its note says which tools were timed differently where they were."""
     unit, fmt = _unit(t, t.kind)
     header = ["tool"]
     for label in t.columns:
@@ -100,9 +105,10 @@ def paper_table(t):
         header += ["%s published (%s)" % (label, unit), "%s here (%s%s)" % (label, unit, _threads(column)),
                    "%s ratio" % label, "%s outcome" % label]
     cells = [[t.cells[(tool, label)] for label in t.columns] for tool in t.rows]
-    marks, footnotes = report.numbered_notes([c.why for line in cells for c in line])
+    marks, footnotes = report.numbered_notes([text for line in cells for c in line for text in (c.step, c.why)])
     marks = iter(marks)
-    rows = [[tool] + [text for c in line for text in (fmt(c.published), fmt(c.measured), numbers.ratio(c.ratio),
+    rows = [[tool] + [text for c in line for text in (fmt(c.published), _marked(fmt(c.measured), next(marks)),
+                                                      numbers.ratio(c.ratio),
                                                       " ".join(filter(None, [c.outcome, next(marks)])))]
             for tool, line in zip(t.rows, cells)]
     timed = "Timed differently (on a GPU, two different quantities: docs/gpu.md): %s." % "; ".join(t.timers) \
@@ -119,8 +125,9 @@ def then_and_now(now, then, record, quick=False):
     """One published table measured at both version sets of a study run with --versions both, per column:
     published | at the published versions (then) | its outcome | at today's (now) | now / then. A row names what
     ran for its tool at each set ("TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0"); a tool that ran the same
-    version at both sets is folded into the note. Where either side is a smoke pass (``quick``: the whole study ran
-    --quick) the ratio is shown as an indication ('5.4 (smoke)'), the reason once as a footnote, never a verdict."""
+    version at both sets is folded into the note. The step semantics of a value (Cell.step) are a footnote beside it.
+    Where either side is a smoke pass (``quick``: the whole study ran --quick) the ratio is shown as an indication
+    ('5.4 (smoke)'), the reason once as a footnote, never a verdict."""
     unit, fmt = _unit(now, now.kind)
     header = ["tool (then -> now)"]
     for label in now.columns:
@@ -139,7 +146,7 @@ def then_and_now(now, then, record, quick=False):
             before = was.measured if was is not None else None
             smoke = quick or (was is not None and was.smoke) or is_.smoke
             ratio = is_.measured / before if before and is_.measured is not None else None
-            notes.append(SMOKE_RATIO if smoke and ratio is not None else "")
+            notes += [was.step if was is not None else "", is_.step, SMOKE_RATIO if smoke and ratio is not None else ""]
             line += [fmt(is_.published), fmt(before), was.outcome if was is not None else "", fmt(is_.measured),
                      numbers.ratio(ratio) + (" (smoke)" if smoke and ratio is not None else "")]
         rows.append(line)
@@ -147,8 +154,8 @@ def then_and_now(now, then, record, quick=False):
     marks = iter(marks)
     for line in rows:
         for i in range(len(now.columns)):
-            mark = next(marks)
-            line[5 + 5 * i] = " ".join(filter(None, [line[5 + 5 * i], mark]))
+            for place in (2, 4, 5):  # then, now, now / then
+                line[place + 5 * i] = _marked(line[place + 5 * i], next(marks))
     return Table(now.title + ": then and now", header, rows, "then: the study's tools at their published versions (or "
                  "the nearest the image matrix has); now: today's images; the same host, jobs and settings.%s" % (
                      " The same version at both sets, not shown: %s." % ", ".join(same) if same else ""), footnotes)
