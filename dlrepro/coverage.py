@@ -107,7 +107,7 @@ def this_host(allow_ptx_jit=False):
     from runner.environment import cpu_model, usable_cpus
 
     found = hostinfo.gpus()
-    cached = frozenset(name for name in datasets.catalogue().datasets if not datasets.missing(name))
+    cached = frozenset(name for name in datasets.names() if not datasets.missing(name))
     return Hardware(found[0]["name"] if found else None, len(found), usable_cpus() or 1, cached, allow_ptx_jit,
                     found[0]["capability"] if found else None, cpu_model())
 
@@ -121,10 +121,10 @@ def of_host(host):
 
 
 def every_dataset():
-    """The names of every dataset of the catalogue (a host that has fetched them all)."""
+    """The names of every dataset of the catalogue that runs read (a host that has fetched them all)."""
     from dlrepro import datasets
 
-    return frozenset(datasets.catalogue().datasets)
+    return datasets.names()
 
 
 @dataclass

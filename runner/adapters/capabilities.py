@@ -36,6 +36,12 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"]),
               "layer_notes": {"gru": "Caffe 1.0 has none, only RNN and LSTM"}},
 }
+# Lua Torch 7 (runner.adapters.torch7_adapter, CPU): nn's modules, no recurrent ones (DLBench's Torch LSTM used
+# Element-Research's rnn package), softmax cross entropy only (nn.CrossEntropyCriterion)
+CAPABILITIES["torch7"] = {"layers": ALL_LAYERS - RECURRENT, "losses": frozenset(["softmax_cross_entropy"]),
+                          "optimizers": OPTIMIZERS, "weights": frozenset(),
+                          "layer_notes": dict.fromkeys(RECURRENT, "Torch 7's nn has no LSTM of DLBench's kind (its "
+                                                                  "Torch script used the rnn package, not built here)")}
 CAPABILITIES["chainer"] = {"layers": ALL_LAYERS - frozenset(["lstm"]), "losses": LOSSES, "optimizers": OPTIMIZERS,
                            "weights": frozenset(["tfjs-layers"]),
                            "layer_notes": {"lstm": "its NStepLSTM starts each mini-batch from zero state; carrying it "
@@ -218,6 +224,8 @@ NO_DATA_PARALLEL = {
     "caffe2": "its adapter has no data_parallel_model path yet",
     "caffe": "its builds have no NCCL (Debian's recipe), without which pycaffe has no multi-GPU path",
 }
+NO_DATA_PARALLEL["torch7"] = ("its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
+                              "nn.DataParallelTable, and cutorch/cunn are not built")
 NO_DATA_PARALLEL["chainer"] = "its adapter has no MultiprocessParallelUpdater (NCCL) path yet"
 NO_DATA_PARALLEL.update(dict.fromkeys(KERAS, "its adapter has no keras.distribution (DataParallel) path yet"))
 NO_DATA_PARALLEL["keras-cntk"] = NO_DATA_PARALLEL["keras-theano"] = KERAS2["no_data_parallel"]
