@@ -20,7 +20,7 @@ import docker
 from dlrepro import engine, heartbeat
 from dlrepro.images import bases, buildkit, context, leftovers, transport, vendor
 from dlrepro.engine import client
-from dlrepro.errors import DatasetError, EngineLost, ImageError
+from dlrepro.errors import DatasetError, EngineLost, ImageError, SourcesMissing
 
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
 # the image of each build step: "--> <11 hex>" from Podman (BuildKit makes no image of a step)
@@ -218,7 +218,7 @@ def _ensure(matrix, image, options, log):
         try:
             ctx.add_lua_sources(options.sources_from, log)
         except DatasetError as exc:
-            raise ImageError("%s: its sources: %s" % (image.name, exc), exc.remedy) from None
+            raise SourcesMissing("%s: its sources: %s" % (image.name, exc), exc.remedy) from None
         if engine.name() == "docker":  # a step a lost engine left running holds the apt cache's lock
             leftovers.wait_for_steps(log, engine.address())
         step_ids = _docker_build(ctx, log)
