@@ -261,7 +261,9 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix=None, versions="
         if why:
             return "data-parallel", "%s: %s" % (tool, why)
     if chosen.token is None:
-        return "image", "%s has no %s image" % (tool, "CUDA" if run.device == "cuda" else "CPU")
+        why = given.matrix.no_cuda(framework) if run.device == "cuda" else None
+        return "image", "%s has no %s image%s" % (tool, "CUDA" if run.device == "cuda" else "CPU",
+                                                  " (%s)" % why if why else "")
     if run.device == "cuda":
         image = given.matrix.find(framework, "cuda", chosen.runs)
         decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))

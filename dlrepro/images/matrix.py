@@ -188,6 +188,8 @@ class Image(Strict):
         "non-free: NVIDIA's CUDA libraries)")
     compile: Optional[Compile] = Field(None, description="the framework compiled from its Debian source package")
     lua: Optional[LuaBuild] = Field(None, description="a Lua framework built from its source archives")
+    no_cuda: Optional[str] = Field(None, description="for a CPU image whose framework has no CUDA image: why (what "
+                                   "was tried and failed, or not tried); the plan says it beside a GPU claim")
     variants: list[Variant] = Field([], description="other frameworks the image runs, each at its version (Keras "
                                     "on this framework as its backend)")
     notes: Optional[str] = None
@@ -196,6 +198,9 @@ class Image(Strict):
 
     @model_validator(mode="after")
     def _cuda_fields(self):
+        if self.no_cuda and self.device != "cpu":
+            raise ValueError("no_cuda: says why a CPU image's framework has no CUDA image; remove it from this %s "
+                             "image" % self.device)
         if self.newer_builds and self.device != "cuda":
             raise ValueError("newer_builds: only a CUDA image has GPU code to compare; remove it from this %s image"
                              % self.device)
@@ -261,6 +266,10 @@ class Matrix(Strict):
                 "give one of those as %s@VERSION, or add an entry for it to the matrix" % framework)
         raise ImageError("%s: no image for framework %r; the matrix has: %s" % (
             MATRIX_FILE, framework, ", ".join(self.frameworks())))
+
+    def no_cuda(self, framework):
+        """Why ``framework`` has no CUDA image, as its CPU image's ``no_cuda`` says; None when it does not say."""
+        return next((i.no_cuda for i in self.images if i.framework == framework and i.no_cuda), None)
 
     def versions(self, framework, device):
         """The versions of ``framework`` the matrix has an image of on ``device``, in its order (the last one is

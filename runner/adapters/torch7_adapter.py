@@ -12,8 +12,8 @@ harness runs ``optim.sgd`` / ``optim.adam`` on a closure that zeroes the gradien
 and backward, as DLBench's Torch scripts did. The request and the reply are a pipe round trip each (tens of
 microseconds against FCN-R's milliseconds); Torch 7 runs synchronously on the CPU, so the reply means the update
 is done. ``to_device`` copies the float32 mini-batch and its labels into one of two slots of the harness
-(Torch tensors; a batch replaces the one before the last), as another framework copies to its device; a real-data job does it inside the step, as it does
-for every adapter (runner.measure).
+(Torch tensors; a batch replaces the one before the last), as another framework copies to its device; a real-data
+job does it inside the step, as it does for every adapter (runner.measure).
 
 Conventions: labels are 1-based in Torch 7 (the harness adds 1); the loss is nn.CrossEntropyCriterion (softmax
 cross entropy averaged over the mini-batch); optim.sgd runs with dampening 0 (its default dampening equals the
