@@ -258,9 +258,11 @@ DEFAULT_INIT = {
 }
 DEFAULT_INIT["chainer"] = "Chainer's (LeCun normal weights, zero biases; EmbedID N(0, 1))"
 DEFAULT_INIT.update(dict.fromkeys(KERAS, "Keras's (Glorot uniform weights, zero biases)"))
+DEFAULT_INIT["torch7"] = ("each nn module's own reset() (Linear, SpatialConvolution: U(+-1/sqrt(fan_in)) for weights "
+                          "and biases)")
 
 # the module each adapter imports its framework from (checked before a local run: dlrepro.run.executors.local)
 MODULES = {"torch": "torch", "tensorflow": "tensorflow", "mxnet": "mxnet", "jax": "jax", "cntk": "cntk",
            "caffe2": "caffe2.python", "caffe": "caffe", "chainer": "chainer", "keras-tensorflow": "keras", "keras-jax": "keras",
            "keras-torch": "keras", "keras-cntk": "keras",
-           "keras-theano": "keras"}
+           "keras-theano": "keras", "torch7": None}  # torch7: no Python module, a LuaJIT process (its image only)

@@ -10,7 +10,7 @@ from dlrepro.results.answers import verdicts as v
 FRAMEWORKS = {"torch": "#d62728", "tensorflow": "#ff7f0e", "mxnet": "#1f77b4", "jax": "#9467bd", "cntk": "#2ca02c",
               "caffe2": "#8c564b", "caffe": "#e377c2", "chainer": "#ffbb78", "keras-tensorflow": "#bcbd22", "keras-jax": "#17becf",
               "keras-torch": "#aec7e8", "keras-cntk": "#98df8a",
-              "keras-theano": "#c5b0d5"}
+              "keras-theano": "#c5b0d5", "torch7": "#ff9896"}
 OTHER = "#7f7f7f"
 
 GREEN, AMBER, RED, GREY, BLUE = "#2e7d32", "#b26a00", "#c62828", "#757575", "#1565c0"
