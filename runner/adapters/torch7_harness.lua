@@ -15,7 +15,11 @@
 --   quit
 require 'torch'
 require 'nn'
-require 'optim'
+-- optim's two optimisers the specs name, not the whole package: its init.lua loads optim.Logger, which requires
+-- xlua (not built: nothing here needs it)
+optim = {}
+require 'optim.sgd'
+require 'optim.adam'
 local ffi = require 'ffi'
 
 torch.setdefaulttensortype('torch.FloatTensor')
