@@ -26,7 +26,6 @@ Python 3.6 syntax, standard library and numpy only.
 """
 import os
 import subprocess
-import sys
 
 import numpy as np
 
@@ -55,8 +54,8 @@ class Harness(object):
     """A running torch7_harness.lua: ``call(line, payload)`` -> (reply text, reply payload or None)."""
 
     def __init__(self, command=None):
-        self.process = subprocess.Popen(command or [LUAJIT, HARNESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=sys.stderr)
+        self.process = subprocess.Popen(command or [LUAJIT, HARNESS], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE)  # its stderr is the job's
 
     def call(self, line, payload=b"", reply_bytes=None):
         """Send one request; returns the reply's text, and with ``reply_bytes`` (a function of the text giving a
@@ -93,7 +92,7 @@ class Adapter(Base):
         self.harness = Harness()
         self.slots = 0
         luajit, threads, openmp = self.harness.call("setup %d %d" % (job.get("threads") or 0,
-                                                                    job.get("seed", 0))).split("|")
+                                                                    job.get("seed") or 0)).split("|")
         self.lua = {"luajit": luajit, "threads": int(threads), "openmp": openmp}
 
     def environment(self):
