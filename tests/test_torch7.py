@@ -8,7 +8,9 @@ parameter count, counted by Torch 7, and FCN-R trains on MNIST.
 """
 import json
 import math
+import sys
 
+import numpy as np
 import pytest
 
 from dlrepro import coverage, datasets, spec, studies
@@ -17,7 +19,7 @@ from dlrepro.images import context, matrix as matrixmod
 from dlrepro.run import jobs, runs
 from dlrepro.run.options import RunOptions
 from runner import shapes
-from runner.adapters import capabilities, torch7_lua
+from runner.adapters import capabilities, torch7_adapter, torch7_lua
 from tests.helpers import fresh_cache
 
 ARCHIVES = ("lua-paths", "lua-cwrap", "lua-torch7", "lua-moses", "lua-nn", "lua-optim")  # the image's build order
@@ -185,3 +187,37 @@ def test_torch7_trains_fcn_r_on_mnist_in_its_cpu_image(docker_engine, torch7_sou
     assert env["framework"] == "torch7" and env["sources"]["torch7"] == (
         "814ea4afd6beb110705d2456de03876841fcf1fd 5a92379ca9052f0b9f80bf0cafcd091083e2af87d4093635595bc26922c2a723")
     assert env["luajit"].startswith("LuaJIT 2.1")
+
+
+FAKE_HARNESS = r"""
+import struct, sys
+for line in iter(sys.stdin.buffer.readline, b""):
+    words = line.split()
+    if words[0] == b"params":
+        data = struct.pack("<3f", 1.5, -2.0, 0.25)
+        sys.stdout.buffer.write(b"= 2 12 1 2\n" + data)
+    elif words[0] == b"batch":
+        sys.stdin.buffer.read(int(words[3]) + int(words[4]))
+        sys.stdout.buffer.write(b"= ok\n")
+    else:
+        sys.stdout.buffer.write(b"! unknown request " + words[0] + b"\n")
+    sys.stdout.buffer.flush()
+"""
+
+
+def test_the_harness_protocol_reads_payloads_by_their_stated_length_and_names_lua_errors(tmp_path):
+    """The Python side of runner.adapters.torch7_harness.lua's protocol, against a stand-in process."""
+    fake = tmp_path / "fake.py"
+    fake.write_text(FAKE_HARNESS)
+    adapter = torch7_adapter.Adapter.__new__(torch7_adapter.Adapter)
+    adapter.harness, adapter.slots = torch7_adapter.Harness([sys.executable, str(fake)]), 0
+    try:
+        assert [p.tolist() for p in adapter.parameters()] == [[1.5], [-2.0, 0.25]]
+        assert adapter.to_device(np.zeros((2, 3), np.float32), np.array([0, 1]))[0] == 1
+        assert adapter.to_device(np.zeros((2, 3), np.float32), np.array([0, 1]))[0] == 2
+        assert adapter.to_device(np.zeros((2, 3), np.float32), np.array([0, 1]))[0] == 1  # two slots in turn
+        with pytest.raises(torch7_adapter.HarnessError) as raised:
+            adapter.train_step(1, None)
+        assert str(raised.value) == "the Torch 7 harness failed: unknown request train"
+    finally:
+        adapter.harness.close()
