@@ -114,7 +114,7 @@ class Adapter(Base):
         init = model.get("init", {"scheme": "default"})
         if init["scheme"] not in ("default", "xavier", "glorot_uniform", "uniform"):
             raise UnsupportedError("the torch7 adapter has no initialisation %r" % init["scheme"])
-        self.harness.call("init %s %s" % (init["scheme"], repr(float(init.get("scale", 0.0)))))
+        self.harness.call("init %s %s" % (init["scheme"], repr(float(init.get("scale") or 0.0))))
         opt = self.job.get("optimizer")
         if opt:
             if opt.get("clip_norm"):
