@@ -221,3 +221,30 @@ def test_the_harness_protocol_reads_payloads_by_their_stated_length_and_names_lu
         assert str(raised.value) == "the Torch 7 harness failed: unknown request train"
     finally:
         adapter.harness.close()
+
+
+def test_the_measured_window_counts_a_child_process_cpu_time_and_says_so():
+    """Torch 7 computes in the harness's LuaJIT process, so the window adds its live children's CPU time: a child
+    that burns 0.3 CPU seconds inside the window while this process waits on it."""
+    import subprocess
+
+    from runner import window as windowmod
+
+    burn = ("import sys, time\nsys.stdin.readline()\nwhile time.process_time() < start + 0.3: pass\n"
+            "print('done', flush=True)\nsys.stdin.readline()")
+    child = subprocess.Popen([sys.executable, "-c", "import time\nstart = time.process_time()\n" + burn],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        window = windowmod.Window(None)
+        window._counters = lambda: []  # no GPU sampler or energy counter: the clocks alone
+        window.start()
+        child.stdin.write(b"go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == b"done\n"
+        window.stop()
+        usage = window.cpu_usage()
+    finally:
+        child.stdin.close()
+        child.wait()
+    assert 0.3 <= usage["cpu_seconds"] <= 0.45 and usage["method"] == (
+        "process CPU time (every thread; with its child processes') over the measured window")
