@@ -60,6 +60,12 @@ class CannotRunHere(DlreproError):
     skipped with this message as the reason and the remedy."""
 
 
+class SourcesMissing(ImageError, CannotRunHere):
+    """An image built from source archives (Lua Torch 7's) cannot be built: an archive is neither in the cache nor
+    supplied by its mirror. `dlrepro build` reports it as an image not built; a run skips that image's jobs with
+    this reason and remedy, as it skips a job whose dataset is missing."""
+
+
 class BundleError(DlreproError):
     """A bundle cannot be read or combined; the message names the file (``dlrepro validate`` tells more)."""
 

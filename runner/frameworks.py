@@ -198,6 +198,16 @@ register(Framework(
     layer_notes={"lstm": "its NStepLSTM starts each mini-batch from zero state; carrying it across mini-batches "
                          "(DLBench's LSTM) is not expressed"},
     no_data_parallel="its adapter has no MultiprocessParallelUpdater (NCCL) path yet"))
+# Lua Torch 7 (runner.adapters.torch7_adapter, CPU): no Python module, a LuaJIT process in its image; nn's modules,
+# no recurrent ones (DLBench's Torch LSTM used Element-Research's rnn package), softmax cross entropy only
+# (nn.CrossEntropyCriterion)
+register(Framework(
+    "torch7", None, "each nn module's own reset() (Linear, SpatialConvolution: U(+-1/sqrt(fan_in)) for weights and "
+    "biases)", layers=ALL_LAYERS - RECURRENT, losses=frozenset(["softmax_cross_entropy"]), weights=frozenset(),
+    layer_notes=dict.fromkeys(RECURRENT, "Torch 7's nn has no LSTM of DLBench's kind (its Torch script used the rnn "
+                                         "package, not built here)"),
+    no_data_parallel="its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
+                     "nn.DataParallelTable, and cutorch/cunn are not built"))
 # Keras 3 on each of its backends: one adapter (runner.adapters.keras_adapter), the backend's image and runtime
 KERAS3 = Framework(
     "keras", "keras", "Keras's (Glorot uniform weights, zero biases)", module="keras_adapter",

@@ -3,7 +3,8 @@
 From its ``start`` (before the first measured iteration, epoch or pass) to its ``stop`` (after the last,
 the device synchronised), less the stretches ``excluded(what)`` leaves out (the result rewrites between
 repeats and epochs, a convergence run's evaluation passes: runner.measure): the wall time (s), the
-process's CPU time (s, every thread of the process), and their ratio, the effective parallelism: how many
+process's CPU time (s, every thread of the process, and of its live child processes where it has any: Torch 7's
+LuaJIT), and their ratio, the effective parallelism: how many
 CPUs the job kept busy on average, which is what a thread count really did (a 1-thread job that kept two
 cores busy reads 2.0). A cuda job adds the GPU's telemetry and board energy (runner.telemetry; a process
 that drives several GPUs, JAX's data-parallel mesh, samples each of them and sums their energy); a CPU
@@ -12,9 +13,43 @@ none. Every counter is paused over an excluded stretch, and cpu_usage's and ener
 what was left out. ``start`` and ``stop`` may be called again: only the first of each counts.
 """
 import contextlib
+import glob
+import os
 import time
 
 from runner import energy, ranks, settings, telemetry
+
+
+def child_pids():
+    """The PIDs of this process's live child processes (/proc/self/task/*/children; [] where /proc does not list
+    them)."""
+    pids = []
+    for path in glob.glob("/proc/self/task/*/children"):
+        try:
+            with open(path) as f:
+                pids += f.read().split()
+        except OSError:
+            continue
+    return pids
+
+
+def child_cpu_seconds():
+    """CPU seconds (user + system, every thread) of this process's live child processes, from /proc (a framework
+    that computes in a process of its own: Torch 7's LuaJIT, runner.adapters.torch7_adapter); 0.0 without any.
+    Resolution: the kernel's clock tick (10 ms)."""
+    total = 0.0
+    for pid in child_pids():
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
+        except (OSError, ValueError, IndexError):
+            continue  # a child that ended meanwhile
+    return total
+
+
+def _cpu_seconds():
+    return time.process_time() + child_cpu_seconds()
 
 
 class Window(object):
@@ -24,6 +59,7 @@ class Window(object):
     def __init__(self, sampler, counter=None, others=()):
         self.sampler, self.counter, self.others = sampler, counter, list(others)
         self.wall = self.cpu = None
+        self.children = False  # whether live child processes' CPU time counts (runner.adapters.torch7_adapter's)
         self.left_out = []
         self._t0 = self._c0 = None
         self._run = [0.0, 0.0]  # wall, CPU seconds of the running stretches that ended
@@ -47,14 +83,15 @@ class Window(object):
             return
         for counter in self._counters():
             counter.start()
-        self._t0, self._c0 = time.perf_counter(), time.process_time()
+        self._t0, self._c0 = time.perf_counter(), _cpu_seconds()
+        self.children = bool(child_pids())
 
     def _running(self):
         return self._t0 is not None and self.wall is None and not self._paused
 
     def _close_stretch(self):
         self._run[0] += time.perf_counter() - self._t0
-        self._run[1] += time.process_time() - self._c0
+        self._run[1] += _cpu_seconds() - self._c0
 
     @contextlib.contextmanager
     def excluded(self, what):
@@ -75,7 +112,7 @@ class Window(object):
             for counter in self._counters():
                 counter.resume()
             self._paused = False
-            self._t0, self._c0 = time.perf_counter(), time.process_time()
+            self._t0, self._c0 = time.perf_counter(), _cpu_seconds()
 
     def stop(self):
         if self._t0 is None or self.wall is not None:
@@ -113,7 +150,8 @@ class Window(object):
         return {"wall_seconds": self.wall, "cpu_seconds": self.cpu,
                 "effective_parallelism": self.cpu / self.wall if self.wall > 0 else None,
                 "usable_cpus": len(settings.allowed_cpus()), "excluded": list(self.left_out),
-                "method": "process CPU time (every thread) over the measured window%s" % (
+                "method": "process CPU time (every thread%s) over the measured window%s" % (
+                    "; with its child processes'" if self.children else "",
                     "; %s left out (counters paused)" % ", ".join(self.left_out) if self.left_out else "")}
 
     def energy(self):

@@ -33,17 +33,17 @@ def outcome(study, claim, host, matrix):
      (0, {"untestable": 1, "no gpu suffices": 1, "gpu": 3, "gpus": 1, "dataset": 2})),
     ("cpu16", (1, {"untestable": 1, "no gpu suffices": 9, "gpu": 10, "model": 1}),
      (2, {"untestable": 1, "no gpu suffices": 1, "gpu": 3, "gpus": 1})),
-    ("K80", (5, {"untestable": 1, "no gpu suffices": 4, "model": 2, "arch": 10}),
+    ("K80", (5, {"untestable": 1, "no gpu suffices": 4, "model": 5, "image": 1, "arch": 6}),
      (3, {"untestable": 1, "gpus": 1, "image": 1, "arch": 2})),
-    ("P100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5}),
+    ("P100", (11, {"untestable": 1, "no gpu suffices": 4, "model": 5, "image": 1}),
      (3, {"untestable": 1, "gpus": 1, "model": 1, "image": 1, "arch": 1})),
-    ("GTX 1080", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5}),
+    ("GTX 1080", (11, {"untestable": 1, "no gpu suffices": 4, "model": 5, "image": 1}),
      (3, {"untestable": 1, "gpus": 1, "model": 1, "image": 1, "arch": 1})),
-    ("A100", (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5}),
+    ("A100", (11, {"untestable": 1, "no gpu suffices": 4, "model": 5, "image": 1}),
      (4, {"untestable": 1, "gpus": 1, "image": 1, "arch": 1})),
-    ("H100", (9, {"untestable": 1, "no gpu suffices": 4, "model": 5, "arch": 3}),
+    ("H100", (9, {"untestable": 1, "no gpu suffices": 4, "model": 5, "image": 1, "arch": 2}),
      (4, {"untestable": 1, "gpus": 1, "image": 1, "arch": 1})),
-    ("4xH100", (9, {"untestable": 1, "model": 5, "data-parallel": 4, "arch": 3}),
+    ("4xH100", (9, {"untestable": 1, "model": 5, "data-parallel": 4, "image": 1, "arch": 2}),
      (5, {"untestable": 1, "image": 1, "arch": 1}))])
 def test_each_host_tests_what_the_images_and_adapters_allow_and_counts_the_rest_by_cause(host, dlbench, dlf, matrix):
     for name, expected in (("dlbench", dlbench), ("dlf", dlf)):
@@ -65,22 +65,22 @@ def test_the_exact_reason_of_each_cause(matrix):
         "no GPU makes it testable with the suite's images; on a P100: too few of its tools can run here (can: MXNet, "
         "TensorFlow): CNTK: the cntk adapter has no layer embedding, lstm (CNTK's recurrent layers run over its "
         "sequence axis; carrying an LSTM's state across mini-batches (truncated back-propagation) and cuDNN/PyTorch's "
-        "GRU (reset gate after the recurrent product, two bias sets) are not expressed by this adapter); the suite "
-        "does not run Torch: needs Lua Torch 7 (built from its repository with LuaRocks), which no reachable registry "
-        "serves"))
+        "GRU (reset gate after the recurrent product, two bias sets) are not expressed by this adapter); Torch: the "
+        "torch7 adapter has no layer embedding, lstm (Torch 7's nn has no LSTM of DLBench's kind (its Torch script "
+        "used the rnn package, not built here))"))
     cause, reason = said("dlbench", "multigpu-fcn-r-fast", "H100")  # 2 GPUs of any model: still no data-parallel path
     assert cause == "no gpu suffices" and reason.startswith(
         "no GPU makes it testable with the suite's images; on every GPU model: too few of its tools can run here "
         "(can: none): CNTK: no data-parallel training in the cntk adapter")
     assert said("dlf", "densenet-weak-scaling", "A100") == ("gpus", "needs 4 GPUs (this host has 1) (one of: A100, L4, H100)")
     assert said("dlbench", "alexnet-s-ordering", "P100") == (
-        "tool", "too few of its tools can run here (can: MXNet): the suite does not run Torch: needs Lua Torch 7 (built "
-        "from its repository with LuaRocks), which no reachable registry serves")
+        "image", "too few of its tools can run here (can: MXNet): Torch has no CUDA image (%s)"
+        % matrix.entry("torch7-7.0-cpu").no_cuda)
     assert said("dlbench", "multigpu-fcn-r-caffe", "4xH100") == ("data-parallel", (
         "Caffe: no data-parallel training in the caffe adapter: its builds have no NCCL (Debian's recipe), without "
         "which pycaffe has no multi-GPU path"))
     # CNTK has no LSTM on any hardware: that is said, not PTX JIT, which would not help (model before arch); and it
-    # decides, not Lua Torch (which the suite never runs): CNTK with TensorFlow would make the ordering testable
+    # decides (Lua Torch 7 has no LSTM either): CNTK with TensorFlow would make the ordering testable
     cause, reason = said("dlbench", "early-rnn-gpu", "H100")
     assert cause == "model" and reason.startswith("too few of its tools can run here (can: TensorFlow): CNTK: the "
                                                  "cntk adapter has no layer embedding, lstm") and "PTX" not in reason
@@ -165,7 +165,7 @@ def test_the_command_says_what_a_host_would_get_and_refuses_an_unknown_gpu():
                           "16", "--datasets", "all"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("On 1 x H100, 16 CPU cores [datasets: 7 of 7, as given; today's versions]: 9 of "
-                                 "DLBench's 22 claims testable; 0 of 30 published cells judged, 19 more shown (measured "
+                                 "DLBench's 22 claims testable; 0 of 30 published cells judged, 23 more shown (measured "
                                  "on other hardware than the published).")
     for args, said in ((["--gpu-model", "RTX 9090"], "error: --gpu-model: unknown GPU 'RTX 9090'"),
                        (["--gpu-model", "H100", "--gpu-count", "0"],
@@ -184,7 +184,7 @@ def test_the_published_versions_are_judged_by_the_images_they_run(matrix):
     a claim names the cause that decides on those images."""
     dlbench, dlf, k80 = studies.load("dlbench"), studies.load("dlf"), HOSTS["K80"]
     published = coverage.plan(dlbench, k80, matrix, "published")
-    assert coverage.counts(published["claims"]) == (11, {"untestable": 1, "no gpu suffices": 4, "tool": 1, "model": 5})
+    assert coverage.counts(published["claims"]) == (11, {"untestable": 1, "no gpu suffices": 4, "model": 5, "image": 1})
     assert coverage.counts(coverage.plan(dlbench, k80, matrix, "today")["claims"])[0] == 5
     assert coverage.counts(coverage.plan(dlf, k80, matrix, "published")["claims"])[0] == 5
     assert coverage.counts(coverage.plan(dlf, HOSTS["A100"], matrix, "published")["claims"])[0] == 2
@@ -227,7 +227,7 @@ def test_the_first_line_says_what_it_assumes():
     # every dataset fetched, this host's cores said, not silently counted
     assert first("dlbench", "--gpu-model", "K80", "--versions", "published", "--datasets", "all", "--cpus", "16") == (
         "On 1 x K80, 16 CPU cores [datasets: 7 of 7, as given; the published versions]: 11 of DLBench's 22 claims "
-        "testable; 0 of 30 published cells judged, 19 more shown (measured on other hardware than the published).")
+        "testable; 0 of 30 published cells judged, 23 more shown (measured on other hardware than the published).")
     assert first("dlf", "--gpu-model", "K80").startswith("On 1 x K80, %d CPU cores [this host's cores, --cpus to give "
                                                          "yours; every dataset assumed fetched, --datasets to say which; "
                                                          "today's versions]: " % coverage.this_host().cpus)

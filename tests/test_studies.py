@@ -22,7 +22,7 @@ TINY = REPO_ROOT / "tests" / "data" / "tiny-study.yaml"
 def test_the_two_studies_name_their_runs_tables_and_claims():
     dlbench, dlf = studies.load("dlbench"), studies.load("dlf")
     assert len(dlbench.runs) == 19 and set(dlbench.tables) == {"early-rerun", "table7-gpu", "table7-cpu", "table8"}
-    assert dlbench.tables["table7-gpu"].status == "not retrieved" and dlbench.framework("Torch") is None
+    assert dlbench.tables["table7-gpu"].status == "not retrieved" and dlbench.framework("Torch") == "torch7"
     assert dlbench.claims["fcn-s-ordering"].order == [["Caffe"], ["CNTK", "Torch"], ["TensorFlow", "MXNet"]]
     assert dlbench.claims["lstm-ordering"].order[0] == ["CNTK"]
     assert dlbench.runs["multigpu-fcn"].gpus == [1, 2, 4] and dlbench.runs["multigpu-fcn"].batch_sizes == [4096]
@@ -104,7 +104,7 @@ def test_an_ordering_claim_holds_does_not_or_is_inconclusive_by_its_separated_pa
     claim = {"fcn-s-ordering": study.claims["fcn-s-ordering"]}  # stated for GPUs
     judged = lambda values, **kw: claims.evaluate(study.model_copy(update={"claims": claim}), _rows(  # noqa: E731
         values, run="gpu-synthetic", device="cuda", **kw))[0]
-    # stated: Caffe, then CNTK (and Lua Torch, not run), then TensorFlow and MXNet
+    # stated: Caffe, then CNTK (and Lua Torch 7, not measured here), then TensorFlow and MXNet
     fine = judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0}, ci="tight")
     assert fine.verdict == verdicts.HOLDS and fine.rests_on.device == "cuda" and fine.rests_on.repeats == [6] * 4
     # CNTK behind TensorFlow and MXNet, and separated from them: a reversed pair is evidence against
@@ -115,7 +115,7 @@ def test_an_ordering_claim_holds_does_not_or_is_inconclusive_by_its_separated_pa
     assert verdict.verdict == verdicts.INCONCLUSIVE
     assert verdict.evidence.startswith("4 of 5 pairs in the stated order, 4 of them with separated 95% intervals; "
                                        "Caffe not ahead of CNTK at b64 (8.3 vs 8, within noise)")
-    assert "the suite does not run Torch" in verdict.evidence
+    assert verdict.evidence.endswith("; no measurement of Torch (run gpu-synthetic, cuda)")
     # a --quick pass (one repeat, no interval) gives no verdict, but its values are shown
     smoke = judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0})
     assert smoke.verdict == verdicts.INCONCLUSIVE and smoke.evidence.startswith("smoke pass of ")
@@ -272,9 +272,9 @@ def test_the_study_summary_counts_every_published_cell_once():
     assert sum(total.values()) == cells == 6 * 5 + 5 * 7 * 2 + 5 * 9  # Table 8: 3 networks x 1, 2 and 4 GPUs
     assert why["cannot be compared"]["the published values were not retrieved"] == 5 * 7 * 2 + 5 * 9
     assert total["reproduces"] == total["differs"] == total["other hardware"] == 0
-    assert why["cannot be compared"]["a tool the suite does not run"] == 2 * 5  # Theano and Lua Torch
+    assert why["cannot be compared"]["a tool the suite does not run"] == 5  # Theano (Lua Torch 7 runs: torch7)
     assert why["cannot be compared"]["the table has no value for this tool"] == 1  # Caffe's LSTM-32: n/a
-    assert total["not run"] == why["not run"]["not runnable here: no GPU"] == 4 * 5 - 1
+    assert total["not run"] == why["not run"]["not runnable here: no GPU"] == 5 * 5 - 1
 
 
 def test_a_study_record_is_found_by_its_exact_name(tmp_path):

@@ -49,8 +49,11 @@ def _deprecated(old, new):
     "ca-bundle": "extra CA bundle for pip inside the build (default: the host pip's cert)",
     "engine": ENGINE_HELP,
     "jobs": "images built at once, >= 1 (default: this machine's CPUs plus one); a base several need is made once",
+    "sources-from": "folder holding the source archives of a framework built from source (torch7: "
+                    "dlrepro/inputs/datasets.yaml's lua-* files, by name); default: fetched from their canonical mirrors",
 })
-def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine="", jobs=""):
+def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_bundle="", engine="", jobs="",
+          sources_from=""):
     """Build the pinned images for this host's devices.
 
     Without options it builds images/matrix.yaml's default_frameworks for every device this
@@ -68,7 +71,7 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
         enginemod.use(engine)
         matrix = matrixmod.load()
         entries = matrix.select(split(framework), split(device) or hostinfo.devices())
-        options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None)
+        options = buildmod.BuildOptions(base_source, not no_host_pip, ca_bundle or None, sources_from or None)
         done = buildmod.ensure_all(matrix, entries, options, lambda m: console.print(dim(m)), workers or None)
         for name, built in done.items():
             if isinstance(built, ImageError):  # the build's last lines, the hint and the remedy, as a lone build says

@@ -20,7 +20,7 @@ import docker
 from dlrepro import engine, heartbeat
 from dlrepro.images import bases, buildkit, context, leftovers, transport, vendor
 from dlrepro.engine import client
-from dlrepro.errors import EngineLost, ImageError
+from dlrepro.errors import DatasetError, EngineLost, ImageError, SourcesMissing
 
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
 # the image of each build step: "--> <11 hex>" from Podman (BuildKit makes no image of a step)
@@ -31,17 +31,22 @@ STEP_SHOWN, LINE_SHOWN = 140, 160  # characters of a step's header and of its la
 
 
 class BuildOptions:
-    """How to build: base source (auto | registry | bootstrap), pip settings, extra CA bundle.
+    """How to build: base source (auto | registry | bootstrap), pip settings, extra CA bundle, and the folder that
+    holds a Lua framework's source archives (None: the dataset cache, filled from their canonical mirrors).
 
-    Raises ImageError for an unknown base source or a CA bundle that is not a file.
+    Raises ImageError for an unknown base source, or a CA bundle or sources folder that does not exist.
     """
 
-    def __init__(self, base_source="auto", use_host_pip=True, ca_bundle=None):
+    def __init__(self, base_source="auto", use_host_pip=True, ca_bundle=None, sources_from=None):
         if base_source not in bases.SOURCES:
             raise ImageError("--base-source: expected one of %s (got %r)" % (", ".join(bases.SOURCES), base_source))
         if ca_bundle and not os.path.isfile(ca_bundle):
             raise ImageError("--ca-bundle: no such file: %s" % ca_bundle)
+        if sources_from and not os.path.isdir(sources_from):
+            raise ImageError("--sources-from: no such folder: %s" % sources_from,
+                             "give the folder that holds the source archives by name (dlrepro/inputs/datasets.yaml)")
         self.base_source, self.use_host_pip, self.ca_bundle = base_source, use_host_pip, ca_bundle
+        self.sources_from = sources_from
 
     def pip_settings(self):
         return transport.host_settings() if self.use_host_pip else transport.PipSettings()
@@ -210,6 +215,10 @@ def _ensure(matrix, image, options, log):
         log("%s: building %s" % (image.name, ctx.tag))
         transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
         ctx.add_python(base.python)
+        try:
+            ctx.add_lua_sources(options.sources_from, log)
+        except DatasetError as exc:
+            raise SourcesMissing("%s: its sources: %s" % (image.name, exc), exc.remedy) from None
         if engine.name() == "docker":  # a step a lost engine left running holds the apt cache's lock
             leftovers.wait_for_steps(log, engine.address())
         step_ids = _docker_build(ctx, log)

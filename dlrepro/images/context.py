@@ -4,7 +4,8 @@ The context is a folder: ``Dockerfile`` (rendered from images/Dockerfile.j2),
 ``requirements.lock`` (the image's lock), ``transport/`` (CA bundle, pip
 settings, local copies of locked files; see dlrepro.transport) and, when the base's
 Python is a copied build, ``python/`` (see dlrepro.pythons; the Dockerfile names its
-tree digest, so the recipe digest covers it). The recipe
+tree digest, so the recipe digest covers it), and for a Lua framework ``lua-sources/`` (its source archives, from
+the dataset cache; the Dockerfile names each SHA-256, so the recipe digest covers them too). The recipe
 digest covers the Dockerfile, which names the base by digest, and the lock: it
 changes when the recipe changes, so an unchanged recipe keeps its tag and is
 never rebuilt, whichever way its bytes travelled. The Python packages are pinned
@@ -21,10 +22,12 @@ import shutil
 import jinja2
 
 from dlrepro import cache
+from dlrepro.inputs import datasets
 from dlrepro.images import locks, pythons, transport
 from dlrepro.images.matrix import IMAGES_DIR
 
 RECIPE_FILES = ("Dockerfile", "requirements.lock")
+LUA_DIR = "lua-sources"  # the context's folder of a Lua framework's source archives
 PIP_CACHE = "/tmp/pip-cache"  # the pip step's cache mount (pip's downloads and the wheels it builds from sdists)
 
 
@@ -40,6 +43,23 @@ class Context:
         """Copy a relocatable CPython build into python/ (only needed when building)."""
         if provider.source:
             shutil.copytree(provider.source, self.directory / pythons.CONTEXT_DIR, symlinks=True)
+
+    def add_lua_sources(self, sources_from=None, log=print):
+        """Copy a Lua framework's source archives (images.matrix.LuaBuild) into lua-sources/ (only needed when
+        building): each from the dataset cache, where it is fetched from its canonical mirror first, or verified
+        from ``sources_from`` (a folder holding the archives by name) into the cache; ``log`` says which it used.
+        Raises DatasetError naming the archive, what was tried and the remedy."""
+        if not self.image.lua:
+            return
+        target = self.directory / LUA_DIR
+        target.mkdir(exist_ok=True)
+        for source in self.image.lua.sources:
+            record = (datasets.import_local(source.archive, sources_from) if sources_from
+                      else datasets.ensure(source.archive, log))
+            blob = datasets.root() / "sha256" / record.files["archive"]
+            shutil.copyfile(blob, target / record.dataset.files["archive"].name)
+            log("%s: %s from %s" % (self.image.name, record.dataset.files["archive"].name,
+                                    (record.sources.get("archive") or {}).get("mirror", "the cache")))
 
     @property
     def tag(self):
@@ -69,6 +89,20 @@ def apt_caches(base):
                                                   ("lists", "/var/lib/apt/lists", "locked")))
 
 
+def lua_sources(image):
+    """What the Dockerfile says of each source archive of ``image.lua`` (none without): its file, the folder it
+    unpacks to (git archive's prefix NAME-COMMIT, the file's name less .tar), name, commit, SHA-256, and how it
+    installs."""
+    found = []
+    for source in image.lua.sources if image.lua else []:
+        pinned = datasets.lookup(source.archive).files["archive"]
+        folder = pinned.name[:-len(".tar")]
+        found.append({"file": pinned.name, "folder": folder, "name": folder.rsplit("-", 1)[0],
+                      "commit": folder.rsplit("-", 1)[1], "sha256": pinned.sha256, "cmake": source.cmake,
+                      "modules": source.modules})
+    return found
+
+
 def render_dockerfile(image, base, vendor=None):
     """The Dockerfile text for ``image`` on ``base`` (a bases.BaseRef), copying from ``vendor`` (a vendor.VendorRef)
     when the image has vendor libraries. It needs BuildKit (Docker) or Buildah (Podman): ``RUN --mount``."""
@@ -80,7 +114,8 @@ def render_dockerfile(image, base, vendor=None):
                                                     python_major=major, python_minor=minor, transport_dir=transport.CONTAINER_DIR,
                                                     python_dir=pythons.CONTEXT_DIR, pinned=bool(locks.parse(image.lock)),
                                                     apt_caches=apt_caches(base), apt_update=APT_UPDATE,
-                                                    pip_cache=PIP_CACHE)
+                                                    pip_cache=PIP_CACHE, lua_dir=LUA_DIR,
+                                                    lua_sources=lua_sources(image))
 
 
 def recipe_digest(directory):

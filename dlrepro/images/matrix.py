@@ -5,7 +5,7 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator, model_validator
 
 from dlrepro import REPO_ROOT
-from dlrepro.inputs import frameworks as frameworksmod, yamlfile
+from dlrepro.inputs import datasets, frameworks as frameworksmod, yamlfile
 from dlrepro.errors import ImageError
 from runner.frameworks import Token
 from dlrepro.inputs.yamlfile import Strict
@@ -107,6 +107,45 @@ class Compile(Strict):
     python: str = Field("python", description="the folder under prefix that holds the Python package")
 
 
+class LuaSource(Strict):
+    """One source archive of a Lua framework: a dataset of dlrepro/inputs/datasets.yaml (its one file, pinned by SHA-256)
+    unpacked into /src, then either configured with CMake and installed (``cmake``) or its ``modules`` copied."""
+    archive: str = Field(description="the dataset naming the archive, e.g. lua-torch7")
+    cmake: bool = Field(True, description="configure with LuaBuild.cmake and `make install`, as its rockspec does")
+    modules: dict[str, str] = Field({}, description="pure-Lua files copied instead: module path under share/lua/5.1 "
+                                    "-> file in the source folder (e.g. moses.lua: moses.lua)")
+
+    @field_validator("archive")
+    @classmethod
+    def _known_archive(cls, value):
+        if value not in datasets.catalogue().datasets:
+            raise ValueError("no dataset %r in %s: add the archive there (name, bytes, sha256, mirror)"
+                             % (value, datasets.CATALOGUE.name))
+        return value
+
+    @model_validator(mode="after")
+    def _one_way(self):
+        if self.cmake == bool(self.modules):
+            raise ValueError("give cmake: true or modules (not both): how the archive %s is installed" % self.archive)
+        return self
+
+
+class LuaBuild(Strict):
+    """A Lua framework built in the image from its source archives (Lua Torch 7: no registry or Debian suite here
+    serves it). A stage of its own installs ``packages`` (LuaJIT and a compiler from Debian), unpacks the archives
+    after checking each SHA-256 that dlrepro/inputs/datasets.yaml pins (the Dockerfile names them, so the recipe digest
+    covers the sources), lays out the tree LuaRocks would make under ``prefix`` (bin/luajit, include, lib) and builds
+    each source in order; the final image copies ``prefix`` and finds its modules through LUA_PATH and LUA_CPATH.
+    Where the build takes the archives from: `dlrepro build` fetches them like a dataset (``--sources-from FOLDER``:
+    a local folder) and says which."""
+    why: str = Field(description="one line: why this framework is compiled here")
+    packages: list[str] = Field(min_length=1, description="Debian build dependencies")
+    prefix: str = Field("/opt/torch7", pattern=r"^/[^\s]+$", description="install tree")
+    cmake: list[str] = Field(description="CMake arguments besides the tree's (CMAKE_INSTALL_PREFIX, LUA, LUALIB, "
+                             "LUA_BINDIR, LUA_INCDIR, LUA_LIBDIR, LUADIR, LIBDIR, CMAKE_PREFIX_PATH)")
+    sources: list[LuaSource] = Field(min_length=1, description="in build order")
+
+
 class Variant(Strict):
     """Another framework this image runs through an adapter of its own: Keras 3 on the image's framework as its
     backend (keras-jax in the JAX image), whose package the image's lock holds at ``version``."""
@@ -150,6 +189,9 @@ class Image(Strict):
         [], description="components of the base's suite besides main that system_packages come from (contrib, "
         "non-free: NVIDIA's CUDA libraries)")
     compile: Optional[Compile] = Field(None, description="the framework compiled from its Debian source package")
+    lua: Optional[LuaBuild] = Field(None, description="a Lua framework built from its source archives")
+    no_cuda: Optional[str] = Field(None, description="for a CPU image whose framework has no CUDA image: why (what "
+                                   "was tried and failed, or not tried); the plan says it beside a GPU claim")
     variants: list[Variant] = Field([], description="other frameworks the image runs, each at its version (Keras "
                                     "on this framework as its backend)")
     notes: Optional[str] = None
@@ -158,6 +200,9 @@ class Image(Strict):
 
     @model_validator(mode="after")
     def _cuda_fields(self):
+        if self.no_cuda and self.device != "cpu":
+            raise ValueError("no_cuda: says why a CPU image's framework has no CUDA image; remove it from this %s "
+                             "image" % self.device)
         if self.newer_builds and self.device != "cuda":
             raise ValueError("newer_builds: only a CUDA image has GPU code to compare; remove it from this %s image"
                              % self.device)
@@ -223,6 +268,10 @@ class Matrix(Strict):
                 "give one of those as %s@VERSION, or add an entry for it to the matrix" % framework)
         raise ImageError("%s: no image for framework %r; the matrix has: %s" % (
             MATRIX_FILE, framework, ", ".join(self.frameworks())))
+
+    def no_cuda(self, framework):
+        """Why ``framework`` has no CUDA image, as its CPU image's ``no_cuda`` says; None when it does not say."""
+        return next((i.no_cuda for i in self.images if i.framework == framework and i.no_cuda), None)
 
     def versions(self, framework, device):
         """The versions of ``framework`` the matrix has an image of on ``device``, in its order (the last one is

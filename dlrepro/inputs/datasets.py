@@ -105,6 +105,14 @@ def catalogue():
     return yamlfile.load(CATALOGUE, Catalogue)
 
 
+SOURCE_ARCHIVE = "source-archive"  # the format of a framework's source archive (Lua Torch 7's), which no run reads
+
+
+def names():
+    """The datasets that runs read: the catalogue's entries less the source archives images are built from."""
+    return frozenset(name for name, entry in catalogue().datasets.items() if entry.format != SOURCE_ARCHIVE)
+
+
 def root():
     """The cache directory that is mounted into containers (holds sha256/<hex>)."""
     return cache.directory("datasets")

@@ -5,8 +5,8 @@ colour in every figure. What its adapter can do is the runner's record of it (ru
 ``study_names`` lists the names of a framework's rows in the studies' tables, the closest first: DLF
 (ilkarman/DeepLearningFrameworks README.md @ 671e2a0) names its MXNet rows by API and the suite's MXNet adapter is
 Gluon, so a "MXNet(Module API)" row (the symbolic API of DLF's RNN notebooks) is never set against it; DLBench (Shi et
-al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch (DLBench's "Torch") is not PyTorch, so
-it maps to none. Keras on a backend is a framework of its own (keras-tensorflow, keras-jax, keras-torch: Keras 3,
+al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch 7 (DLBench's "Torch") is not PyTorch:
+it is the suite's torch7 (runner.adapters.torch7_adapter). Keras on a backend is a framework of its own (keras-tensorflow, keras-jax, keras-torch: Keras 3,
 runner.adapters.keras_adapter; keras-cntk, keras-theano and keras-tensorflow at 2.x: Keras 2.1,
 runner.adapters.keras2_adapter): DLF's "Keras(TF)", "Keras(CNTK)" and "Keras(Theano)" rows are keras-tensorflow,
 keras-cntk and keras-theano. Colours: matplotlib's tab10 (Chainer and Keras on PyTorch: tab20's light orange and
@@ -43,6 +43,7 @@ FRAMEWORKS = {n.code: n for n in (
     Names("keras-torch", "Keras (PyTorch)", (), "#aec7e8"),
     Names("keras-cntk", "Keras (CNTK)", ("Keras(CNTK)",), "#98df8a"),
     Names("keras-theano", "Keras (Theano)", ("Keras(Theano)",), "#c5b0d5"),
+    Names("torch7", "Torch 7 (Lua)", ("Torch",), "#ff9896"),
 )}
 
 

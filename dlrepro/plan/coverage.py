@@ -109,7 +109,7 @@ def this_host(allow_ptx_jit=False):
     from runner.environment import cpu_model, usable_cpus
 
     found = hostinfo.gpus()
-    cached = frozenset(name for name in datasets.catalogue().datasets if not datasets.missing(name))
+    cached = frozenset(name for name in datasets.names() if not datasets.missing(name))
     return Hardware(found[0]["name"] if found else None, len(found), usable_cpus() or 1, cached, allow_ptx_jit,
                     found[0]["capability"] if found else None, cpu_model())
 
@@ -123,10 +123,10 @@ def of_host(host):
 
 
 def every_dataset():
-    """The names of every dataset of the catalogue (a host that has fetched them all)."""
+    """The names of every dataset of the catalogue that runs read (a host that has fetched them all)."""
     from dlrepro.inputs import datasets
 
-    return frozenset(datasets.catalogue().datasets)
+    return datasets.names()
 
 
 @dataclass
@@ -260,7 +260,9 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix=None, versions="
         if why:
             return "data-parallel", "%s: %s" % (tool, why)
     if chosen.token is None:
-        return "image", "%s has no %s image" % (tool, "CUDA" if run.device == "cuda" else "CPU")
+        why = given.matrix.no_cuda(framework) if run.device == "cuda" else None
+        return "image", "%s has no %s image%s" % (tool, "CUDA" if run.device == "cuda" else "CPU",
+                                                  " (%s)" % why if why else "")
     if run.device == "cuda":
         image = given.matrix.find(framework, "cuda", chosen.runs)
         decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))

@@ -27,6 +27,9 @@ class LocalExecutor(Executor):
         """No image: the jobs run in this executor's Python, which must import the framework (of ``version`` when
         one is asked for); raises CannotRunHere with the remedy when it does not."""
         module = frameworks.FRAMEWORKS[framework].imports
+        if module is None:
+            raise CannotRunHere("the %s adapter drives a LuaJIT process with Torch 7's packages, which only its image "
+                                "has" % framework, "run it with --executor docker (or slurm)")
         probe = ("import importlib, importlib.util, sys; name = %r; top = name.split('.')[0]; "
                  "found = importlib.util.find_spec(top); sys.exit('No module named %%r' %% top) if found is None else "
                  "None; sys.stdout.write(str(getattr(importlib.import_module(top), '__version__', '')) if %r else '')"
