@@ -67,7 +67,7 @@ def _ref(framework, batch, hardware="Tesla K80"):
 
 def test_across_sets_one_configuration_side_by_side_on_every_device_model_with_its_published_values():
     h200 = Configuration(_key("torch"), "h200", [_point("a", "2026-12-01T00:00:00Z", 0.02, throughput=6400.0),
-                                          _point("b", "2026-12-02T00:00:00Z", 0.016, throughput=8000.0)])
+                                            _point("b", "2026-12-02T00:00:00Z", 0.016, throughput=8000.0)])
     cpu = Configuration(_key("torch", "AMD EPYC", "2.13.0"), "cpu",
                         [_point("c", "2026-12-03T00:00:00Z", 1.6, throughput=80.0)])
     other = Configuration(_key(), "jax", [_point("d", "2026-12-03T00:00:00Z", 0.01)])
@@ -78,7 +78,7 @@ def test_across_sets_one_configuration_side_by_side_on_every_device_model_with_i
     assert torch.hosts == ["AMD EPYC", "NVIDIA H200"]
     assert [(r.configuration.slug, r.point.bundle_id) for r in torch.rows] == [("cpu", "c"), ("h200", "b")]
     assert [(r.hardware, r.batch_size) for r in torch.published] == [("Tesla K80", 128), ("Tesla P100", 128)]
-    shown = site_across.across_rows(jax, "../")
+    shown = site_across.across_rows(torch, "../")
     assert [(r["device_name"], r["throughput"], r["version"], r["runs"], r["usd"]) for r in shown] == [
         ("AMD EPYC", "80.0", "2.13.0", 1, "no price"), ("NVIDIA H200", "8,000", "0.11.2", 2, "no price")]
     page = site_across.across_page(torch)
