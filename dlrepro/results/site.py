@@ -12,7 +12,8 @@ RESULTS/reports/ by default, where `dlrepro report` and `dlrepro study-report` w
   SITE/records/<record>/study.html             each study record's report (the committed study reports in
                                                RESULTS/reports/<record>/ are never written by the site)
 
-Built from the results folder alone (gather reads it), deterministic (the same results give the same bytes: no
+The site's own pages are the named units of PAGES, written in order. Built from the results folder alone (gather
+reads it), deterministic (the same results give the same bytes: no
 clock, no machine path, every list sorted), self-contained (no network when viewed). Incremental: a report whose
 inputs and code are unchanged (site_cache.stamp) is not drawn again, and a page is written only when its bytes
 change. Pages of configurations or studies no longer in the results are removed; a report folder is rewritten,
@@ -215,30 +216,69 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
     found_across = acrossmod.across(configurations, model.recorded(bodies).references)
     across_of = {r.configuration.slug: a.slug for a in found_across for r in a.rows}
     matrices = matrixmod.matrices(answers)
-    written += _pages(out, configurations, found_across, across_of, matrices, bundle_rows, study_rows)
+    written += _pages(out, Drawn(configurations, found_across, across_of, matrices, bundle_rows, study_rows))
     site_cache.save(out, fresh)
     return Site(out / "index.html", len(listed), len(answers), len(configurations), problems, drawn, written)
 
 
-def _pages(out, configurations, found_across, across_of, matrices, bundle_rows, study_rows):
-    """Write the site's own pages (module docstring) where their bytes changed; returns how many it wrote."""
-    write = site_cache.write_if_changed
-    n = site_cache.replace_pages(out / "configurations", dict(
-        [("%s.html" % c.slug, pages.configuration_page(c, "../", across_of.get(c.slug))) for c in configurations]
-        + [("%s.json" % c.slug, _json(pages.configuration_rows(c, "../"))) for c in configurations]))
-    n += site_cache.replace_pages(out / "across", dict(
-        [("%s.html" % a.slug, site_across.across_page(a)) for a in found_across]
-        + [("%s.json" % a.slug, _json({"lines": site_across.across_rows(a, "../"),
-                                       "published": site_across.published_rows(a)})) for a in found_across]))
-    n += site_cache.replace_pages(out / "studies", dict(
-        [("%s.html" % m.study, pages.study_page(m)) for m in matrices]
-        + [("%s.json" % m.study, _json([dict(c, evidence=c["evidence"]) for _, c in sorted(
-            pages.study_cells(m).items())])) for m in matrices]))
-    n += write(out / "configurations.html", pages.configurations_page(configurations, across_of))
-    n += write(out / "configurations.json", _json(pages.configurations_rows(configurations, across_of)))
-    n += write(out / "across.html", site_across.across_list_page(found_across))
-    n += write(out / "across.json", _json(site_across.across_list_rows(found_across)))
-    n += write(out / "feed.xml", site_across.feed(configurations))
-    n += write(out / "index.json", _json({"bundles": bundle_rows, "studies": study_rows}))
-    n += write(out / "index.html", pages.index_page(bundle_rows, study_rows, matrices, configurations))
-    return n
+@dataclass
+class Drawn:
+    """What the site's own pages are drawn from: the history's Configurations, the Across groups and {configuration
+    slug: its Across slug}, the studies' Matrices, the index's rows of bundles and study records."""
+    configurations: list
+    across: list
+    across_of: dict
+    matrices: list
+    bundle_rows: list
+    study_rows: list
+
+
+def _configuration_pages(d):
+    return dict([("%s.html" % c.slug, pages.configuration_page(c, "../", d.across_of.get(c.slug)))
+                 for c in d.configurations]
+                + [("%s.json" % c.slug, _json(pages.configuration_rows(c, "../"))) for c in d.configurations])
+
+
+def _across_pages(d):
+    return dict([("%s.html" % a.slug, site_across.across_page(a)) for a in d.across]
+                + [("%s.json" % a.slug, _json({"lines": site_across.across_rows(a, "../"),
+                                               "published": site_across.published_rows(a)})) for a in d.across])
+
+
+def _study_pages(d):
+    return dict([("%s.html" % m.study, pages.study_page(m)) for m in d.matrices]
+                + [("%s.json" % m.study, _json([c for _, c in sorted(pages.study_cells(m).items())]))
+                   for m in d.matrices])
+
+
+def _lists(d):
+    return {"configurations.html": pages.configurations_page(d.configurations, d.across_of),
+            "configurations.json": _json(pages.configurations_rows(d.configurations, d.across_of)),
+            "across.html": site_across.across_list_page(d.across),
+            "across.json": _json(site_across.across_list_rows(d.across))}
+
+
+def _front(d):
+    return {"feed.xml": site_across.feed(d.configurations),
+            "index.json": _json({"bundles": d.bundle_rows, "studies": d.study_rows}),
+            "index.html": pages.index_page(d.bundle_rows, d.study_rows, d.matrices, d.configurations)}
+
+
+# The site's own pages, each unit with its name, in the order written (asv's OutputPublisher way): (name, its
+# folder under the site, or None for the site's root, its files {name: text} drawn from a Drawn). A unit's folder
+# holds only its files: the .html and .json files there that it did not make are removed.
+PAGES = (("configuration histories", "configurations", _configuration_pages),
+         ("across hardware and versions", "across", _across_pages),
+         ("study matrices", "studies", _study_pages),
+         ("lists", None, _lists),
+         ("index and feed", None, _front))
+
+
+def _pages(out, drawn):
+    """Write the units of PAGES where their bytes changed; returns how many files it wrote."""
+    written = 0
+    for _, folder, files in PAGES:
+        made = files(drawn)
+        written += site_cache.replace_pages(out / folder, made) if folder else sum(
+            site_cache.write_if_changed(out / name, text) for name, text in made.items())
+    return written
