@@ -136,3 +136,12 @@ def test_a_rebuild_draws_nothing_unchanged_and_one_new_bundle_draws_one_report_a
         "feed.xml", "site-cache.json"} | {n for n in before if n.startswith(("configurations/", "across/"))}
     assert not any(n.startswith(tuple(JAX_ALEXNET[:2])) and after[n] != before[n] for n in before)
     assert any(n.startswith(JAX_ALEXNET[2] + "/data/") for n in after)
+
+
+def test_a_configuration_of_one_run_draws_no_one_dot_chart_and_links_its_page_across_hardware():
+    one = Configuration(_key(), "x", [_point("a", "2026-12-04T03:00:00Z", 0.0169)])
+    page = siteview.configuration_page(one, "../", "acr")
+    figure = re.search(r'<figure id="history" data-points="a">(.*?)</figure>', page, re.S).group(1)
+    assert "<svg" not in figure and '<a href="../across/acr.html">its page across hardware</a>' in figure
+    two = Configuration(_key(), "x", one.points + [_point("b", "2026-12-05T03:00:00Z", 0.0169)])
+    assert "<svg" in siteview.configuration_page(two, "../", "acr")
