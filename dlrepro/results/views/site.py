@@ -138,8 +138,7 @@ def study_page(matrix):
 def index_page(bundles, studies, matrices, configurations):
     """The HTML of the index: ``bundles`` and ``studies`` as the rows dlrepro.results.site makes of them, the
     studies' matrices and the configurations counted."""
-    for b in bundles:
-        b["filters"] = {"spec": b["spec"], "host": b["host"], "state": b["state"]}
+    bundles = [dict(b, filters={"spec": b["spec"], "host": b["host"], "state": b["state"]}) for b in bundles]
     return TEMPLATES.get_template("site_index.html.j2").render(
         bundles=bundles, studies=studies, matrices=matrices, configurations=len(configurations),
         regressions=sum(p.verdict == verdicts.SLOWER for c in configurations for p in c.points),
