@@ -172,7 +172,10 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
                        for i, row in enumerate(rows)]
         draw = {p.stem: record_stamps[p.stem] is None or (cache["records"].get(p.stem) or {}).get("stamp") !=
                 record_stamps[p.stem] or not (out / "records" / p.stem / "study.html").is_file() for p in records_found}
-        studied = [pool.submit(_study_report, path, root, out, price_per_hour, draw[path.stem])
+        kept = {p.stem: site_cache.kept(out, p.stem, record_stamps[p.stem]) for p in records_found
+                if not draw[p.stem]}
+        studied = [None if kept.get(path.stem) is not None else
+                   pool.submit(_study_report, path, root, out, price_per_hour, draw[path.stem])
                    for path in records_found]
         for i, (row, future) in enumerate(zip(rows, written_now)):
             try:
@@ -199,7 +202,7 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
         answers, study_rows = [], []
         for path, future in zip(records_found, studied):
             try:
-                answer = future.result()
+                answer = kept[path.stem] if future is None else future.result()
             except DlreproError as exc:
                 problems.append("%s: %s" % (path.name, exc))
                 study_rows.append(_unreadable(path.stem, str(exc)))
@@ -207,6 +210,8 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
             answers.append(answer)
             study_rows.append(_study_row(answer, path.stem))
             fresh["records"][path.stem] = {"stamp": record_stamps[path.stem]}
+            if future is not None:
+                site_cache.keep(out, path.stem, record_stamps[path.stem], answer)
             if draw[path.stem]:
                 progress("study report %s" % path.stem)
     drawn = sum(f is not None for f in written_now) + sum(draw.values())

@@ -9,6 +9,7 @@ study record and the bundles it names). Same stamp, same report: it is not drawn
 import hashlib
 import json
 import os
+import pickle
 import shutil
 from functools import lru_cache
 
@@ -17,6 +18,7 @@ from dlrepro import REPO_ROOT
 DATA = ("summary.csv", "samples.parquet", "bundle.json", "SHA256SUMS")  # a bundle's files the site links
 CODE = ("dlrepro", "runner", "specs", "studies")
 FILE = "site-cache.json"
+ANSWERS = "site-cache"  # SITE/site-cache/<record>.pickle: a study record's answer at its stamp
 
 
 @lru_cache(maxsize=1)
@@ -96,3 +98,19 @@ def replace_pages(folder, pages, suffixes=(".html", ".json")):
         if old.suffix in suffixes and old.name not in pages:
             old.unlink()
     return sum(write_if_changed(folder / name, text) for name, text in pages.items())
+
+
+def keep(site, name, stamp_, answer):
+    """Keep ``answer`` of report ``name`` at its stamp in SITE/site-cache/."""
+    path = site / ANSWERS / ("%s.pickle" % name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps((stamp_, answer), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def kept(site, name, stamp_):
+    """The answer kept for report ``name`` at ``stamp_``, or None (none kept, another stamp, or unreadable)."""
+    try:
+        found, answer = pickle.loads((site / ANSWERS / ("%s.pickle" % name)).read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError):
+        return None
+    return answer if stamp_ is not None and found == stamp_ else None
