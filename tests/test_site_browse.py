@@ -54,7 +54,8 @@ def test_from_the_index_to_a_bundle_report_its_summary_csv_and_back(site, browse
     assert browser.evaluate("location.href") == (out / BUNDLES[0] / "report.html").as_uri()
     assert browser.evaluate("document.querySelector('h1').textContent") == "dlrepro report: %s" % BUNDLES[0]
     links = browser.evaluate("Array.from(document.querySelectorAll('nav.site a')).map(a => a.textContent)")
-    kept = [n for n in ("summary.csv", "samples.parquet", "bundle.json", "SHA256SUMS") if (results / BUNDLES[0] / n).is_file()]
+    kept = [n for n in ("summary.csv", "samples.parquet", "bundle.json", "SHA256SUMS")
+            if (results / BUNDLES[0] / n).is_file()]
     assert links == ["Index", "Studies", "Configurations", "Across hardware and versions", "Changes (Atom)"] + kept
     assert "summary.csv" in kept and "bundle.json" in kept
     saved = browser.download('nav.site a[href$="summary.csv"]', tmp_path / "downloads")

@@ -150,7 +150,8 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
     cache, fresh = site_cache.load(out), {"bundles": {}, "records": {}}
     bundle_rows, listed, bodies, problems, seen, written = [], [], [], [], {}, 0
     rows = [row for row in bundle.listing(root)]
-    records_found = [path for path in sorted(records.records_dir(root).glob("*.json")) if records.STAMP.match(path.name)]
+    records_found = [path for path in sorted(records.records_dir(root).glob("*.json"))
+                     if records.STAMP.match(path.name)]
     stamps, links = {}, {}
     for row in rows:
         stamps[row["id"]] = site_cache.stamp(row["id"], site_cache.bundle_files(row["folder"]), price_per_hour)
