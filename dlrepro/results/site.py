@@ -148,7 +148,7 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
     out = Path(out) if out else root / "reports"
     out.mkdir(parents=True, exist_ok=True)
     cache, fresh = site_cache.load(out), {"bundles": {}, "records": {}}
-    bundle_rows, listed, bodies, problems, seen, written = [], [], [], [], {}, 0
+    bundle_rows, listed, bodies, problems, seen, written, drawn = [], [], [], [], {}, 0, 0
     rows = [row for row in bundle.listing(root)]
     records_found = [path for path in sorted(records.records_dir(root).glob("*.json"))
                      if records.STAMP.match(path.name)]
@@ -199,6 +199,7 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
                                                      for label, href in links[row["id"]]]))
             fresh["bundles"][row["id"]] = {"stamp": stamps[row["id"]], "row": index_row}
             if future is not None or first[row["id"]] != i:
+                drawn += 1
                 progress("report %s" % row["id"])
         answers, study_rows = [], []
         for path, future in zip(records_found, studied):
@@ -214,8 +215,8 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
             if future is not None:
                 site_cache.keep(out, path.stem, record_stamps[path.stem], answer)
             if draw[path.stem]:
+                drawn += 1
                 progress("study report %s" % path.stem)
-    drawn = sum(f is not None for f in written_now) + sum(draw.values())
     summary, samples = tables.merge([r["folder"] for r in listed]) if listed else (None, None)
     configurations = historymod.history(bodies, cost.priced(summary, bodies, price_per_hour), samples) \
         if listed else []
