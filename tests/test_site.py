@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from PIL import Image, ImageStat
+from PIL import Image
 
 from dlrepro import REPO_ROOT
 from dlrepro.inputs import prices as pricesmod
@@ -75,26 +75,28 @@ def test_the_index_lists_every_committed_bundle_and_study_record(built):
     assert re.search(r"site: \S+index\.html \((\d+) bundles, (\d+) study records", out).groups() == (
         str(len(_committed_bundles())), str(len(_committed_records())))
     html = (site / "index.html").read_text()
-    bundle_rows = re.findall(r'<tr data-spec="[^"]*" data-host="[^"]*" data-state="([^"]*)"><td><a href="([^"]+)/'
-                             r'report\.html">', html)
+    bundle_rows = re.findall(r'<tr id="bundle-[^"]*" data-spec="[^"]*" data-host="[^"]*" data-state="([^"]*)"><td>'
+                             r'<a href="([^"]+)/report\.html">', html)
     assert sorted(b for _, b in bundle_rows) == _committed_bundles()
     smoke = {b for b in _committed_bundles() if (bundle.body(COMMITTED / b).get("options") or {}).get("quick")}
     assert {b: s for s, b in bundle_rows} == {b: "complete (smoke pass)" if b in smoke else "complete"
                                               for _, b in bundle_rows}
-    studies = re.findall(r'<tr><td><a href="([^"]+)/study\.html">', html)
+    studies = re.findall(r'<tr id="record-[^"]*"><td><a href="records/([^"]+)/study\.html">', html)
     assert sorted(studies) == _committed_records()
 
 
 def test_each_row_of_the_index_says_host_commit_versions_and_headline(built):
     results, _ = built
     html = (results / "reports" / "index.html").read_text()
-    row = re.search(r'<tr data-spec="fcn" data-host="NVIDIA H200" data-state="complete"><td><a href="%s/report\.html">'
-                    r'.*?</tr>' % H200_FCN, html, re.S).group(0)
+    row = re.search(r'<tr id="bundle-%s" data-spec="fcn" data-host="NVIDIA H200" data-state="complete"><td>'
+                    r'<a href="%s/report\.html">.*?</tr>' % (H200_FCN, H200_FCN), html, re.S).group(0)
     cells = [unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
     body = bundle.body(COMMITTED / H200_FCN)
-    assert cells[:6] == [H200_FCN, "fcn", body["created"], "NVIDIA H200", body["suite"]["git"]["commit"][:10],
-                         "JAX 0.11.2, PyTorch 2.11.0+cu130"]
-    assert cells[6].startswith("fcn-s on NVIDIA H200 (throughput mode), fastest / slowest, samples/s: b32 JAX 35,903")
+    # the answer first: the headline and the state, then what the bundle is, then its data files
+    assert cells[0] == H200_FCN
+    assert cells[1].startswith("fcn-s on NVIDIA H200 (throughput mode), fastest / slowest, samples/s: b32 JAX 35,903")
+    assert cells[2:] == ["complete", "fcn", body["created"], "NVIDIA H200", "JAX 0.11.2, PyTorch 2.11.0+cu130",
+                         body["suite"]["git"]["commit"][:10], "summary.csv samples.parquet bundle.json SHA256SUMS"]
 
 
 def test_a_configuration_history_has_one_point_per_bundle_that_measured_it(built):
@@ -135,8 +137,8 @@ def test_a_study_matrix_cell_shows_its_strongest_evidence_not_its_newest_record(
                                                                       "CNTK")
     assert [(o.record.name, o.verdict.said) for o in cell.others] == [(smoke, "inconclusive")]
     page = siteview.study_page(found)
-    assert ('<span class="note">inconclusive: <a href="../%s/study.html">%s</a> (smoke pass)</span>' % (smoke, smoke)
-            in page)
+    assert ('<span class="note">inconclusive: <a href="../records/%s/study.html">%s</a> (smoke pass)</span>'
+            % (smoke, smoke) in page)
 
 
 def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
@@ -154,18 +156,20 @@ def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
             today.update({d.claim: d.today.verdict for d in answer.drift})
             said[(name, matrix.TODAY)] = today
             said[(name, matrix.PUBLISHED)] = {d.claim: d.published.verdict for d in answer.drift}
-        heads = [unescape(h).rsplit(", ", 1)[1] for h in re.findall(r"<th>([^<]*)<br>", html)]
+        heads = [unescape(h).rsplit(", ", 1)[1] for h in re.findall(r'<th id="[^"]*">([^<]*)<br>', html)]
         full = {r for r, a in answers.items() if not (a.record.get("asked") or {}).get("quick")}
         checked = 0
-        for claim, row in re.findall(r'<tr><td class="small"><b>([^<]+)</b>.*?</td>(.*?)</tr>', html, re.S):
-            linked = r'data-verdict="([^"]*)">(?:<span[^>]*>[^<]*</span>)?<br><a href="\.\./([^/]+)/study\.html">'
+        for claim, row in re.findall(r'<tr id="[^"]*"><td class="small"><b><a href="#[^"]*">([^<]+)</a></b>.*?</td>'
+                                     r'(.*?)</tr>', html, re.S):
+            linked = (r'data-verdict="([^"]*)" id="[^"]*">(?:<span[^>]*>[^<]*</span>)?<br>'
+                      r'<a href="\.\./records/([^/]+)/study\.html#claim-[^"]+">')
             for versions, (verdict, record) in zip(heads, re.findall(linked, row)):
                 assert said[(record, versions)][claim] == unescape(verdict), (study, claim, record)
                 checked += 1
                 if record not in full and unescape(verdict) not in verdicts.UNJUDGED:
                     assert not any(said[(r, versions)].get(claim) not in (None, *verdicts.UNJUDGED) for r in full
                                    if (r, versions) in said and answers[r].host == answers[record].host), claim
-        assert checked >= len(re.findall(r"<tr><td class=\"small\">", html)), study
+        assert checked >= len(re.findall(r'<tr id="[^"]*"><td class="small">', html)), study
 
 
 def test_every_link_and_image_of_the_site_resolves_and_no_machine_path_shows(built, tmp_path):
@@ -223,8 +227,9 @@ def test_chromium_opens_the_index_and_a_configuration_page_and_the_selectors_fil
     (page,) = (site / "configurations").glob("alexnet.alexnet-s.jax-0.11.2.cuda.b128.fp32-*.html")
     shot = tmp_path / "history.png"
     headless(browser, tmp_path / "profile", "--window-size=1400,1000", "--screenshot=%s" % shot, page.as_uri())
-    shown = Image.open(shot).convert("L").crop((20, 100, 20 + plots.WIDTH_PX, 100 + plots.HEIGHT_PX))
-    assert ImageStat.Stat(shown).stddev[0] > 20, "the history figure is blank"
+    shown = Image.open(shot).convert("L").crop((20, 140, 20 + plots.WIDTH_PX, 140 + plots.HEIGHT_PX))
+    # an SVG line figure on white: its axes, grid, labels and points (5,230 pixels darker than 200 on 2026-12-06)
+    assert sum(p < 200 for p in shown.getdata()) > 2000, "the history figure is blank"
 
 
 def test_building_twice_gives_the_same_bytes_and_a_bundle_added_shows_up(tmp_path):
@@ -251,11 +256,11 @@ def test_a_record_or_bundle_it_cannot_read_is_a_row_saying_why_and_the_rest_is_b
     out = " ".join(_site(results, status=1).split())
     assert "no report: dlf-20261205T000000Z.json: dlf-20261205T000000Z.json: not a study record (Expecting value" in out
     assert "no report: fcn-backup: the bundle id of fcn-backup, listed from %s" % H200_FCN in out
-    assert "(1 bundles, 0 study records, 4 configurations)" in out
+    assert "(1 bundles, 0 study records, 4 configurations; 1 reports drawn" in out
     html = (results / "reports" / "index.html").read_text()
     assert '<a href="%s/report.html">' % H200_FCN in html and "fcn-backup" in html
     rows = Tables(html).tables
-    states = {r[0]: r[-1] for _, _, body in rows for r in body}
+    states = {r[0]: r[2] for _, _, body in rows for r in body}  # record / bundle, its answer or headline, its state
     assert states["dlf-20261205T000000Z"] == "unreadable" and states["fcn-backup"] == "unreadable"
 
 

@@ -49,6 +49,8 @@ class Point:
     usd_older: bool = None
     timer: str = None  # configkey.timer_of its jobs
     host: tuple = None  # configkey.fingerprint of its bundle
+    throughput: float = None  # samples/s (one job)
+    fraction_of_peak: float = None  # achieved over the device's peak FLOP/s, in [0, 1] (one job with a known peak)
 
 
 @dataclass
@@ -105,7 +107,9 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
                           usd=_plain(one.get("usd_per_million_samples")) if len(jobs) == 1 else None,
                           usd_dated=_plain(one.get("price_dated")) if len(jobs) == 1 else None,
                           usd_older=_plain(one.get("price_older")) if len(jobs) == 1 else None,
-                          timer=configkey.timer_of(jobs), host=hosts[bid])
+                          timer=configkey.timer_of(jobs), host=hosts[bid],
+                          throughput=_plain(one.get("throughput")) if len(jobs) == 1 else None,
+                          fraction_of_peak=_plain(one.get("fraction_of_peak")) if len(jobs) == 1 else None)
             mine = units.get(bid, {}).get(tuple(values[:-1]))
             why = configkey.not_comparable(before[0].timer, point.timer, before[0].host, point.host) \
                 if before is not None else None

@@ -322,24 +322,31 @@ def report(c, bundles, out="", results="", price_per_hour=""):
         _written(made, there)
 
 
-@task(help={"results": RESULTS_HELP, "price_per_hour": PRICE_HELP})
-def site(c, results="", price_per_hour=""):
+@task(help={"results": RESULTS_HELP, "price_per_hour": PRICE_HELP,
+            "out": "the folder to build the site in (default: RESULTS/reports); the committed study reports there "
+                   "are never written by the site (its study reports go to OUT/records/)"})
+def site(c, results="", price_per_hour="", out=""):
     """Build the results site of every bundle and study.
 
-    RESULTS/reports/index.html: every bundle and study record, each configuration's history across
-    bundles (regressions by compare's rules), each study's claims x (host, version set), cost and
-    energy per sample; every bundle and study report rewritten beside it. Static and deterministic:
-    open it in a browser or copy the folder. A bundle or record that cannot be read is a row saying
-    why, the rest is built, and the exit status is 1."""
+    OUT/index.html (OUT: --out, default RESULTS/reports): every bundle and study record with their
+    data files, each configuration's history across bundles (regressions by compare's rules, an
+    Atom feed of them), each configuration across hardware and versions, each study's claims x
+    (host, version set), cost and energy per sample; each page's table as JSON beside it.
+    Incremental: a report whose bundle, record and code are unchanged is not drawn again, a page
+    is written only when it changed. Static and deterministic: open it in a browser or copy the
+    folder. A bundle or record that cannot be read is a row saying why, the rest is built, and
+    the exit status is 1."""
     from dlrepro.cli import site_task as sitemod
 
     with user_errors():
         made = sitemod.build(folders.results_root(results), price(price_per_hour),
-                             progress=lambda line: console.print(line, soft_wrap=True, highlight=False))
+                             progress=lambda line: console.print(line, soft_wrap=True, highlight=False),
+                             out=out or None)
         for problem in made.problems:
             console.print("[yellow]no report:[/] %s" % problem, soft_wrap=True, highlight=False)
-        console.print("site: %s (%d bundles, %d study records, %d configurations)" % (
-            made.index, made.bundles, made.studies, made.configurations), soft_wrap=True, highlight=False)
+        console.print("site: %s (%d bundles, %d study records, %d configurations; %d reports drawn, %d files "
+                      "written)" % (made.index, made.bundles, made.studies, made.configurations, made.drawn,
+                                    made.written), soft_wrap=True, highlight=False)
         if made.problems:
             raise Exit(code=1)
 

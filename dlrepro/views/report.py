@@ -486,11 +486,12 @@ def write_figures(out, figures):
     return paths
 
 
-def write(answer, out):
+def write(answer, out, site=None):
     """Write report.html, report.md and figures/*.png of a BundleAnswer into folder ``out``; returns the paths
-    (Report)."""
+    (Report). ``site``: {"up": the path to the results site's root, "data": [(label, href)]}, a page of the site
+    (its navigation bar and data links in the HTML); None: a report of its own."""
     out = Path(out)
-    ctx = context(answer)
+    ctx = dict(context(answer), site=site)
     report = Report(out / "report.html", out / "report.md", headline=ctx["headline"])
     report.figures = write_figures(out, ctx["figures"])
     report.html.write_text(TEMPLATES.get_template("report.html.j2").render(ctx, d=ctx))

@@ -1,20 +1,34 @@
-"""The results site's own pages and the index's rows, a view of the answer model like the reports it links
-(dlrepro.cli.site_task writes them): index.html (every bundle and study record), configurations.html (every
-configuration, with selectors), configurations/<slug>.html (one configuration's history: a figure and a table, each
-run's timer and its verdict against the one before), studies/<study>.html (the claims x (host, version set)
-matrix). HTML only, self-contained (figures as base64 PNG, the selectors' script inline), links relative: the folder
-can be copied or served as it is.
+"""The results site's own pages, a view of the answer model like the reports it links (dlrepro.cli.site_task writes
+them): index.html (every bundle and study record), configurations.html (every configuration, a filter for each of
+its keys), configurations/<slug>.html (one configuration's history: a figure and a table, each run's timer and its
+verdict against the one before), across.html and across/<slug>.html (one spec, variant, framework, mode and mini-batch
+on every host and version: answers.across), studies/<study>.html (the claims x (host, version set) matrix, an anchor
+per claim and per cell). HTML only, self-contained (figures as inline SVG or base64 PNG, the filters' script inline),
+links relative: the folder can be copied or served as it is. Each page's table is also given as rows (``*_rows``)
+that the site writes beside it as JSON.
 """
-from matplotlib.figure import Figure
+import re
 
 from dlrepro.inputs.frameworks import display
 from dlrepro.answers import model, verdicts
-from dlrepro.views import costs, numbers, palette, plots
+from dlrepro.views import costs, history_svg, numbers, palette, plots
 from dlrepro.views.report import TEMPLATES
 from dlrepro.views.study_report import rests_on
 
-MARKERS = {verdicts.SLOWER: "v", verdicts.FASTER: "^"}  # a run slower / faster than the one before; "o" otherwise
 FIGURE_SIZE = (plots.WIDTH_PX, plots.HEIGHT_PX)
+# a configuration key's name as a reader reads it (answers.configkey.LINE)
+KEY_LABELS = {"spec": "spec", "variant": "variant", "framework": "framework", "framework_version": "version",
+              "device": "device", "mode": "mode", "batch_size": "mini-batch", "precision": "precision",
+              "layout": "layout", "cudnn_autotune": "cuDNN autotune", "threads": "CPU threads",
+              "thread_pools": "thread pools", "gradients": "gradients", "ranks": "ranks (GPUs)",
+              "sample": "timed sample", "device_name": "device model"}
+
+
+def key_value(name, value):
+    """A configuration key's value as shown: CPU threads None: 'all the host's'; ranks None: '1'; other Nones ''."""
+    if value is None:
+        return {"threads": "all the host's", "ranks": "1"}.get(name, "")
+    return display(value) if name == "framework" else str(value)
 
 
 def title(configuration):
@@ -28,36 +42,6 @@ def title(configuration):
     return ", ".join(p for p in parts if p)
 
 
-def history_plot(configuration):
-    """The history figure of an answers.history.Configuration: its median against the run (in the order the bundles
-    were made), whiskers at the 95% CI, a run slower or faster than the one before marked (red v, green ^), a smoke
-    pass hollow. ``points``: one (bundle id, run, median) per bundle."""
-    points = configuration.points
-    time = numbers.time_unit([p.median for p in points]) if points[0].unit == "s" else None
-    scale = {"ms": 1e3, "us": 1e6, "min": 1 / 60}.get(time, 1)
-    fig = Figure(figsize=(plots.WIDTH_PX / plots.DPI, plots.HEIGHT_PX / plots.DPI), dpi=plots.DPI, layout="constrained")
-    ax = fig.add_subplot()
-    colour = palette.colour(configuration.key["framework"])
-    xs = list(range(1, len(points) + 1))
-    ax.plot(xs, [p.median * scale for p in points], color=colour, linewidth=1, zorder=1)
-    for x, p in zip(xs, points):
-        if p.low is not None and p.high is not None:
-            ax.plot([x, x], [p.low * scale, p.high * scale], color=colour, linewidth=2, alpha=0.5, zorder=1)
-        ax.scatter([x], [p.median * scale], marker=MARKERS.get(p.verdict, "o"), s=60, zorder=2,
-                   color="white" if p.smoke else palette.verdict_colour(p.verdict) if p.verdict in MARKERS else colour,
-                   edgecolors=palette.verdict_colour(p.verdict) if p.verdict in MARKERS else colour)
-    ax.set_xticks(xs, [p.created[:10] for p in points], rotation=30 if len(points) > 6 else 0, fontsize=8)
-    ax.set_xlim(0.5, len(points) + 0.5)
-    ax.set_xlabel("run (the date its bundle was made)")
-    ax.set_ylabel("%s (%s)" % (points[0].quantity or "median", time or points[0].unit))
-    ax.set_title(title(configuration), fontsize=9)
-    return plots.Plot("history", "History of %s" % title(configuration),
-                      "Median %s of each bundle that measured it, whiskers at its 95%% CI; a run the rules of "
-                      "`dlrepro compare` find slower than the one before: red v, faster: green ^; a smoke pass "
-                      "(--quick): hollow." % (points[0].quantity or "time"), plots.png(fig),
-                      points=tuple((p.bundle_id, x, p.median) for x, p in zip(xs, points)))
-
-
 def _value(value, unit):
     if value is None:
         return ""
@@ -66,98 +50,96 @@ def _value(value, unit):
     return numbers.significant(value) + " " + unit
 
 
-def configuration_page(configuration, up, matrices=()):
-    """The HTML of one configuration's page (``up``: the path from its folder to the site's root; ``matrices``: the
-    studies' answers.matrix.Matrix, linked from the page's head)."""
-    figure = history_plot(configuration)
-    rows = [{"bundle": p.bundle_id, "report": "%s%s/report.html" % (up, p.bundle_id), "created": p.created,
+def _joules(p):
+    return "not measured" if p.joules is None else numbers.significant(p.joules) + (
+        "" if p.joules_window is None else " (%s)" % costs.WINDOW % p.joules_window)
+
+
+def _fraction(value):
+    return "" if value is None else "%.1f%%" % (100 * value)
+
+
+def configuration_rows(configuration, up):
+    """The rows of a configuration's table of runs, oldest first (``up``: the path to the site's root)."""
+    return [{"bundle": p.bundle_id, "report": "%s%s/report.html" % (up, p.bundle_id), "created": p.created,
              "commit": (p.suite_commit or "")[:10], "timer": p.timer or model.UNRECORDED,
              "median": _value(p.median, p.unit),
              "interval": "%s to %s" % (_value(p.low, p.unit), _value(p.high, p.unit)) if p.low is not None else "",
-             "smoke": "smoke pass" if p.smoke else "", "verdict": p.verdict or "", "reason": p.reason or "",
-             "joules": "not measured" if p.joules is None else numbers.significant(p.joules) + (
-                 "" if p.joules_window is None else " (%s)" % costs.WINDOW % p.joules_window),
-             "usd": "" if p.usd is None else costs.usd(p.usd, p.usd_dated, p.usd_older),
+             "pass": "smoke pass" if p.smoke else "full run", "verdict": p.verdict or "", "reason": p.reason or "",
+             "joules": _joules(p), "usd": "" if p.usd is None else costs.usd(p.usd, p.usd_dated, p.usd_older),
              "colour": palette.verdict_colour(p.verdict)} for p in configuration.points]
-    key = [(name, "" if value is None else str(value)) for name, value in configuration.key.items()]
+
+
+def configuration_page(configuration, up, across_slug=None):
+    """The HTML of one configuration's page (``up``: the path from its folder to the site's root; ``across_slug``:
+    its page across hardware and versions)."""
+    figure = history_svg.history(configuration, title(configuration))
+    key = [(KEY_LABELS[name], key_value(name, value)) for name, value in configuration.key.items()]
     return TEMPLATES.get_template("site_configuration.html.j2").render(
-        title=title(configuration), key=key, rows=rows, figure=figure, up=up, figure_size=figure.size,
-        matrices=matrices)
+        title=title(configuration), key=key, rows=configuration_rows(configuration, up), figure=figure, up=up,
+        figure_size=figure.size, slug=configuration.slug, across=across_slug)
 
 
-def configurations_page(configurations, matrices=()):
-    """The HTML of the list of every configuration, with selectors (spec, framework, device model, mode)."""
-    rows = [{"slug": c.slug, "title": title(c), "spec": c.key["spec"], "framework": display(c.key["framework"]),
-             "version": c.key["framework_version"], "device": c.key["device_name"], "mode": c.key["mode"],
-             "batch": c.key["batch_size"], "runs": len(c.points),
+def filters(rows, columns):
+    """[(column, label, sorted distinct values)] of the columns (KEY_LABELS names, or (column, label) pairs) whose
+    rows' ``filters`` hold two values or more: one <select> each."""
+    found = []
+    for column in columns:
+        column, label = column if isinstance(column, tuple) else (column, KEY_LABELS[column])
+        values = sorted({r["filters"][column] for r in rows}, key=lambda v: (len(v), v) if v.isdigit() else (0, v))
+        if len(values) > 1:
+            found.append((column, label, values))
+    return found
+
+
+def configurations_rows(configurations, across_of):
+    """The rows of the list of every configuration (``across_of``: {configuration slug: its across page's slug})."""
+    return [{"slug": c.slug, "title": title(c), "across": across_of.get(c.slug), "runs": len(c.points),
              "last": c.points[-1].verdict or "", "colour": palette.verdict_colour(c.points[-1].verdict),
-             "regressions": sum(p.verdict == verdicts.SLOWER for p in c.points)} for c in configurations]
+             "regressions": sum(p.verdict == verdicts.SLOWER for p in c.points),
+             "throughput": numbers.significant(c.points[-1].throughput),
+             "filters": {k: key_value(k, v) for k, v in c.key.items()}} for c in configurations]
+
+
+def configurations_page(configurations, across_of):
+    """The HTML of the list of every configuration, a filter for each key with two values or more, a text search."""
+    rows = configurations_rows(configurations, across_of)
     return TEMPLATES.get_template("site_configurations.html.j2").render(
-        rows=rows, selectors=_selectors(rows, ["spec", "framework", "device", "mode"]), figure_size=FIGURE_SIZE,
-        matrices=matrices)
+        rows=rows, filters=filters(rows, list(KEY_LABELS)), figure_size=FIGURE_SIZE)
 
 
-def _selectors(rows, columns):
-    """{column: sorted distinct values} for the pages' <select> filters."""
-    return {c: sorted({str(r[c]) for r in rows}) for c in columns}
+def anchor(*parts):
+    """An id made of ``parts``, the same for the same parts on every build: 'rnn-accuracy.amd-epyc-7r13.today'."""
+    return ".".join(re.sub(r"[^a-z0-9]+", "-", str(p).lower()).strip("-") for p in parts)
 
 
-def study_page(matrix, matrices=()):
-    """The HTML of one study's claims x (host, version set) matrix (``matrices``: every study's, for the head)."""
+def study_cells(matrix):
+    """{(claim, column index): the cell as shown} of an answers.matrix.Matrix, each with its anchor."""
     cells = {}
     for (claim, at), cell in matrix.cells.items():
         v, record = cell.best.verdict, cell.best.record
+        column = matrix.columns[at]
         cells[(claim, at)] = {"verdict": v.verdict, "said": v.said, "colour": palette.verdict_colour(v.verdict),
                               "rests_on": rests_on(v, record.smoke), "record": record.name,
+                              "anchor": anchor(claim, column.host, column.versions), "host": column.host,
+                              "versions": column.versions, "claim": claim,
                               "mark": " (smoke pass)" if record.smoke else "", "evidence": v.evidence or v.reason or "",
                               "others": [{"said": o.verdict.said, "record": o.record.name,
                                           "mark": " (smoke pass)" if o.record.smoke else ""} for o in cell.others]}
-    return TEMPLATES.get_template("site_study.html.j2").render(m=matrix, cells=cells, figure_size=FIGURE_SIZE,
-                                                               matrices=matrices)
+    return cells
 
 
-def _host(row):
-    hardware = row["hardware"]
-    return ", ".join("%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h
-                     for h in dict.fromkeys(hardware))
-
-
-def bundle_row(row, answer, made):
-    """The index row of a bundle: its listing ``row`` (store.bundle.listing), its BundleAnswer, its written
-    report (views.report.write's)."""
-    summary, body = answer.summary, answer.bodies[0]
-    versions = sorted(set((summary["framework"].map(display) + " " + summary["framework_version"].fillna("")).dropna()))
-    counts = row["counts"]
-    jobs = ", ".join("%d %s" % (n, k) for k, n in counts.items() if n and k != "ok")
-    lines = [line for line in made.headline if not line.startswith("Smoke pass")]
-    return {"id": row["id"], "report": "%s/report.html" % row["id"], "spec": row["spec"],
-            "created": row["created"] or "", "host": _host(row),
-            "commit": (((body.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
-            "frameworks": ", ".join(v.strip() for v in versions), "headline": lines[0] if lines else "",
-            "state": row["state"] + (" (smoke pass)" if answer.smoke else ""), "jobs": jobs}
-
-
-def study_row(answer, name):
-    """The index row of study record ``name``: its StudyAnswer ``answer``."""
-    asked = answer.record.get("asked") or {}
-    versions = {"both": "published and today's", "published": "published"}.get(asked.get("versions"), "today's")
-    return {"name": name, "report": "%s/study.html" % name, "study": answer.record["study"],
-            "created": answer.record["created"], "host": answer.host or "no bundle", "versions": versions,
-            "commit": (((answer.record.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
-            "answer": answer.answer, "state": "finished" if answer.record.get("finished") else "not finished"}
-
-
-def unreadable_row(name, why, **row):
-    """An index row of a bundle or record that has no report: ``why``, in its headline or answer cell."""
-    return dict({"id": name, "name": name, "report": None, "spec": "", "study": "", "created": "", "host": "",
-                 "commit": "", "frameworks": "", "versions": "", "headline": why, "answer": why, "state": "unreadable",
-                 "jobs": ""}, **row)
+def study_page(matrix):
+    """The HTML of one study's claims x (host, version set) matrix: an anchor per claim (its id) and per cell."""
+    return TEMPLATES.get_template("site_study.html.j2").render(
+        m=matrix, cells=study_cells(matrix), figure_size=FIGURE_SIZE, anchor=anchor)
 
 
 def index_page(bundles, studies, matrices, configurations):
-    """The HTML of the index: ``bundles`` and ``studies`` as rows (bundle_row, study_row, unreadable_row), the
+    """The HTML of the index: ``bundles`` and ``studies`` as the rows dlrepro.cli.site_task makes of them, the
     studies' matrices and the configurations counted."""
+    bundles = [dict(b, filters={"spec": b["spec"], "host": b["host"], "state": b["state"]}) for b in bundles]
     return TEMPLATES.get_template("site_index.html.j2").render(
         bundles=bundles, studies=studies, matrices=matrices, configurations=len(configurations),
         regressions=sum(p.verdict == verdicts.SLOWER for c in configurations for p in c.points),
-        selectors=_selectors(bundles, ["spec", "host", "state"]), figure_size=FIGURE_SIZE)
+        filters=filters(bundles, [("spec", "spec"), ("host", "host"), ("state", "state")]), figure_size=FIGURE_SIZE)

@@ -284,12 +284,12 @@ def context(answer):
             "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX)}
 
 
-def write(answer, out, allow_missing=False):
+def write(answer, out, allow_missing=False, site=None):
     """Write study.html, study.md, study.json and figures/*.png of a StudyAnswer into folder ``out``; returns the
     paths (Report, its headline the one-sentence answer). Raises MissingBundles (after writing) when bundles the
-    record names are missing, unless ``allow_missing``."""
+    record names are missing, unless ``allow_missing``. ``site``: as views.report.write's."""
     out = Path(out)
-    ctx = context(answer)
+    ctx = dict(context(answer), site=site)
     made = Report(out / "study.html", out / "study.md", headline=[answer.answer])
     made.figures = report.write_figures(out, ctx["figures"] + (ctx["details"] or {}).get("figures", []))
     made.html.write_text(TEMPLATES.get_template("study.html.j2").render(ctx, d=ctx["details"]))
