@@ -55,10 +55,10 @@ def matrix():
 # The CPU images the tests run, as framework tokens (NAME or NAME@VERSION), by the fixture that gives them: a session
 # builds those its collected tests use, all at once (build.ensure_all), in the background (see below). The rest of the
 # matrix (its era versions no test runs, every CUDA image) is tested by rendering its Dockerfile and checking its lock
-# (tests/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
+# (tests/images/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
 IMAGES_OF = {
     "torch_cpu_image": ("torch",), "jax_cpu_image": ("jax",), "caffe_cpu_image": ("caffe",),
-    # tests/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer 3.4.0
+    # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer 3.4.0
     "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
                "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0"),
     "era_images": ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1"),
@@ -89,7 +89,7 @@ def _build_dir():
 # engine modules whose tests start only containers of their own and assert nothing engine-wide (no listing of every
 # container, no engine stopped or restarted, no timing): they may run beside the engine group, on the other worker
 # once it has run the modules that need no engine (a fresh run's pytest: 1751 s -> 1720 s, both CPUs busy throughout)
-BESIDE_THE_ENGINE_GROUP = {"tests.test_frameworks", "tests.test_jax_adapter"}
+BESIDE_THE_ENGINE_GROUP = {"tests.containers.test_frameworks", "tests.containers.test_jax_adapter"}
 
 
 def _needs_engine(item):

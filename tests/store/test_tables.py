@@ -116,7 +116,7 @@ def test_merged_tables_write_and_read_back_with_the_schema(bundle, tmp_path):
 
 
 def test_invoke_validate_exits_1_naming_the_changed_file(bundle):
-    from tests.test_compare import invoke
+    from tests.answers.test_compare import invoke
 
     assert invoke("validate", str(bundle)).returncode == 0
     log = bundle / "jobs" / "alexnet-s.jax.cpu.b16" / "job.json"
@@ -178,7 +178,7 @@ def test_a_cpu_job_without_a_recorded_clock_has_work_but_no_peak():
 
 
 def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
-    from tests.test_compare import invoke
+    from tests.answers.test_compare import invoke
 
     parquet = bundle / "summary.parquet"
     parquet.write_bytes(parquet.read_bytes()[:100])
@@ -196,7 +196,7 @@ def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
     from dlrepro.run import jobs
     from dlrepro.run.options import RunOptions
     from runner.contract import new_result
-    from tests.test_jobs import seeded
+    from tests.run.test_jobs import seeded
 
     writer = BundleWriter(tmp_path, "imdb-gru", "0" * 64)
     for job, accuracy in zip(jobs.expand(seeded(3), RunOptions(frameworks=["torch"], variants=["imdb-gru"])),

@@ -15,8 +15,8 @@ from dlrepro.run.options import RunOptions, Step, checked
 from dlrepro import spec
 from runner import contract, settings
 from runner.adapters import capabilities
-from tests.test_studies import TINY, _bad
-from tests.test_tables import REAL, rewrite
+from tests.inputs.test_studies import TINY, _bad
+from tests.store.test_tables import REAL, rewrite
 
 DLBENCH_STEP = Step(gradients="gate_op", thread_pools="intra_op")
 

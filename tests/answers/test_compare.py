@@ -212,7 +212,7 @@ def test_what_gives_no_cell_is_listed_with_its_reason():
 
 
 def test_invoke_compare_against_another_bundle_and_merge(tmp_path):
-    from tests.test_tables import rewrite
+    from tests.store.test_tables import rewrite
 
     again = rewrite(ALEXNET, tmp_path, "1" * 64)
     report = tmp_path / "compare.json"

@@ -219,7 +219,7 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
 
 STUDY = """name: engine-loss
 title: two runs of one image, for the engine-loss tests
-source: tests/test_engine_loss.py
+source: tests/engine/test_engine_loss.py
 hardware: this host
 tools: {PyTorch: torch}
 runs:

@@ -13,7 +13,7 @@ from dlrepro.results import records, tables
 from dlrepro.results.answers import claims, verdicts
 from dlrepro.run import study as studymod
 from runner import stats
-from tests.test_report import Tables, chromium, headless
+from tests.views.test_report import Tables, chromium, headless
 
 TINY = REPO_ROOT / "tests" / "data" / "tiny-study.yaml"
 

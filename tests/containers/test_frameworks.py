@@ -87,7 +87,7 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, images,
 def test_alexnet_in_seven_containers_one_bundle(images, tmp_path, reporter, monkeypatch, mnist):
     """AlexNet-S in each framework's newest image, one bundle: each image once, each version recorded, the spec's
     parameter count. (FCN-R on real MNIST in each of them is the convergence test's below, and PyTorch's in
-    tests/test_docker.py.)"""
+    tests/engine/test_docker.py.)"""
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
     path = runs.run("alexnet", RunOptions(frameworks=list(PLAIN), variants=["alexnet-s"], quick=True),
@@ -110,7 +110,7 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framewo
                                                                          monkeypatch, mnist):
     """The convergence path in each framework: 100 iterations train (the loss falls) and the evaluation covers
     the test set. Not a test that the model learns: 100 iterations leave FCN-R on the plateau a constant
-    predictor reaches too; that FCN-R learns to 92% is tests/test_reference_convergence.py's, on the committed
+    predictor reaches too; that FCN-R learns to 92% is tests/answers/test_reference_convergence.py's, on the committed
     5-epoch bundles, for the frameworks that have one."""
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
     path = runs.run("fcn", RunOptions(frameworks=[framework], variants=["fcn-r"], mode="convergence", quick=True),

@@ -3,7 +3,7 @@ above a constant predictor's (at most 0.1135, the commonest digit's share of the
 
 The bundles were made with `dlrepro run --spec=fcn --variant fcn-r --mode convergence --epochs 5` on this
 project's 2-CPU build machine (results/README.md). CNTK, Caffe2 and Caffe have no such bundle: their short
-runs (tests/test_frameworks.py) show the convergence path works, not that the model learns.
+runs (tests/containers/test_frameworks.py) show the convergence path works, not that the model learns.
 """
 import json
 

@@ -13,7 +13,7 @@ from dlrepro.errors import DlreproError
 from dlrepro.results import gather, records
 from dlrepro.results.answers import verdicts
 from dlrepro.results.views import numbers, report, study_report
-from tests.test_report import Tables, chromium, headless
+from tests.views.test_report import Tables, chromium, headless
 
 MANIFEST = REPO_ROOT / "tests" / "data" / "report-study.yaml"
 ALEXNET = "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16 on 2 CPUs, 7 frameworks, 1 thread count
@@ -252,7 +252,7 @@ def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp
     """The committed AlexNet bundle as both version sets of run cpu (every tool's published version stands on
     today's image, as Caffe's does in DLBench): each claim judged here has one verdict at both and its change is
     "same images", never "keeps" (nothing was compared), and the report opens with that; flips, shifts and keeps
-    from constructed rows are in tests/test_eras.py."""
+    from constructed rows are in tests/inputs/test_eras.py."""
     tools = {"Caffe": "caffe", "CNTK": "cntk", "MXNet": "mxnet", "TensorFlow": "tensorflow"}
     sets = {name: [{"tool": t, "token": f, "label": "%s (%s)" % (t, name)} for t, f in tools.items()]
             for name in ("published", "today")}
