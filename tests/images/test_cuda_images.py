@@ -209,14 +209,3 @@ def test_the_fat_binary_headers_list_what_cuobjdump_lists_where_it_reads_the_lib
     # library also holds relocatable device code (an __nv_relfatbin section, with an sm_89 cubin and compute_120
     # PTX), which the headers read and cuobjdump --list-elf/--list-ptx leave out
     assert (agree, differ) == (11, ["libtorch_nvshmem.so"])
-
-
-@pytest.mark.docker
-def test_buildinfo_runs_in_an_image_with_a_jobs_isolation(torch_cpu_image):
-    facts = probe.run_buildinfo(torch_cpu_image.tag, "torch", None)
-    assert facts["reported"]["framework_version"] == "2.13.0+cpu" and facts["reported"]["cuda"] is None
-    assert facts["device_code"] == [] and facts["main"] is None
-    assert facts["python"].startswith("3.11.")
-    assert facts["isolation"] == {"network": "none", "read_only_root": True, "user": "non-root",
-                                  "no_new_privileges": True, "cap_drop": "ALL", "pids_limit": 4096,
-                                  "memory_bytes": None}

@@ -6,38 +6,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dlrepro import REPO_ROOT, spec
+from dlrepro import REPO_ROOT
 from dlrepro.results import tables
-from dlrepro.run import jobs
-from dlrepro.run.executors.base import free_port
-from dlrepro.run.options import RunOptions
-
-STEP = REPO_ROOT / "tests" / "data" / "dp_step.py"
-
-
-def _job(framework, ranks, batch=8, variant="fcn-s", spec_name="fcn"):
-    (job,) = jobs.expand(spec.load(spec_name), RunOptions(frameworks=[framework], variants=[variant],
-                                                          batch_sizes=[batch], quick=True, ranks=ranks))
-    if ranks:
-        job["rendezvous"] = {"address": "127.0.0.1", "port": free_port()}
-    return job
-
-
-def _write(job, folder, name):
-    path = Path(folder) / (name + ".json")
-    path.write_text(json.dumps(job))
-    return path
-
-
-def _parameters(path):
-    with np.load(str(path)) as found:
-        count = len([k for k in found.files if k.startswith("after")])
-        return [found["before%d" % i] for i in range(count)], [found["after%d" % i] for i in range(count)]
+from tests.run.data_parallel_jobs import STEP, _job, _parameters, _write
 
 
 def _env():
@@ -139,55 +114,3 @@ def test_speedup_and_efficiency_from_known_times():
     assert by["w4"]["scaled_speedup"] == pytest.approx(3.2) and by["w4"]["scaling_efficiency"] == pytest.approx(0.8)
     assert by["w4"]["speedup"] is None and by["w4"]["scaling_base"] == "w1"
     assert by["orphan"]["speedup"] is None and by["orphan"]["scaling_base"] is None  # its 1-rank base failed
-
-
-@pytest.mark.docker
-def test_jax_over_two_cpu_devices_takes_the_step_of_one_device_on_the_whole_mini_batch(jax_cpu_image, docker_engine,
-                                                                                          tmp_path):
-    tmp_path.chmod(0o777)
-    for name, job in (("whole", _job("jax", None)), ("split", _job("jax", [2]))):
-        _write(job, tmp_path, name)
-        docker_engine.containers.run(
-            jax_cpu_image.tag, ["python", "/opt/dlrepro/dp_step.py", "/out/%s.json" % name, "/out/%s.npz" % name],
-            network_mode="none", remove=True, user="%d:%d" % (os.getuid(), os.getgid()),
-            environment={"PYTHONPATH": "/opt/dlrepro"},
-            volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-                     str(STEP): {"bind": "/opt/dlrepro/dp_step.py", "mode": "ro"}, str(tmp_path): {"bind": "/out"}})
-    before, after = _parameters(tmp_path / "whole.npz")
-    split_before, split_after = _parameters(tmp_path / "split.npz")
-    assert len(after) == len(split_after) == 8
-    assert max(float(np.abs(a - b).max()) for a, b in zip(split_before, before)) == 0.0
-    assert max(float(np.abs(a - b).max()) for a, b in zip(split_after, after)) < 1e-6
-    assert max(float(np.abs(a - b).max()) for a, b in zip(after, before)) > 1e-4
-
-
-@pytest.mark.docker
-def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(docker_engine, tmp_path, reporter):
-    from dlrepro.run import runs
-
-    path = runs.run("fcn", RunOptions(frameworks=["torch", "jax"], variants=["fcn-s"], batch_sizes=[8], quick=True,
-                                      ranks=[1, 2]), results_dir=tmp_path, reporter=reporter)
-    summary = tables.summary(path).set_index("job_id")
-    assert sorted(summary.index) == ["fcn-s.jax.cpu.b8.r1", "fcn-s.jax.cpu.b8.r2", "fcn-s.torch.cpu.b8.r1",
-                                     "fcn-s.torch.cpu.b8.r2"]
-    assert set(summary["status"]) == {"ok"} and list(summary["rank_batch_size"].sort_index()) == [8, 4, 8, 4]
-    for framework in ("jax", "torch"):
-        two, one = summary.loc["fcn-s.%s.cpu.b8.r2" % framework], summary.loc["fcn-s.%s.cpu.b8.r1" % framework]
-        assert two["scaling_base"] == "fcn-s.%s.cpu.b8.r1" % framework and one["speedup"] == 1.0
-        assert two["speedup"] == pytest.approx(one["median"] / two["median"])
-        assert two["scaling_efficiency"] == pytest.approx(two["speedup"] / 2)
-    result = json.loads((path / "jobs" / "fcn-s.torch.cpu.b8.r2" / "result.json").read_text())
-    assert [r["rank"] for r in result["ranks"]] == [0, 1] and result["environment"]["data_parallel"]["backend"] == "gloo"
-    assert all(len(r["repeats"]) == len(result["timing"]["repeats"]) for r in result["ranks"])
-    jax_env = json.loads((path / "jobs" / "fcn-s.jax.cpu.b8.r2" / "result.json").read_text())["environment"]
-    assert jax_env["data_parallel"]["world_size"] == 2 and jax_env["process"]["variables"]["XLA_FLAGS"].startswith(
-        "--xla_force_host_platform_device_count=2")
-    assert result["timing"]["ranks_joined"] == "slowest rank per iteration (maximum over 2 ranks)"
-    assert result["cpu_usage"]["cpu_seconds"] == pytest.approx(sum(result["cpu_usage"]["rank_cpu_seconds"]))
-    ranked = tables.samples(path)
-    torch2 = ranked[ranked["job_id"] == "fcn-s.torch.cpu.b8.r2"]
-    per_rank = torch2[torch2["sample"] == "rank iteration"]
-    assert set(per_rank["rank"]) == {0, 1} and torch2[torch2["sample"] == "iteration"]["rank"].isna().all()
-    slowest = per_rank.groupby(["repeat", "index"])["seconds"].max()
-    assert list(torch2[torch2["sample"] == "iteration"].set_index(["repeat", "index"])["seconds"].sort_index()) == \
-        list(slowest.sort_index())

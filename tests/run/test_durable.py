@@ -4,7 +4,6 @@ stops one job, and the local executor skips a framework its Python lacks."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -16,67 +15,13 @@ from dlrepro.errors import DlreproError, ResultsUnwritable
 from dlrepro.results import bundle as bundlemod, validate
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
-
-FCN = ["--spec=fcn", "--variant=fcn-s", "--framework=torch", "--warmup=0", "--iterations=3", "--repeats=1"]
-
-
-def invoke(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True,
-                          timeout=600, cwd=REPO_ROOT, **kwargs)
-
-
-def _kill_after_first_job(args, results, first):
-    """Start `invoke run ARGS`, SIGKILL it as soon as job ``first`` is in its partial bundle; returns the partial."""
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", "run"] + args + ["--results", str(results)],
-                            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        found = list(results.glob(".*.partial/jobs/%s/result.json" % first))
-        if found:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            return found[0].parents[2]
-        time.sleep(0.2)
-    proc.kill()
-    pytest.fail("job %s did not end within 300 s (exit status %s)" % (first, proc.poll()))
+from tests.run.durable_runs import FCN, _kill_after_first_job, _resumed_completely
+from tests.run.durable_runs import invoke
 
 
 def _descendants_running(marker):
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
-
-
-def _resumed_completely(partial, results, first, second):
-    """The partial bundle of a killed run kept ``first``; `--resume latest` runs only ``second`` and publishes."""
-    assert json.loads((partial / "jobs" / first / "result.json").read_text())["status"] == "ok"
-    assert not (partial / "jobs" / second / "result.json").exists()
-    listed = invoke("bundles", "--results", str(results))
-    assert listed.returncode == 0 and "partial (its run ended)" in listed.stdout
-    done = invoke("run", "--resume", "latest", "--results", str(results))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 of 2 jobs to run" in done.stdout
-    folder = results / partial.name[1:-len(".partial")]
-    body = json.loads((folder / "bundle.json").read_text())
-    assert [r["job_id"] for r in body["jobs"]] == [first, second] and body["counts"]["ok"] == 2
-    assert [a["jobs"] for a in body["attempts"]] == [[first, second], [second]]
-    stamps = [json.loads((folder / "jobs" / j / "result.json").read_text())["attempt"]["number"] for j in (first, second)]
-    assert stamps == [1, 2] and validate.check(folder) == []
-    return folder
-
-
-@pytest.mark.docker
-def test_sigkill_keeps_finished_jobs_leaves_no_container_and_resume_completes(tmp_path, torch_cpu_image, docker_engine):
-    results = tmp_path / "results"
-    partial = _kill_after_first_job(FCN + ["--batch-size=8,1024"], results, "fcn-s.torch.cpu.b8")
-    run_id = partial.name[1:-len(".partial")]
-    deadline, left = time.time() + 10, None
-    while time.time() < deadline:
-        left = docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % run_id})
-        if not left:
-            break
-        time.sleep(0.5)
-    assert left == [], "containers of the killed run are left: %s" % left
-    _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b1024")
 
 
 def test_sigkill_of_a_local_run_leaves_no_process_and_resume_completes(tmp_path):
@@ -87,33 +32,6 @@ def test_sigkill_of_a_local_run_leaves_no_process_and_resume_completes(tmp_path)
         time.sleep(0.2)
     assert _descendants_running(str(partial)) == []  # the supervisor saw its pipe close and ended its job
     _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b1024")
-
-
-@pytest.mark.docker
-def test_a_dead_runs_container_is_removed_at_the_next_start(docker_engine, torch_cpu_image, reporter):
-    from dlrepro.run.executors import docker as docker_executor
-
-    orphan = docker_engine.containers.create(torch_cpu_image.tag, ["sleep", "600"], labels={
-        "org.dlrepro.role": "runner", "org.dlrepro.run": "fcn-orphan", "org.dlrepro.host": os.uname().nodename,
-        "org.dlrepro.pid": "999999999"})
-    orphan.start()
-    lines = docker_executor.DockerExecutor().reap()
-    assert lines == ["removed container %s of the dead run fcn-orphan (host process 999999999 is gone)"
-                     % orphan.short_id]
-    assert not docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=fcn-orphan"})
-
-
-@pytest.mark.docker
-def test_a_memory_limit_stops_one_job_and_the_others_go_on(tmp_path, torch_cpu_image, reporter):
-    options = RunOptions(frameworks=["torch"], variants=["resnet56-synthetic"], batch_sizes=[8, 2048, 16], quick=True)
-    path = runs.run("resnet56", options, results_dir=tmp_path, reporter=reporter, memory=700 << 20)
-    body = json.loads((path / "bundle.json").read_text())
-    rows = {r["job_id"]: r for r in body["jobs"]}
-    assert rows["resnet56-synthetic.torch.cpu.b2048"]["status"] == "failed"
-    assert rows["resnet56-synthetic.torch.cpu.b2048"]["reason"] == \
-        "out of memory (limit 700.0 MiB): the kernel killed the worker process running it"  # isolation: worker
-    assert rows["resnet56-synthetic.torch.cpu.b8"]["status"] == rows["resnet56-synthetic.torch.cpu.b16"]["status"] == "ok"
-    assert body["executor"]["isolation"]["memory_bytes"] == 700 << 20
 
 
 def test_an_out_of_memory_kill_names_the_container_limit_only_where_it_was_reached(tmp_path, monkeypatch):

@@ -10,16 +10,15 @@ import time
 
 import pytest
 
-from dlrepro.images import build, feasibility, matrix as matrixmod
+from dlrepro.images import feasibility
 from dlrepro import datasets, spec
-from dlrepro.run import executors, hostinfo, jobs, runs
+from dlrepro.run import executors, hostinfo, jobs
 from dlrepro.run.options import RunOptions
 from runner import archs, contract, job as runner_job, nvml, telemetry
 from runner.adapters import capabilities
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
-
-H200 = {"index": 0, "name": "NVIDIA H200", "driver": "580.95.05", "capability": "9.0", "memory_bytes": 150 * 2 ** 30}
+from tests.run.gpus import H200
 
 
 def _job(spec_name, variant, **options):
@@ -138,25 +137,6 @@ def test_the_cuda_driver_names_the_gpu_for_frameworks_that_do_not(monkeypatch):
     assert environment.cuda_device() == ("NVIDIA H200", "9.0")
     monkeypatch.setattr(FakeLibcuda, "cuInit", lambda self, flags: 100)  # CUDA_ERROR_NO_DEVICE
     assert environment.cuda_device() is None
-
-
-def test_preflight_refuses_an_image_lacking_the_gpus_arch_with_the_reason_in_result_json(
-        docker_engine, tmp_path, reporter, monkeypatch):
-    real = matrixmod.load()
-    images = [i.model_copy(update={"cuda_archs": ["sm_80", "sm_86"]}) if i.name == "torch-2.13.0-cuda" else i
-              for i in real.images]
-    monkeypatch.setattr(matrixmod, "load", lambda: real.model_copy(update={"images": images}))
-    monkeypatch.setattr(hostinfo, "gpus", lambda: [H200])
-    monkeypatch.setattr(executors.DockerExecutor, "preflight", lambda self: None)  # as if it had the NVIDIA runtime
-    monkeypatch.setattr(build, "ensure", lambda *a, **k: pytest.fail("an image that cannot run here was built"))
-    path = runs.run("alexnet", RunOptions(frameworks=["torch"], variants=["alexnet-s"], device="cuda",
-                                               quick=True), results_dir=tmp_path, reporter=reporter)
-    (job_dir,) = (path / "jobs").iterdir()
-    result = json.loads((job_dir / "result.json").read_text())
-    assert result["status"] == "skipped"
-    assert result["reason"] == ("torch-2.13.0-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); "
-                                "its build ships sm_80, sm_86")
-    assert result["remedy"].startswith("run on a GPU the build supports")
 
 
 def test_preflight_lets_ptx_through_only_when_asked(matrix):

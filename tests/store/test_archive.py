@@ -3,7 +3,6 @@ import gzip
 import hashlib
 import io
 import json
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -16,48 +15,17 @@ from dlrepro import checkout
 from dlrepro.results import archive
 from dlrepro.results.archive import checks as archive_checks, write as archive_write
 from dlrepro.errors import DlreproError
-
-
-def _real_bundle():
-    """The newest bundle under results/ that ran in images (it has images/<name>/ folders)."""
-    found = sorted((p for p in (REPO_ROOT / "results").glob("*/bundle.json") if (p.parent / "images").is_dir()),
-                   key=lambda p: json.loads(p.read_text()).get("created", ""))
-    return found[-1].parent if found else None
+from tests.store.archives import copied_bundle, flip, named, rewrite
 
 
 @pytest.fixture
 def bundle(tmp_path):
-    source = _real_bundle()
-    if source is None:
-        pytest.skip("no bundle with images under results/")
-    return Path(shutil.copytree(source, tmp_path / "bundles" / source.name))
+    return copied_bundle(tmp_path)
 
 
 @pytest.fixture
 def archived(bundle, tmp_path):
     return archive.create(bundle, tmp_path / "a.tar.gz", log=lambda m: None)
-
-
-def rewrite(path, change):
-    """Unpack the archive into memory, let ``change`` edit {name below <bundle-id>/: bytes}, repack it."""
-    with tarfile.open(path) as tar:
-        top = tar.getmembers()[0].name.split("/")[0]
-        files = {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar if m.isfile()}
-    change(files)
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in sorted(files.items()):
-            info = tarfile.TarInfo("%s/%s" % (top, name))
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
-def flip(data, at=None):
-    at = len(data) // 2 if at is None else at
-    return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
-
-
-def named(problems, name):
-    return [p for p in problems if p.file == name or name in p.message]
 
 
 def test_round_trip_and_crate_lists_every_file(archived, tmp_path):
@@ -291,52 +259,6 @@ def test_invoke_archive_and_verify_exit_codes(bundle, tmp_path):
     assert into.returncode == 0 and (tmp_path / ("%s.tar.gz" % bundle.name)).is_file(), into.stdout + into.stderr
     folder = subprocess.run(invoke + ["verify", str(tmp_path)], capture_output=True, text=True)
     assert folder.returncode == 2 and "is a folder" in folder.stdout and "Traceback" not in folder.stderr
-
-
-@pytest.fixture
-def tiny_image(docker_engine, tmp_path):
-    """A one-file image imported from a small tar (no registry, no build), removed afterwards."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("hello.txt")
-        info.size = 6
-        tar.addfile(info, io.BytesIO(b"hello\n"))
-    tag = "dlrepro-test/archive-tiny:%s" % tmp_path.name[-12:].lower().replace("_", "-")
-    repository, version = tag.split(":")
-    docker_engine.api.import_image_from_data(buf.getvalue(), repository=repository, tag=version)
-    image = docker_engine.images.get(tag)
-    yield image, tag
-    docker_engine.images.remove(tag, force=True)
-
-
-@pytest.mark.docker
-def test_images_are_saved_by_id_and_checked(bundle, tmp_path, tiny_image):
-    """--images saves each image bundle.json records, by ID; here the bundle is made to record only a tiny one
-    (its real images are gigabytes), so schema checks of the edited bundle are not asserted."""
-    image, tag = tiny_image
-    body = json.loads((bundle / "bundle.json").read_text())
-    body["images"] = [dict(body["images"][0], name="tiny", tag=tag, image_id=image.id)]
-    (bundle / "bundle.json").write_text(json.dumps(body, indent=1, sort_keys=True))
-    digest = hashlib.sha256((bundle / "bundle.json").read_bytes()).hexdigest()
-    sums = [line if not line.endswith("  bundle.json") else "%s  bundle.json" % digest
-            for line in (bundle / "SHA256SUMS").read_text().splitlines()]
-    (bundle / "SHA256SUMS").write_text("\n".join(sums) + "\n")
-
-    made = archive.create(bundle, tmp_path / "i.tar.gz", images=True, log=lambda m: None)
-    assert [m.name for m in made.members if m.name.startswith("docker/")] == ["docker/tiny.tar"]
-    result = archive.verify(made.path)
-    assert not [p for p in result.problems if not p.check.startswith("schema")], "\n".join(map(str, result.problems))
-    with tarfile.open(made.path) as tar:
-        saved = tar.extractfile("%s/docker/tiny.tar" % made.bundle_id).read()
-        crate = json.loads(tar.extractfile("%s/%s" % (made.bundle_id, archive.CRATE)).read())
-    with tarfile.open(fileobj=io.BytesIO(saved)) as inner:
-        assert archive.image_config_digest(inner) == image.id
-        assert tag in json.loads(inner.extractfile("manifest.json").read())[0]["RepoTags"]
-    tiny = next(e for e in crate["@graph"] if e["@id"] == "#image-tiny")
-    assert tiny["identifier"] == image.id and tiny["distribution"] == {"@id": "docker/tiny.tar"}
-
-    rewrite(made.path, lambda files: files.__setitem__("docker/tiny.tar", flip(files["docker/tiny.tar"], 700)))
-    assert named(archive.verify(made.path).problems, "docker/tiny.tar")
 
 
 def test_a_spec_edited_since_the_run_comes_from_git_history():
