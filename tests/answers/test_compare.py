@@ -1,7 +1,5 @@
 """Comparison with published references (ratios, verdicts, ranking with Kendall's tau) and between bundles."""
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -11,6 +9,7 @@ from dlrepro import REPO_ROOT, spec as specmod
 from dlrepro.results import bundle, tables
 from dlrepro.results.answers import measured, model, published, ranking
 from dlrepro.references import Reference
+from tests.helpers import invoke
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
 
@@ -110,11 +109,6 @@ def test_unknown_metrics_and_ranges_are_not_compared():
     assert measured.no_interval(one, "test_accuracy") == "1 seed; a 95% interval needs 6"
 
 
-def invoke(*args):
-    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=120,
-                          cwd=REPO_ROOT)
-
-
 def test_invoke_check_prints_ratios_verdicts_and_the_ranking():
     done = invoke("check", ALEXNET.name)
     assert done.returncode == 0, done.stderr
@@ -212,7 +206,7 @@ def test_what_gives_no_cell_is_listed_with_its_reason():
 
 
 def test_invoke_compare_against_another_bundle_and_merge(tmp_path):
-    from tests.store.test_tables import rewrite
+    from tests.store.real_bundles import rewrite
 
     again = rewrite(ALEXNET, tmp_path, "1" * 64)
     report = tmp_path / "compare.json"

@@ -9,21 +9,15 @@ import math
 
 import pytest
 
-from dlrepro.images import build
 from dlrepro import datasets, spec
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner.adapters import capabilities
-from tests.conftest import cpu_entry
+from tests.helpers import cpu_entry
 from tests.helpers import check_sums, fresh_cache, unreachable
+from tests.containers.frameworks import DLF_ROWS, FRAMEWORKS, KERAS, PLAIN
 
 pytestmark = pytest.mark.docker
-PLAIN = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")
-KERAS = ("keras-tensorflow", "keras-jax", "keras-torch")  # Keras 3, each in its backend's image
-KERAS2 = ("keras-cntk", "keras-theano", "keras-tensorflow@2.1.5")  # Keras 2.1 (DLF's): in the CNTK 2.5.1 image, its
-# own Theano 1.0.1 image and the TensorFlow 1.4.0 image
-DLF_ROWS = ("chainer",) + KERAS + KERAS2  # DeepLearningFrameworks' other rows: on DLF's specs only
-FRAMEWORKS = PLAIN + DLF_ROWS
 SINGLE_LSTM_BIAS = {"tensorflow": "keras-lstm-single-bias", "caffe": "caffe-lstm-single-bias"}
 
 

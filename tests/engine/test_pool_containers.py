@@ -10,7 +10,7 @@ from dlrepro.run import executors, runs as runsmod, study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
-from tests.conftest import Quiet
+from tests.helpers import Quiet
 from tests.run.pools import SHARED, _seat
 
 pytest.importorskip("torch")

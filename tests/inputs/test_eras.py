@@ -118,7 +118,7 @@ def test_a_claim_that_flips_between_the_published_versions_and_todays_is_shown_a
     import pandas as pd
 
     from dlrepro.results.answers import claims, drift, verdicts
-    from tests.inputs.test_studies import _rows
+    from tests.inputs.studies import _rows
 
     study = studies.load("dlbench")
     study = study.model_copy(update={"claims": {"fcn-s-ordering": study.claims["fcn-s-ordering"]}})

@@ -8,14 +8,11 @@ import sys
 import pytest
 
 from dlrepro import REPO_ROOT, studies
-from dlrepro.errors import SpecError
 from dlrepro.results import records, tables
 from dlrepro.results.answers import claims, verdicts
 from dlrepro.run import study as studymod
-from runner import stats
-from tests.views.test_report import Tables, chromium, headless
-
-TINY = REPO_ROOT / "tests" / "data" / "tiny-study.yaml"
+from tests.views.pages import Tables, chromium, headless
+from tests.inputs.studies import TINY, _bad, _rows
 
 
 def test_the_two_studies_name_their_runs_tables_and_claims():
@@ -27,14 +24,6 @@ def test_the_two_studies_name_their_runs_tables_and_claims():
     assert dlbench.runs["multigpu-fcn"].gpus == [1, 2, 4] and dlbench.runs["multigpu-fcn"].batch_sizes == [4096]
     assert dlf.framework("MXNet(Gluon)") == "mxnet" and dlf.framework("MXNet(Module API)") is None
     assert dlf.claims["rnn-accuracy"].band == [0.84, 0.875]
-
-
-def _bad(tmp_path, text, old, new):
-    path = tmp_path / "bad.yaml"
-    path.write_text(text.replace(old, new, 1))
-    with pytest.raises(SpecError) as err:
-        studies.load(str(path))
-    return path, err.value.problems
 
 
 def test_a_tool_the_suite_does_not_run_says_why_wherever_it_is_named(tmp_path):
@@ -77,25 +66,6 @@ def test_a_bad_manifest_names_the_line_and_field(tmp_path):
     assert "duplicate key 'band'" in problems[0]
     _, problems = _bad(tmp_path, text, "    kind: scaling\n", "    kind: scaling\n    over: gpus\n")
     assert "duplicate key 'over'" in problems[0]
-
-
-def _rows(values, variant="fcn-s", run="fcn", metric_column="median", threads=None, ci=None, device="cpu",
-          quick=None):
-    """Summary rows: {framework: value} (or {(framework, threads): value}) of one run; ``ci``: {framework: (low,
-    high)}, or "tight" for a repeat-level interval of +-1% around every value (no ci: a --quick smoke pass, unless
-    ``quick`` is False: then a full job with too few repeats for an interval)."""
-    rows = []
-    for key, value in values.items():
-        framework, t = key if isinstance(key, tuple) else (key, threads)
-        low, high = (value * 0.99, value * 1.01) if ci == "tight" else ci.get(framework, (None, None)) if ci \
-            else (None, None)
-        rows.append({"run": run, "variant": variant, "framework": framework, "status": "ok", "mode": "throughput",
-                     "quantity": "seconds per mini-batch", "device": device, "batch_size": 64, "threads": t,
-                     metric_column: value, "throughput": 64 / value, "ci95_low": low, "ci95_high": high,
-                     "ci95_method": stats.CI_METHOD if ci else None, "ci95_units": 6 if ci else 1,
-                     "n": 48 if ci else 3, "quick": not ci if quick is None else quick,
-                     "precision": "fp32", "job_id": "%s.%s.t%s" % (variant, framework, t)})
-    return tables.frame(rows, tables.SUMMARY_COLUMNS).assign(run=[r["run"] for r in rows])
 
 
 def test_an_ordering_claim_holds_does_not_or_is_inconclusive_by_its_separated_pairs():

@@ -8,7 +8,8 @@ from dlrepro.frameworks import DISPLAY, STUDY_NAMES
 from dlrepro.results.views import palette
 from runner import adapters, shapes
 from runner.adapters import capabilities
-from tests.containers.test_frameworks import FRAMEWORKS
+
+from tests.containers.frameworks import FRAMEWORKS
 
 
 def test_every_framework_is_everywhere():

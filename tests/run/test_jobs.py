@@ -6,6 +6,7 @@ from dlrepro import spec
 from dlrepro.errors import DlreproError
 from dlrepro.run.options import RunOptions
 from runner import contract, stats
+from tests.helpers import seeded
 
 
 def expand(name, **options):
@@ -147,14 +148,6 @@ def test_a_framework_gets_the_initialisation_its_study_code_used():
         frameworks=["torch", "mxnet"], variants=["cifar10-vgg-synthetic"]))}
     assert found == {"torch": {"scheme": "default"}, "mxnet": {"scheme": "glorot_uniform"}}  # DLF's Gluon: Xavier()
     assert "Gluon_CNN.ipynb" in s.models["vgg"].framework_init_source
-
-
-def seeded(seeds):
-    """Spec imdb-gru with its convergence variant's ``convergence.seeds`` set to ``seeds``."""
-    s = spec.load("imdb-gru")
-    gru = s.variants["imdb-gru"]
-    return s.model_copy(update={"variants": dict(s.variants, **{"imdb-gru": gru.model_copy(update={
-        "convergence": gru.convergence.model_copy(update={"seeds": seeds})})})})
 
 
 def test_a_convergence_job_is_one_job_per_seed():

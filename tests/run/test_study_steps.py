@@ -15,8 +15,9 @@ from dlrepro.run.options import RunOptions, Step, checked
 from dlrepro import spec
 from runner import contract, settings
 from runner.adapters import capabilities
-from tests.inputs.test_studies import TINY, _bad
-from tests.store.test_tables import REAL, rewrite
+
+from tests.store.real_bundles import REAL, rewrite
+from tests.inputs.studies import TINY, _bad
 
 DLBENCH_STEP = Step(gradients="gate_op", thread_pools="intra_op")
 

@@ -2,12 +2,13 @@
 parallelism and energy), a data-parallel job's numbers joined from every rank, and the RAPL domains summed."""
 import time
 
-import numpy as np
 import pytest
 
 from runner import energy, measure, rankjoin, stats, telemetry, window
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
+from tests.runner.fakes import Adapter, Data, EventClock, JOB
+from tests.runner.fakes import _add_joules
 
 
 def _rapl(root, name="package-0", folder="intel-rapl:0", uj=0):
@@ -46,10 +47,6 @@ def clock(monkeypatch):
 def _window(tmp_path):
     meter = _rapl(tmp_path)
     return window.Window(telemetry.Sampler.for_job({"device": "cpu"}), energy.Counter(str(tmp_path))), meter
-
-
-def _add_joules(meter, joules):
-    meter.write_text("%d\n" % (int(meter.read_text()) + int(joules * 1e6)))
 
 
 def test_an_excluded_stretch_is_left_out_of_cpu_time_parallelism_and_energy(tmp_path, clock):
@@ -106,59 +103,6 @@ def test_a_paused_gpu_sampler_subtracts_the_pause_from_the_boards_energy():
     assert len([t for t in times if t < paused]) >= 3 and len([t for t in times if t > resumed]) >= 3
 
 
-class Adapter(object):
-    """A framework stand-in: each training step uses 1 J of the fake RAPL package; ``evaluate`` 100 J."""
-
-    def __init__(self, meter, win, clock=None):
-        self.meter, self.window, self.clock, self.steps = meter, win, clock, 0
-
-    def shard(self, x, y):
-        return x, y
-
-    def to_device(self, x, y):
-        return x, y
-
-    def train_step(self, x, y):
-        self.steps += 1
-        _add_joules(self.meter, 1)
-        return 0.5
-
-    def device_clock(self):
-        return self.clock
-
-    def losses(self, handles):
-        return [float(h) for h in handles]
-
-    def evaluate(self, batches, target):
-        assert measure.EVALUATION in self.window.left_out and self.window._paused
-        _add_joules(self.meter, 100)
-        return {"test_accuracy": 0.5}
-
-    def reset_state(self):
-        pass
-
-    def synchronize(self):
-        pass
-
-    def barrier(self):
-        pass
-
-
-class Data(object):
-    def order(self, batch_size, rng):
-        return [np.arange(i, i + batch_size) for i in range(0, 8, batch_size)]
-
-    def batch(self, key):
-        return key, key
-
-    def test(self, batch_size, complete_batches):
-        return [(np.zeros(batch_size), np.zeros(batch_size))]
-
-
-JOB = {"batch_size": 2, "warmup": 1, "repeats": 3, "iterations": 4, "seed": 0, "epochs": 3, "device": "cpu",
-       "model": {"target": "class"}}
-
-
 def test_throughput_leaves_the_rewrites_between_repeats_out_of_the_window(tmp_path):
     win, meter = _window(tmp_path)
     adapter = Adapter(meter, win)
@@ -183,30 +127,6 @@ def test_a_convergence_window_holds_the_training_loops_only(tmp_path):
     assert adapter.steps == 3 * 4 and len(conv["epochs"]) == 3
     assert win.energy()["joules"] == pytest.approx(12.0)  # 3 epochs of 4 steps; 3 evaluations, 2 rewrites left out
     assert win.energy()["excluded"] == [measure.EVALUATION, measure.REWRITES]
-
-
-class EventClock(object):
-    """A device clock stand-in: every step takes ``step_s`` on the device; ``seconds`` gives ``samples`` in turn
-    when it has them."""
-
-    def __init__(self, step_s=0.01, samples=None):
-        self.step_s, self.samples, self.made, self.recorded, self.waits, self.forgotten = step_s, samples, 0, [], 0, 0
-
-    def marks(self, count):
-        self.made += count
-        return list(range(count))
-
-    def record(self, event, result):
-        self.recorded.append((event, result))
-
-    def wait(self, event):
-        self.waits += 1
-
-    def seconds(self, start, end):
-        return self.samples.pop(0) if self.samples else self.step_s * (end - start)
-
-    def forget(self, events):
-        self.forgotten += len(events)
 
 
 def test_the_device_clock_gets_a_lead_in_step_per_repeat_and_a_nan_sample_fails_the_job(tmp_path):

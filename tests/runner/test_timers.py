@@ -13,8 +13,9 @@ from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner import adapters, measure, stats
 from runner.adapters import capabilities
-from tests.runner.test_measured_window import JOB, Adapter, Data, EventClock
-from tests.store.test_tables import REAL, rewrite
+
+from tests.store.real_bundles import REAL, rewrite
+from tests.runner.fakes import Adapter, Data, EventClock, JOB
 
 
 class Counted(Adapter):

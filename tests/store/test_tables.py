@@ -9,21 +9,10 @@ from dlrepro import REPO_ROOT
 from dlrepro.results import tables, validate
 from dlrepro.results.bundle import BundleWriter
 from dlrepro.errors import BundleError
+from tests.store.real_bundles import REAL, rewrite
+from tests.helpers import invoke, seeded
 
-REAL = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16, 7 frameworks, CPU, schema 1
 MEDIANS = {"caffe": 1.4972648284983734, "cntk": 1.107075, "torch": 2.719071340001392}
-
-
-def rewrite(real, results_dir, config_digest="0" * 64):
-    """A schema-2 bundle written by BundleWriter from a real bundle's jobs, results and body."""
-    body = json.loads((real / "bundle.json").read_text())
-    writer = BundleWriter(results_dir, body["spec"]["name"], config_digest)
-    for row in body["jobs"]:
-        job_dir = real / "jobs" / row["job_id"]
-        writer.write_job(json.loads((job_dir / "job.json").read_text()))
-        writer.write_result(row["job_id"], json.loads((job_dir / "result.json").read_text()))
-    keep = ("command", "spec", "options", "executor", "host", "images", "datasets", "left_out", "interrupted")
-    return writer.finish({k: body[k] for k in keep})
 
 
 @pytest.fixture
@@ -116,7 +105,6 @@ def test_merged_tables_write_and_read_back_with_the_schema(bundle, tmp_path):
 
 
 def test_invoke_validate_exits_1_naming_the_changed_file(bundle):
-    from tests.answers.test_compare import invoke
 
     assert invoke("validate", str(bundle)).returncode == 0
     log = bundle / "jobs" / "alexnet-s.jax.cpu.b16" / "job.json"
@@ -178,7 +166,6 @@ def test_a_cpu_job_without_a_recorded_clock_has_work_but_no_peak():
 
 
 def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
-    from tests.answers.test_compare import invoke
 
     parquet = bundle / "summary.parquet"
     parquet.write_bytes(parquet.read_bytes()[:100])
@@ -196,7 +183,6 @@ def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
     from dlrepro.run import jobs
     from dlrepro.run.options import RunOptions
     from runner.contract import new_result
-    from tests.run.test_jobs import seeded
 
     writer = BundleWriter(tmp_path, "imdb-gru", "0" * 64)
     for job, accuracy in zip(jobs.expand(seeded(3), RunOptions(frameworks=["torch"], variants=["imdb-gru"])),

@@ -9,7 +9,8 @@ import pytest
 from dlrepro import REPO_ROOT
 from dlrepro.results import gather
 from dlrepro.results.views import report as bundle_report, study_report
-from tests.views.test_study_report import first_screen, verdicts_of
+
+from tests.views.pages import first_screen, verdicts_of
 
 RESULTS = REPO_ROOT / "results"
 STUDIES = sorted((RESULTS / "reports").glob("*/study.md"))

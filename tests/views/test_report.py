@@ -1,14 +1,11 @@
 """`invoke report`: Markdown and self-contained HTML reports of real bundles, opened in headless Chromium."""
 import base64
 import json
-import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
 from html import unescape
-from html.parser import HTMLParser
 from io import BytesIO
 
 import pandas as pd
@@ -19,55 +16,12 @@ from dlrepro import REPO_ROOT
 from dlrepro.frameworks import display
 from dlrepro.results import gather, tables
 from dlrepro.results.views import numbers, palette, plots, report
+from tests.views.pages import Tables, chromium, headless
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S, 7 frameworks, CPU batch 16
 FCN = REPO_ROOT / "results" / "fcn-20261130T022354Z-cc755c44"  # FCN-R convergence, 3 frameworks, 5 epochs
 FCN_FAILED = REPO_ROOT / "results" / "fcn-20261130T014428Z-a5ac0efc"  # FCN-R: torch ok, 3 failed
 BUNDLES = [ALEXNET, FCN, FCN_FAILED]
-
-
-class Tables(HTMLParser):
-    """Every <table> of a page as (caption, header, rows of cell texts); every <img> src."""
-
-    def __init__(self, html):
-        super().__init__()
-        self.tables, self.images, self._cell, self._caption = [], [], None, None
-        self.html = html
-        self.feed(html)
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "table":
-            self.tables.append(["", [], []])
-        elif tag == "tr":
-            self.tables[-1][2].append([])
-        elif tag in ("td", "th"):
-            self._cell = ""
-        elif tag == "caption":
-            self._caption = ""
-        elif tag == "img":
-            self.images.append(dict(attrs))
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
-        if self._caption is not None:
-            self._caption += data
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th"):
-            self.tables[-1][2][-1].append(self._cell)
-            self._cell = None
-        elif tag == "caption":
-            self.tables[-1][0], self._caption = self._caption, None
-        elif tag == "table":
-            caption, _, rows = self.tables[-1]
-            self.tables[-1] = (caption, rows[0], rows[1:])
-
-    def table(self, caption_start):
-        found = [t for t in self.tables if t[0].startswith(caption_start)]
-        assert len(found) == 1, [t[0] for t in self.tables]
-        caption, header, rows = found[0]
-        return pd.DataFrame(rows, columns=header)
 
 
 @pytest.fixture(scope="module")
@@ -259,24 +213,6 @@ addEventListener("load", function () {
 </script>
 """
 WIDTH = 1400  # wider than a figure, so every image shows at its natural size
-
-
-def chromium():
-    """Debian's chromium; missing, the test is skipped, unless DLREPRO_REQUIRE_BROWSER=1 (.ci/run) fails it."""
-    found = shutil.which("chromium")
-    if not found:
-        if os.environ.get("DLREPRO_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium is not installed (apt-get install chromium) and DLREPRO_REQUIRE_BROWSER=1")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return found
-
-
-def headless(browser, profile, *args):
-    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-               "--force-device-scale-factor=1", "--user-data-dir=%s" % profile, *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
 
 
 def test_chromium_renders_every_plot(made, tmp_path):

@@ -20,7 +20,7 @@ from dlrepro.results import bundle, gather, records, tables
 from dlrepro.results.answers import history, matrix, verdicts
 from dlrepro.results.views import costs, numbers, plots, report, site as siteview
 from tests.bundles import Job, make
-from tests.views.test_report import Tables, chromium, headless
+from tests.views.pages import Tables, chromium, headless
 
 COMMITTED = REPO_ROOT / "results"
 H200_FCN = "fcn-20261203T173433Z-74c9b923"  # JAX and PyTorch on an H200, NVML energy

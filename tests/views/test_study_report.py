@@ -13,7 +13,8 @@ from dlrepro.errors import DlreproError
 from dlrepro.results import gather, records
 from dlrepro.results.answers import verdicts
 from dlrepro.results.views import numbers, report, study_report
-from tests.views.test_report import Tables, chromium, headless
+from tests.views.pages import Tables
+from tests.views.pages import first_screen, verdicts_of
 
 MANIFEST = REPO_ROOT / "tests" / "data" / "report-study.yaml"
 ALEXNET = "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16 on 2 CPUs, 7 frameworks, 1 thread count
@@ -45,11 +46,6 @@ def made(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("study")
     record = write_record(tmp)
     return study_report.write(gather.study(str(record), REPO_ROOT / "results"), tmp / "report", allow_missing=True)
-
-
-def verdicts_of(html):
-    """{claim id: verdict} of a study report's HTML (the verdict table and the folded untestable claims)."""
-    return dict(re.findall(r'data-claim="([^"]+)" data-verdict="([^"]+)"', html))
 
 
 def test_the_answer_comes_first_and_counts_the_claims(made):
@@ -129,23 +125,6 @@ def test_a_changed_manifest_is_refused(tmp_path):
     record = write_record(tmp_path, sha256="0" * 64)
     with pytest.raises(DlreproError, match="changed since the record was made"):
         gather.study(str(record), REPO_ROOT / "results")
-
-
-def first_screen(html, tmp_path):
-    """(bottom of the answer, bottom of the verdict table (of the answer where no claim was judged), images decoded,
-    images, page width), in CSS px, of a study report opened in headless Chromium at 1400 x 900."""
-    probe = """<script>window.onload = () => { const f = e => e.getBoundingClientRect().bottom;
-    const imgs = [...document.images]; const p = document.createElement('pre'); p.id = 'probe';
-    p.textContent = [f(document.getElementById('answer')),
-     f(document.getElementById('verdicts') || document.getElementById('answer')),
-     imgs.filter(i => i.complete && i.naturalWidth > 0).length, imgs.length,
-     document.documentElement.scrollWidth].join('|'); document.body.appendChild(p); };</script>"""
-    page = tmp_path / "probe.html"
-    page.write_text(html.read_text().replace("</body>", probe + "</body>"))
-    dom = headless(chromium(), tmp_path / "profile", "--window-size=1400,900", "--virtual-time-budget=10000",
-                   "--dump-dom", page.as_uri())
-    assert str(REPO_ROOT) not in dom
-    return tuple(map(float, re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1).split("|")))
 
 
 def test_a_changed_manifest_of_an_older_schema_is_refused_naming_its_commit():
