@@ -5,10 +5,10 @@ tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1).
 
 The images the tests run build in a background process from the end of collection (``pytest_collection_finish``,
 once per run) while the modules that need no container engine run; the first test that needs an image waits for the
-build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests that need
-an engine are one group, run in their order by one worker from the start, while the other worker takes the rest a
-module at a time and then the modules that only run containers of their own (``BESIDE_THE_ENGINE_GROUP``;
-``pytest_collection_modifyitems``); in one process (-n 0) they run after the rest."""
+build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests of
+tests/engine/ are one group, run in their order by one worker from the start, while the other worker takes the rest a
+module at a time and then the tests of tests/containers/, which only run containers of their own, one at a time
+(tests/tree.py, ``pytest_collection_modifyitems``); in one process (-n 0) those two folders run after the rest."""
 import os
 import shutil
 import signal
@@ -22,7 +22,7 @@ import pytest
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro import REPO_ROOT, datasets, engine
 from dlrepro.errors import ExecutorError
-from tests import cluster, processes
+from tests import cluster, processes, tree
 from tests.helpers import Quiet, cpu_entry
 
 
@@ -82,15 +82,6 @@ def _build_dir():
     return os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%s" % os.environ[RUN_ENV])
 
 
-# engine modules whose tests start only containers of their own and assert nothing engine-wide (no listing of every
-# container, no engine stopped or restarted, no timing): they may run beside the engine group, on the other worker
-# once it has run the modules that need no engine (a fresh run's pytest: 1751 s -> 1720 s, both CPUs busy throughout)
-BESIDE_THE_ENGINE_GROUP = {"tests.containers.test_frameworks", "tests.containers.test_jax_adapter"}
-
-
-def _needs_engine(item):
-    return any(item.get_closest_marker(m) for m in ("docker", "slurm", "podman")) or "cpu_images" in item.fixturenames
-
 
 def pytest_configure(config):
     """The run's id, set before pytest-xdist starts its workers (they inherit it)."""
@@ -100,22 +91,18 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which names each item by the group marked here
 def pytest_collection_modifyitems(session, config, items):
-    """The modules with a test that needs a container engine (or Slurm, or Podman) run together, each module's tests
-    in their order. In one process they run after the rest, so that the images build while the others run. Under
-    pytest-xdist they are one group, first in the collection (with --no-loadscope-reorder the first worker takes it
-    at once, and waits for the images while the other starts on the rest, one group per module), but for the modules
-    of BESIDE_THE_ENGINE_GROUP: last in the collection, one group each, for the worker that is free first."""
-    engine_modules = {item.module.__name__ for item in items if _needs_engine(item)}
+    """The tests are placed by their folder (tests/tree.py). In one process those of tests/engine/ and
+    tests/containers/ run after the rest, so that the images build while the others run. Under pytest-xdist the
+    tests of tests/engine/ are one group, first in the collection (with --no-loadscope-reorder the first worker takes
+    it at once, and waits for the images while the other starts on the rest, one group per module); those of
+    tests/containers/ are last, one group each, for whichever worker is free."""
     xdist_worker = hasattr(config, "workerinput")
-
-    def place(item):  # 0: the engine group, 1: the modules that need no engine, 2: those beside the engine group
-        module = item.module.__name__
-        return 2 if module in BESIDE_THE_ENGINE_GROUP else 0 if module in engine_modules else 1
-
-    items.sort(key=lambda item: place(item) if xdist_worker else place(item) != 1)
+    items.sort(key=lambda item: tree.place(item.path) if xdist_worker else tree.place(item.path) != 1)
     if xdist_worker:
         for item in items:
-            item.add_marker(pytest.mark.xdist_group("engine" if place(item) == 0 else item.module.__name__))
+            name = tree.group(item.path, item.module.__name__)
+            if name is not None:
+                item.add_marker(pytest.mark.xdist_group(name))
 
 
 def pytest_collection_finish(session):

@@ -9,6 +9,7 @@ from dlrepro.run.options import RunOptions
 from tests.run.gpus import H200
 
 
+@pytest.mark.docker
 def test_preflight_refuses_an_image_lacking_the_gpus_arch_with_the_reason_in_result_json(
         docker_engine, tmp_path, reporter, monkeypatch):
     real = matrixmod.load()
