@@ -8,12 +8,12 @@ from dlrepro.results import peak_columns, tables
 from dlrepro.results.answers import efficiency
 from dlrepro.results.answers.verdicts import NOT_RUN, OTHER_HARDWARE
 from dlrepro.results.views import plots, report
+from runner import flops
 
 
 def resolved(name):
     """Spec ``name`` as a bundle records it (bundle.json's spec.resolved)."""
     return spec.load(name).model_dump(mode="json")
-from runner import flops
 
 FCN_S = spec.load("fcn").models["fcn-s"]
 MODEL = {"layers": FCN_S.layer_dicts(), "input_shape": list(FCN_S.input_shape), "parameters": FCN_S.parameters}

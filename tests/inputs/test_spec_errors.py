@@ -29,7 +29,7 @@ def test_unknown_field(tmp_path):
 def test_wrong_type_names_line_and_field(tmp_path):
     text = ALEXNET.replace("cpu: [16] ", "cpu: [sixteen] ")
     path, problems = load_variant(tmp_path, text)
-    line = [i for i, l in enumerate(text.splitlines(), 1) if "[sixteen]" in l][0]
+    line = [i for i, row in enumerate(text.splitlines(), 1) if "[sixteen]" in row][0]
     assert problems == ["%s:%d: variants.alexnet-s.batch_sizes.cpu.0: Input should be a valid integer, unable to "
                         "parse string as an integer (got 'sixteen')" % (path, line)]
 
@@ -75,7 +75,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "invoke", "run", "--spec", str(path), "--executor", "local"],
                           cwd=REPO_ROOT, capture_output=True, text=True)
     assert proc.returncode == 2
-    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    lines = [row for row in proc.stdout.splitlines() if row.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: %s:" % path) and "batch_sizes.cpu.0" in lines[0]
 
 
@@ -91,7 +91,7 @@ IMDB = (REPO_ROOT / "specs" / "imdb-gru.yaml").read_text()
 def test_token_settings_must_fit_the_model(tmp_path):
     text = IMDB.replace("tokens: {vocab: 30000, maxlen: 150}", "tokens: {vocab: 20000, maxlen: 100}")
     path, problems = load_variant(tmp_path, text, name="imdb-gru")
-    line = [i for i, l in enumerate(text.splitlines(), 1) if "vocab: 20000" in l][0]
+    line = [i for i, row in enumerate(text.splitlines(), 1) if "vocab: 20000" in row][0]
     assert problems == ["%s:%d: variants.imdb-gru.data.tokens.vocab: 20000 ids, but model gru embeds 30000" % (path, line),
                         "%s:%d: variants.imdb-gru.data.tokens.maxlen: 100, but model gru reads 150 steps" % (path, line)]
     _, problems = load_variant(tmp_path, IMDB.replace(", tokens: {vocab: 30000, maxlen: 150}", ""), name="imdb-gru")
@@ -112,7 +112,7 @@ def test_data_must_suit_the_mode(tmp_path):
 def test_a_bad_input_shape_names_its_line_and_field(tmp_path):
     text = ALEXNET.replace("input_shape: [3, 224, 224]", "input_shape: [3, 224, zero]", 1)
     path, problems = load_variant(tmp_path, text)
-    line = [i for i, l in enumerate(text.splitlines(), 1) if "[3, 224, zero]" in l][0]
+    line = [i for i, row in enumerate(text.splitlines(), 1) if "[3, 224, zero]" in row][0]
     assert problems == ["%s:%d: models.alexnet-s.input_shape.2: Input should be a valid integer, unable to parse "
                         "string as an integer (got 'zero')" % (path, line)]
 
@@ -120,7 +120,7 @@ def test_a_bad_input_shape_names_its_line_and_field(tmp_path):
 def test_a_duplicate_key_is_refused_with_its_line(tmp_path):
     text = ALEXNET.replace("optimizer: {name: sgd, lr: 0.01}", "optimizer: {name: sgd, lr: 0.01, lr: 5.0}", 1)
     path, problems = load_variant(tmp_path, text)
-    line = [i for i, l in enumerate(text.splitlines(), 1) if "lr: 5.0" in l][0]
+    line = [i for i, row in enumerate(text.splitlines(), 1) if "lr: 5.0" in row][0]
     assert len(problems) == 1 and problems[0].startswith("%s:%d: duplicate key 'lr'" % (path, line))
 
 
@@ -130,7 +130,7 @@ def test_every_yaml_file_of_the_suite_refuses_duplicate_keys(tmp_path):
 
     for source, loader in ((matrix.MATRIX_FILE, matrix.load), (datasets.CATALOGUE, datasets.yamlfile.load)):
         text = source.read_text()
-        first = [l for l in text.splitlines() if l.startswith("  ") and ":" in l and not l.strip().startswith("#")][0]
+        first = [row for row in text.splitlines() if row.startswith("  ") and ":" in row and not row.strip().startswith("#")][0]
         copy = tmp_path / source.name
         copy.write_text(text.replace(first + "\n", first + "\n" + first + "\n", 1))
         with pytest.raises(SpecError, match="duplicate key %r" % first.split(":")[0].strip().lstrip("- ")):
@@ -149,7 +149,7 @@ def test_a_file_that_is_not_utf8_is_a_clear_error(tmp_path):
 def test_an_empty_batch_size_list_is_an_error_naming_the_field(tmp_path):
     text = ALEXNET.replace("cpu: [16] ", "cpu: [] ", 1)
     path, problems = load_variant(tmp_path, text)
-    line = [i for i, l in enumerate(text.splitlines(), 1) if "cpu: []" in l][0]
+    line = [i for i, row in enumerate(text.splitlines(), 1) if "cpu: []" in row][0]
     assert problems == ["%s:%d: variants.alexnet-s.batch_sizes.cpu: List should have at least 1 item after "
                         "validation, not 0" % (path, line)]
 

@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 skimage = pytest.importorskip("skimage")
 
 from dlrepro import datasets, spec  # noqa: E402
-from dlrepro.run import jobs
-from dlrepro.run.options import RunOptions
+from dlrepro.run import jobs  # noqa: E402
+from dlrepro.run.options import RunOptions  # noqa: E402
 from runner import adapters, data  # noqa: E402
 
 CAFFE_BGR_MEAN = np.array([103.939, 116.779, 123.68], np.float32)  # Keras "caffe" preprocessing

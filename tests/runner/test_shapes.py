@@ -48,10 +48,10 @@ def test_resnet_stage_expands_to_named_blocks():
     stage = {"type": "resnet_stage", "stage": 3, "block": "bottleneck", "blocks": 2, "filters": 128, "stride": 2,
              "shortcut": "projection", "stride_on": "1x1"}
     first, second = shapes.expand([stage], [256, 56, 56])
-    assert [l.get("name") for l in first["body"] if l.get("name")] == [
+    assert [layer.get("name") for layer in first["body"] if layer.get("name")] == [
         "res3a_branch2a", "bn3a_branch2a", "res3a_branch2b", "bn3a_branch2b", "res3a_branch2c", "bn3a_branch2c"]
     assert first["body"][0]["stride"] == 2 and first["body"][3]["stride"] == 1  # v1: stride on the first 1x1
-    assert [l["name"] for l in first["shortcut"]] == ["res3a_branch1", "bn3a_branch1"] and second["shortcut"] == []
+    assert [layer["name"] for layer in first["shortcut"]] == ["res3a_branch1", "bn3a_branch1"] and second["shortcut"] == []
     assert shapes.output_shape([stage], [256, 56, 56]) == (512, 28, 28)
 
 

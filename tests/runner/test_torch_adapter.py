@@ -6,9 +6,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlrepro.run import jobs
+from dlrepro.run import jobs  # noqa: E402
 from dlrepro import spec  # noqa: E402
-from dlrepro.run.options import RunOptions
+from dlrepro.run.options import RunOptions  # noqa: E402
 from runner import adapters, data, measure  # noqa: E402
 
 SPEC_MODELS = [(name, variant) for name in spec.available() for variant in spec.load(name).variants]
