@@ -3,12 +3,12 @@ spelling a reader knows ("PyTorch"), and the names the studies' tables give it.
 
 STUDY_NAMES lists, per framework, the names of its rows in the studies' tables, the closest first: DLF
 (ilkarman/DeepLearningFrameworks README.md @ 671e2a0) names its MXNet rows by API and the suite's MXNet adapter is
-Gluon, so a "MXNet(Module API)" row (the symbolic API of DLF's RNN notebooks) is never set against it; DLBench (Shi et al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch (DLBench's
-"Torch") is not PyTorch, so it maps to none. Keras on a backend is a framework of its own (keras-tensorflow,
-keras-jax, keras-torch: Keras 3, runner.adapters.keras_adapter; keras-cntk, keras-theano and keras-tensorflow at
-2.x: Keras 2.1, runner.adapters.keras2_adapter): DLF's "Keras(TF)", "Keras(CNTK)" and "Keras(Theano)" rows are
-keras-tensorflow, keras-cntk and keras-theano. Standard library only: input data, read by the
-answer layer and the views alike.
+Gluon, so a "MXNet(Module API)" row (the symbolic API of DLF's RNN notebooks) is never set against it; DLBench (Shi et
+al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch (DLBench's "Torch") is not PyTorch, so it
+maps to none. Keras on a backend is a framework of its own (keras-tensorflow, keras-jax, keras-torch: Keras 3,
+runner.adapters.keras_adapter; keras-cntk, keras-theano and keras-tensorflow at 2.x: Keras 2.1,
+runner.adapters.keras2_adapter): DLF's "Keras(TF)", "Keras(CNTK)" and "Keras(Theano)" rows are keras-tensorflow,
+keras-cntk and keras-theano. Standard library only: input data, read by the answer layer and the views alike.
 """
 DISPLAY = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mxnet": "MXNet", "jax": "JAX", "cntk": "CNTK",
            "caffe2": "Caffe2", "caffe": "Caffe", "chainer": "Chainer", "keras-tensorflow": "Keras (TensorFlow)", "keras-jax": "Keras (JAX)",

@@ -59,7 +59,8 @@ def matrix():
 # (tests/images/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
 IMAGES_OF = {
     "torch_cpu_image": ("torch",), "jax_cpu_image": ("jax",), "caffe_cpu_image": ("caffe",),
-    # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer 3.4.0
+    # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer
+    # 3.4.0
     "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
                "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0"),
     "era_images": ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1"),

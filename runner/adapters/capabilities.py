@@ -62,7 +62,8 @@ ERAS = {
     ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], module="tensorflow_graph"),  # tf.Session graphs, not Keras 3: an adapter module of its own
     ("keras-tensorflow", "2"): KERAS2,  # Keras 2.1 on TensorFlow 1.4: its own adapter module
     ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
-        "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
+        "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files "
+                                  "torchvision's weights now come in"},
         no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)"),
 }  # by major version: the only torch 1.x image is 1.0.0, the only TensorFlow 1.x one 1.4.0
 # measurement options of an era (runner.contract.OPTION_DEFAULTS beyond these are refused), by (framework, major)

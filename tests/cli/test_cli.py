@@ -363,8 +363,10 @@ def test_rerun_without_a_bundle_and_an_unknown_version_set_exit_2_naming_the_opt
                                  "keras-torch, keras-cntk, keras-theano",
                                  "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
     (["--framework", "torch,tensorfow"], [
-        "error: study dlf declares no adapter for 'tensorfow' (did you mean tensorflow?); its frameworks: torch, "
-        "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, keras-tensorflow, keras-jax, keras-torch, keras-cntk, "
+        "error: study dlf declares no adapter for 'tensorfow' (did you "
+        "mean tensorflow?); its frameworks: torch, "
+        "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, "
+        "keras-tensorflow, keras-jax, keras-torch, keras-cntk, "
         "keras-theano",
         "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
 ])
@@ -435,7 +437,8 @@ def test_a_bundle_name_too_long_for_the_system_is_no_bundle(tmp_path):
     for task in (["report", name], ["compare", name, "latest"], ["validate", name]):
         done = dlrepro(*task, cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
-            "error: %s: no bundle.json there; give a bundle folder or the id of one under %s (another results folder: "
+            "error: %s: no bundle.json there; give a bundle folder or the "
+            "id of one under %s (another results folder: "
             "--results DIR)" % (name, REPO_ROOT / "results")], ""), task
 
 

@@ -1,4 +1,5 @@
-"""The frameworks the container tests run, as framework tokens: each framework's newest image, Keras 3 and 2.1 on their backends, and DeepLearningFrameworks' other rows."""
+"""The frameworks the container tests run, as framework tokens: each framework's newest image, Keras 3 and 2.1 on their
+backends, and DeepLearningFrameworks' other rows."""
 
 
 

@@ -197,8 +197,8 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
     """The studies' era versions in their images: TensorFlow 1.4.0 (DLF's) through the tf.Session graph adapter,
     PyTorch 1.0.0 (the nearest served to DLF's 0.3.1) through the torch adapter's era path, CNTK 2.5.1 (the nearest
     that runs to DLF's 2.4). Every spec model has the spec's parameter count (TensorFlow 1.x's BasicLSTMCell and
-    CudnnCompatibleGRUCell by the one-bias convention; CNTK's adapter has no recurrent layers), and FCN-R trains on MNIST (the loss falls over 100 iterations, the whole test set is
-    evaluated)."""
+    CudnnCompatibleGRUCell by the one-bias convention; CNTK's adapter has no recurrent layers), and FCN-R trains on
+    MNIST (the loss falls over 100 iterations, the whole test set is evaluated)."""
     version = token.split("@")[1]
     batch = parameter_jobs(token)
     executors.DockerExecutor().run(era_images[token], batch, tmp_path / "parameters", datasets.root(),

@@ -1,4 +1,5 @@
-"""An archive of a bundle with its images (dlrepro.results.archive): the images saved by id and checked; needs a Docker engine."""
+"""An archive of a bundle with its images (dlrepro.results.archive): the images saved by id and checked; needs a Docker
+engine."""
 import hashlib
 import io
 import json

@@ -1,4 +1,5 @@
-"""Data-parallel jobs in containers: JAX over two CPU devices, and a bundle of data-parallel jobs with their ranks and speedups; needs a Docker engine."""
+"""Data-parallel jobs in containers: JAX over two CPU devices, and a bundle of data-parallel jobs with their ranks and
+speedups; needs a Docker engine."""
 import json
 import os
 

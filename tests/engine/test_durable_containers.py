@@ -1,4 +1,5 @@
-"""Durable runs in containers: a SIGKILLed run leaves no container and resumes, a dead run's container is removed, a memory limit stops one job; needs a Docker engine."""
+"""Durable runs in containers: a SIGKILLed run leaves no container and resumes, a dead run's container is removed, a
+memory limit stops one job; needs a Docker engine."""
 import json
 import os
 import time

@@ -1,4 +1,5 @@
-"""The pre-flight in a container: an image lacking the GPU's architecture is refused with the reason in result.json; needs a Docker engine."""
+"""The pre-flight in a container: an image lacking the GPU's architecture is refused with the reason in result.json;
+needs a Docker engine."""
 import json
 
 import pytest

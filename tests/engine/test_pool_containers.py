@@ -1,4 +1,5 @@
-"""A study's worker pool in containers: one container for the study, none left, and nothing moved out of the bundle; needs a Docker engine."""
+"""A study's worker pool in containers: one container for the study, none left, and nothing moved out of the bundle;
+needs a Docker engine."""
 import json
 import os
 import socket

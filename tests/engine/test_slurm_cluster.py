@@ -1,4 +1,5 @@
-"""The Slurm executor on a Slurm of the tests' own (tests/cluster.py: two nodes on this host, two fake GPUs each) running the docker executor's containers; needs Slurm and a Docker engine."""
+"""The Slurm executor on a Slurm of the tests' own (tests/cluster.py: two nodes on this host, two fake GPUs each)
+running the docker executor's containers; needs Slurm and a Docker engine."""
 import json
 import os
 import re

@@ -248,12 +248,14 @@ def test_matrix_errors_name_file_and_field(tmp_path):
 
 @pytest.mark.parametrize("old, new, said", [
     ('"-DCUDA_ARCH_BIN=37 50 60 70 80 90"', '"-DCUDA_ARCH_BIN=80 90"',
-     "cuda_archs: sm_37 sm_50 sm_60 sm_70 sm_80 sm_90 compute_90, but compile.cmake builds sm_80 sm_90 compute_90 "
+     "cuda_archs: sm_37 sm_50 sm_60 sm_70 sm_80 sm_90 compute_90, but "
+     "compile.cmake builds sm_80 sm_90 compute_90 "
      "(CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them the same"),
     ("apt_components: [contrib, non-free, non-free-firmware]", "apt_components: [contrib, nonfree]",
      "apt_components.1"),
     ("    system_site_packages: true\n    notes: >-\n      BVLC Caffe from Debian bullseye",
-     "    system_site_packages: true\n    newer_builds: none\n    notes: >-\n      BVLC Caffe from Debian bullseye",
+     "    system_site_packages: true\n    newer_builds: none\n    "
+     "notes: >-\n      BVLC Caffe from Debian bullseye",
      "newer_builds: only a CUDA image has GPU code to compare; remove it from this cpu image")])
 def test_a_compiled_cuda_image_lists_the_archs_it_compiles_and_known_components(tmp_path, old, new, said):
     """The plan trusts cuda_archs: for an image compiled here they must be what CMake is told to build."""
@@ -331,7 +333,8 @@ def test_unknown_image_is_a_clear_error(matrix):
     cpu_only = matrix.model_copy(update={"images": [i for i in matrix.images if i.name != "caffe-1.0.0-cuda"]})
     with pytest.raises(ImageError, match=r"no image of caffe on device cuda; its versions here: 1\.0\.0 \(cpu\)$"):
         cpu_only.find("caffe", "cuda")
-    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, caffe2, chainer, cntk, jax, keras-cntk, keras-jax, "):
+    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, "
+                                         "caffe2, chainer, cntk, jax, keras-cntk, keras-jax, "):
         matrix.find("theano", "cpu")
 
 

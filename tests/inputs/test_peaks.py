@@ -88,7 +88,8 @@ def test_cpu_flops_a_cycle_come_from_vendor_family_and_model(info, per_cycle, ro
 
 
 @pytest.mark.parametrize("info, per_cycle, row", [
-    # a KVM guest that reports Rocket Lake's model number (0xa7) but has AMX: not the client part, the port count unknown
+    # a KVM guest that reports Rocket Lake's model number (0xa7) but has AMX: not the client part, the port count
+    # unknown
     (_cpu("GenuineIntel", 6, 0xa7, "Intel(R) Xeon(R) Processor", AVX512 + ["amx_tile"]), 64, "avx512-upper-bound"),
     # the committed CPU studies' records: no family or model recorded, avx2 and fma
     ({"model": "AMD EPYC", "flags": AVX2}, 32, "avx2-fma-upper-bound"),

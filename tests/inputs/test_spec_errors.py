@@ -55,8 +55,10 @@ def test_stated_parameter_count_is_checked_against_the_layers(tmp_path):
 
 def test_a_framework_without_adapter(tmp_path):
     _, problems = load_variant(tmp_path, ALEXNET.replace("frameworks: [torch,", "frameworks: [theano, torch,"))
-    assert len(problems) == 1 and ":5: frameworks: no runner adapter for 'theano' (did you mean keras-theano?); runner/adapters has: caffe, " \
-        "caffe2, chainer, cntk, jax, keras-cntk, keras-jax, keras-tensorflow, keras-theano, keras-torch, mxnet, tensorflow, torch" in problems[0]
+    assert len(problems) == 1
+    assert (":5: frameworks: no runner adapter for 'theano' (did you mean keras-theano?); runner/adapters has: "
+            "caffe, caffe2, chainer, cntk, jax, keras-cntk, keras-jax, keras-tensorflow, keras-theano, keras-torch, "
+            "mxnet, tensorflow, torch") in problems[0]
 
 
 def test_name_must_match_file(tmp_path):

@@ -42,7 +42,8 @@ def test_a_tool_the_suite_does_not_run_says_why_wherever_it_is_named(tmp_path):
     dlf = studies.load("dlf")
     assert dlf.not_run_text(["PyTorch", "Keras(TF)", "Julia-Knet", "Keras(Theano)", "Lasagne(Theano)"]) == (
         "Julia-Knet: needs Julia and Knet from Julia's package registry, which is not reachable here; Lasagne(Theano): "
-        "cannot run here: PyPI's only Lasagne, 0.1, imports theano.tensor.signal.downsample, which Theano 1.0 no longer "
+        "cannot run here: PyPI's only Lasagne, 0.1, imports "
+        "theano.tensor.signal.downsample, which Theano 1.0 no longer "
         "has (checked in Theano 1.0.5's source), and DLF's 0.2.dev1 is a repository commit no registry here serves")
     from dlrepro import coverage
     from dlrepro.images import matrix
@@ -71,8 +72,11 @@ def test_a_bad_manifest_names_the_line_and_field(tmp_path):
 def test_an_ordering_claim_holds_does_not_or_is_inconclusive_by_its_separated_pairs():
     study = studies.load("dlbench")
     claim = {"fcn-s-ordering": study.claims["fcn-s-ordering"]}  # stated for GPUs
-    judged = lambda values, **kw: claims.evaluate(study.model_copy(update={"claims": claim}), _rows(  # noqa: E731
-        values, run="gpu-synthetic", device="cuda", **kw))[0]
+
+    def judged(values, **kw):
+        return claims.evaluate(study.model_copy(update={"claims": claim}), _rows(
+            values, run="gpu-synthetic", device="cuda", **kw))[0]
+
     # stated: Caffe, then CNTK (and Lua Torch, not run), then TensorFlow and MXNet
     fine = judged({"caffe": 1.0, "cntk": 2.0, "tensorflow": 3.0, "mxnet": 4.0}, ci="tight")
     assert fine.verdict == verdicts.HOLDS and fine.rests_on.device == "cuda" and fine.rests_on.repeats == [6] * 4

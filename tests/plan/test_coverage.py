@@ -60,11 +60,14 @@ def test_the_exact_reason_of_each_cause(matrix):
     assert said("dlbench", "fcn-s-ordering", "this") == ("gpu", (
         "needs an NVIDIA GPU (one of: K80, GTX 980, P100, GTX 1080, V100, A100, L4, H100)"))
     assert said("dlbench", "lstm-ordering", "cpu16") == ("no gpu suffices", (
-        "no GPU makes it testable with the suite's images; on a P100: too few of its tools can run here (can: MXNet, "
+        "no GPU makes it testable with the suite's images; on a P100: "
+        "too few of its tools can run here (can: MXNet, "
         "TensorFlow): CNTK: the cntk adapter has no layer embedding, lstm (CNTK's recurrent layers run over its "
-        "sequence axis; carrying an LSTM's state across mini-batches (truncated back-propagation) and cuDNN/PyTorch's "
+        "sequence axis; carrying an LSTM's state across mini-batches "
+        "(truncated back-propagation) and cuDNN/PyTorch's "
         "GRU (reset gate after the recurrent product, two bias sets) are not expressed by this adapter); the suite "
-        "does not run Torch: needs Lua Torch 7 (built from its repository with LuaRocks), which no reachable registry "
+        "does not run Torch: needs Lua Torch 7 (built from its "
+        "repository with LuaRocks), which no reachable registry "
         "serves"))
     cause, reason = said("dlbench", "multigpu-fcn-r-fast", "H100")  # 2 GPUs of any model: still no data-parallel path
     assert cause == "no gpu suffices" and reason.startswith(
@@ -105,7 +108,8 @@ def test_the_exact_reason_of_each_cause(matrix):
     assert outcome("dlbench", "fcn-s-ordering", "K80", matrix).caveat is None
     assert said("dlf", "cnn-accuracy", "this") == ("dataset", "needs dataset cifar10 (`dlrepro datasets.fetch cifar10`)")
     assert said("dlbench", "alexnet-r-ordering", "this") == ("gpu", (  # what a GPU would do, then what to fetch
-        "needs an NVIDIA GPU (one of: K80, GTX 980, P100, GTX 1080, V100, A100, L4, H100); and needs dataset cifar10 "
+        "needs an NVIDIA GPU (one of: K80, GTX 980, P100, GTX 1080, "
+        "V100, A100, L4, H100); and needs dataset cifar10 "
         "(`dlrepro datasets.fetch cifar10`)"))
     assert coverage.tool_blocker(dlbench, "cpu-synthetic-rnn", "lstm-synthetic", "CNTK", HOSTS["cpu16"], matrix)[0] == \
         "model"

@@ -286,7 +286,8 @@ def test_a_worker_error_stops_the_other_gpus_taking_jobs():
 
 
 def test_the_local_executor_pins_each_job_to_its_gpu(tmp_path, monkeypatch):
-    """Fake GPUs 0 and 1: each job's process sees only its own (CUDA_VISIBLE_DEVICES), results as in a sequential run."""
+    """Fake GPUs 0 and 1: each job's process sees only its own (CUDA_VISIBLE_DEVICES), results as in a sequential
+    run."""
     monkeypatch.setattr(hostinfo, "gpus", lambda: [H200, dict(H200, index=1)])
     executor = executors.get("local", "cuda", [0, 1])
     assert executor.preflight() is None and executor.describe()["gpus"] == [0, 1]

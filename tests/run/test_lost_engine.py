@@ -1,4 +1,5 @@
-"""A lost engine as the run sees it (an executor that loses its engine, no engine needed): the bundle stays partial with its jobs interrupted, and which partial bundle a resume takes."""
+"""A lost engine as the run sees it (an executor that loses its engine, no engine needed): the bundle stays partial with
+its jobs interrupted, and which partial bundle a resume takes."""
 import json
 from pathlib import Path
 

@@ -134,10 +134,10 @@ def test_a_job_after_another_in_its_worker_computes_what_it_computes_alone(tmp_p
     settings, so the same worker) in one worker, against the same job alone in a fresh worker (local executor: the
     docker one runs the same supervisor and worker). What could leak from the job before (its random state, the
     framework's global switches, its modules' state) shows in what the later job computes and records, so that is
-    compared exactly: its first and last loss bit for bit, its parameter count, its threads as measured. How long it takes is a speed figure, not a test: on this shared
-    2-core machine a median moves by a percent or so between any two runs (CI saw 0.369 s against an alone
-    interval of 0.352-0.366 s); ``benchmarks/isolation.py`` sets worker against process isolation side by side
-    with Mann-Whitney U on the repeat medians."""
+    compared exactly: its first and last loss bit for bit, its parameter count, its threads as measured. How long it
+    takes is a speed figure, not a test: on this shared 2-core machine a median moves by a percent or so between any two
+    runs (CI saw 0.369 s against an alone interval of 0.352-0.366 s); ``benchmarks/isolation.py`` sets worker against
+    process isolation side by side with Mann-Whitney U on the repeat medians."""
     (alone,) = _alexnet_s(2)
     (resnet,) = jobs.expand(spec.load("resnet50"), RunOptions(frameworks=["torch"], batch_sizes=[2], warmup=1,
                                                                iterations=2, repeats=1, threads=[1]))

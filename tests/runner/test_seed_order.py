@@ -1,4 +1,5 @@
-"""What a seed sets without an engine: the order of the mini-batches, the frameworks that train seeds, and a row's seeds in the report."""
+"""What a seed sets without an engine: the order of the mini-batches, the frameworks that train seeds, and a row's seeds
+in the report."""
 
 import numpy as np
 import pytest

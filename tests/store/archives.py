@@ -1,4 +1,5 @@
-"""What the archive tests share: a real bundle of results/ copied, an archive rewritten, a byte flipped, the problems naming a file."""
+"""What the archive tests share: a real bundle of results/ copied, an archive rewritten, a byte flipped, the problems
+naming a file."""
 import io
 import shutil
 import json

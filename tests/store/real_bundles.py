@@ -1,4 +1,5 @@
-"""A real committed bundle (AlexNet-S b16, 7 frameworks, CPU, schema 1) and its copy rewritten as another run would have written it."""
+"""A real committed bundle (AlexNet-S b16, 7 frameworks, CPU, schema 1) and its copy rewritten as another run would have
+written it."""
 import json
 
 

@@ -92,7 +92,8 @@ def test_environment_sets_the_studies_hardware_beside_this_host(page):
 def test_comparison_and_ranking_verdicts(made, page):
     summary = tables.summary(ALEXNET).set_index("framework")
     cells = page.table("Comparison with the published values").set_index("framework")
-    # DLBench's AlexNet-S at batch 16 as rerun on a GTX Titan X: Caffe, CNTK, MXNet and TensorFlow (Lua Torch is not PyTorch)
+    # DLBench's AlexNet-S at batch 16 as rerun on a GTX Titan X: Caffe, CNTK, MXNet and TensorFlow (Lua Torch is not
+    # PyTorch)
     codes = {display(f): f for f in summary.index}
     assert sorted(cells.index) == ["CNTK", "Caffe", "MXNet", "TensorFlow"]
     for framework, row in cells.iterrows():
