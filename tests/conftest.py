@@ -63,7 +63,12 @@ IMAGES_OF = {
     # 3.4.0
     "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
                "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0"),
-    "era_images": ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1"),
+    "image_of": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
+                 "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0", "torch@1.0.0"),
+    # tests/engine/test_seeds.py's frameworks (Keras 2.1 in the CNTK 2.5.1 and TensorFlow 1.4.0 images) and
+    # test_optimizers.py's CNTK, which they take from ``cpu_image``
+    "seed_image": ("torch", "tensorflow", "mxnet", "jax", "chainer", "cntk@2.5.1", "tensorflow@1.4.0"),
+    "cntk_cpu_image": ("cntk",),
 }
 TEST_IMAGES = tuple(dict.fromkeys(token for tokens in IMAGES_OF.values() for token in tokens))
 
@@ -96,9 +101,16 @@ def pytest_collection_modifyitems(session, config, items):
     tests/containers/ run after the rest, so that the images build while the others run. Under pytest-xdist the
     tests of tests/engine/ are one group, first in the collection (with --no-loadscope-reorder the first worker takes
     it at once, and waits for the images while the other starts on the rest, one group per module); those of
-    tests/containers/ are last, one group each, for whichever worker is free."""
+    tests/containers/ are last, one test per unit, for whichever worker is free. A test starts once the image it
+    names is built (``cpu_image``), while the background build goes on; those that wait for every image
+    (``cpu_images``) run last in their folder."""
     xdist_worker = hasattr(config, "workerinput")
-    items.sort(key=lambda item: tree.place(item.path) if xdist_worker else tree.place(item.path) != 1)
+
+    def key(item):
+        place = tree.place(item.path)
+        return (place if xdist_worker else place != 1), "cpu_images" in item.fixturenames
+
+    items.sort(key=key)
     if xdist_worker:
         for item in items:
             name = tree.group(item.path, item.module.__name__)
@@ -167,21 +179,32 @@ def pytest_sessionfinish(session):
 BUILD_WAIT_S = float(os.environ.get("DLREPRO_TEST_BUILD_WAIT_S", 2400))  # the longest wait for the background build
 
 
+def _wait_for_the_build(what, ready=lambda lines: False):
+    """Wait until the background build (if this run started one) has ended or ``ready`` (of its log's lines) says
+    that ``what`` is there; prints how long it waited."""
+    if not os.path.isdir(os.path.join(_build_dir(), "started")):
+        return
+    began, status, log = time.time(), os.path.join(_build_dir(), "status"), os.path.join(_build_dir(), "log")
+    while not os.path.isfile(status) and _running(os.path.join(_build_dir(), "pid")):
+        if os.path.isfile(log) and ready(open(log).read().splitlines()):
+            break
+        if time.time() - began > BUILD_WAIT_S:
+            pytest.fail("the background build of the test images (%s) has not ended after %.0f s "
+                        "(DLREPRO_TEST_BUILD_WAIT_S); its last lines:\n%s" % (
+                            log, BUILD_WAIT_S, "".join(open(log).readlines()[-30:])), pytrace=False)
+        time.sleep(1)
+    print("test images: waited %.0f s for %s from the background build (exit %s, log: %s)" % (
+        time.time() - began, what, open(status).read().strip() if os.path.isfile(status) else "not yet", log))
+
+
 @pytest.fixture(scope="session")
 def cpu_images(docker_engine, matrix):
     """{image name: BuiltImage} of the images the session's tests use (all of TEST_IMAGES when collection did not
-    say), built for real or found by their content-hashed tags: after the background build (whose failures show
-    again here: each image built or found in this process)."""
-    if os.path.isdir(os.path.join(_build_dir(), "started")):
-        began, status, log = time.time(), os.path.join(_build_dir(), "status"), os.path.join(_build_dir(), "log")
-        while not os.path.isfile(status) and _running(os.path.join(_build_dir(), "pid")):
-            if time.time() - began > BUILD_WAIT_S:
-                pytest.fail("the background build of the test images (%s) has not ended after %.0f s "
-                            "(DLREPRO_TEST_BUILD_WAIT_S); its last lines:\n%s" % (
-                                log, BUILD_WAIT_S, "".join(open(log).readlines()[-30:])), pytrace=False)
-            time.sleep(1)
-        print("test images: waited %.0f s for the background build (exit %s, log: %s)" % (
-            time.time() - began, open(status).read().strip() if os.path.isfile(status) else "unknown", log))
+    say), built for real or found by their content-hashed tags: after the whole background build (whose failures
+    show again here: each image built or found in this process). A test that needs every image built before it runs
+    (one that lists the engine's images, say) asks for this; tests/engine/'s run last in their group
+    (``pytest_collection_modifyitems``)."""
+    _wait_for_the_build("every image")
     tokens = _TOKENS.get("used") or TEST_IMAGES
     done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in tokens], build.BuildOptions(), log=print)
     assert {name: str(found) for name, found in done.items() if not isinstance(found, build.BuiltImage)} == {}
@@ -189,21 +212,38 @@ def cpu_images(docker_engine, matrix):
 
 
 @pytest.fixture(scope="session")
-def torch_cpu_image(cpu_images, matrix):
+def cpu_image(docker_engine, matrix):
+    """``get(token)``: the BuiltImage of framework token NAME or NAME@VERSION, as soon as the background build has
+    built or found that image (its log says so), or after the build ended (where it failed, ensure shows the failure
+    again); without a background build, built or found here."""
+    found = {}
+
+    def get(token):
+        if token not in found:
+            name = cpu_entry(matrix, token).name
+            _wait_for_the_build(name, lambda lines: any(
+                line.startswith((name + ": built in ", name + ": cache hit, ")) for line in lines))
+            found[token] = build.ensure(matrix, cpu_entry(matrix, token), build.BuildOptions(), log=print)
+        return found[token]
+    return get
+
+
+@pytest.fixture(scope="session")
+def torch_cpu_image(cpu_image):
     """The torch CPU image."""
-    return cpu_images[cpu_entry(matrix, "torch").name]
+    return cpu_image("torch")
 
 
 @pytest.fixture(scope="session")
-def jax_cpu_image(cpu_images, matrix):
+def jax_cpu_image(cpu_image):
     """The JAX CPU image."""
-    return cpu_images[cpu_entry(matrix, "jax").name]
+    return cpu_image("jax")
 
 
 @pytest.fixture(scope="session")
-def caffe_cpu_image(cpu_images, matrix):
+def caffe_cpu_image(cpu_image):
     """Debian's CPU-only Caffe image."""
-    return cpu_images[cpu_entry(matrix, "caffe").name]
+    return cpu_image("caffe")
 
 
 @pytest.fixture(scope="session")

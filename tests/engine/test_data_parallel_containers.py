@@ -33,7 +33,8 @@ def test_jax_over_two_cpu_devices_takes_the_step_of_one_device_on_the_whole_mini
 
 
 @pytest.mark.docker
-def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(docker_engine, tmp_path, reporter):
+def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(torch_cpu_image, jax_cpu_image, tmp_path,
+                                                                    reporter):
     from dlrepro.run import runs
 
     path = runs.run("fcn", RunOptions(frameworks=["torch", "jax"], variants=["fcn-s"], batch_sizes=[8], quick=True,

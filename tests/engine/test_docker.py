@@ -113,9 +113,10 @@ def test_the_venv_is_written_once_and_no_layer_holds_the_transport(torch_cpu_ima
     assert files_under(torch_cpu_image.image_id, "/tmp/transport") == []  # the mount point, empty
 
 
-def test_a_failed_build_leaves_no_stage_behind(torch_cpu_image, matrix, tmp_path, monkeypatch):
+def test_a_failed_build_leaves_no_stage_behind(cpu_images, torch_cpu_image, matrix, tmp_path, monkeypatch):
     """A build whose pip step fails (a lock pinning a package no index has) is an ImageError that shows the build's
-    last lines, and leaves no image behind (once an install stage with the pip settings stayed, 410 MB)."""
+    last lines, and leaves no image behind (once an install stage with the pip settings stayed, 410 MB). It lists the
+    engine's dangling images, so it waits for the background build of every image (``cpu_images``)."""
     from dlrepro.engine import client
     from dlrepro.errors import ImageError
     from dlrepro.images import matrix as matrixmod

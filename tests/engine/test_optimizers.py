@@ -15,10 +15,8 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def cntk_cpu_image(docker_engine, matrix):
-    from dlrepro.images import build
-
-    return build.ensure(matrix, matrix.find("cntk", "cpu"), build.BuildOptions(), log=print)
+def cntk_cpu_image(cpu_image):
+    return cpu_image("cntk")
 
 
 def _torch_steps(opt):

@@ -6,7 +6,6 @@ import json
 import pytest
 
 from dlrepro import datasets, spec
-from dlrepro.images import build
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from tests.runner.seeded import GRU_FRAMEWORKS
@@ -18,14 +17,20 @@ from tests.runner.seeded import GRU_FRAMEWORKS
 SEEDED = tuple(f for f in GRU_FRAMEWORKS if f != "keras-theano") + ("keras-tensorflow@2.1.5",)
 
 
+@pytest.fixture(scope="module")
+def seed_image(cpu_image):
+    """``cpu_image``: each framework's image once the background build has it (tests/conftest.py IMAGES_OF names
+    those of SEEDED for a run of this module alone)."""
+    return cpu_image
+
+
 @pytest.mark.docker
 @pytest.mark.parametrize("framework", SEEDED)
-def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, docker_engine, matrix, tmp_path):
+def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, seed_image, tmp_path):
     """The GRU on one synthetic mini-batch (fixed by the data's own seed), seeds 0, 1, 0 in one worker: the
     losses of the first and last training steps repeat with the seed and differ between seeds (Keras 2 on
     TensorFlow 1.4: a new session and graph for each job)."""
-    image = build.ensure(matrix, matrix.find(framework.split("@")[0], "cpu", *framework.split("@")[1:]),
-                         build.BuildOptions(), log=print)
+    image = seed_image(framework)
     (base,) = jobs.expand(spec.load("imdb-gru"), RunOptions(frameworks=[framework], variants=["imdb-gru-synthetic"],
                                                            quick=True))
     batch = [dict(base, id="%s.%d" % (base["id"], i), seed=seed) for i, seed in enumerate((0, 1, 0))]
