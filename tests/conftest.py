@@ -187,6 +187,7 @@ def _wait_for_the_build(what, ready=lambda lines: False):
     began, status, log = time.time(), os.path.join(_build_dir(), "status"), os.path.join(_build_dir(), "log")
     while not os.path.isfile(status) and _running(os.path.join(_build_dir(), "pid")):
         if os.path.isfile(log) and ready(open(log).read().splitlines()):
+            time.sleep(2)  # the build reads the image's context folder once more after its line; ensure rewrites it
             break
         if time.time() - began > BUILD_WAIT_S:
             pytest.fail("the background build of the test images (%s) has not ended after %.0f s "
