@@ -203,7 +203,7 @@ def cpu_images(docker_engine, matrix):
     """{image name: BuiltImage} of the images the session's tests use (all of TEST_IMAGES when collection did not
     say), built for real or found by their content-hashed tags: after the whole background build (whose failures
     show again here: each image built or found in this process). A test that needs every image built before it runs
-    (one that lists the engine's images, say) asks for this; tests/engine/'s run last in their group
+    (one that lists the engine's images, say) asks for this; such tests run last in their folder
     (``pytest_collection_modifyitems``)."""
     _wait_for_the_build("every image")
     tokens = _TOKENS.get("used") or TEST_IMAGES
