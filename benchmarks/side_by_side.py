@@ -18,8 +18,8 @@ def _inside(value, low, high):
 def compare_ways(cases, ways, results=None, **common):
     """Run each (spec, variant, batch size) of ``cases`` once per way of ``ways`` ({label: RunOptions fields}, two
     of them; ``common``: the fields both share) and print one row per job of the first way's bundle. Fields that
-    only say how the job ran (answers.configkey.CONFIGURATION's ``ranks``) are set alike before the comparison. Returns the
-    bundles' folder."""
+    only say how the job ran (answers.configkey.CONFIGURATION's ``ranks``) are set alike before the comparison. Returns
+    the bundles' folder."""
     results = results or tempfile.mkdtemp(prefix="dlrepro-side-by-side-")
     (a, b) = ways
     print("%-34s %10s %21s %10s %21s %7s %7s  %s" % ("job", a[:10], "95% CI", b[:10], "95% CI", "a in b", "b in a",

@@ -121,7 +121,8 @@ def report(folders):
     print("framework starts per (image, device, settings):")
     for (image, device, variables, threads), counted in starts(ran).items():
         shown = "not recorded (results from before issue 25)" if counted is None else (
-            "%d start%s (%d for a job without warm-up, %d after a failed job, %d for a run with workers of its own, "
+            "%d start%s (%d for a job without warm-up, %d after a failed "
+            "job, %d for a run with workers of its own, "
             "%d for memory)" % ((counted[0], "s"[counted[0] == 1:]) + counted[1:]))
         print("  %s %s%s%s: %s" % (image, device, " threads %s" % threads if threads else "",
                                    " " + " ".join("%s=%s" % v for v in variables) if variables else "", shown))

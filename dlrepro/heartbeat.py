@@ -22,7 +22,8 @@ DOING = (("framework_imported", "framework imported, building the model"), ("mod
 
 
 def interval():
-    """The heartbeat interval in seconds: ``$DLREPRO_HEARTBEAT_S`` (> 0), else 30; raises DlreproError for a bad value."""
+    """The heartbeat interval in seconds: ``$DLREPRO_HEARTBEAT_S`` (> 0), else 30; raises DlreproError for a bad
+    value."""
     text = os.environ.get(ENV)
     if not text:
         return DEFAULT_S

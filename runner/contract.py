@@ -81,8 +81,9 @@ status "running" until the job ends:
   options: the job's measurement options as above (precision, cudnn_autotune, layout, compile,
   cuda_graphs, allow_ptx_jit, gradients, thread_pools) plus ptx_jit (true: the GPU ran JIT-compiled PTX, not the build's
   own kernels). What each option did in the framework is in environment (tf32 {matmul, cudnn},
-  autocast (torch), matmul_precision, compute_dtype, parameter_dtypes (jax), layout, cudnn_autotune, cuda_archs {archs, source, gpu, capability} of cuda jobs; gpu and
-  capability "unknown", with a note, where the adapter cannot tell and nothing was checked).
+  autocast (torch), matmul_precision, compute_dtype, parameter_dtypes (jax), layout, cudnn_autotune, cuda_archs
+  {archs, source, gpu, capability} of cuda jobs; gpu and capability "unknown", with a note, where the adapter cannot
+  tell and nothing was checked).
   telemetry (runner.telemetry; cuda jobs): status "ok" | "unavailable", reason, window,
   interval_s, sampling (where the samples were read: a process of its own, or the window's edges only and
   why), device {nvml_index, name, uuid, pci_bus_id, driver, nvml_version, power_limit_w,

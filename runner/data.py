@@ -39,7 +39,7 @@ def synthetic_batch(model, batch_size, seed):
     rng = np.random.RandomState(seed)
     shape = (batch_size,) + tuple(model["input_shape"])
     if model.get("input_kind", "dense") == "tokens":
-        vocab = [l for l in model["layers"] if l["type"] == "embedding"][0]["vocab"]
+        vocab = [layer for layer in model["layers"] if layer["type"] == "embedding"][0]["vocab"]
         x = rng.randint(0, vocab, size=shape).astype(np.int64)
     else:
         x = rng.random_sample(shape).astype(np.float32)
@@ -163,7 +163,9 @@ def load_imdb_reviews_json(files, options):
     counts = collections.Counter(w for doc in train_words for w in doc)
     rank = dict((w, i + 1) for i, (w, _) in enumerate(counts.most_common()))
     unknown = options["vocab"]  # ranked beyond any kept id: becomes OOV after the shift
-    encode = lambda docs: [[rank.get(w, unknown) for w in doc] for doc in docs]
+    def encode(docs):
+        return [[rank.get(w, unknown) for w in doc] for doc in docs]
+
     return (_keras_style(encode(train_words), options["vocab"], options["maxlen"]),
             np.array([r["s"] for r in train], np.int64),
             _keras_style(encode(test_words), options["vocab"], options["maxlen"]),
@@ -185,7 +187,9 @@ def load_ptb_text(files, options):
     vocab = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:options["vocab"]]
     index = dict((w, i) for i, (w, _) in enumerate(vocab))
     unk = index.get("<unk>", len(index) - 1)
-    to_ids = lambda ws: np.array([index.get(w, unk) for w in ws], np.int64)
+    def to_ids(ws):
+        return np.array([index.get(w, unk) for w in ws], np.int64)
+
     return to_ids(train), None, to_ids(words("test")), None
 
 

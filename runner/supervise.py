@@ -1,4 +1,5 @@
-"""Run every job of a plan: ``python -m runner.supervise [--watch-stdin | --serve] [--isolation worker|process] JOBS OUT``.
+"""Run every job of a plan:
+``python -m runner.supervise [--watch-stdin | --serve] [--isolation worker|process] JOBS OUT``.
 
 JOBS holds plan.json ({"jobs": [job ids in order]}) and <job id>.json for each; each job's output goes to
 OUT/<id>/ (result.json, log.txt).

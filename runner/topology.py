@@ -3,9 +3,9 @@
 Linux describes each CPU under ``/sys/devices/system/cpu/cpuN/topology``: ``physical_package_id`` (its
 socket), ``core_id`` (its core within the package) and ``thread_siblings_list`` (the SMT threads of that core,
 e.g. "0,1" where siblings are numbered adjacently, "0,64" where they are not); and each NUMA node lists its
-CPUs in ``/sys/devices/system/node/nodeM/cpulist``; a core is the set of CPUs its thread_siblings_list names. Taking "the first N CPUs" may take two SMT threads of one
-core, or cross a node boundary, so that a 1 -> 2 thread sweep would measure SMT or NUMA effects, not a second
-core. ``choose`` takes, of the CPUs the process may run on:
+CPUs in ``/sys/devices/system/node/nodeM/cpulist``; a core is the set of CPUs its thread_siblings_list names. Taking
+"the first N CPUs" may take two SMT threads of one core, or cross a node boundary, so that a 1 -> 2 thread sweep would
+measure SMT or NUMA effects, not a second core. ``choose`` takes, of the CPUs the process may run on:
 
 1. one CPU (the lowest-numbered thread) per core, all in the first node that has enough cores;
 2. else one per core across nodes (the nodes with the most cores first);

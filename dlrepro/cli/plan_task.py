@@ -13,7 +13,8 @@ from dlrepro.cli.options import count, task
                  "as nvidia-smi names it; default: this host's)",
     "gpu-count": "how many GPUs, >= 1 (default: 1 with --gpu-model, else this host's)",
     "cpus": "CPU cores, >= 1 (default: this host's)",
-    "datasets": "the datasets in the cache, comma-separated, 'all' or 'none' (default: this host's cache; 'all' for a "
+    "datasets": "the datasets in the cache, comma-separated, 'all' or 'none' "
+                "(default: this host's cache; 'all' for a "
                 "host described by --gpu-model, --gpu-count or --cpus)",
     "allow-ptx-jit": "count an image that runs only by PTX JIT as runnable (as `dlrepro run --allow-ptx-jit`)",
     "versions": "the version set whose images run (as `dlrepro study --versions`): published, today (default) or "

@@ -137,7 +137,7 @@ def layer_summary(layer):
         return text + (" p%d" % layer["pad"] if layer.get("pad") else "")
     if kind in ("residual", "concat"):
         parts = [(key, layer.get(key)) for key in ("body", "shortcut", "after") if layer.get(key)]
-        return " | ".join("%s: %s" % (key, ", ".join(layer_summary(l) for l in branch)) for key, branch in parts) + \
+        return " | ".join("%s: %s" % (key, ", ".join(layer_summary(layer) for layer in branch)) for key, branch in parts) + \
             (" | shortcut: identity" if kind == "residual" and not layer.get("shortcut") else "")
     settings = ", ".join("%s=%s" % (k, v) for k, v in layer.items() if k not in ("type", "name"))
     return "%s%s" % (kind, " (%s)" % settings if settings else "")

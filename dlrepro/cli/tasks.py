@@ -112,7 +112,8 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
                "framework's; default: the framework's choice)",
     "gpu": "host GPU index for --device cuda (default 0)",
     "gpus": "host GPU indices for --device cuda, comma-separated: independent jobs run concurrently, one per GPU",
-    "precision": "fp32 (default: TF32 off, as on the studies' GPUs), tf32, bf16 (mixed precision: PyTorch, JAX) or fp16 (PyTorch)",
+    "precision": "fp32 (default: TF32 off, as on the studies' GPUs), tf32, bf16 "
+                 "(mixed precision: PyTorch, JAX) or fp16 (PyTorch)",
     "layout": "default (the framework's) or channels_last (NHWC memory layout; PyTorch, JAX)",
     "cudnn-autotune": "cuDNN picks algorithms by benchmarking (default on; --no-cudnn-autotune)",
     "compile": "torch.compile the model (PyTorch; default off)",
@@ -125,7 +126,8 @@ def build(c, framework="", device="", base_source="auto", no_host_pip=False, ca_
     "resume": "continue a bundle (its id, folder, or 'latest'): run only its jobs without an ok result, with its "
               "spec and options",
     "retry-failed": "with --resume: run its failed jobs again too",
-    "rerun": "with --resume: run these jobs again whatever their result, comma-separated job ids (e.g. jobs measured "
+    "rerun": "with --resume: run these jobs again whatever their result, "
+             "comma-separated job ids (e.g. jobs measured "
              "beside another load); each earlier result stays under jobs/<id>/attempts/<n>/",
     "memory": "memory limit of each job container, e.g. 8g or 512m (default: this host's memory less headroom)",
     "isolation": "worker (default: the jobs that share their settings run in one warm process, which imports the "
@@ -207,7 +209,8 @@ def next_step(results=""):
     "run": "only these runs of the study, comma-separated run ids (default: every run; the others are recorded as "
            "not asked)",
     "resume": "continue a study record ('latest': the study's latest, or a record file), with its own options",
-    "versions": "the study's tools at the versions it published (or the nearest the image matrix has: 'published'), "
+    "versions": "the study's tools at the versions it published (or the "
+                "nearest the image matrix has: 'published'), "
                 "today's ('today', the default) or 'both' side by side",
     "results": "folder for bundles and study records (default: $DLREPRO_RESULTS, else the checkout's results/)",
     "python": "interpreter for --executor local (default: this one)",

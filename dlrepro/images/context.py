@@ -82,7 +82,8 @@ def apt_caches(base):
     Buildah 1.28 (Podman 4.3, Debian bookworm) releases after a RUN only the locks of its last cache mount
     (run_common.go ``runSetupRunMounts`` assigns, not appends, each cache mount's locked paths; fixed by Buildah
     pull request 4349), so a step with a locked mount before another cache mount leaves that lock held and the next
-    step that mounts it waits forever (tests/test_images.py builds both orders' rule into a check of every image)."""
+    step that mounts it waits forever (tests/images/test_images.py builds both orders' rule into a check of every
+    image)."""
     key = re.sub(r"[^A-Za-z0-9_.-]+", "-", base.ref)
     return " ".join("--mount=type=cache,id=dlrepro-apt-%s-%s,target=%s,sharing=%s" % (what, key, target, sharing)
                     for what, target, sharing in (("archives", "/var/cache/apt", "shared"),

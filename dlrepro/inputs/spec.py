@@ -310,7 +310,7 @@ class Spec(Strict):
             elif tokens and data.tokens is None:
                 problems.append(yamlfile.at(where, "dataset %s needs tokens: {vocab, maxlen}" % data.name))
             elif tokens:
-                embedding = [l for l in model.layers if l.type == "embedding"]
+                embedding = [layer for layer in model.layers if layer.type == "embedding"]
                 if embedding and embedding[0].vocab != data.tokens.vocab:
                     problems.append(yamlfile.at(where + ".tokens.vocab", "%d ids, but model %s embeds %d"
                                                 % (data.tokens.vocab, variant.model, embedding[0].vocab)))

@@ -186,8 +186,8 @@ def _duplicates(nodes, path):
 @functools.lru_cache(maxsize=256)
 def _parse(path, text):
     """(root node, data) of YAML ``text``, parsed once per text (a study's answer loads its specs hundreds of times:
-    230 loads made 6 of the 9 s of gather.study); neither is changed by its users. Raises SpecError for YAML that does not parse, a duplicate
-    key, or aliases that expand to more than MAX_NODES nodes."""
+    230 loads made 6 of the 9 s of gather.study); neither is changed by its users. Raises SpecError for YAML that does
+    not parse, a duplicate key, or aliases that expand to more than MAX_NODES nodes."""
     loader = LOADER(text)
     try:
         root = loader.get_single_node()

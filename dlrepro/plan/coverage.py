@@ -7,8 +7,8 @@ values (Inputs: the study, its specs, the image matrix, the version set, the dat
 them once, before any loop): which models each adapter can express (plan.expressible.unsupported), and which
 image each tool runs, the one its version set picks (dlrepro.inputs.eras: today's, or the published version's or the
 nearest the matrix serves), whose ``cuda_archs`` are what each CUDA image was found to hold when it was built and looked
-inside (results/cuda-images-20261202/; tests/test_cuda_images.py keeps the two equal): the pre-flight's own decision
-per GPU (dlrepro.images.gpu_support.decide) says whether an image runs natively, only by PTX JIT (opt-in:
+inside (results/cuda-images-20261202/; tests/images/test_cuda_images.py keeps the two equal): the pre-flight's own
+decision per GPU (dlrepro.images.gpu_support.decide) says whether an image runs natively, only by PTX JIT (opt-in:
 ``allow_ptx_jit``) or not at all. Nothing is run and no GPU is needed.
 
 The order of the checks, the first that fails being the reason (a tool's reasons apply to that tool only):

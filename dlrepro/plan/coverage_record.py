@@ -40,9 +40,9 @@ def claims(plan):
 
 
 def of_record(body, study, bodies, matrix):
-    """{version set: {claim: coverage.Outcome}} of study record ``body`` (its manifest ``study``, as recorded): its recorded plan,
-    else (a record made before plans were recorded) the plan computed once on the host of its first bundle, from
-    the specs its bundles recorded (today's file only for a spec none of them ran); None without either."""
+    """{version set: {claim: coverage.Outcome}} of study record ``body`` (its manifest ``study``, as recorded): its
+    recorded plan, else (a record made before plans were recorded) the plan computed once on the host of its first
+    bundle, from the specs its bundles recorded (today's file only for a spec none of them ran); None without either."""
     versions = (body.get("asked") or {}).get("versions")
     if body.get("plan"):
         return claims(body["plan"])

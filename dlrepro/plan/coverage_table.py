@@ -1,6 +1,6 @@
 """The README's table "what can your hardware test": per standard host (PROFILES, every dataset fetched, today's
 versions), per study, the claims it can test and the published cells it would judge (dlrepro.plan.coverage.plan);
-`dlrepro plan all` prints it, and tests/test_coverage.py checks that README.md holds what it prints."""
+`dlrepro plan all` prints it, and tests/plan/test_coverage.py checks that README.md holds what it prints."""
 from dlrepro.plan.coverage import SHORT, Hardware, counts, every_dataset, inputs, plan
 
 # the hosts of the README's table "what can your hardware test" (every dataset fetched)

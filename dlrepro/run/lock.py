@@ -4,13 +4,13 @@ folder.
 The lock is ``<bundle>/.work/owner.lock`` (the scratch folder), created with ``O_CREAT|O_EXCL`` so that of two
 claims exactly one wins, before the claimant reads or writes anything else of the bundle. It moves with the
 bundle's folder (``Lock.moved``: a complete bundle reopened as partial, a partial one published) and is given
-up only once the published folder is in place, so no other process can take a bundle while it is published. It names its owner: host, pid, boot id and start time (JSON). Its modification time is the
-heartbeat: a thread of the owner touches it every HEARTBEAT_S seconds. A lock is stale, and may be broken,
-when its heartbeat is older than STALE_S seconds (its owner is gone, whatever host it ran on), or at once when it
-names this host and boot and a pid that is no longer alive. Breaking happens under a second lock file
-(``owner.lock.break``, itself stale after STALE_S), and the lock is looked at again under it, so two processes
-never both break and take it. A process that holds the lock and asks again gets it again (one run resuming
-what it detached from).
+up only once the published folder is in place, so no other process can take a bundle while it is published. It names its
+owner: host, pid, boot id and start time (JSON). Its modification time is the heartbeat: a thread of the owner touches
+it every HEARTBEAT_S seconds. A lock is stale, and may be broken, when its heartbeat is older than STALE_S seconds (its
+owner is gone, whatever host it ran on), or at once when it names this host and boot and a pid that is no longer alive.
+Breaking happens under a second lock file (``owner.lock.break``, itself stale after STALE_S), and the lock is looked at
+again under it, so two processes never both break and take it. A process that holds the lock and asks again gets it
+again (one run resuming what it detached from).
 
 Fencing: an owner that was gone so long (suspended, an NFS hang) that another process broke its lock and took
 the bundle finds, at its next heartbeat or write (``Lock.check``), that the lock file no longer names it: it

@@ -57,9 +57,9 @@ NOT_RUN = "not run: the bundle was finalized as it was, before this job ran"
 
 
 def finalize(bundle, results_dir=REPO_ROOT / "results"):
-    """Finalize a partial bundle (id, folder or "latest") as it is, its state complete: what dead attempts left of running jobs is
-    kept (marked skipped), the jobs that never ran are recorded as skipped (NOT_RUN); returns the bundle path.
-    Raises DlreproError for a bundle that is not partial or that a live run is writing."""
+    """Finalize a partial bundle (id, folder or "latest") as it is, its state complete: what dead attempts left of
+    running jobs is kept (marked skipped), the jobs that never ran are recorded as skipped (NOT_RUN); returns the bundle
+    path. Raises DlreproError for a bundle that is not partial or that a live run is writing."""
     folder = bundlemod.locate(bundle, results_dir, partial=True)
     found = bundlemod.body(folder)
     if found.get("state") != "partial":

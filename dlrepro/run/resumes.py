@@ -22,8 +22,8 @@ def _changes(then, now, where="", limit=5):
 
 
 def checked(prior, spec_name, options):
-    """(spec, its file, options) of a resume of the bundle whose bundle.json is ``prior``: its spec, which must still hash
-    as recorded, and its measurement options (options given again must be the same; where it runs may change).
+    """(spec, its file, options) of a resume of the bundle whose bundle.json is ``prior``: its spec, which must still
+    hash as recorded, and its measurement options (options given again must be the same; where it runs may change).
     Raises DlreproError naming what differs."""
     record = prior["spec"]
     path = Path(spec_name) if spec_name and Path(spec_name).suffix in (".yaml", ".yml") else \

@@ -7,8 +7,8 @@ log; the other jobs go on. Each job's result enters the partial bundle the momen
 job ends (dlrepro.store.bundle), so a run killed outright (SIGKILL, a closed terminal,
 the OOM killer) leaves every finished job, and what the running one had measured, in a
 bundle that ``resume`` completes: only the jobs without an ok result run again (failed
-ones too with ``retry_failed``, any named in ``rerun``; dlrepro.run.resumes), each attempt recorded. A run interrupted (Ctrl-C, SIGTERM)
-or broken by an unexpected error still publishes a bundle with what finished, the rest
+ones too with ``retry_failed``, any named in ``rerun``; dlrepro.run.resumes), each attempt recorded. A run interrupted
+(Ctrl-C, SIGTERM) or broken by an unexpected error still publishes a bundle with what finished, the rest
 marked; a results folder that cannot be written stops the run with ResultsUnwritable,
 the partial bundle kept for a resume. So does a container engine that goes away (EngineLost):
 the jobs it lost are recorded "interrupted" (not failed), and a plain resume, once the engine is

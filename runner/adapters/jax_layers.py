@@ -69,7 +69,9 @@ class Builder(object):
         kind = layer["type"]
         if layer.get("name"):
             self.named[layer["name"]] = name
-        none = lambda key: ({}, {})
+        def none(key):
+            return {}, {}
+
         if kind == "conv":
             c, k, f = shape[0], layer["kernel"], layer["filters"]
             s, p, bias = layer.get("stride", 1), layer.get("pad", 0), layer.get("bias", True)
@@ -215,8 +217,9 @@ class Builder(object):
         widths = [shape[-1]] + [units] * (depth - 1)
         wb = self.weight_bound(units, units, 1 / math.sqrt(units)) if self.init_spec["scheme"] == "uniform" \
             else 1 / math.sqrt(units)
-        zeros = lambda: [tuple(jnp.zeros((self.batch_size, units)) for _ in range(2 if kind == "lstm" else 1))
-                         for _ in range(depth)]
+        def zeros():
+            return [tuple(jnp.zeros((self.batch_size, units)) for _ in range(2 if kind == "lstm" else 1))
+                    for _ in range(depth)]
 
         def init(key):
             params = []

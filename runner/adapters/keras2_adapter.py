@@ -1,9 +1,10 @@
-"""Keras 2.1 adapter: DeepLearningFrameworks' Keras (ilkarman/DeepLearningFrameworks @ 671e2a0 notebooks/Keras_TF_*.ipynb,
-Keras_CNTK_*.ipynb, which print Keras 2.1.4 on TensorFlow 1.4.0 and CNTK 2.4; its README's Keras(Theano) row ran
-Theano 1.0.1) on a backend of its time: frameworks keras-tensorflow at a 2.x version (the TensorFlow 1.4.0 images),
-keras-cntk (the CNTK 2.5.1 image) and keras-theano (its own image, Theano 1.0.1). The matrix holds Keras 2.1.5, the
-first 2.1 release whose GRU has ``reset_after`` (cuDNN's gates, two bias sets: the spec's GRU; DLF's Keras(TF)
-notebook ran CuDNNGRU, the same cell, and its Keras(CNTK) one Keras 2.1.4's single-bias GRU, which is another model).
+"""Keras 2.1 adapter: DeepLearningFrameworks' Keras (ilkarman/DeepLearningFrameworks @ 671e2a0
+notebooks/Keras_TF_*.ipynb, Keras_CNTK_*.ipynb, which print Keras 2.1.4 on TensorFlow 1.4.0 and CNTK 2.4; its README's
+Keras(Theano) row ran Theano 1.0.1) on a backend of its time: frameworks keras-tensorflow at a 2.x version (the
+TensorFlow 1.4.0 images), keras-cntk (the CNTK 2.5.1 image) and keras-theano (its own image, Theano 1.0.1). The matrix
+holds Keras 2.1.5, the first 2.1 release whose GRU has ``reset_after`` (cuDNN's gates, two bias sets: the spec's GRU;
+DLF's Keras(TF) notebook ran CuDNNGRU, the same cell, and its Keras(CNTK) one Keras 2.1.4's single-bias GRU, which is
+another model).
 
 The network is the Keras 3 adapter's (runner.adapters.keras_adapter: the same Keras layers, ``model.compile``,
 ``train_on_batch``), in Keras 2's API where it differs: layers of its own for Caffe's pooling and an RNN's last step

@@ -21,8 +21,8 @@ On CUDA the measured repeats are timed with CUDA events (``device_clock``; runne
 
 Timed step (``train_step``): zero_grad (set_to_none; zeroed in place before torch 1.7), forward, loss,
 backward, optimizer step, as the studies' PyTorch loops (DeepLearningFrameworks' notebooks; DLBench ran Lua
-Torch's forward, backward, updateParameters). Nothing else: the loss is returned as a device tensor (no host sync per step);
-gradient clipping and autocast / GradScaler only where the spec or --precision asks.
+Torch's forward, backward, updateParameters). Nothing else: the loss is returned as a device tensor (no host sync per
+step); gradient clipping and autocast / GradScaler only where the spec or --precision asks.
 """
 import contextlib
 import inspect

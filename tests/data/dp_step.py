@@ -2,7 +2,7 @@
 after it (OUT.npz: before0.., after0..):
 ``python tests/data/dp_step.py JOB.json OUT.npz [RANK]`` (a PyTorch rank joins the job's rendezvous).
 
-Used by tests/test_data_parallel.py: N ranks on shards and one rank on the whole mini-batch must end the step with
+Used by tests/run/test_data_parallel.py: N ranks on shards and one rank on the whole mini-batch must end the step with
 the same parameters."""
 import json
 import os

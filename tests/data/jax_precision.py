@@ -6,7 +6,7 @@ written to OUT.json under the job's id: the environment's matmul_precision, comp
 dtypes of the forward output (``adapter.compute``) and of the gradients (traced by ``jax.eval_shape``, not run), of
 the parameters, optimizer state and batch-norm statistics after the steps; the losses; and the matrix products and
 convolutions of the lowered step (StableHLO): how many, and how many take bfloat16 operands.
-Used by tests/test_jax_adapter.py."""
+Used by tests/containers/test_jax_adapter.py."""
 import json
 import re
 import sys

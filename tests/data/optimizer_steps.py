@@ -1,7 +1,7 @@
 """Three training steps of a linear softmax classifier with the CNTK adapter's learner (``_learner``) for each
 optimizer setting, the weights written after them: ``python tests/data/optimizer_steps.py OUT.json``.
 
-Used by tests/test_optimizers.py, which takes the same steps with torch.optim on the host: the adapter's claim
+Used by tests/engine/test_optimizers.py, which takes the same steps with torch.optim on the host: the adapter's claim
 (runner/adapters/cntk_adapter.py) that its learners make PyTorch's updates. Python 3.6 syntax (the CNTK image)."""
 import json
 import sys

@@ -163,9 +163,9 @@ class Served:
         self.code = None  # its exit status, once ended
 
     def plan(self, stage, out, scratch, sink, on_event, job_ids):
-        """Run the plan staged in ``stage`` with output to ``out`` (both relative to the supervisor's roots; ``scratch``:
-        that output's folder here; ``job_ids``: its jobs), following it until it is done; raises EngineLost when
-        it ended before that because its engine went away, else ExecutorError."""
+        """Run the plan staged in ``stage`` with output to ``out`` (both relative to the supervisor's roots;
+        ``scratch``: that output's folder here; ``job_ids``: its jobs), following it until it is done; raises EngineLost
+        when it ended before that because its engine went away, else ExecutorError."""
         try:
             self.send("%s %s\n" % (stage, out))
             done = follow(self.lines, scratch, sink, on_event, job_ids)

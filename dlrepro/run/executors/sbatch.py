@@ -114,7 +114,8 @@ def binding_lines(engine_name, memory=None):
         flags = ["    gpu=(%s)" % " ".join(shell_word(w) for w in gpu_flags(engine_name, ["${host_gpus}"]))]
     return [
         "items() { local IFS=,; set -- $1; echo $#; }  # in a comma-separated list",
-        "cpu_count() { local n=0 r; for r in ${1//,/ }; do if [[ $r == *-* ]]; then n=$((n + ${r#*-} - ${r%-*} + 1)); "
+        "cpu_count() { local n=0 r; for r in ${1//,/ }; do if [[ $r == "
+        "*-* ]]; then n=$((n + ${r#*-} - ${r%-*} + 1)); "
         "else n=$((n + 1)); fi; done; echo $n; }  # in a CPU list: 0-3,8",
         "linux_cpus() {  # this node's Linux CPU ids in Slurm's abstract order: by socket, core, then thread",
         "  lscpu -p=CPU,CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -t, -k3,3n -k2,2n -k1,1n | cut -d, -f1",
@@ -136,7 +137,8 @@ def binding_lines(engine_name, memory=None):
         "  if [ -n \"$uuids\" ] && [ \"$(items \"$uuids\")\" = \"$(items \"$given\")\" ]; then "
         "host_gpus=$uuids gpu_source=nvidia-smi",
         "  elif [ -n \"${SLURM_JOB_GPUS:-}\" ]; then host_gpus=$SLURM_JOB_GPUS gpu_source=SLURM_JOB_GPUS",
-        "  else gpu_source=none gpu_problem=\"Slurm gave this task GPU(s) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES "
+        "  else gpu_source=none gpu_problem=\"Slurm gave this task "
+        "GPU(s) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES "
         "without their host indices (no SLURM_JOB_GPUS), and nvidia-smi does not list exactly the job's GPUs (it "
         "lists: ${uuids:-none}); CUDA_VISIBLE_DEVICES may be numbered inside the job's cgroup, so it names no host "
         "GPU for certain and is not passed to the engine\"",
@@ -178,8 +180,8 @@ def script(args, engine_name, job_ids, scratch, bundle_id, threads=None, gpus=0,
     """The batch script (text) of one array: task i runs job ``job_ids[i]`` in the container of ``args``
     (``task_args``) through ``engine_name``'s CLI, bound to the task's CPUs, memory and GPUs
     (``binding_lines``; ``memory``: the limit in bytes where Slurm sets none); Slurm's output and each task's
-    facts go to ``tasks_of(scratch)``, beside the scratch output. ``threads``: --cpus-per-task (None: Slurm's default); ``gpus``:
-    --gres=gpu:N (0: none); ``minutes``: --time; ``partition``: --partition (None: the cluster's default);
+    facts go to ``tasks_of(scratch)``, beside the scratch output. ``threads``: --cpus-per-task (None: Slurm's default);
+    ``gpus``: --gres=gpu:N (0: none); ``minutes``: --time; ``partition``: --partition (None: the cluster's default);
     ``options``: further sbatch options, one ``#SBATCH`` line each; ``max_parallel``: the array's %N (None: no
     cap). ``--no-requeue``: a task whose node fails ends (NODE_FAIL) rather than starting again over its own
     output. A suspended task (SIGTSTP, before Slurm's SIGSTOP) notes it in ``.slurm/<task>.suspended`` and pauses
