@@ -58,6 +58,7 @@ def matrix():
 # (tests/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
 IMAGES_OF = {
     "torch_cpu_image": ("torch",), "jax_cpu_image": ("jax",), "caffe_cpu_image": ("caffe",),
+    "tensorflow_cpu_image": ("tensorflow",), "mxnet_cpu_image": ("mxnet",), "cntk_cpu_image": ("cntk",),
     # tests/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer 3.4.0
     "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
                "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0"),
@@ -220,6 +221,24 @@ def jax_cpu_image(cpu_images, matrix):
 def caffe_cpu_image(cpu_images, matrix):
     """Debian's CPU-only Caffe image."""
     return cpu_images[cpu_entry(matrix, "caffe").name]
+
+
+@pytest.fixture(scope="session")
+def tensorflow_cpu_image(cpu_images, matrix):
+    """The newest TensorFlow's CPU image."""
+    return cpu_images[cpu_entry(matrix, "tensorflow").name]
+
+
+@pytest.fixture(scope="session")
+def mxnet_cpu_image(cpu_images, matrix):
+    """The newest MXNet's CPU image."""
+    return cpu_images[cpu_entry(matrix, "mxnet").name]
+
+
+@pytest.fixture(scope="session")
+def cntk_cpu_image(cpu_images, matrix):
+    """CNTK 2.7's CPU image (Python 3.6)."""
+    return cpu_images[cpu_entry(matrix, "cntk").name]
 
 
 @pytest.fixture(scope="session")

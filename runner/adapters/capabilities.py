@@ -22,12 +22,7 @@ CAPABILITIES = {
               "weights": frozenset(["tfjs-layers"])},
     "jax": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS,
             "weights": frozenset(["tfjs-layers"])},
-    "cntk": {"layers": ALL_LAYERS - RECURRENT, "losses": LOSSES, "optimizers": OPTIMIZERS,
-             "weights": frozenset(["tfjs-layers"]),
-             "layer_notes": dict.fromkeys(RECURRENT, (
-                 "CNTK's recurrent layers run over its sequence axis; carrying an LSTM's state across mini-batches "
-                 "(truncated back-propagation) and cuDNN/PyTorch's GRU (reset gate after the recurrent product, two "
-                 "bias sets) are not expressed by this adapter"))},
+    "cntk": {"layers": ALL_LAYERS, "losses": LOSSES, "optimizers": OPTIMIZERS, "weights": frozenset(["tfjs-layers"])},
     "caffe2": {"layers": ALL_LAYERS - RECURRENT, "losses": LOSSES, "optimizers": OPTIMIZERS,
                "weights": frozenset(["tfjs-layers"]),
                "layer_notes": dict.fromkeys(RECURRENT, "Caffe2 has Gather embeddings and RecurrentNetwork LSTM/GRU "
