@@ -17,7 +17,6 @@ FRAMEWORK_MODULES = {
     "chainer_adapter.py": {"chainer", "cupy"},
     "keras_init.py": {"keras"},
     "tensorflow_graph.py": {"tensorflow"},
-    "tensorflow_parallel.py": {"tensorflow"},
     "cntk_recurrent.py": {"cntk"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
