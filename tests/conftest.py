@@ -60,6 +60,7 @@ def matrix():
 # (tests/images/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
 IMAGES_OF = {
     "torch_cpu_image": ("torch",), "jax_cpu_image": ("jax",), "caffe_cpu_image": ("caffe",),
+    "mxnet_cpu_image": ("mxnet",), "cntk_cpu_image": ("cntk",),
     # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer
     # 3.4.0
     "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
@@ -69,7 +70,6 @@ IMAGES_OF = {
     # tests/engine/test_seeds.py's frameworks (Keras 2.1 in the CNTK 2.5.1 and TensorFlow 1.4.0 images) and
     # test_optimizers.py's CNTK, which they take from ``cpu_image``
     "seed_image": ("torch", "tensorflow", "mxnet", "jax", "chainer", "cntk@2.5.1", "tensorflow@1.4.0"),
-    "cntk_cpu_image": ("cntk",),
 }
 TEST_IMAGES = tuple(dict.fromkeys(token for tokens in IMAGES_OF.values() for token in tokens))
 
@@ -246,6 +246,18 @@ def jax_cpu_image(cpu_image):
 def caffe_cpu_image(cpu_image):
     """Debian's CPU-only Caffe image."""
     return cpu_image("caffe")
+
+
+@pytest.fixture(scope="session")
+def mxnet_cpu_image(cpu_image):
+    """The newest MXNet's CPU image."""
+    return cpu_image("mxnet")
+
+
+@pytest.fixture(scope="session")
+def cntk_cpu_image(cpu_image):
+    """CNTK 2.7's CPU image (Python 3.6)."""
+    return cpu_image("cntk")
 
 
 @pytest.fixture(scope="session")

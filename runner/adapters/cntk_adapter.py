@@ -17,6 +17,8 @@ Optimizer semantics, each checked against PyTorch's update on a small problem in
 - Adam: ``C.adam(..., unit_gain=True)`` moves each weight by lr / N per step of a mini-batch of N
   (its step is the gradient-scale-free Adam step divided by the mini-batch size), so the
   adapter passes lr * N to get PyTorch's (bias-corrected) Adam step.
+Recurrent networks (embedding, LSTM, GRU, last step; a sequence of token ids in): runner.adapters.cntk_recurrent,
+with cuDNN's cells, the state carried across mini-batches and global-norm clipping.
 Padding: a convolution's symmetric pad of (kernel - 1) / 2 is CNTK's auto padding (the
 kernel centred on the first input cell, checked numerically for stride 2); other pads
 are explicit zero padding; every layer's CNTK output shape is checked against
@@ -33,14 +35,12 @@ import os
 import cntk as C
 import numpy as np
 
-from runner import frameworks, shapes
-from runner.adapters import UnsupportedError, base
+from runner import shapes
+from runner.adapters import UnsupportedError, base, cntk_recurrent
 from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
 from runner.environment import cuda_device
 
 _ACTIVATIONS = {"relu": C.relu, "sigmoid": C.sigmoid, "tanh": C.tanh}
-# the reason its record gives (runner.frameworks, which may not import cntk)
-RECURRENT_REASON = frameworks.FRAMEWORKS["cntk"].layer_notes["lstm"]
 
 
 class Adapter(Base):
@@ -61,7 +61,7 @@ class Adapter(Base):
         seed = job.get("seed", 0)
         C.cntk_py.set_fixed_random_seed(seed)
         np.random.seed(seed)
-        self.named, self.model, self.trainer = {}, None, None
+        self.named, self.model, self.trainer, self.carried = {}, None, None, cntk_recurrent.Carried()
 
     def environment(self):
         device = C.device.use_default_device()
@@ -70,6 +70,8 @@ class Adapter(Base):
                 "cuda": "enabled" if gpu else None, "cudnn": "enabled" if gpu else None,
                 "threads": C.cntk_py.get_max_num_cputhreads(), "layout": "NCHW",
                 "learner_semantics": "lr on the mean-loss gradient, momentum without unit gain",
+                "recurrent": "cells in CNTK ops (two bias sets; the GRU's reset after the recurrent product) under "
+                             "C.layers.Recurrence; stateful layers fed the previous mini-batch's final state",
                 # CNTK 2.7 bundles MKL-ML 2018, which takes its slow generic path on non-Intel CPUs unless 5 (AVX2)
                 "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE")}
 
@@ -128,10 +130,10 @@ class Adapter(Base):
                                              **spatial)
             out = fn(x)
         elif kind == "dense":
-            if len(shape) != 1:
-                raise UnsupportedError("the cntk adapter applies dense layers to flat (F,) inputs only")
+            if len(shape) != 1 and not _is_sequence(x):
+                raise UnsupportedError("the cntk adapter applies dense layers to flat (F,) inputs or per time step")
             fn = C.layers.Dense(layer["units"], bias=layer.get("bias", True),
-                                init=self._init(shape[0], layer["units"]), init_bias=self._bias_init())
+                                init=self._init(shape[-1], layer["units"]), init_bias=self._bias_init())
             out = fn(x)
         elif kind == "dropout":
             out = C.layers.Dropout(dropout_rate=layer["rate"])(x)
@@ -147,11 +149,19 @@ class Adapter(Base):
             out = self._chain(layer.get("after", []), body + self._chain(layer.get("shortcut", []), x, shape), inner)
         elif kind == "concat":
             out = C.splice(x, self._chain(layer["body"], x, shape), axis=0)
-        elif kind in ("embedding", "lstm", "gru", "last_step"):
-            raise UnsupportedError("cntk adapter: %s" % RECURRENT_REASON)
+        elif kind == "embedding":
+            out = cntk_recurrent.embedding(layer, self._init(layer["vocab"], layer["dim"]))(x)
+        elif kind in ("lstm", "gru"):
+            units = layer["units"]
+            out = cntk_recurrent.recurrent(layer, x, shape[-1], self._init(shape[-1], units), self._bias_init(),
+                                           self.carried)
+        elif kind == "last_step":
+            out = C.sequence.last(x)
         else:
             raise UnsupportedError("cntk adapter has no layer type %r" % kind)
         expected = shapes.apply(layer, shape)[0]
+        if _is_sequence(out):  # the time axis is CNTK's dynamic sequence axis, not in the static shape
+            expected = expected[1:]
         if tuple(out.shape) != tuple(expected):
             raise UnsupportedError("CNTK's %s gives %s where the spec's arithmetic gives %s"
                                    % (kind, tuple(out.shape), tuple(expected)))
@@ -170,22 +180,27 @@ class Adapter(Base):
         if isinstance(self.init, str):
             self.init = {"scheme": self.init}
         self.target = model.get("target", "class")
-        if self.target == "sequence":
-            raise UnsupportedError("cntk adapter: %s" % RECURRENT_REASON)
         layers = shapes.expand(model["layers"], model["input_shape"])
-        self.features = C.input_variable(tuple(model["input_shape"]), np.float32, name="features")
+        # tokens: a sequence of (1,) ids (the time axis is CNTK's sequence axis; runner.adapters.cntk_recurrent)
+        self.tokens = model.get("input_kind") == "tokens"
+        self.features = C.sequence.input_variable((1,), np.float32, name="features") if self.tokens else \
+            C.input_variable(tuple(model["input_shape"]), np.float32, name="features")
         self.model = self._chain(layers, self.features, tuple(model["input_shape"]))
         classes = model["classes"]
-        self.labels = C.input_variable((classes,), np.float32, name="labels")
-        self.eye = np.eye(classes, dtype=np.float32)
-        self.loss = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}), self.model, self.labels)
+        # per-token targets dense, as DLBench's CNTK LSTM (its labels an Input, not a SparseInput): CNTK's
+        # cross_entropy_with_softmax has no CPU kernel for sparse targets
+        self.labels = C.sequence.input_variable(classes, np.float32, name="labels") if \
+            self.target == "sequence" else C.input_variable((classes,), np.float32, name="labels")
+        self.classes = classes
+        self.eye = None if self.target == "sequence" else np.eye(classes, dtype=np.float32)  # dense class targets
+        self.loss = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}), self.model, self.labels,
+                          model["input_shape"][0] if self.target == "sequence" else None)
+        # the model with the stateful layers' final states as outputs, which a step fetches and the next one feeds
+        self.outputs = C.combine([self.model] + self.carried.finals) if self.carried.finals else self.model
         opt = self.job.get("optimizer")
         if opt:  # none for inference
-            if opt.get("clip_norm"):
-                raise UnsupportedError("CNTK's learners clip per sample (gradient_clipping_threshold_per_sample), "
-                                       "not by the global norm that the spec asks for")
-            self.trainer = C.Trainer(self.model, (self.loss, None),
-                                     [_learner(self.model.parameters, opt, self.job["batch_size"])])
+            rows = self.job.get("rank_batch_size") or self.job["batch_size"]
+            self.trainer = C.Trainer(self.outputs, (self.loss, None), [_learner(self.model.parameters, opt, rows)])
         return int(sum(p.value.size for p in self.model.parameters))
 
     def _weight_targets(self, fn):
@@ -216,21 +231,47 @@ class Adapter(Base):
     def _targets(self, y):
         return y.astype(np.float32) if self.target == "multilabel" else self.eye[y]
 
+    def _features(self, x, device):
+        if self.tokens:
+            return C.Value.create(self.features, list(np.asarray(x, np.float32)[..., None]), device=device)
+        return C.Value(batch=np.ascontiguousarray(x, dtype=np.float32), device=device)
+
     def to_device(self, x, y):
         device = C.device.use_default_device()
-        return (C.Value(batch=np.ascontiguousarray(x, dtype=np.float32), device=device),
-                C.Value(batch=self._targets(y), device=device))
+        self.rows = len(x)
+        labels = C.Value.create(self.labels, list(_one_hot(y, self.classes)), device=device) if \
+            self.target == "sequence" else C.Value(batch=self._targets(y), device=device)
+        return self._features(x, device), labels
+
+    def reset_state(self):
+        self.carried.reset()
 
     def train_step(self, x, y):
-        self.trainer.train_minibatch({self.features: x, self.labels: y})
+        arguments = {self.features: x, self.labels: y}
+        if self.carried.finals:
+            self.carried.keep(self.trainer.train_minibatch(self.carried.feed(arguments, self.rows),
+                                                           outputs=self.carried.finals)[1])
+        else:
+            self.trainer.train_minibatch(arguments)
         return self.trainer.previous_minibatch_loss_average  # CNTK's steps run synchronously
 
     def infer(self, x):
-        return np.asarray(self.model.eval({self.features: np.ascontiguousarray(x, dtype=np.float32)}))
+        arguments = {self.features: self._features(x, C.device.use_default_device())}
+        if not self.carried.finals:
+            return np.asarray(self.model.eval(arguments))
+        found = self.outputs.eval(self.carried.feed(arguments, len(x)))
+        self.carried.keep(found)
+        return np.asarray(found[self.model.output])
 
 
 def _learner(parameters, opt, batch_size):
+    """The learner of optimizer ``opt`` for a mini-batch of ``batch_size`` samples (module docstring)."""
     lr = C.learning_parameter_schedule(opt["lr"])  # on the mean-loss gradient (no reference minibatch size)
+    if opt.get("clip_norm"):
+        if opt["name"] != "sgd" or opt.get("momentum") or opt.get("weight_decay") or opt.get("nesterov"):
+            raise UnsupportedError("the cntk adapter clips by the global norm with plain SGD only (a universal "
+                                   "learner); CNTK's own learners clip each parameter's gradient on its own")
+        return cntk_recurrent.clipped_sgd(parameters, opt["lr"], opt["clip_norm"], batch_size)
     if opt["name"] == "sgd":
         momentum, wd = opt.get("momentum", 0.0), opt.get("weight_decay", 0.0)
         if opt.get("nesterov"):
@@ -250,12 +291,27 @@ def _learner(parameters, opt, batch_size):
     raise UnsupportedError("cntk adapter has no optimizer %r" % opt["name"])
 
 
-def _loss(loss, z, labels):
-    """The job's per-sample loss; the trainer averages it over the mini-batch (see the torch adapter)."""
+def _one_hot(y, classes):
+    """(N, T) integer targets as (N, T, classes) float32 one-hot rows."""
+    found = np.zeros(y.shape + (classes,), np.float32)
+    np.put_along_axis(found, np.asarray(y, np.int64)[..., None], 1.0, axis=-1)
+    return found
+
+
+def _is_sequence(node):
+    """Whether a node has CNTK's sequence axis besides the batch axis."""
+    return len(node.dynamic_axes) > 1
+
+
+def _loss(loss, z, labels, steps=None):
+    """The job's per-sample loss; the trainer averages it over the mini-batch (see the torch adapter). A sequence
+    target (``steps`` time steps): the per-token losses summed over the sequence ("sum_over_time") or averaged
+    over it ("mean", which averaged over the mini-batch too is the mean over every token)."""
     if loss["name"] == "sigmoid_binary_cross_entropy":  # mean over labels of the logits' stable BCE
         return C.reduce_mean(C.relu(z) - z * labels + C.softplus(-C.abs(z)), axis=0)
     if loss["name"] != "softmax_cross_entropy":
         raise UnsupportedError("cntk adapter has no loss %r" % loss["name"])
-    if loss.get("reduction", "mean") != "mean":
-        raise UnsupportedError("cntk adapter: %s" % RECURRENT_REASON)
-    return C.cross_entropy_with_softmax(z, labels)
+    if steps is None:
+        return C.cross_entropy_with_softmax(z, labels)
+    summed = C.sequence.reduce_sum(C.cross_entropy_with_softmax(z, labels))
+    return summed if loss.get("reduction", "mean") == "sum_over_time" else summed / float(steps)

@@ -14,6 +14,13 @@ Gluon lacks; the models they build have the same parameters.
 Timed step (``train_step``): autograd.record around forward and loss, backward, ``Trainer.step(1)``,
 as DeepLearningFrameworks' Gluon notebooks; gradient clipping only where the spec asks. The loss stays an
 NDArray (MXNet's engine runs asynchronously; the repeat's end waits with ``mx.nd.waitall``).
+
+Data-parallel (``job["ranks"]`` = R, runner.ranks): one process drives R contexts (GPUs 0..R-1, or R CPU contexts
+of the one CPU), as DLBench's MXNet scripts did with several --gpus: the parameters are initialised once and copied
+to each, the total mini-batch is split into R equal shards (rank r: rows r*b .. (r+1)*b), each context runs forward
+and backward on its shard's mean loss, and the Trainer's kvstore ("device", DLBench's default) sums the gradients,
+which ``step(R)`` divides by R: the mean-loss gradient of the whole mini-batch. With gradient clipping (MXNet >= 1.3)
+the gradients are all-reduced first, clipped at R x the norm (the sum's norm), then applied.
 """
 import os
 import re
@@ -107,13 +114,13 @@ class Stateful(gluon.Block):
         super(Stateful, self).__init__(**kwargs)
         with self.name_scope():
             self.layer = layer
-        self.state = None
+        self.state = {}  # by context: a data-parallel job's contexts each carry their own shard's
 
     def forward(self, x):
-        if self.state is None:
-            self.state = self.layer.begin_state(batch_size=x.shape[0], ctx=x.context)
-        out, state = self.layer(x, self.state)
-        self.state = [s.detach() for s in state]
+        if x.context not in self.state:
+            self.state[x.context] = self.layer.begin_state(batch_size=x.shape[0], ctx=x.context)
+        out, state = self.layer(x, self.state[x.context])
+        self.state[x.context] = [s.detach() for s in state]
         return out
 
 
@@ -150,7 +157,11 @@ class Adapter(Base):
         self.build_name = "mxnet %s" % mx.__version__
         if job["device"] == "cuda" and _gpus() < 1:
             raise UnsupportedError("the job asks for a GPU and MXNet sees none")
-        self.ctx = mx.gpu(0) if job["device"] == "cuda" else mx.cpu()
+        ranks = job.get("ranks")
+        if ranks and job["device"] == "cuda" and _gpus() < ranks:
+            raise UnsupportedError("the job has %d ranks and MXNet sees %d GPUs" % (ranks, _gpus()))
+        self.ctxs = [(mx.gpu if job["device"] == "cuda" else mx.cpu)(i) for i in range(ranks or 1)]
+        self.ctx = self.ctxs[0]
         mx.random.seed(job.get("seed", 0))
         np.random.seed(job.get("seed", 0))
         self.named, self.stateful = {}, []
@@ -170,7 +181,10 @@ class Adapter(Base):
                 "cudnn_autotune": os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1") != "0"
                 if self.job["device"] == "cuda" else None,
                 "tf32_override": os.environ.get("NVIDIA_TF32_OVERRIDE"), "hybridized": True, "layout": "NCHW",
-                "static_alloc": not _LEGACY_HYBRIDIZE, "rnn_hybridized": not _LEGACY_RNN}
+                "static_alloc": not _LEGACY_HYBRIDIZE, "rnn_hybridized": not _LEGACY_RNN,
+                "data_parallel": {"how": "one process over several contexts, gradients summed by the kvstore",
+                                  "kvstore": "device", "world_size": len(self.ctxs),
+                                  "contexts": [str(c) for c in self.ctxs]} if self.job.get("ranks") else None}
 
     def gpu_capability(self):
         """The GPU's name and compute capability from the CUDA driver: MXNet does not name its GPUs."""
@@ -262,25 +276,33 @@ class Adapter(Base):
                     part.hybridize(static_alloc=True, static_shape=True)
         opt = self.job.get("optimizer")
         if opt:
-            self.trainer = gluon.Trainer(self.net.collect_params(), *_optimizer(opt))
+            name, settings = _optimizer(opt)
             self.clip_norm = opt.get("clip_norm")
+            if len(self.ctxs) > 1 and self.clip_norm and _LEGACY_HYBRIDIZE:
+                raise UnsupportedError("MXNet < 1.3's Trainer cannot all-reduce gradients before an update "
+                                       "(allreduce_grads), which clipping a data-parallel step needs")
+            # several contexts: the kvstore sums their gradients (with clipping: all-reduced, then updated apart)
+            extra = {"kvstore": "device"} if len(self.ctxs) > 1 else {}
+            if len(self.ctxs) > 1 and self.clip_norm:
+                extra["update_on_kvstore"] = False
+            self.trainer = gluon.Trainer(self.net.collect_params(), name, settings, **extra)
         self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
         return int(sum(p.data().size for p in self.net.collect_params().values() if p.grad_req != "null"))
 
     def _initialize(self, init):
         scheme = init["scheme"]
-        self.net.initialize(mx.init.Uniform(0.07), ctx=self.ctx)  # Gluon's default
+        self.net.initialize(mx.init.Uniform(0.07), ctx=self.ctxs)  # Gluon's default
         params = self.net.collect_params().values()
         if scheme == "uniform":
             for p in params:
                 if p.grad_req != "null":
-                    p.initialize(init=mx.init.Uniform(init["scale"]), ctx=self.ctx, force_reinit=True)
+                    p.initialize(init=mx.init.Uniform(init["scale"]), ctx=self.ctxs, force_reinit=True)
         elif scheme in ("xavier", "glorot_uniform"):
             factor = "in" if scheme == "xavier" else "avg"  # U(-a, a), a = sqrt(3 / factor)
             for block in self._conv_and_dense():
-                block.weight.initialize(init=mx.init.Xavier("uniform", factor, 3), ctx=self.ctx, force_reinit=True)
+                block.weight.initialize(init=mx.init.Xavier("uniform", factor, 3), ctx=self.ctxs, force_reinit=True)
                 if block.bias is not None:
-                    block.bias.initialize(init=mx.init.Zero(), ctx=self.ctx, force_reinit=True)
+                    block.bias.initialize(init=mx.init.Zero(), ctx=self.ctxs, force_reinit=True)
         elif scheme != "default":
             raise UnsupportedError("mxnet adapter has no initialisation %r" % scheme)
 
@@ -301,7 +323,21 @@ class Adapter(Base):
         return mx.nd.array(x, ctx=self.ctx, dtype="float32")
 
     def to_device(self, x, y):
-        return self._array(x), mx.nd.array(y, ctx=self.ctx, dtype="float32" if y.dtype != np.float32 else y.dtype)
+        """On the job's device; a data-parallel job's total mini-batch as a list of its ranks' shards, one per
+        context (rank r: rows r*b .. (r+1)*b, as runner.adapters.base ``shard``)."""
+        dtype = "float32" if y.dtype != np.float32 else y.dtype
+        if len(self.ctxs) > 1:
+            b = len(x) // len(self.ctxs)
+            return ([mx.nd.array(x[r * b:(r + 1) * b], ctx=c, dtype="float32") for r, c in enumerate(self.ctxs)],
+                    [mx.nd.array(y[r * b:(r + 1) * b], ctx=c, dtype=dtype) for r, c in enumerate(self.ctxs)])
+        return self._array(x), mx.nd.array(y, ctx=self.ctx, dtype=dtype)
+
+    def shard(self, x, y):
+        """The whole total mini-batch: one process drives every rank's context, and ``to_device`` splits it."""
+        return x, y
+
+    def parameters(self):
+        return [p.data(self.ctx).asnumpy() for p in self.net.collect_params().values() if p.grad_req != "null"]
 
     def release(self):
         """Finish MXNet's queued work, then drop the model."""
@@ -310,9 +346,11 @@ class Adapter(Base):
 
     def reset_state(self):
         for stateful in self.stateful:
-            stateful.state = None
+            stateful.state = {}
 
     def train_step(self, x, y):
+        if len(self.ctxs) > 1:
+            return self._parallel_step(x, y)
         with autograd.record():
             loss = self.loss_fn(self.net(x), y)
         loss.backward()
@@ -322,11 +360,30 @@ class Adapter(Base):
         self.trainer.step(1)
         return loss
 
+    def _parallel_step(self, xs, ys):
+        """The data-parallel step (module docstring) on the shards ``xs``, ``ys`` (one per context); returns the
+        shards' mean losses."""
+        with autograd.record():
+            losses = [self.loss_fn(self.net(x), y) for x, y in zip(xs, ys)]
+        autograd.backward(losses)
+        ranks = len(self.ctxs)
+        if self.clip_norm:
+            self.trainer.allreduce_grads()
+            for ctx in self.ctxs:
+                grads = [p.grad(ctx) for p in self.net.collect_params().values() if p.grad_req != "null"]
+                gluon.utils.clip_global_norm(grads, self.clip_norm * ranks)
+            self.trainer.update(ranks)
+        else:
+            self.trainer.step(ranks)
+        return losses
+
     def synchronize(self):
         mx.nd.waitall()
 
     def losses(self, handles):
-        return [float(h.asscalar()) for h in handles]
+        """Floats of the step losses; a data-parallel step's: the mean of its equal shards' mean losses."""
+        return [float(np.mean([s.asscalar() for s in h])) if isinstance(h, list) else float(h.asscalar())
+                for h in handles]
 
     def infer(self, x):
         return self.net(self._array(x)).asnumpy()

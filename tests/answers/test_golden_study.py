@@ -233,8 +233,10 @@ def test_an_untestable_claim_is_folded_under_one_reason_and_a_multi_gpu_claim_na
     study = studies.load(str(GOLDEN))
     reasons = {v.claim: v.reason for v in claims.evaluate(study, _summary(), NOT_RUN, MISSING, _planned(study, 2))}
     assert {c: r for c, r in reasons.items() if r} == {
-        "gpus-caffe": "Caffe: no data-parallel training in the caffe adapter: its builds have no NCCL (Debian's "
-                      "recipe), without which pycaffe has no multi-GPU path",
+        "gpus-caffe": "Caffe: no data-parallel training in the caffe adapter: pycaffe's multi-GPU path (caffe.NCCL, "
+                      "one process per GPU) needs Caffe compiled with USE_NCCL, and its CUDA image compiles Debian's "
+                      "recipe, which has no NCCL (PyPI's nvidia-nccl-cu11 has the header and library for its CUDA "
+                      "11.8; not built yet); NCCL has no CPU transport, so a CPU image has none",
         "device-scoped": "too few of its tools can run here: no image of a tool for the device",
         "gone": "cannot judge: bundle missing",
         "untestable": "it needs two GPU models"}

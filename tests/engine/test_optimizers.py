@@ -14,11 +14,6 @@ from tests.data import optimizer_steps
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture(scope="module")
-def cntk_cpu_image(cpu_image):
-    return cpu_image("cntk")
-
-
 def _torch_steps(opt):
     w0, x, y = optimizer_steps.problem()
     w = torch.nn.Parameter(torch.from_numpy(w0.copy()))

@@ -156,7 +156,7 @@ def test_a_study_on_one_gpu_runs_its_one_gpu_data_parallel_jobs():
     planned = {p.id: p for p in studymod.plan(studies.load("dlbench"), gpus=[{"index": 0}], quick=True)}
     fcn = planned["multigpu-fcn"]
     assert fcn.why is None and fcn.options.ranks == [1] and fcn.notes == ["GPU counts 2, 4 left out: this host has 1 GPU"]
-    assert fcn.jobs == 2  # PyTorch and JAX: the adapters with a data-parallel path
+    assert fcn.jobs == 3  # PyTorch, JAX and MXNet: the adapters with a data-parallel path
     assert planned["multigpu-fcn"].options.batch_sizes == [4096]
     none = {p.id: p for p in studymod.plan(studies.load("dlbench"), gpus=[], quick=True)}
     assert none["multigpu-fcn"].why == "it needs an NVIDIA GPU; NVML sees none on this host"
@@ -172,7 +172,8 @@ def test_untestable_and_unmeasured_claims_say_why():
     assert found["early-gpu-fcn"].evidence == "not measured here (gpu-synthetic: not runnable here: no GPU)"
     assert found["early-gpu-cnn"].evidence == "cannot judge: bundle fcn-x missing"
     assert len(found) == len(study.claims)
-    # DLBench's multi-GPU claims on 4 x H100: none of its tools has a data-parallel path, and the host's plan says so
+    # DLBench's FCN-R 1 -> 2 GPU claim of CNTK and MXNet on 4 x H100: CNTK has no data-parallel path, MXNet no
+    # kernels for the H100, and the host's plan says so
     from dlrepro.plan import coverage
     from dlrepro.images import matrix as matrixmod
 
@@ -181,7 +182,8 @@ def test_untestable_and_unmeasured_claims_say_why():
     multi = {v.claim: v for v in claims.evaluate(study, empty, {}, {}, planned)}["multigpu-fcn-r-fast"]
     assert multi.verdict == verdicts.NOT_TESTABLE and multi.evidence.startswith(
         "too few of its tools can run here (can: none): CNTK: no data-parallel training in the cntk adapter")
-    assert multi.reason == "too few of its tools can run here: no data-parallel path in its tools' adapters"
+    assert multi.reason == "too few of its tools can run here: no data-parallel path in its tools' adapters" and \
+        "MXNet: mxnet-1.9.1-cuda has no kernels for H100" in multi.evidence
 
 
 def invoke(*args):
@@ -288,7 +290,7 @@ def test_run_picks_runs_of_the_study_and_records_the_others_as_not_asked(tmp_pat
     assert rnn.why is None and rnn.options.variants == ["imdb-gru"] and rnn.options.frameworks == [
         "torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-tensorflow", "keras-jax",
         "keras-torch", "keras-cntk", "keras-theano"]
-    assert rnn.jobs == 10 * 6  # the frameworks with a GRU (Chainer, Keras on five backends), six seeds each
+    assert rnn.jobs == 11 * 6  # the frameworks with a GRU (CNTK, Chainer, Keras on five backends), six seeds each
     assert {i: p.why for i, p in planned.items() if i != "cpu-rnn"} == {
         i: "not asked: --run cpu-rnn was given" for i in dlf.runs if i != "cpu-rnn"}
     two = [p.id for p in studymod.plan(dlf, gpus=[], cpus=2, runs=["cpu-rnn", "cnn-synthetic"]) if p.why is None]

@@ -18,6 +18,7 @@ FRAMEWORK_MODULES = {
     "keras_init.py": {"keras"},
     "keras_pool.py": {"keras"},
     "tensorflow_graph.py": {"tensorflow"},
+    "cntk_recurrent.py": {"cntk"},
     "mxnet_adapter.py": {"mxnet"},
     "jax_adapter.py": {"jax", "jaxlib", "optax"},
     "jax_layers.py": {"jax"},
