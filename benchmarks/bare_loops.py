@@ -21,6 +21,7 @@ PyTorch on a GPU), on one mini-batch resident on the device. The step, per frame
 Python 3.6 syntax, standard library, numpy and the framework: it runs inside each framework's image too
 (benchmarks/overhead_rounds.py).
 """
+
 import statistics
 import time
 
@@ -49,6 +50,7 @@ def _torch(adapter, job, model=None, clip=None):
         if clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
+
     return step
 
 
@@ -59,8 +61,11 @@ def _jax(adapter, job, clip=None):
 
     from runner.adapters import jax_adapter
 
-    loss_fn, compute, tx = jax_adapter._loss(job.get("loss", {"name": "softmax_cross_entropy"})), adapter.compute, \
-        adapter.tx
+    loss_fn, compute, tx = (
+        jax_adapter._loss(job.get("loss", {"name": "softmax_cross_entropy"})),
+        adapter.compute,
+        adapter.tx,
+    )
 
     def train_step(params, state, opt_state, key, x, y):
         key, rng = jax.random.split(key)
@@ -68,6 +73,7 @@ def _jax(adapter, job, clip=None):
         def objective(p):
             out, new_state = compute(p, state, x, True, rng)
             return loss_fn(out.astype(jnp.float32), y), new_state
+
         (loss, state), grads = jax.value_and_grad(objective, has_aux=True)(params)
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), state, opt_state, key, loss
@@ -78,6 +84,7 @@ def _jax(adapter, job, clip=None):
     def step():
         carried = compiled(adapter.params, adapter.state, adapter.opt_state, adapter.key, x, y)
         adapter.params, adapter.state, adapter.opt_state, adapter.key = carried[:4]  # the donated ones' successors
+
     return step
 
 
@@ -100,6 +107,7 @@ def _mxnet(adapter, job, clip=None):
         if clip:
             gluon.utils.clip_global_norm([p.grad(adapter.ctx) for p in params], clip)
         trainer.step(1)
+
     return step
 
 
@@ -123,8 +131,15 @@ def _caffe(adapter, job, clip=None):
     return lambda: adapter.solver.step(1)
 
 
-STEPS = {"torch": _torch, "jax": _jax, "tensorflow": _tensorflow, "mxnet": _mxnet, "cntk": _cntk,
-         "caffe2": _caffe2, "caffe": _caffe}
+STEPS = {
+    "torch": _torch,
+    "jax": _jax,
+    "tensorflow": _tensorflow,
+    "mxnet": _mxnet,
+    "cntk": _cntk,
+    "caffe2": _caffe2,
+    "caffe": _caffe,
+}
 
 
 def _batch(adapter, job):
@@ -153,11 +168,14 @@ def loop(adapter, job, model=None, events=False, telemetry=False):
 
             sampler = telemetrymod.Sampler.for_job(block)
             sampler.start()
-        means = [(_torch_events if cuda_torch else _host_clock)(adapter, step, block["iterations"], events)
-                 for _ in range(block["repeats"])]
+        means = [
+            (_torch_events if cuda_torch else _host_clock)(adapter, step, block["iterations"], events)
+            for _ in range(block["repeats"])
+        ]
         if sampler is not None:
             sampler.close()
         return statistics.median(means) if means else None
+
     return run
 
 

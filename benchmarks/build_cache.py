@@ -5,10 +5,12 @@
 The first call may build (minutes); every later call must find the content-hashed tag and
 build nothing. Prints each call's seconds and whether it built.
 """
+
 import argparse
 import time
 
-from dlrepro.images import build, matrix as matrixmod
+from dlrepro.images import build
+from dlrepro.images import matrix as matrixmod
 
 
 def main():
@@ -20,8 +22,10 @@ def main():
     for i in range(args.times):
         start = time.monotonic()
         built = build.ensure(m, image, build.BuildOptions(), log=lambda msg: None)
-        print("call %d: %6.2f s  %s  %s" % (i + 1, time.monotonic() - start, built.tag,
-                                           "built" if built.built else "cache hit"))
+        print(
+            "call %d: %6.2f s  %s  %s"
+            % (i + 1, time.monotonic() - start, built.tag, "built" if built.built else "cache hit")
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ each, in seconds; the first row is a bare `python -c pass` for scale.
 A task's `--help` parses the task module and prints its options: what every call of the task pays before it does
 anything. Run it from the checkout (its tasks.py is what `invoke` loads).
 """
+
 import argparse
 import json
 import resource
@@ -38,8 +39,9 @@ def seconds(argv, repeats):
 
 def task_names(command):
     """The task names `COMMAND --list --list-format=json` gives, sub-collections' as COLLECTION.TASK."""
-    listing = json.loads(subprocess.run(command + ["--list", "--list-format=json"], check=True, capture_output=True,
-                                        text=True).stdout)
+    listing = json.loads(
+        subprocess.run(command + ["--list", "--list-format=json"], check=True, capture_output=True, text=True).stdout
+    )
 
     def names(collection, prefix=""):
         for t in collection["tasks"]:
@@ -52,13 +54,19 @@ def task_names(command):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--command", default="%s -m invoke" % shlex.quote(sys.executable),
-                        help="the command line to time (default: python -m invoke)")
+    parser.add_argument(
+        "--command",
+        default="%s -m invoke" % shlex.quote(sys.executable),
+        help="the command line to time (default: python -m invoke)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (default 3)")
     args = parser.parse_args()
     command = shlex.split(args.command)
-    rows = [("python -c pass", [sys.executable, "-c", "pass"]), ("--list", command + ["--list"]),
-            ("specs", command + ["specs"])]
+    rows = [
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("--list", command + ["--list"]),
+        ("specs", command + ["specs"]),
+    ]
     rows += [("%s --help" % name, command + ["--help", name]) for name in task_names(command)]
     print("%s: seconds, median of %d runs" % (args.command, args.repeats))
     print("%-28s %6s %6s" % ("", "wall", "cpu"))

@@ -15,6 +15,7 @@ facts are recorded, when the disk has fewer free GB than that.
 cuobjdump comes from the nvidia-cuda-cuobjdump wheel, installed once into a virtual environment under the
 suite's cache (DLREPRO_CACHE) unless --cuobjdump names one.
 """
+
 import argparse
 import json
 import os
@@ -29,7 +30,8 @@ import docker
 from dlrepro import REPO_ROOT, cache
 from dlrepro.engine import client
 from dlrepro.errors import DlreproError
-from dlrepro.images import build, gpu_support, matrix as matrixmod
+from dlrepro.images import build, gpu_support
+from dlrepro.images import matrix as matrixmod
 from dlrepro.run import probe
 
 CUOBJDUMP_WHEEL = "nvidia-cuda-cuobjdump==13.5.37"
@@ -65,8 +67,10 @@ def write(out, record, order):
         record.update(built_now=earlier["built_now"], build_seconds=earlier["build_seconds"])  # the build's time
     records[record["name"]] = record
     listed = [records[name] for name in order if name in records]
-    for name, text in ((RECORD, json.dumps(listed, indent=1, sort_keys=True) + "\n"),
-                       (TABLE, gpu_support.markdown(listed))):
+    for name, text in (
+        (RECORD, json.dumps(listed, indent=1, sort_keys=True) + "\n"),
+        (TABLE, gpu_support.markdown(listed)),
+    ):
         (out / (name + ".part")).write_text(text)
         os.replace(out / (name + ".part"), out / name)  # whole, for a run that reads it at the same time
 
@@ -76,10 +80,17 @@ def main():
     parser.add_argument("--images", default="", help="image names, comma-separated (default: every CUDA image)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--cuobjdump", default="", help="a cuobjdump program (default: %s)" % CUOBJDUMP_WHEEL)
-    parser.add_argument("--rederive", action="store_true",
-                        help="build and run nothing: remake each recorded image's derived fields from its facts")
-    parser.add_argument("--remove-below", type=float, default=0.0,
-                        help="remove an image this run built after recording it when free disk (GB) is below this")
+    parser.add_argument(
+        "--rederive",
+        action="store_true",
+        help="build and run nothing: remake each recorded image's derived fields from its facts",
+    )
+    parser.add_argument(
+        "--remove-below",
+        type=float,
+        default=0.0,
+        help="remove an image this run built after recording it when free disk (GB) is below this",
+    )
     args = parser.parse_args()
     matrix = matrixmod.load()
     cuda = [i for i in matrix.images if i.device == "cuda"]
@@ -87,8 +98,9 @@ def main():
     if args.rederive:
         for name, record in load(args.out).items():
             if record["built"]:
-                write(args.out, dict(record, **probe.derive(matrix.entry(name), record["facts"])),
-                      [i.name for i in cuda])
+                write(
+                    args.out, dict(record, **probe.derive(matrix.entry(name), record["facts"])), [i.name for i in cuda]
+                )
         return 0
     tool = args.cuobjdump or cuobjdump()
     for image in chosen:
@@ -96,8 +108,11 @@ def main():
             record = probe.inspect(matrix, image, build.BuildOptions(), tool)
         except (DlreproError, docker.errors.DockerException) as exc:
             said = " ".join(str(exc).split())  # its head names the build log, its tail the failing command's error
-            record = probe.not_built(image, said if len(said) <= 800 else said[:300] + " [...] " + said[-500:],
-                                     getattr(exc, "remedy", None) or "see the build log named in the reason")
+            record = probe.not_built(
+                image,
+                said if len(said) <= 800 else said[:300] + " [...] " + said[-500:],
+                getattr(exc, "remedy", None) or "see the build log named in the reason",
+            )
         built_here = record["built"] and record["built_now"]
         write(args.out, record, [i.name for i in cuda])
         if record["built"]:

@@ -6,6 +6,7 @@
 Prints one row per job: median and IQR from each executor and their ratio (docker / local).
 The bundles are kept under --results (default: a temporary folder) for inspection.
 """
+
 import argparse
 import json
 import tempfile
@@ -36,8 +37,10 @@ def main():
             got[executor] = job_rows(runs.run(spec, options, results_dir=results, reporter=runs.Silent()))
         for job_id, d in got["docker"].items():
             loc = got["local"][job_id]
-            print("%-26s %12.4f %9.4f %12.4f %9.4f %8.3f" % (job_id, d["median"], d["iqr"], loc["median"], loc["iqr"],
-                                                          d["median"] / loc["median"]))
+            print(
+                "%-26s %12.4f %9.4f %12.4f %9.4f %8.3f"
+                % (job_id, d["median"], d["iqr"], loc["median"], loc["iqr"], d["median"] / loc["median"])
+            )
     print("bundles: %s" % results)
 
 

@@ -7,6 +7,7 @@ inputs (x / 256) and epochs in each framework's container; one bundle. Prints ea
 test accuracy after every epoch, its median seconds per epoch, and the gap to PyTorch's final
 accuracy (the target: within 1.5 points).
 """
+
 import argparse
 import json
 
@@ -27,7 +28,9 @@ def main():
         job = json.loads((job_dir / "job.json").read_text())
         results[job["framework"]] = json.loads((job_dir / "result.json").read_text())
     reference = results.get("torch", {}).get("convergence")
-    print("%-11s %s %10s %8s" % ("framework", " ".join("ep%-5d" % (e + 1) for e in range(args.epochs)), "s/epoch", "gap"))
+    print(
+        "%-11s %s %10s %8s" % ("framework", " ".join("ep%-5d" % (e + 1) for e in range(args.epochs)), "s/epoch", "gap")
+    )
     for framework in frameworks:
         result = results[framework]
         if result["status"] != "ok":
@@ -35,8 +38,10 @@ def main():
             continue
         accs = [100 * e["test_accuracy"] for e in result["convergence"]["epochs"]]
         gap = "%+.2f" % (accs[-1] - 100 * reference["final_test_accuracy"]) if reference else "-"
-        print("%-11s %s %10.1f %8s" % (framework, " ".join("%6.2f" % a for a in accs),
-                                      result["timing"]["summary"]["median"], gap))
+        print(
+            "%-11s %s %10.1f %8s"
+            % (framework, " ".join("%6.2f" % a for a in accs), result["timing"]["summary"]["median"], gap)
+        )
     print("bundle: %s" % path)
 
 

@@ -5,12 +5,15 @@
 
 Batch sizes: 16, 16 and 128 (cpu) or 64, 32 and 128 (cuda).
 """
+
 import argparse
 
 from side_by_side import compare_ways
 
-CASES = {"cpu": [("alexnet", "alexnet-s", 16), ("resnet50", "resnet50", 16), ("lstm", "lstm-synthetic", 128)],
-         "cuda": [("alexnet", "alexnet-s", 64), ("resnet50", "resnet50", 32), ("lstm", "lstm-synthetic", 128)]}
+CASES = {
+    "cpu": [("alexnet", "alexnet-s", 16), ("resnet50", "resnet50", 16), ("lstm", "lstm-synthetic", 128)],
+    "cuda": [("alexnet", "alexnet-s", 64), ("resnet50", "resnet50", 32), ("lstm", "lstm-synthetic", 128)],
+}
 
 
 def main():
@@ -20,8 +23,14 @@ def main():
     parser.add_argument("--executor", default="docker")
     parser.add_argument("--results", default=None)
     args = parser.parse_args()
-    compare_ways(CASES[args.device], {"worker": {"isolation": "worker"}, "process": {"isolation": "process"}},
-                 args.results, frameworks=[args.framework], device=args.device, executor=args.executor)
+    compare_ways(
+        CASES[args.device],
+        {"worker": {"isolation": "worker"}, "process": {"isolation": "process"}},
+        args.results,
+        frameworks=[args.framework],
+        device=args.device,
+        executor=args.executor,
+    )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ changed at a time (VARIANTS), each as its own ratio to that loop: which choice c
 prints each side's GPU kernels with their time per step (torch.profiler's CUPTI records XLA's kernels too; needs
 torch). ``--hlo DIR`` writes each side's compiled XLA program (HLO text after optimisation) per batch size.
 """
+
 import argparse
 import collections
 import json
@@ -83,8 +84,12 @@ def plain_loop(batch, layout="in_out", labels="one_hot", update="tree_map", key=
         kw, kb = jax.random.split(k)
         bound = 1.0 / math.sqrt(fan_in)
         shape = (fan_in, units) if layout == "in_out" else (units, fan_in)
-        params.append((jax.random.uniform(kw, shape, jnp.float32, -bound, bound),
-                       jax.random.uniform(kb, (units,), jnp.float32, -bound, bound)))
+        params.append(
+            (
+                jax.random.uniform(kw, shape, jnp.float32, -bound, bound),
+                jax.random.uniform(kb, (units,), jnp.float32, -bound, bound),
+            )
+        )
     kx, ky = jax.random.split(keys[-1])
     x = jax.random.normal(kx, (batch, SIZES[0]), jnp.float32)
     y = jax.random.randint(ky, (batch,), 0, SIZES[-1])
@@ -129,6 +134,7 @@ def plain_loop(batch, layout="in_out", labels="one_hot", update="tree_map", key=
             carried[:] = out[:3]
         jax.block_until_ready(out)
         return (time.perf_counter() - start) / iterations
+
     return run, compiled, lambda: tuple(carried) + (x, y)
 
 
@@ -165,8 +171,7 @@ def measure_batch(batch, args):
 
     from runner import adapters
 
-    job = make_job("jax", "fcn", "fcn-s", batch, "fp32", "default", args.device, args.block_warmup, args.iterations,
-                   1)
+    job = make_job("jax", "fcn", "fcn-s", batch, "fp32", "default", args.device, args.block_warmup, args.iterations, 1)
     adapter = adapters.load(job)
     adapter.build()
     suite(adapter, dict(job, warmup=args.warmup, iterations=2), window=False)  # compiles and primes the job's step
@@ -184,11 +189,17 @@ def measure_batch(batch, args):
     rounds = rounds_for(step_s, len(sides), args.block_warmup + args.iterations + 1, args.seconds, args.min_rounds)
     found, probes, _, timers = measure_case(sides, rounds)
     plain = next(iter(BASELINES))
-    row = {"batch_size": batch, "rounds": rounds, "iterations_per_block": args.iterations,
-           "suite_timer": timers["suite"], "median_s": dict((k, statistics.median(v)) for k, v in found.items()),
-           "rounds_s": found, "host_probe_s": probes,
-           "suite_over": dict((k, paired(found["suite"], found[k])) for k in BASELINES),
-           "variants_over_plain": dict((k, paired(found[k], found[plain])) for k in found if k in VARIANTS)}
+    row = {
+        "batch_size": batch,
+        "rounds": rounds,
+        "iterations_per_block": args.iterations,
+        "suite_timer": timers["suite"],
+        "median_s": dict((k, statistics.median(v)) for k, v in found.items()),
+        "rounds_s": found,
+        "host_probe_s": probes,
+        "suite_over": dict((k, paired(found["suite"], found[k])) for k in BASELINES),
+        "variants_over_plain": dict((k, paired(found[k], found[plain])) for k in found if k in VARIANTS),
+    }
     if args.kernels:
         small = dict(job, warmup=1, iterations=5)
         row["kernels_us_per_step"] = {"suite": kernel_times(lambda: suite(adapter, small, window=False), 7)}
@@ -199,7 +210,8 @@ def measure_batch(batch, args):
         programs.update((name, step.lower(*current())) for name, (_, step, current) in loops.items())
         for name, lowered in programs.items():
             Path(args.hlo, "b%d-%s.hlo.txt" % (batch, "".join(c if c.isalnum() else "_" for c in name))).write_text(
-                lowered.compile().as_text())
+                lowered.compile().as_text()
+            )
     adapter.release()
     del loops
     jax.clear_caches()
@@ -208,8 +220,10 @@ def measure_batch(batch, args):
 
 def print_row(row):
     median = row["median_s"]
-    print("b%-4d suite %8.3f ms  (%d rounds, %s)" % (row["batch_size"], median["suite"] * 1e3, row["rounds"],
-                                                     row["suite_timer"]))
+    print(
+        "b%-4d suite %8.3f ms  (%d rounds, %s)"
+        % (row["batch_size"], median["suite"] * 1e3, row["rounds"], row["suite_timer"])
+    )
     for name, pair in row["suite_over"].items():
         print("      %-28s %8.3f ms  suite/it %.4f %s" % (name, median[name] * 1e3, pair["ratio"], _interval(pair)))
     for name, pair in row["variants_over_plain"].items():
@@ -225,8 +239,13 @@ def versions():
     import optax
 
     device = jax.devices()[0]
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "optax": optax.__version__,
-            "device": getattr(device, "device_kind", str(device)), "platform": device.platform}
+    return {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "optax": optax.__version__,
+        "device": getattr(device, "device_kind", str(device)),
+        "platform": device.platform,
+    }
 
 
 def main():
@@ -254,9 +273,14 @@ def main():
             Path(args.json).write_text(json.dumps(found, indent=1))
     for name in BASELINES:
         ratios = [(r["batch_size"], r["suite_over"][name]) for r in found["rows"]]
-        print("suite / %s: %s; every batch size within 0.95-1.05: %s" % (
-            name, ", ".join("b%d %.4f %s" % (b, p["ratio"], _interval(p)) for b, p in ratios),
-            "yes" if all(0.95 <= p["ratio"] <= 1.05 for _, p in ratios) else "no"))
+        print(
+            "suite / %s: %s; every batch size within 0.95-1.05: %s"
+            % (
+                name,
+                ", ".join("b%d %.4f %s" % (b, p["ratio"], _interval(p)) for b, p in ratios),
+                "yes" if all(0.95 <= p["ratio"] <= 1.05 for _, p in ratios) else "no",
+            )
+        )
 
 
 if __name__ == "__main__":

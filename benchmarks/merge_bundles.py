@@ -8,6 +8,7 @@ an earlier configuration) into a temporary folder, then times a merge of their s
 of summaries and samples. Prints the seconds, the rows merged and how many repeated measurements
 were labelled.
 """
+
 import argparse
 import json
 import random
@@ -30,12 +31,24 @@ def _bundle(root, number, jobs, iterations, rng):
     summary, samples = [], []
     for j in range(jobs):
         framework = FRAMEWORKS[j % len(FRAMEWORKS)]
-        base = {"tables_schema": tables.SCHEMA, "bundle_id": bundle_id, "bundle_created": body["created"],
-                "job_id": "alexnet-s.%s.cpu.b%d" % (framework, 16 << (j // 4)), "spec": "alexnet",
-                "spec_sha256": "%064x" % config, "variant": "alexnet-s", "framework": framework,
-                "image_id": "sha256:%064x" % j, "host": "host-%d" % (config % 2), "device": "cpu",
-                "device_name": "AMD EPYC", "mode": "throughput", "batch_size": 16 << (j // 4), "threads": 2,
-                "precision": "fp32"}
+        base = {
+            "tables_schema": tables.SCHEMA,
+            "bundle_id": bundle_id,
+            "bundle_created": body["created"],
+            "job_id": "alexnet-s.%s.cpu.b%d" % (framework, 16 << (j // 4)),
+            "spec": "alexnet",
+            "spec_sha256": "%064x" % config,
+            "variant": "alexnet-s",
+            "framework": framework,
+            "image_id": "sha256:%064x" % j,
+            "host": "host-%d" % (config % 2),
+            "device": "cpu",
+            "device_name": "AMD EPYC",
+            "mode": "throughput",
+            "batch_size": 16 << (j // 4),
+            "threads": 2,
+            "precision": "fp32",
+        }
         seconds = [rng.uniform(1.0, 2.0) for _ in range(iterations)]
         summary.append(dict(base, status="ok", median=sorted(seconds)[iterations // 2], n=iterations))
         samples += [dict(base, sample="iteration", repeat=1, index=i + 1, seconds=s) for i, s in enumerate(seconds)]
@@ -58,8 +71,10 @@ def main():
         start = time.perf_counter()
         _, samples = tables.merge(folders)
         both = time.perf_counter() - start
-    print("summaries of %d bundles merged in %.2f s: %d rows, %d labelled as repeated measurements"
-          % (args.bundles, seconds, len(summary), int((summary["measurements"] > 1).sum())))
+    print(
+        "summaries of %d bundles merged in %.2f s: %d rows, %d labelled as repeated measurements"
+        % (args.bundles, seconds, len(summary), int((summary["measurements"] > 1).sum()))
+    )
     print("summaries and samples merged in %.2f s: %d sample rows" % (both, len(samples)))
 
 

@@ -39,6 +39,7 @@ when torchvision is installed (PyTorch on a GPU). ``--profile`` counts, per step
 (benchmarks/overhead_profile.py: the host's Python calls, and torch.profiler's CUDA runtime and driver calls and
 kernels, which it records for any framework in the process) and prints where they differ.
 """
+
 import argparse
 import json
 import signal
@@ -50,25 +51,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import bare_loops, overhead_rounds  # noqa: E402 (the checkout first on the path)
+from benchmarks import bare_loops  # noqa: E402 (the checkout first on the path)
 from benchmarks.overhead_rounds import measure_case, paired, rounds_for, step_seconds, suite  # noqa: E402
 
 CASES = {  # framework -> [(label, spec, variant, batch size, precision, layout)]
-    "torch": [("AlexNet-S", "alexnet", "alexnet-s", 128, "fp32", "default"),
-              ("ResNet-50", "resnet50", "resnet50", 64, "fp32", "default"),
-              ("FCN-S", "fcn", "fcn-s", 1024, "fp32", "default"),
-              ("LSTM", "lstm", "lstm-synthetic", 128, "fp32", "default"),
-              ("ResNet-50 bf16 NHWC", "resnet50", "resnet50", 256, "bf16", "channels_last")],
-    "jax": [("FCN-S b32", "fcn", "fcn-s", 32, "fp32", "default"),
-            ("FCN-S b128", "fcn", "fcn-s", 128, "fp32", "default"),
-            ("FCN-S", "fcn", "fcn-s", 1024, "fp32", "default"),
-            ("AlexNet-S b16", "alexnet", "alexnet-s", 16, "fp32", "default"),
-            ("AlexNet-S", "alexnet", "alexnet-s", 128, "fp32", "default"),
-            ("ResNet-50", "resnet50", "resnet50", 64, "fp32", "default"),
-            ("LSTM", "lstm", "lstm-synthetic", 128, "fp32", "default")],
+    "torch": [
+        ("AlexNet-S", "alexnet", "alexnet-s", 128, "fp32", "default"),
+        ("ResNet-50", "resnet50", "resnet50", 64, "fp32", "default"),
+        ("FCN-S", "fcn", "fcn-s", 1024, "fp32", "default"),
+        ("LSTM", "lstm", "lstm-synthetic", 128, "fp32", "default"),
+        ("ResNet-50 bf16 NHWC", "resnet50", "resnet50", 256, "bf16", "channels_last"),
+    ],
+    "jax": [
+        ("FCN-S b32", "fcn", "fcn-s", 32, "fp32", "default"),
+        ("FCN-S b128", "fcn", "fcn-s", 128, "fp32", "default"),
+        ("FCN-S", "fcn", "fcn-s", 1024, "fp32", "default"),
+        ("AlexNet-S b16", "alexnet", "alexnet-s", 16, "fp32", "default"),
+        ("AlexNet-S", "alexnet", "alexnet-s", 128, "fp32", "default"),
+        ("ResNet-50", "resnet50", "resnet50", 64, "fp32", "default"),
+        ("LSTM", "lstm", "lstm-synthetic", 128, "fp32", "default"),
+    ],
 }
-CPU_CASES = [("AlexNet-S", "alexnet", "alexnet-s", 8, "fp32", "default"),
-             ("FCN-S", "fcn", "fcn-s", 32, "fp32", "default")]
+CPU_CASES = [
+    ("AlexNet-S", "alexnet", "alexnet-s", 8, "fp32", "default"),
+    ("FCN-S", "fcn", "fcn-s", 32, "fp32", "default"),
+]
 CPU_BATCH = {"alexnet": 8, "resnet50": 4, "fcn": 32, "lstm": 16}
 FRAMEWORKS = "torch,tensorflow,mxnet,jax,cntk,caffe2,caffe"
 PARTS = ("bare+events", "bare+telemetry", "suite-nowindow")
@@ -80,9 +87,18 @@ def make_job(framework, spec_name, variant, batch, precision, layout, device, wa
     from dlrepro.run import jobs
     from dlrepro.run.options import RunOptions
 
-    options = RunOptions(frameworks=[framework], variants=[variant], device=device, batch_sizes=[batch],
-                         warmup=warmup, iterations=iterations, repeats=repeats, precision=precision,
-                         layout=layout, executor="local")
+    options = RunOptions(
+        frameworks=[framework],
+        variants=[variant],
+        device=device,
+        batch_sizes=[batch],
+        warmup=warmup,
+        iterations=iterations,
+        repeats=repeats,
+        precision=precision,
+        layout=layout,
+        executor="local",
+    )
     (job,) = jobs.expand(specmod.load(spec_name), options)
     return job
 
@@ -115,44 +131,118 @@ def row_of(label, job, found, probes, tel, timers, rounds, iterations):
     bares, suites, batch = found["bare"], found["suite"], job["batch_size"]
     b, s = statistics.median(bares), statistics.median(suites)
     pair, probe = paired(suites, bares), sorted(probes)
-    row = {"case": label, "framework": job["framework"], "spec": job["spec"]["name"], "variant": job["variant"],
-           "batch_size": batch, "precision": job["precision"], "layout": job.get("layout"), "rounds": rounds,
-           "iterations_per_block": iterations, "bare_s": b, "suite_s": s, "ratio": pair["ratio"],
-           "ratio_ci95": pair["ci95"], "ratio_ci95_coverage": pair["coverage"],
-           "ratio_rounds_min_max": [pair["min"], pair["max"]], "bare_rounds": bares, "suite_rounds": suites,
-           "suite_timer": timers["suite"], "bare_samples_per_s": batch / b, "suite_samples_per_s": batch / s,
-           "order": "ABBA over %s" % ", ".join(found), "host_probe_s": probes,
-           "host_probe_p10_p90": [probe[len(probe) // 10], probe[len(probe) * 9 // 10]],
-           "telemetry": {k: tel.get(k) for k in ("status", "reason", "sampling", "device", "summary", "reasons_seen",
-                                                  "violation_s", "throttled", "throttle_reasons")}}
+    row = {
+        "case": label,
+        "framework": job["framework"],
+        "spec": job["spec"]["name"],
+        "variant": job["variant"],
+        "batch_size": batch,
+        "precision": job["precision"],
+        "layout": job.get("layout"),
+        "rounds": rounds,
+        "iterations_per_block": iterations,
+        "bare_s": b,
+        "suite_s": s,
+        "ratio": pair["ratio"],
+        "ratio_ci95": pair["ci95"],
+        "ratio_ci95_coverage": pair["coverage"],
+        "ratio_rounds_min_max": [pair["min"], pair["max"]],
+        "bare_rounds": bares,
+        "suite_rounds": suites,
+        "suite_timer": timers["suite"],
+        "bare_samples_per_s": batch / b,
+        "suite_samples_per_s": batch / s,
+        "order": "ABBA over %s" % ", ".join(found),
+        "host_probe_s": probes,
+        "host_probe_p10_p90": [probe[len(probe) // 10], probe[len(probe) * 9 // 10]],
+        "telemetry": {
+            k: tel.get(k)
+            for k in (
+                "status",
+                "reason",
+                "sampling",
+                "device",
+                "summary",
+                "reasons_seen",
+                "violation_s",
+                "throttled",
+                "throttle_reasons",
+            )
+        },
+    }
     others = [k for k in found if k not in ("bare", "suite")]
     if others:
-        row["parts"] = dict((p, dict(paired(found[p], bares), rounds=found[p], median_s=statistics.median(found[p]),
-                                     timer=timers.get(p))) for p in others)
+        row["parts"] = dict(
+            (
+                p,
+                dict(
+                    paired(found[p], bares), rounds=found[p], median_s=statistics.median(found[p]), timer=timers.get(p)
+                ),
+            )
+            for p in others
+        )
     return row
 
 
 HEADER = "%-20s %-10s %5s %-5s %10s %10s %7s %19s %6s %-14s" % (
-    "case", "framework", "batch", "prec", "bare (ms)", "suite (ms)", "ratio", "95% interval", "rounds", "suite timer")
+    "case",
+    "framework",
+    "batch",
+    "prec",
+    "bare (ms)",
+    "suite (ms)",
+    "ratio",
+    "95% interval",
+    "rounds",
+    "suite timer",
+)
 
 
 def print_row(row):
-    print("%-20s %-10s %5d %-5s %10.3f %10.3f %7.4f %19s %6d %-14s" % (
-        row["case"], row["framework"], row["batch_size"], row["precision"], row["bare_s"] * 1e3, row["suite_s"] * 1e3,
-        row["ratio"], _interval({"ci95": row["ratio_ci95"]}), row["rounds"], row["suite_timer"]))
-    print("    rounds' own ratios %.4f-%.4f; host probe %.1f-%.1f ms (%s over the rounds)" % (
-        row["ratio_rounds_min_max"][0], row["ratio_rounds_min_max"][1], row["host_probe_p10_p90"][0] * 1e3,
-        row["host_probe_p10_p90"][1] * 1e3, "10th-90th percentile" if row["rounds"] >= 10 else "least-most"))
+    print(
+        "%-20s %-10s %5d %-5s %10.3f %10.3f %7.4f %19s %6d %-14s"
+        % (
+            row["case"],
+            row["framework"],
+            row["batch_size"],
+            row["precision"],
+            row["bare_s"] * 1e3,
+            row["suite_s"] * 1e3,
+            row["ratio"],
+            _interval({"ci95": row["ratio_ci95"]}),
+            row["rounds"],
+            row["suite_timer"],
+        )
+    )
+    print(
+        "    rounds' own ratios %.4f-%.4f; host probe %.1f-%.1f ms (%s over the rounds)"
+        % (
+            row["ratio_rounds_min_max"][0],
+            row["ratio_rounds_min_max"][1],
+            row["host_probe_p10_p90"][0] * 1e3,
+            row["host_probe_p10_p90"][1] * 1e3,
+            "10th-90th percentile" if row["rounds"] >= 10 else "least-most",
+        )
+    )
     for name, part in sorted((row.get("parts") or {}).items()):
-        print("    %-22s %9.3f ms  ratio to bare %.4f %s" % (name, part["median_s"] * 1e3, part["ratio"],
-                                                             _interval(part)))
+        print(
+            "    %-22s %9.3f ms  ratio to bare %.4f %s" % (name, part["median_s"] * 1e3, part["ratio"], _interval(part))
+        )
     tel = row["telemetry"]
     if tel.get("status") == "ok":
         summ = tel["summary"]
-        print("    telemetry: SM %s MHz, mem %s MHz, power %s W, temp %s C, util %s%%, throttled %s %s" % (
-            _mmm(summ["sm_clock_mhz"]), _mmm(summ["memory_clock_mhz"]), _mmm(summ["power_w"]),
-            _mmm(summ["temperature_c"]), _mmm(summ["gpu_util_pct"]), tel["throttled"],
-            tel["throttle_reasons"] or tel["reasons_seen"]))
+        print(
+            "    telemetry: SM %s MHz, mem %s MHz, power %s W, temp %s C, util %s%%, throttled %s %s"
+            % (
+                _mmm(summ["sm_clock_mhz"]),
+                _mmm(summ["memory_clock_mhz"]),
+                _mmm(summ["power_w"]),
+                _mmm(summ["temperature_c"]),
+                _mmm(summ["gpu_util_pct"]),
+                tel["throttled"],
+                tel["throttle_reasons"] or tel["reasons_seen"],
+            )
+        )
     sys.stdout.flush()
 
 
@@ -164,8 +254,9 @@ def in_process(args, framework):
     for label, spec_name, variant, batch, precision, layout in _chosen(CASES[framework], args):
         if args.device != "cuda":
             batch, precision = CPU_BATCH[spec_name], "fp32" if precision == "fp32" else "bf16"
-        job = make_job(framework, spec_name, variant, batch, precision, layout, args.device, args.block_warmup,
-                       args.iterations, 1)
+        job = make_job(
+            framework, spec_name, variant, batch, precision, layout, args.device, args.block_warmup, args.iterations, 1
+        )
         adapter = adapters.load(job)
         adapter.build()
         run = bare_loops.loop(adapter, job)
@@ -177,8 +268,9 @@ def in_process(args, framework):
 
             profiled = overhead_profile.profile(adapter, job, run)
         sides = sides_for(adapter, job, run, args.timers, args.parts)
-        rounds = rounds_for(step_seconds(run, job), len(sides), args.block_warmup + args.iterations + 1,
-                            args.seconds, args.min_rounds)
+        rounds = rounds_for(
+            step_seconds(run, job), len(sides), args.block_warmup + args.iterations + 1, args.seconds, args.min_rounds
+        )
         found, probes, tel, timers = measure_case(sides, rounds)
         adapter.release()
         row = row_of(label, job, found, probes, tel, timers, rounds, args.iterations)
@@ -198,39 +290,63 @@ def in_images(args):
     import os
 
     from dlrepro import REPO_ROOT, engine
+    from dlrepro.images import build
+    from dlrepro.images import matrix as matrixmod
     from dlrepro.inputs import datasets
-    from dlrepro.images import build, matrix as matrixmod
     from dlrepro.run.executors import docker as dockerexec
 
     matrix, client, rows = matrixmod.load(), engine.client(), []
     for framework in args.frameworks.split(","):
         image = build.ensure(matrix, matrix.find(framework, "cpu"), build.BuildOptions(), log=lambda message: None)
         for label, spec_name, variant, batch, precision, layout in _chosen(CPU_CASES, args):
-            job = make_job(framework, spec_name, variant, batch, precision, layout, "cpu", args.block_warmup,
-                           args.iterations, 1)
+            job = make_job(
+                framework, spec_name, variant, batch, precision, layout, "cpu", args.block_warmup, args.iterations, 1
+            )
             with tempfile.TemporaryDirectory(prefix="dlrepro-overhead-") as tmp:
                 stage, out = Path(tmp, "jobs"), Path(tmp, "out")
                 stage.mkdir()
                 out.mkdir()
                 out.chmod(0o777)
-                (stage / "case.json").write_text(json.dumps({"job": job, "warmup": args.warmup, "seconds": args.seconds,
-                                                            "min_rounds": args.min_rounds}))
+                (stage / "case.json").write_text(
+                    json.dumps(
+                        {"job": job, "warmup": args.warmup, "seconds": args.seconds, "min_rounds": args.min_rounds}
+                    )
+                )
                 container = dockerexec.create_args(
-                    image.tag, "%d:%d" % (os.getuid(), os.getgid()), stage, out, datasets.root(),
+                    image.tag,
+                    "%d:%d" % (os.getuid(), os.getgid()),
+                    stage,
+                    out,
+                    datasets.root(),
                     memory=dockerexec.default_memory(),
-                    command=["python", "-m", "benchmarks.overhead_rounds", "/jobs/case.json", "/out/found.json"])
+                    command=["python", "-m", "benchmarks.overhead_rounds", "/jobs/case.json", "/out/found.json"],
+                )
                 container["volumes"][str(REPO_ROOT / "benchmarks")] = {
-                    "bind": dockerexec.CONTAINER_ROOT + "/benchmarks", "mode": "ro"}
+                    "bind": dockerexec.CONTAINER_ROOT + "/benchmarks",
+                    "mode": "ro",
+                }
                 for key in ("stdin_open", "detach", "auto_remove"):  # run to its end here, then removed
                     container.pop(key)
                 started = time.perf_counter()
                 _run_to_end(client.containers.create(**container), framework)
                 found = json.loads((out / "found.json").read_text())
             rounds = len(found["rounds"]["bare"])
-            row = row_of(label, job, found["rounds"], found["host_probe_s"], {}, {"suite": found["timer"]}, rounds,
-                         args.iterations)
-            row.update(image=image.tag, framework_version=found["framework_version"],
-                       framework_threads=found["threads"], container_s=time.perf_counter() - started)
+            row = row_of(
+                label,
+                job,
+                found["rounds"],
+                found["host_probe_s"],
+                {},
+                {"suite": found["timer"]},
+                rounds,
+                args.iterations,
+            )
+            row.update(
+                image=image.tag,
+                framework_version=found["framework_version"],
+                framework_threads=found["threads"],
+                container_s=time.perf_counter() - started,
+            )
             rows.append(row)
             save(args, rows)
             print_row(row)
@@ -244,8 +360,10 @@ def _run_to_end(container, framework):
         container.start()
         code = container.wait()["StatusCode"]
         if code:
-            raise RuntimeError("%s: the container exited with %d: %s" % (
-                framework, code, container.logs(tail=20).decode(errors="replace")))
+            raise RuntimeError(
+                "%s: the container exited with %d: %s"
+                % (framework, code, container.logs(tail=20).decode(errors="replace"))
+            )
     finally:
         container.remove(force=True)
 
@@ -263,16 +381,23 @@ def torchvision_reference(args):
         return None
     from runner import adapters
 
-    job = make_job("torch", "resnet50", "resnet50", 256, "bf16", "channels_last", "cuda", args.warmup,
-                   args.iterations, 3)
+    job = make_job(
+        "torch", "resnet50", "resnet50", 256, "bf16", "channels_last", "cuda", args.warmup, args.iterations, 3
+    )
     adapter = adapters.load(job)
     adapter.build()
     run = bare_loops.loop(adapter, job, model=torchvision.models.resnet50())
     tv = statistics.median(run(job) for _ in range(3))
     adapter.release()
     print("%-20s %-10s %5d %-5s %10.3f" % ("torchvision RN50", "torch", 256, "bf16", tv * 1e3))
-    return {"case": "torchvision resnet50 bare (reference)", "batch_size": 256, "precision": "bf16",
-            "layout": "channels_last", "bare_s": tv, "bare_samples_per_s": 256 / tv}
+    return {
+        "case": "torchvision resnet50 bare (reference)",
+        "batch_size": 256,
+        "precision": "bf16",
+        "layout": "channels_last",
+        "bare_s": tv,
+        "bare_samples_per_s": 256 / tv,
+    }
 
 
 def _mmm(s):
@@ -284,8 +409,12 @@ def _mmm(s):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--framework", default="torch", choices=sorted(CASES), help="in one process: torch or jax")
-    parser.add_argument("--executor", default="local", choices=("local", "docker"),
-                        help="docker: each framework of --frameworks in its CPU image")
+    parser.add_argument(
+        "--executor",
+        default="local",
+        choices=("local", "docker"),
+        help="docker: each framework of --frameworks in its CPU image",
+    )
     parser.add_argument("--frameworks", default=FRAMEWORKS, help="with --executor docker, comma-separated")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--seconds", type=float, default=20.0, help="measuring time per case (sets the rounds)")
@@ -295,12 +424,15 @@ def main():
     parser.add_argument("--iterations", type=int, default=20, help="measured steps per block")
     parser.add_argument("--cases", default="", help="labels to run, comma-separated (default: all)")
     parser.add_argument("--timers", default="", help="also time the suite with these runner.measure timers")
-    parser.add_argument("--parts", action="store_true",
-                        help="also measure the bare loop with the suite's timer, with its telemetry, and the suite "
-                             "without its window")
+    parser.add_argument(
+        "--parts",
+        action="store_true",
+        help="also measure the bare loop with the suite's timer, with its telemetry, and the suite without its window",
+    )
     parser.add_argument("--json", default="", help="write every figure to this file")
-    parser.add_argument("--profile", action="store_true",
-                        help="also count what a step runs on both paths and print the differences")
+    parser.add_argument(
+        "--profile", action="store_true", help="also count what a step runs on both paths and print the differences"
+    )
     args = parser.parse_args()
     args.timers = [t for t in args.timers.split(",") if t]
     started = time.perf_counter()
@@ -319,12 +451,26 @@ def main():
     low, high = TARGET["cuda" if args.device == "cuda" else "cpu"]
     worst = max(measured, key=lambda r: abs(r["ratio"] - 1.0))
     inside = all(low <= r["ratio"] <= high for r in measured)
-    reaching = ["%s %s %s" % (r["framework"], r["case"], _interval({"ci95": r["ratio_ci95"]})) for r in measured
-                if not r["ratio_ci95"] or r["ratio_ci95"][0] < low or r["ratio_ci95"][1] > high]
-    print("farthest from 1: %s %s %.4f %s; every case's median ratio within %.2f-%.2f: %s; intervals reaching "
-          "outside: %s; %.0f s" % (worst["framework"], worst["case"], worst["ratio"],
-                                   _interval({"ci95": worst["ratio_ci95"]}), low, high, "yes" if inside else "no",
-                                   ", ".join(reaching) or "none", time.perf_counter() - started))
+    reaching = [
+        "%s %s %s" % (r["framework"], r["case"], _interval({"ci95": r["ratio_ci95"]}))
+        for r in measured
+        if not r["ratio_ci95"] or r["ratio_ci95"][0] < low or r["ratio_ci95"][1] > high
+    ]
+    print(
+        "farthest from 1: %s %s %.4f %s; every case's median ratio within %.2f-%.2f: %s; intervals reaching "
+        "outside: %s; %.0f s"
+        % (
+            worst["framework"],
+            worst["case"],
+            worst["ratio"],
+            _interval({"ci95": worst["ratio_ci95"]}),
+            low,
+            high,
+            "yes" if inside else "no",
+            ", ".join(reaching) or "none",
+            time.perf_counter() - started,
+        )
+    )
     save(args, rows)
 
 
@@ -333,9 +479,19 @@ def save(args, rows):
     from dlrepro import checkout
 
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": args.device, "executor": args.executor,
-                                               "versions": _versions(args), "suite": checkout.state(),
-                                               "args": vars(args), "rows": rows}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "device": args.device,
+                    "executor": args.executor,
+                    "versions": _versions(args),
+                    "suite": checkout.state(),
+                    "args": vars(args),
+                    "rows": rows,
+                },
+                indent=1,
+            )
+        )
 
 
 def _versions(args):

@@ -9,6 +9,7 @@ Two profiles of a short block of each path (1 warm-up step, ``steps`` measured o
          kernels, which CUPTI records for every framework in the process (XLA's launches too); empty where torch
          is not importable
 """
+
 import collections
 import cProfile
 import pstats
@@ -29,15 +30,21 @@ def _host(call, count):
     found = pstats.Stats(profiler).stats  # {(file, line, function): (primitive calls, calls, own, cumulative, ...)}
     waits = dict((k, v) for k, v in found.items() if any(w in k[2] for w in WAITS))
     rows = sorted(((k, v) for k, v in found.items() if k not in waits), key=lambda item: -item[1][2])
-    top = dict(("%s:%d(%s)" % (key[0].rsplit("/", 1)[-1], key[1], key[2]),
-                {"own_ms": stat[2] * 1e3 / count, "calls": stat[1] / float(count)}) for key, stat in rows[:TOP])
+    top = dict(
+        (
+            "%s:%d(%s)" % (key[0].rsplit("/", 1)[-1], key[1], key[2]),
+            {"own_ms": stat[2] * 1e3 / count, "calls": stat[1] / float(count)},
+        )
+        for key, stat in rows[:TOP]
+    )
     return top, sum(stat[2] for _, stat in rows) * 1e3 / count, sum(v[2] for v in waits.values()) * 1e3 / count, value
 
 
 def _calls(call, count):
     try:
         import torch
-        from torch.profiler import ProfilerActivity, profile as torch_profile
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as torch_profile
     except ImportError:
         return {}
     cuda = torch.cuda.is_available()
@@ -60,9 +67,12 @@ def profile(adapter, job, run, steps=5):
         host, total, waits, value = _host(call, 1 + steps)
         lead_in = 1 if name == "suite" and value[1] == "device_events" else 0
         scale = (1.0 + steps) / (1 + lead_in + steps)  # the suite's lead-in is one step more
-        found[name] = {"host": dict((k, {"own_ms": v["own_ms"] * scale, "calls": v["calls"] * scale})
-                                    for k, v in host.items()),
-                       "host_ms": total * scale, "wait_ms": waits * scale, "calls": _calls(call, 1 + lead_in + steps)}
+        found[name] = {
+            "host": dict((k, {"own_ms": v["own_ms"] * scale, "calls": v["calls"] * scale}) for k, v in host.items()),
+            "host_ms": total * scale,
+            "wait_ms": waits * scale,
+            "calls": _calls(call, 1 + lead_in + steps),
+        }
     return found
 
 
@@ -70,16 +80,26 @@ def print_profile(found):
     """The host's busiest functions per path, and the events whose count per step differs between the paths."""
     for name in ("bare", "suite"):
         side = found[name]
-        print("    profile, %s: host work %.3f ms per step (waits for the device %.3f ms); busiest: %s" % (
-            name, side["host_ms"], side["wait_ms"], "; ".join(
-            "%s %.3f ms x%.1f" % (k, v["own_ms"], v["calls"]) for k, v in list(side["host"].items())[:6])))
+        print(
+            "    profile, %s: host work %.3f ms per step (waits for the device %.3f ms); busiest: %s"
+            % (
+                name,
+                side["host_ms"],
+                side["wait_ms"],
+                "; ".join("%s %.3f ms x%.1f" % (k, v["own_ms"], v["calls"]) for k, v in list(side["host"].items())[:6]),
+            )
+        )
     bare_, suite_ = found["bare"]["calls"], found["suite"]["calls"]
-    for label, test in (("aten ops", lambda k: k.startswith("aten::")),
-                        ("CUDA runtime and driver calls", lambda k: k.startswith("cu")),
-                        ("kernel launches", lambda k: k.startswith(("cudaLaunchKernel", "cuLaunchKernel"))),
-                        ("GPU kernels", lambda k: k.startswith("GPU kernel "))):
-        print("    profile, per step: %s bare %.1f, suite %.1f" % (
-            label, sum(v for k, v in bare_.items() if test(k)), sum(v for k, v in suite_.items() if test(k))))
+    for label, test in (
+        ("aten ops", lambda k: k.startswith("aten::")),
+        ("CUDA runtime and driver calls", lambda k: k.startswith("cu")),
+        ("kernel launches", lambda k: k.startswith(("cudaLaunchKernel", "cuLaunchKernel"))),
+        ("GPU kernels", lambda k: k.startswith("GPU kernel ")),
+    ):
+        print(
+            "    profile, per step: %s bare %.1f, suite %.1f"
+            % (label, sum(v for k, v in bare_.items() if test(k)), sum(v for k, v in suite_.items() if test(k)))
+        )
     differ = sorted(k for k in set(bare_) | set(suite_) if abs(bare_.get(k, 0) - suite_.get(k, 0)) > 1e-9)
     for k in differ:
         print("    profile: %-50s bare %6.2f  suite %6.2f per step" % (k[:50], bare_.get(k, 0), suite_.get(k, 0)))

@@ -19,6 +19,7 @@ host's own speed moved.
 
 Python 3.6 syntax, standard library, numpy and the framework (the runner's rules: it runs in every image).
 """
+
 import json
 import math
 import statistics
@@ -30,7 +31,8 @@ def suite(adapter, job, window=True):
     """Seconds per mini-batch through the runner's measurement path on a built ``adapter``, as the bare loop gives
     them: the median over repeats of each repeat's mean iteration, with the timer used and the telemetry record
     (``window`` False: no measured window, hence no telemetry; the record is None)."""
-    from runner import measure, window as windowmod
+    from runner import measure
+    from runner import window as windowmod
 
     measured = windowmod.Window.for_job(job) if window else None
     try:
@@ -72,7 +74,7 @@ def measure_case(sides, rounds):
     order = list(sides)
     for r in range(rounds):
         probes.append(host_probe())
-        for name in (order if r % 2 == 0 else order[::-1]):  # ABBA: the drift of a round weighs on every side
+        for name in order if r % 2 == 0 else order[::-1]:  # ABBA: the drift of a round weighs on every side
             value = sides[name]()
             if isinstance(value, tuple):
                 value, timers[name], record = value
@@ -88,8 +90,13 @@ def paired(sides, bares):
     from runner import stats
 
     ratios = sorted(s / b for s, b in zip(sides, bares))
-    return {"ratio": statistics.median(ratios), "ci95": stats.median_ci(ratios),
-            "coverage": stats.median_ci_coverage(len(ratios)), "min": ratios[0], "max": ratios[-1]}
+    return {
+        "ratio": statistics.median(ratios),
+        "ci95": stats.median_ci(ratios),
+        "coverage": stats.median_ci_coverage(len(ratios)),
+        "min": ratios[0],
+        "max": ratios[-1],
+    }
 
 
 def main(case_path, out_path):
@@ -108,15 +115,24 @@ def main(case_path, out_path):
     run = bare_loops.loop(adapter, job)
     run(dict(job, warmup=case["warmup"], repeats=0))  # primes: compilation, allocator pools, lazy inits
     sides = {"bare": lambda: run(job), "suite": lambda: suite(adapter, job)}
-    rounds = rounds_for(step_seconds(run, job), len(sides), job["warmup"] + job["iterations"], case["seconds"],
-                        case["min_rounds"])
+    rounds = rounds_for(
+        step_seconds(run, job), len(sides), job["warmup"] + job["iterations"], case["seconds"], case["min_rounds"]
+    )
     found, probes, _, timers = measure_case(sides, rounds)
     environment = adapter.environment()
     adapter.release()
     with open(out_path, "w") as f:
-        json.dump({"rounds": found, "host_probe_s": probes, "timer": timers["suite"],
-                   "framework_version": environment.get("framework_version"),
-                   "threads": environment.get("threads")}, f, indent=1)
+        json.dump(
+            {
+                "rounds": found,
+                "host_probe_s": probes,
+                "timer": timers["suite"],
+                "framework_version": environment.get("framework_version"),
+                "threads": environment.get("threads"),
+            },
+            f,
+            indent=1,
+        )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ shard_map over a one-device mesh), set side by side (side_by_side.py). Issue 17'
 
     python benchmarks/ranks_one.py [--frameworks torch,jax] [--device cuda] [--executor local] [--results DIR]
 """
+
 import argparse
 
 from side_by_side import compare_ways
@@ -19,8 +20,14 @@ def main():
     parser.add_argument("--results", default=None)
     args = parser.parse_args()
     for framework in args.frameworks.split(","):
-        compare_ways(CASES, {"plain": {}, "1 rank": {"ranks": [1]}}, args.results, frameworks=[framework],
-                     device=args.device, executor=args.executor)
+        compare_ways(
+            CASES,
+            {"plain": {}, "1 rank": {"ranks": [1]}},
+            args.results,
+            frameworks=[framework],
+            device=args.device,
+            executor=args.executor,
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ incremental builds can be timed alike (--repo: its site goes to RESULTS/reports)
 
 Prints one line per build: "full build: 41.2 s (81 bundles, ...)" and "one-bundle rebuild: 3.1 s (...)".
 """
+
 import argparse
 import os
 import shutil
@@ -39,8 +40,7 @@ def _site(repo, python, results, out):
     if "--out" in helped.stdout:
         command += ["--out", str(out)]
     start = time.monotonic()
-    done = subprocess.run(command, cwd=repo, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(repo)))
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(repo)))
     took = time.monotonic() - start
     lines = (done.stdout + done.stderr).strip().splitlines()
     if done.returncode not in (0, 1):

@@ -23,6 +23,7 @@ a job without warm-up (runner.supervise.needs_fresh), after a failed job, or for
 every spec with torch on one H200, the nine bundles' wall <= 90 s, per-job overhead median <= 0.5 s, one
 framework start per (image, device, settings) for the jobs with warm-up.
 """
+
 import argparse
 import collections
 import datetime
@@ -31,12 +32,15 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from dlrepro.inputs import spec as specmod, studies
 from dlrepro.errors import DlreproError
-from dlrepro.store import records
-from dlrepro.run import jobs as jobsmod, runs, study as studymod
+from dlrepro.inputs import spec as specmod
+from dlrepro.inputs import studies
+from dlrepro.run import jobs as jobsmod
+from dlrepro.run import runs
+from dlrepro.run import study as studymod
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
+from dlrepro.store import records
 from runner import settings, supervise
 
 
@@ -46,7 +50,9 @@ def _seconds(stamp):
 
 def job_costs(result):
     """(wall, warm-up, measured) seconds of one ok job's result.json body."""
-    wall = _seconds(result["finished"]) - _seconds(result["started"]) + max(0.0, -(result["phases"].get("spawned") or 0))
+    wall = (
+        _seconds(result["finished"]) - _seconds(result["started"]) + max(0.0, -(result["phases"].get("spawned") or 0))
+    )
     warmup = sum((result.get("timing") or {}).get("warmup_seconds") or [])
     measured = (result.get("cpu_usage") or {}).get("wall_seconds") or 0.0
     return wall, warmup, measured
@@ -60,8 +66,11 @@ def bundle_wall(body):
 def pass_wall(bodies):
     """Seconds from the first attempt's start to the last attempt's end over the bundles ``bodies``."""
     attempts = [a for body in bodies for a in body["attempts"] if a.get("finished")]
-    return max(_seconds(a["finished"]) for a in attempts) - min(_seconds(a["started"]) for a in attempts) \
-        if attempts else 0.0
+    return (
+        max(_seconds(a["finished"]) for a in attempts) - min(_seconds(a["started"]) for a in attempts)
+        if attempts
+        else 0.0
+    )
 
 
 def starts(jobs):
@@ -74,12 +83,26 @@ def starts(jobs):
     before issue 25)."""
     found = collections.OrderedDict()
     for body, job, result in sorted(jobs, key=lambda j: j[2].get("started") or ""):
-        tags = [i.get("tag") for i in body.get("images") or [] if i["framework"] == job["framework"] and
-                job.get("framework_version") in (None, i.get("framework_version"))]
+        tags = [
+            i.get("tag")
+            for i in body.get("images") or []
+            if i["framework"] == job["framework"] and job.get("framework_version") in (None, i.get("framework_version"))
+        ]
         image = tags[0] if tags else "%s (local)" % job["framework"]
         key = (image, job["device"], tuple(sorted(settings.environment(job).items())), job.get("threads"))
-        seen = found.setdefault(key, {"workers": set(), "fresh": 0, "after_failure": 0, "own_run": 0, "memory": 0,
-                                      "failed": False, "unknown": False, "bundle": None})
+        seen = found.setdefault(
+            key,
+            {
+                "workers": set(),
+                "fresh": 0,
+                "after_failure": 0,
+                "own_run": 0,
+                "memory": 0,
+                "failed": False,
+                "unknown": False,
+                "bundle": None,
+            },
+        )
         worker = result.get("worker")
         seen["unknown"] |= result["isolation"] == "worker" and "worker" not in result
         own_run = body["id"] != seen["bundle"] and not any(a.get("pool") for a in body["attempts"])
@@ -91,8 +114,10 @@ def starts(jobs):
             seen["own_run"] += later and own_run and not fresh and not seen["failed"]
             seen["memory"] += later and worker is not None and not (own_run or fresh or seen["failed"])
         seen["failed"], seen["bundle"] = result["status"] == "failed", body["id"]
-    return {key: None if s["unknown"] else
-            (len(s["workers"]), s["fresh"], s["after_failure"], s["own_run"], s["memory"]) for key, s in found.items()}
+    return {
+        key: None if s["unknown"] else (len(s["workers"]), s["fresh"], s["after_failure"], s["own_run"], s["memory"])
+        for key, s in found.items()
+    }
 
 
 def report(folders):
@@ -109,23 +134,48 @@ def report(folders):
                 rows.append((row["job_id"], result.get("isolation"), *job_costs(result)))
     print("%-48s %9s %8s %8s %9s %9s" % ("job", "isolation", "wall s", "warm-up", "measured", "overhead"))
     for job_id, isolation, wall, warmup, measured in rows:
-        print("%-48s %9s %8.2f %8.2f %9.2f %9.2f" % (job_id, isolation, wall, warmup, measured, wall - warmup - measured))
+        print(
+            "%-48s %9s %8.2f %8.2f %9.2f %9.2f" % (job_id, isolation, wall, warmup, measured, wall - warmup - measured)
+        )
     if not rows:
         print("no ok job")
         return
     overheads = [w - a - m for _, _, w, a, m in rows]
-    print("%d ok jobs: %.1f s of job wall for %.1f s of timed work (warm-up + measured); per-job overhead median "
-          "%.2f s, max %.2f s; the bundles' wall %.1f s; the pass's wall %.1f s (%d bundles)" % (
-              len(rows), sum(r[2] for r in rows), sum(r[3] + r[4] for r in rows), statistics.median(overheads),
-              max(overheads), sum(map(bundle_wall, bodies)), pass_wall(bodies), len(bodies)))
+    print(
+        "%d ok jobs: %.1f s of job wall for %.1f s of timed work (warm-up + measured); per-job overhead median "
+        "%.2f s, max %.2f s; the bundles' wall %.1f s; the pass's wall %.1f s (%d bundles)"
+        % (
+            len(rows),
+            sum(r[2] for r in rows),
+            sum(r[3] + r[4] for r in rows),
+            statistics.median(overheads),
+            max(overheads),
+            sum(map(bundle_wall, bodies)),
+            pass_wall(bodies),
+            len(bodies),
+        )
+    )
     print("framework starts per (image, device, settings):")
     for (image, device, variables, threads), counted in starts(ran).items():
-        shown = "not recorded (results from before issue 25)" if counted is None else (
-            "%d start%s (%d for a job without warm-up, %d after a failed "
-            "job, %d for a run with workers of its own, "
-            "%d for memory)" % ((counted[0], "s"[counted[0] == 1:]) + counted[1:]))
-        print("  %s %s%s%s: %s" % (image, device, " threads %s" % threads if threads else "",
-                                   " " + " ".join("%s=%s" % v for v in variables) if variables else "", shown))
+        shown = (
+            "not recorded (results from before issue 25)"
+            if counted is None
+            else (
+                "%d start%s (%d for a job without warm-up, %d after a failed "
+                "job, %d for a run with workers of its own, "
+                "%d for memory)" % ((counted[0], "s"[counted[0] == 1 :]) + counted[1:])
+            )
+        )
+        print(
+            "  %s %s%s%s: %s"
+            % (
+                image,
+                device,
+                " threads %s" % threads if threads else "",
+                " " + " ".join("%s=%s" % v for v in variables) if variables else "",
+                shown,
+            )
+        )
 
 
 def run_every_spec(args):
@@ -134,8 +184,13 @@ def run_every_spec(args):
     folders = []
     try:
         for name in args.specs.split(",") if args.specs else specmod.available():
-            options = RunOptions(frameworks=[args.framework or "torch"], device=args.device, executor=args.executor,
-                                 isolation=args.isolation, quick=args.quick)
+            options = RunOptions(
+                frameworks=[args.framework or "torch"],
+                device=args.device,
+                executor=args.executor,
+                isolation=args.isolation,
+                quick=args.quick,
+            )
             try:
                 jobsmod.expand(specmod.load(name), options)
             except DlreproError as exc:  # the framework expresses none of its variants
@@ -154,12 +209,22 @@ def run_study(args):
     device, frameworks = args.device if args.device_given else None, [args.framework] if args.framework else None
     if args.separate:  # the study's runs one after another, each with workers of its own (a study before issue 25)
         planned = studymod.plan(studies.load(args.study), device, frameworks, args.executor, args.quick)
-        folders = [runs.run(item.run.spec, item.options, results_dir=results, reporter=runs.Silent())
-                   for item in planned if item.options is not None]
+        folders = [
+            runs.run(item.run.spec, item.options, results_dir=results, reporter=runs.Silent())
+            for item in planned
+            if item.options is not None
+        ]
         print("bundles: %s" % ", ".join(str(f) for f in folders))
         return folders
-    record = studymod.run(args.study, device=device, frameworks=frameworks, executor=args.executor, quick=args.quick,
-                          results_dir=results, reporter=runs.Silent())
+    record = studymod.run(
+        args.study,
+        device=device,
+        frameworks=frameworks,
+        executor=args.executor,
+        quick=args.quick,
+        results_dir=results,
+        reporter=runs.Silent(),
+    )
     folders = list(records.bundles(record, results)[0].values())
     print("study record: %s; bundles: %s" % (record.path, ", ".join(str(f) for f in folders)))
     return folders
@@ -170,8 +235,11 @@ def main():
     parser.add_argument("bundles", nargs="*")
     parser.add_argument("--run", action="store_true")
     parser.add_argument("--study", default="", help="a study to run and measure (e.g. dlbench)")
-    parser.add_argument("--framework", default=None, help="--run: the framework (default torch); --study: only this "
-                        "one (default: every framework of the study)")
+    parser.add_argument(
+        "--framework",
+        default=None,
+        help="--run: the framework (default torch); --study: only this one (default: every framework of the study)",
+    )
     parser.add_argument("--device", default=None)
     parser.add_argument("--executor", default="docker")
     parser.add_argument("--isolation", default="worker")

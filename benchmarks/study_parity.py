@@ -28,6 +28,7 @@ pooled; the suite's CPU seconds are one value per job), with the host's load ave
 and at the end. A first suite job per framework, not counted, builds (or finds) the image; the peer runs in the
 image it ran in.
 """
+
 import argparse
 import json
 import os
@@ -54,25 +55,49 @@ def threads_env(*names):
 # served), the thread variables DLBench set for "N threads" (synthetic/scripts/fc-benchmarks.sh, mxnetbm.py), the
 # script's arguments for W + T steps, and the suite's ways of stepping
 STUDY = {
-    "tensorflow": dict(script="synthetic/experiments/tensorflow/fc/ffn26752bm.py", token="tensorflow@1.4.0",
-                       env=threads_env("OMP_NUM_THREADS"),
-                       args=lambda steps: ["-e", "1", "-b", str(BATCH), "-i", str(steps), "-d", "-1"],
-                       ways={"suite's step": SUITE_STEP, "DLBench's step": DLBENCH_STEP}),
-    "caffe": dict(script="synthetic/experiments/caffe/fc/ffn26752.prototxt", token="caffe@1.0.0",
-                  env=threads_env("OMP_NUM_THREADS"), args=lambda steps: [str(BATCH)],
-                  ways={"suite's step": SUITE_STEP}),
-    "mxnet": dict(script="synthetic/experiments/mxnet/fc/train_fake_data.py", token="mxnet@0.12.0",
-                  env=threads_env("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"),
-                  args=lambda steps: ["--network", "fcn5", "--num-epochs", "1", "--batch-size", str(BATCH),
-                                      "--num-examples", str(BATCH * (steps + 1))],
-                  ways={"suite's step": SUITE_STEP},
-                  # the study's step less one piece at a time (train_model.py): its kvstore ('device', passed as an
-                  # object, so FeedForward pushes every gradient to it and pulls every weight back), then also its
-                  # SGD's momentum 0.9 and weight decay (the spec's FCN-S: plain SGD)
-                  variants={"P-kv": dict(args=["--kv-store", "local"]),
-                            "P-kv-mom": dict(args=["--kv-store", "local"], subs=[
-                                ["train_model.py", "momentum           = 0.9", "momentum           = 0.0"],
-                                ["train_model.py", "wd                 = 0.00001", "wd                 = 0.0"]])}),
+    "tensorflow": dict(
+        script="synthetic/experiments/tensorflow/fc/ffn26752bm.py",
+        token="tensorflow@1.4.0",
+        env=threads_env("OMP_NUM_THREADS"),
+        args=lambda steps: ["-e", "1", "-b", str(BATCH), "-i", str(steps), "-d", "-1"],
+        ways={"suite's step": SUITE_STEP, "DLBench's step": DLBENCH_STEP},
+    ),
+    "caffe": dict(
+        script="synthetic/experiments/caffe/fc/ffn26752.prototxt",
+        token="caffe@1.0.0",
+        env=threads_env("OMP_NUM_THREADS"),
+        args=lambda steps: [str(BATCH)],
+        ways={"suite's step": SUITE_STEP},
+    ),
+    "mxnet": dict(
+        script="synthetic/experiments/mxnet/fc/train_fake_data.py",
+        token="mxnet@0.12.0",
+        env=threads_env("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MXNET_CPU_WORKER_NTHREADS"),
+        args=lambda steps: [
+            "--network",
+            "fcn5",
+            "--num-epochs",
+            "1",
+            "--batch-size",
+            str(BATCH),
+            "--num-examples",
+            str(BATCH * (steps + 1)),
+        ],
+        ways={"suite's step": SUITE_STEP},
+        # the study's step less one piece at a time (train_model.py): its kvstore ('device', passed as an
+        # object, so FeedForward pushes every gradient to it and pulls every weight back), then also its
+        # SGD's momentum 0.9 and weight decay (the spec's FCN-S: plain SGD)
+        variants={
+            "P-kv": dict(args=["--kv-store", "local"]),
+            "P-kv-mom": dict(
+                args=["--kv-store", "local"],
+                subs=[
+                    ["train_model.py", "momentum           = 0.9", "momentum           = 0.0"],
+                    ["train_model.py", "wd                 = 0.00001", "wd                 = 0.0"],
+                ],
+            ),
+        },
+    ),
 }
 for _entry in STUDY.values():
     _entry.update(study="dlbench", peer=None, spec="fcn", variant="fcn-s", subs=[])
@@ -81,18 +106,37 @@ for _entry in STUDY.values():
 def dlf(notebook, token, step_call, subs):
     """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
     threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU."""
-    return dict(study="dlf", peer="notebook", script="notebooks/" + notebook, token=token, spec="cifar10-vgg",
-                variant="cifar10-vgg-synthetic", env=lambda threads: {}, args=lambda steps: [step_call, str(BATCH)],
-                ways={"suite's step": SUITE_STEP}, subs=[[notebook, old, new] for old, new in subs])
+    return dict(
+        study="dlf",
+        peer="notebook",
+        script="notebooks/" + notebook,
+        token=token,
+        spec="cifar10-vgg",
+        variant="cifar10-vgg-synthetic",
+        env=lambda threads: {},
+        args=lambda steps: [step_call, str(BATCH)],
+        ways={"suite's step": SUITE_STEP},
+        subs=[[notebook, old, new] for old, new in subs],
+    )
 
 
-STUDY.update({
-    "dlf-mxnet": dlf("MXNet_CNN.ipynb", "mxnet@0.12.0", "mxnet.module:Module.update", [("mx.gpu(0)", "mx.cpu()")]),
-    "dlf-chainer": dlf("Chainer_CNN.ipynb", "chainer@3.4.0", "chainer.optimizers:MomentumSGD.update", [
-        ("chainer.cuda.cupy.__version__", "None"), ("chainer.cuda.get_device(0).use()", "None"),
-        ("sym.to_gpu()", "None"), ("data = cuda.to_gpu(data)", "data = data"),
-        ("target = cuda.to_gpu(target)", "target = target")]),
-})
+STUDY.update(
+    {
+        "dlf-mxnet": dlf("MXNet_CNN.ipynb", "mxnet@0.12.0", "mxnet.module:Module.update", [("mx.gpu(0)", "mx.cpu()")]),
+        "dlf-chainer": dlf(
+            "Chainer_CNN.ipynb",
+            "chainer@3.4.0",
+            "chainer.optimizers:MomentumSGD.update",
+            [
+                ("chainer.cuda.cupy.__version__", "None"),
+                ("chainer.cuda.get_device(0).use()", "None"),
+                ("sym.to_gpu()", "None"),
+                ("data = cuda.to_gpu(data)", "data = data"),
+                ("target = cuda.to_gpu(target)", "target = target"),
+            ],
+        ),
+    }
+)
 
 
 def commit_of(path, given):
@@ -110,9 +154,17 @@ def suite_unit(study, threads, step, results, warmup, timed):
     """(wall s/step list, [CPU s/step], effective parallelism, image, CPUs) of one suite job of ``study`` (a STUDY
     entry) at ``threads`` (None: the framework's default)."""
     token = study["token"]
-    options = RunOptions(frameworks=[token], variants=[study["variant"]], batch_sizes=[BATCH],
-                         threads=[threads] if threads else None, warmup=warmup, iterations=timed, repeats=1,
-                         isolation="process", steps={token: step} if step != SUITE_STEP else {})
+    options = RunOptions(
+        frameworks=[token],
+        variants=[study["variant"]],
+        batch_sizes=[BATCH],
+        threads=[threads] if threads else None,
+        warmup=warmup,
+        iterations=timed,
+        repeats=1,
+        isolation="process",
+        steps={token: step} if step != SUITE_STEP else {},
+    )
     folder = runs.run(study["spec"], options, results_dir=results, reporter=runs.Silent())
     body = json.loads((folder / "bundle.json").read_text())
     job = next((folder / "jobs").iterdir())
@@ -121,8 +173,13 @@ def suite_unit(study, threads, step, results, warmup, timed):
         sys.exit("suite job %s: %s %s" % (job, result["status"], result.get("reason") or result.get("error")))
     cpu = result["cpu_usage"]
     wall = [s for repeat in result["timing"]["repeats"] for s in repeat]
-    return (wall, [cpu["cpu_seconds"] / timed], cpu["effective_parallelism"], body["images"][0]["tag"],
-            result["environment"]["process"]["cpus"])
+    return (
+        wall,
+        [cpu["cpu_seconds"] / timed],
+        cpu["effective_parallelism"],
+        body["images"][0]["tag"],
+        result["environment"]["process"]["cpus"],
+    )
 
 
 def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
@@ -131,12 +188,27 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     new]]} (STUDY)."""
     study, variant = STUDY[framework], variant or {}
     env = [a for name, value in sorted(study["env"](threads).items()) for a in ("-e", "%s=%s" % (name, value))]
-    command = (["docker", "run", "--rm"] + env + ["-v", "%s:/study:ro" % Path(copy).resolve(),
-                                                  "-v", "%s:/bench/peer.py:ro" % PEER, image,
-                                                  "/opt/venv/bin/python", "/bench/peer.py", study["peer"] or framework,
-                                                  "/study/" + study["script"], str(warmup + timed),
-                                                  "--subs", json.dumps(study["subs"] + variant.get("subs", [])), "--"]
-               + study["args"](warmup + timed) + variant.get("args", []))
+    command = (
+        ["docker", "run", "--rm"]
+        + env
+        + [
+            "-v",
+            "%s:/study:ro" % Path(copy).resolve(),
+            "-v",
+            "%s:/bench/peer.py:ro" % PEER,
+            image,
+            "/opt/venv/bin/python",
+            "/bench/peer.py",
+            study["peer"] or framework,
+            "/study/" + study["script"],
+            str(warmup + timed),
+            "--subs",
+            json.dumps(study["subs"] + variant.get("subs", [])),
+            "--",
+        ]
+        + study["args"](warmup + timed)
+        + variant.get("args", [])
+    )
     out = subprocess.run(command, capture_output=True, text=True)
     line = next((line for line in out.stdout.splitlines() if line.startswith("PEER ")), None)
     if out.returncode or line is None:
@@ -172,9 +244,15 @@ def main():
             sys.exit("--frameworks %s: no study code here for it; give some of %s" % (framework, ", ".join(STUDY)))
         study = STUDY[framework]["study"]
         if not copies[study] or not (Path(copies[study]) / STUDY[framework]["script"]).is_file():
-            sys.exit("--%s %s: no %s there; give a copy of %s" % (
-                study, copies[study] or "(not given)", STUDY[framework]["script"],
-                {"dlbench": "hclhkbu/dlbench", "dlf": "ilkarman/DeepLearningFrameworks"}[study]))
+            sys.exit(
+                "--%s %s: no %s there; give a copy of %s"
+                % (
+                    study,
+                    copies[study] or "(not given)",
+                    STUDY[framework]["script"],
+                    {"dlbench": "hclhkbu/dlbench", "dlf": "ilkarman/DeepLearningFrameworks"}[study],
+                )
+            )
     for study in sorted({STUDY[f]["study"] for f in frameworks}):
         print("%s %s, commit %s" % (study, copies[study], commit_of(copies[study], args.commit)))
     print("load average %s" % " ".join("%.2f" % v for v in os.getloadavg()))
@@ -191,23 +269,45 @@ def main():
             for threads in counts:  # 0: the framework's default
                 ways = list(study.get("variants", {})) + list(study["ways"])
                 for unit in ["P"] + ways + ways[::-1] + ["P"]:
-                    side = found.setdefault((framework, threads, unit if unit != "P" else "study"),
-                                            {"wall": [], "cpu": []})
+                    side = found.setdefault(
+                        (framework, threads, unit if unit != "P" else "study"), {"wall": [], "cpu": []}
+                    )
                     if unit == "P" or unit in study.get("variants", {}):
-                        wall, cpu, edited = peer_unit(framework, threads, copies[study["study"]], images[framework],
-                                                      args.warmup, args.steps, study.get("variants", {}).get(unit))
+                        wall, cpu, edited = peer_unit(
+                            framework,
+                            threads,
+                            copies[study["study"]],
+                            images[framework],
+                            args.warmup,
+                            args.steps,
+                            study.get("variants", {}).get(unit),
+                        )
                         note = "edited: %s" % "; ".join(edited)
                     else:
                         wall, cpu, parallelism, images[framework], cpus = suite_unit(
-                            study, threads, study["ways"][unit], results, args.warmup, args.steps)
+                            study, threads, study["ways"][unit], results, args.warmup, args.steps
+                        )
                         note = "effective parallelism %.2f, CPUs %s" % (parallelism, cpus or "not confined")
                     side["wall"] += wall
                     side["cpu"] += cpu
-                    print("round %d %s t%d %-15s wall %s cpu %.3f  %s; load %.2f" % (
-                        round_ + 1, framework, threads, unit, " ".join("%.3f" % w for w in wall),
-                        float(np.median(cpu)), note, os.getloadavg()[0]), flush=True)
-    print("\n| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
-          "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |")
+                    print(
+                        "round %d %s t%d %-15s wall %s cpu %.3f  %s; load %.2f"
+                        % (
+                            round_ + 1,
+                            framework,
+                            threads,
+                            unit,
+                            " ".join("%.3f" % w for w in wall),
+                            float(np.median(cpu)),
+                            note,
+                            os.getloadavg()[0],
+                        ),
+                        flush=True,
+                    )
+    print(
+        "\n| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
+        "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for (framework, threads, side), values in sorted(found.items()):
         if side == "study":
@@ -216,9 +316,22 @@ def main():
         for measure in ("wall", "cpu"):
             low, high = interval(values[measure], peer[measure])
             ratio = np.median(values[measure]) / np.median(peer[measure])
-            print("| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |" % (
-                "%s (%s)" % (framework, STUDY[framework]["token"]), threads, side, measure, np.median(peer[measure]),
-                np.median(values[measure]), ratio, low, high, len(peer[measure]), len(values[measure])))
+            print(
+                "| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |"
+                % (
+                    "%s (%s)" % (framework, STUDY[framework]["token"]),
+                    threads,
+                    side,
+                    measure,
+                    np.median(peer[measure]),
+                    np.median(values[measure]),
+                    ratio,
+                    low,
+                    high,
+                    len(peer[measure]),
+                    len(values[measure]),
+                )
+            )
     print("load average at the end %s; bundles under %s" % (" ".join("%.2f" % v for v in os.getloadavg()), results))
 
 

@@ -26,6 +26,7 @@ STEPS is how many steps to time (the script must run at least that many); the ou
 ``--subs``: [[file, old, new], ...], text changed in the study's files first (each ``old`` exactly once): a
 variant that takes one piece of the study's step out, to measure what it costs (benchmarks/study_parity.py).
 """
+
 import json
 import os
 import re
@@ -69,6 +70,7 @@ class Clock(object):
             self.wall.append(time.perf_counter() - wall)
             self.cpu.append(time.process_time() - cpu)
             return out
+
         return timed
 
     def mark(self):
@@ -90,6 +92,7 @@ def tensorflow(folder, target, args, steps):
     with open(target, "w") as f:
         f.write(text)
     import tensorflow as tf
+
     clock = Clock()
     tf.Session.run = clock.around(tf.Session.run)
     run_script(target, args)
@@ -101,7 +104,9 @@ def lmdb_of_datums(path, count, rng):
     """An LMDB at ``path`` of ``count`` Caffe Datums (1 x 1 x FEATURES bytes, a random label each), written through
     liblmdb (ctypes: the image has the library, not its Python module)."""
     import ctypes
+
     from caffe.proto import caffe_pb2
+
     lib = ctypes.CDLL("liblmdb.so.0")
 
     class Val(ctypes.Structure):
@@ -110,6 +115,7 @@ def lmdb_of_datums(path, count, rng):
     def check(rc, what):
         if rc:
             raise RuntimeError("lmdb %s: %d" % (what, rc))
+
     env, txn, dbi = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint()
     os.makedirs(path)
     check(lib.mdb_env_create(ctypes.byref(env)), "env_create")
@@ -118,18 +124,32 @@ def lmdb_of_datums(path, count, rng):
     check(lib.mdb_txn_begin(env, None, 0, ctypes.byref(txn)), "txn_begin")
     check(lib.mdb_dbi_open(txn, None, 0, ctypes.byref(dbi)), "dbi_open")
     for i in range(count):
-        datum = caffe_pb2.Datum(channels=1, height=1, width=FEATURES, label=int(rng.randint(FEATURES)),
-                                data=rng.randint(0, 256, FEATURES).astype(np.uint8).tobytes())
+        datum = caffe_pb2.Datum(
+            channels=1,
+            height=1,
+            width=FEATURES,
+            label=int(rng.randint(FEATURES)),
+            data=rng.randint(0, 256, FEATURES).astype(np.uint8).tobytes(),
+        )
         key, value = ("%08d" % i).encode(), datum.SerializeToString()
         kbuf, vbuf = ctypes.create_string_buffer(key, len(key)), ctypes.create_string_buffer(value, len(value))
-        check(lib.mdb_put(txn, dbi, ctypes.byref(Val(len(key), ctypes.addressof(kbuf))),
-                          ctypes.byref(Val(len(value), ctypes.addressof(vbuf))), 0), "put")
+        check(
+            lib.mdb_put(
+                txn,
+                dbi,
+                ctypes.byref(Val(len(key), ctypes.addressof(kbuf))),
+                ctypes.byref(Val(len(value), ctypes.addressof(vbuf))),
+                0,
+            ),
+            "put",
+        )
     check(lib.mdb_txn_commit(txn), "txn_commit")
     lib.mdb_env_close(env)
 
 
 def caffe(folder, target, args, steps):
     import caffe as caffe_
+
     batch = int(args[0])
     source = os.path.join(folder, "fake_data.lmdb")
     lmdb_of_datums(source, batch * 4, np.random.RandomState(0))
@@ -161,15 +181,22 @@ def caffe(folder, target, args, steps):
 
 def png_grey(row):
     """A PNG file (bytes) of one row of 8-bit grey pixels."""
+
     def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xffffffff)
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
     header = struct.pack(">IIBBBBB", row.size, 1, 8, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" + row.tobytes()))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" + row.tobytes()))
+        + chunk(b"IEND", b"")
+    )
 
 
 def mxnet(folder, target, args, steps):
     import mxnet as mx
+
     data = os.path.join(folder, "fakedata") + "/"
     os.makedirs(data)
     count = int(args[args.index("--num-examples") + 1])
@@ -185,6 +212,7 @@ def mxnet(folder, target, args, steps):
         def __call__(self, param):
             clock.mark()
             return speedometer.__call__(self, param)
+
     mx.callback.Speedometer = Timed
     run_script(target, args + ["--data-dir", data])
     return clock, ["--data-dir: %d random PNG records (train.rec) written here" % count], mx.__version__
@@ -213,14 +241,17 @@ def dlf_common(folder, samples):
     one-hot with one_hot: as the real one) and the GPU queries stubbed; the edits."""
     import ast
     import types
+
     sys.path.insert(0, folder)
     import common.params as params
+
     params.EPOCHS = 1
     path = os.path.join(folder, "common", "utils.py")
     with open(path) as f:
         tree = ast.parse(f.read())
-    tree.body = [node for node in tree.body if isinstance(node, ast.FunctionDef)
-                 and node.name in ("yield_mb", "shuffle_data")]
+    tree.body = [
+        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in ("yield_mb", "shuffle_data")
+    ]
     utils = types.ModuleType("common.utils")
     utils.np = np
     exec(compile(tree, path, "exec"), utils.__dict__)
@@ -232,12 +263,15 @@ def dlf_common(folder, samples):
         y = rng.randint(0, params.N_CLASSES, samples).astype(np.int32)
         if one_hot:
             y = np.eye(params.N_CLASSES, dtype=np.int32)[y]
-        return x, x[:params.BATCHSIZE], y, y[:params.BATCHSIZE]
+        return x, x[: params.BATCHSIZE], y, y[: params.BATCHSIZE]
+
     utils.cifar_for_library = cifar_for_library
     utils.get_gpu_name = utils.get_cuda_version = utils.get_cudnn_version = lambda: "none (CPU)"
     sys.modules["common.utils"] = utils
-    return ["common/params.py: EPOCHS 1", "common/utils.py: yield_mb and shuffle_data only; cifar_for_library: %d "
-            "random images" % samples]
+    return [
+        "common/params.py: EPOCHS 1",
+        "common/utils.py: yield_mb and shuffle_data only; cifar_for_library: %d random images" % samples,
+    ]
 
 
 def notebook(folder, target, args, steps):
@@ -245,10 +279,11 @@ def notebook(folder, target, args, steps):
     dropped, run as one script; a step is the time between two calls of ARGS[0] (module:Class.method, e.g.
     mxnet.module:Module.update: the call that ends the loop's step)."""
     import importlib
+
     with open(target) as f:
         cells = ["".join(c["source"]) for c in json.load(f)["cells"] if c["cell_type"] == "code"]
     last = next(i for i, c in enumerate(cells) if "for j in range(EPOCHS)" in c)
-    script = "\n".join(line for cell in cells[:last + 1] for line in cell.splitlines() if not line.startswith("%"))
+    script = "\n".join(line for cell in cells[: last + 1] for line in cell.splitlines() if not line.startswith("%"))
     edited = dlf_common(folder, int(args[1]) * (steps + 1))
     module, _, attribute = args[0].partition(":")
     owner_name, method = attribute.split(".")
@@ -259,6 +294,7 @@ def notebook(folder, target, args, steps):
         out = call(*a, **k)
         clock.mark()
         return out
+
     setattr(owner, method, marked)
     os.chdir(folder)
     exec(compile(script, target, "exec"), {"__name__": "__main__"})
@@ -268,8 +304,8 @@ def notebook(folder, target, args, steps):
 
 def main(argv):
     framework, script, steps = argv[0], argv[1], int(argv[2])
-    args = argv[argv.index("--") + 1:] if "--" in argv else []
-    subs = json.loads(argv[argv.index("--subs") + 1]) if "--subs" in argv[:argv.index("--")] else []
+    args = argv[argv.index("--") + 1 :] if "--" in argv else []
+    subs = json.loads(argv[argv.index("--subs") + 1]) if "--subs" in argv[: argv.index("--")] else []
     work = tempfile.mkdtemp(prefix="study-peer-")
     folder = os.path.join(work, "study")
     shutil.copytree(os.path.dirname(os.path.abspath(script)), folder)
@@ -280,9 +316,20 @@ def main(argv):
     edited = variant + edited
     if len(clock.wall) < steps:
         sys.exit("peer: %d steps timed, %d asked" % (len(clock.wall), steps))
-    print("PEER " + json.dumps({"script": script, "args": args, "edited": edited, "version": version,
-                                "threads": {k: os.environ.get(k) for k in sorted(os.environ) if "THREADS" in k},
-                                "wall": clock.wall[:steps], "cpu": clock.cpu[:steps]}))
+    print(
+        "PEER "
+        + json.dumps(
+            {
+                "script": script,
+                "args": args,
+                "edited": edited,
+                "version": version,
+                "threads": {k: os.environ.get(k) for k in sorted(os.environ) if "THREADS" in k},
+                "wall": clock.wall[:steps],
+                "cpu": clock.cpu[:steps],
+            }
+        )
+    )
     shutil.rmtree(work)
 
 

@@ -3,6 +3,7 @@
 Host-side library (Python >= 3.11): specs, image matrix, builds, executors, dataset
 cache and result bundles. The in-container harness is the separate ``runner`` package.
 """
+
 from pathlib import Path
 
 __version__ = "0.1.0"

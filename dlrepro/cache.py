@@ -3,6 +3,7 @@
 ``DLREPRO_CACHE`` (default ~/.cache/dlrepro) holds the dataset cache (datasets/sha256/<hex>),
 build contexts and logs (builds/), and bootstrap scratch space (bootstrap/).
 """
+
 import os
 from pathlib import Path
 

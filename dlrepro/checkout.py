@@ -1,4 +1,5 @@
 """The suite's own git checkout: its commit and state, and the versions of its files in history."""
+
 import hashlib
 import subprocess
 
@@ -20,8 +21,10 @@ def state():
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return None
-    return {"commit": commit.decode().strip(), "dirty": bool((git("status", "--porcelain", "--untracked-files=no")
-                                                             or b"").strip())}
+    return {
+        "commit": commit.decode().strip(),
+        "dirty": bool((git("status", "--porcelain", "--untracked-files=no") or b"").strip()),
+    }
 
 
 def versioned_file(relpath, sha256, commit=None):

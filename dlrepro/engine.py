@@ -8,6 +8,7 @@ reached at DOCKER_HOST (default: the local socket). Podman is reached at ``$DLRE
 The same docker SDK calls drive both (builds: BuildKit on Docker, Buildah on Podman; container create/attach/wait,
 device requests, memory limits); ``record()`` is what a bundle says about the engine.
 """
+
 import contextlib
 import functools
 import os
@@ -19,8 +20,12 @@ import urllib3
 from dlrepro.errors import EngineLost, ExecutorError
 
 # what a call to the engine raises when it fails; ``gone`` tells an engine that went away from one that refused
-ENGINE_ERRORS = (docker.errors.DockerException, requests.RequestException, urllib3.exceptions.HTTPError,
-                 ConnectionError)
+ENGINE_ERRORS = (
+    docker.errors.DockerException,
+    requests.RequestException,
+    urllib3.exceptions.HTTPError,
+    ConnectionError,
+)
 
 ENGINES = ("docker", "podman")
 _chosen = []
@@ -73,11 +78,13 @@ def client():
             raise ExecutorError(
                 "--engine podman: no Podman API answers at %s (%s)" % (where, exc.__class__.__name__),
                 "start it (`podman system service --time=0 %s &`), or point DLREPRO_PODMAN_SOCKET at its socket"
-                % where) from None
+                % where,
+            ) from None
         raise ExecutorError(
             "no Docker engine answers at %s (%s). Start one (e.g. `sudo systemctl start docker`, or "
             "`sudo dockerd &`), run through Podman (`--engine podman`), or run without containers: "
-            "`dlrepro run --spec=NAME --executor local`" % (where, exc.__class__.__name__)) from None
+            "`dlrepro run --spec=NAME --executor local`" % (where, exc.__class__.__name__)
+        ) from None
 
 
 def local_name(tag):
@@ -86,7 +93,7 @@ def local_name(tag):
     image tag too, whichever engine builds it."""
     for prefix in ("localhost/", "docker.io/"):
         if tag.startswith(prefix):
-            return tag[len(prefix):]
+            return tag[len(prefix) :]
     return tag
 
 
@@ -102,8 +109,11 @@ def record():
     """What a bundle records of the engine: {name (as the engine reports itself), version, api_version}, and
     for Podman whether it runs rootless and its cgroup version."""
     found, podman = client().version(), _podman_info()
-    body = {"name": "podman" if podman else "docker", "version": found.get("Version"),
-            "api_version": found.get("ApiVersion")}
+    body = {
+        "name": "podman" if podman else "docker",
+        "version": found.get("Version"),
+        "api_version": found.get("ApiVersion"),
+    }
     if podman:
         body.update(rootless=podman["host"]["security"]["rootless"], cgroup_version=podman["host"]["cgroupVersion"])
     return body
@@ -115,9 +125,11 @@ def limits_problem(podman_info):
     cgroups V1 rootless systems"). ``podman_info``: Podman's /libpod/info, None for Docker."""
     host = (podman_info or {}).get("host") or {}
     if (host.get("security") or {}).get("rootless") and host.get("cgroupVersion") == "v1":
-        return ExecutorError("--engine podman: this Podman runs rootless on a cgroups v1 host, where it ignores "
-                             "container memory and process limits, so jobs would not be isolated as recorded",
-                             "run Podman as root, or on a host with cgroups v2 (systemd.unified_cgroup_hierarchy=1)")
+        return ExecutorError(
+            "--engine podman: this Podman runs rootless on a cgroups v1 host, where it ignores "
+            "container memory and process limits, so jobs would not be isolated as recorded",
+            "run Podman as root, or on a host with cgroups v2 (systemd.unified_cgroup_hierarchy=1)",
+        )
     return None
 
 
@@ -140,8 +152,15 @@ def answers():
 def gone(exc):
     """Whether ``exc`` (one of ENGINE_ERRORS) means that the engine went away: its connection was refused or
     broken (urllib3's ProtocolError mid-stream, requests' ChunkedEncodingError), or it no longer answers."""
-    if isinstance(exc, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError,
-                        urllib3.exceptions.ProtocolError, ConnectionError)):
+    if isinstance(
+        exc,
+        (
+            requests.ConnectionError,
+            requests.exceptions.ChunkedEncodingError,
+            urllib3.exceptions.ProtocolError,
+            ConnectionError,
+        ),
+    ):
         return True
     return not answers()
 
@@ -149,8 +168,10 @@ def gone(exc):
 def lost(exc=None):
     """The EngineLost of an engine that went away (``exc``: the error that showed it, None: it no longer answers):
     one line naming the engine and its address."""
-    return EngineLost("the %s engine at %s went away (%s)" % (name().capitalize(), address(),
-                                                              type(exc).__name__ if exc is not None else "no answer"))
+    return EngineLost(
+        "the %s engine at %s went away (%s)"
+        % (name().capitalize(), address(), type(exc).__name__ if exc is not None else "no answer")
+    )
 
 
 @contextlib.contextmanager

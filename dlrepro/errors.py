@@ -10,6 +10,7 @@ archive fails its checks, a study report written without bundles its record name
 asked: bad input or usage (an unknown spec, bundle, option value or file), or an error that stopped it, which
 is every DlreproError but MissingBundles; 130 interrupted.
 """
+
 from typing import NamedTuple
 
 
@@ -87,6 +88,7 @@ class Problem(NamedTuple):
     """One failed check of a bundle or an archive: which check, which file (relative to the bundle or
     the archive's top folder), what is wrong. Printed as ``CHECK FILE: MESSAGE``; equal to the tuple
     (check, file, message)."""
+
     check: str
     file: str
     message: str

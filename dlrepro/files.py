@@ -1,4 +1,5 @@
 """File digests and canonical JSON, computed and listed in one way everywhere on the host (`sha256sum` format)."""
+
 import hashlib
 import json
 

@@ -1,6 +1,7 @@
 """Where the suite's folders are, the same from any working directory: the checkout's specs/ and studies/, and
 the results folder (an option, else $DLREPRO_RESULTS, else the checkout's results/). Standard library only, so
 the command line can name specs and studies in its help without loading them."""
+
 import os
 from pathlib import Path
 
@@ -19,10 +20,17 @@ def results_root(given=None):
     if at:
         from dlrepro.errors import DlreproError
 
-        named = "--results %s" % path if given else "%s=%s" % (RESULTS_ENV, path) \
-            if os.environ.get(RESULTS_ENV) else "results folder %s" % path
-        raise DlreproError("%s: %s is not a folder" % (named, "it" if at == path else at),
-                           "give a folder for the bundles (it is made when missing), not a file")
+        named = (
+            "--results %s" % path
+            if given
+            else "%s=%s" % (RESULTS_ENV, path)
+            if os.environ.get(RESULTS_ENV)
+            else "results folder %s" % path
+        )
+        raise DlreproError(
+            "%s: %s is not a folder" % (named, "it" if at == path else at),
+            "give a folder for the bundles (it is made when missing), not a file",
+        )
     return path
 
 

@@ -7,6 +7,7 @@ long, and the last line the step printed. A running job's phase is read from its
 result.json, which the runner rewrites as each phase is reached (runner.job: ``phases``,
 and the repeats and epochs measured so far).
 """
+
 import os
 import statistics
 import threading
@@ -17,8 +18,11 @@ from dlrepro.errors import DlreproError
 ENV = "DLREPRO_HEARTBEAT_S"
 DEFAULT_S = 30.0
 # runner.job's phases, in the order a job reaches them, and what a job is doing once it has reached each
-DOING = (("framework_imported", "framework imported, building the model"), ("model_built", "model built, loading data"),
-         ("measured_done", "measured, writing the result"))
+DOING = (
+    ("framework_imported", "framework imported, building the model"),
+    ("model_built", "model built, loading data"),
+    ("measured_done", "measured, writing the result"),
+)
 
 
 def interval():
@@ -137,5 +141,6 @@ def time_left(walls, running, waiting):
     typical = statistics.median(walls) if walls else None
     if typical is None and (waiting or any(left is None for _, left in running)):
         return None
-    return sum(left if left is not None else max(typical - elapsed, 0.0) for elapsed, left in running) + \
-        (typical * waiting if waiting else 0.0)
+    return sum(left if left is not None else max(typical - elapsed, 0.0) for elapsed, left in running) + (
+        typical * waiting if waiting else 0.0
+    )

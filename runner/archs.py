@@ -72,13 +72,17 @@ def check(what, gpu_name, capability, archs, allow_ptx_jit):
     if verdict == "ptx":
         if allow_ptx_jit:
             return "ptx"
-        raise Refused("%s has no kernels for %s (%s, compute capability %s), only PTX for an older architecture "
-                      "(%s) that the driver would JIT-compile; its build ships %s"
-                      % (what, gpu_name, arch, capability, used, shipped),
-                      "run with --allow-ptx-jit to measure the JIT-compiled build anyway (the result is marked "
-                      "ptx_jit), run on a GPU the build supports, or choose another version of the framework "
-                      "(--framework NAME@VERSION; images/matrix.yaml)")
-    raise Refused("%s has no kernels for %s (%s, compute capability %s); its build ships %s"
-                  % (what, gpu_name, arch, capability, shipped),
-                  "run on a GPU the build supports, or choose another version of the framework "
-                  "(--framework NAME@VERSION; images/matrix.yaml)")
+        raise Refused(
+            "%s has no kernels for %s (%s, compute capability %s), only PTX for an older architecture "
+            "(%s) that the driver would JIT-compile; its build ships %s"
+            % (what, gpu_name, arch, capability, used, shipped),
+            "run with --allow-ptx-jit to measure the JIT-compiled build anyway (the result is marked "
+            "ptx_jit), run on a GPU the build supports, or choose another version of the framework "
+            "(--framework NAME@VERSION; images/matrix.yaml)",
+        )
+    raise Refused(
+        "%s has no kernels for %s (%s, compute capability %s); its build ships %s"
+        % (what, gpu_name, arch, capability, shipped),
+        "run on a GPU the build supports, or choose another version of the framework "
+        "(--framework NAME@VERSION; images/matrix.yaml)",
+    )

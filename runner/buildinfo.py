@@ -13,6 +13,7 @@ cuBLAS, NCCL, ... are listed but never main), whose lists the pre-flight
 (runner.archs) needs when the framework does not report its own; ``linked`` is that library's ``ldd``.
 Every step that fails is recorded as an error string next to its field; nothing stops the report.
 """
+
 import argparse
 import ctypes
 import glob
@@ -27,12 +28,22 @@ import subprocess
 import sys
 
 # the framework's packages whose shared libraries are scanned (the top-level names in site-packages)
-PACKAGES = {"torch": ["torch"], "caffe2": ["torch", "caffe2"], "tensorflow": ["tensorflow"], "mxnet": ["mxnet"],
-            "jax": ["jaxlib", "jax_plugins", "jax_cuda13_plugin", "jax_cuda12_plugin"], "cntk": ["cntk"],
-            "caffe": ["caffe"], "chainer": ["chainer", "cupy"]}
+PACKAGES = {
+    "torch": ["torch"],
+    "caffe2": ["torch", "caffe2"],
+    "tensorflow": ["tensorflow"],
+    "mxnet": ["mxnet"],
+    "jax": ["jaxlib", "jax_plugins", "jax_cuda13_plugin", "jax_cuda12_plugin"],
+    "cntk": ["cntk"],
+    "caffe": ["caffe"],
+    "chainer": ["chainer", "cupy"],
+}
 # the libraries whose version functions are called, by file name
-LIBRARIES = {"cuda_runtime": r"libcudart\.so(\.\d+)*$", "cudnn": r"libcudnn\.so(\.\d+)*$",
-             "nccl": r"libnccl\.so(\.\d+)*$"}
+LIBRARIES = {
+    "cuda_runtime": r"libcudart\.so(\.\d+)*$",
+    "cudnn": r"libcudnn\.so(\.\d+)*$",
+    "nccl": r"libnccl\.so(\.\d+)*$",
+}
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 FATBIN_MAGIC = 0xBA55ED50
 FATBIN_HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries
@@ -56,7 +67,7 @@ def _call(function):
 def arch_key(arch):
     """Sort key of "sm_86", "compute_90", "sm_90a": (major*10 + minor, suffix)."""
     match = re.match(r"^(?:sm|compute)_(\d+)([a-z]?)$", arch)
-    return (int(match.group(1)), match.group(2)) if match else (10 ** 6, arch)
+    return (int(match.group(1)), match.group(2)) if match else (10**6, arch)
 
 
 def cuobjdump_archs(listing):
@@ -102,7 +113,7 @@ def elf_sections(path):
     sections = {}
     for name_at, _, _, _, offset, size in entries:
         end = names.find(b"\0", name_at)
-        sections[names[name_at:end if end >= 0 else None].decode("ascii", "replace")] = (offset, size)
+        sections[names[name_at : end if end >= 0 else None].decode("ascii", "replace")] = (offset, size)
     return sections
 
 
@@ -215,14 +226,20 @@ def device_code(dirs, cuobjdump):
         found = [sections[name] for name in FATBIN_SECTIONS if name in sections and sections[name][1]]
         if not found:
             continue
-        entry = {"path": path, "fatbin_bytes": sum(size for _, size in found),
-                 "groups": _call(lambda: fatbin_groups(path, found))}
+        entry = {
+            "path": path,
+            "fatbin_bytes": sum(size for _, size in found),
+            "groups": _call(lambda: fatbin_groups(path, found)),
+        }
         if cuobjdump:
             for key, flag in (("sass", "--list-elf"), ("ptx", "--list-ptx")):
                 code, out = _run([cuobjdump, flag, path])
                 archs = cuobjdump_archs(out)
-                entry[key] = archs if code == 0 or archs else {"error": "cuobjdump %s exited %d: %s" % (
-                    flag, code, out.strip()[-300:])}
+                entry[key] = (
+                    archs
+                    if code == 0 or archs
+                    else {"error": "cuobjdump %s exited %d: %s" % (flag, code, out.strip()[-300:])}
+                )
         libraries.append(entry)
     return libraries
 
@@ -234,7 +251,7 @@ def own_library_dirs(dirs, framework):
     found = []
     for path in _shared_libraries(dirs):
         code, out = _run(["ldd", path])
-        for name, target in (ldd_lines(out).items() if code == 0 else ()):
+        for name, target in ldd_lines(out).items() if code == 0 else ():
             folder = os.path.dirname(target or "")
             if name.startswith("lib%s.so" % framework) and folder and folder not in dirs + found:
                 found.append(folder)
@@ -253,7 +270,7 @@ def cuda_wheels():
     wheels = {}
     for site in _site_dirs():
         for info in glob.glob(os.path.join(site, "*.dist-info")):
-            name, _, version = os.path.basename(info)[:-len(".dist-info")].partition("-")
+            name, _, version = os.path.basename(info)[: -len(".dist-info")].partition("-")
             if re.match(r"^(nvidia|cuda|jax_cuda)", name.lower()):
                 wheels[name.lower().replace("_", "-")] = version
     return dict(sorted(wheels.items()))
@@ -278,9 +295,18 @@ def library_version(kind, path):
 def _child_version(kind, path):
     """library_version in a child process: cuDNN 8's cudnnGetVersion loads its sub-libraries, which need the
     driver's libcuda.so.1, and crashes the process without it; {"error"} then, with the child's last line."""
-    proc = subprocess.run([sys.executable, "-c", "import sys; from runner import buildinfo; "
-                           "print(buildinfo.library_version(sys.argv[1], sys.argv[2]))", kind, path],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from runner import buildinfo; print(buildinfo.library_version(sys.argv[1], sys.argv[2]))",
+            kind,
+            path,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+    )
     if proc.returncode == 0 and proc.stdout.strip():
         return proc.stdout.strip().splitlines()[-1]
     tail = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or ["(no output)"])[-1]
@@ -299,8 +325,9 @@ def libraries(dirs):
         for kind, pattern in LIBRARIES.items():
             if re.match(pattern, os.path.basename(path)) and real not in seen:
                 seen.add(real)
-                found[kind].append({"path": path, "version": _child_version(kind, path),
-                                    "soname_version": file_version(path)})
+                found[kind].append(
+                    {"path": path, "version": _child_version(kind, path), "soname_version": file_version(path)}
+                )
     return found
 
 
@@ -319,51 +346,84 @@ def _cudnn_text(value):
 
 def _torch():
     import torch
-    return {"framework_version": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": _call(lambda: _cudnn_text(torch.backends.cudnn.version())),
-            "nccl": _call(lambda: _nccl_text(torch.cuda.nccl.version())),
-            # the list torch.cuda.get_arch_list() returns once a GPU is there (it is [] without one)
-            "archs": _call(lambda: torch._C._cuda_getArchFlags().split()),
-            "archs_source": "torch._C._cuda_getArchFlags() (torch.cuda.get_arch_list() on a GPU)"}
+
+    return {
+        "framework_version": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": _call(lambda: _cudnn_text(torch.backends.cudnn.version())),
+        "nccl": _call(lambda: _nccl_text(torch.cuda.nccl.version())),
+        # the list torch.cuda.get_arch_list() returns once a GPU is there (it is [] without one)
+        "archs": _call(lambda: torch._C._cuda_getArchFlags().split()),
+        "archs_source": "torch._C._cuda_getArchFlags() (torch.cuda.get_arch_list() on a GPU)",
+    }
 
 
 def _caffe2():
     said = _torch()
     from caffe2.python import workspace
+
     # has_gpu_support is False whenever the GPU module does not load (without a driver it cannot): say why
-    said.update(has_gpu_support=bool(workspace.has_gpu_support),
-                gpu_module=_call(lambda: importlib.import_module("caffe2.python.caffe2_pybind11_state_gpu").__name__),
-                caffe2_cudnn=_call(lambda: _cudnn_text(workspace.GetCuDNNVersion())))
+    said.update(
+        has_gpu_support=bool(workspace.has_gpu_support),
+        gpu_module=_call(lambda: importlib.import_module("caffe2.python.caffe2_pybind11_state_gpu").__name__),
+        caffe2_cudnn=_call(lambda: _cudnn_text(workspace.GetCuDNNVersion())),
+    )
     return said
 
 
 def _tensorflow():
     import tensorflow as tf
+
     info = {k: v for k, v in dict(tf.sysconfig.get_build_info()).items() if isinstance(v, (str, bool, list, int))}
-    return {"framework_version": tf.__version__, "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
-            "nccl": None, "archs": list(info.get("cuda_compute_capabilities") or []),
-            "archs_source": "tf.sysconfig.get_build_info()['cuda_compute_capabilities']", "build_info": info}
+    return {
+        "framework_version": tf.__version__,
+        "cuda": info.get("cuda_version"),
+        "cudnn": info.get("cudnn_version"),
+        "nccl": None,
+        "archs": list(info.get("cuda_compute_capabilities") or []),
+        "archs_source": "tf.sysconfig.get_build_info()['cuda_compute_capabilities']",
+        "build_info": info,
+    }
 
 
 def _mxnet():
     import mxnet as mx
+
     features = mx.runtime.Features()
-    return {"framework_version": mx.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None,
-            "features": sorted(name for name, feature in features.items() if feature.enabled)}
+    return {
+        "framework_version": mx.__version__,
+        "cuda": None,
+        "cudnn": None,
+        "nccl": None,
+        "archs": None,
+        "features": sorted(name for name, feature in features.items() if feature.enabled),
+    }
 
 
 def _jax():
     import jax
     import jaxlib
-    said = {"framework_version": jax.__version__, "jaxlib": jaxlib.__version__, "cuda": None, "cudnn": None,
-            "nccl": None, "archs": None}
+
+    said = {
+        "framework_version": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "cuda": None,
+        "cudnn": None,
+        "nccl": None,
+        "archs": None,
+    }
     plugins = [m.name for m in pkgutil.iter_modules() if re.match(r"^jax_cuda\d+_plugin$", m.name)]
     for plugin in plugins:
         versions = importlib.import_module(plugin + "._versions")
-        said[plugin] = {name: _call(getattr(versions, name)) for name in sorted(dir(versions))
-                        if name.endswith("_version") and callable(getattr(versions, name))}
-        for key, kind, function in (("cuda", "cuda_runtime", "cuda_runtime_get_version"),
-                                    ("cudnn", "cudnn", "cudnn_get_version")):
+        said[plugin] = {
+            name: _call(getattr(versions, name))
+            for name in sorted(dir(versions))
+            if name.endswith("_version") and callable(getattr(versions, name))
+        }
+        for key, kind, function in (
+            ("cuda", "cuda_runtime", "cuda_runtime_get_version"),
+            ("cudnn", "cudnn", "cudnn_get_version"),
+        ):
             if isinstance(said[plugin].get(function), int):  # the versions the plugin loaded, as it checks them
                 said[key] = version_text(kind, said[plugin][function])
     return said
@@ -400,30 +460,50 @@ def _caffe():
     full = file_version(os.path.realpath(cudart)) if cudart and cuda is None else None
     if full:  # cudaRuntimeGetVersion answers only with a driver: the loaded library's file name says 11.8.89
         cuda = "%s (libcudart %s, file name)" % (".".join(full.split(".")[:2]), full)
-    return {"framework_version": caffe.__version__, "cuda": cuda, "cudnn": "not linked", "nccl": "not linked",
-            "archs": None, "library": mapped_library("libcaffe.so")}
+    return {
+        "framework_version": caffe.__version__,
+        "cuda": cuda,
+        "cudnn": "not linked",
+        "nccl": "not linked",
+        "archs": None,
+        "library": mapped_library("libcaffe.so"),
+    }
 
 
 def _cntk():
     import cntk
+
     return {"framework_version": cntk.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None}
 
 
 def _chainer():
     import chainer
+
     return {"framework_version": chainer.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None}
 
 
-REPORTERS = {"torch": _torch, "caffe2": _caffe2, "tensorflow": _tensorflow, "mxnet": _mxnet, "jax": _jax,
-             "cntk": _cntk, "caffe": _caffe, "chainer": _chainer}
+REPORTERS = {
+    "torch": _torch,
+    "caffe2": _caffe2,
+    "tensorflow": _tensorflow,
+    "mxnet": _mxnet,
+    "jax": _jax,
+    "cntk": _cntk,
+    "caffe": _caffe,
+    "chainer": _chainer,
+}
 
 
 def reported(framework):
     """What the framework says of its build, from a child process that imports it (an import that crashes the
     interpreter, or loads libraries that clash with the version probes, stays out of this one); {"error"} when
     the child fails."""
-    proc = subprocess.run([sys.executable, "-m", "runner.buildinfo", framework, "--reported-only"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "runner.buildinfo", framework, "--reported-only"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+    )
     lines = proc.stdout.strip().splitlines()
     try:
         said = json.loads(lines[-1]) if proc.returncode == 0 and lines else None
@@ -439,8 +519,12 @@ def describe(framework, cuobjdump=None):
     """The JSON-ready facts of the framework's build in this image (see the module docstring)."""
     dirs = package_dirs(framework)
     dirs += own_library_dirs(dirs, framework)
-    facts = {"framework": framework, "python": sys.version.split()[0], "package_dirs": dirs,
-             "reported": reported(framework)}
+    facts = {
+        "framework": framework,
+        "python": sys.version.split()[0],
+        "package_dirs": dirs,
+        "reported": reported(framework),
+    }
     facts["libraries"] = libraries(dirs + [os.path.join(s, "nvidia") for s in _site_dirs()])
     facts["wheels"] = cuda_wheels()
     facts["device_code"] = device_code(dirs, cuobjdump)

@@ -97,6 +97,7 @@ status "running" until the job ends:
 The host writes results itself only for jobs that never reached a runner (skipped,
 or a container that could not start) and uses ``new_result`` for that too.
 """
+
 import datetime
 import json
 import os
@@ -104,14 +105,38 @@ import tempfile
 
 JOB_SCHEMA = "dlrepro.job/1"
 RESULT_SCHEMA = "dlrepro.result/1"
-OPTION_DEFAULTS = {"precision": "fp32", "cudnn_autotune": True, "layout": "default", "compile": False,
-                   "cuda_graphs": False, "allow_ptx_jit": False, "gradients": "pruned", "thread_pools": "all"}
+OPTION_DEFAULTS = {
+    "precision": "fp32",
+    "cudnn_autotune": True,
+    "layout": "default",
+    "compile": False,
+    "cuda_graphs": False,
+    "allow_ptx_jit": False,
+    "gradients": "pruned",
+    "thread_pools": "all",
+}
 GRADIENTS = ("pruned", "gate_op")
 THREAD_POOLS = ("all", "intra_op")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 LAYOUTS = ("default", "channels_last")
-JOB_KEYS = ("schema", "id", "framework", "device", "mode", "model", "data", "optimizer", "batch_size",
-            "warmup", "iterations", "repeats", "epochs", "threads", "precision", "seed")
+JOB_KEYS = (
+    "schema",
+    "id",
+    "framework",
+    "device",
+    "mode",
+    "model",
+    "data",
+    "optimizer",
+    "batch_size",
+    "warmup",
+    "iterations",
+    "repeats",
+    "epochs",
+    "threads",
+    "precision",
+    "seed",
+)
 
 
 class ContractError(ValueError):
@@ -129,8 +154,9 @@ def utc_now(precise=False):
 def check_job(job):
     """Raise ContractError unless ``job`` carries the schema version and keys this runner reads."""
     if job.get("schema") != JOB_SCHEMA:
-        raise ContractError("job schema %r is not %r: host and runner versions differ"
-                            % (job.get("schema"), JOB_SCHEMA))
+        raise ContractError(
+            "job schema %r is not %r: host and runner versions differ" % (job.get("schema"), JOB_SCHEMA)
+        )
     missing = [k for k in JOB_KEYS if k not in job]
     if missing:
         raise ContractError("job %s lacks %s" % (job.get("id"), ", ".join(missing)))

@@ -8,6 +8,7 @@ Dataset files live in the content-addressed cache as DATA_ROOT/sha256/<hex>; the
 job names each file by role and SHA-256, and every file is re-hashed before use,
 so a corrupted cache is an error, never a silent use.
 """
+
 import collections
 import gzip
 import hashlib
@@ -28,6 +29,7 @@ class DataError(RuntimeError):
 
 
 # ---------------------------------------------------------------- synthetic data
+
 
 def synthetic_batch(model, batch_size, seed):
     """One mini-batch of random inputs and targets shaped for ``model`` (job.json's model), fixed by ``seed``.
@@ -55,6 +57,7 @@ def synthetic_batch(model, batch_size, seed):
 
 # ---------------------------------------------------------------- the cache
 
+
 def _cache_path(digest):
     root = os.environ.get(DATA_ROOT_ENV)
     if not root:
@@ -71,12 +74,15 @@ def read_verified(digest):
         blob = f.read()
     actual = hashlib.sha256(blob).hexdigest()
     if actual != digest:
-        raise DataError("cached file sha256:%s hashes to %s: the cache is corrupt; `dlrepro datasets.fetch NAME` "
-                        "on the host replaces corrupt files" % (digest, actual))
+        raise DataError(
+            "cached file sha256:%s hashes to %s: the cache is corrupt; `dlrepro datasets.fetch NAME` "
+            "on the host replaces corrupt files" % (digest, actual)
+        )
     return blob
 
 
 # ---------------------------------------------------------------- formats
+
 
 def parse_idx(blob):
     """Array from an IDX file (MNIST / Fashion-MNIST layout), raw or gzip-compressed."""
@@ -85,14 +91,15 @@ def parse_idx(blob):
     if blob[:2] != b"\x00\x00" or blob[2] != 0x08:
         raise DataError("not an unsigned-byte IDX file (magic %r)" % (blob[:4],))
     ndim = blob[3]
-    dims = [int.from_bytes(blob[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    dims = [int.from_bytes(blob[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(blob, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def load_mnist_idx(files, options):
     """(x_train, y_train, x_test, y_test) as uint8 arrays from the four IDX files."""
-    return tuple(parse_idx(read_verified(files[role]))
-                 for role in ("train_images", "train_labels", "test_images", "test_labels"))
+    return tuple(
+        parse_idx(read_verified(files[role])) for role in ("train_images", "train_labels", "test_images", "test_labels")
+    )
 
 
 def load_cifar10_python(files, options):
@@ -126,7 +133,7 @@ def _keras_style(docs, vocab, maxlen, start=1, oov=2, index_from=3):
     for i, doc in enumerate(docs):
         ids = [start] + [w + index_from for w in doc]
         ids = [w if w < vocab else oov for w in ids][-maxlen:]
-        out[i, :len(ids)] = ids
+        out[i, : len(ids)] = ids
     return out
 
 
@@ -134,8 +141,12 @@ def load_imdb_npz(files, options):
     """IMDB from Keras's imdb.npz (x_train, y_train, x_test, y_test: word frequency ranks per review)."""
     with np.load(io.BytesIO(read_verified(files["archive"])), allow_pickle=True) as npz:
         x_train, y_train, x_test, y_test = (npz[k] for k in ("x_train", "y_train", "x_test", "y_test"))
-    return (_keras_style(x_train, options["vocab"], options["maxlen"]), np.asarray(y_train, np.int64),
-            _keras_style(x_test, options["vocab"], options["maxlen"]), np.asarray(y_test, np.int64))
+    return (
+        _keras_style(x_train, options["vocab"], options["maxlen"]),
+        np.asarray(y_train, np.int64),
+        _keras_style(x_test, options["vocab"], options["maxlen"]),
+        np.asarray(y_test, np.int64),
+    )
 
 
 IMDB_TOKEN = re.compile(r"[a-z0-9']+")
@@ -163,13 +174,16 @@ def load_imdb_reviews_json(files, options):
     counts = collections.Counter(w for doc in train_words for w in doc)
     rank = dict((w, i + 1) for i, (w, _) in enumerate(counts.most_common()))
     unknown = options["vocab"]  # ranked beyond any kept id: becomes OOV after the shift
+
     def encode(docs):
         return [[rank.get(w, unknown) for w in doc] for doc in docs]
 
-    return (_keras_style(encode(train_words), options["vocab"], options["maxlen"]),
-            np.array([r["s"] for r in train], np.int64),
-            _keras_style(encode(test_words), options["vocab"], options["maxlen"]),
-            np.array([r["s"] for r in test], np.int64))
+    return (
+        _keras_style(encode(train_words), options["vocab"], options["maxlen"]),
+        np.array([r["s"] for r in train], np.int64),
+        _keras_style(encode(test_words), options["vocab"], options["maxlen"]),
+        np.array([r["s"] for r in test], np.int64),
+    )
 
 
 def load_ptb_text(files, options):
@@ -179,14 +193,16 @@ def load_ptb_text(files, options):
     the training words ranked by count, ties by word (PTB has exactly 10,000). Returns
     (train ids, None, test ids, None): int64 streams that LanguageModelData windows.
     """
+
     def words(role):
         return read_verified(files[role]).decode("utf-8").replace("\n", " <eos> ").split()
 
     train = words("train")
     counts = collections.Counter(train)
-    vocab = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:options["vocab"]]
+    vocab = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[: options["vocab"]]
     index = dict((w, i) for i, (w, _) in enumerate(vocab))
     unk = index.get("<unk>", len(index) - 1)
+
     def to_ids(ws):
         return np.array([index.get(w, unk) for w in ws], np.int64)
 
@@ -213,11 +229,17 @@ def load_tfjs_layers(files):
     return weights
 
 
-LOADERS = {"mnist-idx": load_mnist_idx, "cifar10-python": load_cifar10_python, "imdb-npz": load_imdb_npz,
-           "imdb-reviews-json": load_imdb_reviews_json, "ptb-text": load_ptb_text}
+LOADERS = {
+    "mnist-idx": load_mnist_idx,
+    "cifar10-python": load_cifar10_python,
+    "imdb-npz": load_imdb_npz,
+    "imdb-reviews-json": load_imdb_reviews_json,
+    "ptb-text": load_ptb_text,
+}
 
 
 # ---------------------------------------------------------------- batching
+
 
 class ArrayData(object):
     """Samples in memory; an epoch is a shuffled order of complete mini-batches."""
@@ -228,7 +250,7 @@ class ArrayData(object):
     def order(self, batch_size, rng):
         """Index arrays of one shuffled epoch, complete mini-batches only."""
         order = rng.permutation(len(self.x_train))
-        return [order[i:i + batch_size] for i in range(0, len(order) - len(order) % batch_size, batch_size)]
+        return [order[i : i + batch_size] for i in range(0, len(order) - len(order) % batch_size, batch_size)]
 
     def batch(self, key):
         return self.x_train[key], self.y_train[key]
@@ -236,7 +258,7 @@ class ArrayData(object):
     def test(self, batch_size, complete_batches):
         """Test mini-batches in order; with ``complete_batches`` the remainder is left out."""
         n = len(self.x_test) - (len(self.x_test) % batch_size if complete_batches else 0)
-        return [(self.x_test[i:i + batch_size], self.y_test[i:i + batch_size]) for i in range(0, n, batch_size)]
+        return [(self.x_test[i : i + batch_size], self.y_test[i : i + batch_size]) for i in range(0, n, batch_size)]
 
 
 class LanguageModelData(object):
@@ -253,8 +275,11 @@ class LanguageModelData(object):
     @staticmethod
     def _windows(stream, batch_size, steps):
         rows = len(stream) // batch_size
-        grid = stream[:rows * batch_size].reshape(batch_size, rows)
-        return [(grid[:, i:i + steps], grid[:, i + 1:i + 1 + steps]) for i in range(0, (rows - 1) // steps * steps, steps)]
+        grid = stream[: rows * batch_size].reshape(batch_size, rows)
+        return [
+            (grid[:, i : i + steps], grid[:, i + 1 : i + 1 + steps])
+            for i in range(0, (rows - 1) // steps * steps, steps)
+        ]
 
     def order(self, batch_size, rng):
         self._cut = self._windows(self.train, batch_size, self.steps)

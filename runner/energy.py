@@ -7,6 +7,7 @@ them only when the host's sysfs shows them, so a CPU job records either the pack
 window or why there is none. The value is the whole package's (every core, the uncore), not the job's share:
 other work on the machine counts too. Board-level GPU energy comes from NVML (runner.telemetry).
 """
+
 import glob
 import os
 
@@ -45,7 +46,8 @@ def packages(root=POWERCAP):
         energy = os.path.join(folder, "energy_uj")
         if _read(energy) is not None:
             domains.setdefault(tree, []).append(
-                (_name(folder), energy, _read(os.path.join(folder, "max_energy_range_uj"))))
+                (_name(folder), energy, _read(os.path.join(folder, "max_energy_range_uj")))
+            )
     return domains.get("intel-rapl") or domains.get("intel-rapl-mmio") or []
 
 
@@ -89,11 +91,20 @@ class Counter(object):
         when the counters cannot be read here. ``seconds``: the window's length less its pauses (its counters are
         read next to its edges: runner.window)."""
         if not self.domains:
-            return {"status": "unavailable", "reason": "no readable RAPL package counter under %s (root-only since "
-                    "2020; absent on this CPU or hidden from the container)" % POWERCAP}
+            return {
+                "status": "unavailable",
+                "reason": "no readable RAPL package counter under %s (root-only since "
+                "2020; absent on this CPU or hidden from the container)" % POWERCAP,
+            }
         if self.begin is None or self.end is None:
             return {"status": "unavailable", "reason": "nothing was measured"}
         joules = sum(self._uj) / 1e6
-        return {"status": "ok", "joules": joules, "seconds": seconds, "mean_w": joules / seconds if seconds else None,
-                "method": "RAPL package counters (powercap)", "domains": [d[0] for d in self.domains],
-                "note": "whole CPU packages, other work on the machine included; not a certified measurement"}
+        return {
+            "status": "ok",
+            "joules": joules,
+            "seconds": seconds,
+            "mean_w": joules / seconds if seconds else None,
+            "method": "RAPL package counters (powercap)",
+            "domains": [d[0] for d in self.domains],
+            "note": "whole CPU packages, other work on the machine included; not a certified measurement",
+        }

@@ -6,6 +6,7 @@ the CPUs this process may use and their physical cores, thread-count variables.
 The framework adapter adds its own versions (framework, CUDA, cuDNN, GPU) through
 ``Adapter.environment()``.
 """
+
 import ctypes
 import os
 import platform
@@ -47,8 +48,12 @@ def cpu_identity(path=CPUINFO):
         value = fields.get(key, "")
         return int(value) if value.isdigit() else None
 
-    return {"vendor": fields.get("vendor_id") or None, "family": number("cpu family"),
-            "model_number": number("model"), "stepping": number("stepping")}
+    return {
+        "vendor": fields.get("vendor_id") or None,
+        "family": number("cpu family"),
+        "model_number": number("model"),
+        "stepping": number("stepping"),
+    }
 
 
 def cpu_flags(path=CPUINFO):
@@ -103,10 +108,13 @@ def cuda_device(ordinal=0):
         return None
     device, major, minor, name = ctypes.c_int(), ctypes.c_int(), ctypes.c_int(), ctypes.create_string_buffer(256)
     # CUresult 0 is CUDA_SUCCESS; attributes 75 and 76: CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, _MINOR
-    if (cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(device), ordinal)
-            or cuda.cuDeviceGetName(name, len(name), device)
-            or cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, device)
-            or cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)):
+    if (
+        cuda.cuInit(0)
+        or cuda.cuDeviceGet(ctypes.byref(device), ordinal)
+        or cuda.cuDeviceGetName(name, len(name), device)
+        or cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, device)
+        or cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, device)
+    ):
         return None
     return name.value.decode("utf-8", "replace"), "%d.%d" % (major.value, minor.value)
 
@@ -125,8 +133,9 @@ def gpu_devices(dev="/dev"):
         names = os.listdir(dev)
     except OSError:
         return []
-    return sorted(os.path.join(dev, n) for n in names
-                  if n == "dxg" or (n.startswith("nvidia") and n[len("nvidia"):].isdigit()))
+    return sorted(
+        os.path.join(dev, n) for n in names if n == "dxg" or (n.startswith("nvidia") and n[len("nvidia") :].isdigit())
+    )
 
 
 def describe():
@@ -137,8 +146,14 @@ def describe():
         "python": platform.python_version(),
         "numpy": np.__version__,
         "os": platform.platform(),
-        "cpu": dict(cpu_identity(), model=cpu_model(), usable_cpus=usable_cpus(), usable_cores=usable_cores(),
-                    flags=cpu_flags(), mhz=cpu_mhz()),
+        "cpu": dict(
+            cpu_identity(),
+            model=cpu_model(),
+            usable_cpus=usable_cpus(),
+            usable_cores=usable_cores(),
+            flags=cpu_flags(),
+            mhz=cpu_mhz(),
+        ),
         "thread_variables": dict((k, os.environ.get(k)) for k in settings.THREAD_VARIABLES),
         "in_container": in_container(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

@@ -33,6 +33,7 @@ An inference pass is the forward count (the matrix products and the other ops).
 Not counted anywhere: data movement, the random numbers of dropout, integer work, the loss's
 reduction over a mini-batch (a handful of FLOPs per sample).
 """
+
 from runner import shapes
 
 GATES = shapes.RECURRENT_GATES
@@ -151,12 +152,17 @@ def of_model(model, batch_size, optimizer=None):
     count, out = per_sample(model["layers"], model["input_shape"])
     loss = 3 * _product(out)
     n = batch_size
-    result = {"forward_matmul": n * count.forward_matmul, "backward_matmul": n * count.backward_matmul,
-              "forward_other": n * (count.forward_other + loss), "backward_other": n * (count.backward_other + loss),
-              "optimizer": model["parameters"] * optimizer_per_parameter(optimizer)}
+    result = {
+        "forward_matmul": n * count.forward_matmul,
+        "backward_matmul": n * count.backward_matmul,
+        "forward_other": n * (count.forward_other + loss),
+        "backward_other": n * (count.backward_other + loss),
+        "optimizer": model["parameters"] * optimizer_per_parameter(optimizer),
+    }
     result["inference"] = n * (count.forward_matmul + count.forward_other)
-    result["training"] = sum(result[k] for k in ("forward_matmul", "backward_matmul", "forward_other",
-                                                 "backward_other", "optimizer"))
+    result["training"] = sum(
+        result[k] for k in ("forward_matmul", "backward_matmul", "forward_other", "backward_other", "optimizer")
+    )
     return result
 
 

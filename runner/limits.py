@@ -9,6 +9,7 @@ tells "out of memory" from any other SIGKILL. The kill count also rises when the
 kernel's global OOM killer picks a process of any cgroup); ``limit_reached`` tells the two apart: it rises
 only when the cgroup's own usage reached its limit. Outside a limited cgroup they read as None.
 """
+
 import os
 
 ROOT = "/sys/fs/cgroup"
@@ -56,10 +57,19 @@ def limit_reached():
     found = _field(_read("memory.events"), "oom")
     if found is not None:
         return found
-    pairs = [(_read("memory", "memory%s.max_usage_in_bytes" % kind), _read("memory", "memory%s.limit_in_bytes" % kind))
-             for kind in ("", ".memsw")]
-    pairs = [(int(peak), int(limit)) for peak, limit in pairs if peak is not None and limit is not None
-             and peak.strip().isdigit() and limit.strip().isdigit() and int(limit) < NO_LIMIT]
+    pairs = [
+        (_read("memory", "memory%s.max_usage_in_bytes" % kind), _read("memory", "memory%s.limit_in_bytes" % kind))
+        for kind in ("", ".memsw")
+    ]
+    pairs = [
+        (int(peak), int(limit))
+        for peak, limit in pairs
+        if peak is not None
+        and limit is not None
+        and peak.strip().isdigit()
+        and limit.strip().isdigit()
+        and int(limit) < NO_LIMIT
+    ]
     if not pairs:
         return None
     return 0 if all(peak + (1 << 20) < limit for peak, limit in pairs) else None

@@ -46,6 +46,7 @@ inference    DeepLearningFrameworks' feature extraction: one untimed pass over t
              batches, then a timed pass; each batch is copied to the device, run
              forward without gradients and copied back; seconds per 1000 images.
 """
+
 import contextlib
 import math
 import time
@@ -73,9 +74,18 @@ def _timed(adapter, step, count):
 
 def _timing(quantity, region, per_measurement, warmup, repeats, timer="host_sync", units="repeat"):
     summary = stats.summarize_repeats(repeats, units)
-    return {"quantity": quantity, "timed_region": region, "unit": "s", "samples_per_measurement": per_measurement,
-            "warmup_seconds": warmup, "repeats": repeats, "summary": summary, "timer": timer,
-            "throughput": per_measurement / summary["median"], "throughput_unit": "samples/s"}
+    return {
+        "quantity": quantity,
+        "timed_region": region,
+        "unit": "s",
+        "samples_per_measurement": per_measurement,
+        "warmup_seconds": warmup,
+        "repeats": repeats,
+        "summary": summary,
+        "timer": timer,
+        "throughput": per_measurement / summary["median"],
+        "throughput_unit": "samples/s",
+    }
 
 
 TIMERS = ("device_events", "pipelined_wall", "host_sync")  # job["timer"]: "auto" or one of these
@@ -120,11 +130,12 @@ def _repeat_timer(adapter, job):
     return "host_sync", lambda step, count: _timed(adapter, step, count), 0, "iteration"
 
 
-LEAD_IN = {"device_events": "untimed at each repeat's start: the launch queue's refill after the repeat's "
-                            "synchronisation",
-           "pipelined_wall": "none: the repeat's wall time runs from a drained queue to one synchronisation at its "
-                             "end, as a plain loop timed by the host clock",
-           "host_sync": "none: host_sync drains the queue at every iteration alike"}
+LEAD_IN = {
+    "device_events": "untimed at each repeat's start: the launch queue's refill after the repeat's synchronisation",
+    "pipelined_wall": "none: the repeat's wall time runs from a drained queue to one synchronisation at its "
+    "end, as a plain loop timed by the host clock",
+    "host_sync": "none: host_sync drains the queue at every iteration alike",
+}
 
 
 @contextlib.contextmanager
@@ -159,9 +170,12 @@ def _step_source(adapter, job, dataset, lead_in=0):
     timer takes per repeat, beside the warm-up and the measured ones)."""
     batch_size = job["batch_size"]
     if dataset is None:
-        x, y = adapter.to_device(*adapter.shard(*datamod.synthetic_batch(job["model"], batch_size, job["data"]["seed"])))
-        return (lambda: adapter.train_step(x, y)), \
-            "forward+backward+update on one synthetic mini-batch resident on the device"
+        x, y = adapter.to_device(
+            *adapter.shard(*datamod.synthetic_batch(job["model"], batch_size, job["data"]["seed"]))
+        )
+        return (
+            lambda: adapter.train_step(x, y)
+        ), "forward+backward+update on one synthetic mini-batch resident on the device"
     rng = np.random.RandomState(job.get("seed", 0))
     needed = job["warmup"] + job["repeats"] * (job["iterations"] + lead_in)
     keys = []  # drawn before any timing: shuffled epochs (a language model's stream in order)
@@ -172,8 +186,9 @@ def _step_source(adapter, job, dataset, lead_in=0):
     def step():
         return adapter.train_step(*adapter.to_device(*adapter.shard(*dataset.batch(next(keys)))))
 
-    return step, ("gather of a real mini-batch from memory + copy to the device (none on CPU) "
-                  "+ forward+backward+update")
+    return step, (
+        "gather of a real mini-batch from memory + copy to the device (none on CPU) + forward+backward+update"
+    )
 
 
 def _epoch(dataset, batch_size, rng):
@@ -198,10 +213,15 @@ def throughput(adapter, job, dataset=None, window=None, progress=_nothing, warme
     repeats, walls, last = [], [], None
 
     def timing():
-        found = _timing("seconds per mini-batch", region, job["batch_size"], warmup, repeats, name,
-                        stats.units_of(sample))
-        found.update(repeat_wall_seconds=walls, sample=sample, iterations_per_repeat=job["iterations"],
-                     lead_in={"iterations": lead_in, "why": LEAD_IN[name]})
+        found = _timing(
+            "seconds per mini-batch", region, job["batch_size"], warmup, repeats, name, stats.units_of(sample)
+        )
+        found.update(
+            repeat_wall_seconds=walls,
+            sample=sample,
+            iterations_per_repeat=job["iterations"],
+            lead_in={"iterations": lead_in, "why": LEAD_IN[name]},
+        )
         return found
 
     with _measured(window):
@@ -240,18 +260,28 @@ def _convergence(adapter, job, dataset, progress, window=None):
         raise datamod.DataError("batch size %d is larger than the test set: nothing to evaluate" % batch_size)
 
     def sections():
-        timing = _timing("seconds per epoch",
-                         "training loop of one epoch (mini-batch gathers and copies to the device included, "
-                         "evaluation excluded)", epochs[0]["iterations"] * batch_size, [], [seconds], units="sample")
+        timing = _timing(
+            "seconds per epoch",
+            "training loop of one epoch (mini-batch gathers and copies to the device included, evaluation excluded)",
+            epochs[0]["iterations"] * batch_size,
+            [],
+            [seconds],
+            units="sample",
+        )
         last = epochs[-1]
-        return timing, {"epochs": epochs, "loss_curve_every": LOSS_CURVE_EVERY, "test_batches": len(test),
-                        "total_seconds": elapsed_total, "final_test_accuracy": last.get("test_accuracy"),
-                        "final_perplexity": last.get("perplexity")}
+        return timing, {
+            "epochs": epochs,
+            "loss_curve_every": LOSS_CURVE_EVERY,
+            "test_batches": len(test),
+            "total_seconds": elapsed_total,
+            "final_test_accuracy": last.get("test_accuracy"),
+            "final_perplexity": last.get("perplexity"),
+        }
 
     for epoch in range(1, job["epochs"] + 1):
         keys = _epoch(dataset, batch_size, rng)
         if job.get("max_iterations_per_epoch"):
-            keys = keys[:job["max_iterations_per_epoch"]]
+            keys = keys[: job["max_iterations_per_epoch"]]
         handles = []
         adapter.reset_state()
         adapter.synchronize()
@@ -263,10 +293,16 @@ def _convergence(adapter, job, dataset, progress, window=None):
         elapsed_total += elapsed
         losses = adapter.losses(handles)
         ends.extend([losses[0], losses[-1]])
-        record = {"epoch": epoch, "iterations": len(keys), "seconds": elapsed, "cumulative_seconds": elapsed_total,
-                  "train_loss": float(np.mean(losses)),
-                  "loss_curve": [float(np.mean(losses[i:i + LOSS_CURVE_EVERY]))
-                                 for i in range(0, len(losses), LOSS_CURVE_EVERY)]}
+        record = {
+            "epoch": epoch,
+            "iterations": len(keys),
+            "seconds": elapsed,
+            "cumulative_seconds": elapsed_total,
+            "train_loss": float(np.mean(losses)),
+            "loss_curve": [
+                float(np.mean(losses[i : i + LOSS_CURVE_EVERY])) for i in range(0, len(losses), LOSS_CURVE_EVERY)
+            ],
+        }
         with _outside(window, EVALUATION):
             adapter.reset_state()
             record.update(adapter.evaluate(test, job["model"].get("target", "class")))
@@ -285,7 +321,7 @@ def inference(adapter, job, window=None):
     """Inference mode; returns the result's ``timing`` and ``inference`` sections (``window``: the timed pass)."""
     batch_size, count = job["batch_size"], job["inference_batches"]
     x, _ = datamod.synthetic_batch(job["model"], batch_size * count, job["data"]["seed"])
-    batches = [x[i:i + batch_size] for i in range(0, len(x), batch_size)]
+    batches = [x[i : i + batch_size] for i in range(0, len(x), batch_size)]
     features = [None] * count
 
     def run_pass():
@@ -305,9 +341,17 @@ def inference(adapter, job, window=None):
         per_batch = run_pass()
         adapter.synchronize()
         wall = time.perf_counter() - start
-    timing = _timing("seconds per mini-batch",
-                     "copy of a mini-batch to the device + forward without gradients + copy of the outputs "
-                     "back to the host", batch_size, [], [per_batch])
+    timing = _timing(
+        "seconds per mini-batch",
+        "copy of a mini-batch to the device + forward without gradients + copy of the outputs back to the host",
+        batch_size,
+        [],
+        [per_batch],
+    )
     images = batch_size * count
-    return timing, {"images": images, "pass_seconds": wall, "seconds_per_1000_images": wall / images * 1000.0,
-                    "output_shape": list(features[0].shape[1:])}
+    return timing, {
+        "images": images,
+        "pass_seconds": wall,
+        "seconds_per_1000_images": wall / images * 1000.0,
+        "output_shape": list(features[0].shape[1:]),
+    }

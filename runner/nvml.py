@@ -2,6 +2,7 @@
 ("throttle") reasons and violation counters mean. Shared by the job's process (the window's edges, runner.telemetry)
 and the sampling process (runner.sampling); Python 3.6 syntax, no import beyond the standard library at load.
 """
+
 import importlib
 import os
 
@@ -17,8 +18,9 @@ REASONS = (
     (0x80, "hw_power_brake_slowdown"),
     (0x100, "display_clock_setting"),
 )
-THROTTLING = frozenset(["sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                        "hw_power_brake_slowdown"])
+THROTTLING = frozenset(
+    ["sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"]
+)
 # NVML perf policies (nvmlPerfPolicyType_t) whose violation time means the clocks were held back
 VIOLATIONS = (("power", 0, "sw_power_cap"), ("thermal", 1, "sw_thermal_slowdown"))
 FIELDS = ("sm_clock_mhz", "memory_clock_mhz", "power_w", "temperature_c", "gpu_util_pct", "memory_util_pct")
@@ -99,13 +101,15 @@ def read(nvml, handle):
     sampling process (``serve``)."""
     power = attempt(nvml.nvmlDeviceGetPowerUsage, handle)
     util = attempt(nvml.nvmlDeviceGetUtilizationRates, handle)
-    return {"sm_clock_mhz": attempt(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
-            "memory_clock_mhz": attempt(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),
-            "power_w": power / 1000.0 if power is not None else None,
-            "temperature_c": attempt(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
-            "gpu_util_pct": util.gpu if util is not None else None,
-            "memory_util_pct": util.memory if util is not None else None,
-            "reasons": _reasons(nvml, handle)}
+    return {
+        "sm_clock_mhz": attempt(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM),
+        "memory_clock_mhz": attempt(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM),
+        "power_w": power / 1000.0 if power is not None else None,
+        "temperature_c": attempt(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
+        "gpu_util_pct": util.gpu if util is not None else None,
+        "memory_util_pct": util.memory if util is not None else None,
+        "reasons": _reasons(nvml, handle),
+    }
 
 
 def load(source):

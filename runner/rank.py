@@ -2,6 +2,7 @@
 (runner.ranks) with the rendezvous in its environment. It runs the job as rank 0 does (the same warm-up,
 repeats and barriers on its shard of each mini-batch) and writes OUTDIR/rank-<RANK>.json; it ends itself when
 rank 0 is gone."""
+
 import os
 import sys
 

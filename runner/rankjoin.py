@@ -17,6 +17,7 @@ energy       cuda: the sum of every rank's GPU board (NVML, each rank samples it
 J/sample is then that energy over every rank's samples (runner's total mini-batch per iteration:
 dlrepro.store.tables).
 """
+
 JOINED = "slowest rank per iteration (maximum over %d ranks)"
 
 
@@ -25,8 +26,13 @@ def _timing(timing, records):
 
     repeats = [[max(values) for values in zip(*per_rank)] for per_rank in zip(*[r["repeats"] for r in records])]
     summary = stats.summarize_repeats(repeats, stats.units_of(timing.get("sample")))
-    return dict(timing, repeats=repeats, summary=summary, ranks_joined=JOINED % len(records),
-                throughput=timing["samples_per_measurement"] / summary["median"])
+    return dict(
+        timing,
+        repeats=repeats,
+        summary=summary,
+        ranks_joined=JOINED % len(records),
+        throughput=timing["samples_per_measurement"] / summary["median"],
+    )
 
 
 def _cpu_usage(usage, records):
@@ -34,24 +40,38 @@ def _cpu_usage(usage, records):
     if not usage or None in seconds:
         return usage
     total = sum(seconds)
-    return dict(usage, cpu_seconds=total, rank_cpu_seconds=seconds,
-                effective_parallelism=total / usage["wall_seconds"] if usage["wall_seconds"] else None,
-                method="%s, summed over the %d ranks' processes" % (usage.get("method") or "process CPU time",
-                                                                   len(records)))
+    return dict(
+        usage,
+        cpu_seconds=total,
+        rank_cpu_seconds=seconds,
+        effective_parallelism=total / usage["wall_seconds"] if usage["wall_seconds"] else None,
+        method="%s, summed over the %d ranks' processes" % (usage.get("method") or "process CPU time", len(records)),
+    )
 
 
 def _energy(energy, records):
     boards = [((r.get("telemetry") or {}).get("energy") or {}) for r in records]
-    missing = [(r["rank"], b.get("reason") or "no board energy recorded") for r, b in zip(records, boards)
-               if b.get("status") != "ok"]
+    missing = [
+        (r["rank"], b.get("reason") or "no board energy recorded")
+        for r, b in zip(records, boards)
+        if b.get("status") != "ok"
+    ]
     if missing:
-        return {"status": "unavailable", "reason": "rank %d's GPU board energy is missing (%s): the job's energy "
-                                                   "is the sum of every rank's" % missing[0]}
+        return {
+            "status": "unavailable",
+            "reason": "rank %d's GPU board energy is missing (%s): the job's energy "
+            "is the sum of every rank's" % missing[0],
+        }
     joules = sum(b["joules"] for b in boards)
     seconds = (energy or {}).get("seconds") or boards[0].get("seconds")
-    return dict(energy or boards[0], status="ok", joules=joules, boards=[b["joules"] for b in boards],
-                mean_w=joules / seconds if seconds else None,
-                method="sum of %d ranks' GPU boards: %s" % (len(records), (energy or boards[0])["method"]))
+    return dict(
+        energy or boards[0],
+        status="ok",
+        joules=joules,
+        boards=[b["joules"] for b in boards],
+        mean_w=joules / seconds if seconds else None,
+        method="sum of %d ranks' GPU boards: %s" % (len(records), (energy or boards[0])["method"]),
+    )
 
 
 def join(result, job, records):

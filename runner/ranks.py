@@ -14,6 +14,7 @@ job's time limit, so none hangs. Adapters that drive several devices from one pr
 NVLink multicast stays off in every rank (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
 NVSHMEM_DISABLE_NVLS=1): on shared hosts a program using it can take the GPUs out of service.
 """
+
 import json
 import os
 import subprocess
@@ -35,8 +36,15 @@ def rank():
 def environment(job, rank_index):
     """The variables of rank ``rank_index`` of ``job``: torch's env:// rendezvous, the rank, no NVLink multicast."""
     where = job["rendezvous"]
-    return dict(NO_MULTICAST, MASTER_ADDR=where["address"], MASTER_PORT=str(where["port"]), RANK=str(rank_index),
-                LOCAL_RANK=str(rank_index), WORLD_SIZE=str(job["ranks"]), **{RANK: str(rank_index)})
+    return dict(
+        NO_MULTICAST,
+        MASTER_ADDR=where["address"],
+        MASTER_PORT=str(where["port"]),
+        RANK=str(rank_index),
+        LOCAL_RANK=str(rank_index),
+        WORLD_SIZE=str(job["ranks"]),
+        **{RANK: str(rank_index)},
+    )
 
 
 def record_path(outdir, rank_index):
@@ -51,9 +59,17 @@ class Launched(object):
         self.procs = []
         for r in range(1, job["ranks"]):
             log = open(os.path.join(outdir, "rank-%d.log" % r), "wb")
-            self.procs.append((r, subprocess.Popen([sys.executable, "-m", "runner.rank", job_path, outdir, str(r)],
-                                                   stdout=log, stderr=subprocess.STDOUT,
-                                                   env=dict(os.environ, **environment(job, r)))))
+            self.procs.append(
+                (
+                    r,
+                    subprocess.Popen(
+                        [sys.executable, "-m", "runner.rank", job_path, outdir, str(r)],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=dict(os.environ, **environment(job, r)),
+                    ),
+                )
+            )
             log.close()
         self._watch = threading.Thread(target=self._watcher, args=(on_failure,), name="dlrepro-ranks")
         self._watch.daemon = True
@@ -78,7 +94,11 @@ class Launched(object):
                 code = proc.poll()
                 if code is not None and code != 0:
                     self.failure = self.failure or "rank %d of %d ended with status %d: %s" % (
-                        r, self.job["ranks"], code, _tail(os.path.join(self.outdir, "rank-%d.log" % r)))
+                        r,
+                        self.job["ranks"],
+                        code,
+                        _tail(os.path.join(self.outdir, "rank-%d.log" % r)),
+                    )
                     return self.failure
             if time.time() >= deadline:
                 return None
@@ -117,14 +137,20 @@ def topology(job):
     if job["device"] != "cuda":
         return None
     try:
-        return subprocess.run(["nvidia-smi", "topo", "-m"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              universal_newlines=True, timeout=30).stdout
+        return subprocess.run(
+            ["nvidia-smi", "topo", "-m"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+            timeout=30,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
 
 
 def watch_rank0(parent):
     """In ranks >= 1: end this process when rank 0 (process ``parent``) is gone, so no rank waits forever."""
+
     def watch():
         while os.getppid() == parent:
             time.sleep(0.5)

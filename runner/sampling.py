@@ -2,6 +2,7 @@
 interpreter), ``SamplingProcess`` is its handle in the job's process. They share nothing but a pipe, silent until
 the window ends: the job's process runs no thread of the suite's while it is measured (runner.telemetry says why).
 """
+
 import json
 import os
 import select
@@ -82,11 +83,20 @@ class SamplingProcess(object):
 
     def __init__(self, source, index, interval_s):
         code = "import sys; sys.path[:0] = %r; from runner import sampling; sampling.serve(%r, %d, %r)" % (
-            [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path, source, index, interval_s)
+            [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path,
+            source,
+            index,
+            interval_s,
+        )
         self.errors = tempfile.TemporaryFile()
         try:
-            self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=self.errors, close_fds=True)
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.errors,
+                close_fds=True,
+            )
         except Exception as exc:  # no such interpreter, no fork: the caller keeps the edge readings
             self.errors.close()
             raise RuntimeError("the sampling process could not start: %s: %s" % (type(exc).__name__, exc))

@@ -20,6 +20,7 @@ by cuBLAS and cuDNN >= 11; TensorFlow, PyTorch and JAX switch TF32 off through t
 
 Jobs whose settings differ cannot share a worker process (runner.worker): ``key`` tells them apart.
 """
+
 import os
 
 from runner import frameworks, topology
@@ -58,8 +59,11 @@ def environment(job):
         env.update(topology.NO_MULTICAST)
     if job["device"] == "cuda":
         if not job.get("cudnn_autotune", True):
-            env.update({"tensorflow": {"TF_CUDNN_USE_AUTOTUNE": "0"},
-                        "mxnet": {"MXNET_CUDNN_AUTOTUNE_DEFAULT": "0"}}.get(framework, {}))
+            env.update(
+                {"tensorflow": {"TF_CUDNN_USE_AUTOTUNE": "0"}, "mxnet": {"MXNET_CUDNN_AUTOTUNE_DEFAULT": "0"}}.get(
+                    framework, {}
+                )
+            )
         if job.get("precision", "fp32") == "fp32" and framework in TF32_OVERRIDE:
             env["NVIDIA_TF32_OVERRIDE"] = "0"
     return env
@@ -98,7 +102,7 @@ def choice(job, allowed=None, rank=0, root=topology.SYSFS):
     width, processes = _width(job)
     where = topology.read(allowed, root)
     taken, rule = topology.choose(allowed, width * processes, where)
-    mine = taken[rank * width:(rank + 1) * width] or taken[:width]
+    mine = taken[rank * width : (rank + 1) * width] or taken[:width]
     return sorted(mine), topology.describe(mine, rule, where)
 
 
@@ -110,8 +114,15 @@ def cpus(job, allowed=None, rank=0):
 def key(job):
     """What must be the same for jobs to share a process: the framework (and version), the device, the
     environment before import and the CPUs."""
-    return (job["framework"], job.get("framework_version"), job["device"], tuple(sorted(environment(job).items())),
-            tuple(cpus(job) or ()), job.get("ranks"), job.get("thread_pools", "all"))
+    return (
+        job["framework"],
+        job.get("framework_version"),
+        job["device"],
+        tuple(sorted(environment(job).items())),
+        tuple(cpus(job) or ()),
+        job.get("ranks"),
+        job.get("thread_pools", "all"),
+    )
 
 
 def record(job, rank=0):
@@ -119,8 +130,13 @@ def record(job, rank=0):
     {"variables": {...}, "cpus": [...] or None, "requested_threads", "thread_pools" (runner.contract),
     "cpu_choice": runner.topology.describe's record or None}."""
     chosen, how = choice(job, rank=rank)
-    return {"variables": environment(job), "cpus": chosen, "requested_threads": job.get("threads"),
-            "thread_pools": job.get("thread_pools", "all"), "cpu_choice": how}
+    return {
+        "variables": environment(job),
+        "cpus": chosen,
+        "requested_threads": job.get("threads"),
+        "thread_pools": job.get("thread_pools", "all"),
+        "cpu_choice": how,
+    }
 
 
 def apply(job, rank=0):

@@ -37,11 +37,27 @@ even without padding, which differs only when stride > kernel; every framework's
 measured parameter count is checked against this arithmetic, so such a difference
 cannot pass unnoticed.
 """
+
 import math
 
 ACTIVATIONS = ("relu", "sigmoid", "tanh")
-PRIMITIVES = ("conv", "maxpool", "avgpool", "global_avgpool", "batchnorm", "dense", "dropout", "flatten",
-              "pad_channels", "residual", "concat", "embedding", "lstm", "gru", "last_step") + ACTIVATIONS
+PRIMITIVES = (
+    "conv",
+    "maxpool",
+    "avgpool",
+    "global_avgpool",
+    "batchnorm",
+    "dense",
+    "dropout",
+    "flatten",
+    "pad_channels",
+    "residual",
+    "concat",
+    "embedding",
+    "lstm",
+    "gru",
+    "last_step",
+) + ACTIVATIONS
 MACROS = ("resnet_stage", "densenet_block")
 RECURRENT_GATES = {"lstm": 4, "gru": 3}
 
@@ -80,8 +96,10 @@ def block_letter(index):
 
 
 def _conv(name, kernel, filters, stride=1, pad=0, bias=False):
-    return dict({"type": "conv", "filters": filters, "kernel": kernel, "stride": stride, "pad": pad, "bias": bias},
-                **({"name": name} if name else {}))
+    return dict(
+        {"type": "conv", "filters": filters, "kernel": kernel, "stride": stride, "pad": pad, "bias": bias},
+        **({"name": name} if name else {}),
+    )
 
 
 def _bn(name, eps, momentum):
@@ -99,23 +117,38 @@ def _resnet_stage(m, channels):
         tag = "%s%s" % (m["stage"], block_letter(i))
         if bottleneck:
             first_stride = s if m.get("stride_on", "3x3") == "1x1" else 1
-            body = [_conv("res%s_branch2a" % tag, 1, m["filters"], first_stride, 0, bias),
-                    _bn("bn%s_branch2a" % tag, eps, mom), {"type": "relu"},
-                    _conv("res%s_branch2b" % tag, 3, m["filters"], s // first_stride, 1, bias),
-                    _bn("bn%s_branch2b" % tag, eps, mom), {"type": "relu"},
-                    _conv("res%s_branch2c" % tag, 1, out, 1, 0, bias), _bn("bn%s_branch2c" % tag, eps, mom)]
+            body = [
+                _conv("res%s_branch2a" % tag, 1, m["filters"], first_stride, 0, bias),
+                _bn("bn%s_branch2a" % tag, eps, mom),
+                {"type": "relu"},
+                _conv("res%s_branch2b" % tag, 3, m["filters"], s // first_stride, 1, bias),
+                _bn("bn%s_branch2b" % tag, eps, mom),
+                {"type": "relu"},
+                _conv("res%s_branch2c" % tag, 1, out, 1, 0, bias),
+                _bn("bn%s_branch2c" % tag, eps, mom),
+            ]
         else:
-            body = [_conv("res%s_branch2a" % tag, 3, out, s, 1, bias), _bn("bn%s_branch2a" % tag, eps, mom),
-                    {"type": "relu"},
-                    _conv("res%s_branch2b" % tag, 3, out, 1, 1, bias), _bn("bn%s_branch2b" % tag, eps, mom)]
+            body = [
+                _conv("res%s_branch2a" % tag, 3, out, s, 1, bias),
+                _bn("bn%s_branch2a" % tag, eps, mom),
+                {"type": "relu"},
+                _conv("res%s_branch2b" % tag, 3, out, 1, 1, bias),
+                _bn("bn%s_branch2b" % tag, eps, mom),
+            ]
         shortcut = []
         if s != 1 or channels != out:
             if m["shortcut"] == "projection":
                 shortcut = [_conv("res%s_branch1" % tag, 1, out, s, 0, bias), _bn("bn%s_branch1" % tag, eps, mom)]
             else:  # option A of He et al.: subsample, then zero channels
                 shortcut = [{"type": "avgpool", "kernel": 1, "stride": s}, {"type": "pad_channels", "filters": out}]
-        blocks.append({"type": "residual", "body": body, "shortcut": shortcut,
-                       "after": [{"type": "relu"}] if m.get("post_add_relu", True) else []})
+        blocks.append(
+            {
+                "type": "residual",
+                "body": body,
+                "shortcut": shortcut,
+                "after": [{"type": "relu"}] if m.get("post_add_relu", True) else [],
+            }
+        )
         channels = out
     return blocks
 
@@ -123,10 +156,20 @@ def _resnet_stage(m, channels):
 def _densenet_block(m):
     """DenseNet-BC layers: each concatenates BN-ReLU-Conv1x1(bn_size*k)-BN-ReLU-Conv3x3(k) to its input."""
     eps, width = m.get("bn_eps", 1e-5), m.get("bn_size", 4) * m["growth"]
-    return [{"type": "concat", "body": [
-        {"type": "batchnorm", "eps": eps}, {"type": "relu"}, _conv(None, 1, width),
-        {"type": "batchnorm", "eps": eps}, {"type": "relu"}, _conv(None, 3, m["growth"], 1, 1)]}
-        for _ in range(m["layers"])]
+    return [
+        {
+            "type": "concat",
+            "body": [
+                {"type": "batchnorm", "eps": eps},
+                {"type": "relu"},
+                _conv(None, 1, width),
+                {"type": "batchnorm", "eps": eps},
+                {"type": "relu"},
+                _conv(None, 3, m["growth"], 1, 1),
+            ],
+        }
+        for _ in range(m["layers"])
+    ]
 
 
 def expand(layers, input_shape):
@@ -183,11 +226,18 @@ def apply(layer, shape):
         oh, ow = conv_output(h, k, s, p), conv_output(w, k, s, p)
         if oh < 1 or ow < 1:
             raise ShapeError("conv %dx%d/%d leaves no output from %s" % (k, k, s, shape))
-        return (layer["filters"], oh, ow), layer["filters"] * c * k * k + (layer["filters"] if layer.get("bias", True) else 0)
+        return (layer["filters"], oh, ow), layer["filters"] * c * k * k + (
+            layer["filters"] if layer.get("bias", True) else 0
+        )
     if kind in ("maxpool", "avgpool"):
         _need(shape, 3, kind)
         c, h, w = shape
-        k, s, p, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
+        k, s, p, ceil = (
+            layer["kernel"],
+            layer.get("stride", layer["kernel"]),
+            layer.get("pad", 0),
+            layer.get("ceil", False),
+        )
         oh, ow = pool_output(h, k, s, p, ceil), pool_output(w, k, s, p, ceil)
         if oh < 1 or ow < 1:
             raise ShapeError("%s %dx%d/%d leaves no output from %s" % (kind, k, k, s, shape))

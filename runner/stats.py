@@ -22,6 +22,7 @@ convergence run the median of its epochs, for one repeat its median): recorded w
 the pooled one. A sample that is not a finite number (NaN, inf: a timer that failed) is refused
 (NonFiniteSample) rather than turned into a NaN bound.
 """
+
 import math
 
 import numpy as np
@@ -41,8 +42,9 @@ class NonFiniteSample(ValueError):
 def _binomial_cdf_half(n):
     """[P(X <= k) for k = 0 .. n] for X ~ Binomial(n, 1/2), in O(n)."""
     k = np.arange(n + 1)
-    log_pmf = np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in k]) \
-        + n * math.log(0.5)
+    log_pmf = np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in k]) + n * math.log(
+        0.5
+    )
     return np.cumsum(np.exp(log_pmf))
 
 
@@ -52,7 +54,7 @@ def _lower_rank(n, level):
     if n < 2:
         return 0, None
     cdf = _binomial_cdf_half(n)
-    lower = int(np.searchsorted(cdf[:n // 2], (1.0 - level) / 2, side="right"))
+    lower = int(np.searchsorted(cdf[: n // 2], (1.0 - level) / 2, side="right"))
     return lower, (1.0 - 2.0 * float(cdf[lower - 1]) if lower else None)
 
 
@@ -85,13 +87,23 @@ def summarize(samples):
     values = np.asarray(samples, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
-        raise NonFiniteSample("sample %d of %d (in measurement order) is %r, not a finite number of seconds: "
-                              "the timer failed, so no median or interval can be given"
-                              % (bad[0] + 1, values.size, float(values[bad[0]])))
+        raise NonFiniteSample(
+            "sample %d of %d (in measurement order) is %r, not a finite number of seconds: "
+            "the timer failed, so no median or interval can be given" % (bad[0] + 1, values.size, float(values[bad[0]]))
+        )
     values = np.sort(values)
     q1, median, q3 = (float(v) for v in np.percentile(values, [25, 50, 75]))
-    return {"n": int(values.size), "median": median, "q1": q1, "q3": q3, "iqr": q3 - q1,
-            "mean": float(values.mean()), "min": float(values[0]), "max": float(values[-1]), "ci95": median_ci(values)}
+    return {
+        "n": int(values.size),
+        "median": median,
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "mean": float(values.mean()),
+        "min": float(values[0]),
+        "max": float(values[-1]),
+        "ci95": median_ci(values),
+    }
 
 
 def units_of(sample):

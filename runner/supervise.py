@@ -40,6 +40,7 @@ exits at once, so no job outlives the run that started it.
 
 Progress goes to stdout as lines ``@dlrepro start <id>`` and ``@dlrepro end <id> <status>``.
 """
+
 import json
 import os
 import select
@@ -49,7 +50,8 @@ import sys
 import threading
 import time
 
-from runner import contract, limits, settings, worker as workermod
+from runner import contract, limits, settings
+from runner import worker as workermod
 from runner.job import SPAWNED
 
 LOG_TAIL_BYTES = 4000
@@ -107,12 +109,17 @@ def _exit_reason(returncode, oom_killed, what="the job process", at_limit=None):
         limit = limits.memory_limit()
         shown = limits.describe_bytes(limit) if limit else None
         if oom_killed and (at_limit is False or not limit):
-            return ("out of memory: the host, or a cgroup above this one, ran out of memory (%s) and the kernel killed "
-                    "%s" % ("this one's own limit of %s was not reached" % shown if limit else "this one has no limit",
-                            what))
+            return (
+                "out of memory: the host, or a cgroup above this one, ran out of memory (%s) and the kernel killed "
+                "%s"
+                % ("this one's own limit of %s was not reached" % shown if limit else "this one has no limit", what)
+            )
         if oom_killed:
             return "out of memory (limit %s%s): the kernel killed %s" % (
-                shown, "" if at_limit else ", or the host's: this kernel's counters cannot tell which", what)
+                shown,
+                "" if at_limit else ", or the host's: this kernel's counters cannot tell which",
+                what,
+            )
         name = signal.Signals(-returncode).name
         hint = " (killed: out of memory?)" if -returncode == signal.SIGKILL else ""
         return "%s died of %s%s" % (what, name, hint)
@@ -136,8 +143,12 @@ def _record_failure(job, result_path, reason, log_path):
             result = json.load(f)  # written after the last complete repeat or epoch
     except (IOError, OSError, ValueError):
         result = contract.new_result(job.get("id"), "failed")
-    result.update(status="failed", reason=reason, finished=contract.utc_now(True),
-                  error={"type": "ProcessError", "message": reason, "traceback": _log_tail(log_path)})
+    result.update(
+        status="failed",
+        reason=reason,
+        finished=contract.utc_now(True),
+        error={"type": "ProcessError", "message": reason, "traceback": _log_tail(log_path)},
+    )
     contract.write_json(result_path, result)
     return "failed"
 
@@ -156,8 +167,9 @@ def _settle(job, outdir, counters_before, reason, returncode, what):
         at_limit = True
     else:
         at_limit = reached_after > reached
-    return _record_failure(job, result_path, reason or _exit_reason(returncode, oom, what, at_limit),
-                           os.path.join(outdir, "log.txt"))
+    return _record_failure(
+        job, result_path, reason or _exit_reason(returncode, oom, what, at_limit), os.path.join(outdir, "log.txt")
+    )
 
 
 def _timed_out(job):
@@ -170,8 +182,9 @@ def run_one(command, job, outdir):
         os.makedirs(outdir)
     counters_before = limits.counters()
     with open(os.path.join(outdir, "log.txt"), "wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                env=dict(os.environ, **{SPAWNED: repr(time.time())}))
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **{SPAWNED: repr(time.time())})
+        )
         _running[:] = [proc]
         try:
             proc.wait(timeout=job.get("timeout_s"))
@@ -195,9 +208,14 @@ class Worker(object):
     def __init__(self, first_job_path, why):
         """``why``: why it is started, kept in each of its jobs' ``worker.started_for``."""
         read, write = os.pipe()
-        self.proc = subprocess.Popen([sys.executable, "-m", "runner.worker", str(write), first_job_path, why],
-                                     stdin=subprocess.PIPE, stdout=sys.stderr, stderr=sys.stderr,
-                                     pass_fds=(write,), universal_newlines=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "runner.worker", str(write), first_job_path, why],
+            stdin=subprocess.PIPE,
+            stdout=sys.stderr,
+            stderr=sys.stderr,
+            pass_fds=(write,),
+            universal_newlines=True,
+        )
         os.close(write)
         self.control = os.fdopen(read)
         self.jobs = 0  # how many jobs it was given
@@ -207,8 +225,9 @@ class Worker(object):
     def keeps_memory(self):
         """Whether it holds more than LEAK_FACTOR times, and LEAK_MIN_BYTES more than, what it held after its first
         job."""
-        return None not in (self.held, self.first_held) and self.held > max(LEAK_FACTOR * self.first_held,
-                                                                              self.first_held + LEAK_MIN_BYTES)
+        return None not in (self.held, self.first_held) and self.held > max(
+            LEAK_FACTOR * self.first_held, self.first_held + LEAK_MIN_BYTES
+        )
 
     def _reply(self, timeout):
         """The worker's next control line, "" when it ended, None at the time limit."""
@@ -229,8 +248,14 @@ class Worker(object):
         self.close(kill=True)
         if _host_gone.is_set():
             os._exit(HOST_GONE)
-        return _settle(job, outdir, counters_before, _timed_out(job) if line is None else None,
-                       self.proc.returncode, "the worker process running it")
+        return _settle(
+            job,
+            outdir,
+            counters_before,
+            _timed_out(job) if line is None else None,
+            self.proc.returncode,
+            "the worker process running it",
+        )
 
     def _done(self, line):
         """The status in the worker's line "done <job id> <status> <held bytes>"; what it holds is kept."""
@@ -260,8 +285,9 @@ def _announce(kind, job_id, status=""):
 def _in_process(job_id, job, jobs_dir, out_dir):
     job_path = os.path.join(jobs_dir, job_id + ".json")
     _announce("start", job_id)
-    status = run_one([sys.executable, "-m", "runner", job_path, os.path.join(out_dir, job_id)], job,
-                     os.path.join(out_dir, job_id))
+    status = run_one(
+        [sys.executable, "-m", "runner", job_path, os.path.join(out_dir, job_id)], job, os.path.join(out_dir, job_id)
+    )
     _announce("end", job_id, status)
 
 
@@ -296,8 +322,12 @@ def _in_workers(jobs, jobs_dir, out_dir, workers):
         if status == "failed":  # retired: what the failure left in it does not reach the next job
             _retire(workers, key, "the worker before it failed (job %s)" % job_id, kill=True)
         elif worker.keeps_memory():  # retired: what its framework keeps does not pile up
-            _retire(workers, key, "the worker before it kept memory: %d MiB after job %s, %d MiB after its first"
-                    % (worker.held >> 20, job_id, worker.first_held >> 20))
+            _retire(
+                workers,
+                key,
+                "the worker before it kept memory: %d MiB after job %s, %d MiB after its first"
+                % (worker.held >> 20, job_id, worker.first_held >> 20),
+            )
         _announce("end", job_id, status)
 
 
@@ -385,10 +415,11 @@ def main(argv):
     if "--isolation" in argv:
         at = argv.index("--isolation")
         isolation = argv[at + 1] if at + 1 < len(argv) else None
-        argv = argv[:at] + argv[at + 2:]
+        argv = argv[:at] + argv[at + 2 :]
     if len(argv) != 2 or isolation not in ("worker", "process") or (watch and serve):
-        sys.stderr.write("usage: python -m runner.supervise [--watch-stdin | --serve] [--isolation worker|process] "
-                         "JOBS OUT\n")
+        sys.stderr.write(
+            "usage: python -m runner.supervise [--watch-stdin | --serve] [--isolation worker|process] JOBS OUT\n"
+        )
         return 2
     jobs_dir, out_dir = argv
     signal.signal(signal.SIGTERM, _terminate)

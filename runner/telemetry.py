@@ -50,9 +50,11 @@ drives several GPUs (JAX's data-parallel mesh) has one Sampler per device: ``for
 its d-th one as if it were rank d. NVML numbers GPUs in PCI bus order,
 so the local executor also sets CUDA_DEVICE_ORDER=PCI_BUS_ID.
 """
+
 import time
 
-from runner import nvml as nvml_api, sampling
+from runner import nvml as nvml_api
+from runner import sampling
 
 DEFAULT_INTERVAL_S = 0.025
 ENERGY_NOTE = "board-level (the whole GPU board, from NVML); not a certified measurement"
@@ -61,6 +63,7 @@ ENERGY_NOTE = "board-level (the whole GPU board, from NVML); not a certified mea
 def _seconds(elapsed):
     """A reading's time in the window, in seconds to 0.1 ms, rounded down: never after the window's end."""
     return int(elapsed * 1e4) / 1e4
+
 
 class Sampler(object):
     """Samples one GPU between ``start()`` and ``stop()`` (every ``interval_s``, in a SamplingProcess; the edges
@@ -129,15 +132,18 @@ class Sampler(object):
     def _describe(self, index):
         n, h, get = self.nvml, self.handle, self._get
         limit = get("nvmlDeviceGetEnforcedPowerLimit", h)
-        return {"nvml_index": index, "name": nvml_api.text(get("nvmlDeviceGetName", h)),
-                "uuid": nvml_api.text(get("nvmlDeviceGetUUID", h)),
-                "pci_bus_id": nvml_api.text(getattr(get("nvmlDeviceGetPciInfo", h), "busId", None)),
-                "driver": nvml_api.text(get("nvmlSystemGetDriverVersion")),
-                "nvml_version": nvml_api.text(get("nvmlSystemGetNVMLVersion")),
-                "power_limit_w": limit / 1000.0 if limit is not None else None,
-                "max_sm_clock_mhz": get("nvmlDeviceGetMaxClockInfo", h, n.NVML_CLOCK_SM),
-                "max_memory_clock_mhz": get("nvmlDeviceGetMaxClockInfo", h, n.NVML_CLOCK_MEM),
-                "persistence_mode": get("nvmlDeviceGetPersistenceMode", h)}
+        return {
+            "nvml_index": index,
+            "name": nvml_api.text(get("nvmlDeviceGetName", h)),
+            "uuid": nvml_api.text(get("nvmlDeviceGetUUID", h)),
+            "pci_bus_id": nvml_api.text(getattr(get("nvmlDeviceGetPciInfo", h), "busId", None)),
+            "driver": nvml_api.text(get("nvmlSystemGetDriverVersion")),
+            "nvml_version": nvml_api.text(get("nvmlSystemGetNVMLVersion")),
+            "power_limit_w": limit / 1000.0 if limit is not None else None,
+            "max_sm_clock_mhz": get("nvmlDeviceGetMaxClockInfo", h, n.NVML_CLOCK_SM),
+            "max_memory_clock_mhz": get("nvmlDeviceGetMaxClockInfo", h, n.NVML_CLOCK_MEM),
+            "persistence_mode": get("nvmlDeviceGetPersistenceMode", h),
+        }
 
     def _violations(self):
         out = {}
@@ -173,8 +179,9 @@ class Sampler(object):
         for k in end:
             if end[k] is not None and violations0.get(k) is not None:
                 active["violations"][k] = active["violations"].get(k, 0) + end[k] - violations0[k]
-        active["energy_mj"] = None if None in (energy, energy0, active["energy_mj"]) \
-            else active["energy_mj"] + energy - energy0
+        active["energy_mj"] = (
+            None if None in (energy, energy0, active["energy_mj"]) else active["energy_mj"] + energy - energy0
+        )
         self._mark = None
 
     def start(self):
@@ -245,8 +252,10 @@ class Sampler(object):
             t = _seconds(sample.pop("t") - self._t0)
             if not any(low < t and (high is None or t < high) for low, high in gaps) and (end is None or t <= end):
                 self._rows.append((t, sample))
-        self.sampling = ("every %g s in a process of its own (runner.sampling.serve); the window's edges in the "
-                         "job's" % self.interval_s)
+        self.sampling = (
+            "every %g s in a process of its own (runner.sampling.serve); the window's edges in the "
+            "job's" % self.interval_s
+        )
 
     def _lost(self, why):
         self._process = None
@@ -266,10 +275,22 @@ class Sampler(object):
         if not self.samples["t_s"]:
             return dict(nvml_api.unavailable("no sample was taken (nothing was measured)"), device=self.device)
         seen, throttled, reasons = nvml_api.judge(self.samples, self.violation_s)
-        return {"status": "ok", "reason": None, "window": "measured iterations", "interval_s": self.interval_s,
-                "sampling": self.sampling, "window_s": self.seconds, "device": self.device, "samples": self.samples,
-                "summary": nvml_api.summarize(self.samples), "reasons_seen": seen, "violation_s": self.violation_s,
-                "throttled": throttled, "throttle_reasons": reasons, "energy": self.energy}
+        return {
+            "status": "ok",
+            "reason": None,
+            "window": "measured iterations",
+            "interval_s": self.interval_s,
+            "sampling": self.sampling,
+            "window_s": self.seconds,
+            "device": self.device,
+            "samples": self.samples,
+            "summary": nvml_api.summarize(self.samples),
+            "reasons_seen": seen,
+            "violation_s": self.violation_s,
+            "throttled": throttled,
+            "throttle_reasons": reasons,
+            "energy": self.energy,
+        }
 
 
 def _energy(counted_mj, seconds, samples, gaps=()):
@@ -282,11 +303,20 @@ def _energy(counted_mj, seconds, samples, gaps=()):
         points = [(t, p) for t, p in zip(samples["t_s"], samples["power_w"]) if p is not None]
         if len(points) < 2:
             return {"status": "unavailable", "reason": "no energy counter and fewer than two power readings"}
-        joules = sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in zip(points, points[1:])
-                     if not any(t0 <= gap[0] < t1 for gap in gaps))
+        joules = sum(
+            (t1 - t0) * (p0 + p1) / 2.0
+            for (t0, p0), (t1, p1) in zip(points, points[1:])
+            if not any(t0 <= gap[0] < t1 for gap in gaps)
+        )
         method = "power samples integrated (trapezoids; the GPU has no total energy counter)"
-    return {"status": "ok", "joules": joules, "seconds": seconds, "mean_w": joules / seconds if seconds else None,
-            "method": method, "note": ENERGY_NOTE}
+    return {
+        "status": "ok",
+        "joules": joules,
+        "seconds": seconds,
+        "mean_w": joules / seconds if seconds else None,
+        "method": method,
+        "note": ENERGY_NOTE,
+    }
 
 
 def summary_columns(result):
@@ -299,10 +329,18 @@ def summary_columns(result):
     def median(field):
         return (summary.get(field) or {}).get("median")
 
-    return {"throttled": tel.get("throttled"), "throttle_reasons": ",".join(tel.get("throttle_reasons") or []) or None,
-            "gpu_name": device.get("name"), "driver": device.get("driver"),
-            "sm_clock_median_mhz": median("sm_clock_mhz"), "memory_clock_median_mhz": median("memory_clock_mhz"),
-            "power_median_w": median("power_w"), "temperature_max_c": (summary.get("temperature_c") or {}).get("max"),
-            "telemetry_samples": len((tel.get("samples") or {}).get("t_s") or []) or None,
-            "precision": options.get("precision"), "layout": options.get("layout"),
-            "cudnn_autotune": options.get("cudnn_autotune"), "ptx_jit": options.get("ptx_jit")}
+    return {
+        "throttled": tel.get("throttled"),
+        "throttle_reasons": ",".join(tel.get("throttle_reasons") or []) or None,
+        "gpu_name": device.get("name"),
+        "driver": device.get("driver"),
+        "sm_clock_median_mhz": median("sm_clock_mhz"),
+        "memory_clock_median_mhz": median("memory_clock_mhz"),
+        "power_median_w": median("power_w"),
+        "temperature_max_c": (summary.get("temperature_c") or {}).get("max"),
+        "telemetry_samples": len((tel.get("samples") or {}).get("t_s") or []) or None,
+        "precision": options.get("precision"),
+        "layout": options.get("layout"),
+        "cudnn_autotune": options.get("cudnn_autotune"),
+        "ptx_jit": options.get("ptx_jit"),
+    }

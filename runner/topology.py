@@ -16,17 +16,20 @@ measure SMT or NUMA effects, not a second core. ``choose`` takes, of the CPUs th
 The record (``describe``) names the CPUs, their package, core and node, and which rule chose them. Where the
 topology cannot be read (no sysfs), the first N allowed CPUs are taken, and the record says so.
 """
+
 import os
 
 SYSFS = "/sys/devices/system"
 # NVLink multicast off for every rank of a data-parallel job (runner.settings, runner.ranks): it can take shared GPUs
 # out of service
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-RULES = {1: "one CPU per physical core, within one NUMA node",
-         2: "one CPU per physical core, across NUMA nodes (no node has enough cores)",
-         3: "SMT siblings included (fewer physical cores than CPUs asked for)",
-         4: "every allowed CPU, SMT siblings included (fewer allowed than asked for: ranks share them)",
-         None: "the first allowed CPUs (the CPU topology could not be read)"}
+RULES = {
+    1: "one CPU per physical core, within one NUMA node",
+    2: "one CPU per physical core, across NUMA nodes (no node has enough cores)",
+    3: "SMT siblings included (fewer physical cores than CPUs asked for)",
+    4: "every allowed CPU, SMT siblings included (fewer allowed than asked for: ranks share them)",
+    None: "the first allowed CPUs (the CPU topology could not be read)",
+}
 
 
 def _text(path):
@@ -116,5 +119,4 @@ def choose(allowed, count, topology):
 
 def describe(chosen, rule, topology):
     """The record of a choice: {"rule", "cpus": [{cpu, package, core, node, siblings}, ...]}."""
-    return {"rule": RULES[rule], "cpus": [dict(topology[cpu], cpu=cpu) if topology else {"cpu": cpu}
-                                          for cpu in chosen]}
+    return {"rule": RULES[rule], "cpus": [dict(topology[cpu], cpu=cpu) if topology else {"cpu": cpu} for cpu in chosen]}

@@ -12,6 +12,7 @@ job the CPU packages' energy where the host lets it be read (runner.energy), els
 none. Every counter is paused over an excluded stretch, and cpu_usage's and energy's ``excluded`` name
 what was left out. ``start`` and ``stop`` may be called again: only the first of each counts.
 """
+
 import contextlib
 import glob
 import os
@@ -72,8 +73,11 @@ class Window(object):
         if job.get("device") != "cuda":
             return cls(telemetry.Sampler.for_job(job), energy.Counter())
         devices = 1 if job["framework"] in ranks.PROCESS_PER_RANK else (job.get("ranks") or 1)
-        return cls(telemetry.Sampler.for_job(job, device=0 if devices > 1 else None), None,
-                   [telemetry.Sampler.for_job(job, device=d) for d in range(1, devices)])
+        return cls(
+            telemetry.Sampler.for_job(job, device=0 if devices > 1 else None),
+            None,
+            [telemetry.Sampler.for_job(job, device=d) for d in range(1, devices)],
+        )
 
     def _counters(self):
         return [self.sampler] + self.others + ([self.counter] if self.counter is not None else [])
@@ -134,12 +138,21 @@ class Window(object):
         found = self.sampler.result()
         if self.others:
             others = [s.result() for s in self.others]
-            found = dict(found, devices=[{k: r.get(k) for k in ("status", "reason", "device", "summary", "throttled",
-                                                                 "throttle_reasons", "energy")} for r in others])
+            found = dict(
+                found,
+                devices=[
+                    {
+                        k: r.get(k)
+                        for k in ("status", "reason", "device", "summary", "throttled", "throttle_reasons", "energy")
+                    }
+                    for r in others
+                ],
+            )
             if any(r.get("throttled") for r in others):
                 found["throttled"] = True
-                found["throttle_reasons"] = sorted(set(found.get("throttle_reasons") or []).union(
-                    *[r.get("throttle_reasons") or [] for r in others]))
+                found["throttle_reasons"] = sorted(
+                    set(found.get("throttle_reasons") or []).union(*[r.get("throttle_reasons") or [] for r in others])
+                )
         return found
 
     def cpu_usage(self):
@@ -147,12 +160,18 @@ class Window(object):
         or None when nothing was measured."""
         if self.wall is None:
             return None
-        return {"wall_seconds": self.wall, "cpu_seconds": self.cpu,
-                "effective_parallelism": self.cpu / self.wall if self.wall > 0 else None,
-                "usable_cpus": len(settings.allowed_cpus()), "excluded": list(self.left_out),
-                "method": "process CPU time (every thread%s) over the measured window%s" % (
-                    "; with its child processes'" if self.children else "",
-                    "; %s left out (counters paused)" % ", ".join(self.left_out) if self.left_out else "")}
+        return {
+            "wall_seconds": self.wall,
+            "cpu_seconds": self.cpu,
+            "effective_parallelism": self.cpu / self.wall if self.wall > 0 else None,
+            "usable_cpus": len(settings.allowed_cpus()),
+            "excluded": list(self.left_out),
+            "method": "process CPU time (every thread%s) over the measured window%s"
+            % (
+                "; with its child processes'" if self.children else "",
+                "; %s left out (counters paused)" % ", ".join(self.left_out) if self.left_out else "",
+            ),
+        }
 
     def energy(self):
         """result.json's energy over the window: the GPU board's (cuda jobs; the sum of every GPU's board, each
@@ -165,18 +184,26 @@ class Window(object):
         else:
             samplers = [self.sampler] + self.others
             boards = [(s.result() or {}).get("energy") for s in samplers]
-            missing = [(b or {}).get("reason") or s.problem or "nothing was measured" for s, b in zip(samplers, boards)
-                       if (b or {}).get("status") != "ok"]
+            missing = [
+                (b or {}).get("reason") or s.problem or "nothing was measured"
+                for s, b in zip(samplers, boards)
+                if (b or {}).get("status") != "ok"
+            ]
             if missing:
                 return {"status": "unavailable", "reason": missing[0]}
             found = dict(boards[0])
             if self.others:
-                found.update(joules=sum(b["joules"] for b in boards), boards=[b["joules"] for b in boards],
-                             method="sum of %d GPU boards: %s" % (len(boards), boards[0]["method"]))
+                found.update(
+                    joules=sum(b["joules"] for b in boards),
+                    boards=[b["joules"] for b in boards],
+                    method="sum of %d GPU boards: %s" % (len(boards), boards[0]["method"]),
+                )
                 found["mean_w"] = found["joules"] / found["seconds"] if found["seconds"] else None
         if found.get("status") == "ok":
             found["measured_seconds"] = self.wall
         if found.get("status") == "ok" and self.left_out:
-            found.update(excluded=list(self.left_out), method="%s; %s left out (counters paused)"
-                         % (found["method"], ", ".join(self.left_out)))
+            found.update(
+                excluded=list(self.left_out),
+                method="%s; %s left out (counters paused)" % (found["method"], ", ".join(self.left_out)),
+            )
         return found

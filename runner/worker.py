@@ -18,13 +18,15 @@ or None; started_for: WHY, why the supervisor started this worker, e.g. that the
 It ends at the end of its input. A job that crashes or hangs takes the worker down with it; the supervisor
 records the job and starts another worker for the rest.
 """
+
 import ctypes
 import json
 import os
 import socket
 import sys
 
-from runner import job as jobmod, settings
+from runner import job as jobmod
+from runner import settings
 
 
 def _run_logged(job_path, outdir, worker):
@@ -80,8 +82,11 @@ def main(argv):
     name, held = "%s/%d" % (socket.gethostname(), os.getpid()), held_bytes()
     for served, line in enumerate(sys.stdin):
         job_path, outdir = json.loads(line)
-        result = _run_logged(job_path, outdir, {"id": name, "jobs_before": served, "held_bytes": held,
-                                                "started_for": argv[2] if len(argv) > 2 else None})
+        result = _run_logged(
+            job_path,
+            outdir,
+            {"id": name, "jobs_before": served, "held_bytes": held, "started_for": argv[2] if len(argv) > 2 else None},
+        )
         held = held_bytes()
         control.write("done %s %s %s\n" % (result["job_id"], result["status"], "-" if held is None else held))
         control.flush()

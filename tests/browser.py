@@ -1,6 +1,7 @@
 """A headless Chromium driven through the DevTools protocol over its pipe (--remote-debugging-pipe: JSON messages
 ended by a NUL byte, the browser reading on its fd 3 and writing on its fd 4), so that a test clicks links, goes
 back, reloads and reads the page as a reader would; stdlib only."""
+
 import json
 import os
 import subprocess
@@ -13,8 +14,16 @@ class Browser:
     def __init__(self, executable, profile, width=1400, height=1000):
         to_browser, self._theirs_in = os.pipe()  # the browser reads to_browser as its fd 3
         self._theirs_out, from_browser = os.pipe()  # and writes its fd 4 into from_browser
-        command = [executable, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                   "--remote-debugging-pipe", "--user-data-dir=%s" % profile, "--window-size=%d,%d" % (width, height)]
+        command = [
+            executable,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--remote-debugging-pipe",
+            "--user-data-dir=%s" % profile,
+            "--window-size=%d,%d" % (width, height),
+        ]
 
         def onto_3_and_4():  # in the child, before exec: copies first, so that neither end overwrites the other
             mine, theirs = os.dup(to_browser), os.dup(from_browser)
@@ -23,8 +32,14 @@ class Browser:
             os.set_inheritable(3, True)
             os.set_inheritable(4, True)
 
-        self.process = subprocess.Popen(command, preexec_fn=onto_3_and_4, close_fds=False, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            command,
+            preexec_fn=onto_3_and_4,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_browser)
         os.close(from_browser)
         self._write, self._read = os.fdopen(self._theirs_in, "wb"), os.fdopen(self._theirs_out, "rb")
@@ -66,7 +81,7 @@ class Browser:
         while time.monotonic() < end:
             for i, event in enumerate(self.events):
                 if event.get("method") == "Page.loadEventFired":
-                    del self.events[:i + 1]
+                    del self.events[: i + 1]
                     return
             self.events.append(self._message())
         raise TimeoutError("no page load in %d s" % timeout)
@@ -92,8 +107,10 @@ class Browser:
     def download(self, selector, folder, timeout=30):
         """Click the link ``selector`` finds, a file the browser saves rather than shows, and wait until it is saved
         into ``folder``; returns its path."""
-        self._send("Browser.setDownloadBehavior", {"behavior": "allowAndName", "downloadPath": str(folder),
-                                                   "eventsEnabled": True})
+        self._send(
+            "Browser.setDownloadBehavior",
+            {"behavior": "allowAndName", "downloadPath": str(folder), "eventsEnabled": True},
+        )
         self.events.clear()
         self.evaluate("document.querySelector(%s).click()" % json.dumps(selector))
         end, guid = time.monotonic() + timeout, None
@@ -102,8 +119,11 @@ class Browser:
             params = event.get("params") or {}
             if event.get("method") == "Browser.downloadWillBegin":
                 guid = params["guid"]
-            elif event.get("method") == "Browser.downloadProgress" and params.get("state") == "completed" \
-                    and params.get("guid") == guid:
+            elif (
+                event.get("method") == "Browser.downloadProgress"
+                and params.get("state") == "completed"
+                and params.get("guid") == guid
+            ):
                 return os.path.join(str(folder), guid)
         raise TimeoutError("no download in %d s" % timeout)
 

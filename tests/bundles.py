@@ -8,14 +8,15 @@ A Job's ``medians`` are its repeats' medians (s): each repeat is ``per_repeat`` 
 around its median, so the summary's median, IQR and repeat-level interval follow from them exactly; a convergence
 Job gives its final ``accuracy`` and per-epoch ``epoch_seconds``. ``quick`` records the bundle as a --quick run.
 """
+
 import hashlib
 import json
 from dataclasses import dataclass, field
 
 from dlrepro.inputs import spec as specmod
-from dlrepro.store.bundle import BundleWriter
 from dlrepro.run import jobs as jobsmod
 from dlrepro.run.options import RunOptions
+from dlrepro.store.bundle import BundleWriter
 from runner import stats
 
 EPYC = {"model": "AMD EPYC 9B14", "logical_cpus": 2, "mhz": 2600.0, "flags": ["avx2", "fma"]}
@@ -42,31 +43,58 @@ class Job:
 
 
 def _timing(job):
-    repeats = [[m * (1 + job.spread * (i - (job.per_repeat - 1) / 2)) for i in range(job.per_repeat)]
-               for m in job.medians]
+    repeats = [
+        [m * (1 + job.spread * (i - (job.per_repeat - 1) / 2)) for i in range(job.per_repeat)] for m in job.medians
+    ]
     summary = stats.summarize_repeats(repeats)
-    return {"quantity": "seconds per mini-batch", "unit": "s", "repeats": repeats, "summary": summary,
-            "throughput": job.batch_size / summary["median"], "throughput_unit": "samples/s", "timer": job.timer,
-            # device events get one untimed lead-in step per repeat, as runner.measure has since 866f90f
-            "lead_in": {"iterations": 1 if job.timer == "device_events" else 0}}
+    return {
+        "quantity": "seconds per mini-batch",
+        "unit": "s",
+        "repeats": repeats,
+        "summary": summary,
+        "throughput": job.batch_size / summary["median"],
+        "throughput_unit": "samples/s",
+        "timer": job.timer,
+        # device events get one untimed lead-in step per repeat, as runner.measure has since 866f90f
+        "lead_in": {"iterations": 1 if job.timer == "device_events" else 0},
+    }
 
 
 def _convergence(job):
     epochs, total = [], 0.0
     for i, seconds in enumerate(job.epoch_seconds, 1):
         total += seconds
-        epochs.append({"epoch": i, "seconds": seconds, "cumulative_seconds": total, "iterations": 390,
-                       "test_accuracy": job.accuracy})
+        epochs.append(
+            {
+                "epoch": i,
+                "seconds": seconds,
+                "cumulative_seconds": total,
+                "iterations": 390,
+                "test_accuracy": job.accuracy,
+            }
+        )
     summary = stats.summarize_repeats([job.epoch_seconds], units="sample")
-    return ({"quantity": "seconds per epoch", "unit": "s", "repeats": [job.epoch_seconds], "summary": summary,
-             "throughput": job.batch_size * 390 / summary["median"], "throughput_unit": "samples/s"},
-            {"epochs": epochs, "final_test_accuracy": job.accuracy, "total_seconds": total})
+    return (
+        {
+            "quantity": "seconds per epoch",
+            "unit": "s",
+            "repeats": [job.epoch_seconds],
+            "summary": summary,
+            "throughput": job.batch_size * 390 / summary["median"],
+            "throughput_unit": "samples/s",
+        },
+        {"epochs": epochs, "final_test_accuracy": job.accuracy, "total_seconds": total},
+    )
 
 
 def _result(job, expanded, device_name, cpu):
-    result = {"schema": "dlrepro.result/1", "job_id": expanded["id"], "status": job.status,
-              "environment": {"framework_version": job.version, "cpu": cpu},
-              "parameters": {"measured": expanded["model"]["parameters"]}}
+    result = {
+        "schema": "dlrepro.result/1",
+        "job_id": expanded["id"],
+        "status": job.status,
+        "environment": {"framework_version": job.version, "cpu": cpu},
+        "parameters": {"measured": expanded["model"]["parameters"]},
+    }
     if job.status != "ok":
         return dict(result, reason="boom", remedy=None)
     if job.accuracy is not None:
@@ -87,9 +115,15 @@ def make(results_dir, spec_name, jobs, quick=False, gpu="NVIDIA H200", hostname=
     spec = specmod.load(spec_name)
     writer = BundleWriter(results_dir, spec_name, hashlib.sha256(repr((spec_name, jobs, quick)).encode()).hexdigest())
     for job in jobs:
-        options = RunOptions(frameworks=[job.framework], variants=[job.variant], batch_sizes=[job.batch_size],
-                             device=job.device, threads=[job.threads] if job.threads else None, quick=quick,
-                             precision=job.precision)
+        options = RunOptions(
+            frameworks=[job.framework],
+            variants=[job.variant],
+            batch_sizes=[job.batch_size],
+            device=job.device,
+            threads=[job.threads] if job.threads else None,
+            quick=quick,
+            precision=job.precision,
+        )
         (expanded,) = [j for j in jobsmod.expand(spec, options) if j["batch_size"] == job.batch_size]
         if job.precision != "fp32":  # a run has one precision; two in one constructed bundle need two ids
             expanded = dict(expanded, id="%s.%s" % (expanded["id"], job.precision))
@@ -97,11 +131,31 @@ def make(results_dir, spec_name, jobs, quick=False, gpu="NVIDIA H200", hostname=
             expanded = dict(expanded, id="%s.s%d" % (expanded["id"], job.seed), seed=job.seed)
         writer.write_job(expanded)
         writer.write_result(expanded["id"], _result(job, expanded, gpu, cpu))
-    host = {"hostname": hostname, "cpu": cpu, "memory_bytes": 24 * 2 ** 30, "os": "Debian 12",
-            "gpus": [{"index": 0, "name": gpu, "driver": "580.95.05"}] if any(j.device == "cuda" for j in jobs) else []}
+    host = {
+        "hostname": hostname,
+        "cpu": cpu,
+        "memory_bytes": 24 * 2**30,
+        "os": "Debian 12",
+        "gpus": [{"index": 0, "name": gpu, "driver": "580.95.05"}] if any(j.device == "cuda" for j in jobs) else [],
+    }
     path = specmod.path_of(spec_name) if hasattr(specmod, "path_of") else None
-    record = {"name": spec.name, "sha256": spec.digest(), "resolved": json.loads(json.dumps(spec.model_dump(mode="json"))),
-              "file": str(path) if path else "specs/%s.yaml" % spec_name, "file_sha256": "0" * 64}
-    return writer.finish({"command": "known answers", "spec": record, "options": {"quick": quick},
-                          "executor": {"executor": "local"}, "host": host, "images": [], "datasets": [],
-                          "left_out": [], "interrupted": False})
+    record = {
+        "name": spec.name,
+        "sha256": spec.digest(),
+        "resolved": json.loads(json.dumps(spec.model_dump(mode="json"))),
+        "file": str(path) if path else "specs/%s.yaml" % spec_name,
+        "file_sha256": "0" * 64,
+    }
+    return writer.finish(
+        {
+            "command": "known answers",
+            "spec": record,
+            "options": {"quick": quick},
+            "executor": {"executor": "local"},
+            "host": host,
+            "images": [],
+            "datasets": [],
+            "left_out": [],
+            "interrupted": False,
+        }
+    )

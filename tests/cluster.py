@@ -11,6 +11,7 @@ and Slurm numbers its GPUs from 0). Elsewhere ``task/none`` and ``proctrack/linu
 are idle; ``stop()`` ends exactly the daemons it started, by the PIDs their pid files name. Needs root and
 Debian's ``slurmctld slurmd slurm-client munge`` (the configuration verified in shared/research/cluster-here.md).
 """
+
 import os
 import shutil
 import signal
@@ -56,9 +57,11 @@ def cgroups():
 
 def config(folder, ctld_port, node_ports, cpus, constrain=True):
     """slurm.conf and gres.conf text of the test cluster under ``folder`` (``constrain``: with task/cgroup)."""
-    nodes = "\n".join("NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=%d RealMemory=4000 Gres=gpu:%d "
-                      "State=UNKNOWN" % (name, socket.gethostname(), port, cpus, GPUS_PER_NODE)
-                      for name, port in zip(NODES, node_ports))
+    nodes = "\n".join(
+        "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%d CPUs=%d RealMemory=4000 Gres=gpu:%d "
+        "State=UNKNOWN" % (name, socket.gethostname(), port, cpus, GPUS_PER_NODE)
+        for name, port in zip(NODES, node_ports)
+    )
     slurm = """ClusterName=dlrepro-test
 SlurmctldHost=%(host)s(127.0.0.1)
 SlurmctldPort=%(ctld)d
@@ -89,19 +92,29 @@ MinJobAge=2
 GresTypes=gpu
 %(nodes)s
 PartitionName=debug Nodes=%(names)s Default=YES MaxTime=INFINITE State=UP
-""" % {"host": socket.gethostname(), "ctld": ctld_port, "dir": folder, "nodes": nodes, "names": ",".join(NODES),
-       "proctrack": "proctrack/cgroup" if constrain else "proctrack/linuxproc",
-       "task": "task/cgroup" if constrain else "task/none"}
-    gres = "\n".join("NodeName=%s Name=gpu File=%s/fakegpu[0-%d]" % (name, folder, GPUS_PER_NODE - 1)
-                     for name in NODES) + "\n"
+""" % {
+        "host": socket.gethostname(),
+        "ctld": ctld_port,
+        "dir": folder,
+        "nodes": nodes,
+        "names": ",".join(NODES),
+        "proctrack": "proctrack/cgroup" if constrain else "proctrack/linuxproc",
+        "task": "task/cgroup" if constrain else "task/none",
+    }
+    gres = (
+        "\n".join("NodeName=%s Name=gpu File=%s/fakegpu[0-%d]" % (name, folder, GPUS_PER_NODE - 1) for name in NODES)
+        + "\n"
+    )
     return slurm, gres
 
 
 def _munge_answers():
     try:
         encoded = subprocess.run(["munge", "-n"], capture_output=True, timeout=10)
-        return encoded.returncode == 0 and subprocess.run(["unmunge"], input=encoded.stdout, capture_output=True,
-                                                          timeout=10).returncode == 0
+        return (
+            encoded.returncode == 0
+            and subprocess.run(["unmunge"], input=encoded.stdout, capture_output=True, timeout=10).returncode == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -139,8 +152,9 @@ class Cluster:
             device = self.folder / ("fakegpu%d" % i)
             if not device.exists():
                 os.mknod(device, 0o666 | 0o020000, os.makedev(FAKE_MAJOR, i))
-        slurm, gres = config(self.folder, _free_port(), [_free_port() for _ in NODES], os.cpu_count() or 2,
-                             self.cgroups)
+        slurm, gres = config(
+            self.folder, _free_port(), [_free_port() for _ in NODES], os.cpu_count() or 2, self.cgroups
+        )
         self.conf.write_text(slurm)
         (self.folder / "gres.conf").write_text(gres)
         (self.folder / "cgroup.conf").write_text(CGROUP_CONF)
@@ -158,8 +172,9 @@ class Cluster:
         deadline = time.time() + 60
         states = ""
         while time.time() < deadline:
-            states = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True,
-                                    env=env).stdout
+            states = subprocess.run(
+                ["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True, env=env
+            ).stdout
             if sorted(states.split()) == sorted([n for n in NODES] + ["idle"] * len(NODES)):
                 self.started_s = time.time() - began
                 return self
@@ -172,14 +187,17 @@ class Cluster:
         would freeze the same job id of the next test cluster), then the daemons this cluster started (slurmd,
         slurmctld, then munged), each by its PID."""
         env = self.env()
-        jobs = subprocess.run(["squeue", "-h", "-t", "SUSPENDED", "-o", "%i"], capture_output=True, text=True,
-                              env=env).stdout.split()
+        jobs = subprocess.run(
+            ["squeue", "-h", "-t", "SUSPENDED", "-o", "%i"], capture_output=True, text=True, env=env
+        ).stdout.split()
         for job in jobs:
             subprocess.run(["scontrol", "resume", job], capture_output=True, env=env)
         subprocess.run(["scancel", "--full", "--user", str(os.geteuid())], capture_output=True, env=env)
         deadline = time.time() + 30
-        while time.time() < deadline and subprocess.run(["squeue", "-h"], capture_output=True, text=True,
-                                                        env=env).stdout.strip():
+        while (
+            time.time() < deadline
+            and subprocess.run(["squeue", "-h"], capture_output=True, text=True, env=env).stdout.strip()
+        ):
             time.sleep(0.5)
         for name in sorted(self.pids, key=lambda n: ("slurmd" not in n, n == "munged")):
             pid = self.pids.pop(name)

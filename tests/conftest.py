@@ -9,6 +9,7 @@ build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --
 tests/engine/ are one group, run in their order by one worker from the start, while the other worker takes the rest a
 module at a time and then the tests of tests/containers/, which only run containers of their own, one at a time
 (tests/tree.py, ``pytest_collection_modifyitems``); in one process (-n 0) those two folders run after the rest."""
+
 import os
 import shutil
 import signal
@@ -19,10 +20,11 @@ import time
 
 import pytest
 
-from dlrepro.images import build, matrix as matrixmod
 from dlrepro import REPO_ROOT, engine
-from dlrepro.inputs import datasets
 from dlrepro.errors import ExecutorError
+from dlrepro.images import build
+from dlrepro.images import matrix as matrixmod
+from dlrepro.inputs import datasets
 from tests import cluster, processes, tree
 from tests.helpers import Quiet, cpu_entry
 
@@ -59,14 +61,42 @@ def matrix():
 # matrix (its era versions no test runs, every CUDA image) is tested by rendering its Dockerfile and checking its lock
 # (tests/images/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
 IMAGES_OF = {
-    "torch_cpu_image": ("torch",), "jax_cpu_image": ("jax",), "caffe_cpu_image": ("caffe",),
-    "mxnet_cpu_image": ("mxnet",), "cntk_cpu_image": ("cntk",),
+    "torch_cpu_image": ("torch",),
+    "jax_cpu_image": ("jax",),
+    "caffe_cpu_image": ("caffe",),
+    "mxnet_cpu_image": ("mxnet",),
+    "cntk_cpu_image": ("cntk",),
     # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer
     # 3.4.0
-    "images": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
-               "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0"),
-    "image_of": ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "chainer", "keras-theano",
-                 "tensorflow@1.4.0", "cntk@2.5.1", "chainer@3.4.0", "torch@1.0.0"),
+    "images": (
+        "torch",
+        "tensorflow",
+        "mxnet",
+        "jax",
+        "cntk",
+        "caffe2",
+        "caffe",
+        "chainer",
+        "keras-theano",
+        "tensorflow@1.4.0",
+        "cntk@2.5.1",
+        "chainer@3.4.0",
+    ),
+    "image_of": (
+        "torch",
+        "tensorflow",
+        "mxnet",
+        "jax",
+        "cntk",
+        "caffe2",
+        "caffe",
+        "chainer",
+        "keras-theano",
+        "tensorflow@1.4.0",
+        "cntk@2.5.1",
+        "chainer@3.4.0",
+        "torch@1.0.0",
+    ),
     # tests/engine/test_seeds.py's frameworks (Keras 2.1 in the CNTK 2.5.1 and TensorFlow 1.4.0 images) and
     # test_optimizers.py's CNTK, which they take from ``cpu_image``
     "seed_image": ("torch", "tensorflow", "mxnet", "jax", "chainer", "cntk@2.5.1", "tensorflow@1.4.0"),
@@ -87,7 +117,6 @@ RUN_ENV = "DLREPRO_TEST_RUN"  # one id per test run, shared by its xdist workers
 def _build_dir():
     """The folder of this run's background build: its ``started`` mark, ``pid``, ``log`` and exit ``status``."""
     return os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%s" % os.environ[RUN_ENV])
-
 
 
 def pytest_configure(config):
@@ -138,10 +167,23 @@ def pytest_collection_finish(session):
         return  # another worker of this run started it
     with open(os.path.join(_build_dir(), "log"), "w") as log:
         process = subprocess.Popen(
-            ["sh", "-c", '"$@"; echo $? > "%s"' % os.path.join(_build_dir(), "status"), "sh", sys.executable, "-c",
-             "from dlrepro.cli.main import program; program.run()", "build", "--device=cpu",
-             "--framework=" + ",".join(tokens)], stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT),
-            start_new_session=True)
+            [
+                "sh",
+                "-c",
+                '"$@"; echo $? > "%s"' % os.path.join(_build_dir(), "status"),
+                "sh",
+                sys.executable,
+                "-c",
+                "from dlrepro.cli.main import program; program.run()",
+                "build",
+                "--device=cpu",
+                "--framework=" + ",".join(tokens),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=str(REPO_ROOT),
+            start_new_session=True,
+        )
     with open(os.path.join(_build_dir(), "pid"), "w") as out:
         out.write(str(process.pid))
 
@@ -172,8 +214,10 @@ def pytest_sessionfinish(session):
     if first:
         left = processes.left_behind(RUN_ENV, os.environ[RUN_ENV])
         if left:
-            print("\nprocesses the tests started were left running (ended now, by their PIDs):\n" + "\n".join(
-                "  %d %s" % item for item in sorted(left.items())))
+            print(
+                "\nprocesses the tests started were left running (ended now, by their PIDs):\n"
+                + "\n".join("  %d %s" % item for item in sorted(left.items()))
+            )
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -191,12 +235,17 @@ def _wait_for_the_build(what, ready=lambda lines: False):
             time.sleep(2)  # the build reads the image's context folder once more after its line; ensure rewrites it
             break
         if time.time() - began > BUILD_WAIT_S:
-            pytest.fail("the background build of the test images (%s) has not ended after %.0f s "
-                        "(DLREPRO_TEST_BUILD_WAIT_S); its last lines:\n%s" % (
-                            log, BUILD_WAIT_S, "".join(open(log).readlines()[-30:])), pytrace=False)
+            pytest.fail(
+                "the background build of the test images (%s) has not ended after %.0f s "
+                "(DLREPRO_TEST_BUILD_WAIT_S); its last lines:\n%s"
+                % (log, BUILD_WAIT_S, "".join(open(log).readlines()[-30:])),
+                pytrace=False,
+            )
         time.sleep(1)
-    print("test images: waited %.0f s for %s from the background build (exit %s, log: %s)" % (
-        time.time() - began, what, open(status).read().strip() if os.path.isfile(status) else "not yet", log))
+    print(
+        "test images: waited %.0f s for %s from the background build (exit %s, log: %s)"
+        % (time.time() - began, what, open(status).read().strip() if os.path.isfile(status) else "not yet", log)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -223,10 +272,13 @@ def cpu_image(docker_engine, matrix):
     def get(token):
         if token not in found:
             name = cpu_entry(matrix, token).name
-            _wait_for_the_build(name, lambda lines: any(
-                line.startswith((name + ": built in ", name + ": cache hit, ")) for line in lines))
+            _wait_for_the_build(
+                name,
+                lambda lines: any(line.startswith((name + ": built in ", name + ": cache hit, ")) for line in lines),
+            )
             found[token] = build.ensure(matrix, cpu_entry(matrix, token), build.BuildOptions(), log=print)
         return found[token]
+
     return get
 
 
@@ -315,16 +367,23 @@ def podman(tmp_path_factory):
     conf.write_text("[containers]\ndefault_ulimits = []\n")
     socket_path = folder / "podman.sock"
     env = dict(os.environ, CONTAINERS_CONF=str(conf))
-    service = subprocess.Popen(["podman", "system", "service", "--time=0", "unix://%s" % socket_path], env=env,
-                               stdout=subprocess.DEVNULL, stderr=open(folder / "service.log", "w"))
+    service = subprocess.Popen(
+        ["podman", "system", "service", "--time=0", "unix://%s" % socket_path],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "service.log", "w"),
+    )
     deadline = time.time() + 30
     while time.time() < deadline and not socket_path.exists() and service.poll() is None:
         time.sleep(0.2)
     if not socket_path.exists():
         service.kill()
         service.wait(30)
-        pytest.fail("podman system service gave no socket within 30 s (exit %s); its log: %s" % (
-            service.returncode, (folder / "service.log").read_text()[-2000:]), pytrace=False)
+        pytest.fail(
+            "podman system service gave no socket within 30 s (exit %s); its log: %s"
+            % (service.returncode, (folder / "service.log").read_text()[-2000:]),
+            pytrace=False,
+        )
     saved = {k: os.environ.get(k) for k in ("CONTAINERS_CONF", "DLREPRO_PODMAN_SOCKET")}
     os.environ.update(CONTAINERS_CONF=str(conf), DLREPRO_PODMAN_SOCKET=str(socket_path))
     yield socket_path

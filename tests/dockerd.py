@@ -13,6 +13,7 @@ the temporary folder, one per image ID (``data_root``): loading a framework imag
 ends with it; a running container's shim and job live on, as after a crash of the engine); ``start()`` starts
 it again on the same roots; ``stop()`` ends it and undoes its bind mounts of the data root.
 """
+
 import os
 import signal
 import subprocess
@@ -46,13 +47,30 @@ class Dockerd:
             subprocess.run(["ip", "addr", "add", BRIDGE_ADDRESS, "dev", BRIDGE], check=True)
             subprocess.run(["ip", "link", "set", BRIDGE, "up"], check=True)
         self.proc = subprocess.Popen(
-            ["dockerd", "--host", self.url, "--data-root", str(self.root), "--exec-root", str(self.folder / "exec"),
-             "--pidfile", str(self.folder / "docker.pid"), "--bridge", BRIDGE, "--iptables=false", "--ip-masq=false"],
-            stdout=subprocess.DEVNULL, stderr=open(self.folder / "dockerd.log", "a"), start_new_session=True)
+            [
+                "dockerd",
+                "--host",
+                self.url,
+                "--data-root",
+                str(self.root),
+                "--exec-root",
+                str(self.folder / "exec"),
+                "--pidfile",
+                str(self.folder / "docker.pid"),
+                "--bridge",
+                BRIDGE,
+                "--iptables=false",
+                "--ip-masq=false",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.folder / "dockerd.log", "a"),
+            start_new_session=True,
+        )
         while time.time() < began + timeout:
             if self.proc.poll() is not None:
-                raise RuntimeError("dockerd exited with status %d: see %s" % (self.proc.returncode,
-                                                                               self.folder / "dockerd.log"))
+                raise RuntimeError(
+                    "dockerd exited with status %d: see %s" % (self.proc.returncode, self.folder / "dockerd.log")
+                )
             try:
                 docker.DockerClient(base_url=self.url, timeout=5).ping()
                 return time.time() - began
@@ -72,8 +90,9 @@ class Dockerd:
         except docker.errors.ImageNotFound:
             pass
         save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
-        subprocess.run(["docker", "-H", self.url, "load", "--quiet"], stdin=save.stdout, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["docker", "-H", self.url, "load", "--quiet"], stdin=save.stdout, check=True, stdout=subprocess.DEVNULL
+        )
         save.stdout.close()
         if save.wait() != 0:
             raise RuntimeError("docker save %s failed (status %d)" % (tag, save.returncode))

@@ -1,6 +1,7 @@
 """A stand-in for nvidia-ml-py's pynvml, for the telemetry tests: used directly in the test's process (the
 window's edge readings) and, by import name (SOURCE), in the sampling process runner.sampling starts, which
 reads its clock event reasons and whether NVML opens from the environment the test set (``sampler``)."""
+
 import os
 import sys
 import types
@@ -68,8 +69,11 @@ class FakeNvml(object):
 
 if BANNER in os.environ:
     print(os.environ[BANNER])
-NVML = FakeNvml([int(mask) for mask in os.environ.get(REASONS, "0").split(",")], broken=BROKEN in os.environ,
-                lost=LOST in os.environ)
+NVML = FakeNvml(
+    [int(mask) for mask in os.environ.get(REASONS, "0").split(",")],
+    broken=BROKEN in os.environ,
+    lost=LOST in os.environ,
+)
 
 
 def sampler(nvml, interval_s=0.025, broken=False, banner=None, lost=False):

@@ -1,4 +1,5 @@
 """Helpers shared by test modules."""
+
 import hashlib
 import io
 import json
@@ -6,11 +7,11 @@ import subprocess
 import sys
 import tarfile
 
-from runner.frameworks import Token
 from dlrepro import REPO_ROOT
 from dlrepro.inputs import datasets, spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
+from runner.frameworks import Token
 
 
 def check_sums(bundle):
@@ -20,7 +21,9 @@ def check_sums(bundle):
 
 
 def bad_and_good_jobs():
-    found = jobs.expand(spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8, 16], quick=True))
+    found = jobs.expand(
+        spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8, 16], quick=True)
+    )
     bad, good = found
     bad["model"] = dict(bad["model"], parameters=bad["model"]["parameters"] + 1)
     return bad, good
@@ -30,8 +33,13 @@ def run_executor(executor, image, tmp_path):
     """Run a job that fails inside the runner (wrong expected parameter count), then a good one."""
     bad, good = bad_and_good_jobs()
     events = []
-    executor.run(image, [bad, good], tmp_path, datasets.root(),
-                 lambda kind, job_id, result: events.append((kind, job_id, result and result["status"])))
+    executor.run(
+        image,
+        [bad, good],
+        tmp_path,
+        datasets.root(),
+        lambda kind, job_id, result: events.append((kind, job_id, result and result["status"])),
+    )
     results = {j["id"]: json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in (bad, good)}
     return bad, good, results, events
 
@@ -42,8 +50,14 @@ def unreachable(monkeypatch, *names):
 
     catalogue = datasets.catalogue()
     mirror = UrlMirror(kind="url", url="http://127.0.0.1:9/{name}")
-    patched = catalogue.model_copy(update={"datasets": {
-        n: d.model_copy(update={"mirrors": [mirror]}) if n in names else d for n, d in catalogue.datasets.items()}})
+    patched = catalogue.model_copy(
+        update={
+            "datasets": {
+                n: d.model_copy(update={"mirrors": [mirror]}) if n in names else d
+                for n, d in catalogue.datasets.items()
+            }
+        }
+    )
     monkeypatch.setattr(datasets, "catalogue", lambda: patched)
 
 
@@ -69,6 +83,7 @@ def files_under(image_id, path):
     container), None when ``path`` is not there. An empty list: an empty folder, e.g. the mount point that BuildKit and
     Buildah leave for a ``RUN --mount`` target."""
     import docker
+
     from dlrepro.engine import client
 
     container = client().containers.create(image_id, command=["true"])
@@ -83,16 +98,27 @@ def files_under(image_id, path):
 
 
 def invoke(*args):
-    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=120,
-                          cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
+    )
 
 
 def seeded(seeds):
     """Spec imdb-gru with its convergence variant's ``convergence.seeds`` set to ``seeds``."""
     s = spec.load("imdb-gru")
     gru = s.variants["imdb-gru"]
-    return s.model_copy(update={"variants": dict(s.variants, **{"imdb-gru": gru.model_copy(update={
-        "convergence": gru.convergence.model_copy(update={"seeds": seeds})})})})
+    return s.model_copy(
+        update={
+            "variants": dict(
+                s.variants,
+                **{
+                    "imdb-gru": gru.model_copy(
+                        update={"convergence": gru.convergence.model_copy(update={"seeds": seeds})}
+                    )
+                },
+            )
+        }
+    )
 
 
 def cpu_entry(matrix, token):

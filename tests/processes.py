@@ -2,6 +2,7 @@
 ``DLREPRO_TEST_RUN`` before any test runs, so every process a test starts (a daemon, a sampling process, a build, a
 worker) inherits it unless it was given an environment of its own, wherever it was re-parented to. At the end of the
 run none may be left but pytest's own processes."""
+
 import os
 import signal
 import time

@@ -6,6 +6,7 @@ tests/project/test_tree.py checks that each such test lies in ENGINE or CONTAINE
 Under pytest-xdist (tests/conftest.py) the tests of ENGINE are one group, run in their order by one worker, since
 they assert engine-wide things (every container listed, the engine stopped or restarted, timings); those of CONTAINERS
 start only containers of their own, so each is a group of its own, run last by whichever worker is free."""
+
 import json
 import os
 from pathlib import Path
@@ -46,8 +47,10 @@ def group(path, module):
 
 def rows(items):
     """(node id, folder, whether it needs an engine, xdist group) of each collected test item."""
-    return [(item.nodeid, folder_of(item.path), needs_engine(item.fixturenames), group(item.path, item.module.__name__))
-            for item in items]
+    return [
+        (item.nodeid, folder_of(item.path), needs_engine(item.fixturenames), group(item.path, item.module.__name__))
+        for item in items
+    ]
 
 
 def pytest_collection_finish(session):

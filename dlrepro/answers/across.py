@@ -7,6 +7,7 @@ A row is one history line (one device model, version, precision, thread count ..
 (samples/s), fraction of peak, USD per 1M samples and J per sample, where that run has them (None otherwise, never
 0). Pure: Configurations and references in, Across objects out.
 """
+
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ KEY = ["spec", "variant", "framework", "mode", "batch_size"]
 @dataclass
 class Row:
     """A history line's newest run: ``configuration`` (answers.history.Configuration) and ``point`` its last Point."""
+
     configuration: object
     point: object
 
@@ -45,16 +47,21 @@ def slug(key):
 
 def _order(row):
     k = row.configuration.key
-    return tuple("" if k[c] is None else str(k[c]) for c in ("device_name", "framework_version", "precision",
-                                                           "threads", "ranks", "layout")) + (row.configuration.slug,)
+    return tuple(
+        "" if k[c] is None else str(k[c])
+        for c in ("device_name", "framework_version", "precision", "threads", "ranks", "layout")
+    ) + (row.configuration.slug,)
 
 
 def _published(references, key):
     """The references of ``key``'s spec at its variant and mini-batch whose tool is its framework
     (frameworks.study_names)."""
     names = study_names(key["framework"])
-    found = [r for r in references.get(key["spec"], ()) if r.variant == key["variant"]
-             and r.batch_size == key["batch_size"] and r.framework in names]
+    found = [
+        r
+        for r in references.get(key["spec"], ())
+        if r.variant == key["variant"] and r.batch_size == key["batch_size"] and r.framework in names
+    ]
     return sorted(found, key=lambda r: (r.kind, r.hardware, r.id))
 
 
@@ -65,6 +72,7 @@ def across(configurations, references):
     for c in configurations:
         key = {k: c.key[k] for k in KEY}
         groups.setdefault(tuple(key.values()), (key, []))[1].append(Row(c, c.points[-1]))
-    found = [Across(key, slug(key), sorted(rows, key=_order), _published(references, key))
-             for key, rows in groups.values()]
+    found = [
+        Across(key, slug(key), sorted(rows, key=_order), _published(references, key)) for key, rows in groups.values()
+    ]
     return sorted(found, key=lambda a: a.slug)

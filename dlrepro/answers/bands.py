@@ -7,6 +7,7 @@ bundle-vs-bundle "no change" already needed its interval inside +-min_effect, an
 closed, compared with a relative slack of EDGE so that a value exactly on an edge, rounded in binary, counts as on
 it.
 """
+
 INSIDE, OUTSIDE, ACROSS = "inside", "outside", "across"
 EDGE = 1e-9  # relative slack at a band's edges: 1.05 / 1.00 is 1.0500000000000000444 in binary
 
@@ -45,7 +46,9 @@ def words(low, high, band=()):
         texts = ["%.*g" % (digits, v) for v in (low, high)]
         shown = [float(t) for t in texts]
         if (shown[0] != shown[1] or low == high) and all(
-                (float(t) < edge) == (v < edge) and (float(t) > edge) == (v > edge)
-                for t, v in zip(texts, (low, high)) for edge in band):
+            (float(t) < edge) == (v < edge) and (float(t) > edge) == (v > edge)
+            for t, v in zip(texts, (low, high))
+            for edge in band
+        ):
             break
     return "%s-%s" % tuple(texts), "-".join("%.10g" % edge for edge in band)

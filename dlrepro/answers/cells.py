@@ -18,12 +18,13 @@ suite's default, or whose study's scripts did (the study's ``steps``), says how 
 Per column, the ranking of the tools measured vs published (answers.ranking: Kendall's tau), made only from
 cells measured on the published hardware's device class.
 """
+
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from dlrepro.inputs.references import of_column
 from dlrepro.answers import measured, published, ranking, steps, verdicts
+from dlrepro.inputs.references import of_column
 
 OUTCOMES = verdicts.CELL
 
@@ -31,6 +32,7 @@ OUTCOMES = verdicts.CELL
 @dataclass
 class Cell:
     """One published cell and what was measured for it; values in the measured unit (s, images/s, fraction)."""
+
     row: str  # the tool, as the table prints it
     column: str  # the column's label
     published: float = None
@@ -73,8 +75,9 @@ def _measured_rows(summary, column, framework, missing):
     for run in column.runs:
         if run in missing:
             continue
-        rows = summary[(summary["run"] == run) & (summary["variant"] == column.variant)
-                       & (summary["framework"] == framework)]
+        rows = summary[
+            (summary["run"] == run) & (summary["variant"] == column.variant) & (summary["framework"] == framework)
+        ]
         if column.batch_size is not None:
             rows = rows[rows["batch_size"] == column.batch_size]
         rows = rows[rows["ranks"] == column.gpus] if column.gpus > 1 else rows[rows["ranks"].fillna(1) == 1]
@@ -92,8 +95,9 @@ def _other_batches(summary, column, framework):
     none of them the column's mini-batch."""
     if not len(summary):
         return {}
-    mine = summary[summary["run"].isin(column.runs) & (summary["framework"] == framework)
-                   & (summary["variant"] == column.variant)]
+    mine = summary[
+        summary["run"].isin(column.runs) & (summary["framework"] == framework) & (summary["variant"] == column.variant)
+    ]
     return {run: sorted(int(b) for b in set(g["batch_size"].dropna())) for run, g in mine.groupby("run", sort=True)}
 
 
@@ -103,17 +107,36 @@ def _not_found(cell, column, not_run, missing, elsewhere=None, left_out=None):
     framework): why its bundle left that pair out}, e.g. an adapter that cannot express the model)."""
     gone = [missing[r] for r in column.runs if r in missing]
     ran = [r for r in column.runs if r not in not_run and r not in missing]
-    why = [(r, (left_out or {})[(r, column.variant, cell.framework)]) for r in ran
-           if (r, column.variant, cell.framework) in (left_out or {})]
+    why = [
+        (r, (left_out or {})[(r, column.variant, cell.framework)])
+        for r in ran
+        if (r, column.variant, cell.framework) in (left_out or {})
+    ]
     if why:
-        _outcome(cell, verdicts.NOT_RUN, "left out of the run: %s" % why[0][1].split(":")[0], "%s in run %s: %s" % (
-            cell.framework, why[0][0], why[0][1]))
+        _outcome(
+            cell,
+            verdicts.NOT_RUN,
+            "left out of the run: %s" % why[0][1].split(":")[0],
+            "%s in run %s: %s" % (cell.framework, why[0][0], why[0][1]),
+        )
     elif elsewhere:
-        _outcome(cell, verdicts.NOT_RUN, "not measured at this mini-batch", "%s measured %s" % (cell.framework, "; ".join(
-            "mini-batch %s in run %s" % (", ".join(map(str, b)), r) for r, b in elsewhere.items())))
+        _outcome(
+            cell,
+            verdicts.NOT_RUN,
+            "not measured at this mini-batch",
+            "%s measured %s"
+            % (
+                cell.framework,
+                "; ".join("mini-batch %s in run %s" % (", ".join(map(str, b)), r) for r, b in elsewhere.items()),
+            ),
+        )
     elif ran:
-        _outcome(cell, verdicts.NOT_RUN, "the framework was not among those run", "%s in run %s" % (
-            cell.framework, ", ".join(ran)))
+        _outcome(
+            cell,
+            verdicts.NOT_RUN,
+            "the framework was not among those run",
+            "%s in run %s" % (cell.framework, ", ".join(ran)),
+        )
     elif gone:
         _outcome(cell, verdicts.CANNOT_COMPARE, "cannot judge: bundle missing", "; ".join(gone))
     else:
@@ -132,8 +155,12 @@ def _judge(cell, row, ref):
     elif judged.verdict == verdicts.CANNOT_COMPARE:
         cell.reason, cell.why = "the job measured another quantity", judged.why
     elif judged.verdict == verdicts.CANNOT_TELL:
-        _outcome(cell, judged.verdict, "no 95% interval" if judged.interval is None else "interval across the "
-                 "tolerance", judged.why.split(": ", 1)[-1] if judged.interval is None else judged.why)
+        _outcome(
+            cell,
+            judged.verdict,
+            "no 95% interval" if judged.interval is None else "interval across the tolerance",
+            judged.why.split(": ", 1)[-1] if judged.interval is None else judged.why,
+        )
     elif judged.verdict == verdicts.DIFFERS:
         _outcome(cell, judged.verdict, judged.direction)
     return judged
@@ -167,8 +194,9 @@ def _cell(study, table, column, tool, summary, references, not_run, missing, thr
         _not_found(cell, column, not_run, missing, _other_batches(summary, column, cell.framework), left_out)
     elif not len(ok):
         failed = rows.iloc[-1]
-        _outcome(cell, verdicts.NOT_RUN, "the job was %s" % failed["status"], "%s: %s" % (
-            failed["job_id"], failed["reason"]))
+        _outcome(
+            cell, verdicts.NOT_RUN, "the job was %s" % failed["status"], "%s: %s" % (failed["job_id"], failed["reason"])
+        )
     elif row is None:
         _outcome(cell, verdicts.CANNOT_COMPARE, "several jobs match", ambiguous)
     else:
@@ -194,18 +222,34 @@ def build(study, summary, references, not_run, missing=None, left_out=None):
             if mixed:
                 timers.append("%s: %s" % (column.label, mixed))
             for tool in table.rows:
-                cell, judged, row = _cell(study, table, column, tool, summary, references.get(spec, []), not_run,
-                                          missing, shared, left_out)
+                cell, judged, row = _cell(
+                    study, table, column, tool, summary, references.get(spec, []), not_run, missing, shared, left_out
+                )
                 cells[(tool, column.label)] = cell
                 if judged is not None and judged.measured is not None:
-                    ranked.append(_ranking_cell(spec, column, cell, judged, of_column(
-                        references.get(spec, []), column, tool), row))
+                    ranked.append(
+                        _ranking_cell(
+                            spec, column, cell, judged, of_column(references.get(spec, []), column, tool), row
+                        )
+                    )
             if len(ranked) >= 2:
                 ranks = ranking.ranking(pd.DataFrame(ranked, columns=published.CELL_COLUMNS))
                 sentences += ["%s: %s" % (column.label, s) for s in ranks["sentence"]]
-        tables.append(PaperTable(name, table.title, table.source, table.status, list(table.rows),
-                                 [c.label for c in table.columns], cells, sentences, table.note,
-                                 measured.metric_kind(table.columns[0].metric), timers))
+        tables.append(
+            PaperTable(
+                name,
+                table.title,
+                table.source,
+                table.status,
+                list(table.rows),
+                [c.label for c in table.columns],
+                cells,
+                sentences,
+                table.note,
+                measured.metric_kind(table.columns[0].metric),
+                timers,
+            )
+        )
     return tables
 
 
@@ -213,8 +257,9 @@ def _column_rows(study, table, column, summary):
     """The ok summary rows of the column's variant (and mini-batch) in its runs, of the table's tools."""
     if not len(summary):
         return summary
-    rows = summary[summary["run"].isin(column.runs) & (summary["variant"] == column.variant)
-                   & (summary["status"] == "ok")]
+    rows = summary[
+        summary["run"].isin(column.runs) & (summary["variant"] == column.variant) & (summary["status"] == "ok")
+    ]
     if column.batch_size is not None:
         rows = rows[rows["batch_size"] == column.batch_size]
     return rows[rows["framework"].isin({study.framework(t) for t in table.rows} - {None})]
@@ -232,17 +277,39 @@ def _shared_threads(study, table, column, summary):
 def _ranking_cell(spec, column, cell, judged, ref, row):
     """An answers.published.CELL_COLUMNS row of one measured cell, for answers.ranking."""
     low, high = judged.interval or (None, None)
-    return {"spec": spec, "variant": column.variant, "batch_size": row["batch_size"], "framework": cell.framework,
-            "measured_framework_version": row["framework_version"], "device": row["device"],
-            "threads": row["threads"] if row["device"] == "cpu" else None, "measured_hardware": row["device_name"],
-            "metric": column.metric, "unit": published.UNIT[measured.metric_kind(column.metric)],
-            "measured": judged.measured, "ci95_low": low, "ci95_high": high, "published": judged.published,
-            "ratio": judged.ratio, "lower": judged.lower, "upper": judged.upper, "verdict": judged.verdict,
-            "direction": judged.direction, "why": judged.why, "smoke": judged.smoke,
-            "no_interval": judged.no_interval, "seeds": measured.get(row, "seeds"), "reference_id": ref.id,
-            "reference_kind": ref.kind, "published_framework": ref.framework,
-            "published_version": ref.framework_version, "published_hardware": ref.hardware, "source": ref.source,
-            "bundle_id": row["bundle_id"], "job_id": row["job_id"]}
+    return {
+        "spec": spec,
+        "variant": column.variant,
+        "batch_size": row["batch_size"],
+        "framework": cell.framework,
+        "measured_framework_version": row["framework_version"],
+        "device": row["device"],
+        "threads": row["threads"] if row["device"] == "cpu" else None,
+        "measured_hardware": row["device_name"],
+        "metric": column.metric,
+        "unit": published.UNIT[measured.metric_kind(column.metric)],
+        "measured": judged.measured,
+        "ci95_low": low,
+        "ci95_high": high,
+        "published": judged.published,
+        "ratio": judged.ratio,
+        "lower": judged.lower,
+        "upper": judged.upper,
+        "verdict": judged.verdict,
+        "direction": judged.direction,
+        "why": judged.why,
+        "smoke": judged.smoke,
+        "no_interval": judged.no_interval,
+        "seeds": measured.get(row, "seeds"),
+        "reference_id": ref.id,
+        "reference_kind": ref.kind,
+        "published_framework": ref.framework,
+        "published_version": ref.framework_version,
+        "published_hardware": ref.hardware,
+        "source": ref.source,
+        "bundle_id": row["bundle_id"],
+        "job_id": row["job_id"],
+    }
 
 
 def counts(tables):

@@ -32,14 +32,16 @@ A verdict that holds (or holds in direction) on some of the tools the claim name
 tools measured; not measured: CNTK'), shown with the word (Verdict.said).
 A NOT_TESTABLE verdict also carries ``reason``, the one line the views fold it under (Verdict.reason: the
 claim's own why, a missing bundle, the plan of the study's host (dlrepro.plan.coverage: "needs an NVIDIA GPU", "needs 2
-GPUs (this host has 1)", "too few of its tools can run here: ..."), else its evidence). ``points`` are the quantities judged against the band (values,
+GPUs (this host has 1)", "too few of its tools can run here: ..."), else its evidence). ``points`` are the quantities
+judged against the band (values,
 ratios or speedups, with their intervals): what the views draw.
 """
+
 import re
 from dataclasses import dataclass, field
 
-from dlrepro.inputs import claimkinds
 from dlrepro.answers import bands, measured, verdicts
+from dlrepro.inputs import claimkinds
 
 DEVICE_WORDS = {"cuda": "GPU", "cpu": "CPU"}
 BUNDLE_MISSING = "cannot judge: bundle missing"
@@ -49,6 +51,7 @@ NO_INTERVAL, DIRECTION = "no interval", "direction"  # a point's place besides b
 @dataclass
 class Verdict:
     """One claim's verdict (verdicts.CLAIM), the evidence in words and the values it rests on."""
+
     claim: str
     text: str
     source: str
@@ -114,8 +117,11 @@ def _missing(study, tools, found, notes):
     """The parts of the evidence that name tools left out: not run by the suite, not measured, ambiguous."""
     parts = list(notes)
     absent = [t for t in tools if not study.framework(t)]
-    unmeasured = [t for t in tools if study.framework(t) and not any(k[0] == t for k in found)
-                  and not any(n.startswith(t + ":") for n in notes)]
+    unmeasured = [
+        t
+        for t in tools
+        if study.framework(t) and not any(k[0] == t for k in found) and not any(n.startswith(t + ":") for n in notes)
+    ]
     if absent:
         parts.append("the suite does not run %s" % study.not_run_text(absent))
     if unmeasured:
@@ -149,12 +155,21 @@ def _measure(study, rows, tools, metric, threads=None):
 
 def _entry(tool, batch, row, metric, value=None, interval=None):
     low, high = interval if value is not None else (measured.interval(row, metric) or (None, None))
-    units = measured.get(row, "seeds") if measured.get(row, "mode") == "convergence" else \
-        measured.get(row, "ci95_units")
-    return {"tool": tool, "framework": measured.get(row, "framework"), "batch_size": batch,
-            "threads": measured.get(row, "threads"), "value": measured.raw(row, metric) if value is None else value,
-            "low": low, "high": high, "repeats": units, "smoke": measured.smoke(row, metric),
-            "no_interval": None if low is not None else measured.no_interval(row, metric)}
+    units = (
+        measured.get(row, "seeds") if measured.get(row, "mode") == "convergence" else measured.get(row, "ci95_units")
+    )
+    return {
+        "tool": tool,
+        "framework": measured.get(row, "framework"),
+        "batch_size": batch,
+        "threads": measured.get(row, "threads"),
+        "value": measured.raw(row, metric) if value is None else value,
+        "low": low,
+        "high": high,
+        "repeats": units,
+        "smoke": measured.smoke(row, metric),
+        "no_interval": None if low is not None else measured.no_interval(row, metric),
+    }
 
 
 def _separated(a, b):
@@ -162,7 +177,7 @@ def _separated(a, b):
 
 
 def _at(threads):
-    return " at %d thread%s" % (threads, "s"[threads == 1:]) if threads else ""
+    return " at %d thread%s" % (threads, "s"[threads == 1 :]) if threads else ""
 
 
 def _number(value, percent=False):
@@ -176,8 +191,12 @@ def _shown(entry, percent=False):
     if entry.get("low") is None:
         return "%s %s" % (entry["tool"], _number(entry["value"], percent))
     low, high = _number(entry["low"], percent), _number(entry["high"], percent)
-    return "%s %s [%s-%s]" % (entry["tool"], _number(entry["value"], percent), low.rstrip("%") if percent else low,
-                              high)
+    return "%s %s [%s-%s]" % (
+        entry["tool"],
+        _number(entry["value"], percent),
+        low.rstrip("%") if percent else low,
+        high,
+    )
 
 
 @claimkinds.judge("ordering")
@@ -189,7 +208,7 @@ def _ordering(study, claim, rows):
     pairs, agree, separated, wrong = 0, 0, 0, []
     reversed_apart = False
     for i, upper in enumerate(claim.order):
-        for lower in claim.order[i + 1:]:
+        for lower in claim.order[i + 1 :]:
             for a in upper:
                 for b in lower:
                     for batch in sorted({k[1] for k in found}):
@@ -203,13 +222,30 @@ def _ordering(study, claim, rows):
                             agree += 1
                         else:
                             reversed_apart = reversed_apart or apart
-                            wrong.append("%s not ahead of %s at b%d (%.4g vs %.4g%s)" % (
-                                a, b, batch, x["value"], y["value"], "" if apart else ", within noise"
-                                if x["low"] is not None and y["low"] is not None else ", noise unknown"))
+                            wrong.append(
+                                "%s not ahead of %s at b%d (%.4g vs %.4g%s)"
+                                % (
+                                    a,
+                                    b,
+                                    batch,
+                                    x["value"],
+                                    y["value"],
+                                    ""
+                                    if apart
+                                    else ", within noise"
+                                    if x["low"] is not None and y["low"] is not None
+                                    else ", noise unknown",
+                                )
+                            )
     missing = _missing(study, tools, found, notes)
     if pairs == 0:
-        return verdicts.NOT_TESTABLE, "no pair of its tools measured here (%s)" % (
-            "; ".join(missing) or "fewer than two tools"), values, [], None
+        return (
+            verdicts.NOT_TESTABLE,
+            "no pair of its tools measured here (%s)" % ("; ".join(missing) or "fewer than two tools"),
+            values,
+            [],
+            None,
+        )
     if reversed_apart:
         verdict = verdicts.DOES_NOT_HOLD
     elif agree == pairs and separated == pairs:
@@ -217,10 +253,23 @@ def _ordering(study, claim, rows):
     else:
         verdict = verdicts.INCONCLUSIVE
     best = sorted(values.values(), key=lambda v: -sign * v["value"])
-    return verdict, "%d of %d pairs in the stated order, %d of them with separated 95%% intervals%s; measured%s " \
-        "(best first): %s%s" % (agree, pairs, separated, ("; " + "; ".join(wrong)) if wrong else "", _at(threads),
-                                ", ".join("%s (b%d)" % (_shown(v), v["batch_size"]) for v in best),
-                                "; " + "; ".join(missing) if missing else ""), values, list(best), None
+    return (
+        verdict,
+        "%d of %d pairs in the stated order, %d of them with separated 95%% intervals%s; measured%s "
+        "(best first): %s%s"
+        % (
+            agree,
+            pairs,
+            separated,
+            ("; " + "; ".join(wrong)) if wrong else "",
+            _at(threads),
+            ", ".join("%s (b%d)" % (_shown(v), v["batch_size"]) for v in best),
+            "; " + "; ".join(missing) if missing else "",
+        ),
+        values,
+        list(best),
+        None,
+    )
 
 
 def _ratios(values, subject, sign):
@@ -236,8 +285,14 @@ def _ratios(values, subject, sign):
         top, bottom = (mine, theirs) if sign < 0 else (theirs, mine)
         interval = bands.ratio(top, bottom) or (None, None)
         value = entry["value"] / base["value"] if sign < 0 else base["value"] / entry["value"]
-        points[(tool, batch)] = {"tool": tool, "framework": entry["framework"], "batch_size": batch, "value": value,
-                                 "low": interval[0], "high": interval[1]}
+        points[(tool, batch)] = {
+            "tool": tool,
+            "framework": entry["framework"],
+            "batch_size": batch,
+            "value": value,
+            "low": interval[0],
+            "high": interval[1],
+        }
     return points
 
 
@@ -248,11 +303,18 @@ def _ratio(study, claim, rows):
     points = _ratios(values, claim.subject, better(claim.metric))
     missing = _missing(study, [claim.subject] + claim.tools, found, notes)
     if not points:
-        return _untestable("the subject and another tool were not both measured (%s)" % (
-            "; ".join(missing) or "nothing measured"), values)
+        return _untestable(
+            "the subject and another tool were not both measured (%s)" % ("; ".join(missing) or "nothing measured"),
+            values,
+        )
     verdict = _judge_band(list(points.values()), claim.band, directional=True)
-    return verdict, _ratio_words("ratio of %s to each other tool%s" % (claim.subject, _at(threads)), points,
-                                 claim.band, missing), values, list(points.values()), tuple(claim.band)
+    return (
+        verdict,
+        _ratio_words("ratio of %s to each other tool%s" % (claim.subject, _at(threads)), points, claim.band, missing),
+        values,
+        list(points.values()),
+        tuple(claim.band),
+    )
 
 
 def _untestable(why, values):
@@ -269,15 +331,33 @@ def _ratio_words(what, points, band, missing, percent=False):
     for (tool, _), p in sorted(points.items()):
         if p.get("place") not in (None, bands.INSIDE):
             places.setdefault(p["place"], []).append(tool)
-    said = "; ".join("%s: %s" % ({bands.ACROSS: "interval across the band", bands.OUTSIDE: "outside the band",
-                                  DIRECTION: "the stated direction only"}[place], ", ".join(tools))
-                     for place, tools in places.items() if place != NO_INTERVAL)
+    said = "; ".join(
+        "%s: %s"
+        % (
+            {
+                bands.ACROSS: "interval across the band",
+                bands.OUTSIDE: "outside the band",
+                DIRECTION: "the stated direction only",
+            }[place],
+            ", ".join(tools),
+        )
+        for place, tools in places.items()
+        if place != NO_INTERVAL
+    )
     stated = "%g-%g%%" % (100 * band[0], 100 * band[1]) if percent else "%g-%g" % tuple(band)
     return "%s: min %s (%s, b%d), max %s (%s, b%d) (stated band %s); each: %s%s%s" % (
-        what, _number(lo, percent) if percent else "%.3g" % lo, lo_key[0], lo_key[1],
-        _number(hi, percent) if percent else "%.3g" % hi, hi_key[0], hi_key[1], stated,
+        what,
+        _number(lo, percent) if percent else "%.3g" % lo,
+        lo_key[0],
+        lo_key[1],
+        _number(hi, percent) if percent else "%.3g" % hi,
+        hi_key[0],
+        hi_key[1],
+        stated,
         ", ".join("%s (b%d)" % (_shown(p, percent), b) for (t, b), p in sorted(points.items())),
-        "; " + said if said else "", "; " + "; ".join(missing) if missing else "")
+        "; " + said if said else "",
+        "; " + "; ".join(missing) if missing else "",
+    )
 
 
 @claimkinds.judge("band")
@@ -287,12 +367,20 @@ def _band(study, claim, rows):
     missing = _missing(study, claim.tools, found, notes)
     if not values:
         return _untestable("none of its tools measured here (%s)" % "; ".join(missing), values)
-    points = {k: {key: v[key] for key in ("tool", "framework", "batch_size", "value", "low", "high")}
-              for k, v in values.items()}
+    points = {
+        k: {key: v[key] for key in ("tool", "framework", "batch_size", "value", "low", "high")}
+        for k, v in values.items()
+    }
     verdict = _judge_band(list(points.values()), claim.band, directional=False)
-    return verdict, _ratio_words("value per tool%s" % _at(threads), points, claim.band, missing,
-                                 percent=claim.metric == "test_accuracy"), values, list(points.values()), \
-        tuple(claim.band)
+    return (
+        verdict,
+        _ratio_words(
+            "value per tool%s" % _at(threads), points, claim.band, missing, percent=claim.metric == "test_accuracy"
+        ),
+        values,
+        list(points.values()),
+        tuple(claim.band),
+    )
 
 
 @claimkinds.judge("scaling")
@@ -307,8 +395,13 @@ def _scaling(study, claim, rows):
     to = counts[-1] if claim.to == "max" and counts else claim.to
     values, points, notes = {}, {}, []
     for count in (claim.at, to):
-        found, more, _ = _measure(study, rows[rows["_count"] == count], claim.tools, "throughput",
-                                  threads=count if claim.over == "threads" else None)
+        found, more, _ = _measure(
+            study,
+            rows[rows["_count"] == count],
+            claim.tools,
+            "throughput",
+            threads=count if claim.over == "threads" else None,
+        )
         notes += [n for n in more if n not in notes]
         for key, row in found.items():
             values.setdefault(key, {})[count] = row
@@ -316,21 +409,35 @@ def _scaling(study, claim, rows):
     for (tool, batch), at in sorted(values.items()):
         if claim.at in at and to in at:
             base, top = (measured.raw(at[c], "throughput") for c in (claim.at, to))
-            interval = bands.ratio(measured.interval(at[to], "throughput"),
-                                   measured.interval(at[claim.at], "throughput")) or (None, None)
+            interval = bands.ratio(
+                measured.interval(at[to], "throughput"), measured.interval(at[claim.at], "throughput")
+            ) or (None, None)
             entry = _entry(tool, batch, at[to], "throughput", value=top / base, interval=interval)
             entry["smoke"] = measured.smoke(at[claim.at], "throughput") or entry["smoke"]
             entries[(tool, batch)] = entry
             points[(tool, batch)] = {k: entry[k] for k in ("tool", "framework", "batch_size", "value", "low", "high")}
     if not points:
         missing = _missing(study, claim.tools, values, notes)  # "no measurement": at neither count
-        return _untestable("%s %s and %s were not both measured (here: %s)%s" % (
-            claim.over, claim.at, to, ", ".join(map(str, counts)) or "none",
-            "; " + "; ".join(missing) if missing else ""), entries)
+        return _untestable(
+            "%s %s and %s were not both measured (here: %s)%s"
+            % (
+                claim.over,
+                claim.at,
+                to,
+                ", ".join(map(str, counts)) or "none",
+                "; " + "; ".join(missing) if missing else "",
+            ),
+            entries,
+        )
     missing = _missing(study, claim.tools, points, notes)
     verdict = _judge_band(list(points.values()), claim.band, directional=True)
-    return verdict, _ratio_words("throughput at %s %s / at %s" % (claim.over, to, claim.at), points, claim.band,
-                                 missing), entries, list(points.values()), tuple(claim.band)
+    return (
+        verdict,
+        _ratio_words("throughput at %s %s / at %s" % (claim.over, to, claim.at), points, claim.band, missing),
+        entries,
+        list(points.values()),
+        tuple(claim.band),
+    )
 
 
 def _grouped(values, key):
@@ -359,11 +466,14 @@ def _unmeasured(study, claim, summary, device, not_run, missing):
     others = sorted(set(ok["device"].dropna()) - {device})
     if device != "any" and others:
         return "the claim is about %ss; this host measured %s only%s" % (
-            DEVICE_WORDS[device], " and ".join(DEVICE_WORDS.get(d, d) for d in others), "".join(
-                " (%s: %s)" % (r, not_run[r]) for r in claim.runs if r in not_run))
+            DEVICE_WORDS[device],
+            " and ".join(DEVICE_WORDS.get(d, d) for d in others),
+            "".join(" (%s: %s)" % (r, not_run[r]) for r in claim.runs if r in not_run),
+        )
     return "not measured here (%s)" % "; ".join(
         "%s: %s" % (r, not_run.get(r) or _unfinished(summary, r, claim.variant) or "no ok job of %s" % claim.variant)
-        for r in claim.runs)
+        for r in claim.runs
+    )
 
 
 def _unfinished(summary, run, variant):
@@ -379,8 +489,9 @@ def _unfinished(summary, run, variant):
 def _dataset_missing(summary, claim):
     """'needs dataset cifar10 (`dlrepro datasets.fetch cifar10`)' when a run of the claim skipped its jobs for a
     dataset the cache lacks (the job's recorded reason and remedy), else None."""
-    rows = summary[summary["run"].isin(claim.runs) & (summary["variant"] == claim.variant)
-                   & (summary["status"] == "skipped")]
+    rows = summary[
+        summary["run"].isin(claim.runs) & (summary["variant"] == claim.variant) & (summary["status"] == "skipped")
+    ]
     for _, row in rows.iterrows():
         found = re.match(r"dataset (\S+) is not in the cache", str(measured.get(row, "reason") or ""))
         if found:
@@ -419,14 +530,20 @@ def scope_of(claim, values):
     """For a claim judged on ``values`` (entries with a ``tool``): 'for the 3 tools measured; not measured: CNTK,
     Keras(TF)' when some of the tools it is stated for have no value (not run by the suite, not measured, left
     out), else None: a verdict that holds stands for the tools measured, never for every tool the claim names."""
-    stated = list(dict.fromkeys(([claim.subject] if claim.subject else []) + claim.tools
-                                + [t for tier in claim.order for t in tier]))
+    stated = list(
+        dict.fromkeys(
+            ([claim.subject] if claim.subject else []) + claim.tools + [t for tier in claim.order for t in tier]
+        )
+    )
     measured_tools = {v["tool"] for v in values}
     absent = [t for t in stated if t not in measured_tools]
     if not absent:
         return None
-    return "for the %d tool%s measured; not measured: %s" % (len(measured_tools), "" if len(measured_tools) == 1
-                                                             else "s", ", ".join(absent))
+    return "for the %d tool%s measured; not measured: %s" % (
+        len(measured_tools),
+        "" if len(measured_tools) == 1 else "s",
+        ", ".join(absent),
+    )
 
 
 def evaluate(study, summary, not_run=None, missing=None, planned=None):
@@ -439,16 +556,18 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
     found = []
     for name, claim in study.claims.items():
         device = study.device_of(name)
-        base = dict(claim=name, text=claim.text, source=claim.source, kind=claim.kind, device=device,
-                    hardware=claim.hardware)
+        base = dict(
+            claim=name, text=claim.text, source=claim.source, kind=claim.kind, device=device, hardware=claim.hardware
+        )
         kind = claimkinds.of(claim)
         if not kind.testable:
             found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=claim.why, **base))
             continue
         rows, run = summary.iloc[0:0], None
         for candidate in claim.runs:
-            mine = summary[(summary["run"] == candidate) & (summary["variant"] == claim.variant)
-                           & (summary["status"] == "ok")]
+            mine = summary[
+                (summary["run"] == candidate) & (summary["variant"] == claim.variant) & (summary["status"] == "ok")
+            ]
             if device != "any":
                 mine = mine[mine["device"] == device]
             if claim.batch_size is not None:
@@ -458,12 +577,25 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
                 break
         asked = _not_asked(claim, not_run, (planned or {}).get(name)) if run is None else None
         if asked:
-            found.append(Verdict(verdict=verdicts.NOT_ASKED, evidence="its runs (%s) were not asked: %s" % (
-                ", ".join(claim.runs), asked), reason=asked, rests_on=verdicts.RestsOn(device=device), **base))
+            found.append(
+                Verdict(
+                    verdict=verdicts.NOT_ASKED,
+                    evidence="its runs (%s) were not asked: %s" % (", ".join(claim.runs), asked),
+                    reason=asked,
+                    rests_on=verdicts.RestsOn(device=device),
+                    **base,
+                )
+            )
             continue
         if run is None:
-            found.append(Verdict(verdict=verdicts.NOT_TESTABLE, evidence=_unmeasured(
-                study, claim, summary, device, not_run, missing), rests_on=verdicts.RestsOn(device=device), **base))
+            found.append(
+                Verdict(
+                    verdict=verdicts.NOT_TESTABLE,
+                    evidence=_unmeasured(study, claim, summary, device, not_run, missing),
+                    rests_on=verdicts.RestsOn(device=device),
+                    **base,
+                )
+            )
             continue
         verdict, evidence, values, points, band = kind.judge(study, claim, rows)
         values = [v for _, v in sorted(values.items())]
@@ -474,11 +606,26 @@ def evaluate(study, summary, not_run=None, missing=None, planned=None):
             evidence = "%s; no 95%% interval for %s" % (evidence, bare)
         names = ", ".join(sorted(set(rows["device_name"].dropna().astype(str))))
         scope = scope_of(claim, values) if verdict in (verdicts.HOLDS, verdicts.DIRECTION_ONLY) else None
-        found.append(Verdict(scope=scope,
-            verdict=verdict, evidence="%s (run %s, %s)" % (evidence, run, names or device), run=run,
-            measured_on=names or None, values=values, points=points, band=band, rests_on=verdicts.RestsOn(
-                repeats=[v["repeats"] for v in values], test=kind.test, unit=_unit(claim),
-                device=device, smoke=bool(smoke)), **base))
+        found.append(
+            Verdict(
+                scope=scope,
+                verdict=verdict,
+                evidence="%s (run %s, %s)" % (evidence, run, names or device),
+                run=run,
+                measured_on=names or None,
+                values=values,
+                points=points,
+                band=band,
+                rests_on=verdicts.RestsOn(
+                    repeats=[v["repeats"] for v in values],
+                    test=kind.test,
+                    unit=_unit(claim),
+                    device=device,
+                    smoke=bool(smoke),
+                ),
+                **base,
+            )
+        )
     planned = planned or {}
     for v in found:
         if v.verdict == verdicts.NOT_TESTABLE:

@@ -5,7 +5,8 @@ measurement. ``dlrepro compare`` (answers.regression), the site's history (answe
   CONFIGURATION  the job's columns that change the measured quantity: spec, variant, framework and version, device,
                  mode, mini-batch, precision, layout, cuDNN autotune, CPU threads (cpu jobs only) and the pools
                  they set (``thread_pools``), the gradients the step computes (``gradients``: a study's step,
-                 docs/experiments.md), ranks (the GPU count of a data-parallel job), the timed sample. Measurements of one configuration are one pair of
+                 docs/experiments.md), ranks (the GPU count of a data-parallel job), the timed sample. Measurements of
+                 one configuration are one pair of
                  ``compare`` and, with the device model (LINE), one line of runs in the history.
   conditions     what must match as well for a pair to be judged: the timer discipline (the tables' ``timer``:
                  device_events, pipelined_wall, host_sync) and the host fingerprint (``fingerprint``: CPU
@@ -16,8 +17,24 @@ measurement. ``dlrepro compare`` (answers.regression), the site's history (answe
 
 Pure: table rows and bundle.json bodies in, values out.
 """
-CONFIGURATION = ["spec", "variant", "framework", "framework_version", "device", "mode", "batch_size", "precision",
-                 "layout", "cudnn_autotune", "threads", "thread_pools", "gradients", "ranks", "sample"]
+
+CONFIGURATION = [
+    "spec",
+    "variant",
+    "framework",
+    "framework_version",
+    "device",
+    "mode",
+    "batch_size",
+    "precision",
+    "layout",
+    "cudnn_autotune",
+    "threads",
+    "thread_pools",
+    "gradients",
+    "ranks",
+    "sample",
+]
 VERSION = CONFIGURATION.index("framework_version")
 LINE = CONFIGURATION + ["device_name"]  # a history's line of runs: one configuration on one device model
 # frameworks set side by side (a report's and check's fastest and slowest, their timer notes): one variant, device
@@ -35,8 +52,11 @@ def normalised(rows):
     defaults; cuDNN only on cuda)."""
     cuda = rows["device"] == "cuda"
     rows = rows.assign(**{c: None for c in ("thread_pools", "gradients") if c not in rows})  # tables before v8
-    return rows.assign(threads=rows["threads"].where(rows["device"] == "cpu"), layout=rows["layout"].fillna("default"),
-                       cudnn_autotune=rows["cudnn_autotune"].fillna(True).where(cuda))
+    return rows.assign(
+        threads=rows["threads"].where(rows["device"] == "cpu"),
+        layout=rows["layout"].fillna("default"),
+        cudnn_autotune=rows["cudnn_autotune"].fillna(True).where(cuda),
+    )
 
 
 def timer_of(rows):
@@ -57,10 +77,12 @@ def fingerprint(body):
     cpu = host.get("cpu") or {}
     flags = cpu.get("flags")
     gpus = [g.get("name") or UNRECORDED for g in host.get("gpus") or []]
-    return (("CPU", cpu.get("model") or UNRECORDED),
-            ("logical CPUs", str(cpu["logical_cpus"]) if cpu.get("logical_cpus") else UNRECORDED),
-            ("ISA", " ".join(sorted(flags)) if flags is not None else UNRECORDED),
-            ("GPUs", ", ".join("%d x %s" % (gpus.count(g), g) for g in sorted(set(gpus))) or "none"))
+    return (
+        ("CPU", cpu.get("model") or UNRECORDED),
+        ("logical CPUs", str(cpu["logical_cpus"]) if cpu.get("logical_cpus") else UNRECORDED),
+        ("ISA", " ".join(sorted(flags)) if flags is not None else UNRECORDED),
+        ("GPUs", ", ".join("%d x %s" % (gpus.count(g), g) for g in sorted(set(gpus))) or "none"),
+    )
 
 
 def host_text(host):
@@ -72,7 +94,8 @@ def not_comparable(timer_a, timer_b, host_a=None, host_b=None):
     """Why a pair of one CONFIGURATION cannot be judged, or None when it can: 'timer changed (host_sync ->
     device_events)' when the timers differ (None counts as UNRECORDED), 'other host (ISA avx avx2 fma -> avx avx2
     avx512_bf16 avx512f fma)' when the ``fingerprint``s differ (the parts that differ; a None host is not looked
-    at), both joined by '; ' when both differ. Shown after verdicts.NOT_COMPARABLE: 'not comparable: timer changed (...)'."""
+    at), both joined by '; ' when both differ. Shown after verdicts.NOT_COMPARABLE: 'not comparable: timer changed
+    (...)'."""
     why = []
     if (timer_a or UNRECORDED) != (timer_b or UNRECORDED):
         why.append("%s (%s -> %s)" % (TIMER_CHANGED, timer_a or UNRECORDED, timer_b or UNRECORDED))

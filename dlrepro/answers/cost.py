@@ -11,6 +11,7 @@ reader gives, USD per device-hour as the table's).
 Energy per sample (J) is measured, not derived (dlrepro.store.tables: ``energy_j_per_sample``); a view shows
 "not measured" where a job has none, never zero. Pure: summary rows in, the same rows with COLUMNS out.
 """
+
 import pandas as pd
 
 from dlrepro.inputs import prices as pricesmod
@@ -45,12 +46,16 @@ def priced(summary, bodies, price_per_hour=None, prices=None):
         rate = row.get("throughput")
         usable = price is not None and row["status"] == "ok" and pd.notna(rate) and rate > 0
         dated = price.row if price and price.row else None
-        found.append({"usd_per_hour": price.usd_per_hour if price else float("nan"),
-                      "price_devices": price.devices if price else devices,
-                      "price_id": (price.row.id if price.row else GIVEN) if price else None,
-                      "price_dated": dated.dated if dated else None,
-                      "price_older": dated.older_than(row.get("bundle_created")) if dated else None,
-                      "usd_per_million_samples": price.usd_per_hour / 3600 / rate * 1e6 if usable else float("nan")})
+        found.append(
+            {
+                "usd_per_hour": price.usd_per_hour if price else float("nan"),
+                "price_devices": price.devices if price else devices,
+                "price_id": (price.row.id if price.row else GIVEN) if price else None,
+                "price_dated": dated.dated if dated else None,
+                "price_older": dated.older_than(row.get("bundle_created")) if dated else None,
+                "usd_per_million_samples": price.usd_per_hour / 3600 / rate * 1e6 if usable else float("nan"),
+            }
+        )
     columns = pd.DataFrame(found, index=summary.index, columns=COLUMNS)
     return summary.assign(**{c: columns[c] for c in COLUMNS}).astype({"price_devices": "Int64"})
 

@@ -16,6 +16,7 @@ also runs) belongs to both. Changes:
                stands for its published one, or the study names none): nothing was compared
   not judged   neither side could be judged here
 """
+
 from dataclasses import dataclass
 
 from dlrepro.answers import verdicts
@@ -23,8 +24,14 @@ from runner.frameworks import Token
 
 SETS = ("published", "today")
 ANSWERED = (verdicts.HOLDS, verdicts.DIRECTION_ONLY, verdicts.DOES_NOT_HOLD)
-FLIPS, SHIFTS, KEEPS, CANNOT_TELL, SAME, NOT_JUDGED = ("flips", "shifts", "keeps", "cannot tell", "same images",
-                                                      "not judged")
+FLIPS, SHIFTS, KEEPS, CANNOT_TELL, SAME, NOT_JUDGED = (
+    "flips",
+    "shifts",
+    "keeps",
+    "cannot tell",
+    "same images",
+    "not judged",
+)
 CHANGES = (FLIPS, SHIFTS, KEEPS, CANNOT_TELL, SAME, NOT_JUDGED)  # the order a view lists them in
 
 
@@ -33,6 +40,7 @@ class Drift:
     """One claim at both version sets: ``published`` and ``today`` are its claims.Verdict at each, ``labels``
     {set: "PyTorch 1.0.0 (published: 0.3.1); ..."} what ran for the study's tools, ``same``: every tool the claim
     names ran the same image at both."""
+
     claim: str
     text: str
     published: object
@@ -83,6 +91,7 @@ def _belongs(row, sets, name):
     its local part after a "+" left out) is of set ``name``: a framework no set's token names is of every set; else
     a token of the set names it at that version, a token without one (today's image) standing for every version
     no token of the run pins."""
+
     def tokens(chosen):
         return [t for t in (Token.parse(c["token"]) for c in chosen.get(row["run"], [])) if t.name == row["framework"]]
 
@@ -97,20 +106,32 @@ def _belongs(row, sets, name):
 def _same(claim, sets):
     """Whether every tool ``claim`` names ran the same framework token at both sets in its runs."""
     tools = {t for tier in claim.order for t in tier} | set(claim.tools) | ({claim.subject} if claim.subject else set())
-    tokens = [{(run, c["tool"], c["token"]) for run in claim.runs for c in sets[name].get(run, []) if c["tool"] in tools}
-              for name in SETS]
+    tokens = [
+        {(run, c["tool"], c["token"]) for run in claim.runs for c in sets[name].get(run, []) if c["tool"] in tools}
+        for name in SETS
+    ]
     return tokens[0] == tokens[1]
 
 
 def drift(study, summary, record, evaluate):
     """One Drift per claim of ``study`` judged (``evaluate(rows, set name)`` -> [claims.Verdict], the same call the
-    study's answer makes, with that set's host plan) on the rows of each version set of ``record``; [] for a record without both sets. Listed in
+    study's answer makes, with that set's host plan) on the rows of each version set of ``record``; [] for a record
+    without both sets. Listed in
     CHANGES order, then the study's claim order."""
     sets = sets_of(record)
     if not sets:
         return []
     judged = {name: {v.claim: v for v in evaluate(rows_of(summary, record, name), name)} for name in SETS}
     labels = {name: "; ".join(sorted({c["label"] for chosen in sets[name].values() for c in chosen})) for name in SETS}
-    out = [Drift(claim, study.claims[claim].text, judged["published"][claim], judged["today"][claim], labels,
-                 _same(study.claims[claim], sets)) for claim in study.claims]
+    out = [
+        Drift(
+            claim,
+            study.claims[claim].text,
+            judged["published"][claim],
+            judged["today"][claim],
+            labels,
+            _same(study.claims[claim], sets),
+        )
+        for claim in study.claims
+    ]
     return sorted(out, key=lambda d: CHANGES.index(d.change))

@@ -2,7 +2,8 @@
 
 A job's work per timed mini-batch is counted from its spec (runner.flops: a training iteration, or an
 inference pass, as direct convolutions and plain matrix products: the "model FLOPs"; a library that picks
-Winograd or FFT convolutions does fewer, so a fraction near or above 1 is possible and says so); over the measured seconds per mini-batch (the median) it gives the achieved FLOP/s,
+Winograd or FFT convolutions does fewer, so a fraction near or above 1 is possible and says so); over the measured
+seconds per mini-batch (the median) it gives the achieved FLOP/s,
 and over the device's peak at the precision the job ran (dlrepro.inputs.peaks: fp32 with TF32 off, tf32, bf16,
 fp16) the fraction of peak. A published timing on hardware with a known peak gets the same two numbers
 from the cell's own seconds, so a K80 cell of 2017 and an H200 job of today can be set side by side:
@@ -12,32 +13,85 @@ Functions are pure: tables and the specs as the bundles recorded them in, rows (
 are written with the bundle's tables (dlrepro.store.peak_columns), the figure is a view's
 (dlrepro.views.plots).
 """
+
 import re
 
 import pandas as pd
 
-from dlrepro.inputs import eras, peaks
-from dlrepro.inputs.frameworks import in_study
 from dlrepro.answers import measured
 from dlrepro.answers.verdicts import NOT_RUN, OTHER_HARDWARE
+from dlrepro.inputs import eras, peaks
+from dlrepro.inputs.frameworks import in_study
 from runner import flops
 
 # a published training wall time covers epochs x (training samples // mini-batch) iterations, feeding included
 TRAINING_SAMPLES = {"cifar10": 50000, "mnist": 60000, "imdb": 25000}
-TRAINING_SOURCES = {"cifar10": "CIFAR-10: 50,000 training images", "mnist": "MNIST: 60,000 training images",
-                    "imdb": "IMDB: 25,000 training reviews"}
-PUBLISHED_COLUMNS = ["spec", "model", "batch_size", "metric", "published_framework", "published_version",
-                     "published_hardware", "published_value", "published_unit", "published_seconds", "flops",
-                     "published_achieved_flops", "published_peak_flops", "published_peak_device",
-                     "published_fraction", "published_fraction_label", "framework", "framework_version",
-                     "measured_hardware", "measured_batch_size", "measured_threads", "precision",
-                     "measured_seconds", "measured_achieved_flops", "measured_peak_device", "measured_fraction",
-                     "measured_fraction_label", "verdict", "sentence", "basis", "reference_id", "source", "bundle_id",
-                     "job_id"]
-THEN_AND_NOW_KEY = ["spec", "variant", "batch_size", "framework", "mode", "device", "device_name", "host", "precision",
-                    "threads", "ranks"]
-THEN_AND_NOW_COLUMNS = THEN_AND_NOW_KEY + ["then_version", "now_version", "then_seconds", "now_seconds", "speedup",
-                                           "speedup_low", "speedup_high", "smoke", "then_job_id", "now_job_id"]
+TRAINING_SOURCES = {
+    "cifar10": "CIFAR-10: 50,000 training images",
+    "mnist": "MNIST: 60,000 training images",
+    "imdb": "IMDB: 25,000 training reviews",
+}
+PUBLISHED_COLUMNS = [
+    "spec",
+    "model",
+    "batch_size",
+    "metric",
+    "published_framework",
+    "published_version",
+    "published_hardware",
+    "published_value",
+    "published_unit",
+    "published_seconds",
+    "flops",
+    "published_achieved_flops",
+    "published_peak_flops",
+    "published_peak_device",
+    "published_fraction",
+    "published_fraction_label",
+    "framework",
+    "framework_version",
+    "measured_hardware",
+    "measured_batch_size",
+    "measured_threads",
+    "precision",
+    "measured_seconds",
+    "measured_achieved_flops",
+    "measured_peak_device",
+    "measured_fraction",
+    "measured_fraction_label",
+    "verdict",
+    "sentence",
+    "basis",
+    "reference_id",
+    "source",
+    "bundle_id",
+    "job_id",
+]
+THEN_AND_NOW_KEY = [
+    "spec",
+    "variant",
+    "batch_size",
+    "framework",
+    "mode",
+    "device",
+    "device_name",
+    "host",
+    "precision",
+    "threads",
+    "ranks",
+]
+THEN_AND_NOW_COLUMNS = THEN_AND_NOW_KEY + [
+    "then_version",
+    "now_version",
+    "then_seconds",
+    "now_seconds",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "smoke",
+    "then_job_id",
+    "now_job_id",
+]
 
 
 def _plain(value):
@@ -85,8 +139,11 @@ def published_work(spec, ref):
     dataset = (variant.get("data") or {}).get("name")
     if epochs and dataset in TRAINING_SAMPLES:
         iterations = epochs * (TRAINING_SAMPLES[dataset] // ref.batch_size)
-        return (iterations * flops.of_model(model, ref.batch_size, optimizer)["training"], value,
-                "%d training iterations (%s), wall time: a lower bound" % (iterations, TRAINING_SOURCES[dataset]))
+        return (
+            iterations * flops.of_model(model, ref.batch_size, optimizer)["training"],
+            value,
+            "%d training iterations (%s), wall time: a lower bound" % (iterations, TRAINING_SOURCES[dataset]),
+        )
     return None
 
 
@@ -109,8 +166,9 @@ SMOKE = ", smoke pass"  # after the fraction of a job whose time is a smoke pass
 def job_label(row):
     """A job's (summary row's) fraction of peak as fraction_label shows it (against a CPU estimate where its peak
     device is one), marked SMOKE where its time is a smoke pass: shown, never a figure of the full protocol."""
-    label = fraction_label(measured.get(row, "fraction_of_peak"),
-                           str(measured.get(row, "peak_device")) == peaks.CPU_DEVICE)
+    label = fraction_label(
+        measured.get(row, "fraction_of_peak"), str(measured.get(row, "peak_device")) == peaks.CPU_DEVICE
+    )
     return label + SMOKE if label and measured.smoke(row, "seconds_per_minibatch") else label
 
 
@@ -119,17 +177,22 @@ def labelled(summary):
     return summary.assign(fraction_of_peak_label=[job_label(row) for row in summary.to_dict("records")])
 
 
-def sentence(published_fraction, published_device, measured_fraction, measured_hardware, batch_note="",
-             measured_estimate=False):
+def sentence(
+    published_fraction, published_device, measured_fraction, measured_hardware, batch_note="", measured_estimate=False
+):
     """'other hardware: 31% of a tesla-k80-gk210's peak then, 24% of this NVIDIA H200's now'; without a measured
     fraction 'not run: 31% of a tesla-k80-gk210's peak then; not measured now'. Fractions as fraction_label
     gives them (``measured_estimate``: the measured one is against a CPU estimate)."""
     then = "%s of a %s's peak then" % (fraction_label(published_fraction, decimals=0), published_device)
     if measured_fraction is None or pd.isna(measured_fraction):
         return "%s: %s; not measured now" % (NOT_RUN, then)
-    return "%s: %s, %s of this %s's now%s" % (OTHER_HARDWARE, then,
-                                             fraction_label(measured_fraction, measured_estimate, 0),
-                                             measured_hardware, batch_note)
+    return "%s: %s, %s of this %s's now%s" % (
+        OTHER_HARDWARE,
+        then,
+        fraction_label(measured_fraction, measured_estimate, 0),
+        measured_hardware,
+        batch_note,
+    )
 
 
 def published_efficiency(summary, references, specs):
@@ -158,39 +221,66 @@ def published_efficiency(summary, references, specs):
             fraction = work_flops / seconds / peak.flops
             model = spec["variants"][ref.variant]["model"]
             inference = ref.metric in ("images_per_second", "seconds_per_1000_images")
-            base = {"spec": name, "model": model, "batch_size": ref.batch_size, "metric": ref.metric,
-                    "published_framework": ref.framework, "published_version": ref.framework_version,
-                    "published_hardware": ref.hardware, "published_value": ref.value, "published_unit": ref.unit,
-                    "published_seconds": seconds, "flops": work_flops,
-                    "published_achieved_flops": work_flops / seconds, "published_peak_flops": peak.flops,
-                    "published_peak_device": peak.device, "published_fraction": fraction,
-                    "published_fraction_label": fraction_label(fraction),
-                    "verdict": OTHER_HARDWARE, "basis": basis, "reference_id": ref.id, "source": ref.source}
+            base = {
+                "spec": name,
+                "model": model,
+                "batch_size": ref.batch_size,
+                "metric": ref.metric,
+                "published_framework": ref.framework,
+                "published_version": ref.framework_version,
+                "published_hardware": ref.hardware,
+                "published_value": ref.value,
+                "published_unit": ref.unit,
+                "published_seconds": seconds,
+                "flops": work_flops,
+                "published_achieved_flops": work_flops / seconds,
+                "published_peak_flops": peak.flops,
+                "published_peak_device": peak.device,
+                "published_fraction": fraction,
+                "published_fraction_label": fraction_label(fraction),
+                "verdict": OTHER_HARDWARE,
+                "basis": basis,
+                "reference_id": ref.id,
+                "source": ref.source,
+            }
             ours = [f for f in jobs["framework"].dropna().unique() if in_study(f, ref.framework)]
-            matched = jobs[jobs["variant"].isin([v for v, m in models.items() if m == model])
-                           & (jobs["mode"] == ("inference" if inference else "throughput"))
-                           & jobs["framework"].isin(ours)]
+            matched = jobs[
+                jobs["variant"].isin([v for v, m in models.items() if m == model])
+                & (jobs["mode"] == ("inference" if inference else "throughput"))
+                & jobs["framework"].isin(ours)
+            ]
             if (matched["batch_size"] == ref.batch_size).any():
                 matched = matched[matched["batch_size"] == ref.batch_size]
             for row in matched.itertuples(index=False):
-                note = "" if row.batch_size == ref.batch_size else " (mini-batch %d, %d then)" % (
-                    row.batch_size, ref.batch_size)
+                note = (
+                    ""
+                    if row.batch_size == ref.batch_size
+                    else " (mini-batch %d, %d then)" % (row.batch_size, ref.batch_size)
+                )
                 if measured.smoke(row, "seconds_per_minibatch"):
                     note += SMOKE
                 estimate = str(row.peak_device) == peaks.CPU_DEVICE
-                rows.append(dict(base, framework=row.framework, framework_version=row.framework_version,
-                                 measured_hardware=row.device_name, measured_batch_size=row.batch_size,
-                                 measured_threads=row.threads if row.device == "cpu" else None,
-                                 precision=row.precision,
-                                 measured_seconds=row.median, measured_achieved_flops=row.achieved_flops,
-                                 measured_peak_device=row.peak_device, measured_fraction=row.fraction_of_peak,
-                                 measured_fraction_label=job_label(row._asdict()),
-                                 sentence=sentence(fraction, peak.device, row.fraction_of_peak,
-                                                   row.device_name, note, estimate),
-                                 bundle_id=row.bundle_id, job_id=row.job_id))
+                rows.append(
+                    dict(
+                        base,
+                        framework=row.framework,
+                        framework_version=row.framework_version,
+                        measured_hardware=row.device_name,
+                        measured_batch_size=row.batch_size,
+                        measured_threads=row.threads if row.device == "cpu" else None,
+                        precision=row.precision,
+                        measured_seconds=row.median,
+                        measured_achieved_flops=row.achieved_flops,
+                        measured_peak_device=row.peak_device,
+                        measured_fraction=row.fraction_of_peak,
+                        measured_fraction_label=job_label(row._asdict()),
+                        sentence=sentence(fraction, peak.device, row.fraction_of_peak, row.device_name, note, estimate),
+                        bundle_id=row.bundle_id,
+                        job_id=row.job_id,
+                    )
+                )
             if matched.empty:
-                rows.append(dict(base, verdict=NOT_RUN,
-                                 sentence=sentence(fraction, peak.device, None, None)))
+                rows.append(dict(base, verdict=NOT_RUN, sentence=sentence(fraction, peak.device, None, None)))
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
 
 
@@ -204,8 +294,12 @@ def then_and_now(summary):
     (conservative: both ends at once; null where either job has no interval); where either job is a smoke pass
     (--quick, ``smoke`` True) the speedup is an indication of one repeat each, never a verdict, and has no
     interval."""
-    ok = summary[(summary["status"] == "ok") & (summary["quantity"] == "seconds per mini-batch")
-                 & summary["framework_version"].notna() & summary["median"].notna()]
+    ok = summary[
+        (summary["status"] == "ok")
+        & (summary["quantity"] == "seconds per mini-batch")
+        & summary["framework_version"].notna()
+        & summary["median"].notna()
+    ]
     rows = []
     for key, group in ok.groupby(THEN_AND_NOW_KEY, dropna=False, sort=True):
         versions = sorted(group["framework_version"].unique(), key=eras.key)
@@ -215,10 +309,22 @@ def then_and_now(summary):
         now = group[group["framework_version"] == versions[-1]].iloc[0]
         smoke = any(pd.notna(row.get("quick")) and bool(row.get("quick")) for row in (then, now))
         low = then["ci95_low"] / now["ci95_high"] if pd.notna(then["ci95_low"]) and pd.notna(now["ci95_high"]) else None
-        high = then["ci95_high"] / now["ci95_low"] if pd.notna(then["ci95_high"]) and pd.notna(now["ci95_low"]) else None
-        rows.append(dict(zip(THEN_AND_NOW_KEY, key), then_version=versions[0], now_version=versions[-1],
-                         then_seconds=then["median"], now_seconds=now["median"],
-                         speedup=then["median"] / now["median"], speedup_low=None if smoke else low,
-                         speedup_high=None if smoke else high, smoke=smoke,
-                         then_job_id=then["job_id"], now_job_id=now["job_id"]))
+        high = (
+            then["ci95_high"] / now["ci95_low"] if pd.notna(then["ci95_high"]) and pd.notna(now["ci95_low"]) else None
+        )
+        rows.append(
+            dict(
+                zip(THEN_AND_NOW_KEY, key),
+                then_version=versions[0],
+                now_version=versions[-1],
+                then_seconds=then["median"],
+                now_seconds=now["median"],
+                speedup=then["median"] / now["median"],
+                speedup_low=None if smoke else low,
+                speedup_high=None if smoke else high,
+                smoke=smoke,
+                then_job_id=then["job_id"],
+                now_job_id=now["job_id"],
+            )
+        )
     return pd.DataFrame(rows, columns=THEN_AND_NOW_COLUMNS)

@@ -7,13 +7,15 @@ study records (with their manifest as recorded), and builds the model of dlrepro
 
 The only place the answer layer's inputs are read; every view renders what these return.
 """
+
 from pathlib import Path
 
+from dlrepro.answers import model
+from dlrepro.answers import study as studyanswer
+from dlrepro.errors import DlreproError
 from dlrepro.inputs import spec as specmod
 from dlrepro.plan import coverage_record
-from dlrepro.errors import DlreproError
 from dlrepro.store import bundle, records, tables
-from dlrepro.answers import model, study as studyanswer
 
 
 def _is_folder(name):
@@ -54,10 +56,18 @@ def comparison(a, b, min_effect=0.05, alpha=0.01, results_dir=None):
     says nothing."""
     first, second = (folders([name], results_dir)[0] for name in (a, b))
     if first.resolve() == second.resolve():
-        raise DlreproError("compare %s %s: one bundle named twice (%s)" % (a, b, first),
-                           "give two bundles: the baseline A and the bundle B checked against it")
-    return model.comparison(bundle.body(first), bundle.body(second), (tables.summary(first), tables.samples(first)),
-                            (tables.summary(second), tables.samples(second)), min_effect, alpha)
+        raise DlreproError(
+            "compare %s %s: one bundle named twice (%s)" % (a, b, first),
+            "give two bundles: the baseline A and the bundle B checked against it",
+        )
+    return model.comparison(
+        bundle.body(first),
+        bundle.body(second),
+        (tables.summary(first), tables.samples(first)),
+        (tables.summary(second), tables.samples(second)),
+        min_effect,
+        alpha,
+    )
 
 
 def study(name, results_dir, price_per_hour=None):
@@ -83,7 +93,20 @@ def study(name, results_dir, price_per_hour=None):
     for run in manifest.runs.values():
         if run.spec not in with_bundle and run.spec not in unrecorded:
             unrecorded[run.spec] = specmod.load(run.spec).references
-    planned = coverage_record.of_record(record.body, manifest, bodies, None if record.body.get("plan") else
-                                        matrixmod.load() if bodies else None)
-    return studyanswer.study_answer(manifest, record.body, records.shown(record.path), note, bodies, summary, samples,
-                                    missing, records.shown(results_dir), unrecorded, price_per_hour, planned)
+    planned = coverage_record.of_record(
+        record.body, manifest, bodies, None if record.body.get("plan") else matrixmod.load() if bodies else None
+    )
+    return studyanswer.study_answer(
+        manifest,
+        record.body,
+        records.shown(record.path),
+        note,
+        bodies,
+        summary,
+        samples,
+        missing,
+        records.shown(results_dir),
+        unrecorded,
+        price_per_hour,
+        planned,
+    )

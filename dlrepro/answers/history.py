@@ -9,6 +9,7 @@ CPUs sold under one model name, one with AVX-512), is "not comparable: timer cha
 host (...)" against it (answers.configkey.not_comparable), never faster or slower. Pure: bundle.json bodies and the
 merged tables in (dlrepro.store.tables.merge), Configuration objects out.
 """
+
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import pandas as pd
 
 from dlrepro.answers import configkey, measured, regression, verdicts
 from dlrepro.answers.configkey import LINE
+
 SMOKE_ONE = "a smoke pass (--quick) set against a full run: few iterations on one side, another protocol"
 SMOKE_BOTH = "both smoke passes (--quick): few iterations a job"
 
@@ -30,6 +32,7 @@ class Point:
     and ``host`` its bundle's configkey.fingerprint; ``verdict`` and ``reason`` against the point before (None for
     the first, or where either side has no timed units: a pass over images), the reason saying when a side is a
     smoke pass; verdicts.NOT_COMPARABLE where the timer or the host differs from the point before's."""
+
     bundle_id: str
     created: str
     suite_commit: str
@@ -70,8 +73,15 @@ def _plain(value):
 def slug(key):
     """'alexnet.alexnet-s.torch-2.13.0.cpu.b64.fp32.t2-1a2b3c4d': readable, and unique by the hash of every key
     value."""
-    text = "%s.%s.%s-%s.%s.b%s.%s" % (key["spec"], key["variant"], key["framework"], key["framework_version"],
-                                      key["device"], key["batch_size"], key["precision"])
+    text = "%s.%s.%s-%s.%s.b%s.%s" % (
+        key["spec"],
+        key["variant"],
+        key["framework"],
+        key["framework_version"],
+        key["device"],
+        key["batch_size"],
+        key["precision"],
+    )
     text += ".t%s" % key["threads"] if key["threads"] is not None else ""
     digest = hashlib.sha256(repr([key[c] for c in LINE]).encode()).hexdigest()[:8]
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text) + "-" + digest
@@ -81,8 +91,10 @@ def _keyed(summary):
     """The summary's ok rows with a median, comparable, with the sample their units are (epoch: convergence;
     repeat mean: the pipelined wall time, tables' samples)."""
     ok = summary[(summary["status"] == "ok") & summary["median"].notna()]
-    sample = ["epoch" if mode == "convergence" else "repeat mean" if timer == "pipelined_wall" else "iteration"
-              for mode, timer in zip(ok["mode"], ok["timer"].fillna(""))]
+    sample = [
+        "epoch" if mode == "convergence" else "repeat mean" if timer == "pipelined_wall" else "iteration"
+        for mode, timer in zip(ok["mode"], ok["timer"].fillna(""))
+    ]
     return configkey.normalised(ok.assign(sample=sample))
 
 
@@ -99,25 +111,38 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
         points, before = [], None
         for bid, jobs in sorted(rows.groupby("bundle_id", sort=False), key=lambda item: made[item[0]]):
             one = jobs.iloc[0]
-            point = Point(bid, made[bid][0], one["suite_commit"], smoke[bid], float(jobs["median"].median()),
-                          _plain(one["ci95_low"]) if len(jobs) == 1 else None,
-                          _plain(one["ci95_high"]) if len(jobs) == 1 else None, one["unit"], one["quantity"],
-                          joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
-                          joules_window=measured.energy_window(one) if len(jobs) == 1 else None,
-                          usd=_plain(one.get("usd_per_million_samples")) if len(jobs) == 1 else None,
-                          usd_dated=_plain(one.get("price_dated")) if len(jobs) == 1 else None,
-                          usd_older=_plain(one.get("price_older")) if len(jobs) == 1 else None,
-                          timer=configkey.timer_of(jobs), host=hosts[bid],
-                          throughput=_plain(one.get("throughput")) if len(jobs) == 1 else None,
-                          fraction_of_peak=_plain(one.get("fraction_of_peak")) if len(jobs) == 1 else None)
+            point = Point(
+                bid,
+                made[bid][0],
+                one["suite_commit"],
+                smoke[bid],
+                float(jobs["median"].median()),
+                _plain(one["ci95_low"]) if len(jobs) == 1 else None,
+                _plain(one["ci95_high"]) if len(jobs) == 1 else None,
+                one["unit"],
+                one["quantity"],
+                joules=_plain(one["energy_j_per_sample"]) if len(jobs) == 1 else None,
+                joules_window=measured.energy_window(one) if len(jobs) == 1 else None,
+                usd=_plain(one.get("usd_per_million_samples")) if len(jobs) == 1 else None,
+                usd_dated=_plain(one.get("price_dated")) if len(jobs) == 1 else None,
+                usd_older=_plain(one.get("price_older")) if len(jobs) == 1 else None,
+                timer=configkey.timer_of(jobs),
+                host=hosts[bid],
+                throughput=_plain(one.get("throughput")) if len(jobs) == 1 else None,
+                fraction_of_peak=_plain(one.get("fraction_of_peak")) if len(jobs) == 1 else None,
+            )
             mine = units.get(bid, {}).get(tuple(values[:-1]))
-            why = configkey.not_comparable(before[0].timer, point.timer, before[0].host, point.host) \
-                if before is not None else None
+            why = (
+                configkey.not_comparable(before[0].timer, point.timer, before[0].host, point.host)
+                if before is not None
+                else None
+            )
             if why:
                 point.verdict, point.reason = verdicts.NOT_COMPARABLE, why
             elif before is not None and mine is not None and before[1] is not None:
-                judged = regression.judge(before[1], mine, min_effect, alpha,
-                                          "epochs" if key["sample"] == "epoch" else "repeats")
+                judged = regression.judge(
+                    before[1], mine, min_effect, alpha, "epochs" if key["sample"] == "epoch" else "repeats"
+                )
                 point.verdict, point.reason, point.change = judged.verdict, judged.reason, _plain(judged.change)
                 if point.smoke or before[0].smoke:
                     point.reason += "; %s" % (SMOKE_BOTH if point.smoke and before[0].smoke else SMOKE_ONE)

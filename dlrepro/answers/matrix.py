@@ -11,10 +11,13 @@ here" or "not asked", then a full run over a smoke pass, then the newest record.
 from it are named beside it (one per word, its strongest), so a later smoke pass never hides a full run's verdict.
 Pure: StudyAnswer objects in, Matrix objects out.
 """
+
 from dataclasses import dataclass, field
 
+from dlrepro.answers import configkey
+from dlrepro.answers import drift as driftmod
+from dlrepro.answers import verdicts as words
 from dlrepro.inputs.frameworks import display
-from dlrepro.answers import configkey, drift as driftmod, verdicts as words
 
 TODAY, PUBLISHED = "today's versions", "the published versions"
 
@@ -23,6 +26,7 @@ TODAY, PUBLISHED = "today's versions", "the published versions"
 class Record:
     """One study record of a column: its name (its file's stem), when it was made, whether its runs were smoke
     passes (--quick) and whether the record says its study finished."""
+
     name: str
     created: str
     smoke: bool
@@ -41,20 +45,26 @@ class Column:
 @dataclass
 class Evidence:
     """A claim's verdict (claims.Verdict) in one Record."""
+
     record: Record
     verdict: object
 
     @property
     def strength(self):
         """Sort key, strongest last: a verdict on measurements, a full run, the newest."""
-        return (self.verdict.verdict not in words.UNJUDGED, not self.record.smoke, self.record.created,
-                self.record.name)
+        return (
+            self.verdict.verdict not in words.UNJUDGED,
+            not self.record.smoke,
+            self.record.created,
+            self.record.name,
+        )
 
 
 @dataclass
 class Cell:
     """A claim in a column: ``best`` its strongest Evidence, ``others`` one Evidence per other verdict word the
     column's records gave it (each word's strongest, strongest first)."""
+
     best: Evidence
     others: list = field(default_factory=list)
 
@@ -63,6 +73,7 @@ class Cell:
 class Matrix:
     """One study: ``claims`` [(claim id, text)] in the manifest's order, ``columns`` [Column] in the order first
     run, ``cells`` {(claim id, column index): Cell}."""
+
     study: str
     title: str
     claims: list
@@ -102,9 +113,15 @@ def _versions(answer):
     version sets' tools where it ran both, else the framework versions of its ok jobs."""
     sets = driftmod.sets_of(answer.record)
     if sets:
-        return {TODAY if name == "today" else PUBLISHED: {
-            _named(answer.study.framework(c["label"].split(" ", 1)[0]), c["label"].split(" ", 1)[1])
-            for chosen in runs.values() for c in chosen} - {""} for name, runs in sets.items()}
+        return {
+            TODAY if name == "today" else PUBLISHED: {
+                _named(answer.study.framework(c["label"].split(" ", 1)[0]), c["label"].split(" ", 1)[1])
+                for chosen in runs.values()
+                for c in chosen
+            }
+            - {""}
+            for name, runs in sets.items()
+        }
     summary = answer.bundle.summary if answer.bundle else None
     if summary is None or not len(summary):
         return {TODAY: set()}
@@ -130,8 +147,12 @@ def matrices(answers):
         mine = sorted((a for a in answers if a.record["study"] == study), key=lambda a: (a.record["created"], _name(a)))
         columns, pieces, at = [], {}, {}
         for answer in mine:
-            record = Record(_name(answer), answer.record["created"],
-                            bool((answer.record.get("asked") or {}).get("quick")), bool(answer.record.get("finished")))
+            record = Record(
+                _name(answer),
+                answer.record["created"],
+                bool((answer.record.get("asked") or {}).get("quick")),
+                bool(answer.record.get("finished")),
+            )
             named = _versions(answer)
             for versions, verdicts in _verdicts(answer).items():
                 where = (_fingerprint(answer), versions)
@@ -144,6 +165,13 @@ def matrices(answers):
                 for claim, verdict in verdicts.items():
                     pieces.setdefault((claim, at[where]), []).append(Evidence(record, verdict))
         manifest = mine[-1].study
-        out.append(Matrix(study, manifest.title, [(name, claim.text) for name, claim in manifest.claims.items()],
-                          columns, {key: _cell(found) for key, found in pieces.items()}))
+        out.append(
+            Matrix(
+                study,
+                manifest.title,
+                [(name, claim.text) for name, claim in manifest.claims.items()],
+                columns,
+                {key: _cell(found) for key, found in pieces.items()},
+            )
+        )
     return out

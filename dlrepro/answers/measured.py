@@ -24,6 +24,7 @@ convergence job that trained another number of epochs than the value stands for)
 set as a ratio against a published full-protocol value; and **no interval** (``no_interval``: fewer repeats or
 seeds than a 95% interval needs), whose value is shown and ratioed but neither reproduces nor differs.
 """
+
 import re
 
 import numpy as np
@@ -37,8 +38,24 @@ from runner.stats import CI_METHOD, CI_METHOD_MEANS, MIN_UNITS_95, median_ci, me
 REPEAT_LEVEL = (CI_METHOD, CI_METHOD_MEANS, CI_METHOD.replace("repeat medians", "epochs"))
 PREPARED = ("quick", "planned_epochs", "seeds", "accuracy_low", "accuracy_high", "total_low", "total_high")
 # a convergence configuration whose seed jobs are collapsed into one row (everything but the job and its seed)
-SEED_KEY = ["bundle_id", "spec_sha256", "variant", "framework", "framework_version", "image_id", "host", "device",
-            "device_name", "mode", "batch_size", "threads", "ranks", "precision", "layout", "status"]
+SEED_KEY = [
+    "bundle_id",
+    "spec_sha256",
+    "variant",
+    "framework",
+    "framework_version",
+    "image_id",
+    "host",
+    "device",
+    "device_name",
+    "mode",
+    "batch_size",
+    "threads",
+    "ranks",
+    "precision",
+    "layout",
+    "status",
+]
 
 
 def get(row, name):
@@ -77,9 +94,21 @@ def _planned_epochs(resolved, variant):
 
 SEED_CI_METHOD = "median of seed medians, distribution-free (binomial order statistics)"
 # a collapsed row's per-job figures: each the median over its seeds
-OVER_SEEDS = ("median", "mean", "total_seconds", "final_test_accuracy", "final_perplexity", "throughput", "final_loss",
-              "energy_j_per_sample", "mean_power_w", "cpu_seconds", "effective_parallelism", "achieved_flops",
-              "fraction_of_peak")
+OVER_SEEDS = (
+    "median",
+    "mean",
+    "total_seconds",
+    "final_test_accuracy",
+    "final_perplexity",
+    "throughput",
+    "final_loss",
+    "energy_j_per_sample",
+    "mean_power_w",
+    "cpu_seconds",
+    "effective_parallelism",
+    "achieved_flops",
+    "fraction_of_peak",
+)
 
 
 def _seed_row(rows):
@@ -95,16 +124,19 @@ def _seed_row(rows):
         if column in rows:
             first[column] = float(values.median()) if len(values) else np.nan
     medians = sorted(rows["median"].dropna().astype(float))
-    first["q1"], first["q3"] = (float(np.quantile(medians, 0.25)), float(np.quantile(medians, 0.75))) if medians \
-        else (np.nan, np.nan)
+    first["q1"], first["q3"] = (
+        (float(np.quantile(medians, 0.25)), float(np.quantile(medians, 0.75))) if medians else (np.nan, np.nan)
+    )
     first["iqr"] = first["q3"] - first["q1"]
     found = median_ci(medians)
     first["ci95_low"], first["ci95_high"] = found if found else (np.nan, np.nan)
     first["ci95_units"], first["ci95_method"] = len(medians), SEED_CI_METHOD if found else None
     first["ci95_coverage"] = median_ci_coverage(len(medians)) if found else np.nan
     first["n"] = int(rows["n"].dropna().sum()) if rows["n"].notna().any() else pd.NA
-    for column, low, high in (("final_test_accuracy", "accuracy_low", "accuracy_high"),
-                              ("total_seconds", "total_low", "total_high")):
+    for column, low, high in (
+        ("final_test_accuracy", "accuracy_low", "accuracy_high"),
+        ("total_seconds", "total_low", "total_high"),
+    ):
         found = median_ci(sorted(rows[column].dropna().astype(float)))
         first[low], first[high] = found if found else (np.nan, np.nan)
     return first
@@ -120,7 +152,12 @@ def prepare(summary, bodies):
     out = summary.assign(
         quick=summary["bundle_id"].map(lambda i: bool((by_id.get(i, {}).get("options") or {}).get("quick"))),
         planned_epochs=[_planned_epochs(specs.get(s), v) for s, v in zip(summary["spec_sha256"], summary["variant"])],
-        seeds=1, accuracy_low=np.nan, accuracy_high=np.nan, total_low=np.nan, total_high=np.nan)
+        seeds=1,
+        accuracy_low=np.nan,
+        accuracy_high=np.nan,
+        total_low=np.nan,
+        total_high=np.nan,
+    )
     if "seed" not in out or not len(out):
         return out.astype({"planned_epochs": "Int64", "seeds": "Int64"})
     seeded = (out["mode"] == "convergence") & out["seed"].notna() & (out["status"] == "ok")
@@ -177,9 +214,9 @@ def smoke(row, metric):
         mode = get(row, "mode")
         epochs, n, repeats = (int(get(row, c) or 1) for c in ("epochs", "n", "ci95_units"))
         if mode == "convergence":
-            what = "%d epoch%s, each cut short" % (epochs, "s"[epochs == 1:])
+            what = "%d epoch%s, each cut short" % (epochs, "s"[epochs == 1 :])
         elif mode == "throughput" and get(row, "n"):
-            what = "%d iterations in %d repeat%s" % (n, repeats, "s"[repeats == 1:])
+            what = "%d iterations in %d repeat%s" % (n, repeats, "s"[repeats == 1 :])
         else:
             what = "a short pass"
         return "--quick: %s" % what
@@ -204,8 +241,13 @@ def interval(row, metric):
             return float(low), float(high)
         rate, median = float(get(row, "throughput")), float(get(row, "median"))  # samples/s at the median's time
         return rate * median / float(high), rate * median / float(low)
-    names = ("accuracy_low", "accuracy_high") if metric == "test_accuracy" else ("total_low", "total_high") \
-        if metric == "total_seconds" or epochs_named(metric) else None
+    names = (
+        ("accuracy_low", "accuracy_high")
+        if metric == "test_accuracy"
+        else ("total_low", "total_high")
+        if metric == "total_seconds" or epochs_named(metric)
+        else None
+    )
     if names is None or get(row, "mode") != "convergence":
         return None
     low, high = get(row, names[0]), get(row, names[1])
@@ -219,7 +261,7 @@ def no_interval(row, metric):
         return None
     if get(row, "mode") == "convergence":
         seeds = int(get(row, "seeds") or 1)
-        return "%d seed%s; a 95%% interval needs %d" % (seeds, "s"[seeds == 1:], MIN_UNITS_95)
+        return "%d seed%s; a 95%% interval needs %d" % (seeds, "s"[seeds == 1 :], MIN_UNITS_95)
     if get(row, "mode") == "inference":
         return "one timed pass"
     units = get(row, "ci95_units")
@@ -228,7 +270,7 @@ def no_interval(row, metric):
     units = int(units)
     if units >= MIN_UNITS_95:
         return "no interval recorded for its %d repeats" % units
-    return "%d repeat%s; a 95%% interval needs %d" % (units, "s"[units == 1:], MIN_UNITS_95)
+    return "%d repeat%s; a 95%% interval needs %d" % (units, "s"[units == 1 :], MIN_UNITS_95)
 
 
 def pick(rows, threads=None):
@@ -250,8 +292,10 @@ def pick(rows, threads=None):
     if rows.empty:
         return None, "no job at the default precision %s" % OPTION_DEFAULTS["precision"]
     versions = rows["framework_version"].dropna().unique()
-    return None, "ambiguous: %d jobs match (%s)" % (len(rows), "versions %s" % ", ".join(sorted(versions))
-                                                      if len(versions) > 1 else ", ".join(rows["job_id"].astype(str)))
+    return None, "ambiguous: %d jobs match (%s)" % (
+        len(rows),
+        "versions %s" % ", ".join(sorted(versions)) if len(versions) > 1 else ", ".join(rows["job_id"].astype(str)),
+    )
 
 
 def common_threads(rows, frameworks):
@@ -274,5 +318,7 @@ def mixed_timers(rows):
     found = rows[rows["timer"].notna()].groupby("timer")["framework"].agg(lambda f: sorted(set(f)))
     if len(found) < 2:
         return None
-    return "; ".join("%s by %s" % (", ".join(display(f) for f in frameworks), timer)
-                     for timer, frameworks in sorted(found.items(), key=lambda t: t[1]))
+    return "; ".join(
+        "%s by %s" % (", ".join(display(f) for f in frameworks), timer)
+        for timer, frameworks in sorted(found.items(), key=lambda t: t[1])
+    )

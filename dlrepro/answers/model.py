@@ -13,24 +13,28 @@ them) and use the specs and references each bundle recorded, never today's files
 edit says what it said. Every verdict rule lives in a sibling module; the views (dlrepro.views, the
 terminal's dlrepro.cli.render) render these objects and decide nothing. ``to_json`` gives each as plain data.
 """
+
 import json
 from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dlrepro.answers import configkey, cost, efficiency, measured, published, ranking, regression, verdicts
 from dlrepro.errors import DlreproError
 from dlrepro.inputs.references import Reference
-from dlrepro.answers import configkey, cost, efficiency, measured, published, ranking, regression, verdicts
 
 FAIL_ON = ("slower", "faster", "change", "unproven", "never")
 CHECK_FAIL_ON = ("never", "change")
 # which verdicts fail under --fail-on: bundle vs bundle, and cells vs the published values (accuracy "lower" is
 # worse, as "slower" is); "change" against the published values also fails on a ranking that does not hold.
 # "cannot tell" and "not comparable" fail only under "unproven": slower, or not shown to be no slower (a strict gate)
-FAILING = {"slower": {"slower", "lower"}, "faster": {"faster", "higher"},
-           "change": {"slower", "faster", "lower", "higher"},
-           "unproven": {"slower", "lower", verdicts.CANNOT_TELL, verdicts.NOT_COMPARABLE},
-           "never": set()}
+FAILING = {
+    "slower": {"slower", "lower"},
+    "faster": {"faster", "higher"},
+    "change": {"slower", "faster", "lower", "higher"},
+    "unproven": {"slower", "lower", verdicts.CANNOT_TELL, verdicts.NOT_COMPARABLE},
+    "never": set(),
+}
 
 
 def records(frame):
@@ -42,6 +46,7 @@ def records(frame):
 class Recorded:
     """What the bundles recorded about their specs: {spec name: [Reference]} and {spec name: resolved spec dict};
     the first bundle of a spec wins (merged bundles of one spec carry one spec file)."""
+
     references: dict
     specs: dict
 
@@ -63,6 +68,7 @@ def recorded(bodies):
 class Fastest:
     """The fastest and slowest framework of one configuration group at one mini-batch (throughput in samples/s,
     energy in J per sample where measured)."""
+
     spec: str
     variant: str
     device_name: str
@@ -101,27 +107,42 @@ def fastest(summary):
     differently (answers.measured.mixed_timers)."""
     found = []
     ok = summary[(summary["status"] == "ok") & summary["throughput"].notna()]
-    for (spec, variant, device, mode), group in ok.groupby([c for c in configkey.SIDE_BY_SIDE if c != "batch_size"],
-                                                           sort=True, dropna=False):
+    for (spec, variant, device, mode), group in ok.groupby(
+        [c for c in configkey.SIDE_BY_SIDE if c != "batch_size"], sort=True, dropna=False
+    ):
         varies = {c for c in LIKE if group[c].nunique(dropna=False) > 1}
         for (batch, *like), rows in group.groupby(["batch_size", *LIKE], sort=True, dropna=False):
             rows = rows.sort_values("throughput", ascending=False)
             best, worst = rows.iloc[0], rows.iloc[-1]
-            energy = [None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"])
-                      for r in (best, worst)]
-            caveats = ["smoke pass"] if any(measured.smoke(r, "seconds_per_minibatch") for _, r in rows.iterrows()) \
-                else []
+            energy = [
+                None if pd.isna(r["energy_j_per_sample"]) else float(r["energy_j_per_sample"]) for r in (best, worst)
+            ]
+            caveats = (
+                ["smoke pass"] if any(measured.smoke(r, "seconds_per_minibatch") for _, r in rows.iterrows()) else []
+            )
             mixed = measured.mixed_timers(rows)
             if mixed:
                 caveats.append("timed differently: %s" % mixed)
-            found.append(Fastest(spec, variant, device, mode, group["throughput_unit"].iloc[0], int(batch),
-                                 best["framework"], float(best["throughput"]),
-                                 worst["framework"] if len(rows) > 1 else None,
-                                 float(worst["throughput"]) if len(rows) > 1 else None,
-                                 energy[0], energy[1] if len(rows) > 1 else None, caveats,
-                                 best_window=measured.energy_window(best),
-                                 worst_window=measured.energy_window(worst) if len(rows) > 1 else None,
-                                 setting=_setting(like, varies)))
+            found.append(
+                Fastest(
+                    spec,
+                    variant,
+                    device,
+                    mode,
+                    group["throughput_unit"].iloc[0],
+                    int(batch),
+                    best["framework"],
+                    float(best["throughput"]),
+                    worst["framework"] if len(rows) > 1 else None,
+                    float(worst["throughput"]) if len(rows) > 1 else None,
+                    energy[0],
+                    energy[1] if len(rows) > 1 else None,
+                    caveats,
+                    best_window=measured.energy_window(best),
+                    worst_window=measured.energy_window(worst) if len(rows) > 1 else None,
+                    setting=_setting(like, varies),
+                )
+            )
     return found
 
 
@@ -135,6 +156,7 @@ class BundleAnswer:
     run (answers.published.nothing_compared), else None; ``timers``: timer_notes; ``prices``: the price rows the
     summary's cost per 1M samples rests on (answers.cost), ``price_per_hour`` the reader's own price (USD per
     device-hour, None: the price table's)."""
+
     bodies: list
     summary: pd.DataFrame
     samples: pd.DataFrame
@@ -164,8 +186,11 @@ class BundleAnswer:
         direction of FAILING[fail_on]; with "change" also a ranking that does not hold."""
         _choice(fail_on, CHECK_FAIL_ON)
         cells = self.cells[(self.cells["verdict"] == verdicts.DIFFERS) & self.cells["direction"].isin(FAILING[fail_on])]
-        rankings = self.rankings[self.rankings["verdict"] == verdicts.DOES_NOT_HOLD] if fail_on == "change" \
+        rankings = (
+            self.rankings[self.rankings["verdict"] == verdicts.DOES_NOT_HOLD]
+            if fail_on == "change"
             else self.rankings.iloc[0:0]
+        )
         return cells, rankings
 
     def exit_status(self, fail_on):
@@ -178,13 +203,23 @@ class BundleAnswer:
     def to_json(self, fail_on="never"):
         """The check's machine-readable result: every cell, ranking and left-out row, which fail under ``fail_on``."""
         cells, rankings = self.failing(fail_on)
-        return {"schema": "dlrepro.check/2", "bundles": self.ids, "specs": sorted(set(self.summary["spec"].dropna())),
-                "fail_on": fail_on, "exit_status": self.exit_status(fail_on),
-                "failed": bool(len(cells) or len(rankings)), "failing_cells": records(cells),
-                "failing_rankings": records(rankings), "cells": records(self.cells), "rankings": records(self.rankings),
-                "left_out": records(self.left_out), "nothing_compared": self.nothing,
-                "timed_differently": [{"spec": spec, "mode": mode, "notes": notes}
-                                      for (spec, mode), notes in sorted(self.timers.items())]}
+        return {
+            "schema": "dlrepro.check/2",
+            "bundles": self.ids,
+            "specs": sorted(set(self.summary["spec"].dropna())),
+            "fail_on": fail_on,
+            "exit_status": self.exit_status(fail_on),
+            "failed": bool(len(cells) or len(rankings)),
+            "failing_cells": records(cells),
+            "failing_rankings": records(rankings),
+            "cells": records(self.cells),
+            "rankings": records(self.rankings),
+            "left_out": records(self.left_out),
+            "nothing_compared": self.nothing,
+            "timed_differently": [
+                {"spec": spec, "mode": mode, "notes": notes} for (spec, mode), notes in sorted(self.timers.items())
+            ],
+        }
 
 
 def _choice(value, choices):
@@ -205,11 +240,22 @@ def bundle_answer(bodies, summary, samples, price_per_hour=None):
         spec = bodies[0]["spec"]["name"]
         nothing = published.nothing_compared(bodies[0]["id"], spec, summary, found.references.get(spec, []), left)
     other = summary[summary["status"] != "ok"]["status"].value_counts()
-    return BundleAnswer(bodies, summary, samples, cells, left, ranking.ranking(cells),
-                        efficiency.published_efficiency(summary, found.references, found.specs),
-                        efficiency.then_and_now(summary), fastest(summary),
-                        {str(k): int(v) for k, v in other.items()}, nothing, timer_notes(summary),
-                        [] if price_per_hour is not None else cost.sources(summary), price_per_hour)
+    return BundleAnswer(
+        bodies,
+        summary,
+        samples,
+        cells,
+        left,
+        ranking.ranking(cells),
+        efficiency.published_efficiency(summary, found.references, found.specs),
+        efficiency.then_and_now(summary),
+        fastest(summary),
+        {str(k): int(v) for k, v in other.items()},
+        nothing,
+        timer_notes(summary),
+        [] if price_per_hour is not None else cost.sources(summary),
+        price_per_hour,
+    )
 
 
 def timer_notes(summary):
@@ -229,6 +275,7 @@ def timer_notes(summary):
 class Side:
     """One bundle of a comparison as the reader needs to know it: id, host name, CPU model, GPU models, the
     framework versions its jobs ran ({framework: [versions]}) and its host's configkey.fingerprint."""
+
     bundle: str
     host: str
     cpu: str
@@ -240,8 +287,14 @@ class Side:
 def side(body, summary):
     host = body.get("host") or {}
     versions = {f: sorted(set(g["framework_version"].dropna())) for f, g in summary.groupby("framework")}
-    return Side(body["id"], host.get("hostname"), (host.get("cpu") or {}).get("model"),
-                sorted({g["name"] for g in host.get("gpus") or []}), versions, configkey.fingerprint(body))
+    return Side(
+        body["id"],
+        host.get("hostname"),
+        (host.get("cpu") or {}).get("model"),
+        sorted({g["name"] for g in host.get("gpus") or []}),
+        versions,
+        configkey.fingerprint(body),
+    )
 
 
 def differences(a, b):
@@ -256,8 +309,14 @@ def differences(a, b):
             found.append("%s %s / %s" % (what, x, y))
     for framework in sorted(set(a.versions) & set(b.versions)):
         if a.versions[framework] != b.versions[framework]:
-            found.append("%s versions %s / %s" % (framework, ", ".join(a.versions[framework]) or "unknown",
-                                                  ", ".join(b.versions[framework]) or "unknown"))
+            found.append(
+                "%s versions %s / %s"
+                % (
+                    framework,
+                    ", ".join(a.versions[framework]) or "unknown",
+                    ", ".join(b.versions[framework]) or "unknown",
+                )
+            )
     return found
 
 
@@ -279,6 +338,7 @@ class Comparison:
     ``advice``: what to rerun when the repeats cannot give a verdict; ``nothing``: why no configuration was
     compared; ``smoke``: the sides run with --quick, as ("A", bundle id) pairs (a smoke pass: every change is an
     indication, every verdict "cannot tell")."""
+
     spec: str
     sides: tuple
     cells: pd.DataFrame
@@ -301,17 +361,37 @@ class Comparison:
 
     def to_json(self, fail_on="slower"):
         failing = self.failing(fail_on)
-        return {"schema": "dlrepro.compare/2", "spec": self.spec, "a": self.sides[0].__dict__,
-                "b": self.sides[1].__dict__, "differs": self.differs, "min_effect": self.min_effect,
-                "alpha": self.alpha, "fail_on": fail_on, "exit_status": self.exit_status(fail_on),
-                "failed": bool(len(failing)), "failing_cells": records(failing), "cells": records(self.cells),
-                "advice": self.advice, "nothing_compared": self.nothing,
-                "smoke": [{"side": side, "bundle": bid} for side, bid in self.smoke]}
+        return {
+            "schema": "dlrepro.compare/2",
+            "spec": self.spec,
+            "a": self.sides[0].__dict__,
+            "b": self.sides[1].__dict__,
+            "differs": self.differs,
+            "min_effect": self.min_effect,
+            "alpha": self.alpha,
+            "fail_on": fail_on,
+            "exit_status": self.exit_status(fail_on),
+            "failed": bool(len(failing)),
+            "failing_cells": records(failing),
+            "cells": records(self.cells),
+            "advice": self.advice,
+            "nothing_compared": self.nothing,
+            "smoke": [{"side": side, "bundle": bid} for side, bid in self.smoke],
+        }
 
 
 UNRECORDED = configkey.UNRECORDED  # a bundle from before runner.measure recorded its timer
-KEY_SHOWN = ("precision", "layout", "cudnn_autotune", "threads", "thread_pools", "gradients", "ranks", "mode",
-             "framework_version")
+KEY_SHOWN = (
+    "precision",
+    "layout",
+    "cudnn_autotune",
+    "threads",
+    "thread_pools",
+    "gradients",
+    "ranks",
+    "mode",
+    "framework_version",
+)
 
 
 def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
@@ -319,16 +399,24 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     for bundles of two specs, ValueError for min_effect < 0 or alpha outside (0, 0.5)."""
     specs = [body_a["spec"]["name"], body_b["spec"]["name"]]
     if specs[0] != specs[1]:
-        raise DlreproError("%s is a bundle of spec %s, %s of spec %s: compare bundles of one spec"
-                           % (body_a["id"], specs[0], body_b["id"], specs[1]))
-    cells = regression.against_bundle(tables_a[1], tables_b[1], min_effect, alpha,
-                                      (configkey.fingerprint(body_a), configkey.fingerprint(body_b)))
+        raise DlreproError(
+            "%s is a bundle of spec %s, %s of spec %s: compare bundles of one spec"
+            % (body_a["id"], specs[0], body_b["id"], specs[1])
+        )
+    cells = regression.against_bundle(
+        tables_a[1], tables_b[1], min_effect, alpha, (configkey.fingerprint(body_a), configkey.fingerprint(body_b))
+    )
     sides = (side(body_a, tables_a[0]), side(body_b, tables_b[0]))
     shared = ~cells["verdict"].isin([verdicts.ONLY_IN_A, verdicts.ONLY_IN_B])
-    nothing = None if shared.any() else "%s and %s share no configuration (spec, variant, framework, device, batch " \
-                                        "size, ...): is A the right baseline?" % (body_a["id"], body_b["id"])
-    smoke = [(name, body["id"]) for name, body in (("A", body_a), ("B", body_b))
-             if (body.get("options") or {}).get("quick")]
+    nothing = (
+        None
+        if shared.any()
+        else "%s and %s share no configuration (spec, variant, framework, device, batch "
+        "size, ...): is A the right baseline?" % (body_a["id"], body_b["id"])
+    )
+    smoke = [
+        (name, body["id"]) for name, body in (("A", body_a), ("B", body_b)) if (body.get("options") or {}).get("quick")
+    ]
     if smoke:  # a smoke pass's change is an indication, never a verdict
         why = " and ".join("%s is a smoke pass (--quick)" % name for name, _ in smoke)
         told = shared & cells["verdict"].ne(verdicts.CANNOT_TELL)
@@ -340,11 +428,16 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     advice = None
     if smoke:
         advice = "rerun %s without --quick (%d repeats or more), then compare" % (
-            " and ".join(bid for _, bid in smoke), repeats_needed(alpha))
-    elif len(stuck) and any(regression.smallest_p(int(a), int(b)) >= alpha
-                            for a, b in zip(stuck["n_a"], stuck["n_b"])):
+            " and ".join(bid for _, bid in smoke),
+            repeats_needed(alpha),
+        )
+    elif len(stuck) and any(regression.smallest_p(int(a), int(b)) >= alpha for a, b in zip(stuck["n_a"], stuck["n_b"])):
         advice = "%d vs %d repeats cannot give p < %g: run both with --repeats %d or more" % (
-            int(stuck["n_a"].min()), int(stuck["n_b"].min()), alpha, repeats_needed(alpha))
+            int(stuck["n_a"].min()),
+            int(stuck["n_b"].min()),
+            alpha,
+            repeats_needed(alpha),
+        )
     varying = [c for c in KEY_SHOWN if c != "framework_version" and cells[c].astype("string").nunique(dropna=False) > 1]
     paired = cells["framework_version_b"].notna() & (cells["framework_version_b"] != cells["framework_version"])
     if paired.any() or (cells.groupby("framework")["framework_version"].nunique() > 1).any():
@@ -354,9 +447,14 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     differs = differences(*sides)
     if len(timed):
         varying.append("timer")
-        differs.append("timer %s: %d of %d configurations timed differently (on a GPU, two different quantities: "
-                       "docs/gpu.md): %s, never faster or slower" % (
-                           ", ".join(sorted({"%s / %s" % pair for pair in zip(timed["timer_a"], timed["timer_b"])})),
-                           len(timed), len(judged), verdicts.NOT_COMPARABLE))
+        differs.append(
+            "timer %s: %d of %d configurations timed differently (on a GPU, two different quantities: "
+            "docs/gpu.md): %s, never faster or slower"
+            % (
+                ", ".join(sorted({"%s / %s" % pair for pair in zip(timed["timer_a"], timed["timer_b"])})),
+                len(timed),
+                len(judged),
+                verdicts.NOT_COMPARABLE,
+            )
+        )
     return Comparison(specs[1], sides, cells, min_effect, alpha, differs, varying, advice, nothing, smoke)
-

@@ -11,6 +11,7 @@ The order is the published table's, or a third party's rerun, or a notebook's: n
 conclusion", which is a claim of its manifest (answers.claims). Swapped pairs are named, those whose
 repeat-level 95% intervals overlap marked "within noise", those without one "noise unknown".
 """
+
 from itertools import combinations
 
 import numpy as np
@@ -21,12 +22,24 @@ from dlrepro.answers import measured, verdicts
 from dlrepro.inputs import hardware
 
 LEVEL = 0.05  # the largest p-value of Kendall's tau that counts as evidence of an order
-GROUP = ["spec", "variant", "batch_size", "metric", "published_hardware", "reference_kind", "source", "device",
-         "threads", "measured_hardware"]
-COLUMNS = GROUP + ["n", "published_order", "measured_order", "tau", "p_value", "verdict", "why", "swapped",
-                   "sentence"]
-WHOSE = {"published": "the published", "third_party_rerun": "a third-party rerun's",
-         "notebook_measured": "the notebook's"}
+GROUP = [
+    "spec",
+    "variant",
+    "batch_size",
+    "metric",
+    "published_hardware",
+    "reference_kind",
+    "source",
+    "device",
+    "threads",
+    "measured_hardware",
+]
+COLUMNS = GROUP + ["n", "published_order", "measured_order", "tau", "p_value", "verdict", "why", "swapped", "sentence"]
+WHOSE = {
+    "published": "the published",
+    "third_party_rerun": "a third-party rerun's",
+    "notebook_measured": "the notebook's",
+}
 
 
 def _label(framework, version, versions_in_group):
@@ -68,36 +81,74 @@ def ranking(cells):
     for key, group in cells.groupby(GROUP, dropna=False, sort=True):
         g = dict(zip(GROUP, key))
         versions = group.groupby("framework")["measured_framework_version"].nunique()
-        group = group.assign(label=[_label(f, v, versions[f]) for f, v in
-                                    zip(group["framework"], group["measured_framework_version"])],
-                             is_smoke=group["smoke"].notna())
-        items = group.groupby("label").agg(measured=("measured", "median"), published=("published", "first"),
-                                           ci95_low=("ci95_low", "min"), ci95_high=("ci95_high", "max"),
-                                           jobs=("job_id", "count"), smoke=("is_smoke", "any"))
+        group = group.assign(
+            label=[_label(f, v, versions[f]) for f, v in zip(group["framework"], group["measured_framework_version"])],
+            is_smoke=group["smoke"].notna(),
+        )
+        items = group.groupby("label").agg(
+            measured=("measured", "median"),
+            published=("published", "first"),
+            ci95_low=("ci95_low", "min"),
+            ci95_high=("ci95_high", "max"),
+            jobs=("job_id", "count"),
+            smoke=("is_smoke", "any"),
+        )
         if len(items) < 2:
             continue
         tie = items["published"].nunique() < 2
         tau, p_value = (np.nan, np.nan) if tie else stats.kendalltau(items["measured"], items["published"])
         descending = measured.metric_kind(g["metric"]) != "time"
-        swapped = ["%s/%s%s" % (a, b, _noise(items.loc[a], items.loc[b])) for a, b in combinations(items.index, 2)
-                   if np.sign(items.loc[a, "measured"] - items.loc[b, "measured"])
-                   * np.sign(items.loc[a, "published"] - items.loc[b, "published"]) < 0]
+        swapped = [
+            "%s/%s%s" % (a, b, _noise(items.loc[a], items.loc[b]))
+            for a, b in combinations(items.index, 2)
+            if np.sign(items.loc[a, "measured"] - items.loc[b, "measured"])
+            * np.sign(items.loc[a, "published"] - items.loc[b, "published"])
+            < 0
+        ]
         verdict, why = _verdict(tau, p_value, len(items), items, tie)
         best = "best" if measured.metric_kind(g["metric"]) == "accuracy" else "fastest"
         whose = WHOSE.get(g["reference_kind"], "the %s" % g["reference_kind"].replace("_", " "))
         threads = "" if pd.isna(g["threads"]) else ", %d threads" % g["threads"]
-        order = "all %.4g" % items["published"].iloc[0] if tie else "%s first: %s" % (
-            best, _order(items["published"], descending))
+        order = (
+            "all %.4g" % items["published"].iloc[0]
+            if tie
+            else "%s first: %s" % (best, _order(items["published"], descending))
+        )
         sentence = "%s, batch %s, %s: %s order on %s (%s; %s) against here (%s%s: %s). " % (
-            g["variant"], g["batch_size"], g["metric"], whose, g["published_hardware"], g["source"], order,
-            g["measured_hardware"], threads, _order(items["measured"], descending))
+            g["variant"],
+            g["batch_size"],
+            g["metric"],
+            whose,
+            g["published_hardware"],
+            g["source"],
+            order,
+            g["measured_hardware"],
+            threads,
+            _order(items["measured"], descending),
+        )
         if tie:
             sentence += "The published values all tie: there is no order to reproduce."
         else:
             sentence += "Kendall's tau = %.2f (p = %.2g, n = %d): %s%s%s." % (
-                tau, p_value, len(items), verdict, " (%s)" % why if why else "",
-                "; swapped: " + ", ".join(swapped) if swapped else "")
-        rows.append(dict(g, n=len(items), published_order=_order(items["published"], descending),
-                         measured_order=_order(items["measured"], descending), tau=tau, p_value=p_value,
-                         verdict=verdict, why=why, swapped=", ".join(swapped), sentence=sentence))
+                tau,
+                p_value,
+                len(items),
+                verdict,
+                " (%s)" % why if why else "",
+                "; swapped: " + ", ".join(swapped) if swapped else "",
+            )
+        rows.append(
+            dict(
+                g,
+                n=len(items),
+                published_order=_order(items["published"], descending),
+                measured_order=_order(items["measured"], descending),
+                tau=tau,
+                p_value=p_value,
+                verdict=verdict,
+                why=why,
+                swapped=", ".join(swapped),
+                sentence=sentence,
+            )
+        )
     return pd.DataFrame(rows, columns=COLUMNS)

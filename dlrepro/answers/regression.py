@@ -24,6 +24,7 @@ an interval that reaches past the band, a unit that is not a positive finite num
 when the two sides were timed differently or ran on hosts of other fingerprints (answers.configkey.not_comparable
 gives the reason: "timer changed (host_sync -> device_events)", "other host (ISA ...)"); ONLY_IN_A / ONLY_IN_B.
 """
+
 import functools
 import math
 from dataclasses import dataclass
@@ -36,14 +37,37 @@ from scipy import stats
 from dlrepro.answers import configkey
 from dlrepro.answers.bands import EDGE
 from dlrepro.answers.configkey import CONFIGURATION, VERSION
-from dlrepro.answers.verdicts import (CANNOT_TELL, FASTER, NO_CHANGE, NOT_COMPARABLE, ONLY_IN_A, ONLY_IN_B, SLOWER,
-                                      RestsOn)
+from dlrepro.answers.verdicts import (
+    CANNOT_TELL,
+    FASTER,
+    NO_CHANGE,
+    NOT_COMPARABLE,
+    ONLY_IN_A,
+    ONLY_IN_B,
+    SLOWER,
+    RestsOn,
+)
 
 # a configuration is answers.configkey.CONFIGURATION; framework_version keeps two versions of one framework in a
 # bundle apart (a bundle with one version a side pairs them: an upgrade)
-REGRESSION_COLUMNS = CONFIGURATION + ["framework_version_b", "timer_a", "timer_b", "unit", "n_a", "n_b", "median_a",
-                                      "median_b", "change", "change_low", "change_high", "interval_coverage", "test",
-                                      "p_value", "verdict", "reason"]
+REGRESSION_COLUMNS = CONFIGURATION + [
+    "framework_version_b",
+    "timer_a",
+    "timer_b",
+    "unit",
+    "n_a",
+    "n_b",
+    "median_a",
+    "median_b",
+    "change",
+    "change_low",
+    "change_high",
+    "interval_coverage",
+    "test",
+    "p_value",
+    "verdict",
+    "reason",
+]
 PERMUTATIONS = 9999
 
 
@@ -52,6 +76,7 @@ class Judgement:
     """One configuration's verdict and what it rests on. ``median_a`` / ``median_b``: medians of the units
     (seconds); ``change``: median_b / median_a - 1; ``change_low`` / ``change_high``: the interval of b/a - 1
     (None: too few units for one), of exact coverage ``coverage``; ``reason``: one line saying why."""
+
     verdict: str
     median_a: float
     median_b: float
@@ -67,8 +92,12 @@ class Judgement:
 
     @property
     def rests_on(self):
-        return RestsOn(repeats=[self.n_a, self.n_b], test=self.test, p_value=self.p_value,
-                       interval=None if self.change_low is None else (self.change_low, self.change_high))
+        return RestsOn(
+            repeats=[self.n_a, self.n_b],
+            test=self.test,
+            p_value=self.p_value,
+            interval=None if self.change_low is None else (self.change_low, self.change_high),
+        )
 
 
 @functools.lru_cache(maxsize=None)
@@ -83,7 +112,7 @@ def _u_counts(m, n):
             grown[j + n + i] -= c
         for j in range(i, len(grown)):
             grown[j] += grown[j - i]
-        counts = grown[:i * n + 1]
+        counts = grown[: i * n + 1]
     return counts
 
 
@@ -139,8 +168,20 @@ def judge(units_a, units_b, min_effect=0.05, alpha=0.01, unit="repeats"):
     sizes = "%d vs %d %s" % (len(a), len(b), unit)
     if not (np.isfinite(a).all() and np.isfinite(b).all() and (a > 0).all() and (b > 0).all()):
         nan = float("nan")
-        return Judgement(CANNOT_TELL, nan, nan, nan, None, None, None, None, None,
-                         "a unit is not a positive finite number of seconds, %s" % sizes, len(a), len(b))
+        return Judgement(
+            CANNOT_TELL,
+            nan,
+            nan,
+            nan,
+            None,
+            None,
+            None,
+            None,
+            None,
+            "a unit is not a positive finite number of seconds, %s" % sizes,
+            len(a),
+            len(b),
+        )
     median_a, median_b = float(np.median(a)), float(np.median(b))
     log_change, band = math.log(median_b) - math.log(median_a), math.log1p(min_effect)
     p_value, test = rank_test(a, b)
@@ -161,15 +202,22 @@ def judge(units_a, units_b, min_effect=0.05, alpha=0.01, unit="repeats"):
         verdict, reason = NO_CHANGE, "%s, %s inside %s, %s" % (_pct(change), shown, band_text, sizes)
     elif large:
         verdict = CANNOT_TELL
-        reason = ("%s: %s cannot give p < %s" % (said, sizes, alpha) if smallest_p(len(a), len(b)) >= alpha
-                  else "%s >= %s, %s" % (said, alpha, sizes))
+        reason = (
+            "%s: %s cannot give p < %s" % (said, sizes, alpha)
+            if smallest_p(len(a), len(b)) >= alpha
+            else "%s >= %s, %s" % (said, alpha, sizes)
+        )
     elif not k:
-        verdict, reason = CANNOT_TELL, "%s: %s give no %g%% interval to show it inside %s" % (
-            _pct(change), sizes, 100 * (1 - 2 * alpha), band_text)
+        verdict, reason = (
+            CANNOT_TELL,
+            "%s: %s give no %g%% interval to show it inside %s"
+            % (_pct(change), sizes, 100 * (1 - 2 * alpha), band_text),
+        )
     else:
         verdict, reason = CANNOT_TELL, "%s, %s reaches past %s, %s" % (_pct(change), shown, band_text, sizes)
-    return Judgement(verdict, median_a, median_b, change, low, high, coverage if k else None, test, p_value, reason,
-                     len(a), len(b))
+    return Judgement(
+        verdict, median_a, median_b, change, low, high, coverage if k else None, test, p_value, reason, len(a), len(b)
+    )
 
 
 def _normalised(samples):
@@ -182,24 +230,30 @@ def units(samples):
     repeat medians (a pipelined_wall job's: its repeat means), a convergence job's epoch seconds."""
     found = {}
     for key, g in _normalised(samples).groupby(CONFIGURATION, dropna=False, sort=True):
-        found[key] = (g["seconds"] if key[-1] == "epoch"
-                      else g.groupby(["bundle_id", "job_id", "repeat"], dropna=False)["seconds"].median()).to_numpy()
+        found[key] = (
+            g["seconds"]
+            if key[-1] == "epoch"
+            else g.groupby(["bundle_id", "job_id", "repeat"], dropna=False)["seconds"].median()
+        ).to_numpy()
     return found
 
 
 def timers(samples):
     """{configuration (CONFIGURATION values): how its iterations were timed (configkey.timer_of: device_events,
     pipelined_wall, host_sync; several joined by ' + '; None where no row recorded one)}."""
-    return {key: configkey.timer_of(g) for key, g in _normalised(samples).groupby(CONFIGURATION, dropna=False,
-                                                                                  sort=True)}
+    return {
+        key: configkey.timer_of(g) for key, g in _normalised(samples).groupby(CONFIGURATION, dropna=False, sort=True)
+    }
 
 
 def _pairs(a, b):
     """(key in A or None, key in B or None) for every configuration: keys that differ only in framework_version
     pair when each bundle holds exactly one version of that configuration (B ran another version of it);
     otherwise only equal versions pair (versions are never pooled)."""
+
     def base(key):
-        return str(key[:VERSION] + key[VERSION + 1:])
+        return str(key[:VERSION] + key[VERSION + 1 :])
+
     bases = {}
     for side, keys in ((0, a), (1, b)):
         for key in keys:
@@ -228,21 +282,44 @@ def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01, hosts=(Non
     rows = []
     for key_a, key_b in _pairs(a, b):
         key = key_a if key_a is not None else key_b
-        row = dict(zip(CONFIGURATION, key), framework_version_b=key_b[VERSION] if key_b is not None else None,
-                   timer_a=timer_a.get(key_a), timer_b=timer_b.get(key_b),
-                   unit="epochs" if key[-1] == "epoch" else "repeats",
-                   n_a=len(a[key_a]) if key_a is not None else 0, n_b=len(b[key_b]) if key_b is not None else 0)
+        row = dict(
+            zip(CONFIGURATION, key),
+            framework_version_b=key_b[VERSION] if key_b is not None else None,
+            timer_a=timer_a.get(key_a),
+            timer_b=timer_b.get(key_b),
+            unit="epochs" if key[-1] == "epoch" else "repeats",
+            n_a=len(a[key_a]) if key_a is not None else 0,
+            n_b=len(b[key_b]) if key_b is not None else 0,
+        )
         if key_a is None or key_b is None:
             rows.append(dict(row, verdict=ONLY_IN_A if key_b is None else ONLY_IN_B))
             continue
         why = configkey.not_comparable(row["timer_a"], row["timer_b"], *hosts)
         if why:
-            rows.append(dict(row, median_a=float(np.median(a[key_a])), median_b=float(np.median(b[key_b])),
-                             verdict=NOT_COMPARABLE, reason=why))
+            rows.append(
+                dict(
+                    row,
+                    median_a=float(np.median(a[key_a])),
+                    median_b=float(np.median(b[key_b])),
+                    verdict=NOT_COMPARABLE,
+                    reason=why,
+                )
+            )
             continue
         found = judge(a[key_a], b[key_b], min_effect, alpha, row["unit"])
-        rows.append(dict(row, median_a=found.median_a, median_b=found.median_b, change=found.change,
-                         change_low=found.change_low, change_high=found.change_high,
-                         interval_coverage=found.coverage, test=found.test, p_value=found.p_value,
-                         verdict=found.verdict, reason=found.reason))
+        rows.append(
+            dict(
+                row,
+                median_a=found.median_a,
+                median_b=found.median_b,
+                change=found.change,
+                change_low=found.change_low,
+                change_high=found.change_high,
+                interval_coverage=found.coverage,
+                test=found.test,
+                p_value=found.p_value,
+                verdict=found.verdict,
+                reason=found.reason,
+            )
+        )
     return pd.DataFrame(rows, columns=REGRESSION_COLUMNS)

@@ -4,6 +4,7 @@ report's footnotes, beside every cell it touches (issue 55).
 
 Pure: a study manifest's ``steps`` and a summary row in, text out.
 """
+
 from dlrepro.answers import measured
 from runner.contract import OPTION_DEFAULTS
 
@@ -32,8 +33,11 @@ def note(study, tool, run, row):
     theirs = {k: getattr(step, k) for k in options} if step is not None else default
     parts = []
     if theirs != default:
-        parts.append("timed as the study's scripts did: %s" % _words(ran) if ran == theirs else
-                     "timed with the suite's step, %s; the study's scripts timed %s" % (_words(ran), _words(theirs)))
+        parts.append(
+            "timed as the study's scripts did: %s" % _words(ran)
+            if ran == theirs
+            else "timed with the suite's step, %s; the study's scripts timed %s" % (_words(ran), _words(theirs))
+        )
     elif ran != default:
         parts.append("timed with %s" % _words(ran))
     if step is not None and step.differs:

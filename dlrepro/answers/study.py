@@ -10,11 +10,14 @@ paper's tables with the value measured here beside each published cell (answers.
 where the study ran --quick or its timings carry no interval, the runs with why each did or did not run here, the
 bundles the record names that the results folder lacks, and the bundles' own BundleAnswer as details.
 """
+
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
-from dlrepro.answers import cells as paper, claims, drift as driftmod, measured, model, verdicts
+from dlrepro.answers import cells as paper
+from dlrepro.answers import claims, measured, model, verdicts
+from dlrepro.answers import drift as driftmod
 
 MISSING = claims.BUNDLE_MISSING
 
@@ -25,6 +28,7 @@ class StudyAnswer:
     ``untestable``: [(reason, [Verdict])]; ``tables``: answers.cells.PaperTable per published table;
     ``counts`` / ``why``: answers.cells.counts; ``runs``: one dict per run of the record; ``missing``: {run id:
     bundle id the results folder lacks}; ``bundle``: the BundleAnswer of its bundles (None without any)."""
+
     study: object
     record: dict
     record_path: str
@@ -52,23 +56,71 @@ class StudyAnswer:
     def to_json(self):
         """The study's answer as plain data (study.json beside study.md): every verdict with its evidence and what
         it rests on, every published cell with its measured value and outcome."""
+
         def verdict(v):
-            return {k: getattr(v, k) for k in ("claim", "text", "source", "kind", "verdict", "evidence", "run",
-                                               "device", "measured_on", "values", "points", "band", "reason",
-                                               "scope")} | {
-                "rests_on": asdict(v.rests_on)}
-        return {"schema": "dlrepro.study-answer/1", "study": self.study.name, "record": self.record_path,
-                "manifest_note": self.manifest_note, "host": self.host, "answer": self.answer, "smoke": self.smoke,
-                "missing": self.missing, "claims": [verdict(v) for v in self.claims],
-                "untestable": [{"reason": why, "claims": [verdict(v) for v in group]} for why, group in self.untestable],
-                "tables": [{"name": t.name, "title": t.title, "source": t.source, "status": t.status,
-                            "rankings": t.rankings, "timers": t.timers,
-                            "cells": [asdict(c) for c in t.cells.values()]}
-                           for t in self.tables],
-                "cells": self.counts, "runs": self.runs, "bundles": self.bundle.ids if self.bundle else []} | ({
-                "drift": [{"claim": d.claim, "text": d.text, "change": d.change, "labels": d.labels,
-                           "published": verdict(d.published), "today": verdict(d.today)} for d in self.drift]}
-                if self.drift else {})
+            return {
+                k: getattr(v, k)
+                for k in (
+                    "claim",
+                    "text",
+                    "source",
+                    "kind",
+                    "verdict",
+                    "evidence",
+                    "run",
+                    "device",
+                    "measured_on",
+                    "values",
+                    "points",
+                    "band",
+                    "reason",
+                    "scope",
+                )
+            } | {"rests_on": asdict(v.rests_on)}
+
+        return {
+            "schema": "dlrepro.study-answer/1",
+            "study": self.study.name,
+            "record": self.record_path,
+            "manifest_note": self.manifest_note,
+            "host": self.host,
+            "answer": self.answer,
+            "smoke": self.smoke,
+            "missing": self.missing,
+            "claims": [verdict(v) for v in self.claims],
+            "untestable": [{"reason": why, "claims": [verdict(v) for v in group]} for why, group in self.untestable],
+            "tables": [
+                {
+                    "name": t.name,
+                    "title": t.title,
+                    "source": t.source,
+                    "status": t.status,
+                    "rankings": t.rankings,
+                    "timers": t.timers,
+                    "cells": [asdict(c) for c in t.cells.values()],
+                }
+                for t in self.tables
+            ],
+            "cells": self.counts,
+            "runs": self.runs,
+            "bundles": self.bundle.ids if self.bundle else [],
+        } | (
+            {
+                "drift": [
+                    {
+                        "claim": d.claim,
+                        "text": d.text,
+                        "change": d.change,
+                        "labels": d.labels,
+                        "published": verdict(d.published),
+                        "today": verdict(d.today),
+                    }
+                    for d in self.drift
+                ]
+            }
+            if self.drift
+            else {}
+        )
 
 
 def host_line(bodies):
@@ -108,12 +160,33 @@ def sentence(study, host, verdict_list, groups):
         tally[v.verdict] = tally.get(v.verdict, 0) + 1
     where = "On this study's host (%s)" % host if host else "With none of its bundles at hand"
     name = study.title.split(" - ")[0].strip()
-    text = "%s %d of %s %d claims could be tested" % (where, len(tested), name + ("'" if name.endswith("s") else "'s"),
-                                                      len(verdict_list))
+    text = "%s %d of %s %d claims could be tested" % (
+        where,
+        len(tested),
+        name + ("'" if name.endswith("s") else "'s"),
+        len(verdict_list),
+    )
     scoped = {w: sum(1 for v in tested if v.verdict == w and v.scope) for w in tally}
-    text += (": " + ", ".join("%d %s%s" % (n, w, "" if not scoped[w] else " (for the tools measured only)"
-                                           if scoped[w] == n else " (%d for the tools measured only)" % scoped[w])
-                              for w, n in tally.items())) if tally else ""
+    text += (
+        (
+            ": "
+            + ", ".join(
+                "%d %s%s"
+                % (
+                    n,
+                    w,
+                    ""
+                    if not scoped[w]
+                    else " (for the tools measured only)"
+                    if scoped[w] == n
+                    else " (%d for the tools measured only)" % scoped[w],
+                )
+                for w, n in tally.items()
+            )
+        )
+        if tally
+        else ""
+    )
     said = []
     for word in verdicts.UNJUDGED:
         rest = "; ".join("%s (%d)" % (why, len(group)) for why, group in groups if group[0].verdict == word)
@@ -137,16 +210,34 @@ def smoke(record, summary, judged):
     bare = [row for _, row in ok.iterrows() if measured.interval(row, "seconds_per_minibatch") is None]
     if not (quick or bare) or not (judged or len(ok)):
         return None
-    text = "Smoke pass: " + ("`dlrepro study --quick`, 1 repeat of 3 iterations per timing, 1 epoch cut short per "
-                             "training; every claim it touches is inconclusive. " if quick else "")
+    text = "Smoke pass: " + (
+        "`dlrepro study --quick`, 1 repeat of 3 iterations per timing, 1 epoch cut short per "
+        "training; every claim it touches is inconclusive. "
+        if quick
+        else ""
+    )
     if bare and not quick:
         text += "%d of %d timed jobs have no interval over repeats (an interval needs 6 repeats). " % (
-            len(bare), len(ok))
+            len(bare),
+            len(ok),
+        )
     return text + "Run `dlrepro study %s` without --quick for verdicts that rest on intervals." % record["study"]
 
 
-def study_answer(study, record, record_path, manifest_note, bodies, summary, samples, missing, results_shown,
-                 unrecorded=None, price_per_hour=None, planned=None):
+def study_answer(
+    study,
+    record,
+    record_path,
+    manifest_note,
+    bodies,
+    summary,
+    samples,
+    missing,
+    results_shown,
+    unrecorded=None,
+    price_per_hour=None,
+    planned=None,
+):
     """The StudyAnswer of study record ``record`` (its body) for manifest ``study`` (studies.Study, as recorded),
     from the bundle.json ``bodies`` of the runs' bundles and their merged tables (``summary`` with a ``run`` column,
     ``samples``); ``missing``: {run id: bundle id the results folder lacks}; ``unrecorded``: {spec name:
@@ -165,14 +256,22 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     found = model.recorded(bodies)
     references = dict(unrecorded or {}, **found.references)
     bundles = {b["id"]: b for b in bodies}
-    left = {(run, item["variant"], item["framework"]): item["reason"] for run, entry in record["runs"].items()
-            for item in (bundles.get(entry.get("bundle")) or {}).get("left_out") or [] if item.get("framework")}
+    left = {
+        (run, item["variant"], item["framework"]): item["reason"]
+        for run, entry in record["runs"].items()
+        for item in (bundles.get(entry.get("bundle")) or {}).get("left_out") or []
+        if item.get("framework")
+    }
     tables = paper.build(study, prepared, references, why_not, gone, left)
     verdict_list = claims.evaluate(study, prepared, why_not, gone, today)
-    changes = driftmod.drift(study, every, record, lambda rows, name: claims.evaluate(
-        study, rows, why_not, gone, plans.get(name, today)))
-    published_tables = paper.build(study, driftmod.rows_of(every, record, "published"), references, why_not, gone,
-                                   left) if changes else []
+    changes = driftmod.drift(
+        study, every, record, lambda rows, name: claims.evaluate(study, rows, why_not, gone, plans.get(name, today))
+    )
+    published_tables = (
+        paper.build(study, driftmod.rows_of(every, record, "published"), references, why_not, gone, left)
+        if changes
+        else []
+    )
     groups = {}
     judged = []
     for v in verdict_list:
@@ -184,16 +283,42 @@ def study_answer(study, record, record_path, manifest_note, bodies, summary, sam
     counts, why = paper.counts(tables)
     host = host_line(bodies)
     ran = set(summary[summary["status"] == "ok"]["run"].dropna()) if len(summary) else set()
-    runs = [dict(run=run_id, spec=entry["spec"], variants=list(entry["variants"]), device=entry["device"],
-                 state=_state(entry, run_id in ran, run_id in missing), bundle=entry.get("bundle"),
-                 missing=run_id in missing,
-                 why_here=entry.get("why_here") or entry.get("error"), notes=list(entry.get("notes") or []),
-                 what=entry.get("what")) for run_id, entry in record["runs"].items()]
+    runs = [
+        dict(
+            run=run_id,
+            spec=entry["spec"],
+            variants=list(entry["variants"]),
+            device=entry["device"],
+            state=_state(entry, run_id in ran, run_id in missing),
+            bundle=entry.get("bundle"),
+            missing=run_id in missing,
+            why_here=entry.get("why_here") or entry.get("error"),
+            notes=list(entry.get("notes") or []),
+            what=entry.get("what"),
+        )
+        for run_id, entry in record["runs"].items()
+    ]
     details = model.bundle_answer(bodies, summary.drop(columns=["run"]), samples, price_per_hour) if bodies else None
-    return StudyAnswer(study, record, record_path, manifest_note, host,
-                       sentence(study, host, verdict_list, list(groups.items())) + drift_sentence(changes), judged,
-                       list(groups.items()), tables, counts, why, smoke(record, prepared, judged), runs, dict(missing),
-                       results_shown, details, changes, published_tables)
+    return StudyAnswer(
+        study,
+        record,
+        record_path,
+        manifest_note,
+        host,
+        sentence(study, host, verdict_list, list(groups.items())) + drift_sentence(changes),
+        judged,
+        list(groups.items()),
+        tables,
+        counts,
+        why,
+        smoke(record, prepared, judged),
+        runs,
+        dict(missing),
+        results_shown,
+        details,
+        changes,
+        published_tables,
+    )
 
 
 def drift_sentence(changes):
@@ -204,10 +329,13 @@ def drift_sentence(changes):
     tally = {}
     for d in changes:
         tally[d.change] = tally.get(d.change, 0) + 1
-    words = {driftmod.KEEPS: "keep their verdict" if tally.get(driftmod.KEEPS, 0) != 1 else "keeps its verdict",
-             driftmod.SAME: "on the same images"}
+    words = {
+        driftmod.KEEPS: "keep their verdict" if tally.get(driftmod.KEEPS, 0) != 1 else "keeps its verdict",
+        driftmod.SAME: "on the same images",
+    }
     return " From the published versions to today's: %s." % ", ".join(
-        "%d %s" % (tally[c], words.get(c, c)) for c in driftmod.CHANGES if c in tally)
+        "%d %s" % (tally[c], words.get(c, c)) for c in driftmod.CHANGES if c in tally
+    )
 
 
 def empty_summary(columns):

@@ -4,6 +4,7 @@ Views colour by these constants and sort by ``rank`` (ORDER); the rules that cho
 (regression, claims, cells). A verdict never claims more than its evidence: an unproven effect is
 CANNOT_TELL, a smoke pass or too little data is INCONCLUSIVE, another device class is NOT_TESTABLE.
 """
+
 from dataclasses import dataclass, field
 
 # bundle against bundle (one job configuration measured in both)
@@ -50,6 +51,7 @@ class RestsOn:
     """What a verdict rests on, shown next to it: repeats per side, the interval (of the change, or of the
     measured value), the test and its p-value, the device class it applies to, and whether any of it is a
     smoke pass (a --quick job, or one below the repeats an interval needs)."""
+
     repeats: list = field(default_factory=list)  # repeats (or epochs, or seeds) per side / per tool
     unit: str = "repeat"  # what ``repeats`` counts: "repeat", "epoch" or "seed"
     interval: tuple = None  # (low, high), in the unit of the value it bounds

@@ -3,6 +3,7 @@ published values, compare two bundles, validate, merge, archive and verify (dlre
 into the program). Each parses its options, asks dlrepro.answers.gather for the answer model once, renders it
 (dlrepro.views, dlrepro.cli.render) and exits with the model's status.
 """
+
 from invoke import Exit
 
 from dlrepro import folders
@@ -28,8 +29,11 @@ def _fraction(option, text, high, zero, example):
     except ValueError:
         value = float("nan")
     if not (0 <= value < high if zero else 0 < value < high):  # nan is in no range
-        raise DlreproError("%s: expected a number from 0 (%s) to %g (excluded) (got %r)" % (
-            option, "included" if zero else "excluded", high, text), "e.g. %s %s" % (option, example))
+        raise DlreproError(
+            "%s: expected a number from 0 (%s) to %g (excluded) (got %r)"
+            % (option, "included" if zero else "excluded", high, text),
+            "e.g. %s %s" % (option, example),
+        )
     return value
 
 
@@ -45,25 +49,32 @@ def price(text):
     except ValueError:
         value = float("nan")
     if not 0 < value < float("inf"):
-        raise DlreproError("--price-per-hour: expected a price in USD above 0 (got %r)" % text,
-                           "e.g. --price-per-hour 3.5 (USD per device-hour: one GPU, or one logical CPU)")
+        raise DlreproError(
+            "--price-per-hour: expected a price in USD above 0 (got %r)" % text,
+            "e.g. --price-per-hour 3.5 (USD per device-hour: one GPU, or one logical CPU)",
+        )
     return value
 
 
-@task(name="study-report", help={
-    "name": "a study name (its latest record under RESULTS/studies/) or a study record file",
-    "out": "folder for study.html, study.md and figures/ (default: RESULTS/reports/<study record name>)",
-    "results": RESULTS_HELP,
-    "allow_missing": "write the report (exit 0) even when bundles the record names are not under RESULTS",
-    "price_per_hour": PRICE_HELP})
+@task(
+    name="study-report",
+    help={
+        "name": "a study name (its latest record under RESULTS/studies/) or a study record file",
+        "out": "folder for study.html, study.md and figures/ (default: RESULTS/reports/<study record name>)",
+        "results": RESULTS_HELP,
+        "allow_missing": "write the report (exit 0) even when bundles the record names are not under RESULTS",
+        "price_per_hour": PRICE_HELP,
+    },
+)
 def study_report(c, name, out="", results="", allow_missing=False, price_per_hour=""):
     """Write a study's report from its record.
 
     Rebuilt from the repository alone: a bundle the record names but RESULTS lacks is named as missing and
     the command exits 1 (after writing the report) unless --allow-missing."""
     with user_errors():
-        made = write_study_report(name, out_folder(out), folders.results_root(results), allow_missing,
-                                  price(price_per_hour))
+        made = write_study_report(
+            name, out_folder(out), folders.results_root(results), allow_missing, price(price_per_hour)
+        )
         for path in [made.html, made.markdown] + made.figures:
             console.print(str(path))
 
@@ -80,14 +91,17 @@ def out_folder(out):
         return None
     at = folders.file_in_the_way(Path(out))
     if at:
-        raise DlreproError("--out %s: %s is not a folder" % (out, "it" if at == Path(out) else at),
-                           "give a folder for the report (it is made when missing), not a file")
+        raise DlreproError(
+            "--out %s: %s is not a folder" % (out, "it" if at == Path(out) else at),
+            "give a folder for the report (it is made when missing), not a file",
+        )
     bundle = folders.bundle_around(out)
     if bundle:
-        raise DlreproError("--out %s: %s the bundle folder %s; a bundle holds only the files its checksums list, "
-                           "so nothing is written there" % (
-                               out, "it is" if bundle == Path(out).resolve() else "it lies in", bundle),
-                           "give a folder outside the bundle, or leave --out out")
+        raise DlreproError(
+            "--out %s: %s the bundle folder %s; a bundle holds only the files its checksums list, "
+            "so nothing is written there" % (out, "it is" if bundle == Path(out).resolve() else "it lies in", bundle),
+            "give a folder outside the bundle, or leave --out out",
+        )
     return Path(out)
 
 
@@ -127,10 +141,14 @@ def validate(c, bundle, results=""):
         console.print("[green]valid[/] %s: %s" % (folder, ", ".join(c.__name__ for c in checks.CHECKS)))
 
 
-@task(more=True, help={
-    "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
-    "out": "folder for summary.parquet, summary.csv and samples.parquet (default: print the summary only)",
-    "results": RESULTS_HELP})
+@task(
+    more=True,
+    help={
+        "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
+        "out": "folder for summary.parquet, summary.csv and samples.parquet (default: print the summary only)",
+        "results": RESULTS_HELP,
+    },
+)
 def merge(c, bundles, out="", results=""):
     """Merge bundles into one summary and samples table.
 
@@ -143,9 +161,23 @@ def merge(c, bundles, out="", results=""):
         summary, samples = tables.merge_to([_bundle(b, results) for b in names(bundles) or []], out_folder(out))
         if out:
             console.print("wrote %s: %d jobs, %d samples" % (out, len(summary), len(samples)))
-        console.print(render.summary_frame(summary, ["bundle_id", "job_id", "device_name", "framework_version",
-                                                     "status", "median", "throughput", "measurement", "measurements"],
-                                           "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary))))
+        console.print(
+            render.summary_frame(
+                summary,
+                [
+                    "bundle_id",
+                    "job_id",
+                    "device_name",
+                    "framework_version",
+                    "status",
+                    "median",
+                    "throughput",
+                    "measurement",
+                    "measurements",
+                ],
+                "%d bundles, %d jobs" % (summary["bundle_id"].nunique(), len(summary)),
+            )
+        )
 
 
 def _exit(found, fail_on, json, failed):
@@ -174,9 +206,10 @@ def _json_file(json):
 
     path = Path(json)
     if json and (path.is_dir() or not path.parent.is_dir()):
-        raise DlreproError("--json %s: %s" % (json, "it is a folder" if path.is_dir() else
-                                              "no folder %s" % path.parent),
-                           "give a file name in a folder that exists, e.g. --json result.json")
+        raise DlreproError(
+            "--json %s: %s" % (json, "it is a folder" if path.is_dir() else "no folder %s" % path.parent),
+            "give a file name in a folder that exists, e.g. --json result.json",
+        )
 
 
 def _choice(option, value, choices):
@@ -187,17 +220,22 @@ def _choice(option, value, choices):
     return value
 
 
-@task(positional=["old", "new"], either={"new": "against"}, help={
-    "old": "the baseline bundle A (folder, id under --results, or 'latest'); with --against: the bundle B",
-    "new": "the bundle B checked for regressions against A",
-    "against": "the baseline A, for `compare B --against A` (the same as `compare A B`)",
-    "min-effect": "smallest relative change of the median reported as a change, >= 0 and < 1 (default 0.05 = 5%)",
-    "alpha": "significance level of the test, between 0 and 0.5 (default 0.01)",
-    "fail-on": "exit status 1 when a configuration is: slower (default), "
-               "faster, change (either), unproven (slower, "
-               "'cannot tell' or 'not comparable') or never",
-    "json": "also write the result as JSON to this file (in every case)",
-    "results": RESULTS_HELP})
+@task(
+    positional=["old", "new"],
+    either={"new": "against"},
+    help={
+        "old": "the baseline bundle A (folder, id under --results, or 'latest'); with --against: the bundle B",
+        "new": "the bundle B checked for regressions against A",
+        "against": "the baseline A, for `compare B --against A` (the same as `compare A B`)",
+        "min-effect": "smallest relative change of the median reported as a change, >= 0 and < 1 (default 0.05 = 5%)",
+        "alpha": "significance level of the test, between 0 and 0.5 (default 0.01)",
+        "fail-on": "exit status 1 when a configuration is: slower (default), "
+        "faster, change (either), unproven (slower, "
+        "'cannot tell' or 'not comparable') or never",
+        "json": "also write the result as JSON to this file (in every case)",
+        "results": RESULTS_HELP,
+    },
+)
 def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_on="slower", json="", results=""):
     """Compare two bundles: faster, slower, no change.
 
@@ -206,15 +244,13 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
     configuration does (a pipeline stops on a regression), 2 when the bundles share no configuration or an input
     is bad (a bundle not found, an option value).
     Against the published values: `dlrepro check BUNDLE`."""
+    from dlrepro.answers import gather, model
     from dlrepro.cli import render
     from dlrepro.errors import DlreproError
-    from dlrepro.answers import gather
-    from dlrepro.answers import model
 
     with user_errors():
         if against and new:
-            raise DlreproError("give two bundles (compare A B) or one and --against (compare B --against A), "
-                               "not both")
+            raise DlreproError("give two bundles (compare A B) or one and --against (compare B --against A), not both")
         a, b = (against, old) if against else (old, new)
         _choice("--fail-on", fail_on, model.FAIL_ON)
         _json_file(json)
@@ -225,21 +261,23 @@ def compare(c, old, new=None, against="", min_effect="0.05", alpha="0.01", fail_
         _exit(found, fail_on, json, "%d configuration(s)" % len(found.failing(fail_on)))
 
 
-@task(help={
-    "bundle": BUNDLE_HELP,
-    "fail-on": "exit status 1 when: never (default) or change (a cell outside the published tolerance, or a "
-               "ranking that does not hold)",
-    "json": "also write the result as JSON to this file (in every case)",
-    "results": RESULTS_HELP})
+@task(
+    help={
+        "bundle": BUNDLE_HELP,
+        "fail-on": "exit status 1 when: never (default) or change (a cell outside the published tolerance, or a "
+        "ranking that does not hold)",
+        "json": "also write the result as JSON to this file (in every case)",
+        "results": RESULTS_HELP,
+    }
+)
 def check(c, bundle, fail_on="never", json="", results=""):
     """Check a bundle against the published numbers.
 
     Per published cell: measured / published and a verdict; per published ranking: Kendall's tau.
     Exit status: 0 (by default whatever the verdicts: other hardware differs), 1 when --fail-on change and a
     cell or ranking fails, 2 when no job of the bundle matches a published reference or an input is bad."""
+    from dlrepro.answers import gather, model
     from dlrepro.cli import render
-    from dlrepro.answers import gather
-    from dlrepro.answers import model
 
     with user_errors():
         _choice("--fail-on", fail_on, model.CHECK_FAIL_ON)
@@ -247,19 +285,25 @@ def check(c, bundle, fail_on="never", json="", results=""):
         found = gather.bundles([bundle], folders.results_root(results))
         render.check(found)
         cells, rankings = found.failing(fail_on)
-        _exit(found, fail_on, json, "%d cell(s)%s" % (len(cells), ", %d ranking(s) that do not hold" % len(rankings)
-                                                      if len(rankings) else ""))
+        _exit(
+            found,
+            fail_on,
+            json,
+            "%d cell(s)%s" % (len(cells), ", %d ranking(s) that do not hold" % len(rankings) if len(rankings) else ""),
+        )
 
 
-@task(help={
-    "bundle": BUNDLE_HELP,
-    "out": "the archive to write, or a folder (ending in /: created when missing) for <bundle-id>.tar.gz "
-           "(default: ./<bundle-id>.tar.gz)",
-    "images": "also `docker save` the bundle's images, by the image IDs bundle.json records (large)",
-    "license": "SPDX id of the results' license, recorded in the RO-Crate (default CC-BY-4.0)",
-    "author": "name of the person archiving, recorded as the run's agent in the RO-Crate",
-    "results": RESULTS_HELP,
-})
+@task(
+    help={
+        "bundle": BUNDLE_HELP,
+        "out": "the archive to write, or a folder (ending in /: created when missing) for <bundle-id>.tar.gz "
+        "(default: ./<bundle-id>.tar.gz)",
+        "images": "also `docker save` the bundle's images, by the image IDs bundle.json records (large)",
+        "license": "SPDX id of the results' license, recorded in the RO-Crate (default CC-BY-4.0)",
+        "author": "name of the person archiving, recorded as the run's agent in the RO-Crate",
+        "results": RESULTS_HELP,
+    }
+)
 def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author="", results=""):
     """Archive a bundle into one checkable tar.gz.
 
@@ -268,12 +312,19 @@ def archive(c, bundle, out="", images=False, license="CC-BY-4.0", author="", res
     from dlrepro.views import numbers
 
     with user_errors():
-        made = archives.create(str(_bundle(bundle, results)), out or None, images, license, author or None,
-                               log=lambda m: console.print(dim(m)))
+        made = archives.create(
+            str(_bundle(bundle, results)),
+            out or None,
+            images,
+            license,
+            author or None,
+            log=lambda m: console.print(dim(m)),
+        )
         for warning in made.warnings:
             console.print("[yellow]warning:[/] %s" % warning)
-        console.print("archive: %s (%d files, %s)" % (made.path, len(made.members),
-                                                     numbers.size(made.path.stat().st_size)))
+        console.print(
+            "archive: %s (%d files, %s)" % (made.path, len(made.members), numbers.size(made.path.stat().st_size))
+        )
 
 
 @task(help={"archive": "a tar.gz written by `dlrepro archive`"})
@@ -289,19 +340,26 @@ def verify(c, archive):
         result = archives.verify(archive)
         render.problems(result.problems)
         if not result.ok:
-            console.print("[red]verify failed:[/] %d problem(s) in %d file(s) of %s" % (
-                len(result.problems), len({p.file for p in result.problems}), result.archive))
+            console.print(
+                "[red]verify failed:[/] %d problem(s) in %d file(s) of %s"
+                % (len(result.problems), len({p.file for p in result.problems}), result.archive)
+            )
             raise Exit(code=1)
-        console.print("[green]ok[/] %s: %d files; MANIFEST.sha256, SHA256SUMS and the RO-Crate agree; the bundle is "
-                      "valid (dlrepro validate's checks)" % (result.bundle_id, result.files))
+        console.print(
+            "[green]ok[/] %s: %d files; MANIFEST.sha256, SHA256SUMS and the RO-Crate agree; the bundle is "
+            "valid (dlrepro validate's checks)" % (result.bundle_id, result.files)
+        )
 
 
-@task(more=True, help={
-    "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
-    "out": "folder for report.html, report.md and figures/ (default: RESULTS/reports/<first bundle id>[+N])",
-    "results": RESULTS_HELP,
-    "price_per_hour": PRICE_HELP,
-})
+@task(
+    more=True,
+    help={
+        "bundles": "bundles (folders, ids under --results, or 'latest'), comma- or space-separated",
+        "out": "folder for report.html, report.md and figures/ (default: RESULTS/reports/<first bundle id>[+N])",
+        "results": RESULTS_HELP,
+        "price_per_hour": PRICE_HELP,
+    },
+)
 def report(c, bundles, out="", results="", price_per_hour=""):
     """Write report.md and report.html of bundles.
 
@@ -323,9 +381,14 @@ def report(c, bundles, out="", results="", price_per_hour=""):
         _written(made, there)
 
 
-@task(help={"results": RESULTS_HELP, "price_per_hour": PRICE_HELP,
-            "out": "the folder to build the site in (default: RESULTS/reports); the committed study reports there "
-                   "are never written by the site (its study reports go to OUT/records/)"})
+@task(
+    help={
+        "results": RESULTS_HELP,
+        "price_per_hour": PRICE_HELP,
+        "out": "the folder to build the site in (default: RESULTS/reports); the committed study reports there "
+        "are never written by the site (its study reports go to OUT/records/)",
+    }
+)
 def site(c, results="", price_per_hour="", out=""):
     """Build the results site of every bundle and study.
 
@@ -340,14 +403,20 @@ def site(c, results="", price_per_hour="", out=""):
     from dlrepro.cli import site_task as sitemod
 
     with user_errors():
-        made = sitemod.build(folders.results_root(results), price(price_per_hour),
-                             progress=lambda line: console.print(line, soft_wrap=True, highlight=False),
-                             out=out or None)
+        made = sitemod.build(
+            folders.results_root(results),
+            price(price_per_hour),
+            progress=lambda line: console.print(line, soft_wrap=True, highlight=False),
+            out=out or None,
+        )
         for problem in made.problems:
             console.print("[yellow]no report:[/] %s" % problem, soft_wrap=True, highlight=False)
-        console.print("site: %s (%d bundles, %d study records, %d configurations; %d reports drawn, %d files "
-                      "written)" % (made.index, made.bundles, made.studies, made.configurations, made.drawn,
-                                    made.written), soft_wrap=True, highlight=False)
+        console.print(
+            "site: %s (%d bundles, %d study records, %d configurations; %d reports drawn, %d files "
+            "written)" % (made.index, made.bundles, made.studies, made.configurations, made.drawn, made.written),
+            soft_wrap=True,
+            highlight=False,
+        )
         if made.problems:
             raise Exit(code=1)
 

@@ -1,4 +1,5 @@
 """The terminal: one rich console and one way to print errors (the run's progress bars: dlrepro.cli.progress)."""
+
 import contextlib
 import sys
 
@@ -10,8 +11,12 @@ from dlrepro.errors import DlreproError
 
 # logs and CI output are not terminals: give tables room rather than rich's 80 columns
 console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-MARK = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[yellow]skipped[/]",
-        "interrupted": "[magenta]interrupted[/]"}
+MARK = {
+    "ok": "[green]ok[/]",
+    "failed": "[red]failed[/]",
+    "skipped": "[yellow]skipped[/]",
+    "interrupted": "[magenta]interrupted[/]",
+}
 
 
 def dim(message):

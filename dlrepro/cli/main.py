@@ -1,5 +1,6 @@
 """The `dlrepro` command (pyproject's [project.scripts]): Invoke's Program on the suite's tasks, so
 `dlrepro run --spec=alexnet` works from any folder, as `invoke run --spec=alexnet` does in the checkout."""
+
 import contextlib
 import os
 import shlex
@@ -61,8 +62,12 @@ class Dlrepro(Program):
         try:
             yield
         except ParseError as exc:
-            error, remedy = usage.explain(str(exc), getattr(exc, "context", None), sorted(answers_to(self.namespace)),
-                                          sorted(self.shown_context.flags))
+            error, remedy = usage.explain(
+                str(exc),
+                getattr(exc, "context", None),
+                sorted(answers_to(self.namespace)),
+                sorted(self.shown_context.flags),
+            )
             print("error: %s\nremedy: %s" % (error, remedy), file=sys.stderr)
             sys.exit(2)
 
@@ -91,8 +96,9 @@ def answers_to(collection):
     """Every word that names a task of ``collection``: its dotted names, their aliases, and the name of a
     sub-collection with a default task ("datasets")."""
     names = collection.task_names
-    return set(names) | {a for aliases in names.values() for a in aliases} | {n.split(".")[0] for n in names
-                                                                               if "." in n}
+    return (
+        set(names) | {a for aliases in names.values() for a in aliases} | {n.split(".")[0] for n in names if "." in n}
+    )
 
 
 def help_first(argv, collection):
@@ -100,7 +106,7 @@ def help_first(argv, collection):
     names = answers_to(collection)
     for i, word in enumerate(argv[1:], 1):
         if word in names:
-            return argv[:i] + ["--help", word] if {"--help", "-h"} & set(argv[i + 1:]) else argv
+            return argv[:i] + ["--help", word] if {"--help", "-h"} & set(argv[i + 1 :]) else argv
     return argv
 
 
@@ -122,8 +128,9 @@ def joined(argv, collection):
         else:
             if word in names:
                 task, first = collection[word], None
-                values = {("--" if len(n) > 1 else "-") + n: a.takes_value for a in task.get_arguments()
-                          for n in a.names}
+                values = {
+                    ("--" if len(n) > 1 else "-") + n: a.takes_value for a in task.get_arguments() for n in a.names
+                }
             elif task is not None and first is None:
                 first = len(out)
             out.append(word)

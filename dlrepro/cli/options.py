@@ -2,7 +2,9 @@
 different meaning per task), four shared ones that mean the same everywhere, positional arguments marked in
 the help, and a positional that ``--against`` may stand in for (``compare OLD NEW`` or ``compare NEW --against
 OLD``); ``task`` is Invoke's @task with them, and the option help the tasks share."""
-from invoke import Task, task as invoke_task
+
+from invoke import Task
+from invoke import task as invoke_task
 from invoke.parser import Argument
 
 # the only short flags: each means one thing in every task that has the option
@@ -27,8 +29,11 @@ class DlTask(Task):
         if short and short not in taken_names:
             opts["names"].append(short)
         if opts["positional"]:
-            opts["help"] = "(positional%s%s) %s" % (", or --%s" % self.either[name] if name in self.either else "",
-                                                    ", one or more" if self.more else "", opts.get("help") or "")
+            opts["help"] = "(positional%s%s) %s" % (
+                ", or --%s" % self.either[name] if name in self.either else "",
+                ", one or more" if self.more else "",
+                opts.get("help") or "",
+            )
         return opts
 
     def get_arguments(self, ignore_unknown_help=None):
@@ -70,9 +75,11 @@ def task(*args, **kwargs):
 ENGINE_HELP = "docker (default, or $DLREPRO_ENGINE) or podman (its Docker-compatible API socket)"
 BASE_SOURCE_HELP = "auto (a base already here, else registry by digest, else mmdebstrap), registry or bootstrap"
 RESULTS_HELP = "the results folder (default: $DLREPRO_RESULTS, else the checkout's results/)"
-PRICE_HELP = ("USD per device-hour (one GPU, or one logical CPU), as the price table's, for the cost per 1M samples: "
-              "a job pays it for each device it used, so a 2-CPU job twice a 1-CPU job's (default: "
-              "dlrepro/inputs/prices.yaml, dated on-demand list prices with their sources)")
+PRICE_HELP = (
+    "USD per device-hour (one GPU, or one logical CPU), as the price table's, for the cost per 1M samples: "
+    "a job pays it for each device it used, so a 2-CPU job twice a 1-CPU job's (default: "
+    "dlrepro/inputs/prices.yaml, dated on-demand list prices with their sources)"
+)
 BUNDLE_HELP = "a bundle: its folder, its id under --results, or 'latest'"
 
 

@@ -1,25 +1,28 @@
 """`dlrepro plan`: what a study would get on a host before anything runs (dlrepro.plan.coverage), as a table grouped by
 what the user would need for each verdict."""
+
 from invoke import Exit
 
 from dlrepro.cli.console import console, user_errors
 from dlrepro.cli.options import count, task
 
 
-@task(help={
-    "study": "a study of studies/ (dlbench, dlf) or the path of a study file; 'all': the README's table, every "
-             "study on the standard hosts (Markdown)",
-    "gpu-model": "a GPU model (K80, GTX 980, GTX Titan X, P100, GTX 1080, V100, A100, L4, RTX 4090, H100, H200, or "
-                 "as nvidia-smi names it; default: this host's)",
-    "gpu-count": "how many GPUs, >= 1 (default: 1 with --gpu-model, else this host's)",
-    "cpus": "CPU cores, >= 1 (default: this host's)",
-    "datasets": "the datasets in the cache, comma-separated, 'all' or 'none' "
-                "(default: this host's cache; 'all' for a "
-                "host described by --gpu-model, --gpu-count or --cpus)",
-    "allow-ptx-jit": "count an image that runs only by PTX JIT as runnable (as `dlrepro run --allow-ptx-jit`)",
-    "versions": "the version set whose images run (as `dlrepro study --versions`): published, today (default) or "
-                "both (a plan for each)",
-})
+@task(
+    help={
+        "study": "a study of studies/ (dlbench, dlf) or the path of a study file; 'all': the README's table, every "
+        "study on the standard hosts (Markdown)",
+        "gpu-model": "a GPU model (K80, GTX 980, GTX Titan X, P100, GTX 1080, V100, A100, L4, RTX 4090, H100, H200, or "
+        "as nvidia-smi names it; default: this host's)",
+        "gpu-count": "how many GPUs, >= 1 (default: 1 with --gpu-model, else this host's)",
+        "cpus": "CPU cores, >= 1 (default: this host's)",
+        "datasets": "the datasets in the cache, comma-separated, 'all' or 'none' "
+        "(default: this host's cache; 'all' for a "
+        "host described by --gpu-model, --gpu-count or --cpus)",
+        "allow-ptx-jit": "count an image that runs only by PTX JIT as runnable (as `dlrepro run --allow-ptx-jit`)",
+        "versions": "the version set whose images run (as `dlrepro study --versions`): published, today (default) or "
+        "both (a plan for each)",
+    }
+)
 def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_jit=False, versions="today"):
     """Say what a host would get of a study, and what renting it takes.
 
@@ -31,18 +34,20 @@ def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_j
     cost there estimated from the passes recorded under results/ (each run's pass named), the images and datasets
     with their sizes, and the command to run there (dlrepro.run.estimate). Reads the study, the specs, the image
     matrix and the committed bundles; runs nothing. Exit status 0, 2 on bad input."""
+    from dlrepro.errors import DlreproError
+    from dlrepro.images import matrix as matrixmod
     from dlrepro.inputs import eras, studies
     from dlrepro.plan import coverage, coverage_table
     from dlrepro.run import estimate
-    from dlrepro.errors import DlreproError
-    from dlrepro.images import matrix as matrixmod
 
     with user_errors():
         matrix = matrixmod.load()
         if study == "all":
             if gpu_model or gpu_count or cpus or datasets or allow_ptx_jit or versions != "today":
-                raise DlreproError("plan all: prints the README's table for its standard hosts and takes no other "
-                                   "option", "name a study to plan for one host: dlrepro plan dlbench --gpu-model H100")
+                raise DlreproError(
+                    "plan all: prints the README's table for its standard hosts and takes no other option",
+                    "name a study to plan for one host: dlrepro plan dlbench --gpu-model H100",
+                )
             print(coverage_table.markdown_table([studies.load(n) for n in studies.available()], matrix), end="")
             raise Exit(code=0)
         sets = ("published", "today") if eras.checked(versions) == "both" else (versions,)
@@ -52,9 +57,13 @@ def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_j
         if gpu_count and not (gpu_model or here.gpu):
             raise DlreproError("--gpu-count: this host has no GPU; say which", "add --gpu-model, e.g. --gpu-model H100")
         hardware = coverage.Hardware(
-            gpu_model or here.gpu, count("--gpu-count", gpu_count) or (1 if gpu_model else here.gpus),
-            count("--cpus", cpus) or here.cpus, _datasets(datasets, coverage, here, described), allow_ptx_jit,
-            None if gpu_model else here.gpu_capability)
+            gpu_model or here.gpu,
+            count("--gpu-count", gpu_count) or (1 if gpu_model else here.gpus),
+            count("--cpus", cpus) or here.cpus,
+            _datasets(datasets, coverage, here, described),
+            allow_ptx_jit,
+            None if gpu_model else here.gpu_capability,
+        )
         try:
             hardware.capability
         except ValueError as exc:
@@ -98,8 +107,10 @@ def _datasets(text, coverage, here, described):
         return coverage.every_dataset() if wanted == ["all"] else frozenset()
     unknown = sorted(set(wanted) - coverage.every_dataset())
     if unknown:
-        raise DlreproError("--datasets: no dataset %s in dlrepro/inputs/datasets.yaml" % ", ".join(map(repr, unknown)),
-                           "give 'all', 'none' or some of: %s" % ", ".join(sorted(coverage.every_dataset())))
+        raise DlreproError(
+            "--datasets: no dataset %s in dlrepro/inputs/datasets.yaml" % ", ".join(map(repr, unknown)),
+            "give 'all', 'none' or some of: %s" % ", ".join(sorted(coverage.every_dataset())),
+        )
     return frozenset(wanted)
 
 
@@ -116,11 +127,21 @@ def show(study, hardware, found, said):
     name = study.title.split(" - ")[0]
     testable, causes = coverage.counts(found["claims"])
     cells, cell_causes = coverage.counts(found["cells"])
-    console.print("On %s [%s]: %d of %s %d claims testable; %d of %d published cells judged, %d more shown "
-                  "(measured on other hardware than the published)." % (
-                      hardware.describe(), said, testable, name + ("'" if name.endswith("s") else "'s"),
-                      len(found["claims"]), cells, len(found["cells"]), cell_causes.get("other hardware", 0)),
-                  markup=False)
+    console.print(
+        "On %s [%s]: %d of %s %d claims testable; %d of %d published cells judged, %d more shown "
+        "(measured on other hardware than the published)."
+        % (
+            hardware.describe(),
+            said,
+            testable,
+            name + ("'" if name.endswith("s") else "'s"),
+            len(found["claims"]),
+            cells,
+            len(found["cells"]),
+            cell_causes.get("other hardware", 0),
+        ),
+        markup=False,
+    )
     if study.unretrieved():
         console.print(study.unretrieved(), markup=False, soft_wrap=True)
     notes, shared = plan_text.Notes(), plan_text.shared_reasons(found)
@@ -142,15 +163,16 @@ def rent(given, hardware, recorded):
     """What renting ``hardware`` for the study takes (dlrepro.run.estimate, from the Passes ``recorded``): its price per
     hour, the study's estimated time and cost there with their source, the images and datasets it needs, and the
     command to run there."""
-    from dlrepro.run import estimate
     from dlrepro.cli import plan_text
+    from dlrepro.run import estimate
 
     runs = estimate.runs(given, hardware, recorded)
     price = estimate.price(hardware)
     lines = [plan_text.price_line(price, hardware)]
     if runs:
-        lines += plan_text.time_lines(runs, price) + plan_text.fetch_lines(runs, estimate.image_sizes(),
-                                                                           estimate.dataset_bytes)
+        lines += plan_text.time_lines(runs, price) + plan_text.fetch_lines(
+            runs, estimate.image_sizes(), estimate.dataset_bytes
+        )
     else:
         lines.append("time: none of the study's runs has a job on this host")
     lines.append(plan_text.command_line(given.study, given.versions))

@@ -2,9 +2,10 @@
 numbered note printed once under the table, the rows naming its tools and number), and what renting the host
 would take (dlrepro.run.estimate): its price, the study's time and cost there with their source, what to fetch and
 the command to run."""
+
 from dlrepro import REPO_ROOT
-from dlrepro.run import estimate
 from dlrepro.plan import coverage
+from dlrepro.run import estimate
 
 VERSIONS_OPTION = {"today": "", "published": " --versions published"}  # what `dlrepro study` takes for each set
 
@@ -39,8 +40,9 @@ def why_text(o, notes, shared):
     """A claim row's "why": its reason with each reason of ``shared`` (texts used more than once) as its tools and a
     note number ("CNTK, MXNet [2]"), the others as they are."""
     if o.testable:
-        return "caveat [%d]" % notes.ref(o.caveat) if o.caveat in shared else (
-            "caveat: %s" % o.caveat if o.caveat else "")
+        return (
+            "caveat [%d]" % notes.ref(o.caveat) if o.caveat in shared else ("caveat: %s" % o.caveat if o.caveat else "")
+        )
     if not o.tools:
         return "[%d]" % notes.ref(o.reason) if o.reason in shared else o.reason
     groups = _tool_groups(o)
@@ -92,18 +94,29 @@ def price_line(price, hardware):
     """'price: 49.16 USD an hour (4 x 12.29 USD per device-hour: H100 80GB HBM3, p5.48xlarge ...; on-demand, 2023-07,
     launch price; dlrepro/inputs/prices.yaml aws-p5-h100)', or what is missing and how to give a price."""
     if price is None:
-        return ("price: none in dlrepro/inputs/prices.yaml for %s (a row's names are the devices' as CUDA names them; a bare "
-                "model matches one row only)" % (hardware.gpu or "a CPU core"))
+        return (
+            "price: none in dlrepro/inputs/prices.yaml for %s (a row's names are the devices' as CUDA names them; a "
+            "bare "
+            "model matches one row only)" % (hardware.gpu or "a CPU core")
+        )
     row = price.row
     return "price: %.2f USD an hour (%d x %s USD per %s-hour: %s; %s, %s%s; dlrepro/inputs/prices.yaml %s)" % (
-        price.usd_per_hour, price.devices, format(row.usd_per_device_hour, "g"), "device" if row.names else "CPU",
-        row.names[0] if row.names else "one logical CPU", row.instance, row.dated,
-        ", launch price" if row.launch else "", row.id)
+        price.usd_per_hour,
+        price.devices,
+        format(row.usd_per_device_hour, "g"),
+        "device" if row.names else "CPU",
+        row.names[0] if row.names else "one logical CPU",
+        row.instance,
+        row.dated,
+        ", launch price" if row.launch else "",
+        row.id,
+    )
 
 
 def time_lines(runs, price):
     """The estimate's lines: the total (of the runs with a recorded pass; 'at least' when some have none) and its
     cost at ``price``, the GPU runs alone, then one line per run: its jobs x the seconds per job of its source."""
+
     def total(subset):
         known = [r.seconds for r in subset if r.seconds is not None]
         seconds = sum(known)
@@ -111,21 +124,38 @@ def time_lines(runs, price):
         cost = ", %s %.2f USD at that price" % (bound, seconds / 3600.0 * price.usd_per_hour) if price else ""
         return "%s %s for %d jobs%s" % (bound, duration(seconds), sum(r.jobs for r in subset), cost)
 
-    lines = ["time: %s (each run's jobs here x the seconds per job of a recorded pass of its spec, device and mode "
-             "at the spec's lengths: one of its variants first, then this GPU model, then the newest; not scaled to "
-             "this host's speed)" % total(runs)]
+    lines = [
+        "time: %s (each run's jobs here x the seconds per job of a recorded pass of its spec, device and mode "
+        "at the spec's lengths: one of its variants first, then this GPU model, then the newest; not scaled to "
+        "this host's speed)" % total(runs)
+    ]
     gpu = [r for r in runs if r.device == "cuda"]
     if gpu and len(gpu) < len(runs):
         lines.append("  the GPU runs alone (--device cuda): %s" % total(gpu))
     for r in runs:
         if r.source is None:
-            lines.append("  %s: %d jobs, no recorded %s pass like it: not estimated" % (
-                r.run, r.jobs, "GPU" if r.device == "cuda" else "CPU"))
+            lines.append(
+                "  %s: %d jobs, no recorded %s pass like it: not estimated"
+                % (r.run, r.jobs, "GPU" if r.device == "cuda" else "CPU")
+            )
         else:
             s = r.source
-            lines.append("  %s: %d jobs x %.1f s = %s (from %s: %d job%s of %s in %d s on %s%s)" % (
-                r.run, r.jobs, s.per_job, duration(r.seconds), s.bundle, s.jobs, "s"[s.jobs == 1:],
-                ", ".join(sorted(s.variants)), round(s.seconds), s.host(), ", --quick" if s.quick else ""))
+            lines.append(
+                "  %s: %d jobs x %.1f s = %s (from %s: %d job%s of %s in %d s on %s%s)"
+                % (
+                    r.run,
+                    r.jobs,
+                    s.per_job,
+                    duration(r.seconds),
+                    s.bundle,
+                    s.jobs,
+                    "s"[s.jobs == 1 :],
+                    ", ".join(sorted(s.variants)),
+                    round(s.seconds),
+                    s.host(),
+                    ", --quick" if s.quick else "",
+                )
+            )
     return lines
 
 
@@ -135,17 +165,31 @@ def fetch_lines(runs, image_sizes, dataset_bytes):
     ``dataset_bytes(name)``)."""
     images = sorted({name for r in runs for name in r.images})
     sized = [n for n in images if n in image_sizes]
-    lines = ["images the study builds where missing: %d%s%s" % (
-        len(images), "; sizes as built and measured (%s): %s, %s in all" % (
-            estimate.IMAGE_RECORD.relative_to(REPO_ROOT),
-            ", ".join("%s %s" % (n, gigabytes(image_sizes[n])) for n in sized),
-            gigabytes(sum(image_sizes[n] for n in sized))) if sized else "",
-        "; size not recorded: %s" % ", ".join(n for n in images if n not in sized) if len(sized) < len(images)
-        else "")]
+    lines = [
+        "images the study builds where missing: %d%s%s"
+        % (
+            len(images),
+            "; sizes as built and measured (%s): %s, %s in all"
+            % (
+                estimate.IMAGE_RECORD.relative_to(REPO_ROOT),
+                ", ".join("%s %s" % (n, gigabytes(image_sizes[n])) for n in sized),
+                gigabytes(sum(image_sizes[n] for n in sized)),
+            )
+            if sized
+            else "",
+            "; size not recorded: %s" % ", ".join(n for n in images if n not in sized)
+            if len(sized) < len(images)
+            else "",
+        )
+    ]
     data = list(dict.fromkeys(name for r in runs for name in r.datasets))
     if data:
-        lines.append("datasets the study fetches where missing: %s" % ", ".join(
-            "%s %s" % (n, gigabytes(dataset_bytes(n)) if dataset_bytes(n) else "(size not pinned)") for n in data))
+        lines.append(
+            "datasets the study fetches where missing: %s"
+            % ", ".join(
+                "%s %s" % (n, gigabytes(dataset_bytes(n)) if dataset_bytes(n) else "(size not pinned)") for n in data
+            )
+        )
     return lines
 
 

@@ -1,4 +1,5 @@
 """The progress of a run or a study on the terminal: a rich bar over the jobs and one line per finished job."""
+
 import datetime
 import statistics
 
@@ -15,8 +16,14 @@ def job_line(job_id, result):
     timing = result.get("timing")
     if status == "ok" and timing:
         s = timing["summary"]
-        line += "  %.4g s (mean %.4g, IQR %.2g) %s, %.4g %s" % (s["median"], s["mean"], s["iqr"], timing["quantity"],
-                                                                timing["throughput"], timing["throughput_unit"])
+        line += "  %.4g s (mean %.4g, IQR %.2g) %s, %.4g %s" % (
+            s["median"],
+            s["mean"],
+            s["iqr"],
+            timing["quantity"],
+            timing["throughput"],
+            timing["throughput_unit"],
+        )
         params = result.get("parameters")
         if params:
             line += ", %s parameters" % format(params["measured"], ",")
@@ -57,15 +64,23 @@ class RichReporter(Reporter):
     (``skipped_summary``)."""
 
     def __init__(self):
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self.task = None
         self.queued, self.running = set(), set()
         self.skipped = {}  # (reason, remedy): [job ids]
 
     def _describe(self, job_id):
-        counts = "%d queued, %d running: " % (len(self.queued), len(self.running)) if self.queued or self.running \
-            else ""
+        counts = (
+            "%d queued, %d running: " % (len(self.queued), len(self.running)) if self.queued or self.running else ""
+        )
         self.progress.update(self.task, description=counts + (job_id or ""))
 
     def __enter__(self):  # the bar starts with the jobs: an error before them prints alone, on its first line

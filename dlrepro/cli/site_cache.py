@@ -6,6 +6,7 @@ A stamp is the SHA-256 of: the code (every file of dlrepro/, runner/, specs/ and
 ``code_digest``), the price given (or none), the report's name, and its inputs' bytes (a bundle's DATA files; a
 study record and the bundles it names). Same stamp, same report: it is not drawn again.
 """
+
 import hashlib
 import json
 import os
@@ -77,7 +78,8 @@ def copy_if_changed(source, target):
     bytes; returns whether it copied."""
     try:
         if os.path.samefile(source, target) or (
-                target.stat().st_size == source.stat().st_size and target.read_bytes() == source.read_bytes()):
+            target.stat().st_size == source.stat().st_size and target.read_bytes() == source.read_bytes()
+        ):
             return False
         target.unlink()
     except OSError:

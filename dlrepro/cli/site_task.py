@@ -20,6 +20,7 @@ change. Pages of configurations or studies no longer in the results are removed;
 never removed. A bundle or record that cannot be read (or a second folder holding a bundle id already listed) is a
 row that says why, and the rest is built: ``Site.problems``.
 """
+
 import json
 import multiprocessing
 import os
@@ -27,13 +28,18 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dlrepro.answers import across as acrossmod
+from dlrepro.answers import cost, gather, model
+from dlrepro.answers import history as historymod
+from dlrepro.answers import matrix as matrixmod
+from dlrepro.cli import site_cache
 from dlrepro.errors import DlreproError
 from dlrepro.inputs.frameworks import display
-from dlrepro.answers import gather
-from dlrepro.cli import site_cache
 from dlrepro.store import bundle, records, tables
-from dlrepro.answers import across as acrossmod, cost, history as historymod, matrix as matrixmod, model
-from dlrepro.views import report as reports, site as pages, site_across, study_report as study_reports
+from dlrepro.views import report as reports
+from dlrepro.views import site as pages
+from dlrepro.views import site_across
+from dlrepro.views import study_report as study_reports
 
 
 @dataclass
@@ -49,8 +55,9 @@ class Site:
 
 def _host(row):
     hardware = row["hardware"]
-    return ", ".join("%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h
-                     for h in dict.fromkeys(hardware))
+    return ", ".join(
+        "%d x %s" % (hardware.count(h), h) if hardware.count(h) > 1 else h for h in dict.fromkeys(hardware)
+    )
 
 
 def _bundle_row(row, answer, made):
@@ -60,35 +67,68 @@ def _bundle_row(row, answer, made):
     counts = row["counts"]
     jobs = ", ".join("%d %s" % (n, k) for k, n in counts.items() if n and k != "ok")
     lines = [line for line in made.headline if not line.startswith("Smoke pass")]
-    return {"id": row["id"], "report": "%s/report.html" % row["id"], "spec": row["spec"],
-            "created": row["created"] or "", "host": _host(row),
-            "commit": (((body.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
-            "frameworks": ", ".join(v.strip() for v in versions), "headline": lines[0] if lines else "",
-            "state": row["state"] + (" (smoke pass)" if answer.smoke else ""), "jobs": jobs}
+    return {
+        "id": row["id"],
+        "report": "%s/report.html" % row["id"],
+        "spec": row["spec"],
+        "created": row["created"] or "",
+        "host": _host(row),
+        "commit": (((body.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
+        "frameworks": ", ".join(v.strip() for v in versions),
+        "headline": lines[0] if lines else "",
+        "state": row["state"] + (" (smoke pass)" if answer.smoke else ""),
+        "jobs": jobs,
+    }
 
 
 def _study_row(answer, name):
     asked = answer.record.get("asked") or {}
     versions = {"both": "published and today's", "published": "published"}.get(asked.get("versions"), "today's")
-    return {"name": name, "report": "records/%s/study.html" % name, "study": answer.record["study"],
-            "created": answer.record["created"], "host": answer.host or "no bundle", "versions": versions,
-            "commit": (((answer.record.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
-            "answer": answer.answer, "state": "finished" if answer.record.get("finished") else "not finished"}
+    return {
+        "name": name,
+        "report": "records/%s/study.html" % name,
+        "study": answer.record["study"],
+        "created": answer.record["created"],
+        "host": answer.host or "no bundle",
+        "versions": versions,
+        "commit": (((answer.record.get("suite") or {}).get("git") or {}).get("commit") or "")[:10],
+        "answer": answer.answer,
+        "state": "finished" if answer.record.get("finished") else "not finished",
+    }
 
 
 def _unreadable(name, why, **row):
     """An index row of a bundle or record that has no report: ``why``, in its headline or answer cell."""
-    return dict({"id": name, "name": name, "report": None, "spec": "", "study": "", "created": "", "host": "",
-                 "commit": "", "frameworks": "", "versions": "", "headline": why, "answer": why, "state": "unreadable",
-                 "jobs": "", "data": []}, **row)
+    return dict(
+        {
+            "id": name,
+            "name": name,
+            "report": None,
+            "spec": "",
+            "study": "",
+            "created": "",
+            "host": "",
+            "commit": "",
+            "frameworks": "",
+            "versions": "",
+            "headline": why,
+            "answer": why,
+            "state": "unreadable",
+            "jobs": "",
+            "data": [],
+        },
+        **row,
+    )
 
 
 def _root(results_dir):
     """The results folder; raises DlreproError when it does not exist or is a bundle (its parent holds it)."""
     root = bundle.existing_root(results_dir)
     if (root / "bundle.json").is_file():
-        raise DlreproError("--results %s: this is a bundle, not a results folder" % root,
-                           "give the folder that holds the bundles (here: %s)" % root.parent)
+        raise DlreproError(
+            "--results %s: this is a bundle, not a results folder" % root,
+            "give the folder that holds the bundles (here: %s)" % root.parent,
+        )
     return root
 
 
@@ -119,8 +159,12 @@ def _study_report(path, root, out, price_per_hour, draw):
     if draw:
         folder = out / "records" / path.stem
         site_cache.copy_if_changed(path, folder / "record.json")
-        study_reports.write(answer, folder, allow_missing=True, site={
-            "up": "../../", "data": [("record.json", "record.json"), ("study.json", "study.json")]})
+        study_reports.write(
+            answer,
+            folder,
+            allow_missing=True,
+            site={"up": "../../", "data": [("record.json", "record.json"), ("study.json", "study.json")]},
+        )
     return answer
 
 
@@ -152,8 +196,9 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
     cache, fresh = site_cache.load(out), {"bundles": {}, "records": {}}
     bundle_rows, listed, bodies, problems, seen, written, drawn = [], [], [], [], {}, 0, 0
     rows = [row for row in bundle.listing(root)]
-    records_found = [path for path in sorted(records.records_dir(root).glob("*.json"))
-                     if records.STAMP.match(path.name)]
+    records_found = [
+        path for path in sorted(records.records_dir(root).glob("*.json")) if records.STAMP.match(path.name)
+    ]
     stamps, links = {}, {}
     for row in rows:
         stamps[row["id"]] = site_cache.stamp(row["id"], site_cache.bundle_files(row["folder"]), price_per_hour)
@@ -168,18 +213,27 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
     with _pool(len(rows) + len(records_found)) as pool:
         first = {}  # bundle id: the index of the first row listing it, the one whose report is written at once
         cached = cache["bundles"]
-        written_now = [None if first.setdefault(row["id"], i) != i
-                       or (cached.get(row["id"]) or {}).get("stamp") == stamps[row["id"]] and
-                       (out / row["id"] / "report.html").is_file()
-                       else pool.submit(_bundle_report, row, root, out, price_per_hour, links[row["id"]])
-                       for i, row in enumerate(rows)]
-        draw = {p.stem: record_stamps[p.stem] is None or (cache["records"].get(p.stem) or {}).get("stamp") !=
-                record_stamps[p.stem] or not (out / "records" / p.stem / "study.html").is_file() for p in records_found}
-        kept = {p.stem: site_cache.kept(out, p.stem, record_stamps[p.stem]) for p in records_found
-                if not draw[p.stem]}
-        studied = [None if kept.get(path.stem) is not None else
-                   pool.submit(_study_report, path, root, out, price_per_hour, draw[path.stem])
-                   for path in records_found]
+        written_now = [
+            None
+            if first.setdefault(row["id"], i) != i
+            or (cached.get(row["id"]) or {}).get("stamp") == stamps[row["id"]]
+            and (out / row["id"] / "report.html").is_file()
+            else pool.submit(_bundle_report, row, root, out, price_per_hour, links[row["id"]])
+            for i, row in enumerate(rows)
+        ]
+        draw = {
+            p.stem: record_stamps[p.stem] is None
+            or (cache["records"].get(p.stem) or {}).get("stamp") != record_stamps[p.stem]
+            or not (out / "records" / p.stem / "study.html").is_file()
+            for p in records_found
+        }
+        kept = {p.stem: site_cache.kept(out, p.stem, record_stamps[p.stem]) for p in records_found if not draw[p.stem]}
+        studied = [
+            None
+            if kept.get(path.stem) is not None
+            else pool.submit(_study_report, path, root, out, price_per_hour, draw[path.stem])
+            for path in records_found
+        ]
         for i, (row, future) in enumerate(zip(rows, written_now)):
             try:
                 if row["id"] in seen:
@@ -197,8 +251,9 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
             seen[row["id"]] = row["folder"].name
             listed.append(row)
             bodies.append(bundle.body(row["folder"]))
-            bundle_rows.append(dict(index_row, data=[(label, "%s/%s" % (row["id"], href))
-                                                     for label, href in links[row["id"]]]))
+            bundle_rows.append(
+                dict(index_row, data=[(label, "%s/%s" % (row["id"], href)) for label, href in links[row["id"]]])
+            )
             fresh["bundles"][row["id"]] = {"stamp": stamps[row["id"]], "row": index_row}
             if future is not None or first[row["id"]] != i:
                 drawn += 1
@@ -220,8 +275,7 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
                 drawn += 1
                 progress("study report %s" % path.stem)
     summary, samples = tables.merge([r["folder"] for r in listed]) if listed else (None, None)
-    configurations = historymod.history(bodies, cost.priced(summary, bodies, price_per_hour), samples) \
-        if listed else []
+    configurations = historymod.history(bodies, cost.priced(summary, bodies, price_per_hour), samples) if listed else []
     found_across = acrossmod.across(configurations, model.recorded(bodies).references)
     across_of = {r.configuration.slug: a.slug for a in found_across for r in a.rows}
     matrices = matrixmod.matrices(answers)
@@ -234,6 +288,7 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
 class Drawn:
     """What the site's own pages are drawn from: the history's Configurations, the Across groups and {configuration
     slug: its Across slug}, the studies' Matrices, the index's rows of bundles and study records."""
+
     configurations: list
     across: list
     across_of: dict
@@ -243,44 +298,59 @@ class Drawn:
 
 
 def _configuration_pages(d):
-    return dict([("%s.html" % c.slug, pages.configuration_page(c, "../", d.across_of.get(c.slug)))
-                 for c in d.configurations]
-                + [("%s.json" % c.slug, _json(pages.configuration_rows(c, "../"))) for c in d.configurations])
+    return dict(
+        [("%s.html" % c.slug, pages.configuration_page(c, "../", d.across_of.get(c.slug))) for c in d.configurations]
+        + [("%s.json" % c.slug, _json(pages.configuration_rows(c, "../"))) for c in d.configurations]
+    )
 
 
 def _across_pages(d):
-    return dict([("%s.html" % a.slug, site_across.across_page(a)) for a in d.across]
-                + [("%s.json" % a.slug, _json({"lines": site_across.across_rows(a, "../"),
-                                               "published": site_across.published_rows(a)})) for a in d.across])
+    return dict(
+        [("%s.html" % a.slug, site_across.across_page(a)) for a in d.across]
+        + [
+            (
+                "%s.json" % a.slug,
+                _json({"lines": site_across.across_rows(a, "../"), "published": site_across.published_rows(a)}),
+            )
+            for a in d.across
+        ]
+    )
 
 
 def _study_pages(d):
-    return dict([("%s.html" % m.study, pages.study_page(m)) for m in d.matrices]
-                + [("%s.json" % m.study, _json([c for _, c in sorted(pages.study_cells(m).items())]))
-                   for m in d.matrices])
+    return dict(
+        [("%s.html" % m.study, pages.study_page(m)) for m in d.matrices]
+        + [("%s.json" % m.study, _json([c for _, c in sorted(pages.study_cells(m).items())])) for m in d.matrices]
+    )
 
 
 def _lists(d):
-    return {"configurations.html": pages.configurations_page(d.configurations, d.across_of),
-            "configurations.json": _json(pages.configurations_rows(d.configurations, d.across_of)),
-            "across.html": site_across.across_list_page(d.across),
-            "across.json": _json(site_across.across_list_rows(d.across))}
+    return {
+        "configurations.html": pages.configurations_page(d.configurations, d.across_of),
+        "configurations.json": _json(pages.configurations_rows(d.configurations, d.across_of)),
+        "across.html": site_across.across_list_page(d.across),
+        "across.json": _json(site_across.across_list_rows(d.across)),
+    }
 
 
 def _front(d):
-    return {"feed.xml": site_across.feed(d.configurations),
-            "index.json": _json({"bundles": d.bundle_rows, "studies": d.study_rows}),
-            "index.html": pages.index_page(d.bundle_rows, d.study_rows, d.matrices, d.configurations)}
+    return {
+        "feed.xml": site_across.feed(d.configurations),
+        "index.json": _json({"bundles": d.bundle_rows, "studies": d.study_rows}),
+        "index.html": pages.index_page(d.bundle_rows, d.study_rows, d.matrices, d.configurations),
+    }
 
 
 # The site's own pages, each unit with its name, in the order written (asv's OutputPublisher way): (name, its
 # folder under the site, or None for the site's root, its files {name: text} drawn from a Drawn). A unit's folder
 # holds only its files: the .html and .json files there that it did not make are removed.
-PAGES = (("configuration histories", "configurations", _configuration_pages),
-         ("across hardware and versions", "across", _across_pages),
-         ("study matrices", "studies", _study_pages),
-         ("lists", None, _lists),
-         ("index and feed", None, _front))
+PAGES = (
+    ("configuration histories", "configurations", _configuration_pages),
+    ("across hardware and versions", "across", _across_pages),
+    ("study matrices", "studies", _study_pages),
+    ("lists", None, _lists),
+    ("index and feed", None, _front),
+)
 
 
 def _pages(out, drawn):
@@ -288,6 +358,9 @@ def _pages(out, drawn):
     written = 0
     for _, folder, files in PAGES:
         made = files(drawn)
-        written += site_cache.replace_pages(out / folder, made) if folder else sum(
-            site_cache.write_if_changed(out / name, text) for name, text in made.items())
+        written += (
+            site_cache.replace_pages(out / folder, made)
+            if folder
+            else sum(site_cache.write_if_changed(out / name, text) for name, text in made.items())
+        )
     return written

@@ -1,5 +1,6 @@
 """Invoke's parser errors as the suite's usage errors: what was wrong in the suite's words, with the near miss
 ("did you mean report?") and what to type instead. Standard library only: an error costs no import."""
+
 import re
 
 from dlrepro.names import near_miss
@@ -25,11 +26,19 @@ def explain(message, context, task_names, core_flags):
     if unknown:
         word = unknown.group(1)
         taken = [a for a in getattr(context, "positional_args", ()) if a.value is not None]
-        return "no task %r%s" % (word, near_miss(word, task_names) or ("; %s takes %s" % (task, ", ".join(
-            "one %s (%r given)" % (a.name, a.value) for a in taken)) if taken else "")), remedy
+        return "no task %r%s" % (
+            word,
+            near_miss(word, task_names)
+            or (
+                "; %s takes %s" % (task, ", ".join("one %s (%r given)" % (a.name, a.value) for a in taken))
+                if taken
+                else ""
+            ),
+        ), remedy
     if MISSING.match(message) and context is not None:
         return "%s: missing %s" % (task, "; ".join(_wanted(a) for a in context.missing_positional_args)), (
-            "`dlrepro %s %s`; %s" % (task, " ".join(a.name.upper() for a in context.positional_args), remedy))
+            "`dlrepro %s %s`; %s" % (task, " ".join(a.name.upper() for a in context.positional_args), remedy)
+        )
     no_value = NO_VALUE.match(message)
     if no_value and context is not None and no_value.group(1) in context.args:
         arg = context.args[no_value.group(1)]

@@ -9,6 +9,7 @@ which is also the diff_id of the single layer that ``docker import`` makes (chec
 after the import), and for a copied CPython the SHA-256 of its file tree. Builds that run
 at once (dlrepro.images.build.ensure_all) wait for a base another one is making.
 """
+
 import hashlib
 import json
 import os
@@ -20,11 +21,10 @@ import time
 
 import docker
 
-from dlrepro import cache, heartbeat
-from dlrepro.images import pythons
-from dlrepro import engine
+from dlrepro import cache, engine, heartbeat
 from dlrepro.engine import client
 from dlrepro.errors import ImageError
+from dlrepro.images import pythons
 from runner.contract import utc_now
 
 LABEL = "org.dlrepro.base"
@@ -44,8 +44,15 @@ class BaseRef:
 
     @property
     def record(self):
-        return dict(self.detail, name=self.name, ref=self.ref, source=self.source, digest=self.digest,
-                    image_id=self.image_id, python=self.python.record if self.python else None)
+        return dict(
+            self.detail,
+            name=self.name,
+            ref=self.ref,
+            source=self.source,
+            digest=self.digest,
+            image_id=self.image_id,
+            python=self.python.record if self.python else None,
+        )
 
 
 def _digest_ref(pinned):
@@ -80,9 +87,18 @@ def _bootstrapped(name):
     labels = image.labels
     tags = [engine.local_name(t) for t in image.tags]  # Podman's import also leaves a ":latest"
     ref = ([t for t in tags if t.startswith("%s:%s-" % (BOOTSTRAP_REPO, name))] or tags)[0]
-    return BaseRef(name, ref, "bootstrap", labels["org.dlrepro.rootfs"], image.id,
-                   {"suite": labels.get("org.dlrepro.suite"), "variant": labels.get("org.dlrepro.variant"),
-                    "bootstrapped": labels.get("org.dlrepro.bootstrapped")})
+    return BaseRef(
+        name,
+        ref,
+        "bootstrap",
+        labels["org.dlrepro.rootfs"],
+        image.id,
+        {
+            "suite": labels.get("org.dlrepro.suite"),
+            "variant": labels.get("org.dlrepro.variant"),
+            "bootstrapped": labels.get("org.dlrepro.bootstrapped"),
+        },
+    )
 
 
 def _reused(name, log):
@@ -100,18 +116,27 @@ def bootstrap(name, base, log, mirror=None):
     Raises ImageError when mmdebstrap is missing or fails (its log named).
     """
     if shutil.which("mmdebstrap") is None:
-        raise ImageError("no registry answered for base %s and mmdebstrap is not installed: install it "
-                         "(`apt-get install mmdebstrap`) or make the registry reachable" % name)
+        raise ImageError(
+            "no registry answered for base %s and mmdebstrap is not installed: install it "
+            "(`apt-get install mmdebstrap`) or make the registry reachable" % name
+        )
     spec = base.bootstrap
     with tempfile.TemporaryDirectory(dir=cache.directory("bootstrap")) as tmp:
-        tar_path, log_path = os.path.join(tmp, "rootfs.tar"), cache.directory("builds") / ("base-%s.bootstrap.log" % name)
+        tar_path, log_path = (
+            os.path.join(tmp, "rootfs.tar"),
+            cache.directory("builds") / ("base-%s.bootstrap.log" % name),
+        )
         log("bootstrapping base %s: mmdebstrap --variant=%s %s" % (name, spec.variant, spec.suite))
         command = ["mmdebstrap", "--variant=%s" % spec.variant, spec.suite, tar_path] + ([mirror] if mirror else [])
         stage, start = ["mmdebstrap"], time.monotonic()
 
         def describe():  # the heartbeat: the stage, for how long, and mmdebstrap's last line
-            return "base %s: %s, %s%s" % (name, stage[0], heartbeat.clock(time.monotonic() - start),
-                                          ": " + _last_line(log_path) if stage[0] == "mmdebstrap" else "")
+            return "base %s: %s, %s%s" % (
+                name,
+                stage[0],
+                heartbeat.clock(time.monotonic() - start),
+                ": " + _last_line(log_path) if stage[0] == "mmdebstrap" else "",
+            )
 
         with open(log_path, "wb") as out, heartbeat.Heartbeat(log, describe):
             if subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode != 0:
@@ -145,9 +170,15 @@ def _import(name, spec, tar_path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     rootfs_digest = "sha256:" + digest.hexdigest()
-    changes = ["LABEL %s=%s" % (LABEL, name), "LABEL org.dlrepro.rootfs=%s" % rootfs_digest,
-               "LABEL org.dlrepro.suite=%s" % spec.suite, "LABEL org.dlrepro.variant=%s" % spec.variant,
-               "LABEL org.dlrepro.bootstrapped=%s" % utc_now(), "ENV LANG=C.UTF-8", 'CMD ["bash"]']
+    changes = [
+        "LABEL %s=%s" % (LABEL, name),
+        "LABEL org.dlrepro.rootfs=%s" % rootfs_digest,
+        "LABEL org.dlrepro.suite=%s" % spec.suite,
+        "LABEL org.dlrepro.variant=%s" % spec.variant,
+        "LABEL org.dlrepro.bootstrapped=%s" % utc_now(),
+        "ENV LANG=C.UTF-8",
+        'CMD ["bash"]',
+    ]
     tag = "%s-%s" % (name, digest.hexdigest()[:12])
     answer = client().api.import_image_from_file(tar_path, repository=BOOTSTRAP_REPO, tag=tag, changes=changes)
     # Podman 4.3 imports as docker.io/dlrepro/base:latest whatever the tag asked: tag it by the ID it answers
@@ -201,8 +232,10 @@ def _ensure(matrix, name, source, log):
     if found is None and source in ("auto", "registry"):
         found = _registry_base(name, base, log, pull=True)
         if found is None and source == "registry":
-            raise ImageError("base %s: cannot pull %s; use --base-source=bootstrap on a machine without registry "
-                             "access" % (name, base.registry))
+            raise ImageError(
+                "base %s: cannot pull %s; use --base-source=bootstrap on a machine without registry "
+                "access" % (name, base.registry)
+            )
     if found is None:
         return _offline(matrix, name, "bootstrap", log)
     found.python = found.python or pythons.system(base)

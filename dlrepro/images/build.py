@@ -7,6 +7,7 @@ pushed, base record, recipe digest, and the package manifests read from the imag
 several at once. Docker builds with BuildKit, Podman with Buildah (the Dockerfile's
 ``RUN --mount``: dlrepro.images.context).
 """
+
 import io
 import json
 import os
@@ -18,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 import docker
 
 from dlrepro import engine, heartbeat
-from dlrepro.images import bases, buildkit, context, leftovers, transport, vendor
 from dlrepro.engine import client
 from dlrepro.errors import DatasetError, EngineLost, ImageError, SourcesMissing
+from dlrepro.images import bases, buildkit, context, leftovers, transport, vendor
 
 MANIFESTS = ("requirements.lock", "pip-freeze.txt", "dpkg.txt")
 # the image of each build step: "--> <11 hex>" from Podman (BuildKit makes no image of a step)
@@ -43,8 +44,10 @@ class BuildOptions:
         if ca_bundle and not os.path.isfile(ca_bundle):
             raise ImageError("--ca-bundle: no such file: %s" % ca_bundle)
         if sources_from and not os.path.isdir(sources_from):
-            raise ImageError("--sources-from: no such folder: %s" % sources_from,
-                             "give the folder that holds the source archives by name (dlrepro/inputs/datasets.yaml)")
+            raise ImageError(
+                "--sources-from: no such folder: %s" % sources_from,
+                "give the folder that holds the source archives by name (dlrepro/inputs/datasets.yaml)",
+            )
         self.base_source, self.use_host_pip, self.ca_bundle = base_source, use_host_pip, ca_bundle
         self.sources_from = sources_from
 
@@ -53,8 +56,20 @@ class BuildOptions:
 
 
 class BuiltImage:
-    def __init__(self, image, tag, image_id, repo_digests, base, recipe_digest, transport_record, built,
-                 seconds, manifests, dockerfile):
+    def __init__(
+        self,
+        image,
+        tag,
+        image_id,
+        repo_digests,
+        base,
+        recipe_digest,
+        transport_record,
+        built,
+        seconds,
+        manifests,
+        dockerfile,
+    ):
         self.image, self.tag, self.image_id = image, tag, image_id
         self.repo_digests, self.base, self.recipe_digest = repo_digests, base, recipe_digest
         self.transport, self.built, self.seconds = transport_record, built, seconds
@@ -62,12 +77,24 @@ class BuiltImage:
 
     @property
     def record(self):
-        return {"name": self.image.name, "framework": self.image.framework, "framework_version": self.image.version,
-                "device": self.image.device, "python": self.image.python, "cuda": self.image.cuda,
-                "cudnn": self.image.cudnn, "min_driver": self.image.min_driver, "tag": self.tag,
-                "image_id": self.image_id, "repo_digests": self.repo_digests, "recipe_digest": self.recipe_digest,
-                "base": self.base.record, "transport": self.transport, "built_now": self.built,
-                "build_seconds": round(self.seconds, 1)}
+        return {
+            "name": self.image.name,
+            "framework": self.image.framework,
+            "framework_version": self.image.version,
+            "device": self.image.device,
+            "python": self.image.python,
+            "cuda": self.image.cuda,
+            "cudnn": self.image.cudnn,
+            "min_driver": self.image.min_driver,
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "repo_digests": self.repo_digests,
+            "recipe_digest": self.recipe_digest,
+            "base": self.base.record,
+            "transport": self.transport,
+            "built_now": self.built,
+            "build_seconds": round(self.seconds, 1),
+        }
 
 
 def _tar(directory):
@@ -81,10 +108,12 @@ def _tar(directory):
 def _hint(lines):
     text = "\n".join(lines)
     if "No matching distribution" in text and "+cpu" in text:
-        return ("\nPyTorch's CPU wheels (+cpu) are not on PyPI: put the wheel the lock pins (e.g. "
-                "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl) in a folder and `pip config set "
-                "global.find-links FOLDER`, or `pip config set global.extra-index-url INDEX` with the CPU wheel index "
-                "that PyTorch's install selector prints for \"Pip, CPU\" (its --index-url); then build again.")
+        return (
+            "\nPyTorch's CPU wheels (+cpu) are not on PyPI: put the wheel the lock pins (e.g. "
+            "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl) in a folder and `pip config set "
+            "global.find-links FOLDER`, or `pip config set global.extra-index-url INDEX` with the CPU wheel index "
+            'that PyTorch\'s install selector prints for "Pip, CPU" (its --index-url); then build again.'
+        )
     if "THESE PACKAGES DO NOT MATCH THE HASHES" in text:
         return "\nA downloaded file does not match the lock: the index serves other bytes than the lock pins."
     return ""
@@ -95,8 +124,11 @@ def _remove_build_stages(step_ids, final_id):
     failed build, whose every untagged step goes): Podman keeps an image of every step, a compile stage's too.
     """
     # the final image and its history (Podman's history ids lack "sha256:" and leave out the image itself)
-    kept = ({entry["Id"].split(":")[-1] for entry in client().api.history(final_id)} | {final_id.split(":")[-1]}
-            if final_id else set())
+    kept = (
+        {entry["Id"].split(":")[-1] for entry in client().api.history(final_id)} | {final_id.split(":")[-1]}
+        if final_id
+        else set()
+    )
     for short in reversed(step_ids):
         try:
             image = client().images.get(short)
@@ -122,8 +154,12 @@ class _Steps:
     def describe(self):
         now = time.monotonic()
         return "%s: %s, %s in the step, %s building%s" % (
-            self.name, self.step, heartbeat.clock(now - self.step_start),
-            heartbeat.clock(now - self.start), ": " + self.last[:LINE_SHOWN] if self.last else "")
+            self.name,
+            self.step,
+            heartbeat.clock(now - self.step_start),
+            heartbeat.clock(now - self.start),
+            ": " + self.last[:LINE_SHOWN] if self.last else "",
+        )
 
 
 def _answer(ctx):
@@ -133,8 +169,14 @@ def _answer(ctx):
     params = {"t": ctx.tag, "rm": True, "forcerm": True, "pull": False}
     if engine.name() == "docker":
         params["version"] = "2"
-    response = api._post(api._url("/build"), data=_tar(ctx.directory), params=params,
-                         headers={"Content-Type": "application/x-tar"}, stream=True, timeout=None)
+    response = api._post(
+        api._url("/build"),
+        data=_tar(ctx.directory),
+        params=params,
+        headers={"Content-Type": "application/x-tar"},
+        stream=True,
+        timeout=None,
+    )
     api._raise_for_status(response)
     return api._stream_helper(response, decode=True)
 
@@ -156,13 +198,17 @@ def _docker_build(ctx, log):
                         log(steps.begin(text.strip()))
                         beat.touch()
                     elif kind == "line":
-                        steps.last = next((t.strip() for t in reversed(text.splitlines())
-                                           if t.strip() and not STEP_IMAGE.match(t)), steps.last)
+                        steps.last = next(
+                            (t.strip() for t in reversed(text.splitlines()) if t.strip() and not STEP_IMAGE.match(t)),
+                            steps.last,
+                        )
                         step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
                     else:
                         _remove_build_stages(step_ids, None)
-                        raise ImageError("building %s failed; log: %s\n%s%s"
-                                         % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines)))
+                        raise ImageError(
+                            "building %s failed; log: %s\n%s%s"
+                            % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines))
+                        )
         except docker.errors.APIError as exc:
             _remove_build_stages(step_ids, None)
             raise ImageError("building %s failed: %s; log: %s" % (ctx.image.name, exc, log_path)) from None
@@ -227,9 +273,19 @@ def _ensure(matrix, image, options, log):
         built = True
         log("%s: built in %s" % (image.name, heartbeat.clock(time.monotonic() - start)))
     transport_record = json.loads(transport_path.read_text()) if transport_path.is_file() else None
-    return BuiltImage(image, ctx.tag, found.id, found.attrs.get("RepoDigests") or [], base, ctx.digest,
-                      transport_record, built, time.monotonic() - start, read_manifests(found.id),
-                      (ctx.directory / "Dockerfile").read_text())
+    return BuiltImage(
+        image,
+        ctx.tag,
+        found.id,
+        found.attrs.get("RepoDigests") or [],
+        base,
+        ctx.digest,
+        transport_record,
+        built,
+        time.monotonic() - start,
+        read_manifests(found.id),
+        (ctx.directory / "Dockerfile").read_text(),
+    )
 
 
 def workers():
@@ -256,8 +312,10 @@ def ensure_all(matrix, images, options, log=print, at_once=None):
     """
     pool = ThreadPoolExecutor(max_workers=at_once or workers())
     try:
-        made = {name: pool.submit(_engine_call, bases.ensure, matrix, name, options.base_source, log)
-                for name in dict.fromkeys(_root(matrix, image) for image in images)}
+        made = {
+            name: pool.submit(_engine_call, bases.ensure, matrix, name, options.base_source, log)
+            for name in dict.fromkeys(_root(matrix, image) for image in images)
+        }
 
         def one(image):
             made[_root(matrix, image)].result()  # raises the base's ImageError
@@ -272,11 +330,13 @@ def ensure_all(matrix, images, options, log=print, at_once=None):
                 done[name] = exc
             except EngineLost as exc:
                 built = [n for n, b in done.items() if not isinstance(b, ImageError)]
-                raise EngineLost("%s during the build of %s; the builds stopped (%s)" % (
-                    exc, name, "%d built or found: %s" % (len(built), ", ".join(built)) if built else "none built"),
+                raise EngineLost(
+                    "%s during the build of %s; the builds stopped (%s)"
+                    % (exc, name, "%d built or found: %s" % (len(built), ", ".join(built)) if built else "none built"),
                     "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again as "
                     "soon as it answers: it builds only the images still missing, each after waiting for the build "
-                    "steps the lost engine left running on this host (they hold the apt cache's lock)") from None
+                    "steps the lost engine left running on this host (they hold the apt cache's lock)",
+                ) from None
         return done
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)

@@ -7,6 +7,7 @@ VertexLog: vertex = 1, msg = 4). Podman's Docker-compatible API answers as the c
 lines, "--> <id>" after each step). ``Events`` turns either into ("step", header), ("line", text) and
 ("error", message) events.
 """
+
 import base64
 
 TRACE = "moby.buildkit.trace"
@@ -34,10 +35,10 @@ def fields(data):
             value, at = _varint(data, at)
         elif wire == 2:
             size, at = _varint(data, at)
-            value, at = data[at:at + size], at + size
+            value, at = data[at : at + size], at + size
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
-            value, at = data[at:at + size], at + size
+            value, at = data[at : at + size], at + size
         else:
             raise ValueError("protobuf wire type %d" % wire)
         out.setdefault(number, []).append(value)
@@ -59,7 +60,9 @@ class Events:
         text = chunk.get("stream") or chunk.get("status") or ""
         if not text:
             return []
-        return [("step" if text.upper().startswith("STEP ") else "line", text)]  # Docker: "Step 1/9 :", Podman: "STEP 1/9:"
+        return [
+            ("step" if text.upper().startswith("STEP ") else "line", text)
+        ]  # Docker: "Step 1/9 :", Podman: "STEP 1/9:"
 
     def _trace(self, status):
         found = []

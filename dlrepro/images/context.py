@@ -14,6 +14,7 @@ build time and are recorded in the image (/opt/dlrepro/dpkg.txt, copied into
 every bundle) rather than pinned: a rebuild of the same recipe on a later day can
 get a newer Debian point release, and the bundle shows it.
 """
+
 import hashlib
 import re
 import shlex
@@ -22,9 +23,9 @@ import shutil
 import jinja2
 
 from dlrepro import cache
-from dlrepro.inputs import datasets
 from dlrepro.images import locks, pythons, transport
 from dlrepro.images.matrix import IMAGES_DIR
+from dlrepro.inputs import datasets
 
 RECIPE_FILES = ("Dockerfile", "requirements.lock")
 LUA_DIR = "lua-sources"  # the context's folder of a Lua framework's source archives
@@ -54,18 +55,26 @@ class Context:
         target = self.directory / LUA_DIR
         target.mkdir(exist_ok=True)
         for source in self.image.lua.sources:
-            record = (datasets.import_local(source.archive, sources_from) if sources_from
-                      else datasets.ensure(source.archive, log))
+            record = (
+                datasets.import_local(source.archive, sources_from)
+                if sources_from
+                else datasets.ensure(source.archive, log)
+            )
             blob = datasets.root() / "sha256" / record.files["archive"]
             shutil.copyfile(blob, target / record.dataset.files["archive"].name)
-            log("%s: %s from %s" % (self.image.name, record.dataset.files["archive"].name,
-                                    (record.sources.get("archive") or {}).get("mirror", "the cache")))
+            log(
+                "%s: %s from %s"
+                % (
+                    self.image.name,
+                    record.dataset.files["archive"].name,
+                    (record.sources.get("archive") or {}).get("mirror", "the cache"),
+                )
+            )
 
     @property
     def tag(self):
         """``dlrepro/<framework>:<version>-<device>-<first 12 hex of the recipe digest>``."""
-        return "dlrepro/%s:%s-%s-%s" % (self.image.framework, self.image.version, self.image.device,
-                                        self.digest[:12])
+        return "dlrepro/%s:%s-%s-%s" % (self.image.framework, self.image.version, self.image.device, self.digest[:12])
 
 
 # apt-get update on the cache-mounted lists: without List-Cleanup=0 it deletes every file it does not know there,
@@ -85,9 +94,13 @@ def apt_caches(base):
     step that mounts it waits forever (tests/images/test_images.py builds both orders' rule into a check of every
     image)."""
     key = re.sub(r"[^A-Za-z0-9_.-]+", "-", base.ref)
-    return " ".join("--mount=type=cache,id=dlrepro-apt-%s-%s,target=%s,sharing=%s" % (what, key, target, sharing)
-                    for what, target, sharing in (("archives", "/var/cache/apt", "shared"),
-                                                  ("lists", "/var/lib/apt/lists", "locked")))
+    return " ".join(
+        "--mount=type=cache,id=dlrepro-apt-%s-%s,target=%s,sharing=%s" % (what, key, target, sharing)
+        for what, target, sharing in (
+            ("archives", "/var/cache/apt", "shared"),
+            ("lists", "/var/lib/apt/lists", "locked"),
+        )
+    )
 
 
 def lua_sources(image):
@@ -97,26 +110,45 @@ def lua_sources(image):
     found = []
     for source in image.lua.sources if image.lua else []:
         pinned = datasets.lookup(source.archive).files["archive"]
-        folder = pinned.name[:-len(".tar")]
-        found.append({"file": pinned.name, "folder": folder, "name": folder.rsplit("-", 1)[0],
-                      "commit": folder.rsplit("-", 1)[1], "sha256": pinned.sha256, "cmake": source.cmake,
-                      "modules": source.modules})
+        folder = pinned.name[: -len(".tar")]
+        found.append(
+            {
+                "file": pinned.name,
+                "folder": folder,
+                "name": folder.rsplit("-", 1)[0],
+                "commit": folder.rsplit("-", 1)[1],
+                "sha256": pinned.sha256,
+                "cmake": source.cmake,
+                "modules": source.modules,
+            }
+        )
     return found
 
 
 def render_dockerfile(image, base, vendor=None):
     """The Dockerfile text for ``image`` on ``base`` (a bases.BaseRef), copying from ``vendor`` (a vendor.VendorRef)
     when the image has vendor libraries. It needs BuildKit (Docker) or Buildah (Podman): ``RUN --mount``."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
     env.filters["shell"] = shlex.quote
     major, minor = image.python.split(".")
-    return env.get_template("Dockerfile.j2").render(image=image, base=base, vendor=vendor, python=base.python,
-                                                    python_major=major, python_minor=minor, transport_dir=transport.CONTAINER_DIR,
-                                                    python_dir=pythons.CONTEXT_DIR, pinned=bool(locks.parse(image.lock)),
-                                                    apt_caches=apt_caches(base), apt_update=APT_UPDATE,
-                                                    pip_cache=PIP_CACHE, lua_dir=LUA_DIR,
-                                                    lua_sources=lua_sources(image))
+    return env.get_template("Dockerfile.j2").render(
+        image=image,
+        base=base,
+        vendor=vendor,
+        python=base.python,
+        python_major=major,
+        python_minor=minor,
+        transport_dir=transport.CONTAINER_DIR,
+        python_dir=pythons.CONTEXT_DIR,
+        pinned=bool(locks.parse(image.lock)),
+        apt_caches=apt_caches(base),
+        apt_update=APT_UPDATE,
+        pip_cache=PIP_CACHE,
+        lua_dir=LUA_DIR,
+        lua_sources=lua_sources(image),
+    )
 
 
 def recipe_digest(directory):

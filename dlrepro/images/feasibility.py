@@ -13,6 +13,7 @@ which is not what a study measured: such a job is refused unless --allow-ptx-jit
 given, and its result is then marked ptx_jit. A job whose image cannot run here is
 recorded as skipped with the reason and the remedy, before any build.
 """
+
 from runner import archs
 
 REMEDY_MATRIX = "or choose another version of the framework (--framework NAME@VERSION; images/matrix.yaml)"
@@ -32,12 +33,14 @@ def check(image, device, gpu=0, host=None, allow_ptx_jit=False):
         raise TypeError("feasibility.check needs the host's facts (dlrepro.plan.hostinfo.facts())")
     missing = [flag for flag in image.cpu_flags if flag not in host["cpu_flags"]]
     if missing:
-        return ("%s is built for CPUs with %s, which this CPU (%s) lacks" % (image.name, ", ".join(missing).upper(),
-                                                                            host["cpu_model"]),
-                "run on a CPU with %s, %s" % (", ".join(missing).upper(), REMEDY_MATRIX))
+        return (
+            "%s is built for CPUs with %s, which this CPU (%s) lacks"
+            % (image.name, ", ".join(missing).upper(), host["cpu_model"]),
+            "run on a CPU with %s, %s" % (", ".join(missing).upper(), REMEDY_MATRIX),
+        )
     if device != "cuda":
         return None
-    for index in (gpu if isinstance(gpu, (list, tuple)) else [gpu]):
+    for index in gpu if isinstance(gpu, (list, tuple)) else [gpu]:
         found = [g for g in host["gpus"] if g["index"] == index]
         if found:  # else the executor's own pre-flight names the missing GPU
             problem = _check_gpu(image, found[0], allow_ptx_jit)
@@ -48,9 +51,11 @@ def check(image, device, gpu=0, host=None, allow_ptx_jit=False):
 
 def _check_gpu(image, card, allow_ptx_jit):
     if image.min_driver and _version(card["driver"]) < _version(image.min_driver):
-        return ("%s (CUDA %s) needs NVIDIA driver %s or newer; this host has %s" % (image.name, image.cuda,
-                                                                                   image.min_driver, card["driver"]),
-                "update the driver, %s" % REMEDY_MATRIX)
+        return (
+            "%s (CUDA %s) needs NVIDIA driver %s or newer; this host has %s"
+            % (image.name, image.cuda, image.min_driver, card["driver"]),
+            "update the driver, %s" % REMEDY_MATRIX,
+        )
     try:
         archs.check(image.name, card["name"], card["capability"], image.cuda_archs, allow_ptx_jit)
     except archs.Refused as exc:

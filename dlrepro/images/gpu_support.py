@@ -6,11 +6,20 @@ library. The pre-flight decision per GPU is runner.archs's own (``judge`` for th
 reason), over the list the pre-flight uses: the framework's own when it reports one (PyTorch, TensorFlow),
 else the main library's cuobjdump lists, which ``cuda_archs`` in images/matrix.yaml must equal.
 """
+
 from runner import archs, buildinfo
 
 # the GPUs of the table: (compute capability, the cards of that architecture the studies or users have)
-GPUS = (("3.7", "K80"), ("5.2", "GTX 980, Titan X (Maxwell)"), ("6.0", "P100"), ("6.1", "GTX 1080"),
-        ("7.0", "V100"), ("8.0", "A100"), ("8.9", "L4, RTX 4090"), ("9.0", "H100, H200"))
+GPUS = (
+    ("3.7", "K80"),
+    ("5.2", "GTX 980, Titan X (Maxwell)"),
+    ("6.0", "P100"),
+    ("6.1", "GTX 1080"),
+    ("7.0", "V100"),
+    ("8.0", "A100"),
+    ("8.9", "L4, RTX 4090"),
+    ("9.0", "H100, H200"),
+)
 WHEELS = {"cuda_runtime": "nvidia-cuda-runtime", "cudnn": "nvidia-cudnn", "nccl": "nvidia-nccl"}
 CELL = {"native": "native", "ptx": "PTX JIT only", "none": "cannot run", "unknown": "unknown"}
 
@@ -32,8 +41,12 @@ def device_archs(facts):
     if main is None or not isinstance(main.get("groups"), list) or not main["groups"]:
         return [], [], None
     top = main["groups"][0]
-    return top["sass"], top["ptx"], "the architectures of %d of the %d fat binaries of %s" % (
-        top["fatbins"], sum(g["fatbins"] for g in main["groups"]), main["path"])
+    return (
+        top["sass"],
+        top["ptx"],
+        "the architectures of %d of the %d fat binaries of %s"
+        % (top["fatbins"], sum(g["fatbins"] for g in main["groups"]), main["path"]),
+    )
 
 
 def all_archs(facts):
@@ -73,8 +86,10 @@ def library_versions(facts, kind):
     say) the version of the nvidia-* wheel that installed it or the one its file name carries, ", "-joined when
     several}; None where either says nothing."""
     said = facts.get("reported") or {}
-    found = sorted({_text(lib["version"]) or _fallback(facts, kind, lib)
-                    for lib in facts.get("libraries", {}).get(kind, [])} - {None})
+    found = sorted(
+        {_text(lib["version"]) or _fallback(facts, kind, lib) for lib in facts.get("libraries", {}).get(kind, [])}
+        - {None}
+    )
     return {"reported": _text(said.get({"cuda_runtime": "cuda"}.get(kind, kind))), "library": ", ".join(found) or None}
 
 
@@ -114,17 +129,32 @@ def markdown(records):
     """The Markdown of the records: one table of facts and one of pre-flight verdicts per GPU (an image that was
     not built gets its reason instead, and its verdicts where the matrix lists the archs of its wheel); the text
     docs/gpu.md and the README show."""
-    lines = ["| image | size | framework | CUDA | cuDNN | NCCL | SASS (cubins) | PTX |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| image | size | framework | CUDA | cuDNN | NCCL | SASS (cubins) | PTX |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in records:
         if not r.get("built"):
             lines.append("| %s | not built: %s | | | | | | |" % (r["name"], r["reason"]))
             continue
-        lines.append("| %s | %.2f GB | %s | %s | %s | %s | %s | %s |" % (
-            r["name"], r["size_bytes"] / 1e9, r["framework_version"], r["cuda"] or "?", r["cudnn"] or "?",
-            r["nccl"] or "?", " ".join(r["sass"]) or "none", " ".join(r["ptx"]) or "none"))
-    lines += ["", "| image | " + " | ".join("sm_%s %s" % (c.replace(".", ""), g) for c, g in GPUS) + " |",
-              "| --- |" + " --- |" * len(GPUS)]
+        lines.append(
+            "| %s | %.2f GB | %s | %s | %s | %s | %s | %s |"
+            % (
+                r["name"],
+                r["size_bytes"] / 1e9,
+                r["framework_version"],
+                r["cuda"] or "?",
+                r["cudnn"] or "?",
+                r["nccl"] or "?",
+                " ".join(r["sass"]) or "none",
+                " ".join(r["ptx"]) or "none",
+            )
+        )
+    lines += [
+        "",
+        "| image | " + " | ".join("sm_%s %s" % (c.replace(".", ""), g) for c, g in GPUS) + " |",
+        "| --- |" + " --- |" * len(GPUS),
+    ]
     for r in records:
         if r.get("verdicts"):
             name = r["name"] if r.get("built") else "%s (not built here: the archs of its wheel)" % r["name"]

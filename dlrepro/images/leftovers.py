@@ -10,6 +10,7 @@ which and how to end them at once. Nothing is killed: the lost step may still be
 Only an engine reached through a local socket can have left steps on this host; /proc entries that cannot be
 read (another user's, without root) are passed over.
 """
+
 import re
 import time
 from pathlib import Path
@@ -32,9 +33,11 @@ def _table(proc):
             line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:  # ended meanwhile, or not ours to read
             continue
-        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        path = next((c.split(":", 2)[2] for c in cgroups if c.startswith("0::")), cgroups[-1].split(":", 2)[-1]
-                    if cgroups else "")
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        path = next(
+            (c.split(":", 2)[2] for c in cgroups if c.startswith("0::")),
+            cgroups[-1].split(":", 2)[-1] if cgroups else "",
+        )
         table[int(entry.name)] = (int(rest[1]), name, path, line)
     return table
 
@@ -75,17 +78,24 @@ def wait_for_steps(log, address, proc="/proc", poll_s=1.0, say_every_s=60.0):
     found, began, said = steps(proc), time.monotonic(), time.monotonic()
     if not found:
         return 0.0
-    log("waiting for %d build step(s) that a lost Docker engine left running on this host, which hold the locks "
-        "of the shared apt cache: %s; they end by themselves, or end them now: kill -9 %s" % (
-            len(found), "; ".join("PID %d: %s" % (pid, line[:COMMAND_SHOWN]) for pid, line, _ in found),
-            " ".join(str(p) for _, _, pids in found for p in pids)))
+    log(
+        "waiting for %d build step(s) that a lost Docker engine left running on this host, which hold the locks "
+        "of the shared apt cache: %s; they end by themselves, or end them now: kill -9 %s"
+        % (
+            len(found),
+            "; ".join("PID %d: %s" % (pid, line[:COMMAND_SHOWN]) for pid, line, _ in found),
+            " ".join(str(p) for _, _, pids in found for p in pids),
+        )
+    )
     while found:
         time.sleep(poll_s)
         found = steps(proc)
         if found and time.monotonic() - said >= say_every_s:
             said = time.monotonic()
-            log("still waiting for the lost engine's build step(s) %s (%.0f s)" % (
-                ", ".join(str(pid) for pid, _, _ in found), said - began))
+            log(
+                "still waiting for the lost engine's build step(s) %s (%.0f s)"
+                % (", ".join(str(pid) for pid, _, _ in found), said - began)
+            )
     waited = time.monotonic() - began
     log("the lost engine's build steps have ended (waited %.0f s)" % waited)
     return waited

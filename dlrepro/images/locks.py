@@ -10,6 +10,7 @@ e.g. TensorFlow 1.4's TensorBoard) are left out of the resolution; its ``source_
 (pure-Python packages served as source only, e.g. Chainer) are locked by their sdist,
 with the requirements the matrix states for them.
 """
+
 import json
 import re
 import shutil
@@ -40,8 +41,7 @@ def parse(path):
     """Pins of lock file ``path``; raises ImageError for a line that is not ``name==version --hash=...``."""
     path = Path(path)
     if not path.is_file():
-        raise ImageError("%s: lock file missing; create it with `dlrepro lock --image %s`"
-                         % (path, path.stem))
+        raise ImageError("%s: lock file missing; create it with `dlrepro lock --image %s`" % (path, path.stem))
     text = path.read_text().replace("\\\n", " ")
     pins = []
     for line in text.splitlines():
@@ -52,8 +52,10 @@ def parse(path):
         match = _LINE.match(tokens[0])
         hashes = [t.split("sha256:", 1)[1] for t in tokens[1:] if t.startswith("--hash=sha256:")]
         if not match or not hashes or len(hashes) != len(tokens) - 1:
-            raise ImageError("%s: %r is not an exact pin with --hash=sha256 options; regenerate with "
-                             "`dlrepro lock --image %s`" % (path, tokens[0], path.stem))
+            raise ImageError(
+                "%s: %r is not an exact pin with --hash=sha256 options; regenerate with "
+                "`dlrepro lock --image %s`" % (path, tokens[0], path.stem)
+            )
         pins.append(Pin(match["name"], match["version"], hashes))
     return pins
 
@@ -73,19 +75,39 @@ def compile_lock(image, find_links=()):
     uv = shutil.which("uv")
     if uv is None:
         raise ImageError("uv is needed to compile lock files: pip install uv")
-    command = [uv, "pip", "compile", str(image.lock_input), "-o", str(image.lock), "--quiet",
-               "--python-version", image.python, "--python-platform", PLATFORM, "--only-binary", ":all:",
-               "--generate-hashes", "--custom-compile-command", "invoke lock --image %s" % image.name]
+    command = [
+        uv,
+        "pip",
+        "compile",
+        str(image.lock_input),
+        "-o",
+        str(image.lock),
+        "--quiet",
+        "--python-version",
+        image.python,
+        "--python-platform",
+        PLATFORM,
+        "--only-binary",
+        ":all:",
+        "--generate-hashes",
+        "--custom-compile-command",
+        "invoke lock --image %s" % image.name,
+    ]
     for directory in find_links:
         command += ["--find-links", str(directory)]
     with tempfile.TemporaryDirectory() as scratch:
         if image.source_builds:  # their metadata as stated, so that uv never runs their setup.py
             config = Path(scratch) / "uv.toml"
-            config.write_text("".join("[[dependency-metadata]]\nname = %s\nrequires-dist = [%s]\n" % (
-                json.dumps(name), ", ".join(json.dumps(r) for r in requires))
-                for name, requires in sorted(image.source_builds.items())))
-            command += ["--config-file", str(config)] + [a for name in sorted(image.source_builds)
-                                                         for a in ("--no-binary", name)]
+            config.write_text(
+                "".join(
+                    "[[dependency-metadata]]\nname = %s\nrequires-dist = [%s]\n"
+                    % (json.dumps(name), ", ".join(json.dumps(r) for r in requires))
+                    for name, requires in sorted(image.source_builds.items())
+                )
+            )
+            command += ["--config-file", str(config)] + [
+                a for name in sorted(image.source_builds) for a in ("--no-binary", name)
+            ]
         if image.lock_excludes:  # an override whose marker never holds takes the package out of the resolution
             overrides = Path(scratch) / "excluded.txt"
             overrides.write_text("".join("%s ; sys_platform == 'never'\n" % name for name in image.lock_excludes))

@@ -1,14 +1,16 @@
 """The image matrix (images/matrix.yaml): which image runs which framework version on which device."""
+
 from pathlib import Path
 from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
 from dlrepro import REPO_ROOT
-from dlrepro.inputs import datasets, frameworks as frameworksmod, yamlfile
 from dlrepro.errors import ImageError
-from runner.frameworks import Token
+from dlrepro.inputs import datasets, yamlfile
+from dlrepro.inputs import frameworks as frameworksmod
 from dlrepro.inputs.yamlfile import Strict
+from runner.frameworks import Token
 
 IMAGES_DIR = REPO_ROOT / "images"
 MATRIX_FILE = IMAGES_DIR / "matrix.yaml"
@@ -23,6 +25,7 @@ class Bootstrap(Strict):
 class Python(Strict):
     """The CPython a base provides: its version and the Debian packages that install it (none when
     the base already has it, as official Python images do)."""
+
     version: str = Field(pattern=r"^3\.\d+$")
     packages: list[str] = []
 
@@ -31,6 +34,7 @@ class Relocatable(Strict):
     """Offline provider of a Python that no Debian suite here has: a relocatable CPython build
     (pyenv's, built with --enable-shared and an RPATH to its own lib/) copied onto base ``onto`` at
     the same prefix it was built for, plus the shared libraries it links against."""
+
     onto: str
     pyenv: str = Field(pattern=r"^\d+\.\d+\.\d+$", description="the build in $PYENV_ROOT/versions/<this>")
     packages: list[str] = Field(min_length=1, description="Debian packages of the libraries the build links against")
@@ -39,9 +43,11 @@ class Relocatable(Strict):
 class Base(Strict):
     """A base image: pulled by ``registry`` digest, or made offline by ``bootstrap`` (mmdebstrap)
     or ``relocatable`` (a CPython build copied onto another base)."""
+
     description: str
-    registry: str = Field(pattern=r"^[^@\s]+@sha256:[0-9a-f]{64}$",
-                          description="image reference pinned by digest: NAME[:TAG]@sha256:HEX")
+    registry: str = Field(
+        pattern=r"^[^@\s]+@sha256:[0-9a-f]{64}$", description="image reference pinned by digest: NAME[:TAG]@sha256:HEX"
+    )
     python: Python
     bootstrap: Optional[Bootstrap] = None
     relocatable: Optional[Relocatable] = None
@@ -49,8 +55,10 @@ class Base(Strict):
     @model_validator(mode="after")
     def _one_offline_way(self):
         if (self.bootstrap is None) == (self.relocatable is None):
-            raise ValueError("give exactly one offline way to make this base: bootstrap (mmdebstrap a Debian "
-                             "suite) or relocatable (copy a CPython build onto another base)")
+            raise ValueError(
+                "give exactly one offline way to make this base: bootstrap (mmdebstrap a Debian "
+                "suite) or relocatable (copy a CPython build onto another base)"
+            )
         return self
 
 
@@ -60,7 +68,10 @@ class Vendor(Strict):
     image, at the same paths, from a vendor image the user supplies (pulled where a registry answers, or
     ``docker load``-ed). The vendor image is named by tag: no digest could be read from here, so the build pins
     what it found by its image ID (in the Dockerfile, hence in the content-hashed tag) and records it."""
-    image: str = Field(pattern=r"^[^@\s]+:[^@\s]+$", description="vendor image by tag, e.g. nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04")
+
+    image: str = Field(
+        pattern=r"^[^@\s]+:[^@\s]+$", description="vendor image by tag, e.g. nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04"
+    )
     provides: str = Field(description="what it holds, by version: 'CUDA 8.0.61 runtime libraries, cuDNN 6.0.21'")
     paths: list[str] = Field(min_length=1, description="absolute paths in the vendor image copied to the same paths")
 
@@ -73,7 +84,7 @@ def _compiled_archs(cmake):
         for flag, prefix in (("-DCUDA_ARCH_BIN=", "sm_"), ("-DCUDA_ARCH_PTX=", "compute_")):
             if argument.startswith(flag):
                 named = True
-                found += [prefix + arch for arch in argument[len(flag):].split()]
+                found += [prefix + arch for arch in argument[len(flag) :].split()]
     return found if named else None
 
 
@@ -84,6 +95,7 @@ def _arch_order(arch):
 class SourceEdit(Strict):
     """One exact replacement in the fetched source before it is configured; the build fails unless ``old`` occurs
     exactly once in ``path``, so an edit that no longer applies is never silently skipped."""
+
     path: str = Field(description="file, relative to the source folder")
     old: str
     new: str
@@ -96,9 +108,12 @@ class Compile(Strict):
     its own fetches the source with ``apt-get source`` (checksums from the suite's signed index), configures it
     with CMake and installs it under ``prefix``; the final image copies ``prefix``, adds ``prefix``/lib to the
     loader's path and ``prefix``/``python`` to the venv's."""
+
     why: str = Field(description="one line: why this framework is compiled rather than installed")
-    source: str = Field(pattern=r"^[a-z0-9.+-]+=[A-Za-z0-9.+~:-]+$", description="source package=version, e.g. "
-                        "caffe=1.0.0+git20180821.99bd997-8")
+    source: str = Field(
+        pattern=r"^[a-z0-9.+-]+=[A-Za-z0-9.+~:-]+$",
+        description="source package=version, e.g. caffe=1.0.0+git20180821.99bd997-8",
+    )
     suite: str = Field(description="the Debian suite whose source index has that version (e.g. bullseye)")
     packages: list[str] = Field(min_length=1, description="build dependencies (Debian packages)")
     edits: list[SourceEdit] = Field([], description="exact replacements in the source (e.g. for a newer library API)")
@@ -108,19 +123,26 @@ class Compile(Strict):
 
 
 class LuaSource(Strict):
-    """One source archive of a Lua framework: a dataset of dlrepro/inputs/datasets.yaml (its one file, pinned by SHA-256)
+    """One source archive of a Lua framework: a dataset of dlrepro/inputs/datasets.yaml (its one file, pinned by
+    SHA-256)
     unpacked into /src, then either configured with CMake and installed (``cmake``) or its ``modules`` copied."""
+
     archive: str = Field(description="the dataset naming the archive, e.g. lua-torch7")
     cmake: bool = Field(True, description="configure with LuaBuild.cmake and `make install`, as its rockspec does")
-    modules: dict[str, str] = Field({}, description="pure-Lua files copied instead: module path under share/lua/5.1 "
-                                    "-> file in the source folder (e.g. moses.lua: moses.lua)")
+    modules: dict[str, str] = Field(
+        {},
+        description="pure-Lua files copied instead: module path under share/lua/5.1 "
+        "-> file in the source folder (e.g. moses.lua: moses.lua)",
+    )
 
     @field_validator("archive")
     @classmethod
     def _known_archive(cls, value):
         if value not in datasets.catalogue().datasets:
-            raise ValueError("no dataset %r in %s: add the archive there (name, bytes, sha256, mirror)"
-                             % (value, datasets.CATALOGUE.name))
+            raise ValueError(
+                "no dataset %r in %s: add the archive there (name, bytes, sha256, mirror)"
+                % (value, datasets.CATALOGUE.name)
+            )
         return value
 
     @model_validator(mode="after")
@@ -138,17 +160,21 @@ class LuaBuild(Strict):
     each source in order; the final image copies ``prefix`` and finds its modules through LUA_PATH and LUA_CPATH.
     Where the build takes the archives from: `dlrepro build` fetches them like a dataset (``--sources-from FOLDER``:
     a local folder) and says which."""
+
     why: str = Field(description="one line: why this framework is compiled here")
     packages: list[str] = Field(min_length=1, description="Debian build dependencies")
     prefix: str = Field("/opt/torch7", pattern=r"^/[^\s]+$", description="install tree")
-    cmake: list[str] = Field(description="CMake arguments besides the tree's (CMAKE_INSTALL_PREFIX, LUA, LUALIB, "
-                             "LUA_BINDIR, LUA_INCDIR, LUA_LIBDIR, LUADIR, LIBDIR, CMAKE_PREFIX_PATH)")
+    cmake: list[str] = Field(
+        description="CMake arguments besides the tree's (CMAKE_INSTALL_PREFIX, LUA, LUALIB, "
+        "LUA_BINDIR, LUA_INCDIR, LUA_LIBDIR, LUADIR, LIBDIR, CMAKE_PREFIX_PATH)"
+    )
     sources: list[LuaSource] = Field(min_length=1, description="in build order")
 
 
 class Variant(Strict):
     """Another framework this image runs through an adapter of its own: Keras 3 on the image's framework as its
     backend (keras-jax in the JAX image), whose package the image's lock holds at ``version``."""
+
     framework: str
     version: str
 
@@ -165,35 +191,60 @@ class Image(Strict):
     min_driver: Optional[str] = None
     cuda_archs: list[str] = Field([], description="GPU architectures the build ships kernels for (sm_XY); [] = unknown")
     cpu_flags: list[Literal["avx", "avx2", "fma", "avx512f"]] = Field(
-        [], description="CPU instruction sets the framework build needs (checked before running)")
-    system_site_packages: bool = Field(False, description="the venv sees the Python packages Debian installs "
-                                       "(frameworks that come as Debian packages, e.g. BVLC Caffe)")
+        [], description="CPU instruction sets the framework build needs (checked before running)"
+    )
+    system_site_packages: bool = Field(
+        False,
+        description="the venv sees the Python packages Debian installs "
+        "(frameworks that come as Debian packages, e.g. BVLC Caffe)",
+    )
     env: dict[str, str] = Field({}, description="environment variables of the image (e.g. LD_LIBRARY_PATH)")
-    links: dict[str, str] = Field({}, description="symbolic links made in the final image, path -> target (e.g. an "
-                                  "old soname no Debian package has, onto a copy a wheel bundles)")
-    lock_excludes: list[str] = Field([], description="dependencies left out of the lock: never imported by the "
-                                     "runner, and without a wheel (the lock takes wheels only)")
-    source_builds: dict[str, list[str]] = Field({}, description="pure-Python packages that PyPI serves as source "
-                                                "only (Chainer), locked by their sdist's hash and built in the image: "
-                                                "name -> its requirements as its setup.py declares them (uv would "
-                                                "have to run setup.py under the image's Python to read them)")
+    links: dict[str, str] = Field(
+        {},
+        description="symbolic links made in the final image, path -> target (e.g. an "
+        "old soname no Debian package has, onto a copy a wheel bundles)",
+    )
+    lock_excludes: list[str] = Field(
+        [],
+        description="dependencies left out of the lock: never imported by the "
+        "runner, and without a wheel (the lock takes wheels only)",
+    )
+    source_builds: dict[str, list[str]] = Field(
+        {},
+        description="pure-Python packages that PyPI serves as source "
+        "only (Chainer), locked by their sdist's hash and built in the image: "
+        "name -> its requirements as its setup.py declares them (uv would "
+        "have to run setup.py under the image's Python to read them)",
+    )
     vendor: Optional[Vendor] = Field(None, description="libraries copied from a vendor image the user supplies")
-    newer_builds: Optional[str] = Field(None, description="for a CUDA image: what was checked, and found, of the "
-                                        "framework's builds with newer GPU code than this one (the plan says it where "
-                                        "the image has no kernels for a GPU)")
-    caveat: Optional[str] = Field(None, description="what this image's numbers are not, for the layers in "
-                                  "caveat_layers (e.g. convolutions without cuDNN); the plan says it beside a claim "
-                                  "that rests on such a job")
+    newer_builds: Optional[str] = Field(
+        None,
+        description="for a CUDA image: what was checked, and found, of the "
+        "framework's builds with newer GPU code than this one (the plan says it where "
+        "the image has no kernels for a GPU)",
+    )
+    caveat: Optional[str] = Field(
+        None,
+        description="what this image's numbers are not, for the layers in "
+        "caveat_layers (e.g. convolutions without cuDNN); the plan says it beside a claim "
+        "that rests on such a job",
+    )
     caveat_layers: list[str] = Field([], description="layer types the caveat concerns ([]: every model)")
     apt_components: list[Literal["contrib", "non-free", "non-free-firmware"]] = Field(
-        [], description="components of the base's suite besides main that system_packages come from (contrib, "
-        "non-free: NVIDIA's CUDA libraries)")
+        [],
+        description="components of the base's suite besides main that system_packages come from (contrib, "
+        "non-free: NVIDIA's CUDA libraries)",
+    )
     compile: Optional[Compile] = Field(None, description="the framework compiled from its Debian source package")
     lua: Optional[LuaBuild] = Field(None, description="a Lua framework built from its source archives")
-    no_cuda: Optional[str] = Field(None, description="for a CPU image whose framework has no CUDA image: why (what "
-                                   "was tried and failed, or not tried); the plan says it beside a GPU claim")
-    variants: list[Variant] = Field([], description="other frameworks the image runs, each at its version (Keras "
-                                    "on this framework as its backend)")
+    no_cuda: Optional[str] = Field(
+        None,
+        description="for a CPU image whose framework has no CUDA image: why (what "
+        "was tried and failed, or not tried); the plan says it beside a GPU claim",
+    )
+    variants: list[Variant] = Field(
+        [], description="other frameworks the image runs, each at its version (Keras on this framework as its backend)"
+    )
     notes: Optional[str] = None
 
     _known_base = field_validator("base")(yamlfile.reference("bases", "base"))
@@ -201,15 +252,20 @@ class Image(Strict):
     @model_validator(mode="after")
     def _cuda_fields(self):
         if self.no_cuda and self.device != "cpu":
-            raise ValueError("no_cuda: says why a CPU image's framework has no CUDA image; remove it from this %s "
-                             "image" % self.device)
+            raise ValueError(
+                "no_cuda: says why a CPU image's framework has no CUDA image; remove it from this %s "
+                "image" % self.device
+            )
         if self.newer_builds and self.device != "cuda":
-            raise ValueError("newer_builds: only a CUDA image has GPU code to compare; remove it from this %s image"
-                             % self.device)
+            raise ValueError(
+                "newer_builds: only a CUDA image has GPU code to compare; remove it from this %s image" % self.device
+            )
         compiled = _compiled_archs(self.compile.cmake) if self.compile else None
         if compiled is not None and sorted(compiled, key=_arch_order) != sorted(self.cuda_archs, key=_arch_order):
-            raise ValueError("cuda_archs: %s, but compile.cmake builds %s (CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them "
-                             "the same" % (" ".join(self.cuda_archs) or "none", " ".join(compiled)))
+            raise ValueError(
+                "cuda_archs: %s, but compile.cmake builds %s (CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them "
+                "the same" % (" ".join(self.cuda_archs) or "none", " ".join(compiled))
+            )
         return self
 
     def version_of(self, framework):
@@ -241,14 +297,22 @@ class Matrix(Strict):
     def _pythons_match(self):
         for name, base in self.bases.items():
             if base.relocatable and base.relocatable.onto not in self.bases:
-                raise ValueError(yamlfile.at("bases.%s.relocatable.onto" % name, "unknown base %r; the matrix has: %s"
-                                             % (base.relocatable.onto, ", ".join(self.bases))))
+                raise ValueError(
+                    yamlfile.at(
+                        "bases.%s.relocatable.onto" % name,
+                        "unknown base %r; the matrix has: %s" % (base.relocatable.onto, ", ".join(self.bases)),
+                    )
+                )
         for i, image in enumerate(self.images):
             have = self.bases[image.base].python.version
             if image.python != have:
-                raise ValueError(yamlfile.at("images.%d.python" % i, "base %s provides Python %s, not %s: pick a base "
-                                             "with that Python (e.g. python-%s)" % (image.base, have, image.python,
-                                                                                   image.python)))
+                raise ValueError(
+                    yamlfile.at(
+                        "images.%d.python" % i,
+                        "base %s provides Python %s, not %s: pick a base "
+                        "with that Python (e.g. python-%s)" % (image.base, have, image.python, image.python),
+                    )
+                )
         return self
 
     def find(self, framework, device, version=None):
@@ -256,18 +320,25 @@ class Matrix(Strict):
 
         Raises ImageError naming the matrix file and the entries that exist.
         """
-        found = [i for i in self.images if i.device == device and i.version_of(framework) is not None
-                 and version in (None, i.version_of(framework))]
+        found = [
+            i
+            for i in self.images
+            if i.device == device and i.version_of(framework) is not None and version in (None, i.version_of(framework))
+        ]
         if found:
             return found[-1]
-        served = ["%s (%s)" % (i.version_of(framework), i.device) for i in self.images
-                  if i.version_of(framework) is not None]
+        served = [
+            "%s (%s)" % (i.version_of(framework), i.device) for i in self.images if i.version_of(framework) is not None
+        ]
         if served:
-            raise ImageError("%s: no image of %s%s on device %s; its versions here: %s" % (
-                MATRIX_FILE, framework, " " + version if version else "", device, ", ".join(served)),
-                "give one of those as %s@VERSION, or add an entry for it to the matrix" % framework)
-        raise ImageError("%s: no image for framework %r; the matrix has: %s" % (
-            MATRIX_FILE, framework, ", ".join(self.frameworks())))
+            raise ImageError(
+                "%s: no image of %s%s on device %s; its versions here: %s"
+                % (MATRIX_FILE, framework, " " + version if version else "", device, ", ".join(served)),
+                "give one of those as %s@VERSION, or add an entry for it to the matrix" % framework,
+            )
+        raise ImageError(
+            "%s: no image for framework %r; the matrix has: %s" % (MATRIX_FILE, framework, ", ".join(self.frameworks()))
+        )
 
     def no_cuda(self, framework):
         """Why ``framework`` has no CUDA image, as its CPU image's ``no_cuda`` says; None when it does not say."""
@@ -276,8 +347,9 @@ class Matrix(Strict):
     def versions(self, framework, device):
         """The versions of ``framework`` the matrix has an image of on ``device``, in its order (the last one is
         what the plain name selects: today's)."""
-        return [i.version_of(framework) for i in self.images if i.version_of(framework) is not None
-                and i.device == device]
+        return [
+            i.version_of(framework) for i in self.images if i.version_of(framework) is not None and i.device == device
+        ]
 
     def check_versions(self, tokens, devices):
         """Raise ImageError naming --framework, the versions served and the nearest one, for a token of ``tokens``
@@ -295,14 +367,23 @@ class Matrix(Strict):
             if version is None or version in served or name not in self.frameworks():
                 continue  # a plain name, a version served, or no framework of the matrix (find names those)
             if not served:
-                raise ImageError("--framework %s: %s; %s has no %s image on %s" % (text, problem, MATRIX_FILE.name,
-                                                                                 name, where),
-                                 "choose another --device, or add an entry for it to the matrix")
+                raise ImageError(
+                    "--framework %s: %s; %s has no %s image on %s" % (text, problem, MATRIX_FILE.name, name, where),
+                    "choose another --device, or add an entry for it to the matrix",
+                )
             near = frameworksmod.nearest(version, served) if version else None
-            raise ImageError("--framework %s: %s; its versions on %s here: %s%s" % (
-                text, problem, where, ", ".join(served), "; did you mean %s?" % Token(name, near).text if near else ""),
-                "give --framework %s@VERSION with one of those, or %s alone for the newest (%s)" % (
-                    name, name, served[-1]))
+            raise ImageError(
+                "--framework %s: %s; its versions on %s here: %s%s"
+                % (
+                    text,
+                    problem,
+                    where,
+                    ", ".join(served),
+                    "; did you mean %s?" % Token(name, near).text if near else "",
+                ),
+                "give --framework %s@VERSION with one of those, or %s alone for the newest (%s)"
+                % (name, name, served[-1]),
+            )
 
     def frameworks(self):
         """Every framework an image of the matrix runs (its own and its variants'), sorted."""
@@ -321,8 +402,9 @@ class Matrix(Strict):
         chosen = []
         for token in frameworks or self.default_frameworks:
             name, version = Token.parse(token)
-            chosen += [image for image in (self.find(name, device, version) for device in devices)
-                       if image not in chosen]  # a variant's image is its backend's
+            chosen += [
+                image for image in (self.find(name, device, version) for device in devices) if image not in chosen
+            ]  # a variant's image is its backend's
         return chosen
 
     def entry(self, name):
@@ -330,8 +412,9 @@ class Matrix(Strict):
         for image in self.images:
             if image.name == name:
                 return image
-        raise ImageError("--image: no image %r in %s; it has: %s" % (name, MATRIX_FILE,
-                                                                    ", ".join(e.name for e in self.images)))
+        raise ImageError(
+            "--image: no image %r in %s; it has: %s" % (name, MATRIX_FILE, ", ".join(e.name for e in self.images))
+        )
 
 
 def load(path=MATRIX_FILE):

@@ -7,6 +7,7 @@ Three providers (recorded with the base in every bundle):
   CPython build made with --enable-shared and an RPATH into its own prefix (pyenv's) copied
   into the image at the same prefix, the only place it works, plus the libraries it links.
 """
+
 import hashlib
 import os
 import subprocess
@@ -74,13 +75,23 @@ def relocatable(name, spec):
     source = pyenv_root() / "versions" / spec.pyenv
     binary = source / "bin" / "python3"
     if not binary.is_file():
-        raise ImageError("base %s needs CPython %s offline, from pyenv's build at %s, which is missing: install it "
-                         "(`pyenv install %s`) or make the registry reachable (--base-source=registry)"
-                         % (name, spec.pyenv, source, spec.pyenv))
+        raise ImageError(
+            "base %s needs CPython %s offline, from pyenv's build at %s, which is missing: install it "
+            "(`pyenv install %s`) or make the registry reachable (--base-source=registry)"
+            % (name, spec.pyenv, source, spec.pyenv)
+        )
     proc = subprocess.run([str(binary), "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True)
     prefix = proc.stdout.strip()
     if proc.returncode != 0 or Path(prefix).resolve() != source.resolve():
-        raise ImageError("base %s: %s does not run from its own prefix (%s): a relocatable build only works at the "
-                         "path it was built for" % (name, binary, prefix or proc.stderr.strip()[-200:]))
-    return Provider("relocatable", prefix + "/bin/python3", spec.packages, source=source, prefix=prefix,
-                    tree_sha256=tree_sha256(source))
+        raise ImageError(
+            "base %s: %s does not run from its own prefix (%s): a relocatable build only works at the "
+            "path it was built for" % (name, binary, prefix or proc.stderr.strip()[-200:])
+        )
+    return Provider(
+        "relocatable",
+        prefix + "/bin/python3",
+        spec.packages,
+        source=source,
+        prefix=prefix,
+        tree_sha256=tree_sha256(source),
+    )

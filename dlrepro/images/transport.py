@@ -9,6 +9,7 @@ Locked-down networks intercept TLS and mirror package indexes. The build gets:
 None of this changes what is installed (the lock pins every file by SHA-256), so it
 sits in the context's ``transport/`` folder, which the image tag's hash leaves out.
 """
+
 import configparser
 import html.parser
 import os
@@ -52,8 +53,12 @@ def host_settings():
         return values.get(option, (0, None))[1]
 
     cert = get("cert") or os.environ.get("SSL_CERT_FILE") or os.environ.get("REQUESTS_CA_BUNDLE")
-    return PipSettings(index_url=get("index-url"), extra_index_urls=(get("extra-index-url") or "").split(),
-                       find_links=(get("find-links") or "").split(), cert=cert)
+    return PipSettings(
+        index_url=get("index-url"),
+        extra_index_urls=(get("extra-index-url") or "").split(),
+        find_links=(get("find-links") or "").split(),
+        cert=cert,
+    )
 
 
 def _local_path(location):
@@ -86,7 +91,7 @@ def _index_candidates(root, pin):
     for href in parser.hrefs:
         url, _, fragment = href.partition("#")
         if fragment.startswith("sha256="):
-            found.append((fragment[len("sha256="):], (page.parent / urllib.parse.unquote(url)).resolve()))
+            found.append((fragment[len("sha256=") :], (page.parent / urllib.parse.unquote(url)).resolve()))
     return found
 
 
@@ -134,8 +139,12 @@ def write(dest, pins, settings, ca_bundle=None):
     """Fill the context's transport/ folder; returns a record of what travels (for the build record)."""
     dest.mkdir(parents=True, exist_ok=True)
     conf = configparser.ConfigParser()
-    conf["global"] = {"disable-pip-version-check": "true", "no-input": "true", "timeout": "120",
-                      "find-links": CONTAINER_DIR + "/wheels"}
+    conf["global"] = {
+        "disable-pip-version-check": "true",
+        "no-input": "true",
+        "timeout": "120",
+        "find-links": CONTAINER_DIR + "/wheels",
+    }
     remote = [u for u in [settings.index_url] + settings.extra_index_urls if u and _local_path(u) is None]
     if settings.index_url and _local_path(settings.index_url) is None:
         conf["global"]["index-url"] = settings.index_url
@@ -149,8 +158,7 @@ def write(dest, pins, settings, ca_bundle=None):
     with open(dest / "pip.conf", "w") as f:
         conf.write(f)
     local = collect_local_files(pins, settings, dest / "wheels")
-    return {"remote_indexes": [_redact(u) for u in remote], "ca_bundle": str(ca) if ca else None,
-            "local_files": local}
+    return {"remote_indexes": [_redact(u) for u in remote], "ca_bundle": str(ca) if ca else None, "local_files": local}
 
 
 def _redact(url):

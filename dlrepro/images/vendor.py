@@ -4,6 +4,7 @@ The studies' GPU builds (tensorflow-gpu 1.4.0, mxnet-cu80 0.12.0) link NVIDIA's 
 package registry reachable here and no Debian suite serves. Their images copy those libraries from a vendor image
 the user supplies; ``ensure`` finds it (here, or pulled by its tag) or says exactly what is missing.
 """
+
 import docker
 
 from dlrepro.engine import client
@@ -24,10 +25,12 @@ class VendorRef:
 def missing(image):
     """(reason, remedy) of matrix entry ``image`` whose vendor image is not here."""
     vendor = image.vendor
-    return ("%s needs %s from the vendor image %s, which is not here and no registry answered (no Debian suite or "
-            "Python registry reachable here serves them)" % (image.name, vendor.provides, vendor.image),
-            "pull %s where a registry is reachable, then `docker save %s | docker load` here" % (
-                vendor.image, vendor.image))
+    return (
+        "%s needs %s from the vendor image %s, which is not here and no registry answered (no Debian suite or "
+        "Python registry reachable here serves them)" % (image.name, vendor.provides, vendor.image),
+        "pull %s where a registry is reachable, then `docker save %s | docker load` here"
+        % (vendor.image, vendor.image),
+    )
 
 
 def ensure(image, pull=True, log=print):

@@ -1,7 +1,8 @@
 """The kinds of a study's claims, each one class that carries its name (dlrepro.inputs.studies.Claim's ``kind``).
 
 A kind says which of a claim's fields it needs (``needs``: the study file is refused without them), which of the
-study's tools the claim names (``tools``), which of them must be runnable for a verdict (``enough``: dlrepro.plan.coverage
+study's tools the claim names (``tools``), which of them must be runnable for a verdict (``enough``:
+dlrepro.plan.coverage
 plans with it), the words of its statistical test (``test``), the label of its figure's axis where that is not the
 metric (``axis``: dlrepro.views.study_plots) and its judge, the answer layer's rule that gives the verdict
 (registered by dlrepro.answers.claims with ``judge``: a rule of the answer layer, which this input module
@@ -25,14 +26,17 @@ def of(claim):
 def judge(name):
     """Decorator: the function is kind ``name``'s judge, (study, claim, rows) -> (verdict, evidence, values,
     points, band) (dlrepro.answers.claims)."""
+
     def registered(function):
         KINDS[name].judge = function
         return function
+
     return registered
 
 
 class ClaimKind:
     """One kind of claim (module docstring); the defaults are those of a claim stated for each of its tools."""
+
     name = None
     testable = True  # False: no run can test a claim of this kind (its ``why`` says so)
     needs = ()  # the Claim fields it must give
@@ -55,6 +59,7 @@ class ClaimKind:
 @register
 class Ordering(ClaimKind):
     """``order``: tiers of tools, best first (within a tier: no order stated), on ``metric``."""
+
     name, needs, test = "ordering", ("runs", "variant", "order"), "pairs' 95% intervals"
 
     def tools(self, claim):
@@ -68,6 +73,7 @@ class Ordering(ClaimKind):
 @register
 class Ratio(ClaimKind):
     """The others' metric / ``subject``'s metric lies in ``band`` (e.g. "MXNet about 5.5x faster")."""
+
     name, needs = "ratio", ("runs", "variant", "subject", "tools", "band")
     test = "95% interval of the ratio per tool against the band"
 
@@ -82,12 +88,14 @@ class Ratio(ClaimKind):
 @register
 class Band(ClaimKind):
     """Each named tool's metric lies in ``band`` (e.g. an accuracy the study says every tool reaches)."""
+
     name, needs, test = "band", ("runs", "variant", "tools", "band"), "95% interval per tool against the band"
 
 
 @register
 class Scaling(ClaimKind):
     """From ``at`` to ``to`` (threads, or GPUs), each tool's speedup t(at) / t(to) lies in ``band``."""
+
     name, needs = "scaling", ("runs", "variant", "band", "over", "at", "to")
     test = "95% interval of the speedup per tool against the band"
 
@@ -98,6 +106,7 @@ class Scaling(ClaimKind):
 @register
 class Untestable(ClaimKind):
     """No run here can test it: ``why``."""
+
     name, needs, testable = "untestable", ("why",), False
 
     def tools(self, claim):

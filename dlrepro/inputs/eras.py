@@ -12,6 +12,7 @@ framework name (its last entry of that framework on the device). Version sets:
   today      each tool at today's version (as a run without versions, less a tool with no image on the device)
   both       both, side by side in one bundle per run (job ids name the version: torch-1.0.0)
 """
+
 from dataclasses import dataclass
 from typing import Optional
 
@@ -38,6 +39,7 @@ class Chosen:
     """One tool's framework at one version set: ``token`` (NAME or NAME@VERSION, as --framework takes it),
     ``runs`` (the version the image has), ``published`` (the study's, for the published set), ``why`` (why it
     is left out: no image)."""
+
     tool: str
     framework: str
     token: Optional[str]
@@ -47,7 +49,7 @@ class Chosen:
 
     @property
     def label(self):
-        """"PyTorch 1.0.0 (published: 0.3.1)", "MXNet(Gluon) 0.12.0" (exact), "PyTorch 2.13.0" (today), "Caffe (no
+        """ "PyTorch 1.0.0 (published: 0.3.1)", "MXNet(Gluon) 0.12.0" (exact), "PyTorch 2.13.0" (today), "Caffe (no
         image; published: 1.0rc5)"."""
         if self.runs is None:
             return "%s (no image%s)" % (self.tool, "; published: %s" % self.published if self.published else "")
@@ -68,8 +70,10 @@ def nearest(served, published):
 def checked(which):
     """``which`` when it is a version set; raises DlreproError naming the sets otherwise."""
     if which not in VERSION_SETS:
-        raise DlreproError("--versions: expected one of %s (got %r)" % (", ".join(VERSION_SETS), which),
-                           "give --versions published, today or both")
+        raise DlreproError(
+            "--versions: expected one of %s (got %r)" % (", ".join(VERSION_SETS), which),
+            "give --versions published, today or both",
+        )
     return which
 
 
@@ -98,8 +102,13 @@ def per_tool(study, matrix, device, which):
             published = study.versions[tool].version if tool in study.versions else UNSTATED
             out[tool] = _published(tool, framework, published, served, today, device)
         else:
-            out[tool] = Chosen(tool, framework, framework if today else None, today, why=None if today else
-                               "no %s image of %s in the matrix" % (device, framework))
+            out[tool] = Chosen(
+                tool,
+                framework,
+                framework if today else None,
+                today,
+                why=None if today else "no %s image of %s in the matrix" % (device, framework),
+            )
     return out
 
 

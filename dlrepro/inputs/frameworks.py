@@ -6,7 +6,8 @@ colour in every figure. What its adapter can do is the runner's record of it (ru
 (ilkarman/DeepLearningFrameworks README.md @ 671e2a0) names its MXNet rows by API and the suite's MXNet adapter is
 Gluon, so a "MXNet(Module API)" row (the symbolic API of DLF's RNN notebooks) is never set against it; DLBench (Shi et
 al., arXiv 1608.07249 v7) spells TensorFlow "Tensorflow" in places. Lua Torch 7 (DLBench's "Torch") is not PyTorch:
-it is the suite's torch7 (runner.adapters.torch7_adapter). Keras on a backend is a framework of its own (keras-tensorflow, keras-jax, keras-torch: Keras 3,
+it is the suite's torch7 (runner.adapters.torch7_adapter). Keras on a backend is a framework of its own
+(keras-tensorflow, keras-jax, keras-torch: Keras 3,
 runner.adapters.keras_adapter; keras-cntk, keras-theano and keras-tensorflow at 2.x: Keras 2.1,
 runner.adapters.keras2_adapter): DLF's "Keras(TF)", "Keras(CNTK)" and "Keras(Theano)" rows are keras-tensorflow,
 keras-cntk and keras-theano. Colours: matplotlib's tab10 (Chainer and Keras on PyTorch: tab20's light orange and
@@ -14,6 +15,7 @@ light blue; Keras on CNTK and on Theano its light green and light purple), fixed
 colour in every figure of the project. Standard library only: input data, read by the answer layer and the views
 alike.
 """
+
 from dataclasses import dataclass
 
 OTHER_COLOUR = "#7f7f7f"  # a framework outside the suite
@@ -23,28 +25,32 @@ OTHER_COLOUR = "#7f7f7f"  # a framework outside the suite
 class Names:
     """How one framework is named and drawn: ``code`` ("torch"), ``display`` ("PyTorch"), ``study_names`` (its rows'
     names in the studies' tables, the closest first; () for none) and ``colour`` ("#rrggbb")."""
+
     code: str
     display: str
     study_names: tuple
     colour: str
 
 
-FRAMEWORKS = {n.code: n for n in (
-    Names("torch", "PyTorch", ("PyTorch",), "#d62728"),
-    Names("tensorflow", "TensorFlow", ("TensorFlow", "Tensorflow"), "#ff7f0e"),
-    Names("mxnet", "MXNet", ("MXNet(Gluon)", "MXNet"), "#1f77b4"),
-    Names("jax", "JAX", (), "#9467bd"),
-    Names("cntk", "CNTK", ("CNTK",), "#2ca02c"),
-    Names("caffe2", "Caffe2", ("Caffe2",), "#8c564b"),
-    Names("caffe", "Caffe", ("Caffe",), "#e377c2"),
-    Names("chainer", "Chainer", ("Chainer",), "#ffbb78"),
-    Names("keras-tensorflow", "Keras (TensorFlow)", ("Keras(TF)",), "#bcbd22"),
-    Names("keras-jax", "Keras (JAX)", (), "#17becf"),
-    Names("keras-torch", "Keras (PyTorch)", (), "#aec7e8"),
-    Names("keras-cntk", "Keras (CNTK)", ("Keras(CNTK)",), "#98df8a"),
-    Names("keras-theano", "Keras (Theano)", ("Keras(Theano)",), "#c5b0d5"),
-    Names("torch7", "Torch 7 (Lua)", ("Torch",), "#ff9896"),
-)}
+FRAMEWORKS = {
+    n.code: n
+    for n in (
+        Names("torch", "PyTorch", ("PyTorch",), "#d62728"),
+        Names("tensorflow", "TensorFlow", ("TensorFlow", "Tensorflow"), "#ff7f0e"),
+        Names("mxnet", "MXNet", ("MXNet(Gluon)", "MXNet"), "#1f77b4"),
+        Names("jax", "JAX", (), "#9467bd"),
+        Names("cntk", "CNTK", ("CNTK",), "#2ca02c"),
+        Names("caffe2", "Caffe2", ("Caffe2",), "#8c564b"),
+        Names("caffe", "Caffe", ("Caffe",), "#e377c2"),
+        Names("chainer", "Chainer", ("Chainer",), "#ffbb78"),
+        Names("keras-tensorflow", "Keras (TensorFlow)", ("Keras(TF)",), "#bcbd22"),
+        Names("keras-jax", "Keras (JAX)", (), "#17becf"),
+        Names("keras-torch", "Keras (PyTorch)", (), "#aec7e8"),
+        Names("keras-cntk", "Keras (CNTK)", ("Keras(CNTK)",), "#98df8a"),
+        Names("keras-theano", "Keras (Theano)", ("Keras(Theano)",), "#c5b0d5"),
+        Names("torch7", "Torch 7 (Lua)", ("Torch",), "#ff9896"),
+    )
+}
 
 
 def display(code):
@@ -76,6 +82,7 @@ def nearest(version, versions):
     """The one of ``versions`` (version texts, e.g. "1.4.0") nearest ``version``: the most leading dotted parts in
     common, then the smallest step at the first part that differs ("1.4" -> "1.4.0"; "0.3.1" -> "1.0.0" before
     "2.13.0"); None when ``versions`` is empty."""
+
     def distance(other):
         mine, theirs = ([int(p) if p.isdigit() else p for p in text.split(".")] for text in (version, other))
         common = 0

@@ -9,6 +9,7 @@ Quadro, Intel, AMD, Xeon, Core) name no product and are dropped, so 'Tesla K80' 
 A name that leaves a variant open ('Tesla P100', 'Titan X') is not the same as one that names it: unknown is
 different. EQUIVALENT lists the only real cases of one product under two names.
 """
+
 import math
 import numbers
 import re
@@ -18,36 +19,57 @@ from dlrepro.inputs.references import stated_gpus
 GPU_WORDS = ("nvidia", "tesla", "geforce", "gtx", "titan", "quadro", "gpu")
 # one product, two names: the Maxwell GeForce GTX TITAN X (2015) and the Pascal NVIDIA TITAN X (2016), which
 # dropped "GTX" and is told apart as "(Pascal)"
-EQUIVALENT = {"gpu:gtx titan x": "gpu:titan x maxwell", "gpu:gtx titan x maxwell": "gpu:titan x maxwell",
-              "gpu:gtx titan x pascal": "gpu:titan x pascal"}
+EQUIVALENT = {
+    "gpu:gtx titan x": "gpu:titan x maxwell",
+    "gpu:gtx titan x maxwell": "gpu:titan x maxwell",
+    "gpu:gtx titan x pascal": "gpu:titan x pascal",
+}
 AMBIGUOUS = {"gpu:titan x"}  # Maxwell or Pascal: no one product
 
 _MEMORY = r"\d+\s*gb"
 # (device class, pattern, key builder); CPUs first, so that a Xeon's "v3" is not read as a GPU
 PATTERNS = [
     ("cpu", r"\bi([3579])[-\s](\d{4,5}[a-z]{0,2}\d?)\b", lambda m: "core i%s-%s" % m.groups()),
-    ("cpu", r"\b(e[357])-\s?(\d{4}[a-z]?)(?:\s*(v\d))?\b",
-     lambda m: "xeon %s-%s%s" % (m[1], m[2], " " + m[3] if m[3] else "")),
+    (
+        "cpu",
+        r"\b(e[357])-\s?(\d{4}[a-z]?)(?:\s*(v\d))?\b",
+        lambda m: "xeon %s-%s%s" % (m[1], m[2], " " + m[3] if m[3] else ""),
+    ),
     ("cpu", r"\b(platinum|gold|silver|bronze)\s+(\d{4}[a-z]*\+?)", lambda m: "xeon %s %s" % m.groups()),
     ("cpu", r"\bw-(\d{4,5}[a-z]*)\b", lambda m: "xeon w-%s" % m[1]),
     ("cpu", r"\bepyc\s+(\d[0-9a-z]{3,5})\b", lambda m: "epyc %s" % m[1]),
-    ("cpu", r"\bryzen\s+(?:threadripper\s+)?(?:\d\s+)?(pro\s+)?(\d{4}[a-z0-9]*)\b",
-     lambda m: "ryzen %s%s" % ("pro " if m[1] else "", m[2])),
-    ("gpu", r"\b(gtx\s+)?titan(?:\s+(xp|x|v|z|black|rtx))?\b(?:\s*\(?(maxwell|pascal)\)?)?",
-     lambda m: " ".join(w for w in ("gtx" if m[1] else None, "titan", m[2], m[3]) if w)),
-    ("gpu", r"\b((?:gtx|rtx|gt|mx)\s*\d{3,4}m?)\b((?:\s+(?:ti|super|laptop|mobile|max-q|ada|d|with max-q(?: design)?|%s)"
-            r"(?![\w-]))*)" % _MEMORY,
-     lambda m: _with_variants(re.sub(r"\s+", " ", m[1]), m[2])),
-    ("gpu", r"\b((?:gh|gb|gv|[abhklmptv])\d{1,4}[a-z]?)((?:[\s-]+(?:pcie|sxm\d?|nvl|%s)\b)*)" % _MEMORY,
-     lambda m: _with_variants(m[1], m[2])),
+    (
+        "cpu",
+        r"\bryzen\s+(?:threadripper\s+)?(?:\d\s+)?(pro\s+)?(\d{4}[a-z0-9]*)\b",
+        lambda m: "ryzen %s%s" % ("pro " if m[1] else "", m[2]),
+    ),
+    (
+        "gpu",
+        r"\b(gtx\s+)?titan(?:\s+(xp|x|v|z|black|rtx))?\b(?:\s*\(?(maxwell|pascal)\)?)?",
+        lambda m: " ".join(w for w in ("gtx" if m[1] else None, "titan", m[2], m[3]) if w),
+    ),
+    (
+        "gpu",
+        r"\b((?:gtx|rtx|gt|mx)\s*\d{3,4}m?)\b((?:\s+(?:ti|super|laptop|mobile|max-q|ada|d|with max-q(?: design)?|%s)"
+        r"(?![\w-]))*)" % _MEMORY,
+        lambda m: _with_variants(re.sub(r"\s+", " ", m[1]), m[2]),
+    ),
+    (
+        "gpu",
+        r"\b((?:gh|gb|gv|[abhklmptv])\d{1,4}[a-z]?)((?:[\s-]+(?:pcie|sxm\d?|nvl|%s)\b)*)" % _MEMORY,
+        lambda m: _with_variants(m[1], m[2]),
+    ),
 ]
 
 
 def _with_variants(model, variants):
     """'gtx 1080 max-q': the model and its variant words, sorted, memory sizes as '16gb'; "with ... design" around a
     Max-Q says nothing more."""
-    words = sorted(re.sub(r"(\d+)\s*gb", r"\1gb", w) for w in re.findall(r"\d+\s*gb|max-q|[a-z]+\d?", variants)
-                   if w not in ("with", "design"))
+    words = sorted(
+        re.sub(r"(\d+)\s*gb", r"\1gb", w)
+        for w in re.findall(r"\d+\s*gb|max-q|[a-z]+\d?", variants)
+        if w not in ("with", "design")
+    )
     return " ".join([model] + words)
 
 

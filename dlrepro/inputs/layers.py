@@ -5,6 +5,7 @@ without settings may be written by its type alone (``- relu``). Composite layers
 (residual, concat) hold layer lists of their own; macros (resnet_stage,
 densenet_block) are expanded by runner.shapes.expand, the one place that knows them.
 """
+
 from typing import Annotated, Literal, Optional, Union
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
@@ -117,8 +118,24 @@ class Concat(Strict):
     _short = field_validator("body", mode="before")(lambda cls, v: _shorthand(v))
 
 
-Layer = Annotated[Union[Conv, Pool, BatchNorm, Dense, Dropout, Simple, PadChannels, Embedding, Recurrent,
-                        ResnetStage, DensenetBlock, Residual, Concat], Field(discriminator="type")]
+Layer = Annotated[
+    Union[
+        Conv,
+        Pool,
+        BatchNorm,
+        Dense,
+        Dropout,
+        Simple,
+        PadChannels,
+        Embedding,
+        Recurrent,
+        ResnetStage,
+        DensenetBlock,
+        Residual,
+        Concat,
+    ],
+    Field(discriminator="type"),
+]
 Residual.model_rebuild()
 Concat.model_rebuild()
 

@@ -8,6 +8,7 @@ A CPU's peak is an estimate, labelled so: physical cores x clock x fp32 FLOPs a 
 peaks.yaml's ``cpus`` table by vendor, family, model number (and, where the SKU decides, the model name); where no
 row names the microarchitecture (or the cores are not known, only logical CPUs), an upper bound, said so.
 """
+
 import functools
 import re
 from pathlib import Path
@@ -48,6 +49,7 @@ class CpuRate(Strict):
     """fp32 FLOPs a cycle of one core of the CPUs a row names: every field given must match (``models``: model
     numbers or ranges such as "0x10-0x1f"; ``name``: a regular expression searched in the model name; ``flags``:
     instruction-set flags the CPU must have)."""
+
     id: str = Field(pattern=r"^[a-z0-9-]+$")
     vendor: Optional[Literal["AuthenticAMD", "GenuineIntel"]] = None
     family: Optional[int] = None
@@ -108,7 +110,9 @@ class Peaks(Strict):
             raise ValueError("device ids must be unique: %s" % sorted({i for i in ids if ids.count(i) > 1}))
         keys = [(normal(n), d.count) for d in self.devices for n in d.names]
         if len(set(keys)) != len(keys):
-            raise ValueError("a device name and count appear twice: %s" % sorted({k for k in keys if keys.count(k) > 1}))
+            raise ValueError(
+                "a device name and count appear twice: %s" % sorted({k for k in keys if keys.count(k) > 1})
+            )
         unknown = sorted({p.device for p in self.published_hardware.values()} - set(ids))
         if unknown:
             raise ValueError("published_hardware names devices that have no entry: %s" % ", ".join(unknown))
@@ -120,6 +124,7 @@ class Peaks(Strict):
 class Peak(NamedTuple):
     """A peak rate: ``flops`` in FLOP/s (None where the precision has none), ``bandwidth`` in bytes/s,
     ``device`` (an entry id, "N x id", or "CPU estimate"), ``source`` and ``estimate`` (True for CPUs)."""
+
     flops: Optional[float]
     bandwidth: Optional[float]
     device: str
@@ -130,7 +135,7 @@ class Peak(NamedTuple):
 def normal(name):
     """A device name as peaks.yaml and prices.yaml match it: spaces folded, lower case, no leading "nvidia "."""
     text = re.sub(r"\s+", " ", name.strip()).lower()
-    return text[len("nvidia "):] if text.startswith("nvidia ") else text
+    return text[len("nvidia ") :] if text.startswith("nvidia ") else text
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,8 +148,13 @@ def _of(device, count, precision):
     scale = count // device.count
     rate = device.flops.get(precision)
     label = device.id if scale == 1 else "%d x %s" % (scale, device.id)
-    return Peak(rate.value * 1e12 * scale if rate else None, device.memory_bandwidth.value * 1e9 * scale, label,
-                rate.source if rate else "%s has no %s rate in peaks.yaml" % (device.id, precision), False)
+    return Peak(
+        rate.value * 1e12 * scale if rate else None,
+        device.memory_bandwidth.value * 1e9 * scale,
+        label,
+        rate.source if rate else "%s has no %s rate in peaks.yaml" % (device.id, precision),
+        False,
+    )
 
 
 def gpu(name, count=1, precision="fp32", peaks=None):
@@ -196,6 +206,11 @@ def cpu(mhz, info, cores=None, logical=None, peaks=None):
     else:
         what = "%s (their physical cores were not recorded: each counted as a core)" % _count(logical, "logical CPU")
     bound = " (an upper bound)" if row.upper_bound or not cores else ""
-    return Peak(counted * mhz * 1e6 * row.fp32_flops_per_cycle, None, CPU_DEVICE,
-                "estimate%s: %s x %.0f MHz x %d fp32 FLOPs a cycle (%s; peaks.yaml cpus %s)"
-                % (bound, what, mhz, row.fp32_flops_per_cycle, row.how, row.id), True)
+    return Peak(
+        counted * mhz * 1e6 * row.fp32_flops_per_cycle,
+        None,
+        CPU_DEVICE,
+        "estimate%s: %s x %.0f MHz x %d fp32 FLOPs a cycle (%s; peaks.yaml cpus %s)"
+        % (bound, what, mhz, row.fp32_flops_per_cycle, row.how, row.id),
+        True,
+    )

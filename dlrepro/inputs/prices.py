@@ -5,6 +5,7 @@ dates the source gave its price for (``as_of``, ``until``) and whether it is a l
 the name CUDA gives the device (a leading "NVIDIA " and case aside, as inputs.peaks matches), one CUDA device each;
 the ``cpu`` row prices one logical CPU. A device no row names has no price: the views say so, never zero.
 """
+
 import functools
 from pathlib import Path
 from typing import Literal, NamedTuple, Optional
@@ -41,7 +42,7 @@ class Row(Strict):
         """Whether the price's last known date (``until``, else ``as_of``) is before the run made at ``created``
         (an ISO date or time, '2026-12-04T03:18:00Z'): '2016-09' is older than '2026-12-04', '2026-12' is not."""
         last = self.until or self.as_of
-        return isinstance(created, str) and created[:len(last)] > last
+        return isinstance(created, str) and created[: len(last)] > last
 
     @model_validator(mode="after")
     def _prices_something(self):
@@ -67,6 +68,7 @@ class Prices(Strict):
 class Price(NamedTuple):
     """What one job's devices cost an hour: ``usd_per_hour`` for ``devices`` of them, from ``row`` (None: the
     price given with --price-per-hour)."""
+
     usd_per_hour: float
     devices: int
     row: Optional[Row]

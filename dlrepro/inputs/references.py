@@ -7,6 +7,7 @@ Kinds are kept apart and never mixed (from ../shared/research/reference-results.
   contributor_estimate  an approximate number stated by a contributor in a PR or issue
   secondhand_ratio      a ratio reported by a secondary source about a table whose numbers are missing
 """
+
 import re
 from typing import Literal, Optional, Union
 
@@ -20,6 +21,7 @@ KINDS = ("published", "notebook_measured", "third_party_rerun", "contributor_est
 
 class Tolerance(Strict):
     """The band of measured / published ratios that counts as reproducing a reference."""
+
     lower: float = Field(gt=0, description="smallest ratio that reproduces")
     upper: float = Field(gt=0, description="largest ratio that reproduces")
 
@@ -38,8 +40,11 @@ class Reference(Strict):
     framework: str
     framework_version: Optional[str] = None
     hardware: str
-    gpus: Optional[PositiveInt] = Field(None, description="GPUs the value was measured on; default: the 'Nx ' the "
-                                                          "hardware begins with ('4x NVIDIA Tesla V100'), else one")
+    gpus: Optional[PositiveInt] = Field(
+        None,
+        description="GPUs the value was measured on; default: the 'Nx ' the "
+        "hardware begins with ('4x NVIDIA Tesla V100'), else one",
+    )
     batch_size: Optional[PositiveInt] = None
     metric: str
     value: Union[float, list[float]] = Field(description="a number, or [low, high] for a stated range")
@@ -47,7 +52,8 @@ class Reference(Strict):
     source: str
     notes: Optional[str] = None
     tolerance: Optional[Tolerance] = Field(
-        None, description="default: dlrepro.answers.published.DEFAULT_TOLERANCE by metric")
+        None, description="default: dlrepro.answers.published.DEFAULT_TOLERANCE by metric"
+    )
 
     _known_variant = field_validator("variant")(yamlfile.reference("variants", "variant", optional=True))
 
@@ -62,8 +68,9 @@ class Reference(Strict):
     def _gpus_agree(self):
         stated = stated_gpus(self.hardware)
         if self.gpus and stated and self.gpus != stated:
-            raise ValueError("gpus is %d but hardware says %dx (%r): make them agree"
-                             % (self.gpus, stated, self.hardware))
+            raise ValueError(
+                "gpus is %d but hardware says %dx (%r): make them agree" % (self.gpus, stated, self.hardware)
+            )
         return self
 
     @model_serializer(mode="wrap")
@@ -77,6 +84,7 @@ class Reference(Strict):
 
 class Missing(Strict):
     """A published result the spec belongs to whose numbers could not be retrieved."""
+
     id: str
     what: str
     where: str
@@ -94,9 +102,14 @@ def of_column(references, column, tool):
     kind, hardware and source text) among ``references`` ([Reference]), or None."""
     variant = column.reference_variant or column.variant
     for ref in references:
-        if ref.variant == variant and ref.metric == column.metric and ref.kind == column.kind \
-                and ref.framework == tool and (column.batch_size is None or ref.batch_size == column.batch_size) \
-                and (column.hardware is None or column.hardware.lower() in ref.hardware.lower()) \
-                and (column.source is None or column.source in ref.source):
+        if (
+            ref.variant == variant
+            and ref.metric == column.metric
+            and ref.kind == column.kind
+            and ref.framework == tool
+            and (column.batch_size is None or ref.batch_size == column.batch_size)
+            and (column.hardware is None or column.hardware.lower() in ref.hardware.lower())
+            and (column.source is None or column.source in ref.source)
+        ):
             return ref
     return None

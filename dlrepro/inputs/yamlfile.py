@@ -4,6 +4,7 @@ Used for specs, the image matrix and the dataset catalogue alike. A problem is
 reported as ``specs/alexnet.yaml:14: variants.alexnet-s.batch_sizes.cpu.0: expected
 an integer, got 'sixteen'`` (one line each), so the user can go straight to the fix.
 """
+
 import functools
 import types
 import typing
@@ -17,6 +18,7 @@ from dlrepro.errors import SpecError
 
 class Strict(pydantic.BaseModel):
     """Base of every file schema: unknown fields are errors, loaded values are immutable."""
+
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
 
@@ -91,8 +93,11 @@ def _message(model, err):
     kind, loc = err["type"], err["loc"]
     if kind == "extra_forbidden":
         allowed = _allowed_fields(model, loc)
-        return "unknown field %r; expected one of: %s" % (loc[-1], ", ".join(allowed)) if allowed else \
-            "unknown field %r" % (loc[-1],)
+        return (
+            "unknown field %r; expected one of: %s" % (loc[-1], ", ".join(allowed))
+            if allowed
+            else "unknown field %r" % (loc[-1],)
+        )
     if kind == "missing":
         return "required field is missing"
     if kind == "value_error":  # our own validators' messages already say what was given
@@ -107,6 +112,7 @@ def reference(key, what, optional=False):
     Use as ``_check = field_validator("model")(reference("models", "model"))``;
     ``load(..., names_of=("models",))`` supplies the names. With ``optional``, None passes.
     """
+
     def check(cls, value, info):
         names = (info.context or {}).get(key)
         if value is None and optional:
@@ -114,6 +120,7 @@ def reference(key, what, optional=False):
         if names is not None and value not in names:
             raise ValueError("unknown %s %r; the file defines: %s" % (what, value, ", ".join(sorted(names))))
         return value
+
     return check
 
 
@@ -151,8 +158,13 @@ def _walk(root):
     while stack:
         node, done = stack.pop()
         if done:
-            children = node.value if isinstance(node, yaml.SequenceNode) else \
-                [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+            children = (
+                node.value
+                if isinstance(node, yaml.SequenceNode)
+                else [n for pair in node.value for n in pair]
+                if isinstance(node, yaml.MappingNode)
+                else []
+            )
             sizes[id(node)] = 1 + sum(sizes.get(id(c), 0) for c in children)
             continue
         if id(node) in seen:
@@ -177,8 +189,10 @@ def _duplicates(nodes, path):
             for key, _ in node.value:
                 if isinstance(key, yaml.ScalarNode):
                     if key.value in seen:
-                        problems.append("%s:%d: duplicate key %r: a mapping may name each key once (the first is "
-                                        "at an earlier line); remove one" % (path, key.start_mark.line + 1, key.value))
+                        problems.append(
+                            "%s:%d: duplicate key %r: a mapping may name each key once (the first is "
+                            "at an earlier line); remove one" % (path, key.start_mark.line + 1, key.value)
+                        )
                     seen.add(key.value)
     return problems
 
@@ -195,9 +209,14 @@ def _parse(path, text):
             return None, None
         nodes, expanded = _walk(root)
         if expanded > MAX_NODES:
-            raise SpecError(path, ["%s:%d: aliases (*name) expand this file to %s values, more than the %s a file "
-                                   "may hold: write the values out, or reuse fewer" % (
-                                       path, root.start_mark.line + 1, format(expanded, ","), format(MAX_NODES, ","))])
+            raise SpecError(
+                path,
+                [
+                    "%s:%d: aliases (*name) expand this file to %s values, more than the %s a file "
+                    "may hold: write the values out, or reuse fewer"
+                    % (path, root.start_mark.line + 1, format(expanded, ","), format(MAX_NODES, ","))
+                ],
+            )
         duplicates = _duplicates(nodes, path)
         if duplicates:
             raise SpecError(path, duplicates)
@@ -215,17 +234,27 @@ def _text(path):
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise SpecError(path, ["%s: %.1f MB, larger than the %d MB a spec, study or catalogue file may be: is it "
-                                   "the right file?" % (path, size / 2**20, MAX_BYTES // 2**20)])
+            raise SpecError(
+                path,
+                [
+                    "%s: %.1f MB, larger than the %d MB a spec, study or catalogue file may be: is it "
+                    "the right file?" % (path, size / 2**20, MAX_BYTES // 2**20)
+                ],
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise SpecError(path, ["%s: cannot read: %s" % (path, exc.strerror)]) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise SpecError(path, ["%s:%d: not UTF-8 text (byte 0x%02x at offset %d): save the file as UTF-8"
-                               % (path, line, raw[exc.start], exc.start)]) from None
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(
+            path,
+            [
+                "%s:%d: not UTF-8 text (byte 0x%02x at offset %d): save the file as UTF-8"
+                % (path, line, raw[exc.start], exc.start)
+            ],
+        ) from None
 
 
 def load(path, model, names_of=(), context=None):

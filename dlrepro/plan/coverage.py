@@ -36,26 +36,54 @@ commonest. A cell is judged when its run could run here on the published hardwar
 (inputs.hardware.same_hardware against the reference's hardware text); a card named without the memory size or
 form factor its model comes in ("P100") is taken to be the published one ("Tesla P100-PCIE-16GB").
 """
+
 import re
 from dataclasses import dataclass, field, replace
 
-from dlrepro.inputs import claimkinds, eras, references, spec as specmod
 from dlrepro.errors import DlreproError
 from dlrepro.images import gpu_support
+from dlrepro.inputs import claimkinds, eras, references
+from dlrepro.inputs import spec as specmod
 from dlrepro.plan import expressible
 from runner.frameworks import Token
 
-CAUSES = ("untestable", "no gpu suffices", "gpu", "gpus", "threads", "tool", "model", "data-parallel", "image", "arch", "dataset")
+CAUSES = (
+    "untestable",
+    "no gpu suffices",
+    "gpu",
+    "gpus",
+    "threads",
+    "tool",
+    "model",
+    "data-parallel",
+    "image",
+    "arch",
+    "dataset",
+)
 HOST_CAUSES = ("gpu", "gpus", "threads")  # what another host would change, whatever the tools
 # each cause in a few words, for tables
-SHORT = {"untestable": "untestable anywhere", "no gpu suffices": "no GPU would do", "gpu": "needs a GPU",
-         "gpus": "needs more GPUs", "threads": "needs more cores", "tool": "a tool the suite does not run",
-         "data-parallel": "no data-parallel path", "image": "no image for the device", "arch": "no kernels for this GPU",
-         "model": "an adapter lacks the model", "dataset": "a dataset to fetch"}
+SHORT = {
+    "untestable": "untestable anywhere",
+    "no gpu suffices": "no GPU would do",
+    "gpu": "needs a GPU",
+    "gpus": "needs more GPUs",
+    "threads": "needs more cores",
+    "tool": "a tool the suite does not run",
+    "data-parallel": "no data-parallel path",
+    "image": "no image for the device",
+    "arch": "no kernels for this GPU",
+    "model": "an adapter lacks the model",
+    "dataset": "a dataset to fetch",
+}
 # a claim some of whose tools cannot run is counted under the commonest of their causes, in these words
-TOOL_WORDS = {"tool": "a tool the suite does not run", "data-parallel": "no data-parallel path in its tools' adapters",
-              "image": "no image of a tool for the device", "arch": "no kernels for this GPU in its tools' images",
-              "model": "a tool's adapter lacks the model", "dataset": "a dataset missing"}
+TOOL_WORDS = {
+    "tool": "a tool the suite does not run",
+    "data-parallel": "no data-parallel path in its tools' adapters",
+    "image": "no image of a tool for the device",
+    "arch": "no kernels for this GPU in its tools' images",
+    "model": "a tool's adapter lacks the model",
+    "dataset": "a dataset missing",
+}
 
 
 def _models():
@@ -73,6 +101,7 @@ GPU_MODELS = _models()
 class Hardware:
     """A host: ``gpu`` a card name of GPU_MODELS (e.g. "H100") or None, ``gpus`` how many, ``cpus`` CPU cores,
     ``datasets`` the names in the dataset cache, ``allow_ptx_jit`` whether a PTX-only image counts as runnable."""
+
     gpu: str = None
     gpus: int = 0
     cpus: int = 1
@@ -91,8 +120,9 @@ class Hardware:
         name = " ".join(w for w in self.gpu.lower().split() if w not in ("nvidia", "tesla", "geforce"))
         known = [m for m in GPU_MODELS if name == m or name.startswith(m + " ") or name.startswith(m + "-")]
         if not known:  # nvidia-smi adds the memory and form factor: "H100 80GB HBM3", "Tesla P100-PCIE-16GB"
-            raise ValueError("unknown GPU %r; known: %s, GTX Titan X" % (
-                self.gpu, ", ".join(n for _, n in gpu_support.GPUS)))
+            raise ValueError(
+                "unknown GPU %r; known: %s, GTX Titan X" % (self.gpu, ", ".join(n for _, n in gpu_support.GPUS))
+            )
         return GPU_MODELS[max(known, key=len)]
 
     def describe(self):
@@ -110,16 +140,30 @@ def this_host(allow_ptx_jit=False):
 
     found = hostinfo.gpus()
     cached = frozenset(name for name in datasets.names() if not datasets.missing(name))
-    return Hardware(found[0]["name"] if found else None, len(found), usable_cpus() or 1, cached, allow_ptx_jit,
-                    found[0]["capability"] if found else None, cpu_model())
+    return Hardware(
+        found[0]["name"] if found else None,
+        len(found),
+        usable_cpus() or 1,
+        cached,
+        allow_ptx_jit,
+        found[0]["capability"] if found else None,
+        cpu_model(),
+    )
 
 
 def of_host(host):
     """The Hardware of a bundle's host record (dlrepro.plan.hostinfo.describe), with every dataset (what a run of it
     skipped for want of one, its bundle says)."""
     gpus, cpu = host.get("gpus") or [], host.get("cpu") or {}
-    return Hardware(gpus[0]["name"] if gpus else None, len(gpus), cpu.get("usable_cpus") or cpu.get("logical_cpus")
-                    or 1, every_dataset(), False, gpus[0].get("capability") if gpus else None, cpu.get("model"))
+    return Hardware(
+        gpus[0]["name"] if gpus else None,
+        len(gpus),
+        cpu.get("usable_cpus") or cpu.get("logical_cpus") or 1,
+        every_dataset(),
+        False,
+        gpus[0].get("capability") if gpus else None,
+        cpu.get("model"),
+    )
 
 
 def every_dataset():
@@ -133,6 +177,7 @@ def every_dataset():
 class Outcome:
     """One claim or published cell on a Hardware: ``testable``, else ``cause`` (one of CAUSES) and ``reason``
     (the one line a report folds it under); ``tools`` {tool: reason} for the tools that cannot take part."""
+
     what: str
     testable: bool
     cause: str = None
@@ -161,6 +206,7 @@ class Inputs:
     {spec name: Spec} of its runs, ``matrix`` (images.matrix.Matrix), ``versions`` the version set whose images run
     ("today" or "published": inputs.eras.per_tool), ``catalogue`` every dataset name (what a GPU would do is judged
     with every dataset fetched). What it derives (each tool's image, what an adapter cannot express) is kept."""
+
     study: object
     specs: dict
     matrix: object
@@ -188,8 +234,10 @@ def inputs(study, matrix, versions="today", specs=None, catalogue=None):
     ``specs`` {name: Spec} is given) and the dataset catalogue (``catalogue``) once. Raises DlreproError for another
     version set."""
     if eras.checked(versions) == "both":
-        raise DlreproError("a plan is of one version set: published or today (got both)",
-                                "plan each set: dlrepro plan STUDY --versions both does")
+        raise DlreproError(
+            "a plan is of one version set: published or today (got both)",
+            "plan each set: dlrepro plan STUDY --versions both does",
+        )
     specs = dict(specs) if specs is not None else {}
     for run in study.runs.values():
         if run.spec not in specs:
@@ -261,15 +309,21 @@ def tool_blocker(study, run_id, variant, tool, hardware, matrix=None, versions="
             return "data-parallel", "%s: %s" % (tool, why)
     if chosen.token is None:
         why = given.matrix.no_cuda(framework) if run.device == "cuda" else None
-        return "image", "%s has no %s image%s" % (tool, "CUDA" if run.device == "cuda" else "CPU",
-                                                  " (%s)" % why if why else "")
+        return "image", "%s has no %s image%s" % (
+            tool,
+            "CUDA" if run.device == "cuda" else "CPU",
+            " (%s)" % why if why else "",
+        )
     if run.device == "cuda":
         image = given.matrix.find(framework, "cuda", chosen.runs)
         decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
         if not runnable(decided, hardware):
             other = _other_version(given, framework, image, hardware, run, variant)
-            return "arch", "%s: %s%s" % (tool, _arch_words(image, hardware, decided), other or (
-                "; " + image.newer_builds if image.newer_builds else ""))
+            return "arch", "%s: %s%s" % (
+                tool,
+                _arch_words(image, hardware, decided),
+                other or ("; " + image.newer_builds if image.newer_builds else ""),
+            )
     for name, fallback in data_needed(given.specs[run.spec], variant):
         if not ({name, *fallback} & hardware.datasets):
             return "dataset", "needs dataset %s (`dlrepro datasets.fetch %s`)" % (name, name)
@@ -293,12 +347,16 @@ def _other_version(given, framework, chosen, hardware, run, variant):
             token = Token(framework, None if today else image.version_of(framework)).text
             decided = gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs))
             if given.unsupported(run.spec, variant, token) or (
-                    max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")):
+                max(run.gpus) > 1 and capabilities.unsupported_parallel(token, "throughput")
+            ):
                 continue
             if runnable(decided, hardware):
                 return "; %s runs there %s (--framework %s%s)" % (
-                    image.name, "natively" if decided["verdict"] == "native" else "by PTX JIT", token,
-                    "; with the vendor image %s loaded" % image.vendor.image if image.vendor else "")
+                    image.name,
+                    "natively" if decided["verdict"] == "native" else "by PTX JIT",
+                    token,
+                    "; with the vendor image %s loaded" % image.vendor.image if image.vendor else "",
+                )
     return ""
 
 
@@ -307,7 +365,11 @@ def _arch_words(image, hardware, decided):
     shipped = " ".join(image.cuda_archs) or "an unknown list"
     if decided["verdict"] == "ptx":
         return "%s runs on %s (%s) only by JIT of its %s PTX (--allow-ptx-jit)" % (
-            image.name, hardware.gpu, sm, decided["arch"])
+            image.name,
+            hardware.gpu,
+            sm,
+            decided["arch"],
+        )
     return "%s has no kernels for %s (%s): it ships %s" % (image.name, hardware.gpu, sm, shipped)
 
 
@@ -338,8 +400,9 @@ def claim_outcome(study, name, hardware, matrix=None, versions="today"):
     if not kind.testable:
         return Outcome(name, False, "untestable", claim.why)
     if claim.over == "threads" and isinstance(claim.to, int) and hardware.cpus < claim.to:
-        return Outcome(name, False, "threads", "needs %d CPU threads (this host has %d cores)" % (claim.to,
-                                                                                                   hardware.cpus))
+        return Outcome(
+            name, False, "threads", "needs %d CPU threads (this host has %d cores)" % (claim.to, hardware.cpus)
+        )
     if given.study.device_of(name) == "cuda":
         wanted = gpus_needed(given.study, claim)
         short = _needs_gpus(wanted, hardware)
@@ -357,8 +420,13 @@ def claim_outcome(study, name, hardware, matrix=None, versions="today"):
             return Outcome(name, True, caveat=_caveats(given, run_id, claim.variant, sorted(available)))
         blocked_tools = {t: why for t, why in tools.items() if why}
         if best is None or best.cause in HOST_CAUSES:
-            best = Outcome(name, False, _cause(claim, available, blocked_tools),
-                           _reason(claim, available, blocked_tools), {t: why[1] for t, why in blocked_tools.items()})
+            best = Outcome(
+                name,
+                False,
+                _cause(claim, available, blocked_tools),
+                _reason(claim, available, blocked_tools),
+                {t: why[1] for t, why in blocked_tools.items()},
+            )
     return best or Outcome(name, False, "untestable", "no run of the study measures it")
 
 
@@ -370,16 +438,27 @@ def _on_cards(given, name, wanted, hardware, short):
     tried = []
     for _, cards in gpu_support.GPUS:  # every dataset fetched: what a GPU would do; the host's own lack said after
         card = cards.split(", ")[0]
-        tried.append((card, claim_outcome(given, name, replace(hardware, gpu=card, gpus=wanted, gpu_capability=None,
-                                                               datasets=given.catalogue))))
+        tried.append(
+            (
+                card,
+                claim_outcome(
+                    given, name, replace(hardware, gpu=card, gpus=wanted, gpu_capability=None, datasets=given.catalogue)
+                ),
+            )
+        )
     fetch = _datasets_missing(given, given.study.claims[name], hardware)
     good = [card for card, o in tried if o.testable]
     if good:
         return Outcome(name, False, cause, "%s (one of: %s)%s" % (reason, ", ".join(good), fetch))
     card, closest = max(tried, key=lambda t: -len(t[1].tools))
     where = "on every GPU model" if len({o.reason for _, o in tried}) == 1 else "on a %s" % card
-    return Outcome(name, False, "no gpu suffices", "no GPU makes it testable with %s; %s: %s%s" % (
-        IMAGES_OF[given.versions], where, closest.reason, fetch), closest.tools)
+    return Outcome(
+        name,
+        False,
+        "no gpu suffices",
+        "no GPU makes it testable with %s; %s: %s%s" % (IMAGES_OF[given.versions], where, closest.reason, fetch),
+        closest.tools,
+    )
 
 
 IMAGES_OF = {"today": "the suite's images", "published": "the published versions' images"}
@@ -391,8 +470,11 @@ def _datasets_missing(given, claim, hardware):
     if not claim.runs:
         return ""
     spec = given.specs[given.study.runs[claim.runs[0]].spec]
-    return "".join("; and needs dataset %s (`dlrepro datasets.fetch %s`)" % (n, n)
-                   for n, fallback in data_needed(spec, claim.variant) if not ({n, *fallback} & hardware.datasets))
+    return "".join(
+        "; and needs dataset %s (`dlrepro datasets.fetch %s`)" % (n, n)
+        for n, fallback in data_needed(spec, claim.variant)
+        if not ({n, *fallback} & hardware.datasets)
+    )
 
 
 def _cause(claim, available, blocked):
@@ -404,8 +486,11 @@ def _cause(claim, available, blocked):
     def decides(cause):
         return claimkinds.of(claim).enough(claim, available | {t for t, why in blocked.items() if why[0] == cause})
 
-    return min(set(causes), key=lambda c: (not decides(c), c == "tool", -causes.count(c), CAUSES.index(c))) \
-        if causes else "untestable"
+    return (
+        min(set(causes), key=lambda c: (not decides(c), c == "tool", -causes.count(c), CAUSES.index(c)))
+        if causes
+        else "untestable"
+    )
 
 
 def _reason(claim, available, blocked):
@@ -414,8 +499,10 @@ def _reason(claim, available, blocked):
     reasons = sorted({why[1] for why in blocked.values()})
     if len(reasons) == 1 and not available:
         return reasons[0]
-    return "too few of its tools can run here (can: %s): %s" % (", ".join(sorted(available)) or "none",
-                                                                  "; ".join(reasons))
+    return "too few of its tools can run here (can: %s): %s" % (
+        ", ".join(sorted(available)) or "none",
+        "; ".join(reasons),
+    )
 
 
 OPEN_VARIANTS = re.compile(r" (?:\d+gb|pcie|sxm\d?|nvl)\b")  # what a bare model name leaves open
@@ -441,14 +528,17 @@ def cell_outcome(study, table, column, tool, hardware, matrix=None, versions="to
     given = _given(study, matrix, versions)
     what = "%s / %s / %s" % (table, column.label, tool)
     if column.threads and hardware.cpus < column.threads:
-        return Outcome(what, False, "threads", "needs %d CPU threads (this host has %d cores)" % (column.threads,
-                                                                                                   hardware.cpus))
+        return Outcome(
+            what, False, "threads", "needs %d CPU threads (this host has %d cores)" % (column.threads, hardware.cpus)
+        )
     best = None
     for run_id in column.runs:
         run = given.study.runs[run_id]
-        blocked = _run_blocker(given.study, run_id, hardware) or (
-            _needs_gpus(column.gpus, hardware) if run.device == "cuda" else None) or tool_blocker(
-            given, run_id, column.variant, tool, hardware)
+        blocked = (
+            _run_blocker(given.study, run_id, hardware)
+            or (_needs_gpus(column.gpus, hardware) if run.device == "cuda" else None)
+            or tool_blocker(given, run_id, column.variant, tool, hardware)
+        )
         if blocked is None:
             ref = references.of_column(given.specs[run.spec].references, column, tool)
             name = hardware.gpu if run.device == "cuda" else hardware.cpu_model

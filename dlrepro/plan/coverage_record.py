@@ -7,6 +7,7 @@ computed once, from the record's own manifest, the specs its bundles recorded an
   record["plan"] = {"host": "1 x H200, 16 CPU cores", "sets": {"today": {"claims": [Outcome as a dict, ...],
                                                                          "cells": [...]}, "published": {...}}}
 """
+
 from dataclasses import asdict, replace
 
 from dlrepro.inputs import spec as specmod
@@ -23,9 +24,13 @@ def record(study, hardware, matrix, versions, specs=None):
     ``versions`` (sets_of), Outcomes as plain data; ``specs`` {name: Spec} where loaded already."""
     given = {name: coverage.inputs(study, matrix, name, specs) for name in sets_of(versions)}
     found = {name: coverage.plan(inputs, hardware) for name, inputs in given.items()}
-    return {"host": hardware.describe(), "sets": {name: {part: [asdict(o) for o in outcomes]
-                                                         for part, outcomes in plan.items()}
-                                                  for name, plan in found.items()}}
+    return {
+        "host": hardware.describe(),
+        "sets": {
+            name: {part: [asdict(o) for o in outcomes] for part, outcomes in plan.items()}
+            for name, plan in found.items()
+        },
+    }
 
 
 def this_host(study, matrix, versions, specs=None):

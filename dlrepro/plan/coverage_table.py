@@ -1,15 +1,23 @@
 """The README's table "what can your hardware test": per standard host (PROFILES, every dataset fetched, today's
 versions), per study, the claims it can test and the published cells it would judge (dlrepro.plan.coverage.plan);
 `dlrepro plan all` prints it, and tests/plan/test_coverage.py checks that README.md holds what it prints."""
+
 from dlrepro.plan.coverage import SHORT, Hardware, counts, every_dataset, inputs, plan
 
 # the hosts of the README's table "what can your hardware test" (every dataset fetched)
-PROFILES = (("2 CPU cores (this project's build machine)", dict(cpus=2)), ("16-core CPU", dict(cpus=16)),
-            ("K80", dict(gpu="K80", gpus=1, cpus=16)), ("GTX 1080", dict(gpu="GTX 1080", gpus=1, cpus=16)),
-            ("P100", dict(gpu="P100", gpus=1, cpus=16)), ("V100", dict(gpu="V100", gpus=1, cpus=16)),
-            ("A100", dict(gpu="A100", gpus=1, cpus=16)), ("H100/H200", dict(gpu="H100", gpus=1, cpus=16)),
-            ("H100/H200, --allow-ptx-jit", dict(gpu="H100", gpus=1, cpus=16, allow_ptx_jit=True)),
-            ("4 x V100", dict(gpu="V100", gpus=4, cpus=32)), ("4 x H100", dict(gpu="H100", gpus=4, cpus=64)))
+PROFILES = (
+    ("2 CPU cores (this project's build machine)", dict(cpus=2)),
+    ("16-core CPU", dict(cpus=16)),
+    ("K80", dict(gpu="K80", gpus=1, cpus=16)),
+    ("GTX 1080", dict(gpu="GTX 1080", gpus=1, cpus=16)),
+    ("P100", dict(gpu="P100", gpus=1, cpus=16)),
+    ("V100", dict(gpu="V100", gpus=1, cpus=16)),
+    ("A100", dict(gpu="A100", gpus=1, cpus=16)),
+    ("H100/H200", dict(gpu="H100", gpus=1, cpus=16)),
+    ("H100/H200, --allow-ptx-jit", dict(gpu="H100", gpus=1, cpus=16, allow_ptx_jit=True)),
+    ("4 x V100", dict(gpu="V100", gpus=4, cpus=32)),
+    ("4 x H100", dict(gpu="H100", gpus=4, cpus=64)),
+)
 
 
 def profile(name):
@@ -31,9 +39,12 @@ def _rest(why):
 def markdown_table(studies, matrix):
     """The README's table: per PROFILES host, per study, the claims it can test (and the commonest cause of the
     rest), and the published cells it would judge (the published hardware) or only show (other hardware)."""
-    lines = ["| hardware | " + " | ".join("%s claims testable | %s published cells" % ((s.title.split(" - ")[0],) * 2)
-                                          for s in studies) + " |",
-             "|---|" + "---|---|" * len(studies)]
+    lines = [
+        "| hardware | "
+        + " | ".join("%s claims testable | %s published cells" % ((s.title.split(" - ")[0],) * 2) for s in studies)
+        + " |",
+        "|---|" + "---|---|" * len(studies),
+    ]
     given = {study.name: inputs(study, matrix) for study in studies}
     for name, _ in PROFILES:
         cells = []
@@ -42,7 +53,9 @@ def markdown_table(studies, matrix):
             n, why = counts(found["claims"])
             m, _ = counts(found["cells"])
             measured = sum(o.testable for o in found["cells"])
-            cells += ["%d of %d%s" % (n, len(found["claims"]), _rest(why)),
-                      "%d judged, %d shown of %d" % (m, measured - m, len(found["cells"]))]
+            cells += [
+                "%d of %d%s" % (n, len(found["claims"]), _rest(why)),
+                "%d judged, %d shown of %d" % (m, measured - m, len(found["cells"])),
+            ]
         lines.append("| %s | %s |" % (name, " | ".join(cells)))
     return "\n".join(lines) + "\n"

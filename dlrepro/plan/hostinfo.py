@@ -1,4 +1,5 @@
 """Description of the host a bundle was measured on (the runner records what it sees inside)."""
+
 import os
 import platform
 import socket
@@ -20,9 +21,15 @@ def gpus():
         for index in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            found.append({"index": index, "name": pynvml.nvmlDeviceGetName(handle), "driver": driver,
-                          "capability": "%d.%d" % (major, minor),
-                          "memory_bytes": pynvml.nvmlDeviceGetMemoryInfo(handle).total})
+            found.append(
+                {
+                    "index": index,
+                    "name": pynvml.nvmlDeviceGetName(handle),
+                    "driver": driver,
+                    "capability": "%d.%d" % (major, minor),
+                    "memory_bytes": pynvml.nvmlDeviceGetMemoryInfo(handle).total,
+                }
+            )
         return found
     finally:
         pynvml.nvmlShutdown()
@@ -75,8 +82,12 @@ def describe():
         "os": platform.platform(),
         "kernel": platform.release(),
         "machine": platform.machine(),
-        "cpu": {"model": cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable_cpus(),
-                "flags": cpu_flags()},
+        "cpu": {
+            "model": cpu_model(),
+            "logical_cpus": os.cpu_count(),
+            "usable_cpus": usable_cpus(),
+            "flags": cpu_flags(),
+        },
         "memory_bytes": memory_bytes(),
         "python": platform.python_version(),
         "gpus": gpus(),

@@ -18,6 +18,7 @@ total, which then reads "at least".
             looked inside (results/cuda-images-20261202/cuda-images.json); a CPU image's size is not recorded
   datasets  what the runs read, with the bytes dlrepro/inputs/datasets.yaml pins
 """
+
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,8 +26,8 @@ from datetime import datetime
 from pathlib import Path
 
 from dlrepro import REPO_ROOT
-from dlrepro.inputs import prices as pricesmod
 from dlrepro.images import gpu_support
+from dlrepro.inputs import prices as pricesmod
 from dlrepro.inputs.peaks import normal
 
 LENGTHS = ("epochs", "iterations", "repeats", "warmup", "seeds")  # options that change how long a job runs
@@ -41,6 +42,7 @@ class Pass:
     --seeds: the lengths a study's jobs have), ``device`` ("cpu" or "cuda"), ``gpu`` (the first GPU's name, None on a
     CPU run), ``gpus`` and ``cpus`` of its host, ``quick`` (a --quick pass), ``jobs`` it ran (ok or failed),
     ``seconds`` of wall time over its attempts, ``created`` (ISO time)."""
+
     bundle: str
     spec: str
     variants: frozenset
@@ -68,6 +70,7 @@ class Pass:
 def _seconds(start, end):
     def parse(text):
         return datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
+
     return (parse(end) - parse(start)).total_seconds()
 
 
@@ -78,17 +81,30 @@ def of_bundle(body):
     attempts = [a for a in body.get("attempts") or [] if a.get("started") and a.get("finished")]
     if not ran or not (attempts or body.get("finished")):
         return None
-    seconds = sum(_seconds(a["started"], a["finished"]) for a in attempts) if attempts else _seconds(
-        body["created"], body["finished"])
+    seconds = (
+        sum(_seconds(a["started"], a["finished"]) for a in attempts)
+        if attempts
+        else _seconds(body["created"], body["finished"])
+    )
     host, options = body.get("host") or {}, body.get("options") or {}
     gpus, cpu = host.get("gpus") or [], host.get("cpu") or {}
     device = (body.get("executor") or {}).get("device") or ("cuda" if gpus else "cpu")
     variants = frozenset(j["variant"] for j in body.get("jobs") or [] if j.get("status") in ("ok", "failed"))
-    return Pass(body["id"], body["spec"]["name"], variants, options.get("mode"),
-                all(options.get(k) is None for k in LENGTHS), device,
-                gpus[0]["name"] if gpus and device == "cuda" else None, len(gpus),
-                cpu.get("usable_cpus") or cpu.get("logical_cpus") or 1, bool(options.get("quick")), ran, seconds,
-                body["created"])
+    return Pass(
+        body["id"],
+        body["spec"]["name"],
+        variants,
+        options.get("mode"),
+        all(options.get(k) is None for k in LENGTHS),
+        device,
+        gpus[0]["name"] if gpus and device == "cuda" else None,
+        len(gpus),
+        cpu.get("usable_cpus") or cpu.get("logical_cpus") or 1,
+        bool(options.get("quick")),
+        ran,
+        seconds,
+        body["created"],
+    )
 
 
 def passes(results_dir=REPO_ROOT / "results", specs=None):
@@ -126,9 +142,11 @@ def price(hardware, table=None):
     if not (hardware.gpu and hardware.gpus):
         return pricesmod.of("cpu", None, hardware.cpus, table)
     rows = [r for r in table.rows if any(_model(n) == _model(hardware.gpu) for n in r.names)] or [
-        r for r in table.rows if any(same_model(n, hardware.gpu) for n in r.names)]
-    return pricesmod.Price(rows[0].usd_per_device_hour * hardware.gpus, hardware.gpus, rows[0]) \
-        if len(rows) == 1 else None
+        r for r in table.rows if any(same_model(n, hardware.gpu) for n in r.names)
+    ]
+    return (
+        pricesmod.Price(rows[0].usd_per_device_hour * hardware.gpus, hardware.gpus, rows[0]) if len(rows) == 1 else None
+    )
 
 
 def source(recorded, run, quick, gpu=None):
@@ -136,17 +154,23 @@ def source(recorded, run, quick, gpu=None):
     in its mode, at the spec's lengths, a --quick pass or not as ``quick``; of those, one that ran a variant of the
     run before one that did not, then one on the GPU model ``gpu`` (its name as given, "H100", matches "NVIDIA H100
     80GB HBM3"), then the newest; None without one."""
-    same = [p for p in recorded if p.spec == run.spec and p.device == run.device and p.mode == run.mode
-            and p.defaults and p.quick == quick]
-    return max(same, key=lambda p: (bool(p.variants & set(run.variants)),
-                                    bool(gpu and p.gpu and same_model(p.gpu, gpu)), p.created),
-               default=None)
+    same = [
+        p
+        for p in recorded
+        if p.spec == run.spec and p.device == run.device and p.mode == run.mode and p.defaults and p.quick == quick
+    ]
+    return max(
+        same,
+        key=lambda p: (bool(p.variants & set(run.variants)), bool(gpu and p.gpu and same_model(p.gpu, gpu)), p.created),
+        default=None,
+    )
 
 
 @dataclass
 class RunEstimate:
     """One run of the study on the host: ``jobs`` it has there, the Pass its seconds per job come from (None: no
     recorded pass), the ``datasets`` it reads and the ``images`` it runs."""
+
     run: str
     device: str
     jobs: int
@@ -174,16 +198,17 @@ def _tokens(given, spec, device):
 def _image(given, token, device, hardware):
     """The image ``token`` runs on ``device`` when it runs on ``hardware`` (its kernels, or PTX JIT where
     allowed), else None."""
-    from dlrepro.plan import coverage
     from dlrepro.errors import ImageError
+    from dlrepro.plan import coverage
 
     name, _, version = token.partition("@")
     try:
         image = given.matrix.find(name, device, version or None)
     except ImageError:
         return None
-    if device == "cuda" and not coverage.runnable(gpu_support.decide(
-            image.name, hardware.capability, hardware.gpu, list(image.cuda_archs)), hardware):
+    if device == "cuda" and not coverage.runnable(
+        gpu_support.decide(image.name, hardware.capability, hardware.gpu, list(image.cuda_archs)), hardware
+    ):
         return None
     return image
 
@@ -206,14 +231,29 @@ def runs(given, hardware, recorded, quick=False):
         tokens = [t for t, image in images.items() if image]
         if not tokens:
             continue
-        options = RunOptions(frameworks=tokens, device=run.device, variants=run.variants, mode=run.mode,
-                             batch_sizes=run.batch_sizes, threads=run.thread_counts(spec, quick, hardware.cpus, []),
-                             quick=quick, ranks=counts if run.gpus != [1] else None)
+        options = RunOptions(
+            frameworks=tokens,
+            device=run.device,
+            variants=run.variants,
+            mode=run.mode,
+            batch_sizes=run.batch_sizes,
+            threads=run.thread_counts(spec, quick, hardware.cpus, []),
+            quick=quick,
+            ranks=counts if run.gpus != [1] else None,
+        )
         jobs = jobsmod.count(spec, options, lambda _, variant, token: given.unsupported(run.spec, variant, token))
         if jobs:
             data = [name for v in run.variants for name, _ in coverage.data_needed(spec, v)]
-            out.append(RunEstimate(run_id, run.device, jobs, source(recorded, run, quick, hardware.gpu),
-                                   list(dict.fromkeys(data)), sorted({images[t].name for t in tokens})))
+            out.append(
+                RunEstimate(
+                    run_id,
+                    run.device,
+                    jobs,
+                    source(recorded, run, quick, hardware.gpu),
+                    list(dict.fromkeys(data)),
+                    sorted({images[t].name for t in tokens}),
+                )
+            )
     return out
 
 

@@ -6,6 +6,7 @@ dataset actually used, so ``resolve`` fills them in once the cache holds it.
 The user's choices and overrides come as dlrepro.run.options.RunOptions; its digest, with
 the spec's, names the run configuration in the bundle id.
 """
+
 import hashlib
 import json
 
@@ -16,8 +17,14 @@ from runner.adapters import capabilities
 from runner.contract import JOB_SCHEMA, OPTION_DEFAULTS
 from runner.frameworks import Token
 
-QUICK = {"warmup": 1, "iterations": 3, "repeats": 1, "epochs": 1, "max_iterations_per_epoch": 100,
-         "inference_batches": 3}
+QUICK = {
+    "warmup": 1,
+    "iterations": 3,
+    "repeats": 1,
+    "epochs": 1,
+    "max_iterations_per_epoch": 100,
+    "inference_batches": 3,
+}
 TIMEOUT_S = {"throughput": 1800, "convergence": 86400, "inference": 1800, "parameters": 600}
 
 
@@ -47,9 +54,16 @@ def _data(variant):
     data = variant.data
     if data.kind == "synthetic":
         return {"kind": "synthetic", "seed": data.seed}
-    return {"kind": "dataset", "name": data.name, "candidates": [data.name] + list(data.fallback), "format": None,
-            "files": None, "scale": data.scale, "subtract_mean": data.subtract_mean,
-            "options": data.tokens.model_dump(exclude_none=True) if data.tokens else {}}
+    return {
+        "kind": "dataset",
+        "name": data.name,
+        "candidates": [data.name] + list(data.fallback),
+        "format": None,
+        "files": None,
+        "scale": data.scale,
+        "subtract_mean": data.subtract_mean,
+        "options": data.tokens.model_dump(exclude_none=True) if data.tokens else {},
+    }
 
 
 def _sizes(variant, options, mode):
@@ -101,13 +115,18 @@ def _data_parallel(variant, batch_size, ranks, optimizer):
 def _mode_settings(variant, options, mode):
     if mode == "convergence":
         conv = variant.convergence
-        return {"epochs": _pick(options.epochs, QUICK["epochs"], conv.epochs, options.quick),
-                "max_iterations_per_epoch": QUICK["max_iterations_per_epoch"] if options.quick
-                else conv.max_iterations_per_epoch,
-                "test_complete_batches": conv.test_complete_batches}
+        return {
+            "epochs": _pick(options.epochs, QUICK["epochs"], conv.epochs, options.quick),
+            "max_iterations_per_epoch": QUICK["max_iterations_per_epoch"]
+            if options.quick
+            else conv.max_iterations_per_epoch,
+            "test_complete_batches": conv.test_complete_batches,
+        }
     if mode == "inference":
-        return {"inference_batches": QUICK["inference_batches"] if options.quick else variant.inference.batches,
-                "untimed_passes": variant.inference.untimed_passes}
+        return {
+            "inference_batches": QUICK["inference_batches"] if options.quick else variant.inference.batches,
+            "untimed_passes": variant.inference.untimed_passes,
+        }
     return {}
 
 
@@ -115,8 +134,11 @@ def step_of(options, framework):
     """The job fields ``gradients`` and ``thread_pools`` (runner.contract) of ``framework`` (a token, NAME or
     NAME@VERSION) under ``options.steps``: its token's entry, else its name's, else the suite's defaults."""
     step = options.steps.get(framework) or options.steps.get(Token.parse(framework).name)
-    return step.model_dump() if step else {"gradients": OPTION_DEFAULTS["gradients"],
-                                           "thread_pools": OPTION_DEFAULTS["thread_pools"]}
+    return (
+        step.model_dump()
+        if step
+        else {"gradients": OPTION_DEFAULTS["gradients"], "thread_pools": OPTION_DEFAULTS["thread_pools"]}
+    )
 
 
 def _checked_steps(options, frameworks, device):
@@ -125,14 +147,26 @@ def _checked_steps(options, frameworks, device):
     for given, step in options.steps.items():
         tokens = [f for f in frameworks if given in (f, Token.parse(f).name)]
         if not tokens:
-            raise DlreproError("steps: %s is none of the run's frameworks (%s)" % (given, ", ".join(frameworks)),
-                               "name a framework of the run (as --framework gives it), or drop the entry")
-        problem = next(filter(None, (capabilities.unsupported_options(token, dict(step.model_dump(), threads=1), device)
-                                     for token in tokens)), None)
+            raise DlreproError(
+                "steps: %s is none of the run's frameworks (%s)" % (given, ", ".join(frameworks)),
+                "name a framework of the run (as --framework gives it), or drop the entry",
+            )
+        problem = next(
+            filter(
+                None,
+                (
+                    capabilities.unsupported_options(token, dict(step.model_dump(), threads=1), device)
+                    for token in tokens
+                ),
+            ),
+            None,
+        )
         if problem:
-            raise DlreproError("steps: %s: %s" % (given, problem),
-                               "leave the step as the suite's for that framework, or choose an image whose adapter "
-                               "has it (TensorFlow 1.x)")
+            raise DlreproError(
+                "steps: %s: %s" % (given, problem),
+                "leave the step as the suite's for that framework, or choose an image whose adapter "
+                "has it (TensorFlow 1.x)",
+            )
 
 
 def _not_applicable(variant, mode):
@@ -160,16 +194,26 @@ def left_out(spec, options):
         for framework in _frameworks(spec, options):
             reason = unsupported(spec, name, framework)
             if reason is None and options.ranks is not None:
-                reason = capabilities.unsupported_parallel(framework,
-                                                           options.mode or spec.variants[name].mode)
+                reason = capabilities.unsupported_parallel(framework, options.mode or spec.variants[name].mode)
             if reason:
                 out.append({"variant": name, "framework": framework, "reason": "unsupported: " + reason})
         if options.ranks is not None and (spec.variants[name].scaling or "strong") == "strong":
-            uneven = sorted({(b, r) for b in _sizes(spec.variants[name], options, options.mode or spec.variants[name].mode)
-                             for r in _ranks(spec.variants[name], options) if b % r})
+            uneven = sorted(
+                {
+                    (b, r)
+                    for b in _sizes(spec.variants[name], options, options.mode or spec.variants[name].mode)
+                    for r in _ranks(spec.variants[name], options)
+                    if b % r
+                }
+            )
             for b, r in uneven:
-                out.append({"variant": name, "framework": None,
-                            "reason": "batch %d does not split into %d equal rank mini-batches" % (b, r)})
+                out.append(
+                    {
+                        "variant": name,
+                        "framework": None,
+                        "reason": "batch %d does not split into %d equal rank mini-batches" % (b, r),
+                    }
+                )
     return out
 
 
@@ -182,25 +226,39 @@ def known_frameworks(frameworks, known, owner):
     ``owner`` (e.g. "spec alexnet"), naming it with its near miss or odd letter."""
     foreign = [f for f in frameworks if Token.parse(f).name not in known]
     if foreign:
-        raise DlreproError("%s declares no adapter for %s; its frameworks: %s" % (
-            owner, ", ".join(unknown_name(f, known) for f in foreign), ", ".join(known)),
-            "give --framework names of those, comma-separated, or leave --framework out")
+        raise DlreproError(
+            "%s declares no adapter for %s; its frameworks: %s"
+            % (owner, ", ".join(unknown_name(f, known) for f in foreign), ", ".join(known)),
+            "give --framework names of those, comma-separated, or leave --framework out",
+        )
 
 
 def _within_limits(spec, variants, options):
     """Raise DlreproError naming the option when a size given on the command line is above a chosen variant's
     limits (the spec's ``limits``, which the spec may raise)."""
     given = [("--batch-size", b, "batch_size") for b in options.batch_sizes or []] + [
-        ("--warmup", options.warmup, "iterations"), ("--iterations", options.iterations, "iterations"),
-        ("--repeats", options.repeats, "repeats"), ("--epochs", options.epochs, "epochs")]
+        ("--warmup", options.warmup, "iterations"),
+        ("--iterations", options.iterations, "iterations"),
+        ("--repeats", options.repeats, "repeats"),
+        ("--epochs", options.epochs, "epochs"),
+    ]
     for name in variants:
         limits = spec.variants[name].limits
-        over = ["%s %s" % (option, format(value, ",")) for option, value, limit in given
-                if value is not None and value > getattr(limits, limit)]
+        over = [
+            "%s %s" % (option, format(value, ","))
+            for option, value, limit in given
+            if value is not None and value > getattr(limits, limit)
+        ]
         if over:
-            raise DlreproError("%s: above the limits of variant %s (%s)" % (", ".join(over), name, ", ".join(
-                "%s %s" % (k, format(v, ",")) for k, v in limits.model_dump().items())),
-                "a typo? If the study needs it, raise the limit in the spec: limits: {batch_size: N} in the variant")
+            raise DlreproError(
+                "%s: above the limits of variant %s (%s)"
+                % (
+                    ", ".join(over),
+                    name,
+                    ", ".join("%s %s" % (k, format(v, ",")) for k, v in limits.model_dump().items()),
+                ),
+                "a typo? If the study needs it, raise the limit in the spec: limits: {batch_size: N} in the variant",
+            )
 
 
 def expand(spec, options):
@@ -218,37 +276,59 @@ def expand(spec, options):
     variants = options.variants or list(spec.variants)
     unknown = [v for v in variants if v not in spec.variants]
     if unknown:
-        raise DlreproError("spec %s has no variant %s; it has: %s"
-                           % (spec.name, ", ".join(unknown), ", ".join(spec.variants)))
+        raise DlreproError(
+            "spec %s has no variant %s; it has: %s" % (spec.name, ", ".join(unknown), ", ".join(spec.variants))
+        )
     _within_limits(spec, variants, options)
     frameworks = _frameworks(spec, options)
     known_frameworks(frameworks, spec.frameworks, "spec %s" % spec.name)
     _checked_steps(options, frameworks, options.device)
     jobs = []
     for name, mode, framework, seeds, batch_size, threads, ranks, seed, parallel in _selected(
-            spec, variants, frameworks, options, unsupported):
+        spec, variants, frameworks, options, unsupported
+    ):
         variant = spec.variants[name]
         model = spec.models[variant.model]
         token = Token.parse(framework)
         job = {
             "schema": JOB_SCHEMA,
-            "id": _job_id(name, token.job_part, options.device, batch_size, threads, mode,
-                          variant.mode, ranks, seed if len(seeds) > 1 else None),
+            "id": _job_id(
+                name,
+                token.job_part,
+                options.device,
+                batch_size,
+                threads,
+                mode,
+                variant.mode,
+                ranks,
+                seed if len(seeds) > 1 else None,
+            ),
             "spec": {"name": spec.name, "sha256": spec.digest()},
             "variant": name,
             "framework": token.name,
             "framework_version": token.version,
             "device": options.device,
             "mode": mode,
-            "model": {"name": variant.model, "input_shape": list(model.input_shape),
-                      "input_kind": model.input_kind, "target": model.target, "classes": model.classes,
-                      "init": model.init_for(token.name).model_dump(exclude_none=True),
-                      "parameters": model.parameters,
-                      "layers": model.layer_dicts()},
+            "model": {
+                "name": variant.model,
+                "input_shape": list(model.input_shape),
+                "input_kind": model.input_kind,
+                "target": model.target,
+                "classes": model.classes,
+                "init": model.init_for(token.name).model_dump(exclude_none=True),
+                "parameters": model.parameters,
+                "layers": model.layer_dicts(),
+            },
             "data": _data(variant),
-            "weights": {"name": variant.weights.dataset, "format": None, "files": None,
-                        "layout": variant.weights.layout, "top1": variant.weights.top1}
-            if variant.weights else None,
+            "weights": {
+                "name": variant.weights.dataset,
+                "format": None,
+                "files": None,
+                "layout": variant.weights.layout,
+                "top1": variant.weights.top1,
+            }
+            if variant.weights
+            else None,
             "optimizer": variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None,
             "loss": variant.loss.model_dump(),
             "batch_size": batch_size,
@@ -269,20 +349,28 @@ def expand(spec, options):
             "timeout_s": options.timeout_s or TIMEOUT_S[mode],
         }
         step = step_of(options, framework)
-        job.update(gradients=step["gradients"],  # thread_pools says how a thread count is applied
-                   thread_pools=step["thread_pools"] if threads else OPTION_DEFAULTS["thread_pools"])
+        job.update(
+            gradients=step["gradients"],  # thread_pools says how a thread count is applied
+            thread_pools=step["thread_pools"] if threads else OPTION_DEFAULTS["thread_pools"],
+        )
         job.update(_mode_settings(variant, options, mode))
         job.update(parallel)
         jobs.append(job)
     if not jobs:
-        reasons = "; ".join("%s%s: %s" % (o["variant"], " on " + o["framework"] if o["framework"] else "", o["reason"])
-                            for o in left_out(spec, options))
-        raise DlreproError("spec %s gives no job for device %s with these options%s"
-                           % (spec.name, options.device, " (%s)" % reasons if reasons else ""))
+        reasons = "; ".join(
+            "%s%s: %s" % (o["variant"], " on " + o["framework"] if o["framework"] else "", o["reason"])
+            for o in left_out(spec, options)
+        )
+        raise DlreproError(
+            "spec %s gives no job for device %s with these options%s"
+            % (spec.name, options.device, " (%s)" % reasons if reasons else "")
+        )
     if options.seeds and options.seeds > 1 and not any(j["mode"] == "convergence" for j in jobs):
-        raise DlreproError("--seeds %d: seeds are independent trainings of convergence jobs, and none of the jobs "
-                           "selected is one" % options.seeds,
-                           "leave --seeds out, or select a convergence variant (or --mode convergence)")
+        raise DlreproError(
+            "--seeds %d: seeds are independent trainings of convergence jobs, and none of the jobs "
+            "selected is one" % options.seeds,
+            "leave --seeds out, or select a convergence variant (or --mode convergence)",
+        )
     return jobs
 
 
@@ -297,14 +385,23 @@ def _selected(spec, variants, frameworks, options, why_not):
             continue
         for framework in frameworks:
             if why_not(spec, name, framework) or (
-                    options.ranks is not None and capabilities.unsupported_parallel(framework, mode)):
+                options.ranks is not None and capabilities.unsupported_parallel(framework, mode)
+            ):
                 continue
             seeds = _seeds(variant, options, mode)
             for batch_size, threads, ranks, seed in [
-                    (b, t, r, s) for b in _sizes(variant, options, mode) for t in _threads(variant, options)
-                    for r in _ranks(variant, options) for s in seeds]:
-                parallel = _data_parallel(variant, batch_size, ranks, variant.optimizer.model_dump(exclude_none=True)
-                                          if variant.optimizer else None)
+                (b, t, r, s)
+                for b in _sizes(variant, options, mode)
+                for t in _threads(variant, options)
+                for r in _ranks(variant, options)
+                for s in seeds
+            ]:
+                parallel = _data_parallel(
+                    variant,
+                    batch_size,
+                    ranks,
+                    variant.optimizer.model_dump(exclude_none=True) if variant.optimizer else None,
+                )
                 if parallel is not None:  # a total mini-batch that does not split evenly: left out (left_out)
                     yield name, mode, framework, seeds, batch_size, threads, ranks, seed, parallel
 

@@ -17,6 +17,7 @@ the bundle finds, at its next heartbeat or write (``Lock.check``), that the lock
 stops writing (ResultsUnwritable) and never touches the other owner's lock, so two processes never write one
 bundle.
 """
+
 import atexit
 import json
 import os
@@ -88,10 +89,15 @@ class Lock:
             if self._taken_over():
                 raise ResultsUnwritable(
                     "%s: this run no longer owns the bundle: its lock %s (%s): it stops writing, so that two "
-                    "processes never write one bundle" % (self.path.parent.parent, "was taken over by " + describe(
-                        self.lost, self.path) if self.lost.get("pid") else "was broken", self.path),
+                    "processes never write one bundle"
+                    % (
+                        self.path.parent.parent,
+                        "was taken over by " + describe(self.lost, self.path) if self.lost.get("pid") else "was broken",
+                        self.path,
+                    ),
                     "let the run that took it finish it (`dlrepro bundles` shows it); what this run measured after "
-                    "that is in its scratch output, not in the bundle")
+                    "that is in its scratch output, not in the bundle",
+                )
 
     def moved(self, folder):
         """The bundle's folder was renamed to ``folder`` (with the lock in it): follow it."""
@@ -145,8 +151,12 @@ def stale(path, now=None):
         return "gone"
     if age > STALE_S:
         return "no heartbeat for %d s (more than %d s)" % (age, STALE_S)
-    if found and found.get("host") == socket.gethostname() and found.get("boot_id") == boot_id() and \
-            not _alive(found.get("pid")):
+    if (
+        found
+        and found.get("host") == socket.gethostname()
+        and found.get("boot_id") == boot_id()
+        and not _alive(found.get("pid"))
+    ):
         return "its process %s on this host has ended" % found.get("pid")
     return None
 
@@ -157,8 +167,7 @@ def describe(found, path):
         age = "%d s ago" % (time.time() - os.stat(str(path)).st_mtime)
     except OSError:
         age = "?"
-    return "pid %s on host %s since %s (heartbeat %s)" % (found.get("pid"), found.get("host"), found.get("since"),
-                                                          age)
+    return "pid %s on host %s since %s (heartbeat %s)" % (found.get("pid"), found.get("host"), found.get("since"), age)
 
 
 def take(folder):
@@ -179,11 +188,12 @@ def take(folder):
             return _held[str(path)]
         if not _break(path):
             found = _read(path) or {}
-            raise DlreproError("%s is being written by another run: %s" % (folder, describe(found, path)),
-                               "wait for it to end (`dlrepro bundles` shows it), or, if that run is gone, wait %d s "
-                               "after its last heartbeat" % STALE_S)
-    raise DlreproError("%s: its lock %s was taken and broken again three times in a row" % (folder, path),
-                       "try again")
+            raise DlreproError(
+                "%s is being written by another run: %s" % (folder, describe(found, path)),
+                "wait for it to end (`dlrepro bundles` shows it), or, if that run is gone, wait %d s "
+                "after its last heartbeat" % STALE_S,
+            )
+    raise DlreproError("%s: its lock %s was taken and broken again three times in a row" % (folder, path), "try again")
 
 
 def _break(path):

@@ -6,6 +6,7 @@ number not given: every number given, negative ones too, is checked as the spec'
 DlreproError naming the option (``--batch-size``, ``--iterations``, ...) and what it expects, never a pydantic
 or ValueError traceback.
 """
+
 import hashlib
 import json
 import re
@@ -20,14 +21,19 @@ from runner.contract import GRADIENTS, OPTION_DEFAULTS, THREAD_POOLS
 from runner.frameworks import Token
 
 WHERE = {"executor", "gpu", "gpus", "isolation"}  # where and how jobs run, not what they measure
-OPTION_NAMES = {"frameworks": "--framework", "variants": "--variant", "batch_sizes": "--batch-size",
-                "timeout_s": "--timeout"}
+OPTION_NAMES = {
+    "frameworks": "--framework",
+    "variants": "--variant",
+    "batch_sizes": "--batch-size",
+    "timeout_s": "--timeout",
+}
 
 
 class Step(BaseModel):
     """How one framework's jobs time their training step where a study's own scripts did other work than the
     suite's default (runner.contract: ``gradients``, ``thread_pools``; ``thread_pools`` applies to jobs with a
     thread count)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     gradients: Literal[GRADIENTS] = OPTION_DEFAULTS["gradients"]
@@ -36,53 +42,72 @@ class Step(BaseModel):
 
 class RunOptions(BaseModel):
     """What ``dlrepro run`` was asked to do; None means "as the spec says"."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     frameworks: Optional[list[str]] = Field(None, description="framework names, or name@version for one image")
     device: Literal["cpu", "cuda"] = "cpu"
     executor: Optional[Literal["docker", "local", "slurm"]] = Field(
-        None, description="docker, local or slurm; None: docker, or on a resume the bundle's")
+        None, description="docker, local or slurm; None: docker, or on a resume the bundle's"
+    )
     isolation: Literal["worker", "process"] = Field(
-        "worker", description="worker: the jobs that share their settings run in one warm process; process: one each")
+        "worker", description="worker: the jobs that share their settings run in one warm process; process: one each"
+    )
     variants: Optional[list[str]] = None
     mode: Optional[Literal["throughput", "convergence", "inference", "parameters"]] = Field(
-        None, description="default: each variant's own mode; parameters: build the model and count, nothing else")
+        None, description="default: each variant's own mode; parameters: build the model and count, nothing else"
+    )
     batch_sizes: Optional[list[PositiveInt]] = None
     warmup: Optional[NonNegativeInt] = None
     iterations: Optional[PositiveInt] = None
     repeats: Optional[PositiveInt] = None
     epochs: Optional[PositiveInt] = None
     seeds: Optional[PositiveInt] = Field(
-        None, le=MAX_SEEDS, description="independent trainings of each convergence job, seeds 0..N-1; None: the variant's "
-                          "convergence.seeds (1 with quick)")
+        None,
+        le=MAX_SEEDS,
+        description="independent trainings of each convergence job, seeds 0..N-1; None: the variant's "
+        "convergence.seeds (1 with quick)",
+    )
     threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
-        None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice")
+        None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice"
+    )
     ranks: Union[Literal["spec"], list[PositiveInt], None] = Field(
-        None, description="data-parallel ranks per job (one per GPU on cuda, one process each on the CPU), or "
-                          "'spec' for the variant's GPU counts; None: plain jobs of one device, no data parallelism")
+        None,
+        description="data-parallel ranks per job (one per GPU on cuda, one process each on the CPU), or "
+        "'spec' for the variant's GPU counts; None: plain jobs of one device, no data parallelism",
+    )
     gpu: NonNegativeInt = Field(0, description="host GPU index for --device cuda")
     gpus: Optional[list[NonNegativeInt]] = Field(
-        None, description="host GPU indices for --device cuda: independent jobs run concurrently, one per GPU")
+        None, description="host GPU indices for --device cuda: independent jobs run concurrently, one per GPU"
+    )
     quick: bool = False
     timeout_s: Optional[PositiveInt] = None
     precision: Literal["fp32", "tf32", "bf16", "fp16"] = Field(
-        "fp32", description="fp32 = TF32 off (the studies' GPUs had none); tf32; bf16/fp16 mixed precision")
+        "fp32", description="fp32 = TF32 off (the studies' GPUs had none); tf32; bf16/fp16 mixed precision"
+    )
     cudnn_autotune: bool = True
     layout: Literal["default", "channels_last"] = "default"
     compile: bool = False
     cuda_graphs: bool = False
-    allow_ptx_jit: bool = Field(False, description="run a build that has only PTX for an older architecture "
-                                                   "than the GPU's (driver JIT), marked ptx_jit")
-    steps: dict[str, Step] = Field({}, description="framework token (as in frameworks: NAME or NAME@VERSION) -> "
-                                                   "how its jobs time the step (a study's, dlrepro.inputs.studies); "
-                                                   "none: the suite's")
+    allow_ptx_jit: bool = Field(
+        False,
+        description="run a build that has only PTX for an older architecture "
+        "than the GPU's (driver JIT), marked ptx_jit",
+    )
+    steps: dict[str, Step] = Field(
+        {},
+        description="framework token (as in frameworks: NAME or NAME@VERSION) -> "
+        "how its jobs time the step (a study's, dlrepro.inputs.studies); "
+        "none: the suite's",
+    )
 
     @field_validator("frameworks", "variants", "batch_sizes", "threads", "gpus", "ranks")
     @classmethod
     def _no_repeats(cls, value):
         if isinstance(value, list) and len(set(value)) != len(value):
-            raise ValueError("lists %s more than once" % ", ".join(str(v) for v in sorted(set(value), key=str)
-                                                                     if value.count(v) > 1))
+            raise ValueError(
+                "lists %s more than once" % ", ".join(str(v) for v in sorted(set(value), key=str) if value.count(v) > 1)
+            )
         return value
 
     @field_validator("frameworks")
@@ -143,22 +168,59 @@ def _number(option, value):
         raise DlreproError("%s: expected a whole number (got %r)" % (option, value)) from None
 
 
-def from_cli(framework="", device="cpu", executor="", variant="", mode="", batch_size="", warmup=UNSET,
-             iterations=UNSET, repeats=UNSET, epochs=UNSET, threads="", gpu=0, quick=False, timeout=UNSET, gpus="",
-             precision="fp32", layout="default", cudnn_autotune=True, compile=False, allow_ptx_jit=False,
-             isolation="worker", ranks="", seeds=UNSET):
+def from_cli(
+    framework="",
+    device="cpu",
+    executor="",
+    variant="",
+    mode="",
+    batch_size="",
+    warmup=UNSET,
+    iterations=UNSET,
+    repeats=UNSET,
+    epochs=UNSET,
+    threads="",
+    gpu=0,
+    quick=False,
+    timeout=UNSET,
+    gpus="",
+    precision="fp32",
+    layout="default",
+    cudnn_autotune=True,
+    compile=False,
+    allow_ptx_jit=False,
+    isolation="worker",
+    ranks="",
+    seeds=UNSET,
+):
     """RunOptions from ``dlrepro run``'s option texts (lists comma-separated, UNSET for numbers not given).
 
     Raises DlreproError with one line per wrong option: ``--OPTION: what is expected (got ...)``."""
     values = dict(
-        frameworks=split(framework), device=device, executor=executor or None, variants=split(variant), mode=mode or None,
+        frameworks=split(framework),
+        device=device,
+        executor=executor or None,
+        variants=split(variant),
+        mode=mode or None,
         batch_sizes=_items("--batch-size", batch_size, int, "comma-separated numbers"),
-        warmup=_number("--warmup", warmup), iterations=_number("--iterations", iterations),
-        repeats=_number("--repeats", repeats), epochs=_number("--epochs", epochs), threads=_threads(threads),
-        gpu=_number("--gpu", gpu), quick=quick, timeout_s=_number("--timeout", timeout),
+        warmup=_number("--warmup", warmup),
+        iterations=_number("--iterations", iterations),
+        repeats=_number("--repeats", repeats),
+        epochs=_number("--epochs", epochs),
+        threads=_threads(threads),
+        gpu=_number("--gpu", gpu),
+        quick=quick,
+        timeout_s=_number("--timeout", timeout),
         gpus=_items("--gpus", gpus, int, "comma-separated GPU indices"),
-        precision=precision, layout=layout, cudnn_autotune=cudnn_autotune, compile=compile,
-        allow_ptx_jit=allow_ptx_jit, isolation=isolation, ranks=_ranks(ranks), seeds=_number("--seeds", seeds))
+        precision=precision,
+        layout=layout,
+        cudnn_autotune=cudnn_autotune,
+        compile=compile,
+        allow_ptx_jit=allow_ptx_jit,
+        isolation=isolation,
+        ranks=_ranks(ranks),
+        seeds=_number("--seeds", seeds),
+    )
     return checked(**values)
 
 
@@ -171,11 +233,18 @@ def checked(**values):
         deepest = {}  # an option that may take several forms reports each; keep the most specific
         for e in sorted(exc.errors(), key=lambda e: -len(e["loc"])):
             deepest.setdefault(e["loc"][0], e)
-        raise DlreproError("\n".join("%s: %s (got %r)" % (
-            OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")), e["msg"].removeprefix("Value error, "),
-            e["input"])
-            for name, e in deepest.items()), "give each option a value in its range: `dlrepro --help run` lists "
-            "them") from None
+        raise DlreproError(
+            "\n".join(
+                "%s: %s (got %r)"
+                % (
+                    OPTION_NAMES.get(name, "--" + str(name).replace("_", "-")),
+                    e["msg"].removeprefix("Value error, "),
+                    e["input"],
+                )
+                for name, e in deepest.items()
+            ),
+            "give each option a value in its range: `dlrepro --help run` lists them",
+        ) from None
 
 
 def slurm_option_problem(option):
@@ -210,14 +279,21 @@ def slurm_settings(executor, partition="", options=None, max_parallel=UNSET, det
     (``slurm_option_problem``), or Slurm options without ``--executor slurm``."""
     given = bool(partition or options or max_parallel != UNSET or detach)
     if given and executor not in ("slurm", None):  # None: a resume's executor, checked once known (runs.run)
-        raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm "
-                           "(not %s)" % executor, "add --executor slurm, or leave them out")
+        raise DlreproError(
+            "--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (not %s)" % executor,
+            "add --executor slurm, or leave them out",
+        )
     max_parallel = _number("--max-parallel", max_parallel)
     if max_parallel is not None and max_parallel < 1:
-        raise DlreproError("--max-parallel: expected a number of tasks >= 1 (got %r)" % max_parallel,
-                           "give --max-parallel 1 or more, or leave it out (no cap)")
-    options = _slurm_options(list(options or []), "--slurm-option",
-                             "give each sbatch option as its own --slurm-option, e.g. --slurm-option=--account=lab")
+        raise DlreproError(
+            "--max-parallel: expected a number of tasks >= 1 (got %r)" % max_parallel,
+            "give --max-parallel 1 or more, or leave it out (no cap)",
+        )
+    options = _slurm_options(
+        list(options or []),
+        "--slurm-option",
+        "give each sbatch option as its own --slurm-option, e.g. --slurm-option=--account=lab",
+    )
     if not given:
         return None
     return {"partition": partition or None, "options": options, "max_parallel": max_parallel, "detach": detach}
@@ -232,7 +308,8 @@ def recorded_slurm(executor, path):
     if partition is not None and (not isinstance(partition, str) or slurm_option_problem("-" + partition)):
         raise DlreproError("%s: executor.partition: expected a partition name (got %r)" % (path, partition), remedy)
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise DlreproError("%s: executor.max_parallel: expected a number of tasks >= 1 (got %r)" % (path, limit),
-                           remedy)
+        raise DlreproError(
+            "%s: executor.max_parallel: expected a number of tasks >= 1 (got %r)" % (path, limit), remedy
+        )
     options = _slurm_options(executor.get("slurm_options") or [], "%s: executor.slurm_options" % path, remedy)
     return {"partition": partition, "options": options, "max_parallel": limit}

@@ -1,4 +1,5 @@
 """The text of command-line options, before they are validated (standard library only, so the tasks start fast)."""
+
 import os
 import re
 

@@ -26,6 +26,7 @@ killed study or a lost container left stays, with its staging, until a resume ha
 went away under a plan (EngineLost), ``close`` ends what it can and removes nothing: a container that lives on
 without its engine may still write its output there.
 """
+
 import collections
 import itertools
 import os
@@ -91,9 +92,10 @@ class WorkerPool:
                     self.ended_for_memory[idle[0]] += 1
             if server is None:
                 return
-            self.log("ended the idle %s supervisor of %s to give memory back: the host had %.1f of %.1f GiB available"
-                     % (idle[0][0], idle[0][1] or "the local interpreter", free / 2 ** 30,
-                        hostinfo.memory_bytes() / 2 ** 30))
+            self.log(
+                "ended the idle %s supervisor of %s to give memory back: the host had %.1f of %.1f GiB available"
+                % (idle[0][0], idle[0][1] or "the local interpreter", free / 2**30, hostinfo.memory_bytes() / 2**30)
+            )
             try:
                 server.end()
             except Exception:  # noqa: BLE001 - it is gone either way
@@ -111,8 +113,14 @@ class WorkerPool:
                 self.servers[key] = server
                 self.starts[key] += 1
         try:
-            server.plan(str(Path(stage).relative_to(self.jobs)), str(Path(scratch).relative_to(self.out)), scratch,
-                        sink, on_event, planned(stage))
+            server.plan(
+                str(Path(stage).relative_to(self.jobs)),
+                str(Path(scratch).relative_to(self.out)),
+                scratch,
+                sink,
+                on_event,
+                planned(stage),
+            )
         except BaseException as exc:
             with self._lock:
                 self.servers.pop(key, None)

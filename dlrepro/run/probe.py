@@ -5,6 +5,7 @@ container made by the docker executor's own ``create_args`` (no network, no GPU,
 every capability dropped), with cuobjdump mounted read-only, and returns the image's record
 (dlrepro.images.gpu_support reads it).
 """
+
 import json
 import os
 import tempfile
@@ -26,8 +27,9 @@ def run_buildinfo(tag, framework, cuobjdump):
         stage, scratch, data = (os.path.join(empty, d) for d in ("jobs", "out", "data"))
         for folder in (stage, scratch, data):
             os.mkdir(folder)
-        args = dockerexec.create_args(tag, "%d:%d" % (dockerexec.CONTAINER_UID, dockerexec.CONTAINER_UID), stage,
-                                      scratch, data, command=command)
+        args = dockerexec.create_args(
+            tag, "%d:%d" % (dockerexec.CONTAINER_UID, dockerexec.CONTAINER_UID), stage, scratch, data, command=command
+        )
         args.update(stdin_open=False, auto_remove=False)  # nothing on stdin; keep it to read its output
         if cuobjdump:
             args["volumes"][os.path.dirname(os.path.abspath(cuobjdump))] = {"bind": CUOBJDUMP_DIR, "mode": "ro"}
@@ -44,14 +46,16 @@ def run_buildinfo(tag, framework, cuobjdump):
     try:
         return dict(json.loads(lines[-1]), isolation=dockerexec.isolation(args))
     except (ValueError, IndexError):
-        raise ImageError("runner.buildinfo in %s exited with status %d and printed no facts: %s"
-                         % (tag, status, (err.strip() or out.strip())[-600:])) from None
+        raise ImageError(
+            "runner.buildinfo in %s exited with status %d and printed no facts: %s"
+            % (tag, status, (err.strip() or out.strip())[-600:])
+        ) from None
 
 
 def _same_version(matrix_says, image_says):
     """Whether the image's version ("8.5.0") starts with the matrix's dotted parts ("8.5")."""
     parts = (matrix_says or "").split(".")
-    return (image_says or "").split(" ")[0].split(".")[:len(parts)] == parts
+    return (image_says or "").split(" ")[0].split(".")[: len(parts)] == parts
 
 
 def matrix_problems(image, record):
@@ -64,8 +68,9 @@ def matrix_problems(image, record):
         if getattr(image, field) and not _same_version(getattr(image, field), found):
             problems.append("%s: matrix %s, image %s" % (field, getattr(image, field), found or "not reported"))
     if record["sass"] and list(image.cuda_archs) != record["sass"] + record["ptx"]:
-        problems.append("cuda_archs: matrix %s, image %s" % (" ".join(image.cuda_archs),
-                                                              " ".join(record["sass"] + record["ptx"])))
+        problems.append(
+            "cuda_archs: matrix %s, image %s" % (" ".join(image.cuda_archs), " ".join(record["sass"] + record["ptx"]))
+        )
     return problems
 
 
@@ -78,15 +83,24 @@ def derive(image, facts):
     every_sass, every_ptx, every_source = gpu_support.all_archs(facts)
     shipped, source = gpu_support.preflight_archs(facts)
     versions = {kind: gpu_support.library_versions(facts, kind) for kind in ("cuda_runtime", "cudnn", "nccl")}
-    derived = {"framework": image.framework,
-               "framework_version": (facts.get("reported") or {}).get("framework_version") or image.version,
-               "versions": versions, "cuda": gpu_support.version_text(versions["cuda_runtime"]),
-               "cudnn": gpu_support.version_text(versions["cudnn"]), "nccl": gpu_support.version_text(versions["nccl"]),
-               "sass": sass, "ptx": ptx, "archs_source": archs_source,
-               "all_sass": every_sass, "all_ptx": every_ptx, "all_source": every_source,
-               "preflight_archs": shipped, "preflight_source": source,
-               "verdicts": gpu_support.verdicts(image.name, shipped),
-               "matrix": {"cuda": image.cuda, "cudnn": image.cudnn, "cuda_archs": list(image.cuda_archs)}}
+    derived = {
+        "framework": image.framework,
+        "framework_version": (facts.get("reported") or {}).get("framework_version") or image.version,
+        "versions": versions,
+        "cuda": gpu_support.version_text(versions["cuda_runtime"]),
+        "cudnn": gpu_support.version_text(versions["cudnn"]),
+        "nccl": gpu_support.version_text(versions["nccl"]),
+        "sass": sass,
+        "ptx": ptx,
+        "archs_source": archs_source,
+        "all_sass": every_sass,
+        "all_ptx": every_ptx,
+        "all_source": every_source,
+        "preflight_archs": shipped,
+        "preflight_source": source,
+        "verdicts": gpu_support.verdicts(image.name, shipped),
+        "matrix": {"cuda": image.cuda, "cudnn": image.cudnn, "cuda_archs": list(image.cuda_archs)},
+    }
     derived["matrix_problems"] = matrix_problems(image, derived)
     return derived
 
@@ -101,10 +115,18 @@ def inspect(matrix, image, options, cuobjdump, log=print):
     found = client().images.get(built.tag)
     log("%s: looking inside %s" % (image.name, built.tag))
     facts = run_buildinfo(built.tag, image.framework, cuobjdump)
-    record = {"name": image.name, "built": True, "tag": built.tag, "image_id": found.id,
-              "repo_digests": found.attrs.get("RepoDigests") or [], "size_bytes": found.attrs["Size"],
-              "base_digest": built.base.digest, "built_now": built.built, "build_seconds": round(seconds, 1),
-              "facts": facts}
+    record = {
+        "name": image.name,
+        "built": True,
+        "tag": built.tag,
+        "image_id": found.id,
+        "repo_digests": found.attrs.get("RepoDigests") or [],
+        "size_bytes": found.attrs["Size"],
+        "base_digest": built.base.digest,
+        "built_now": built.built,
+        "build_seconds": round(seconds, 1),
+        "facts": facts,
+    }
     record.update(derive(image, facts))
     return record
 
@@ -115,7 +137,9 @@ def not_built(image, reason, instead):
     per GPU on those."""
     record = {"name": image.name, "built": False, "reason": reason, "instead": instead}
     if image.cuda_archs:
-        record.update(preflight_archs=list(image.cuda_archs),
-                      preflight_source="the matrix's cuda_archs (read from the wheel)", verdicts=gpu_support.verdicts(image.name, list(image.cuda_archs)))
+        record.update(
+            preflight_archs=list(image.cuda_archs),
+            preflight_source="the matrix's cuda_archs (read from the wheel)",
+            verdicts=gpu_support.verdicts(image.name, list(image.cuda_archs)),
+        )
     return record
-

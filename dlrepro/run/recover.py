@@ -2,14 +2,15 @@
 (``containers_gone``), what their jobs had measured in their scratch output taken into the bundle (``recover``),
 and a partial bundle closed as it is (``finalize``). A resume (dlrepro.run.runs) does the first two before it
 runs anything."""
+
 from pathlib import Path
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError
-from dlrepro.store import bundle as bundlemod
-from dlrepro.store.bundle import BundleWriter
 from dlrepro.run import lock
 from dlrepro.run.executors.base import LOST, settle
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store.bundle import BundleWriter
 from runner.contract import new_result, utc_now
 
 KILLED = "the run was killed before this job finished"
@@ -19,7 +20,8 @@ def scratch_roots(writer):
     """The folders under which the attempts of ``writer``'s bundle had their supervisors' output (``scratch_root``):
     its work folder's, and those of the worker pools its attempts ran in."""
     return sorted(writer.work_dir.glob("attempt-*")) + [
-        Path(a["pool"]["scratch"]) for a in writer.body["attempts"] if a.get("pool")]
+        Path(a["pool"]["scratch"]) for a in writer.body["attempts"] if a.get("pool")
+    ]
 
 
 def containers_gone(writer):
@@ -34,7 +36,8 @@ def containers_gone(writer):
 
     pools = sorted({a["pool"]["id"] for a in docker if a.get("pool")})
     return docker_executor.remove_run(writer.id) + [
-        line for pool in pools for line in docker_executor.remove_run(pool, dead_only=True)]
+        line for pool in pools for line in docker_executor.remove_run(pool, dead_only=True)
+    ]
 
 
 def recover(writer, stamp):
@@ -67,8 +70,10 @@ def finalize(bundle, results_dir=REPO_ROOT / "results"):
     owner = lock.take(folder)
     if [r for r in found.get("submitted") or [] if not r.get("collected")]:
         owner.release()
-        raise DlreproError("%s has jobs submitted to Slurm whose results are not taken yet" % folder,
-                           "`dlrepro run --resume %s` waits for them (scancel them first to stop them)" % found["id"])
+        raise DlreproError(
+            "%s has jobs submitted to Slurm whose results are not taken yet" % folder,
+            "`dlrepro run --resume %s` waits for them (scancel them first to stop them)" % found["id"],
+        )
     writer = BundleWriter.reopen(folder, owner)
     last = (writer.body["attempts"] or [{"number": 0, "host": None, "executor": None}])[-1]
     stamp = {key: last.get(key) for key in ("number", "host", "executor")}

@@ -14,6 +14,7 @@ the partial bundle kept for a resume. So does a container engine that goes away 
 the jobs it lost are recorded "interrupted" (not failed), and a plain resume, once the engine is
 back, removes the lost run's containers, takes what they left and runs those jobs again.
 """
+
 import json
 import os
 import shlex
@@ -25,18 +26,22 @@ from collections import OrderedDict
 from pathlib import Path
 
 from dlrepro import REPO_ROOT, heartbeat
-from dlrepro.inputs import datasets, spec as specmod
 from dlrepro.errors import CannotRunHere, DatasetError, DlreproError, EngineLost, ResultsUnwritable, RunBroken
 from dlrepro.files import sha256_file
-from dlrepro.images import build, matrix as matrixmod
-from dlrepro.store import bundle as bundlemod
-from dlrepro.store.bundle import BundleWriter
+from dlrepro.images import build
+from dlrepro.images import matrix as matrixmod
+from dlrepro.inputs import datasets
+from dlrepro.inputs import spec as specmod
 from dlrepro.plan import hostinfo
-from dlrepro.run import executors, jobs as jobsmod, lock, recover, resumes
+from dlrepro.run import executors, lock, recover, resumes
+from dlrepro.run import jobs as jobsmod
 from dlrepro.run.executors.base import INTERRUPTED, LOST
 from dlrepro.run.options import recorded_slurm
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store.bundle import BundleWriter
 from runner.contract import new_result, utc_now
 from runner.environment import usable_cpus
+
 
 class Reporter:
     """Progress callbacks; the CLI uses a rich implementation, tests this plain one."""
@@ -70,8 +75,13 @@ class Silent(Reporter):
 def _spec_record(spec, path):
     path = path.resolve()
     shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
-    return {"name": spec.name, "file": str(shown), "file_sha256": sha256_file(path),
-            "sha256": spec.digest(), "resolved": spec.model_dump(mode="json")}
+    return {
+        "name": spec.name,
+        "file": str(shown),
+        "file_sha256": sha256_file(path),
+        "sha256": spec.digest(),
+        "resolved": spec.model_dump(mode="json"),
+    }
 
 
 def scratch_root(writer, attempt):
@@ -100,9 +110,12 @@ class _Run:
 
     def records(self):
         """bundle.json's images and datasets: those of earlier attempts and this one's."""
-        return {"images": _images(self.earlier["images"], self.images.values()),
-                "datasets": list({d["name"]: d for d in list(self.earlier["datasets"]) +
-                                  list(self.datasets.values())}.values())}
+        return {
+            "images": _images(self.earlier["images"], self.images.values()),
+            "datasets": list(
+                {d["name"]: d for d in list(self.earlier["datasets"]) + list(self.datasets.values())}.values()
+            ),
+        }
 
     def done(self, job):
         return (self.writer.job_dir(job["id"]) / "result.json").is_file()
@@ -169,17 +182,33 @@ class _Run:
         for job_id, started in running.items():
             text, left = heartbeat.job_doing(self.jobs.get(job_id, {}), self.live(job_id), now - started)
             estimates.append((now - started, left))
-            parts.append("%s: %s, %s in%s" % (job_id, text, heartbeat.clock(now - started),
-                                              ", about %s left" % heartbeat.clock(left) if left is not None else ""))
+            parts.append(
+                "%s: %s, %s in%s"
+                % (
+                    job_id,
+                    text,
+                    heartbeat.clock(now - started),
+                    ", about %s left" % heartbeat.clock(left) if left is not None else "",
+                )
+            )
         waiting = max(len(self.jobs) - self.ended - len(running), 0)
-        done = "%d of %d jobs done%s" % (self.ended, len(self.jobs), " (%d skipped)" % self.skipped if self.skipped
-                                          else "")
+        done = "%d of %d jobs done%s" % (
+            self.ended,
+            len(self.jobs),
+            " (%d skipped)" % self.skipped if self.skipped else "",
+        )
         if not parts:
-            return done + ("; ending the jobs' container or process" if not waiting else
-                           "; preparing the next job's image, data or container")
+            return done + (
+                "; ending the jobs' container or process"
+                if not waiting
+                else "; preparing the next job's image, data or container"
+            )
         left = heartbeat.time_left(self.walls, estimates, waiting)
-        return "%s, %s; %s" % (done, "about %s left" % heartbeat.clock(left) if left is not None
-                               else "time left known once a job ends", "; ".join(parts))
+        return "%s, %s; %s" % (
+            done,
+            "about %s left" % heartbeat.clock(left) if left is not None else "time left known once a job ends",
+            "; ".join(parts),
+        )
 
     def log(self, message):
         """A progress line of the run's own work (builds, downloads): printed, and the heartbeat put off."""
@@ -202,8 +231,9 @@ class _Run:
             return record, None
         if len(errors) == 1:
             return None, errors[0]
-        return None, DatasetError("; and, as a fallback, ".join(str(e) for e in errors),
-                                  " Or: ".join(e.remedy for e in errors if e.remedy))
+        return None, DatasetError(
+            "; and, as a fallback, ".join(str(e) for e in errors), " Or: ".join(e.remedy for e in errors if e.remedy)
+        )
 
     def resolve(self, jobs):
         """Fill each job's dataset and weight files; jobs whose files cannot be had are skipped."""
@@ -243,8 +273,7 @@ class _Run:
                 groups.setdefault((job["framework"], job["framework_version"]), []).append(job)
         for (framework, version), group in groups.items():
             try:
-                built = executor.prepare(matrix, framework, version, build_options, self.log,
-                                         options.allow_ptx_jit)
+                built = executor.prepare(matrix, framework, version, build_options, self.log, options.allow_ptx_jit)
             except CannotRunHere as exc:
                 self.record(group, "skipped", str(exc), exc.remedy)
                 continue
@@ -273,11 +302,14 @@ def _stop_lost(exc, writer, state, attempt, left):
     writer.body.pop("running", None)
     writer.save(**state.records())
     counts = bundlemod.counts(list(writer.statuses().values()))
-    return EngineLost("%s %s; the run stopped (%s), its bundle kept partial: %s" % (
-        exc, ran, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n), writer.partial),
+    return EngineLost(
+        "%s %s; the run stopped (%s), its bundle kept partial: %s"
+        % (exc, ran, ", ".join("%d %s" % (n, s) for s, n in counts.items() if n), writer.partial),
         "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume %s` as soon as it "
         "answers: it runs the interrupted jobs, and an image it builds first waits for the build steps the lost "
-        "engine left running on this host" % writer.id, exc.running)
+        "engine left running on this host" % writer.id,
+        exc.running,
+    )
 
 
 def _images(earlier, now):
@@ -285,8 +317,11 @@ def _images(earlier, now):
     found = {}
     for image in list(earlier) + list(now):
         key = (image["name"], image["image_id"])
-        jobs = found[key]["jobs"] + [j for j in image.get("jobs", []) if j not in found[key]["jobs"]] \
-            if key in found else list(image.get("jobs", []))
+        jobs = (
+            found[key]["jobs"] + [j for j in image.get("jobs", []) if j not in found[key]["jobs"]]
+            if key in found
+            else list(image.get("jobs", []))
+        )
         found[key] = dict(image, jobs=jobs)
     return list(found.values())
 
@@ -300,14 +335,20 @@ def _collect_submitted(writer, reporter, wait=True):
         return []
     jobs = [j for r in pending for j in r["jobs"]]
     if wait:
-        reporter.log("%s: waiting for %d job(s) of earlier attempts in Slurm array(s) %s" % (
-            writer.id, len(jobs), ", ".join(r["array_id"] for r in pending)))
+        reporter.log(
+            "%s: waiting for %d job(s) of earlier attempts in Slurm array(s) %s"
+            % (writer.id, len(jobs), ", ".join(r["array_id"] for r in pending))
+        )
         reporter.started(len(jobs))
     attempts = {a["number"]: a for a in writer.body["attempts"]}
     for number in sorted({r["attempt"] for r in pending}):
         state = _Run(writer, reporter, attempts[number])
-        executors.collect([r for r in pending if r["attempt"] == number], state, state.on_event,
-                          deadline=None if wait else time.time())
+        executors.collect(
+            [r for r in pending if r["attempt"] == number],
+            state,
+            state.on_event,
+            deadline=None if wait else time.time(),
+        )
     return jobs
 
 
@@ -329,8 +370,21 @@ def take_submitted(results_dir=REPO_ROOT / "results", reporter=None):
     return looked
 
 
-def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results", python=None, reporter=None,
-        resume=None, retry_failed=False, memory=None, on_start=None, slurm=None, pool=None, rerun=None):
+def run(
+    spec_name,
+    options,
+    build_options=None,
+    results_dir=REPO_ROOT / "results",
+    python=None,
+    reporter=None,
+    resume=None,
+    retry_failed=False,
+    memory=None,
+    on_start=None,
+    slurm=None,
+    pool=None,
+    rerun=None,
+):
     """Run every job of spec ``spec_name`` under ``options`` (dlrepro.run.options.RunOptions); returns the bundle path.
 
     ``resume``: a bundle (folder, id, ``.<id>.partial`` or "latest") to continue instead of a new one: only
@@ -368,12 +422,16 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     if options.executor in executors.IN_IMAGES:  # a version no image runs: refused before the bundle exists
         matrix.check_versions(options.frameworks, [options.device])
     if slurm is not None and options.executor != "slurm":
-        raise DlreproError("--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
-                           "run's executor is %s)" % options.executor, "add --executor slurm, or leave them out")
+        raise DlreproError(
+            "--partition, --slurm-option, --max-parallel and --detach go with --executor slurm (this "
+            "run's executor is %s)" % options.executor,
+            "add --executor slurm, or leave them out",
+        )
     if resume and slurm is None and options.executor == prior["options"].get("executor") == "slurm":
         slurm = recorded_slurm(prior.get("executor") or {}, Path(folder) / "bundle.json")
-    executor = executors.get(options.executor, options.device, options.gpus or options.gpu, python, memory,
-                             options.isolation, slurm)
+    executor = executors.get(
+        options.executor, options.device, options.gpus or options.gpu, python, memory, options.isolation, slurm
+    )
     for line in executor.reap():
         reporter.log(line)
     if pool is not None and executor.serves:
@@ -392,9 +450,15 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
     executor.run_id = writer.id
     if on_start:
         on_start(writer.id)
-    attempt = {"number": len(writer.body["attempts"]) + 1, "started": utc_now(), "host": socket.gethostname(),
-               "executor": executor.name, "command": " ".join(shlex.quote(a) for a in sys.argv),
-               "cwd": os.getcwd(), "results": str(Path(results_dir).resolve())}
+    attempt = {
+        "number": len(writer.body["attempts"]) + 1,
+        "started": utc_now(),
+        "host": socket.gethostname(),
+        "executor": executor.name,
+        "command": " ".join(shlex.quote(a) for a in sys.argv),
+        "cwd": os.getcwd(),
+        "results": str(Path(results_dir).resolve()),
+    }
     if executor.pool is not None:
         attempt["pool"] = {"id": pool.id, "scratch": str(pool.out / writer.id / ("attempt-%d" % attempt["number"]))}
     state = _Run(writer, reporter, attempt)
@@ -413,19 +477,35 @@ def run(spec_name, options, build_options=None, results_dir=REPO_ROOT / "results
         writer.write_job(job)  # written again once its files are resolved
     attempt["jobs"] = [j["id"] for j in todo]
     left_out = jobsmod.left_out(spec, options)
-    writer.save(command=attempt["command"], spec=_spec_record(spec, spec_path), options=options.model_dump(mode="json"),
-                left_out=left_out, attempts=writer.body["attempts"] + [attempt], executor=described,
-                host=hostinfo.describe(), running={"host": attempt["host"], "pid": os.getpid(),
-                                                   "since": attempt["started"]}, **state.records())
+    writer.save(
+        command=attempt["command"],
+        spec=_spec_record(spec, spec_path),
+        options=options.model_dump(mode="json"),
+        left_out=left_out,
+        attempts=writer.body["attempts"] + [attempt],
+        executor=described,
+        host=hostinfo.describe(),
+        running={"host": attempt["host"], "pid": os.getpid(), "since": attempt["started"]},
+        **state.records(),
+    )
     if resume:
-        reporter.log("resuming %s (attempt %d): %d of %d jobs to run%s%s" % (
-            writer.id, attempt["number"], len(todo), len(jobs),
-            "; took the results of %d submitted job(s)" % len(collected) if collected else "",
-            "; took what jobs %s of an earlier attempt left" % ", ".join(recovered) if recovered else ""))
+        reporter.log(
+            "resuming %s (attempt %d): %d of %d jobs to run%s%s"
+            % (
+                writer.id,
+                attempt["number"],
+                len(todo),
+                len(jobs),
+                "; took the results of %d submitted job(s)" % len(collected) if collected else "",
+                "; took what jobs %s of an earlier attempt left" % ", ".join(recovered) if recovered else "",
+            )
+        )
     reporter.started(len(todo))
     for item in left_out:
-        reporter.log("variant %s%s left out: %s" % (item["variant"], " on " + item["framework"] if item["framework"]
-                                                    else "", item["reason"]))
+        reporter.log(
+            "variant %s%s left out: %s"
+            % (item["variant"], " on " + item["framework"] if item["framework"] else "", item["reason"])
+        )
     usable = usable_cpus()
     for threads in sorted({j["threads"] for j in todo if j["threads"] and j["threads"] > usable}):
         reporter.log("%d threads on a host where this process may use %d CPUs: oversubscribed" % (threads, usable))

@@ -10,14 +10,30 @@ A query that fails (a non-zero exit other than "Invalid job id", a timeout, slur
 over, munge) is tried ``TRIES`` times, ``RETRY_S`` apart; if it still fails, ``tasks`` answers None ("Slurm could
 not be asked"), never an empty answer ("asked, and it does not know these tasks").
 """
+
 import re
 import subprocess
 import time
 from typing import NamedTuple, Optional
 
 # states in which a task still runs or may run; every other state is final
-ACTIVE = frozenset(["PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
-                    "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "RESV_DEL_HOLD"])
+ACTIVE = frozenset(
+    [
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "RESV_DEL_HOLD",
+    ]
+)
 TRIES, RETRY_S = 3, 2.0
 UNKNOWN_JOB = "Invalid job id"  # scontrol's answer for a job it no longer knows (ended more than MinJobAge ago)
 _PAIR = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z:/_]*)=(\S*)")
@@ -28,6 +44,7 @@ class Task(NamedTuple):
     ``job_id`` (the task's own job id), ``state`` (e.g. RUNNING, COMPLETED, CANCELLED, TIMEOUT, FAILED),
     ``reason`` (Slurm's reason text, None when "None"), ``node`` (None before it starts), ``exit_code``
     ("status:signal", None when not known) and ``source`` (scontrol, sacct or jobcomp)."""
+
     array_id: str
     index: int
     job_id: str
@@ -44,9 +61,15 @@ class Task(NamedTuple):
     def describe(self):
         """One line: ``task 12_3 (job 15) on n1: CANCELLED, exit code 0:15 (scontrol)``."""
         return "task %s_%d (job %s)%s: %s%s%s (%s)" % (
-            self.array_id, self.index, self.job_id, " on %s" % self.node if self.node else "", self.state,
+            self.array_id,
+            self.index,
+            self.job_id,
+            " on %s" % self.node if self.node else "",
+            self.state,
             ", reason %s" % self.reason if self.reason else "",
-            ", exit code %s" % self.exit_code if self.exit_code else "", self.source)
+            ", exit code %s" % self.exit_code if self.exit_code else "",
+            self.source,
+        )
 
 
 def indices(text):
@@ -70,8 +93,10 @@ def _from_fields(fields, source):
         return []
     state = fields.get("JobState", "").split()[0] if fields.get("JobState") else "UNKNOWN"
     node = _none(fields.get("NodeList"))
-    return [Task(array_id, index, job_id, state, _none(fields.get("Reason")), node, _none(fields.get("ExitCode")),
-                 source) for index in indices(fields.get("ArrayTaskId", ""))]
+    return [
+        Task(array_id, index, job_id, state, _none(fields.get("Reason")), node, _none(fields.get("ExitCode")), source)
+        for index in indices(fields.get("ArrayTaskId", ""))
+    ]
 
 
 def fields(line):
@@ -98,8 +123,9 @@ def parse_sacct(text):
             continue
         raw, (array_id, index), state = parts[0], parts[1].split("_", 1), parts[2].split()[0]
         if index.isdigit():
-            found.append(Task(array_id, int(index), raw, state, _none(parts[3]), _none(parts[4]), _none(parts[5]),
-                              "sacct"))
+            found.append(
+                Task(array_id, int(index), raw, state, _none(parts[3]), _none(parts[4]), _none(parts[5]), "sacct")
+            )
     return found
 
 
@@ -154,8 +180,21 @@ def _tasks(wanted, env):
     settings = config(env)
     later = []
     if settings.get("AccountingStorageType", "accounting_storage/none") != "accounting_storage/none":
-        later = parse_sacct(_run(["sacct", "-n", "-P", "-X", "-j", ",".join(sorted({a for a, _ in wanted})), "-o",
-                                  "JobIDRaw,JobID,State,Reason,NodeList,ExitCode"], env))
+        later = parse_sacct(
+            _run(
+                [
+                    "sacct",
+                    "-n",
+                    "-P",
+                    "-X",
+                    "-j",
+                    ",".join(sorted({a for a, _ in wanted})),
+                    "-o",
+                    "JobIDRaw,JobID,State,Reason,NodeList,ExitCode",
+                ],
+                env,
+            )
+        )
     elif settings.get("JobCompType") == "jobcomp/filetxt" and _none(settings.get("JobCompLoc")):
         try:
             with open(settings["JobCompLoc"]) as f:

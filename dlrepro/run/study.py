@@ -26,28 +26,34 @@ the study stops there, as a run does: that run's bundle stays partial with the j
 without its engine), and ``dlrepro study NAME --resume latest`` reruns exactly those jobs, then the runs not
 done yet.
 """
+
 from dataclasses import dataclass, field
 
 from dlrepro import REPO_ROOT
-from dlrepro.inputs import eras, spec as specmod, studies
-from dlrepro.plan import coverage_record
 from dlrepro.errors import DlreproError, EngineLost, RunBroken
 from dlrepro.images import matrix as matrixmod
+from dlrepro.inputs import eras, studies
+from dlrepro.inputs import spec as specmod
 from dlrepro.names import unknown as unknown_name
-from dlrepro.store import bundle as bundlemod, records
-from dlrepro.store.records import records_dir
-from dlrepro.plan import hostinfo
-from dlrepro.run import executors, jobs as jobsmod, runs as runsmod
-from dlrepro.run.pool import WorkerPool
+from dlrepro.plan import coverage_record, hostinfo
+from dlrepro.run import executors
+from dlrepro.run import jobs as jobsmod
+from dlrepro.run import runs as runsmod
 from dlrepro.run.options import RunOptions, Step, checked
+from dlrepro.run.pool import WorkerPool
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store import records
+from dlrepro.store.records import records_dir
 from runner.adapters import capabilities
 from runner.contract import utc_now
 from runner.environment import usable_cpus
 from runner.frameworks import Token
 
+
 @dataclass
 class Planned:
     """One run of the study on this host: its options, or why it cannot run here; ``notes`` say what was cut."""
+
     id: str
     run: studies.Run
     options: RunOptions = None
@@ -61,9 +67,11 @@ def _known_runs(study, runs):
     """Raise DlreproError naming the study's runs when ``runs`` (run ids, or None) holds one the study lacks."""
     unknown = [r for r in runs or [] if r not in study.runs]
     if unknown:
-        raise DlreproError("--run: study %s has no run %s; its runs: %s" % (
-            study.name, ", ".join(unknown_name(r, study.runs) for r in unknown), ", ".join(study.runs)),
-            "give run ids of the study, comma-separated")
+        raise DlreproError(
+            "--run: study %s has no run %s; its runs: %s"
+            % (study.name, ", ".join(unknown_name(r, study.runs) for r in unknown), ", ".join(study.runs)),
+            "give run ids of the study, comma-separated",
+        )
 
 
 def _known_options(study, specs, device, frameworks, executor):
@@ -84,15 +92,20 @@ def _versioned(study, matrix, run, versions, chosen, item):
     study's tools stays as it is. What stands for what goes to ``item.notes``, and each set's tokens to
     ``item.versions`` for the record."""
     names = {Token.parse(f).name for f in chosen}
-    sets = {name: [c for c in eras.choose(study, matrix, run.device, name) if c.framework in names]
-            for name in (("published", "today") if versions == "both" else (versions,))}
+    sets = {
+        name: [c for c in eras.choose(study, matrix, run.device, name) if c.framework in names]
+        for name in (("published", "today") if versions == "both" else (versions,))
+    }
     picked = [c for c in eras.choose(study, matrix, run.device, versions) if c.framework in names]
     item.notes.append("--versions %s: %s" % (versions, ", ".join(c.label for c in picked)))
-    item.versions = {name: [{"tool": c.tool, "token": c.token, "label": c.label} for c in found if c.token]
-                     for name, found in sets.items()}
+    item.versions = {
+        name: [{"tool": c.tool, "token": c.token, "label": c.label} for c in found if c.token]
+        for name, found in sets.items()
+    }
     ours = {c.framework for c in picked}
-    return [t for f in chosen for t in ([c.token for c in picked if c.framework == f and c.token]
-                                        if f in ours else [f])]
+    return [
+        t for f in chosen for t in ([c.token for c in picked if c.framework == f and c.token] if f in ours else [f])
+    ]
 
 
 def _steps(study, run_id, run, chosen, threads, notes):
@@ -109,16 +122,22 @@ def _steps(study, run_id, run, chosen, threads, notes):
             if Step(**values) == Step():
                 notes[token] = "%s (%s): the suite's step, as the study's scripts (%s)%s" % (tool, token, said, also)
             elif problem:
-                notes[token] = "%s (%s): the suite's step, not the study's (%s): %s%s" % (tool, token, said, problem,
-                                                                                        also)
+                notes[token] = "%s (%s): the suite's step, not the study's (%s): %s%s" % (
+                    tool,
+                    token,
+                    said,
+                    problem,
+                    also,
+                )
             else:
                 found[token] = Step(**values)
                 notes[token] = "%s (%s): timed as the study's scripts did: %s%s" % (tool, token, said, also)
     return found
 
 
-def plan(study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None,
-         versions=None):
+def plan(
+    study, device=None, frameworks=None, executor="docker", quick=False, gpus=None, cpus=None, runs=None, versions=None
+):
     """Planned runs of ``study`` on this host (``gpus``: NVML's GPUs, ``cpus``: usable CPUs; this host's by
     default), restricted to the run ids ``runs``, ``device`` and ``frameworks`` when given; ``versions``: a
     version set of dlrepro.inputs.eras (published, today or both) for the study's tools instead of the frameworks'
@@ -134,9 +153,10 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
         matrix = matrixmod.load()
         pinned = [f for f in frameworks or [] if Token.parse(f).version]
         if pinned:
-            raise DlreproError("--framework %s with --versions: the version set picks each tool's version"
-                               % ",".join(pinned), "give plain framework names with --versions, or leave --versions "
-                                                   "out to run exactly those versions")
+            raise DlreproError(
+                "--framework %s with --versions: the version set picks each tool's version" % ",".join(pinned),
+                "give plain framework names with --versions, or leave --versions out to run exactly those versions",
+            )
     gpus = hostinfo.gpus() if gpus is None else gpus
     cpus = cpus or usable_cpus()
     planned = []
@@ -157,8 +177,10 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
             item.why = "it needs %s GPUs; this host has %d" % (min(run.gpus), len(gpus))
             continue
         if len(counts) < len(run.gpus):
-            item.notes.append("GPU counts %s left out: this host has %d GPU%s" % (
-                ", ".join(str(g) for g in run.gpus if g not in counts), len(gpus), "s"[len(gpus) == 1:]))
+            item.notes.append(
+                "GPU counts %s left out: this host has %d GPU%s"
+                % (", ".join(str(g) for g in run.gpus if g not in counts), len(gpus), "s"[len(gpus) == 1 :])
+            )
         spec = specs[run.spec]
         chosen = [f for f in (frameworks or spec.frameworks) if Token.parse(f).name in spec.frameworks]
         if not chosen:
@@ -168,15 +190,24 @@ def plan(study, device=None, frameworks=None, executor="docker", quick=False, gp
             chosen = _versioned(study, matrix, run, versions, chosen, item)
         step_notes = {}
         threads = run.thread_counts(spec, quick, cpus, item.notes)
-        item.options = RunOptions(frameworks=chosen, device=run.device, executor=executor, variants=run.variants,
-                                  mode=run.mode, batch_sizes=run.batch_sizes, threads=threads, quick=quick,
-                                  ranks=counts if run.gpus != [1] else None,
-                                  steps=_steps(study, run_id, run, chosen, threads, step_notes))
+        item.options = RunOptions(
+            frameworks=chosen,
+            device=run.device,
+            executor=executor,
+            variants=run.variants,
+            mode=run.mode,
+            batch_sizes=run.batch_sizes,
+            threads=threads,
+            quick=quick,
+            ranks=counts if run.gpus != [1] else None,
+            steps=_steps(study, run_id, run, chosen, threads, step_notes),
+        )
         try:
             expanded = jobsmod.expand(spec, item.options)
             item.jobs = len(expanded)  # the step notes of the frameworks that have jobs in the run
-            item.notes += [note for token, note in step_notes.items()
-                           if token in {Token.of_job(job).text for job in expanded}]
+            item.notes += [
+                note for token, note in step_notes.items() if token in {Token.of_job(job).text for job in expanded}
+            ]
         except DlreproError as exc:
             item.why, item.options = str(exc), None
     return planned
@@ -200,15 +231,34 @@ def _record_plan(record, planned):
             continue
         if item.versions:
             entry["versions"] = item.versions
-        entry.update(spec=item.run.spec, variants=item.run.variants, device=item.run.device, why_here=item.why,
-                     notes=item.notes, jobs=item.jobs, what=item.run.why,
-                     options=item.options.model_dump(mode="json") if item.options else None)
+        entry.update(
+            spec=item.run.spec,
+            variants=item.run.variants,
+            device=item.run.device,
+            why_here=item.why,
+            notes=item.notes,
+            jobs=item.jobs,
+            what=item.run.why,
+            options=item.options.model_dump(mode="json") if item.options else None,
+        )
         entry.setdefault("bundle", None)
         entry.setdefault("state", "not runnable" if item.why else "planned")
 
 
-def run(name, device=None, frameworks=None, executor="docker", quick=False, resume=False,
-        results_dir=REPO_ROOT / "results", reporter=None, build_options=None, python=None, runs=None, versions=None):
+def run(
+    name,
+    device=None,
+    frameworks=None,
+    executor="docker",
+    quick=False,
+    resume=False,
+    results_dir=REPO_ROOT / "results",
+    reporter=None,
+    build_options=None,
+    python=None,
+    runs=None,
+    versions=None,
+):
     """Run study ``name`` on this host; returns the study record (Record). ``runs``: only these run ids of the
     study (None: every run). ``resume``: continue a record of the study ("latest" or True: its latest; else a
     record file), with its own options and runs, instead of starting a new one. Runs that break are recorded as
@@ -218,16 +268,31 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
     study = studies.load(name)
     if resume:
         if runs:
-            raise DlreproError("--run goes with a new study, not --resume (a resume runs the record's runs)",
-                               "leave --run out, or start a new study with it")
+            raise DlreproError(
+                "--run goes with a new study, not --resume (a resume runs the record's runs)",
+                "leave --run out, or start a new study with it",
+            )
         record = records.find(study.name if resume in (True, "latest") else resume, records_dir(results_dir))
         asked = record.body["asked"]
     else:
-        asked = {"device": device, "frameworks": frameworks, "executor": executor, "quick": quick, "runs": runs,
-                 "versions": versions}
+        asked = {
+            "device": device,
+            "frameworks": frameworks,
+            "executor": executor,
+            "quick": quick,
+            "runs": runs,
+            "versions": versions,
+        }
         record = records.Record.new(study, studies.path_of(name), results_dir, asked)
-    planned = plan(study, asked["device"], asked["frameworks"], asked["executor"], asked["quick"],
-                   runs=asked.get("runs"), versions=asked.get("versions"))
+    planned = plan(
+        study,
+        asked["device"],
+        asked["frameworks"],
+        asked["executor"],
+        asked["quick"],
+        runs=asked.get("runs"),
+        versions=asked.get("versions"),
+    )
     if resume:
         _reuse_recorded(record, planned)
     _record_plan(record, planned)
@@ -235,10 +300,13 @@ def run(name, device=None, frameworks=None, executor="docker", quick=False, resu
         record.body["plan"] = coverage_record.this_host(study, matrixmod.load(), asked.get("versions"))
     record.save()
     reporter = reporter or runsmod.Reporter()
-    reporter.started(sum(p.jobs for p in planned if p.options) - sum(
-        record.body["runs"][p.id].get("done", 0) for p in planned if p.options))
-    pool = WorkerPool(records_dir(results_dir) / (".%s.pool" % record.path.stem), "study-" + record.path.stem,
-                      reporter.log)
+    reporter.started(
+        sum(p.jobs for p in planned if p.options)
+        - sum(record.body["runs"][p.id].get("done", 0) for p in planned if p.options)
+    )
+    pool = WorkerPool(
+        records_dir(results_dir) / (".%s.pool" % record.path.stem), "study-" + record.path.stem, reporter.log
+    )
     try:
         _run_planned(record, planned, results_dir, reporter, build_options, python, pool, name)
     except EngineLost:
@@ -268,8 +336,17 @@ def _run_planned(record, planned, results_dir, reporter, build_options, python, 
             record.save()
 
         try:
-            path = runsmod.run(item.run.spec if not entry["bundle"] else None, item.options, build_options, results_dir,
-                               python, reporter, resume=entry["bundle"], on_start=started, pool=pool)
+            path = runsmod.run(
+                item.run.spec if not entry["bundle"] else None,
+                item.options,
+                build_options,
+                results_dir,
+                python,
+                reporter,
+                resume=entry["bundle"],
+                on_start=started,
+                pool=pool,
+            )
             entry.update(state=bundlemod.COMPLETE, bundle=path.name, done=item.jobs)
         except KeyboardInterrupt:
             entry["state"] = "interrupted"
@@ -278,10 +355,12 @@ def _run_planned(record, planned, results_dir, reporter, build_options, python, 
         except EngineLost as exc:  # every later run needs the engine too: the study stops here
             entry.update(state="interrupted", error=str(exc))
             record.save()
-            raise EngineLost("study %s stopped at run %s: %s" % (record.body["study"], item.id, exc),
-                             "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro study %s "
-                             "--resume latest`: it reruns the interrupted jobs, then the runs not done yet"
-                             % name, exc.running) from None
+            raise EngineLost(
+                "study %s stopped at run %s: %s" % (record.body["study"], item.id, exc),
+                "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro study %s "
+                "--resume latest`: it reruns the interrupted jobs, then the runs not done yet" % name,
+                exc.running,
+            ) from None
         except RunBroken as exc:
             entry.update(state="broken", error=str(exc))
         except DlreproError as exc:

@@ -23,6 +23,7 @@ which checks every file against SHA256SUMS (a changed file stops it), moves it b
 missing and publishes it again with its tables and checksums rebuilt. A results folder that cannot be written
 (full, read-only) raises ResultsUnwritable naming it; what was measured stays in the partial bundle.
 """
+
 import errno
 import functools
 import json
@@ -96,18 +97,21 @@ def locate(name, results_dir=None, partial=False, spec=None):
             return found[-1]["folder"]
         of = " of spec %s" % spec if spec else ""
         if rows:
-            raise DlreproError("latest: no partial bundle%s under %s; the newest%s, %s, is %s and is not reopened as "
-                               "'latest'" % (of, results_dir, of, rows[-1]["id"], rows[-1]["state"]),
-                               "name it to run its skipped or failed jobs again (`dlrepro run --resume %s`, with "
-                               "--retry-failed for the failed ones), or start a new run" % rows[-1]["id"])
+            raise DlreproError(
+                "latest: no partial bundle%s under %s; the newest%s, %s, is %s and is not reopened as "
+                "'latest'" % (of, results_dir, of, rows[-1]["id"], rows[-1]["state"]),
+                "name it to run its skipped or failed jobs again (`dlrepro run --resume %s`, with "
+                "--retry-failed for the failed ones), or start a new run" % rows[-1]["id"],
+            )
         raise DlreproError("latest: no bundle%s under %s" % (of, results_dir), "start a run: `dlrepro run --spec NAME`")
     candidates = [Path(name), results_dir / name] + ([results_dir / _partial_name(name)] if partial else [])
     for folder in candidates:
         if _holds_bundle(folder):
             return folder
-    raise DlreproError("%s: no bundle.json there; give a bundle folder or the id of one under %s (another "
-                       "results folder: --results DIR)%s" % (name, results_dir,
-                                                             "; `dlrepro bundles` lists them" if partial else ""))
+    raise DlreproError(
+        "%s: no bundle.json there; give a bundle folder or the id of one under %s (another "
+        "results folder: --results DIR)%s" % (name, results_dir, "; `dlrepro bundles` lists them" if partial else "")
+    )
 
 
 def body(folder):
@@ -116,10 +120,14 @@ def body(folder):
     try:
         found = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise BundleError("%s: cannot be read (%s); `dlrepro validate %s` lists what is wrong" % (path, exc, folder)) from None
+        raise BundleError(
+            "%s: cannot be read (%s); `dlrepro validate %s` lists what is wrong" % (path, exc, folder)
+        ) from None
     if not isinstance(found, dict) or "spec" not in found or "jobs" not in found:
-        raise BundleError("%s: not a bundle's bundle.json (no spec or jobs); `dlrepro validate %s` lists what is wrong"
-                          % (path, folder))
+        raise BundleError(
+            "%s: not a bundle's bundle.json (no spec or jobs); `dlrepro validate %s` lists what is wrong"
+            % (path, folder)
+        )
     return found
 
 
@@ -151,17 +159,24 @@ def listing(results_dir=None):
         statuses = list(_statuses(path.parent, plan).values())
         options, host = found.get("options") or {}, found.get("host") or {}
         devices = sorted({j["device"] for j in found["jobs"] if j.get("device")} or {options.get("device") or "cpu"})
-        row = {"id": found.get("id"), "folder": path.parent, "state": state(found),
-               "spec": found["spec"]["name"], "created": found.get("created"),
-               "counts": dict(counts(statuses), missing=statuses.count(None)),
-               "running": found.get("running"),
-               "submitted": [r["array_id"] for r in found.get("submitted") or [] if not r.get("collected")],
-               "devices": devices,
-               "hardware": [g["name"] for g in host.get("gpus") or []] if "cuda" in devices and host.get("gpus")
-               else [(host.get("cpu") or {}).get("model", "")],
-               "frameworks": sorted({j["framework"] for j in found["jobs"] if j.get("framework")}
-                                    or set(options.get("frameworks") or [])),
-               "precision": options.get("precision") or "fp32"}
+        row = {
+            "id": found.get("id"),
+            "folder": path.parent,
+            "state": state(found),
+            "spec": found["spec"]["name"],
+            "created": found.get("created"),
+            "counts": dict(counts(statuses), missing=statuses.count(None)),
+            "running": found.get("running"),
+            "submitted": [r["array_id"] for r in found.get("submitted") or [] if not r.get("collected")],
+            "devices": devices,
+            "hardware": [g["name"] for g in host.get("gpus") or []]
+            if "cuda" in devices and host.get("gpus")
+            else [(host.get("cpu") or {}).get("model", "")],
+            "frameworks": sorted(
+                {j["framework"] for j in found["jobs"] if j.get("framework")} or set(options.get("frameworks") or [])
+            ),
+            "precision": options.get("precision") or "fp32",
+        }
         rows.append(dict(row, next=next_step(row, found["jobs"])))
     return sorted(rows, key=lambda r: (r["created"] or "", r["id"] or ""))
 
@@ -171,8 +186,10 @@ def existing_root(results_dir=None):
     exist, so that a bundle id looked up there is not reported as a missing bundle."""
     root = Path(results_dir or results_root())
     if not root.is_dir():
-        raise DlreproError("--results %s: no such folder" % root, "give the folder the bundles were written to "
-                           "(default: the checkout's results/, or DLREPRO_RESULTS)")
+        raise DlreproError(
+            "--results %s: no such folder" % root,
+            "give the folder the bundles were written to (default: the checkout's results/, or DLREPRO_RESULTS)",
+        )
     return root
 
 
@@ -199,8 +216,9 @@ def next_step(row, jobs):
         if job.get("status") in ("skipped", "failed") and command:
             return re.sub(r"^invoke ", "dlrepro ", command.group(1))
     if row["state"] == "partial" or c["missing"] or c["skipped"] or c.get("interrupted"):
-        return "dlrepro run --resume %s" % bundle_id + ("; or dlrepro finalize %s" % bundle_id
-                                                        if row["state"] == "partial" and not row["submitted"] else "")
+        return "dlrepro run --resume %s" % bundle_id + (
+            "; or dlrepro finalize %s" % bundle_id if row["state"] == "partial" and not row["submitted"] else ""
+        )
     return "dlrepro run --resume %s --retry-failed" % bundle_id if c["failed"] else ""
 
 
@@ -211,19 +229,25 @@ def _unchanged(folder):
     if not sums.is_file():
         return
     listed, _ = parse_sums(sums.read_text(errors="replace"))
-    changed = [name for name, digest in listed.items()
-               if not (Path(folder) / name).is_file() or sha256_file(Path(folder) / name) != digest]
+    changed = [
+        name
+        for name, digest in listed.items()
+        if not (Path(folder) / name).is_file() or sha256_file(Path(folder) / name) != digest
+    ]
     if changed:
-        raise BundleError("%s: %s changed since SHA256SUMS recorded %s: the bundle is not reopened, so that no "
-                          "checksum is written over a changed file" % (folder, ", ".join(changed),
-                                                                        "it" if len(changed) == 1 else "them"),
-                          "restore %s as recorded (from the bundle's archive or a copy), or start a new run; "
-                          "`dlrepro validate %s` lists every problem" % ("it" if len(changed) == 1 else "them", folder))
+        raise BundleError(
+            "%s: %s changed since SHA256SUMS recorded %s: the bundle is not reopened, so that no "
+            "checksum is written over a changed file"
+            % (folder, ", ".join(changed), "it" if len(changed) == 1 else "them"),
+            "restore %s as recorded (from the bundle's archive or a copy), or start a new run; "
+            "`dlrepro validate %s` lists every problem" % ("it" if len(changed) == 1 else "them", folder),
+        )
 
 
 def _writes(method):
     """Turn a failed write of the results folder (full, read-only, no permission) into ResultsUnwritable; a writer
     whose lock (``owner``) another process took over writes nothing (its ResultsUnwritable)."""
+
     @functools.wraps(method)
     def wrapped(self, *args, **kwargs):
         if self.owner is not None:
@@ -234,6 +258,7 @@ def _writes(method):
             if exc.errno not in NOT_WRITABLE:
                 raise
             raise self.unwritable(exc) from None
+
     return wrapped
 
 
@@ -261,10 +286,18 @@ class BundleWriter:
         except OSError as exc:
             if exc.errno not in NOT_WRITABLE:
                 raise
-            raise ResultsUnwritable("results folder %s cannot be written (%s): nothing was run" % (
-                self.results_dir, exc.strerror), "free space or choose a writable folder (--results)") from None
-        self.body = {"schema": SCHEMA, "id": self.id, "created": self.created, "state": "partial", "jobs": [],
-                     "attempts": []}
+            raise ResultsUnwritable(
+                "results folder %s cannot be written (%s): nothing was run" % (self.results_dir, exc.strerror),
+                "free space or choose a writable folder (--results)",
+            ) from None
+        self.body = {
+            "schema": SCHEMA,
+            "id": self.id,
+            "created": self.created,
+            "state": "partial",
+            "jobs": [],
+            "attempts": [],
+        }
         self.job_ids = []  # in the order first written: the order of the bundle's rows
         self.owner = None  # the lock this process holds on the bundle (dlrepro.run.lock.Lock), once taken
 
@@ -306,9 +339,10 @@ class BundleWriter:
     def unwritable(self, exc):
         free = shutil.disk_usage(self.results_dir).free if self.results_dir.exists() else None
         return ResultsUnwritable(
-            "results folder %s cannot be written (%s%s): the run stopped; what was measured is kept in %s" % (
-                self.results_dir, exc.strerror, ", %d bytes free" % free if free is not None else "", self.partial),
-            "free space or make it writable, then `dlrepro run --resume %s`" % self.id)
+            "results folder %s cannot be written (%s%s): the run stopped; what was measured is kept in %s"
+            % (self.results_dir, exc.strerror, ", %d bytes free" % free if free is not None else "", self.partial),
+            "free space or make it writable, then `dlrepro run --resume %s`" % self.id,
+        )
 
     def job_dir(self, job_id):
         return self.jobs_dir / job_id
@@ -410,17 +444,31 @@ class BundleWriter:
                 shutil.rmtree(path, ignore_errors=True)
             elif not path.name.startswith(LOCK):  # the lock and its breaker's stay
                 path.unlink()
-        body = dict(self.body, **body, schema=SCHEMA, id=self.id, created=self.created, finished=utc_now(),
-                    state=COMPLETE, suite={"version": __version__, "git": checkout.state()})
+        body = dict(
+            self.body,
+            **body,
+            schema=SCHEMA,
+            id=self.id,
+            created=self.created,
+            finished=utc_now(),
+            state=COMPLETE,
+            suite={"version": __version__, "git": checkout.state()},
+        )
         body.pop("running", None)
         body.pop("plan", None)
         rows, samples = tables.build(self.partial, body, self.job_ids)
         body.update(jobs=rows, counts=counts([r["status"] for r in rows]))
         tables.write(self.partial, rows, samples)
         write_json(str(self.partial / "bundle.json"), body)
-        (self.partial / "SHA256SUMS").write_text(sums_text(
-            {p.relative_to(self.partial).as_posix(): sha256_file(p) for p in self.partial.rglob("*")
-             if p.is_file() and p.name != "SHA256SUMS" and p.relative_to(self.partial).parts[0] != WORK}))
+        (self.partial / "SHA256SUMS").write_text(
+            sums_text(
+                {
+                    p.relative_to(self.partial).as_posix(): sha256_file(p)
+                    for p in self.partial.rglob("*")
+                    if p.is_file() and p.name != "SHA256SUMS" and p.relative_to(self.partial).parts[0] != WORK
+                }
+            )
+        )
         published = self.results_dir / self.id
         if self.owner is not None:
             self.owner.check()

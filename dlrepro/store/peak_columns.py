@@ -7,6 +7,7 @@ mini-batch (the median) it gives the achieved FLOP/s, and over the device's peak
 CPU's estimate from its cores, clock and vector units) the fraction of peak. What the fractions are then set beside
 (published cells on their own hardware, then and now) is the answer layer's: dlrepro.answers.efficiency.
 """
+
 from dlrepro.inputs import peaks
 from runner import flops
 
@@ -55,7 +56,11 @@ def job_columns(job, result, precision, device_name, median, quantity):
     if peak is None:
         clock = job["device"] != "cuda" and not ((result.get("environment") or {}).get("cpu") or {}).get("mhz")
         out["peak_source"] = "no peak known for %s (%s, %s)%s" % (
-            device_name, job["device"], precision or "fp32", ": the job recorded no CPU clock" if clock else "")
+            device_name,
+            job["device"],
+            precision or "fp32",
+            ": the job recorded no CPU clock" if clock else "",
+        )
         return out
     out["peak_device"], out["peak_source"] = peak.device, peak.source
     if peak.flops:

@@ -7,15 +7,16 @@ the results folder); ``manifest`` gives the study manifest the record was made f
 its SHA-256 is the recorded one, else the file at the record's commit from git); ``bundles`` gives the bundle
 folder of each run and the bundle ids the results folder lacks.
 """
+
 import json
 import re
 import tempfile
 from pathlib import Path
 
 from dlrepro import REPO_ROOT, __version__, checkout, names
-from dlrepro.inputs import studies
 from dlrepro.errors import DlreproError, SpecError
 from dlrepro.files import sha256_file
+from dlrepro.inputs import studies
 from dlrepro.store import bundle as bundlemod
 from runner.contract import utc_now, write_json
 
@@ -48,11 +49,21 @@ class Record:
         """A record of a new run of ``study`` (studies.Study) from manifest file ``manifest``, not yet saved."""
         stamp = utc_now().replace("-", "").replace(":", "")
         path = records_dir(results_dir) / ("%s-%s.json" % (study.name, stamp))
-        recorded = manifest.resolve().relative_to(REPO_ROOT) if manifest.resolve().is_relative_to(REPO_ROOT) \
-            else manifest
-        return cls(path, {"schema": SCHEMA, "study": study.name, "created": utc_now(),
-                          "manifest": {"file": str(recorded), "sha256": sha256_file(manifest)}, "asked": asked,
-                          "suite": {"version": __version__, "git": checkout.state()}, "runs": {}})
+        recorded = (
+            manifest.resolve().relative_to(REPO_ROOT) if manifest.resolve().is_relative_to(REPO_ROOT) else manifest
+        )
+        return cls(
+            path,
+            {
+                "schema": SCHEMA,
+                "study": study.name,
+                "created": utc_now(),
+                "manifest": {"file": str(recorded), "sha256": sha256_file(manifest)},
+                "asked": asked,
+                "suite": {"version": __version__, "git": checkout.state()},
+                "runs": {},
+            },
+        )
 
     def save(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,8 +80,11 @@ def _read(path):
         raise DlreproError("%s: not a study record (%s)" % (shown(path), exc), remedy) from None
     schema = body.get("schema") if isinstance(body, dict) else None
     if schema != SCHEMA:
-        raise DlreproError("%s: not a study record (schema %s; this file's: %s)" % (
-            shown(path), SCHEMA, schema if isinstance(schema, str) else "none"), remedy)
+        raise DlreproError(
+            "%s: not a study record (schema %s; this file's: %s)"
+            % (shown(path), SCHEMA, schema if isinstance(schema, str) else "none"),
+            remedy,
+        )
     return Record(path, body)
 
 
@@ -83,19 +97,29 @@ def find(name, results_dir):
         return _read(path)
     if path.suffix == ".json" or len(path.parts) > 1:  # a file named, not a study
         records = sorted(p.name for p in Path(results_dir).rglob("*.json") if STAMP.match(p.name))
-        raise DlreproError("%s: no such study record file" % name, "give one of the records under %s (%s), or a "
-                           "study name" % (shown(results_dir), ", ".join(records) or "none"))
-    found = sorted((m.group("stamp"), p) for p in Path(results_dir).rglob("%s-*.json" % name)
-                   if (m := STAMP.match(p.name)) and m.group("study") == name)
+        raise DlreproError(
+            "%s: no such study record file" % name,
+            "give one of the records under %s (%s), or a "
+            "study name" % (shown(results_dir), ", ".join(records) or "none"),
+        )
+    found = sorted(
+        (m.group("stamp"), p)
+        for p in Path(results_dir).rglob("%s-*.json" % name)
+        if (m := STAMP.match(p.name)) and m.group("study") == name
+    )
     if found:
         return _read(found[-1][1])
     known = studies.available()
     if name not in known:
-        raise DlreproError("%s: no such study%s; studies: %s" % (name, names.near_miss(name, known), ", ".join(known)),
-                           "give a study name or a record file (results/studies/<study>-<stamp>.json)")
-    raise DlreproError("no study record of %s under %s" % (name, shown(results_dir)),
-                       "give the record file (results/**/%s-<stamp>.json), or start the study: "
-                       "`dlrepro study %s --quick`" % (name, name))
+        raise DlreproError(
+            "%s: no such study%s; studies: %s" % (name, names.near_miss(name, known), ", ".join(known)),
+            "give a study name or a record file (results/studies/<study>-<stamp>.json)",
+        )
+    raise DlreproError(
+        "no study record of %s under %s" % (name, shown(results_dir)),
+        "give the record file (results/**/%s-<stamp>.json), or start the study: "
+        "`dlrepro study %s --quick`" % (name, name),
+    )
 
 
 def manifest(record):
@@ -114,10 +138,12 @@ def manifest(record):
     today = REPO_ROOT / relpath
     today_sha = sha256_file(today) if today.is_file() else None
     if found is None:
-        raise DlreproError("%s: the manifest %s changed since the record was made (sha256 %s recorded, %s now) and "
-                           "the recorded one is not in git at commit %s" % (
-                               shown(record.path), relpath, entry["sha256"][:12], (today_sha or "no file")[:12],
-                               commit), "check out the commit the record names, or run the study again")
+        raise DlreproError(
+            "%s: the manifest %s changed since the record was made (sha256 %s recorded, %s now) and "
+            "the recorded one is not in git at commit %s"
+            % (shown(record.path), relpath, entry["sha256"][:12], (today_sha or "no file")[:12], commit),
+            "check out the commit the record names, or run the study again",
+        )
     data, revision = found
     if revision is None:
         return studies.load(str(today)), None
@@ -128,12 +154,17 @@ def manifest(record):
             study = studies.load(str(copy))
         except SpecError as exc:  # a manifest of an older schema: its claims cannot be judged by today's rules
             first = str(exc).replace(str(copy), "%s@%s" % (relpath, revision[:12])).splitlines()[0]
-            raise DlreproError("%s: the manifest as recorded (%s at commit %s) does not validate under today's "
-                               "rules: %s" % (shown(record.path), relpath, revision[:12], first),
-                               "run the study again, or check out commit %s to rebuild this report" % revision[:12]) \
-                from None
+            raise DlreproError(
+                "%s: the manifest as recorded (%s at commit %s) does not validate under today's "
+                "rules: %s" % (shown(record.path), relpath, revision[:12], first),
+                "run the study again, or check out commit %s to rebuild this report" % revision[:12],
+            ) from None
     return study, "judged by %s as recorded (sha256 %s, commit %s); today's file differs (sha256 %s)" % (
-        relpath, entry["sha256"][:12], revision[:12], (today_sha or "no file")[:12])
+        relpath,
+        entry["sha256"][:12],
+        revision[:12],
+        (today_sha or "no file")[:12],
+    )
 
 
 def bundles(record, results_dir):

@@ -56,11 +56,13 @@ dlrepro.inputs.peaks, ``peak_device`` and ``peak_source`` say which and from whe
 ``fraction_of_peak`` (achieved over peak, a fraction: dlrepro.store.peak_columns); GPU clocks in MHz, power in W,
 temperature in degrees C (medians and maxima over the
 measured iterations' NVML samples, ``telemetry_samples`` of them at 40 Hz; ``throttled``: the
-GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files' key-value metadata
+GPU was held back by power or thermal limits while they ran). The schema version travels in the parquet files'
+key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
 (ADDED says what each added). Tables of an older version are re-derived from the bundle's JSON
 files when read, so every reader sees this version's columns.
 """
+
 import json
 from pathlib import Path
 
@@ -80,51 +82,159 @@ METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
 PROVENANCE = {
-    "tables_schema": "string", "bundle_id": "string", "bundle_created": "string", "suite_version": "string",
-    "suite_commit": "string", "job_id": "string", "spec": "string", "spec_sha256": "string", "variant": "string",
-    "framework": "string", "framework_version": "string", "image": "string", "image_id": "string",
-    "executor": "string", "host": "string", "device": "string", "device_name": "string", "driver": "string",
-    "cuda": "string", "cudnn": "string", "mode": "string", "batch_size": "Int64", "threads": "Int64", "seed": "Int64",
-    "ranks": "Int64", "scaling": "string", "rank_batch_size": "Int64",
-    "precision": "string", "layout": "string", "cudnn_autotune": "boolean", "ptx_jit": "boolean", "timer": "string",
-    "gradients": "string", "thread_pools": "string",
+    "tables_schema": "string",
+    "bundle_id": "string",
+    "bundle_created": "string",
+    "suite_version": "string",
+    "suite_commit": "string",
+    "job_id": "string",
+    "spec": "string",
+    "spec_sha256": "string",
+    "variant": "string",
+    "framework": "string",
+    "framework_version": "string",
+    "image": "string",
+    "image_id": "string",
+    "executor": "string",
+    "host": "string",
+    "device": "string",
+    "device_name": "string",
+    "driver": "string",
+    "cuda": "string",
+    "cudnn": "string",
+    "mode": "string",
+    "batch_size": "Int64",
+    "threads": "Int64",
+    "seed": "Int64",
+    "ranks": "Int64",
+    "scaling": "string",
+    "rank_batch_size": "Int64",
+    "precision": "string",
+    "layout": "string",
+    "cudnn_autotune": "boolean",
+    "ptx_jit": "boolean",
+    "timer": "string",
+    "gradients": "string",
+    "thread_pools": "string",
 }
 MEASURED = {
-    "status": "string", "quantity": "string", "unit": "string", "median": "float64", "mean": "float64",
-    "q1": "float64", "q3": "float64", "iqr": "float64", "ci95_low": "float64", "ci95_high": "float64",
-    "ci95_method": "string", "ci95_coverage": "float64", "ci95_units": "Int64", "n": "Int64",
-    "throughput": "float64", "throughput_unit": "string", "parameters": "Int64", "parameters_equivalent": "Int64",
-    "parameters_expected": "Int64", "epochs": "Int64", "final_test_accuracy": "float64",
-    "final_perplexity": "float64", "total_seconds": "float64", "seconds_per_1000_images": "float64",
-    "throttled": "boolean", "throttle_reasons": "string", "sm_clock_median_mhz": "float64",
-    "memory_clock_median_mhz": "float64", "power_median_w": "float64", "temperature_max_c": "float64",
-    "telemetry_samples": "Int64", "framework_threads": "Int64", "usable_cpus": "Int64", "cpu_seconds": "float64",
-    "effective_parallelism": "float64", "energy_j": "float64", "energy_j_per_sample": "float64",
-    "mean_power_w": "float64", "energy_method": "string", "energy_window_s": "float64",
-    "measured_window_s": "float64", "energy_window_differs": "boolean", "isolation": "string", "attempt": "Int64",
-    "final_loss": "float64", "speedup": "float64", "scaled_speedup": "float64", "scaling_efficiency": "float64",
-    "scaling_base": "string", "flops_per_iteration": "Int64", "achieved_flops": "float64", "peak_flops": "float64",
-    "fraction_of_peak": "float64", "peak_device": "string", "peak_source": "string", "reason": "string",
+    "status": "string",
+    "quantity": "string",
+    "unit": "string",
+    "median": "float64",
+    "mean": "float64",
+    "q1": "float64",
+    "q3": "float64",
+    "iqr": "float64",
+    "ci95_low": "float64",
+    "ci95_high": "float64",
+    "ci95_method": "string",
+    "ci95_coverage": "float64",
+    "ci95_units": "Int64",
+    "n": "Int64",
+    "throughput": "float64",
+    "throughput_unit": "string",
+    "parameters": "Int64",
+    "parameters_equivalent": "Int64",
+    "parameters_expected": "Int64",
+    "epochs": "Int64",
+    "final_test_accuracy": "float64",
+    "final_perplexity": "float64",
+    "total_seconds": "float64",
+    "seconds_per_1000_images": "float64",
+    "throttled": "boolean",
+    "throttle_reasons": "string",
+    "sm_clock_median_mhz": "float64",
+    "memory_clock_median_mhz": "float64",
+    "power_median_w": "float64",
+    "temperature_max_c": "float64",
+    "telemetry_samples": "Int64",
+    "framework_threads": "Int64",
+    "usable_cpus": "Int64",
+    "cpu_seconds": "float64",
+    "effective_parallelism": "float64",
+    "energy_j": "float64",
+    "energy_j_per_sample": "float64",
+    "mean_power_w": "float64",
+    "energy_method": "string",
+    "energy_window_s": "float64",
+    "measured_window_s": "float64",
+    "energy_window_differs": "boolean",
+    "isolation": "string",
+    "attempt": "Int64",
+    "final_loss": "float64",
+    "speedup": "float64",
+    "scaled_speedup": "float64",
+    "scaling_efficiency": "float64",
+    "scaling_base": "string",
+    "flops_per_iteration": "Int64",
+    "achieved_flops": "float64",
+    "peak_flops": "float64",
+    "fraction_of_peak": "float64",
+    "peak_device": "string",
+    "peak_source": "string",
+    "reason": "string",
     "remedy": "string",
 }
 SUMMARY_COLUMNS = {**PROVENANCE, **MEASURED}
-SAMPLE_COLUMNS = {**PROVENANCE, "sample": "string", "rank": "Int64", "repeat": "Int64", "index": "Int64",
-                  "seconds": "float64",
-                  "cumulative_seconds": "float64", "test_accuracy": "float64", "test_loss": "float64",
-                  "train_loss": "float64", "perplexity": "float64"}
+SAMPLE_COLUMNS = {
+    **PROVENANCE,
+    "sample": "string",
+    "rank": "Int64",
+    "repeat": "Int64",
+    "index": "Int64",
+    "seconds": "float64",
+    "cumulative_seconds": "float64",
+    "test_accuracy": "float64",
+    "test_loss": "float64",
+    "train_loss": "float64",
+    "perplexity": "float64",
+}
 FILES = ("summary.parquet", "samples.parquet")
-ADDED = {"dlrepro.tables/2": ("layout", "cudnn_autotune", "ptx_jit", "throttled", "throttle_reasons",
-                              "sm_clock_median_mhz", "memory_clock_median_mhz", "power_median_w", "temperature_max_c"),
-         "dlrepro.tables/3": ("telemetry_samples",),
-         "dlrepro.tables/4": ("mean", "ci95_method", "ci95_coverage", "ci95_units", "framework_threads", "usable_cpus",
-                              "cpu_seconds", "effective_parallelism", "energy_j", "energy_j_per_sample",
-                              "mean_power_w", "energy_method", "isolation", "attempt"),
-         "dlrepro.tables/5": ("ranks", "scaling", "rank_batch_size", "final_loss", "speedup", "scaled_speedup",
-                              "scaling_efficiency", "scaling_base", "rank"),
-         "dlrepro.tables/6": peak_columns.COLUMNS,
-         "dlrepro.tables/7": ("timer", "seed"),
-         "dlrepro.tables/8": ("energy_window_s", "measured_window_s", "energy_window_differs", "gradients",
-                              "thread_pools")}
+ADDED = {
+    "dlrepro.tables/2": (
+        "layout",
+        "cudnn_autotune",
+        "ptx_jit",
+        "throttled",
+        "throttle_reasons",
+        "sm_clock_median_mhz",
+        "memory_clock_median_mhz",
+        "power_median_w",
+        "temperature_max_c",
+    ),
+    "dlrepro.tables/3": ("telemetry_samples",),
+    "dlrepro.tables/4": (
+        "mean",
+        "ci95_method",
+        "ci95_coverage",
+        "ci95_units",
+        "framework_threads",
+        "usable_cpus",
+        "cpu_seconds",
+        "effective_parallelism",
+        "energy_j",
+        "energy_j_per_sample",
+        "mean_power_w",
+        "energy_method",
+        "isolation",
+        "attempt",
+    ),
+    "dlrepro.tables/5": (
+        "ranks",
+        "scaling",
+        "rank_batch_size",
+        "final_loss",
+        "speedup",
+        "scaled_speedup",
+        "scaling_efficiency",
+        "scaling_base",
+        "rank",
+    ),
+    "dlrepro.tables/6": peak_columns.COLUMNS,
+    "dlrepro.tables/7": ("timer", "seed"),
+    "dlrepro.tables/8": ("energy_window_s", "measured_window_s", "energy_window_differs", "gradients", "thread_pools"),
+}
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
 
@@ -135,7 +245,7 @@ def columns_of(version, name):
     versions = ["dlrepro.tables/%d" % n for n in range(int(SCHEMA.rsplit("/", 1)[1]), 0, -1)]
     if version not in versions:
         return None
-    later = [c for v in versions[:versions.index(version)] for c in ADDED.get(v, ())]
+    later = [c for v in versions[: versions.index(version)] for c in ADDED.get(v, ())]
     return [c for c in current if c not in later]
 
 
@@ -145,8 +255,14 @@ def _image_for(body, job):
     for image in images:
         if job["id"] in image.get("jobs", ()):
             return image
-    return next((i for i in images if "jobs" not in i and i["framework"] == job["framework"]
-                 and i.get("device") == job["device"]), None)
+    return next(
+        (
+            i
+            for i in images
+            if "jobs" not in i and i["framework"] == job["framework"] and i.get("device") == job["device"]
+        ),
+        None,
+    )
 
 
 def _gpu(body, result):
@@ -167,21 +283,37 @@ def provenance(body, job, result, measured=None):
     cpu_model = (env.get("cpu") or {}).get("model") or ((body.get("host") or {}).get("cpu") or {}).get("model")
     suite = body.get("suite") or {}
     return {
-        "tables_schema": SCHEMA, "bundle_id": body["id"], "bundle_created": body.get("created"),
-        "suite_version": suite.get("version"), "suite_commit": (suite.get("git") or {}).get("commit"),
-        "job_id": job["id"], "spec": job["spec"]["name"], "spec_sha256": job["spec"]["sha256"],
-        "variant": job["variant"], "framework": job["framework"], "framework_version": env.get("framework_version"),
-        "image": image["name"] if image else None, "image_id": image["image_id"] if image else None,
-        "executor": (body.get("executor") or {}).get("executor"), "host": (body.get("host") or {}).get("hostname"),
+        "tables_schema": SCHEMA,
+        "bundle_id": body["id"],
+        "bundle_created": body.get("created"),
+        "suite_version": suite.get("version"),
+        "suite_commit": (suite.get("git") or {}).get("commit"),
+        "job_id": job["id"],
+        "spec": job["spec"]["name"],
+        "spec_sha256": job["spec"]["sha256"],
+        "variant": job["variant"],
+        "framework": job["framework"],
+        "framework_version": env.get("framework_version"),
+        "image": image["name"] if image else None,
+        "image_id": image["image_id"] if image else None,
+        "executor": (body.get("executor") or {}).get("executor"),
+        "host": (body.get("host") or {}).get("hostname"),
         "device": job["device"],
         "device_name": (measured["gpu_name"] or gpu.get("name") or host_gpu.get("name")) if cuda_job else cpu_model,
         "driver": (measured["driver"] or gpu.get("driver") or host_gpu.get("driver")) if cuda_job else None,
         "cuda": _text(env.get("cuda") or (image or {}).get("cuda")) if cuda_job else None,
         "cudnn": _text(env.get("cudnn") or (image or {}).get("cudnn")) if cuda_job else None,
-        "mode": job["mode"], "batch_size": job["batch_size"], "threads": job["threads"], "seed": job["seed"],
-        "ranks": job.get("ranks"), "scaling": job.get("scaling"), "rank_batch_size": job.get("rank_batch_size"),
-        "precision": measured["precision"] or job["precision"], "layout": measured["layout"],
-        "cudnn_autotune": measured["cudnn_autotune"], "ptx_jit": measured["ptx_jit"],
+        "mode": job["mode"],
+        "batch_size": job["batch_size"],
+        "threads": job["threads"],
+        "seed": job["seed"],
+        "ranks": job.get("ranks"),
+        "scaling": job.get("scaling"),
+        "rank_batch_size": job.get("rank_batch_size"),
+        "precision": measured["precision"] or job["precision"],
+        "layout": measured["layout"],
+        "cudnn_autotune": measured["cudnn_autotune"],
+        "ptx_jit": measured["ptx_jit"],
         "timer": timer(result.get("timing") or {}),
         # how the step was timed (runner.contract); jobs from before these options ran the defaults
         "gradients": job.get("gradients", OPTION_DEFAULTS["gradients"]) if job.get("optimizer") else None,
@@ -215,33 +347,83 @@ def summary_row(body, job, result):
     gpu = telemetry.summary_columns(result)
     cpu = result.get("cpu_usage") or {}
     base = provenance(body, job, result, gpu)
-    return dict(base, **{
-        "status": result["status"], "quantity": timing.get("quantity"), "unit": timing.get("unit"),
-        "median": stats.get("median"), "mean": stats.get("mean"), "q1": stats.get("q1"), "q3": stats.get("q3"),
-        "iqr": stats.get("iqr"), "ci95_low": ci[0], "ci95_high": ci[1],
-        "ci95_method": (CI_METHOD_MEANS if timing.get("sample") == "repeat mean" and stats else  # its label before v8
-                        stats.get("ci95_method") or (POOLED_CI if stats else None)),
-        "ci95_coverage": stats.get("ci95_coverage"), "ci95_units": stats.get("ci95_units"), "n": stats.get("n"), "throughput": timing.get("throughput"),
-        "throughput_unit": timing.get("throughput_unit"), "parameters": params.get("measured"),
-        "parameters_equivalent": params.get("equivalent"), "parameters_expected": job["model"]["parameters"],
-        "epochs": len(conv.get("epochs") or []) or None, "final_test_accuracy": conv.get("final_test_accuracy"),
-        "final_perplexity": conv.get("final_perplexity"), "total_seconds": conv.get("total_seconds"),
-        "seconds_per_1000_images": (result.get("inference") or {}).get("seconds_per_1000_images"),
-        **{c: gpu[c] for c in ("throttled", "throttle_reasons", "sm_clock_median_mhz", "memory_clock_median_mhz",
-                               "power_median_w", "temperature_max_c", "telemetry_samples")},
-        "framework_threads": (result.get("environment") or {}).get("threads"), "usable_cpus": cpu.get("usable_cpus"),
-        "cpu_seconds": cpu.get("cpu_seconds"), "effective_parallelism": cpu.get("effective_parallelism"),
-        **_energy(result, job), "isolation": result.get("isolation"),
-        "attempt": (result.get("attempt") or {}).get("number"), "final_loss": (result.get("loss") or {}).get("last"),
-        "speedup": None, "scaled_speedup": None, "scaling_efficiency": None, "scaling_base": None,
-        **peak_columns.job_columns(job, result, base["precision"], base["device_name"], stats.get("median"),
-                                 timing.get("quantity")),
-        "reason": result.get("reason"), "remedy": result.get("remedy"),
-    })
+    return dict(
+        base,
+        **{
+            "status": result["status"],
+            "quantity": timing.get("quantity"),
+            "unit": timing.get("unit"),
+            "median": stats.get("median"),
+            "mean": stats.get("mean"),
+            "q1": stats.get("q1"),
+            "q3": stats.get("q3"),
+            "iqr": stats.get("iqr"),
+            "ci95_low": ci[0],
+            "ci95_high": ci[1],
+            "ci95_method": (
+                CI_METHOD_MEANS
+                if timing.get("sample") == "repeat mean" and stats
+                # its label before v8
+                else stats.get("ci95_method") or (POOLED_CI if stats else None)
+            ),
+            "ci95_coverage": stats.get("ci95_coverage"),
+            "ci95_units": stats.get("ci95_units"),
+            "n": stats.get("n"),
+            "throughput": timing.get("throughput"),
+            "throughput_unit": timing.get("throughput_unit"),
+            "parameters": params.get("measured"),
+            "parameters_equivalent": params.get("equivalent"),
+            "parameters_expected": job["model"]["parameters"],
+            "epochs": len(conv.get("epochs") or []) or None,
+            "final_test_accuracy": conv.get("final_test_accuracy"),
+            "final_perplexity": conv.get("final_perplexity"),
+            "total_seconds": conv.get("total_seconds"),
+            "seconds_per_1000_images": (result.get("inference") or {}).get("seconds_per_1000_images"),
+            **{
+                c: gpu[c]
+                for c in (
+                    "throttled",
+                    "throttle_reasons",
+                    "sm_clock_median_mhz",
+                    "memory_clock_median_mhz",
+                    "power_median_w",
+                    "temperature_max_c",
+                    "telemetry_samples",
+                )
+            },
+            "framework_threads": (result.get("environment") or {}).get("threads"),
+            "usable_cpus": cpu.get("usable_cpus"),
+            "cpu_seconds": cpu.get("cpu_seconds"),
+            "effective_parallelism": cpu.get("effective_parallelism"),
+            **_energy(result, job),
+            "isolation": result.get("isolation"),
+            "attempt": (result.get("attempt") or {}).get("number"),
+            "final_loss": (result.get("loss") or {}).get("last"),
+            "speedup": None,
+            "scaled_speedup": None,
+            "scaling_efficiency": None,
+            "scaling_base": None,
+            **peak_columns.job_columns(
+                job, result, base["precision"], base["device_name"], stats.get("median"), timing.get("quantity")
+            ),
+            "reason": result.get("reason"),
+            "remedy": result.get("remedy"),
+        },
+    )
 
 
-SCALING_KEY = ("spec_sha256", "variant", "framework", "framework_version", "device", "mode", "threads", "precision",
-               "layout", "scaling")
+SCALING_KEY = (
+    "spec_sha256",
+    "variant",
+    "framework",
+    "framework_version",
+    "device",
+    "mode",
+    "threads",
+    "precision",
+    "layout",
+    "scaling",
+)
 
 
 def scaling(rows):
@@ -257,6 +439,7 @@ def scaling(rows):
         ``final_loss`` beside it is the guard that the larger batch (and N times the learning rate) still trains.
 
     Rows without an ok 1-rank base keep them null."""
+
     def key(row):
         per = row["batch_size"] if row["scaling"] == "strong" else row["rank_batch_size"]
         return tuple(row[c] for c in SCALING_KEY) + (per,)
@@ -299,16 +482,28 @@ def _energy(result, job):
     energy counters' and the measured window (s) and whether they differ by more than one sampling period."""
     found = result.get("energy") or {}
     if found.get("status") != "ok":
-        return {"energy_j": None, "energy_j_per_sample": None, "mean_power_w": None, "energy_method": None,
-                "energy_window_s": None, "measured_window_s": None, "energy_window_differs": None}
+        return {
+            "energy_j": None,
+            "energy_j_per_sample": None,
+            "mean_power_w": None,
+            "energy_method": None,
+            "energy_window_s": None,
+            "measured_window_s": None,
+            "energy_window_differs": None,
+        }
     processed = _processed(result, job)
     counted = found.get("seconds")
     measured = found.get("measured_seconds", (result.get("cpu_usage") or {}).get("wall_seconds"))
     period = (result.get("telemetry") or {}).get("interval_s") or telemetry.DEFAULT_INTERVAL_S
-    return {"energy_j": found["joules"], "energy_j_per_sample": found["joules"] / processed if processed else None,
-            "mean_power_w": found.get("mean_w"), "energy_method": found.get("method"), "energy_window_s": counted,
-            "measured_window_s": measured,
-            "energy_window_differs": None if None in (counted, measured) else abs(counted - measured) > period}
+    return {
+        "energy_j": found["joules"],
+        "energy_j_per_sample": found["joules"] / processed if processed else None,
+        "mean_power_w": found.get("mean_w"),
+        "energy_method": found.get("method"),
+        "energy_window_s": counted,
+        "measured_window_s": measured,
+        "energy_window_differs": None if None in (counted, measured) else abs(counted - measured) > period,
+    }
 
 
 def sample_rows(body, job, result):
@@ -320,18 +515,38 @@ def sample_rows(body, job, result):
         joined = bool(timing.get("ranks_joined"))  # the slowest rank's per iteration (runner.rankjoin)
         means = timing.get("sample") == "repeat mean"  # pipelined_wall: no iteration's own time, no index
         for repeat, seconds in enumerate(timing.get("repeats") or [], 1):
-            rows += [dict(base, sample="repeat mean" if means else "iteration",
-                          rank=0 if job.get("ranks") and not joined else None,
-                          repeat=repeat, index=None if means else i, seconds=s) for i, s in enumerate(seconds, 1)]
-        for record in (result.get("ranks") or [])[0 if joined else 1:]:  # each rank's own timings of them
+            rows += [
+                dict(
+                    base,
+                    sample="repeat mean" if means else "iteration",
+                    rank=0 if job.get("ranks") and not joined else None,
+                    repeat=repeat,
+                    index=None if means else i,
+                    seconds=s,
+                )
+                for i, s in enumerate(seconds, 1)
+            ]
+        for record in (result.get("ranks") or [])[0 if joined else 1 :]:  # each rank's own timings of them
             for repeat, seconds in enumerate(record.get("repeats") or [], 1):
-                rows += [dict(base, sample="rank iteration", rank=record["rank"], repeat=repeat, index=i, seconds=s)
-                         for i, s in enumerate(seconds, 1)]
+                rows += [
+                    dict(base, sample="rank iteration", rank=record["rank"], repeat=repeat, index=i, seconds=s)
+                    for i, s in enumerate(seconds, 1)
+                ]
     for epoch in (result.get("convergence") or {}).get("epochs") or []:
-        rows.append(dict(base, sample="epoch", repeat=1, index=epoch["epoch"], seconds=epoch.get("seconds"),
-                         cumulative_seconds=epoch.get("cumulative_seconds"), test_accuracy=epoch.get("test_accuracy"),
-                         test_loss=epoch.get("test_loss"), train_loss=epoch.get("train_loss"),
-                         perplexity=epoch.get("perplexity")))
+        rows.append(
+            dict(
+                base,
+                sample="epoch",
+                repeat=1,
+                index=epoch["epoch"],
+                seconds=epoch.get("seconds"),
+                cumulative_seconds=epoch.get("cumulative_seconds"),
+                test_accuracy=epoch.get("test_accuracy"),
+                test_loss=epoch.get("test_loss"),
+                train_loss=epoch.get("train_loss"),
+                perplexity=epoch.get("perplexity"),
+            )
+        )
     if (result.get("inference") or {}).get("pass_seconds") is not None:
         rows.append(dict(base, sample="pass", repeat=1, index=1, seconds=result["inference"]["pass_seconds"]))
     return rows
@@ -379,8 +594,10 @@ UNREADABLE = (OSError, ValueError, KeyError, TypeError, pa.ArrowException)  # wh
 def unreadable(folder, exc, path=None):
     """The BundleError for a file of the bundle in ``folder`` that could not be read."""
     where = path or getattr(exc, "filename", None) or folder
-    return BundleError("%s: cannot be read (%s: %s); `dlrepro validate %s` lists what is wrong"
-                       % (where, type(exc).__name__, exc, folder))
+    return BundleError(
+        "%s: cannot be read (%s: %s); `dlrepro validate %s` lists what is wrong"
+        % (where, type(exc).__name__, exc, folder)
+    )
 
 
 def stored(folder, name):
@@ -437,8 +654,11 @@ def _concat(folders, name, columns):
             if path is not None:
                 read(folder, name)
         raise
-    parts += [pa.Table.from_pandas(read(f, name), schema=schema, preserve_index=False)
-              for f, path in files.items() if path is None]
+    parts += [
+        pa.Table.from_pandas(read(f, name), schema=schema, preserve_index=False)
+        for f, path in files.items()
+        if path is None
+    ]
     return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
 
 
@@ -469,8 +689,10 @@ def merge(folders, with_samples=True):
             raise BundleError("%s is not a bundle: it has no bundle.json" % folder)
         first = unique.setdefault(folder.name, folder)
         if first != folder and _sums(first) != _sums(folder):
-            raise BundleError("two different bundles have the id %s: %s and %s (their SHA256SUMS differ); merge "
-                              "one of them" % (folder.name, first, folder))
+            raise BundleError(
+                "two different bundles have the id %s: %s and %s (their SHA256SUMS differ); merge "
+                "one of them" % (folder.name, first, folder)
+            )
     if not unique:
         raise BundleError("no bundle to merge: give bundle folders or ids, comma-separated")
     summary = _concat(unique.values(), "summary", SUMMARY_COLUMNS)
@@ -482,7 +704,9 @@ def merge(folders, with_samples=True):
     if not with_samples:
         return summary, None
     labels = summary[["bundle_id", "job_id", "measurement", "measurements"]]
-    return summary, _concat(unique.values(), "samples", SAMPLE_COLUMNS).merge(labels, on=["bundle_id", "job_id"], how="left")
+    return summary, _concat(unique.values(), "samples", SAMPLE_COLUMNS).merge(
+        labels, on=["bundle_id", "job_id"], how="left"
+    )
 
 
 def merge_to(folders, out=None):

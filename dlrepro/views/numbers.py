@@ -5,6 +5,7 @@ in the unit that fits.
 Each function takes a float (or None/NaN, shown as '') and returns text; ``time_unit`` picks one unit for a
 column of seconds so that every cell of the column is in it (say the unit in the header, not in the cell).
 """
+
 import math
 
 

@@ -25,6 +25,7 @@ other (a gap where one between them was not measured). A figure is WIDTH_PX wide
 panels (Plot.size). Each Plot carries ``points``: every (series, x, y) it drew, so that a test can check that every
 measured job is in its figure.
 """
+
 import io
 import re
 from dataclasses import dataclass
@@ -93,10 +94,14 @@ def _names(rows):
     job's host threads say nothing of it)."""
     names = (rows["framework"].map(display) + " " + rows["framework_version"].fillna("")).str.strip()
     if (rows["device"] == "cpu").all() and rows["threads"].nunique(dropna=False) > 1:
-        names = names + ", " + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d thread%s" % (t, "s"[t == 1:]))
+        names = (
+            names
+            + ", "
+            + rows["threads"].map(lambda t: "default threads" if pd.isna(t) else "%d thread%s" % (t, "s"[t == 1 :]))
+        )
     if rows["ranks"].notna().any():
         unit = "GPU" if (rows["device"] == "cuda").all() else "rank"
-        names = names + rows["ranks"].map(lambda n: "" if pd.isna(n) else ", %d %s%s" % (n, unit, "s"[n == 1:]))
+        names = names + rows["ranks"].map(lambda n: "" if pd.isna(n) else ", %d %s%s" % (n, unit, "s"[n == 1 :]))
     return names
 
 
@@ -128,9 +133,18 @@ def seconds_vs_batch(summary):
             colour = palette.colour(line["framework"].iloc[0])
             for i, part in enumerate(_segments(line, ticks)):
                 x, y = [int(b) for b in part["batch_size"]], [scale * float(m) for m in part["median"]]
-                ax.errorbar(x, y, marker="o", capsize=3, color=colour, label=label if i == 0 else None,
-                            yerr=[scale * (part["median"] - part["q1"]).astype(float),
-                                  scale * (part["q3"] - part["median"]).astype(float)])
+                ax.errorbar(
+                    x,
+                    y,
+                    marker="o",
+                    capsize=3,
+                    color=colour,
+                    label=label if i == 0 else None,
+                    yerr=[
+                        scale * (part["median"] - part["q1"]).astype(float),
+                        scale * (part["q3"] - part["median"]).astype(float),
+                    ],
+                )
                 points += [(label, a, b) for a, b in zip(x, y)]
         if sizes >= LOG_AXES_FROM:
             ax.set_xscale("log", base=2)
@@ -142,10 +156,16 @@ def seconds_vs_batch(summary):
         ax.legend(fontsize="small")
         title = "Seconds per mini-batch vs batch size: " + _where(g)
         fig.suptitle(title, fontsize="medium")
-        plots.append(Plot(_slug("seconds-vs-batch", g["spec"], g["variant"], g["device"], len(plots)), title,
-                          "Median time per training iteration (forward, backward, update) in %s at each batch "
-                          "size; whiskers span the interquartile range of the measured iterations." % unit, png(fig),
-                          points=tuple(points)))
+        plots.append(
+            Plot(
+                _slug("seconds-vs-batch", g["spec"], g["variant"], g["device"], len(plots)),
+                title,
+                "Median time per training iteration (forward, backward, update) in %s at each batch "
+                "size; whiskers span the interquartile range of the measured iterations." % unit,
+                png(fig),
+                points=tuple(points),
+            )
+        )
     return plots
 
 
@@ -165,29 +185,46 @@ def throughput_bars(summary):
             rate = rows["throughput"]
             low, high = rate * rows["median"] / rows["q3"], rate * rows["median"] / rows["q1"]
             labels = _labels(rows)
-            bars = ax.barh(labels, rate, xerr=[(rate - low).fillna(0), (high - rate).fillna(0)], capsize=4,
-                           color=[palette.colour(f) for f in rows["framework"]])
+            bars = ax.barh(
+                labels,
+                rate,
+                xerr=[(rate - low).fillna(0), (high - rate).fillna(0)],
+                capsize=4,
+                color=[palette.colour(f) for f in rows["framework"]],
+            )
             points += [(label, int(batch), float(r)) for label, r in zip(labels, rate)]
-            ax.bar_label(bars, labels=[numbers.rate(v) for v in rate], label_type="center", color="white",
-                         fontsize="small")
+            ax.bar_label(
+                bars, labels=[numbers.rate(v) for v in rate], label_type="center", color="white", fontsize="small"
+            )
             ax.invert_yaxis()  # fastest on top
             ax.set_title("batch %d" % batch, fontsize="small")
             ax.set_xlabel(rows["throughput_unit"].iloc[0] + " (median)")
         title = "Samples/s (%s mode): %s" % (g["mode"], _where(g))
         fig.suptitle(title, fontsize="medium")
-        plots.append(Plot(_slug("throughput", g["spec"], g["variant"], g["mode"], g["device"], len(plots)), title,
-                          "Samples per second at the median %s (%s mode), a panel per batch size, fastest on top; "
-                          "whiskers: samples per second at the third and first quartile of the times (the "
-                          "interquartile range)." % (group["quantity"].iloc[0], g["mode"]), png(fig),
-                          (WIDTH_PX, height), tuple(points)))
+        plots.append(
+            Plot(
+                _slug("throughput", g["spec"], g["variant"], g["mode"], g["device"], len(plots)),
+                title,
+                "Samples per second at the median %s (%s mode), a panel per batch size, fastest on top; "
+                "whiskers: samples per second at the third and first quartile of the times (the "
+                "interquartile range)." % (group["quantity"].iloc[0], g["mode"]),
+                png(fig),
+                (WIDTH_PX, height),
+                tuple(points),
+            )
+        )
     return plots
 
 
 def speedup_vs_threads(summary):
     """A CPU thread sweep: samples/s at each thread count over samples/s at the fewest, one line per framework,
     the ideal (threads / fewest threads) dashed; one figure per group and batch size with 2+ thread counts."""
-    ok = summary[(summary["status"] == "ok") & (summary["device"] == "cpu") & summary["threads"].notna()
-                 & summary["throughput"].notna()]
+    ok = summary[
+        (summary["status"] == "ok")
+        & (summary["device"] == "cpu")
+        & summary["threads"].notna()
+        & summary["throughput"].notna()
+    ]
     plots = []
     for g, rows in _groups(ok, GROUP + ["mode", "batch_size"]):
         counts = sorted(int(t) for t in rows["threads"].unique())
@@ -204,14 +241,21 @@ def speedup_vs_threads(summary):
         ax.set_xticks(counts, [str(n) for n in counts])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("CPU threads")
-        ax.set_ylabel("speedup over %d thread%s" % (counts[0], "s"[counts[0] == 1:]))
+        ax.set_ylabel("speedup over %d thread%s" % (counts[0], "s"[counts[0] == 1 :]))
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
         title = "Speedup vs CPU threads, batch %d: %s" % (g["batch_size"], _where(g))
         fig.suptitle(title, fontsize="medium")
-        plots.append(Plot(_slug("threads", g["spec"], g["variant"], "b%d" % g["batch_size"], len(plots)), title,
-                          "Samples per second at each thread count over that at %d; dashed: the ideal, linear in "
-                          "the threads." % counts[0], png(fig), points=tuple(points)))
+        plots.append(
+            Plot(
+                _slug("threads", g["spec"], g["variant"], "b%d" % g["batch_size"], len(plots)),
+                title,
+                "Samples per second at each thread count over that at %d; dashed: the ideal, linear in "
+                "the threads." % counts[0],
+                png(fig),
+                points=tuple(points),
+            )
+        )
     return plots
 
 
@@ -235,10 +279,16 @@ def accuracy_vs_time(samples):
         ax.legend(fontsize="small")
         title = "Test accuracy vs wall time, batch %d: %s" % (g["batch_size"], _where(g))
         fig.suptitle(title, fontsize="medium")
-        plots.append(Plot(_slug("accuracy-vs-time", g["spec"], g["variant"], g["device"], "b%d" % g["batch_size"],
-                                len(plots)), title,
-                          "Test accuracy after each epoch against the wall time of the training loops up to that "
-                          "epoch (evaluation not counted), one line per job.", png(fig), points=tuple(points)))
+        plots.append(
+            Plot(
+                _slug("accuracy-vs-time", g["spec"], g["variant"], g["device"], "b%d" % g["batch_size"], len(plots)),
+                title,
+                "Test accuracy after each epoch against the wall time of the training loops up to that "
+                "epoch (evaluation not counted), one line per job.",
+                png(fig),
+                points=tuple(points),
+            )
+        )
     return plots
 
 
@@ -272,18 +322,27 @@ def speedup_vs_gpus(summary):
             what = "total mini-batch %d" % batch if g["scaling"] == "strong" else "%d per rank" % batch
             title = "Speedup vs %s (%s scaling, %s): %s" % (unit, g["scaling"], what, _where(g))
             fig.suptitle(title, fontsize="medium")
-            plots.append(Plot(_slug("speedup", g["spec"], g["variant"], g["device"], g["scaling"], "b%d" % batch,
-                                    len(plots)), title,
-                              ("Strong scaling: the total mini-batch of %d split across N ranks; speedup over the "
-                               "1-rank job = its median seconds per mini-batch / the N-rank one's."
-                               % batch if g["scaling"] == "strong" else
-                               "Weak scaling: %d samples per rank, the learning rate times N; W = samples/s at N "
-                               "ranks / at 1." % batch) + " Dashed: the ideal, N.", png(fig), points=tuple(points)))
+            plots.append(
+                Plot(
+                    _slug("speedup", g["spec"], g["variant"], g["device"], g["scaling"], "b%d" % batch, len(plots)),
+                    title,
+                    (
+                        "Strong scaling: the total mini-batch of %d split across N ranks; speedup over the "
+                        "1-rank job = its median seconds per mini-batch / the N-rank one's." % batch
+                        if g["scaling"] == "strong"
+                        else "Weak scaling: %d samples per rank, the learning rate times N; W = samples/s at N "
+                        "ranks / at 1." % batch
+                    )
+                    + " Dashed: the ideal, N.",
+                    png(fig),
+                    points=tuple(points),
+                )
+            )
     return plots
 
 
 def _now_label(precision, threads):
-    return "now, %s%s" % (precision, "" if pd.isna(threads) else ", %d thread%s" % (threads, "s"[threads == 1:]))
+    return "now, %s%s" % (precision, "" if pd.isna(threads) else ", %d thread%s" % (threads, "s"[threads == 1 :]))
 
 
 def efficiency_bars(rows):
@@ -293,9 +352,17 @@ def efficiency_bars(rows):
     rows = rows[rows["measured_fraction"].notna()]
     if rows.empty:
         return []
-    rows = rows.assign(label=rows["model"] + " b" + rows["batch_size"].astype(str) + ", " + rows["published_framework"]
-                       + " (" + rows["published_peak_device"] + ")",
-                       now=[_now_label(p, t) for p, t in zip(rows["precision"], rows["measured_threads"])])
+    rows = rows.assign(
+        label=rows["model"]
+        + " b"
+        + rows["batch_size"].astype(str)
+        + ", "
+        + rows["published_framework"]
+        + " ("
+        + rows["published_peak_device"]
+        + ")",
+        now=[_now_label(p, t) for p, t in zip(rows["precision"], rows["measured_threads"])],
+    )
     then = rows.groupby("label", sort=True)["published_fraction"].max() * 100  # several cells of a label: the largest
     now = rows.pivot_table(index="label", columns="now", values="measured_fraction", aggfunc="max") * 100
     labels = list(then.index)
@@ -315,13 +382,27 @@ def efficiency_bars(rows):
     ax.legend(fontsize="small")
     title = "Fraction of peak, then and now"
     fig.suptitle(title, fontsize="medium")
-    return [Plot("fraction-of-peak", title, "Achieved FLOP/s as % of the device's peak: each published cell on its "
-                 "own hardware (then), and this host's jobs of the same network and framework (now), one bar per "
-                 "precision and CPU thread count measured.", png(fig), (WIDTH_PX, height_px), tuple(points))]
+    return [
+        Plot(
+            "fraction-of-peak",
+            title,
+            "Achieved FLOP/s as % of the device's peak: each published cell on its "
+            "own hardware (then), and this host's jobs of the same network and framework (now), one bar per "
+            "precision and CPU thread count measured.",
+            png(fig),
+            (WIDTH_PX, height_px),
+            tuple(points),
+        )
+    ]
 
 
 def all_plots(summary, samples, efficiency=None):
     """Every figure of a report, in reading order (``efficiency``: answers.efficiency.PUBLISHED_COLUMNS rows)."""
-    return (seconds_vs_batch(summary) + throughput_bars(summary) + speedup_vs_threads(summary)
-            + speedup_vs_gpus(summary) + accuracy_vs_time(samples)
-            + (efficiency_bars(efficiency) if efficiency is not None else []))
+    return (
+        seconds_vs_batch(summary)
+        + throughput_bars(summary)
+        + speedup_vs_threads(summary)
+        + speedup_vs_gpus(summary)
+        + accuracy_vs_time(samples)
+        + (efficiency_bars(efficiency) if efficiency is not None else [])
+    )

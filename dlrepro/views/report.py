@@ -11,6 +11,7 @@ environment, the studies' (their published references' hardware and framework ve
 and driver, images by ID, CUDA and cuDNN). Numbers as views.numbers writes them, one unit per column. The view renders
 the model and decides nothing.
 """
+
 import base64
 import re
 from dataclasses import dataclass, field
@@ -23,9 +24,13 @@ from dlrepro.inputs.frameworks import display
 from dlrepro.store.tables import POOLED_CI
 from dlrepro.views import costs, numbers, plots
 
-TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("dlrepro.views", "templates"), trim_blocks=True,
-                               lstrip_blocks=True, autoescape=jinja2.select_autoescape(["html.j2"]),
-                               undefined=jinja2.StrictUndefined)
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("dlrepro.views", "templates"),
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=jinja2.select_autoescape(["html.j2"]),
+    undefined=jinja2.StrictUndefined,
+)
 TEMPLATES.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
 TEMPLATES.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
 NUMERIC = re.compile(r"^[+-]?[\d,]*\.?\d+(e[+-]?\d+)?\s?(%|x|ms|s|min)?$")
@@ -82,10 +87,16 @@ def bundle_table(bundles):
         suite, git = body.get("suite") or {}, (body.get("suite") or {}).get("git") or {}
         commit = (git.get("commit") or "")[:12] or "unknown commit"
         commit += ", dirty" if git.get("dirty") else ""
-        rows.append([body["id"], "%s (sha256 %s)" % (body["spec"]["name"], body["spec"]["sha256"][:12]),
-                     body.get("created"), "%s (%s)" % (suite.get("version"), commit),
-                     ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()),
-                     command_shown(body.get("command"))])
+        rows.append(
+            [
+                body["id"],
+                "%s (sha256 %s)" % (body["spec"]["name"], body["spec"]["sha256"][:12]),
+                body.get("created"),
+                "%s (%s)" % (suite.get("version"), commit),
+                ", ".join("%d %s" % (n, s) for s, n in (body.get("counts") or {}).items()),
+                command_shown(body.get("command")),
+            ]
+        )
     return table_of("Bundles", pd.DataFrame(rows, columns=["bundle", "spec", "created", "suite", "jobs", "command"]))
 
 
@@ -98,39 +109,68 @@ def environment(bundles, summary):
         for ref in spec["resolved"].get("references") or []:
             if (spec["name"], ref.get("variant")) in measured:
                 key = ("paper (%s)" % ref["kind"].replace("_", " "), ref["hardware"], ref["source"])
-                paper.setdefault(key, set()).add(" ".join(filter(None, (ref["framework"], ref.get("framework_version")))))
-    rows = [[side, hardware, ", ".join(sorted(frameworks)), source]
-            for (side, hardware, source), frameworks in sorted(paper.items())]
+                paper.setdefault(key, set()).add(
+                    " ".join(filter(None, (ref["framework"], ref.get("framework_version"))))
+                )
+    rows = [
+        [side, hardware, ", ".join(sorted(frameworks)), source]
+        for (side, hardware, source), frameworks in sorted(paper.items())
+    ]
     here = {}  # hardware and system -> (framework versions, bundle ids)
     for body in bundles:
         host, executor = body["host"], body.get("executor") or {}
         gpus = "; ".join("%s (driver %s)" % (g["name"], g["driver"]) for g in host.get("gpus") or []) or "no GPU"
-        hardware = "%s, %s CPUs, %.0f GiB; %s" % (host["cpu"]["model"], host["cpu"]["logical_cpus"],
-                                                  host["memory_bytes"] / 2 ** 30, gpus)
+        hardware = "%s, %s CPUs, %.0f GiB; %s" % (
+            host["cpu"]["model"],
+            host["cpu"]["logical_cpus"],
+            host["memory_bytes"] / 2**30,
+            gpus,
+        )
         ours = summary[(summary["bundle_id"] == body["id"]) & summary["framework_version"].notna()]
         engine = executor.get("engine") or ""  # a version string before engine records (name, version)
-        engine = " ".join((engine.get("name") or "", engine.get("version") or "")) if isinstance(engine, dict) else engine
+        engine = (
+            " ".join((engine.get("name") or "", engine.get("version") or "")) if isinstance(engine, dict) else engine
+        )
         system = "%s; %s executor %s" % (host["os"], executor.get("executor", ""), engine)
         versions, ids = here.setdefault(hardware + "; " + system.strip(), (set(), []))
         versions.update(ours["framework"] + " " + ours["framework_version"])
         ids.append(body["id"])
-    rows += [["here", machine, ", ".join(sorted(versions)), ", ".join(ids)] for machine, (versions, ids) in here.items()]
-    side_by_side = table_of("Environment: the studies vs here", pd.DataFrame(
-        rows, columns=["side", "hardware and system", "frameworks", "source"]),
-        "Paper rows: the hardware of every published reference for the variants measured here (by kind).")
+    rows += [
+        ["here", machine, ", ".join(sorted(versions)), ", ".join(ids)] for machine, (versions, ids) in here.items()
+    ]
+    side_by_side = table_of(
+        "Environment: the studies vs here",
+        pd.DataFrame(rows, columns=["side", "hardware and system", "frameworks", "source"]),
+        "Paper rows: the hardware of every published reference for the variants measured here (by kind).",
+    )
     images = {}
     for body in bundles:
         for image in body.get("images") or []:
             base = image.get("base") or {}
-            images[image["image_id"]] = [image["framework"], image["framework_version"], image["name"],
-                                         _short(image["image_id"]), image.get("cuda") or "", image.get("cudnn") or "",
-                                         "%s %s" % (base.get("name", ""), _short(base.get("digest"))), image.get("python")]
-    used = pd.DataFrame(images.values(), columns=["framework", "version", "image", "image ID", "CUDA", "cuDNN",
-                                                  "base (digest)", "Python"])
+            images[image["image_id"]] = [
+                image["framework"],
+                image["framework_version"],
+                image["name"],
+                _short(image["image_id"]),
+                image.get("cuda") or "",
+                image.get("cudnn") or "",
+                "%s %s" % (base.get("name", ""), _short(base.get("digest"))),
+                image.get("python"),
+            ]
+    used = pd.DataFrame(
+        images.values(),
+        columns=["framework", "version", "image", "image ID", "CUDA", "cuDNN", "base (digest)", "Python"],
+    )
     if used.empty:  # local executor: the framework of the Python that ran the jobs, no image
         return [side_by_side]
-    return [side_by_side, table_of("Images here", used.sort_values(["framework", "version"]),
-                                 "IDs and digests: the first 12 hex digits of their SHA-256.")]
+    return [
+        side_by_side,
+        table_of(
+            "Images here",
+            used.sort_values(["framework", "version"]),
+            "IDs and digests: the first 12 hex digits of their SHA-256.",
+        ),
+    ]
 
 
 def results(summary, timers=None):
@@ -142,40 +182,65 @@ def results(summary, timers=None):
         rows = rows.sort_values(["variant", "device", "batch_size", "framework", "bundle_id"])
         quantity = rows["quantity"].dropna()
         unit = rows["unit"].dropna()
-        frame = pd.DataFrame({
-            "bundle": rows["bundle_id"] if rows["bundle_id"].nunique() > 1 else "",
-            "variant": rows["variant"], "device": (rows["device"] + " " + rows["device_name"].fillna("")).str.strip(),
-            "batch": rows["batch_size"].astype(str), "framework": rows["framework"],
-            "version": rows["framework_version"], "threads": rows["threads"].map(_fmt_int),
-            "ranks": rows["ranks"].map(_fmt_int),
-            "scaling": [_scaling(*c) for c in zip(rows["scaling"], rows["speedup"], rows["scaled_speedup"],
-                                                   rows["scaling_efficiency"], rows["rank_batch_size"])],
-            "status": rows["status"], "median": rows["median"].map(_fmt),
-            "IQR (q1-q3)": [_range(a, b) for a, b in zip(rows["q1"], rows["q3"])],
-            "95% CI": [_range(a, b) for a, b in zip(rows["ci95_low"], rows["ci95_high"])],
-            "CI over": [_ci_over(*c) for c in zip(rows["ci95_method"], rows["ci95_units"], rows["ci95_low"])],
-            "effective parallelism": [_parallelism(*p) for p in zip(rows["threads"], rows["effective_parallelism"],
-                                                                     rows["device"])],
-            "n": rows["n"].map(_fmt_int), "mean": rows["mean"].map(_fmt),
-            "throughput": [_fmt(v) + " " + u if pd.notna(v) else "" for v, u in zip(rows["throughput"],
-                                                                                      rows["throughput_unit"])],
-            "J per sample": costs.joules(rows), costs.HEADER: costs.cost(rows),
-            "mean power (W)": rows["mean_power_w"].map(lambda v: "" if pd.isna(v) else "%.0f" % v),
-            "test accuracy": [_accuracy(*a) for a in zip(rows["final_test_accuracy"], _column(rows, "accuracy_low"),
-                                                         _column(rows, "accuracy_high"))],
-            "seeds": _column(rows, "seeds").map(lambda n: "" if pd.isna(n) or n == 1 else str(int(n))),
-            "perplexity": rows["final_perplexity"].map(_fmt),
-            "total s": rows["total_seconds"].map(lambda v: _fmt(v, "%.1f")),
-            "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
-            "TFLOP/s": rows["achieved_flops"].map(lambda v: "%.3g" % (v / 1e12) if pd.notna(v) else ""),
-            "% of peak": [_peak(*p) for p in zip(_column(rows, "fraction_of_peak_label"), rows["peak_device"])],
-            "parameters": [_parameters(*p) for p in zip(rows["parameters"], rows["parameters_equivalent"],
-                                                          rows["parameters_expected"])],
-            "options": [_options(*o) for o in zip(rows["precision"], rows["layout"], rows["ptx_jit"])],
-            "timer": _column(rows, "timer").fillna(""),
-            "GPU during the measured iterations": [_gpu_state(r) for r in rows.itertuples()],
-            "reason": rows["reason"].fillna("") + ("; remedy: " + rows["remedy"]).fillna(""),
-        })
+        frame = pd.DataFrame(
+            {
+                "bundle": rows["bundle_id"] if rows["bundle_id"].nunique() > 1 else "",
+                "variant": rows["variant"],
+                "device": (rows["device"] + " " + rows["device_name"].fillna("")).str.strip(),
+                "batch": rows["batch_size"].astype(str),
+                "framework": rows["framework"],
+                "version": rows["framework_version"],
+                "threads": rows["threads"].map(_fmt_int),
+                "ranks": rows["ranks"].map(_fmt_int),
+                "scaling": [
+                    _scaling(*c)
+                    for c in zip(
+                        rows["scaling"],
+                        rows["speedup"],
+                        rows["scaled_speedup"],
+                        rows["scaling_efficiency"],
+                        rows["rank_batch_size"],
+                    )
+                ],
+                "status": rows["status"],
+                "median": rows["median"].map(_fmt),
+                "IQR (q1-q3)": [_range(a, b) for a, b in zip(rows["q1"], rows["q3"])],
+                "95% CI": [_range(a, b) for a, b in zip(rows["ci95_low"], rows["ci95_high"])],
+                "CI over": [_ci_over(*c) for c in zip(rows["ci95_method"], rows["ci95_units"], rows["ci95_low"])],
+                "effective parallelism": [
+                    _parallelism(*p) for p in zip(rows["threads"], rows["effective_parallelism"], rows["device"])
+                ],
+                "n": rows["n"].map(_fmt_int),
+                "mean": rows["mean"].map(_fmt),
+                "throughput": [
+                    _fmt(v) + " " + u if pd.notna(v) else ""
+                    for v, u in zip(rows["throughput"], rows["throughput_unit"])
+                ],
+                "J per sample": costs.joules(rows),
+                costs.HEADER: costs.cost(rows),
+                "mean power (W)": rows["mean_power_w"].map(lambda v: "" if pd.isna(v) else "%.0f" % v),
+                "test accuracy": [
+                    _accuracy(*a)
+                    for a in zip(
+                        rows["final_test_accuracy"], _column(rows, "accuracy_low"), _column(rows, "accuracy_high")
+                    )
+                ],
+                "seeds": _column(rows, "seeds").map(lambda n: "" if pd.isna(n) or n == 1 else str(int(n))),
+                "perplexity": rows["final_perplexity"].map(_fmt),
+                "total s": rows["total_seconds"].map(lambda v: _fmt(v, "%.1f")),
+                "s per 1000 images": rows["seconds_per_1000_images"].map(_fmt),
+                "TFLOP/s": rows["achieved_flops"].map(lambda v: "%.3g" % (v / 1e12) if pd.notna(v) else ""),
+                "% of peak": [_peak(*p) for p in zip(_column(rows, "fraction_of_peak_label"), rows["peak_device"])],
+                "parameters": [
+                    _parameters(*p)
+                    for p in zip(rows["parameters"], rows["parameters_equivalent"], rows["parameters_expected"])
+                ],
+                "options": [_options(*o) for o in zip(rows["precision"], rows["layout"], rows["ptx_jit"])],
+                "timer": _column(rows, "timer").fillna(""),
+                "GPU during the measured iterations": [_gpu_state(r) for r in rows.itertuples()],
+                "reason": rows["reason"].fillna("") + ("; remedy: " + rows["remedy"]).fillna(""),
+            }
+        )
         title, note = "%s, %s mode" % (spec, mode), ""
         if len(quantity):
             title += ": %s (%s)" % (quantity.iloc[0], unit.iloc[0])
@@ -186,16 +251,23 @@ def results(summary, timers=None):
                 frame[column] = [numbers.in_unit(v, time) for v in values]
             frame["IQR (q1-q3)"] = [_range(a, b, time) for a, b in zip(rows["q1"], rows["q3"])]
             frame["95% CI"] = [_range(a, b, time) for a, b in zip(rows["ci95_low"], rows["ci95_high"])]
-            frame = frame.rename(columns={c: "%s (%s)" % (c, time) for c in ("median", "mean", "IQR (q1-q3)",
-                                                                              "95% CI")})
+            frame = frame.rename(
+                columns={c: "%s (%s)" % (c, time) for c in ("median", "mean", "IQR (q1-q3)", "95% CI")}
+            )
         rates = rows["throughput_unit"].dropna()
         frame["throughput"] = rows["throughput"].map(numbers.rate)
-        frame = frame.rename(columns={"throughput": "throughput (%s)" % (rates.iloc[0] if len(rates) else
-                                                                        "samples/s")})
+        frame = frame.rename(columns={"throughput": "throughput (%s)" % (rates.iloc[0] if len(rates) else "samples/s")})
         mixed = (timers or {}).get((spec, mode))
         if mixed:
-            note = " ".join(filter(None, [note, "Timed differently (on a GPU, two different quantities: docs/gpu.md): "
-                                                "%s." % "; ".join(mixed)]))
+            note = " ".join(
+                filter(
+                    None,
+                    [
+                        note,
+                        "Timed differently (on a GPU, two different quantities: docs/gpu.md): %s." % "; ".join(mixed),
+                    ],
+                )
+            )
         marks, footnotes = numbered_notes(frame.pop("reason"))
         frame.insert(list(frame.columns).index("status") + 1, "note", marks)
         table = table_of(title, frame, note)
@@ -219,17 +291,21 @@ def _accuracy(median, low, high):
     """'86.9%', or '86.9% (86.1-87.4%)' with its 95% interval over seeds."""
     if pd.isna(median):
         return ""
-    return numbers.percent(median) + ("" if pd.isna(low) else " (%s-%s)" % (numbers.percent(low),
-                                                                          numbers.percent(high)))
+    return numbers.percent(median) + (
+        "" if pd.isna(low) else " (%s-%s)" % (numbers.percent(low), numbers.percent(high))
+    )
 
 
 def _now(framework, precision, batch, measured_batch, threads):
     """'Caffe fp32, 2 threads (mini-batch 128)': the measured job beside a published cell, or 'not measured here'."""
     if not isinstance(framework, str):
         return "not measured here"
-    return "%s %s%s%s" % (display(framework), precision,
-                          ", %d thread%s" % (threads, "s" if threads != 1 else "") if pd.notna(threads) else "",
-                          "" if batch == measured_batch else " (mini-batch %d)" % measured_batch)
+    return "%s %s%s%s" % (
+        display(framework),
+        precision,
+        ", %d thread%s" % (threads, "s" if threads != 1 else "") if pd.notna(threads) else "",
+        "" if batch == measured_batch else " (mini-batch %d)" % measured_batch,
+    )
 
 
 def efficiency(shown, speedups):
@@ -239,34 +315,75 @@ def efficiency(shown, speedups):
     are counted in the note."""
     unmeasured = int(shown["measured_fraction"].isna().sum())
     shown = shown[shown["measured_fraction"].notna()]
-    marks, footnotes = numbered_notes(("published on %s; %s" % (h, s)) for h, s in zip(shown["published_hardware"],
-                                                                                         shown["source"]))
-    table = table_of("Fraction of peak: the published cells then, this hardware now", pd.DataFrame({
-        "network": shown["model"], "batch": shown["batch_size"].astype(str),
-        "published": shown["published_framework"] + " " + pd.Series(marks, index=shown.index, dtype=object),
-        "then (% of peak)": shown["published_fraction_label"],
-        "now": [_now(f, p, b, m, t) for f, p, b, m, t in zip(shown["framework"], shown["precision"],
-                                                            shown["batch_size"], shown["measured_batch_size"],
-                                                            shown["measured_threads"])],
-        "now (% of peak)": shown["measured_fraction_label"], "verdict": shown["verdict"],
-        "basis": shown["basis"].fillna("")}),
-        "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/inputs/peaks.yaml; another "
-        "device's figure is set beside this one's, never judged as reproducing.%s" % (
-            " %s on hardware with a known peak: no job of their network and framework here." % numbers.count(
-                unmeasured, "more published cell") if unmeasured else "")) if len(shown) else None
+    marks, footnotes = numbered_notes(
+        ("published on %s; %s" % (h, s)) for h, s in zip(shown["published_hardware"], shown["source"])
+    )
+    table = (
+        table_of(
+            "Fraction of peak: the published cells then, this hardware now",
+            pd.DataFrame(
+                {
+                    "network": shown["model"],
+                    "batch": shown["batch_size"].astype(str),
+                    "published": shown["published_framework"] + " " + pd.Series(marks, index=shown.index, dtype=object),
+                    "then (% of peak)": shown["published_fraction_label"],
+                    "now": [
+                        _now(f, p, b, m, t)
+                        for f, p, b, m, t in zip(
+                            shown["framework"],
+                            shown["precision"],
+                            shown["batch_size"],
+                            shown["measured_batch_size"],
+                            shown["measured_threads"],
+                        )
+                    ],
+                    "now (% of peak)": shown["measured_fraction_label"],
+                    "verdict": shown["verdict"],
+                    "basis": shown["basis"].fillna(""),
+                }
+            ),
+            "FLOPs of one iteration counted from the spec (runner/flops.py), peaks from dlrepro/inputs/peaks.yaml; "
+            "another "
+            "device's figure is set beside this one's, never judged as reproducing.%s"
+            % (
+                " %s on hardware with a known peak: no job of their network and framework here."
+                % numbers.count(unmeasured, "more published cell")
+                if unmeasured
+                else ""
+            ),
+        )
+        if len(shown)
+        else None
+    )
     if table is not None:
         table.footnotes = footnotes
-    since = table_of("The same framework then and now (this host)", pd.DataFrame({
-        "spec": speedups["spec"], "variant": speedups["variant"], "batch": speedups["batch_size"].astype(str),
-        "framework": speedups["framework"].map(display),
-        "threads": [str(int(t)) if pd.notna(t) else "" for t in speedups["threads"]],
-        "versions": speedups["then_version"] + " -> " + speedups["now_version"],
-        "speedup": [numbers.ratio(v) + (" (smoke pass: indicative)" if s and pd.notna(v) else "")
-                    for v, s in zip(speedups["speedup"], speedups["smoke"])],
-        "95% interval": ["%s-%s" % (numbers.ratio(a), numbers.ratio(b)) if pd.notna(a) and pd.notna(b) else ""
-                         for a, b in zip(speedups["speedup_low"], speedups["speedup_high"])]}),
-        "seconds per mini-batch of the oldest version measured over the newest one's (the studies' era image "
-        "against today's), the versions as the framework reports them.") if len(speedups) else None
+    since = (
+        table_of(
+            "The same framework then and now (this host)",
+            pd.DataFrame(
+                {
+                    "spec": speedups["spec"],
+                    "variant": speedups["variant"],
+                    "batch": speedups["batch_size"].astype(str),
+                    "framework": speedups["framework"].map(display),
+                    "threads": [str(int(t)) if pd.notna(t) else "" for t in speedups["threads"]],
+                    "versions": speedups["then_version"] + " -> " + speedups["now_version"],
+                    "speedup": [
+                        numbers.ratio(v) + (" (smoke pass: indicative)" if s and pd.notna(v) else "")
+                        for v, s in zip(speedups["speedup"], speedups["smoke"])
+                    ],
+                    "95% interval": [
+                        "%s-%s" % (numbers.ratio(a), numbers.ratio(b)) if pd.notna(a) and pd.notna(b) else ""
+                        for a, b in zip(speedups["speedup_low"], speedups["speedup_high"])
+                    ],
+                }
+            ),
+            "seconds per mini-batch of the oldest version measured over the newest one's (the studies' era image "
+            "against today's), the versions as the framework reports them.",
+        )
+        if len(speedups)
+        else None
+    )
     return table, since
 
 
@@ -305,15 +422,21 @@ def _scaling(scaling, speedup, scaled, efficiency, per_rank):
         return ""
     shown = "%s, %s per rank" % (scaling, _fmt_int(per_rank))
     if pd.notna(efficiency):
-        shown += ": %s %.3g, E %.2f" % ("S" if scaling == "strong" else "W",
-                                       speedup if scaling == "strong" else scaled, efficiency)
+        shown += ": %s %.3g, E %.2f" % (
+            "S" if scaling == "strong" else "W",
+            speedup if scaling == "strong" else scaled,
+            efficiency,
+        )
     return shown
 
 
 def _options(precision, layout, ptx_jit):
     """The measurement options where they differ from the studies' defaults (fp32, the framework's layout)."""
-    shown = [precision if isinstance(precision, str) and precision != "fp32" else "",
-             layout if isinstance(layout, str) and layout != "default" else "", "PTX JIT" if ptx_jit is True else ""]
+    shown = [
+        precision if isinstance(precision, str) and precision != "fp32" else "",
+        layout if isinstance(layout, str) and layout != "default" else "",
+        "PTX JIT" if ptx_jit is True else "",
+    ]
     return ", ".join(s for s in shown if s)
 
 
@@ -331,8 +454,13 @@ def _gpu_state(row):
         return "no telemetry"
     samples = 0 if pd.isna(row.telemetry_samples) else int(row.telemetry_samples)
     text = "SM %s MHz, %s W, max %s C (%d sample%s%s)" % (
-        _fmt(row.sm_clock_median_mhz, "%.0f"), _fmt(row.power_median_w, "%.0f"), _fmt(row.temperature_max_c, "%.0f"),
-        samples, "s"[samples == 1:], ": too few for the medians" if samples < FEW_SAMPLES else "")
+        _fmt(row.sm_clock_median_mhz, "%.0f"),
+        _fmt(row.power_median_w, "%.0f"),
+        _fmt(row.temperature_max_c, "%.0f"),
+        samples,
+        "s"[samples == 1 :],
+        ": too few for the medians" if samples < FEW_SAMPLES else "",
+    )
     return ("THROTTLED (%s): " % row.throttle_reasons if row.throttled is True else "not throttled: ") + text
 
 
@@ -355,8 +483,11 @@ def _range(low, high, unit=None):
     """'3.41-3.62' (in ``unit``, 'ms' or 's', for times), '' when either end is missing."""
     if pd.isna(low) or pd.isna(high):
         return ""
-    return "%s-%s" % ((numbers.in_unit(low, unit), numbers.in_unit(high, unit)) if unit else
-                      (numbers.significant(low), numbers.significant(high)))
+    return "%s-%s" % (
+        (numbers.in_unit(low, unit), numbers.in_unit(high, unit))
+        if unit
+        else (numbers.significant(low), numbers.significant(high))
+    )
 
 
 def _why(verdict, why, smoke):
@@ -368,41 +499,65 @@ def comparison(cells):
     """The measured / published ratio and verdict per cell, the ratio's 95% interval, both sides' hardware and
     versions; a smoke pass's value is shown with no ratio; reasons as numbered footnotes."""
     marks, footnotes = numbered_notes([_why(*w) for w in zip(cells["verdict"], cells["why"], cells["smoke"])])
-    frame = pd.DataFrame({
-        "spec": cells["spec"], "variant": cells["variant"], "batch": cells["batch_size"].map(_fmt_int),
-        "framework": cells["framework"].map(display), "threads": cells["threads"].map(_fmt_int),
-        "verdict": [" ".join(filter(None, v)) for v in zip(cells["verdict"], marks)],
-        "metric": cells["metric"] + " (" + cells["unit"] + ")", "measured": cells["measured"].map(numbers.significant),
-        "published": cells["published"].map(numbers.significant), "ratio": cells["ratio"].map(numbers.ratio),
-        "ratio 95% interval": ["%s-%s" % (numbers.ratio(lo / p), numbers.ratio(hi / p)) if pd.notna(lo)
-                               and pd.notna(r) else "" for lo, hi, p, r in zip(cells["ci95_low"], cells["ci95_high"],
-                                                                               cells["published"], cells["ratio"])],
-        "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])],
-        "reference": cells["reference_id"] + " (" + cells["reference_kind"] + ")",
-        "published by": (cells["published_framework"] + " " + cells["published_version"].fillna("")).str.strip()
-        + " on " + cells["published_hardware"],
-        "measured with": cells["measured_framework_version"].fillna("") + " on " + cells["measured_hardware"],
-    })
-    table = table_of("Comparison with the published values", frame,
-                   "ratio = measured / published; it reproduces when its 95% interval lies inside the tolerance, "
-                   "differs when it lies wholly outside; a smoke pass (--quick) is shown, never set as a ratio.")
+    frame = pd.DataFrame(
+        {
+            "spec": cells["spec"],
+            "variant": cells["variant"],
+            "batch": cells["batch_size"].map(_fmt_int),
+            "framework": cells["framework"].map(display),
+            "threads": cells["threads"].map(_fmt_int),
+            "verdict": [" ".join(filter(None, v)) for v in zip(cells["verdict"], marks)],
+            "metric": cells["metric"] + " (" + cells["unit"] + ")",
+            "measured": cells["measured"].map(numbers.significant),
+            "published": cells["published"].map(numbers.significant),
+            "ratio": cells["ratio"].map(numbers.ratio),
+            "ratio 95% interval": [
+                "%s-%s" % (numbers.ratio(lo / p), numbers.ratio(hi / p)) if pd.notna(lo) and pd.notna(r) else ""
+                for lo, hi, p, r in zip(cells["ci95_low"], cells["ci95_high"], cells["published"], cells["ratio"])
+            ],
+            "tolerance": [_range(a, b) for a, b in zip(cells["lower"], cells["upper"])],
+            "reference": cells["reference_id"] + " (" + cells["reference_kind"] + ")",
+            "published by": (cells["published_framework"] + " " + cells["published_version"].fillna("")).str.strip()
+            + " on "
+            + cells["published_hardware"],
+            "measured with": cells["measured_framework_version"].fillna("") + " on " + cells["measured_hardware"],
+        }
+    )
+    table = table_of(
+        "Comparison with the published values",
+        frame,
+        "ratio = measured / published; it reproduces when its 95% interval lies inside the tolerance, "
+        "differs when it lies wholly outside; a smoke pass (--quick) is shown, never set as a ratio.",
+    )
     table.footnotes = footnotes
     return table
 
 
 def ranking(ranks):
     """The frameworks' order measured vs published per spec, variant, batch size and metric, with tau."""
-    frame = pd.DataFrame({
-        "spec": ranks["spec"], "variant": ranks["variant"], "batch": ranks["batch_size"].map(_fmt_int),
-        "metric": ranks["metric"], "threads": ranks["threads"].map(_fmt_int), "verdict": ranks["verdict"],
-        "published on": ranks["published_hardware"] + " (" + ranks["reference_kind"] + ")",
-        "published order": ranks["published_order"], "measured order": ranks["measured_order"],
-        "n": ranks["n"].map(_fmt_int), "Kendall tau": ranks["tau"].map(lambda v: _fmt(v, "%.2f")),
-        "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")), "swapped": ranks["swapped"],
-    })
-    return table_of("Ranking of the frameworks: the published order against the measured one", frame,
-                  "orders: best first (fastest; highest rate or accuracy); Kendall's tau: 1 = the same order, "
-                  "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.")
+    frame = pd.DataFrame(
+        {
+            "spec": ranks["spec"],
+            "variant": ranks["variant"],
+            "batch": ranks["batch_size"].map(_fmt_int),
+            "metric": ranks["metric"],
+            "threads": ranks["threads"].map(_fmt_int),
+            "verdict": ranks["verdict"],
+            "published on": ranks["published_hardware"] + " (" + ranks["reference_kind"] + ")",
+            "published order": ranks["published_order"],
+            "measured order": ranks["measured_order"],
+            "n": ranks["n"].map(_fmt_int),
+            "Kendall tau": ranks["tau"].map(lambda v: _fmt(v, "%.2f")),
+            "p": ranks["p_value"].map(lambda v: _fmt(v, "%.2g")),
+            "swapped": ranks["swapped"],
+        }
+    )
+    return table_of(
+        "Ranking of the frameworks: the published order against the measured one",
+        frame,
+        "orders: best first (fastest; highest rate or accuracy); Kendall's tau: 1 = the same order, "
+        "-1 = reversed; swapped pairs within noise: their 95% CIs overlap.",
+    )
 
 
 def _rate(framework, rate, joules, window):
@@ -415,25 +570,36 @@ def headline(answer):
     that differ); how many published cells were compared, by verdict; what did not finish."""
     lines, groups = [], {}
     if answer.smoke:
-        lines.append("Smoke pass (--quick): %s; few iterations a job, so its times, orders and fractions of peak are "
-                     "indications, never figures of the full protocol." % ", ".join(answer.smoke))
+        lines.append(
+            "Smoke pass (--quick): %s; few iterations a job, so its times, orders and fractions of peak are "
+            "indications, never figures of the full protocol." % ", ".join(answer.smoke)
+        )
     for f in answer.fastest:
         groups.setdefault((f.spec, f.variant, f.device_name, f.mode, f.unit), []).append(
-            "b%d%s %s" % (f.batch_size, " %s:" % f.setting if f.setting else "",
-                          _rate(f.best, f.best_rate, f.best_joules, f.best_window))
+            "b%d%s %s"
+            % (
+                f.batch_size,
+                " %s:" % f.setting if f.setting else "",
+                _rate(f.best, f.best_rate, f.best_joules, f.best_window),
+            )
             + (" / %s" % _rate(f.worst, f.worst_rate, f.worst_joules, f.worst_window) if f.worst else "")
-            + (" (%s)" % "; ".join(f.caveats) if f.caveats and f.worst else ""))
+            + (" (%s)" % "; ".join(f.caveats) if f.caveats and f.worst else "")
+        )
     for (spec, variant, device, mode, unit), per in groups.items():
         lines.append("%s on %s (%s mode), fastest / slowest, %s: %s" % (variant, device, mode, unit, "; ".join(per)))
     if len(answer.cells):
         tally = answer.cells["verdict"].value_counts()
-        lines.append("%s compared with the published values: %s" % (
-            numbers.count(len(answer.cells), "cell"), ", ".join("%d %s" % (n, w) for w, n in tally.items())))
+        lines.append(
+            "%s compared with the published values: %s"
+            % (numbers.count(len(answer.cells), "cell"), ", ".join("%d %s" % (n, w) for w, n in tally.items()))
+        )
     else:
         lines.append("No published value matches a measured cell.")
     if answer.not_measured:
-        lines.append("Not measured: %s (reasons in the results' footnotes)." % ", ".join(
-            numbers.count(n, "job") + " " + status for status, n in answer.not_measured.items()))
+        lines.append(
+            "Not measured: %s (reasons in the results' footnotes)."
+            % ", ".join(numbers.count(n, "job") + " " + status for status, n in answer.not_measured.items())
+        )
     return lines
 
 
@@ -442,13 +608,21 @@ def ranking_sentence(rank):
     EPYC, 2 threads): CNTK > Caffe > MXNet > TensorFlow (tau -0.55, n 4, p 0.28)' from an answers.ranking.COLUMNS
     row: a published order beside the measured one, never called the study's conclusion (that word is for the
     claims of studies/*.yaml)."""
+
     def order(text):
         return " > ".join(display(t.strip()) for t in str(text).split(","))
 
-    threads = "" if pd.isna(rank.threads) else ", %d thread%s" % (rank.threads, "s"[rank.threads == 1:])
+    threads = "" if pd.isna(rank.threads) else ", %d thread%s" % (rank.threads, "s"[rank.threads == 1 :])
     line = "%s b%s: published (%s, %s): %s; here (%s%s): %s" % (
-        rank.variant, rank.batch_size, rank.reference_kind.replace("_", " "), rank.published_hardware,
-        order(rank.published_order), rank.measured_hardware, threads, order(rank.measured_order))
+        rank.variant,
+        rank.batch_size,
+        rank.reference_kind.replace("_", " "),
+        rank.published_hardware,
+        order(rank.published_order),
+        rank.measured_hardware,
+        threads,
+        order(rank.measured_order),
+    )
     if pd.notna(rank.tau):
         line += " (tau %.2f, n %d, p %.2g)" % (rank.tau, rank.n, rank.p_value)
     return line
@@ -459,14 +633,17 @@ def context(answer):
     summary = answer.summary
     peak_table, since = efficiency(answer.efficiency, answer.then_and_now)
     return {
-        "bundle_ids": answer.ids, "headline": headline(answer), "bundles": bundle_table(answer.bodies),
+        "bundle_ids": answer.ids,
+        "headline": headline(answer),
+        "bundles": bundle_table(answer.bodies),
         "environment": environment(answer.bodies, summary),
         "results": results(summary, answer.timers),
         "prices": Table(*priced) if (priced := costs.prices(answer)) else None,
         "comparison": comparison(answer.cells) if len(answer.cells) else None,
         "ranking": ranking(answer.rankings) if len(answer.rankings) else None,
         "sentences": [ranking_sentence(r) for r in answer.rankings.itertuples()],
-        "efficiency": peak_table, "then_and_now": since,
+        "efficiency": peak_table,
+        "then_and_now": since,
         "figures": plots.all_plots(summary, answer.samples, answer.efficiency),
         "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX),
     }

@@ -13,14 +13,15 @@
 
 All are WIDTH_PX wide; their height grows with the rows. Each Plot carries the points it drew.
 """
+
 import math
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from dlrepro.answers import verdicts as words
 from dlrepro.inputs import claimkinds
 from dlrepro.inputs.frameworks import display
-from dlrepro.answers import verdicts as words
 from dlrepro.views import palette, plots
 
 ROW_PX = 75
@@ -49,26 +50,52 @@ def claims_strip(study, verdict_list):
         for y, point in enumerate(v.points):
             x = point["value"] * factor
             err = None if point["low"] is None else [[x - point["low"] * factor], [point["high"] * factor - x]]
-            seen[point["framework"]] = ax.errorbar([x], [y], xerr=err, fmt="o", color=palette.colour(point["framework"]),
-                                                   capsize=3, zorder=2, label=display(point["framework"]))
+            seen[point["framework"]] = ax.errorbar(
+                [x],
+                [y],
+                xerr=err,
+                fmt="o",
+                color=palette.colour(point["framework"]),
+                capsize=3,
+                zorder=2,
+                label=display(point["framework"]),
+            )
             drawn.append((v.claim, point["tool"], x))
         ax.set_yticks([])
         ax.set_ylim(-1, len(v.points))
         claim = study.claims[v.claim]
         what = unit or claimkinds.of(claim).axis(claim) or (claim.metric or "").replace("_", " ")
         ax.set_title("%s: %s" % (v.claim, what), fontsize="small", loc="left", pad=3)
-        ax.text(1.0, 1.04, v.verdict, transform=ax.transAxes, ha="right", va="bottom", fontsize="x-small",
-                color="white", bbox={"boxstyle": "round,pad=0.2", "facecolor": palette.verdict_colour(v.verdict),
-                                     "edgecolor": "none"})
+        ax.text(
+            1.0,
+            1.04,
+            v.verdict,
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize="x-small",
+            color="white",
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": palette.verdict_colour(v.verdict), "edgecolor": "none"},
+        )
         ax.tick_params(axis="x", labelsize="x-small")
     fig.legend(handles=list(seen.values()), loc="outside lower center", ncols=max(1, len(seen)), fontsize="small")
-    fig.suptitle("The claims judged here: measured values and their 95% intervals against the stated band (grey)",
-                 fontsize="medium")
-    return [plots.Plot("claims-strip", "The claims judged here",
-                       "One row per judged claim, its verdict on the right; dots: what was judged, with whiskers at "
-                       "its 95% interval (none: no interval), one colour per framework; grey: the band the claim "
-                       "states (a ratio claim: the subject's speed over each other tool's; a scaling claim: the "
-                       "speedup; accuracies in percent).", plots.png(fig), (plots.WIDTH_PX, height), tuple(drawn))]
+    fig.suptitle(
+        "The claims judged here: measured values and their 95% intervals against the stated band (grey)",
+        fontsize="medium",
+    )
+    return [
+        plots.Plot(
+            "claims-strip",
+            "The claims judged here",
+            "One row per judged claim, its verdict on the right; dots: what was judged, with whiskers at "
+            "its 95% interval (none: no interval), one colour per framework; grey: the band the claim "
+            "states (a ratio claim: the subject's speed over each other tool's; a scaling claim: the "
+            "speedup; accuracies in percent).",
+            plots.png(fig),
+            (plots.WIDTH_PX, height),
+            tuple(drawn),
+        )
+    ]
 
 
 def stated_vs_measured(study, verdict_list):
@@ -95,20 +122,28 @@ def stated_vs_measured(study, verdict_list):
         ax.invert_yaxis()
         ax.set_xlim(-0.2, 1.6)
         ax.set_title("%s: %s" % (v.claim, v.verdict), fontsize="small", color=palette.verdict_colour(v.verdict))
-    for ax in axes[len(judged):]:
+    for ax in axes[len(judged) :]:
         ax.set_visible(False)
     fig.suptitle("Ordering claims: the stated order (tiers, best on top) against the measured one", fontsize="medium")
-    return [plots.Plot("stated-vs-measured", "Stated order against measured order",
-                       "One panel per judged ordering claim: each tool at its stated tier (left, best on top) and "
-                       "at its measured place (right, best on top, at its best batch size); crossing lines are "
-                       "tools out of the stated order.", plots.png(fig), (plots.WIDTH_PX, height), tuple(drawn))]
+    return [
+        plots.Plot(
+            "stated-vs-measured",
+            "Stated order against measured order",
+            "One panel per judged ordering claim: each tool at its stated tier (left, best on top) and "
+            "at its measured place (right, best on top, at its best batch size); crossing lines are "
+            "tools out of the stated order.",
+            plots.png(fig),
+            (plots.WIDTH_PX, height),
+            tuple(drawn),
+        )
+    ]
 
 
 def _ticks(low, high):
     """Log-axis ticks between low and high from 1-2-5 steps, labelled plainly ('0.5', '1', '20')."""
     found = []
     for exponent in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1):
-        found += [m * 10 ** exponent for m in (1, 2, 5) if low <= m * 10 ** exponent <= high]
+        found += [m * 10**exponent for m in (1, 2, 5) if low <= m * 10**exponent <= high]
     return found or [1]
 
 
@@ -146,18 +181,38 @@ def ratio_dots(tables):
         ax.scatter([cell.ratio], [y], s=40, zorder=2, facecolors=colour if judged else "none", edgecolors=colour)
         frameworks[cell.framework] = colour
         drawn.append((name, cell.row, cell.column, cell.ratio))
-    _ratio_axis(ax, ["%s: %s, %s" % (n, display(c.framework), c.column) for n, c in rows], [c.ratio for _, c in rows],
-                "measured / published (log scale; for times > 1 is slower, for accuracies > 1 is higher)")
+    _ratio_axis(
+        ax,
+        ["%s: %s, %s" % (n, display(c.framework), c.column) for n, c in rows],
+        [c.ratio for _, c in rows],
+        "measured / published (log scale; for times > 1 is slower, for accuracies > 1 is higher)",
+    )
     handles = [Line2D([], [], marker="o", linestyle="", color=c, label=display(f)) for f, c in frameworks.items()]
-    handles += [Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="grey",
-                       label="other hardware (shown, not judged)")]
+    handles += [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            markerfacecolor="none",
+            color="grey",
+            label="other hardware (shown, not judged)",
+        )
+    ]
     ax.legend(handles=handles, fontsize="x-small", loc="best")
     fig.suptitle("Measured against published, per cell (grey: the cell's tolerance)", fontsize="medium")
-    return [plots.Plot("ratio-to-published", "Measured against published",
-                       "Each published cell measured here with a comparable value: measured / published on a log axis, "
-                       "the cell's tolerance in grey behind it; filled markers on the published hardware, hollow ones "
-                       "on other hardware (shown, not judged); a smoke pass (--quick) is never set as a ratio.",
-                       plots.png(fig), (plots.WIDTH_PX, height), tuple(drawn))]
+    return [
+        plots.Plot(
+            "ratio-to-published",
+            "Measured against published",
+            "Each published cell measured here with a comparable value: measured / published on a log axis, "
+            "the cell's tolerance in grey behind it; filled markers on the published hardware, hollow ones "
+            "on other hardware (shown, not judged); a smoke pass (--quick) is never set as a ratio.",
+            plots.png(fig),
+            (plots.WIDTH_PX, height),
+            tuple(drawn),
+        )
+    ]
 
 
 def then_vs_now(points):
@@ -168,19 +223,43 @@ def then_vs_now(points):
     fig, ax, height = _ratio_figure(len(points))
     for y, (_, ratio, smoke) in enumerate(points):
         ax.scatter([ratio], [y], s=40, zorder=2, facecolors="none" if smoke else "#333333", edgecolors="#333333")
-    _ratio_axis(ax, [label for label, _, _ in points], [ratio for _, ratio, _ in points],
-                "now / then: seconds at today's versions / at the published ones\n(log scale; < 1: today's is faster)")
+    _ratio_axis(
+        ax,
+        [label for label, _, _ in points],
+        [ratio for _, ratio, _ in points],
+        "now / then: seconds at today's versions / at the published ones\n(log scale; < 1: today's is faster)",
+    )
     ax.minorticks_off()
-    fig.legend(handles=[Line2D([], [], marker="o", linestyle="", color="#333333", label="full protocol"),
-                        Line2D([], [], marker="o", linestyle="", markerfacecolor="none", color="#333333",
-                               label="smoke pass (--quick): an indication, never a verdict")],
-               fontsize="x-small", loc="outside lower center", ncols=2)
+    fig.legend(
+        handles=[
+            Line2D([], [], marker="o", linestyle="", color="#333333", label="full protocol"),
+            Line2D(
+                [],
+                [],
+                marker="o",
+                linestyle="",
+                markerfacecolor="none",
+                color="#333333",
+                label="smoke pass (--quick): an indication, never a verdict",
+            ),
+        ],
+        fontsize="x-small",
+        loc="outside lower center",
+        ncols=2,
+    )
     fig.suptitle("Then and now: each tool at today's version against its published one", fontsize="medium")
-    return [plots.Plot("then-vs-now", "Then and now",
-                       "Each published table measured at both version sets on this host: now / then per tool and "
-                       "column on a log axis (< 1: today's version is faster); hollow markers are smoke passes "
-                       "(--quick), indications only, never verdicts.", plots.png(fig), (plots.WIDTH_PX, height),
-                       tuple(points))]
+    return [
+        plots.Plot(
+            "then-vs-now",
+            "Then and now",
+            "Each published table measured at both version sets on this host: now / then per tool and "
+            "column on a log axis (< 1: today's version is faster); hollow markers are smoke passes "
+            "(--quick), indications only, never verdicts.",
+            plots.png(fig),
+            (plots.WIDTH_PX, height),
+            tuple(points),
+        )
+    ]
 
 
 def all_plots(study, verdict_list, tables):

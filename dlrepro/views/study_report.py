@@ -14,6 +14,7 @@ Committed layout of a study's reproduction (what `dlrepro study-report` reads an
 A bundle the record names but results/ lacks is named as missing and its claims "cannot judge: bundle
 missing"; ``write`` raises MissingBundles (after writing) unless allow_missing.
 """
+
 import json
 import re
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class MissingBundles(DlreproError):
 @dataclass
 class Claim:
     """One row of the verdict table."""
+
     id: str
     text: str
     verdict: str
@@ -86,7 +88,7 @@ def _unit(table, kind):
 def _threads(cells):
     """', 2 threads' when the measured cells of a column share one CPU thread count, else ''."""
     counts = {c.threads for c in cells if c.measured is not None and c.threads is not None}
-    return ", %d thread%s" % (counts.pop(), "s"[min(counts | {2}) == 1:]) if len(counts) == 1 else ""
+    return ", %d thread%s" % (counts.pop(), "s"[min(counts | {2}) == 1 :]) if len(counts) == 1 else ""
 
 
 def _marked(text, mark):
@@ -102,19 +104,37 @@ def paper_table(t):
     header = ["tool"]
     for label in t.columns:
         column = [t.cells[(tool, label)] for tool in t.rows]
-        header += ["%s published (%s)" % (label, unit), "%s here (%s%s)" % (label, unit, _threads(column)),
-                   "%s ratio" % label, "%s outcome" % label]
+        header += [
+            "%s published (%s)" % (label, unit),
+            "%s here (%s%s)" % (label, unit, _threads(column)),
+            "%s ratio" % label,
+            "%s outcome" % label,
+        ]
     cells = [[t.cells[(tool, label)] for label in t.columns] for tool in t.rows]
     marks, footnotes = report.numbered_notes([text for line in cells for c in line for text in (c.step, c.why)])
     marks = iter(marks)
-    rows = [[tool] + [text for c in line for text in (fmt(c.published), _marked(fmt(c.measured), next(marks)),
-                                                      numbers.ratio(c.ratio),
-                                                      " ".join(filter(None, [c.outcome, next(marks)])))]
-            for tool, line in zip(t.rows, cells)]
-    timed = "Timed differently (on a GPU, two different quantities: docs/gpu.md): %s." % "; ".join(t.timers) \
-        if t.timers else None
-    note = " ".join(filter(None, [t.source + ("" if t.status == "published" else " (values not retrieved)"),
-                                  t.note, timed]))
+    rows = [
+        [tool]
+        + [
+            text
+            for c in line
+            for text in (
+                fmt(c.published),
+                _marked(fmt(c.measured), next(marks)),
+                numbers.ratio(c.ratio),
+                " ".join(filter(None, [c.outcome, next(marks)])),
+            )
+        ]
+        for tool, line in zip(t.rows, cells)
+    ]
+    timed = (
+        "Timed differently (on a GPU, two different quantities: docs/gpu.md): %s." % "; ".join(t.timers)
+        if t.timers
+        else None
+    )
+    note = " ".join(
+        filter(None, [t.source + ("" if t.status == "published" else " (values not retrieved)"), t.note, timed])
+    )
     return Table(t.title, header, rows, note, footnotes)
 
 
@@ -131,8 +151,13 @@ def then_and_now(now, then, record, quick=False):
     unit, fmt = _unit(now, now.kind)
     header = ["tool (then -> now)"]
     for label in now.columns:
-        header += ["%s published (%s)" % (label, unit), "%s then (%s)" % (label, unit), "%s then: outcome" % label,
-                   "%s now (%s)" % (label, unit), "%s now / then" % label]
+        header += [
+            "%s published (%s)" % (label, unit),
+            "%s then (%s)" % (label, unit),
+            "%s then: outcome" % label,
+            "%s now (%s)" % (label, unit),
+            "%s now / then" % label,
+        ]
     ran = _ran(record)
     notes, rows, same = [], [], []
     for tool in now.rows:
@@ -147,8 +172,13 @@ def then_and_now(now, then, record, quick=False):
             smoke = quick or (was is not None and was.smoke) or is_.smoke
             ratio = is_.measured / before if before and is_.measured is not None else None
             notes += [was.step if was is not None else "", is_.step, SMOKE_RATIO if smoke and ratio is not None else ""]
-            line += [fmt(is_.published), fmt(before), was.outcome if was is not None else "", fmt(is_.measured),
-                     numbers.ratio(ratio) + (" (smoke)" if smoke and ratio is not None else "")]
+            line += [
+                fmt(is_.published),
+                fmt(before),
+                was.outcome if was is not None else "",
+                fmt(is_.measured),
+                numbers.ratio(ratio) + (" (smoke)" if smoke and ratio is not None else ""),
+            ]
         rows.append(line)
     marks, footnotes = report.numbered_notes(notes)
     marks = iter(marks)
@@ -156,9 +186,15 @@ def then_and_now(now, then, record, quick=False):
         for i in range(len(now.columns)):
             for place in (2, 4, 5):  # then, now, now / then
                 line[place + 5 * i] = _marked(line[place + 5 * i], next(marks))
-    return Table(now.title + ": then and now", header, rows, "then: the study's tools at their published versions (or "
-                 "the nearest the image matrix has); now: today's images; the same host, jobs and settings.%s" % (
-                     " The same version at both sets, not shown: %s." % ", ".join(same) if same else ""), footnotes)
+    return Table(
+        now.title + ": then and now",
+        header,
+        rows,
+        "then: the study's tools at their published versions (or "
+        "the nearest the image matrix has); now: today's images; the same host, jobs and settings.%s"
+        % (" The same version at both sets, not shown: %s." % ", ".join(same) if same else ""),
+        footnotes,
+    )
 
 
 def then_and_now_points(answer):
@@ -176,8 +212,10 @@ def then_and_now_points(answer):
                     title = now.title.split(" - ")[0].split(" (")[0]  # 'Table 7', or the table's name
                     key = (title if title.startswith("Table") else now.name, text, was.measured, is_.measured)
                     found.setdefault(key, ([], bool(answer.smoke) or was.smoke or is_.smoke))[0].append(label)
-    return [("%s: %s, %s" % (title, text, ", ".join(labels)), measured / before, smoke)
-            for (title, text, before, measured), (labels, smoke) in found.items()]
+    return [
+        ("%s: %s, %s" % (title, text, ", ".join(labels)), measured / before, smoke)
+        for (title, text, before, measured), (labels, smoke) in found.items()
+    ]
 
 
 def _paired(answer):
@@ -193,8 +231,8 @@ def _ran(record):
         sets = entry.get("versions") or {}
         today = {c["tool"]: c["label"] for c in sets.get("today", [])}
         for c in sets.get("published", []):
-            now = today.get(c["tool"], "")[len(c["tool"]):].strip()
-            then = c["label"][len(c["tool"]):].strip().split(" (")[0]
+            now = today.get(c["tool"], "")[len(c["tool"]) :].strip()
+            then = c["label"][len(c["tool"]) :].strip().split(" (")[0]
             out.setdefault(c["tool"], ("%s -> %s" % (c["label"], now or "?"), then == now.split(" (")[0]))
     return out
 
@@ -208,8 +246,11 @@ def folded_line(t):
             reasons.setdefault(c.reason, 0)
             reasons[c.reason] += 1
     said = "; ".join("%s (%d)" % (r, n) for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
-    return "%s: %s, none measured here%s." % (t.title, numbers.count(published, "published value"),
-                                            " (%s)" % said if said else "")
+    return "%s: %s, none measured here%s." % (
+        t.title,
+        numbers.count(published, "published value"),
+        " (%s)" % said if said else "",
+    )
 
 
 def environment(answer):
@@ -220,14 +261,22 @@ def environment(answer):
         host = body["host"]
         summary = answer.bundle.summary
         gpus = "; ".join("%s (driver %s)" % (g["name"], g["driver"]) for g in host.get("gpus") or []) or "no GPU"
-        rows.append(["here", "%s, %d CPUs, %.0f GiB; %s" % (host["cpu"]["model"], host["cpu"]["logical_cpus"],
-                                                          host["memory_bytes"] / 2 ** 30, gpus),
-                     ", ".join(sorted(set((summary["framework"].map(display) + " "
-                                           + summary["framework_version"]).dropna()))),
-                     ", ".join(sorted(set(summary["precision"].dropna())))])
-    return table_of("Environment: the study vs here", pd.DataFrame(
-        rows, columns=["side", "hardware", "framework versions", "precision"]),
-        "fp32 here is true fp32 (TF32 off), as on the studies' GPUs, which had no TF32.")
+        rows.append(
+            [
+                "here",
+                "%s, %d CPUs, %.0f GiB; %s"
+                % (host["cpu"]["model"], host["cpu"]["logical_cpus"], host["memory_bytes"] / 2**30, gpus),
+                ", ".join(
+                    sorted(set((summary["framework"].map(display) + " " + summary["framework_version"]).dropna()))
+                ),
+                ", ".join(sorted(set(summary["precision"].dropna()))),
+            ]
+        )
+    return table_of(
+        "Environment: the study vs here",
+        pd.DataFrame(rows, columns=["side", "hardware", "framework versions", "precision"]),
+        "fp32 here is true fp32 (TF32 off), as on the studies' GPUs, which had no TF32.",
+    )
 
 
 def anchor(text):
@@ -236,52 +285,128 @@ def anchor(text):
 
 def _asked(asked):
     """'all devices, docker executor, the spec's frameworks, --versions both, --quick' from the record's options."""
-    return ", ".join([asked.get("device") or "all devices", "%s executor" % (asked.get("executor") or "default"),
-                      ", ".join(asked.get("frameworks") or []) or "the spec's frameworks"]
-                     + (["--versions %s" % asked["versions"]] if asked.get("versions") else [])
-                     + (["--quick"] if asked.get("quick") else []))
+    return ", ".join(
+        [
+            asked.get("device") or "all devices",
+            "%s executor" % (asked.get("executor") or "default"),
+            ", ".join(asked.get("frameworks") or []) or "the spec's frameworks",
+        ]
+        + (["--versions %s" % asked["versions"]] if asked.get("versions") else [])
+        + (["--quick"] if asked.get("quick") else [])
+    )
 
 
 def context(answer):
     """Everything the study templates show of a StudyAnswer."""
-    judged = [Claim(v.claim, v.text, v.verdict, palette.verdict_colour(v.verdict), v.evidence,
-                    rests_on(v, bool(answer.smoke)), v.source, v.said) for v in answer.claims]
+    judged = [
+        Claim(
+            v.claim,
+            v.text,
+            v.verdict,
+            palette.verdict_colour(v.verdict),
+            v.evidence,
+            rests_on(v, bool(answer.smoke)),
+            v.source,
+            v.said,
+        )
+        for v in answer.claims
+    ]
     papers, folded = [], []
     for t in answer.tables:
         if any(c.measured is not None for c in t.cells.values()):
             papers.append((t, paper_table(t)))
         else:
-            folded.append((folded_line(t), paper_table(t)
-                           if any(c.published is not None for c in t.cells.values()) else None))
-    runs = pd.DataFrame([[r["run"], r["spec"], ", ".join(r["variants"]), r["device"], r["state"],
-                          (r["bundle"] or "") + (" (missing)" if r["missing"] else ""), r["why_here"] or "",
-                          "; ".join(r["notes"]), r["what"]] for r in answer.runs],
-                        columns=["run", "spec", "variants", "device", "state", "bundle", "why not here",
-                                 "cut here", "what of the study"])
+            folded.append(
+                (folded_line(t), paper_table(t) if any(c.published is not None for c in t.cells.values()) else None)
+            )
+    runs = pd.DataFrame(
+        [
+            [
+                r["run"],
+                r["spec"],
+                ", ".join(r["variants"]),
+                r["device"],
+                r["state"],
+                (r["bundle"] or "") + (" (missing)" if r["missing"] else ""),
+                r["why_here"] or "",
+                "; ".join(r["notes"]),
+                r["what"],
+            ]
+            for r in answer.runs
+        ],
+        columns=[
+            "run",
+            "spec",
+            "variants",
+            "device",
+            "state",
+            "bundle",
+            "why not here",
+            "cut here",
+            "what of the study",
+        ],
+    )
     details = report.context(answer.bundle) if answer.bundle else None
     unjudged = [d for d in answer.drift if not d.judged]
-    drift = table_of("From the published versions to today's", pd.DataFrame(
-        [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift if d.judged]
-        + ([[unjudged[0].change, "%d claims: %s" % (len(unjudged), ", ".join(d.claim for d in unjudged)), "", "",
-             "no verdict at either set: not testable here, or not asked"]] if unjudged else []),
-        columns=["change", "claim", "at the published versions", "at today's", "stated"]),
-        "At the published versions (or the nearest the image matrix has): %s. Today's: %s." % (
-            answer.drift[0].labels["published"], answer.drift[0].labels["today"])
-        if answer.drift else "") if answer.drift else None
-    return {"study": answer.study, "record": answer.record, "record_path": answer.record_path,
-            "manifest_note": answer.manifest_note, "asked": _asked(answer.record.get("asked") or {}),
-            "answer": answer.answer, "smoke": answer.smoke, "missing": answer.missing,
-            "unretrieved": answer.unretrieved,
-            "results_shown": answer.results_shown, "claims": judged, "untestable": answer.untestable,
-            "cells": answer.counts, "why": answer.why, "environment": environment(answer), "papers": papers,
-            "folded_tables": folded, "drift": drift,
-            "then_and_now": [(then, then_and_now(now, then, answer.record, bool(answer.smoke)))
-                             for now, then in _paired(answer)
-                             if any(c.measured is not None for c in then.cells.values())],
-            "runs": table_of("Runs of the study on this host", runs), "details": details,
-            "anchor": anchor, "figures": study_plots.all_plots(answer.study, answer.claims, answer.tables)
-            + study_plots.then_vs_now(then_and_now_points(answer)),
-            "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX)}
+    drift = (
+        table_of(
+            "From the published versions to today's",
+            pd.DataFrame(
+                [[d.change, d.claim, d.published.verdict, d.today.verdict, d.text] for d in answer.drift if d.judged]
+                + (
+                    [
+                        [
+                            unjudged[0].change,
+                            "%d claims: %s" % (len(unjudged), ", ".join(d.claim for d in unjudged)),
+                            "",
+                            "",
+                            "no verdict at either set: not testable here, or not asked",
+                        ]
+                    ]
+                    if unjudged
+                    else []
+                ),
+                columns=["change", "claim", "at the published versions", "at today's", "stated"],
+            ),
+            "At the published versions (or the nearest the image matrix has): %s. Today's: %s."
+            % (answer.drift[0].labels["published"], answer.drift[0].labels["today"])
+            if answer.drift
+            else "",
+        )
+        if answer.drift
+        else None
+    )
+    return {
+        "study": answer.study,
+        "record": answer.record,
+        "record_path": answer.record_path,
+        "manifest_note": answer.manifest_note,
+        "asked": _asked(answer.record.get("asked") or {}),
+        "answer": answer.answer,
+        "smoke": answer.smoke,
+        "missing": answer.missing,
+        "unretrieved": answer.unretrieved,
+        "results_shown": answer.results_shown,
+        "claims": judged,
+        "untestable": answer.untestable,
+        "cells": answer.counts,
+        "why": answer.why,
+        "environment": environment(answer),
+        "papers": papers,
+        "folded_tables": folded,
+        "drift": drift,
+        "then_and_now": [
+            (then, then_and_now(now, then, answer.record, bool(answer.smoke)))
+            for now, then in _paired(answer)
+            if any(c.measured is not None for c in then.cells.values())
+        ],
+        "runs": table_of("Runs of the study on this host", runs),
+        "details": details,
+        "anchor": anchor,
+        "figures": study_plots.all_plots(answer.study, answer.claims, answer.tables)
+        + study_plots.then_vs_now(then_and_now_points(answer)),
+        "figure_size": (plots.WIDTH_PX, plots.HEIGHT_PX),
+    }
 
 
 def write(answer, out, allow_missing=False, site=None):
@@ -296,11 +421,18 @@ def write(answer, out, allow_missing=False, site=None):
     made.markdown.write_text(TEMPLATES.get_template("study.md.j2").render(ctx, d=ctx["details"]))
     (out / "study.json").write_text(json.dumps(answer.to_json(), indent=1, sort_keys=True, default=_plain) + "\n")
     if answer.missing and not allow_missing:
-        raise MissingBundles("%s names %d bundle%s not found under %s: %s" % (
-            answer.record_path, len(answer.missing), "s"[len(answer.missing) == 1:], answer.results_shown,
-            ", ".join(sorted(answer.missing.values()))),
+        raise MissingBundles(
+            "%s names %d bundle%s not found under %s: %s"
+            % (
+                answer.record_path,
+                len(answer.missing),
+                "s"[len(answer.missing) == 1 :],
+                answer.results_shown,
+                ", ".join(sorted(answer.missing.values())),
+            ),
             "commit or copy those bundles into %s, or pass --allow-missing to write the report without them "
-            "(its claims then read '%s')" % (answer.results_shown, MISSING))
+            "(its claims then read '%s')" % (answer.results_shown, MISSING),
+        )
     return made
 
 

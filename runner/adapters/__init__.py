@@ -5,6 +5,7 @@ which each adapter subclasses. The module for framework ``name`` is
 ``runner.adapters.<name>_adapter`` (an era whose API is another program has its own: runner.frameworks) and is
 imported only when a job asks for it, so importing the runner never imports a framework.
 """
+
 import importlib
 import os
 
@@ -20,7 +21,7 @@ def available():
     imported): the frameworks of runner.frameworks, Keras's backends sharing one module."""
     from runner import frameworks
 
-    files = set(f[:-len(".py")] for folder in __path__ for f in os.listdir(folder) if f.endswith(SUFFIX))
+    files = set(f[: -len(".py")] for folder in __path__ for f in os.listdir(folder) if f.endswith(SUFFIX))
     return sorted(name for name, record in frameworks.FRAMEWORKS.items() if record.module in files)
 
 
@@ -44,4 +45,3 @@ def load(job):
             raise UnsupportedError("no runner adapter for framework %r" % job["framework"])
         raise
     return module.Adapter(job)
-

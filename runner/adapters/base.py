@@ -22,6 +22,7 @@ Pretrained weights (``load_weights``) come by Keras weight name, "<layer>/<field
 change, the missing-weight and shape checks, the count, the record); an adapter says which
 targets a named layer has (``_weight_targets``), their shape and how to set one.
 """
+
 import numpy as np
 
 from runner import data as datamod
@@ -200,7 +201,7 @@ class Adapter(object):
         from runner import ranks
 
         b, r = self.job["rank_batch_size"], ranks.rank()
-        return x[r * b:(r + 1) * b], y[r * b:(r + 1) * b]
+        return x[r * b : (r + 1) * b], y[r * b : (r + 1) * b]
 
     def barrier(self):
         """Wait until every rank of a data-parallel job reaches this point (each repeat's edges); nothing for a

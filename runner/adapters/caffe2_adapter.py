@@ -23,6 +23,7 @@ operators), then ``FetchBlob("loss")``, a copy of one scalar to the host after t
 is synchronous). A synthetic mini-batch is fed once (``to_device``); a real one is fed per step, as the
 studies' input pipelines fed theirs.
 """
+
 import os
 import re
 
@@ -33,7 +34,8 @@ from caffe2.python import brew, core, model_helper, optimizer, workspace
 from runner import data as datamod
 from runner import shapes
 from runner.adapters import UnsupportedError
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets
 
 UNSUPPORTED_LAYERS = {
     "embedding": "the adapter does not build Caffe2's Gather-based embeddings and sparse updates yet",
@@ -83,8 +85,9 @@ class Adapter(Base):
         seed = job.get("seed", 0)
         if job["device"] == "cuda":
             if not workspace.has_gpu_support or workspace.NumGpuDevices() < 1:
-                raise UnsupportedError("the job asks for a GPU and Caffe2 sees none (has_gpu_support=%s)"
-                                       % workspace.has_gpu_support)
+                raise UnsupportedError(
+                    "the job asks for a GPU and Caffe2 sees none (has_gpu_support=%s)" % workspace.has_gpu_support
+                )
             self.device = core.DeviceOption(workspace.GpuDeviceType, 0, random_seed=seed)
             self.cudnn = {"use_cudnn": True, "cudnn_exhaustive_search": bool(job.get("cudnn_autotune", True))}
         else:
@@ -96,20 +99,30 @@ class Adapter(Base):
 
     def environment(self):
         version, cuda = _torch_version()
-        env = {"framework": "caffe2", "framework_version": version, "torch_wheel_cuda": cuda,
-               "has_gpu_support": bool(workspace.has_gpu_support), "cuda": None, "cudnn": None,
-               # without OMP_NUM_THREADS GlobalInit sets one OpenMP thread (caffe2 init_omp)
-               "threads": self.job.get("threads") or int(os.environ.get("OMP_NUM_THREADS") or 1),
-               "global_init": _initialized[0] if _initialized else None,
-               # MKL 2020.0 in the wheel takes a slow generic path on AMD CPUs unless this is 5 (AVX2)
-               "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE"),
-               "net_type": "simple", "layout": "NCHW"}
+        env = {
+            "framework": "caffe2",
+            "framework_version": version,
+            "torch_wheel_cuda": cuda,
+            "has_gpu_support": bool(workspace.has_gpu_support),
+            "cuda": None,
+            "cudnn": None,
+            # without OMP_NUM_THREADS GlobalInit sets one OpenMP thread (caffe2 init_omp)
+            "threads": self.job.get("threads") or int(os.environ.get("OMP_NUM_THREADS") or 1),
+            "global_init": _initialized[0] if _initialized else None,
+            # MKL 2020.0 in the wheel takes a slow generic path on AMD CPUs unless this is 5 (AVX2)
+            "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE"),
+            "net_type": "simple",
+            "layout": "NCHW",
+        }
         if self.job["device"] == "cuda":
             env["cuda"] = workspace.GetCUDAVersion()
             env["cudnn"] = workspace.GetCuDNNVersion()
             name, capability = self.gpu_capability()
-            env["gpu"] = {"name": name, "capability": capability,
-                          "memory_bytes": workspace.GetDeviceProperties(0).get("totalGlobalMem")}
+            env["gpu"] = {
+                "name": name,
+                "capability": capability,
+                "memory_bytes": workspace.GetDeviceProperties(0).get("totalGlobalMem"),
+            }
         return env
 
     def gpu_capability(self):
@@ -138,10 +151,21 @@ class Adapter(Base):
             raise UnsupportedError("caffe2 adapter has no layer %s: %s" % (kind, UNSUPPORTED_LAYERS[kind]))
         if kind == "conv":
             bias = layer.get("bias", True)
-            kwargs = dict(self.cudnn, **self._fillers(layer["filters"] * layer["kernel"] ** 2,
-                                                     shape[0] * layer["kernel"] ** 2))
-            y = brew.conv(m, x, out, dim_in=shape[0], dim_out=layer["filters"], kernel=layer["kernel"],
-                          stride=layer.get("stride", 1), pad=layer.get("pad", 0), no_bias=not bias, **kwargs)
+            kwargs = dict(
+                self.cudnn, **self._fillers(layer["filters"] * layer["kernel"] ** 2, shape[0] * layer["kernel"] ** 2)
+            )
+            y = brew.conv(
+                m,
+                x,
+                out,
+                dim_in=shape[0],
+                dim_out=layer["filters"],
+                kernel=layer["kernel"],
+                stride=layer.get("stride", 1),
+                pad=layer.get("pad", 0),
+                no_bias=not bias,
+                **kwargs,
+            )
         elif kind in ("maxpool", "avgpool"):
             y = self._pool(m, kind, layer, x, out, shape)
         elif kind == "global_avgpool":
@@ -150,8 +174,15 @@ class Adapter(Base):
         elif kind == "batchnorm":
             if len(shape) != 3:
                 raise UnsupportedError("caffe2 adapter has batchnorm for images (C, H, W) only, got %s" % (shape,))
-            y = brew.spatial_bn(m, x, out, shape[0], epsilon=layer.get("eps", 1e-5),
-                                momentum=1.0 - layer.get("momentum", 0.1), is_test=is_test)
+            y = brew.spatial_bn(
+                m,
+                x,
+                out,
+                shape[0],
+                epsilon=layer.get("eps", 1e-5),
+                momentum=1.0 - layer.get("momentum", 0.1),
+                is_test=is_test,
+            )
             if self.init["scheme"] == "uniform" and m.init_params:  # every parameter, as the other adapters
                 scale = float(self.init["scale"])
                 for suffix in ("_s", "_b"):
@@ -159,8 +190,15 @@ class Adapter(Base):
         elif kind == "dense":
             if len(shape) != 1:
                 raise UnsupportedError("caffe2 adapter has dense layers on flat (F,) inputs only, got %s" % (shape,))
-            y = brew.fc(m, x, out, dim_in=shape[0], dim_out=layer["units"], no_bias=not layer.get("bias", True),
-                        **self._fillers(layer["units"], shape[0]))
+            y = brew.fc(
+                m,
+                x,
+                out,
+                dim_in=shape[0],
+                dim_out=layer["units"],
+                no_bias=not layer.get("bias", True),
+                **self._fillers(layer["units"], shape[0]),
+            )
         elif kind == "dropout":
             y = brew.dropout(m, x, out, ratio=layer["rate"], is_test=is_test)
         elif kind == "flatten":
@@ -176,8 +214,9 @@ class Adapter(Base):
             extra, pieces = layer["filters"] - shape[0], [x]
             pieces += [zeros] * (extra // shape[0])
             if extra % shape[0]:
-                pieces.append(m.net.Slice(zeros, out + "_part", starts=[0, 0, 0, 0],
-                                          ends=[-1, extra % shape[0], -1, -1]))
+                pieces.append(
+                    m.net.Slice(zeros, out + "_part", starts=[0, 0, 0, 0], ends=[-1, extra % shape[0], -1, -1])
+                )
             y = m.net.Concat(pieces, [out, out + "_split"], axis=1)[0]
         elif kind == "residual":
             body = self._layers(m, layer["body"], x, shape, is_test)
@@ -200,8 +239,12 @@ class Adapter(Base):
         engine takes them (MKL-DNN rejects the legacy mode). Max pooling ignores padding; an average
         pool divides by the count of pixels inside the (declared) padding, as Caffe does.
         """
-        k, stride, pad, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), \
-            layer.get("ceil", False)
+        k, stride, pad, ceil = (
+            layer["kernel"],
+            layer.get("stride", layer["kernel"]),
+            layer.get("pad", 0),
+            layer.get("ceil", False),
+        )
         kwargs = {"kernel": k, "stride": stride}
         extra = [0, 0]
         if ceil:
@@ -229,12 +272,16 @@ class Adapter(Base):
             return {"weight_init": ("XavierFill", {}), "bias_init": ("ConstantFill", {"value": 0.0})}
         if scheme == "glorot_uniform":
             bound = float(np.sqrt(6.0 / (fan_in + fan_out)))
-            return {"weight_init": ("UniformFill", {"min": -bound, "max": bound}),
-                    "bias_init": ("ConstantFill", {"value": 0.0})}
+            return {
+                "weight_init": ("UniformFill", {"min": -bound, "max": bound}),
+                "bias_init": ("ConstantFill", {"value": 0.0}),
+            }
         if scheme == "uniform":
             scale = float(self.init["scale"])
-            return {"weight_init": ("UniformFill", {"min": -scale, "max": scale}),
-                    "bias_init": ("UniformFill", {"min": -scale, "max": scale})}
+            return {
+                "weight_init": ("UniformFill", {"min": -scale, "max": scale}),
+                "bias_init": ("UniformFill", {"min": -scale, "max": scale}),
+            }
         raise UnsupportedError("caffe2 adapter has no initialisation %r" % scheme)
 
     def _forward(self, m, is_test):
@@ -294,12 +341,23 @@ class Adapter(Base):
                 grad = m.param_to_grad[p]
                 m.net.WeightedSum([grad, one, p, decay], grad)
         if opt["name"] == "sgd":
-            optimizer.build_sgd(m, base_learning_rate=float(opt["lr"]), policy="fixed",
-                                momentum=float(opt.get("momentum", 0.0)), nesterov=bool(opt.get("nesterov", False)))
+            optimizer.build_sgd(
+                m,
+                base_learning_rate=float(opt["lr"]),
+                policy="fixed",
+                momentum=float(opt.get("momentum", 0.0)),
+                nesterov=bool(opt.get("nesterov", False)),
+            )
         elif opt["name"] == "adam":
             betas = opt.get("betas", (0.9, 0.999))
-            optimizer.build_adam(m, base_learning_rate=float(opt["lr"]), policy="fixed", beta1=float(betas[0]),
-                                 beta2=float(betas[1]), epsilon=float(opt.get("eps", 1e-8)))
+            optimizer.build_adam(
+                m,
+                base_learning_rate=float(opt["lr"]),
+                policy="fixed",
+                beta1=float(betas[0]),
+                beta2=float(betas[1]),
+                epsilon=float(opt.get("eps", 1e-8)),
+            )
         else:
             raise UnsupportedError("caffe2 adapter has no optimizer %r" % opt["name"])
 

@@ -45,6 +45,7 @@ the build must link CUDA: in Debian's CPU_ONLY build ``set_device`` aborts the p
 first. No cuDNN: Debian built Caffe without it, and so does the CUDA image (convolutions are Caffe's im2col + cuBLAS
 GEMM; DLBench's Caffe 1.0rc5 ran cuDNN 5.1); no NCCL, so no multi-GPU path.
 """
+
 import ctypes
 import math
 import os
@@ -54,21 +55,21 @@ os.environ.setdefault("GLOG_minloglevel", "2")  # Caffe logs every layer it sets
 
 import caffe  # noqa: E402
 import numpy as np  # noqa: E402
-from caffe import layers as L, params as P  # noqa: E402
+from caffe import layers as L  # noqa: E402
+from caffe import params as P
 from caffe.proto import caffe_pb2  # noqa: E402
 
 from runner import shapes  # noqa: E402
+from runner.adapters import UnsupportedError  # noqa: E402
+from runner.adapters.base import Adapter as Base  # noqa: E402
+from runner.adapters.base import batchnorm_targets, kernel_targets
 from runner.buildinfo import cuda_runtime, mapped_library  # noqa: E402
 from runner.environment import cuda_device  # noqa: E402
-from runner.adapters import UnsupportedError  # noqa: E402
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets  # noqa: E402
 
 DEBIAN_PACKAGES = ("python3-caffe", "libcaffe1")
 BLAS_ALTERNATIVE = "/etc/alternatives/libblas.so.3-x86_64-linux-gnu"
 IN_PLACE = ("relu", "sigmoid", "tanh", "dropout")
-UNSUPPORTED = {
-    "gru": "Caffe 1.0 has no GRU layer (only RNN and LSTM)",
-}
+UNSUPPORTED = {"gru": "Caffe 1.0 has no GRU layer (only RNN and LSTM)"}
 
 
 def debian_package_versions(status="/var/lib/dpkg/status"):
@@ -95,8 +96,13 @@ def blas_library():
         return info
     lib.openblas_get_config.restype = ctypes.c_char_p
     lib.openblas_get_corename.restype = ctypes.c_char_p
-    info.update({"openblas_config": lib.openblas_get_config().decode(), "core": lib.openblas_get_corename().decode(),
-                 "threads": int(lib.openblas_get_num_threads())})
+    info.update(
+        {
+            "openblas_config": lib.openblas_get_config().decode(),
+            "core": lib.openblas_get_corename().decode(),
+            "threads": int(lib.openblas_get_num_threads()),
+        }
+    )
     return info
 
 
@@ -106,8 +112,8 @@ class _Builder(object):
     def __init__(self, spec, init, phase_train, time_major):
         self.n, self.init, self.train, self.time_major = spec, init, phase_train, time_major
         self.count = {}
-        self.expected = []    # (Top, sample shape per runner.shapes, time-major) of every layer built
-        self.named = {}       # spec layer name -> (kind, caffe layer names)
+        self.expected = []  # (Top, sample shape per runner.shapes, time-major) of every layer built
+        self.named = {}  # spec layer name -> (kind, caffe layer names)
         self.statistics = set()  # BatchNorm layers: blobs that are statistics, not parameters
 
     def _name(self, layer, kind):
@@ -149,30 +155,57 @@ class _Builder(object):
         name = self._name(layer, kind)
         weight, bias = self._fillers()
         if kind == "conv":
-            top = L.Convolution(x, num_output=layer["filters"], kernel_size=layer["kernel"],
-                                stride=layer.get("stride", 1), pad=layer.get("pad", 0),
-                                bias_term=layer.get("bias", True), weight_filler=weight, bias_filler=bias)
+            top = L.Convolution(
+                x,
+                num_output=layer["filters"],
+                kernel_size=layer["kernel"],
+                stride=layer.get("stride", 1),
+                pad=layer.get("pad", 0),
+                bias_term=layer.get("bias", True),
+                weight_filler=weight,
+                bias_filler=bias,
+            )
             self.named[name] = ("conv", [name])
         elif kind in ("maxpool", "avgpool"):
-            top = L.Pooling(x, pool=P.Pooling.MAX if kind == "maxpool" else P.Pooling.AVE,
-                            kernel_size=layer["kernel"], stride=layer.get("stride", layer["kernel"]),
-                            pad=layer.get("pad", 0),
-                            round_mode=P.Pooling.CEIL if layer.get("ceil", False) else P.Pooling.FLOOR)
+            top = L.Pooling(
+                x,
+                pool=P.Pooling.MAX if kind == "maxpool" else P.Pooling.AVE,
+                kernel_size=layer["kernel"],
+                stride=layer.get("stride", layer["kernel"]),
+                pad=layer.get("pad", 0),
+                round_mode=P.Pooling.CEIL if layer.get("ceil", False) else P.Pooling.FLOOR,
+            )
         elif kind == "global_avgpool":
             pooled = self._put(name + "_pool", L.Pooling(x, pool=P.Pooling.AVE, global_pooling=True))
             top = L.Flatten(pooled)
         elif kind == "batchnorm":
-            normed = self._put(name, L.BatchNorm(x, eps=layer.get("eps", 1e-5),
-                                                 moving_average_fraction=1.0 - layer.get("momentum", 0.1)))
+            normed = self._put(
+                name,
+                L.BatchNorm(x, eps=layer.get("eps", 1e-5), moving_average_fraction=1.0 - layer.get("momentum", 0.1)),
+            )
             self.statistics.add(name)
             scale = name + "_scale"
-            self._put(scale, L.Scale(normed, bias_term=True, filler=dict(type="constant", value=1),
-                                     bias_filler=dict(type="constant", value=0), in_place=True))
+            self._put(
+                scale,
+                L.Scale(
+                    normed,
+                    bias_term=True,
+                    filler=dict(type="constant", value=1),
+                    bias_filler=dict(type="constant", value=0),
+                    in_place=True,
+                ),
+            )
             self.named[name] = ("batchnorm", [name, scale])
             return normed
         elif kind == "dense":
-            top = L.InnerProduct(x, num_output=layer["units"], bias_term=layer.get("bias", True),
-                                 axis=1 if len(shape) != 2 else 2, weight_filler=weight, bias_filler=bias)
+            top = L.InnerProduct(
+                x,
+                num_output=layer["units"],
+                bias_term=layer.get("bias", True),
+                axis=1 if len(shape) != 2 else 2,
+                weight_filler=weight,
+                bias_filler=bias,
+            )
             self.named[name] = ("dense", [name])
         elif kind in IN_PLACE:
             make = {"relu": L.ReLU, "sigmoid": L.Sigmoid, "tanh": L.TanH, "dropout": L.Dropout}[kind]
@@ -191,14 +224,19 @@ class _Builder(object):
             body = self.chain(layer["body"], x, shape)
             top = L.Concat(x, body, axis=1)
         elif kind == "embedding":
-            top = L.Embed(x, num_output=layer["dim"], input_dim=layer["vocab"], bias_term=False,
-                          weight_filler=weight)
+            top = L.Embed(x, num_output=layer["dim"], input_dim=layer["vocab"], bias_term=False, weight_filler=weight)
             self.named[name] = ("embedding", [name])
         elif kind == "lstm":
             for i in range(layer.get("layers", 1)):
                 step = "%s_%d" % (name, i) if layer.get("layers", 1) > 1 else name
-                x = self._put(step, L.LSTM(x, self.n.cont, recurrent_param=dict(
-                    num_output=layer["units"], weight_filler=weight, bias_filler=bias)))
+                x = self._put(
+                    step,
+                    L.LSTM(
+                        x,
+                        self.n.cont,
+                        recurrent_param=dict(num_output=layer["units"], weight_filler=weight, bias_filler=bias),
+                    ),
+                )
                 self.named[step] = ("lstm", [step])
             return x
         elif kind == "last_step":
@@ -232,8 +270,10 @@ class Adapter(Base):
         self.cudart = mapped_library("libcudart.so")
         if job["device"] == "cuda":
             if self.cudart is None:
-                raise UnsupportedError("this Caffe is a CPU_ONLY build (it links no CUDA runtime): run the job in "
-                                       "the caffe-1.0.0-cuda image")
+                raise UnsupportedError(
+                    "this Caffe is a CPU_ONLY build (it links no CUDA runtime): run the job in "
+                    "the caffe-1.0.0-cuda image"
+                )
             caffe.set_mode_gpu()
             caffe.set_device(0)
         else:
@@ -252,13 +292,20 @@ class Adapter(Base):
         packages = debian_package_versions()
         blas = blas_library()
         gpu = self.job["device"] == "cuda"
-        return {"framework": "caffe",
-                "framework_version": getattr(caffe, "__version__", None) or packages.get("python3-caffe"),
-                "debian_packages": packages, "library": mapped_library("libcaffe.so"), "blas": blas,
-                "mode": "GPU" if gpu else "CPU", "cuda_build": self.cudart is not None,
-                "cuda": cuda_runtime(self.cudart) if gpu else None, "cudnn": None,
-                "threads": blas.get("threads", self.job.get("threads")), "layout": "NCHW",
-                "solver": self.solver_type if self.solver is not None else None}
+        return {
+            "framework": "caffe",
+            "framework_version": getattr(caffe, "__version__", None) or packages.get("python3-caffe"),
+            "debian_packages": packages,
+            "library": mapped_library("libcaffe.so"),
+            "blas": blas,
+            "mode": "GPU" if gpu else "CPU",
+            "cuda_build": self.cudart is not None,
+            "cuda": cuda_runtime(self.cudart) if gpu else None,
+            "cudnn": None,
+            "threads": blas.get("threads", self.job.get("threads")),
+            "layout": "NCHW",
+            "solver": self.solver_type if self.solver is not None else None,
+        }
 
     def gpu_capability(self):
         """The GPU's name and compute capability from the CUDA driver: pycaffe reports neither."""
@@ -309,6 +356,7 @@ class Adapter(Base):
             while top.fn.in_place:  # an in-place layer's output is its input's blob
                 top = top.fn.inputs[0]
             return names[top]
+
         self.expected_blobs = []
         for top, sample, time_major in builder.expected:
             dims = (sample[0], batch) + tuple(sample[1:]) if time_major else (batch,) + tuple(sample)
@@ -330,8 +378,13 @@ class Adapter(Base):
         axis = 2 if self.sequence else 1
         if loss.get("reduction", "mean") == "sum_over_time":
             self.loss_weight = 1.0 / self.job["batch_size"]
-            return L.SoftmaxWithLoss(out, label, softmax_param=dict(axis=axis), loss_weight=self.loss_weight,
-                                     loss_param=dict(normalization=P.Loss.NONE))
+            return L.SoftmaxWithLoss(
+                out,
+                label,
+                softmax_param=dict(axis=axis),
+                loss_weight=self.loss_weight,
+                loss_param=dict(normalization=P.Loss.NONE),
+            )
         return L.SoftmaxWithLoss(out, label, softmax_param=dict(axis=axis), loss_param=dict(normalization=P.Loss.VALID))
 
     def _solver_param(self, net):
@@ -342,13 +395,12 @@ class Adapter(Base):
         s.lr_policy = "fixed"
         s.weight_decay = opt.get("weight_decay", 0.0)
         s.regularization_type = "L2"
-        s.max_iter = 2 ** 31 - 1
+        s.max_iter = 2**31 - 1
         s.display = 0
         s.snapshot = 0
         s.snapshot_after_train = False
         s.random_seed = self.seed
-        s.solver_mode = caffe_pb2.SolverParameter.GPU if self.job["device"] == "cuda" else \
-            caffe_pb2.SolverParameter.CPU
+        s.solver_mode = caffe_pb2.SolverParameter.GPU if self.job["device"] == "cuda" else caffe_pb2.SolverParameter.CPU
         if opt.get("clip_norm"):
             s.clip_gradients = opt["clip_norm"]
         if opt["name"] == "sgd":
@@ -389,8 +441,9 @@ class Adapter(Base):
         for name, dims in self.expected_blobs:
             actual = tuple(net.blobs[name].data.shape)
             if actual != dims:
-                raise UnsupportedError("Caffe's blob %s has shape %s where the spec's layers give %s"
-                                       % (name, actual, dims))
+                raise UnsupportedError(
+                    "Caffe's blob %s has shape %s where the spec's layers give %s" % (name, actual, dims)
+                )
 
     def _test_net(self):
         if self.test_net is None:
@@ -407,8 +460,13 @@ class Adapter(Base):
         fewer = sum(4 * layer["units"] * layer.get("layers", 1) for layer in layers if layer["type"] == "lstm")
         if not fewer:
             return []
-        return [{"name": "caffe-lstm-single-bias", "difference": fewer,
-                 "reason": "Caffe's LSTM keeps one bias vector per gate set; cuDNN and PyTorch keep two"}]
+        return [
+            {
+                "name": "caffe-lstm-single-bias",
+                "difference": fewer,
+                "reason": "Caffe's LSTM keeps one bias vector per gate set; cuDNN and PyTorch keep two",
+            }
+        ]
 
     # ------------------------------------------------------------------ running
 

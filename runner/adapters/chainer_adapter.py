@@ -12,14 +12,16 @@ that starts in the padding: refused); average pooling divides by the whole windo
 averages, which Caffe divides by the cells inside the padding, are refused. Gradient clipping is the optimizer hook
 ``GradientClipping`` (global norm), then weight decay ``WeightDecay`` (L2 added to the gradient, as the specs').
 """
-import numpy as np
+
 import chainer
 import chainer.functions as F
 import chainer.links as L
+import numpy as np
 
 from runner import shapes
 from runner.adapters import UnsupportedError
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets
 
 _ACTIVATIONS = {"relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh}
 
@@ -73,10 +75,17 @@ class Adapter(Base):
         if self.xp is not np:
             cuda = self.xp.cuda.runtime.runtimeGetVersion()
             cudnn = self.xp.cuda.cudnn.getVersion() if chainer.cuda.cudnn_enabled else None
-        return {"framework": "chainer", "framework_version": chainer.__version__, "numpy": np.__version__,
-                "cupy": getattr(self.xp, "__version__", None) if self.xp is not np else None, "cuda": cuda,
-                "cudnn": cudnn, "threads": self.job.get("threads"), "layout": "NCHW",
-                "train_step": "cleargrads, backward, optimizer.update"}
+        return {
+            "framework": "chainer",
+            "framework_version": chainer.__version__,
+            "numpy": np.__version__,
+            "cupy": getattr(self.xp, "__version__", None) if self.xp is not np else None,
+            "cuda": cuda,
+            "cudnn": cudnn,
+            "threads": self.job.get("threads"),
+            "layout": "NCHW",
+            "train_step": "cleargrads, backward, optimizer.update",
+        }
 
     # ------------------------------------------------------------------ building
 
@@ -98,32 +107,75 @@ class Adapter(Base):
         kind, net = layer["type"], self.net
         if kind == "conv":
             weight, bias = self._init(kind)
-            return "plain", self._name(layer, net.link(L.Convolution2D(
-                shape[0], layer["filters"], layer["kernel"], stride=layer.get("stride", 1), pad=layer.get("pad", 0),
-                nobias=not layer.get("bias", True), initialW=weight, initial_bias=bias)))
+            return "plain", self._name(
+                layer,
+                net.link(
+                    L.Convolution2D(
+                        shape[0],
+                        layer["filters"],
+                        layer["kernel"],
+                        stride=layer.get("stride", 1),
+                        pad=layer.get("pad", 0),
+                        nobias=not layer.get("bias", True),
+                        initialW=weight,
+                        initial_bias=bias,
+                    )
+                ),
+            )
         if kind == "maxpool":
-            k, s, p, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
-            if any(shapes.pool_output(n, k, s, p, ceil) != (n + 2 * p - k + (s - 1 if ceil else 0)) // s + 1
-                   for n in shape[1:]):
-                raise UnsupportedError("the chainer adapter has no max pooling whose last window Caffe drops (it "
-                                       "starts in the padding: Chainer's cover_all keeps it)")
+            k, s, p, ceil = (
+                layer["kernel"],
+                layer.get("stride", layer["kernel"]),
+                layer.get("pad", 0),
+                layer.get("ceil", False),
+            )
+            if any(
+                shapes.pool_output(n, k, s, p, ceil) != (n + 2 * p - k + (s - 1 if ceil else 0)) // s + 1
+                for n in shape[1:]
+            ):
+                raise UnsupportedError(
+                    "the chainer adapter has no max pooling whose last window Caffe drops (it "
+                    "starts in the padding: Chainer's cover_all keeps it)"
+                )
             return "plain", lambda x: F.max_pooling_2d(x, k, s, p, cover_all=ceil)
         if kind == "avgpool":
-            k, s, p, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
-            if p or any(shapes.pool_output(n, k, s, 0, ceil) != shapes.pool_output(n, k, s, 0, False) for n in shape[1:]):
-                raise UnsupportedError("the chainer adapter has no padded or ceil-rounded average pooling (Chainer "
-                                       "divides by the whole window, Caffe by the cells inside the padding)")
+            k, s, p, ceil = (
+                layer["kernel"],
+                layer.get("stride", layer["kernel"]),
+                layer.get("pad", 0),
+                layer.get("ceil", False),
+            )
+            if p or any(
+                shapes.pool_output(n, k, s, 0, ceil) != shapes.pool_output(n, k, s, 0, False) for n in shape[1:]
+            ):
+                raise UnsupportedError(
+                    "the chainer adapter has no padded or ceil-rounded average pooling (Chainer "
+                    "divides by the whole window, Caffe by the cells inside the padding)"
+                )
             return "plain", lambda x: F.average_pooling_2d(x, k, s, 0)
         if kind == "global_avgpool":
             return "plain", lambda x: F.mean(x, axis=(2, 3))
         if kind == "batchnorm":
-            return "plain", self._name(layer, net.link(L.BatchNormalization(
-                shape[0], decay=1.0 - layer.get("momentum", 0.1), eps=layer.get("eps", 1e-5))))
+            return "plain", self._name(
+                layer,
+                net.link(
+                    L.BatchNormalization(shape[0], decay=1.0 - layer.get("momentum", 0.1), eps=layer.get("eps", 1e-5))
+                ),
+            )
         if kind == "dense":
             weight, bias = self._init(kind)
-            return "plain", self._name(layer, net.link(L.Linear(
-                int(np.prod(shape)), layer["units"], nobias=not layer.get("bias", True), initialW=weight,
-                initial_bias=bias)))
+            return "plain", self._name(
+                layer,
+                net.link(
+                    L.Linear(
+                        int(np.prod(shape)),
+                        layer["units"],
+                        nobias=not layer.get("bias", True),
+                        initialW=weight,
+                        initial_bias=bias,
+                    )
+                ),
+            )
         if kind == "dropout":
             rate = layer["rate"]
             return "plain", lambda x: F.dropout(x, rate)
@@ -136,14 +188,18 @@ class Adapter(Base):
             return "plain", lambda x: F.pad(x, ((0, 0), (0, extra), (0, 0), (0, 0)), "constant")
         if kind == "residual":
             inner = shapes.apply_all(layer["body"], shape)[0]
-            return "residual", (self._ops(layer["body"], shape), self._ops(layer.get("shortcut", []), shape),
-                                self._ops(layer.get("after", []), inner))
+            return "residual", (
+                self._ops(layer["body"], shape),
+                self._ops(layer.get("shortcut", []), shape),
+                self._ops(layer.get("after", []), inner),
+            )
         if kind == "concat":
             return "concat", self._ops(layer["body"], shape)
         if kind == "embedding":
             scale = self.job["model"].get("init", {}).get("scale")
-            embed = net.link(L.EmbedID(layer["vocab"], layer["dim"], initialW=chainer.initializers.Uniform(scale)
-                                       if scale else None))
+            embed = net.link(
+                L.EmbedID(layer["vocab"], layer["dim"], initialW=chainer.initializers.Uniform(scale) if scale else None)
+            )
             return "plain", embed
         if kind == "gru":
             gru = net.link(L.NStepGRU(layer.get("layers", 1), shape[-1], layer["units"], 0.0))
@@ -163,7 +219,8 @@ class Adapter(Base):
     def build(self):
         model = self.job["model"]
         if model.get("init", {}).get("scheme") == "uniform" and any(
-                t["type"] in ("gru", "lstm") for t in shapes.expand(model["layers"], model["input_shape"])):
+            t["type"] in ("gru", "lstm") for t in shapes.expand(model["layers"], model["input_shape"])
+        ):
             raise UnsupportedError("the chainer adapter has no uniform initialisation of NStepGRU's weights")
         self.net = Net()
         self.net.ops = self._ops(shapes.expand(model["layers"], model["input_shape"]), tuple(model["input_shape"]))
@@ -202,9 +259,11 @@ class Adapter(Base):
 
     def parameters(self):
         """The parameters in the model's order: links by their index (l0, l1, ...), a link's by name."""
+
         def order(item):
             link, _, name = item[0].lstrip("/").partition("/")
             return int(link[1:]), name
+
         return [chainer.cuda.to_cpu(p.array) for _, p in sorted(self.net.namedparams(), key=order)]
 
     def infer(self, x):
@@ -230,12 +289,15 @@ def _loss(loss):
     if name == "sigmoid_binary_cross_entropy":
         return lambda out, y: F.mean(F.softplus(out) - out * y)
     if name != "softmax_cross_entropy" or loss.get("reduction", "mean") != "mean":
-        raise UnsupportedError("the chainer adapter has no loss %s (reduction %s)" % (name, loss.get("reduction", "mean")))
+        raise UnsupportedError(
+            "the chainer adapter has no loss %s (reduction %s)" % (name, loss.get("reduction", "mean"))
+        )
 
     def softmax(out, y):
         if out.ndim == 3:  # (N, T, classes) against (N, T)
             return F.softmax_cross_entropy(F.reshape(out, (-1, out.shape[-1])), F.reshape(y, (-1,)))
         return F.softmax_cross_entropy(out, y)
+
     return softmax
 
 

@@ -29,6 +29,7 @@ Values made once for a synthetic mini-batch (per step for real data, as the stud
 fed them), then ``previous_minibatch_loss_average``, a host float: CNTK's step has returned synchronously,
 so reading it waits for nothing more. The studies' CNTK scripts called train_minibatch the same way.
 """
+
 import math
 import os
 
@@ -37,7 +38,8 @@ import numpy as np
 
 from runner import shapes
 from runner.adapters import UnsupportedError, base, cntk_recurrent
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets
 from runner.environment import cuda_device
 
 _ACTIVATIONS = {"relu": C.relu, "sigmoid": C.sigmoid, "tanh": C.tanh}
@@ -66,14 +68,20 @@ class Adapter(Base):
     def environment(self):
         device = C.device.use_default_device()
         gpu = device.type() == C.device.DeviceKind.GPU
-        return {"framework": "cntk", "framework_version": C.__version__, "device": str(device),
-                "cuda": "enabled" if gpu else None, "cudnn": "enabled" if gpu else None,
-                "threads": C.cntk_py.get_max_num_cputhreads(), "layout": "NCHW",
-                "learner_semantics": "lr on the mean-loss gradient, momentum without unit gain",
-                "recurrent": "cells in CNTK ops (two bias sets; the GRU's reset after the recurrent product) under "
-                             "C.layers.Recurrence; stateful layers fed the previous mini-batch's final state",
-                # CNTK 2.7 bundles MKL-ML 2018, which takes its slow generic path on non-Intel CPUs unless 5 (AVX2)
-                "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE")}
+        return {
+            "framework": "cntk",
+            "framework_version": C.__version__,
+            "device": str(device),
+            "cuda": "enabled" if gpu else None,
+            "cudnn": "enabled" if gpu else None,
+            "threads": C.cntk_py.get_max_num_cputhreads(),
+            "layout": "NCHW",
+            "learner_semantics": "lr on the mean-loss gradient, momentum without unit gain",
+            "recurrent": "cells in CNTK ops (two bias sets; the GRU's reset after the recurrent product) under "
+            "C.layers.Recurrence; stateful layers fed the previous mini-batch's final state",
+            # CNTK 2.7 bundles MKL-ML 2018, which takes its slow generic path on non-Intel CPUs unless 5 (AVX2)
+            "mkl_debug_cpu_type": os.environ.get("MKL_DEBUG_CPU_TYPE"),
+        }
 
     def gpu_capability(self):
         """The GPU's name and compute capability from the CUDA driver: CNTK's device API has neither."""
@@ -105,20 +113,34 @@ class Adapter(Base):
             auto = p > 0 and k % 2 == 1 and p == (k - 1) // 2
             if p > 0 and not auto:
                 x = C.pad(x, pattern=[(0, 0), (p, p), (p, p)])
-            fn = C.layers.Convolution2D((k, k), filters, strides=(s, s), pad=auto, bias=layer.get("bias", True),
-                                        init=self._init(shape[0] * k * k, filters * k * k),
-                                        init_bias=self._bias_init())
+            fn = C.layers.Convolution2D(
+                (k, k),
+                filters,
+                strides=(s, s),
+                pad=auto,
+                bias=layer.get("bias", True),
+                init=self._init(shape[0] * k * k, filters * k * k),
+                init_bias=self._bias_init(),
+            )
             out = fn(x)
         elif kind in ("maxpool", "avgpool"):
             k, s, p = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0)
             if p > 0 and not (k % 2 == 1 and p == (k - 1) // 2):
-                raise UnsupportedError("CNTK pools pad only (kernel - 1) / 2 (auto padding), not %d for %dx%d"
-                                       % (p, k, k))
+                raise UnsupportedError(
+                    "CNTK pools pad only (kernel - 1) / 2 (auto padding), not %d for %dx%d" % (p, k, k)
+                )
             kind_ = C.MAX_POOLING if kind == "maxpool" else C.AVG_POOLING
             # include_pad: averages count padding cells (PyTorch's count_include_pad); the cells a ceil
             # window reaches beyond the input are never counted, as in Caffe
-            out = C.pooling(x, kind_, (k, k), strides=(s, s), auto_padding=[False, p > 0, p > 0],
-                            ceil_out_dim=layer.get("ceil", False), include_pad=p > 0)
+            out = C.pooling(
+                x,
+                kind_,
+                (k, k),
+                strides=(s, s),
+                auto_padding=[False, p > 0, p > 0],
+                ceil_out_dim=layer.get("ceil", False),
+                include_pad=p > 0,
+            )
         elif kind == "global_avgpool":
             out = C.reshape(C.reduce_mean(x, axis=(1, 2)), (shape[0],))
         elif kind == "batchnorm":
@@ -126,14 +148,19 @@ class Adapter(Base):
             batch = self.job["batch_size"]
             constant = 0 if momentum >= 1 else (float("inf") if momentum <= 0 else -batch / math.log(1.0 - momentum))
             spatial = {"map_rank": 1} if len(shape) == 3 else {}  # per channel, or per feature of a flat input
-            fn = C.layers.BatchNormalization(normalization_time_constant=constant, epsilon=layer.get("eps", 1e-5),
-                                             **spatial)
+            fn = C.layers.BatchNormalization(
+                normalization_time_constant=constant, epsilon=layer.get("eps", 1e-5), **spatial
+            )
             out = fn(x)
         elif kind == "dense":
             if len(shape) != 1 and not _is_sequence(x):
                 raise UnsupportedError("the cntk adapter applies dense layers to flat (F,) inputs or per time step")
-            fn = C.layers.Dense(layer["units"], bias=layer.get("bias", True),
-                                init=self._init(shape[-1], layer["units"]), init_bias=self._bias_init())
+            fn = C.layers.Dense(
+                layer["units"],
+                bias=layer.get("bias", True),
+                init=self._init(shape[-1], layer["units"]),
+                init_bias=self._bias_init(),
+            )
             out = fn(x)
         elif kind == "dropout":
             out = C.layers.Dropout(dropout_rate=layer["rate"])(x)
@@ -153,8 +180,9 @@ class Adapter(Base):
             out = cntk_recurrent.embedding(layer, self._init(layer["vocab"], layer["dim"]))(x)
         elif kind in ("lstm", "gru"):
             units = layer["units"]
-            out = cntk_recurrent.recurrent(layer, x, shape[-1], self._init(shape[-1], units), self._bias_init(),
-                                           self.carried)
+            out = cntk_recurrent.recurrent(
+                layer, x, shape[-1], self._init(shape[-1], units), self._bias_init(), self.carried
+            )
         elif kind == "last_step":
             out = C.sequence.last(x)
         else:
@@ -163,8 +191,9 @@ class Adapter(Base):
         if _is_sequence(out):  # the time axis is CNTK's dynamic sequence axis, not in the static shape
             expected = expected[1:]
         if tuple(out.shape) != tuple(expected):
-            raise UnsupportedError("CNTK's %s gives %s where the spec's arithmetic gives %s"
-                                   % (kind, tuple(out.shape), tuple(expected)))
+            raise UnsupportedError(
+                "CNTK's %s gives %s where the spec's arithmetic gives %s" % (kind, tuple(out.shape), tuple(expected))
+            )
         if layer.get("name") and fn is not None:
             self.named[layer["name"]] = fn
         return out
@@ -183,18 +212,28 @@ class Adapter(Base):
         layers = shapes.expand(model["layers"], model["input_shape"])
         # tokens: a sequence of (1,) ids (the time axis is CNTK's sequence axis; runner.adapters.cntk_recurrent)
         self.tokens = model.get("input_kind") == "tokens"
-        self.features = C.sequence.input_variable((1,), np.float32, name="features") if self.tokens else \
-            C.input_variable(tuple(model["input_shape"]), np.float32, name="features")
+        self.features = (
+            C.sequence.input_variable((1,), np.float32, name="features")
+            if self.tokens
+            else C.input_variable(tuple(model["input_shape"]), np.float32, name="features")
+        )
         self.model = self._chain(layers, self.features, tuple(model["input_shape"]))
         classes = model["classes"]
         # per-token targets dense, as DLBench's CNTK LSTM (its labels an Input, not a SparseInput): CNTK's
         # cross_entropy_with_softmax has no CPU kernel for sparse targets
-        self.labels = C.sequence.input_variable(classes, np.float32, name="labels") if \
-            self.target == "sequence" else C.input_variable((classes,), np.float32, name="labels")
+        self.labels = (
+            C.sequence.input_variable(classes, np.float32, name="labels")
+            if self.target == "sequence"
+            else C.input_variable((classes,), np.float32, name="labels")
+        )
         self.classes = classes
         self.eye = None if self.target == "sequence" else np.eye(classes, dtype=np.float32)  # dense class targets
-        self.loss = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}), self.model, self.labels,
-                          model["input_shape"][0] if self.target == "sequence" else None)
+        self.loss = _loss(
+            self.job.get("loss", {"name": "softmax_cross_entropy"}),
+            self.model,
+            self.labels,
+            model["input_shape"][0] if self.target == "sequence" else None,
+        )
         # the model with the stateful layers' final states as outputs, which a step fetches and the next one feeds
         self.outputs = C.combine([self.model] + self.carried.finals) if self.carried.finals else self.model
         opt = self.job.get("optimizer")
@@ -207,8 +246,9 @@ class Adapter(Base):
         params = dict((p.name, p) for p in fn.parameters)
         if "scale" in params:  # batch normalization
             consts = dict((c.name, c) for c in fn.constants)
-            return batchnorm_targets(params["scale"], params["bias"], consts["aggregate_mean"],
-                                     consts["aggregate_variance"])
+            return batchnorm_targets(
+                params["scale"], params["bias"], consts["aggregate_mean"], consts["aggregate_variance"]
+            )
         return kernel_targets(params["W"], params.get("b"))
 
     def _from_keras(self, field, array, shape):
@@ -239,8 +279,11 @@ class Adapter(Base):
     def to_device(self, x, y):
         device = C.device.use_default_device()
         self.rows = len(x)
-        labels = C.Value.create(self.labels, list(_one_hot(y, self.classes)), device=device) if \
-            self.target == "sequence" else C.Value(batch=self._targets(y), device=device)
+        labels = (
+            C.Value.create(self.labels, list(_one_hot(y, self.classes)), device=device)
+            if self.target == "sequence"
+            else C.Value(batch=self._targets(y), device=device)
+        )
         return self._features(x, device), labels
 
     def reset_state(self):
@@ -249,8 +292,9 @@ class Adapter(Base):
     def train_step(self, x, y):
         arguments = {self.features: x, self.labels: y}
         if self.carried.finals:
-            self.carried.keep(self.trainer.train_minibatch(self.carried.feed(arguments, self.rows),
-                                                           outputs=self.carried.finals)[1])
+            self.carried.keep(
+                self.trainer.train_minibatch(self.carried.feed(arguments, self.rows), outputs=self.carried.finals)[1]
+            )
         else:
             self.trainer.train_minibatch(arguments)
         return self.trainer.previous_minibatch_loss_average  # CNTK's steps run synchronously
@@ -269,25 +313,35 @@ def _learner(parameters, opt, batch_size):
     lr = C.learning_parameter_schedule(opt["lr"])  # on the mean-loss gradient (no reference minibatch size)
     if opt.get("clip_norm"):
         if opt["name"] != "sgd" or opt.get("momentum") or opt.get("weight_decay") or opt.get("nesterov"):
-            raise UnsupportedError("the cntk adapter clips by the global norm with plain SGD only (a universal "
-                                   "learner); CNTK's own learners clip each parameter's gradient on its own")
+            raise UnsupportedError(
+                "the cntk adapter clips by the global norm with plain SGD only (a universal "
+                "learner); CNTK's own learners clip each parameter's gradient on its own"
+            )
         return cntk_recurrent.clipped_sgd(parameters, opt["lr"], opt["clip_norm"], batch_size)
     if opt["name"] == "sgd":
         momentum, wd = opt.get("momentum", 0.0), opt.get("weight_decay", 0.0)
         if opt.get("nesterov"):
-            return C.nesterov(parameters, lr, C.momentum_schedule(momentum), unit_gain=False,
-                              l2_regularization_weight=wd)
+            return C.nesterov(
+                parameters, lr, C.momentum_schedule(momentum), unit_gain=False, l2_regularization_weight=wd
+            )
         if momentum:
-            return C.momentum_sgd(parameters, lr, C.momentum_schedule(momentum), unit_gain=False,
-                                  l2_regularization_weight=wd)
+            return C.momentum_sgd(
+                parameters, lr, C.momentum_schedule(momentum), unit_gain=False, l2_regularization_weight=wd
+            )
         return C.sgd(parameters, lr, l2_regularization_weight=wd)
     if opt["name"] == "adam":
         if opt.get("weight_decay"):
             raise UnsupportedError("CNTK's adam has only L2 regularisation, not the spec's weight decay")
         betas = opt.get("betas", (0.9, 0.999))
         # CNTK's adam step is lr / minibatch size (see the module docstring): scaled back to PyTorch's
-        return C.adam(parameters, C.learning_parameter_schedule(opt["lr"] * batch_size), C.momentum_schedule(betas[0]),
-                      unit_gain=True, variance_momentum=C.momentum_schedule(betas[1]), epsilon=opt.get("eps", 1e-8))
+        return C.adam(
+            parameters,
+            C.learning_parameter_schedule(opt["lr"] * batch_size),
+            C.momentum_schedule(betas[0]),
+            unit_gain=True,
+            variance_momentum=C.momentum_schedule(betas[1]),
+            epsilon=opt.get("eps", 1e-8),
+        )
     raise UnsupportedError("cntk adapter has no optimizer %r" % opt["name"])
 
 

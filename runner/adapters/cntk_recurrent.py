@@ -18,6 +18,7 @@ carried across mini-batches, and SGD with the global-norm gradient clipping the 
   min(1, clip / global norm), as ``torch.nn.utils.clip_grad_norm_`` and ``tf.clip_by_global_norm``: a
   ``C.universal`` learner (CNTK's learners clip each parameter's gradient on its own, per sample).
 """
+
 import functools
 
 import cntk as C
@@ -61,8 +62,10 @@ def recurrent(layer, x, width, weight_init, bias_init, carried):
     for _ in range(layer.get("layers", 1)):
         step = cell(layer["units"], width, weight_init, bias_init)
         if layer.get("stateful"):
-            starts = [C.input_variable((layer["units"],), np.float32, name="carried")
-                      for _ in range(2 if layer["type"] == "lstm" else 1)]
+            starts = [
+                C.input_variable((layer["units"],), np.float32, name="carried")
+                for _ in range(2 if layer["type"] == "lstm" else 1)
+            ]
             states = list(C.layers.RecurrenceFrom(step, return_full_state=True)(*(starts + [x])).outputs)
             carried.inputs.extend(starts)
             carried.finals.extend(C.sequence.last(s).output for s in states)
@@ -74,10 +77,12 @@ def recurrent(layer, x, width, weight_init, bias_init, carried):
 
 
 def _gates(units, width, count, weight_init, bias_init):
-    return (C.parameter((width, count * units), init=weight_init, name="W_ih"),
-            C.parameter((units, count * units), init=weight_init, name="W_hh"),
-            C.parameter((count * units,), init=bias_init, name="b_ih"),
-            C.parameter((count * units,), init=bias_init, name="b_hh"))
+    return (
+        C.parameter((width, count * units), init=weight_init, name="W_ih"),
+        C.parameter((units, count * units), init=weight_init, name="W_hh"),
+        C.parameter((count * units,), init=bias_init, name="b_ih"),
+        C.parameter((count * units,), init=bias_init, name="b_hh"),
+    )
 
 
 def _lstm(units, width, weight_init, bias_init):
@@ -99,6 +104,7 @@ def _gru(units, width, weight_init, bias_init):
     @C.Function
     def step(h, x):
         gi, gh = C.times(x, w_ih) + b_ih, C.times(h, w_hh) + b_hh
+
         def part(g, k):
             return C.slice(g, 0, k * units, (k + 1) * units)
 
@@ -113,10 +119,12 @@ def clipped_sgd(parameters, lr, clip, batch_size):
     """Plain SGD on the gradient of the mean loss over a mini-batch of ``batch_size`` samples, every gradient scaled
     by min(1, ``clip`` / the global norm of all of them). CNTK hands a universal learner the gradients of the summed
     loss, hence the division by the batch size."""
+
     def update(params, grads):
         grads = [g / float(batch_size) for g in grads]
-        norm = C.sqrt(functools.reduce(C.plus, [C.reduce_sum(C.square(g), axis=C.Axis.all_static_axes())
-                                                for g in grads]))
+        norm = C.sqrt(
+            functools.reduce(C.plus, [C.reduce_sum(C.square(g), axis=C.Axis.all_static_axes()) for g in grads])
+        )
         scale = clip / C.element_max(norm, clip)
         return C.combine([C.assign(p, p - lr * scale * g) for p, g in zip(params, grads)])
 

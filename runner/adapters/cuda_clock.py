@@ -10,6 +10,7 @@ span the device time between two steps' ends, as events recorded in the step's o
 "device_events"). Nothing here runs on the device beyond the wait and the event records; the host's part is a
 few driver calls per step (about 25-30 us on an H200: results/h200-timers-20261203/NOTES.md).
 """
+
 import contextlib
 import ctypes
 

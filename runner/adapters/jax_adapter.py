@@ -26,6 +26,7 @@ computation of its own between steps), and the parameters, state, optimizer stat
 The loss stays on the device. On a GPU the measured repeats are timed by CUDA events that wait for each step's loss
 (``device_clock``; runner.adapters.cuda_clock).
 """
+
 import os
 import sys
 
@@ -37,7 +38,8 @@ from jax import lax
 
 from runner import shapes
 from runner.adapters import UnsupportedError, base, cuda_clock
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets, test_metrics
 from runner.adapters.jax_layers import Builder
 
 DONATED = (0, 1, 2, 3)  # the step's parameters, state, optimizer state and key: each replaced by its output
@@ -63,15 +65,18 @@ def _in_dtype(apply, dtype):
 
     def cast(tree):
         return jax.tree_util.tree_map(lambda v: v.astype(dtype) if jnp.issubdtype(v.dtype, jnp.floating) else v, tree)
+
     return lambda params, state, x, train, rng: apply(cast(params), state, cast(x), train, rng)
 
 
 def _objective(compute, loss_fn, state, x, y, rng):
     """f(params) -> (loss, new state) of one training forward pass, for jax.value_and_grad: the loss of the
     logits cast to float32 (a no-op for float32 jobs)."""
+
     def objective(params):
         out, new_state = compute(params, state, x, True, rng)
         return loss_fn(out.astype(jnp.float32), y), new_state
+
     return objective
 
 
@@ -127,22 +132,42 @@ class Adapter(Base):
     def environment(self):
         import jaxlib
 
-        return {"framework": "jax", "framework_version": jax.__version__, "jaxlib": jaxlib.__version__,
-                "optax": optax.__version__, "device": str(self.device), "platform": self.device.platform,
-                "xla": True, "matmul_precision": self.matmul_precision,
-                "compute_dtype": jnp.dtype(self.compute_dtype).name,
-                "parameter_dtypes": sorted({v.dtype.name for v in jax.tree_util.tree_leaves(self.params)}), "layout": "NHWC" if self.channels_last else "NCHW",
-                "threads": self.job.get("threads"), "xla_flags": os.environ.get("XLA_FLAGS"),
-                "cudnn_autotune": "--xla_gpu_autotune_level=0" not in (os.environ.get("XLA_FLAGS") or "")
-                if self.job["device"] == "cuda" else None, "cuda": None, "cudnn": None,
-                "data_parallel": {"how": "shard_map over local devices, lax.pmean of the gradients", "world_size":
-                                  len(self.devices), "devices": [str(d) for d in self.devices]} if self.devices else None}
+        return {
+            "framework": "jax",
+            "framework_version": jax.__version__,
+            "jaxlib": jaxlib.__version__,
+            "optax": optax.__version__,
+            "device": str(self.device),
+            "platform": self.device.platform,
+            "xla": True,
+            "matmul_precision": self.matmul_precision,
+            "compute_dtype": jnp.dtype(self.compute_dtype).name,
+            "parameter_dtypes": sorted({v.dtype.name for v in jax.tree_util.tree_leaves(self.params)}),
+            "layout": "NHWC" if self.channels_last else "NCHW",
+            "threads": self.job.get("threads"),
+            "xla_flags": os.environ.get("XLA_FLAGS"),
+            "cudnn_autotune": "--xla_gpu_autotune_level=0" not in (os.environ.get("XLA_FLAGS") or "")
+            if self.job["device"] == "cuda"
+            else None,
+            "cuda": None,
+            "cudnn": None,
+            "data_parallel": {
+                "how": "shard_map over local devices, lax.pmean of the gradients",
+                "world_size": len(self.devices),
+                "devices": [str(d) for d in self.devices],
+            }
+            if self.devices
+            else None,
+        }
 
     def build(self):
         model = self.job["model"]
         layers = shapes.expand(model["layers"], model["input_shape"])
-        self.builder = Builder(model.get("init", {"scheme": "default"}),
-                               self.job.get("rank_batch_size") or self.job["batch_size"], self.channels_last)
+        self.builder = Builder(
+            model.get("init", {"scheme": "default"}),
+            self.job.get("rank_batch_size") or self.job["batch_size"],
+            self.channels_last,
+        )
         init, apply = self.builder.sequence(layers, tuple(model["input_shape"]), "net")
         self.key, key = jax.random.split(self.key)
         self.params, self.state = jax.device_put(init(key), self.device)
@@ -161,6 +186,7 @@ class Adapter(Base):
                 (loss, new_state), grads = jax.value_and_grad(objective, has_aux=True)(params)
                 updates, opt_state = self.tx.update(grads, opt_state, params)
                 return optax.apply_updates(params, updates), new_state, opt_state, key, loss
+
             self._step = jax.jit(step, donate_argnums=DONATED)
             if self.devices:
                 self._parallel(compute, loss_fn)
@@ -168,6 +194,7 @@ class Adapter(Base):
         def forward(params, state, x):
             out, state = compute(params, state, x, False, jax.random.PRNGKey(0))
             return out.astype(jnp.float32), state
+
         self._forward = jax.jit(forward)
         return int(sum(v.size for v in jax.tree_util.tree_leaves(self.params)))
 
@@ -187,13 +214,23 @@ class Adapter(Base):
             grads, new_state = lax.pmean(grads, "ranks"), lax.pmean(new_state, "ranks")
             updates, opt_state = self.tx.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), new_state, opt_state, key, lax.pmean(loss, "ranks")
+
         whole, shard = PartitionSpec(), PartitionSpec("ranks")
         # check_vma off: each shard's gradient is its own (with it on, autodiff would already sum the shards'
         # gradients of the replicated parameters), and lax.pmean makes the mean that a whole mini-batch gives
-        self._step = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(whole, whole, whole, whole, shard, shard),
-                                           out_specs=(whole,) * 5, check_vma=False), donate_argnums=DONATED)
+        self._step = jax.jit(
+            jax.shard_map(
+                step,
+                mesh=mesh,
+                in_specs=(whole, whole, whole, whole, shard, shard),
+                out_specs=(whole,) * 5,
+                check_vma=False,
+            ),
+            donate_argnums=DONATED,
+        )
         self.params, self.state, self.opt_state, self.key = jax.device_put(
-            (self.params, self.state, self.opt_state, self.key), self.replicated)
+            (self.params, self.state, self.opt_state, self.key), self.replicated
+        )
 
     def shard(self, x, y):
         """The whole total mini-batch: one process drives every rank's device, and ``_put`` splits it."""
@@ -230,14 +267,18 @@ class Adapter(Base):
 
         def clear(tree):
             if isinstance(tree, dict):
-                return {k: (jax.tree_util.tree_map(jnp.zeros_like, v) if k == "carry" and v is not None else clear(v))
-                        for k, v in tree.items()}
+                return {
+                    k: (jax.tree_util.tree_map(jnp.zeros_like, v) if k == "carry" and v is not None else clear(v))
+                    for k, v in tree.items()
+                }
             return tree
+
         self.state = jax.device_put(clear(self.state), self.device)
 
     def train_step(self, x, y):
-        self.params, self.state, self.opt_state, self.key, loss = self._step(self.params, self.state, self.opt_state,
-                                                                             self.key, x, y)
+        self.params, self.state, self.opt_state, self.key, loss = self._step(
+            self.params, self.state, self.opt_state, self.key, x, y
+        )
         return loss
 
     def device_clock(self):
@@ -248,8 +289,9 @@ class Adapter(Base):
             return None
         if self._clock is None:
             try:
-                self._clock = cuda_clock.StreamClock(self.device.local_hardware_id,
-                                                     lambda result, stream: result.__dlpack__(stream=stream))
+                self._clock = cuda_clock.StreamClock(
+                    self.device.local_hardware_id, lambda result, stream: result.__dlpack__(stream=stream)
+                )
             except cuda_clock.CudaError as exc:
                 sys.stderr.write("jax adapter: no device clock (%s); the repeats' pipelined wall time is taken\n" % exc)
                 return None
@@ -281,13 +323,16 @@ class Adapter(Base):
     def _weight_layers(self):
         """Each named layer's parameter and state dicts, in host copies of the trees that _weights_loaded puts back."""
         self.params, self.state = jax.device_get(self.params), jax.device_get(self.state)
-        return dict((name, (_at(self.params, path), _at(self.state, path))) for name, path in self.builder.named.items())
+        return dict(
+            (name, (_at(self.params, path), _at(self.state, path))) for name, path in self.builder.named.items()
+        )
 
     def _weight_targets(self, layer):
         params, state = layer
         if "running_mean" in state:
-            return batchnorm_targets((params, "weight"), (params, "bias"), (state, "running_mean"),
-                                     (state, "running_var"))
+            return batchnorm_targets(
+                (params, "weight"), (params, "bias"), (state, "running_mean"), (state, "running_var")
+            )
         return kernel_targets((params, "weight"), (params, "bias") if "bias" in params else None)
 
     def _weight_shape(self, target):

@@ -9,6 +9,7 @@ and multiplied as ``x @ w``, holding the values of PyTorch's (out, in) draw tran
 bottom and right; averages divide by the window's cells inside the symmetric padding. Batch norm takes its
 statistics and normalises in float32 whatever the compute dtype.
 """
+
 import math
 
 import jax
@@ -48,8 +49,10 @@ class Builder(object):
         return {"xavier": 0.0, "glorot_uniform": 0.0, "uniform": self.init_spec.get("scale")}.get(scheme, default)
 
     def sequence(self, layers, shape, path):
-        parts = [self.layer(layer, in_shape, "%s/%d" % (path, i))
-                 for i, (layer, in_shape) in enumerate(shapes.inputs(layers, shape))]
+        parts = [
+            self.layer(layer, in_shape, "%s/%d" % (path, i))
+            for i, (layer, in_shape) in enumerate(shapes.inputs(layers, shape))
+        ]
 
         def init(key):  # parameters and state keyed by the layer's index in the list
             keys = jax.random.split(key, max(1, len(parts)))
@@ -63,12 +66,14 @@ class Builder(object):
             for i, (_, p_apply, _) in enumerate(parts):
                 x, new_state[str(i)] = p_apply(params[str(i)], state[str(i)], x, train, jax.random.fold_in(rng, i))
             return x, new_state
+
         return init, apply
 
     def layer(self, layer, shape, name):
         kind = layer["type"]
         if layer.get("name"):
             self.named[layer["name"]] = name
+
         def none(key):
             return {}, {}
 
@@ -92,15 +97,23 @@ class Builder(object):
             def apply(params, state, x, train, rng):
                 y = lax.conv_general_dilated(x, params["weight"], (s, s), [(p, p), (p, p)], dimension_numbers=numbers)
                 return (y + params["bias"].reshape(bias_shape) if bias else y), state
+
             return init, apply, name
         if kind in ("maxpool", "avgpool"):
-            k, s, p, ceil = layer["kernel"], layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
+            k, s, p, ceil = (
+                layer["kernel"],
+                layer.get("stride", layer["kernel"]),
+                layer.get("pad", 0),
+                layer.get("ceil", False),
+            )
             _, h, w = shape
             extra = [max(0, (shapes.pool_output(n, k, s, p, ceil) - 1) * s + k - n - 2 * p) for n in (h, w)]
             pads = self.image((0, 0), (0, 0), (p, p + extra[0]), (p, p + extra[1]))
             window, strides = self.image(1, 1, k, k), self.image(1, 1, s, s)
-            cells = jnp.pad(jnp.ones(self.image(1, 1, h + 2 * p, w + 2 * p)),
-                            self.image((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+            cells = jnp.pad(
+                jnp.ones(self.image(1, 1, h + 2 * p, w + 2 * p)),
+                self.image((0, 0), (0, 0), (0, extra[0]), (0, extra[1])),
+            )
 
             def apply(params, state, x, train, rng):
                 if kind == "maxpool":
@@ -108,6 +121,7 @@ class Builder(object):
                 total = lax.reduce_window(x, 0.0, lax.add, window, strides, pads)
                 counts = lax.reduce_window(cells, 0.0, lax.add, window, strides, "VALID")
                 return total / counts.astype(x.dtype), state
+
             return none, apply, name
         if kind == "global_avgpool":
             axes = (1, 2) if self.cl else (2, 3)
@@ -118,20 +132,25 @@ class Builder(object):
             bshape = self.image(1, c, 1, 1) if len(shape) == 3 else (1, c)
 
             def init(key):
-                return ({"weight": jnp.ones((c,)), "bias": jnp.zeros((c,))},
-                        {"running_mean": jnp.zeros((c,)), "running_var": jnp.ones((c,))})
+                return (
+                    {"weight": jnp.ones((c,)), "bias": jnp.zeros((c,))},
+                    {"running_mean": jnp.zeros((c,)), "running_var": jnp.ones((c,))},
+                )
 
             def apply(params, state, x, train, rng):
                 xf = x.astype(jnp.float32)  # statistics and normalisation in float32 (bf16 jobs: bf16 in and out)
                 if train:
                     mean, var = xf.mean(axis=axes), xf.var(axis=axes)
                     n = x.size // c
-                    state = {"running_mean": (1 - momentum) * state["running_mean"] + momentum * mean,
-                             "running_var": (1 - momentum) * state["running_var"] + momentum * var * n / (n - 1)}
+                    state = {
+                        "running_mean": (1 - momentum) * state["running_mean"] + momentum * mean,
+                        "running_var": (1 - momentum) * state["running_var"] + momentum * var * n / (n - 1),
+                    }
                 else:
                     mean, var = state["running_mean"], state["running_var"]
                 y = (xf - mean.reshape(bshape)) / jnp.sqrt(var.reshape(bshape) + eps)
                 return (y * params["weight"].reshape(bshape) + params["bias"].reshape(bshape)).astype(x.dtype), state
+
             return init, apply, name
         if kind == "dense":
             fan_in, units, bias = shape[-1], layer["units"], layer.get("bias", True)
@@ -147,6 +166,7 @@ class Builder(object):
             def apply(params, state, x, train, rng):
                 y = x @ params["weight"]
                 return (y + params["bias"] if bias else y), state
+
             return init, apply, name
         if kind == "dropout":
             rate = layer["rate"]
@@ -156,6 +176,7 @@ class Builder(object):
                     return x, state
                 keep = jax.random.bernoulli(rng, 1.0 - rate, x.shape)
                 return jnp.where(keep, x / (1.0 - rate), 0.0), state
+
             return none, apply, name
         if kind == "flatten":
             return none, lambda params, state, x, train, rng: (x.reshape((x.shape[0], -1)), state), name
@@ -174,8 +195,10 @@ class Builder(object):
             def init(key):
                 kb, ks, ka = jax.random.split(key, 3)
                 parts = [f(k) for f, k in ((body[0], kb), (short[0], ks), (after[0], ka))]
-                return ({"body": parts[0][0], "shortcut": parts[1][0], "after": parts[2][0]},
-                        {"body": parts[0][1], "shortcut": parts[1][1], "after": parts[2][1]})
+                return (
+                    {"body": parts[0][0], "shortcut": parts[1][0], "after": parts[2][0]},
+                    {"body": parts[0][1], "shortcut": parts[1][1], "after": parts[2][1]},
+                )
 
             def apply(params, state, x, train, rng):
                 rb, rs, ra = jax.random.split(rng, 3)
@@ -183,6 +206,7 @@ class Builder(object):
                 ys, ss = short[1](params["shortcut"], state["shortcut"], x, train, rs)
                 y, sa = after[1](params["after"], state["after"], yb + ys, train, ra)
                 return y, {"body": sb, "shortcut": ss, "after": sa}
+
             return init, apply, name
         if kind == "concat":
             body = self.sequence(layer["body"], shape, name + "/body")
@@ -196,6 +220,7 @@ class Builder(object):
             def apply(params, state, x, train, rng):
                 y, s = body[1](params["body"], state["body"], x, train, rng)
                 return jnp.concatenate([x, y], axis=axis), {"body": s}
+
             return init, apply, name
         if kind == "embedding":
             vocab, dim = layer["vocab"], layer["dim"]
@@ -204,6 +229,7 @@ class Builder(object):
             def init(key):  # PyTorch's default: N(0, 1)
                 table = _uniform(key, (vocab, dim), bound) if bound else jax.random.normal(key, (vocab, dim))
                 return {"weight": table}, {}
+
             return init, lambda params, state, x, train, rng: (params["weight"][x], state), name
         if kind in ("lstm", "gru"):
             return self.recurrent_layer(kind, layer, shape, name)
@@ -215,18 +241,30 @@ class Builder(object):
         units, depth, stateful = layer["units"], layer.get("layers", 1), layer.get("stateful", False)
         gates = 4 if kind == "lstm" else 3
         widths = [shape[-1]] + [units] * (depth - 1)
-        wb = self.weight_bound(units, units, 1 / math.sqrt(units)) if self.init_spec["scheme"] == "uniform" \
+        wb = (
+            self.weight_bound(units, units, 1 / math.sqrt(units))
+            if self.init_spec["scheme"] == "uniform"
             else 1 / math.sqrt(units)
+        )
+
         def zeros():
-            return [tuple(jnp.zeros((self.batch_size, units)) for _ in range(2 if kind == "lstm" else 1))
-                    for _ in range(depth)]
+            return [
+                tuple(jnp.zeros((self.batch_size, units)) for _ in range(2 if kind == "lstm" else 1))
+                for _ in range(depth)
+            ]
 
         def init(key):
             params = []
             for width, k in zip(widths, jax.random.split(key, depth)):
                 k1, k2, k3, k4 = jax.random.split(k, 4)
-                params.append({"w_ih": _uniform(k1, (gates * units, width), wb), "w_hh": _uniform(k2, (gates * units, units), wb),
-                               "b_ih": _uniform(k3, (gates * units,), wb), "b_hh": _uniform(k4, (gates * units,), wb)})
+                params.append(
+                    {
+                        "w_ih": _uniform(k1, (gates * units, width), wb),
+                        "w_hh": _uniform(k2, (gates * units, units), wb),
+                        "b_ih": _uniform(k3, (gates * units,), wb),
+                        "b_hh": _uniform(k4, (gates * units,), wb),
+                    }
+                )
             return params, {"carry": zeros() if stateful else None}
 
         def cell(p, carry, x_t):
@@ -248,11 +286,18 @@ class Builder(object):
 
         def apply(params, state, x, train, rng):
             batch = x.shape[0]
-            carries = [tuple(v.astype(x.dtype) for v in carry) for carry in state["carry"]] if stateful else \
-                [tuple(jnp.zeros((batch, units), x.dtype) for _ in range(2 if kind == "lstm" else 1)) for _ in range(depth)]
+            carries = (
+                [tuple(v.astype(x.dtype) for v in carry) for carry in state["carry"]]
+                if stateful
+                else [
+                    tuple(jnp.zeros((batch, units), x.dtype) for _ in range(2 if kind == "lstm" else 1))
+                    for _ in range(depth)
+                ]
+            )
             seq, finals = jnp.swapaxes(x, 0, 1), []
             for p, carry in zip(params, carries):
                 carry, seq = lax.scan(lambda c, x_t, p=p: cell(p, c, x_t), carry, seq)
                 finals.append(tuple(lax.stop_gradient(v).astype(jnp.float32) for v in carry))  # kept as stored
             return jnp.swapaxes(seq, 0, 1), {"carry": finals if stateful else None}
+
         return init, apply, name

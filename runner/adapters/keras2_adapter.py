@@ -17,11 +17,12 @@ the first ``train_on_batch``. Images (N, H, W, C) on the CPU, (N, C, H, W) on a 
 (``K.set_image_data_format('channels_first')``). Losses on logits exact on every backend, pretrained kernels flipped
 for Theano's true convolution.
 """
+
 import importlib
 import os
 
-import numpy as np
 import keras
+import numpy as np
 from keras import backend as K
 
 from runner import frameworks, shapes
@@ -89,8 +90,10 @@ class Adapter(keras_adapter.Adapter):
         self.name = job["framework"]
         self.backend = K.backend()
         if frameworks.backend(self.name) != self.backend:
-            raise UnsupportedError("%s needs KERAS_BACKEND=%s (runner.settings); keras loaded %s" % (
-                self.name, frameworks.backend(self.name), self.backend))
+            raise UnsupportedError(
+                "%s needs KERAS_BACKEND=%s (runner.settings); keras loaded %s"
+                % (self.name, frameworks.backend(self.name), self.backend)
+            )
         self.lib = importlib.import_module(self.backend)
         self.channels_first = job["device"] == "cuda"
         if self.channels_first and not self._gpus():
@@ -113,8 +116,9 @@ class Adapter(keras_adapter.Adapter):
             return
         tf = self.lib  # Keras 2 builds in TensorFlow's default graph (a new one after each job's clear_session)
         tf.set_random_seed(seed)
-        self.config = tf.ConfigProto(intra_op_parallelism_threads=threads or 0,
-                                     inter_op_parallelism_threads=threads or 0)
+        self.config = tf.ConfigProto(
+            intra_op_parallelism_threads=threads or 0, inter_op_parallelism_threads=threads or 0
+        )
         K.set_session(tf.Session(config=self.config))
 
     def _gpus(self):
@@ -133,10 +137,19 @@ class Adapter(keras_adapter.Adapter):
             threads = int(os.environ["OPENBLAS_NUM_THREADS"]) if os.environ.get("OPENBLAS_NUM_THREADS") else None
         else:
             threads = self.config.intra_op_parallelism_threads or None
-        found = {"framework": self.name, "framework_version": keras.__version__, "backend": self.backend,
-                 "backend_version": self.lib.__version__, "cuda": None, "cudnn": None, "threads": threads,
-                 "layout": "NCHW" if self.channels_first else "NHWC", "train_step": "model.train_on_batch",
-                 "gru": self._gru_kind(), "gpus": self._gpus()}
+        found = {
+            "framework": self.name,
+            "framework_version": keras.__version__,
+            "backend": self.backend,
+            "backend_version": self.lib.__version__,
+            "cuda": None,
+            "cudnn": None,
+            "threads": threads,
+            "layout": "NCHW" if self.channels_first else "NHWC",
+            "train_step": "model.train_on_batch",
+            "gru": self._gru_kind(),
+            "gpus": self._gpus(),
+        }
         if self.backend == "theano":  # the compiler of its C code and the BLAS it links (empty: NumPy's C API)
             found.update(cxx=self.lib.config.cxx, blas_ldflags=self.lib.config.blas.ldflags)
         return found
@@ -144,7 +157,9 @@ class Adapter(keras_adapter.Adapter):
     # ------------------------------------------------------------------ building
 
     def _flatten(self, fmt):
-        return keras.layers.Flatten()  # Keras 2's flattens the layout it is given: (H, W, C) on the CPU, (C, H, W) on a GPU
+        return (
+            keras.layers.Flatten()
+        )  # Keras 2's flattens the layout it is given: (H, W, C) on the CPU, (C, H, W) on a GPU
 
     def _gru_kind(self):
         return "CuDNNGRU" if self.channels_first and self.backend == "tensorflow" else "GRU(reset_after=True)"
@@ -162,16 +177,20 @@ class Adapter(keras_adapter.Adapter):
         """Keras 2's SGD or Adam; ``clipnorm`` clips by the global norm of all gradients in Keras 2.1
         (Optimizer.get_gradients), the specs' clip_norm."""
         if opt.get("weight_decay"):
-            raise UnsupportedError("the %s adapter has no L2 weight decay: a regularizer would add its term to the "
-                                   "recorded loss" % self.name)
+            raise UnsupportedError(
+                "the %s adapter has no L2 weight decay: a regularizer would add its term to the "
+                "recorded loss" % self.name
+            )
         clip = {"clipnorm": opt["clip_norm"]} if opt.get("clip_norm") else {}
         if opt["name"] == "sgd":
-            return keras.optimizers.SGD(lr=opt["lr"], momentum=opt.get("momentum", 0.0),
-                                        nesterov=opt.get("nesterov", False), **clip)
+            return keras.optimizers.SGD(
+                lr=opt["lr"], momentum=opt.get("momentum", 0.0), nesterov=opt.get("nesterov", False), **clip
+            )
         if opt["name"] == "adam":
             betas = opt.get("betas", (0.9, 0.999))
-            return keras.optimizers.Adam(lr=opt["lr"], beta_1=betas[0], beta_2=betas[1], epsilon=opt.get("eps", 1e-8),
-                                         **clip)
+            return keras.optimizers.Adam(
+                lr=opt["lr"], beta_1=betas[0], beta_2=betas[1], epsilon=opt.get("eps", 1e-8), **clip
+            )
         raise UnsupportedError("the %s adapter has no optimizer %r" % (self.name, opt["name"]))
 
     def _loss(self, loss):
@@ -182,8 +201,10 @@ class Adapter(keras_adapter.Adapter):
         if keras_adapter._loss_name(loss, self.name) == "sigmoid_binary_cross_entropy":
             return lambda y, z: K.mean(K.relu(z) - z * y + K.softplus(-K.abs(z)), axis=-1)
         if self.backend == "theano":
-            return lambda y, z: K.logsumexp(z, axis=-1) - K.sum(
-                K.one_hot(K.cast(K.flatten(y), "int32"), K.int_shape(z)[-1]) * z, axis=-1)
+            return lambda y, z: (
+                K.logsumexp(z, axis=-1)
+                - K.sum(K.one_hot(K.cast(K.flatten(y), "int32"), K.int_shape(z)[-1]) * z, axis=-1)
+            )
         return lambda y, z: K.sparse_categorical_crossentropy(y, z, from_logits=True)
 
     # ------------------------------------------------------------------ running

@@ -12,23 +12,26 @@ the notebooks set it (``K.set_image_data_format('channels_first')``). Recurrent 
 
 What the DLF networks need and no more: padded convolutions are "same" where that pads symmetrically (stride 1,
 kernel 2p+1) and an explicit zero padding before a "valid" one otherwise; pooling is native where Caffe's
-rounding gives the same windows and padded first otherwise (``CaffePool`` of keras_pool, in keras.ops: every backend runs
+rounding gives the same windows and padded first otherwise (``CaffePool`` of keras_pool, in keras.ops: every backend
+runs
 it). Weight decay is refused: Keras 3's optimizers decay apart from the gradient (another update than the specs'
 L2), and a regularizer would put its term into the recorded loss. On a GPU, PyTorch's cuDNN autotuning follows the
 job (``cudnn.benchmark``; TensorFlow's and XLA's switches are runner.settings'); a CPU job sees no GPU (runner.settings
 hides them: Keras places work on any GPU its backend sees).
 ``train_on_batch`` returns the loss as a Python float, so each step waits for the device, as it does in Keras.
 """
+
 import importlib
 import os
 
-import numpy as np
 import keras
+import numpy as np
 
 from runner import frameworks, shapes
 from runner.adapters import UnsupportedError, keras_init
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets
 from runner.adapters.keras_pool import CaffePool
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
 
@@ -60,8 +63,10 @@ class Adapter(Base):
         self.name = job["framework"]
         self.backend = keras.backend.backend()
         if frameworks.backend(self.name) != self.backend:
-            raise UnsupportedError("%s needs KERAS_BACKEND=%s (runner.settings); keras loaded %s" % (
-                self.name, frameworks.backend(self.name), self.backend))
+            raise UnsupportedError(
+                "%s needs KERAS_BACKEND=%s (runner.settings); keras loaded %s"
+                % (self.name, frameworks.backend(self.name), self.backend)
+            )
         self.lib = importlib.import_module(self.backend)
         self._threads(job.get("threads"))
         self._fp32()
@@ -103,22 +108,35 @@ class Adapter(Base):
         return len([d for d in self.lib.devices() if d.platform == "gpu"])
 
     def environment(self):
-        threads = (self.lib.get_num_threads() if self.backend == "torch" else
-                   self.lib.config.threading.get_intra_op_parallelism_threads() or None
-                   if self.backend == "tensorflow" else self.job.get("threads"))
+        threads = (
+            self.lib.get_num_threads()
+            if self.backend == "torch"
+            else self.lib.config.threading.get_intra_op_parallelism_threads() or None
+            if self.backend == "tensorflow"
+            else self.job.get("threads")
+        )
         cuda = cudnn = None
         if self.backend == "torch" and self.job["device"] == "cuda":
             cuda, cudnn = self.lib.version.cuda, self.lib.backends.cudnn.version()
         elif self.backend == "tensorflow":
             info = self.lib.sysconfig.get_build_info()
             cuda, cudnn = info.get("cuda_version"), info.get("cudnn_version")
-        return {"framework": self.name, "framework_version": keras.__version__, "backend": self.backend,
-                "backend_version": self.lib.__version__, "cuda": cuda, "cudnn": cudnn, "threads": threads,
-                "jit_compile": self.model.jit_compile if self.model is not None else None,
-                "layout": "NCHW" if self.channels_first else "NHWC", "train_step": "model.train_on_batch", "tf32": False,
-                "cudnn_autotune": self.lib.backends.cudnn.benchmark if self.backend == "torch" and cuda else None,
-                "gpus": self._gpus(),
-                "xla_flags": os.environ.get("XLA_FLAGS") if self.backend == "jax" else None}
+        return {
+            "framework": self.name,
+            "framework_version": keras.__version__,
+            "backend": self.backend,
+            "backend_version": self.lib.__version__,
+            "cuda": cuda,
+            "cudnn": cudnn,
+            "threads": threads,
+            "jit_compile": self.model.jit_compile if self.model is not None else None,
+            "layout": "NCHW" if self.channels_first else "NHWC",
+            "train_step": "model.train_on_batch",
+            "tf32": False,
+            "cudnn_autotune": self.lib.backends.cudnn.benchmark if self.backend == "torch" and cuda else None,
+            "gpus": self._gpus(),
+            "xla_flags": os.environ.get("XLA_FLAGS") if self.backend == "jax" else None,
+        }
 
     # ------------------------------------------------------------------ building
 
@@ -133,25 +151,43 @@ class Adapter(Base):
             same = pad and stride == 1 and layer["kernel"] == 2 * pad + 1
             if pad and not same:
                 x = keras.layers.ZeroPadding2D(pad, data_format=fmt)(x)
-            return self._named(layer, keras.layers.Conv2D(
-                layer["filters"], layer["kernel"], strides=stride, padding="same" if same else "valid",
-                use_bias=layer.get("bias", True), data_format=fmt, **self._initializers(kind)))(x)
+            return self._named(
+                layer,
+                keras.layers.Conv2D(
+                    layer["filters"],
+                    layer["kernel"],
+                    strides=stride,
+                    padding="same" if same else "valid",
+                    use_bias=layer.get("bias", True),
+                    data_format=fmt,
+                    **self._initializers(kind),
+                ),
+            )(x)
         if kind in ("maxpool", "avgpool"):
             stride, pad, ceil = layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
-            if pad == 0 and all(shapes.pool_output(n, layer["kernel"], stride, 0, ceil) ==
-                                shapes.pool_output(n, layer["kernel"], stride, 0, False) for n in shape[1:]):
+            if pad == 0 and all(
+                shapes.pool_output(n, layer["kernel"], stride, 0, ceil)
+                == shapes.pool_output(n, layer["kernel"], stride, 0, False)
+                for n in shape[1:]
+            ):
                 cls = keras.layers.MaxPooling2D if kind == "maxpool" else keras.layers.AveragePooling2D
                 return cls(layer["kernel"], stride, padding="valid", data_format=fmt)(x)
             return self.pool_layer(kind, layer["kernel"], stride, pad, ceil, shape, cf)(x)
         if kind == "global_avgpool":
             return keras.layers.GlobalAveragePooling2D(data_format=fmt)(x)
         if kind == "batchnorm":
-            return self._named(layer, keras.layers.BatchNormalization(
-                axis=1 if cf and len(shape) == 3 else -1, momentum=1.0 - layer.get("momentum", 0.1),
-                epsilon=layer.get("eps", 1e-5)))(x)
+            return self._named(
+                layer,
+                keras.layers.BatchNormalization(
+                    axis=1 if cf and len(shape) == 3 else -1,
+                    momentum=1.0 - layer.get("momentum", 0.1),
+                    epsilon=layer.get("eps", 1e-5),
+                ),
+            )(x)
         if kind == "dense":
-            return self._named(layer, keras.layers.Dense(layer["units"], use_bias=layer.get("bias", True),
-                                                         **self._initializers(kind)))(x)
+            return self._named(
+                layer, keras.layers.Dense(layer["units"], use_bias=layer.get("bias", True), **self._initializers(kind))
+            )(x)
         if kind == "dropout":
             return keras.layers.Dropout(layer["rate"])(x)
         if kind == "flatten":
@@ -162,8 +198,9 @@ class Adapter(Base):
             return self.pad_layer(layer["filters"] - shape[0], cf)(x)
         if kind == "residual":
             inner = shapes.apply_all(layer["body"], shape)[0]
-            added = keras.layers.Add()([self._apply(layer["body"], x, shape),
-                                        self._apply(layer.get("shortcut", []), x, shape)])
+            added = keras.layers.Add()(
+                [self._apply(layer["body"], x, shape), self._apply(layer.get("shortcut", []), x, shape)]
+            )
             return self._apply(layer.get("after", []), added, inner)
         if kind == "concat":
             return keras.layers.Concatenate(axis=1 if cf else -1)([x, self._apply(layer["body"], x, shape)])
@@ -213,17 +250,20 @@ class Adapter(Base):
 
     def _optimizer(self, opt):
         if opt.get("weight_decay"):
-            raise UnsupportedError("the %s adapter has no L2 weight decay: Keras 3's optimizers decay the weights apart "
-                                   "from the gradient, and a regularizer would add its term to the recorded loss"
-                                   % self.name)
+            raise UnsupportedError(
+                "the %s adapter has no L2 weight decay: Keras 3's optimizers decay the weights apart "
+                "from the gradient, and a regularizer would add its term to the recorded loss" % self.name
+            )
         clip = {"global_clipnorm": opt["clip_norm"]} if opt.get("clip_norm") else {}
         if opt["name"] == "sgd":
-            return keras.optimizers.SGD(opt["lr"], momentum=opt.get("momentum", 0.0),
-                                        nesterov=opt.get("nesterov", False), **clip)
+            return keras.optimizers.SGD(
+                opt["lr"], momentum=opt.get("momentum", 0.0), nesterov=opt.get("nesterov", False), **clip
+            )
         if opt["name"] == "adam":
             betas = opt.get("betas", (0.9, 0.999))
-            return keras.optimizers.Adam(opt["lr"], beta_1=betas[0], beta_2=betas[1], epsilon=opt.get("eps", 1e-8),
-                                         **clip)
+            return keras.optimizers.Adam(
+                opt["lr"], beta_1=betas[0], beta_2=betas[1], epsilon=opt.get("eps", 1e-8), **clip
+            )
         raise UnsupportedError("the %s adapter has no optimizer %r" % (self.name, opt["name"]))
 
     # ------------------------------------------------------------------ running
@@ -235,7 +275,8 @@ class Adapter(Base):
 
     def to_device(self, x, y):
         return keras.ops.convert_to_tensor(self._input(x)), keras.ops.convert_to_tensor(
-            y.astype(np.int32) if y.dtype == np.int64 else y)
+            y.astype(np.int32) if y.dtype == np.int64 else y
+        )
 
     def train_step(self, x, y):
         return self.model.train_on_batch(x, y)
@@ -259,7 +300,6 @@ class Adapter(Base):
     def _set_weight(self, variable, array):
         variable.assign(array)
 
-
     def _loss(self, loss):
         """The job's loss on logits, as a Keras loss (mean over the mini-batch, and over time steps for sequences)."""
         name = _loss_name(loss, self.name)
@@ -275,6 +315,7 @@ def _loss_name(loss, adapter):
     if name == "sigmoid_binary_cross_entropy":
         return name
     if name != "softmax_cross_entropy" or loss.get("reduction", "mean") != "mean":
-        raise UnsupportedError("the %s adapter has no loss %s (reduction %s)" % (
-            adapter, name, loss.get("reduction", "mean")))
+        raise UnsupportedError(
+            "the %s adapter has no loss %s (reduction %s)" % (adapter, name, loss.get("reduction", "mean"))
+        )
     return name

@@ -2,6 +2,7 @@
 adapter (``CaffePool`` with TensorFlow's own pooling ops: its step keeps NCHW pooling on GPUs, where keras.ops would
 transpose to NHWC and back).
 """
+
 import keras
 
 from runner import shapes
@@ -16,6 +17,7 @@ class CaffePool(keras.layers.Layer):
     symmetric padding (padding cells count, cells beyond it do not), as Caffe and PyTorch do. The ops are keras.ops
     here; a subclass may give its framework's own (``_pad``, ``_max``, ``_average``, ``_ones``, ``FORMATS``).
     """
+
     FORMATS = ("channels_first", "channels_last")  # the data_format of the pooling op: channels first, last
     PADDING = "valid"
 
@@ -23,8 +25,10 @@ class CaffePool(keras.layers.Layer):
         super(CaffePool, self).__init__(**kwargs)
         self.kind, self.kernel, self.stride, self.cf = kind, kernel, stride, channels_first
         _, h, w = in_shape
-        self.extra = [max(0, (shapes.pool_output(n, kernel, stride, pad, ceil) - 1) * stride + kernel - n - 2 * pad)
-                      for n in (h, w)]
+        self.extra = [
+            max(0, (shapes.pool_output(n, kernel, stride, pad, ceil) - 1) * stride + kernel - n - 2 * pad)
+            for n in (h, w)
+        ]
         self.pad, self.size = pad, (h + 2 * pad, w + 2 * pad)
 
     _pad, _ones = staticmethod(keras.ops.pad), staticmethod(keras.ops.ones)
@@ -32,8 +36,9 @@ class CaffePool(keras.layers.Layer):
 
     def _spatial(self, x, before, after, value):
         spatial = [[before, after[0]], [before, after[1]]]
-        return self._pad(x, [[0, 0], [0, 0]] + spatial if self.cf else [[0, 0]] + spatial + [[0, 0]],
-                         constant_values=value)
+        return self._pad(
+            x, [[0, 0], [0, 0]] + spatial if self.cf else [[0, 0]] + spatial + [[0, 0]], constant_values=value
+        )
 
     def _window(self, x, op):
         return op(x, self.kernel, self.stride, self.PADDING, data_format=self.FORMATS[0 if self.cf else 1])

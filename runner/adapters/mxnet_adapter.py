@@ -22,17 +22,20 @@ and backward on its shard's mean loss, and the Trainer's kvstore ("device", DLBe
 which ``step(R)`` divides by R: the mean-loss gradient of the whole mini-batch. With gradient clipping (MXNet >= 1.3)
 the gradients are all-reduced first, clipped at R x the norm (the sum's norm), then applied.
 """
+
 import os
 import re
 
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
-from mxnet.gluon import nn, rnn as grnn
+from mxnet.gluon import nn
+from mxnet.gluon import rnn as grnn
 
 from runner import shapes
 from runner.adapters import UnsupportedError
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets, test_metrics
 from runner.environment import cuda_device
 
 MX_VERSION = tuple(int(v) for v in re.match(r"(\d+)\.(\d+)", mx.__version__).groups())
@@ -169,22 +172,39 @@ class Adapter(Base):
     def environment(self):
         if hasattr(mx, "runtime"):
             features = mx.runtime.Features()
-            enabled = [f for f in ("CUDA", "CUDNN", "NCCL", "MKLDNN", "BLAS_OPEN", "OPENMP", "CPU_AVX2")
-                       if features.is_enabled(f)]
+            enabled = [
+                f
+                for f in ("CUDA", "CUDNN", "NCCL", "MKLDNN", "BLAS_OPEN", "OPENMP", "CPU_AVX2")
+                if features.is_enabled(f)
+            ]
         else:  # MXNet < 1.5 cannot report its build features
             enabled = None
         gpu = bool(enabled and "CUDA" in enabled) or (enabled is None and self.job["device"] == "cuda")
-        return {"framework": "mxnet", "framework_version": mx.__version__, "features": enabled,
-                "cuda": "enabled" if gpu else None,
-                "cudnn": "enabled" if enabled and "CUDNN" in enabled else None,
-                "threads": _env_int("OMP_NUM_THREADS"), "engine_workers": _env_int("MXNET_CPU_WORKER_NTHREADS"),
-                "cudnn_autotune": os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1") != "0"
-                if self.job["device"] == "cuda" else None,
-                "tf32_override": os.environ.get("NVIDIA_TF32_OVERRIDE"), "hybridized": True, "layout": "NCHW",
-                "static_alloc": not _LEGACY_HYBRIDIZE, "rnn_hybridized": not _LEGACY_RNN,
-                "data_parallel": {"how": "one process over several contexts, gradients summed by the kvstore",
-                                  "kvstore": "device", "world_size": len(self.ctxs),
-                                  "contexts": [str(c) for c in self.ctxs]} if self.job.get("ranks") else None}
+        return {
+            "framework": "mxnet",
+            "framework_version": mx.__version__,
+            "features": enabled,
+            "cuda": "enabled" if gpu else None,
+            "cudnn": "enabled" if enabled and "CUDNN" in enabled else None,
+            "threads": _env_int("OMP_NUM_THREADS"),
+            "engine_workers": _env_int("MXNET_CPU_WORKER_NTHREADS"),
+            "cudnn_autotune": os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1") != "0"
+            if self.job["device"] == "cuda"
+            else None,
+            "tf32_override": os.environ.get("NVIDIA_TF32_OVERRIDE"),
+            "hybridized": True,
+            "layout": "NCHW",
+            "static_alloc": not _LEGACY_HYBRIDIZE,
+            "rnn_hybridized": not _LEGACY_RNN,
+            "data_parallel": {
+                "how": "one process over several contexts, gradients summed by the kvstore",
+                "kvstore": "device",
+                "world_size": len(self.ctxs),
+                "contexts": [str(c) for c in self.ctxs],
+            }
+            if self.job.get("ranks")
+            else None,
+        }
 
     def gpu_capability(self):
         """The GPU's name and compute capability from the CUDA driver: MXNet does not name its GPUs."""
@@ -195,22 +215,33 @@ class Adapter(Base):
     def _block(self, layer, shape):
         kind = layer["type"]
         if kind == "conv":
-            b = nn.Conv2D(layer["filters"], layer["kernel"], strides=layer.get("stride", 1), padding=layer.get("pad", 0),
-                          use_bias=layer.get("bias", True), in_channels=shape[0])
+            b = nn.Conv2D(
+                layer["filters"],
+                layer["kernel"],
+                strides=layer.get("stride", 1),
+                padding=layer.get("pad", 0),
+                use_bias=layer.get("bias", True),
+                in_channels=shape[0],
+            )
         elif kind in ("maxpool", "avgpool"):
             cls = nn.MaxPool2D if kind == "maxpool" else nn.AvgPool2D
             kwargs = {"count_include_pad": True} if kind == "avgpool" and not _LEGACY_AVGPOOL else {}
-            b = cls(layer["kernel"], strides=layer.get("stride", layer["kernel"]), padding=layer.get("pad", 0),
-                    ceil_mode=layer.get("ceil", False), **kwargs)
+            b = cls(
+                layer["kernel"],
+                strides=layer.get("stride", layer["kernel"]),
+                padding=layer.get("pad", 0),
+                ceil_mode=layer.get("ceil", False),
+                **kwargs,
+            )
         elif kind == "global_avgpool":
             b = nn.HybridSequential()
             b.add(nn.GlobalAvgPool2D(), nn.Flatten())
         elif kind == "batchnorm":
-            b = nn.BatchNorm(axis=1, momentum=1.0 - layer.get("momentum", 0.1), epsilon=layer.get("eps", 1e-5),
-                             in_channels=shape[0])
+            b = nn.BatchNorm(
+                axis=1, momentum=1.0 - layer.get("momentum", 0.1), epsilon=layer.get("eps", 1e-5), in_channels=shape[0]
+            )
         elif kind == "dense":
-            b = nn.Dense(layer["units"], use_bias=layer.get("bias", True), flatten=len(shape) == 1,
-                         in_units=shape[-1])
+            b = nn.Dense(layer["units"], use_bias=layer.get("bias", True), flatten=len(shape) == 1, in_units=shape[-1])
         elif kind == "dropout":
             b = nn.Dropout(layer["rate"])
         elif kind == "flatten":
@@ -221,8 +252,11 @@ class Adapter(Base):
             b = PadChannels(shape[0], layer["filters"] - shape[0])
         elif kind == "residual":
             inner = shapes.apply_all(layer["body"], shape)[0]
-            b = Residual(self._hybrid(layer["body"], shape), self._hybrid(layer.get("shortcut", []), shape),
-                         self._hybrid(layer.get("after", []), inner))
+            b = Residual(
+                self._hybrid(layer["body"], shape),
+                self._hybrid(layer.get("shortcut", []), shape),
+                self._hybrid(layer.get("after", []), inner),
+            )
         elif kind == "concat":
             b = Concat(self._hybrid(layer["body"], shape))
         elif kind == "embedding":
@@ -279,8 +313,10 @@ class Adapter(Base):
             name, settings = _optimizer(opt)
             self.clip_norm = opt.get("clip_norm")
             if len(self.ctxs) > 1 and self.clip_norm and _LEGACY_HYBRIDIZE:
-                raise UnsupportedError("MXNet < 1.3's Trainer cannot all-reduce gradients before an update "
-                                       "(allreduce_grads), which clipping a data-parallel step needs")
+                raise UnsupportedError(
+                    "MXNet < 1.3's Trainer cannot all-reduce gradients before an update "
+                    "(allreduce_grads), which clipping a data-parallel step needs"
+                )
             # several contexts: the kvstore sums their gradients (with clipping: all-reduced, then updated apart)
             extra = {"kvstore": "device"} if len(self.ctxs) > 1 else {}
             if len(self.ctxs) > 1 and self.clip_norm:
@@ -314,6 +350,7 @@ class Adapter(Base):
                 found.append(block)
             for child in _children(block):
                 walk(child)
+
         walk(self.net)
         return found
 
@@ -328,8 +365,10 @@ class Adapter(Base):
         dtype = "float32" if y.dtype != np.float32 else y.dtype
         if len(self.ctxs) > 1:
             b = len(x) // len(self.ctxs)
-            return ([mx.nd.array(x[r * b:(r + 1) * b], ctx=c, dtype="float32") for r, c in enumerate(self.ctxs)],
-                    [mx.nd.array(y[r * b:(r + 1) * b], ctx=c, dtype=dtype) for r, c in enumerate(self.ctxs)])
+            return (
+                [mx.nd.array(x[r * b : (r + 1) * b], ctx=c, dtype="float32") for r, c in enumerate(self.ctxs)],
+                [mx.nd.array(y[r * b : (r + 1) * b], ctx=c, dtype=dtype) for r, c in enumerate(self.ctxs)],
+            )
         return self._array(x), mx.nd.array(y, ctx=self.ctx, dtype=dtype)
 
     def shard(self, x, y):
@@ -382,8 +421,9 @@ class Adapter(Base):
 
     def losses(self, handles):
         """Floats of the step losses; a data-parallel step's: the mean of its equal shards' mean losses."""
-        return [float(np.mean([s.asscalar() for s in h])) if isinstance(h, list) else float(h.asscalar())
-                for h in handles]
+        return [
+            float(np.mean([s.asscalar() for s in h])) if isinstance(h, list) else float(h.asscalar()) for h in handles
+        ]
 
     def infer(self, x):
         return self.net(self._array(x)).asnumpy()
@@ -418,11 +458,20 @@ class Adapter(Base):
 def _optimizer(opt):
     if opt["name"] == "sgd":
         name = "nag" if opt.get("nesterov") else "sgd"
-        return name, {"learning_rate": opt["lr"], "momentum": opt.get("momentum", 0.0), "wd": opt.get("weight_decay", 0.0)}
+        return name, {
+            "learning_rate": opt["lr"],
+            "momentum": opt.get("momentum", 0.0),
+            "wd": opt.get("weight_decay", 0.0),
+        }
     if opt["name"] == "adam":
         betas = opt.get("betas", (0.9, 0.999))
-        return "adam", {"learning_rate": opt["lr"], "beta1": betas[0], "beta2": betas[1],
-                        "epsilon": opt.get("eps", 1e-8), "wd": opt.get("weight_decay", 0.0)}
+        return "adam", {
+            "learning_rate": opt["lr"],
+            "beta1": betas[0],
+            "beta2": betas[1],
+            "epsilon": opt.get("eps", 1e-8),
+            "wd": opt.get("weight_decay", 0.0),
+        }
     raise UnsupportedError("mxnet adapter has no optimizer %r" % opt["name"])
 
 

@@ -21,22 +21,25 @@ which form each layer took.
 Counting convention: Keras's LSTM keeps one bias vector per gate set (4 x units per
 layer) where cuDNN and PyTorch keep two; its GRU (reset_after=True) keeps two, as they do.
 """
+
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
-import keras
 
 from runner import data as datamod
 from runner import shapes
 from runner.adapters import UnsupportedError, base, keras_init, keras_pool
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets, test_metrics
 
 _ACTIVATIONS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
 
 
 class CaffePool(keras_pool.CaffePool):
     """runner.adapters.keras_pool.CaffePool in TensorFlow's ops: NCHW pooling stays NCHW on GPUs."""
+
     FORMATS, PADDING = ("NCHW", "NHWC"), "VALID"
     _pad, _ones = staticmethod(tf.pad), staticmethod(tf.ones)
     _max, _average = staticmethod(tf.nn.max_pool2d), staticmethod(tf.nn.avg_pool2d)
@@ -49,20 +52,28 @@ class Recurrent(keras.layers.Layer):
         super(Recurrent, self).__init__(**kwargs)
         cls = keras.layers.LSTM if kind == "lstm" else keras.layers.GRU
         self.kind, self.units, self.stateful = kind, layer["units"], layer.get("stateful", False)
-        self.cells = [cls(self.units, return_sequences=True, return_state=True, **initializers)
-                      for _ in range(layer.get("layers", 1))]
+        self.cells = [
+            cls(self.units, return_sequences=True, return_state=True, **initializers)
+            for _ in range(layer.get("layers", 1))
+        ]
         per_layer = 2 if kind == "lstm" else 1
-        self.state = [tf.Variable(tf.zeros((batch_size, self.units)), trainable=False)
-                      for _ in range(per_layer * len(self.cells))] if self.stateful else []
+        self.state = (
+            [
+                tf.Variable(tf.zeros((batch_size, self.units)), trainable=False)
+                for _ in range(per_layer * len(self.cells))
+            ]
+            if self.stateful
+            else []
+        )
 
     def call(self, x, training=False):
         per_layer = 2 if self.kind == "lstm" else 1
         for i, cell in enumerate(self.cells):
-            initial = self.state[i * per_layer:(i + 1) * per_layer] or None
+            initial = self.state[i * per_layer : (i + 1) * per_layer] or None
             out = cell(x, initial_state=[tf.identity(s) for s in initial] if initial else None, training=training)
             x, final = out[0], out[1:]
             if self.stateful:
-                for var, value in zip(self.state[i * per_layer:(i + 1) * per_layer], final):
+                for var, value in zip(self.state[i * per_layer : (i + 1) * per_layer], final):
                     var.assign(value)
         return x
 
@@ -137,14 +148,21 @@ class Adapter(Base):
 
     def environment(self):
         info = tf.sysconfig.get_build_info()
-        return {"framework": "tensorflow", "framework_version": tf.__version__, "keras": keras.__version__,
-                "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
-                "threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
-                "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads() or None,
-                "cudnn_autotune": os.environ.get("TF_CUDNN_USE_AUTOTUNE", "1") != "0" if self.channels_first else None,
-                "xla": False, "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
-                "layout": "NCHW" if self.channels_first else "NHWC", "ops": self.ops,
-                "gpus": [d.name for d in tf.config.list_physical_devices("GPU")]}
+        return {
+            "framework": "tensorflow",
+            "framework_version": tf.__version__,
+            "keras": keras.__version__,
+            "cuda": info.get("cuda_version"),
+            "cudnn": info.get("cudnn_version"),
+            "threads": tf.config.threading.get_intra_op_parallelism_threads() or None,
+            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads() or None,
+            "cudnn_autotune": os.environ.get("TF_CUDNN_USE_AUTOTUNE", "1") != "0" if self.channels_first else None,
+            "xla": False,
+            "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "layout": "NCHW" if self.channels_first else "NHWC",
+            "ops": self.ops,
+            "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+        }
 
     # ------------------------------------------------------------------ building
 
@@ -156,7 +174,7 @@ class Adapter(Base):
 
     def _op(self, layer, shape):
         kind, op = self._make(layer, shape)
-        for made in (op if isinstance(op, tuple) else [op]):
+        for made in op if isinstance(op, tuple) else [op]:
             if isinstance(made, keras.layers.Layer):
                 self.made.append(made)
         return kind, op
@@ -168,9 +186,15 @@ class Adapter(Base):
         if kind == "conv":
             stride, pad = layer.get("stride", 1), layer.get("pad", 0)
             same = pad and stride == 1 and layer["kernel"] == 2 * pad + 1  # "same" pads symmetrically only then
-            conv = keras.layers.Conv2D(layer["filters"], layer["kernel"], strides=stride, padding="same" if same
-                                       else "valid", use_bias=layer.get("bias", True), data_format=fmt,
-                                       **self._initializers(kind))
+            conv = keras.layers.Conv2D(
+                layer["filters"],
+                layer["kernel"],
+                strides=stride,
+                padding="same" if same else "valid",
+                use_bias=layer.get("bias", True),
+                data_format=fmt,
+                **self._initializers(kind),
+            )
             self._name(layer, conv)
             self.made.append(conv)
             self._count("conv, padding 'same'" if same else "conv, explicit zero padding" if pad else "conv")
@@ -180,8 +204,11 @@ class Adapter(Base):
             return "plain", conv
         if kind in ("maxpool", "avgpool"):
             stride, pad, ceil = layer.get("stride", layer["kernel"]), layer.get("pad", 0), layer.get("ceil", False)
-            if pad == 0 and all(shapes.pool_output(n, layer["kernel"], stride, 0, ceil) ==
-                                shapes.pool_output(n, layer["kernel"], stride, 0, False) for n in shape[1:]):
+            if pad == 0 and all(
+                shapes.pool_output(n, layer["kernel"], stride, 0, ceil)
+                == shapes.pool_output(n, layer["kernel"], stride, 0, False)
+                for n in shape[1:]
+            ):
                 self._count("%s, native" % kind)  # nothing to pad: Caffe's rounding gives the same windows
                 cls = keras.layers.MaxPooling2D if kind == "maxpool" else keras.layers.AveragePooling2D
                 return "plain", cls(layer["kernel"], stride, padding="valid", data_format=fmt)
@@ -190,8 +217,9 @@ class Adapter(Base):
         if kind == "global_avgpool":
             return "plain", keras.layers.GlobalAveragePooling2D(data_format=fmt)
         if kind == "batchnorm":
-            bn = keras.layers.BatchNormalization(axis=axis, momentum=1.0 - layer.get("momentum", 0.1),
-                                                 epsilon=layer.get("eps", 1e-5))
+            bn = keras.layers.BatchNormalization(
+                axis=axis, momentum=1.0 - layer.get("momentum", 0.1), epsilon=layer.get("eps", 1e-5)
+            )
             self._name(layer, bn)
             return "batchnorm", bn
         if kind == "dense":
@@ -210,8 +238,11 @@ class Adapter(Base):
             return "plain", lambda x: tf.pad(x, pads)
         if kind == "residual":
             inner = shapes.apply_all(layer["body"], shape)[0]
-            return "residual", (self._ops(layer["body"], shape), self._ops(layer.get("shortcut", []), shape),
-                                self._ops(layer.get("after", []), inner))
+            return "residual", (
+                self._ops(layer["body"], shape),
+                self._ops(layer.get("shortcut", []), shape),
+                self._ops(layer.get("after", []), inner),
+            )
         if kind == "concat":
             return "concat", (self._ops(layer["body"], shape), axis)
         if kind == "embedding":
@@ -249,9 +280,14 @@ class Adapter(Base):
         out = []
         for rnn in self.recurrent:
             if rnn.kind == "lstm":
-                out.append({"name": "keras-lstm-single-bias", "difference": 4 * rnn.units * len(rnn.cells),
-                            "reason": "Keras's LSTM keeps one bias vector per gate set (4 x %d per layer, %d layers) "
-                                      "where cuDNN and PyTorch keep two" % (rnn.units, len(rnn.cells))})
+                out.append(
+                    {
+                        "name": "keras-lstm-single-bias",
+                        "difference": 4 * rnn.units * len(rnn.cells),
+                        "reason": "Keras's LSTM keeps one bias vector per gate set (4 x %d per layer, %d layers) "
+                        "where cuDNN and PyTorch keep two" % (rnn.units, len(rnn.cells)),
+                    }
+                )
         return out
 
     def _compile(self):
@@ -260,12 +296,14 @@ class Adapter(Base):
         if opt is None:
             self.optimizer = None
         elif opt["name"] == "sgd":
-            self.optimizer = keras.optimizers.SGD(opt["lr"], momentum=opt.get("momentum", 0.0),
-                                                  nesterov=opt.get("nesterov", False))
+            self.optimizer = keras.optimizers.SGD(
+                opt["lr"], momentum=opt.get("momentum", 0.0), nesterov=opt.get("nesterov", False)
+            )
         elif opt["name"] == "adam":
             betas = opt.get("betas", (0.9, 0.999))
-            self.optimizer = keras.optimizers.Adam(opt["lr"], beta_1=betas[0], beta_2=betas[1],
-                                                   epsilon=opt.get("eps", 1e-8))
+            self.optimizer = keras.optimizers.Adam(
+                opt["lr"], beta_1=betas[0], beta_2=betas[1], epsilon=opt.get("eps", 1e-8)
+            )
         else:
             raise UnsupportedError("tensorflow adapter has no optimizer %r" % opt["name"])
         if self.optimizer is not None:
@@ -362,4 +400,5 @@ def _loss(loss):
     def softmax(out, y):
         per = tf.nn.sparse_softmax_cross_entropy_with_logits(y, out)
         return tf.reduce_sum(per) / tf.cast(tf.shape(y)[0], per.dtype) if per_time else tf.reduce_mean(per)
+
     return softmax

@@ -31,12 +31,14 @@ cuDNN's GRU (``CudnnGRU``, GPU only): here ``CudnnCompatibleGRUCell``, the same 
 the spec initialises). Parameter counts: both cells keep one bias vector where cuDNN and PyTorch keep two
 (``conventions``).
 """
+
 import numpy as np
 import tensorflow as tf
 
 from runner import shapes
 from runner.adapters import UnsupportedError, base
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets
 
 _ACTIVATIONS = {"relu": tf.nn.relu, "sigmoid": tf.nn.sigmoid, "tanh": tf.nn.tanh}
 
@@ -50,8 +52,9 @@ class Adapter(Base):
         self.graph = tf.Graph()
         threads = job.get("threads") or 0  # 0: TensorFlow's own choice
         inter = threads if job.get("thread_pools", "all") == "all" else 0
-        self.config = tf.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=inter,
-                                     allow_soft_placement=False)
+        self.config = tf.ConfigProto(
+            intra_op_parallelism_threads=threads, inter_op_parallelism_threads=inter, allow_soft_placement=False
+        )
         self.gate = job.get("gradients", "pruned") == "gate_op"
         self.channels_first = job["device"] == "cuda"
         self.device = "/gpu:0" if self.channels_first else "/cpu:0"
@@ -60,12 +63,21 @@ class Adapter(Base):
         self.held, self.reset = [], []  # stateful layers: (state variable, final state), ops that zero the variables
 
     def environment(self):
-        return {"framework": "tensorflow", "framework_version": tf.__version__, "api": "graph (tf.Session)",
-                "cuda": None, "cudnn": None, "threads": self.config.intra_op_parallelism_threads or None,
-                "inter_op_threads": self.config.inter_op_parallelism_threads or None,
-                "layout": "NCHW" if self.channels_first else "NHWC", "ops": self.ops, "xla": False,
-                "gradients": "optimizer.compute_gradients(gate_gradients=GATE_OP), as minimize()" if self.gate
-                else "tf.gradients (only what the update reads)"}
+        return {
+            "framework": "tensorflow",
+            "framework_version": tf.__version__,
+            "api": "graph (tf.Session)",
+            "cuda": None,
+            "cudnn": None,
+            "threads": self.config.intra_op_parallelism_threads or None,
+            "inter_op_threads": self.config.inter_op_parallelism_threads or None,
+            "layout": "NCHW" if self.channels_first else "NHWC",
+            "ops": self.ops,
+            "xla": False,
+            "gradients": "optimizer.compute_gradients(gate_gradients=GATE_OP), as minimize()"
+            if self.gate
+            else "tf.gradients (only what the update reads)",
+        }
 
     # ------------------------------------------------------------------ building
 
@@ -80,8 +92,10 @@ class Adapter(Base):
         if scheme == "default":  # tf.layers' own: Glorot-uniform kernels, zero biases
             return {}
         if scheme == "xavier":  # Caffe XavierFiller: U(-a, a), a = sqrt(3 / fan_in)
-            return {"kernel_initializer": tf.variance_scaling_initializer(1.0, "fan_in", "uniform"),
-                    "bias_initializer": tf.zeros_initializer()}
+            return {
+                "kernel_initializer": tf.variance_scaling_initializer(1.0, "fan_in", "uniform"),
+                "bias_initializer": tf.zeros_initializer(),
+            }
         if scheme == "glorot_uniform":
             return {"kernel_initializer": tf.glorot_uniform_initializer(), "bias_initializer": tf.zeros_initializer()}
         raise UnsupportedError("the TensorFlow 1.x graph adapter has no initialisation %r" % scheme)
@@ -91,8 +105,11 @@ class Adapter(Base):
 
     def _spatial_pad(self, x, before, after, value=0.0):
         spatial = [[before, after[0]], [before, after[1]]]
-        return tf.pad(x, [[0, 0], [0, 0]] + spatial if self.channels_first else [[0, 0]] + spatial + [[0, 0]],
-                      constant_values=value)
+        return tf.pad(
+            x,
+            [[0, 0], [0, 0]] + spatial if self.channels_first else [[0, 0]] + spatial + [[0, 0]],
+            constant_values=value,
+        )
 
     def _layer(self, layer, shape, x):
         """The output tensor of ``layer`` (its input shape (C, H, W) or (F,): ``shape``) on tensor ``x``."""
@@ -104,17 +121,26 @@ class Adapter(Base):
             if pad and not same:
                 x = self._spatial_pad(x, pad, (pad, pad))
             self._count("conv, padding 'same'" if same else "conv, explicit zero padding" if pad else "conv")
-            conv = tf.layers.Conv2D(layer["filters"], layer["kernel"], strides=stride, padding="same" if same
-                                    else "valid", use_bias=layer.get("bias", True), data_format=fmt,
-                                    **self._initializers(kind))
+            conv = tf.layers.Conv2D(
+                layer["filters"],
+                layer["kernel"],
+                strides=stride,
+                padding="same" if same else "valid",
+                use_bias=layer.get("bias", True),
+                data_format=fmt,
+                **self._initializers(kind),
+            )
             return self._name(layer, conv, conv.apply(x))
         if kind in ("maxpool", "avgpool"):
             return self._pool(kind, layer, shape, x)
         if kind == "global_avgpool":
             return tf.reduce_mean(x, axis=[2, 3] if cf else [1, 2])
         if kind == "batchnorm":
-            bn = tf.layers.BatchNormalization(axis=1 if cf and len(shape) == 3 else -1,
-                                              momentum=1.0 - layer.get("momentum", 0.1), epsilon=layer.get("eps", 1e-5))
+            bn = tf.layers.BatchNormalization(
+                axis=1 if cf and len(shape) == 3 else -1,
+                momentum=1.0 - layer.get("momentum", 0.1),
+                epsilon=layer.get("eps", 1e-5),
+            )
             return self._name(layer, bn, bn.apply(x, training=self.training))
         if kind == "dense":
             dense = tf.layers.Dense(layer["units"], use_bias=layer.get("bias", True), **self._initializers(kind))
@@ -155,8 +181,9 @@ class Adapter(Base):
         """(N, T, F) -> (N, T, units) through layer["layers"] stacked cells; see the module's docstring."""
         units, depth, n = layer["units"], layer.get("layers", 1), self.job["batch_size"]
         self.recurrent.append((kind, units, depth))
-        self._count("%s, %s" % (kind, "BasicLSTMCell, static_rnn" if kind == "lstm"
-                                else "CudnnCompatibleGRUCell, dynamic_rnn"))
+        self._count(
+            "%s, %s" % (kind, "BasicLSTMCell, static_rnn" if kind == "lstm" else "CudnnCompatibleGRUCell, dynamic_rnn")
+        )
         with tf.variable_scope(None, default_name=kind, initializer=self._uniform()):
             if kind == "lstm":
                 cells = [tf.nn.rnn_cell.BasicLSTMCell(units, forget_bias=0.0) for _ in range(depth)]
@@ -165,11 +192,15 @@ class Adapter(Base):
             cell = tf.nn.rnn_cell.MultiRNNCell(cells) if depth > 1 else cells[0]
             initial = None
             if layer.get("stateful"):
-                held = [tf.Variable(tf.zeros([n, units]), trainable=False) for _ in range(2 * depth if kind == "lstm"
-                                                                                           else depth)]
+                held = [
+                    tf.Variable(tf.zeros([n, units]), trainable=False)
+                    for _ in range(2 * depth if kind == "lstm" else depth)
+                ]
                 self.reset.extend(tf.assign(v, tf.zeros_like(v)) for v in held)
-                initial = [tf.nn.rnn_cell.LSTMStateTuple(held[2 * i], held[2 * i + 1]) if kind == "lstm" else held[i]
-                           for i in range(depth)]
+                initial = [
+                    tf.nn.rnn_cell.LSTMStateTuple(held[2 * i], held[2 * i + 1]) if kind == "lstm" else held[i]
+                    for i in range(depth)
+                ]
                 initial = tuple(initial) if depth > 1 else initial[0]
             if kind == "lstm":
                 out, final = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), initial_state=initial, dtype=tf.float32)
@@ -187,12 +218,21 @@ class Adapter(Base):
         out = []
         for kind, units, depth in self.recurrent:
             per = 4 if kind == "lstm" else 2
-            out.append({"name": "tf1-%s-single-bias" % kind, "difference": per * units * depth,
-                        "reason": "TensorFlow 1.x's %s keeps one bias vector for %s (%d x %d per layer, %d layers) "
-                                  "where cuDNN and PyTorch keep two" % (
-                                      "BasicLSTMCell" if kind == "lstm" else "CudnnCompatibleGRUCell",
-                                      "each gate set" if kind == "lstm" else "the reset and update gates",
-                                      per, units, depth)})
+            out.append(
+                {
+                    "name": "tf1-%s-single-bias" % kind,
+                    "difference": per * units * depth,
+                    "reason": "TensorFlow 1.x's %s keeps one bias vector for %s (%d x %d per layer, %d layers) "
+                    "where cuDNN and PyTorch keep two"
+                    % (
+                        "BasicLSTMCell" if kind == "lstm" else "CudnnCompatibleGRUCell",
+                        "each gate set" if kind == "lstm" else "the reset and update gates",
+                        per,
+                        units,
+                        depth,
+                    ),
+                }
+            )
         return out
 
     def _pool(self, kind, layer, shape, x):
@@ -202,13 +242,24 @@ class Adapter(Base):
             window, strides = [1] + window[2:] + [1], [1] + strides[2:] + [1]
         fmt = "NCHW" if self.channels_first else "NHWC"
         op = tf.nn.max_pool if kind == "maxpool" else tf.nn.avg_pool
-        if pad == 0 and all(shapes.pool_output(n, layer["kernel"], stride, 0, ceil) ==
-                            shapes.pool_output(n, layer["kernel"], stride, 0, False) for n in shape[1:]):
+        if pad == 0 and all(
+            shapes.pool_output(n, layer["kernel"], stride, 0, ceil)
+            == shapes.pool_output(n, layer["kernel"], stride, 0, False)
+            for n in shape[1:]
+        ):
             self._count("%s, native" % kind)
             return op(x, window, strides, "VALID", data_format=fmt)
         self._count("%s, padded for Caffe's windows" % kind)
-        extra = [max(0, (shapes.pool_output(n, layer["kernel"], stride, pad, ceil) - 1) * stride + layer["kernel"]
-                     - n - 2 * pad) for n in shape[1:]]
+        extra = [
+            max(
+                0,
+                (shapes.pool_output(n, layer["kernel"], stride, pad, ceil) - 1) * stride
+                + layer["kernel"]
+                - n
+                - 2 * pad,
+            )
+            for n in shape[1:]
+        ]
         after = [pad + e for e in extra]
         if kind == "maxpool":
             return op(self._spatial_pad(x, pad, after, float("-inf")), window, strides, "VALID", data_format=fmt)
@@ -263,16 +314,18 @@ class Adapter(Base):
         if opt is None:
             return None
         if opt["name"] == "sgd":
-            optimizer = tf.train.MomentumOptimizer(opt["lr"], opt.get("momentum", 0.0),
-                                                   use_nesterov=opt.get("nesterov", False))
+            optimizer = tf.train.MomentumOptimizer(
+                opt["lr"], opt.get("momentum", 0.0), use_nesterov=opt.get("nesterov", False)
+            )
         elif opt["name"] == "adam":
             betas = opt.get("betas", (0.9, 0.999))
             optimizer = tf.train.AdamOptimizer(opt["lr"], betas[0], betas[1], opt.get("eps", 1e-8))
         else:
             raise UnsupportedError("the TensorFlow 1.x graph adapter has no optimizer %r" % opt["name"])
         if self.gate:
-            grads = [g for g, _ in optimizer.compute_gradients(loss, variables,
-                                                                gate_gradients=tf.train.Optimizer.GATE_OP)]
+            grads = [
+                g for g, _ in optimizer.compute_gradients(loss, variables, gate_gradients=tf.train.Optimizer.GATE_OP)
+            ]
         else:
             grads = tf.gradients(loss, variables)
         if opt.get("weight_decay"):

@@ -24,6 +24,7 @@ cunn, cudnn) are not built (images/matrix.yaml says why).
 
 Python 3.6 syntax, standard library and numpy only.
 """
+
 import os
 import subprocess
 
@@ -54,8 +55,9 @@ class Harness(object):
     """A running torch7_harness.lua: ``call(line, payload)`` -> (reply text, reply payload or None)."""
 
     def __init__(self, command=None):
-        self.process = subprocess.Popen(command or [LUAJIT, HARNESS], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE)  # its stderr is the job's
+        self.process = subprocess.Popen(
+            command or [LUAJIT, HARNESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )  # its stderr is the job's
 
     def call(self, line, payload=b"", reply_bytes=None):
         """Send one request; returns the reply's text, and with ``reply_bytes`` (a function of the text giving a
@@ -64,8 +66,10 @@ class Harness(object):
         self.process.stdin.flush()
         answer = self.process.stdout.readline().decode().rstrip("\n")
         if not answer.startswith("= "):
-            raise HarnessError("the Torch 7 harness %s: %s" % (
-                "ended (exit status %s)" % self.process.wait() if not answer else "failed", answer[2:] or answer))
+            raise HarnessError(
+                "the Torch 7 harness %s: %s"
+                % ("ended (exit status %s)" % self.process.wait() if not answer else "failed", answer[2:] or answer)
+            )
         text = answer[2:]
         if reply_bytes is None:
             return text
@@ -91,15 +95,24 @@ class Adapter(Base):
         self.build_name = "torch7 (Lua)"
         self.harness = Harness()
         self.slots = 0
-        luajit, threads, openmp = self.harness.call("setup %d %d" % (job.get("threads") or 0,
-                                                                    job.get("seed") or 0)).split("|")
+        luajit, threads, openmp = self.harness.call(
+            "setup %d %d" % (job.get("threads") or 0, job.get("seed") or 0)
+        ).split("|")
         self.lua = {"luajit": luajit, "threads": int(threads), "openmp": openmp}
 
     def environment(self):
-        return {"framework": "torch7", "framework_version": self.job.get("framework_version"),
-                "sources": sources(), "luajit": self.lua["luajit"], "openmp": self.lua["openmp"],
-                "threads": self.lua["threads"], "cuda": None, "cudnn": None, "layout": "NCHW",
-                "driver": "runner.adapters.torch7_harness.lua over a pipe (one LuaJIT process per job)"}
+        return {
+            "framework": "torch7",
+            "framework_version": self.job.get("framework_version"),
+            "sources": sources(),
+            "luajit": self.lua["luajit"],
+            "openmp": self.lua["openmp"],
+            "threads": self.lua["threads"],
+            "cuda": None,
+            "cudnn": None,
+            "layout": "NCHW",
+            "driver": "runner.adapters.torch7_harness.lua over a pipe (one LuaJIT process per job)",
+        }
 
     def build(self):
         model = self.job["model"]
@@ -120,9 +133,19 @@ class Adapter(Base):
             if opt.get("clip_norm"):
                 raise UnsupportedError("the torch7 adapter does not clip gradients (optim has no clip_norm)")
             betas = opt.get("betas") or (0.9, 0.999)
-            self.harness.call("optim %s %r %r %d %r %r %r %r" % (
-                opt["name"], float(opt["lr"]), float(opt.get("momentum", 0.0)), int(opt.get("nesterov", False)),
-                float(opt.get("weight_decay", 0.0)), float(betas[0]), float(betas[1]), float(opt.get("eps") or 1e-8)))
+            self.harness.call(
+                "optim %s %r %r %d %r %r %r %r"
+                % (
+                    opt["name"],
+                    float(opt["lr"]),
+                    float(opt.get("momentum", 0.0)),
+                    int(opt.get("nesterov", False)),
+                    float(opt.get("weight_decay", 0.0)),
+                    float(betas[0]),
+                    float(betas[1]),
+                    float(opt.get("eps") or 1e-8),
+                )
+            )
         return count
 
     def to_device(self, x, y):
@@ -133,8 +156,10 @@ class Adapter(Base):
 
     def _send(self, slot, x, y):
         xb, yb = x.tobytes(), y.tobytes()
-        self.harness.call("batch %d %d %d %d %s" % (slot, x.shape[0], len(xb), len(yb),
-                                                     " ".join(str(d) for d in x.shape[1:])), xb + yb)
+        self.harness.call(
+            "batch %d %d %d %d %s" % (slot, x.shape[0], len(xb), len(yb), " ".join(str(d) for d in x.shape[1:])),
+            xb + yb,
+        )
         return slot
 
     def train_step(self, x, y):
@@ -149,7 +174,7 @@ class Adapter(Base):
         text, data = self.harness.call("params", reply_bytes=lambda t: int(t.split()[1]))
         sizes = [int(s) for s in text.split()[2:]]
         flat = np.frombuffer(data, dtype=np.float32)
-        return [flat[sum(sizes[:i]):sum(sizes[:i + 1])].copy() for i in range(len(sizes))]
+        return [flat[sum(sizes[:i]) : sum(sizes[: i + 1])].copy() for i in range(len(sizes))]
 
     def release(self):
         harness = self.__dict__.get("harness")

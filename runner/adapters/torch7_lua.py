@@ -24,6 +24,7 @@ Recurrent layers (embedding, lstm, gru, last_step) have no module here: Torch 7'
 
 Python 3.6 syntax, standard library only.
 """
+
 from runner import shapes
 
 RECURRENT = frozenset(["embedding", "lstm", "gru", "last_step"])
@@ -88,7 +89,8 @@ def module(layer, shape, first):
         return text
     if kind == "concat":
         return "nn.Sequential():add(nn.ConcatTable():add(nn.Identity()):add(%s)):add(nn.JoinTable(2))" % sequential(
-            layer["body"], shape)
+            layer["body"], shape
+        )
     if kind in RECURRENT:
         raise NoModule("Torch 7's nn has no %s module of DLBench's kind (its LSTM script used the rnn package)" % kind)
     raise NoModule("no Torch 7 module for layer type %r" % kind)

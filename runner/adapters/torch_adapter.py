@@ -24,6 +24,7 @@ backward, optimizer step, as the studies' PyTorch loops (DeepLearningFrameworks'
 Torch's forward, backward, updateParameters). Nothing else: the loss is returned as a device tensor (no host sync per
 step); gradient clipping and autocast / GradScaler only where the spec or --precision asks.
 """
+
 import contextlib
 import inspect
 import math
@@ -36,11 +37,13 @@ from torch import nn
 from runner import data as datamod
 from runner import shapes
 from runner.adapters import UnsupportedError, torch_layers
-from runner.adapters.base import Adapter as Base, batchnorm_targets, kernel_targets, test_metrics
+from runner.adapters.base import Adapter as Base
+from runner.adapters.base import batchnorm_targets, kernel_targets, test_metrics
 
 # gradients dropped before each step (torch >= 1.7; the default from 2.0), zeroed in place before (the studies' era)
-ZERO_GRAD = {"set_to_none": True} if "set_to_none" in inspect.signature(torch.optim.Optimizer.zero_grad).parameters \
-    else {}
+ZERO_GRAD = (
+    {"set_to_none": True} if "set_to_none" in inspect.signature(torch.optim.Optimizer.zero_grad).parameters else {}
+)
 
 # torch.cuda.current_stream takes the device (torch >= 1.1)
 STREAM_OF_DEVICE = "device" in inspect.signature(torch.cuda.current_stream).parameters
@@ -102,17 +105,29 @@ def _loss(loss):
     if loss["name"] != "softmax_cross_entropy":
         raise UnsupportedError("torch adapter has no loss %r" % loss["name"])
     if loss.get("reduction", "mean") == "sum_over_time":
-        return lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="sum") / y.shape[0]
+        return lambda out, y: (
+            F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="sum") / y.shape[0]
+        )
     return lambda out, y: F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
 
 
 def _optimizer(params, opt):
     if opt["name"] == "sgd":
-        return torch.optim.SGD(params, lr=opt["lr"], momentum=opt.get("momentum", 0.0),
-                               weight_decay=opt.get("weight_decay", 0.0), nesterov=opt.get("nesterov", False))
+        return torch.optim.SGD(
+            params,
+            lr=opt["lr"],
+            momentum=opt.get("momentum", 0.0),
+            weight_decay=opt.get("weight_decay", 0.0),
+            nesterov=opt.get("nesterov", False),
+        )
     if opt["name"] == "adam":
-        return torch.optim.Adam(params, lr=opt["lr"], betas=tuple(opt.get("betas", (0.9, 0.999))),
-                                eps=opt.get("eps", 1e-8), weight_decay=opt.get("weight_decay", 0.0))
+        return torch.optim.Adam(
+            params,
+            lr=opt["lr"],
+            betas=tuple(opt.get("betas", (0.9, 0.999))),
+            eps=opt.get("eps", 1e-8),
+            weight_decay=opt.get("weight_decay", 0.0),
+        )
     raise UnsupportedError("torch adapter has no optimizer %r" % opt["name"])
 
 
@@ -132,7 +147,7 @@ def _torchvision_resnet_as_keras(files):
         if parts[0] in ("conv1", "bn1", "fc"):
             layer, field = {"conv1": "conv1", "bn1": "bn_conv1", "fc": "fc1000"}[parts[0]], parts[1]
         else:
-            tag = "%d%s" % (int(parts[0][len("layer"):]) + 1, shapes.block_letter(int(parts[1])))
+            tag = "%d%s" % (int(parts[0][len("layer") :]) + 1, shapes.block_letter(int(parts[1])))
             if parts[2] == "downsample":
                 layer, field = ("res" if parts[3] == "0" else "bn") + tag + "_branch1", parts[4]
             else:
@@ -141,8 +156,12 @@ def _torchvision_resnet_as_keras(files):
         if field == "num_batches_tracked":
             continue
         if layer.startswith("bn"):
-            field = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean",
-                     "running_var": "moving_variance"}[field]
+            field = {
+                "weight": "gamma",
+                "bias": "beta",
+                "running_mean": "moving_mean",
+                "running_var": "moving_variance",
+            }[field]
         elif field == "weight":  # back to Keras layouts, which load_weights transposes
             array = array.transpose(2, 3, 1, 0) if array.ndim == 4 else array.T
             field = "kernel"
@@ -166,8 +185,12 @@ def _recompile_limit():
 def _peer_access():
     """{"i->j": whether GPU i can read GPU j's memory directly (P2P)} over the GPUs this process sees."""
     count = torch.cuda.device_count()
-    return dict(("%d->%d" % (i, j), bool(torch.cuda.can_device_access_peer(i, j)))
-                for i in range(count) for j in range(count) if i != j)
+    return dict(
+        ("%d->%d" % (i, j), bool(torch.cuda.can_device_access_peer(i, j)))
+        for i in range(count)
+        for j in range(count)
+        if i != j
+    )
 
 
 class _EventClock(object):
@@ -205,13 +228,17 @@ class Adapter(Base):
         self.device = torch.device("cuda:%d" % local if job["device"] == "cuda" else "cpu")
         if self.distributed:  # env:// rendezvous (runner.ranks); every collective has the job's time limit
             import datetime
+
             import torch.distributed as dist
 
             if self.device.type == "cuda":
                 torch.cuda.set_device(self.device)
-            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo", rank=int(os.environ["RANK"]),
-                                    world_size=job["ranks"],
-                                    timeout=datetime.timedelta(seconds=job.get("timeout_s") or 1800))
+            dist.init_process_group(
+                "nccl" if self.device.type == "cuda" else "gloo",
+                rank=int(os.environ["RANK"]),
+                world_size=job["ranks"],
+                timeout=datetime.timedelta(seconds=job.get("timeout_s") or 1800),
+            )
         self.build_name = "torch %s" % torch.__version__
         if job.get("threads"):
             torch.set_num_threads(job["threads"])
@@ -221,8 +248,9 @@ class Adapter(Base):
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = bool(job.get("cudnn_autotune", True))
-        self.amp_dtype = (torch.bfloat16 if precision == "bf16" else torch.float16) \
-            if precision in ("bf16", "fp16") else None  # looked up only then: torch < 1.3 has no bfloat16
+        self.amp_dtype = (
+            (torch.bfloat16 if precision == "bf16" else torch.float16) if precision in ("bf16", "fp16") else None
+        )  # looked up only then: torch < 1.3 has no bfloat16
         self.scaler = None
         if precision == "fp16" and self.device.type == "cuda":
             self.scaler = torch.cuda.amp.GradScaler()
@@ -270,7 +298,8 @@ class Adapter(Base):
             "interop_threads": torch.get_num_interop_threads() if hasattr(torch, "get_num_interop_threads") else None,
             "mkldnn": torch.backends.mkldnn.is_available() if hasattr(torch.backends, "mkldnn") else None,
             "tf32": {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32}
-            if _tf32_switches() else None,
+            if _tf32_switches()
+            else None,
             "autocast": str(self.amp_dtype).replace("torch.", "") if self.amp_dtype is not None else None,
             "grad_scaler": self.scaler is not None,
             "cudnn_autotune": torch.backends.cudnn.benchmark if self.device.type == "cuda" else None,
@@ -282,17 +311,25 @@ class Adapter(Base):
         if self.distributed:
             import torch.distributed as dist
 
-            env["data_parallel"] = {"backend": dist.get_backend(), "world_size": dist.get_world_size(),
-                                    "rank": dist.get_rank(), "how": "DistributedDataParallel",
-                                    "broadcast_buffers": False, "gradient_as_bucket_view": True,
-                                    "nccl": ".".join(map(str, torch.cuda.nccl.version()))
-                                    if self.device.type == "cuda" else None,
-                                    "peer_access": _peer_access() if self.device.type == "cuda" else None}
+            env["data_parallel"] = {
+                "backend": dist.get_backend(),
+                "world_size": dist.get_world_size(),
+                "rank": dist.get_rank(),
+                "how": "DistributedDataParallel",
+                "broadcast_buffers": False,
+                "gradient_as_bucket_view": True,
+                "nccl": ".".join(map(str, torch.cuda.nccl.version())) if self.device.type == "cuda" else None,
+                "peer_access": _peer_access() if self.device.type == "cuda" else None,
+            }
         if self.device.type == "cuda":
             props = torch.cuda.get_device_properties(self.device)
-            env["gpu"] = {"name": props.name, "capability": "%d.%d" % (props.major, props.minor),
-                          "memory_bytes": props.total_memory, "arch_list": self.cuda_archs() or None,
-                          "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+            env["gpu"] = {
+                "name": props.name,
+                "capability": "%d.%d" % (props.major, props.minor),
+                "memory_bytes": props.total_memory,
+                "arch_list": self.cuda_archs() or None,
+                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            }
         return env
 
     def build(self):
@@ -313,8 +350,11 @@ class Adapter(Base):
             # each rank keeps its own batch-norm statistics, as the studies' frameworks did (no broadcast of rank
             # 0's buffers before every forward); gradients live in the all-reduce buckets (no copy in and out)
             self.forward = nn.parallel.DistributedDataParallel(
-                self.forward, device_ids=[self.device.index] if self.device.type == "cuda" else None,
-                broadcast_buffers=False, gradient_as_bucket_view=True)
+                self.forward,
+                device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                broadcast_buffers=False,
+                gradient_as_bucket_view=True,
+            )
         self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
         if self.job.get("optimizer"):  # none for inference
             self.clip_norm = self.job["optimizer"].get("clip_norm")
@@ -356,8 +396,9 @@ class Adapter(Base):
             return {}
         graphs = _compiled_graphs() - self.compiled_before
         if graphs < 1:
-            raise RuntimeError("torch.compile compiled no graph for this job: it ran eager (recompile limit %s)"
-                               % _recompile_limit())
+            raise RuntimeError(
+                "torch.compile compiled no graph for this job: it ran eager (recompile limit %s)" % _recompile_limit()
+            )
         return {"compiled_graphs": graphs}
 
     def release(self):

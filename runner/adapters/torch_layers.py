@@ -5,6 +5,7 @@ batch axis; layers with a ``name`` are remembered in ``named`` (name -> module),
 Recurrent layers are nn.LSTM / nn.GRU, batch first (N, T, F); raises UnsupportedError for a layer type it has no
 module for.
 """
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -78,13 +79,24 @@ class Recurrent(nn.Module):
 def _module(layer, in_shape, named):
     kind = layer["type"]
     if kind == "conv":
-        m = nn.Conv2d(in_shape[0], layer["filters"], layer["kernel"], stride=layer.get("stride", 1),
-                      padding=layer.get("pad", 0), bias=layer.get("bias", True))
+        m = nn.Conv2d(
+            in_shape[0],
+            layer["filters"],
+            layer["kernel"],
+            stride=layer.get("stride", 1),
+            padding=layer.get("pad", 0),
+            bias=layer.get("bias", True),
+        )
     elif kind in ("maxpool", "avgpool"):
         cls = nn.MaxPool2d if kind == "maxpool" else nn.AvgPool2d
         kwargs = {"count_include_pad": True} if kind == "avgpool" else {}
-        m = cls(layer["kernel"], stride=layer.get("stride", layer["kernel"]), padding=layer.get("pad", 0),
-                ceil_mode=layer.get("ceil", False), **kwargs)
+        m = cls(
+            layer["kernel"],
+            stride=layer.get("stride", layer["kernel"]),
+            padding=layer.get("pad", 0),
+            ceil_mode=layer.get("ceil", False),
+            **kwargs,
+        )
     elif kind == "global_avgpool":
         m = GlobalAvgPool()
     elif kind == "batchnorm":
@@ -101,8 +113,11 @@ def _module(layer, in_shape, named):
     elif kind == "pad_channels":
         m = PadChannels(layer["filters"] - in_shape[0])
     elif kind == "residual":
-        m = Residual(sequential(layer["body"], in_shape, named), sequential(layer.get("shortcut", []), in_shape, named),
-                     sequential(layer.get("after", []), shapes.apply_all(layer["body"], in_shape)[0], named))
+        m = Residual(
+            sequential(layer["body"], in_shape, named),
+            sequential(layer.get("shortcut", []), in_shape, named),
+            sequential(layer.get("after", []), shapes.apply_all(layer["body"], in_shape)[0], named),
+        )
     elif kind == "concat":
         m = Concat(sequential(layer["body"], in_shape, named))
     elif kind == "embedding":

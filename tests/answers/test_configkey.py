@@ -2,14 +2,14 @@
 timer or host fingerprint differs is "not comparable", never faster or slower, in the site's history and in
 `dlrepro compare`; the study matrix sets two hosts of one CPU model name apart; compare, the history, the matrix and
 check's side-by-side groups read the key from answers/configkey.py and define none of their own."""
+
 import ast
 from types import SimpleNamespace
 
 from dlrepro import REPO_ROOT
+from dlrepro.answers import configkey, gather, history, matrix, verdicts
 from dlrepro.cli import render
-from dlrepro.answers import gather
 from dlrepro.store import bundle, tables
-from dlrepro.answers import configkey, history, matrix, verdicts
 from tests.bundles import EPYC, Job, make
 
 AVX512 = dict(EPYC, flags=["avx2", "fma", "avx512f", "avx512_bf16"])  # the same model name, another machine
@@ -29,17 +29,21 @@ def _shown(point):
 
 def test_a_timer_change_in_a_history_is_not_comparable_never_faster(tmp_path):
     before = make(tmp_path / "a", "fcn", [Job("jax", "fcn-s", 64, medians=[0.100] * 6, device="cuda")])
-    after = make(tmp_path / "b", "fcn", [Job("jax", "fcn-s", 64, medians=[0.088] * 6, device="cuda",
-                                             timer="device_events")])
-    again = make(tmp_path / "c", "fcn", [Job("jax", "fcn-s", 64, medians=[0.080] * 6, device="cuda",
-                                             timer="device_events")])
+    after = make(
+        tmp_path / "b", "fcn", [Job("jax", "fcn-s", 64, medians=[0.088] * 6, device="cuda", timer="device_events")]
+    )
+    again = make(
+        tmp_path / "c", "fcn", [Job("jax", "fcn-s", 64, medians=[0.080] * 6, device="cuda", timer="device_events")]
+    )
     (line,) = _history([before, after, again])
     assert [p.timer for p in line.points] == ["host_sync", "device_events", "device_events"]
     assert _shown(line.points[1]) == "not comparable: timer changed (host_sync -> device_events)"
     assert line.points[1].change is None
     # the next run, timed alike, is judged against it: -9.1% with 6 vs 6 separated repeats
-    assert (line.points[2].verdict, line.points[2].reason) == (verdicts.FASTER, "-9.1%, p = 0.0022 < 0.01, 6 vs 6 "
-                                                                                "repeats")
+    assert (line.points[2].verdict, line.points[2].reason) == (
+        verdicts.FASTER,
+        "-9.1%, p = 0.0022 < 0.01, 6 vs 6 repeats",
+    )
 
 
 def test_two_cpus_sold_under_one_model_name_are_two_hosts_in_a_history(tmp_path):
@@ -48,20 +52,34 @@ def test_two_cpus_sold_under_one_model_name_are_two_hosts_in_a_history(tmp_path)
     (line,) = _history([without, with_avx512])  # one line: one configuration on one device model (AMD EPYC 9B14)
     assert line.key["device_name"] == "AMD EPYC 9B14"
     assert _shown(line.points[1]) == "not comparable: other host (ISA avx2 fma -> avx2 avx512_bf16 avx512f fma)"
-    assert configkey.host_text(line.points[1].host) == ("CPU AMD EPYC 9B14, logical CPUs 2, "
-                                                        "ISA avx2 avx512_bf16 avx512f fma, GPUs none")
+    assert configkey.host_text(line.points[1].host) == (
+        "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 avx512_bf16 avx512f fma, GPUs none"
+    )
 
 
 def test_compare_calls_a_timer_change_not_comparable_and_footnotes_why(tmp_path, capsys):
-    first = make(tmp_path / "a", "fcn", [Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
-                                          Job("jax", "fcn-s", 64, medians=[0.100] * 6, device="cuda")])
-    second = make(tmp_path / "b", "fcn", [Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
-                                           Job("jax", "fcn-s", 64, medians=[0.080] * 6, device="cuda",
-                                               timer="device_events")])
+    first = make(
+        tmp_path / "a",
+        "fcn",
+        [
+            Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
+            Job("jax", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
+        ],
+    )
+    second = make(
+        tmp_path / "b",
+        "fcn",
+        [
+            Job("torch", "fcn-s", 64, medians=[0.100] * 6, device="cuda"),
+            Job("jax", "fcn-s", 64, medians=[0.080] * 6, device="cuda", timer="device_events"),
+        ],
+    )
     found = gather.comparison(str(first), str(second))
     rows = found.cells.set_index("framework")
     assert (rows.loc["jax", "verdict"], rows.loc["jax", "reason"]) == (
-        verdicts.NOT_COMPARABLE, "timer changed (host_sync -> device_events)")
+        verdicts.NOT_COMPARABLE,
+        "timer changed (host_sync -> device_events)",
+    )
     assert (rows.loc["jax", "median_a"], rows.loc["jax", "median_b"]) == (0.100, 0.080)
     assert rows.loc["torch", "verdict"] == verdicts.NO_CHANGE
     assert found.exit_status("slower") == 0 and found.exit_status("unproven") == 1
@@ -76,8 +94,10 @@ def test_compare_across_two_hosts_of_one_cpu_model_name_is_not_comparable(tmp_pa
     second = make(tmp_path / "b", "alexnet", [Job("torch", "alexnet-s", 16, medians=[0.050] * 6)], cpu=AVX512)
     found = gather.comparison(str(first), str(second))
     (row,) = found.cells.itertuples()
-    assert "%s: %s" % (row.verdict, row.reason) == \
-        "not comparable: other host (ISA avx2 fma -> avx2 avx512_bf16 avx512f fma)"
+    assert (
+        "%s: %s" % (row.verdict, row.reason)
+        == "not comparable: other host (ISA avx2 fma -> avx2 avx512_bf16 avx512f fma)"
+    )
     assert found.differs == ["ISA avx2 fma / avx2 avx512_bf16 avx512f fma"]
 
 
@@ -86,21 +106,37 @@ def _answer(name, created, cpu, verdict):
     body = {"host": {"cpu": cpu, "gpus": []}}
     claim = SimpleNamespace(claim="c1", verdict=verdict)
     study = SimpleNamespace(title="a study", claims={"c1": SimpleNamespace(text="a claim")})
-    return SimpleNamespace(record={"study": "dlf", "created": created, "finished": True, "runs": {}},
-                           record_path="results/studies/%s.json" % name, host="2-CPU AMD EPYC 9B14, no GPU",
-                           bundle=SimpleNamespace(bodies=[body], summary=None), claims=[claim], untestable=[],
-                           drift=[], study=study)
+    return SimpleNamespace(
+        record={"study": "dlf", "created": created, "finished": True, "runs": {}},
+        record_path="results/studies/%s.json" % name,
+        host="2-CPU AMD EPYC 9B14, no GPU",
+        bundle=SimpleNamespace(bodies=[body], summary=None),
+        claims=[claim],
+        untestable=[],
+        drift=[],
+        study=study,
+    )
 
 
 def test_the_study_matrix_sets_two_hosts_of_one_cpu_model_name_apart():
-    (found,) = matrix.matrices([_answer("dlf-1", "2026-12-01", EPYC, verdicts.HOLDS),
-                                _answer("dlf-2", "2026-12-04", AVX512, verdicts.DOES_NOT_HOLD)])
+    (found,) = matrix.matrices(
+        [
+            _answer("dlf-1", "2026-12-01", EPYC, verdicts.HOLDS),
+            _answer("dlf-2", "2026-12-04", AVX512, verdicts.DOES_NOT_HOLD),
+        ]
+    )
     assert [(c.host, [r.name for r in c.records], c.fingerprint) for c in found.columns] == [
         ("2-CPU AMD EPYC 9B14, no GPU", ["dlf-1"], "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 fma, GPUs none"),
-        ("2-CPU AMD EPYC 9B14, no GPU", ["dlf-2"],
-         "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 avx512_bf16 avx512f fma, GPUs none")]
+        (
+            "2-CPU AMD EPYC 9B14, no GPU",
+            ["dlf-2"],
+            "CPU AMD EPYC 9B14, logical CPUs 2, ISA avx2 avx512_bf16 avx512f fma, GPUs none",
+        ),
+    ]
     assert {k: (v.best.verdict.verdict, v.others) for k, v in found.cells.items()} == {
-        ("c1", 0): (verdicts.HOLDS, []), ("c1", 1): (verdicts.DOES_NOT_HOLD, [])}
+        ("c1", 0): (verdicts.HOLDS, []),
+        ("c1", 1): (verdicts.DOES_NOT_HOLD, []),
+    }
 
 
 def _imports(tree):
@@ -110,18 +146,26 @@ def _imports(tree):
 def _key_lists(tree):
     """The module-level names assigned a grouping key of their own: a list or tuple literal naming the spec and two
     or more other columns of the key (a list of the columns a view shows, without the spec, is no key)."""
+
     def names(node):
         return {e.value for e in node.elts if isinstance(e, ast.Constant)}
-    return [t.id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, (ast.List, ast.Tuple))
-            for t in n.targets if isinstance(t, ast.Name)
-            if "spec" in names(n.value) and len(names(n.value) & set(configkey.LINE)) >= 3]
+
+    return [
+        t.id
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, (ast.List, ast.Tuple))
+        for t in n.targets
+        if isinstance(t, ast.Name)
+        if "spec" in names(n.value) and len(names(n.value) & set(configkey.LINE)) >= 3
+    ]
 
 
 def test_compare_history_matrix_and_check_read_the_key_from_its_one_home_and_define_none():
     for name in ("regression", "history", "matrix", "model"):  # compare, the history, the matrix, check's groups
         tree = ast.parse((ANSWERS / ("%s.py" % name)).read_text())
         assert ("dlrepro.answers", "configkey") in _imports(tree) or any(
-            module == "dlrepro.answers.configkey" for module, _ in _imports(tree)), name
+            module == "dlrepro.answers.configkey" for module, _ in _imports(tree)
+        ), name
         assert _key_lists(tree) == [], name
     assert _key_lists(ast.parse((ANSWERS / "configkey.py").read_text())) == ["CONFIGURATION", "SIDE_BY_SIDE"]
 
@@ -130,11 +174,14 @@ def test_the_committed_jax_fcn_s_b1024_history_on_the_h200_is_a_timer_change_not
     """Review 0525f18 U2 / A2: the site called this pair "faster, -12.3%, p = 0.0022"."""
     from dlrepro.views import site as pages
 
-    folders = [REPO_ROOT / "results" / name for name in ("fcn-20261202T004222Z-a1585eee",
-                                                         "fcn-20261203T173433Z-74c9b923")]
+    folders = [
+        REPO_ROOT / "results" / name for name in ("fcn-20261202T004222Z-a1585eee", "fcn-20261203T173433Z-74c9b923")
+    ]
     summary, samples = tables.merge(folders)
     found = history.history([bundle.body(f) for f in folders], summary, samples)
-    (line,) = [c for c in found if (c.key["framework"], c.key["batch_size"], c.key["precision"]) == ("jax", 1024, "fp32")]
+    (line,) = [
+        c for c in found if (c.key["framework"], c.key["batch_size"], c.key["precision"]) == ("jax", 1024, "fp32")
+    ]
     assert line.slug.startswith("fcn.fcn-s.jax-0.11.2.cuda.b1024.fp32-")
     assert [p.timer for p in line.points] == ["host_sync", "device_events"]
     assert _shown(line.points[1]) == "not comparable: timer changed (host_sync -> device_events)"

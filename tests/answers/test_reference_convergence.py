@@ -5,14 +5,19 @@ The bundles were made with `dlrepro run --spec=fcn --variant fcn-r --mode conver
 project's 2-CPU build machine (results/README.md). CNTK, Caffe2 and Caffe have no such bundle: their short
 runs (tests/containers/test_frameworks.py) show the convergence path works, not that the model learns.
 """
+
 import json
 
 import pytest
 
 from dlrepro import REPO_ROOT
 
-BUNDLES = {"torch": "fcn-20261130T014428Z-a5ac0efc", "tensorflow": "fcn-20261130T022354Z-cc755c44",
-           "mxnet": "fcn-20261130T022354Z-cc755c44", "jax": "fcn-20261130T022354Z-cc755c44"}
+BUNDLES = {
+    "torch": "fcn-20261130T014428Z-a5ac0efc",
+    "tensorflow": "fcn-20261130T022354Z-cc755c44",
+    "mxnet": "fcn-20261130T022354Z-cc755c44",
+    "jax": "fcn-20261130T022354Z-cc755c44",
+}
 CONSTANT_PREDICTOR = 1135 / 10000  # the digit 1's share of MNIST's test set
 
 

@@ -1,16 +1,18 @@
 """Bundle against bundle: the verdict rule (faster / slower / no change / cannot tell), its test, its interval
 and the configurations it pairs (dlrepro.answers.regression)."""
+
 from math import comb
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from dlrepro import REPO_ROOT
-from dlrepro.store import tables
 from dlrepro.answers import regression
 from dlrepro.answers.verdicts import CANNOT_TELL, FASTER, NO_CHANGE, ONLY_IN_A, ONLY_IN_B, SLOWER
+from dlrepro.store import tables
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
 
@@ -82,7 +84,7 @@ def test_the_null_distribution_of_u_is_exact():
     x, y = [0.1, 0.4, 0.5, 0.9], [0.2, 0.3, 0.6, 0.7, 0.8, 1.0]
     u = stats.mannwhitneyu(x, y).statistic
     p_less = stats.mannwhitneyu(x, y, alternative="less", method="exact").pvalue
-    assert sum(regression._u_counts(4, 6)[:int(u) + 1]) / comb(10, 4) == pytest.approx(p_less)
+    assert sum(regression._u_counts(4, 6)[: int(u) + 1]) / comb(10, 4) == pytest.approx(p_less)
 
 
 seconds = st.floats(min_value=0.5, max_value=2.0, allow_nan=False)
@@ -90,8 +92,12 @@ sides = st.lists(seconds, min_size=2, max_size=7)
 
 
 @settings(max_examples=60, deadline=None)
-@given(a=sides, d=st.floats(min_value=0.0, max_value=1.0), sign=st.sampled_from([1, -1]),
-       min_effect=st.sampled_from([0.0, 0.02, 0.05, 0.1]))
+@given(
+    a=sides,
+    d=st.floats(min_value=0.0, max_value=1.0),
+    sign=st.sampled_from([1, -1]),
+    min_effect=st.sampled_from([0.0, 0.02, 0.05, 0.1]),
+)
 def test_an_effect_beyond_the_minimum_is_never_no_change(a, d, sign, min_effect):
     factor = (1 + min_effect + d + 1e-9) ** sign  # B: every repeat of A scaled, so the medians differ by it
     found = regression.judge(a, [x * factor for x in a], min_effect)
@@ -119,8 +125,11 @@ def test_the_verdict_is_antisymmetric(a, b, min_effect, alpha):
 
 
 @settings(max_examples=30, deadline=None)
-@given(low=st.floats(min_value=1.0, max_value=1.5), spread=st.floats(min_value=0.0, max_value=0.04),
-       n=st.integers(min_value=5, max_value=7))
+@given(
+    low=st.floats(min_value=1.0, max_value=1.5),
+    spread=st.floats(min_value=0.0, max_value=0.04),
+    n=st.integers(min_value=5, max_value=7),
+)
 def test_separated_repeats_with_a_large_effect_are_slower(low, spread, n):
     # every repeat of B at least 10% above every one of A, ties allowed: the exact test reaches 2 / C(2n, n)
     a = [low + spread * (i // 2) / n for i in range(n)]
@@ -131,21 +140,43 @@ def test_separated_repeats_with_a_large_effect_are_slower(low, spread, n):
 
 def _samples(rows_by_job, repeats=6):
     """Sample rows of one bundle: per (framework, version) its seconds, split into ``repeats`` equal repeats."""
-    rows = [{"spec": "alexnet", "variant": "alexnet-s", "framework": f, "framework_version": v, "device": "cpu",
-             "mode": "throughput", "batch_size": 16, "precision": "fp32", "threads": 2, "sample": "iteration",
-             "seconds": s, "bundle_id": "b", "job_id": "alexnet-s.%s-%s.cpu.b16" % (f, v),
-             "repeat": 1 + i * repeats // len(seconds)}
-            for (f, v), seconds in rows_by_job.items() for i, s in enumerate(seconds)]
+    rows = [
+        {
+            "spec": "alexnet",
+            "variant": "alexnet-s",
+            "framework": f,
+            "framework_version": v,
+            "device": "cpu",
+            "mode": "throughput",
+            "batch_size": 16,
+            "precision": "fp32",
+            "threads": 2,
+            "sample": "iteration",
+            "seconds": s,
+            "bundle_id": "b",
+            "job_id": "alexnet-s.%s-%s.cpu.b16" % (f, v),
+            "repeat": 1 + i * repeats // len(seconds),
+        }
+        for (f, v), seconds in rows_by_job.items()
+        for i, s in enumerate(seconds)
+    ]
     return tables.frame(rows, tables.SAMPLE_COLUMNS)
 
 
 def test_a_regression_needs_evidence_and_the_minimum_effect():
     rng = np.random.default_rng(0)
     base = rng.normal(1.0, 0.02, 48)
-    a = _samples({("torch", "2"): base, ("mxnet", "1"): base, ("jax", "1"): rng.normal(1.0, 0.002, 48),
-                  ("caffe", "1"): base})
-    b = _samples({("torch", "2"): rng.normal(1.10, 0.02, 48), ("mxnet", "1"): rng.normal(1.0, 0.02, 48),
-                  ("jax", "1"): rng.normal(1.02, 0.002, 48), ("cntk", "1"): base})
+    a = _samples(
+        {("torch", "2"): base, ("mxnet", "1"): base, ("jax", "1"): rng.normal(1.0, 0.002, 48), ("caffe", "1"): base}
+    )
+    b = _samples(
+        {
+            ("torch", "2"): rng.normal(1.10, 0.02, 48),
+            ("mxnet", "1"): rng.normal(1.0, 0.02, 48),
+            ("jax", "1"): rng.normal(1.02, 0.002, 48),
+            ("cntk", "1"): base,
+        }
+    )
     rows = regression.against_bundle(a, b, min_effect=0.05, alpha=0.01).set_index("framework")
     assert rows.loc["torch", "verdict"] == SLOWER and rows.loc["torch", "change"] == pytest.approx(0.10, abs=0.02)
     assert rows.loc["torch", "n_a"] == rows.loc["torch", "n_b"] == 6  # repeats, not iterations
@@ -184,8 +215,9 @@ def test_versions_of_one_framework_are_never_pooled():
     assert rows.loc["1.9.1", "change"] == pytest.approx(0.5) and rows.loc["0.12.0", "change"] == 0.0
     assert rows.loc["1.9.1", "framework_version_b"] == "1.9.1"
     # one version a side: B is an upgrade of A's framework, and the pair is what is compared
-    (row,) = regression.against_bundle(_samples({("torch", "2.12"): one}), _samples({("torch", "2.13"): slow}))\
-        .itertuples()
+    (row,) = regression.against_bundle(
+        _samples({("torch", "2.12"): one}), _samples({("torch", "2.13"): slow})
+    ).itertuples()
     assert (row.framework_version, row.framework_version_b, row.change) == ("2.12", "2.13", 0.5)
     # two versions in A, one in B: only the equal version pairs, the other is only in A
     rows = regression.against_bundle(a, _samples({("mxnet", "1.9.1"): one}))
@@ -194,8 +226,10 @@ def test_versions_of_one_framework_are_never_pooled():
 
 def test_bundles_of_older_tables_versions_still_compare():
     # tables v1 against v2 (H200, PyTorch 2.11): every configuration pairs; 3 repeats a side prove nothing
-    old, newer = (tables.samples(REPO_ROOT / "results" / name) for name in
-                  ("alexnet-20261130T041002Z-d802ef07", "alexnet-20261130T043240Z-d802ef07"))
+    old, newer = (
+        tables.samples(REPO_ROOT / "results" / name)
+        for name in ("alexnet-20261130T041002Z-d802ef07", "alexnet-20261130T043240Z-d802ef07")
+    )
     rows = regression.against_bundle(old, newer)
     assert sorted(rows["batch_size"]) == [16, 32, 64, 128] and set(rows["verdict"]) == {CANNOT_TELL}
     assert set(rows["framework_version"]) == set(rows["framework_version_b"]) == {"2.11.0+cu130"}

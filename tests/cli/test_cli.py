@@ -1,5 +1,6 @@
 """The command line as a whole: one meaning per flag, help that shows what to type, a `dlrepro` that works from
 any folder, starts without the heavy libraries, and finds bundles under --results or $DLREPRO_RESULTS."""
+
 import json
 import os
 import subprocess
@@ -22,9 +23,14 @@ def tasks():
 
 def dlrepro(*args, cwd, env=None):
     """The `dlrepro` console command's entry point (pyproject's [project.scripts]) run in ``cwd``."""
-    return subprocess.run([sys.executable, "-c", "from dlrepro.cli.main import program; program.run()"] + list(args),
-                          capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200", **(env or {})))
+    return subprocess.run(
+        [sys.executable, "-c", "from dlrepro.cli.main import program; program.run()"] + list(args),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200", **(env or {})),
+    )
 
 
 def test_no_flag_means_two_things():
@@ -47,14 +53,31 @@ def test_options_that_recur_take_the_same_kind_of_value_everywhere():
     # a bundle is positional where a task takes one; --resume takes a value in run and study alike
     assert recurring == {}, recurring
     assert {(n, a.kind) for n in ("run", "study") for a in tasks()[n].get_arguments() if a.name == "resume"} == {
-        ("run", str), ("study", str)}
+        ("run", str),
+        ("study", str),
+    }
 
 
 def test_every_task_that_names_a_bundle_takes_results():
-    names_bundles = {n for n, t in tasks().items() for a in t.get_arguments()
-                     if a.name in ("bundle", "bundles", "old", "resume", "name")} - {"datasets.fetch"}
-    assert names_bundles == {"archive", "check", "compare", "finalize", "merge", "publish", "report", "run", "study",
-                             "study-report", "validate"}
+    names_bundles = {
+        n
+        for n, t in tasks().items()
+        for a in t.get_arguments()
+        if a.name in ("bundle", "bundles", "old", "resume", "name")
+    } - {"datasets.fetch"}
+    assert names_bundles == {
+        "archive",
+        "check",
+        "compare",
+        "finalize",
+        "merge",
+        "publish",
+        "report",
+        "run",
+        "study",
+        "study-report",
+        "validate",
+    }
     for n in names_bundles | {"bundles"}:
         assert "results" in [a.name for a in tasks()[n].get_arguments()], n
 
@@ -68,9 +91,17 @@ def test_help_marks_positionals_and_summaries_fit_the_list():
 
 
 def test_the_tasks_start_without_the_heavy_libraries():
-    loaded = subprocess.run([sys.executable, "-c", "import sys, dlrepro.cli.main; print(' '.join(m for m in %r if m "
-                             "in sys.modules))" % (HEAVY,)], capture_output=True, text=True, check=True,
-                            env=dict(os.environ, PYTHONPATH=str(REPO_ROOT))).stdout.split()
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, dlrepro.cli.main; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+    ).stdout.split()
     assert loaded == []
 
 
@@ -78,7 +109,8 @@ def test_dlrepro_works_from_any_folder(tmp_path):
     listed = dlrepro("--list", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert {line.split()[0] for line in listed.stdout.splitlines()[2:] if line.strip()} == set(ns.task_names) | {
-        "datasets.list"}
+        "datasets.list"
+    }
     shown = dlrepro("specs", cwd=tmp_path)
     assert shown.returncode == 0 and "alexnet-s" in shown.stdout and "dlbench" in shown.stdout
 
@@ -88,9 +120,14 @@ def test_a_reader_that_stops_reading_ends_the_listing_quietly(tmp_path):
     exit status 1."""
     read, write = os.pipe()
     os.close(read)  # the reader is gone before the first line is written
-    listing = subprocess.run([sys.executable, "-c", "from dlrepro.cli.main import program; program.run()", "--list"],
-                             stdout=write, stderr=subprocess.PIPE, cwd=tmp_path, timeout=60,
-                             env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200"))
+    listing = subprocess.run(
+        [sys.executable, "-c", "from dlrepro.cli.main import program; program.run()", "--list"],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200"),
+    )
     os.close(write)
     assert listing.returncode == 1 and listing.stderr == b""
 
@@ -105,8 +142,9 @@ def test_a_bundle_under_results_is_named_by_id(tmp_path):
     assert done.returncode == 0 and "valid %s" % (results / ALEXNET.name) in done.stdout, done.stdout
     listed = dlrepro("bundles", cwd=elsewhere, env={"DLREPRO_RESULTS": str(results)})
     assert listed.returncode == 0 and "bundles (1)" in listed.stdout and "complete" in listed.stdout
-    report = dlrepro("check", ALEXNET.name, "--results", str(results), "--json", str(tmp_path / "c.json"),
-                     cwd=elsewhere)
+    report = dlrepro(
+        "check", ALEXNET.name, "--results", str(results), "--json", str(tmp_path / "c.json"), cwd=elsewhere
+    )
     assert report.returncode == 0 and json.loads((tmp_path / "c.json").read_text())["bundles"] == [ALEXNET.name]
     missing = dlrepro("validate", "alexnet-nope", "-r", str(results), cwd=elsewhere)
     assert missing.returncode == 2 and missing.stdout.startswith("error: alexnet-nope: no bundle.json there")
@@ -129,11 +167,25 @@ def test_archive_out_folder_with_a_slash_is_a_folder(tmp_path, out):
 
 
 def test_a_size_above_the_limits_on_the_command_line_names_the_option(tmp_path):
-    done = dlrepro("run", "--spec=alexnet", "--variant=alexnet-s", "--batch-size=16,2147483648", "--executor=local",
-                   "--results", str(tmp_path), cwd=tmp_path)
-    assert done.returncode == 2 and done.stdout.splitlines()[0] == (
-        "error: --batch-size 2,147,483,648: above the limits of variant alexnet-s (batch_size 65,536, iterations "
-        "100,000, repeats 1,000, epochs 1,000)") and list(tmp_path.iterdir()) == []
+    done = dlrepro(
+        "run",
+        "--spec=alexnet",
+        "--variant=alexnet-s",
+        "--batch-size=16,2147483648",
+        "--executor=local",
+        "--results",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
+    assert (
+        done.returncode == 2
+        and done.stdout.splitlines()[0]
+        == (
+            "error: --batch-size 2,147,483,648: above the limits of variant alexnet-s (batch_size 65,536, iterations "
+            "100,000, repeats 1,000, epochs 1,000)"
+        )
+        and list(tmp_path.iterdir()) == []
+    )
 
 
 def test_an_interrupt_without_a_reason_says_ctrl_c(capsys):
@@ -158,8 +210,20 @@ def test_dlrepro_help_lists_the_tasks_and_only_the_core_options_that_mean_someth
     core = done.stdout.split("Subcommands:")[0]
     shown = [line.split()[0] for line in core.splitlines() if line.startswith("  -")]
     assert shown == ["--print-completion-script=STRING", "-h", "-l", "-V,"]
-    assert not any(hidden in core for hidden in ("--prompt-for-sudo-password", "--pty", "--dry", "--echo", "--hide",
-                                                 "--write-pyc", "--debug", "--config", "--warn-only"))
+    assert not any(
+        hidden in core
+        for hidden in (
+            "--prompt-for-sudo-password",
+            "--pty",
+            "--dry",
+            "--echo",
+            "--hide",
+            "--write-pyc",
+            "--debug",
+            "--config",
+            "--warn-only",
+        )
+    )
 
 
 def test_a_run_stopped_by_ctrl_c_says_so(tmp_path, monkeypatch):
@@ -179,8 +243,9 @@ def test_a_look_alike_letter_in_framework_is_pointed_at(tmp_path):
     done = dlrepro("run", "--spec=fcn", "-f", "t\u043erch", "--executor=local", "-r", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 2 and done.stdout.strip().splitlines()[0] == (
         "error: spec fcn declares no adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC SMALL "
-        "LETTER O, not ASCII); its frameworks: %s" % ", ".join(
-            __import__("dlrepro.inputs.spec", fromlist=["load"]).load("fcn").frameworks))
+        "LETTER O, not ASCII); its frameworks: %s"
+        % ", ".join(__import__("dlrepro.inputs.spec", fromlist=["load"]).load("fcn").frameworks)
+    )
 
 
 def test_task_help_after_the_task_shows_its_help_even_where_it_takes_a_positional(tmp_path):
@@ -199,26 +264,42 @@ def test_task_help_after_the_task_shows_its_help_even_where_it_takes_a_positiona
 
 def invoke(*args):
     """`invoke ARGS` in the checkout (Invoke's own program, which loads the checkout's tasks.py)."""
-    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=300,
-                          cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200"))
+    return subprocess.run(
+        [sys.executable, "-m", "invoke"] + list(args),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="200"),
+    )
 
 
 LIST_REMEDY = "remedy: `dlrepro --list` lists the tasks, `dlrepro --help TASK` their arguments"
 MISTAKES = {  # a mistake -> what both spellings print on stderr, with exit status 2
     ("repot",): ["error: no task 'repot' (did you mean report?)", LIST_REMEDY],
-    ("run", "--framwork=torch"): ["error: run: no option --framwork (did you mean --framework?)",
-                                  "remedy: `dlrepro --help run` lists its arguments"],
+    ("run", "--framwork=torch"): [
+        "error: run: no option --framwork (did you mean --framework?)",
+        "remedy: `dlrepro --help run` lists its arguments",
+    ],
     ("--lsit",): ["error: no option --lsit (did you mean --list?)", LIST_REMEDY],
-    ("validate",): ["error: validate: missing BUNDLE: a bundle: its folder, its id under --results, or 'latest'",
-                    "remedy: `dlrepro validate BUNDLE`; `dlrepro --help validate` lists its arguments"],
+    ("validate",): [
+        "error: validate: missing BUNDLE: a bundle: its folder, its id under --results, or 'latest'",
+        "remedy: `dlrepro validate BUNDLE`; `dlrepro --help validate` lists its arguments",
+    ],
     ("compare", "some-bundle"): [
         "error: compare: missing NEW: the bundle B checked for regressions against A; or give --against: the "
         "baseline A, for `compare B --against A` (the same as `compare A B`)",
-        "remedy: `dlrepro compare OLD NEW`; `dlrepro --help compare` lists its arguments"],
-    ("validate", "a", "b"): ["error: no task 'b'; validate takes one bundle ('a' given)",
-                             "remedy: `dlrepro --help validate` lists its arguments"],
-    ("run", "--spec"): ["error: run: --spec needs a value: spec name (%s) or the path of a spec file" % ", ".join(
-        sorted(p.stem for p in (REPO_ROOT / "specs").glob("*.yaml"))), "remedy: `dlrepro --help run` lists its arguments"],
+        "remedy: `dlrepro compare OLD NEW`; `dlrepro --help compare` lists its arguments",
+    ],
+    ("validate", "a", "b"): [
+        "error: no task 'b'; validate takes one bundle ('a' given)",
+        "remedy: `dlrepro --help validate` lists its arguments",
+    ],
+    ("run", "--spec"): [
+        "error: run: --spec needs a value: spec name (%s) or the path of a spec file"
+        % ", ".join(sorted(p.stem for p in (REPO_ROOT / "specs").glob("*.yaml"))),
+        "remedy: `dlrepro --help run` lists its arguments",
+    ],
 }
 
 
@@ -242,7 +323,13 @@ def test_list_positionals_take_further_words_as_a_list(tmp_path):
     from dlrepro.cli.main import joined, program
 
     assert joined(["dlrepro", "report", "A", "B", "--out", "x", "C", "build"], program.namespace) == [
-        "dlrepro", "report", "A\0B\0C", "--out", "x", "build"]
+        "dlrepro",
+        "report",
+        "A\0B\0C",
+        "--out",
+        "x",
+        "build",
+    ]
     assert joined(["dlrepro", "run", "--spec"], program.namespace) == ["dlrepro", "run", "--spec"]
     other = "fcn-20261130T022354Z-cc755c44"  # 3 jobs; ALEXNET has 7
     merged = dlrepro("merge", ALEXNET.name, other, cwd=tmp_path)
@@ -252,10 +339,14 @@ def test_list_positionals_take_further_words_as_a_list(tmp_path):
 def test_a_results_folder_that_does_not_exist_is_named(tmp_path):
     for args in (("check", "latest"), ("validate", "some-id"), ("bundles",)):
         done = dlrepro(*args, "--results", str(tmp_path / "nope"), cwd=tmp_path)
-        assert (done.returncode, done.stdout.splitlines()) == (2, [
-            "error: --results %s: no such folder" % (tmp_path / "nope"),
-            "remedy: give the folder the bundles were written to (default: the checkout's results/, or "
-            "DLREPRO_RESULTS)"]), args
+        assert (done.returncode, done.stdout.splitlines()) == (
+            2,
+            [
+                "error: --results %s: no such folder" % (tmp_path / "nope"),
+                "remedy: give the folder the bundles were written to (default: the checkout's results/, or "
+                "DLREPRO_RESULTS)",
+            ],
+        ), args
 
 
 def test_a_report_goes_under_results_reports_and_says_when_it_replaced_one(tmp_path):
@@ -269,41 +360,65 @@ def test_a_report_goes_under_results_reports_and_says_when_it_replaced_one(tmp_p
     assert (folder / "report.md").is_file() and list(elsewhere.iterdir()) == []
     assert "rewrote" not in first.stdout and "%s/report.html" % folder in first.stdout.splitlines()
     again = dlrepro("report", "latest", "-r", str(results), cwd=elsewhere)
-    assert again.returncode == 0 and "rewrote %s: the report there before is replaced" % folder in \
-        again.stdout.splitlines()
+    assert (
+        again.returncode == 0
+        and "rewrote %s: the report there before is replaced" % folder in again.stdout.splitlines()
+    )
 
 
 def test_a_study_report_written_over_one_says_so(tmp_path):
     (tmp_path / "study.md").write_text("an earlier report\n")
-    done = dlrepro("study-report", str(REPO_ROOT / "results" / "studies" / "dlf-20261201T234451Z.json"), "--out",
-                   str(tmp_path), cwd=tmp_path)
+    done = dlrepro(
+        "study-report",
+        str(REPO_ROOT / "results" / "studies" / "dlf-20261201T234451Z.json"),
+        "--out",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     # the answer first (review N13), then the line that says the earlier report was replaced, then the files
     assert done.stdout.splitlines()[0].startswith("On this study's host (2-CPU AMD EPYC, no GPU) 1 of ")
-    assert done.stdout.splitlines()[1:4] == ["rewrote %s: the report there before is replaced" % tmp_path,
-                                             str(tmp_path / "study.html"), str(tmp_path / "study.md")]
+    assert done.stdout.splitlines()[1:4] == [
+        "rewrote %s: the report there before is replaced" % tmp_path,
+        str(tmp_path / "study.html"),
+        str(tmp_path / "study.md"),
+    ]
 
 
 def test_archive_gives_its_size_in_the_unit_that_fits(tmp_path):
     from dlrepro.views.numbers import size
 
     assert [size(n) for n in (512, 22_300, 999_700, 1_430_000, 3.1e9)] == [
-        "512 bytes", "22 KB", "1.0 MB", "1.4 MB", "3.1 GB"]
+        "512 bytes",
+        "22 KB",
+        "1.0 MB",
+        "1.4 MB",
+        "3.1 GB",
+    ]
     done = dlrepro("archive", ALEXNET.name, "--out", "%s/" % tmp_path, cwd=tmp_path)
     made = tmp_path / ("%s.tar.gz" % ALEXNET.name)
-    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "archive: %s (63 files, %s)" % (
-        made, size(made.stat().st_size)) and size(made.stat().st_size).endswith(" KB"), done.stdout
+    assert (
+        done.returncode == 0
+        and done.stdout.splitlines()[-1] == "archive: %s (63 files, %s)" % (made, size(made.stat().st_size))
+        and size(made.stat().st_size).endswith(" KB")
+    ), done.stdout
 
 
-@pytest.mark.parametrize("args, line", [
-    (["--iterations", "-1"], "error: --iterations: Input should be greater than 0 (got -1)"),
-    (["--repeats=0"], "error: --repeats: Input should be greater than 0 (got 0)"),
-    (["--warmup=-1"], "error: --warmup: Input should be greater than or equal to 0 (got -1)"),
-    (["--epochs=two"], "error: --epochs: expected a whole number (got 'two')"),
-    (["--timeout=0"], "error: --timeout: Input should be greater than 0 (got 0)"),
-    (["--gpu=-1"], "error: --gpu: Input should be greater than or equal to 0 (got -1)"),
-    (["--executor", "slurm", "--max-parallel=-1"], "error: --max-parallel: expected a number of tasks >= 1 (got -1)"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["--iterations", "-1"], "error: --iterations: Input should be greater than 0 (got -1)"),
+        (["--repeats=0"], "error: --repeats: Input should be greater than 0 (got 0)"),
+        (["--warmup=-1"], "error: --warmup: Input should be greater than or equal to 0 (got -1)"),
+        (["--epochs=two"], "error: --epochs: expected a whole number (got 'two')"),
+        (["--timeout=0"], "error: --timeout: Input should be greater than 0 (got 0)"),
+        (["--gpu=-1"], "error: --gpu: Input should be greater than or equal to 0 (got -1)"),
+        (
+            ["--executor", "slurm", "--max-parallel=-1"],
+            "error: --max-parallel: expected a number of tasks >= 1 (got -1)",
+        ),
+    ],
+)
 def test_a_number_option_out_of_its_range_is_one_error_naming_it(tmp_path, args, line):
     """-1 was "not given" once: `--iterations -1` ran the spec's count and exited 0."""
     done = dlrepro("run", "--spec=alexnet", "--results", str(tmp_path / "results"), *args, cwd=tmp_path)
@@ -315,7 +430,9 @@ def test_a_number_option_out_of_its_range_is_one_error_naming_it(tmp_path, args,
 def test_build_jobs_that_is_no_count_of_images_is_one_error_naming_it(tmp_path, given):
     done = dlrepro("build", "--jobs=%s" % given, cwd=tmp_path)
     assert done.returncode == 2 and done.stdout.splitlines() == [
-        "error: --jobs: expected a whole number of at least 1 (got %r)" % given, "remedy: e.g. --jobs 4"], done.stdout
+        "error: --jobs: expected a whole number of at least 1 (got %r)" % given,
+        "remedy: e.g. --jobs 4",
+    ], done.stdout
 
 
 def test_results_that_is_a_file_is_one_error_line(tmp_path):
@@ -323,53 +440,87 @@ def test_results_that_is_a_file_is_one_error_line(tmp_path):
     for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):
         done = dlrepro("run", "--spec=alexnet", "--quick", "--results", str(given), cwd=tmp_path)
         assert done.returncode == 2 and "Traceback" not in done.stdout + done.stderr
-        assert done.stdout.splitlines() == ["error: --results %s: %s is not a folder" % (given, named),
-                                            "remedy: give a folder for the bundles (it is made when missing), not a "
-                                            "file"], done.stdout
+        assert done.stdout.splitlines() == [
+            "error: --results %s: %s is not a folder" % (given, named),
+            "remedy: give a folder for the bundles (it is made when missing), not a file",
+        ], done.stdout
     done = dlrepro("bundles", cwd=tmp_path, env={"DLREPRO_RESULTS": str(tmp_path / "notes.txt")})
     assert done.returncode == 2 and done.stdout.splitlines()[0] == "error: DLREPRO_RESULTS=%s: it is not a folder" % (
-        tmp_path / "notes.txt")
+        tmp_path / "notes.txt"
+    )
 
 
 def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
     seeds = dlrepro("run", "--spec=imdb-gru", "--seeds=0", "--executor=local", "--results", str(tmp_path), cwd=tmp_path)
-    assert seeds.returncode == 2 and seeds.stdout.splitlines()[0] == "error: --seeds: Input should be greater than 0 (got 0)"
-    many = dlrepro("run", "--spec=imdb-gru", "--seeds=101", "--executor=local", "--results", str(tmp_path), cwd=tmp_path)
+    assert (
+        seeds.returncode == 2
+        and seeds.stdout.splitlines()[0] == "error: --seeds: Input should be greater than 0 (got 0)"
+    )
+    many = dlrepro(
+        "run", "--spec=imdb-gru", "--seeds=101", "--executor=local", "--results", str(tmp_path), cwd=tmp_path
+    )
     assert many.returncode == 2 and many.stdout.splitlines()[0] == (
-        "error: --seeds: Input should be less than or equal to 100 (got 101)")  # each seed is a full training
+        "error: --seeds: Input should be less than or equal to 100 (got 101)"
+    )  # each seed is a full training
     run = dlrepro("study", "dlf", "--run=cpu-rnn,tpu", "--results", str(tmp_path), cwd=tmp_path)
-    assert run.returncode == 2 and run.stdout.splitlines()[0].startswith("error: --run: study dlf has no run 'tpu'; its "
-                                                                         "runs: gpu-cnn, cpu-cnn,")
+    assert run.returncode == 2 and run.stdout.splitlines()[0].startswith(
+        "error: --run: study dlf has no run 'tpu'; its runs: gpu-cnn, cpu-cnn,"
+    )
     assert list(tmp_path.iterdir()) == []  # nothing was started
 
 
 def test_rerun_without_a_bundle_and_an_unknown_version_set_exit_2_naming_the_option(tmp_path):
-    rerun = dlrepro("run", "--spec=fcn", "--rerun=fcn-s.torch.cpu.b8", "--executor=local", "--results", str(tmp_path),
-                    cwd=tmp_path)
+    rerun = dlrepro(
+        "run", "--spec=fcn", "--rerun=fcn-s.torch.cpu.b8", "--executor=local", "--results", str(tmp_path), cwd=tmp_path
+    )
     assert rerun.returncode == 2 and rerun.stdout.splitlines()[0] == "error: --rerun goes with --resume BUNDLE"
     versions = dlrepro("study", "dlf", "--versions=then", "--results", str(tmp_path), cwd=tmp_path)
     assert versions.returncode == 2 and versions.stdout.splitlines() == [
         "error: --versions: expected one of published, today, both (got 'then')",
-        "remedy: give --versions published, today or both"]
+        "remedy: give --versions published, today or both",
+    ]
     assert list(tmp_path.iterdir()) == []  # nothing was started
 
 
-@pytest.mark.parametrize("args, lines", [
-    (["--device", "tpu"], ["error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')", "remedy: give each option a value in its range: `dlrepro --help run` lists them"]),
-    (["--executor", "nosuch"], ["error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')",
-                                "remedy: give each option a value in its range: `dlrepro --help run` lists them"]),
-    (["--framework", "nosuch"], ["error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, "
-                                 "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, keras-tensorflow, keras-jax, "
-                                 "keras-torch, keras-cntk, keras-theano",
-                                 "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
-    (["--framework", "torch,tensorfow"], [
-        "error: study dlf declares no adapter for 'tensorfow' (did you "
-        "mean tensorflow?); its frameworks: torch, "
-        "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, "
-        "keras-tensorflow, keras-jax, keras-torch, keras-cntk, "
-        "keras-theano",
-        "remedy: give --framework names of those, comma-separated, or leave --framework out"]),
-])
+@pytest.mark.parametrize(
+    "args, lines",
+    [
+        (
+            ["--device", "tpu"],
+            [
+                "error: --device: Input should be 'cpu' or 'cuda' (got 'tpu')",
+                "remedy: give each option a value in its range: `dlrepro --help run` lists them",
+            ],
+        ),
+        (
+            ["--executor", "nosuch"],
+            [
+                "error: --executor: Input should be 'docker', 'local' or 'slurm' (got 'nosuch')",
+                "remedy: give each option a value in its range: `dlrepro --help run` lists them",
+            ],
+        ),
+        (
+            ["--framework", "nosuch"],
+            [
+                "error: study dlf declares no adapter for 'nosuch'; its frameworks: torch, "
+                "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, keras-tensorflow, keras-jax, "
+                "keras-torch, keras-cntk, keras-theano",
+                "remedy: give --framework names of those, comma-separated, or leave --framework out",
+            ],
+        ),
+        (
+            ["--framework", "torch,tensorfow"],
+            [
+                "error: study dlf declares no adapter for 'tensorfow' (did you "
+                "mean tensorflow?); its frameworks: torch, "
+                "tensorflow, mxnet, jax, cntk, caffe2, caffe, chainer, "
+                "keras-tensorflow, keras-jax, keras-torch, keras-cntk, "
+                "keras-theano",
+                "remedy: give --framework names of those, comma-separated, or leave --framework out",
+            ],
+        ),
+    ],
+)
 def test_study_refuses_what_run_refuses_before_writing_a_record(tmp_path, args, lines):
     """--device tpu and --framework nosuch once wrote a record of nothing runnable and exited 0, --executor nosuch
     ended in a pydantic traceback, and a typo beside a good framework was dropped."""
@@ -387,11 +538,16 @@ def test_study_refuses_what_run_refuses_before_writing_a_record(tmp_path, args, 
 def test_a_json_path_that_cannot_be_written_is_refused_before_anything_runs(tmp_path, task):
     """It was written after the table, and ended in a FileNotFoundError or IsADirectoryError traceback, exit 1."""
     remedy = "remedy: give a file name in a folder that exists, e.g. --json result.json"
-    for given, why in ((tmp_path / "nope" / "x.json", "no folder %s" % (tmp_path / "nope")),
-                       (tmp_path, "it is a folder")):
+    for given, why in (
+        (tmp_path / "nope" / "x.json", "no folder %s" % (tmp_path / "nope")),
+        (tmp_path, "it is a folder"),
+    ):
         done = dlrepro(*task, "--json", str(given), cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
-            2, ["error: --json %s: %s" % (given, why), remedy], ""), done.stdout + done.stderr
+            2,
+            ["error: --json %s: %s" % (given, why), remedy],
+            "",
+        ), done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("task", [["report", ALEXNET.name], ["study-report", "dlf"], ["study", "dlf"]])
@@ -402,22 +558,35 @@ def test_a_report_out_that_is_a_file_is_one_error_line(tmp_path, task):
     for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):
         done = dlrepro(*task, "--out", str(given), "--results", str(tmp_path / "r"), cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
-            2, ["error: --out %s: %s is not a folder" % (given, named), remedy], ""), done.stdout + done.stderr
+            2,
+            ["error: --out %s: %s is not a folder" % (given, named), remedy],
+            "",
+        ), done.stdout + done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 def test_a_json_file_that_is_no_study_record_is_named_as_such(tmp_path):
     """A bundle.json (valid JSON, another schema) ended in KeyError: 'manifest'."""
-    remedy = "remedy: give a study record (results/studies/<study>-<stamp>.json, `dlrepro study` writes them) or a " \
-             "study name"
+    remedy = (
+        "remedy: give a study record (results/studies/<study>-<stamp>.json, `dlrepro study` writes them) or a "
+        "study name"
+    )
     done = dlrepro("study-report", str(ALEXNET / "bundle.json"), "--out", str(tmp_path), cwd=tmp_path)
-    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
-        "error: results/%s/bundle.json: not a study record (schema dlrepro.study/1; this file's: dlrepro.bundle/1)"
-        % ALEXNET.name, remedy], "")
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
+        2,
+        [
+            "error: results/%s/bundle.json: not a study record (schema dlrepro.study/1; this file's: dlrepro.bundle/1)"
+            % ALEXNET.name,
+            remedy,
+        ],
+        "",
+    )
     (tmp_path / "list.json").write_text("[1, 2]\n")
     done = dlrepro("study-report", str(tmp_path / "list.json"), "--out", str(tmp_path), cwd=tmp_path)
-    assert (done.returncode, done.stdout.splitlines()) == (2, [
-        "error: list.json: not a study record (schema dlrepro.study/1; this file's: none)", remedy])
+    assert (done.returncode, done.stdout.splitlines()) == (
+        2,
+        ["error: list.json: not a study record (schema dlrepro.study/1; this file's: none)", remedy],
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["list.json"]
 
 
@@ -436,20 +605,29 @@ def test_a_bundle_name_too_long_for_the_system_is_no_bundle(tmp_path):
     name = "x" * 300
     for task in (["report", name], ["compare", name, "latest"], ["validate", name]):
         done = dlrepro(*task, cwd=tmp_path)
-        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [
-            "error: %s: no bundle.json there; give a bundle folder or the "
-            "id of one under %s (another results folder: "
-            "--results DIR)" % (name, REPO_ROOT / "results")], ""), task
+        assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
+            2,
+            [
+                "error: %s: no bundle.json there; give a bundle folder or the "
+                "id of one under %s (another results folder: "
+                "--results DIR)" % (name, REPO_ROOT / "results")
+            ],
+            "",
+        ), task
 
 
-EFFECT = ["error: --min-effect: expected a number from 0 (included) to 1 (excluded) (got %r)",
-          "remedy: e.g. --min-effect 0.05 (a change of 5%)"]
+EFFECT = [
+    "error: --min-effect: expected a number from 0 (included) to 1 (excluded) (got %r)",
+    "remedy: e.g. --min-effect 0.05 (a change of 5%)",
+]
 ALPHA = ["error: --alpha: expected a number from 0 (excluded) to 0.5 (excluded) (got %r)", "remedy: e.g. --alpha 0.01"]
 
 
-@pytest.mark.parametrize("option, value, lines", [
-    ("--min-effect", v, EFFECT) for v in ("nan", "inf", "-inf", "1", "-0.1")] + [
-    ("--alpha", v, ALPHA) for v in ("nan", "inf", "0", "0.5", "x")])
+@pytest.mark.parametrize(
+    "option, value, lines",
+    [("--min-effect", v, EFFECT) for v in ("nan", "inf", "-inf", "1", "-0.1")]
+    + [("--alpha", v, ALPHA) for v in ("nan", "inf", "0", "0.5", "x")],
+)
 def test_min_effect_and_alpha_out_of_range_or_not_finite_are_refused(tmp_path, option, value, lines):
     """--min-effect nan printed "+nan%" and exited 0; inf was taken too."""
     done = dlrepro("compare", ALEXNET.name, ALEXNET.name, option, value, cwd=tmp_path)
@@ -458,8 +636,20 @@ def test_min_effect_and_alpha_out_of_range_or_not_finite_are_refused(tmp_path, o
 
 def test_a_run_ends_with_the_command_that_reports_its_bundle(tmp_path):
     """Review U5: `dlrepro run` ended at 'bundle: <path>' with no next step."""
-    done = dlrepro("run", "--spec=fcn", "--variant=fcn-s", "--framework=torch", "--executor=local", "--quick",
-                   "--batch-size=8", "--results", str(tmp_path), cwd=tmp_path)
+    done = dlrepro(
+        "run",
+        "--spec=fcn",
+        "--variant=fcn-s",
+        "--framework=torch",
+        "--executor=local",
+        "--quick",
+        "--batch-size=8",
+        "--results",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
     (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("fcn-")]
     assert done.returncode == 0 and done.stdout.splitlines()[-2:] == [
-        "bundle: %s" % folder, "next: dlrepro report latest --results %s" % tmp_path]
+        "bundle: %s" % folder,
+        "next: dlrepro report latest --results %s" % tmp_path,
+    ]

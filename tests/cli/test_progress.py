@@ -1,5 +1,6 @@
 """Long work shows its progress: heartbeat lines while a build or a job is silent, a job's phase and time left,
 and skipped jobs told once per cause."""
+
 import json
 import threading
 import time
@@ -7,12 +8,13 @@ import time
 import pytest
 
 from dlrepro import heartbeat
-from dlrepro.cli import console as consolemod, progress as barmod
+from dlrepro.cli import console as consolemod
+from dlrepro.cli import progress as barmod
 from dlrepro.errors import DlreproError
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
-from tests.helpers import fresh_cache, unreachable
 from tests.cli.heartbeats import SLACK_S, gaps
+from tests.helpers import fresh_cache, unreachable
 
 THROUGHPUT = {"mode": "throughput", "warmup": 2, "repeats": 5, "iterations": 10}
 CONVERGENCE = {"mode": "convergence", "epochs": 4}
@@ -40,10 +42,14 @@ def test_clock_reads_as_seconds_minutes_hours():
 
 def test_a_jobs_phase_and_time_left_come_from_its_live_result():
     assert heartbeat.job_doing(THROUGHPUT, None) == ("starting", None)
-    assert heartbeat.job_doing(THROUGHPUT, running({"framework_imported": 4.2})) == \
-        ("framework imported, building the model", None)
-    assert heartbeat.job_doing(THROUGHPUT, running({"framework_imported": 4.2, "model_built": 5.0})) == \
-        ("model built, loading data", None)
+    assert heartbeat.job_doing(THROUGHPUT, running({"framework_imported": 4.2})) == (
+        "framework imported, building the model",
+        None,
+    )
+    assert heartbeat.job_doing(THROUGHPUT, running({"framework_imported": 4.2, "model_built": 5.0})) == (
+        "model built, loading data",
+        None,
+    )
     assert heartbeat.job_doing(THROUGHPUT, running(PHASES)) == ("warm-up (2 iterations)", None)
     # warm-up: 2 iterations in 1.6 s, so 0.8 s each: 5 repeats of 10 iterations left
     text, left = heartbeat.job_doing(THROUGHPUT, running(dict(PHASES, warmup_done=4.6)))
@@ -53,16 +59,22 @@ def test_a_jobs_phase_and_time_left_come_from_its_live_result():
     text, left = heartbeat.job_doing(THROUGHPUT, running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10]}))
     assert text == "repeat 3 of 5" and left == pytest.approx(18.0)
     # 20 s into the job: repeat 3 began at 4.6 + 5 + 7 s, 3.4 s ago
-    text, left = heartbeat.job_doing(THROUGHPUT, running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10],
-                                                                        "repeat_wall_seconds": [5.0, 7.0]}), 20.0)
+    text, left = heartbeat.job_doing(
+        THROUGHPUT,
+        running(warmed, timing={"repeats": [[0.5] * 10, [0.7] * 10], "repeat_wall_seconds": [5.0, 7.0]}),
+        20.0,
+    )
     assert text == "repeat 3 of 5" and left == pytest.approx(14.6)
     assert heartbeat.job_doing(THROUGHPUT, running(warmed), 100.0) == ("repeat 1 of 5", 0.0)  # over its estimate
-    text, left = heartbeat.job_doing(CONVERGENCE, running(PHASES, convergence={"epochs": [{"seconds": 40.0},
-                                                                                          {"seconds": 50.0}]}))
+    text, left = heartbeat.job_doing(
+        CONVERGENCE, running(PHASES, convergence={"epochs": [{"seconds": 40.0}, {"seconds": 50.0}]})
+    )
     assert text == "epoch 3 of 4" and left == pytest.approx(90.0)
     assert heartbeat.job_doing(CONVERGENCE, running(PHASES)) == ("epoch 1 of 4", None)
-    assert heartbeat.job_doing(THROUGHPUT, running(dict(PHASES, measured_done=9.0))) == \
-        ("measured, writing the result", None)
+    assert heartbeat.job_doing(THROUGHPUT, running(dict(PHASES, measured_done=9.0))) == (
+        "measured, writing the result",
+        None,
+    )
 
 
 def test_a_runs_time_left_adds_the_running_jobs_and_the_waiting_ones():
@@ -123,8 +135,12 @@ def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch
     fresh_cache(monkeypatch, tmp_path)
     with consolemod.console.capture() as captured:
         with barmod.RichReporter() as reporter:
-            path = runs.run("alexnet", RunOptions(variants=["alexnet-r"], quick=True, executor="local"),
-                            results_dir=tmp_path / "results", reporter=reporter)
+            path = runs.run(
+                "alexnet",
+                RunOptions(variants=["alexnet-r"], quick=True, executor="local"),
+                results_dir=tmp_path / "results",
+                reporter=reporter,
+            )
     text = captured.get()
     ids = ["alexnet-r.%s.cpu.b1024" % f for f in ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")]
     assert text.count("remedy: ") == 1 and text.count("dlrepro datasets.fetch cifar10 --from PATH") == 1

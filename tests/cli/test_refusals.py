@@ -2,6 +2,7 @@
 bundle, one bundle compared with itself; and paths as data (a space in a bundle's or a results folder's path).
 Each refusal exits 2 with one error line naming the option or path, and the results folder is listed before and
 after: nothing is added or changed there. No engine is needed: the checks come before any engine call."""
+
 import json
 import os
 import subprocess
@@ -15,16 +16,23 @@ from tests.bundles import Job, make
 
 def dlrepro(*args, cwd):
     """The `dlrepro` command (its console entry point) run in ``cwd``; (exit status, stdout lines)."""
-    done = subprocess.run([sys.executable, "-c", "from dlrepro.cli.main import program; program.run()"] + list(args),
-                          capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="300"))
+    done = subprocess.run(
+        [sys.executable, "-c", "from dlrepro.cli.main import program; program.run()"] + list(args),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="300"),
+    )
     return done.returncode, (done.stdout + done.stderr).strip().splitlines()
 
 
 def listing(folder):
     """Every file and folder under ``folder`` with its size and modification time: what a command may not change."""
-    return sorted((str(p.relative_to(folder)), p.stat().st_size if p.is_file() else None, p.stat().st_mtime_ns)
-                  for p in folder.rglob("*"))
+    return sorted(
+        (str(p.relative_to(folder)), p.stat().st_size if p.is_file() else None, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+    )
 
 
 @pytest.fixture
@@ -35,24 +43,48 @@ def results(tmp_path):
     return folder
 
 
-@pytest.mark.parametrize("task, framework, error, remedy", [
-    ("run", "tensorflow@1.4", "--framework tensorflow@1.4: no image of tensorflow 1.4 on cpu; its versions on cpu "
-     "here: 1.4.0, 2.21.0; did you mean tensorflow@1.4.0?",
-     "give --framework tensorflow@VERSION with one of those, or tensorflow alone for the newest (2.21.0)"),
-    ("run", "torch@0.3.1", "--framework torch@0.3.1: no image of torch 0.3.1 on cpu; its versions on cpu here: "
-     "1.0.0, 2.13.0; did you mean torch@1.0.0?",
-     "give --framework torch@VERSION with one of those, or torch alone for the newest (2.13.0)"),
-    ("run", "tensorflow@", "--framework: 'tensorflow@' has no version after the @ (NAME@VERSION, or NAME alone for "
-     "the newest) (got ['tensorflow@'])", "give each option a value in its range: `dlrepro --help run` lists them"),
-    ("build", "tensorflow@", "--framework tensorflow@: 'tensorflow@' has no version after the @ (NAME@VERSION, or "
-     "NAME alone for the newest); its versions on cpu here: 1.4.0, 2.21.0",
-     "give --framework tensorflow@VERSION with one of those, or tensorflow alone for the newest (2.21.0)"),
-    ("build", "tensorflow@1.4", "--framework tensorflow@1.4: no image of tensorflow 1.4 on cpu; its versions on cpu "
-     "here: 1.4.0, 2.21.0; did you mean tensorflow@1.4.0?",
-     "give --framework tensorflow@VERSION with one of those, or tensorflow alone for the newest (2.21.0)"),
-], ids=["run-short-version", "run-unserved", "run-no-version", "build-no-version", "build-short-version"])
-def test_a_version_no_image_runs_is_refused_before_a_bundle_exists(tmp_path, results, task, framework, error,
-                                                                  remedy):
+@pytest.mark.parametrize(
+    "task, framework, error, remedy",
+    [
+        (
+            "run",
+            "tensorflow@1.4",
+            "--framework tensorflow@1.4: no image of tensorflow 1.4 on cpu; its versions on cpu "
+            "here: 1.4.0, 2.21.0; did you mean tensorflow@1.4.0?",
+            "give --framework tensorflow@VERSION with one of those, or tensorflow alone for the newest (2.21.0)",
+        ),
+        (
+            "run",
+            "torch@0.3.1",
+            "--framework torch@0.3.1: no image of torch 0.3.1 on cpu; its versions on cpu here: "
+            "1.0.0, 2.13.0; did you mean torch@1.0.0?",
+            "give --framework torch@VERSION with one of those, or torch alone for the newest (2.13.0)",
+        ),
+        (
+            "run",
+            "tensorflow@",
+            "--framework: 'tensorflow@' has no version after the @ (NAME@VERSION, or NAME alone for "
+            "the newest) (got ['tensorflow@'])",
+            "give each option a value in its range: `dlrepro --help run` lists them",
+        ),
+        (
+            "build",
+            "tensorflow@",
+            "--framework tensorflow@: 'tensorflow@' has no version after the @ (NAME@VERSION, or "
+            "NAME alone for the newest); its versions on cpu here: 1.4.0, 2.21.0",
+            "give --framework tensorflow@VERSION with one of those, or tensorflow alone for the newest (2.21.0)",
+        ),
+        (
+            "build",
+            "tensorflow@1.4",
+            "--framework tensorflow@1.4: no image of tensorflow 1.4 on cpu; its versions on cpu "
+            "here: 1.4.0, 2.21.0; did you mean tensorflow@1.4.0?",
+            "give --framework tensorflow@VERSION with one of those, or tensorflow alone for the newest (2.21.0)",
+        ),
+    ],
+    ids=["run-short-version", "run-unserved", "run-no-version", "build-no-version", "build-short-version"],
+)
+def test_a_version_no_image_runs_is_refused_before_a_bundle_exists(tmp_path, results, task, framework, error, remedy):
     before = listing(results)
     args = ["--spec", "fcn", "-r", str(results), "--quick"] if task == "run" else ["-d", "cpu"]
     status, lines = dlrepro(task, "-f", framework, *args, cwd=tmp_path)
@@ -62,19 +94,27 @@ def test_a_version_no_image_runs_is_refused_before_a_bundle_exists(tmp_path, res
 
 def test_a_keras_version_of_a_spec_that_has_keras_is_refused_with_its_nearest(tmp_path, results):
     before = listing(results)
-    status, lines = dlrepro("run", "--spec", "cifar10-vgg", "-f", "keras-theano@9", "-r", str(results), "--quick",
-                            cwd=tmp_path)
-    assert (status, lines[0]) == (2, "error: --framework keras-theano@9: no image of keras-theano 9 on cpu; its "
-                                     "versions on cpu here: 2.1.5; did you mean keras-theano@2.1.5?")
+    status, lines = dlrepro(
+        "run", "--spec", "cifar10-vgg", "-f", "keras-theano@9", "-r", str(results), "--quick", cwd=tmp_path
+    )
+    assert (status, lines[0]) == (
+        2,
+        "error: --framework keras-theano@9: no image of keras-theano 9 on cpu; its "
+        "versions on cpu here: 2.1.5; did you mean keras-theano@2.1.5?",
+    )
     assert listing(results) == before
 
 
 def test_a_study_refuses_a_version_before_its_record_exists(tmp_path, results):
     before = listing(results)
-    status, lines = dlrepro("study", "dlbench", "-f", "tensorflow@1.4", "-d", "cpu", "--quick", "-r", str(results),
-                            cwd=tmp_path)
-    assert (status, lines[0]) == (2, "error: --framework tensorflow@1.4: no image of tensorflow 1.4 on cpu; its "
-                                     "versions on cpu here: 1.4.0, 2.21.0; did you mean tensorflow@1.4.0?")
+    status, lines = dlrepro(
+        "study", "dlbench", "-f", "tensorflow@1.4", "-d", "cpu", "--quick", "-r", str(results), cwd=tmp_path
+    )
+    assert (status, lines[0]) == (
+        2,
+        "error: --framework tensorflow@1.4: no image of tensorflow 1.4 on cpu; its "
+        "versions on cpu here: 1.4.0, 2.21.0; did you mean tensorflow@1.4.0?",
+    )
     assert listing(results) == before
 
 
@@ -83,8 +123,11 @@ def test_the_matrix_check_leaves_served_versions_and_plain_names_alone():
 
     matrix = matrixmod.load()
     matrix.check_versions(["tensorflow@1.4.0", "torch", "keras-theano@2.1.5"], ["cpu"])  # raises nothing
-    with pytest.raises(Exception, match=r"^--framework keras-theano@2.1.5: no image of keras-theano 2.1.5 on cuda; "
-                                        r"matrix.yaml has no keras-theano image on cuda$"):
+    with pytest.raises(
+        Exception,
+        match=r"^--framework keras-theano@2.1.5: no image of keras-theano 2.1.5 on cuda; "
+        r"matrix.yaml has no keras-theano image on cuda$",
+    ):
         matrix.check_versions(["keras-theano@2.1.5"], ["cuda"])
 
 
@@ -103,10 +146,14 @@ def test_a_report_into_a_bundle_folder_is_refused(tmp_path, results, inside):
     out = bundle / inside if inside else bundle
     before = listing(results)
     status, lines = dlrepro("report", str(bundle), "--out", str(out), cwd=tmp_path)
-    assert (status, lines) == (2, [
-        "error: --out %s: %s the bundle folder %s; a bundle holds only the files its checksums list, so nothing is "
-        "written there" % (out, "it lies in" if inside else "it is", bundle),
-        "remedy: give a folder outside the bundle, or leave --out out"])
+    assert (status, lines) == (
+        2,
+        [
+            "error: --out %s: %s the bundle folder %s; a bundle holds only the files its checksums list, so nothing is "
+            "written there" % (out, "it lies in" if inside else "it is", bundle),
+            "remedy: give a folder outside the bundle, or leave --out out",
+        ],
+    )
     assert listing(results) == before
     assert dlrepro("validate", str(bundle), cwd=tmp_path)[0] == 0
 
@@ -115,9 +162,13 @@ def test_one_bundle_compared_with_itself_is_refused(tmp_path, results):
     (bundle,) = [p for p in results.iterdir() if p.is_dir()]
     before = listing(results)
     status, lines = dlrepro("compare", bundle.name, str(bundle), "-r", str(results), cwd=tmp_path)
-    assert (status, lines) == (2, ["error: compare %s %s: one bundle named twice (%s)" % (bundle.name, bundle,
-                                                                                            results / bundle.name),
-                                   "remedy: give two bundles: the baseline A and the bundle B checked against it"])
+    assert (status, lines) == (
+        2,
+        [
+            "error: compare %s %s: one bundle named twice (%s)" % (bundle.name, bundle, results / bundle.name),
+            "remedy: give two bundles: the baseline A and the bundle B checked against it",
+        ],
+    )
     assert listing(results) == before
 
 
@@ -183,4 +234,5 @@ def test_an_engine_lost_during_a_build_is_one_line_naming_it(tmp_path, monkeypat
         "the builds stopped (none built)",
         "remedy: start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro build` again as soon as "
         "it answers: it builds only the images still missing, each after waiting for the build steps the lost engine "
-        "left running on this host (they hold the apt cache's lock)"]
+        "left running on this host (they hold the apt cache's lock)",
+    ]

@@ -1,9 +1,6 @@
 """The frameworks the container tests run, as framework tokens: each framework's newest image, Keras 3 and 2.1 on their
 backends, and DeepLearningFrameworks' other rows."""
 
-
-
-
 PLAIN = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")
 
 

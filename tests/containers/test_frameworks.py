@@ -4,6 +4,7 @@ Model equivalence: every spec's every variant is built in every framework's cont
 (job mode "parameters") and its trainable-parameter count must equal the spec's, or
 differ only by a declared convention that the result names.
 """
+
 import json
 import math
 
@@ -14,11 +15,10 @@ from dlrepro.plan.expressible import unsupported
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
 from runner import frameworks
-from runner.frameworks import Token
 from runner.adapters import capabilities
-from tests.helpers import cpu_entry
-from tests.helpers import check_sums, fresh_cache, unreachable
+from runner.frameworks import Token
 from tests.containers.frameworks import DLF_ROWS, FRAMEWORKS, KERAS, PLAIN
+from tests.helpers import check_sums, cpu_entry, fresh_cache, unreachable
 
 pytestmark = pytest.mark.docker
 SINGLE_LSTM_BIAS = {"tensorflow": "keras-lstm-single-bias", "caffe": "caffe-lstm-single-bias"}
@@ -43,16 +43,23 @@ def image_of(cpu_image):
 def expressible(framework):
     """{(spec name, variant)} of the specs that list ``framework`` (NAME or NAME@VERSION) whose models its adapter
     can express."""
-    return {(name, v) for name in spec.available() for v in spec.load(name).variants
-            if Token.parse(framework).name in spec.load(name).frameworks
-            and unsupported(spec.load(name), v, framework) is None}
+    return {
+        (name, v)
+        for name in spec.available()
+        for v in spec.load(name).variants
+        if Token.parse(framework).name in spec.load(name).frameworks
+        and unsupported(spec.load(name), v, framework) is None
+    }
 
 
 def parameter_jobs(framework):
     """A parameters-mode job (first batch size) for every variant of every spec that ``framework`` can express."""
     names = sorted({name for name, _ in expressible(framework)})
-    return [dict(job, id="%s.%s" % (name, job["id"])) for name in names
-            for job in jobs.expand(spec.load(name), RunOptions(frameworks=[framework], mode="parameters", quick=True))]
+    return [
+        dict(job, id="%s.%s" % (name, job["id"]))
+        for name in names
+        for job in jobs.expand(spec.load(name), RunOptions(frameworks=[framework], mode="parameters", quick=True))
+    ]
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -70,14 +77,17 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, image_o
     assert len(checked) >= (12 if framework in PLAIN else 5)  # DLF_ROWS: its CNN and GRU (two variants each), features
     lstm = checked.get("lstm.lstm.%s.cpu.b128.parameters" % framework)
     if framework in SINGLE_LSTM_BIAS:  # the declared convention: one bias vector per gate set
-        assert lstm["measured"] == 6_180_624 and [c["name"] for c in lstm["conventions"]] == [SINGLE_LSTM_BIAS[framework]]
+        assert lstm["measured"] == 6_180_624 and [c["name"] for c in lstm["conventions"]] == [
+            SINGLE_LSTM_BIAS[framework]
+        ]
         assert lstm["conventions"][0]["difference"] == 2048
     elif framework == "caffe2":  # declared unsupported, with the reason
         assert lstm is None and "has no layer embedding, lstm (" in unsupported(spec.load("lstm"), "lstm", framework)
     elif framework in DLF_ROWS:  # they run DLF's networks; DLBench's state-carrying LSTM is declared out
         assert lstm is None and Token.parse(framework).name not in spec.load("lstm").frameworks
         assert capabilities.unsupported(framework, [{"type": "lstm"}], "softmax_cross_entropy", "sgd", None).startswith(
-            "the %s adapter has no layer lstm (" % frameworks.of(framework).label)
+            "the %s adapter has no layer lstm (" % frameworks.of(framework).label
+        )
     else:
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
@@ -88,8 +98,12 @@ def test_alexnet_in_seven_containers_one_bundle(images, tmp_path, reporter, monk
     tests/engine/test_docker.py.)"""
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
-    path = runs.run("alexnet", RunOptions(frameworks=list(PLAIN), variants=["alexnet-s"], quick=True),
-                    results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "alexnet",
+        RunOptions(frameworks=list(PLAIN), variants=["alexnet-s"], quick=True),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     bundle = json.loads((path / "bundle.json").read_text())
     assert sorted(i["framework"] for i in bundle["images"]) == sorted(PLAIN)
     assert len({i["image_id"] for i in bundle["images"]}) == len(PLAIN)
@@ -98,22 +112,30 @@ def test_alexnet_in_seven_containers_one_bundle(images, tmp_path, reporter, monk
     assert versions["mxnet"] == "1.9.1" and versions["jax"] == "0.10.2" and versions["cntk"].startswith("2.7")
     assert versions["caffe2"].startswith("1.10.2") and versions["caffe"] == "1.0.0"
     pythons = {i["framework"]: i["base"]["python"]["provider"] for i in bundle["images"]}
-    assert pythons["caffe"] == pythons["torch"] == "debian" and {pythons["cntk"], pythons["caffe2"]} <= {"relocatable", "image"}
+    assert pythons["caffe"] == pythons["torch"] == "debian" and {pythons["cntk"], pythons["caffe2"]} <= {
+        "relocatable",
+        "image",
+    }
     assert {r["parameters"] for r in bundle["jobs"]} == {62_378_344} and {r["status"] for r in bundle["jobs"]} == {"ok"}
     check_sums(path)
 
 
 @pytest.mark.parametrize("framework", PLAIN[1:])
-def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(framework, image_of, tmp_path, reporter,
-                                                                         monkeypatch, mnist):
+def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(
+    framework, image_of, tmp_path, reporter, monkeypatch, mnist
+):
     """The convergence path in each framework: 100 iterations train (the loss falls) and the evaluation covers
     the test set. Not a test that the model learns: 100 iterations leave FCN-R on the plateau a constant
     predictor reaches too; that FCN-R learns to 92% is tests/answers/test_reference_convergence.py's, on the committed
     5-epoch bundles, for the frameworks that have one."""
     image_of(framework)  # built before the run asks for it
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
-    path = runs.run("fcn", RunOptions(frameworks=[framework], variants=["fcn-r"], mode="convergence", quick=True),
-                    results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=[framework], variants=["fcn-r"], mode="convergence", quick=True),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     result = json.loads(next(path.glob("jobs/*/result.json")).read_text())
     epoch = result["convergence"]["epochs"][0]
     assert result["status"] == "ok" and epoch["iterations"] == 100
@@ -134,16 +156,24 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     rows = {}
     for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
         tokens = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
-        path = runs.run(name, RunOptions(frameworks=tokens, variants=[variant], quick=True), results_dir=tmp_path,
-                        reporter=reporter)
+        path = runs.run(
+            name, RunOptions(frameworks=tokens, variants=[variant], quick=True), results_dir=tmp_path, reporter=reporter
+        )
         bundle = json.loads((path / "bundle.json").read_text())
         in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
         theano = {"keras-theano-2.1.5-cpu": {"keras-theano"}} if name == "cifar10-vgg" else {}
-        assert in_image == dict(theano, **{
-            "tensorflow-2.21.0-cpu": {"keras-tensorflow"}, "jax-0.10.2-cpu": {"keras-jax"},
-            "torch-2.13.0-cpu": {"torch", "keras-torch"}, "chainer-7.8.1-cpu": {"chainer"},
-            "chainer-3.4.0-cpu": {"chainer-3.4.0"}, "tensorflow-1.4.0-cpu": {"keras-tensorflow-2.1.5"},
-            "cntk-2.5.1-cpu": {"keras-cntk"}})
+        assert in_image == dict(
+            theano,
+            **{
+                "tensorflow-2.21.0-cpu": {"keras-tensorflow"},
+                "jax-0.10.2-cpu": {"keras-jax"},
+                "torch-2.13.0-cpu": {"torch", "keras-torch"},
+                "chainer-7.8.1-cpu": {"chainer"},
+                "chainer-3.4.0-cpu": {"chainer-3.4.0"},
+                "tensorflow-1.4.0-cpu": {"keras-tensorflow-2.1.5"},
+                "cntk-2.5.1-cpu": {"keras-cntk"},
+            },
+        )
         for row in bundle["jobs"]:
             result = json.loads((path / "jobs" / row["job_id"] / "result.json").read_text())
             framework = ".".join(row["job_id"].split(".")[1:-2])
@@ -161,8 +191,10 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
         elif framework in ("keras-cntk", "keras-theano", "keras-tensorflow-2.1.5"):
             assert row["framework_version"] == environment["framework_version"] == "2.1.5"
             assert (environment["backend"], environment["backend_version"]) == {
-                "keras-cntk": ("cntk", "2.5.1"), "keras-theano": ("theano", "1.0.1"),
-                "keras-tensorflow-2.1.5": ("tensorflow", "1.4.0")}[framework]
+                "keras-cntk": ("cntk", "2.5.1"),
+                "keras-theano": ("theano", "1.0.1"),
+                "keras-tensorflow-2.1.5": ("tensorflow", "1.4.0"),
+            }[framework]
             assert environment["layout"] == "NHWC" and environment["gru"] == "GRU(reset_after=True)"
     assert rows["cifar10-vgg", "keras-jax"][1]["jit_compile"] is True
     assert rows["cifar10-vgg", "keras-torch"][1]["jit_compile"] is False
@@ -185,8 +217,12 @@ def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, m
     unreachable(monkeypatch, "imdb")
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
     learners = ("chainer", "keras-tensorflow", "keras-cntk")
-    path = runs.run("imdb-gru", RunOptions(frameworks=list(learners), variants=["imdb-gru"], mode="convergence",
-                                           quick=True), results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "imdb-gru",
+        RunOptions(frameworks=list(learners), variants=["imdb-gru"], mode="convergence", quick=True),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     for result_file in sorted(path.glob("jobs/*/result.json")):
         result = json.loads(result_file.read_text())
         epoch = result["convergence"]["epochs"][0]
@@ -197,8 +233,9 @@ def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, m
 
 
 @pytest.mark.parametrize("token", ERAS)
-def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_r(token, image_of, tmp_path,
-                                                                                  reporter, monkeypatch, mnist):
+def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_r(
+    token, image_of, tmp_path, reporter, monkeypatch, mnist
+):
     """The studies' era versions in their images: TensorFlow 1.4.0 (DLF's) through the tf.Session graph adapter,
     PyTorch 1.0.0 (the nearest served to DLF's 0.3.1) through the torch adapter's era path, CNTK 2.5.1 (the nearest
     that runs to DLF's 2.4). Every spec model has the spec's parameter count (TensorFlow 1.x's BasicLSTMCell and
@@ -206,8 +243,7 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
     iterations, the whole test set is evaluated)."""
     version = Token.parse(token).version
     batch = parameter_jobs(token)
-    executors.DockerExecutor().run(image_of(token), batch, tmp_path / "parameters", datasets.root(),
-                                   lambda *e: None)
+    executors.DockerExecutor().run(image_of(token), batch, tmp_path / "parameters", datasets.root(), lambda *e: None)
     counted = {}
     for job in batch:
         result = json.loads((tmp_path / "parameters" / job["id"] / "result.json").read_text())
@@ -219,19 +255,31 @@ def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_
     gru, lstm = counted.get(("imdb-gru", "imdb-gru")), counted.get(("lstm", "lstm"))
     if token.startswith("cntk"):  # runner.adapters.cntk_recurrent: two bias sets, as the spec counts
         assert (gru["measured"], lstm["measured"], gru["conventions"], lstm["conventions"]) == (
-            3_818_302, 6_182_672, [], [])
+            3_818_302,
+            6_182_672,
+            [],
+            [],
+        )
     elif token.startswith("tensorflow"):
         assert result["environment"]["api"] == "graph (tf.Session)"
         assert (gru["measured"], [(c["name"], c["difference"]) for c in gru["conventions"]]) == (
-            3_818_102, [("tf1-gru-single-bias", 200)])
+            3_818_102,
+            [("tf1-gru-single-bias", 200)],
+        )
         assert (lstm["measured"], [(c["name"], c["difference"]) for c in lstm["conventions"]]) == (
-            6_180_624, [("tf1-lstm-single-bias", 2048)])
+            6_180_624,
+            [("tf1-lstm-single-bias", 2048)],
+        )
     else:
         assert (gru["measured"], lstm["measured"]) == (3_818_302, 6_182_672)
         assert result["environment"]["zero_grad"] == "zeroed in place"
     fresh_cache(monkeypatch, tmp_path, mnist=mnist)
-    path = runs.run("fcn", RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
-                    results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=[token], variants=["fcn-r"], mode="convergence", quick=True),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     (job,) = path.glob("jobs/*")
     assert job.name == "fcn-r.%s.cpu.b64.convergence" % Token.parse(token).job_part
     result = json.loads((job / "result.json").read_text())

@@ -1,6 +1,7 @@
 """The JAX adapter's precision (runner.adapters.jax_adapter), in the JAX CPU image: bf16 is mixed precision
 (float32 master parameters, optimizer state and batch-norm statistics; bfloat16 forward and backward; the loss
 in float32), fp32 stays float32 throughout; a bf16 job's result says so and is set against the bf16 peak."""
+
 import json
 import math
 import os
@@ -9,9 +10,9 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.inputs import datasets, spec
-from dlrepro.store import peak_columns
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
+from dlrepro.store import peak_columns
 from runner import telemetry
 
 pytestmark = pytest.mark.docker
@@ -19,14 +20,22 @@ SCRIPT = REPO_ROOT / "tests" / "data" / "jax_precision.py"
 # every layer type of the networks the JAX adapter runs on GPUs (AlexNet-S, ResNet-50, FCN-S/FCN-8, CIFAR VGG,
 # the LSTM), in their small variants: conv, pooling, dense, dropout (VGG), batch norm and residual blocks
 # (ResNet-56), sigmoid (FCN-R), embedding and LSTM, GRU and last_step
-MODELS = [("alexnet", "alexnet-r", 4), ("cifar10-vgg", "cifar10-vgg-synthetic", 4), ("resnet56", "resnet56-synthetic", 4),
-          ("fcn", "fcn-r", 8), ("lstm", "lstm-synthetic", 4), ("imdb-gru", "imdb-gru-synthetic", 4)]
+MODELS = [
+    ("alexnet", "alexnet-r", 4),
+    ("cifar10-vgg", "cifar10-vgg-synthetic", 4),
+    ("resnet56", "resnet56-synthetic", 4),
+    ("fcn", "fcn-r", 8),
+    ("lstm", "lstm-synthetic", 4),
+    ("imdb-gru", "imdb-gru-synthetic", 4),
+]
 DROPOUT = {"cifar10-vgg-synthetic"}  # a fresh mask each step: its losses on one mini-batch need not fall every step
 
 
 def _job(name, variant, batch, precision):
-    (job,) = jobs.expand(spec.load(name), RunOptions(frameworks=["jax"], variants=[variant], batch_sizes=[batch],
-                                                     quick=True, precision=precision))
+    (job,) = jobs.expand(
+        spec.load(name),
+        RunOptions(frameworks=["jax"], variants=[variant], batch_sizes=[batch], quick=True, precision=precision),
+    )
     return dict(job, id="%s.%s" % (job["id"], precision))
 
 
@@ -41,14 +50,23 @@ def measured(jax_cpu_image, docker_engine, tmp_path_factory):
     """tests/data/jax_precision.py's findings for every model in bf16, and FCN-R and the LSTM in fp32."""
     folder = tmp_path_factory.mktemp("jax-precision")
     folder.chmod(0o777)
-    batch = [_plain(_job(n, v, b, "bf16")) for n, v, b in MODELS] + [_plain(_job(n, v, b, "fp32")) for n, v, b in MODELS[3:5]]
+    batch = [_plain(_job(n, v, b, "bf16")) for n, v, b in MODELS] + [
+        _plain(_job(n, v, b, "fp32")) for n, v, b in MODELS[3:5]
+    ]
     (folder / "jobs.json").write_text(json.dumps(batch))
     docker_engine.containers.run(
-        jax_cpu_image.tag, ["python", "/opt/dlrepro/jax_precision.py", "/out/jobs.json", "/out/found.json"],
-        network_mode="none", remove=True, user="%d:%d" % (os.getuid(), os.getgid()),
+        jax_cpu_image.tag,
+        ["python", "/opt/dlrepro/jax_precision.py", "/out/jobs.json", "/out/found.json"],
+        network_mode="none",
+        remove=True,
+        user="%d:%d" % (os.getuid(), os.getgid()),
         environment={"PYTHONPATH": "/opt/dlrepro"},
-        volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-                 str(SCRIPT): {"bind": "/opt/dlrepro/jax_precision.py", "mode": "ro"}, str(folder): {"bind": "/out"}})
+        volumes={
+            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
+            str(SCRIPT): {"bind": "/opt/dlrepro/jax_precision.py", "mode": "ro"},
+            str(folder): {"bind": "/out"},
+        },
+    )
     return json.loads((folder / "found.json").read_text())
 
 
@@ -69,7 +87,11 @@ def test_bf16_computes_in_bfloat16_and_keeps_float32_parameters(measured, name, 
 @pytest.mark.parametrize("name, variant, batch", MODELS[3:5])
 def test_fp32_stays_float32_throughout(measured, name, variant, batch):
     found = measured[_job(name, variant, batch, "fp32")["id"]]
-    assert (found["compute_dtype"], found["matmul_precision"], found["forward_dtype"]) == ("float32", "highest", "float32")
+    assert (found["compute_dtype"], found["matmul_precision"], found["forward_dtype"]) == (
+        "float32",
+        "highest",
+        "float32",
+    )
     assert found["products"] > 0 and found["bf16_products"] == 0
     assert found["grad_dtypes"] == found["params_after"] == ["float32"]
     # the same model, initialisation and mini-batch in bf16 follows the same losses, to bfloat16's precision
@@ -90,6 +112,7 @@ def test_a_bf16_job_records_its_compute_dtype_and_is_set_against_the_bf16_peak(j
     # the job had run on an H200: its dense bf16 rate, as for a torch bf16 job
     precision = telemetry.summary_columns(result)["precision"]
     timing = result["timing"]
-    out = peak_columns.job_columns(dict(job, device="cuda"), result, precision, "NVIDIA H200", timing["summary"]["median"],
-                                 timing["quantity"])
+    out = peak_columns.job_columns(
+        dict(job, device="cuda"), result, precision, "NVIDIA H200", timing["summary"]["median"], timing["quantity"]
+    )
     assert precision == "bf16" and out["peak_device"] == "h200-sxm" and out["peak_flops"] == pytest.approx(989.4e12)

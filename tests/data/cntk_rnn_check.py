@@ -11,6 +11,7 @@
 - embedding: the lookup of ids in a 7 x 3 table against numpy's indexing;
 - parameters: the parameter count of the spec's LSTM (Embedding 10000x256, 2 LSTM layers of 256) and GRU layers.
 """
+
 import json
 import sys
 
@@ -33,16 +34,20 @@ def _set(node, values):
 
 
 def _weights(width, units, gates):
-    return {"W_ih": RNG.uniform(-0.5, 0.5, (width, gates * units)), "W_hh": RNG.uniform(-0.5, 0.5, (units, gates * units)),
-            "b_ih": RNG.uniform(-0.5, 0.5, gates * units), "b_hh": RNG.uniform(-0.5, 0.5, gates * units)}
+    return {
+        "W_ih": RNG.uniform(-0.5, 0.5, (width, gates * units)),
+        "W_hh": RNG.uniform(-0.5, 0.5, (units, gates * units)),
+        "b_ih": RNG.uniform(-0.5, 0.5, gates * units),
+        "b_hh": RNG.uniform(-0.5, 0.5, gates * units),
+    }
 
 
 def numpy_gru(x, w, units):
     h, out = np.zeros((x.shape[0], units)), []
     for t in range(x.shape[1]):
         gi, gh = x[:, t] @ w["W_ih"] + w["b_ih"], h @ w["W_hh"] + w["b_hh"]
-        r, z = sigmoid(gi[:, :units] + gh[:, :units]), sigmoid(gi[:, units:2 * units] + gh[:, units:2 * units])
-        n = np.tanh(gi[:, 2 * units:] + r * gh[:, 2 * units:])
+        r, z = sigmoid(gi[:, :units] + gh[:, :units]), sigmoid(gi[:, units : 2 * units] + gh[:, units : 2 * units])
+        n = np.tanh(gi[:, 2 * units :] + r * gh[:, 2 * units :])
         h = (1 - z) * n + z * h
         out.append(h)
     return np.stack(out, 1)
@@ -54,7 +59,7 @@ def numpy_lstm(x, w, units, h=None, c=None):
     out = []
     for t in range(x.shape[1]):
         g = x[:, t] @ w["W_ih"] + w["b_ih"] + h @ w["W_hh"] + w["b_hh"]
-        i, f, gg, o = [g[:, k * units:(k + 1) * units] for k in range(4)]
+        i, f, gg, o = [g[:, k * units : (k + 1) * units] for k in range(4)]
         c = sigmoid(f) * c + sigmoid(i) * np.tanh(gg)
         h = sigmoid(o) * np.tanh(c)
         out.append(h)
@@ -66,8 +71,9 @@ def cell_check(kind):
     x = RNG.uniform(-1, 1, (2, 5, width))
     w = _weights(width, units, 3 if kind == "gru" else 4)
     features = C.sequence.input_variable(width, np.float32)
-    node = cntk_recurrent.recurrent({"type": kind, "units": units}, features, width, C.glorot_uniform(), 0,
-                                    cntk_recurrent.Carried())
+    node = cntk_recurrent.recurrent(
+        {"type": kind, "units": units}, features, width, C.glorot_uniform(), 0, cntk_recurrent.Carried()
+    )
     _set(node, w)
     got = np.asarray(node.eval({features: x.astype(np.float32)}))
     want = (numpy_gru if kind == "gru" else numpy_lstm)(x, w, units)
@@ -79,8 +85,14 @@ def carried_check():
     x = RNG.uniform(-1, 1, (2, 10, width)).astype(np.float32)
     features = C.sequence.input_variable(width, np.float32)
     carried = cntk_recurrent.Carried()
-    node = cntk_recurrent.recurrent({"type": "lstm", "units": units, "layers": 2, "stateful": True}, features, width,
-                                    C.uniform(0.5), C.uniform(0.5), carried)
+    node = cntk_recurrent.recurrent(
+        {"type": "lstm", "units": units, "layers": 2, "stateful": True},
+        features,
+        width,
+        C.uniform(0.5),
+        C.uniform(0.5),
+        carried,
+    )
     model = C.combine([node] + carried.finals)
     halves = []
     for part in (x[:, :5], x[:, 5:]):
@@ -116,13 +128,22 @@ def embedding_check():
 def parameter_counts():
     tokens = C.sequence.input_variable(1, np.float32)
     embedded = cntk_recurrent.embedding({"vocab": 10000, "dim": 256}, C.uniform(0.1))(tokens)
-    lstm = cntk_recurrent.recurrent({"type": "lstm", "units": 256, "layers": 2, "stateful": True}, embedded, 256,
-                                    C.uniform(0.1), C.uniform(0.1), cntk_recurrent.Carried())
+    lstm = cntk_recurrent.recurrent(
+        {"type": "lstm", "units": 256, "layers": 2, "stateful": True},
+        embedded,
+        256,
+        C.uniform(0.1),
+        C.uniform(0.1),
+        cntk_recurrent.Carried(),
+    )
     words = C.sequence.input_variable(125, np.float32)
-    gru = cntk_recurrent.recurrent({"type": "gru", "units": 100}, words, 125, C.glorot_uniform(), 0,
-                                   cntk_recurrent.Carried())
-    return {"lstm_ptb_embedding_and_lstm": int(sum(p.value.size for p in lstm.parameters)),
-            "gru_layer": int(sum(p.value.size for p in gru.parameters))}
+    gru = cntk_recurrent.recurrent(
+        {"type": "gru", "units": 100}, words, 125, C.glorot_uniform(), 0, cntk_recurrent.Carried()
+    )
+    return {
+        "lstm_ptb_embedding_and_lstm": int(sum(p.value.size for p in lstm.parameters)),
+        "gru_layer": int(sum(p.value.size for p in gru.parameters)),
+    }
 
 
 def main(out):
@@ -131,8 +152,17 @@ def main(out):
     clip_on, norm_on = clip_check(0.01)
     carried, fresh = carried_check()
     found_embedding = embedding_check()
-    found = {"gru": cell_check("gru"), "lstm": cell_check("lstm"), "carried": carried, "not_carried": fresh, "embedding": found_embedding,
-             "clip_off": clip_off, "clip_on": clip_on, "norms": [norm, norm_on], "cntk": C.__version__}
+    found = {
+        "gru": cell_check("gru"),
+        "lstm": cell_check("lstm"),
+        "carried": carried,
+        "not_carried": fresh,
+        "embedding": found_embedding,
+        "clip_off": clip_off,
+        "clip_on": clip_on,
+        "norms": [norm, norm_on],
+        "cntk": C.__version__,
+    }
     found.update(parameter_counts())
     with open(out, "w") as f:
         json.dump(found, f, indent=1)

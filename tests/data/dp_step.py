@@ -4,6 +4,7 @@ after it (OUT.npz: before0.., after0..):
 
 Used by tests/run/test_data_parallel.py: N ranks on shards and one rank on the whole mini-batch must end the step with
 the same parameters."""
+
 import json
 import os
 import sys
@@ -28,8 +29,10 @@ def main(job_path, out, rank):
     adapter.losses([adapter.train_step(*adapter.to_device(*adapter.shard(x, y)))])
     adapter.synchronize()
     after = adapter.parameters()
-    np.savez(out, **dict([("before%d" % i, p) for i, p in enumerate(before)] +
-                         [("after%d" % i, p) for i, p in enumerate(after)]))
+    np.savez(
+        out,
+        **dict([("before%d" % i, p) for i, p in enumerate(before)] + [("after%d" % i, p) for i, p in enumerate(after)]),
+    )
     adapter.release()
 
 

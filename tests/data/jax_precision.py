@@ -7,6 +7,7 @@ dtypes of the forward output (``adapter.compute``) and of the gradients (traced 
 the parameters, optimizer state and batch-norm statistics after the steps; the losses; and the matrix products and
 convolutions of the lowered step (StableHLO): how many, and how many take bfloat16 operands.
 Used by tests/containers/test_jax_adapter.py."""
+
 import json
 import re
 import sys
@@ -42,11 +43,19 @@ def measure(job):
     products = PRODUCT.findall(lowered)
     losses = adapter.losses([adapter.train_step(x, y) for _ in range(ITERATIONS)])
     env = adapter.environment()
-    found = {"matmul_precision": env["matmul_precision"], "compute_dtype": env["compute_dtype"],
-             "parameter_dtypes": env["parameter_dtypes"], "forward_dtype": out.dtype.name, "grad_dtypes": dtypes(grads),
-             "params_after": dtypes(adapter.params), "opt_state_after": dtypes(adapter.opt_state),
-             "state_after": dtypes(adapter.state), "losses": losses, "products": len(products),
-             "bf16_products": sum(1 for a, b in products if a.endswith("bf16>") and b.endswith("bf16>"))}
+    found = {
+        "matmul_precision": env["matmul_precision"],
+        "compute_dtype": env["compute_dtype"],
+        "parameter_dtypes": env["parameter_dtypes"],
+        "forward_dtype": out.dtype.name,
+        "grad_dtypes": dtypes(grads),
+        "params_after": dtypes(adapter.params),
+        "opt_state_after": dtypes(adapter.opt_state),
+        "state_after": dtypes(adapter.state),
+        "losses": losses,
+        "products": len(products),
+        "bf16_products": sum(1 for a, b in products if a.endswith("bf16>") and b.endswith("bf16>")),
+    }
     adapter.release()
     return found
 

@@ -3,6 +3,7 @@ optimizer setting, the weights written after them: ``python tests/data/optimizer
 
 Used by tests/engine/test_optimizers.py, which takes the same steps with torch.optim on the host: the adapter's claim
 (runner/adapters/cntk_adapter.py) that its learners make PyTorch's updates. Python 3.6 syntax (the CNTK image)."""
+
 import json
 import sys
 
@@ -20,12 +21,16 @@ STEPS = 3
 def problem():
     """(initial weights (4, 3), inputs (5, 4), integer labels (5,)), fixed."""
     rng = np.random.RandomState(7)
-    return (rng.normal(0, 0.5, (4, 3)).astype(np.float32), rng.normal(0, 1, (5, 4)).astype(np.float32),
-            np.array([0, 2, 1, 2, 0]))
+    return (
+        rng.normal(0, 0.5, (4, 3)).astype(np.float32),
+        rng.normal(0, 1, (5, 4)).astype(np.float32),
+        np.array([0, 2, 1, 2, 0]),
+    )
 
 
 def main(out):
     import cntk as C
+
     from runner.adapters.cntk_adapter import _learner
 
     w0, x, y = problem()

@@ -1,5 +1,6 @@
 """An archive of a bundle with its images (dlrepro.store.archive): the images saved by id and checked; needs a Docker
 engine."""
+
 import hashlib
 import io
 import json
@@ -41,8 +42,10 @@ def test_images_are_saved_by_id_and_checked(bundle, tmp_path, tiny_image):
     body["images"] = [dict(body["images"][0], name="tiny", tag=tag, image_id=image.id)]
     (bundle / "bundle.json").write_text(json.dumps(body, indent=1, sort_keys=True))
     digest = hashlib.sha256((bundle / "bundle.json").read_bytes()).hexdigest()
-    sums = [line if not line.endswith("  bundle.json") else "%s  bundle.json" % digest
-            for line in (bundle / "SHA256SUMS").read_text().splitlines()]
+    sums = [
+        line if not line.endswith("  bundle.json") else "%s  bundle.json" % digest
+        for line in (bundle / "SHA256SUMS").read_text().splitlines()
+    ]
     (bundle / "SHA256SUMS").write_text("\n".join(sums) + "\n")
 
     made = archive.create(bundle, tmp_path / "i.tar.gz", images=True, log=lambda m: None)

@@ -1,6 +1,7 @@
 """A Docker engine killed during a build (an engine of the test's own, tests/dockerd.py): the build ends with one
 line naming the engine, and the step it was running lives on holding a lock in a shared cache mount, as apt's
 does; the next build, once the engine is back, says which step it waits for and builds once it has ended."""
+
 import os
 import re
 import shutil
@@ -25,8 +26,12 @@ def _context(folder, base, step):
     """A build context whose one RUN step is ``step``, with the apt cache mounted."""
     folder.mkdir(parents=True)
     (folder / "Dockerfile").write_text("FROM %s\nRUN %s %s\n" % (base, CACHE, step))
-    return SimpleNamespace(directory=folder, digest=folder.name * 12, tag="dlrepro-test/lock:%s" % folder.name,
-                           image=SimpleNamespace(name="lock-%s" % folder.name))
+    return SimpleNamespace(
+        directory=folder,
+        digest=folder.name * 12,
+        tag="dlrepro-test/lock:%s" % folder.name,
+        image=SimpleNamespace(name="lock-%s" % folder.name),
+    )
 
 
 def _in_thread(function, *args):
@@ -59,8 +64,9 @@ def _step_running(text, timeout=120):
 
 
 @pytest.mark.docker
-def test_an_engine_killed_mid_build_is_one_line_and_the_next_build_waits_for_its_step(docker_engine, tmp_path,
-                                                                                      monkeypatch):
+def test_an_engine_killed_mid_build_is_one_line_and_the_next_build_waits_for_its_step(
+    docker_engine, tmp_path, monkeypatch
+):
     if shutil.which("dockerd") is None or os.geteuid() != 0:
         pytest.skip("starting an engine of the test's own needs dockerd and root")
     bases = docker_engine.images.list("dlrepro/base")
@@ -97,10 +103,11 @@ def test_an_engine_killed_mid_build_is_one_line_and_the_next_build_waits_for_its
         deadline = time.time() + 60
         while not lines and time.time() < deadline:
             time.sleep(0.2)
-        assert lines[0] == ("waiting for 1 build step(s) that a lost Docker engine left running on this host, which "
-                            "hold the locks of the shared apt cache: PID %d: %s; they end by themselves, or end them "
-                            "now: kill -9 %s" % (step[0], step[1][:leftovers.COMMAND_SHOWN],
-                                                 " ".join(map(str, step[2]))))
+        assert lines[0] == (
+            "waiting for 1 build step(s) that a lost Docker engine left running on this host, which "
+            "hold the locks of the shared apt cache: PID %d: %s; they end by themselves, or end them "
+            "now: kill -9 %s" % (step[0], step[1][: leftovers.COMMAND_SHOWN], " ".join(map(str, step[2])))
+        )
         for pid in step[2]:  # the test's own engine's step, as the line says
             os.kill(pid, signal.SIGKILL)
         orphan = None

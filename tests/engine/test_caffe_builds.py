@@ -1,6 +1,7 @@
 """Which Caffe a job gets: Debian's CPU_ONLY build refuses a GPU job before pycaffe could abort the process
 (set_device in a CPU_ONLY build is a fatal error), and the adapter records which build ran (CUDA or not, the
 library it loaded) from the libraries the process has mapped."""
+
 import json
 import os
 
@@ -28,12 +29,21 @@ def test_debians_cpu_only_caffe_refuses_a_gpu_job_and_says_which_build_ran(docke
     tmp_path.chmod(0o777)
     (tmp_path / "probe.py").write_text(PROBE)
     docker_engine.containers.run(
-        image.tag, ["python", "/out/probe.py", "/out/found.json"], network_mode="none", remove=True,
-        user="%d:%d" % (os.getuid(), os.getgid()), environment={"PYTHONPATH": "/opt/dlrepro"},
-        volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"}, str(tmp_path): {"bind": "/out"}})
+        image.tag,
+        ["python", "/out/probe.py", "/out/found.json"],
+        network_mode="none",
+        remove=True,
+        user="%d:%d" % (os.getuid(), os.getgid()),
+        environment={"PYTHONPATH": "/opt/dlrepro"},
+        volumes={
+            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
+            str(tmp_path): {"bind": "/out"},
+        },
+    )
     found = json.loads((tmp_path / "found.json").read_text())
-    assert found["cuda"] == ("this Caffe is a CPU_ONLY build (it links no CUDA runtime): run the job in the "
-                             "caffe-1.0.0-cuda image")
+    assert found["cuda"] == (
+        "this Caffe is a CPU_ONLY build (it links no CUDA runtime): run the job in the caffe-1.0.0-cuda image"
+    )
     cpu = found["cpu"]
     assert (cpu["mode"], cpu["cuda_build"], cpu["cuda"], cpu["cudnn"]) == ("CPU", False, None, None)
     assert cpu["library"] == "/usr/lib/x86_64-linux-gnu/libcaffe.so.1.0.0"

@@ -1,5 +1,6 @@
 """Data-parallel jobs in containers: JAX over two CPU devices, and a bundle of data-parallel jobs with their ranks and
 speedups; needs a Docker engine."""
+
 import json
 import os
 
@@ -7,23 +8,31 @@ import numpy as np
 import pytest
 
 from dlrepro import REPO_ROOT
-from dlrepro.store import tables
 from dlrepro.run.options import RunOptions
+from dlrepro.store import tables
 from tests.run.data_parallel_jobs import STEP, _job, _parameters, _write
 
 
 @pytest.mark.docker
-def test_jax_over_two_cpu_devices_takes_the_step_of_one_device_on_the_whole_mini_batch(jax_cpu_image, docker_engine,
-                                                                                          tmp_path):
+def test_jax_over_two_cpu_devices_takes_the_step_of_one_device_on_the_whole_mini_batch(
+    jax_cpu_image, docker_engine, tmp_path
+):
     tmp_path.chmod(0o777)
     for name, job in (("whole", _job("jax", None)), ("split", _job("jax", [2]))):
         _write(job, tmp_path, name)
         docker_engine.containers.run(
-            jax_cpu_image.tag, ["python", "/opt/dlrepro/dp_step.py", "/out/%s.json" % name, "/out/%s.npz" % name],
-            network_mode="none", remove=True, user="%d:%d" % (os.getuid(), os.getgid()),
+            jax_cpu_image.tag,
+            ["python", "/opt/dlrepro/dp_step.py", "/out/%s.json" % name, "/out/%s.npz" % name],
+            network_mode="none",
+            remove=True,
+            user="%d:%d" % (os.getuid(), os.getgid()),
             environment={"PYTHONPATH": "/opt/dlrepro"},
-            volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-                     str(STEP): {"bind": "/opt/dlrepro/dp_step.py", "mode": "ro"}, str(tmp_path): {"bind": "/out"}})
+            volumes={
+                str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
+                str(STEP): {"bind": "/opt/dlrepro/dp_step.py", "mode": "ro"},
+                str(tmp_path): {"bind": "/out"},
+            },
+        )
     before, after = _parameters(tmp_path / "whole.npz")
     split_before, split_after = _parameters(tmp_path / "split.npz")
     assert len(after) == len(split_after) == 8
@@ -33,15 +42,24 @@ def test_jax_over_two_cpu_devices_takes_the_step_of_one_device_on_the_whole_mini
 
 
 @pytest.mark.docker
-def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(torch_cpu_image, jax_cpu_image, tmp_path,
-                                                                    reporter):
+def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(
+    torch_cpu_image, jax_cpu_image, tmp_path, reporter
+):
     from dlrepro.run import runs
 
-    path = runs.run("fcn", RunOptions(frameworks=["torch", "jax"], variants=["fcn-s"], batch_sizes=[8], quick=True,
-                                      ranks=[1, 2]), results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=["torch", "jax"], variants=["fcn-s"], batch_sizes=[8], quick=True, ranks=[1, 2]),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     summary = tables.summary(path).set_index("job_id")
-    assert sorted(summary.index) == ["fcn-s.jax.cpu.b8.r1", "fcn-s.jax.cpu.b8.r2", "fcn-s.torch.cpu.b8.r1",
-                                     "fcn-s.torch.cpu.b8.r2"]
+    assert sorted(summary.index) == [
+        "fcn-s.jax.cpu.b8.r1",
+        "fcn-s.jax.cpu.b8.r2",
+        "fcn-s.torch.cpu.b8.r1",
+        "fcn-s.torch.cpu.b8.r2",
+    ]
     assert set(summary["status"]) == {"ok"} and list(summary["rank_batch_size"].sort_index()) == [8, 4, 8, 4]
     for framework in ("jax", "torch"):
         two, one = summary.loc["fcn-s.%s.cpu.b8.r2" % framework], summary.loc["fcn-s.%s.cpu.b8.r1" % framework]
@@ -49,11 +67,14 @@ def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(torch_cpu_i
         assert two["speedup"] == pytest.approx(one["median"] / two["median"])
         assert two["scaling_efficiency"] == pytest.approx(two["speedup"] / 2)
     result = json.loads((path / "jobs" / "fcn-s.torch.cpu.b8.r2" / "result.json").read_text())
-    assert [r["rank"] for r in result["ranks"]] == [0, 1] and result["environment"]["data_parallel"]["backend"] == "gloo"
+    assert [r["rank"] for r in result["ranks"]] == [0, 1] and result["environment"]["data_parallel"][
+        "backend"
+    ] == "gloo"
     assert all(len(r["repeats"]) == len(result["timing"]["repeats"]) for r in result["ranks"])
     jax_env = json.loads((path / "jobs" / "fcn-s.jax.cpu.b8.r2" / "result.json").read_text())["environment"]
     assert jax_env["data_parallel"]["world_size"] == 2 and jax_env["process"]["variables"]["XLA_FLAGS"].startswith(
-        "--xla_force_host_platform_device_count=2")
+        "--xla_force_host_platform_device_count=2"
+    )
     assert result["timing"]["ranks_joined"] == "slowest rank per iteration (maximum over 2 ranks)"
     assert result["cpu_usage"]["cpu_seconds"] == pytest.approx(sum(result["cpu_usage"]["rank_cpu_seconds"]))
     ranked = tables.samples(path)
@@ -61,5 +82,6 @@ def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(torch_cpu_i
     per_rank = torch2[torch2["sample"] == "rank iteration"]
     assert set(per_rank["rank"]) == {0, 1} and torch2[torch2["sample"] == "iteration"]["rank"].isna().all()
     slowest = per_rank.groupby(["repeat", "index"])["seconds"].max()
-    assert list(torch2[torch2["sample"] == "iteration"].set_index(["repeat", "index"])["seconds"].sort_index()) == \
-        list(slowest.sort_index())
+    assert list(torch2[torch2["sample"] == "iteration"].set_index(["repeat", "index"])["seconds"].sort_index()) == list(
+        slowest.sort_index()
+    )

@@ -1,4 +1,5 @@
 """The docker executor for real: the torch CPU image built from its lock, jobs run in hardened containers."""
+
 import json
 import math
 import os
@@ -6,13 +7,12 @@ import os
 import pytest
 
 from dlrepro.images import build
-from dlrepro.inputs import datasets
+from dlrepro.inputs import datasets, spec
 from dlrepro.plan import hostinfo
 from dlrepro.run import executors, jobs, runs
-from dlrepro.inputs import spec
 from dlrepro.run.executors.base import PID_LABEL
 from dlrepro.run.options import RunOptions
-from tests.helpers import check_sums, fresh_cache, files_under, run_executor, unreachable
+from tests.helpers import check_sums, files_under, fresh_cache, run_executor, unreachable
 
 pytestmark = pytest.mark.docker
 
@@ -50,8 +50,12 @@ def test_alexnet_main_job_in_containers(torch_cpu_image, tmp_path, reporter, mon
 
 
 def test_fcn_r_on_real_mnist_in_a_container_loss_falls(torch_cpu_image, mnist, tmp_path, reporter):
-    path = runs.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-r"], mode="convergence", quick=True), results_dir=tmp_path,
-                    reporter=reporter)
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=["torch"], variants=["fcn-r"], mode="convergence", quick=True),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     result = json.loads((path / "jobs" / "fcn-r.torch.cpu.b64.convergence" / "result.json").read_text())
     assert result["status"] == "ok" and result["parameters"]["measured"] == 14_205_962
     epoch = result["convergence"]["epochs"][0]
@@ -72,33 +76,46 @@ def test_a_job_failing_in_the_container_does_not_stop_the_others(torch_cpu_image
 
 
 def test_the_container_has_no_network_and_a_read_only_runner(torch_cpu_image, tmp_path):
-    from dlrepro.engine import client
     from dlrepro import REPO_ROOT
+    from dlrepro.engine import client
 
-    probe = ("import socket, sys\n"
-             "try:\n    socket.create_connection(('10.0.0.1', 80), timeout=2); print('network')\n"
-             "except OSError as e:\n    print('no network')\n"
-             "try:\n    open('/opt/dlrepro/runner/x', 'w'); print('writable')\n"
-             "except OSError as e:\n    print('read-only')\n"
-             "import os; print(os.getuid())\n")
-    out = client().containers.run(torch_cpu_image.tag, ["python", "-c", probe], network_mode="none", remove=True,
-                                  read_only=True, user="1000:1000", security_opt=["no-new-privileges"],
-                                  volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"}})
+    probe = (
+        "import socket, sys\n"
+        "try:\n    socket.create_connection(('10.0.0.1', 80), timeout=2); print('network')\n"
+        "except OSError as e:\n    print('no network')\n"
+        "try:\n    open('/opt/dlrepro/runner/x', 'w'); print('writable')\n"
+        "except OSError as e:\n    print('read-only')\n"
+        "import os; print(os.getuid())\n"
+    )
+    out = client().containers.run(
+        torch_cpu_image.tag,
+        ["python", "-c", probe],
+        network_mode="none",
+        remove=True,
+        read_only=True,
+        user="1000:1000",
+        security_opt=["no-new-privileges"],
+        volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"}},
+    )
     assert out.decode().split() == ["no", "network", "read-only", "1000"]
 
 
 def test_a_container_that_cannot_start_is_removed_and_its_jobs_fail(torch_cpu_image, tmp_path):
     from dlrepro.engine import client
 
-    job = jobs.expand(spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True))[0]
+    job = jobs.expand(
+        spec.load("fcn"), RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True)
+    )[0]
     ours = {"label": "%s=%d" % (PID_LABEL, os.getpid())}  # this process's containers: another worker's come and go
     before = {c.id for c in client().containers.list(all=True, filters=ours)}
     # GPU 99 exists on no host: the engine cannot give it to the container, with or without the NVIDIA runtime
-    executors.DockerExecutor(device="cuda", gpu=99).run(torch_cpu_image, [job], tmp_path, datasets.root(),
-                                                        lambda *e: None)
+    executors.DockerExecutor(device="cuda", gpu=99).run(
+        torch_cpu_image, [job], tmp_path, datasets.root(), lambda *e: None
+    )
     result = json.loads((tmp_path / job["id"] / "result.json").read_text())
-    assert result["status"] == "failed" and result["reason"].startswith("the container for %s could not start"
-                                                                        % torch_cpu_image.tag)
+    assert result["status"] == "failed" and result["reason"].startswith(
+        "the container for %s could not start" % torch_cpu_image.tag
+    )
     assert {c.id for c in client().containers.list(all=True, filters=ours)} == before
 
 
@@ -123,7 +140,9 @@ def test_a_failed_build_leaves_no_stage_behind(cpu_images, torch_cpu_image, matr
     from dlrepro.images import matrix as matrixmod
 
     entry = matrix.find("torch", "cpu")
-    (tmp_path / ("%s.txt" % entry.name)).write_text("dlrepro-no-such-package==1.0 \\\n    --hash=sha256:%s\n" % ("0" * 64))
+    (tmp_path / ("%s.txt" % entry.name)).write_text(
+        "dlrepro-no-such-package==1.0 \\\n    --hash=sha256:%s\n" % ("0" * 64)
+    )
     monkeypatch.setattr(matrixmod, "LOCKS_DIR", tmp_path)
     before = {i.id for i in client().images.list(filters={"dangling": True})}
     with pytest.raises(ImageError, match="^building torch-2.13.0-cpu failed") as failed:
@@ -136,8 +155,12 @@ def test_a_failed_build_leaves_no_stage_behind(cpu_images, torch_cpu_image, matr
 def test_a_job_whose_image_cannot_run_here_is_skipped_before_any_build(docker_engine, tmp_path, reporter, monkeypatch):
     monkeypatch.setattr(hostinfo, "cpu_flags", lambda: ["sse4_2"])
     monkeypatch.setattr(build, "ensure", lambda *a, **k: pytest.fail("an image that cannot run here was built"))
-    path = runs.run("alexnet", RunOptions(frameworks=["tensorflow"], variants=["alexnet-s"], quick=True),
-                    results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "alexnet",
+        RunOptions(frameworks=["tensorflow"], variants=["alexnet-s"], quick=True),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     bundle = json.loads((path / "bundle.json").read_text())
     assert bundle["counts"] == {"ok": 0, "failed": 0, "skipped": 1} and bundle["images"] == []
     row = bundle["jobs"][0]

@@ -1,5 +1,6 @@
 """Durable runs in containers: a SIGKILLed run leaves no container and resumes, a dead run's container is removed, a
 memory limit stops one job; needs a Docker engine."""
+
 import json
 import os
 import time
@@ -15,7 +16,7 @@ from tests.run.durable_runs import FCN, _kill_after_first_job, _resumed_complete
 def test_sigkill_keeps_finished_jobs_leaves_no_container_and_resume_completes(tmp_path, torch_cpu_image, docker_engine):
     results = tmp_path / "results"
     partial = _kill_after_first_job(FCN + ["--batch-size=8,1024"], results, "fcn-s.torch.cpu.b8")
-    run_id = partial.name[1:-len(".partial")]
+    run_id = partial.name[1 : -len(".partial")]
     deadline, left = time.time() + 10, None
     while time.time() < deadline:
         left = docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % run_id})
@@ -30,13 +31,21 @@ def test_sigkill_keeps_finished_jobs_leaves_no_container_and_resume_completes(tm
 def test_a_dead_runs_container_is_removed_at_the_next_start(docker_engine, torch_cpu_image, reporter):
     from dlrepro.run.executors import docker as docker_executor
 
-    orphan = docker_engine.containers.create(torch_cpu_image.tag, ["sleep", "600"], labels={
-        "org.dlrepro.role": "runner", "org.dlrepro.run": "fcn-orphan", "org.dlrepro.host": os.uname().nodename,
-        "org.dlrepro.pid": "999999999"})
+    orphan = docker_engine.containers.create(
+        torch_cpu_image.tag,
+        ["sleep", "600"],
+        labels={
+            "org.dlrepro.role": "runner",
+            "org.dlrepro.run": "fcn-orphan",
+            "org.dlrepro.host": os.uname().nodename,
+            "org.dlrepro.pid": "999999999",
+        },
+    )
     orphan.start()
     lines = docker_executor.DockerExecutor().reap()
-    assert lines == ["removed container %s of the dead run fcn-orphan (host process 999999999 is gone)"
-                     % orphan.short_id]
+    assert lines == [
+        "removed container %s of the dead run fcn-orphan (host process 999999999 is gone)" % orphan.short_id
+    ]
     assert not docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=fcn-orphan"})
 
 
@@ -47,7 +56,11 @@ def test_a_memory_limit_stops_one_job_and_the_others_go_on(tmp_path, torch_cpu_i
     body = json.loads((path / "bundle.json").read_text())
     rows = {r["job_id"]: r for r in body["jobs"]}
     assert rows["resnet56-synthetic.torch.cpu.b2048"]["status"] == "failed"
-    assert rows["resnet56-synthetic.torch.cpu.b2048"]["reason"] == \
-        "out of memory (limit 700.0 MiB): the kernel killed the worker process running it"  # isolation: worker
-    assert rows["resnet56-synthetic.torch.cpu.b8"]["status"] == rows["resnet56-synthetic.torch.cpu.b16"]["status"] == "ok"
+    assert (
+        rows["resnet56-synthetic.torch.cpu.b2048"]["reason"]
+        == "out of memory (limit 700.0 MiB): the kernel killed the worker process running it"
+    )  # isolation: worker
+    assert (
+        rows["resnet56-synthetic.torch.cpu.b8"]["status"] == rows["resnet56-synthetic.torch.cpu.b16"]["status"] == "ok"
+    )
     assert body["executor"]["isolation"]["memory_bytes"] == 700 << 20

@@ -1,6 +1,7 @@
 """When the machine under a run goes away: a container engine lost mid-run stops the run with one line, keeps its
 bundle partial with the lost jobs "interrupted", and a plain `--resume latest` runs exactly those; a resume never
 writes checksums over a changed file; "latest" is only ever a partial bundle (of the given spec)."""
+
 import json
 import os
 import re
@@ -14,7 +15,8 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import EngineLost
-from dlrepro.store import bundle as bundlemod, validate
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store import validate
 from tests import dockerd
 
 # why an engine that went away is said to have gone: the error that showed it, or that it no longer answered
@@ -63,18 +65,42 @@ def _repeats(results, job_id):
 
 
 def _invoke(engine, *args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=engine.url))
+    return subprocess.run(
+        [sys.executable, "-m", "invoke"] + list(args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, DOCKER_HOST=engine.url),
+    )
 
 
 @pytest.mark.docker
 def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_completes(own_engine, mnist, tmp_path):
     results, began = tmp_path / "results", time.time()
     b1, b2, b4 = ("fcn-r.torch.cpu.b%d" % n for n in (1, 2, 4))
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", "run", "--spec=fcn", "--variant=fcn-r", "--framework=torch",
-                             "--batch-size=1,2,4", "--warmup=0", "--iterations=40", "--repeats=3", "--results",
-                             str(results)], cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "invoke",
+            "run",
+            "--spec=fcn",
+            "--variant=fcn-r",
+            "--framework=torch",
+            "--batch-size=1,2,4",
+            "--warmup=0",
+            "--iterations=40",
+            "--repeats=3",
+            "--results",
+            str(results),
+        ],
+        cwd=REPO_ROOT,
+        env=dict(os.environ, DOCKER_HOST=own_engine.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 300  # 40 iterations a repeat: b2 measures for a second or more, seen by a 0.2 s poll
     while time.time() < deadline and proc.poll() is None and _repeats(results, b2) < 1:  # b2 is measuring
         time.sleep(0.2)
@@ -83,11 +109,14 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     out = proc.communicate(timeout=120)[0]
     print(out)
     (partial,) = results.glob(".*.partial")
-    bundle_id = partial.name[1:-len(".partial")]
+    bundle_id = partial.name[1 : -len(".partial")]
     assert proc.returncode == 2 and "Traceback" not in out
-    assert re.search(r"error: the Docker engine at %s went away %s while job %s was running; the run stopped "
-                     r"\(1 ok, 2 interrupted\), its bundle kept partial: %s" % (re.escape(own_engine.url), WHY, b2,
-                                                                                 re.escape(str(partial))), out), out
+    assert re.search(
+        r"error: the Docker engine at %s went away %s while job %s was running; the run stopped "
+        r"\(1 ok, 2 interrupted\), its bundle kept partial: %s"
+        % (re.escape(own_engine.url), WHY, b2, re.escape(str(partial))),
+        out,
+    ), out
     assert "then `dlrepro run --resume %s`" % bundle_id in out
     statuses = {j: json.loads((partial / "jobs" / j / "result.json").read_text())["status"] for j in (b1, b2, b4)}
     assert statuses == {b1: "ok", b2: "interrupted", b4: "interrupted"}
@@ -100,7 +129,7 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
     # before the engine came back, the resume takes (after removing the container); the rest it reruns
     todo = re.search(r"resuming %s \(attempt 2\): (\d) of 3 jobs to run" % bundle_id, done.stdout)
     assert todo and todo.group(1) in ("0", "1", "2"), done.stdout
-    rerun = [b2, b4][2 - int(todo.group(1)):]
+    rerun = [b2, b4][2 - int(todo.group(1)) :]
     finished = b2 not in rerun
     folder = results / bundle_id
     body = json.loads((folder / "bundle.json").read_text())
@@ -109,7 +138,9 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
         lost = json.loads((folder / "jobs" / b2 / "attempts" / "1" / "result.json").read_text())
         assert lost["status"] == "interrupted" and re.fullmatch(
             r"interrupted by the machine: the Docker engine at %s went away %s while this job ran; kept what "
-            r"it measured: [1-3] repeats or epochs" % (re.escape(own_engine.url), WHY), lost["reason"]), lost["reason"]
+            r"it measured: [1-3] repeats or epochs" % (re.escape(own_engine.url), WHY),
+            lost["reason"],
+        ), lost["reason"]
     checked = _invoke(own_engine, "validate", str(folder))
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
     assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
@@ -161,12 +192,17 @@ def _record(results):
 
 @pytest.mark.docker
 def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_and_a_study_resume_reruns_its_jobs(
-        own_engine, mnist, tmp_path):
+    own_engine, mnist, tmp_path
+):
     results, study_file, began = tmp_path / "results", _study_file(tmp_path), time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", "study", str(study_file), "--framework", "torch",
-                             "--results", str(results)],
-                            cwd=REPO_ROOT, env=dict(os.environ, DOCKER_HOST=own_engine.url), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "invoke", "study", str(study_file), "--framework", "torch", "--results", str(results)],
+        cwd=REPO_ROOT,
+        env=dict(os.environ, DOCKER_HOST=own_engine.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 3600  # the first run, then the second's first repeat: minutes on a busy 2-CPU host
     while time.time() < deadline and proc.poll() is None and _pool_repeats(results, SECOND[0]) < 1:
         time.sleep(0.2)
@@ -178,26 +214,30 @@ def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_an
     first, second = record["runs"]["first"], record["runs"]["second"]
     partial = results / (".%s.partial" % second["bundle"])
     assert proc.returncode == 2 and "Traceback" not in out, out
-    found = re.search(r"error: study engine-loss stopped at run second: the Docker engine at %s went away %s "
-                      r"while job (\S+) was running; the run stopped \((?:(\d) ok, )?(\d) interrupted\), its bundle "
-                      r"kept partial: %s\n" % (re.escape(own_engine.url), WHY, re.escape(str(partial))), out)
+    found = re.search(
+        r"error: study engine-loss stopped at run second: the Docker engine at %s went away %s "
+        r"while job (\S+) was running; the run stopped \((?:(\d) ok, )?(\d) interrupted\), its bundle "
+        r"kept partial: %s\n" % (re.escape(own_engine.url), WHY, re.escape(str(partial))),
+        out,
+    )
     assert found and found.group(1) in SECOND and int(found.group(2) or 0) + int(found.group(3)) == 2, out
     assert "then `dlrepro study %s --resume latest`" % study_file in " ".join(out.split())
     assert first["state"] == "complete" and (results / first["bundle"] / "bundle.json").is_file()
     assert second["state"] == "interrupted" and bundlemod.body(partial)["state"] == "partial"
     statuses = {j: json.loads((partial / "jobs" / j / "result.json").read_text())["status"] for j in SECOND}
     lost = [j for j in SECOND if statuses[j] != "ok"]
-    assert lost == SECOND[SECOND.index(found.group(1)):] and {statuses[j] for j in lost} == {"interrupted"}
+    assert lost == SECOND[SECOND.index(found.group(1)) :] and {statuses[j] for j in lost} == {"interrupted"}
     # the running job's output stays where its container (alive without its engine) may still write it
     assert list(results.glob("studies/.*.pool/out/%s/attempt-1/*/%s" % (second["bundle"], found.group(1))))
     print("engine back in %.1f s" % own_engine.start())
-    done = _invoke(own_engine, "study", str(study_file), "--resume", "latest", "--results", str(results),
-                   timeout=1800)  # a fresh container and worker: minutes on a busy 2-CPU host
+    done = _invoke(
+        own_engine, "study", str(study_file), "--resume", "latest", "--results", str(results), timeout=1800
+    )  # a fresh container and worker: minutes on a busy 2-CPU host
     print(done.stdout + done.stderr)
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr
     todo = re.search(r"resuming %s \(attempt 2\): (\d) of 2 jobs to run" % second["bundle"], done.stdout)
     assert todo and int(todo.group(1)) <= len(lost), done.stdout
-    rerun = SECOND[2 - int(todo.group(1)):]  # what the container finished without its engine was taken, not rerun
+    rerun = SECOND[2 - int(todo.group(1)) :]  # what the container finished without its engine was taken, not rerun
     folder = results / second["bundle"]
     body = json.loads((folder / "bundle.json").read_text())
     assert [a["jobs"] for a in body["attempts"]] == [SECOND, rerun] and body["counts"]["ok"] == 2
@@ -210,8 +250,9 @@ def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_an
 
 
 @pytest.mark.docker
-def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_second_partial(own_engine, mnist,
-                                                                                            tmp_path, monkeypatch):
+def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_second_partial(
+    own_engine, mnist, tmp_path, monkeypatch
+):
     from dlrepro import engine
     from dlrepro.images import build
     from dlrepro.run import study
@@ -233,18 +274,25 @@ def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_se
         record = _record(results)
         second = record["runs"]["second"]
         partial = results / (".%s.partial" % second["bundle"])
-        assert str(err.value) == ("study engine-loss stopped at run second: the Docker engine at %s went away "
-                                  "(ConnectionError) before a job started; the run stopped (2 interrupted), its "
-                                  "bundle kept partial: %s" % (own_engine.url, partial))
-        assert err.value.remedy.endswith("then `dlrepro study %s --resume latest`: it reruns the interrupted jobs, "
-                                         "then the runs not done yet" % study_file)
+        assert str(err.value) == (
+            "study engine-loss stopped at run second: the Docker engine at %s went away "
+            "(ConnectionError) before a job started; the run stopped (2 interrupted), its "
+            "bundle kept partial: %s" % (own_engine.url, partial)
+        )
+        assert err.value.remedy.endswith(
+            "then `dlrepro study %s --resume latest`: it reruns the interrupted jobs, "
+            "then the runs not done yet" % study_file
+        )
         assert looked == ["torch-2.13.0-cpu"] * 2 and record["runs"]["first"]["state"] == "complete"
         assert second["state"] == "interrupted" and bundlemod.body(partial)["state"] == "partial"
         for job_id in SECOND:
             result = json.loads((partial / "jobs" / job_id / "result.json").read_text())
-            assert (result["status"], result["reason"]) == ("interrupted", "interrupted by the machine: the Docker "
-                                                            "engine at %s went away (ConnectionError) before this job "
-                                                            "started" % own_engine.url)
+            assert (result["status"], result["reason"]) == (
+                "interrupted",
+                "interrupted by the machine: the Docker "
+                "engine at %s went away (ConnectionError) before this job "
+                "started" % own_engine.url,
+            )
         monkeypatch.setattr(build, "ensure", real)
         print("engine back in %.1f s" % own_engine.start())
         study.run(str(study_file), results_dir=results, resume="latest")
@@ -253,7 +301,8 @@ def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_se
     body = json.loads((results / second["bundle"] / "bundle.json").read_text())
     assert [a["jobs"] for a in body["attempts"]] == [SECOND, SECOND] and body["counts"]["ok"] == 2
     assert body["executor"]["isolation"]["shared_output"].startswith(
-        "/out is the output root of study worker pool study-engine-loss-")  # what the pooled container shares
+        "/out is the output root of study worker pool study-engine-loss-"
+    )  # what the pooled container shares
     assert _record(results)["runs"]["second"]["state"] == "complete"
     assert validate.check(results / second["bundle"]) == []
     assert own_engine.client().containers.list(all=True) == []

@@ -1,6 +1,7 @@
 """The CNTK adapter's learners make PyTorch's updates (its module docstring's claim): SGD, SGD with momentum and
 weight decay, Nesterov and Adam, three steps each on one linear softmax problem, CNTK in its image against
 torch.optim here."""
+
 import json
 import os
 
@@ -18,8 +19,13 @@ def _torch_steps(opt):
     w0, x, y = optimizer_steps.problem()
     w = torch.nn.Parameter(torch.from_numpy(w0.copy()))
     if opt["name"] == "sgd":
-        optimizer = torch.optim.SGD([w], lr=opt["lr"], momentum=opt.get("momentum", 0), nesterov=opt.get("nesterov", False),
-                                    weight_decay=opt.get("weight_decay", 0))
+        optimizer = torch.optim.SGD(
+            [w],
+            lr=opt["lr"],
+            momentum=opt.get("momentum", 0),
+            nesterov=opt.get("nesterov", False),
+            weight_decay=opt.get("weight_decay", 0),
+        )
     else:
         optimizer = torch.optim.Adam([w], lr=opt["lr"])
     for _ in range(optimizer_steps.STEPS):
@@ -32,11 +38,18 @@ def _torch_steps(opt):
 def test_cntk_learners_take_pytorchs_steps(cntk_cpu_image, docker_engine, tmp_path):
     tmp_path.chmod(0o777)
     docker_engine.containers.run(
-        cntk_cpu_image.tag, ["python", "/opt/dlrepro/tests/data/optimizer_steps.py", "/out/steps.json"],
-        network_mode="none", remove=True, user="%d:%d" % (os.getuid(), os.getgid()),
+        cntk_cpu_image.tag,
+        ["python", "/opt/dlrepro/tests/data/optimizer_steps.py", "/out/steps.json"],
+        network_mode="none",
+        remove=True,
+        user="%d:%d" % (os.getuid(), os.getgid()),
         environment={"PYTHONPATH": "/opt/dlrepro"},
-        volumes={str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-                 str(REPO_ROOT / "tests"): {"bind": "/opt/dlrepro/tests", "mode": "ro"}, str(tmp_path): {"bind": "/out"}})
+        volumes={
+            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
+            str(REPO_ROOT / "tests"): {"bind": "/opt/dlrepro/tests", "mode": "ro"},
+            str(tmp_path): {"bind": "/out"},
+        },
+    )
     found = [np.array(w, dtype=np.float32) for w in json.loads((tmp_path / "steps.json").read_text())]
     w0 = optimizer_steps.problem()[0]
     for opt, cntk_w in zip(optimizer_steps.SETTINGS, found):

@@ -1,5 +1,6 @@
 """Podman as the container engine, through its Docker-compatible API socket: the suite's own build of the torch CPU
 image and one AlexNet-S quick job in the docker executor's hardened container, the engine recorded."""
+
 import json
 import time
 
@@ -40,19 +41,35 @@ def test_the_torch_image_builds_and_an_alexnet_job_runs_through_podman(podman, m
         base = _base_from_docker(matrix, entry.base)
         started = time.time()
         built = build.ensure(matrix, entry, build.BuildOptions(), log=print)
-        print("podman: base %s; torch image %s in %.0f s" % (base, "built" if built.built else "found",
-                                                             time.time() - started))
-        assert built.tag.startswith("dlrepro/torch:2.13.0-cpu-") and "torch==2.13.0+cpu" in built.manifests["pip-freeze.txt"]
+        print(
+            "podman: base %s; torch image %s in %.0f s"
+            % (base, "built" if built.built else "found", time.time() - started)
+        )
+        assert (
+            built.tag.startswith("dlrepro/torch:2.13.0-cpu-")
+            and "torch==2.13.0+cpu" in built.manifests["pip-freeze.txt"]
+        )
         assert not files_under(built.image_id, "/tmp/transport")  # a bind mount of the pip step (Buildah): in no layer
         started = time.time()
-        path = runs.run("alexnet", RunOptions(frameworks=["torch"], variants=["alexnet-s"], quick=True),
-                        results_dir=tmp_path, reporter=reporter, memory=4 << 30)
+        path = runs.run(
+            "alexnet",
+            RunOptions(frameworks=["torch"], variants=["alexnet-s"], quick=True),
+            results_dir=tmp_path,
+            reporter=reporter,
+            memory=4 << 30,
+        )
         print("podman: AlexNet-S quick job in %.0f s" % (time.time() - started))
         body = json.loads((path / "bundle.json").read_text())
         assert body["executor"]["executor"] == "docker" and body["executor"]["engine"]["name"] == "podman"
         assert body["executor"]["engine"]["version"].startswith("4.") and body["executor"]["isolation"] == {
-            "network": "none", "read_only_root": True, "user": "non-root", "no_new_privileges": True,
-            "cap_drop": "ALL", "pids_limit": 4096, "memory_bytes": 4 << 30}
+            "network": "none",
+            "read_only_root": True,
+            "user": "non-root",
+            "no_new_privileges": True,
+            "cap_drop": "ALL",
+            "pids_limit": 4096,
+            "memory_bytes": 4 << 30,
+        }
         (row,) = body["jobs"]
         assert row["status"] == "ok" and row["parameters"] == 62_378_344 and row["image_id"] == built.image_id
         result = json.loads((path / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json").read_text())

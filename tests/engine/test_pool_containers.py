@@ -1,16 +1,19 @@
 """A study's worker pool in containers: one container for the study, none left, and nothing moved out of the bundle;
 needs a Docker engine."""
+
 import json
 import os
 import socket
 
 import pytest
 
-from dlrepro.store import records
-from dlrepro.run import executors, runs as runsmod, study as studymod
+from dlrepro.run import executors
+from dlrepro.run import runs as runsmod
+from dlrepro.run import study as studymod
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
+from dlrepro.store import records
 from tests.helpers import Quiet
 from tests.run.pools import SHARED, _seat
 
@@ -28,8 +31,9 @@ class _StopAtFirstEnd(Quiet):
 
 def _ours(docker_engine):
     """The job containers this test process started that the engine still lists."""
-    return docker_engine.containers.list(all=True, filters={"label": [
-        "%s=%s" % (HOST_LABEL, socket.gethostname()), "%s=%d" % (PID_LABEL, os.getpid())]})
+    return docker_engine.containers.list(
+        all=True, filters={"label": ["%s=%s" % (HOST_LABEL, socket.gethostname()), "%s=%d" % (PID_LABEL, os.getpid())]}
+    )
 
 
 @pytest.mark.docker
@@ -50,19 +54,24 @@ def test_a_study_in_containers_uses_one_container_and_leaves_none(torch_cpu_imag
     # the first run's job finished in the interrupted pass; the second ran in a fresh container of the resume
     assert before["jobs_before"] == 0 and later["jobs_before"] == 0
     assert later["id"].split("/")[0] != socket.gethostname()  # its worker's host: the container
-    record = studymod.run(str(SHARED), frameworks=["torch"], quick=True, results_dir=tmp_path / "again",
-                          reporter=reporter)
+    record = studymod.run(
+        str(SHARED), frameworks=["torch"], quick=True, results_dir=tmp_path / "again", reporter=reporter
+    )
     assert _ours(docker_engine) == []
-    found = [json.loads((tmp_path / "again" / record.body["runs"][r]["bundle"] / "jobs" / j / "result.json")
-                        .read_text())["worker"] for r, j in (("small", "fcn-r.torch.cpu.b64.t1"),
-                                                             ("large", "fcn-s.torch.cpu.b8.t1"))]
+    found = [
+        json.loads((tmp_path / "again" / record.body["runs"][r]["bundle"] / "jobs" / j / "result.json").read_text())[
+            "worker"
+        ]
+        for r, j in (("small", "fcn-r.torch.cpu.b64.t1"), ("large", "fcn-s.torch.cpu.b8.t1"))
+    ]
     # one container, one worker for both runs
     assert _seat(found[1]) == (found[0]["id"], 1)
 
 
 @pytest.mark.docker
 def test_a_container_that_prints_a_job_id_climbing_out_of_its_output_moves_nothing_out_of_the_bundle(
-        torch_cpu_image, tmp_path, monkeypatch, reporter):
+    torch_cpu_image, tmp_path, monkeypatch, reporter
+):
     """The pool's serving container writes the shared output root (/out): this one plants a result there and prints
     the end line of a "job" ``../../../evil``, which from the plan's output folder is that planted result, and from
     the bundle's jobs/ folder is outside the results folder. The host takes only the ids of the plan it sent."""
@@ -70,21 +79,41 @@ def test_a_container_that_prints_a_job_id_climbing_out_of_its_output_moves_nothi
 
     class Planting(DockerExecutor):
         def serve_args(self, tag, pool, data_root, gpu):
-            return dict(super().serve_args(tag, pool, data_root, gpu), command=["sh", "-c", (
-                "read stage out; mkdir -p /out/evil && echo '{\"status\": \"ok\"}' > /out/evil/result.json; "
-                "echo '@dlrepro start ../../../evil'; echo '@dlrepro end ../../../evil ok'; "
-                "echo \"@dlrepro done $stage\"; read rest")])
+            return dict(
+                super().serve_args(tag, pool, data_root, gpu),
+                command=[
+                    "sh",
+                    "-c",
+                    (
+                        'read stage out; mkdir -p /out/evil && echo \'{"status": "ok"}\' > /out/evil/result.json; '
+                        "echo '@dlrepro start ../../../evil'; echo '@dlrepro end ../../../evil ok'; "
+                        'echo "@dlrepro done $stage"; read rest'
+                    ),
+                ],
+            )
 
     monkeypatch.setattr(executors, "get", lambda *args: Planting())
     pool = WorkerPool(tmp_path / "pool", "test-pool")
     try:
-        path = runsmod.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8], quick=True),
-                           results_dir=tmp_path / "results", reporter=reporter, pool=pool)
+        path = runsmod.run(
+            "fcn",
+            RunOptions(frameworks=["torch"], variants=["fcn-s"], batch_sizes=[8], quick=True),
+            results_dir=tmp_path / "results",
+            reporter=reporter,
+            pool=pool,
+        )
     finally:
         pool.close()
     assert not (tmp_path / "evil").exists() and not (tmp_path / "results" / "evil").exists()
-    assert sorted(p.name for p in path.iterdir()) == ["SHA256SUMS", "bundle.json", "images", "jobs", "samples.parquet",
-                                                      "summary.csv", "summary.parquet"]
+    assert sorted(p.name for p in path.iterdir()) == [
+        "SHA256SUMS",
+        "bundle.json",
+        "images",
+        "jobs",
+        "samples.parquet",
+        "summary.csv",
+        "summary.parquet",
+    ]
     assert sorted(p.name for p in (path / "jobs").iterdir()) == ["fcn-s.torch.cpu.b8"]
     result = json.loads((path / "jobs" / "fcn-s.torch.cpu.b8" / "result.json").read_text())
     assert (result["status"], result["reason"]) == ("failed", "the executor ended before this job ran")

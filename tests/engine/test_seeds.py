@@ -1,6 +1,7 @@
 """A seed is an independent training: job["seed"] sets the order of the mini-batches (runner.measure) and the
 framework's initialisation (each adapter), the same seed gives the same training again, even in a warm worker
 after another seed."""
+
 import json
 
 import pytest
@@ -9,7 +10,6 @@ from dlrepro.inputs import datasets, spec
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from tests.runner.seeded import GRU_FRAMEWORKS
-
 
 # Keras 2.1.5 on Theano is left out: NumPy's seed is all it is given (runner.adapters.keras2_adapter._session), as Keras
 # 2 on CNTK and on TensorFlow 1.4 are given it beside their backend's; and each new container compiles the GRU's C code
@@ -31,8 +31,9 @@ def test_the_seed_sets_the_initialisation_in_a_warm_worker(framework, seed_image
     losses of the first and last training steps repeat with the seed and differ between seeds (Keras 2 on
     TensorFlow 1.4: a new session and graph for each job)."""
     image = seed_image(framework)
-    (base,) = jobs.expand(spec.load("imdb-gru"), RunOptions(frameworks=[framework], variants=["imdb-gru-synthetic"],
-                                                           quick=True))
+    (base,) = jobs.expand(
+        spec.load("imdb-gru"), RunOptions(frameworks=[framework], variants=["imdb-gru-synthetic"], quick=True)
+    )
     batch = [dict(base, id="%s.%d" % (base["id"], i), seed=seed) for i, seed in enumerate((0, 1, 0))]
     executors.DockerExecutor().run(image, batch, tmp_path, datasets.root(), lambda *e: None)
     results = [json.loads((tmp_path / j["id"] / "result.json").read_text()) for j in batch]

@@ -2,6 +2,7 @@
 writes it for the process trees measured on this host's Docker 20.10 during a BuildKit RUN step: dockerd -> runc
 (``run --bundle <data root>/buildkit/executor/<step>``) -> the step's ``/bin/sh -c`` in cgroup
 ``/docker/buildkit/<step>``. A live engine's step is left alone; a lost one's is waited for, by name."""
+
 import shutil
 
 from dlrepro.images import leftovers
@@ -51,8 +52,9 @@ def test_a_build_waits_for_the_lost_steps_and_says_which(tmp_path, monkeypatch):
     assert lines == [
         "waiting for 2 build step(s) that a lost Docker engine left running on this host, which hold the locks of "
         "the shared apt cache: PID 300: %s; PID 401: /bin/sh -c pip install numpy; they end by themselves, or end "
-        "them now: kill -9 300 301 401" % APT[:leftovers.COMMAND_SHOWN],
-        "the lost engine's build steps have ended (waited 0 s)"]
+        "them now: kill -9 300 301 401" % APT[: leftovers.COMMAND_SHOWN],
+        "the lost engine's build steps have ended (waited 0 s)",
+    ]
 
 
 def test_nothing_is_waited_for_with_none_left_or_an_engine_elsewhere(tmp_path):

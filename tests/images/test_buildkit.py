@@ -1,5 +1,6 @@
 """A build's progress as events: Docker BuildKit's protobuf trace decoded, Podman's classic stream as it comes; images
 built several at once, one failure not stopping the rest; a base made once when several builds need it."""
+
 import base64
 import threading
 import time
@@ -42,7 +43,9 @@ def _log(digest, text):
 
 
 def test_protobuf_fields_are_read_by_number_and_wire_type():
-    message = _field(1, b"sha256:ab") + _field(4, 1) + _field(3, "[system 2/5] RUN apt-get update".encode()) + _field(4, 300)
+    message = (
+        _field(1, b"sha256:ab") + _field(4, 1) + _field(3, "[system 2/5] RUN apt-get update".encode()) + _field(4, 300)
+    )
     assert buildkit.fields(message) == {1: [b"sha256:ab"], 3: [b"[system 2/5] RUN apt-get update"], 4: [1, 300]}
     with pytest.raises(ValueError, match="wire type 3"):
         buildkit.fields(_varint(1 << 3 | 3))
@@ -51,17 +54,34 @@ def test_protobuf_fields_are_read_by_number_and_wire_type():
 def test_buildkit_trace_gives_each_step_once_when_it_starts_and_every_log_line():
     events = buildkit.Events()
     assert events.events(_trace(_vertex("sha256:1", "[system 1/4] FROM dlrepro/base:x"))) == []  # not started yet
-    assert events.events(_trace(_vertex("sha256:1", "[system 1/4] FROM dlrepro/base:x", cached=True, completed=True),
-                                _vertex("sha256:2", "[system 2/4] RUN apt-get update", started=True))) == [
-        ("step", "CACHED [system 1/4] FROM dlrepro/base:x"), ("step", "[system 2/4] RUN apt-get update")]
-    assert events.events(_trace(_vertex("sha256:2", "[system 2/4] RUN apt-get update", started=True, completed=True),
-                                _log("sha256:2", "Get:1 http://deb.example bookworm InRelease\n"))) == [
-        ("line", "Get:1 http://deb.example bookworm InRelease\n")]
-    assert events.events(_trace(_vertex("sha256:3", "[stage-1 3/4] RUN pip install", started=True,
-                                        error="process did not complete successfully: exit code: 1"))) == [
+    assert events.events(
+        _trace(
+            _vertex("sha256:1", "[system 1/4] FROM dlrepro/base:x", cached=True, completed=True),
+            _vertex("sha256:2", "[system 2/4] RUN apt-get update", started=True),
+        )
+    ) == [("step", "CACHED [system 1/4] FROM dlrepro/base:x"), ("step", "[system 2/4] RUN apt-get update")]
+    assert events.events(
+        _trace(
+            _vertex("sha256:2", "[system 2/4] RUN apt-get update", started=True, completed=True),
+            _log("sha256:2", "Get:1 http://deb.example bookworm InRelease\n"),
+        )
+    ) == [("line", "Get:1 http://deb.example bookworm InRelease\n")]
+    assert events.events(
+        _trace(
+            _vertex(
+                "sha256:3",
+                "[stage-1 3/4] RUN pip install",
+                started=True,
+                error="process did not complete successfully: exit code: 1",
+            )
+        )
+    ) == [
         ("step", "[stage-1 3/4] RUN pip install"),
-        ("line", "[stage-1 3/4] RUN pip install: process did not complete successfully: exit code: 1\n")]
-    assert events.events({"errorDetail": {"message": "failed"}, "error": "failed to solve"}) == [("error", "failed to solve")]
+        ("line", "[stage-1 3/4] RUN pip install: process did not complete successfully: exit code: 1\n"),
+    ]
+    assert events.events({"errorDetail": {"message": "failed"}, "error": "failed to solve"}) == [
+        ("error", "failed to solve")
+    ]
     assert events.events({"id": "moby.image.id", "aux": {"ID": "sha256:" + "a" * 64}}) == []
 
 
@@ -94,7 +114,10 @@ def test_images_build_at_once_and_one_that_fails_does_not_stop_the_others(matrix
     images = [matrix.find(name, "cpu") for name in ("torch", "jax", "caffe", "cntk")]
     done = build.ensure_all(matrix, images, build.BuildOptions(), log=lambda m: None, at_once=3)
     assert list(done) == ["torch-2.13.0-cpu", "jax-0.10.2-cpu", "caffe-1.0.0-cpu", "cntk-2.7.post2-cpu"]
-    assert done["torch-2.13.0-cpu"] == "built torch-2.13.0-cpu" and done["cntk-2.7.post2-cpu"] == "built cntk-2.7.post2-cpu"
+    assert (
+        done["torch-2.13.0-cpu"] == "built torch-2.13.0-cpu"
+        and done["cntk-2.7.post2-cpu"] == "built cntk-2.7.post2-cpu"
+    )
     assert isinstance(done["jax-0.10.2-cpu"], ImageError) and most[0] == 3
     # the bases first, each once: torch's and jax's, caffe's, and the one cntk's Python 3.6 goes onto (torch's)
     assert made == ["debian-bookworm", "debian-bullseye"]
@@ -112,9 +135,12 @@ def test_an_image_whose_base_cannot_be_made_gets_its_error_and_the_base_is_tried
     monkeypatch.setattr(build, "ensure", lambda matrix, image, options, log: "built " + image.name)
     images = [matrix.find("caffe", "cpu"), matrix.find("torch", "cpu"), matrix.find("chainer", "cpu")]
     done = build.ensure_all(matrix, images, build.BuildOptions(), log=lambda m: None, at_once=2)
-    assert sorted(tried) == ["debian-bookworm", "debian-bullseye"] and done["torch-2.13.0-cpu"] == "built torch-2.13.0-cpu"
+    assert (
+        sorted(tried) == ["debian-bookworm", "debian-bullseye"] and done["torch-2.13.0-cpu"] == "built torch-2.13.0-cpu"
+    )
     assert [str(done[name]) for name in ("caffe-1.0.0-cpu", "chainer-7.8.1-cpu")] == [
-        "mmdebstrap failed for base debian-bullseye; see base-debian-bullseye.bootstrap.log"] * 2
+        "mmdebstrap failed for base debian-bullseye; see base-debian-bullseye.bootstrap.log"
+    ] * 2
 
 
 def test_an_error_that_is_no_image_error_stops_the_builds_not_yet_started(matrix, monkeypatch):

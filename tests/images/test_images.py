@@ -1,14 +1,23 @@
 """The image matrix, lock files and rendered Dockerfiles, including the CUDA flavour that cannot run here."""
+
 import pytest
 
+from dlrepro.errors import ImageError, SpecError
 from dlrepro.images import context, locks, pythons, transport
 from dlrepro.images.bases import BaseRef
-from dlrepro.errors import ImageError, SpecError
-from dlrepro.images.matrix import MATRIX_FILE, load as load_matrix
+from dlrepro.images.matrix import MATRIX_FILE
+from dlrepro.images.matrix import load as load_matrix
 
 DEBIAN_PYTHON = pythons.Provider("debian", "python3", ["python3", "python3-venv"])
-REGISTRY_BASE = BaseRef("debian-bookworm", "debian@sha256:" + "3" * 64, "registry", "sha256:" + "3" * 64,
-                        "sha256:" + "4" * 64, {}, DEBIAN_PYTHON)
+REGISTRY_BASE = BaseRef(
+    "debian-bookworm",
+    "debian@sha256:" + "3" * 64,
+    "registry",
+    "sha256:" + "3" * 64,
+    "sha256:" + "4" * 64,
+    {},
+    DEBIAN_PYTHON,
+)
 
 
 def pins_by_name(image):
@@ -18,10 +27,18 @@ def pins_by_name(image):
 def cache_mounts_per_step(dockerfile):
     """[[(cache id, sharing), ...] per RUN instruction] of a Dockerfile's text, in the order the mounts are written."""
     steps = dockerfile.replace("\\\n", " ").split("\n")
-    return [[(dict(kv.split("=", 1) for kv in option.split(",")).get("id"),
-              dict(kv.split("=", 1) for kv in option.split(",")).get("sharing", "shared"))
-             for option in step.split() if option.startswith("--mount=type=cache,")]
-            for step in steps if step.startswith("RUN ")]
+    return [
+        [
+            (
+                dict(kv.split("=", 1) for kv in option.split(",")).get("id"),
+                dict(kv.split("=", 1) for kv in option.split(",")).get("sharing", "shared"),
+            )
+            for option in step.split()
+            if option.startswith("--mount=type=cache,")
+        ]
+        for step in steps
+        if step.startswith("RUN ")
+    ]
 
 
 def locked_mounts_are_podman_safe(mounts):
@@ -35,8 +52,10 @@ def test_the_podman_lock_rule_tells_the_orders_that_hang_from_the_one_that_does_
     """Seen with Podman 4.3.1 / Buildah 1.28.2 on this machine: two RUN steps mounting the same caches, the second
     waited forever after a first step whose locked mount came before another cache mount (both locked, or locked
     then shared), and ran when the locked mount came last (shared then locked)."""
-    text = ("FROM base\nRUN --mount=type=cache,id=a,target=/a,sharing=locked \\\n"
-            "    --mount=type=cache,id=b,target=/b,sharing=%s true\nRUN --mount=type=cache,id=c,target=/c true\n")
+    text = (
+        "FROM base\nRUN --mount=type=cache,id=a,target=/a,sharing=locked \\\n"
+        "    --mount=type=cache,id=b,target=/b,sharing=%s true\nRUN --mount=type=cache,id=c,target=/c true\n"
+    )
     assert cache_mounts_per_step(text % "locked") == [[("a", "locked"), ("b", "locked")], [("c", "shared")]]
     assert [locked_mounts_are_podman_safe(s) for s in cache_mounts_per_step(text % "locked")] == [False, True]
     assert [locked_mounts_are_podman_safe(s) for s in cache_mounts_per_step(text % "shared")] == [False, True]
@@ -66,18 +85,26 @@ def test_every_entry_renders_and_its_lock_pins_its_framework_version(matrix, nam
     major, minor = image.python.split(".")
     text = context.render_dockerfile(image, REGISTRY_BASE)
     assert all(locked_mounts_are_podman_safe(step) for step in cache_mounts_per_step(text)), text
-    assert "{{" not in text and "assert v == (%s, %s)" % (major, minor) in text and 'org.dlrepro.image="%s"' % name in text
+    assert (
+        "{{" not in text and "assert v == (%s, %s)" % (major, minor) in text and 'org.dlrepro.image="%s"' % name in text
+    )
     pins = locks.parse(image.lock)
     if image.framework == "caffe":
         debian = image.system_packages + ([image.compile.source] if image.compile else [])  # the CPU's, or compiled
-        assert pins == [] and "pip install" not in text and [p for p in debian if "caffe" in p and p.split("=")[1]
-                                                              .startswith("1.0.0+git20180821.99bd997-8")]
+        assert (
+            pins == []
+            and "pip install" not in text
+            and [p for p in debian if "caffe" in p and p.split("=")[1].startswith("1.0.0+git20180821.99bd997-8")]
+        )
         return
     if image.lua:  # built from its source archives, each checked against the catalogue's SHA-256 before it is built
         sums = [s["sha256"] for s in context.lua_sources(image)]
         assert pins == [] and "pip install" not in text and len(sums) == 6
-        assert "RUN cd /src && printf '%%s  %%s\\n' %s | sha256sum --strict -c -" % " ".join(
-            "%s %s" % (s["sha256"], s["file"]) for s in context.lua_sources(image)) in text
+        assert (
+            "RUN cd /src && printf '%%s  %%s\\n' %s | sha256sum --strict -c -"
+            % " ".join("%s %s" % (s["sha256"], s["file"]) for s in context.lua_sources(image))
+            in text
+        )
         return
     assert "--require-hashes --only-binary=:all:" in text and "-r /opt/dlrepro/requirements.lock" in text
     assert [p.name for p in pins if p.version == image.version or p.version.startswith(image.version + "+")], name
@@ -85,7 +112,9 @@ def test_every_entry_renders_and_its_lock_pins_its_framework_version(matrix, nam
 
 def test_old_framework_locks_pin_their_era(matrix):
     cntk = pins_by_name(matrix.find("cntk", "cpu"))
-    assert cntk["cntk"].version == "2.7.post2" and cntk["numpy"].version == "1.19.5" and cntk["scipy"].version == "1.5.4"
+    assert (
+        cntk["cntk"].version == "2.7.post2" and cntk["numpy"].version == "1.19.5" and cntk["scipy"].version == "1.5.4"
+    )
     caffe2 = pins_by_name(matrix.find("caffe2", "cpu"))
     assert caffe2["torch"].version == "1.10.2" and caffe2["protobuf"].version == "3.20.3"
     assert caffe2["numpy"].version == "1.23.5"
@@ -108,7 +137,9 @@ def test_chainer_served_as_source_only_is_locked_by_its_sdist_and_built_in_the_i
     for version, numpy in (("3.4.0", "1.14.6"), ("7.8.1", "1.19.5")):
         image = matrix.find("chainer", "cpu", version)
         pins = pins_by_name(image)
-        assert pins["chainer"].version == version and pins["numpy"].version == numpy and len(pins["chainer"].hashes) == 1
+        assert (
+            pins["chainer"].version == version and pins["numpy"].version == numpy and len(pins["chainer"].hashes) == 1
+        )
         assert set(image.source_builds) == {"chainer"} and "filelock" in pins and "six" in pins
         text = context.render_dockerfile(image, REGISTRY_BASE)
         assert "--require-hashes --only-binary=:all: --no-binary=chainer -r /opt/dlrepro/requirements.lock" in text
@@ -117,17 +148,26 @@ def test_chainer_served_as_source_only_is_locked_by_its_sdist_and_built_in_the_i
 
 
 def test_keras_runs_in_its_backends_image_at_the_version_the_lock_pins(matrix):
-    for framework, image in (("keras-jax", "jax-0.10.2-cpu"), ("keras-torch", "torch-2.13.0-cpu"),
-                             ("keras-tensorflow", "tensorflow-2.21.0-cpu")):
+    for framework, image in (
+        ("keras-jax", "jax-0.10.2-cpu"),
+        ("keras-torch", "torch-2.13.0-cpu"),
+        ("keras-tensorflow", "tensorflow-2.21.0-cpu"),
+    ):
         assert matrix.find(framework, "cpu").name == image and matrix.versions(framework, "cuda")[-1] == "3.15.1"
         assert pins_by_name(matrix.entry(image))["keras"].version == "3.15.1"
     assert matrix.versions("keras-tensorflow", "cpu") == ["2.1.5", "3.15.1"]  # DLF's Keras 2.1 in TensorFlow 1.4.0's
     assert matrix.find("keras-tensorflow", "cpu", "2.1.5").name == "tensorflow-1.4.0-cpu"
     assert matrix.find("keras-cntk", "cpu").name == "cntk-2.5.1-cpu"
     assert pins_by_name(matrix.entry("keras-theano-2.1.5-cpu"))["theano"].version == "1.0.1"
-    assert [i.name for i in matrix.select(["jax", "keras-jax", "keras-torch"])] == ["jax-0.10.2-cpu", "torch-2.13.0-cpu"]
-    with pytest.raises(ImageError, match=r"no image of keras-jax 2\.1\.4 on device cpu; its versions here: 3\.15\.1 "
-                                         r"\(cpu\), 3\.15\.1 \(cuda\)$"):
+    assert [i.name for i in matrix.select(["jax", "keras-jax", "keras-torch"])] == [
+        "jax-0.10.2-cpu",
+        "torch-2.13.0-cpu",
+    ]
+    with pytest.raises(
+        ImageError,
+        match=r"no image of keras-jax 2\.1\.4 on device cpu; its versions here: 3\.15\.1 "
+        r"\(cpu\), 3\.15\.1 \(cuda\)$",
+    ):
         matrix.find("keras-jax", "cpu", "2.1.4")
 
 
@@ -164,7 +204,9 @@ def test_cuda_lock_takes_pypis_cuda_13_build(matrix):
     pins = pins_by_name(image)
     assert pins["torch"].version == "2.13.0"
     assert pins["nvidia-cudnn-cu13"].version.startswith("9.20.")
-    assert pins["nvidia-cuda-runtime"].version.startswith("13.0.") and pins["nvidia-nvjitlink"].version.startswith("13.0.")
+    assert pins["nvidia-cuda-runtime"].version.startswith("13.0.") and pins["nvidia-nvjitlink"].version.startswith(
+        "13.0."
+    )
     assert image.cuda == "13.0" and image.min_driver == "580"
 
 
@@ -187,23 +229,31 @@ def test_one_stage_writes_the_venv_with_the_transport_mounted_and_the_bases_pyth
     text = context.render_dockerfile(torch, REGISTRY_BASE)
     assert "COPY --from=install" not in text and "COPY transport" not in text and "AS install" not in text
     assert text.count("FROM ") == 2 and text.count("COPY requirements.lock /opt/dlrepro/requirements.lock\n") == 1
-    pip_step = text[text.index("RUN --mount=type=bind"):text.index("-r /opt/dlrepro/requirements.lock")]
-    assert pip_step.startswith("RUN --mount=type=bind,source=transport,target=/tmp/transport \\\n"
-                               "    --mount=type=cache,id=dlrepro-pip,target=/tmp/pip-cache \\\n")
+    pip_step = text[text.index("RUN --mount=type=bind") : text.index("-r /opt/dlrepro/requirements.lock")]
+    assert pip_step.startswith(
+        "RUN --mount=type=bind,source=transport,target=/tmp/transport \\\n"
+        "    --mount=type=cache,id=dlrepro-pip,target=/tmp/pip-cache \\\n"
+    )
     assert "pip install --cache-dir=/tmp/pip-cache --no-deps" in pip_step and "--no-cache-dir" not in text
-    caches = ("--mount=type=cache,id=dlrepro-apt-archives-debian-sha256-%s,target=/var/cache/apt,sharing=shared "
-              "--mount=type=cache,id=dlrepro-apt-lists-debian-sha256-%s,target=/var/lib/apt/lists,sharing=locked"
-              % ("3" * 64, "3" * 64))
-    assert "rm -rf /var/lib/apt/lists" not in text and "apt-get update" not in text  # List-Cleanup=0 on each (context.py)
+    caches = (
+        "--mount=type=cache,id=dlrepro-apt-archives-debian-sha256-%s,target=/var/cache/apt,sharing=shared "
+        "--mount=type=cache,id=dlrepro-apt-lists-debian-sha256-%s,target=/var/lib/apt/lists,sharing=locked"
+        % ("3" * 64, "3" * 64)
+    )
+    assert (
+        "rm -rf /var/lib/apt/lists" not in text and "apt-get update" not in text
+    )  # List-Cleanup=0 on each (context.py)
 
     def python_layer(dockerfile):
         start = dockerfile.index("RUN " + caches)
-        return dockerfile[start:dockerfile.index("\n", dockerfile.index("useradd", start))]
+        return dockerfile[start : dockerfile.index("\n", dockerfile.index("useradd", start))]
 
     assert python_layer(text) == python_layer(context.render_dockerfile(jax, REGISTRY_BASE))
     assert "libgomp1" not in python_layer(text) and "install -y --no-install-recommends python3 python3-venv" in text
-    assert text.index("useradd") < text.index("RUN %s \\\n    apt-get -o APT::Get::List-Cleanup=0 update && apt-get install -y "
-                                              "--no-install-recommends libgomp1\n" % caches)
+    assert text.index("useradd") < text.index(
+        "RUN %s \\\n    apt-get -o APT::Get::List-Cleanup=0 update && apt-get install -y "
+        "--no-install-recommends libgomp1\n" % caches
+    )
 
 
 def test_recipe_digest_follows_the_lock_not_the_transport(matrix, tmp_path, monkeypatch):
@@ -228,13 +278,16 @@ def test_transport_copies_only_locally_held_files_that_match_the_lock(tmp_path):
     import hashlib
 
     pin = locks.Pin("demo-pkg", "1.0", [hashlib.sha256(b"demo wheel").hexdigest()])
-    settings = transport.PipSettings(index_url="https://user:secret@mirror.invalid/simple",
-                                     find_links=[str(wheel.parent)], cert=None)
+    settings = transport.PipSettings(
+        index_url="https://user:secret@mirror.invalid/simple", find_links=[str(wheel.parent)], cert=None
+    )
     record = transport.write(tmp_path / "t", [pin], settings)
     assert [p.name for p in (tmp_path / "t" / "wheels").iterdir()] == [wheel.name]
     assert record["remote_indexes"] == ["https://mirror.invalid/simple"]
     conf = (tmp_path / "t" / "pip.conf").read_text()
-    assert "index-url = https://user:secret@mirror.invalid/simple" in conf and "find-links = /tmp/transport/wheels" in conf
+    assert (
+        "index-url = https://user:secret@mirror.invalid/simple" in conf and "find-links = /tmp/transport/wheels" in conf
+    )
 
 
 def test_a_malformed_lock_is_refused(tmp_path):
@@ -251,21 +304,35 @@ def test_matrix_errors_name_file_and_field(tmp_path):
     with pytest.raises(SpecError) as err:
         load_matrix(path)
     first = [i.base for i in load_matrix().images].index("debian-bookworm")  # the entry the replace changed
-    assert "images.%d.base: unknown base 'debian-sid'; the file defines: debian-bookworm, debian-bullseye, " \
+    assert (
+        "images.%d.base: unknown base 'debian-sid'; the file defines: debian-bookworm, debian-bullseye, "
         "python-3.6, python-3.9" % first in str(err.value)
+    )
 
 
-@pytest.mark.parametrize("old, new, said", [
-    ('"-DCUDA_ARCH_BIN=37 50 60 70 80 90"', '"-DCUDA_ARCH_BIN=80 90"',
-     "cuda_archs: sm_37 sm_50 sm_60 sm_70 sm_80 sm_90 compute_90, but "
-     "compile.cmake builds sm_80 sm_90 compute_90 "
-     "(CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them the same"),
-    ("apt_components: [contrib, non-free, non-free-firmware]", "apt_components: [contrib, nonfree]",
-     "apt_components.1"),
-    ("    system_site_packages: true\n    notes: >-\n      BVLC Caffe from Debian bullseye",
-     "    system_site_packages: true\n    newer_builds: none\n    "
-     "notes: >-\n      BVLC Caffe from Debian bullseye",
-     "newer_builds: only a CUDA image has GPU code to compare; remove it from this cpu image")])
+@pytest.mark.parametrize(
+    "old, new, said",
+    [
+        (
+            '"-DCUDA_ARCH_BIN=37 50 60 70 80 90"',
+            '"-DCUDA_ARCH_BIN=80 90"',
+            "cuda_archs: sm_37 sm_50 sm_60 sm_70 sm_80 sm_90 compute_90, but "
+            "compile.cmake builds sm_80 sm_90 compute_90 "
+            "(CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them the same",
+        ),
+        (
+            "apt_components: [contrib, non-free, non-free-firmware]",
+            "apt_components: [contrib, nonfree]",
+            "apt_components.1",
+        ),
+        (
+            "    system_site_packages: true\n    notes: >-\n      BVLC Caffe from Debian bullseye",
+            "    system_site_packages: true\n    newer_builds: none\n    "
+            "notes: >-\n      BVLC Caffe from Debian bullseye",
+            "newer_builds: only a CUDA image has GPU code to compare; remove it from this cpu image",
+        ),
+    ],
+)
 def test_a_compiled_cuda_image_lists_the_archs_it_compiles_and_known_components(tmp_path, old, new, said):
     """The plan trusts cuda_archs: for an image compiled here they must be what CMake is told to build."""
     path = tmp_path / "matrix.yaml"
@@ -283,10 +350,12 @@ def test_an_image_python_must_be_its_bases(tmp_path):
     path.write_text(text)
     with pytest.raises(SpecError) as err:
         load_matrix(path)
-    line = MATRIX_FILE.read_text()[:MATRIX_FILE.read_text().index('python: "3.11"\n')].count("\n") + 1
+    line = MATRIX_FILE.read_text()[: MATRIX_FILE.read_text().index('python: "3.11"\n')].count("\n") + 1
     first = [i.python for i in load_matrix().images].index("3.11")
-    assert err.value.problems == ["%s:%d: images.%d.python: base debian-bookworm provides Python 3.11, not 3.6: pick "
-                                  "a base with that Python (e.g. python-3.6)" % (path, line, first)]
+    assert err.value.problems == [
+        "%s:%d: images.%d.python: base debian-bookworm provides Python 3.11, not 3.6: pick "
+        "a base with that Python (e.g. python-3.6)" % (path, line, first)
+    ]
 
 
 def fake_pyenv(root, version, prints_prefix=None):
@@ -307,16 +376,28 @@ def test_offline_python_is_pyenvs_build_copied_to_its_own_prefix(matrix, tmp_pat
     prefix = fake_pyenv(tmp_path / "pyenv", "3.6.15")
     provider = pythons.relocatable("python-3.6", matrix.bases["python-3.6"].relocatable)
     assert provider.prefix == str(prefix) and len(provider.tree_sha256) == 64
-    base = BaseRef("python-3.6", REGISTRY_BASE.ref, "relocatable", REGISTRY_BASE.digest, REGISTRY_BASE.image_id,
-                   {"onto": {"name": "debian-bookworm"}}, provider)
+    base = BaseRef(
+        "python-3.6",
+        REGISTRY_BASE.ref,
+        "relocatable",
+        REGISTRY_BASE.digest,
+        REGISTRY_BASE.image_id,
+        {"onto": {"name": "debian-bookworm"}},
+        provider,
+    )
     image = matrix.find("torch", "cpu").model_copy(update={"python": "3.6", "base": "python-3.6"})
     text = context.render_dockerfile(image, base)
     assert "COPY python/ %s/\n" % prefix in text and "tree sha256:%s" % provider.tree_sha256 in text
     assert "apt-get install -y --no-install-recommends libssl3 libffi8 " in text and " python3-venv" not in text
     assert " && chmod o+x %s \\\n" % " ".join(str(p) for p in reversed(prefix.parents) if str(p) != "/") in text
     assert "    %s/bin/python3 -m venv /opt/venv" % prefix in text and "assert v == (3, 6)" in text
-    assert base.record["python"] == {"provider": "relocatable", "command": "%s/bin/python3" % prefix,
-                                     "source": str(prefix), "prefix": str(prefix), "tree_sha256": provider.tree_sha256}
+    assert base.record["python"] == {
+        "provider": "relocatable",
+        "command": "%s/bin/python3" % prefix,
+        "source": str(prefix),
+        "prefix": str(prefix),
+        "tree_sha256": provider.tree_sha256,
+    }
     ctx = context.render(image, base)
     ctx.add_python(provider)
     assert (ctx.directory / "python" / "bin" / "python3").is_file()
@@ -330,8 +411,11 @@ def test_offline_python_is_pyenvs_build_copied_to_its_own_prefix(matrix, tmp_pat
 
 def test_a_missing_or_moved_python_build_is_a_clear_error(matrix, tmp_path, monkeypatch):
     monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
-    with pytest.raises(ImageError, match=r"from pyenv's build at .*3\.9\.18, which is missing: install it "
-                                         r"\(`pyenv install 3\.9\.18`\) or make the registry reachable"):
+    with pytest.raises(
+        ImageError,
+        match=r"from pyenv's build at .*3\.9\.18, which is missing: install it "
+        r"\(`pyenv install 3\.9\.18`\) or make the registry reachable",
+    ):
         pythons.relocatable("python-3.9", matrix.bases["python-3.9"].relocatable)
     fake_pyenv(tmp_path / "pyenv", "3.9.18", prints_prefix="/opt/elsewhere")
     with pytest.raises(ImageError, match="does not run from its own prefix \\(/opt/elsewhere\\)"):
@@ -342,13 +426,22 @@ def test_unknown_image_is_a_clear_error(matrix):
     cpu_only = matrix.model_copy(update={"images": [i for i in matrix.images if i.name != "caffe-1.0.0-cuda"]})
     with pytest.raises(ImageError, match=r"no image of caffe on device cuda; its versions here: 1\.0\.0 \(cpu\)$"):
         cpu_only.find("caffe", "cuda")
-    with pytest.raises(ImageError, match="no image for framework 'theano'; the matrix has: caffe, "
-                                         "caffe2, chainer, cntk, jax, keras-cntk, keras-jax, "):
+    with pytest.raises(
+        ImageError,
+        match="no image for framework 'theano'; the matrix has: caffe, "
+        "caffe2, chainer, cntk, jax, keras-cntk, keras-jax, ",
+    ):
         matrix.find("theano", "cpu")
 
 
-@pytest.mark.parametrize("framework, cuda, cudnn_pin", [
-    ("tensorflow", "12.9", "nvidia-cudnn-cu12"), ("mxnet", "11.7", "nvidia-cudnn-cu11"), ("jax", "13.5", "nvidia-cudnn-cu13")])
+@pytest.mark.parametrize(
+    "framework, cuda, cudnn_pin",
+    [
+        ("tensorflow", "12.9", "nvidia-cudnn-cu12"),
+        ("mxnet", "11.7", "nvidia-cudnn-cu11"),
+        ("jax", "13.5", "nvidia-cudnn-cu13"),
+    ],
+)
 def test_every_framework_has_a_rendered_and_locked_cuda_flavour(matrix, framework, cuda, cudnn_pin):
     image = matrix.find(framework, "cuda")
     pins = pins_by_name(image)
@@ -359,7 +452,9 @@ def test_every_framework_has_a_rendered_and_locked_cuda_flavour(matrix, framewor
         assert pins["mxnet-cu117"].version == "1.9.1" and pins["numpy"].version == "1.23.5"
         assert "ENV LD_LIBRARY_PATH=/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib" in text.replace(
             "cuda_runtime/lib:/opt/venv/lib/python3.11/site-packages/nvidia/cuda_nvrtc/lib:/opt/venv/lib/python3.11/"
-            "site-packages/nvidia/", "")
+            "site-packages/nvidia/",
+            "",
+        )
 
 
 def test_cpu_locks_pin_the_framework_versions(matrix):
@@ -373,14 +468,21 @@ def test_a_version_is_chosen_by_framework_at_version(matrix):
     assert matrix.find("tensorflow", "cpu", "2.21.0").name == "tensorflow-2.21.0-cpu"
     with pytest.raises(ImageError) as caught:
         matrix.find("mxnet", "cpu", "0.9.3")
-    assert str(caught.value).endswith("no image of mxnet 0.9.3 on device cpu; its versions here: 0.12.0 (cpu), "
-                                      "0.12.0 (cuda), 1.9.1 (cpu), 1.9.1 (cuda)")
+    assert str(caught.value).endswith(
+        "no image of mxnet 0.9.3 on device cpu; its versions here: 0.12.0 (cpu), "
+        "0.12.0 (cuda), 1.9.1 (cpu), 1.9.1 (cuda)"
+    )
     assert caught.value.remedy == "give one of those as mxnet@VERSION, or add an entry for it to the matrix"
     assert matrix.versions("mxnet", "cpu") == ["0.12.0", "1.9.1"] and matrix.versions("caffe", "cuda") == ["1.0.0"]
 
 
-HOST = {"cpu_flags": ["avx", "avx2", "fma"], "cpu_model": "Old Xeon", "gpus": [
-    {"index": 0, "name": "NVIDIA H200", "driver": "570.124.06", "capability": "9.0", "memory_bytes": 150 * 2 ** 30}]}
+HOST = {
+    "cpu_flags": ["avx", "avx2", "fma"],
+    "cpu_model": "Old Xeon",
+    "gpus": [
+        {"index": 0, "name": "NVIDIA H200", "driver": "570.124.06", "capability": "9.0", "memory_bytes": 150 * 2**30}
+    ],
+}
 
 
 def test_preflight_refuses_an_image_whose_build_this_cpu_cannot_run(matrix):
@@ -404,8 +506,9 @@ def test_preflight_refuses_an_old_driver_and_a_gpu_the_build_has_no_kernels_for(
     assert feasibility.check(torch, "cuda", 0, newer) is None
     ampere_only = torch.model_copy(update={"cuda_archs": ["sm_80", "sm_86"]})
     reason, remedy = feasibility.check(ampere_only, "cuda", 0, newer)
-    assert reason == ("torch-2.13.0-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build "
-                      "ships sm_80, sm_86")
+    assert reason == (
+        "torch-2.13.0-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build ships sm_80, sm_86"
+    )
     assert remedy.startswith("run on a GPU the build supports")
 
 
@@ -449,7 +552,9 @@ def test_the_studies_gpu_builds_copy_cuda_8_from_a_vendor_image_and_say_what_is_
     for here, pullable, pull, expected in ((True, False, True, "7"), (False, True, True, "8")):
         monkeypatch.setattr(vendor, "client", lambda: type("Client", (), {"images": Images(here, pullable)})())
         assert vendor.ensure(tf, pull, log=lambda *a: None).record == {
-            "ref": "nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04", "image_id": "sha256:" + expected * 64}
+            "ref": "nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04",
+            "image_id": "sha256:" + expected * 64,
+        }
     for pull in (True, False):
         monkeypatch.setattr(vendor, "client", lambda: type("Client", (), {"images": Images(False, False)})())
         with pytest.raises(ImageError) as caught:
@@ -457,7 +562,10 @@ def test_the_studies_gpu_builds_copy_cuda_8_from_a_vendor_image_and_say_what_is_
         assert str(caught.value) == (
             "mxnet-0.12.0-cuda needs NVIDIA's CUDA 8.0.61 runtime libraries (cudart, cuBLAS, cuFFT, cuRAND, cuSOLVER, "
             "NVRTC) and cuDNN 6.0.21 from the vendor image nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04, which is not "
-            "here and no registry answered (no Debian suite or Python registry reachable here serves them)")
-        assert caught.value.remedy == ("pull nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 where a registry is reachable, "
-                                       "then `docker save nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 | docker load` here")
+            "here and no registry answered (no Debian suite or Python registry reachable here serves them)"
+        )
+        assert caught.value.remedy == (
+            "pull nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 where a registry is reachable, "
+            "then `docker save nvidia/cuda:8.0-cudnn6-runtime-ubuntu16.04 | docker load` here"
+        )
     assert vendor.ensure(matrix.find("torch", "cuda")) is None

@@ -1,17 +1,18 @@
 """The dataset cache: real MNIST, checksum enforcement, and the CIFAR-10 loader on a small archive
 written in the canonical format (the real archive cannot be fetched on the CI machine)."""
+
 import gzip
-import json
 import hashlib
 import io
+import json
 import pickle
 import tarfile
 
 import numpy as np
 import pytest
 
-from dlrepro.inputs import datasets
 from dlrepro.errors import DatasetError
+from dlrepro.inputs import datasets
 from runner import data
 from tests.helpers import fresh_cache, unreachable
 
@@ -47,8 +48,13 @@ def write_cifar_like(path, per_batch=4):
     rng = np.random.RandomState(0)
     with tarfile.open(path, "w:gz") as tar:
         for name in ["data_batch_%d" % i for i in range(1, 6)] + ["test_batch"]:
-            body = pickle.dumps({b"data": rng.randint(0, 256, (per_batch, 3072)).astype(np.uint8),
-                                 b"labels": list(range(per_batch)), b"batch_label": name.encode()})
+            body = pickle.dumps(
+                {
+                    b"data": rng.randint(0, 256, (per_batch, 3072)).astype(np.uint8),
+                    b"labels": list(range(per_batch)),
+                    b"batch_label": name.encode(),
+                }
+            )
             info = tarfile.TarInfo("cifar-10-batches-py/" + name)
             info.size = len(body)
             tar.addfile(info, io.BytesIO(body))
@@ -62,8 +68,10 @@ def test_cifar10_loader_reads_the_canonical_layout(tmp_path, monkeypatch):
     monkeypatch.setenv(data.DATA_ROOT_ENV, str(tmp_path))
     x_train, y_train, x_test, y_test = data.load_cifar10_python({"archive": digest}, {})
     assert x_train.shape == (20, 3, 32, 32) and x_test.shape == (4, 3, 32, 32) and y_train.tolist()[:4] == [0, 1, 2, 3]
-    dataset = data.load_dataset({"format": "cifar10-python", "files": {"archive": digest},
-                                 "subtract_mean": "pixel"}, {"input_shape": [3, 32, 32]})
+    dataset = data.load_dataset(
+        {"format": "cifar10-python", "files": {"archive": digest}, "subtract_mean": "pixel"},
+        {"input_shape": [3, 32, 32]},
+    )
     assert abs(float(dataset.x_train.mean())) < 1e-4 and dataset.x_train.dtype == np.float32
 
 
@@ -83,7 +91,9 @@ def test_importing_a_file_with_the_wrong_checksum_is_an_error(tmp_path, monkeypa
         datasets.import_local("cifar10", tmp_path / "cifar-10-python.tar.gz")
     size = (tmp_path / "cifar-10-python.tar.gz").stat().st_size
     assert "has %d bytes, expected 170498071: not used" % size in str(err.value)
-    same_size = datasets.File(name="x", bytes=size, sha256="6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce")
+    same_size = datasets.File(
+        name="x", bytes=size, sha256="6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
+    )
     with pytest.raises(DatasetError, match="x from here has sha256 %s, expected 6d958be0" % digest):
         datasets._store(tmp_path / "cifar-10-python.tar.gz", same_size, "here")
     assert not list((tmp_path / "cache" / "datasets").rglob("sha256/*"))
@@ -190,10 +200,20 @@ def test_tfjs_layers_weights_are_read_by_name(tmp_path, monkeypatch):
     kernel = np.arange(6, dtype="<f4").reshape(2, 3)
     bias = np.array([7, 8, 9], dtype="<f4")
     blob = kernel.tobytes() + bias.tobytes()
-    model = {"weightsManifest": [{"paths": ["shard1", "shard2"], "weights": [
-        {"name": "fc/kernel", "shape": [2, 3], "dtype": "float32"}, {"name": "fc/bias", "shape": [3], "dtype": "float32"}]}]}
-    files = cache_files(tmp_path, monkeypatch, {"model.json": json.dumps(model).encode(), "shard1": blob[:10],
-                                                "shard2": blob[10:]})
+    model = {
+        "weightsManifest": [
+            {
+                "paths": ["shard1", "shard2"],
+                "weights": [
+                    {"name": "fc/kernel", "shape": [2, 3], "dtype": "float32"},
+                    {"name": "fc/bias", "shape": [3], "dtype": "float32"},
+                ],
+            }
+        ]
+    }
+    files = cache_files(
+        tmp_path, monkeypatch, {"model.json": json.dumps(model).encode(), "shard1": blob[:10], "shard2": blob[10:]}
+    )
     weights = data.load_tfjs_layers(files)
     assert weights["fc/kernel"].tolist() == kernel.tolist() and weights["fc/bias"].tolist() == [7, 8, 9]
 

@@ -1,17 +1,29 @@
-"""The README table's hosts (dlrepro.plan.coverage_table.PROFILES): how many of DLBench's 22 claims each can test, pinned,
+"""The README table's hosts (dlrepro.plan.coverage_table.PROFILES): how many of DLBench's 22 claims each can test,
+pinned,
 and on the host issue 56 names (4 x P100, 32 cores, every dataset) exactly which claims stay blocked and why. CNTK's
 LSTM (runner.adapters.cntk_recurrent) and MXNet's one-process data-parallel path unblocked the rest; Lua Torch 7
 (another branch) would add alexnet-s-ordering and multigpu-fcn-r-slow (Torch and TensorFlow, whose MirroredStrategy
 path is not written)."""
+
 import pytest
 
+from dlrepro.images import matrix as matrixmod
 from dlrepro.inputs import studies
 from dlrepro.plan import coverage, coverage_table
-from dlrepro.images import matrix as matrixmod
 
-DLBENCH_TESTABLE = {"2 CPU cores (this project's build machine)": 1, "16-core CPU": 2, "K80": 6, "GTX 1080": 16,
-                    "P100": 16, "V100": 16, "A100": 12, "H100/H200": 10, "H100/H200, --allow-ptx-jit": 14,
-                    "4 x V100": 18, "4 x H100": 10}
+DLBENCH_TESTABLE = {
+    "2 CPU cores (this project's build machine)": 1,
+    "16-core CPU": 2,
+    "K80": 6,
+    "GTX 1080": 16,
+    "P100": 16,
+    "V100": 16,
+    "A100": 12,
+    "H100/H200": 10,
+    "H100/H200, --allow-ptx-jit": 14,
+    "4 x V100": 18,
+    "4 x H100": 10,
+}
 
 
 @pytest.fixture(scope="module")
@@ -21,14 +33,18 @@ def given():
 
 def test_each_readme_host_tests_its_pinned_count_of_dlbenchs_claims(given):
     assert [name for name, _ in coverage_table.PROFILES] == list(DLBENCH_TESTABLE)
-    found = {name: coverage.counts(coverage.plan(given, coverage_table.profile(name))["claims"])[0]
-             for name in DLBENCH_TESTABLE}
+    found = {
+        name: coverage.counts(coverage.plan(given, coverage_table.profile(name))["claims"])[0]
+        for name in DLBENCH_TESTABLE
+    }
     assert found == DLBENCH_TESTABLE
 
 
-TORCH7_CUDA = ("cutorch 5e9d86c (2017-09, the repository's last commit, written for CUDA 8 and 9) has 93 CUDA sources "
-               "in THC alone, and compiling them with Debian's CUDA 11.8 for the plan's GPUs was not attempted on the "
-               "2 shared CPUs of the host this image was made on, so no build error can be named)")
+TORCH7_CUDA = (
+    "cutorch 5e9d86c (2017-09, the repository's last commit, written for CUDA 8 and 9) has 93 CUDA sources "
+    "in THC alone, and compiling them with Debian's CUDA 11.8 for the plan's GPUs was not attempted on the "
+    "2 shared CPUs of the host this image was made on, so no build error can be named)"
+)
 
 
 def test_four_p100s_test_18_claims_and_say_exactly_what_blocks_the_other_4(given):
@@ -37,17 +53,36 @@ def test_four_p100s_test_18_claims_and_say_exactly_what_blocks_the_other_4(given
     blocked = {o.what: (o.cause, o.reason) for o in claims if not o.testable}
     assert sum(o.testable for o in claims) == 18 and len(claims) == 22
     assert blocked == {
-        "fastest-gpu": ("untestable", "it compares three GPU models (GTX 980, GTX 1080, K80); one host has one of "
-                                      "them at most"),
-        "alexnet-s-ordering": ("image", "too few of its tools can run here (can: MXNet): Torch has no CUDA image "
-                                        "(cutorch, cunn and cudnn.torch, Torch 7's GPU packages, were not built: " + TORCH7_CUDA),
-        "multigpu-fcn-r-slow": ("data-parallel", (
-            "too few of its tools can run here (can: none): TensorFlow: no data-parallel training in the tensorflow "
-            "adapter: its adapter has no tf.distribute.MirroredStrategy path yet; Torch: no data-parallel training in the "
-            "torch7 adapter: its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
-            "nn.DataParallelTable, and cutorch/cunn are not built")),
-        "multigpu-fcn-r-caffe": ("data-parallel", (
-            "Caffe: no data-parallel training in the caffe adapter: pycaffe's multi-GPU path (caffe.NCCL, one process "
-            "per GPU) needs Caffe compiled with USE_NCCL, and its CUDA image compiles Debian's recipe, which has no "
-            "NCCL (PyPI's nvidia-nccl-cu11 has the header and library for its CUDA 11.8; not built yet); NCCL has no "
-            "CPU transport, so a CPU image has none"))}
+        "fastest-gpu": (
+            "untestable",
+            "it compares three GPU models (GTX 980, GTX 1080, K80); one host has one of them at most",
+        ),
+        "alexnet-s-ordering": (
+            "image",
+            "too few of its tools can run here (can: MXNet): Torch has no CUDA image "
+            "(cutorch, cunn and cudnn.torch, Torch 7's GPU packages, were not built: " + TORCH7_CUDA,
+        ),
+        "multigpu-fcn-r-slow": (
+            "data-parallel",
+            (
+                "too few of its tools can run here (can: none): TensorFlow: no data-parallel training in the "
+                "tensorflow "
+                "adapter: its adapter has no tf.distribute.MirroredStrategy path yet; Torch: no data-parallel training "
+                "in the "
+                "torch7 adapter: its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
+                "nn.DataParallelTable, and cutorch/cunn are not built"
+            ),
+        ),
+        "multigpu-fcn-r-caffe": (
+            "data-parallel",
+            (
+                "Caffe: no data-parallel training in the caffe adapter: pycaffe's multi-GPU path (caffe.NCCL, one "
+                "process "
+                "per GPU) needs Caffe compiled with USE_NCCL, and its CUDA image compiles Debian's recipe, which has "
+                "no "
+                "NCCL (PyPI's nvidia-nccl-cu11 has the header and library for its CUDA 11.8; not built yet); NCCL has "
+                "no "
+                "CPU transport, so a CPU image has none"
+            ),
+        ),
+    }

@@ -1,5 +1,6 @@
 """The lists that must agree across the suite: a type or version known in one place and not in another fails here,
 not in the middle of a run (a framework's own facts are one record: tests/test_framework_record.py)."""
+
 import typing
 
 from dlrepro.images import matrix as matrixmod
@@ -16,13 +17,21 @@ def test_an_images_keras_is_the_version_its_lock_pins():
     matrix = matrixmod.load()
     variants = [(image, v) for image in matrix.images for v in image.variants]
     assert sorted((image.name, v.framework) for image, v in variants) == [
-        ("cntk-2.5.1-cpu", "keras-cntk"), ("jax-0.10.2-cpu", "keras-jax"), ("jax-0.10.2-cuda", "keras-jax"),
-        ("tensorflow-1.4.0-cpu", "keras-tensorflow"), ("tensorflow-1.4.0-cuda", "keras-tensorflow"),
-        ("tensorflow-2.21.0-cpu", "keras-tensorflow"), ("tensorflow-2.21.0-cuda", "keras-tensorflow"),
-        ("torch-2.13.0-cpu", "keras-torch"), ("torch-2.13.0-cuda", "keras-torch")]
+        ("cntk-2.5.1-cpu", "keras-cntk"),
+        ("jax-0.10.2-cpu", "keras-jax"),
+        ("jax-0.10.2-cuda", "keras-jax"),
+        ("tensorflow-1.4.0-cpu", "keras-tensorflow"),
+        ("tensorflow-1.4.0-cuda", "keras-tensorflow"),
+        ("tensorflow-2.21.0-cpu", "keras-tensorflow"),
+        ("tensorflow-2.21.0-cuda", "keras-tensorflow"),
+        ("torch-2.13.0-cpu", "keras-torch"),
+        ("torch-2.13.0-cuda", "keras-torch"),
+    ]
     for image, variant in variants:
         pins = {pin.name: pin.version for pin in locks.parse(image.lock)}
-        assert pins["keras"] == variant.version == ("2.1.5" if image.version in ("1.4.0", "2.5.1") else "3.15.1"), image.name
+        assert pins["keras"] == variant.version == ("2.1.5" if image.version in ("1.4.0", "2.5.1") else "3.15.1"), (
+            image.name
+        )
         assert frameworks.backend(variant.framework) == image.framework
 
 

@@ -1,11 +1,12 @@
 """Extension points that carry their own names (issue 51): a claim kind is one class in dlrepro.inputs.claimkinds (the
 fields it needs, its tools, when enough of them run, its test words, its axis, its judge), an executor a subclass of
 dlrepro.run.executors.base.Executor with a ``name``. Each test adds one and shows where it is found."""
+
 import pytest
 
-from dlrepro.inputs import claimkinds, studies
-from dlrepro.errors import ExecutorError
 from dlrepro.answers import claims, verdicts  # noqa: F401 (claims registers the judges)
+from dlrepro.errors import ExecutorError
+from dlrepro.inputs import claimkinds, studies
 from dlrepro.run import executors
 from dlrepro.run.executors import base
 
@@ -13,12 +14,19 @@ from dlrepro.run.executors import base
 def test_every_kind_names_its_fields_and_its_test_and_has_a_judge():
     assert {name: (kind.needs, kind.test, kind.judge is not None) for name, kind in claimkinds.KINDS.items()} == {
         "ordering": (("runs", "variant", "order"), "pairs' 95% intervals", True),
-        "ratio": (("runs", "variant", "subject", "tools", "band"), "95% interval of the ratio per tool against the "
-                                                                   "band", True),
+        "ratio": (
+            ("runs", "variant", "subject", "tools", "band"),
+            "95% interval of the ratio per tool against the band",
+            True,
+        ),
         "band": (("runs", "variant", "tools", "band"), "95% interval per tool against the band", True),
-        "scaling": (("runs", "variant", "band", "over", "at", "to"), "95% interval of the speedup per tool against "
-                                                                     "the band", True),
-        "untestable": (("why",), None, False)}
+        "scaling": (
+            ("runs", "variant", "band", "over", "at", "to"),
+            "95% interval of the speedup per tool against the band",
+            True,
+        ),
+        "untestable": (("why",), None, False),
+    }
 
 
 def _claim(**fields):
@@ -39,7 +47,8 @@ def test_an_unknown_kind_is_refused_naming_the_kinds():
     with pytest.raises(ValueError) as caught:
         _claim(kind="ranking", order=[["A"], ["B"]])
     assert "unknown claim kind 'ranking'; the kinds are: ordering, ratio, band, scaling, untestable" in str(
-        caught.value)
+        caught.value
+    )
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The test tree (tests/tree.py): every test module in a folder of its own kind, none importing another, and a test
 that needs a container engine, Slurm or Podman (a fixture of tree.ENGINE_FIXTURES in its closure) exactly where it
 lies in tests/engine/ or tests/containers/, so that the serial engine group holds only tests that need the engine."""
+
 import ast
 import json
 import os
@@ -32,8 +33,14 @@ def _imported(path):
 
 
 def test_no_module_of_the_tests_imports_a_test_module_or_a_conftest():
-    found = {str(p.relative_to(tree.TESTS)): sorted(n for n in _imported(p) if n.startswith("tests.") and (
-        n.split(".")[-1].startswith("test_") or n.split(".")[-1] == "conftest")) for p in tree.TESTS.rglob("*.py")}
+    found = {
+        str(p.relative_to(tree.TESTS)): sorted(
+            n
+            for n in _imported(p)
+            if n.startswith("tests.") and (n.split(".")[-1].startswith("test_") or n.split(".")[-1] == "conftest")
+        )
+        for p in tree.TESTS.rglob("*.py")
+    }
     assert {path: names for path, names in found.items() if names} == {}
 
 
@@ -42,8 +49,9 @@ def test_the_tree_places_a_test_by_its_folder():
     assert tree.folder_of(tree.TESTS / "conftest.py") == ""
     assert tree.needs_engine(["tmp_path", "cpu_images", "docker_engine"]) and tree.needs_engine(["slurm"])
     assert not tree.needs_engine(["tmp_path", "matrix", "monkeypatch"])
-    assert [tree.group(tree.TESTS / f / "test_x.py", "tests.%s.test_x" % f) for f in ("engine", "run", "containers")] == [
-        "engine", "tests.run.test_x", None]
+    assert [
+        tree.group(tree.TESTS / f / "test_x.py", "tests.%s.test_x" % f) for f in ("engine", "run", "containers")
+    ] == ["engine", "tests.run.test_x", None]
     assert [tree.place(tree.TESTS / f / "test_x.py") for f in ("engine", "project", "containers")] == [0, 1, 2]
 
 
@@ -54,17 +62,38 @@ def _collection(request, tmp_path):
     if {folder for _, folder, _, _ in rows} >= set(tree.FOLDERS):
         return rows
     out = tmp_path / "rows.json"
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
-                           "-p", "tests.tree", str(tree.TESTS)], cwd=REPO_ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, **{tree.OUT: str(out)}), timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.tree",
+            str(tree.TESTS),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **{tree.OUT: str(out)}),
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [tuple(row) for row in json.loads(out.read_text())]
 
 
 def test_a_test_needs_an_engine_exactly_where_it_lies_in_engine_or_containers(request, tmp_path):
     rows = _collection(request, tmp_path)
-    misplaced = [(nodeid, folder, engine) for nodeid, folder, engine, _ in rows
-                 if engine != (folder in (tree.ENGINE, tree.CONTAINERS))]
+    misplaced = [
+        (nodeid, folder, engine)
+        for nodeid, folder, engine, _ in rows
+        if engine != (folder in (tree.ENGINE, tree.CONTAINERS))
+    ]
     assert misplaced == []
     assert [nodeid for nodeid, _, engine, group in rows if group == tree.ENGINE and not engine] == []
     engine = {folder for _, folder, needs, _ in rows if needs}

@@ -1,4 +1,5 @@
 """What the data-parallel tests share: a job of N ranks, its files, its parameters."""
+
 import json
 from pathlib import Path
 
@@ -10,13 +11,14 @@ from dlrepro.run import jobs
 from dlrepro.run.executors.base import free_port
 from dlrepro.run.options import RunOptions
 
-
 STEP = REPO_ROOT / "tests" / "data" / "dp_step.py"
 
 
 def _job(framework, ranks, batch=8, variant="fcn-s", spec_name="fcn"):
-    (job,) = jobs.expand(spec.load(spec_name), RunOptions(frameworks=[framework], variants=[variant],
-                                                          batch_sizes=[batch], quick=True, ranks=ranks))
+    (job,) = jobs.expand(
+        spec.load(spec_name),
+        RunOptions(frameworks=[framework], variants=[variant], batch_sizes=[batch], quick=True, ranks=ranks),
+    )
     if ranks:
         job["rendezvous"] = {"address": "127.0.0.1", "port": free_port()}
     return job

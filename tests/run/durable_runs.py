@@ -1,4 +1,5 @@
 """What the durable-run tests share: a run killed after its first job, and the check that its resume completed it."""
+
 import json
 import signal
 import subprocess
@@ -10,14 +11,17 @@ import pytest
 from dlrepro import REPO_ROOT
 from dlrepro.store import validate
 
-
 FCN = ["--spec=fcn", "--variant=fcn-s", "--framework=torch", "--warmup=0", "--iterations=3", "--repeats=1"]
 
 
 def _kill_after_first_job(args, results, first):
     """Start `invoke run ARGS`, SIGKILL it as soon as job ``first`` is in its partial bundle; returns the partial."""
-    proc = subprocess.Popen([sys.executable, "-m", "invoke", "run"] + args + ["--results", str(results)],
-                            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "invoke", "run"] + args + ["--results", str(results)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         found = list(results.glob(".*.partial/jobs/%s/result.json" % first))
@@ -39,15 +43,23 @@ def _resumed_completely(partial, results, first, second):
     done = invoke("run", "--resume", "latest", "--results", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 of 2 jobs to run" in done.stdout
-    folder = results / partial.name[1:-len(".partial")]
+    folder = results / partial.name[1 : -len(".partial")]
     body = json.loads((folder / "bundle.json").read_text())
     assert [r["job_id"] for r in body["jobs"]] == [first, second] and body["counts"]["ok"] == 2
     assert [a["jobs"] for a in body["attempts"]] == [[first, second], [second]]
-    stamps = [json.loads((folder / "jobs" / j / "result.json").read_text())["attempt"]["number"] for j in (first, second)]
+    stamps = [
+        json.loads((folder / "jobs" / j / "result.json").read_text())["attempt"]["number"] for j in (first, second)
+    ]
     assert stamps == [1, 2] and validate.check(folder) == []
     return folder
 
 
 def invoke(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True,
-                          timeout=600, cwd=REPO_ROOT, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "invoke"] + list(args),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO_ROOT,
+        **kwargs,
+    )

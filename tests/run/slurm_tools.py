@@ -1,4 +1,5 @@
 """What the Slurm tests share: a shell to run the batch script under, a fake tool on the PATH."""
+
 import os
 import subprocess
 
@@ -21,4 +22,3 @@ def _shell(which):
 def _tool(bin_dir, name, text):
     (bin_dir / name).write_text("#!/bin/sh\n" + text)
     (bin_dir / name).chmod(0o755)
-

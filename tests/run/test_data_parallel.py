@@ -1,5 +1,6 @@
 """Data-parallel jobs (runner.ranks) on the CPU: N ranks on shards of a mini-batch take the same training step as
 one rank on all of it; a dead rank ends the job with the reason and nothing hangs; the scaling columns."""
+
 import json
 import os
 import signal
@@ -23,11 +24,16 @@ def test_two_gloo_ranks_take_the_step_of_one_rank_on_the_whole_mini_batch(tmp_pa
     whole, split = _job("torch", None), _job("torch", [2])
     assert split["id"] == "fcn-s.torch.cpu.b8.r2" and (split["ranks"], split["rank_batch_size"]) == (2, 4)
     assert split["batch_size"] == whole["batch_size"] == 8 and split["scaling"] == "strong"
-    one = subprocess.run([sys.executable, str(STEP), str(_write(whole, tmp_path, "whole")), str(tmp_path / "whole.npz")],
-                         env=_env(), timeout=300)
+    one = subprocess.run(
+        [sys.executable, str(STEP), str(_write(whole, tmp_path, "whole")), str(tmp_path / "whole.npz")],
+        env=_env(),
+        timeout=300,
+    )
     path = _write(split, tmp_path, "split")
-    procs = [subprocess.Popen([sys.executable, str(STEP), str(path), str(tmp_path / ("rank%d.npz" % r)), str(r)],
-                              env=_env()) for r in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, str(STEP), str(path), str(tmp_path / ("rank%d.npz" % r)), str(r)], env=_env())
+        for r in range(2)
+    ]
     assert one.returncode == 0 and [p.wait(300) for p in procs] == [0, 0]
     before, after = _parameters(tmp_path / "whole.npz")
     for r in range(2):
@@ -56,10 +62,14 @@ def _alive(pid):
 
 def _measuring(job, tmp_path):
     """Rank 0 of a 2-rank job that would run for hours, once both ranks are in the timed steps: (process, rank 1)."""
-    job = dict(job, warmup=1, iterations=10 ** 7, repeats=6, timeout_s=600)
+    job = dict(job, warmup=1, iterations=10**7, repeats=6, timeout_s=600)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "runner", str(_write(job, tmp_path, "long")), str(out)], env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner", str(_write(job, tmp_path, "long")), str(out)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     while time.time() < deadline:
         result = out / "result.json"
@@ -95,16 +105,38 @@ def test_ranks_end_themselves_when_rank_0_is_killed(tmp_path):
 def _row(job_id, ranks, median, scaling="strong", batch=4096, status="ok"):
     per = batch // ranks if scaling == "strong" else batch
     total = per * ranks
-    return dict({c: None for c in tables.SUMMARY_COLUMNS}, job_id=job_id, spec_sha256="s", variant="fcn-r",
-                framework="torch", device="cuda", mode="throughput", precision="fp32", layout="NCHW", ranks=ranks,
-                scaling=scaling, batch_size=total, rank_batch_size=per, status=status, median=median,
-                throughput=total / median if median else None)
+    return dict(
+        {c: None for c in tables.SUMMARY_COLUMNS},
+        job_id=job_id,
+        spec_sha256="s",
+        variant="fcn-r",
+        framework="torch",
+        device="cuda",
+        mode="throughput",
+        precision="fp32",
+        layout="NCHW",
+        ranks=ranks,
+        scaling=scaling,
+        batch_size=total,
+        rank_batch_size=per,
+        status=status,
+        median=median,
+        throughput=total / median if median else None,
+    )
 
 
 def test_speedup_and_efficiency_from_known_times():
-    rows = tables.scaling([_row("g1", 1, 0.8), _row("g2", 2, 0.5), _row("g4", 4, 0.4),
-                           _row("w1", 1, 0.2, "weak", 64), _row("w4", 4, 0.25, "weak", 64),
-                           _row("failed-base", 1, 0.3, batch=1024, status="failed"), _row("orphan", 2, 0.2, batch=1024)])
+    rows = tables.scaling(
+        [
+            _row("g1", 1, 0.8),
+            _row("g2", 2, 0.5),
+            _row("g4", 4, 0.4),
+            _row("w1", 1, 0.2, "weak", 64),
+            _row("w4", 4, 0.25, "weak", 64),
+            _row("failed-base", 1, 0.3, batch=1024, status="failed"),
+            _row("orphan", 2, 0.2, batch=1024),
+        ]
+    )
     by = {r["job_id"]: r for r in rows}
     assert by["g1"]["speedup"] == 1.0 and by["g1"]["scaling_efficiency"] == 1.0
     assert by["g2"]["speedup"] == pytest.approx(1.6) and by["g2"]["scaling_efficiency"] == pytest.approx(0.8)

@@ -1,6 +1,6 @@
 """The docker executor's skips decided before any build, with no engine asked."""
-import json
 
+import json
 
 from dlrepro.plan import hostinfo
 from dlrepro.run import runs
@@ -9,8 +9,12 @@ from dlrepro.run.options import RunOptions
 
 def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, reporter, monkeypatch):
     monkeypatch.setattr(hostinfo, "gpus", lambda: [])  # this host's GPUs, whatever it has, are not seen
-    path = runs.run("fcn", RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True), results_dir=tmp_path,
-                    reporter=reporter)
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=["torch"], variants=["fcn-s"], device="cuda", quick=True),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     bundle = json.loads((path / "bundle.json").read_text())
     assert bundle["images"] == [] and bundle["counts"] == {"ok": 0, "failed": 0, "skipped": 1}
     result = json.loads((path / "jobs" / "fcn-s.torch.cuda.b32" / "result.json").read_text())

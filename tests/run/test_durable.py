@@ -1,6 +1,7 @@
 """Runs that survive anything: a killed run keeps its finished jobs and leaves no container or process, `--resume`
 runs only what is missing, a full results folder stops with a clear error and a resumable bundle, a memory limit
 stops one job, and the local executor skips a framework its Python lacks."""
+
 import json
 import os
 import shutil
@@ -12,11 +13,11 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError, ResultsUnwritable
-from dlrepro.store import bundle as bundlemod, validate
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
-from tests.run.durable_runs import FCN, _kill_after_first_job, _resumed_completely
-from tests.run.durable_runs import invoke
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store import validate
+from tests.run.durable_runs import FCN, _kill_after_first_job, _resumed_completely, invoke
 
 
 def _descendants_running(marker):
@@ -58,17 +59,24 @@ def test_an_out_of_memory_kill_names_the_container_limit_only_where_it_was_reach
     what = "the worker process running it"
     assert supervise._exit_reason(-9, True, what, at_limit=False) == (
         "out of memory: the host, or a cgroup above this one, ran out of memory (this one's own limit of 700.0 MiB "
-        "was not reached) and the kernel killed the worker process running it")
+        "was not reached) and the kernel killed the worker process running it"
+    )
     assert supervise._exit_reason(-9, True, what, at_limit=True) == (
-        "out of memory (limit 700.0 MiB): the kernel killed the worker process running it")
+        "out of memory (limit 700.0 MiB): the kernel killed the worker process running it"
+    )
     assert supervise._exit_reason(-9, True, what) == (
         "out of memory (limit 700.0 MiB, or the host's: this kernel's counters cannot tell which): the kernel killed "
-        "the worker process running it")
-    assert supervise._exit_reason(-9, False, what) == "the worker process running it died of SIGKILL (killed: out of memory?)"
+        "the worker process running it"
+    )
+    assert (
+        supervise._exit_reason(-9, False, what)
+        == "the worker process running it died of SIGKILL (killed: out of memory?)"
+    )
     (v2 / "memory.max").write_text("max\n")  # no limit (a local or Slurm job's cgroup): never "the limit"
     assert supervise._exit_reason(-9, True, "the job process") == (
         "out of memory: the host, or a cgroup above this one, ran out of memory (this one has no limit) and the "
-        "kernel killed the job process")
+        "kernel killed the job process"
+    )
 
 
 @pytest.fixture
@@ -104,16 +112,22 @@ def test_resume_refuses_other_options_or_a_changed_spec(tmp_path, reporter):
     shutil.copyfile(REPO_ROOT / "specs" / "fcn.yaml", spec)
     options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
     path = runs.run(str(spec), options, results_dir=tmp_path, reporter=reporter)
-    with pytest.raises(DlreproError, match=r"--resume: the bundle was measured with other options: batch_sizes=\[8\] "
-                                           r"there, \[16\] here") as err:
+    with pytest.raises(
+        DlreproError,
+        match=r"--resume: the bundle was measured with other options: batch_sizes=\[8\] "
+        r"there, \[16\] here",
+    ) as err:
         runs.run(None, options.model_copy(update={"batch_sizes": [16]}), results_dir=tmp_path, resume=path.name)
     assert "resume without measurement options" in err.value.remedy
     # the same options given again are fine: nothing is missing, so nothing runs, and the bundle is published again
     again = runs.run(str(spec), options, results_dir=tmp_path, resume=path.name, reporter=reporter)
     assert again == path and reporter.total == 0 and validate.check(path) == []
     spec.write_text(spec.read_text().replace("lr: 0.01", "lr: 0.02", 1))
-    with pytest.raises(DlreproError, match=r"--resume: spec .*fcn.yaml has changed since the bundle ran: "
-                                           r"variants.fcn-s.optimizer.lr: 0.01 there, 0.02 here$") as err:
+    with pytest.raises(
+        DlreproError,
+        match=r"--resume: spec .*fcn.yaml has changed since the bundle ran: "
+        r"variants.fcn-s.optimizer.lr: 0.01 there, 0.02 here$",
+    ) as err:
         runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name)
     assert err.value.remedy.startswith("restore the spec file as it was (sha256 ") and "None" not in err.value.remedy
 
@@ -123,12 +137,12 @@ def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     partial = _kill_after_first_job(FCN + ["--batch-size=8,1024", "--executor=local"], results, "fcn-s.torch.cpu.b8")
     done = invoke("finalize", "latest", "--results", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert json.loads((results / partial.name[1:-len(".partial")] / "bundle.json").read_text())["state"] == "complete"
+    assert json.loads((results / partial.name[1 : -len(".partial")] / "bundle.json").read_text())["state"] == "complete"
     again = invoke("publish", "latest", "--results", str(results))  # the deprecated name: same task, a warning
     # latest is the newest partial bundle: there is none left, and the complete one is named, not reopened
     assert again.returncode == 2 and "`publish` is deprecated" in again.stderr
     assert "latest: no partial bundle under" in again.stdout and "is complete and is not reopened" in again.stdout
-    folder = results / partial.name[1:-len(".partial")]
+    folder = results / partial.name[1 : -len(".partial")]
     rows = {r["job_id"]: r for r in json.loads((folder / "bundle.json").read_text())["jobs"]}
     assert rows["fcn-s.torch.cpu.b8"]["status"] == "ok" and rows["fcn-s.torch.cpu.b1024"]["status"] == "skipped"
     assert rows["fcn-s.torch.cpu.b1024"]["reason"].startswith(("not run: ", "the run was killed"))
@@ -152,12 +166,17 @@ def test_rerun_measures_ok_jobs_again_and_keeps_their_earlier_results(tmp_path, 
     path = runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
     first = {d.name: json.loads((d / "result.json").read_text()) for d in (path / "jobs").iterdir()}
     again, kept = "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b16"
-    with pytest.raises(DlreproError, match=r"^--rerun: the bundle has no job 'fcn-s.torch.cpu.b9' \(did you mean "
-                                           r"fcn-s.torch.cpu.b8\?\)") as err:
+    with pytest.raises(
+        DlreproError,
+        match=r"^--rerun: the bundle has no job 'fcn-s.torch.cpu.b9' \(did you mean "
+        r"fcn-s.torch.cpu.b8\?\)",
+    ) as err:
         runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=["fcn-s.torch.cpu.b9"])
     assert err.value.remedy == "give job ids of the bundle (the folders under its jobs/), comma-separated"
-    assert runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=[again],
-                    reporter=reporter) == path and reporter.total == 1
+    assert (
+        runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=[again], reporter=reporter) == path
+        and reporter.total == 1
+    )
     assert json.loads((path / "jobs" / again / "attempts" / "1" / "result.json").read_text()) == first[again]
     now = json.loads((path / "jobs" / again / "result.json").read_text())
     assert now["status"] == "ok" and now["started"] >= first[again]["finished"]

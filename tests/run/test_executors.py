@@ -1,4 +1,5 @@
 """The local executor and the per-job supervisor: identical result files, failures recorded, others go on."""
+
 import json
 import subprocess
 import sys
@@ -7,9 +8,9 @@ import pandas as pd
 import pytest
 
 from dlrepro import engine
+from dlrepro.errors import ExecutorError
 from dlrepro.inputs import datasets
 from dlrepro.run import executors, runs
-from dlrepro.errors import ExecutorError
 from dlrepro.run.options import RunOptions
 from runner import supervise
 from tests.helpers import bad_and_good_jobs, check_sums, fresh_cache, run_executor, unreachable
@@ -18,8 +19,12 @@ pytest.importorskip("torch")
 
 
 def test_local_run_writes_a_complete_bundle(tmp_path, reporter, mnist):
-    path = runs.run("fcn", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["fcn-s", "fcn-r"]),
-                    results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["fcn-s", "fcn-r"]),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     assert path.parent == tmp_path and path.name.startswith("fcn-") and not list(tmp_path.glob(".*partial"))
     bundle = json.loads((path / "bundle.json").read_text())
     assert bundle["schema"] == "dlrepro.bundle/3" and bundle["counts"] == {"ok": 2, "failed": 0, "skipped": 0}
@@ -40,25 +45,33 @@ def test_local_run_writes_a_complete_bundle(tmp_path, reporter, mnist):
 def test_a_failing_job_is_recorded_and_the_next_runs(tmp_path):
     bad, good, results, events = run_executor(executors.LocalExecutor(), None, tmp_path)
     assert results[bad["id"]]["status"] == "failed"
-    assert "ModelMismatch: model fcn-s has 117,997,696 trainable parameters in torch, the spec states 117,997,697" \
+    assert (
+        "ModelMismatch: model fcn-s has 117,997,696 trainable parameters in torch, the spec states 117,997,697"
         == results[bad["id"]]["reason"]
+    )
     assert "Traceback" in (tmp_path / bad["id"] / "log.txt").read_text()
     assert results[good["id"]]["status"] == "ok" and results[good["id"]]["parameters"]["measured"] == 117_997_696
-    assert events == [("start", bad["id"], None), ("end", bad["id"], "failed"),
-                      ("start", good["id"], None), ("end", good["id"], "ok")]
+    assert events == [
+        ("start", bad["id"], None),
+        ("end", bad["id"], "failed"),
+        ("start", good["id"], None),
+        ("end", good["id"], "ok"),
+    ]
 
 
 def test_a_crashing_job_process_is_recorded_as_failed(tmp_path):
     job = {"id": "crash", "timeout_s": 60}
-    status = supervise.run_one([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
-                               job, str(tmp_path / "crash"))
+    status = supervise.run_one(
+        [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], job, str(tmp_path / "crash")
+    )
     result = json.loads((tmp_path / "crash" / "result.json").read_text())
     assert status == "failed" and result["reason"] == "the job process died of SIGKILL (killed: out of memory?)"
 
 
 def test_a_hanging_job_is_killed_at_its_time_limit(tmp_path):
-    status = supervise.run_one([sys.executable, "-c", "import time; time.sleep(60)"], {"id": "hang", "timeout_s": 1},
-                               str(tmp_path / "hang"))
+    status = supervise.run_one(
+        [sys.executable, "-c", "import time; time.sleep(60)"], {"id": "hang", "timeout_s": 1}, str(tmp_path / "hang")
+    )
     result = json.loads((tmp_path / "hang" / "result.json").read_text())
     assert status == "failed" and result["reason"] == "the job exceeded its time limit of 1 s and was killed"
 
@@ -75,8 +88,9 @@ def test_missing_engine_names_the_local_executor(monkeypatch):
 
 def test_missing_interpreter_fails_every_job_with_the_reason(tmp_path):
     bad, good = bad_and_good_jobs()
-    executors.LocalExecutor(python=str(tmp_path / "no-python")).run(None, [good], tmp_path, datasets.root(),
-                                                                    lambda *e: None)
+    executors.LocalExecutor(python=str(tmp_path / "no-python")).run(
+        None, [good], tmp_path, datasets.root(), lambda *e: None
+    )
     result = json.loads((tmp_path / good["id"] / "result.json").read_text())
     assert result["status"] == "failed" and result["reason"].startswith("cannot start %s" % (tmp_path / "no-python"))
 
@@ -88,8 +102,15 @@ def test_sigterm_publishes_what_finished_and_leaves_no_process(tmp_path, reporte
 
     # a short job, then one of minutes: SIGTERM arrives during the second, a second after the first ended (a fixed
     # 10 s from the start was not enough for the first on a busy machine: it was interrupted too)
-    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 4096], warmup=0, iterations=3,
-                              repeats=1)
+    options = RunOptions(
+        frameworks=["torch"],
+        executor="local",
+        variants=["fcn-s"],
+        batch_sizes=[8, 4096],
+        warmup=0,
+        iterations=3,
+        repeats=1,
+    )
     timer = threading.Timer(1, os.kill, (os.getpid(), signal.SIGTERM))
 
     def finished(job_id, result, keep=reporter.job_finished):
@@ -113,8 +134,12 @@ def test_sigterm_publishes_what_finished_and_leaves_no_process(tmp_path, reporte
 
 def _descendants(pid):
     """Command lines of every live process below ``pid``."""
-    rows = [line.split(None, 2) for line in subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True,
-                                                           text=True).stdout.splitlines()]
+    rows = [
+        line.split(None, 2)
+        for line in subprocess.run(
+            ["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True
+        ).stdout.splitlines()
+    ]
     children, found, todo = {}, [], [pid]
     for row in rows:
         children.setdefault(int(row[1]), []).append((int(row[0]), row[2] if len(row) > 2 else ""))
@@ -129,8 +154,12 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
     """Where Keras's imdb.npz cannot be had, the raw npm reviews are tokenised instead, and the bundle says so."""
     unreachable(monkeypatch, "imdb")
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
-    path = runs.run("imdb-gru", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
-                    results_dir=tmp_path / "results", reporter=reporter)
+    path = runs.run(
+        "imdb-gru",
+        RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
+        results_dir=tmp_path / "results",
+        reporter=reporter,
+    )
     job = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "job.json").read_text())
     result = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "result.json").read_text())
     bundle = json.loads((path / "bundle.json").read_text())
@@ -143,17 +172,27 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
 
 
 def test_thread_counts_are_set_and_recorded(tmp_path, reporter):
-    path = runs.run("fcn", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["fcn-s"], batch_sizes=[8],
-                                           threads=[1, 2]), results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "fcn",
+        RunOptions(
+            frameworks=["torch"], executor="local", quick=True, variants=["fcn-s"], batch_sizes=[8], threads=[1, 2]
+        ),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     for threads in (1, 2):
-        env = json.loads((path / "jobs" / ("fcn-s.torch.cpu.b8.t%d" % threads) / "result.json").read_text())["environment"]
+        env = json.loads((path / "jobs" / ("fcn-s.torch.cpu.b8.t%d" % threads) / "result.json").read_text())[
+            "environment"
+        ]
         assert env["threads"] == threads and env["thread_variables"]["OMP_NUM_THREADS"] == str(threads)
 
 
 def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, reporter, monkeypatch):
     unreachable(monkeypatch, "ptb")
     fresh_cache(monkeypatch, tmp_path)
-    path = runs.run("lstm", RunOptions(frameworks=["torch"], executor="local", quick=True), results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "lstm", RunOptions(frameworks=["torch"], executor="local", quick=True), results_dir=tmp_path, reporter=reporter
+    )
     rows = {r["job_id"]: r for r in json.loads((path / "bundle.json").read_text())["jobs"]}
     skipped = rows["lstm.torch.cpu.b128"]
     assert skipped["status"] == "skipped" and skipped["reason"].startswith("dataset ptb is not in the cache")
@@ -166,8 +205,12 @@ def test_a_spec_whose_datasets_are_missing_completes_with_skips(tmp_path, report
 def test_when_every_candidate_fails_each_is_named(tmp_path, reporter, monkeypatch):
     unreachable(monkeypatch, "imdb", "imdb-reviews")
     fresh_cache(monkeypatch, tmp_path)
-    path = runs.run("imdb-gru", RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
-                    results_dir=tmp_path, reporter=reporter)
+    path = runs.run(
+        "imdb-gru",
+        RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
     row = json.loads((path / "bundle.json").read_text())["jobs"][0]
     assert row["status"] == "skipped" and "dataset imdb is not in the cache" in row["reason"]
     assert "; and, as a fallback, dataset imdb-reviews is not in the cache" in row["reason"]

@@ -3,6 +3,7 @@
 NVML, CUDA and the host's GPUs are faked; what these tests show is the record each job leaves
 (result.json) and the decisions taken before and inside the runner.
 """
+
 import glob
 import json
 import threading
@@ -15,7 +16,8 @@ from dlrepro.inputs import datasets, spec
 from dlrepro.plan import hostinfo
 from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
-from runner import archs, contract, job as runner_job, nvml, telemetry
+from runner import archs, contract, nvml, telemetry
+from runner import job as runner_job
 from runner.adapters import capabilities
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
@@ -23,8 +25,10 @@ from tests.run.gpus import H200
 
 
 def _job(spec_name, variant, **options):
-    (found,) = jobs.expand(spec.load(spec_name), RunOptions(frameworks=[options.pop("framework", "torch")],
-                                                                 variants=[variant], quick=True, **options))
+    (found,) = jobs.expand(
+        spec.load(spec_name),
+        RunOptions(frameworks=[options.pop("framework", "torch")], variants=[variant], quick=True, **options),
+    )
     return found
 
 
@@ -71,10 +75,15 @@ def test_the_runner_refuses_a_build_without_the_gpus_architecture(tmp_path, monk
     result = _run(_job("resnet56", "resnet56-synthetic", device="cuda"), tmp_path)
     assert result["status"] == "skipped"
     assert result["reason"].startswith("torch ") and result["reason"].endswith(
-        "has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build ships sm_80, sm_86")
+        "has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build ships sm_80, sm_86"
+    )
     assert result["remedy"].startswith("run on a GPU the build supports")
-    assert result["environment"]["cuda_archs"] == {"archs": ["sm_80", "sm_86"], "source": "framework",
-                                                   "gpu": "NVIDIA H200", "capability": "9.0"}
+    assert result["environment"]["cuda_archs"] == {
+        "archs": ["sm_80", "sm_86"],
+        "source": "framework",
+        "gpu": "NVIDIA H200",
+        "capability": "9.0",
+    }
     assert result["options"]["ptx_jit"] is False and result["timing"] is None
 
 
@@ -108,9 +117,14 @@ def test_a_gpu_the_adapter_cannot_identify_is_recorded_as_unknown(tmp_path, monk
     result = _run(job, tmp_path)
     assert result["status"] == "ok" and result["options"]["ptx_jit"] is False
     record = result["environment"]["cuda_archs"]
-    assert record == {"archs": ["sm_80", "sm_86"], "source": "image matrix", "gpu": "unknown", "capability": "unknown",
-                      "note": "the torch adapter cannot tell the GPU's compute capability, so the build's "
-                              "architectures were not checked against it"}
+    assert record == {
+        "archs": ["sm_80", "sm_86"],
+        "source": "image matrix",
+        "gpu": "unknown",
+        "capability": "unknown",
+        "note": "the torch adapter cannot tell the GPU's compute capability, so the build's "
+        "architectures were not checked against it",
+    }
 
 
 def test_the_cuda_driver_names_the_gpu_for_frameworks_that_do_not(monkeypatch):
@@ -148,8 +162,10 @@ def test_preflight_lets_ptx_through_only_when_asked(matrix):
     assert feasibility.check(cntk, "cuda", [0], host, allow_ptx_jit=True) is None
     # MXNet 1.9.1's build has no PTX at all: no Hopper GPU runs it, --allow-ptx-jit or not
     reason, _ = feasibility.check(matrix.find("mxnet", "cuda"), "cuda", [0], host, allow_ptx_jit=True)
-    assert reason == ("mxnet-1.9.1-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build "
-                      "ships sm_50, sm_60, sm_70, sm_80, sm_86")
+    assert reason == (
+        "mxnet-1.9.1-cuda has no kernels for NVIDIA H200 (sm_90, compute capability 9.0); its build "
+        "ships sm_50, sm_60, sm_70, sm_80, sm_86"
+    )
 
 
 # ---------------------------------------------------------------- telemetry
@@ -204,32 +220,53 @@ def test_every_result_records_the_options_and_torch_runs_bf16_channels_last_on_t
     (results/h200-overhead-20261130: ResNet-50 bf16 channels_last, suite against a bare loop)."""
     pytest.importorskip("torch")
     job = _job("resnet56", "resnet56-synthetic", precision="bf16", layout="channels_last", batch_sizes=[4])
-    assert (job["precision"], job["layout"], job["cudnn_autotune"], job["compile"]) == ("bf16", "channels_last", True,
-                                                                                       False)
+    assert (job["precision"], job["layout"], job["cudnn_autotune"], job["compile"]) == (
+        "bf16",
+        "channels_last",
+        True,
+        False,
+    )
     result = _run(job, tmp_path)
     assert result["status"] == "ok", result["reason"]
-    assert result["options"] == {"precision": "bf16", "cudnn_autotune": None, "layout": "channels_last",
-                                 "compile": False, "cuda_graphs": False, "allow_ptx_jit": False, "ptx_jit": False,
-                                 "gradients": "pruned", "thread_pools": "all"}
+    assert result["options"] == {
+        "precision": "bf16",
+        "cudnn_autotune": None,
+        "layout": "channels_last",
+        "compile": False,
+        "cuda_graphs": False,
+        "allow_ptx_jit": False,
+        "ptx_jit": False,
+        "gradients": "pruned",
+        "thread_pools": "all",
+    }
     env = result["environment"]
     assert env["autocast"] == "bfloat16" and env["layout"] == "NHWC (channels_last)"
     assert env["tf32"] == {"matmul": False, "cudnn": False}
     assert result["telemetry"]["status"] == "unavailable" and result["timing"]["timer"] == "host_sync"
 
 
-@pytest.mark.parametrize("framework,option,value", [("tensorflow", "precision", "bf16"), ("mxnet", "layout", "channels_last"),
-                                                    ("jax", "precision", "fp16"), ("torch", "cuda_graphs", True)])
+@pytest.mark.parametrize(
+    "framework,option,value",
+    [
+        ("tensorflow", "precision", "bf16"),
+        ("mxnet", "layout", "channels_last"),
+        ("jax", "precision", "fp16"),
+        ("torch", "cuda_graphs", True),
+    ],
+)
 def test_an_option_an_adapter_lacks_is_refused_before_the_framework_loads(tmp_path, framework, option, value):
     job = _job("alexnet", "alexnet-s", framework=framework, **{option: value})
     result = _run(job, tmp_path)  # TensorFlow and MXNet need not be installed: nothing is imported
-    assert result["status"] == "skipped" and result["reason"].startswith("the %s adapter cannot run %s=%s"
-                                                                         % (framework, option, value))
+    assert result["status"] == "skipped" and result["reason"].startswith(
+        "the %s adapter cannot run %s=%s" % (framework, option, value)
+    )
     assert result["options"][option] == value
 
 
 def test_fp32_means_tf32_off_and_tf32_is_refused_on_a_cpu():
     assert capabilities.unsupported_options("torch", {"precision": "tf32"}, "cpu").endswith(
-        "(TF32 is a mode of NVIDIA GPUs' matrix units)")
+        "(TF32 is a mode of NVIDIA GPUs' matrix units)"
+    )
     assert capabilities.unsupported_options("torch", {"precision": "tf32"}, "cuda") is None
     assert contract.OPTION_DEFAULTS["precision"] == "fp32"
 
@@ -238,8 +275,9 @@ def test_default_options_keep_the_configuration_digest_of_earlier_runs():
     import hashlib
 
     # the options as dumped before the measurement options, seeds and study steps existed
-    legacy = RunOptions().model_dump_json(exclude={"executor", "gpu", "gpus", "isolation", "seeds", "steps"}
-                                          | set(contract.OPTION_DEFAULTS))
+    legacy = RunOptions().model_dump_json(
+        exclude={"executor", "gpu", "gpus", "isolation", "seeds", "steps"} | set(contract.OPTION_DEFAULTS)
+    )
     assert RunOptions().digest() == hashlib.sha256(legacy.encode()).hexdigest()
     assert RunOptions(precision="bf16").digest() != RunOptions().digest()
     assert RunOptions(gpus=[0, 1]).digest() == RunOptions().digest()
@@ -294,8 +332,12 @@ def test_the_local_executor_pins_each_job_to_its_gpu(tmp_path, monkeypatch):
     assert executor.preflight() is None and executor.describe()["gpus"] == [0, 1]
     assert executor.environment("/data", 1)["CUDA_VISIBLE_DEVICES"] == "1"
     assert executor.environment("/data", 1)["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
-    found = jobs.expand(spec.load("resnet56"), RunOptions(frameworks=["torch"], device="cuda", quick=True, variants=["resnet56-synthetic"],
-                                                               batch_sizes=[2, 4, 8, 16]))
+    found = jobs.expand(
+        spec.load("resnet56"),
+        RunOptions(
+            frameworks=["torch"], device="cuda", quick=True, variants=["resnet56-synthetic"], batch_sizes=[2, 4, 8, 16]
+        ),
+    )
     events = []
     executor.run(None, found, tmp_path, datasets.root(), lambda kind, job_id, result: events.append((kind, job_id)))
     seen = []
@@ -307,8 +349,8 @@ def test_the_local_executor_pins_each_job_to_its_gpu(tmp_path, monkeypatch):
             assert result["status"] == "failed" and "CUDA" in result["reason"], result["reason"]
         else:  # no device node behind the fake GPUs: each job is refused before the framework, naming its GPU
             assert result["status"] == "skipped" and result["reason"].startswith(
-                "no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s," % seen[-1]), \
-                result["reason"]
+                "no NVIDIA GPU device is visible to the job (no /dev/nvidia<N>): host GPU %s," % seen[-1]
+            ), result["reason"]
         assert result["environment"]["host_gpu"] == seen[-1]
     assert sorted(set(seen)) == ["0", "1"] and len(events) == 8
     assert executors.get("local", "cuda", [3]).preflight()[0] == "GPU 3 is not visible on this host (NVML sees [0, 1])"

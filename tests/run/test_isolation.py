@@ -1,28 +1,54 @@
 """The container isolation of the docker executor: exact create arguments, no engine needed (as ReFrame tests
 its launch commands), and the bundle's isolation record read off them."""
+
 from dlrepro import REPO_ROOT
 from dlrepro.run.executors import docker as docker_executor
 
 
 def test_create_arguments_are_the_isolation_the_bundle_records():
-    args = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", "1000:1000", "/s/jobs", "/s/out", "/cache/ds",
-                                       memory=8 << 30, labels={"org.dlrepro.run": "alexnet-x"})
+    args = docker_executor.create_args(
+        "dlrepro/torch:2.13.0-cpu-abc",
+        "1000:1000",
+        "/s/jobs",
+        "/s/out",
+        "/cache/ds",
+        memory=8 << 30,
+        labels={"org.dlrepro.run": "alexnet-x"},
+    )
     assert args == {
         "image": "dlrepro/torch:2.13.0-cpu-abc",
         "command": ["python", "-m", "runner.supervise", "--watch-stdin", "--isolation", "worker", "/jobs", "/out"],
-        "user": "1000:1000", "network_mode": "none", "read_only": True, "tmpfs": {"/tmp": "rw,exec"},
-        "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"], "pids_limit": 4096, "device_requests": [],
+        "user": "1000:1000",
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {"/tmp": "rw,exec"},
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "pids_limit": 4096,
+        "device_requests": [],
         "environment": {"PYTHONPATH": "/opt/dlrepro", "DLREPRO_DATA_ROOT": "/data"},
-        "volumes": {str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-                    "/cache/ds": {"bind": "/data", "mode": "ro"}, "/s/jobs": {"bind": "/jobs", "mode": "ro"},
-                    "/s/out": {"bind": "/out", "mode": "rw"}},
+        "volumes": {
+            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
+            "/cache/ds": {"bind": "/data", "mode": "ro"},
+            "/s/jobs": {"bind": "/jobs", "mode": "ro"},
+            "/s/out": {"bind": "/out", "mode": "rw"},
+        },
         "labels": {"org.dlrepro.role": "runner", "org.dlrepro.run": "alexnet-x"},
-        "stdin_open": True, "detach": False, "auto_remove": True,  # the host's pipe; no container outlives its run
-        "mem_limit": 8 << 30, "memswap_limit": 8 << 30,
+        "stdin_open": True,
+        "detach": False,
+        "auto_remove": True,  # the host's pipe; no container outlives its run
+        "mem_limit": 8 << 30,
+        "memswap_limit": 8 << 30,
     }
-    assert docker_executor.isolation(args) == {"network": "none", "read_only_root": True, "user": "non-root",
-                                               "no_new_privileges": True, "cap_drop": "ALL", "pids_limit": 4096,
-                                               "memory_bytes": 8 << 30}
+    assert docker_executor.isolation(args) == {
+        "network": "none",
+        "read_only_root": True,
+        "user": "non-root",
+        "no_new_privileges": True,
+        "cap_drop": "ALL",
+        "pids_limit": 4096,
+        "memory_bytes": 8 << 30,
+    }
     assert docker_executor.isolation(dict(args, user="0:0"))["user"] == "root"
 
 
@@ -44,8 +70,15 @@ def test_a_study_pools_container_has_the_same_isolation_and_serves_plans(tmp_pat
     executor = docker_executor.DockerExecutor(memory=8 << 30)
     executor.run_id = "alexnet-x"  # the run that starts it: the container is the pool's, not the run's
     args = executor.serve_args("dlrepro/torch:2.13.0-cpu-abc", pool, "/cache/ds", 0)
-    alone = docker_executor.create_args("dlrepro/torch:2.13.0-cpu-abc", args["user"], pool.jobs, pool.out, "/cache/ds",
-                                        memory=8 << 30, labels=args["labels"])
+    alone = docker_executor.create_args(
+        "dlrepro/torch:2.13.0-cpu-abc",
+        args["user"],
+        pool.jobs,
+        pool.out,
+        "/cache/ds",
+        memory=8 << 30,
+        labels=args["labels"],
+    )
     assert args["command"] == ["python", "-m", "runner.supervise", "--serve", "--isolation", "worker", "/jobs", "/out"]
     assert {k: v for k, v in args.items() if k != "command"} == {k: v for k, v in alone.items() if k != "command"}
     assert args["volumes"][str(pool.jobs)] == {"bind": "/jobs", "mode": "ro"}

@@ -1,10 +1,11 @@
 """Expanding specs into job.json bodies (the host -> runner contract)."""
+
 import pytest
 
+from dlrepro.errors import DlreproError
+from dlrepro.inputs import spec
 from dlrepro.plan import expressible
 from dlrepro.run import jobs
-from dlrepro.inputs import spec
-from dlrepro.errors import DlreproError
 from dlrepro.run.options import RunOptions
 from runner import contract, stats
 from tests.helpers import seeded
@@ -45,8 +46,10 @@ def test_dataset_files_are_named_once_the_cache_holds_them(mnist):
 
 def test_quick_and_overrides():
     quick = expand("fcn", quick=True, device="cuda", variants=["fcn-s", "fcn-r"])
-    assert [(j["batch_size"], j["warmup"], j["iterations"], j["repeats"]) for j in quick] == \
-        [(32, 1, 3, 1), (32, 1, 3, 1)]
+    assert [(j["batch_size"], j["warmup"], j["iterations"], j["repeats"]) for j in quick] == [
+        (32, 1, 3, 1),
+        (32, 1, 3, 1),
+    ]
     chosen = expand("fcn", variants=["fcn-s"], batch_sizes=[8, 16], iterations=5, threads=[2])
     assert [j["id"] for j in chosen] == ["fcn-s.torch.cpu.b8.t2", "fcn-s.torch.cpu.b16.t2"]
     assert {j["iterations"] for j in chosen} == {5}
@@ -92,11 +95,14 @@ def test_a_mode_that_does_not_apply_is_reported_not_run():
     s = spec.load("fcn")
     options = RunOptions(mode="convergence")
     reason = "convergence needs real data and a convergence section"
-    assert jobs.left_out(s, options) == [{"variant": "fcn-s", "framework": None, "reason": reason},
-                                         {"variant": "fcn-8", "framework": None, "reason": reason}]
+    assert jobs.left_out(s, options) == [
+        {"variant": "fcn-s", "framework": None, "reason": reason},
+        {"variant": "fcn-8", "framework": None, "reason": reason},
+    ]
     features = RunOptions(mode="throughput", variants=["features"])
     assert jobs.left_out(spec.load("resnet50-features"), features) == [
-        {"variant": "features", "framework": None, "reason": "throughput trains, and the variant has no optimizer"}]
+        {"variant": "features", "framework": None, "reason": "throughput trains, and the variant has no optimizer"}
+    ]
     with pytest.raises(DlreproError, match="features: throughput trains, and the variant has no optimizer"):
         jobs.expand(spec.load("resnet50-features"), features)
 
@@ -110,11 +116,17 @@ def test_unsupported_pairs_are_declared_with_the_reason():
     s = spec.load("resnet50-features")
     assert expressible.unsupported(s, "features", "mxnet") is None
     reason = expressible.unsupported(s, "features-torchvision", "jax")
-    assert reason == ("jax cannot read torchvision-state-dict weights: torchvision's weights are a PyTorch pickle, "
-                      "which only torch reads")
+    assert reason == (
+        "jax cannot read torchvision-state-dict weights: torchvision's weights are a PyTorch pickle, "
+        "which only torch reads"
+    )
     left = jobs.left_out(s, RunOptions(frameworks=["torch", "jax"]))
     assert left == [{"variant": "features-torchvision", "framework": "jax", "reason": "unsupported: " + reason}]
-    assert [j["framework"] for j in jobs.expand(s, RunOptions(frameworks=["torch", "jax"]))] == ["torch", "jax", "torch"]
+    assert [j["framework"] for j in jobs.expand(s, RunOptions(frameworks=["torch", "jax"]))] == [
+        "torch",
+        "jax",
+        "torch",
+    ]
 
 
 def test_a_framework_version_can_be_asked_for():
@@ -139,29 +151,35 @@ def test_run_options_from_the_command_line_name_the_wrong_option():
     with pytest.raises(DlreproError, match=r"^--repeats: Input should be greater than 0 \(got 0\)$"):
         options.from_cli(repeats=0)
     assert options.from_cli(framework="torch,jax", batch_size="8, 16", threads="sweep", gpus="0,1").model_dump(
-        include={"frameworks", "batch_sizes", "threads", "gpus"}) == {
-        "frameworks": ["torch", "jax"], "batch_sizes": [8, 16], "threads": "sweep", "gpus": [0, 1]}
+        include={"frameworks", "batch_sizes", "threads", "gpus"}
+    ) == {"frameworks": ["torch", "jax"], "batch_sizes": [8, 16], "threads": "sweep", "gpus": [0, 1]}
 
 
 def test_a_framework_gets_the_initialisation_its_study_code_used():
     s = spec.load("cifar10-vgg")
-    found = {j["framework"]: j["model"]["init"] for j in jobs.expand(s, RunOptions(
-        frameworks=["torch", "mxnet"], variants=["cifar10-vgg-synthetic"]))}
+    found = {
+        j["framework"]: j["model"]["init"]
+        for j in jobs.expand(s, RunOptions(frameworks=["torch", "mxnet"], variants=["cifar10-vgg-synthetic"]))
+    }
     assert found == {"torch": {"scheme": "default"}, "mxnet": {"scheme": "glorot_uniform"}}  # DLF's Gluon: Xavier()
     assert "Gluon_CNN.ipynb" in s.models["vgg"].framework_init_source
 
 
 def test_a_convergence_job_is_one_job_per_seed():
     three = jobs.expand(seeded(3), RunOptions(frameworks=["torch", "jax"], variants=["imdb-gru"]))
-    assert [(j["id"], j["seed"]) for j in three] == [("imdb-gru.%s.cpu.b64.s%d" % (f, n), n)
-                                                     for f in ("torch", "jax") for n in range(3)]
+    assert [(j["id"], j["seed"]) for j in three] == [
+        ("imdb-gru.%s.cpu.b64.s%d" % (f, n), n) for f in ("torch", "jax") for n in range(3)
+    ]
     one = jobs.expand(seeded(1), RunOptions(frameworks=["torch"], variants=["imdb-gru"]))
     assert [(j["id"], j["seed"]) for j in one] == [("imdb-gru.torch.cpu.b64", 0)]  # one seed: no suffix
     asked = jobs.expand(seeded(3), RunOptions(frameworks=["torch"], variants=["imdb-gru"], seeds=2))
     assert [(j["id"], j["seed"]) for j in asked] == [("imdb-gru.torch.cpu.b64.s0", 0), ("imdb-gru.torch.cpu.b64.s1", 1)]
     # the variant as the suite ships it: six, the fewest units of a 95% interval
-    assert [j["seed"] for j in expand("imdb-gru", variants=["imdb-gru"])] == list(range(stats.MIN_UNITS_95)) == \
-        list(range(6))
+    assert (
+        [j["seed"] for j in expand("imdb-gru", variants=["imdb-gru"])]
+        == list(range(stats.MIN_UNITS_95))
+        == list(range(6))
+    )
 
 
 def test_quick_trains_one_seed_unless_seeds_are_asked_for():
@@ -174,9 +192,15 @@ def test_quick_trains_one_seed_unless_seeds_are_asked_for():
 def test_seeds_leave_other_modes_at_one_job_and_are_refused_where_nothing_converges():
     mixed = jobs.expand(seeded(2), RunOptions(frameworks=["torch"]))
     assert [(j["id"], j["seed"]) for j in mixed] == [
-        ("imdb-gru.torch.cpu.b64.s0", 0), ("imdb-gru.torch.cpu.b64.s1", 1), ("imdb-gru-synthetic.torch.cpu.b64", 0)]
-    with pytest.raises(DlreproError, match=r"^--seeds 3: seeds are independent trainings of convergence jobs, and "
-                                           r"none of the jobs selected is one$") as caught:
+        ("imdb-gru.torch.cpu.b64.s0", 0),
+        ("imdb-gru.torch.cpu.b64.s1", 1),
+        ("imdb-gru-synthetic.torch.cpu.b64", 0),
+    ]
+    with pytest.raises(
+        DlreproError,
+        match=r"^--seeds 3: seeds are independent trainings of convergence jobs, and "
+        r"none of the jobs selected is one$",
+    ) as caught:
         jobs.expand(seeded(2), RunOptions(frameworks=["torch"], variants=["imdb-gru-synthetic"], seeds=3))
     assert caught.value.remedy == "leave --seeds out, or select a convergence variant (or --mode convergence)"
 

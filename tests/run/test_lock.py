@@ -1,6 +1,7 @@
 """A partial bundle's owner lock (dlrepro.run.lock) and write_json's temporary names: two writers on one results
 folder, as two hosts sharing it would be (their host names faked), never publish half a bundle.json, and the
 second is refused a bundle the first owns."""
+
 import json
 import os
 import socket
@@ -13,8 +14,8 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import DlreproError, ResultsUnwritable
-from dlrepro.store.bundle import BundleWriter
 from dlrepro.run import lock, recover, runs
+from dlrepro.store.bundle import BundleWriter
 from runner import contract
 
 WRITER = """
@@ -40,8 +41,13 @@ print("done", flush=True)
 
 
 def _writer(host, folder):
-    return subprocess.Popen([sys.executable, "-c", WRITER % {"host": host}, str(folder)], stdout=subprocess.PIPE,
-                            text=True, cwd=REPO_ROOT, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER % {"host": host}, str(folder)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+    )
 
 
 def test_two_hosts_writers_never_publish_half_a_file_and_the_second_is_refused(tmp_path):
@@ -73,8 +79,9 @@ def test_two_hosts_writers_never_publish_half_a_file_and_the_second_is_refused(t
     stop.set()
     thread.join()
     assert first.wait() == second.wait() == 0
-    assert refusal.startswith("refused: %s is being written by another run: pid %d on host login-a since 20"
-                              % (folder, first.pid)), refusal
+    assert refusal.startswith(
+        "refused: %s is being written by another run: pid %d on host login-a since 20" % (folder, first.pid)
+    ), refusal
     assert seen == {"login-a", "login-b"} and len(read) > 10  # both wrote, every read parsed
     assert not (folder / ".work").exists()  # the first released its lock, and its empty scratch folder
     assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
@@ -91,8 +98,11 @@ def _foreign(folder, host="login-b", pid=4242, age_s=0, boot=None):
 def test_a_lock_is_stale_after_its_heartbeat_stops_or_its_process_on_this_boot_ends(tmp_path):
     path = _foreign(tmp_path, age_s=10)
     assert lock.stale(path) is None
-    with pytest.raises(DlreproError, match=r"is being written by another run: pid 4242 on host login-b since "
-                                           r"2026-12-01 \(heartbeat 1[01] s ago\)$") as err:
+    with pytest.raises(
+        DlreproError,
+        match=r"is being written by another run: pid 4242 on host login-b since "
+        r"2026-12-01 \(heartbeat 1[01] s ago\)$",
+    ) as err:
         lock.take(tmp_path)
     assert "wait 300 s after its last heartbeat" in err.value.remedy
     _foreign(tmp_path, age_s=lock.STALE_S + 5)  # its host is gone: no heartbeat for longer than STALE_S
@@ -119,8 +129,9 @@ def test_the_heartbeat_keeps_the_lock_fresh(tmp_path, monkeypatch):
 
 def test_publish_and_invoke_bundles_leave_a_bundle_another_host_owns(tmp_path):
     writer = BundleWriter(tmp_path, "alexnet", "abc")
-    writer.save(spec={"name": "alexnet"}, jobs=[],
-                submitted=[{"array_id": "7", "jobs": [], "scratch": str(tmp_path / "s")}])
+    writer.save(
+        spec={"name": "alexnet"}, jobs=[], submitted=[{"array_id": "7", "jobs": [], "scratch": str(tmp_path / "s")}]
+    )
     _foreign(writer.partial, age_s=1)
     with pytest.raises(DlreproError, match="is being written by another run: pid 4242 on host login-b"):
         recover.finalize(writer.id, results_dir=tmp_path)
@@ -149,8 +160,14 @@ except DlreproError as exc:
 
 def _another_process_takes(folder):
     """What a second process that tries to take the lock of the bundle in ``folder`` prints."""
-    return subprocess.run([sys.executable, "-c", TAKER, str(folder)], capture_output=True, text=True, cwd=REPO_ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)), timeout=60).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", TAKER, str(folder)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+        timeout=60,
+    ).stdout.strip()
 
 
 def test_no_other_process_takes_the_lock_while_the_bundle_is_published(tmp_path, monkeypatch):
@@ -179,9 +196,10 @@ def test_no_other_process_takes_the_lock_while_the_bundle_is_published(tmp_path,
     published = writer.finish({})
     assert seen["scratch"] == [lock.NAME]
     for when in ("building", "renamed"):
-        assert seen[when].startswith("refused: %s is being written by another run: pid %d on host %s"
-                                     % (writer.partial if when == "building" else published, os.getpid(),
-                                        socket.gethostname())), seen
+        assert seen[when].startswith(
+            "refused: %s is being written by another run: pid %d on host %s"
+            % (writer.partial if when == "building" else published, os.getpid(), socket.gethostname())
+        ), seen
     assert published == tmp_path / writer.id and not (published / ".work").exists()
     assert ".work" not in (published / "SHA256SUMS").read_text() and str(owner.path) not in lock._held
     assert _another_process_takes(published) == "took it"  # given up once published
@@ -199,8 +217,9 @@ def test_an_owner_whose_lock_another_took_over_stops_writing_and_leaves_that_loc
     assert owner.lost["host"] == "login-b" and time.time() - os.stat(theirs).st_mtime > 99  # never refreshed
     with pytest.raises(ResultsUnwritable) as err:
         writer.save(spec={"name": "alexnet"}, note="written after the takeover")
-    assert str(err.value).startswith("%s: this run no longer owns the bundle: its lock was taken over by pid 4242 on "
-                                     "host login-b" % writer.partial)
+    assert str(err.value).startswith(
+        "%s: this run no longer owns the bundle: its lock was taken over by pid 4242 on host login-b" % writer.partial
+    )
     assert "note" not in json.loads((writer.partial / "bundle.json").read_text())
     with pytest.raises(ResultsUnwritable):
         writer.finish({})

@@ -1,16 +1,17 @@
 """A lost engine as the run sees it (an executor that loses its engine, no engine needed): the bundle stays partial with
 its jobs interrupted, and which partial bundle a resume takes."""
+
 import json
 from pathlib import Path
 
 import pytest
 
 from dlrepro.errors import BundleError, DlreproError, EngineLost
-from dlrepro.store import bundle as bundlemod, validate
 from dlrepro.run import executors, recover, runs
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.options import RunOptions
-
+from dlrepro.store import bundle as bundlemod
+from dlrepro.store import validate
 
 LOST = "the Docker engine at unix:///nowhere went away (ChunkedEncodingError)"
 
@@ -39,12 +40,16 @@ def _lose_the_engine(tmp_path, monkeypatch, reporter):
 def test_a_lost_engine_keeps_the_bundle_partial_with_its_jobs_interrupted(tmp_path, monkeypatch, reporter):
     err = _lose_the_engine(tmp_path, monkeypatch, reporter)
     (partial,) = tmp_path.glob(".*.partial")
-    bundle_id = partial.name[1:-len(".partial")]
-    assert str(err) == ("%s while job %s was running; the run stopped (2 interrupted), its bundle kept partial: %s"
-                        % (LOST, B8, partial))
-    assert err.remedy == ("start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume "
-                          "%s` as soon as it answers: it runs the interrupted jobs, and an image it builds first "
-                          "waits for the build steps the lost engine left running on this host" % bundle_id)
+    bundle_id = partial.name[1 : -len(".partial")]
+    assert str(err) == (
+        "%s while job %s was running; the run stopped (2 interrupted), its bundle kept partial: %s"
+        % (LOST, B8, partial)
+    )
+    assert err.remedy == (
+        "start the engine again (e.g. `sudo systemctl start docker`), then `dlrepro run --resume "
+        "%s` as soon as it answers: it runs the interrupted jobs, and an image it builds first "
+        "waits for the build steps the lost engine left running on this host" % bundle_id
+    )
     results = {j: json.loads((partial / "jobs" / j / "result.json").read_text()) for j in (B8, B16)}
     assert {j: r["status"] for j, r in results.items()} == {B8: "interrupted", B16: "interrupted"}
     assert results[B8]["reason"] == "interrupted by the machine: %s while this job ran" % LOST
@@ -76,8 +81,10 @@ def test_a_resume_refuses_a_file_changed_after_it_was_recorded(tmp_path, reporte
         log.write("written after the run\n")
     with pytest.raises(BundleError) as err:
         runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, retry_failed=True)
-    assert str(err.value) == ("%s: jobs/%s/log.txt changed since SHA256SUMS recorded it: the bundle is not reopened, "
-                              "so that no checksum is written over a changed file" % (path, B8))
+    assert str(err.value) == (
+        "%s: jobs/%s/log.txt changed since SHA256SUMS recorded it: the bundle is not reopened, "
+        "so that no checksum is written over a changed file" % (path, B8)
+    )
     assert err.value.remedy.startswith("restore it as recorded")
     assert path.is_dir() and (path / "SHA256SUMS").read_text() == sums  # left as it was: published, sums unchanged
     assert [p.file for p in validate.check(path)] == ["jobs/%s/log.txt" % B8]
@@ -86,8 +93,11 @@ def test_a_resume_refuses_a_file_changed_after_it_was_recorded(tmp_path, reporte
 def _bundle(results, bundle_id, spec, state, created):
     folder = results / (".%s.partial" % bundle_id if state == "partial" else bundle_id)
     folder.mkdir(parents=True)
-    (folder / "bundle.json").write_text(json.dumps({"id": bundle_id, "created": created, "state": state,
-                                                    "spec": {"name": spec}, "jobs": [], "plan": []}))
+    (folder / "bundle.json").write_text(
+        json.dumps(
+            {"id": bundle_id, "created": created, "state": state, "spec": {"name": spec}, "jobs": [], "plan": []}
+        )
+    )
     return folder
 
 
@@ -106,8 +116,12 @@ def test_latest_never_reopens_a_published_bundle(tmp_path):
     published = _bundle(tmp_path, "fcn-3", "fcn", "published", "2026-12-01T12:00:00Z")
     with pytest.raises(DlreproError) as err:
         runs.run("fcn", RunOptions(), results_dir=tmp_path, resume="latest")
-    assert str(err.value) == ("latest: no partial bundle of spec fcn under %s; the newest of spec fcn, fcn-3, is "
-                              "complete and is not reopened as 'latest'" % tmp_path)
-    assert err.value.remedy == ("name it to run its skipped or failed jobs again (`dlrepro run --resume fcn-3`, with "
-                                "--retry-failed for the failed ones), or start a new run")
+    assert str(err.value) == (
+        "latest: no partial bundle of spec fcn under %s; the newest of spec fcn, fcn-3, is "
+        "complete and is not reopened as 'latest'" % tmp_path
+    )
+    assert err.value.remedy == (
+        "name it to run its skipped or failed jobs again (`dlrepro run --resume fcn-3`, with "
+        "--retry-failed for the failed ones), or start a new run"
+    )
     assert json.loads((published / "bundle.json").read_text())["state"] == "published"

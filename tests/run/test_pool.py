@@ -1,6 +1,7 @@
 """Workers that outlive a run (dlrepro.run.pool) and workers that stay clean (runner.supervise): the runs of a
 study share one warm worker per (image, device, settings), a failed job retires its worker, a job without warm-up
 gets a fresh one, and a job computes the same after another job in its worker as alone."""
+
 import json
 import math
 import os
@@ -13,7 +14,8 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.inputs import datasets, spec
-from dlrepro.run import executors, jobs, recover, study as studymod
+from dlrepro.run import executors, jobs, recover
+from dlrepro.run import study as studymod
 from dlrepro.run.executors.base import FolderSink
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
@@ -39,8 +41,9 @@ def _served(tmp_path, groups):
         (server,) = pool.servers.values()
     finally:
         pool.close()
-    results = {j["id"]: json.loads((tmp_path / "out" / j["id"] / "result.json").read_text())
-               for group in groups for j in group}
+    results = {
+        j["id"]: json.loads((tmp_path / "out" / j["id"] / "result.json").read_text()) for group in groups for j in group
+    }
     return results, dict(pool.starts), server.code, pool.folder.exists()
 
 
@@ -49,22 +52,32 @@ def test_a_failed_job_retires_its_worker_and_a_job_without_warm_up_gets_a_fresh_
     again, after = dict(good, id="again"), dict(good, id="after")
     cold = dict(good, id="cold", warmup=0)
     results, starts, code, left = _served(tmp_path, [[bad, good, again], [cold, after]])
-    assert {k: r["status"] for k, r in results.items()} == {bad["id"]: "failed", good["id"]: "ok", "again": "ok",
-                                                              "cold": "ok", "after": "ok"}
+    assert {k: r["status"] for k, r in results.items()} == {
+        bad["id"]: "failed",
+        good["id"]: "ok",
+        "again": "ok",
+        "cold": "ok",
+        "after": "ok",
+    }
     worker = {k: r["worker"] for k, r in results.items()}
     assert worker[bad["id"]]["jobs_before"] == 0
     # the failed job's worker was retired: the next job is the first of a new one
     assert worker[good["id"]]["jobs_before"] == 0 and worker[good["id"]]["id"] != worker[bad["id"]]["id"]
     assert _seat(worker["again"]) == (worker[good["id"]]["id"], 1)
     assert worker[bad["id"]]["started_for"] == supervise.FIRST
-    assert worker[good["id"]]["started_for"] == worker["again"]["started_for"] == (
-        "the worker before it failed (job %s)" % bad["id"])
+    assert (
+        worker[good["id"]]["started_for"]
+        == worker["again"]["started_for"]
+        == ("the worker before it failed (job %s)" % bad["id"])
+    )
     assert worker["cold"]["started_for"] == supervise.FRESH
     # a fresh worker holds the interpreter only (torch is imported by its first job); the next job finds torch in it
     assert worker[good["id"]]["held_bytes"] < 100 * MIB < 200 * MIB < worker["again"]["held_bytes"]
     # no warm-up: a fresh worker, which then serves the next job (of the same group)
     assert worker["cold"]["jobs_before"] == 0 and worker["cold"]["id"] not in (
-        worker[bad["id"]]["id"], worker[good["id"]]["id"])
+        worker[bad["id"]]["id"],
+        worker[good["id"]]["id"],
+    )
     assert _seat(worker["after"]) == (worker["cold"]["id"], 1)
     # both groups went to one supervisor, which ended cleanly, and the pool left no folder
     assert list(starts.values()) == [1] and code == 0 and left is False
@@ -72,12 +85,24 @@ def test_a_failed_job_retires_its_worker_and_a_job_without_warm_up_gets_a_fresh_
 
 def test_the_runs_of_a_study_share_one_worker_and_keep_their_bundles(tmp_path, reporter):
     results = tmp_path / "results"
-    record = studymod.run(str(SHARED), executor="local", frameworks=["torch"], quick=True, results_dir=results,
-                          reporter=reporter)
+    record = studymod.run(
+        str(SHARED), executor="local", frameworks=["torch"], quick=True, results_dir=results, reporter=reporter
+    )
     runs = record.body["runs"]
     assert [runs[r]["state"] for r in ("small", "large")] == ["complete", "complete"]
-    assert set(runs["small"]) == {"spec", "variants", "device", "why_here", "notes", "jobs", "what", "options",
-                                  "bundle", "state", "done"}
+    assert set(runs["small"]) == {
+        "spec",
+        "variants",
+        "device",
+        "why_here",
+        "notes",
+        "jobs",
+        "what",
+        "options",
+        "bundle",
+        "state",
+        "done",
+    }
     found = {}
     for run_id, job_id in (("small", "fcn-r.torch.cpu.b64.t1"), ("large", "fcn-s.torch.cpu.b8.t1")):
         bundle = results / runs[run_id]["bundle"]
@@ -100,9 +125,25 @@ def _alive(pid):
 
 def test_a_study_killed_outright_resumes_and_keeps_what_the_running_job_left(tmp_path, reporter):
     results = tmp_path / "results"
-    study = subprocess.Popen([sys.executable, "-m", "invoke", "study", str(SHARED), "--executor", "local",
-                              "--framework", "torch", "--quick", "--results", str(results)], cwd=REPO_ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    study = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "invoke",
+            "study",
+            str(SHARED),
+            "--executor",
+            "local",
+            "--framework",
+            "torch",
+            "--quick",
+            "--results",
+            str(results),
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline, running = time.time() + 300, []
     while not running and time.time() < deadline:  # the first job's result.json, written before torch is imported
         running = list((results / "studies").glob(".*.pool/out/*/attempt-1/*/*/result.json"))
@@ -126,8 +167,18 @@ def test_a_study_killed_outright_resumes_and_keeps_what_the_running_job_left(tmp
 
 
 def _alexnet_s(repeats):
-    return jobs.expand(spec.load("alexnet"), RunOptions(frameworks=["torch"], variants=["alexnet-s"], batch_sizes=[4],
-                                                          warmup=2, iterations=3, repeats=repeats, threads=[1]))
+    return jobs.expand(
+        spec.load("alexnet"),
+        RunOptions(
+            frameworks=["torch"],
+            variants=["alexnet-s"],
+            batch_sizes=[4],
+            warmup=2,
+            iterations=3,
+            repeats=repeats,
+            threads=[1],
+        ),
+    )
 
 
 def test_a_job_after_another_in_its_worker_computes_what_it_computes_alone(tmp_path):
@@ -140,8 +191,10 @@ def test_a_job_after_another_in_its_worker_computes_what_it_computes_alone(tmp_p
     runs (CI saw 0.369 s against an alone interval of 0.352-0.366 s); ``benchmarks/isolation.py`` sets worker against
     process isolation side by side with Mann-Whitney U on the repeat medians."""
     (alone,) = _alexnet_s(2)
-    (resnet,) = jobs.expand(spec.load("resnet50"), RunOptions(frameworks=["torch"], batch_sizes=[2], warmup=1,
-                                                               iterations=2, repeats=1, threads=[1]))
+    (resnet,) = jobs.expand(
+        spec.load("resnet50"),
+        RunOptions(frameworks=["torch"], batch_sizes=[2], warmup=1, iterations=2, repeats=1, threads=[1]),
+    )
     later = dict(alone, id="after-resnet50")
     before, _, _, _ = _served(tmp_path / "before", [[alone]])
     second, starts, _, _ = _served(tmp_path / "after", [[resnet], [later]])
@@ -181,9 +234,11 @@ def test_a_worker_that_keeps_memory_from_job_to_job_is_retired(tmp_path, monkeyp
     monkeypatch.setattr(supervise, "_retired", {})
     monkeypatch.setattr(_Holding, "started", [])
     (job,) = _alexnet_s(1)
-    for held, served in (([1629, 2049, 2518, 3300, 1700, 2000], [(4, 1629, 3300, True), (2, 1700, 2000, False)]),
-                         ([157, 157, 230, 330, 331], [(5, 157, 331, False)]),
-                         ([300] * 5, [(5, 300, 300, False)])):
+    for held, served in (
+        ([1629, 2049, 2518, 3300, 1700, 2000], [(4, 1629, 3300, True), (2, 1700, 2000, False)]),
+        ([157, 157, 230, 330, 331], [(5, 157, 331, False)]),
+        ([300] * 5, [(5, 300, 300, False)]),
+    ):
         _Holding.started[:] = []
         jobs_ = [(str(n), dict(job, id=str(n), held_mib=mib)) for n, mib in enumerate(held)]
         supervise._in_workers(jobs_, str(tmp_path), str(tmp_path), {})
@@ -191,10 +246,16 @@ def test_a_worker_that_keeps_memory_from_job_to_job_is_retired(tmp_path, monkeyp
     whys = [w.why for w in _Holding.started]
     assert whys == [supervise.FIRST]
     _Holding.started[:] = []
-    supervise._in_workers([(str(n), dict(job, id=str(n), held_mib=mib)) for n, mib in enumerate([1629, 3300, 1700])],
-                          str(tmp_path), str(tmp_path), {})
+    supervise._in_workers(
+        [(str(n), dict(job, id=str(n), held_mib=mib)) for n, mib in enumerate([1629, 3300, 1700])],
+        str(tmp_path),
+        str(tmp_path),
+        {},
+    )
     assert [w.why for w in _Holding.started] == [
-        supervise.FIRST, "the worker before it kept memory: 3300 MiB after job 1, 1629 MiB after its first"]
+        supervise.FIRST,
+        "the worker before it kept memory: 3300 MiB after job 1, 1629 MiB after its first",
+    ]
 
 
 class _Server(object):
@@ -222,8 +283,7 @@ class _Executor(object):
         return _Server(image, self.ended)
 
 
-def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_short_of_memory(tmp_path,
-                                                                                                monkeypatch):
+def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_short_of_memory(tmp_path, monkeypatch):
     """Constructed: a 20 GiB host. With 12 GiB available, a plan starts on the supervisors it has; with 6 GiB, the
     idle ones are ended, least recently used first, until half the host is available again (each ending gives
     3 GiB back here); the supervisor the plan needs is never ended."""
@@ -257,9 +317,10 @@ def test_idle_supervisors_are_ended_least_recently_used_first_while_the_host_is_
     serve("jax")
     assert ended == ["torch", "mxnet"] and sorted(k[1] for k in pool.servers) == ["jax", "tensorflow"]
     assert {k[1]: n for k, n in pool.ended_for_memory.items()} == {"torch": 1, "mxnet": 1}
-    assert told == ["ended the idle docker supervisor of torch to give memory back: the host had 6.0 of 20.0 GiB "
-                    "available", "ended the idle docker supervisor of mxnet to give memory back: the host had 9.0 of "
-                    "20.0 GiB available"]
+    assert told == [
+        "ended the idle docker supervisor of torch to give memory back: the host had 6.0 of 20.0 GiB available",
+        "ended the idle docker supervisor of mxnet to give memory back: the host had 9.0 of 20.0 GiB available",
+    ]
     memory["available"] = 1 << 30
     serve("jax")  # short of memory and the only idle one is tensorflow: it goes, jax stays
     assert ended[2:] == ["tensorflow"] and list(pool.servers) == [("docker", "jax", 0)]

@@ -1,23 +1,23 @@
 """A study's step semantics (runner.contract ``gradients``, ``thread_pools``): from studies/dlbench.yaml's ``steps``
 through the run options into job.json, the runner's settings and refusals, result.json's options and the tidy
 summary (issue 55). Engine-free."""
+
 import json
 import shutil
 
 import pandas as pd
 import pytest
 
-from dlrepro.inputs import studies
 from dlrepro.errors import DlreproError
-from dlrepro.store import tables
-from dlrepro.run import jobs, study as studymod
+from dlrepro.inputs import spec, studies
+from dlrepro.run import jobs
+from dlrepro.run import study as studymod
 from dlrepro.run.options import RunOptions, Step, checked
-from dlrepro.inputs import spec
+from dlrepro.store import tables
 from runner import contract, settings
 from runner.adapters import capabilities
-
-from tests.store.real_bundles import REAL, rewrite
 from tests.inputs.studies import TINY, _bad
+from tests.store.real_bundles import REAL, rewrite
 
 DLBENCH_STEP = Step(gradients="gate_op", thread_pools="intra_op")
 
@@ -27,39 +27,71 @@ def _fcn_s(**options):
 
 
 def test_dlbench_s_tensorflow_jobs_are_planned_with_its_step_where_the_adapter_builds_it():
-    planned = {p.id: p for p in studymod.plan(studies.load("dlbench"), device="cpu", frameworks=["tensorflow", "mxnet"],
-                                              cpus=2, gpus=[], runs=["cpu-synthetic"], versions="published")}
+    planned = {
+        p.id: p
+        for p in studymod.plan(
+            studies.load("dlbench"),
+            device="cpu",
+            frameworks=["tensorflow", "mxnet"],
+            cpus=2,
+            gpus=[],
+            runs=["cpu-synthetic"],
+            versions="published",
+        )
+    }
     run = planned["cpu-synthetic"]
     assert run.options.steps == {"tensorflow@1.4.0": DLBENCH_STEP}
     notes = {n.split(" ")[0]: n for n in run.notes if "(tensorflow@" in n or "(mxnet@" in n}
-    assert notes["TensorFlow"] == ("TensorFlow (tensorflow@1.4.0): timed as the study's scripts did: gradients gate_op, "
-                                   "thread_pools intra_op")
-    assert notes["MXNet"].startswith("MXNet (mxnet@0.12.0): the suite's step, as the study's scripts (gradients "
-                                     "pruned, thread_pools all); the study's step also did, not reproduced here: "
-                                     "FeedForward.fit given the kvstore 'device' as an object")
+    assert notes["TensorFlow"] == (
+        "TensorFlow (tensorflow@1.4.0): timed as the study's scripts did: gradients gate_op, thread_pools intra_op"
+    )
+    assert notes["MXNet"].startswith(
+        "MXNet (mxnet@0.12.0): the suite's step, as the study's scripts (gradients "
+        "pruned, thread_pools all); the study's step also did, not reproduced here: "
+        "FeedForward.fit given the kvstore 'device' as an object"
+    )
     by_id = {j["id"]: j for j in jobs.expand(spec.load("fcn"), run.options)}
-    assert (by_id["fcn-s.tensorflow-1.4.0.cpu.b64.t1"]["gradients"],
-            by_id["fcn-s.tensorflow-1.4.0.cpu.b64.t1"]["thread_pools"]) == ("gate_op", "intra_op")
-    assert (by_id["fcn-s.mxnet-0.12.0.cpu.b64.t1"]["gradients"],
-            by_id["fcn-s.mxnet-0.12.0.cpu.b64.t1"]["thread_pools"]) == ("pruned", "all")
+    assert (
+        by_id["fcn-s.tensorflow-1.4.0.cpu.b64.t1"]["gradients"],
+        by_id["fcn-s.tensorflow-1.4.0.cpu.b64.t1"]["thread_pools"],
+    ) == ("gate_op", "intra_op")
+    assert (
+        by_id["fcn-s.mxnet-0.12.0.cpu.b64.t1"]["gradients"],
+        by_id["fcn-s.mxnet-0.12.0.cpu.b64.t1"]["thread_pools"],
+    ) == ("pruned", "all")
 
 
 def test_a_run_whose_scripts_took_pruned_gradients_keeps_the_suite_s_step():
-    planned = {p.id: p for p in studymod.plan(studies.load("dlbench"), device="cpu", frameworks=["tensorflow"],
-                                              cpus=2, gpus=[], runs=["cpu-synthetic-rnn"], versions="published")}
+    planned = {
+        p.id: p
+        for p in studymod.plan(
+            studies.load("dlbench"),
+            device="cpu",
+            frameworks=["tensorflow"],
+            cpus=2,
+            gpus=[],
+            runs=["cpu-synthetic-rnn"],
+            versions="published",
+        )
+    }
     assert planned["cpu-synthetic-rnn"].options.steps == {}  # DLBench's lstm.py: tf.gradients
     assert not [n for n in planned["cpu-synthetic-rnn"].notes if "step" in n]
 
 
 def test_today_s_tensorflow_keeps_the_suite_s_step_and_the_plan_says_why():
-    planned = {p.id: p for p in studymod.plan(studies.load("dlbench"), device="cpu", frameworks=["tensorflow"],
-                                              cpus=2, gpus=[], runs=["cpu-synthetic"])}
+    planned = {
+        p.id: p
+        for p in studymod.plan(
+            studies.load("dlbench"), device="cpu", frameworks=["tensorflow"], cpus=2, gpus=[], runs=["cpu-synthetic"]
+        )
+    }
     run = planned["cpu-synthetic"]
     assert run.options.steps == {}
     assert run.notes[-1] == (
         "TensorFlow (tensorflow): the suite's step, not the study's (gradients gate_op, thread_pools intra_op): the "
         "tensorflow adapter cannot run gradients=gate_op (the tensorflow adapter has pruned); thread_pools=intra_op "
-        "(the tensorflow adapter has all)")
+        "(the tensorflow adapter has all)"
+    )
 
 
 def test_a_run_without_thread_counts_keeps_every_pool_and_a_cuda_run_gets_the_gradients_only():
@@ -73,7 +105,8 @@ def test_a_step_an_adapter_cannot_build_is_refused_in_one_line():
     with pytest.raises(DlreproError) as caught:
         _fcn_s(frameworks=["mxnet"], steps={"mxnet": Step(gradients="gate_op")})
     assert str(caught.value).splitlines()[0] == (
-        "steps: mxnet: the mxnet adapter cannot run gradients=gate_op (the mxnet adapter has pruned)")
+        "steps: mxnet: the mxnet adapter cannot run gradients=gate_op (the mxnet adapter has pruned)"
+    )
     with pytest.raises(DlreproError) as caught:
         _fcn_s(frameworks=["tensorflow@1.4.0"], steps={"torch": DLBENCH_STEP})
     assert str(caught.value).splitlines()[0] == "steps: torch is none of the run's frameworks (tensorflow@1.4.0)"
@@ -84,13 +117,19 @@ def test_a_step_an_adapter_cannot_build_is_refused_in_one_line():
 
 def test_the_runner_refuses_intra_op_without_a_thread_count_and_on_today_s_tensorflow():
     tf14 = {"framework": "tensorflow", "framework_version": "1.4.0", "mode": "throughput", "warmup": 1}
-    assert capabilities.unsupported_options("tensorflow@1.4.0", dict(tf14, gradients="gate_op", threads=1,
-                                                                     thread_pools="intra_op"), "cpu") is None
+    assert (
+        capabilities.unsupported_options(
+            "tensorflow@1.4.0", dict(tf14, gradients="gate_op", threads=1, thread_pools="intra_op"), "cpu"
+        )
+        is None
+    )
     assert capabilities.unsupported_options("tensorflow@1.4.0", dict(tf14, thread_pools="intra_op"), "cpu") == (
         "the tensorflow 1.x adapter cannot run thread_pools=intra_op without a thread count (it says how --threads "
-        "is applied)")
+        "is applied)"
+    )
     assert capabilities.unsupported_options("tensorflow", dict(tf14, gradients="gate_op"), "cpu") == (
-        "the tensorflow adapter cannot run gradients=gate_op (the tensorflow adapter has pruned)")
+        "the tensorflow adapter cannot run gradients=gate_op (the tensorflow adapter has pruned)"
+    )
 
 
 def test_an_intra_op_job_is_not_confined_and_records_what_it_was_asked():
@@ -102,9 +141,17 @@ def test_an_intra_op_job_is_not_confined_and_records_what_it_was_asked():
     assert (record["cpus"], record["requested_threads"], record["thread_pools"]) == (None, 1, "intra_op")
     assert record["variables"]["OMP_NUM_THREADS"] == "1"  # as DLBench's OMP_NUM_THREADS=1
     assert settings.key(job) != settings.key(pinned)
-    assert contract.job_options(job) == {"precision": "fp32", "cudnn_autotune": None, "layout": "default",
-                                         "compile": False, "cuda_graphs": False, "allow_ptx_jit": False,
-                                         "gradients": "gate_op", "thread_pools": "intra_op", "ptx_jit": False}
+    assert contract.job_options(job) == {
+        "precision": "fp32",
+        "cudnn_autotune": None,
+        "layout": "default",
+        "compile": False,
+        "cuda_graphs": False,
+        "allow_ptx_jit": False,
+        "gradients": "gate_op",
+        "thread_pools": "intra_op",
+        "ptx_jit": False,
+    }
 
 
 def test_the_suite_s_step_keeps_the_configuration_digest():
@@ -113,11 +160,19 @@ def test_the_suite_s_step_keeps_the_configuration_digest():
 
 
 def test_a_manifest_s_step_for_a_tool_the_suite_does_not_run_is_named(tmp_path):
-    path, problems = _bad(tmp_path, TINY.read_text(), "runs:\n", "steps:\n  Torch:\n    gradients: gate_op\n"
-                                                                  "    runs: [fcn]\n    source: a script\nruns:\n")
+    path, problems = _bad(
+        tmp_path,
+        TINY.read_text(),
+        "runs:\n",
+        "steps:\n  Torch:\n    gradients: gate_op\n    runs: [fcn]\n    source: a script\nruns:\n",
+    )
     assert len(problems) == 1 and "steps: 'Torch': not a tool the suite runs; the study's are: " in problems[0]
-    path, problems = _bad(tmp_path, TINY.read_text(), "runs:\n", "steps:\n  TensorFlow:\n    gradients: gate_op\n"
-                                                                  "    runs: [cpu]\n    source: a script\nruns:\n")
+    path, problems = _bad(
+        tmp_path,
+        TINY.read_text(),
+        "runs:\n",
+        "steps:\n  TensorFlow:\n    gradients: gate_op\n    runs: [cpu]\n    source: a script\nruns:\n",
+    )
     assert len(problems) == 1 and "steps.TensorFlow.runs: unknown run 'cpu'; the study has: fcn, gpu" in problems[0]
 
 

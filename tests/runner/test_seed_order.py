@@ -6,7 +6,8 @@ import pytest
 
 from dlrepro.inputs import spec
 from dlrepro.plan import expressible
-from runner import data as datamod, measure
+from runner import data as datamod
+from runner import measure
 from tests.runner.seeded import GRU_FRAMEWORKS
 
 
@@ -49,8 +50,9 @@ def test_the_seed_sets_the_order_of_the_mini_batches():
     zero = _order(0)
     assert len(zero) == 2 * 10 and zero[:10] != zero[10:]  # each epoch its own shuffle
     assert zero == _order(0) and zero != _order(1)
-    assert zero[:10] == [int(b[0]) for b in datamod.ArrayData(np.arange(40), None, None, None).order(
-        4, np.random.RandomState(0))]  # the seed is the RandomState's
+    assert zero[:10] == [
+        int(b[0]) for b in datamod.ArrayData(np.arange(40), None, None, None).order(4, np.random.RandomState(0))
+    ]  # the seed is the RandomState's
 
 
 def test_the_frameworks_with_a_gru_are_those_that_train_seeds():
@@ -64,18 +66,42 @@ def test_a_rows_seeds_collapse_into_their_spread_and_its_figure_has_whiskers_aro
     figure, and the throughput bars draw (matplotlib refuses a whisker below zero)."""
     import pandas as pd
 
-    from dlrepro.store import tables
     from dlrepro.answers import measured
+    from dlrepro.store import tables
     from dlrepro.views import plots
 
     medians = [25.7, 30.1, 28.1, 25.2, 27.3, 28.3]
-    rows = [{"bundle_id": "b", "job_id": "imdb-gru.tensorflow.cpu.b64.s%d" % seed, "spec": "imdb-gru",
-             "spec_sha256": "x", "variant": "imdb-gru", "framework": "tensorflow", "device": "cpu", "mode": "convergence",
-             "batch_size": 64, "seed": seed, "status": "ok", "quantity": "seconds per epoch", "unit": "s",
-             "median": m, "mean": m + 0.5, "q1": m - 0.2, "q3": m + 0.4 if seed else m + 1.2, "n": 3, "epochs": 3,
-             "throughput": 25000 / m, "throughput_unit": "samples/s", "total_seconds": 3 * m,
-             "final_test_accuracy": 0.86, "ci95_low": m - 0.3, "ci95_high": m + 0.3, "ci95_units": 3}
-            for seed, m in enumerate(medians)]
+    rows = [
+        {
+            "bundle_id": "b",
+            "job_id": "imdb-gru.tensorflow.cpu.b64.s%d" % seed,
+            "spec": "imdb-gru",
+            "spec_sha256": "x",
+            "variant": "imdb-gru",
+            "framework": "tensorflow",
+            "device": "cpu",
+            "mode": "convergence",
+            "batch_size": 64,
+            "seed": seed,
+            "status": "ok",
+            "quantity": "seconds per epoch",
+            "unit": "s",
+            "median": m,
+            "mean": m + 0.5,
+            "q1": m - 0.2,
+            "q3": m + 0.4 if seed else m + 1.2,
+            "n": 3,
+            "epochs": 3,
+            "throughput": 25000 / m,
+            "throughput_unit": "samples/s",
+            "total_seconds": 3 * m,
+            "final_test_accuracy": 0.86,
+            "ci95_low": m - 0.3,
+            "ci95_high": m + 0.3,
+            "ci95_units": 3,
+        }
+        for seed, m in enumerate(medians)
+    ]
     body = {"id": "b", "options": {}, "spec": {"sha256": "x", "resolved": {}}}
     (row,) = [r for _, r in measured.prepare(tables.frame(rows, tables.SUMMARY_COLUMNS), [body]).iterrows()]
     assert row["job_id"] == "imdb-gru.tensorflow.cpu.b64" and row["seeds"] == 6 and row["n"] == 18

@@ -1,4 +1,5 @@
 """Summary statistics of timing samples (runner.stats): pure functions."""
+
 import pytest
 
 from runner import stats
@@ -38,8 +39,11 @@ def test_the_point_estimate_is_the_median_the_interval_is_of():
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_a_sample_that_is_not_a_number_is_refused_not_turned_into_a_bound(bad):
     repeats = [[0.1, 0.1], [0.1, bad]] + [[0.1, 0.1]] * 4
-    with pytest.raises(stats.NonFiniteSample, match=r"sample 4 of 12 \(in measurement order\) is %s, not a finite "
-                                                    r"number of seconds" % bad):
+    with pytest.raises(
+        stats.NonFiniteSample,
+        match=r"sample 4 of 12 \(in measurement order\) is %s, not a finite "
+        r"number of seconds" % bad,
+    ):
         stats.summarize_repeats(repeats)
 
 
@@ -90,7 +94,7 @@ def test_the_interval_is_the_exact_binomial_one_at_every_size():
     import math
 
     def slow(n, level=0.95):  # the definition, term by term (what the suite computed before, in O(n^2))
-        cdf = lambda k: sum(math.comb(n, i) for i in range(k + 1)) / 2.0 ** n  # noqa: E731
+        cdf = lambda k: sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n  # noqa: E731
         lower = 0
         for rank in range(1, n // 2 + 1):
             if cdf(rank - 1) <= (1 - level) / 2:

@@ -1,6 +1,7 @@
 """Which clock times a throughput job's iterations (runner.measure): the device's own events where the adapter has a
 clock (PyTorch and JAX on a GPU), else the repeat's pipelined wall time on a GPU, the host clock around each
 iteration on the CPU; the timer is recorded with what one sample then is, and the tables carry it per job."""
+
 import ast
 import json
 import shutil
@@ -9,13 +10,12 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.inputs import spec
-from dlrepro.store import tables, validate
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
+from dlrepro.store import tables, validate
 from runner import adapters, frameworks, measure, stats
-
+from tests.runner.fakes import JOB, Adapter, Data, EventClock
 from tests.store.real_bundles import REAL, rewrite
-from tests.runner.fakes import Adapter, Data, EventClock, JOB
 
 
 class Counted(Adapter):
@@ -44,12 +44,19 @@ def test_a_gpu_job_without_a_device_clock_is_timed_by_each_repeats_pipelined_wal
     assert timing["summary"]["n"] == 3 and timing["summary"]["median"] == sorted(r[0] for r in timing["repeats"])[1]
 
 
-@pytest.mark.parametrize("device,clock,asked,timer", [
-    ("cpu", False, "auto", "host_sync"), ("cpu", True, "auto", "device_events"),
-    ("cuda", False, "auto", "pipelined_wall"),
-    ("cuda", True, "auto", "device_events"), ("cuda", True, "host_sync", "host_sync"),
-    ("cuda", True, "pipelined_wall", "pipelined_wall"), ("cpu", False, "pipelined_wall", "pipelined_wall"),
-    ("cuda", False, "device_events", "pipelined_wall")])
+@pytest.mark.parametrize(
+    "device,clock,asked,timer",
+    [
+        ("cpu", False, "auto", "host_sync"),
+        ("cpu", True, "auto", "device_events"),
+        ("cuda", False, "auto", "pipelined_wall"),
+        ("cuda", True, "auto", "device_events"),
+        ("cuda", True, "host_sync", "host_sync"),
+        ("cuda", True, "pipelined_wall", "pipelined_wall"),
+        ("cpu", False, "pipelined_wall", "pipelined_wall"),
+        ("cuda", False, "device_events", "pipelined_wall"),
+    ],
+)
 def test_the_timer_is_the_device_clock_where_there_is_one_else_the_pipelined_wall_on_a_gpu(device, clock, asked, timer):
     adapter = Counted(None, None, EventClock() if clock else None)
     timing, _ = measure.throughput(adapter, dict(JOB, device=device, timer=asked, repeats=1), Data())
@@ -69,15 +76,34 @@ def test_of_the_adapters_only_torch_and_jax_have_a_device_clock():
         module = REPO_ROOT / "runner" / "adapters" / ("%s.py" % frameworks.FRAMEWORKS[name].module)
         (cls,) = [n for n in ast.parse(module.read_text()).body if isinstance(n, ast.ClassDef) and n.name == "Adapter"]
         found[name] = any(isinstance(n, ast.FunctionDef) and n.name == "device_clock" for n in cls.body)
-    assert found == {"torch": True, "jax": True, "tensorflow": False, "mxnet": False, "cntk": False, "caffe2": False,
-                     "caffe": False, "chainer": False, "keras-tensorflow": False, "keras-jax": False,
-                     "keras-torch": False, "keras-cntk": False, "keras-theano": False}
+    assert found == {
+        "torch": True,
+        "jax": True,
+        "tensorflow": False,
+        "mxnet": False,
+        "cntk": False,
+        "caffe2": False,
+        "caffe": False,
+        "chainer": False,
+        "keras-tensorflow": False,
+        "keras-jax": False,
+        "keras-torch": False,
+        "keras-cntk": False,
+        "keras-theano": False,
+    }
 
 
 def test_a_torch_cpu_job_records_the_host_clock_and_its_iterations():
     pytest.importorskip("torch")
-    options = RunOptions(frameworks=["torch"], variants=["lstm-synthetic"], batch_sizes=[2], warmup=1, iterations=2,
-                         repeats=2, executor="local")
+    options = RunOptions(
+        frameworks=["torch"],
+        variants=["lstm-synthetic"],
+        batch_sizes=[2],
+        warmup=1,
+        iterations=2,
+        repeats=2,
+        executor="local",
+    )
     (job,) = jobs.expand(spec.load("lstm"), options)
     adapter = adapters.load(job)
     adapter.build()
@@ -101,8 +127,14 @@ def test_the_tables_carry_each_jobs_timer_and_a_repeat_mean_is_no_iteration_of_i
     found = json.loads(wall.read_text())
     means = [[sum(r) / len(r)] for r in found["timing"]["repeats"]]
     summary = stats.summarize_repeats(means)
-    found["timing"].update(timer="pipelined_wall", sample="repeat mean", iterations_per_repeat=8, repeats=means,
-                           summary=summary, throughput=16 / summary["median"])
+    found["timing"].update(
+        timer="pipelined_wall",
+        sample="repeat mean",
+        iterations_per_repeat=8,
+        repeats=means,
+        summary=summary,
+        throughput=16 / summary["median"],
+    )
     found["energy"] = {"status": "ok", "joules": 38.4, "method": "RAPL"}
     wall.write_text(json.dumps(found))
     bundle = rewrite(real, tmp_path / "results")

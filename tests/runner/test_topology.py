@@ -1,4 +1,5 @@
 """The CPUs a thread count takes: one per physical core within one NUMA node, read from a fake sysfs tree."""
+
 from runner import settings, topology
 
 
@@ -24,8 +25,9 @@ def _smt(tmp_path):
 
 def _numa(tmp_path):
     """2 nodes of 4 cores, SMT siblings numbered 8 apart: node 0 has CPUs 0-3 and 8-11, node 1 4-7 and 12-15."""
-    return _sysfs(tmp_path, [[c, c + 8] for c in range(8)], {0: [0, 1, 2, 3, 8, 9, 10, 11],
-                                                             1: [4, 5, 6, 7, 12, 13, 14, 15]})
+    return _sysfs(
+        tmp_path, [[c, c + 8] for c in range(8)], {0: [0, 1, 2, 3, 8, 9, 10, 11], 1: [4, 5, 6, 7, 12, 13, 14, 15]}
+    )
 
 
 def test_adjacent_smt_siblings_are_taken_only_when_the_cores_run_out(tmp_path):
@@ -57,9 +59,13 @@ def test_the_choice_is_recorded_and_ranks_get_cores_of_their_own(tmp_path):
     zero, record = settings.choice(job, list(range(8)), 0, root)
     one, _ = settings.choice(job, list(range(8)), 1, root)
     assert (zero, one) == ([0, 2], [4, 6])
-    assert record == {"rule": "one CPU per physical core, within one NUMA node",
-                      "cpus": [{"cpu": 0, "package": 0, "core": 0, "node": 0, "siblings": [0, 1]},
-                               {"cpu": 2, "package": 0, "core": 1, "node": 0, "siblings": [2, 3]}]}
+    assert record == {
+        "rule": "one CPU per physical core, within one NUMA node",
+        "cpus": [
+            {"cpu": 0, "package": 0, "core": 0, "node": 0, "siblings": [0, 1]},
+            {"cpu": 2, "package": 0, "core": 1, "node": 0, "siblings": [2, 3]},
+        ],
+    }
     jax = dict(job, framework="jax")  # one process runs both ranks: threads x ranks CPUs
     assert settings.choice(jax, list(range(8)), 0, root)[0] == [0, 2, 4, 6]
     assert settings.choice({"framework": "torch", "threads": None}, list(range(8)), 0, root) == (None, None)
@@ -67,8 +73,10 @@ def test_the_choice_is_recorded_and_ranks_get_cores_of_their_own(tmp_path):
 
 def test_without_a_readable_topology_the_first_cpus_are_taken_and_the_record_says_so(tmp_path):
     cpus, record = settings.choice({"framework": "torch", "threads": 2}, [3, 4, 5], 0, str(tmp_path / "none"))
-    assert cpus == [3, 4] and record == {"rule": "the first allowed CPUs (the CPU topology could not be read)",
-                                         "cpus": [{"cpu": 3}, {"cpu": 4}]}
+    assert cpus == [3, 4] and record == {
+        "rule": "the first allowed CPUs (the CPU topology could not be read)",
+        "cpus": [{"cpu": 3}, {"cpu": 4}],
+    }
     assert topology.parse_list("0-2,8,10-11") == [0, 1, 2, 8, 10, 11]
 
 

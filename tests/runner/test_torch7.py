@@ -1,11 +1,13 @@
 """Lua Torch 7 (issue 56): DLBench's fifth tool, built from its source archives and driven from the Python runner.
 
 On the host: the Lua source each DLBench model becomes, what the adapter refuses, the image's recipe (each archive
-checked by the SHA-256 of dlrepro/inputs/datasets.yaml), where a build takes the archives from, and what the plan says of
+checked by the SHA-256 of dlrepro/inputs/datasets.yaml), where a build takes the archives from, and what the plan says
+of
 DLBench's Torch claims. In the image (docker; skipped with the reason where the source archives are not in the
 dataset cache, as a run skips a job whose dataset is missing): every DLBench model Torch 7 expresses has the spec's
 parameter count, counted by Torch 7, and FCN-R trains on MNIST.
 """
+
 import sys
 
 import numpy as np
@@ -30,7 +32,8 @@ def _layers(spec_name, model):
 def test_fcn_r_is_four_linear_layers_with_sigmoids_in_lua():
     assert torch7_lua.model_source(*_layers("fcn", "fcn-r")) == (
         "return nn.Sequential():add(nn.Linear(784, 2048)):add(nn.Sigmoid()):add(nn.Linear(2048, 4096))"
-        ":add(nn.Sigmoid()):add(nn.Linear(4096, 1024)):add(nn.Sigmoid()):add(nn.Linear(1024, 10))\n")
+        ":add(nn.Sigmoid()):add(nn.Linear(4096, 1024)):add(nn.Sigmoid()):add(nn.Linear(1024, 10))\n"
+    )
 
 
 def test_a_resnet56_block_with_an_option_a_shortcut_sums_two_branches_then_relus_in_place():
@@ -43,19 +46,23 @@ def test_a_resnet56_block_with_an_option_a_shortcut_sums_two_branches_then_relus
         ":add(nn.SpatialConvolution(32, 32, 3, 3, 1, 1, 1, 1):noBias())"
         ":add(nn.SpatialBatchNormalization(32, 1e-05, 0.1)))"
         ":add(nn.Sequential():add(nn.SpatialAveragePooling(1, 1, 2, 2, 0, 0)):add(nn.Padding(1, 16, 3))))"
-        ":add(nn.CAddTable(true)):add(nn.ReLU(true))")
+        ":add(nn.CAddTable(true)):add(nn.ReLU(true))"
+    )
 
 
 def test_a_relu_first_in_its_list_keeps_its_input_whose_other_readers_need_it():
     assert torch7_lua.sequential([{"type": "relu"}, {"type": "relu"}], (4,)) == (
-        "nn.Sequential():add(nn.ReLU()):add(nn.ReLU(true))")
+        "nn.Sequential():add(nn.ReLU()):add(nn.ReLU(true))"
+    )
 
 
 def test_pooling_rounds_up_only_where_the_spec_says_ceil_and_flatten_keeps_the_sample_rank():
     assert torch7_lua.module({"type": "maxpool", "kernel": 3, "stride": 2, "ceil": True}, (96, 55, 55), False) == (
-        "nn.SpatialMaxPooling(3, 3, 2, 2, 0, 0):ceil()")
+        "nn.SpatialMaxPooling(3, 3, 2, 2, 0, 0):ceil()"
+    )
     assert torch7_lua.module({"type": "avgpool", "kernel": 7}, (2048, 7, 7), False) == (
-        "nn.SpatialAveragePooling(7, 7, 7, 7, 0, 0)")
+        "nn.SpatialAveragePooling(7, 7, 7, 7, 0, 0)"
+    )
     assert torch7_lua.module({"type": "flatten"}, (256, 6, 6), False) == "nn.View(9216):setNumInputDims(3)"
     assert torch7_lua.module({"type": "dense", "units": 10, "bias": False}, (64,), False) == "nn.Linear(64, 10, false)"
 
@@ -64,20 +71,33 @@ def test_dlbench_s_lstm_is_refused_with_the_reason_before_anything_runs():
     layers, _ = _layers("lstm", "lstm-ptb")
     assert capabilities.unsupported("torch7", layers, "softmax_cross_entropy", "sgd", None) == (
         "the torch7 adapter has no layer embedding, lstm (Torch 7's nn has no LSTM of DLBench's kind (its Torch "
-        "script used the rnn package, not built here))")
+        "script used the rnn package, not built here))"
+    )
     with pytest.raises(torch7_lua.NoModule, match="Torch 7's nn has no embedding module"):
         torch7_lua.model_source(layers, [35])
     assert capabilities.unsupported_parallel("torch7", "throughput") == (
         "no data-parallel training in the torch7 adapter: its image is CPU only: DLBench's Torch trained "
-        "data-parallel with cutorch's nn.DataParallelTable, and cutorch/cunn are not built")
+        "data-parallel with cutorch's nn.DataParallelTable, and cutorch/cunn are not built"
+    )
 
 
 def test_every_other_dlbench_model_is_one_torch7_expresses():
-    expressed = {(name, v) for name in DLBENCH for v in spec.load(name).variants
-                 if jobs.unsupported(spec.load(name), v, "torch7") is None}
-    assert expressed == {("fcn", "fcn-s"), ("fcn", "fcn-8"), ("fcn", "fcn-r"), ("alexnet", "alexnet-s"),
-                         ("alexnet", "alexnet-r"), ("resnet50", "resnet50"), ("resnet56", "resnet56"),
-                         ("resnet56", "resnet56-synthetic")}
+    expressed = {
+        (name, v)
+        for name in DLBENCH
+        for v in spec.load(name).variants
+        if jobs.unsupported(spec.load(name), v, "torch7") is None
+    }
+    assert expressed == {
+        ("fcn", "fcn-s"),
+        ("fcn", "fcn-8"),
+        ("fcn", "fcn-r"),
+        ("alexnet", "alexnet-s"),
+        ("alexnet", "alexnet-r"),
+        ("resnet50", "resnet50"),
+        ("resnet56", "resnet56"),
+        ("resnet56", "resnet56-synthetic"),
+    }
 
 
 def test_the_recipe_checks_each_archive_against_the_catalogues_sha256_before_building_it():
@@ -85,11 +105,15 @@ def test_the_recipe_checks_each_archive_against_the_catalogues_sha256_before_bui
     found = context.lua_sources(image)
     assert [s["name"] for s in found] == ["paths", "cwrap", "torch7", "Moses", "nn", "optim"]
     torch7 = found[2]
-    assert torch7 == {"file": "torch7-814ea4afd6beb110705d2456de03876841fcf1fd.tar",
-                      "folder": "torch7-814ea4afd6beb110705d2456de03876841fcf1fd", "name": "torch7",
-                      "commit": "814ea4afd6beb110705d2456de03876841fcf1fd",
-                      "sha256": "5a92379ca9052f0b9f80bf0cafcd091083e2af87d4093635595bc26922c2a723", "cmake": True,
-                      "modules": {}}
+    assert torch7 == {
+        "file": "torch7-814ea4afd6beb110705d2456de03876841fcf1fd.tar",
+        "folder": "torch7-814ea4afd6beb110705d2456de03876841fcf1fd",
+        "name": "torch7",
+        "commit": "814ea4afd6beb110705d2456de03876841fcf1fd",
+        "sha256": "5a92379ca9052f0b9f80bf0cafcd091083e2af87d4093635595bc26922c2a723",
+        "cmake": True,
+        "modules": {},
+    }
     assert [datasets.lookup(a).files["archive"].sha256 for a in ARCHIVES] == [s["sha256"] for s in found]
 
 
@@ -101,8 +125,10 @@ def test_a_source_folder_without_the_archive_names_the_file_it_looked_for(tmp_pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetError) as raised:
         ctx.add_lua_sources(str(tmp_path / "empty"), log=lambda line: None)
-    assert str(raised.value) == "lua-paths: no paths-4ebe222ba12589fb9d86c1d3895d7f509df77b6a.tar or " \
-                                "paths-4ebe222ba12589fb9d86c1d3895d7f509df77b6a.tar.gz in %s" % (tmp_path / "empty")
+    assert (
+        str(raised.value) == "lua-paths: no paths-4ebe222ba12589fb9d86c1d3895d7f509df77b6a.tar or "
+        "paths-4ebe222ba12589fb9d86c1d3895d7f509df77b6a.tar.gz in %s" % (tmp_path / "empty")
+    )
 
 
 def test_a_missing_source_archive_skips_a_runs_jobs_and_fails_a_build():
@@ -123,11 +149,14 @@ def test_the_plan_runs_dlbench_s_torch_where_torch7_has_the_model():
     by_claim = dict(zip(dlbench.claims, found["claims"]))
     assert by_claim["cpu-threads-scaling"].testable  # Torch 7's CPU image joins the CPU claim
     assert (by_claim["alexnet-s-ordering"].cause, by_claim["alexnet-s-ordering"].reason) == (
-        "image", "too few of its tools can run here (can: MXNet): Torch has no CUDA image (cutorch, cunn and "
+        "image",
+        "too few of its tools can run here (can: MXNet): Torch has no CUDA image (cutorch, cunn and "
         "cudnn.torch, Torch 7's GPU packages, were not built: cutorch 5e9d86c (2017-09, the repository's last commit, "
-        "written for CUDA 8 and 9) has 93 CUDA sources in THC alone, and compiling them with Debian's CUDA 11.8 for the "
+        "written for CUDA 8 and 9) has 93 CUDA sources in THC alone, and compiling them with Debian's CUDA 11.8 for "
+        "the "
         "plan's GPUs was not attempted on the 2 shared CPUs of the host this image was made on, so no build error can "
-        "be named)")
+        "be named)",
+    )
 
 
 # ------------------------------------------------------------------ in the image
@@ -174,10 +203,15 @@ def test_the_measured_window_counts_a_child_process_cpu_time_and_says_so():
 
     from runner import window as windowmod
 
-    burn = ("import sys, time\nsys.stdin.readline()\nwhile time.process_time() < start + 0.3: pass\n"
-            "print('done', flush=True)\nsys.stdin.readline()")
-    child = subprocess.Popen([sys.executable, "-c", "import time\nstart = time.process_time()\n" + burn],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    burn = (
+        "import sys, time\nsys.stdin.readline()\nwhile time.process_time() < start + 0.3: pass\n"
+        "print('done', flush=True)\nsys.stdin.readline()"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time\nstart = time.process_time()\n" + burn],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         window = windowmod.Window(None)
         window._counters = lambda: []  # no GPU sampler or energy counter: the clocks alone
@@ -191,4 +225,5 @@ def test_the_measured_window_counts_a_child_process_cpu_time_and_says_so():
         child.stdin.close()
         child.wait()
     assert 0.3 <= usage["cpu_seconds"] <= 0.45 and usage["method"] == (
-        "process CPU time (every thread; with its child processes') over the measured window")
+        "process CPU time (every thread; with its child processes') over the measured window"
+    )

@@ -1,4 +1,5 @@
 """The PyTorch adapter in this Python: every spec's models with the spec's parameter count, and its idioms."""
+
 import math
 
 import numpy as np
@@ -6,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dlrepro.run import jobs  # noqa: E402
 from dlrepro.inputs import spec  # noqa: E402
+from dlrepro.run import jobs  # noqa: E402
 from dlrepro.run.options import RunOptions  # noqa: E402
 from runner import adapters, data, measure  # noqa: E402
 
@@ -22,8 +23,11 @@ def job_for(name, variant, **options):
 @pytest.mark.parametrize("name, variant", SPEC_MODELS)
 def test_every_spec_model_has_its_stated_parameter_count(name, variant):
     job = job_for(name, variant)
-    assert adapters.load(job).build() == job["model"]["parameters"] == \
-        spec.load(name).models[job["model"]["name"]].parameters
+    assert (
+        adapters.load(job).build()
+        == job["model"]["parameters"]
+        == spec.load(name).models[job["model"]["name"]].parameters
+    )
 
 
 # each network's trainable parameters as published or derived from an independent definition, not from the spec
@@ -42,8 +46,12 @@ PUBLISHED = {
     # DLBench's FCN-8 (ffn26752l6): 26752 -> 2048 x 6 hidden -> 26752, all with biases
     ("fcn", "fcn-8"): (26752 * 2048 + 2048) + 5 * (2048 * 2048 + 2048) + (2048 * 26752 + 26752),
     # DLF's CNN (notebooks/common, Keras definition): conv 3x3 50, 50, 100, 100; dense 6400 -> 512 -> 10
-    ("cifar10-vgg", "cifar10-vgg"): (3 * 9 * 50 + 50) + (50 * 9 * 50 + 50) + (50 * 9 * 100 + 100) +
-    (100 * 9 * 100 + 100) + (6400 * 512 + 512) + (512 * 10 + 10),
+    ("cifar10-vgg", "cifar10-vgg"): (3 * 9 * 50 + 50)
+    + (50 * 9 * 50 + 50)
+    + (50 * 9 * 100 + 100)
+    + (100 * 9 * 100 + 100)
+    + (6400 * 512 + 512)
+    + (512 * 10 + 10),
 }
 
 
@@ -92,8 +100,9 @@ def test_lstm_init_and_state_carried_between_mini_batches():
 
 def test_throughput_measurement_records_every_iteration():
     job = dict(job_for("fcn", "fcn-s"), batch_size=4, warmup=1, iterations=3, repeats=2)
-    job["model"] = dict(job["model"], layers=[{"type": "dense", "units": 10}], input_shape=[20], classes=10,
-                        parameters=210)
+    job["model"] = dict(
+        job["model"], layers=[{"type": "dense", "units": 10}], input_shape=[20], classes=10, parameters=210
+    )
     adapter = adapters.load(job)
     assert adapter.build() == 210
     timing, loss = measure.throughput(adapter, job)
@@ -104,18 +113,32 @@ def test_throughput_measurement_records_every_iteration():
 
 def test_language_model_convergence_reports_perplexity_and_cumulative_time():
     job = dict(job_for("lstm", "lstm-synthetic"), batch_size=4, epochs=2, max_iterations_per_epoch=None)
-    job["model"] = dict(job["model"], input_shape=[5], classes=50, parameters=None,
-                        layers=[{"type": "embedding", "vocab": 50, "dim": 8},
-                                {"type": "lstm", "units": 8, "stateful": True}, {"type": "dense", "units": 50}])
+    job["model"] = dict(
+        job["model"],
+        input_shape=[5],
+        classes=50,
+        parameters=None,
+        layers=[
+            {"type": "embedding", "vocab": 50, "dim": 8},
+            {"type": "lstm", "units": 8, "stateful": True},
+            {"type": "dense", "units": 50},
+        ],
+    )
     adapter = adapters.load(job)
     adapter.build()
     stream = np.random.RandomState(0).randint(0, 50, 500)
     timing, loss, conv = measure.convergence(adapter, job, data.LanguageModelData(stream, stream[:200], 5))
     first, second = conv["epochs"]
     assert first["iterations"] == (500 // 4 - 1) // 5 and second["cumulative_seconds"] == pytest.approx(
-        first["seconds"] + second["seconds"])
-    assert conv["final_perplexity"] == pytest.approx(math.exp(second["mean_token_loss"])) and conv["final_perplexity"] > 1
-    assert conv["total_seconds"] == pytest.approx(second["cumulative_seconds"]) and timing["quantity"] == "seconds per epoch"
+        first["seconds"] + second["seconds"]
+    )
+    assert (
+        conv["final_perplexity"] == pytest.approx(math.exp(second["mean_token_loss"])) and conv["final_perplexity"] > 1
+    )
+    assert (
+        conv["total_seconds"] == pytest.approx(second["cumulative_seconds"])
+        and timing["quantity"] == "seconds per epoch"
+    )
 
 
 def test_feature_extraction_runs_without_gradients_in_eval_mode():
@@ -146,12 +169,16 @@ def torchvision_keys(name):
 
 
 def test_torchvision_weights_are_mapped_to_the_v15_layers(tmp_path, monkeypatch):
-    import io
     import hashlib
+    import io
 
     job = job_for("resnet50-features", "features-torchvision")
-    job["model"] = dict(job["model"], classes=1000, parameters=25_557_032,
-                        layers=job["model"]["layers"] + [{"type": "dense", "units": 1000, "name": "fc1000"}])
+    job["model"] = dict(
+        job["model"],
+        classes=1000,
+        parameters=25_557_032,
+        layers=job["model"]["layers"] + [{"type": "dense", "units": 1000, "name": "fc1000"}],
+    )
     source = adapters.load(job)
     source.build()
     state = {}
@@ -168,7 +195,8 @@ def test_torchvision_weights_are_mapped_to_the_v15_layers(tmp_path, monkeypatch)
     target.build()
     record = target.load_weights({"format": "torchvision-state-dict", "files": {"state_dict": digest}})
     assert record["values_loaded"] == 25_557_032 + 2 * sum(
-        m.num_features for m in target.model.modules() if isinstance(m, torch.nn.BatchNorm2d))
+        m.num_features for m in target.model.modules() if isinstance(m, torch.nn.BatchNorm2d)
+    )
     for (a, pa), (b, pb) in zip(source.model.state_dict().items(), target.model.state_dict().items()):
         assert a == b and torch.equal(pa, pb), a
 
@@ -178,8 +206,9 @@ def test_a_batch_larger_than_the_training_set_fails_at_once():
     job["model"] = dict(job["model"], layers=[{"type": "dense", "units": 10}], input_shape=[4], parameters=50)
     adapter = adapters.load(job)
     adapter.build()
-    tiny = data.ArrayData(np.zeros((5, 4), np.float32), np.zeros(5, np.int64), np.zeros((5, 4), np.float32),
-                          np.zeros(5, np.int64))
+    tiny = data.ArrayData(
+        np.zeros((5, 4), np.float32), np.zeros(5, np.int64), np.zeros((5, 4), np.float32), np.zeros(5, np.int64)
+    )
     with pytest.raises(data.DataError, match="batch size 8 is larger than the training set"):
         measure.throughput(adapter, job, tiny)
     with pytest.raises(data.DataError, match="batch size 8 is larger than the test set"):

@@ -1,3 +1,4 @@
 """What the Torch 7 tests share: the source archives in the image's build order, DLBench's specs."""
+
 ARCHIVES = ("lua-paths", "lua-cwrap", "lua-torch7", "lua-moses", "lua-nn", "lua-optim")  # the image's build order
 DLBENCH = ("fcn", "alexnet", "resnet50", "resnet56", "lstm")

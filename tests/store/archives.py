@@ -1,21 +1,23 @@
 """What the archive tests share: a real bundle of results/ copied, an archive rewritten, a byte flipped, the problems
 naming a file."""
+
 import io
-import shutil
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
 import pytest
-
 
 from dlrepro import REPO_ROOT
 
 
 def real_bundle():
     """The newest bundle under results/ that ran in images (it has images/<name>/ folders)."""
-    found = sorted((p for p in (REPO_ROOT / "results").glob("*/bundle.json") if (p.parent / "images").is_dir()),
-                   key=lambda p: json.loads(p.read_text()).get("created", ""))
+    found = sorted(
+        (p for p in (REPO_ROOT / "results").glob("*/bundle.json") if (p.parent / "images").is_dir()),
+        key=lambda p: json.loads(p.read_text()).get("created", ""),
+    )
     return found[-1].parent if found else None
 
 
@@ -34,7 +36,7 @@ def rewrite(path, change):
 
 def flip(data, at=None):
     at = len(data) // 2 if at is None else at
-    return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:]
+    return data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :]
 
 
 def named(problems, name):

@@ -1,11 +1,10 @@
 """A real committed bundle (AlexNet-S b16, 7 frameworks, CPU, schema 1) and its copy rewritten as another run would have
 written it."""
-import json
 
+import json
 
 from dlrepro import REPO_ROOT
 from dlrepro.store.bundle import BundleWriter
-
 
 REAL = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16, 7 frameworks, CPU, schema 1
 

@@ -1,4 +1,5 @@
 """invoke archive / verify: a real bundle round-trips, and tampering with any byte is caught and named."""
+
 import gzip
 import hashlib
 import io
@@ -10,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from dlrepro import REPO_ROOT
-from dlrepro import checkout
-from dlrepro.store import archive
-from dlrepro.store.archive import checks as archive_checks, write as archive_write
+from dlrepro import REPO_ROOT, checkout
 from dlrepro.errors import DlreproError
+from dlrepro.store import archive
+from dlrepro.store.archive import checks as archive_checks
+from dlrepro.store.archive import write as archive_write
 from tests.store.archives import copied_bundle, flip, named, rewrite
 
 
@@ -79,8 +80,14 @@ def _tamper_targets(archived):
     names = sorted(m.name for m in archived.members)
     job = next(n for n in names if n.startswith("bundle/jobs/") and n.endswith("/result.json"))
     lock_in = next((n for n in names if n.startswith("images/") and n.endswith("requirements.in")), None)
-    return [job, "bundle/bundle.json", "bundle/SHA256SUMS", next(n for n in names if n.endswith(".resolved.json")),
-            archive.CRATE, archive.MANIFEST] + ([lock_in] if lock_in else [])
+    return [
+        job,
+        "bundle/bundle.json",
+        "bundle/SHA256SUMS",
+        next(n for n in names if n.endswith(".resolved.json")),
+        archive.CRATE,
+        archive.MANIFEST,
+    ] + ([lock_in] if lock_in else [])
 
 
 @pytest.mark.parametrize("which", range(7))
@@ -144,20 +151,38 @@ def _damage_tar(path, where):
 
 DAMAGE = {
     "last 10 bytes cut": (lambda p: p.write_bytes(p.read_bytes()[:-10]), "gzip", "truncated"),
-    "half cut": (lambda p: p.write_bytes(p.read_bytes()[:p.stat().st_size // 2]), "gzip", "truncated"),
+    "half cut": (lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]), "gzip", "truncated"),
     "gzip CRC flipped": (lambda p: p.write_bytes(flip(p.read_bytes(), p.stat().st_size - 8)), "gzip", "CRC mismatch"),
     "gzip length flipped": (lambda p: p.write_bytes(flip(p.read_bytes(), p.stat().st_size - 1)), "gzip", "length"),
-    "byte in the trailing zeros": (lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] + 700), "tar",
-                                   "non-zero bytes after the end-of-archive marker"),
-    "last byte of the tar": (lambda p: _damage_tar(p, lambda d: len(d) - 1), "tar",
-                             "non-zero bytes after the end-of-archive marker"),
-    "byte in the end-of-archive marker": (lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] + 3), "tar",
-                                          "damaged block"),
-    "byte in a member's padding": (lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] - 1), "tar",
-                                   "padding after member"),
+    "byte in the trailing zeros": (
+        lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] + 700),
+        "tar",
+        "non-zero bytes after the end-of-archive marker",
+    ),
+    "last byte of the tar": (
+        lambda p: _damage_tar(p, lambda d: len(d) - 1),
+        "tar",
+        "non-zero bytes after the end-of-archive marker",
+    ),
+    "byte in the end-of-archive marker": (
+        lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] + 3),
+        "tar",
+        "damaged block",
+    ),
+    "byte in a member's padding": (
+        lambda p: _damage_tar(p, lambda d: _end_of_last_member(d)[0] - 1),
+        "tar",
+        "padding after member",
+    ),
     "tar without its end-of-archive marker": (
-        lambda p: p.write_bytes(gzip.compress(gzip.decompress(p.read_bytes())[:_end_of_last_member(
-            gzip.decompress(p.read_bytes()))[0]], mtime=0)), "tar", "truncated"),
+        lambda p: p.write_bytes(
+            gzip.compress(
+                gzip.decompress(p.read_bytes())[: _end_of_last_member(gzip.decompress(p.read_bytes()))[0]], mtime=0
+            )
+        ),
+        "tar",
+        "truncated",
+    ),
 }
 
 
@@ -171,8 +196,9 @@ def test_a_damaged_archive_fails_verify_once_naming_the_archive(archived, damage
     change(archived.path)
     result = archive.verify(archived.path)
     assert not result.ok
-    assert [(p.check, p.file) for p in result.problems] == [(check, str(archived.path))], \
-        "\n".join(map(str, result.problems))
+    assert [(p.check, p.file) for p in result.problems] == [(check, str(archived.path))], "\n".join(
+        map(str, result.problems)
+    )
     assert words in result.problems[0].message and "dlrepro-verify" not in result.problems[0].message
 
 
@@ -262,12 +288,14 @@ def test_invoke_archive_and_verify_exit_codes(bundle, tmp_path):
 
 
 def test_a_spec_edited_since_the_run_comes_from_git_history():
-    revs = subprocess.run(["git", "-C", str(REPO_ROOT), "log", "--format=%H", "--", "specs/alexnet.yaml"],
-                          capture_output=True, text=True).stdout.split()
+    revs = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "log", "--format=%H", "--", "specs/alexnet.yaml"], capture_output=True, text=True
+    ).stdout.split()
     if len(revs) < 2:
         pytest.skip("specs/alexnet.yaml has fewer than two versions in git history here")
-    old = subprocess.run(["git", "-C", str(REPO_ROOT), "show", "%s:specs/alexnet.yaml" % revs[-1]],
-                         capture_output=True).stdout
+    old = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "show", "%s:specs/alexnet.yaml" % revs[-1]], capture_output=True
+    ).stdout
     found = checkout.versioned_file("specs/alexnet.yaml", hashlib.sha256(old).hexdigest())
     assert found and found[0] == old
     assert checkout.versioned_file("specs/alexnet.yaml", "0" * 64) is None

@@ -1,4 +1,5 @@
 """Tidy tables, bundle validation and merging, on bundles rewritten from a real seven-framework run."""
+
 import json
 import shutil
 
@@ -6,11 +7,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from dlrepro import REPO_ROOT
+from dlrepro.errors import BundleError
 from dlrepro.store import tables, validate
 from dlrepro.store.bundle import BundleWriter
-from dlrepro.errors import BundleError
-from tests.store.real_bundles import REAL, rewrite
 from tests.helpers import invoke, seeded
+from tests.store.real_bundles import REAL, rewrite
 
 MEDIANS = {"caffe": 1.4972648284983734, "cntk": 1.107075, "torch": 2.719071340001392}
 
@@ -23,13 +24,19 @@ def bundle(tmp_path):
 def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     summary, samples = tables.summary(bundle), tables.samples(bundle)
     assert list(summary.columns) == list(tables.SUMMARY_COLUMNS) and len(summary) == 7
-    assert tables.schema_of(bundle / "summary.parquet") == tables.schema_of(bundle / "samples.parquet") == \
-        "dlrepro.tables/8"
+    assert (
+        tables.schema_of(bundle / "summary.parquet")
+        == tables.schema_of(bundle / "samples.parquet")
+        == "dlrepro.tables/8"
+    )
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
     assert by_framework.loc["torch", "median"] == MEDIANS["torch"]
     assert by_framework.loc["torch", "image_id"].startswith("sha256:b5a176a069f5")
-    assert by_framework.loc["caffe", "framework_version"] == "1.0.0" and by_framework.loc["caffe", "device_name"] == "AMD EPYC"
+    assert (
+        by_framework.loc["caffe", "framework_version"] == "1.0.0"
+        and by_framework.loc["caffe", "device_name"] == "AMD EPYC"
+    )
     assert set(summary["parameters"]) == {62_378_344} and set(summary["batch_size"]) == {16}
     iterations = samples[samples["sample"] == "iteration"]
     assert len(iterations) == 7 * 24 and set(iterations["repeat"]) == {1, 2, 3}
@@ -71,8 +78,13 @@ def test_statistics_that_do_not_follow_from_the_samples_are_named(bundle):
     (bundle / "SHA256SUMS").write_text("")
     problems = validate.check(bundle)
     messages = {(p.check, p.file): p.message for p in problems}
-    assert "do not give the recorded n=24, median 1 s" in messages[("statistics", "jobs/alexnet-s.torch.cpu.b16/result.json")]
-    assert messages[("jobs", "bundle.json")].endswith("do not match the results' statuses {'ok': 6, 'failed': 0, 'skipped': 0}")
+    assert (
+        "do not give the recorded n=24, median 1 s"
+        in messages[("statistics", "jobs/alexnet-s.torch.cpu.b16/result.json")]
+    )
+    assert messages[("jobs", "bundle.json")].endswith(
+        "do not match the results' statuses {'ok': 6, 'failed': 0, 'skipped': 0}"
+    )
     assert ("tables", "summary.parquet") in messages
 
 
@@ -101,7 +113,10 @@ def test_merged_tables_write_and_read_back_with_the_schema(bundle, tmp_path):
     back = pq.read_table(out / "summary.parquet").to_pandas()
     assert tables.schema_of(out / "summary.parquet") == tables.SCHEMA
     assert back["median"].tolist() == summary["median"].tolist()
-    assert back["measurement"].tolist() == summary["measurement"].tolist() and sorted(back["measurement"]) == [1] * 7 + [2] * 7
+    assert (
+        back["measurement"].tolist() == summary["measurement"].tolist()
+        and sorted(back["measurement"]) == [1] * 7 + [2] * 7
+    )
 
 
 def test_invoke_validate_exits_1_naming_the_changed_file(bundle):
@@ -127,13 +142,21 @@ def test_tables_of_an_older_version_are_derived_again_with_the_gpu_telemetry():
     assert set(summary["throttled"]) == {False} and set(summary["sm_clock_median_mhz"]) == {1980.0}
     assert summary["power_median_w"].is_monotonic_increasing and summary["power_median_w"].iloc[-1] > 500
     merged, _ = tables.merge([H200_RESNET50, REAL], with_samples=False)
-    assert merged.groupby("device")["throttled"].apply(lambda s: s.isna().all()).to_dict() == {"cpu": True, "cuda": False}
+    assert merged.groupby("device")["throttled"].apply(lambda s: s.isna().all()).to_dict() == {
+        "cpu": True,
+        "cuda": False,
+    }
 
 
 def test_a_gpu_bundle_from_the_h200_and_the_cpu_bundle_from_here_merge_into_one_table():
-    h200 = REPO_ROOT / "results" / "alexnet-20261130T041002Z-d802ef07"  # invoke run --spec=alexnet --device cuda --gpus 0
+    h200 = (
+        REPO_ROOT / "results" / "alexnet-20261130T041002Z-d802ef07"
+    )  # invoke run --spec=alexnet --device cuda --gpus 0
     summary, samples = tables.merge([REAL, h200])
-    assert len(summary) == 7 + 4 and summary.groupby("device")["executor"].first().to_dict() == {"cpu": "docker", "cuda": "local"}
+    assert len(summary) == 7 + 4 and summary.groupby("device")["executor"].first().to_dict() == {
+        "cpu": "docker",
+        "cuda": "local",
+    }
     gpu = summary[summary["device"] == "cuda"].set_index("batch_size")
     assert gpu.index.tolist() == [16, 32, 64, 128] and set(gpu["device_name"]) == {"NVIDIA H200"}
     assert gpu.loc[128, "median"] < 0.02 < summary[summary["device"] == "cpu"]["median"].min()
@@ -173,8 +196,12 @@ def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
         tables.merge([REAL, bundle])
     broken = shutil.copytree(REAL, tmp_path / "broken" / REAL.name)
     (broken / "bundle.json").write_text("{")
-    for args in (["check", str(broken)], ["merge", "%s,%s" % (bundle, broken)], ["report", str(broken)],
-                 ["compare", str(bundle), "--against", str(REAL), "--alpha", "2"]):
+    for args in (
+        ["check", str(broken)],
+        ["merge", "%s,%s" % (bundle, broken)],
+        ["report", str(broken)],
+        ["compare", str(bundle), "--against", str(REAL), "--alpha", "2"],
+    ):
         done = invoke(*args)
         assert done.returncode == 2 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args
 
@@ -185,20 +212,43 @@ def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
     from runner.contract import new_result
 
     writer = BundleWriter(tmp_path, "imdb-gru", "0" * 64)
-    for job, accuracy in zip(jobs.expand(seeded(3), RunOptions(frameworks=["torch"], variants=["imdb-gru"])),
-                             (0.851, 0.862, 0.847)):
+    for job, accuracy in zip(
+        jobs.expand(seeded(3), RunOptions(frameworks=["torch"], variants=["imdb-gru"])), (0.851, 0.862, 0.847)
+    ):
         writer.write_job(job)
-        epochs = [{"epoch": e, "iterations": 390, "seconds": 60.0, "cumulative_seconds": 60.0 * e,
-                   "test_accuracy": accuracy - 0.01 * (3 - e)} for e in (1, 2, 3)]
-        writer.write_result(job["id"], dict(new_result(job["id"], "ok"), convergence={
-            "epochs": epochs, "total_seconds": 180.0, "final_test_accuracy": accuracy, "final_perplexity": None}))
+        epochs = [
+            {
+                "epoch": e,
+                "iterations": 390,
+                "seconds": 60.0,
+                "cumulative_seconds": 60.0 * e,
+                "test_accuracy": accuracy - 0.01 * (3 - e),
+            }
+            for e in (1, 2, 3)
+        ]
+        writer.write_result(
+            job["id"],
+            dict(
+                new_result(job["id"], "ok"),
+                convergence={
+                    "epochs": epochs,
+                    "total_seconds": 180.0,
+                    "final_test_accuracy": accuracy,
+                    "final_perplexity": None,
+                },
+            ),
+        )
     folder = writer.finish({})
     summary, samples = tables.summary(folder), tables.samples(folder)
     assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/8"
     assert summary[["job_id", "seed", "final_test_accuracy"]].values.tolist() == [
-        ["imdb-gru.torch.cpu.b64.s0", 0, 0.851], ["imdb-gru.torch.cpu.b64.s1", 1, 0.862],
-        ["imdb-gru.torch.cpu.b64.s2", 2, 0.847]]
+        ["imdb-gru.torch.cpu.b64.s0", 0, 0.851],
+        ["imdb-gru.torch.cpu.b64.s1", 1, 0.862],
+        ["imdb-gru.torch.cpu.b64.s2", 2, 0.847],
+    ]
     assert samples.groupby("seed")["test_accuracy"].max().round(3).to_dict() == {0: 0.851, 1: 0.862, 2: 0.847}
     assert pq.read_schema(folder / "summary.parquet").field("seed").type == "int64"
     # tables written before the column existed are derived again: every job then trained seed 0
-    assert set(tables.summary(REAL)["seed"]) == {0} and tables.columns_of("dlrepro.tables/6", "summary").count("seed") == 0
+    assert (
+        set(tables.summary(REAL)["seed"]) == {0} and tables.columns_of("dlrepro.tables/6", "summary").count("seed") == 0
+    )

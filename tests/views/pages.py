@@ -1,4 +1,5 @@
 """What the report tests share: an HTML table parser and a headless chromium to take a page's first screen."""
+
 import os
 import re
 import shutil
@@ -66,8 +67,17 @@ def chromium():
 
 
 def headless(browser, profile, *args):
-    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-               "--force-device-scale-factor=1", "--user-data-dir=%s" % profile, *args]
+    command = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--force-device-scale-factor=1",
+        "--user-data-dir=%s" % profile,
+        *args,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
@@ -89,7 +99,13 @@ def first_screen(html, tmp_path):
      document.documentElement.scrollWidth].join('|'); document.body.appendChild(p); };</script>"""
     page = tmp_path / "probe.html"
     page.write_text(html.read_text().replace("</body>", probe + "</body>"))
-    dom = headless(chromium(), tmp_path / "profile", "--window-size=1400,900", "--virtual-time-budget=10000",
-                   "--dump-dom", page.as_uri())
+    dom = headless(
+        chromium(),
+        tmp_path / "profile",
+        "--window-size=1400,900",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        page.as_uri(),
+    )
     assert str(REPO_ROOT) not in dom
     return tuple(map(float, re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1).split("|")))

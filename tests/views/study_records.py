@@ -1,4 +1,6 @@
-"""A study record of the test study report-study, written as `dlrepro study` writes one (tests/data/report-study.yaml)."""
+"""A study record of the test study report-study, written as `dlrepro study` writes one
+(tests/data/report-study.yaml)."""
+
 import hashlib
 import json
 
@@ -14,16 +16,40 @@ def write_record(folder, fcn_bundle=GONE, sha256=None, name="report-study-202612
     --versions records them), gpu not runnable, fcn -> ``fcn_bundle``."""
     path = folder / "studies" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    runs = {"cpu": {"spec": "alexnet", "variants": ["alexnet-s"], "device": "cpu", "state": "published",
-                    "bundle": ALEXNET, "what": "the AlexNet-S column", "versions": versions or {}},
-            "gpu": {"spec": "alexnet", "variants": ["alexnet-s"], "device": "cuda", "state": "not runnable",
-                    "bundle": None, "why_here": "it needs an NVIDIA GPU; NVML sees none on this host"},
-            "fcn": {"spec": "fcn", "variants": ["fcn-s"], "device": "cpu", "state": "published",
-                    "bundle": fcn_bundle}}
-    path.write_text(json.dumps({
-        "schema": "dlrepro.study/1", "study": "report-study", "created": "2026-12-01T00:00:00Z",
-        "manifest": {"file": "tests/data/report-study.yaml",
-                     "sha256": sha256 or hashlib.sha256(MANIFEST.read_bytes()).hexdigest()},
-        "asked": {"device": None, "executor": "docker", "frameworks": None, "quick": True},
-        "suite": {"version": "0.1.0", "git": {"commit": None, "dirty": False}}, "runs": runs}))
+    runs = {
+        "cpu": {
+            "spec": "alexnet",
+            "variants": ["alexnet-s"],
+            "device": "cpu",
+            "state": "published",
+            "bundle": ALEXNET,
+            "what": "the AlexNet-S column",
+            "versions": versions or {},
+        },
+        "gpu": {
+            "spec": "alexnet",
+            "variants": ["alexnet-s"],
+            "device": "cuda",
+            "state": "not runnable",
+            "bundle": None,
+            "why_here": "it needs an NVIDIA GPU; NVML sees none on this host",
+        },
+        "fcn": {"spec": "fcn", "variants": ["fcn-s"], "device": "cpu", "state": "published", "bundle": fcn_bundle},
+    }
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "dlrepro.study/1",
+                "study": "report-study",
+                "created": "2026-12-01T00:00:00Z",
+                "manifest": {
+                    "file": "tests/data/report-study.yaml",
+                    "sha256": sha256 or hashlib.sha256(MANIFEST.read_bytes()).hexdigest(),
+                },
+                "asked": {"device": None, "executor": "docker", "frameworks": None, "quick": True},
+                "suite": {"version": "0.1.0", "git": {"commit": None, "dirty": False}},
+                "runs": runs,
+            }
+        )
+    )
     return path

@@ -2,6 +2,7 @@
 (results/reports/<record>/study.md, from its record and the bundles it names) and each bundle report (any
 results/**/report.md, from the bundles its title names). Text equal byte for byte, every figure it links
 committed, no machine path in it; a report whose bundles are not committed fails, naming them."""
+
 import re
 
 import pytest
@@ -73,6 +74,8 @@ def test_every_not_testable_reason_of_a_committed_study_report_is_its_hosts_plan
         for v in group:
             o = planned[v.claim]
             if not o.testable:
-                assert (headline, v.evidence if o.cause != "untestable" else o.reason) == (o.headline, o.reason), v.claim
+                assert (headline, v.evidence if o.cause != "untestable" else o.reason) == (o.headline, o.reason), (
+                    v.claim
+                )
                 checked += 1
     assert checked >= 5

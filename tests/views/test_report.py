@@ -1,4 +1,5 @@
 """`invoke report`: Markdown and self-contained HTML reports of real bundles, opened in headless Chromium."""
+
 import base64
 import json
 import re
@@ -52,8 +53,10 @@ def test_results_table_has_every_framework_median_iqr_and_ci(made, page):
         # AlexNet-S on 2 CPUs takes 1.1-3.8 s a mini-batch: the column is in seconds, 3 significant digits
         assert cells["median (s)"] == numbers.significant(row["median"]) and "e" not in cells["median (s)"]
         assert cells["IQR (q1-q3) (s)"] == "%s-%s" % (numbers.significant(row["q1"]), numbers.significant(row["q3"]))
-        assert cells["95% CI (s)"] == "%s-%s" % (numbers.significant(row["ci95_low"]),
-                                                 numbers.significant(row["ci95_high"]))
+        assert cells["95% CI (s)"] == "%s-%s" % (
+            numbers.significant(row["ci95_low"]),
+            numbers.significant(row["ci95_high"]),
+        )
         assert cells["throughput (samples/s)"] == numbers.rate(row["throughput"])
         assert cells["status"] == "ok" and cells["parameters"] == "62,378,344"
         assert "| %s | %s |" % (row["framework"], row["framework_version"]) in markdown
@@ -86,8 +89,10 @@ def test_environment_sets_the_studies_hardware_beside_this_host(page):
     assert "caffe2 1.10.2+cu102" in here["frameworks"].iloc[0]
     images = page.table("Images here").set_index("framework")
     assert len(images) == 7
-    assert images.loc["torch", "image ID"] == tables.summary(ALEXNET).set_index("framework").loc[
-        "torch", "image_id"].split(":")[1][:12]
+    assert (
+        images.loc["torch", "image ID"]
+        == tables.summary(ALEXNET).set_index("framework").loc["torch", "image_id"].split(":")[1][:12]
+    )
 
 
 def test_comparison_and_ranking_verdicts(made, page):
@@ -136,7 +141,9 @@ def test_seconds_vs_batch_plot_only_for_several_batch_sizes():
     summary = tables.summary(ALEXNET)
     assert plots.seconds_vs_batch(summary) == []  # one batch size: the bars say it
     times = ["median", "q1", "q3"]
-    sweep = pd.concat([summary.assign(batch_size=b, **{t: summary[t] * b / 16 for t in times}) for b in (16, 32, 64, 128)])
+    sweep = pd.concat(
+        [summary.assign(batch_size=b, **{t: summary[t] * b / 16 for t in times}) for b in (16, 32, 64, 128)]
+    )
     figures = plots.seconds_vs_batch(sweep)
     assert len(figures) == 1 and png_size(figures[0].png) == (plots.WIDTH_PX, plots.HEIGHT_PX)
 
@@ -156,13 +163,14 @@ def test_every_measured_batch_size_is_a_point_of_its_figure():
     assert str(summary["batch_size"].dtype) == "Int64"
     (figure,) = plots.seconds_vs_batch(summary)
     assert sorted((x, round(y, 6)) for _, x, y in figure.points) == sorted(
-        (int(b), round(1000 * m, 6)) for b, m in zip(summary["batch_size"], summary["median"]))
+        (int(b), round(1000 * m, 6)) for b, m in zip(summary["batch_size"], summary["median"])
+    )
     assert "in ms" in figure.caption
 
 
 def test_a_cpu_thread_sweep_gets_a_speedup_plot_with_the_ideal_line():
     one = tables.summary(ALEXNET).iloc[:2]
-    sweep = pd.concat([one.assign(threads=t, throughput=one["throughput"] * t ** 0.5) for t in (1, 2, 4)])
+    sweep = pd.concat([one.assign(threads=t, throughput=one["throughput"] * t**0.5) for t in (1, 2, 4)])
     (figure,) = plots.speedup_vs_threads(sweep)
     assert figure.title.startswith("Speedup vs CPU threads, batch 16") and "ideal, linear" in figure.caption
     assert plots.speedup_vs_threads(tables.summary(ALEXNET)) == []  # one thread count
@@ -170,8 +178,12 @@ def test_a_cpu_thread_sweep_gets_a_speedup_plot_with_the_ideal_line():
 
 def test_a_speedup_plot_per_data_parallel_run_and_its_scaling_column():
     one = tables.summary(ALEXNET).iloc[:2]  # two frameworks' rows of one bundle, made into 1/2/4-GPU jobs
-    rows = pd.concat([one.assign(ranks=n, scaling="strong", rank_batch_size=16 // n, median=one["median"] / n ** 0.8)
-                      for n in (1, 2, 4)])
+    rows = pd.concat(
+        [
+            one.assign(ranks=n, scaling="strong", rank_batch_size=16 // n, median=one["median"] / n**0.8)
+            for n in (1, 2, 4)
+        ]
+    )
     rows = tables.frame(tables.scaling(rows.to_dict("records")), tables.SUMMARY_COLUMNS)
     assert list(rows["speedup"].round(3)) == [1.0, 1.0, 1.741, 1.741, 3.031, 3.031]
     (figure,) = plots.speedup_vs_gpus(rows)
@@ -180,22 +192,32 @@ def test_a_speedup_plot_per_data_parallel_run_and_its_scaling_column():
     (table,) = report.results(rows)
     cells = [dict(zip(table.columns, r)) for r in table.rows]
     assert {c["ranks"] for c in cells} == {"1", "2", "4"} and "strong, 4 per rank: S 3.03, E 0.76" in {
-        c["scaling"] for c in cells}
+        c["scaling"] for c in cells
+    }
     assert plots.speedup_vs_gpus(tables.summary(ALEXNET)) == []  # no data-parallel jobs
 
 
 def test_invoke_report_writes_and_prints_the_paths(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "invoke", "report", "%s,%s" % (ALEXNET, FCN), "--out", str(tmp_path)],
-                          cwd=REPO_ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "invoke", "report", "%s,%s" % (ALEXNET, FCN), "--out", str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     for name in ("report.html", "report.md"):
         assert str(tmp_path / name) in done.stdout
     # the headline first: the fastest and slowest framework of AlexNet-S b16 on 2 CPUs
-    assert done.stdout.startswith("alexnet-s on AMD EPYC (throughput mode), fastest / slowest, samples/s: b16 CNTK "
-                                  "14.5 / JAX 4.25")
+    assert done.stdout.startswith(
+        "alexnet-s on AMD EPYC (throughput mode), fastest / slowest, samples/s: b16 CNTK 14.5 / JAX 4.25"
+    )
     assert len(list((tmp_path / "figures").glob("*.png"))) == 3
-    missing = subprocess.run([sys.executable, "-m", "invoke", "report", str(tmp_path / "nothing")],
-                             cwd=REPO_ROOT, capture_output=True, text=True)
+    missing = subprocess.run(
+        [sys.executable, "-m", "invoke", "report", str(tmp_path / "nothing")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and "error:" in missing.stdout and "Traceback" not in missing.stderr
 
 
@@ -221,20 +243,33 @@ def test_chromium_renders_every_plot(made, tmp_path):
     browser = chromium()
     probe_page = tmp_path / "probe.html"
     probe_page.write_text(made.html.read_text().replace("</body>", PROBE + "</body>"))
-    dom = headless(browser, tmp_path / "profile", "--window-size=%d,1000" % WIDTH, "--virtual-time-budget=10000",
-                   "--dump-dom", probe_page.as_uri())
+    dom = headless(
+        browser,
+        tmp_path / "profile",
+        "--window-size=%d,1000" % WIDTH,
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        probe_page.as_uri(),
+    )
     found, height = re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1).split("|")
     images = [tuple(map(int, i.split(","))) for i in found.split(";")]
     assert len(images) == 3
     assert all((w, h) == (plots.WIDTH_PX, plots.HEIGHT_PX) for w, h, _, _ in images), images
 
     shot = tmp_path / "page.png"
-    headless(browser, tmp_path / "profile", "--window-size=%d,%s" % (WIDTH, height), "--screenshot=%s" % shot,
-             made.html.as_uri())
+    headless(
+        browser,
+        tmp_path / "profile",
+        "--window-size=%d,%s" % (WIDTH, height),
+        "--screenshot=%s" % shot,
+        made.html.as_uri(),
+    )
     page = Image.open(shot).convert("L")
     assert page.size == (WIDTH, int(height))
-    embedded = [Image.open(BytesIO(base64.b64decode(i["src"].split(",", 1)[1]))).convert("L")
-                for i in Tables(made.html.read_text()).images]
+    embedded = [
+        Image.open(BytesIO(base64.b64decode(i["src"].split(",", 1)[1]))).convert("L")
+        for i in Tables(made.html.read_text()).images
+    ]
     for (w, h, left, top), original in zip(images, embedded):
         shown = page.crop((left, top, left + w, top + h))
         assert ImageStat.Stat(shown).stddev[0] > 20, "plot region at %d,%d is blank" % (left, top)
@@ -252,10 +287,17 @@ def test_gpu_jobs_show_clocks_power_and_the_throttle_flag(tmp_path):
     last = summary.iloc[-1]
     assert last["batch_size"] == 64 and last["telemetry_samples"] >= 5
     assert state["64"] == "not throttled: SM 1980 MHz, %.0f W, max %.0f C (%d samples)" % (
-        last["power_median_w"], last["temperature_max_c"], last["telemetry_samples"])
+        last["power_median_w"],
+        last["temperature_max_c"],
+        last["telemetry_samples"],
+    )
     throttled = summary.iloc[[-1]].assign(throttled=True, throttle_reasons="sw_power_cap", telemetry_samples=3)
-    assert report._gpu_state(next(throttled.itertuples())) == "THROTTLED (sw_power_cap): SM 1980 MHz, %.0f W, max " \
-        "%.0f C (3 samples: too few for the medians)" % (last["power_median_w"], last["temperature_max_c"])
+    assert report._gpu_state(
+        next(throttled.itertuples())
+    ) == "THROTTLED (sw_power_cap): SM 1980 MHz, %.0f W, max %.0f C (3 samples: too few for the medians)" % (
+        last["power_median_w"],
+        last["temperature_max_c"],
+    )
     silent = summary.iloc[[-1]].assign(sm_clock_median_mhz=float("nan"))
     assert report._gpu_state(next(silent.itertuples())) == "no telemetry"
 
@@ -268,8 +310,14 @@ def test_the_bundle_report_sets_published_cells_against_their_peak(tmp_path):
     made = report.write(answer, tmp_path)
     page = Tables(made.html.read_text())
     jobs = page.table("alexnet, throughput mode: seconds per mini-batch (s)")
-    assert sorted(zip(jobs["TFLOP/s"], jobs["% of peak"])) == [("143", "14.4% (h200-sxm)"), ("58.1", "86.8% (h200-sxm)")]
+    assert sorted(zip(jobs["TFLOP/s"], jobs["% of peak"])) == [
+        ("143", "14.4% (h200-sxm)"),
+        ("58.1", "86.8% (h200-sxm)"),
+    ]
     cntk = answer.efficiency.set_index("published_framework").loc["CNTK"]
-    assert (round(cntk["published_fraction"], 3), cntk["verdict"]) == (0.457, "not run")  # 105.56 GFLOP in 0.035 s over 6.605 TFLOP/s (1075 MHz boost)
+    assert (round(cntk["published_fraction"], 3), cntk["verdict"]) == (
+        0.457,
+        "not run",
+    )  # 105.56 GFLOP in 0.035 s over 6.605 TFLOP/s (1075 MHz boost)
     assert not [t for t in page.tables if t[0].startswith("Fraction of peak")]
     assert "fraction-of-peak" not in {f.stem for f in made.figures}

@@ -1,5 +1,6 @@
 """The study report rebuilt from the repository alone: a constructed study (tests/data/report-study.yaml) over
 the committed CPU AlexNet-S bundle, a GPU run this host cannot do and a run whose bundle is missing."""
+
 import hashlib
 import json
 import re
@@ -27,8 +28,9 @@ def made(tmp_path_factory):
 def test_the_answer_comes_first_and_counts_the_claims(made):
     html = made.html.read_text()
     answer = re.search(r'<p id="answer" class="answer">([^<]+)</p>', html).group(1)
-    assert answer.startswith("On this study&#39;s host (2-CPU AMD EPYC, no GPU) 3 of Report Study&#39;s 7 claims "
-                             "could be tested: ")
+    assert answer.startswith(
+        "On this study&#39;s host (2-CPU AMD EPYC, no GPU) 3 of Report Study&#39;s 7 claims could be tested: "
+    )
     # the reasons of the host's plan (dlrepro.plan.coverage): its GPU claim sets Caffe (compiled with CUDA) on GPUs
     assert "Not testable here: needs an NVIDIA GPU (1); " in answer
     assert "cannot judge: bundle missing (1)" in answer and "it needs two GPU models (1)" in answer
@@ -46,8 +48,10 @@ def test_the_verdict_table_sorts_answers_first_and_folds_the_untestable(made):
     found = verdicts_of(html)
     assert found["gpu-only"] == found["torch"] == found["fcn"] == found["untestable"] == "not testable here"
     assert found["cntk-ahead"] == found["tensorflow-ahead"] == found["cntk-ratio"] == "inconclusive"
-    assert all("no 95% interval for CNTK, TensorFlow (a bundle from before repeat-level intervals)" in e
-               for e in table["evidence"])
+    assert all(
+        "no 95% interval for CNTK, TensorFlow (a bundle from before repeat-level intervals)" in e
+        for e in table["evidence"]
+    )
     order = [c for c in re.findall(r'<tr data-claim="([^"]+)"', html)]
     ranks = [verdicts.rank(found[c]) for c in order]
     assert ranks == sorted(ranks) and len(order) == 3
@@ -59,8 +63,10 @@ def test_the_verdict_table_sorts_answers_first_and_folds_the_untestable(made):
 
 def test_an_empty_table_is_one_line_and_units_are_in_the_header(made):
     html = made.html.read_text()
-    assert "A GPU table never retrieved: 0 published values, none measured here (the published values were not " \
-           "retrieved (2))." in html
+    assert (
+        "A GPU table never retrieved: 0 published values, none measured here (the published values were not "
+        "retrieved (2))." in html
+    )
     early = Tables(html).table("Seconds per mini-batch (third-party rerun)")
     assert "AlexNet (b16) published (s)" in early.columns or "AlexNet (b16) published (ms)" in early.columns
     assert all("e+" not in v for v in early.values.ravel())
@@ -73,8 +79,12 @@ def test_no_machine_path_and_every_figure_embedded(made):
     assert page.images and all(i["src"].startswith("data:image/png;base64,") for i in page.images)
     for name in re.findall(r"\]\((figures/[^)]+)\)", made.markdown.read_text()):
         assert (made.markdown.parent / name).is_file(), name
-    assert {p.name for p in made.figures} == {"claims-strip.png", "stated-vs-measured.png", "ratio-to-published.png",
-                                              "throughput-alexnet-alexnet-s-throughput-cpu-0.png"}
+    assert {p.name for p in made.figures} == {
+        "claims-strip.png",
+        "stated-vs-measured.png",
+        "ratio-to-published.png",
+        "throughput-alexnet-alexnet-s-throughput-cpu-0.png",
+    }
 
 
 def test_a_missing_bundle_exits_1_unless_allowed(tmp_path):
@@ -109,12 +119,16 @@ def test_a_changed_manifest_of_an_older_schema_is_refused_naming_its_commit():
     if old.returncode != 0:
         pytest.skip("this checkout has no history back to %s (a shallow clone)" % first)
     sha = hashlib.sha256(old.stdout).hexdigest()
-    record = records.Record(REPO_ROOT / "results" / "studies" / "dlbench-20261201T000000Z.json", {
-        "manifest": {"file": "studies/dlbench.yaml", "sha256": sha}, "suite": {"git": {"commit": first}}})
+    record = records.Record(
+        REPO_ROOT / "results" / "studies" / "dlbench-20261201T000000Z.json",
+        {"manifest": {"file": "studies/dlbench.yaml", "sha256": sha}, "suite": {"git": {"commit": first}}},
+    )
     with pytest.raises(DlreproError) as caught:
         records.manifest(record)
-    assert "the manifest as recorded (studies/dlbench.yaml at commit %s) does not validate under today's rules: " \
-           "studies/dlbench.yaml@%s:" % (first, first) in str(caught.value)
+    assert (
+        "the manifest as recorded (studies/dlbench.yaml at commit %s) does not validate under today's rules: "
+        "studies/dlbench.yaml@%s:" % (first, first) in str(caught.value)
+    )
     assert "runs on cpu and cuda" in str(caught.value)
 
 
@@ -149,7 +163,10 @@ def test_dlf_table_2_is_in_minutes_as_published():
     assert [c for c in shown.columns if "published" in c] == ["1x V100 published (min)", "4x V100 published (min)"]
     # the README's 25 and 8 minutes of PyTorch (stored in minutes, converted to seconds), shown in minutes again
     assert (cells[0]["tool"], cells[0]["1x V100 published (min)"], cells[0]["4x V100 published (min)"]) == (
-        "PyTorch", "25.0", "8.00")
+        "PyTorch",
+        "25.0",
+        "8.00",
+    )
 
 
 def test_what_an_interval_rests_on_in_words():
@@ -182,22 +199,34 @@ def test_a_framework_measured_at_another_mini_batch_is_not_called_not_run():
 
     study = studies.load("dlf")
     row = dict.fromkeys(tables.SUMMARY_COLUMNS)
-    row.update(spec="densenet121-chestxray", variant="densenet121-synthetic", framework="torch", batch_size=16,
-               status="ok", device="cpu", mode="throughput", job_id="densenet121-synthetic.torch.cpu.b16")
+    row.update(
+        spec="densenet121-chestxray",
+        variant="densenet121-synthetic",
+        framework="torch",
+        batch_size=16,
+        status="ok",
+        device="cpu",
+        mode="throughput",
+        job_id="densenet121-synthetic.torch.cpu.b16",
+    )
     summary = tables.frame([row], tables.SUMMARY_COLUMNS).assign(run="densenet-cpu")
     refs = {run.spec: specmod.load(run.spec).references for run in study.runs.values()}
     built = {t.name: t for t in paper.build(study, summary, refs, {"densenet": "not runnable here: no GPU"})}
     cell = built["table2-densenet"].cells[("PyTorch", "1x V100")]
-    assert (cell.outcome, cell.why) == ("not run", "not measured at this mini-batch (torch measured mini-batch 16 in "
-                                                   "run densenet-cpu)")
+    assert (cell.outcome, cell.why) == (
+        "not run",
+        "not measured at this mini-batch (torch measured mini-batch 16 in run densenet-cpu)",
+    )
 
 
 def test_a_study_file_outside_the_repository_is_the_manifest_while_its_sha256_holds(tmp_path):
     own = tmp_path / "my-study.yaml"
     own.write_bytes((REPO_ROOT / "studies" / "dlf.yaml").read_bytes())
     sha = hashlib.sha256(own.read_bytes()).hexdigest()
-    record = records.Record(tmp_path / "my-study-20261203T000000Z.json", {
-        "manifest": {"file": str(own), "sha256": sha}, "suite": {"git": {"commit": None}}})
+    record = records.Record(
+        tmp_path / "my-study-20261203T000000Z.json",
+        {"manifest": {"file": str(own), "sha256": sha}, "suite": {"git": {"commit": None}}},
+    )
     study, note = records.manifest(record)
     assert (study.name, note) == ("dlf", None)
     own.write_text(own.read_text() + "\n# edited\n")
@@ -211,21 +240,27 @@ def test_a_study_run_at_both_version_sets_opens_with_the_drift_of_each_claim(tmp
     "same images", never "keeps" (nothing was compared), and the report opens with that; flips, shifts and keeps
     from constructed rows are in tests/inputs/test_eras.py."""
     tools = {"Caffe": "caffe", "CNTK": "cntk", "MXNet": "mxnet", "TensorFlow": "tensorflow"}
-    sets = {name: [{"tool": t, "token": f, "label": "%s (%s)" % (t, name)} for t, f in tools.items()]
-            for name in ("published", "today")}
+    sets = {
+        name: [{"tool": t, "token": f, "label": "%s (%s)" % (t, name)} for t, f in tools.items()]
+        for name in ("published", "today")
+    }
     record = write_record(tmp_path, versions=sets)
     answer = gather.study(str(record), REPO_ROOT / "results")
     judged = {v.claim: v.verdict for v in answer.claims}  # a --quick bundle: each judged one is inconclusive
-    assert judged and {d.claim: (d.published.verdict, d.today.verdict, d.change) for d in answer.drift
-                       if d.claim in judged} == {c: (v, v, "same images") for c, v in judged.items()}
+    assert judged and {
+        d.claim: (d.published.verdict, d.today.verdict, d.change) for d in answer.drift if d.claim in judged
+    } == {c: (v, v, "same images") for c, v in judged.items()}
     assert answer.answer.endswith(". From the published versions to today's: 3 on the same images, 4 not judged.")
     made = study_report.write(answer, tmp_path / "report", allow_missing=True)
     markdown = made.markdown.read_text()
     assert markdown.index("### From the published versions to today's") < markdown.index("| verdict | claim |")
-    assert ("At the published versions (or the nearest the image matrix has): CNTK (published); Caffe (published); "
-            "MXNet (published); TensorFlow (published). Today's: CNTK (today)") in markdown
+    assert (
+        "At the published versions (or the nearest the image matrix has): CNTK (published); Caffe (published); "
+        "MXNet (published); TensorFlow (published). Today's: CNTK (today)"
+    ) in markdown
     assert [d["change"] for d in json.loads((tmp_path / "report" / "study.json").read_text())["drift"]] == [
-        d.change for d in answer.drift]
+        d.change for d in answer.drift
+    ]
     assert "## The paper's tables, then and now" in markdown
     assert "| TensorFlow (published) -> (today) | " in markdown
     assert "[1] smoke pass: an indicative ratio of one repeat each, never a verdict" in markdown
@@ -238,33 +273,61 @@ def test_a_published_table_at_both_version_sets_sets_then_and_now_side_by_side_w
     from dlrepro.answers.cells import Cell, PaperTable
 
     def table(values, smoke=None):
-        cells = {(tool, "FCN-S"): Cell(tool, "FCN-S", published=0.03, measured=v, outcome="differs" if v else "not run",
-                                       smoke=smoke) for tool, v in values.items()}
-        return PaperTable("t7", "Table 7 - seconds per mini-batch", "arXiv 1608.07249v7 Table 7", "published",
-                          list(values), ["FCN-S"], cells, kind="time")
+        cells = {
+            (tool, "FCN-S"): Cell(
+                tool, "FCN-S", published=0.03, measured=v, outcome="differs" if v else "not run", smoke=smoke
+            )
+            for tool, v in values.items()
+        }
+        return PaperTable(
+            "t7",
+            "Table 7 - seconds per mini-batch",
+            "arXiv 1608.07249v7 Table 7",
+            "published",
+            list(values),
+            ["FCN-S"],
+            cells,
+            kind="time",
+        )
 
-    chosen = {"published": [{"tool": "TensorFlow", "token": "tensorflow@1.4.0",
-                             "label": "TensorFlow 1.4.0 (published: 0.11.0rc0)"},
-                            {"tool": "Caffe", "token": "caffe", "label": "Caffe 1.0.0 (published: 1.0rc5)"}],
-              "today": [{"tool": "TensorFlow", "token": "tensorflow", "label": "TensorFlow 2.21.0"},
-                        {"tool": "Caffe", "token": "caffe", "label": "Caffe 1.0.0"}]}
+    chosen = {
+        "published": [
+            {"tool": "TensorFlow", "token": "tensorflow@1.4.0", "label": "TensorFlow 1.4.0 (published: 0.11.0rc0)"},
+            {"tool": "Caffe", "token": "caffe", "label": "Caffe 1.0.0 (published: 1.0rc5)"},
+        ],
+        "today": [
+            {"tool": "TensorFlow", "token": "tensorflow", "label": "TensorFlow 2.21.0"},
+            {"tool": "Caffe", "token": "caffe", "label": "Caffe 1.0.0"},
+        ],
+    }
     record = {"runs": {"cpu": {"versions": chosen}}}
     then = table({"TensorFlow": 2.0, "Caffe": 1.0, "MXNet": None})
     now = table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7})
     shown = study_report.then_and_now(now, then, record)
-    assert shown.columns == ["tool (then -> now)", "FCN-S published (s)", "FCN-S then (s)", "FCN-S then: outcome",
-                            "FCN-S now (s)", "FCN-S now / then"]
-    assert shown.rows == [["TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0", "0.0300", "2.00", "differs", "0.500",
-                           "0.250x"],
-                          ["MXNet", "0.0300", "", "not run", "0.700", ""]]
+    assert shown.columns == [
+        "tool (then -> now)",
+        "FCN-S published (s)",
+        "FCN-S then (s)",
+        "FCN-S then: outcome",
+        "FCN-S now (s)",
+        "FCN-S now / then",
+    ]
+    assert shown.rows == [
+        ["TensorFlow 1.4.0 (published: 0.11.0rc0) -> 2.21.0", "0.0300", "2.00", "differs", "0.500", "0.250x"],
+        ["MXNet", "0.0300", "", "not run", "0.700", ""],
+    ]
     assert shown.note.endswith(" The same version at both sets, not shown: Caffe 1.0.0 (published: 1.0rc5).")
     assert shown.footnotes == []
     quick = study_report.then_and_now(now, then, record, quick=True)
     assert [r[5] for r in quick.rows] == ["0.250x (smoke) [1]", ""] and quick.footnotes == [
-        "smoke pass: an indicative ratio of one repeat each, never a verdict"]
-    assert [r[5] for r in study_report.then_and_now(table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7},
-                                                          smoke="--quick"), then, record).rows] == [
-        "0.250x (smoke) [1]", ""]
+        "smoke pass: an indicative ratio of one repeat each, never a verdict"
+    ]
+    assert [
+        r[5]
+        for r in study_report.then_and_now(
+            table({"TensorFlow": 0.5, "Caffe": 1.0, "MXNet": 0.7}, smoke="--quick"), then, record
+        ).rows
+    ] == ["0.250x (smoke) [1]", ""]
 
 
 def test_a_report_reads_the_plan_its_record_holds_whatever_the_files_say_today(tmp_path, monkeypatch):
@@ -278,8 +341,9 @@ def test_a_report_reads_the_plan_its_record_holds_whatever_the_files_say_today(t
     committed = REPO_ROOT / "results" / "studies" / "dlbench-20261204T031414Z.json"
     body = json.loads(committed.read_text())
     answer = gather.study(str(committed), REPO_ROOT / "results")
-    plan = coverage_record.record(answer.study, coverage.Hardware(None, 0, 2, coverage.every_dataset()),
-                                  matrixmod.load(), None)
+    plan = coverage_record.record(
+        answer.study, coverage.Hardware(None, 0, 2, coverage.every_dataset()), matrixmod.load(), None
+    )
     claim = next(o for o in plan["sets"]["today"]["claims"] if o["what"] == "fcn-s-ordering")
     claim.update(testable=False, cause="untestable", reason="as recorded when the study ran", tools={})
     body["plan"] = plan
@@ -300,9 +364,11 @@ def test_a_report_reads_the_plan_its_record_holds_whatever_the_files_say_today(t
 def test_the_first_screen_says_which_of_the_studys_own_tables_are_not_in_the_suite(made):
     """Review U4: DLBench's own tables are empty (115 cells 'the published values were not retrieved') and no
     headline said so before someone rents a K80 to judge them."""
-    line = ("Report Study's own tables are not in the suite (their published values were not retrieved): A GPU "
-            "table never retrieved; so none of their cells can be judged, on their hardware or any other; the "
-            "published cells here are a third-party rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README).")
+    line = (
+        "Report Study's own tables are not in the suite (their published values were not retrieved): A GPU "
+        "table never retrieved; so none of their cells can be judged, on their hardware or any other; the "
+        "published cells here are a third-party rerun's (GTX Titan X: guolinke/deep-learning-benchmarks README)."
+    )
     parts = made.markdown.read_text().split("\n\n")  # the title, the smoke and manifest notes, the answer, the line
     assert parts[3].startswith("On this study's host") and parts[4] == "> **%s**" % line
     html = made.html.read_text()
@@ -312,8 +378,9 @@ def test_the_first_screen_says_which_of_the_studys_own_tables_are_not_in_the_sui
 def test_then_and_now_gives_an_indicative_smoke_ratio_folds_unchanged_versions_and_collapses_unjudged_drift():
     """Review U8: every now / then cell read 'smoke pass: no ratio', rows whose version did not change (Caffe
     1.0.0 -> 1.0.0) read like drift, and 22 'not judged' drift rows said the same thing 22 times."""
-    answer = gather.study(str(REPO_ROOT / "results" / "studies" / "dlbench-20261204T031414Z.json"),
-                          REPO_ROOT / "results")
+    answer = gather.study(
+        str(REPO_ROOT / "results" / "studies" / "dlbench-20261204T031414Z.json"), REPO_ROOT / "results"
+    )
     context = study_report.context(answer)
     (row,) = context["drift"].rows
     assert row[0] == "not judged" and row[1].startswith("22 claims: fcn-s-ordering, resnet50-ordering, ")
@@ -322,8 +389,14 @@ def test_then_and_now_gives_an_indicative_smoke_ratio_folds_unchanged_versions_a
     assert table.note.endswith("The same version at both sets, not shown: Caffe 1.0.0 (published: 1.0rc5).")
     assert table.footnotes == ["smoke pass: an indicative ratio of one repeat each, never a verdict"]
     # MXNet 0.12.0 then 0.851 s, 1.9.1 now 0.428 s (one repeat each): 0.503x, marked, never a verdict
-    assert table.rows[1][:6] == ["MXNet 0.12.0 (published: 0.9.3) -> 1.9.1", "0.0270", "0.851", "cannot be compared",
-                                 "0.428", "0.503x (smoke) [1]"]
+    assert table.rows[1][:6] == [
+        "MXNet 0.12.0 (published: 0.9.3) -> 1.9.1",
+        "0.0270",
+        "0.851",
+        "cannot be compared",
+        "0.428",
+        "0.503x (smoke) [1]",
+    ]
     assert [r[0].split(" ")[0] for r in table.rows] == ["CNTK", "MXNet", "TensorFlow", "Theano", "Torch"]
 
 
@@ -340,6 +413,7 @@ def test_then_and_now_is_drawn_one_point_per_tool_and_measurement_a_smoke_pass_h
         ("Table 3: PyTorch 1.0.0 (published: 0.3.1) -> 2.13.0, K80, P100", 0.7004, True),
         ("Table 4: MXNet(Gluon) 0.12.0 -> 1.9.1, K80, P100", 0.3982, True),
         ("Table 4: PyTorch 1.0.0 (published: 0.3.1) -> 2.13.0, K80, P100", 0.3693, True),
-        ("Table 4: Tensorflow 1.4.0 -> 2.21.0, K80, P100", 0.4424, True)]
+        ("Table 4: Tensorflow 1.4.0 -> 2.21.0, K80, P100", 0.4424, True),
+    ]
     (figure,) = [f for f in study_report.context(answer)["figures"] if f.name == "then-vs-now"]
     assert figure.points == tuple(points) and figure.png.startswith(b"\x89PNG")

@@ -15,14 +15,25 @@ The engine behind the containers is Docker or Podman (``dlrepro.engine``).
 ``prepare`` gives each executor's image for a group (a built image for containers, none locally),
 so the run loop never asks which executor it has.
 """
+
 from dlrepro.errors import ExecutorError
 from dlrepro.run.executors.base import EXECUTORS, INTERRUPTED, Executor, run_on_gpus
 from dlrepro.run.executors.docker import DockerExecutor
 from dlrepro.run.executors.local import LocalExecutor
 from dlrepro.run.executors.slurm import SlurmExecutor, collect
 
-__all__ = ["EXECUTORS", "INTERRUPTED", "IN_IMAGES", "DockerExecutor", "Executor", "LocalExecutor", "SlurmExecutor",
-           "collect", "get", "run_on_gpus"]
+__all__ = [
+    "EXECUTORS",
+    "INTERRUPTED",
+    "IN_IMAGES",
+    "DockerExecutor",
+    "Executor",
+    "LocalExecutor",
+    "SlurmExecutor",
+    "collect",
+    "get",
+    "run_on_gpus",
+]
 
 IN_IMAGES = tuple(n for n, cls in EXECUTORS.items() if cls.in_images)  # jobs in the matrix's images: a version
 # must be served

@@ -14,6 +14,7 @@ the group's jobs that had not ended are recorded "interrupted" (``LOST``: lost b
 failed on their own), and nothing is taken out of their scratch output: their container may live on
 without its engine, still writing there; a resume takes it once that container is gone.
 """
+
 import collections
 import json
 import os
@@ -86,10 +87,14 @@ def settle(folder, status, reason):
         path.unlink()
         return False
     if result.get("status") == "running":
-        measured = len(((result.get("timing") or {}).get("repeats")) or []) or \
-            len(((result.get("convergence") or {}).get("epochs")) or [])
-        result.update(status=status, reason="%s%s" % (reason, "; kept what it measured: %d repeats or epochs"
-                                                     % measured if measured else ""), finished=contract.utc_now())
+        measured = len(((result.get("timing") or {}).get("repeats")) or []) or len(
+            ((result.get("convergence") or {}).get("epochs")) or []
+        )
+        result.update(
+            status=status,
+            reason="%s%s" % (reason, "; kept what it measured: %d repeats or epochs" % measured if measured else ""),
+            finished=contract.utc_now(),
+        )
         contract.write_json(str(path), result)
     return True
 
@@ -176,8 +181,10 @@ class Served:
             lost = self.lost()
             if lost is not None:
                 raise lost
-            raise ExecutorError("%s ended during a plan (exit status %s)%s" % (
-                self.what, code, ": " + "".join(self.tail) if self.tail else ""))
+            raise ExecutorError(
+                "%s ended during a plan (exit status %s)%s"
+                % (self.what, code, ": " + "".join(self.tail) if self.tail else "")
+            )
 
     def end(self, kill=False):
         """End the supervisor (idle: its input closed; ``kill``: at once); returns its exit status. Ending it again
@@ -240,6 +247,7 @@ class Executor:
     comes from (``prepare``). A subclass with a ``name`` is an executor of that name (``EXECUTORS``); ``in_images``
     says whether its jobs run in images of the matrix (a version must be served), ``create`` makes it from the
     run's settings."""
+
     name = None
     in_images = False
     detached = False  # True once run() returned with jobs still queued or running elsewhere (slurm --detach)
@@ -269,8 +277,16 @@ class Executor:
     def supervisor(self, python, jobs, out, serve=False):
         """The command line of the supervisor (runner.supervise) for staged ``jobs`` and output ``out`` (``serve``:
         the roots of the plans it will be sent)."""
-        return [python, "-m", "runner.supervise", "--serve" if serve else "--watch-stdin", "--isolation",
-                self.isolation, str(jobs), str(out)]
+        return [
+            python,
+            "-m",
+            "runner.supervise",
+            "--serve" if serve else "--watch-stdin",
+            "--isolation",
+            self.isolation,
+            str(jobs),
+            str(out),
+        ]
 
     def serve_key(self, image, gpu):
         """What must be the same for groups to share a serving supervisor (dlrepro.run.pool): the executor, the
@@ -292,10 +308,11 @@ class Executor:
         indices = [g["index"] for g in hostinfo.gpus()]
         missing = [g for g in self.gpus if g not in indices]
         if missing:
-            return ("GPU %s %s not visible on this host (NVML sees %s)"
-                    % (", ".join(map(str, missing)), "is" if len(missing) == 1 else "are", indices or "no NVIDIA GPU"),
-                    "run on a machine with an NVIDIA GPU and driver, choose GPUs with --gpu / --gpus, "
-                    "or use --device cpu")
+            return (
+                "GPU %s %s not visible on this host (NVML sees %s)"
+                % (", ".join(map(str, missing)), "is" if len(missing) == 1 else "are", indices or "no NVIDIA GPU"),
+                "run on a machine with an NVIDIA GPU and driver, choose GPUs with --gpu / --gpus, or use --device cpu",
+            )
         return None
 
     def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
@@ -316,16 +333,33 @@ class Executor:
         several = [j for j in jobs if self.device == "cuda" and (j.get("ranks") or 1) > 1]
         jobs = [j for j in jobs if j not in several]
         if self.device == "cuda" and len(self.gpus) > 1 and len(jobs) > 1:
-            run_on_gpus(lambda job, gpu, event: self._run_group(image, [job], sink, data_root, event, gpu),
-                        jobs, self.gpus, on_event, self._cancel_all)
+            run_on_gpus(
+                lambda job, gpu, event: self._run_group(image, [job], sink, data_root, event, gpu),
+                jobs,
+                self.gpus,
+                on_event,
+                self._cancel_all,
+            )
         elif jobs:
             self._run_group(image, jobs, sink, data_root, on_event, self.gpu)
         for job in several:  # one at a time, each with all the GPUs it needs
             gpus = self.gpus_for(job["ranks"])
             if gpus is None:
-                on_event("end", job["id"], sink.missing(job, "skipped", "the job has %d ranks, one per GPU, and %s" % (
-                    job["ranks"], "--gpus names %d (%s)" % (len(self.gpus), ",".join(map(str, self.gpus)))
-                    if self.listed else "this host has %d GPUs from GPU %d on" % (len(self._host_from()), self.gpu))))
+                on_event(
+                    "end",
+                    job["id"],
+                    sink.missing(
+                        job,
+                        "skipped",
+                        "the job has %d ranks, one per GPU, and %s"
+                        % (
+                            job["ranks"],
+                            "--gpus names %d (%s)" % (len(self.gpus), ",".join(map(str, self.gpus)))
+                            if self.listed
+                            else "this host has %d GPUs from GPU %d on" % (len(self._host_from()), self.gpu),
+                        ),
+                    ),
+                )
                 continue
             self._run_group(image, [job], sink, data_root, on_event, gpus)
 
@@ -377,8 +411,12 @@ class Executor:
             running = [j for j in started if j not in taken]
             for job in jobs:
                 if job["id"] not in taken:
-                    sink.missing(job, LOST, "interrupted by the machine: %s %s" % (
-                        exc, "while this job ran" if job["id"] in running else "before this job started"))
+                    sink.missing(
+                        job,
+                        LOST,
+                        "interrupted by the machine: %s %s"
+                        % (exc, "while this job ran" if job["id"] in running else "before this job started"),
+                    )
             raise EngineLost(str(exc), exc.remedy, running) from None
         except ExecutorError as exc:
             reason = str(exc)
@@ -405,5 +443,10 @@ class Executor:
         """Give the scratch output back to this user after the run (docker runs write as another uid)."""
 
     def describe(self):
-        return {"executor": self.name, "device": self.device, "gpu": self.gpu if self.device == "cuda" else None,
-                "gpus": self.gpus if self.device == "cuda" else None, "job_isolation": self.isolation}
+        return {
+            "executor": self.name,
+            "device": self.device,
+            "gpu": self.gpu if self.device == "cuda" else None,
+            "gpus": self.gpus if self.device == "cuda" else None,
+            "job_isolation": self.isolation,
+        }

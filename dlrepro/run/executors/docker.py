@@ -12,6 +12,7 @@ whose output ends without its plan done while the engine no longer answers) rais
 engine (``engine_calls``); the container may live on without it (its shim keeps the job running), so a resume
 first removes the run's containers by their run label (``remove_run``) before it takes what they left.
 """
+
 import collections
 import os
 import shutil
@@ -21,10 +22,12 @@ import time
 
 import docker
 
-from dlrepro import REPO_ROOT
-from dlrepro import engine
-from dlrepro.engine import ENGINE_ERRORS, answers as _answers, calls as engine_calls, client, gone as _gone, \
-    lost as engine_lost
+from dlrepro import REPO_ROOT, engine
+from dlrepro.engine import ENGINE_ERRORS, client
+from dlrepro.engine import answers as _answers
+from dlrepro.engine import calls as engine_calls
+from dlrepro.engine import gone as _gone
+from dlrepro.engine import lost as engine_lost
 from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.images import build, feasibility
 from dlrepro.plan import hostinfo
@@ -34,9 +37,21 @@ CONTAINER_ROOT = "/opt/dlrepro"
 CONTAINER_UID = 1000
 PIDS_LIMIT = 4096
 ROLE_LABEL = "org.dlrepro.role"
+
+
 # what a call to the engine raises when it fails, its connection included (refused, or broken mid-stream)
-def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, labels=None,
-                runner_dir=REPO_ROOT / "runner", command=None):
+def create_args(
+    tag,
+    user,
+    stage,
+    scratch,
+    data_root,
+    gpu=None,
+    memory=None,
+    labels=None,
+    runner_dir=REPO_ROOT / "runner",
+    command=None,
+):
     """Keyword arguments of the engine's container create for one group of jobs (docker SDK
     ``containers.create``): image ``tag``, ``user`` "UID:GID", the staging folder, scratch output and
     dataset cache (host paths), the host ``gpu`` index passed in (a list: a data-parallel job's GPUs; None: no
@@ -49,8 +64,8 @@ def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, lab
     (auto_remove), so a killed run leaves no container behind."""
     args = {
         "image": tag,
-        "command": command or ["python", "-m", "runner.supervise", "--watch-stdin", "--isolation", "worker", "/jobs",
-                               "/out"],
+        "command": command
+        or ["python", "-m", "runner.supervise", "--watch-stdin", "--isolation", "worker", "/jobs", "/out"],
         "user": user,
         "network_mode": "none",
         "read_only": True,
@@ -58,14 +73,20 @@ def create_args(tag, user, stage, scratch, data_root, gpu=None, memory=None, lab
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
         "pids_limit": PIDS_LIMIT,
-        "device_requests": [docker.types.DeviceRequest(device_ids=[str(g) for g in (gpu if isinstance(gpu, list)
-                                                                                   else [gpu])],
-                                                       capabilities=[["gpu"]])] if gpu is not None else [],
+        "device_requests": [
+            docker.types.DeviceRequest(
+                device_ids=[str(g) for g in (gpu if isinstance(gpu, list) else [gpu])], capabilities=[["gpu"]]
+            )
+        ]
+        if gpu is not None
+        else [],
         "environment": {"PYTHONPATH": CONTAINER_ROOT, "DLREPRO_DATA_ROOT": "/data"},
-        "volumes": {str(runner_dir): {"bind": CONTAINER_ROOT + "/runner", "mode": "ro"},
-                    str(data_root): {"bind": "/data", "mode": "ro"},
-                    str(stage): {"bind": "/jobs", "mode": "ro"},
-                    str(scratch): {"bind": "/out", "mode": "rw"}},
+        "volumes": {
+            str(runner_dir): {"bind": CONTAINER_ROOT + "/runner", "mode": "ro"},
+            str(data_root): {"bind": "/data", "mode": "ro"},
+            str(stage): {"bind": "/jobs", "mode": "ro"},
+            str(scratch): {"bind": "/out", "mode": "rw"},
+        },
         "labels": dict(labels or {}, **{ROLE_LABEL: "runner"}),
         "stdin_open": True,
         "detach": False,  # with stdin_open: StdinOnce, stdin closes when the host's attachment ends
@@ -92,7 +113,8 @@ def run_command(args, engine_name="docker", name=None):
     for, so that no setting of ``create_args`` can be left out of a command line."""
     words = [engine_name, "run"] + (["--name", name] if name else [])
     flags = {
-        "user": lambda v: ["--user", v], "network_mode": lambda v: ["--network", v],
+        "user": lambda v: ["--user", v],
+        "network_mode": lambda v: ["--network", v],
         "read_only": lambda v: ["--read-only"] if v else [],
         "tmpfs": lambda v: [w for path, opts in v.items() for w in ("--tmpfs", "%s:%s" % (path, opts))],
         "security_opt": lambda v: [w for opt in v for w in ("--security-opt", opt)],
@@ -100,12 +122,15 @@ def run_command(args, engine_name="docker", name=None):
         "pids_limit": lambda v: ["--pids-limit", str(v)],
         "device_requests": lambda v: [w for r in v for w in gpu_flags(engine_name, r["DeviceIDs"])],
         "environment": lambda v: [w for k, val in v.items() for w in ("--env", "%s=%s" % (k, val))],
-        "volumes": lambda v: [w for host, m in v.items() for w in ("--volume", "%s:%s:%s" % (host, m["bind"], m["mode"]))],
+        "volumes": lambda v: [
+            w for host, m in v.items() for w in ("--volume", "%s:%s:%s" % (host, m["bind"], m["mode"]))
+        ],
         "labels": lambda v: [w for k, val in v.items() for w in ("--label", "%s=%s" % (k, val))],
         "stdin_open": lambda v: ["--interactive"] if v else [],
         "detach": lambda v: ["--detach"] if v else [],
         "auto_remove": lambda v: ["--rm"] if v else [],
-        "mem_limit": lambda v: ["--memory", str(v)], "memswap_limit": lambda v: ["--memory-swap", str(v)],
+        "mem_limit": lambda v: ["--memory", str(v)],
+        "memswap_limit": lambda v: ["--memory-swap", str(v)],
     }
     unknown = sorted(set(args) - set(flags) - {"image", "command"})
     if unknown:
@@ -118,10 +143,15 @@ def run_command(args, engine_name="docker", name=None):
 
 def isolation(args):
     """The bundle's isolation record of container create arguments ``args`` (``create_args``)."""
-    return {"network": args["network_mode"], "read_only_root": args["read_only"],
-            "user": "root" if args["user"].split(":")[0] == "0" else "non-root",
-            "no_new_privileges": "no-new-privileges" in args["security_opt"], "cap_drop": ",".join(args["cap_drop"]),
-            "pids_limit": args["pids_limit"], "memory_bytes": args.get("mem_limit")}
+    return {
+        "network": args["network_mode"],
+        "read_only_root": args["read_only"],
+        "user": "root" if args["user"].split(":")[0] == "0" else "non-root",
+        "no_new_privileges": "no-new-privileges" in args["security_opt"],
+        "cap_drop": ",".join(args["cap_drop"]),
+        "pids_limit": args["pids_limit"],
+        "memory_bytes": args.get("mem_limit"),
+    }
 
 
 def default_memory(total=None):
@@ -172,9 +202,11 @@ def remove_run(run_id, timeout=60, dead_only=False):
     deadline = time.time() + timeout
     while listed():
         if time.time() > deadline:
-            raise ExecutorError("the container of an earlier attempt of %s is still there after %d s" % (run_id, timeout),
-                                "remove it (`docker rm -f $(docker ps -aq --filter label=%s=%s)`), then resume again"
-                                % (RUN_LABEL, run_id))
+            raise ExecutorError(
+                "the container of an earlier attempt of %s is still there after %d s" % (run_id, timeout),
+                "remove it (`docker rm -f $(docker ps -aq --filter label=%s=%s)`), then resume again"
+                % (RUN_LABEL, run_id),
+            )
         time.sleep(0.5)
     return ["removed container %s of an earlier attempt of %s" % (c.short_id, run_id) for c in found]
 
@@ -225,8 +257,9 @@ class _Started:
             self.container.start()
         except docker.errors.APIError as exc:
             self.stop(kill=True)
-            raise ExecutorError("the container for %s could not start: %s" % (args["image"], exc.explanation or exc)) \
-                from None
+            raise ExecutorError(
+                "the container for %s could not start: %s" % (args["image"], exc.explanation or exc)
+            ) from None
         self.lines = (self.tail.append(line) or line for line in _lines(output))
 
     def _wait(self):
@@ -297,9 +330,11 @@ class DockerExecutor(Executor):
             with engine_calls():
                 runtimes = client().info().get("Runtimes") or {}
             if "nvidia" not in runtimes and shutil.which("nvidia-container-runtime-hook") is None:
-                return ("the Docker engine has no NVIDIA runtime, so it cannot pass GPUs into containers",
-                        "install the NVIDIA Container Toolkit (nvidia-ctk runtime configure --runtime=docker), "
-                        "or run without containers: --executor local")
+                return (
+                    "the Docker engine has no NVIDIA runtime, so it cannot pass GPUs into containers",
+                    "install the NVIDIA Container Toolkit (nvidia-ctk runtime configure --runtime=docker), "
+                    "or run without containers: --executor local",
+                )
         return problem
 
     def prepare(self, matrix, framework, version, build_options, log, allow_ptx_jit=False):
@@ -352,10 +387,17 @@ class DockerExecutor(Executor):
         """The create arguments (``create_args``) of the pool's container for image ``tag`` on ``gpu``: the same
         isolation as a run's, its staging root mounted read-only, its output root read-write, the serving
         supervisor, labelled with the pool's id as its run."""
-        return create_args(tag, self._user(pool.out), pool.jobs, pool.out, data_root,
-                           gpu if self.device == "cuda" else None, self.memory,
-                           dict(self.run_labels(), **{RUN_LABEL: pool.id}),
-                           command=self.supervisor("python", "/jobs", "/out", serve=True))
+        return create_args(
+            tag,
+            self._user(pool.out),
+            pool.jobs,
+            pool.out,
+            data_root,
+            gpu if self.device == "cuda" else None,
+            self.memory,
+            dict(self.run_labels(), **{RUN_LABEL: pool.id}),
+            command=self.supervisor("python", "/jobs", "/out", serve=True),
+        )
 
     def serve(self, image, pool, data_root, gpu):
         started = _Started(self.serve_args(image.tag, pool, data_root, gpu))
@@ -364,20 +406,36 @@ class DockerExecutor(Executor):
             with engine_calls():
                 return started.stop(kill)
 
-        return Served(started.lines, started.send, stop, started.waiter.is_alive, "the container of %s" % image.tag,
-                      started.tail, lost=lambda: engine_lost(started.status.get("error")) if started.lost() else None)
+        return Served(
+            started.lines,
+            started.send,
+            stop,
+            started.waiter.is_alive,
+            "the container of %s" % image.tag,
+            started.tail,
+            lost=lambda: engine_lost(started.status.get("error")) if started.lost() else None,
+        )
 
     def _container(self, image, stage, scratch, data_root, sink, on_event, gpu):
-        args = create_args(image.tag, self._user(scratch), stage, scratch, data_root,
-                           gpu if self.device == "cuda" else None, self.memory, self.run_labels(),
-                           command=self.supervisor("python", "/jobs", "/out"))
+        args = create_args(
+            image.tag,
+            self._user(scratch),
+            stage,
+            scratch,
+            data_root,
+            gpu if self.device == "cuda" else None,
+            self.memory,
+            self.run_labels(),
+            command=self.supervisor("python", "/jobs", "/out"),
+        )
         started = _Started(args, self)
         try:
             follow(started.lines, scratch, sink, on_event, planned(stage))
             code = started.wait()
             if code != 0:
-                raise ExecutorError("the container of %s exited with status %d: %s"
-                                    % (image.tag, code, "".join(started.tail)))
+                raise ExecutorError(
+                    "the container of %s exited with status %d: %s" % (image.tag, code, "".join(started.tail))
+                )
         finally:
             started.stop(kill=True)
 
@@ -393,8 +451,10 @@ class DockerExecutor(Executor):
                 continue
             with engine_calls():
                 _remove_once(container)
-            removed.append("removed container %s of the dead run %s (host process %s is gone)"
-                           % (container.short_id, labels.get(RUN_LABEL), labels.get(PID_LABEL)))
+            removed.append(
+                "removed container %s of the dead run %s (host process %s is gone)"
+                % (container.short_id, labels.get(RUN_LABEL), labels.get(PID_LABEL))
+            )
         return removed
 
     def describe(self):
@@ -404,7 +464,9 @@ class DockerExecutor(Executor):
             found = engine.record()
         record = isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "", memory=self.memory))
         if self.pool is not None:
-            record["shared_output"] = ("/out is the output root of study worker pool %s, read-write, shared by "
-                                       "the containers of every run of the study (each run's jobs write under "
-                                       "<bundle id>/attempt-<n>/ there)" % self.pool.id)
+            record["shared_output"] = (
+                "/out is the output root of study worker pool %s, read-write, shared by "
+                "the containers of every run of the study (each run's jobs write under "
+                "<bundle id>/attempt-<n>/ there)" % self.pool.id
+            )
         return dict(super().describe(), engine=found, isolation=record)

@@ -1,6 +1,7 @@
 """The local executor: the same supervisor in a Python on this machine (the current one by default), for
 machines without a Docker engine and for GPU lab machines; a cuda job sees its GPU through
 CUDA_VISIBLE_DEVICES (CUDA_DEVICE_ORDER=PCI_BUS_ID, so the index is NVML's and nvidia-smi's)."""
+
 import os
 import signal
 import subprocess
@@ -28,28 +29,38 @@ class LocalExecutor(Executor):
         one is asked for); raises CannotRunHere with the remedy when it does not."""
         module = frameworks.FRAMEWORKS[framework].imports
         if module is None:
-            raise CannotRunHere("the %s adapter drives a LuaJIT process with Torch 7's packages, which only its image "
-                                "has" % framework, "run it with --executor docker (or slurm)")
-        probe = ("import importlib, importlib.util, sys; name = %r; top = name.split('.')[0]; "
-                 "found = importlib.util.find_spec(top); sys.exit('No module named %%r' %% top) if found is None else "
-                 "None; sys.stdout.write(str(getattr(importlib.import_module(top), '__version__', '')) if %r else '')"
-                 % (module, bool(version)))
+            raise CannotRunHere(
+                "the %s adapter drives a LuaJIT process with Torch 7's packages, which only its image has" % framework,
+                "run it with --executor docker (or slurm)",
+            )
+        probe = (
+            "import importlib, importlib.util, sys; name = %r; top = name.split('.')[0]; "
+            "found = importlib.util.find_spec(top); sys.exit('No module named %%r' %% top) if found is None else "
+            "None; sys.stdout.write(str(getattr(importlib.import_module(top), '__version__', '')) if %r else '')"
+            % (module, bool(version))
+        )
         backend = frameworks.backend(framework)  # Keras reads its backend when first imported
         env = dict(os.environ, KERAS_BACKEND=backend) if backend != framework else None
         try:
             proc = subprocess.run([self.python, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise CannotRunHere("cannot start %s to look for %s: %s" % (self.python, framework, exc),
-                                "give an interpreter that exists with --python, or use --executor docker") from None
+            raise CannotRunHere(
+                "cannot start %s to look for %s: %s" % (self.python, framework, exc),
+                "give an interpreter that exists with --python, or use --executor docker",
+            ) from None
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise CannotRunHere("%s cannot import %s (%s)" % (self.python, module, last),
-                                "install %s into that Python (e.g. `%s -m pip install %s`), choose another one with "
-                                "--python, or run in the framework's image: --executor docker" % (
-                                    framework, self.python, _package(framework)))
+            raise CannotRunHere(
+                "%s cannot import %s (%s)" % (self.python, module, last),
+                "install %s into that Python (e.g. `%s -m pip install %s`), choose another one with "
+                "--python, or run in the framework's image: --executor docker"
+                % (framework, self.python, _package(framework)),
+            )
         if version and not proc.stdout.startswith(version):
-            raise CannotRunHere("%s has %s %s, not the %s asked for" % (self.python, framework, proc.stdout, version),
-                                "install %s==%s into that Python, or use --executor docker" % (module, version))
+            raise CannotRunHere(
+                "%s has %s %s, not the %s asked for" % (self.python, framework, proc.stdout, version),
+                "install %s==%s into that Python, or use --executor docker" % (module, version),
+            )
         return None
 
     def environment(self, data_root, gpu):
@@ -68,7 +79,6 @@ class LocalExecutor(Executor):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
 
-
     def serve_key(self, image, gpu):
         return super().serve_key(image, gpu) + (self.python,)
 
@@ -77,9 +87,15 @@ class LocalExecutor(Executor):
         watching the pipe this process holds: when this process dies, the pipe closes and the supervisor ends its
         job and exits."""
         try:
-            return subprocess.Popen(command, env=self.environment(data_root, gpu), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=True)
+            return subprocess.Popen(
+                command,
+                env=self.environment(data_root, gpu),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise ExecutorError("cannot start %s: %s" % (self.python, exc.strerror)) from None
 
@@ -103,12 +119,18 @@ class LocalExecutor(Executor):
             proc.stdin.write(text)
             proc.stdin.flush()
 
-        return Served(proc.stdout, send, lambda kill: _stop(proc, kill), lambda: proc.poll() is None,
-                      "the local supervisor (%s)" % self.python)
+        return Served(
+            proc.stdout,
+            send,
+            lambda kill: _stop(proc, kill),
+            lambda: proc.poll() is None,
+            "the local supervisor (%s)" % self.python,
+        )
 
     def describe(self):
-        version = subprocess.run([self.python, "-c", "import platform; print(platform.python_version())"],
-                                 capture_output=True, text=True).stdout.strip()
+        version = subprocess.run(
+            [self.python, "-c", "import platform; print(platform.python_version())"], capture_output=True, text=True
+        ).stdout.strip()
         return dict(super().describe(), python=self.python, python_version=version)
 
 

@@ -18,6 +18,7 @@ With ``detach`` the client returns once the arrays are submitted: the bundle sta
 submission (bundle.json ``submitted``: array id, script, jobs); a resume of it (``collect``) first waits for
 those arrays and takes their results, and only then runs what is still missing.
 """
+
 import json
 import os
 import shutil
@@ -50,8 +51,7 @@ def _tasks(sub):
 def _sbatch(path, env=None):
     """Submit the batch script at ``path``; returns the array's job id. Raises ExecutorError with sbatch's message."""
     try:
-        proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, timeout=120,
-                              env=env)
+        proc = subprocess.run(["sbatch", "--parsable", str(path)], capture_output=True, text=True, timeout=120, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ExecutorError("sbatch could not submit %s: %s" % (path, exc)) from None
     if proc.returncode != 0:
@@ -113,8 +113,14 @@ class _TaskSink:
         found.update(script=sub["script"], gres="gpu:%d" % sub["gpus"] if sub["gpus"] else None)
         task = self.ended.get(job_id)
         if task is not None:
-            found.update(state=task.state, reason=task.reason, exit_code=task.exit_code, node=found.get("node")
-                         or task.node, job_id=found.get("job_id") or task.job_id, state_source=task.source)
+            found.update(
+                state=task.state,
+                reason=task.reason,
+                exit_code=task.exit_code,
+                node=found.get("node") or task.node,
+                job_id=found.get("job_id") or task.job_id,
+                state_source=task.source,
+            )
         try:
             noted = self._task_file(job_id, ".suspended").read_text().split("\n")
         except OSError:
@@ -128,9 +134,12 @@ class _TaskSink:
         result = json.loads(path.read_text())
         result["slurm"] = self.record(job_id)
         if result["slurm"].get("suspensions") and result["status"] == "ok":
-            result.update(status=LOST, reason="Slurm suspended its task while the job ran (%s): its "
-                          "timing spans the pause, so it counts as interrupted and a resume runs it again; what it "
-                          "measured is kept" % "; ".join(result["slurm"]["suspensions"]))
+            result.update(
+                status=LOST,
+                reason="Slurm suspended its task while the job ran (%s): its "
+                "timing spans the pause, so it counts as interrupted and a resume runs it again; what it "
+                "measured is kept" % "; ".join(result["slurm"]["suspensions"]),
+            )
         contract.write_json(str(path), result)
         self.last = self.sink.accept(job_id, source)
         return self.last
@@ -150,8 +159,11 @@ def _ending(task, output):
     task's output. NODE_FAIL, PREEMPTED and BOOT_FAIL are the machine's faults: "interrupted"."""
     said = "; its output ends: %s" % " | ".join(output.seen) if output.seen else ""
     if task is None:
-        return "failed", "Slurm no longer knows this job's task (no accounting, no jobcomp file; absent from %d " \
-                         "answered polls, its output no longer growing) and it left no result%s" % (ABSENT_POLLS, said)
+        return (
+            "failed",
+            "Slurm no longer knows this job's task (no accounting, no jobcomp file; absent from %d "
+            "answered polls, its output no longer growing) and it left no result%s" % (ABSENT_POLLS, said),
+        )
     status = LOST if task.state in MACHINE_STATES else "skipped" if task.state in SKIPPED_STATES else "failed"
     return status, "Slurm: %s, without a result%s" % (task.describe(), said)
 
@@ -161,8 +173,14 @@ class _Watch:
     a row have not listed it (``absent``) at what output size (``size``)."""
 
     def __init__(self, sub, task_sink, job_id, output):
-        self.sub, self.task_sink, self.job_id, self.output, self.absent, self.size = \
-            sub, task_sink, job_id, output, 0, -1
+        self.sub, self.task_sink, self.job_id, self.output, self.absent, self.size = (
+            sub,
+            task_sink,
+            job_id,
+            output,
+            0,
+            -1,
+        )
 
     def gone(self, task):
         """Whether this poll (``task``: Slurm's answer for it, None when not listed) shows the task ended: a
@@ -193,8 +211,9 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None,
     for sub in submissions:
         task_sink = sinks[id(sub)] = _TaskSink(sink, sub)
         for index, job_id in enumerate(sub["jobs"]):
-            waiting[(sub["array_id"], index)] = _Watch(sub, task_sink, job_id, _Output(
-                _tasks(sub) / ("%s_%d.out" % (sub["array_id"], index))))
+            waiting[(sub["array_id"], index)] = _Watch(
+                sub, task_sink, job_id, _Output(_tasks(sub) / ("%s_%d.out" % (sub["array_id"], index)))
+            )
     unanswered_since = None
     while waiting:
         states = slurm_state.tasks(waiting, env)
@@ -233,10 +252,11 @@ def collect(submissions, sink, on_event, env=None, poll_s=POLL_S, deadline=None,
                         shutil.rmtree(folder, ignore_errors=True)
         if waiting:
             if unanswered_since is not None and time.time() - unanswered_since > unanswered_s:
-                raise Unanswered("Slurm has not answered for %d s: %d job(s) of array(s) %s may still run, none is "
-                                 "recorded as ended" % (unanswered_s, len(waiting),
-                                                        ", ".join(sorted({a for a, _ in waiting}))),
-                                 "`dlrepro run --resume <bundle>` once scontrol answers again takes their results")
+                raise Unanswered(
+                    "Slurm has not answered for %d s: %d job(s) of array(s) %s may still run, none is "
+                    "recorded as ended" % (unanswered_s, len(waiting), ", ".join(sorted({a for a, _ in waiting}))),
+                    "`dlrepro run --resume <bundle>` once scontrol answers again takes their results",
+                )
             if deadline is not None and time.time() > deadline:
                 return
             time.sleep(poll_s)
@@ -246,28 +266,44 @@ def cluster_check(partition=None, max_parallel=None, env=None):
     """Raise ExecutorError (naming the option and the fix) when Slurm cannot take this run: no sbatch on PATH,
     ``max_parallel`` below 1, or a ``partition`` the cluster does not have."""
     if max_parallel is not None and max_parallel < 1:
-        raise ExecutorError("--max-parallel %s: expected a number of tasks >= 1" % max_parallel,
-                            "give --max-parallel 1 or more, or leave it out (no cap)")
+        raise ExecutorError(
+            "--max-parallel %s: expected a number of tasks >= 1" % max_parallel,
+            "give --max-parallel 1 or more, or leave it out (no cap)",
+        )
     if shutil.which("sbatch") is None:
-        raise ExecutorError("--executor slurm: no sbatch on PATH (this host is not a Slurm submit host)",
-                            "run on a login node of the cluster (with slurm-client installed), or use --executor docker")
+        raise ExecutorError(
+            "--executor slurm: no sbatch on PATH (this host is not a Slurm submit host)",
+            "run on a login node of the cluster (with slurm-client installed), or use --executor docker",
+        )
     if partition:
         known = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, env=env).stdout.split()
         if partition not in known:
-            raise ExecutorError("--partition %s: the cluster has no such partition (it has: %s)"
-                                % (partition, ", ".join(sorted(set(known))) or "none that sinfo lists"),
-                                "give one of those, or leave --partition out for the cluster's default")
+            raise ExecutorError(
+                "--partition %s: the cluster has no such partition (it has: %s)"
+                % (partition, ", ".join(sorted(set(known))) or "none that sinfo lists"),
+                "give one of those, or leave --partition out for the cluster's default",
+            )
 
 
 class SlurmExecutor(DockerExecutor):
     """Runs each image group as Slurm job arrays, one task per job, in the docker executor's container on the
     node Slurm picks (see the module's text). The image is built (or found) on this host's engine; the nodes'
     engines must have it too (the same engine, a registry, or ``docker save | docker load``)."""
+
     name = "slurm"
     serves = False  # one array task per job, each in a container of its own: no study-wide worker pool
 
-    def __init__(self, device="cpu", gpu=0, memory=None, partition=None, options=(), max_parallel=None,
-                 detach=False, isolation="worker"):
+    def __init__(
+        self,
+        device="cpu",
+        gpu=0,
+        memory=None,
+        partition=None,
+        options=(),
+        max_parallel=None,
+        detach=False,
+        isolation="worker",
+    ):
         """``partition``: sbatch --partition (None: the cluster's default); ``options``: more sbatch options, e.g.
         ["--account=lab"]; ``max_parallel``: at most this many tasks of an array at once; ``detach``: return once
         submitted; ``isolation``: the supervisor's, as the docker executor's. Raises ExecutorError for options
@@ -310,10 +346,23 @@ class SlurmExecutor(DockerExecutor):
         for (threads, gpus), group in shapes.items():
             suffix = "".join(["-t%d" % threads if threads else "", "-gpu%d" % gpus if gpus else ""])
             name = "slurm/%s-%s-%s%s.sbatch" % (scratch.parent.name, scratch.name, image.image.name, suffix)
-            args = task_args(image.tag, user, scratch, data_root, self.run_id or "", gpus,
-                             self.supervisor("python", "/jobs", "/out"))
-            text = script(args, engine.name(), [j["id"] for j in group], scratch, self.run_id or "run", threads, gpus,
-                          time_minutes(group), self.partition, self.options, self.max_parallel, self.memory)
+            args = task_args(
+                image.tag, user, scratch, data_root, self.run_id or "", gpus, self.supervisor("python", "/jobs", "/out")
+            )
+            text = script(
+                args,
+                engine.name(),
+                [j["id"] for j in group],
+                scratch,
+                self.run_id or "run",
+                threads,
+                gpus,
+                time_minutes(group),
+                self.partition,
+                self.options,
+                self.max_parallel,
+                self.memory,
+            )
             try:
                 array_id = _sbatch(sink.launched(name, text))
             except ExecutorError as exc:
@@ -321,9 +370,18 @@ class SlurmExecutor(DockerExecutor):
                     sink.missing(job, "failed", str(exc))
                 continue
             self.arrays.append(array_id)
-            sub = {"executor": self.name, "array_id": array_id, "script": name, "scratch": str(scratch),
-                   "tasks": str(tasks_of(scratch)), "jobs": [j["id"] for j in group], "gpus": gpus, "threads": threads, "engine": engine.name(),
-                   "submitted": contract.utc_now()}
+            sub = {
+                "executor": self.name,
+                "array_id": array_id,
+                "script": name,
+                "scratch": str(scratch),
+                "tasks": str(tasks_of(scratch)),
+                "jobs": [j["id"] for j in group],
+                "gpus": gpus,
+                "threads": threads,
+                "engine": engine.name(),
+                "submitted": contract.utc_now(),
+            }
             sink.submitted(sub)
             submissions.append(sub)
             for job in group:
@@ -341,5 +399,10 @@ class SlurmExecutor(DockerExecutor):
             raise
 
     def describe(self):
-        return dict(super().describe(), partition=self.partition, slurm_options=self.options,
-                    max_parallel=self.max_parallel, detach=self.detach)
+        return dict(
+            super().describe(),
+            partition=self.partition,
+            slurm_options=self.options,
+            max_parallel=self.max_parallel,
+            detach=self.detach,
+        )

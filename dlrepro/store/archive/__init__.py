@@ -29,10 +29,20 @@ image tars to a temporary folder, and then checks MANIFEST.sha256, the bundle's 
 RO-Crate's sha256 values, the specs against bundle.json, each image tar's config digest against
 its recorded image ID, and the bundle's schema (``dlrepro.validate.check``).
 """
+
 from dlrepro.errors import ArchiveError
 from dlrepro.store.archive.checks import Verified, verify
 from dlrepro.store.archive.members import CRATE, MANIFEST, image_config_digest
 from dlrepro.store.archive.write import DEFAULT_LICENSE, Created, create
 
-__all__ = ["ArchiveError", "CRATE", "Created", "DEFAULT_LICENSE", "MANIFEST", "Verified", "create", "image_config_digest",
-           "verify"]
+__all__ = [
+    "ArchiveError",
+    "CRATE",
+    "Created",
+    "DEFAULT_LICENSE",
+    "MANIFEST",
+    "Verified",
+    "create",
+    "image_config_digest",
+    "verify",
+]

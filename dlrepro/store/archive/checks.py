@@ -1,5 +1,6 @@
 """Verifying an archive: its three checksum records (MANIFEST.sha256, the bundle's SHA256SUMS, the RO-Crate)
 against the members, the specs and image tars against bundle.json, and the bundle's schema (dlrepro.store.validate)."""
+
 import json
 import os
 import tempfile
@@ -30,8 +31,14 @@ class Verified:
 def parse_sums(text, where):
     """{path: sha256} from `sha256sum` lines; problems for lines that are not."""
     listed, bad = files.parse_sums(text)
-    return listed, [Problem("manifest" if where == MANIFEST else "sha256sums", where,
-                            "line %d is not '<sha256>  <path>': %r" % (n, line[:80])) for n, line in bad]
+    return listed, [
+        Problem(
+            "manifest" if where == MANIFEST else "sha256sums",
+            where,
+            "line %d is not '<sha256>  <path>': %r" % (n, line[:80]),
+        )
+        for n, line in bad
+    ]
 
 
 def check_listing(check, listing, listed, actual, prefix="", others=()):
@@ -46,12 +53,23 @@ def check_listing(check, listing, listed, actual, prefix="", others=()):
         elif actual[full] != digest:
             listing_others = [o for o in others if full in o]
             if listing_others and all(o[full] == actual[full] for o in listing_others):
-                problems.append(Problem(check, listing, "lists %s with sha256 %s, but the file and the other "
-                                        "checksum records agree on %s: %s was modified" % (
-                                            full, digest[:16], actual[full][:16], listing)))
+                problems.append(
+                    Problem(
+                        check,
+                        listing,
+                        "lists %s with sha256 %s, but the file and the other "
+                        "checksum records agree on %s: %s was modified"
+                        % (full, digest[:16], actual[full][:16], listing),
+                    )
+                )
             else:
-                problems.append(Problem(check, full, "sha256 %s, but %s lists %s: the file was modified" % (
-                    actual[full][:16], listing, digest[:16])))
+                problems.append(
+                    Problem(
+                        check,
+                        full,
+                        "sha256 %s, but %s lists %s: the file was modified" % (actual[full][:16], listing, digest[:16]),
+                    )
+                )
     return problems
 
 
@@ -75,13 +93,25 @@ def check_specs(root, body, actual):
         problems.append(Problem("spec", resolved, "missing: the archive must hold the resolved spec"))
     else:
         if actual[resolved] != spec.get("sha256"):
-            problems.append(Problem("spec", resolved, "sha256 %s, but bundle.json's spec.sha256 is %s" % (
-                actual[resolved][:16], str(spec.get("sha256"))[:16])))
+            problems.append(
+                Problem(
+                    "spec",
+                    resolved,
+                    "sha256 %s, but bundle.json's spec.sha256 is %s"
+                    % (actual[resolved][:16], str(spec.get("sha256"))[:16]),
+                )
+            )
         elif (root / resolved).read_bytes() != canonical_json(spec.get("resolved")).encode():
             problems.append(Problem("spec", "bundle/bundle.json", "spec.resolved differs from %s" % resolved))
     if original in actual and actual[original] != spec.get("file_sha256"):
-        problems.append(Problem("spec", original, "sha256 %s, but bundle.json's spec.file_sha256 is %s" % (
-            actual[original][:16], str(spec.get("file_sha256"))[:16])))
+        problems.append(
+            Problem(
+                "spec",
+                original,
+                "sha256 %s, but bundle.json's spec.file_sha256 is %s"
+                % (actual[original][:16], str(spec.get("file_sha256"))[:16]),
+            )
+        )
     return problems
 
 
@@ -92,8 +122,13 @@ def check_images(body, digests):
         if name not in recorded:
             problems.append(Problem("docker", name, "an image archive of no image that bundle.json records"))
         elif digest != recorded[name]:
-            problems.append(Problem("docker", name, "image config digest %s, but bundle.json records image ID %s"
-                                    % (digest, recorded[name])))
+            problems.append(
+                Problem(
+                    "docker",
+                    name,
+                    "image config digest %s, but bundle.json records image ID %s" % (digest, recorded[name]),
+                )
+            )
     return problems
 
 
@@ -104,8 +139,13 @@ def check_schema(bundle_dir):
         found = validate.check(bundle_dir)
     except DlreproError as exc:
         found = [Problem("bundle", "bundle.json", "could not be checked: %s" % exc)]
-    return [Problem("schema/%s" % p.check, _in_bundle(bundle_dir, p.file),
-                    str(p.message).replace(str(bundle_dir), "bundle")) for p in found if p.check != "checksums"]
+    return [
+        Problem(
+            "schema/%s" % p.check, _in_bundle(bundle_dir, p.file), str(p.message).replace(str(bundle_dir), "bundle")
+        )
+        for p in found
+        if p.check != "checksums"
+    ]
 
 
 def _in_bundle(bundle_dir, file):
@@ -146,15 +186,24 @@ def read_listings(root, actual):
 def check_checksums(actual, manifest, sums, crate):
     """Every member against each record that should list it, and every member listed where it should be."""
     problems = check_listing("manifest", MANIFEST, manifest, actual, others=[crate, sums])
-    problems += [Problem("manifest", n, "in the archive but not listed in %s" % MANIFEST)
-                 for n in sorted(actual) if n not in manifest and n != MANIFEST]
+    problems += [
+        Problem("manifest", n, "in the archive but not listed in %s" % MANIFEST)
+        for n in sorted(actual)
+        if n not in manifest and n != MANIFEST
+    ]
     problems += check_listing("sha256sums", "bundle/" + SUMS, sums, actual, others=[manifest, crate])
-    problems += [Problem("sha256sums", n, "in the bundle but not listed in its %s" % SUMS)
-                 for n in sorted(actual) if n.startswith("bundle/") and n not in sums and n != "bundle/" + SUMS]
+    problems += [
+        Problem("sha256sums", n, "in the bundle but not listed in its %s" % SUMS)
+        for n in sorted(actual)
+        if n.startswith("bundle/") and n not in sums and n != "bundle/" + SUMS
+    ]
     if crate:
         problems += check_listing("ro-crate", CRATE, crate, actual, others=[manifest, sums])
-        problems += [Problem("ro-crate", n, "in the archive but not a File of %s" % CRATE)
-                     for n in sorted(actual) if n not in crate and n not in (CRATE, MANIFEST)]
+        problems += [
+            Problem("ro-crate", n, "in the archive but not a File of %s" % CRATE)
+            for n in sorted(actual)
+            if n not in crate and n not in (CRATE, MANIFEST)
+        ]
     return problems
 
 
@@ -168,8 +217,9 @@ def check_bundle(root, top, actual, digests, scratch):
         return [Problem("schema", "bundle/bundle.json", "unreadable (%s)" % exc)]
     problems = []
     if body.get("id") != top:
-        problems.append(Problem("schema", "bundle/bundle.json", "id %r, but the archive's folder is %r"
-                                % (body.get("id"), top)))
+        problems.append(
+            Problem("schema", "bundle/bundle.json", "id %r, but the archive's folder is %r" % (body.get("id"), top))
+        )
     problems += check_specs(root, body, actual) + check_images(body, digests)
     bundle_dir = scratch / top  # validate sees a folder named as the bundle
     bundle_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -195,9 +245,14 @@ def verify(archive):
 
 def require_archive_file(archive):
     if archive.is_dir():
-        hint = " (it is a bundle folder: check it with `dlrepro validate %s`, archive it with `dlrepro archive %s`)" \
-            % (archive, archive) if (archive / "bundle.json").is_file() else ""
-        raise ArchiveError("%s is a folder, not a .tar.gz archive; give the file `dlrepro archive` wrote%s"
-                           % (archive, hint))
+        hint = (
+            " (it is a bundle folder: check it with `dlrepro validate %s`, archive it with `dlrepro archive %s`)"
+            % (archive, archive)
+            if (archive / "bundle.json").is_file()
+            else ""
+        )
+        raise ArchiveError(
+            "%s is a folder, not a .tar.gz archive; give the file `dlrepro archive` wrote%s" % (archive, hint)
+        )
     if not archive.is_file():
         raise ArchiveError("%s: no such archive file; give the .tar.gz that `dlrepro archive` wrote" % archive)

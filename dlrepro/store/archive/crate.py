@@ -1,5 +1,6 @@
 """The archive's RO-Crate metadata (rocrate library): every file with its sha256, size and format, the run as a
 CreateAction whose instruments are the images and the suite."""
+
 import json
 import mimetypes
 from pathlib import Path
@@ -7,10 +8,21 @@ from pathlib import Path
 from dlrepro import __version__
 from dlrepro.store.archive.members import MANIFEST, SUMS
 
-FORMATS = {".json": "application/json", ".csv": "text/csv", ".parquet": "application/vnd.apache.parquet",
-           ".yaml": "application/yaml", ".txt": "text/plain", ".lock": "text/plain", ".in": "text/plain",
-           ".tar": "application/x-tar", ".md": "text/markdown", ".html": "text/html", ".png": "image/png",
-           ".svg": "image/svg+xml", ".log": "text/plain"}
+FORMATS = {
+    ".json": "application/json",
+    ".csv": "text/csv",
+    ".parquet": "application/vnd.apache.parquet",
+    ".yaml": "application/yaml",
+    ".txt": "text/plain",
+    ".lock": "text/plain",
+    ".in": "text/plain",
+    ".tar": "application/x-tar",
+    ".md": "text/markdown",
+    ".html": "text/html",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".log": "text/plain",
+}
 
 
 PLAIN_NAMES = {"Dockerfile": "text/plain", SUMS: "text/plain", MANIFEST: "text/plain"}
@@ -18,8 +30,12 @@ PLAIN_NAMES = {"Dockerfile": "text/plain", SUMS: "text/plain", MANIFEST: "text/p
 
 def encoding_format(name):
     base = name.rsplit("/", 1)[-1]
-    return PLAIN_NAMES.get(base) or FORMATS.get(Path(base).suffix) or mimetypes.guess_type(base)[0] or \
-        "application/octet-stream"
+    return (
+        PLAIN_NAMES.get(base)
+        or FORMATS.get(Path(base).suffix)
+        or mimetypes.guess_type(base)[0]
+        or "application/octet-stream"
+    )
 
 
 def schema_versions(bundle_dir):
@@ -53,52 +69,106 @@ def crate_json(body, members, schemas, license_id, author):
     crate = ROCrate()
     crate.root_dataset["datePublished"] = body.get("finished") or body.get("created")
     crate.name = "dlrepro result bundle %s" % body["id"]
-    crate.description = "Benchmark results of spec %s (%s executor, %s) with the exact specs, image locks, " \
-                        "rendered Dockerfiles%s" % (body["spec"]["name"], (body.get("executor") or {}).get("executor"),
-                                                    (body.get("executor") or {}).get("device"),
-                                                    " and image archives" if any(m.name.startswith("docker/")
-                                                                                 for m in members) else "")
-    lic = crate.add(ContextEntity(crate, "https://spdx.org/licenses/%s" % license_id,
-                                  properties={"@type": "CreativeWork", "name": license_id,
-                                              "identifier": license_id}))
+    crate.description = (
+        "Benchmark results of spec %s (%s executor, %s) with the exact specs, image locks, "
+        "rendered Dockerfiles%s"
+        % (
+            body["spec"]["name"],
+            (body.get("executor") or {}).get("executor"),
+            (body.get("executor") or {}).get("device"),
+            " and image archives" if any(m.name.startswith("docker/") for m in members) else "",
+        )
+    )
+    lic = crate.add(
+        ContextEntity(
+            crate,
+            "https://spdx.org/licenses/%s" % license_id,
+            properties={"@type": "CreativeWork", "name": license_id, "identifier": license_id},
+        )
+    )
     crate.license = lic
     crate.root_dataset["identifier"] = body["id"]
     crate.root_dataset["schemaVersion"] = sorted(set(schemas.values()))
     files = {}
     for m in members:
-        props = {"name": m.name.rsplit("/", 1)[-1], "sha256": m.sha256, "contentSize": str(m.size),
-                 "encodingFormat": encoding_format(m.name)}
-        schema = schemas.get(m.name[len("bundle/"):]) if m.name.startswith("bundle/") else None
+        props = {
+            "name": m.name.rsplit("/", 1)[-1],
+            "sha256": m.sha256,
+            "contentSize": str(m.size),
+            "encodingFormat": encoding_format(m.name),
+        }
+        schema = schemas.get(m.name[len("bundle/") :]) if m.name.startswith("bundle/") else None
         if schema:
             props["schemaVersion"] = schema
         files[m.name] = crate.add_file(dest_path=m.name, properties=props)
-    suite = (body.get("suite") or {})
+    suite = body.get("suite") or {}
     git = suite.get("git") or {}
-    tools = [crate.add(ContextEntity(crate, "#dlrepro", properties={
-        "@type": "SoftwareApplication", "name": "dlrepro", "version": suite.get("version") or __version__,
-        **({"identifier": "git:%s%s" % (git["commit"], "-dirty" if git.get("dirty") else "")} if git else {})}))]
+    tools = [
+        crate.add(
+            ContextEntity(
+                crate,
+                "#dlrepro",
+                properties={
+                    "@type": "SoftwareApplication",
+                    "name": "dlrepro",
+                    "version": suite.get("version") or __version__,
+                    **(
+                        {"identifier": "git:%s%s" % (git["commit"], "-dirty" if git.get("dirty") else "")}
+                        if git
+                        else {}
+                    ),
+                },
+            )
+        )
+    ]
     for image in body.get("images") or []:
         saved = files.get("docker/%s.tar" % image["name"])
-        props = {"@type": "SoftwareApplication", "name": image["name"], "identifier": image["image_id"],
-                 "alternateName": image.get("tag"), "softwareVersion": image.get("framework_version"),
-                 "applicationCategory": "container image"}
-        parts = [files[n] for n in ("bundle/images/%s/Dockerfile" % image["name"],
-                                    "bundle/images/%s/requirements.lock" % image["name"]) if n in files]
+        props = {
+            "@type": "SoftwareApplication",
+            "name": image["name"],
+            "identifier": image["image_id"],
+            "alternateName": image.get("tag"),
+            "softwareVersion": image.get("framework_version"),
+            "applicationCategory": "container image",
+        }
+        parts = [
+            files[n]
+            for n in (
+                "bundle/images/%s/Dockerfile" % image["name"],
+                "bundle/images/%s/requirements.lock" % image["name"],
+            )
+            if n in files
+        ]
         if parts:
             props["softwareRequirements"] = parts
         if saved:
             props["distribution"] = saved
-        tools.append(crate.add(ContextEntity(crate, "#image-%s" % image["name"],
-                                             properties={k: v for k, v in props.items() if v is not None})))
-    action = {"@type": "CreateAction", "name": "dlrepro run %s" % body["id"], "description": body.get("command"),
-              "startTime": body.get("created"), "endTime": body.get("finished"),
-              "actionStatus": "http://schema.org/CompletedActionStatus"}
+        tools.append(
+            crate.add(
+                ContextEntity(
+                    crate, "#image-%s" % image["name"], properties={k: v for k, v in props.items() if v is not None}
+                )
+            )
+        )
+    action = {
+        "@type": "CreateAction",
+        "name": "dlrepro run %s" % body["id"],
+        "description": body.get("command"),
+        "startTime": body.get("created"),
+        "endTime": body.get("finished"),
+        "actionStatus": "http://schema.org/CompletedActionStatus",
+    }
     if author:
         person = crate.add(Person(crate, "#author", properties={"name": author}))
         crate.creator = person
         action["agent"] = person
     inputs = [files[n] for n in sorted(files) if n.startswith("specs/")]
     outputs = [files[n] for n in sorted(files) if n.startswith("bundle/")]
-    crate.add_action(tools, identifier="#run-%s" % body["id"], object=inputs, result=outputs,
-                     properties={k: v for k, v in action.items() if v is not None})
+    crate.add_action(
+        tools,
+        identifier="#run-%s" % body["id"],
+        object=inputs,
+        result=outputs,
+        properties={k: v for k, v in action.items() if v is not None},
+    )
     return json.dumps(crate.metadata.generate(), indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"

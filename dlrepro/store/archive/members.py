@@ -1,5 +1,6 @@
 """What an archive holds, found from a bundle: the bundle's files, its spec as run, its images' lock inputs,
 and `docker save` tars of its images (checked against the image IDs the bundle records)."""
+
 import hashlib
 import json
 import tarfile
@@ -18,6 +19,7 @@ SUMS = "SHA256SUMS"
 @dataclass
 class Member:
     """One file of the archive: its name below <bundle-id>/ and its bytes or a file holding them."""
+
     name: str
     data: bytes | None = None
     path: Path | None = None
@@ -38,16 +40,20 @@ def spec_members(body):
     commit = ((body.get("suite") or {}).get("git") or {}).get("commit")
     recorded = Path(spec["file"])
     if recorded.is_absolute():
-        found = (recorded.read_bytes(), str(recorded)) if recorded.is_file() and \
-            sha256_file(recorded) == spec["file_sha256"] else None
+        found = (
+            (recorded.read_bytes(), str(recorded))
+            if recorded.is_file() and sha256_file(recorded) == spec["file_sha256"]
+            else None
+        )
     else:
         found = versioned_file(recorded.as_posix(), spec["file_sha256"], commit)
     if found:
         members.append(Member("specs/%s.yaml" % spec["name"], data=found[0]))
         return members, []
-    return members, ["spec file %s with sha256 %s is neither in the work tree nor in git history: the archive "
-                     "holds the resolved spec only (specs/%s.resolved.json)" % (spec["file"], spec["file_sha256"],
-                                                                                 spec["name"])]
+    return members, [
+        "spec file %s with sha256 %s is neither in the work tree nor in git history: the archive "
+        "holds the resolved spec only (specs/%s.resolved.json)" % (spec["file"], spec["file_sha256"], spec["name"])
+    ]
 
 
 def lock_members(bundle_dir, body):
@@ -69,8 +75,10 @@ def lock_members(bundle_dir, body):
         if source:
             members.append(Member("images/%s/requirements.in" % name, data=source))
         else:
-            warnings.append("image %s: no version of images/locks/%s.in belongs to the bundle's lock; archived "
-                            "without it" % (name, name))
+            warnings.append(
+                "image %s: no version of images/locks/%s.in belongs to the bundle's lock; archived "
+                "without it" % (name, name)
+            )
     return members, warnings
 
 
@@ -78,8 +86,9 @@ def bundle_members(bundle_dir):
     members = []
     for path in sorted(bundle_dir.rglob("*")):
         if path.is_symlink():
-            raise ArchiveError("%s: a symbolic link in a bundle; bundles hold regular files only (replace it "
-                               "with the file)" % path)
+            raise ArchiveError(
+                "%s: a symbolic link in a bundle; bundles hold regular files only (replace it with the file)" % path
+            )
         if path.is_file():
             members.append(Member("bundle/" + path.relative_to(bundle_dir).as_posix(), path=path))
     return members
@@ -105,9 +114,10 @@ def save_image(image, dest, log):
     try:
         found = client.images.get(image["image_id"])
     except docker.errors.ImageNotFound:
-        raise ArchiveError("image %s (%s, ID %s) recorded in bundle.json is not in this Docker engine: load it "
-                           "(`docker load`) or archive without --images" % (image["name"], image.get("tag"),
-                                                                           image["image_id"])) from None
+        raise ArchiveError(
+            "image %s (%s, ID %s) recorded in bundle.json is not in this Docker engine: load it "
+            "(`docker load`) or archive without --images" % (image["name"], image.get("tag"), image["image_id"])
+        ) from None
     log("docker save %s (%s)" % (image["name"], image["image_id"][:19]))
     named = image.get("tag") if image.get("tag") in found.tags else False
     with open(dest, "wb") as out:
@@ -116,5 +126,7 @@ def save_image(image, dest, log):
     with tarfile.open(dest) as tar:
         digest = image_config_digest(tar)
     if digest != image["image_id"]:
-        raise ArchiveError("docker save of %s gave an image with config digest %s, not the recorded %s; the engine's "
-                           "copy differs from the one the bundle ran" % (image["name"], digest, image["image_id"]))
+        raise ArchiveError(
+            "docker save of %s gave an image with config digest %s, not the recorded %s; the engine's "
+            "copy differs from the one the bundle ran" % (image["name"], digest, image["image_id"])
+        )

@@ -1,5 +1,6 @@
 """Reading an archive once, to its real end: every member hashed, all but the image tars extracted, unsafe
 members refused, and damage to the gzip or tar stream reported as one problem naming the archive."""
+
 import gzip
 import hashlib
 import io
@@ -29,7 +30,7 @@ class _HashingReader(io.RawIOBase):
     def readinto(self, buffer):
         data = self.raw.read(len(buffer))
         self.hash.update(data)
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def drain(self):
@@ -85,7 +86,7 @@ class _Tail(io.RawIOBase):
 
     def readinto(self, buffer):
         data = self.raw.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         if data:
             self.chunks.append((self.pos, data))
             self.pos, self.kept = self.pos + len(data), self.kept + len(data)
@@ -98,13 +99,14 @@ class _Tail(io.RawIOBase):
         if not self.chunks or start < self.chunks[0][0]:
             return b""
         base = self.chunks[0][0]
-        return b"".join(c for _, c in self.chunks)[start - base:end - base]
+        return b"".join(c for _, c in self.chunks)[start - base : end - base]
 
 
 @dataclass
 class Read:
     """What streaming an archive found: its top folder, {name below it: sha256}, {image tar: config digest},
     problems, and whether the stream is damaged (then nothing in it can be trusted)."""
+
     top: str | None = None
     hashes: dict = field(default_factory=dict)
     digests: dict = field(default_factory=dict)
@@ -171,8 +173,11 @@ def _padding(tail, info, read, path):
         return
     start = info.offset_data + info.size
     if read.damage is None and tail.span(start, start + (-info.size % tarfile.BLOCKSIZE)).strip(b"\0"):
-        read.damage = Problem("tar", str(path), "non-zero bytes in the padding after member %s: the archive was "
-                              "altered" % info.name.split("/", 1)[-1])
+        read.damage = Problem(
+            "tar",
+            str(path),
+            "non-zero bytes in the padding after member %s: the archive was altered" % info.name.split("/", 1)[-1],
+        )
 
 
 def _end_of_archive(tail, end, read, path):
@@ -185,11 +190,15 @@ def _end_of_archive(tail, end, read, path):
         length += len(data)
         data = tail.read(1 << 20)
     if first is not None and first < end + tarfile.BLOCKSIZE:
-        why = "a damaged block at byte %d of the tar stream, where a member header or the end-of-archive marker " \
-              "belongs: the archive is corrupt" % end
+        why = (
+            "a damaged block at byte %d of the tar stream, where a member header or the end-of-archive marker "
+            "belongs: the archive is corrupt" % end
+        )
     elif first is not None:
-        why = "non-zero bytes after the end-of-archive marker (first at byte %d of the tar stream): the archive was " \
-              "altered" % first
+        why = (
+            "non-zero bytes after the end-of-archive marker (first at byte %d of the tar stream): the archive was "
+            "altered" % first
+        )
     elif length < 2 * tarfile.BLOCKSIZE:
         why = "truncated: the tar stream ends after %d bytes without its end-of-archive marker (two zero blocks)" % end
     else:
@@ -212,5 +221,8 @@ def _damage(path, exc, member):
         check, why = "tar", "not a valid tar stream"
     else:
         check, why = "archive", "cannot be read"
-    return Problem(check, str(path), "%s%s (%s: %s); the archive is damaged: use an intact copy" % (
-        why, where, exc.__class__.__name__, text))
+    return Problem(
+        check,
+        str(path),
+        "%s%s (%s: %s); the archive is damaged: use an intact copy" % (why, where, exc.__class__.__name__, text),
+    )

@@ -1,4 +1,5 @@
 """Writing an archive: a deterministic tar.gz of a valid bundle and everything it references."""
+
 import gzip
 import io
 import json
@@ -13,8 +14,15 @@ from dlrepro import files
 from dlrepro.errors import ArchiveError, DlreproError, Problem
 from dlrepro.store import validate
 from dlrepro.store.archive.crate import crate_json, schema_versions
-from dlrepro.store.archive.members import CRATE, MANIFEST, Member, bundle_members, lock_members, save_image, \
-    spec_members
+from dlrepro.store.archive.members import (
+    CRATE,
+    MANIFEST,
+    Member,
+    bundle_members,
+    lock_members,
+    save_image,
+    spec_members,
+)
 from dlrepro.store.bundle import locate
 
 DEFAULT_LICENSE = "CC-BY-4.0"
@@ -40,17 +48,20 @@ def write_tar(out, top, members, mtime):
     the partial file is removed)."""
     partial = out.with_name("." + out.name + ".partial")
     try:
-        with open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
-                                                       compresslevel=6) as gz, \
-                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        with (
+            open(partial, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
             for m in sorted(members, key=lambda m: m.name):
                 add_member(tar, "%s/%s" % (top, m.name), m, mtime)
         os.replace(partial, out)
     except BaseException as exc:
         partial.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise ArchiveError("%s: could not be written (%s); nothing was written: free space or choose another "
-                               "--out" % (out, exc)) from None
+            raise ArchiveError(
+                "%s: could not be written (%s); nothing was written: free space or choose another --out" % (out, exc)
+            ) from None
         raise
 
 
@@ -75,9 +86,11 @@ def require_valid(bundle_dir):
         lines = ["  %s: %s: %s" % (p.file, p.check, p.message) for p in problems[:20]]
         if len(problems) > 20:
             lines.append("  ... and %d more" % (len(problems) - 20))
-        raise ArchiveError("%s: not a valid bundle (%d problem(s)), so it is not archived; an archive holds a valid "
-                           "bundle only:\n%s\nrun `dlrepro validate %s` and fix the bundle or re-run it"
-                           % (bundle_dir, len(problems), "\n".join(lines), bundle_dir))
+        raise ArchiveError(
+            "%s: not a valid bundle (%d problem(s)), so it is not archived; an archive holds a valid "
+            "bundle only:\n%s\nrun `dlrepro validate %s` and fix the bundle or re-run it"
+            % (bundle_dir, len(problems), "\n".join(lines), bundle_dir)
+        )
 
 
 def out_path(out, bundle_id):
@@ -91,8 +104,9 @@ def out_path(out, bundle_id):
     if out.is_dir():
         out = out / name
     if not out.parent.is_dir():
-        raise ArchiveError("--out %s: folder %s does not exist; create it or give an existing folder"
-                           % (out, out.parent))
+        raise ArchiveError(
+            "--out %s: folder %s does not exist; create it or give an existing folder" % (out, out.parent)
+        )
     return out
 
 
@@ -112,8 +126,10 @@ def create(bundle, out=None, images=False, license_id=DEFAULT_LICENSE, author=No
         bundle_id = body["id"]
         body["spec"]["file_sha256"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise ArchiveError("%s: unreadable or incomplete bundle.json (%s); run `dlrepro validate %s`"
-                           % (bundle_dir / "bundle.json", exc, bundle_dir)) from None
+        raise ArchiveError(
+            "%s: unreadable or incomplete bundle.json (%s); run `dlrepro validate %s`"
+            % (bundle_dir / "bundle.json", exc, bundle_dir)
+        ) from None
     out = out_path(out, bundle_id)
     members = bundle_members(bundle_dir)
     specs, warnings = spec_members(body)
@@ -124,8 +140,10 @@ def create(bundle, out=None, images=False, license_id=DEFAULT_LICENSE, author=No
         if images:
             recorded = [i for i in body.get("images") or [] if i.get("image_id")]
             if not recorded:
-                warnings.append("--images: bundle.json records no image (executor %s); nothing saved"
-                                % (body.get("executor") or {}).get("executor"))
+                warnings.append(
+                    "--images: bundle.json records no image (executor %s); nothing saved"
+                    % (body.get("executor") or {}).get("executor")
+                )
             for image in recorded:
                 dest = Path(tmp) / ("%s.tar" % image["name"])
                 save_image(image, dest, log)
