@@ -160,9 +160,10 @@ def test_invoke_check_prints_ratios_verdicts_and_the_ranking():
     # a CPU run is not ranked against the Titan X rerun, and no order is ever called the study's conclusion
     assert "tau" not in done.stdout and "conclusion" not in done.stdout
     # what gives no cell is listed with its reason, under its table: frameworks the rerun has no number for, and
-    # its tools the suite does not run
+    # its tools the suite does not run (Lua Torch 7 it runs: the committed bundle has no job of it)
     assert done.stdout.strip().splitlines()[-1] == (
-        "not compared: Caffe2, JAX, PyTorch: no published number in this table; Theano, Torch: not run by this suite"
+        "not compared: Caffe2, JAX, PyTorch: no published number in this table; Theano: not run by this suite; Torch: "
+        "no job in this bundle"
     )
 
 
@@ -175,13 +176,13 @@ def test_check_with_nothing_to_compare_exits_2_saying_what_is_missing_and_what_t
     assert done.stdout.strip().splitlines() == [
         "seconds per minibatch, third party rerun on NVIDIA GTX Titan X (Maxwell), Intel i7-5960X, CUDA 7.5, cuDNN "
         "5.1, driver 367.44: no cell here",
-        "not compared: PyTorch: no published number in this table; Caffe, CNTK, MXNet, TensorFlow: no job in this "
-        "bundle; Theano, Torch: not run by this suite",
+        "not compared: PyTorch: no published number in this table; Caffe, CNTK, MXNet, TensorFlow, Torch: no job in "
+        "this bundle; Theano: not run by this suite",
         "not compared: PyTorch at alexnet-s, batch 32, 64, 128: no published number at this configuration",
         "nothing compared (exit status 2): no job of %s is at a published configuration with a published number "
         "for its framework (its jobs: PyTorch at alexnet-s, batch 16, 32, 64, 128); spec alexnet's published numbers "
         "are at alexnet-s, batch 16: CNTK, Caffe, MXNet, TensorFlow, Theano, Torch; e.g. `dlrepro run --spec=alexnet "
-        "--variant=alexnet-s --batch-size=16 --framework=caffe,cntk,mxnet,tensorflow`" % H200_TORCH,
+        "--variant=alexnet-s --batch-size=16 --framework=caffe,cntk,mxnet,tensorflow,torch7`" % H200_TORCH,
     ]
 
 
