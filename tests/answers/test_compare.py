@@ -194,7 +194,7 @@ def test_check_of_bundles_that_compare_nothing_says_why_in_one_line_and_never_a_
         "nothing compared (exit status 2): no job of lstm-20261202T004512Z-59250ca9 is at a published configuration "
         "with a published number for its framework (its jobs: JAX at lstm-synthetic, batch 1024); spec lstm's "
         "published numbers are at lstm, batch 128: CNTK, MXNet, TensorFlow, Theano, Torch; e.g. `dlrepro run "
-        "--spec=lstm --variant=lstm --batch-size=128 --framework=cntk,mxnet,tensorflow`"
+        "--spec=lstm --variant=lstm --batch-size=128 --framework=cntk,mxnet,tensorflow,torch7`"
     )
     # the DLF study's CIFAR-10 bundle, every job skipped for the dataset: one clause for the five jobs, and the
     # recorded remedy (fetch the data; a resume alone would skip them again), as the dlrepro command
