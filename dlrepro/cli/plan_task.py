@@ -24,7 +24,7 @@ from dlrepro.cli.options import count, task
     }
 )
 def plan(c, study, gpu_model="", gpu_count="", cpus="", datasets="", allow_ptx_jit=False, versions="today"):
-    """Say what a host would get of a study, and what renting it takes.
+    """Say what a host can test of a study, and its rent.
 
     Every claim and published cell: testable, or the exact reason (no GPU, too few GPUs or cores, a tool the suite
     does not run, no image or no kernels for the GPU, no such model in the adapter, a dataset to fetch), each tool

@@ -130,7 +130,7 @@ def test_builds_on_threads_of_their_own_each_speak():
     assert said.count("torch: step 7/15") >= 2 and said.count("jax: step 7/15") >= 2
 
 
-def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch):
+def test_eight_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch):
     unreachable(monkeypatch, "cifar10")
     fresh_cache(monkeypatch, tmp_path)
     with consolemod.console.capture() as captured:
@@ -142,11 +142,12 @@ def test_seven_jobs_skipped_for_one_cause_print_one_remedy(tmp_path, monkeypatch
                 reporter=reporter,
             )
     text = captured.get()
-    ids = ["alexnet-r.%s.cpu.b1024" % f for f in ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe")]
+    frameworks = ("torch", "tensorflow", "mxnet", "jax", "cntk", "caffe2", "caffe", "torch7")
+    ids = ["alexnet-r.%s.cpu.b1024" % f for f in frameworks]
     assert text.count("remedy: ") == 1 and text.count("dlrepro datasets.fetch cifar10 --from PATH") == 1
-    assert "skipped 7 jobs: dataset cifar10 is not in the cache" in text
+    assert "skipped 8 jobs: dataset cifar10 is not in the cache" in text
     assert "    jobs: " + ", ".join(ids) in text
-    assert text.count("the same reason as %s" % ids[0]) == 6
+    assert text.count("the same reason as %s" % ids[0]) == 7
     for job_id in ids:  # the bundle keeps each job's own reason and remedy
         result = json.loads((path / "jobs" / job_id / "result.json").read_text())
         assert result["status"] == "skipped" and "cifar10" in result["reason"]
