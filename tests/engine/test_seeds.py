@@ -14,7 +14,8 @@ from tests.runner.seeded import GRU_FRAMEWORKS
 # Keras 2.1.5 on Theano is left out: NumPy's seed is all it is given (runner.adapters.keras2_adapter._session), as Keras
 # 2 on CNTK and on TensorFlow 1.4 are given it beside their backend's; and each new container compiles the GRU's C code
 # for its 105 s (on 2 CPUs). Its GRU trains in tests/containers/test_frameworks.py's DLF rows test.
-SEEDED = tuple(f for f in GRU_FRAMEWORKS if f != "keras-theano") + ("keras-tensorflow@2.1.5",)
+# CNTK 2.7's GRU (issue 56, runner.adapters.cntk_recurrent) is left out until its warm-worker seed check has run
+SEEDED = tuple(f for f in GRU_FRAMEWORKS if f not in ("keras-theano", "cntk")) + ("keras-tensorflow@2.1.5",)
 
 
 @pytest.fixture(scope="module")

@@ -307,8 +307,8 @@ def test_the_plan_of_four_h100s_gives_the_price_the_estimate_with_its_sources_an
         "alexnet-s in 23 s on 1 x NVIDIA H200)" in rent
     )
     assert rent[-1] == "run there: dlrepro study dlbench"
-    cntk = "the cntk adapter has no layer embedding, lstm"
-    assert run.stdout.count(cntk) == 1 and run.stdout.count("Torch has no CUDA image") == 1
+    torch7 = "the torch7 adapter has no layer embedding, lstm"
+    assert run.stdout.count(torch7) == 1 and run.stdout.count("Torch has no CUDA image") == 1
     notes = [line for line in lines if line.startswith("[")]
     assert len(notes) == len(set(notes))
     assert "published cells not judged: 5 a tool the suite does not run" in run.stdout

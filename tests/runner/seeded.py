@@ -5,6 +5,7 @@ GRU_FRAMEWORKS = (
     "tensorflow",
     "mxnet",
     "jax",
+    "cntk",
     "chainer",
     "keras-tensorflow",
     "keras-jax",

@@ -90,6 +90,7 @@ def test_of_the_adapters_only_torch_and_jax_have_a_device_clock():
         "keras-torch": False,
         "keras-cntk": False,
         "keras-theano": False,
+        "torch7": False,
     }
 
 
