@@ -52,7 +52,7 @@ def test_the_verdict_table_sorts_answers_first_and_folds_the_untestable(made):
         "no 95% interval for CNTK, TensorFlow (a bundle from before repeat-level intervals)" in e
         for e in table["evidence"]
     )
-    order = [c for c in re.findall(r'<tr data-claim="([^"]+)"', html)]
+    order = [c for c in re.findall(r'<tr [^>]*data-claim="([^"]+)"', html)]  # after the claim's anchor id
     ranks = [verdicts.rank(found[c]) for c in order]
     assert ranks == sorted(ranks) and len(order) == 3
     assert html.count("<details>") == 4 and 'class="chip" style="background: #' in html
