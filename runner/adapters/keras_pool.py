@@ -31,8 +31,22 @@ class CaffePool(keras.layers.Layer):
         ]
         self.pad, self.size = pad, (h + 2 * pad, w + 2 * pad)
 
-    _pad, _ones = staticmethod(keras.ops.pad), staticmethod(keras.ops.ones)
-    _max, _average = staticmethod(keras.ops.max_pool), staticmethod(keras.ops.average_pool)
+    # keras.ops looked up when called: Keras 2 (keras2_adapter, which imports keras_adapter) has no keras.ops
+    @staticmethod
+    def _pad(*args, **kwargs):
+        return keras.ops.pad(*args, **kwargs)
+
+    @staticmethod
+    def _ones(*args, **kwargs):
+        return keras.ops.ones(*args, **kwargs)
+
+    @staticmethod
+    def _max(*args, **kwargs):
+        return keras.ops.max_pool(*args, **kwargs)
+
+    @staticmethod
+    def _average(*args, **kwargs):
+        return keras.ops.average_pool(*args, **kwargs)
 
     def _spatial(self, x, before, after, value):
         spatial = [[before, after[0]], [before, after[1]]]
