@@ -81,6 +81,18 @@ class Dockerd:
     def client(self):
         return docker.DockerClient(base_url=self.url, timeout=120)
 
+    def containers_left(self, within=60):
+        """The names of this engine's containers still there after up to ``within`` seconds: an auto_remove
+        container that ended (or one the engine's restart found) is removed by the engine in the background, so
+        one seen at once may be gone a moment later. The engine's list alone: inspecting each container, as the
+        SDK's ``containers.list`` does, fails on one removed in between."""
+        deadline = time.time() + within
+        while True:
+            names = [c["Names"][0] for c in self.client().api.containers(all=True)]
+            if not names or time.time() > deadline:
+                return names
+            time.sleep(0.5)
+
     def load(self, tag):
         """Load image ``tag`` from the host's engine unless this engine has it; returns the seconds that took."""
         began = time.time()

@@ -169,6 +169,10 @@ class LuaBuild(Strict):
         "LUA_BINDIR, LUA_INCDIR, LUA_LIBDIR, LUADIR, LIBDIR, CMAKE_PREFIX_PATH)"
     )
     sources: list[LuaSource] = Field(min_length=1, description="in build order")
+    check: str = Field(
+        min_length=1,
+        description="a Lua chunk LuaJIT runs in the final image: it loads what the adapter's harness needs",
+    )
 
 
 class Variant(Strict):

@@ -244,7 +244,7 @@ def test_the_engine_killed_during_a_studys_pooled_plan_leaves_the_run_partial_an
     assert _record(results)["runs"]["second"]["state"] == "complete"
     checked = _invoke(own_engine, "validate", str(folder))
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
-    assert own_engine.client().containers.list(all=True) == []
+    assert own_engine.containers_left() == []
     assert not list(results.glob("studies/.*.pool"))  # the pool's output taken, its folders gone
     print("study killed, resumed and validated in %.1f s" % (time.time() - began))
 
@@ -305,4 +305,4 @@ def test_the_engine_killed_during_an_image_lookup_between_two_runs_leaves_the_se
     )  # what the pooled container shares
     assert _record(results)["runs"]["second"]["state"] == "complete"
     assert validate.check(results / second["bundle"]) == []
-    assert own_engine.client().containers.list(all=True) == []
+    assert own_engine.containers_left() == []
