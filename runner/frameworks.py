@@ -220,13 +220,16 @@ register(
         "Keras's (Glorot uniform weights, zero biases; LSTM forget-gate bias 1)",
         options=AUTOTUNE,
         compiled="tf.function traces and optimises its graph",
-        no_data_parallel="its adapter has no tf.distribute.MirroredStrategy path yet",
+        one_process_ranks=True,
+        data_parallel="one process over its devices: tf.distribute.MirroredStrategy, gradients summed by one "
+        "all-reduce (NCCL on GPUs) before the update",
     )
 ).add_era(
     "1",
     module="tensorflow_graph",
     options={"gradients": ("pruned", "gate_op"), "thread_pools": ("all", "intra_op")},
     compiled="the first Session.run prunes, places and optimises the graph",
+    one_process_ranks=False,
     no_data_parallel="its tf.Session graph adapter has no towers path yet (one tower per GPU, their gradients "
     "averaged, as DLBench's multi-GPU scripts)",
 )

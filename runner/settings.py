@@ -10,7 +10,7 @@ there are fewer cores than threads: runner.topology; the choice and the topology
 so that no framework can use more, whatever it does. A job whose ``thread_pools`` is "intra_op" (a study's
 "N threads" as it set them, runner.contract) keeps the variables but is not confined: its adapter sets only the
 intra-op pool. A data-parallel CPU job's ranks each get ``threads``
-CPUs of their own: torch's rank processes each its share, JAX's and MXNet's one process (all its ranks)
+CPUs of their own: torch's rank processes each its share, JAX's, MXNet's and TensorFlow 2's one process (all its ranks)
 ``threads`` x ranks. The CPU time measured over the window then says what it did use (runner.window).
 
 Options that a framework reads from the environment: cuDNN autotuning off (TensorFlow
@@ -81,8 +81,8 @@ def allowed_cpus():
 
 
 def _width(job):
-    """(threads' worth of CPUs one process of ``job`` runs, its processes): JAX and MXNet run every rank in
-    their one process (their records' one_process_ranks, runner.frameworks)."""
+    """(threads' worth of CPUs one process of ``job`` runs, its processes): JAX, MXNet and TensorFlow 2 run every
+    rank in their one process (their records' one_process_ranks, runner.frameworks)."""
     ranks = job.get("ranks") or 1
     record = frameworks.FRAMEWORKS.get(job["framework"])
     one = bool(record and record.one_process_ranks)

@@ -18,10 +18,14 @@ lacks, pad the bottom and right edges first (and for averages divide by the wind
 cells inside the padding, as Caffe and PyTorch do). ``environment()["ops"]`` counts
 which form each layer took.
 
+Data-parallel jobs (``job["ranks"]``): tf.distribute.MirroredStrategy over R devices of one process
+(runner.adapters.tensorflow_parallel).
+
 Counting convention: Keras's LSTM keeps one bias vector per gate set (4 x units per
 layer) where cuDNN and PyTorch keep two; its GRU (reset_after=True) keeps two, as they do.
 """
 
+import contextlib
 import os
 
 import keras
@@ -30,7 +34,7 @@ import tensorflow as tf
 
 from runner import data as datamod
 from runner import shapes
-from runner.adapters import UnsupportedError, base, keras_init, keras_pool
+from runner.adapters import UnsupportedError, base, keras_init, keras_pool, tensorflow_parallel
 from runner.adapters.base import Adapter as Base
 from runner.adapters.base import batchnorm_targets, kernel_targets, test_metrics
 
@@ -118,7 +122,11 @@ class Adapter(Base):
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
-        threads = job.get("threads")  # the process is confined to as many CPUs too (runner.settings)
+        # a data-parallel job's devices, set before the runtime starts (runner.adapters.tensorflow_parallel)
+        self.devices = tensorflow_parallel.configure(job) if job.get("ranks") else None
+        self.mirrored = None  # their MirroredStrategy (build)
+        # the process is confined to as many CPUs too, a data-parallel job's threads x ranks (runner.settings)
+        threads = job.get("threads") and job["threads"] * (job.get("ranks") or 1)
         if threads and tf.config.threading.get_intra_op_parallelism_threads() != threads:
             # settable before TensorFlow's runtime starts only: a worker's later jobs have the same count
             tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -162,6 +170,14 @@ class Adapter(Base):
             "layout": "NCHW" if self.channels_first else "NHWC",
             "ops": self.ops,
             "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+            "data_parallel": {
+                "how": "tf.distribute.MirroredStrategy in one process, gradients summed by one all-reduce",
+                "world_size": len(self.devices),
+                "devices": self.devices,
+                "all_reduce": tensorflow_parallel.ALL_REDUCE[self.job["device"]],
+            }
+            if self.mirrored
+            else None,
         }
 
     # ------------------------------------------------------------------ building
@@ -248,6 +264,10 @@ class Adapter(Base):
         if kind == "embedding":
             return "plain", keras.layers.Embedding(layer["vocab"], layer["dim"], **self._initializers(kind))
         if kind in ("lstm", "gru"):
+            if layer.get("stateful") and self.devices:
+                raise UnsupportedError(
+                    "the tensorflow adapter carries no recurrent state per replica in a data-parallel job"
+                )
             rnn = Recurrent(kind, layer, self.job["batch_size"], self._initializers(kind))
             self.recurrent.append(rnn)
             return "recurrent", rnn
@@ -262,17 +282,25 @@ class Adapter(Base):
     def _ops(self, layers, shape):
         return [self._op(layer, in_shape) for layer, in_shape in shapes.inputs(layers, shape)]
 
+    def _placed(self):
+        """Where the model's variables and steps go: the strategy's scope (every replica's device) for a
+        data-parallel job, the job's device otherwise."""
+        return self.mirrored.scope() if self.mirrored else tf.device(self.device)
+
     def build(self):
         model = self.job["model"]
         layers = shapes.expand(model["layers"], model["input_shape"])
-        with tf.device(self.device):
+        if self.devices:
+            self.mirrored = tensorflow_parallel.strategy(self.devices, self.job["device"])
+        with self._placed():
             self.net = Net(self._ops(layers, tuple(model["input_shape"])), self.made)
             sample = datamod.synthetic_batch(model, self.job["batch_size"], 0)[0]
             self.net(self._input(sample), training=False)  # creates the weights
             for rnn in self.recurrent:
                 rnn.reset()
         self.loss_fn = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
-        self._compile()
+        with self._placed() if self.mirrored else contextlib.suppress():  # the optimizer's variables mirrored too
+            self._compile()
         return int(sum(np.prod(v.shape) for v in self.net.trainable_variables))
 
     def conventions(self):
@@ -327,6 +355,8 @@ class Adapter(Base):
             return self.net(x, training=False)
 
         self._step, self._forward = step, forward
+        if self.mirrored and self.optimizer is not None:
+            self._step = tensorflow_parallel.step(self.mirrored, self.net, self.loss_fn, self.optimizer, decay, clip)
 
     # ------------------------------------------------------------------ running
 
@@ -336,8 +366,18 @@ class Adapter(Base):
         return tf.convert_to_tensor(x)
 
     def to_device(self, x, y):
+        """On the job's device; a data-parallel job's total mini-batch as per-replica shards on its devices."""
+        if self.mirrored:
+            return tensorflow_parallel.distribute(self.mirrored, self._input(x), tf.convert_to_tensor(y))
         with tf.device(self.device):
             return tf.identity(self._input(x)), tf.identity(tf.convert_to_tensor(y))
+
+    def shard(self, x, y):
+        """The whole total mini-batch: one process drives every replica, and ``to_device`` splits it."""
+        return x, y
+
+    def parameters(self):
+        return [np.array(v.numpy()) for v in self.net.trainable_variables]
 
     def release(self):
         """Drop the model and Keras's global state (layer names, the graph's caches)."""
@@ -349,6 +389,9 @@ class Adapter(Base):
             rnn.reset()
 
     def train_step(self, x, y):
+        if self.mirrored:  # the strategy places each replica's work
+            self.last = self._step(x, y)
+            return self.last
         with tf.device(self.device):
             self.last = self._step(x, y)
         return self.last

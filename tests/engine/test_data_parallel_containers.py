@@ -4,44 +4,12 @@ the same training step as one device on the whole mini-batch (tests/data/dp_step
 Needs a Docker engine."""
 
 import json
-import os
 
-import numpy as np
 import pytest
 
-from dlrepro import REPO_ROOT
 from dlrepro.run.options import RunOptions
 from dlrepro.store import tables
-from tests.run.data_parallel_jobs import STEP, _job, _parameters, _write
-
-
-def _step_in(image, docker_engine, tmp_path, jobs):
-    """Run dp_step.py in ``image`` for each (name, job): OUT/<name>.npz."""
-    tmp_path.chmod(0o777)
-    for name, job in jobs:
-        _write(job, tmp_path, name)
-        docker_engine.containers.run(
-            image.tag,
-            ["python", "/opt/dlrepro/dp_step.py", "/out/%s.json" % name, "/out/%s.npz" % name],
-            network_mode="none",
-            remove=True,
-            user="%d:%d" % (os.getuid(), os.getgid()),
-            environment={"PYTHONPATH": "/opt/dlrepro"},
-            volumes={
-                str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-                str(STEP): {"bind": "/opt/dlrepro/dp_step.py", "mode": "ro"},
-                str(tmp_path): {"bind": "/out"},
-            },
-        )
-
-
-def _same_step(tmp_path, tolerance):
-    before, after = _parameters(tmp_path / "whole.npz")
-    split_before, split_after = _parameters(tmp_path / "split.npz")
-    assert len(after) == len(split_after) == 8  # FCN-S: 4 dense layers
-    assert max(float(np.abs(a - b).max()) for a, b in zip(split_before, before)) == 0.0  # the same initialisation
-    assert max(float(np.abs(a - b).max()) for a, b in zip(split_after, after)) < tolerance
-    assert max(float(np.abs(a - b).max()) for a, b in zip(after, before)) > 1e-4  # the step moved them
+from tests.run.data_parallel_jobs import _job, _same_step, _step_in
 
 
 @pytest.mark.docker

@@ -1,0 +1,81 @@
+"""TensorFlow 2's data-parallel path (runner.adapters.tensorflow_parallel) in its CPU image: two logical CPU devices
+of one process under tf.distribute.MirroredStrategy take the same training step as one device on the whole
+mini-batch (tests/data/dp_step.py), as JAX's and MXNet's one-process paths do (tests/engine/
+test_data_parallel_containers.py), with weight decay and gradient clipping too; a bundle of its jobs has their ranks,
+devices and speedups. Needs a Docker engine."""
+
+import json
+
+import pytest
+
+from dlrepro.run.options import RunOptions
+from dlrepro.store import tables
+from tests.run.data_parallel_jobs import _job, _same_step, _step_in
+
+
+@pytest.fixture(scope="module")
+def tensorflow_cpu_image(cpu_image):
+    """The newest TensorFlow's CPU image (Keras 3)."""
+    return cpu_image("tensorflow")
+
+
+@pytest.mark.docker
+def test_two_logical_cpu_devices_take_the_step_of_one_device_on_the_whole_mini_batch(
+    tensorflow_cpu_image, docker_engine, tmp_path
+):
+    _step_in(
+        tensorflow_cpu_image,
+        docker_engine,
+        tmp_path,
+        [("whole", _job("tensorflow", None)), ("split", _job("tensorflow", [2]))],
+    )
+    _same_step(tmp_path, 1e-6)
+
+
+@pytest.mark.docker
+def test_the_split_step_decays_and_clips_the_summed_gradients_as_one_device_does(
+    tensorflow_cpu_image, docker_engine, tmp_path
+):
+    """L2 decay split over the replicas' parts, clipping by the summed gradients' norm, and momentum: the two
+    devices' step is still the one device's. The bound bites: at learning rate 0.1 and bound 0.5 the step moves a
+    parameter by 7.5e-4 at most, where the unclipped gradients (the first test's, 1.25e-3 at most at rate 0.01) would
+    move it by 1.25e-2."""
+    jobs = [("whole", _job("tensorflow", None)), ("split", _job("tensorflow", [2]))]
+    for _, job in jobs:
+        job["optimizer"].update(lr=0.1, weight_decay=0.01, clip_norm=0.5, momentum=0.9)
+    _step_in(tensorflow_cpu_image, docker_engine, tmp_path, jobs)
+    _same_step(tmp_path, 1e-6)
+
+
+@pytest.mark.docker
+def test_a_bundle_of_mirrored_strategy_jobs_has_their_devices_and_speedups(tensorflow_cpu_image, tmp_path, reporter):
+    from dlrepro.run import runs
+
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=["tensorflow"], variants=["fcn-s"], batch_sizes=[8], quick=True, ranks=[1, 2]),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
+    summary = tables.summary(path).set_index("job_id")
+    assert sorted(summary.index) == ["fcn-s.tensorflow.cpu.b8.r1", "fcn-s.tensorflow.cpu.b8.r2"]
+    assert set(summary["status"]) == {"ok"}
+    two, one = summary.loc["fcn-s.tensorflow.cpu.b8.r2"], summary.loc["fcn-s.tensorflow.cpu.b8.r1"]
+    assert (two["rank_batch_size"], one["rank_batch_size"]) == (4, 8)
+    assert two["scaling_base"] == "fcn-s.tensorflow.cpu.b8.r1" and one["speedup"] == 1.0
+    assert two["speedup"] == pytest.approx(one["median"] / two["median"])
+    assert two["scaling_efficiency"] == pytest.approx(two["speedup"] / 2)
+    env = json.loads((path / "jobs" / "fcn-s.tensorflow.cpu.b8.r2" / "result.json").read_text())["environment"]
+    assert env["data_parallel"] == {
+        "how": "tf.distribute.MirroredStrategy in one process, gradients summed by one all-reduce",
+        "world_size": 2,
+        "devices": ["/CPU:0", "/CPU:1"],
+        "all_reduce": "ReductionToOneDevice",
+    }
+    one_env = json.loads((path / "jobs" / "fcn-s.tensorflow.cpu.b8.r1" / "result.json").read_text())["environment"]
+    assert one_env["data_parallel"] == {
+        "how": "tf.distribute.MirroredStrategy in one process, gradients summed by one all-reduce",
+        "world_size": 1,
+        "devices": ["/CPU:0"],
+        "all_reduce": "ReductionToOneDevice",
+    }
