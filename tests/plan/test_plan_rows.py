@@ -1,9 +1,9 @@
 """The README table's hosts (dlrepro.plan.coverage_table.PROFILES): how many of DLBench's 22 claims each can test,
 pinned,
 and on the host issue 56 names (4 x P100, 32 cores, every dataset) exactly which claims stay blocked and why. CNTK's
-LSTM (runner.adapters.cntk_recurrent) and MXNet's one-process data-parallel path unblocked the rest; Lua Torch 7
-(another branch) would add alexnet-s-ordering and multigpu-fcn-r-slow (Torch and TensorFlow, whose MirroredStrategy
-path is not written)."""
+LSTM (runner.adapters.cntk_recurrent), MXNet's one-process data-parallel path and TensorFlow's MirroredStrategy path
+(runner.adapters.tensorflow_parallel: multigpu-fcn-r-slow) unblocked the rest; Torch 7 on GPUs would add
+alexnet-s-ordering."""
 
 import pytest
 
@@ -21,8 +21,8 @@ DLBENCH_TESTABLE = {
     "A100": 12,
     "H100/H200": 10,
     "H100/H200, --allow-ptx-jit": 14,
-    "4 x V100": 18,
-    "4 x H100": 10,
+    "4 x V100": 19,
+    "4 x H100": 11,
 }
 
 
@@ -47,11 +47,11 @@ TORCH7_CUDA = (
 )
 
 
-def test_four_p100s_test_18_claims_and_say_exactly_what_blocks_the_other_4(given):
+def test_four_p100s_test_19_claims_and_say_exactly_what_blocks_the_other_3(given):
     host = coverage.Hardware("P100", 4, 32, coverage.every_dataset())
     claims = coverage.plan(given, host)["claims"]
     blocked = {o.what: (o.cause, o.reason) for o in claims if not o.testable}
-    assert sum(o.testable for o in claims) == 18 and len(claims) == 22
+    assert sum(o.testable for o in claims) == 19 and len(claims) == 22
     assert blocked == {
         "fastest-gpu": (
             "untestable",
@@ -61,17 +61,6 @@ def test_four_p100s_test_18_claims_and_say_exactly_what_blocks_the_other_4(given
             "image",
             "too few of its tools can run here (can: MXNet): Torch has no CUDA image "
             "(cutorch, cunn and cudnn.torch, Torch 7's GPU packages, were not built: " + TORCH7_CUDA,
-        ),
-        "multigpu-fcn-r-slow": (
-            "data-parallel",
-            (
-                "too few of its tools can run here (can: none): TensorFlow: no data-parallel training in the "
-                "tensorflow "
-                "adapter: its adapter has no tf.distribute.MirroredStrategy path yet; Torch: no data-parallel training "
-                "in the "
-                "torch7 adapter: its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
-                "nn.DataParallelTable, and cutorch/cunn are not built"
-            ),
         ),
         "multigpu-fcn-r-caffe": (
             "data-parallel",
