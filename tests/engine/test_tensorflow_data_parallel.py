@@ -37,9 +37,8 @@ def test_the_split_step_decays_and_clips_the_summed_gradients_as_one_device_does
     tensorflow_cpu_image, docker_engine, tmp_path
 ):
     """L2 decay split over the replicas' parts, clipping by the summed gradients' norm, and momentum: the two
-    devices' step is still the one device's. The bound bites: at learning rate 0.1 and bound 0.5 the step moves a
-    parameter by 7.5e-4 at most, where the unclipped gradients (the first test's, 1.25e-3 at most at rate 0.01) would
-    move it by 1.25e-2."""
+    devices' step is still the one device's (measured: 3.7e-9 apart at most). The bound bites: at learning rate 0.1
+    and bound 0.5 the step moves a parameter by 7.5e-4 at most, the same job without the bound by 1.25e-2."""
     jobs = [("whole", _job("tensorflow", None)), ("split", _job("tensorflow", [2]))]
     for _, job in jobs:
         job["optimizer"].update(lr=0.1, weight_decay=0.01, clip_norm=0.5, momentum=0.9)
