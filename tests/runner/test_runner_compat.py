@@ -13,6 +13,7 @@ FRAMEWORK_MODULES = {
     "torch_adapter.py": {"torch"},
     "torch_layers.py": {"torch"},
     "tensorflow_adapter.py": {"tensorflow", "keras"},
+    "tensorflow_parallel.py": {"tensorflow"},
     "keras_adapter.py": {"keras"},
     "keras2_adapter.py": {"keras", "tensorflow"},
     "chainer_adapter.py": {"chainer", "cupy"},
