@@ -27,7 +27,8 @@ cpu_usage.cpu_seconds over the measured window / T, the peer's time.process_time
 suite/study and a 95% percentile bootstrap interval of that ratio (2000 resamples of the steps of each side, rounds
 pooled; the suite's CPU seconds are one value per job), with the host's load average at the start, after each unit
 and at the end. A first suite job per framework, not counted, builds (or finds) the image; the peer runs in the
-image it ran in (--images: given instead). The table is printed after each round (rounds pooled so far).
+image it ran in (--images: given instead). The table is printed after each round (rounds pooled so far) and at
+--deadline.
 """
 
 import argparse
@@ -36,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -312,6 +314,7 @@ def main():
     parser.add_argument("--steps", type=int, default=8, help="timed steps per unit (both sides)")
     parser.add_argument("--results", default=None, help="folder for the suite's bundles (default: a temporary one)")
     parser.add_argument("--frameworks", default=",".join(STUDY), help="of %s" % ", ".join(STUDY))
+    parser.add_argument("--deadline", default="", help="HH:MM (UTC, today): no unit starts after it")
     parser.add_argument(
         "--images",
         default="",
@@ -360,6 +363,10 @@ def main():
                 ]
                 ways = variants + list(study["ways"])
                 for unit in ["P"] + ways + ways[::-1] + ["P"]:
+                    if args.deadline and time.strftime("%H:%M", time.gmtime()) >= args.deadline:
+                        print("deadline %s UTC: no unit starts after it; round %d cut" % (args.deadline, round_ + 1))
+                        table(found, round_ + 1)
+                        return
                     side = found.setdefault(
                         (framework, threads, unit if unit != "P" else "study"), {"wall": [], "cpu": []}
                     )
