@@ -13,10 +13,11 @@ image of that framework (``docker run``, mini-batch 64, not pinned: as the study
 pinned); for TensorFlow also S1, the same job with DLBench's step (studies/dlbench.yaml ``steps``: gradients
 gate_op, thread_pools intra_op), in the order P S0 S1 S1 S0 P; for MXNet also DLBench's script less one piece of its
 step at a time (``variants``: P-kv without its kvstore, P-kv-mom also without momentum and weight decay), in the
-order P P-kv P-kv-mom S0 S0 P-kv-mom P-kv P. Both sides: W warm-up steps (--warmup, 8), then T timed (--steps, 8).
-CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk`` executable, which the suite's
-CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of ilkarman/DeepLearningFrameworks): its
-CNN notebook (notebooks/<Framework>_CNN.ipynb, its cells up to the training loop, GPU calls made CPU ones, random
+order P P-kv P-kv-mom S0 S0 P-kv-mom P-kv P (--variants: which of them). Both sides: W warm-up steps (--warmup,
+8), then T timed (--steps, 8). CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk``
+executable, which the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of
+ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ipynb: MXNet's Module, Chainer, CNTK,
+Caffe2, Keras on Theano and on TensorFlow; its cells up to the training loop, GPU calls made CPU ones, random
 CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64,
 both at the framework's default threads (DLF set none), in the order P S0 S0 P.
 
@@ -26,7 +27,8 @@ cpu_usage.cpu_seconds over the measured window / T, the peer's time.process_time
 suite/study and a 95% percentile bootstrap interval of that ratio (2000 resamples of the steps of each side, rounds
 pooled; the suite's CPU seconds are one value per job), with the host's load average at the start, after each unit
 and at the end. A first suite job per framework, not counted, builds (or finds) the image; the peer runs in the
-image it ran in.
+image it ran in (--images: given instead). The table is printed after each round (rounds pooled so far) and at
+--deadline.
 """
 
 import argparse
@@ -35,6 +37,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -103,9 +106,11 @@ for _entry in STUDY.values():
     _entry.update(study="dlbench", peer=None, spec="fcn", variant="fcn-s", subs=[])
 
 
-def dlf(notebook, token, step_call, subs):
+def dlf(notebook, token, step_call, subs, env=None, variants=None):
     """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
-    threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU."""
+    threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU;
+    ``env``: variables the notebook sets itself before its imports (the peer imports the framework earlier, to
+    mark the step)."""
     return dict(
         study="dlf",
         peer="notebook",
@@ -113,10 +118,11 @@ def dlf(notebook, token, step_call, subs):
         token=token,
         spec="cifar10-vgg",
         variant="cifar10-vgg-synthetic",
-        env=lambda threads: {},
+        env=lambda threads: dict(env or {}),
         args=lambda steps: [step_call, str(BATCH)],
         ways={"suite's step": SUITE_STEP},
         subs=[[notebook, old, new] for old, new in subs],
+        variants=variants or {},
     )
 
 
@@ -133,6 +139,41 @@ STUDY.update(
                 ("sym.to_gpu()", "None"),
                 ("data = cuda.to_gpu(data)", "data = data"),
                 ("target = cuda.to_gpu(target)", "target = target"),
+            ],
+        ),
+        "dlf-cntk": dlf("CNTK_CNN.ipynb", "cntk@2.5.1", "cntk.train.trainer:Trainer.train_minibatch", []),
+        "dlf-caffe2": dlf(
+            "Caffe2_CNN.ipynb",
+            "caffe2@1.10.2",
+            "caffe2.python.workspace:RunNet",
+            [
+                ("core.DeviceOption(caffe2_pb2.CUDA, 0)", "core.DeviceOption(caffe2_pb2.CPU)"),
+                # caffe2.python.visualize imports matplotlib, which the image lacks; the notebook never calls it
+                ("workspace, visualize, brew", "workspace, brew"),
+                # Caffe2 1.10.2's brew.dropout requires is_test (the era's defaulted to training)
+                ("'cudnn_exhaustive_search': True}", "'cudnn_exhaustive_search': True, 'is_test': False}"),
+            ],
+            # the notebook calls no GlobalInit: OpenMP's default threads (every CPU); the suite's job at the
+            # default gets Caffe2's GlobalInit, one OpenMP thread
+            variants={"P-omp1": dict(env={"OMP_NUM_THREADS": "1"})},
+        ),
+        # model.fit: a step ends at the callbacks' batch end (its progress bar, verbose=1, included)
+        "dlf-keras-theano": dlf(
+            "Keras_Theano_CNN.ipynb",
+            "keras-theano@2.1.5",
+            "keras.callbacks:CallbackList.on_batch_end",
+            [("device = cuda0", "device = cpu")],
+            env={"KERAS_BACKEND": "theano"},
+        ),
+        # TensorFlow 1.4's CPU kernels have no NCHW convolution: the notebook's channels_first made channels_last
+        "dlf-keras-tensorflow": dlf(
+            "Keras_TF_CNN.ipynb",
+            "keras-tensorflow@2.1.5",
+            "keras.callbacks:CallbackList.on_batch_end",
+            [
+                ("set_image_data_format('channels_first')", "set_image_data_format('channels_last')"),
+                ("input_shape=(3, 32, 32)", "input_shape=(32, 32, 3)"),
+                ("cifar_for_library(channel_first=True", "cifar_for_library(channel_first=False"),
             ],
         ),
     }
@@ -185,9 +226,10 @@ def suite_unit(study, threads, step, results, warmup, timed):
 def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     """(wall s/step list, CPU s/step list, edits) of one run of the study's code for ``framework`` (a STUDY key) from
     its ``copy`` in ``image``, its steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old,
-    new]]} (STUDY)."""
+    new]], env: {name: value} added} (STUDY)."""
     study, variant = STUDY[framework], variant or {}
-    env = [a for name, value in sorted(study["env"](threads).items()) for a in ("-e", "%s=%s" % (name, value))]
+    env = dict(study["env"](threads), **variant.get("env", {}))
+    env = [a for name, value in sorted(env.items()) for a in ("-e", "%s=%s" % (name, value))]
     command = (
         ["docker", "run", "--rm"]
         + env
@@ -225,6 +267,42 @@ def interval(suite, peer, draws=2000, seed=0):
     return np.percentile(ratios, [2.5, 97.5])
 
 
+def table(found, rounds):
+    """Print the table of ``found`` ((framework, threads, side) -> {"wall": [...], "cpu": [...]}) after ``rounds``
+    rounds: per framework, thread count and suite side, the study's and the suite's median s/step, their ratio and
+    its interval (interval())."""
+    print("\nafter %d round(s), load average %s" % (rounds, " ".join("%.2f" % v for v in os.getloadavg())))
+    print(
+        "| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
+        "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for (framework, threads, side), values in sorted(found.items()):
+        if side == "study":
+            continue
+        peer = found[(framework, threads, "study")]
+        for measure in ("wall", "cpu"):
+            low, high = interval(values[measure], peer[measure])
+            ratio = np.median(values[measure]) / np.median(peer[measure])
+            print(
+                "| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |"
+                % (
+                    "%s (%s)" % (framework, STUDY[framework]["token"]),
+                    threads,
+                    side,
+                    measure,
+                    np.median(peer[measure]),
+                    np.median(values[measure]),
+                    ratio,
+                    low,
+                    high,
+                    len(peer[measure]),
+                    len(values[measure]),
+                )
+            )
+    sys.stdout.flush()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dlbench", help="a local copy of hclhkbu/dlbench")
@@ -236,6 +314,16 @@ def main():
     parser.add_argument("--steps", type=int, default=8, help="timed steps per unit (both sides)")
     parser.add_argument("--results", default=None, help="folder for the suite's bundles (default: a temporary one)")
     parser.add_argument("--frameworks", default=",".join(STUDY), help="of %s" % ", ".join(STUDY))
+    parser.add_argument("--deadline", default="", help="HH:MM (UTC, today): no unit starts after it")
+    parser.add_argument(
+        "--images",
+        default="",
+        help="FRAMEWORK=TAG,...: the image each framework's study code runs in (default: the one a first suite job, "
+        "not counted, builds or finds; a suite job finds its own)",
+    )
+    parser.add_argument(
+        "--variants", default=None, help="of the study code's variants (MXNet: P-kv,P-kv-mom) those to run; default all"
+    )
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
     copies = {"dlbench": args.dlbench, "dlf": args.dlf}
@@ -258,8 +346,11 @@ def main():
     print("load average %s" % " ".join("%.2f" % v for v in os.getloadavg()))
     results = Path(args.results or tempfile.mkdtemp(prefix="dlrepro-study-parity-"))
     found = {}  # (framework, threads, side) -> {"wall": [...], "cpu": [...]}
-    images = {}
+    images = dict(pair.split("=", 1) for pair in args.images.split(",") if pair)
     for framework in frameworks:  # builds or finds each image; not counted
+        if framework in images:
+            print("%s: image %s (given)" % (framework, images[framework]), flush=True)
+            continue
         images[framework] = suite_unit(STUDY[framework], 1, SUITE_STEP, results, 1, 1)[3]
         print("%s: image %s (a first suite job, not counted)" % (framework, images[framework]), flush=True)
     for round_ in range(args.rounds):
@@ -267,8 +358,15 @@ def main():
             study = STUDY[framework]
             counts = [int(t) for t in args.threads.split(",")] if study["study"] == "dlbench" else [0]
             for threads in counts:  # 0: the framework's default
-                ways = list(study.get("variants", {})) + list(study["ways"])
+                variants = [
+                    v for v in study.get("variants", {}) if args.variants is None or v in args.variants.split(",")
+                ]
+                ways = variants + list(study["ways"])
                 for unit in ["P"] + ways + ways[::-1] + ["P"]:
+                    if args.deadline and time.strftime("%H:%M", time.gmtime()) >= args.deadline:
+                        print("deadline %s UTC: no unit starts after it; round %d cut" % (args.deadline, round_ + 1))
+                        table(found, round_ + 1)
+                        return
                     side = found.setdefault(
                         (framework, threads, unit if unit != "P" else "study"), {"wall": [], "cpu": []}
                     )
@@ -304,34 +402,7 @@ def main():
                         ),
                         flush=True,
                     )
-    print(
-        "\n| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
-        "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for (framework, threads, side), values in sorted(found.items()):
-        if side == "study":
-            continue
-        peer = found[(framework, threads, "study")]
-        for measure in ("wall", "cpu"):
-            low, high = interval(values[measure], peer[measure])
-            ratio = np.median(values[measure]) / np.median(peer[measure])
-            print(
-                "| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |"
-                % (
-                    "%s (%s)" % (framework, STUDY[framework]["token"]),
-                    threads,
-                    side,
-                    measure,
-                    np.median(peer[measure]),
-                    np.median(values[measure]),
-                    ratio,
-                    low,
-                    high,
-                    len(peer[measure]),
-                    len(values[measure]),
-                )
-            )
+        table(found, round_ + 1)
     print("load average at the end %s; bundles under %s" % (" ".join("%.2f" % v for v in os.getloadavg()), results))
 
 

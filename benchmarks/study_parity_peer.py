@@ -274,20 +274,38 @@ def dlf_common(folder, samples):
     ]
 
 
+def notebook_script(cells):
+    """(script, edits) of a notebook's code ``cells`` (source strings) up to its training loop (the cell marked
+    "Main training loop", as every DLF CNN notebook marks it), run as one script: line magics (``%...``) and
+    ``%%time`` dropped; a ``%%writefile PATH`` cell written to PATH (e.g. Keras_Theano's ~/.theanorc) instead of
+    run."""
+    last = next(i for i, c in enumerate(cells) if "Main training loop" in c)
+    lines, edited = [], []
+    for cell in cells[: last + 1]:
+        head, _, body = cell.partition("\n")
+        if head.startswith("%%writefile "):
+            path = os.path.expanduser(head.split(None, 1)[1].strip())
+            with open(path, "w") as f:
+                f.write(body + "\n")
+            edited.append("%%%%writefile %s: written" % path)
+            continue
+        lines += [line for line in cell.splitlines() if not line.startswith("%")]
+    return "\n".join(lines), edited + ["cells 1-%d of %d, magics dropped" % (last + 1, len(cells))]
+
+
 def notebook(folder, target, args, steps):
-    """A DLF notebook: its code cells up to its training loop (the cell that loops over EPOCHS), IPython magics
-    dropped, run as one script; a step is the time between two calls of ARGS[0] (module:Class.method, e.g.
-    mxnet.module:Module.update: the call that ends the loop's step)."""
+    """A DLF notebook: its code cells up to its training loop (notebook_script); a step is the time between two
+    calls of ARGS[0] (module:Class.method, e.g. mxnet.module:Module.update, or module:function, e.g.
+    caffe2.python.workspace:RunNet: the call that ends the loop's step)."""
     import importlib
 
     with open(target) as f:
         cells = ["".join(c["source"]) for c in json.load(f)["cells"] if c["cell_type"] == "code"]
-    last = next(i for i, c in enumerate(cells) if "for j in range(EPOCHS)" in c)
-    script = "\n".join(line for cell in cells[: last + 1] for line in cell.splitlines() if not line.startswith("%"))
-    edited = dlf_common(folder, int(args[1]) * (steps + 1))
+    script, edited = notebook_script(cells)
+    edited = dlf_common(folder, int(args[1]) * (steps + 1)) + edited
     module, _, attribute = args[0].partition(":")
-    owner_name, method = attribute.split(".")
-    owner = getattr(importlib.import_module(module), owner_name)
+    owner_name, _, method = attribute.rpartition(".")
+    owner = getattr(importlib.import_module(module), owner_name) if owner_name else importlib.import_module(module)
     clock, call = Clock(), getattr(owner, method)
 
     def marked(*a, **k):
@@ -299,7 +317,7 @@ def notebook(folder, target, args, steps):
     os.chdir(folder)
     exec(compile(script, target, "exec"), {"__name__": "__main__"})
     framework = importlib.import_module(module.split(".")[0])
-    return clock, edited + ["cells 1-%d of %d, magics dropped" % (last + 1, len(cells))], framework.__version__
+    return clock, edited, getattr(framework, "__version__", "?")
 
 
 def main(argv):
