@@ -64,6 +64,7 @@ files when read, so every reader sees this version's columns.
 """
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -190,6 +191,7 @@ SAMPLE_COLUMNS = {
     "train_loss": "float64",
     "perplexity": "float64",
 }
+_COLUMNS = {"summary": SUMMARY_COLUMNS, "samples": SAMPLE_COLUMNS}
 FILES = ("summary.parquet", "samples.parquet")
 ADDED = {
     "dlrepro.tables/2": (
@@ -617,15 +619,30 @@ def read(folder, name):
     version, has them derived from its JSON files. Raises BundleError naming a file that
     cannot be read.
     """
-    columns = SUMMARY_COLUMNS if name == "summary" else SAMPLE_COLUMNS
+    columns = _COLUMNS[name]
     path = stored(folder, name)
     try:
         if path is not None:
             return pq.read_table(path).to_pandas().astype(columns)
-        body = json.loads((Path(folder) / "bundle.json").read_text())
-        return frame(build(folder, body, [r["job_id"] for r in body["jobs"]])[0 if name == "summary" else 1], columns)
+        return _derived(Path(folder), _signature(Path(folder)))[0 if name == "summary" else 1].copy()
     except UNREADABLE as exc:
         raise unreadable(folder, exc, path) from None
+
+
+def _signature(folder):
+    """What ``_derived`` reads of a bundle folder: each JSON file's path, modification time (ns) and size."""
+    files = [folder / "bundle.json"] + sorted((folder / "jobs").glob("*/*.json"))
+    return tuple((str(path), stat.st_mtime_ns, stat.st_size) for path in files for stat in [path.stat()])
+
+
+@lru_cache(maxsize=256)
+def _derived(folder, signature):
+    """(summary, samples) DataFrames of a bundle whose tables are of another version, derived from its JSON files
+    once per process while ``signature`` holds (`dlrepro site` reads each committed bundle, none of this version, for
+    its report, its study records' reports and the history). Callers copy before changing them."""
+    body = json.loads((folder / "bundle.json").read_text())
+    summary, samples = build(folder, body, [r["job_id"] for r in body["jobs"]])
+    return frame(summary, SUMMARY_COLUMNS), frame(samples, SAMPLE_COLUMNS)
 
 
 def summary(folder):
@@ -638,13 +655,30 @@ def samples(folder):
     return read(folder, "samples")
 
 
-def _arrow_schema(columns):
-    return pa.Schema.from_pandas(frame([], columns), preserve_index=False).remove_metadata()
+@lru_cache(maxsize=2)
+def _arrow_schema(name):
+    """The arrow schema of table ``name`` ("summary" or "samples") of this version."""
+    return pa.Schema.from_pandas(frame([], _COLUMNS[name]), preserve_index=False).remove_metadata()
+
+
+@lru_cache(maxsize=512)
+def _derived_arrow(folder, signature, name):
+    """Table ``name`` of ``_derived`` as an arrow table of this version's schema (once per process)."""
+    table = _derived(folder, signature)[0 if name == "summary" else 1]
+    return pa.Table.from_pandas(table, schema=_arrow_schema(name), preserve_index=False)
+
+
+def _derived_table(folder, name):
+    """``_derived_arrow`` of the bundle in ``folder``; raises BundleError naming a file that cannot be read."""
+    try:
+        return _derived_arrow(folder, _signature(folder), name)
+    except UNREADABLE as exc:
+        raise unreadable(folder, exc) from None
 
 
 def _concat(folders, name, columns):
     """One arrow table of table ``name`` of every folder, with exactly this version's ``columns``."""
-    schema = _arrow_schema(columns)
+    schema = _arrow_schema(name)
     files = {folder: stored(folder, name) for folder in folders}
     current = [str(path) for path in files.values() if path is not None]
     try:
@@ -654,11 +688,7 @@ def _concat(folders, name, columns):
             if path is not None:
                 read(folder, name)
         raise
-    parts += [
-        pa.Table.from_pandas(read(f, name), schema=schema, preserve_index=False)
-        for f, path in files.items()
-        if path is None
-    ]
+    parts += [_derived_table(Path(f), name) for f, path in files.items() if path is None]
     return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
 
 
