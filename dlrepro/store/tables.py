@@ -60,10 +60,13 @@ GPU was held back by power or thermal limits while they ran). The schema version
 key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
 (ADDED says what each added). Tables of an older version are re-derived from the bundle's JSON
-files when read, so every reader sees this version's columns.
+files when read, so every reader sees this version's columns; the derived tables are kept in DLREPRO_CACHE/tables/
+(``kept_folder``) for the next run, never in the bundle.
 """
 
+import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -72,7 +75,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from dlrepro import REPO_ROOT, cache
 from dlrepro.errors import BundleError
+from dlrepro.files import tree_digest
 from dlrepro.store import peak_columns
 from runner import telemetry
 from runner.contract import OPTION_DEFAULTS
@@ -635,14 +640,64 @@ def _signature(folder):
     return tuple((str(path), stat.st_mtime_ns, stat.st_size) for path in files for stat in [path.stat()])
 
 
+TABLES_CODE = ("runner", "dlrepro/store", "dlrepro/inputs", "dlrepro/errors.py")  # what derives tables from JSON
+
+
+@lru_cache(maxsize=1)
+def _code_digest():
+    """The SHA-256 of this tables version and of the code that derives tables from a bundle's JSON files."""
+    return hashlib.sha256((SCHEMA + "\0" + tree_digest(REPO_ROOT, TABLES_CODE)).encode()).hexdigest()
+
+
+def kept_folder(folder, signature):
+    """Where the cache keeps the tables derived from the bundle in ``folder`` (``_signature``'s files):
+    DLREPRO_CACHE/tables/<SHA-256 of the tables code and of each JSON file's path in the bundle and bytes>, so an
+    edited JSON file or changed code derives them again."""
+    digest = hashlib.sha256(_code_digest().encode())
+    for path, _, _ in signature:
+        digest.update(str(Path(path).relative_to(folder)).encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    return cache.root() / "tables" / digest.hexdigest()
+
+
+@lru_cache(maxsize=256)
+def _derived_tables(folder, signature):
+    """{"summary", "samples": arrow table of this version's schema} of a bundle whose tables are of another version:
+    read from the cache (``kept_folder``) or derived from its JSON files and kept there; once per process while
+    ``signature`` holds (`dlrepro site` reads each committed bundle, none of this version, for its report, its study
+    records' reports and the history). The bundle's own files are never written."""
+    kept = kept_folder(folder, signature)
+    try:
+        return {name: pq.read_table(kept / ("%s.parquet" % name), schema=_arrow_schema(name)) for name in _COLUMNS}
+    except (OSError, pa.ArrowException):  # not kept yet, or a damaged copy: derive again
+        pass
+    body = json.loads((folder / "bundle.json").read_text())
+    rows = dict(zip(("summary", "samples"), build(folder, body, [r["job_id"] for r in body["jobs"]])))
+    found = {
+        name: pa.Table.from_pandas(frame(rows[name], _COLUMNS[name]), schema=_arrow_schema(name), preserve_index=False)
+        for name in _COLUMNS
+    }
+    _keep(kept, found)
+    return found
+
+
+def _keep(kept, found):
+    """Write the tables ``found`` ({name: arrow table}) as parquet files into the cache folder ``kept``, each file
+    whole or not at all; a cache that cannot be written only means deriving again next time."""
+    try:
+        kept.mkdir(parents=True, exist_ok=True)
+        for name, table in found.items():
+            partial = kept / ("%s.parquet.%d" % (name, os.getpid()))
+            pq.write_table(table, partial)
+            os.replace(partial, kept / ("%s.parquet" % name))
+    except OSError:
+        pass
+
+
 @lru_cache(maxsize=256)
 def _derived(folder, signature):
-    """(summary, samples) DataFrames of a bundle whose tables are of another version, derived from its JSON files
-    once per process while ``signature`` holds (`dlrepro site` reads each committed bundle, none of this version, for
-    its report, its study records' reports and the history). Callers copy before changing them."""
-    body = json.loads((folder / "bundle.json").read_text())
-    summary, samples = build(folder, body, [r["job_id"] for r in body["jobs"]])
-    return frame(summary, SUMMARY_COLUMNS), frame(samples, SAMPLE_COLUMNS)
+    """(summary, samples) DataFrames of ``_derived_tables``, once per process. Callers copy before changing them."""
+    found = _derived_tables(folder, signature)
+    return tuple(found[name].to_pandas().astype(_COLUMNS[name]) for name in ("summary", "samples"))
 
 
 def summary(folder):
@@ -661,17 +716,11 @@ def _arrow_schema(name):
     return pa.Schema.from_pandas(frame([], _COLUMNS[name]), preserve_index=False).remove_metadata()
 
 
-@lru_cache(maxsize=512)
-def _derived_arrow(folder, signature, name):
-    """Table ``name`` of ``_derived`` as an arrow table of this version's schema (once per process)."""
-    table = _derived(folder, signature)[0 if name == "summary" else 1]
-    return pa.Table.from_pandas(table, schema=_arrow_schema(name), preserve_index=False)
-
-
 def _derived_table(folder, name):
-    """``_derived_arrow`` of the bundle in ``folder``; raises BundleError naming a file that cannot be read."""
+    """Table ``name`` of ``_derived_tables`` of the bundle in ``folder``; raises BundleError naming a file that cannot
+    be read."""
     try:
-        return _derived_arrow(folder, _signature(folder), name)
+        return _derived_tables(folder, _signature(folder))[name]
     except UNREADABLE as exc:
         raise unreadable(folder, exc) from None
 
