@@ -3,16 +3,19 @@ a rebuild after one new bundle in at most 10 s).
 
 A copy of results/ (every committed bundle and the study records, no reports) is built twice into an empty site
 folder: a full build without one bundle (HELD_BACK), then, that bundle copied in, the rebuild. Each is the CLI
-(`python -m invoke site`, wall seconds, the machine's other load included), so a checkout from before --out and
+(`python -m invoke site`: wall seconds, the machine's other load included, and CPU seconds, user + system of it and
+its report workers), so a checkout from before --out and
 incremental builds can be timed alike (--repo: its site goes to RESULTS/reports).
 
   python benchmarks/site_build.py [--repo CHECKOUT] [--python PYTHON]
 
-Prints one line per build: "full build: 41.2 s (81 bundles, ...)" and "one-bundle rebuild: 3.1 s (...)".
+Prints one line per build: "full build: 41.2 s wall, 70.3 s CPU (81 bundles, ...)" and "one-bundle rebuild: 3.1 s
+wall, 2.9 s CPU (...)".
 """
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -39,13 +42,19 @@ def _site(repo, python, results, out):
     command = [python, "-m", "invoke", "site", "--results", str(results)]
     if "--out" in helped.stdout:
         command += ["--out", str(out)]
-    start = time.monotonic()
+    start, used = time.monotonic(), _cpu()
     done = subprocess.run(command, cwd=repo, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(repo)))
-    took = time.monotonic() - start
+    took, cpu = time.monotonic() - start, _cpu() - used
     lines = (done.stdout + done.stderr).strip().splitlines()
     if done.returncode not in (0, 1):
         sys.exit("site failed (%d): %s" % (done.returncode, "\n".join(lines[-20:])))
-    return took, lines[-1] if lines else ""
+    return took, cpu, lines[-1] if lines else ""
+
+
+def _cpu():
+    """CPU seconds (user + system) of this process's finished children, their report workers included."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def main():
@@ -56,11 +65,9 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         results, out = Path(scratch) / "results", Path(scratch) / "site"
         _results(HERE / "results", results)
-        took, said = _site(given.repo, given.python, results, out)
-        print("full build: %.1f s (%s)" % (took, said))
+        print("full build: %.1f s wall, %.1f s CPU (%s)" % _site(given.repo, given.python, results, out))
         shutil.copytree(HERE / "results" / HELD_BACK, results / HELD_BACK)
-        took, said = _site(given.repo, given.python, results, out)
-        print("one-bundle rebuild: %.1f s (%s)" % (took, said))
+        print("one-bundle rebuild: %.1f s wall, %.1f s CPU (%s)" % _site(given.repo, given.python, results, out))
 
 
 if __name__ == "__main__":

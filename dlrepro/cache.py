@@ -1,7 +1,8 @@
 """Where the suite keeps what it downloads or builds outside the repository.
 
 ``DLREPRO_CACHE`` (default ~/.cache/dlrepro) holds the dataset cache (datasets/sha256/<hex>),
-build contexts and logs (builds/), and bootstrap scratch space (bootstrap/).
+build contexts and logs (builds/), bootstrap scratch space (bootstrap/), and the tables derived from bundles of an
+older tables version (tables/<key>/, dlrepro.store.tables.kept_folder).
 """
 
 import os

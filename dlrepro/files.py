@@ -13,6 +13,17 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def tree_digest(root, tops):
+    """Hex SHA-256 of every file under the folders ``tops`` of ``root`` (Python caches left out), each by its path
+    relative to ``root`` and its bytes."""
+    digest = hashlib.sha256()
+    for top in tops:
+        for path in sorted((root / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def sums_text(digests):
     """`sha256sum -c` lines for {path: hex SHA-256}, sorted by path."""
     return "".join("%s  %s\n" % (digest, name) for name, digest in sorted(digests.items()))

@@ -72,17 +72,18 @@ class PaperTable:
 def _measured_rows(summary, column, framework, missing):
     """(run id, the summary rows of the column's first run that has the framework's job), else (None, empty);
     runs whose bundle is ``missing`` are passed over."""
+    if not len(summary):
+        return None, summary
+    mine = (summary["variant"] == column.variant) & (summary["framework"] == framework)
+    if column.batch_size is not None:
+        mine &= summary["batch_size"] == column.batch_size
+    mine &= (summary["ranks"] == column.gpus) if column.gpus > 1 else (summary["ranks"].fillna(1) == 1)
     for run in column.runs:
         if run in missing:
             continue
-        rows = summary[
-            (summary["run"] == run) & (summary["variant"] == column.variant) & (summary["framework"] == framework)
-        ]
-        if column.batch_size is not None:
-            rows = rows[rows["batch_size"] == column.batch_size]
-        rows = rows[rows["ranks"] == column.gpus] if column.gpus > 1 else rows[rows["ranks"].fillna(1) == 1]
-        if len(rows):
-            return run, rows
+        found = mine & (summary["run"] == run)  # one mask, one selection: each selection copies every column
+        if found.any():
+            return run, summary[found]
     return None, summary.iloc[0:0]
 
 

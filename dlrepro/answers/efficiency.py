@@ -195,6 +195,11 @@ def sentence(
     )
 
 
+def _is(value, wanted):
+    """Whether a table's ``value`` (None, NaN or NA: missing) equals ``wanted``."""
+    return not pd.isna(value) and value == wanted
+
+
 def published_efficiency(summary, references, specs):
     """One row per (published timing on hardware with a known fp32 peak, measured job of the same network and
     framework (dlrepro.inputs.frameworks.study_names), or none): PUBLISHED_COLUMNS, the verdict OTHER_HARDWARE beside a
@@ -212,6 +217,10 @@ def published_efficiency(summary, references, specs):
         spec = specs[name]
         jobs = summary[(summary["spec"] == name) & summary["fraction_of_peak"].notna()] if len(summary) else summary
         models = {v: spec["variants"][v]["model"] for v in jobs["variant"].unique() if v in spec["variants"]}
+        frameworks = jobs["framework"].dropna().unique()
+        job_rows = list(
+            jobs.itertuples(index=False)
+        )  # once per spec (a selection per reference: 85 of a site's 402 s profiled)
         for ref in refs:
             peak = peaks.published(ref.hardware)
             work = published_work(spec, ref) if peak is not None and peak.flops else None
@@ -243,15 +252,13 @@ def published_efficiency(summary, references, specs):
                 "reference_id": ref.id,
                 "source": ref.source,
             }
-            ours = [f for f in jobs["framework"].dropna().unique() if in_study(f, ref.framework)]
-            matched = jobs[
-                jobs["variant"].isin([v for v, m in models.items() if m == model])
-                & (jobs["mode"] == ("inference" if inference else "throughput"))
-                & jobs["framework"].isin(ours)
-            ]
-            if (matched["batch_size"] == ref.batch_size).any():
-                matched = matched[matched["batch_size"] == ref.batch_size]
-            for row in matched.itertuples(index=False):
+            ours = {f for f in frameworks if in_study(f, ref.framework)}
+            variants = {v for v, m in models.items() if m == model}
+            mode = "inference" if inference else "throughput"
+            matched = [r for r in job_rows if r.variant in variants and _is(r.mode, mode) and r.framework in ours]
+            if any(_is(r.batch_size, ref.batch_size) for r in matched):
+                matched = [r for r in matched if _is(r.batch_size, ref.batch_size)]
+            for row in matched:
                 note = (
                     ""
                     if row.batch_size == ref.batch_size
@@ -279,7 +286,7 @@ def published_efficiency(summary, references, specs):
                         job_id=row.job_id,
                     )
                 )
-            if matched.empty:
+            if not matched:
                 rows.append(dict(base, verdict=NOT_RUN, sentence=sentence(fraction, peak.device, None, None)))
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
 

@@ -15,6 +15,7 @@ import shutil
 from functools import lru_cache
 
 from dlrepro import REPO_ROOT
+from dlrepro.files import tree_digest
 
 DATA = ("summary.csv", "samples.parquet", "bundle.json", "SHA256SUMS")  # a bundle's files the site links
 CODE = ("dlrepro", "runner", "specs", "studies")
@@ -25,12 +26,7 @@ ANSWERS = "site-cache"  # SITE/site-cache/<record>.pickle: a study record's answ
 @lru_cache(maxsize=1)
 def code_digest():
     """The SHA-256 of the code and inputs that draw the reports (CODE: every file but caches, by path and bytes)."""
-    digest = hashlib.sha256()
-    for top in CODE:
-        for path in sorted((REPO_ROOT / top).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return tree_digest(REPO_ROOT, CODE)
 
 
 def stamp(name, files, price_per_hour):

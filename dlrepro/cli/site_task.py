@@ -175,6 +175,16 @@ def _pool(tasks):
     return ProcessPoolExecutor(max(1, min(tasks, os.cpu_count() or 1)), mp_context=multiprocessing.get_context("fork"))
 
 
+def _read_ahead(folders):
+    """Read each bundle's tables in this process before _pool forks: its workers (each report, each study record's
+    report over its bundles) and the history then share this one read (store.tables keeps them per process)."""
+    for folder in folders:
+        try:
+            tables.summary(folder)
+        except DlreproError:
+            continue  # its report's row says why
+
+
 def _json(rows):
     """A page's table as JSON text (asv's graphs/*.json): its rows, keys sorted."""
     return json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n"
@@ -210,6 +220,7 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
             record_stamps[path.stem] = site_cache.stamp(path.stem, _record_files(path, root), price_per_hour)
         except DlreproError:
             record_stamps[path.stem] = None
+    _read_ahead([row["folder"] for row in rows])
     with _pool(len(rows) + len(records_found)) as pool:
         first = {}  # bundle id: the index of the first row listing it, the one whose report is written at once
         cached = cache["bundles"]

@@ -60,10 +60,14 @@ GPU was held back by power or thermal limits while they ran). The schema version
 key-value metadata
 (``dlrepro.tables``) and in the ``tables_schema`` column; a new column means a new version
 (ADDED says what each added). Tables of an older version are re-derived from the bundle's JSON
-files when read, so every reader sees this version's columns.
+files when read, so every reader sees this version's columns; the derived tables are kept in DLREPRO_CACHE/tables/
+(``kept_folder``) for the next run, never in the bundle.
 """
 
+import hashlib
 import json
+import os
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -71,7 +75,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from dlrepro import REPO_ROOT, cache
 from dlrepro.errors import BundleError
+from dlrepro.files import tree_digest
 from dlrepro.store import peak_columns
 from runner import telemetry
 from runner.contract import OPTION_DEFAULTS
@@ -190,6 +196,7 @@ SAMPLE_COLUMNS = {
     "train_loss": "float64",
     "perplexity": "float64",
 }
+_COLUMNS = {"summary": SUMMARY_COLUMNS, "samples": SAMPLE_COLUMNS}
 FILES = ("summary.parquet", "samples.parquet")
 ADDED = {
     "dlrepro.tables/2": (
@@ -617,15 +624,80 @@ def read(folder, name):
     version, has them derived from its JSON files. Raises BundleError naming a file that
     cannot be read.
     """
-    columns = SUMMARY_COLUMNS if name == "summary" else SAMPLE_COLUMNS
+    columns = _COLUMNS[name]
     path = stored(folder, name)
     try:
         if path is not None:
             return pq.read_table(path).to_pandas().astype(columns)
-        body = json.loads((Path(folder) / "bundle.json").read_text())
-        return frame(build(folder, body, [r["job_id"] for r in body["jobs"]])[0 if name == "summary" else 1], columns)
+        return _derived(Path(folder), _signature(Path(folder)))[0 if name == "summary" else 1].copy()
     except UNREADABLE as exc:
         raise unreadable(folder, exc, path) from None
+
+
+def _signature(folder):
+    """What ``_derived`` reads of a bundle folder: each JSON file's path, modification time (ns) and size."""
+    files = [folder / "bundle.json"] + sorted((folder / "jobs").glob("*/*.json"))
+    return tuple((str(path), stat.st_mtime_ns, stat.st_size) for path in files for stat in [path.stat()])
+
+
+TABLES_CODE = ("runner", "dlrepro/store", "dlrepro/inputs", "dlrepro/errors.py")  # what derives tables from JSON
+
+
+@lru_cache(maxsize=1)
+def _code_digest():
+    """The SHA-256 of this tables version and of the code that derives tables from a bundle's JSON files."""
+    return hashlib.sha256((SCHEMA + "\0" + tree_digest(REPO_ROOT, TABLES_CODE)).encode()).hexdigest()
+
+
+def kept_folder(folder, signature):
+    """Where the cache keeps the tables derived from the bundle in ``folder`` (``_signature``'s files):
+    DLREPRO_CACHE/tables/<SHA-256 of the tables code and of each JSON file's path in the bundle and bytes>, so an
+    edited JSON file or changed code derives them again."""
+    digest = hashlib.sha256(_code_digest().encode())
+    for path, _, _ in signature:
+        digest.update(str(Path(path).relative_to(folder)).encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    return cache.root() / "tables" / digest.hexdigest()
+
+
+@lru_cache(maxsize=256)
+def _derived_tables(folder, signature):
+    """{"summary", "samples": arrow table of this version's schema} of a bundle whose tables are of another version:
+    read from the cache (``kept_folder``) or derived from its JSON files and kept there; once per process while
+    ``signature`` holds (`dlrepro site` reads each committed bundle, none of this version, for its report, its study
+    records' reports and the history). The bundle's own files are never written."""
+    kept = kept_folder(folder, signature)
+    try:
+        return {name: pq.read_table(kept / ("%s.parquet" % name), schema=_arrow_schema(name)) for name in _COLUMNS}
+    except (OSError, pa.ArrowException):  # not kept yet, or a damaged copy: derive again
+        pass
+    body = json.loads((folder / "bundle.json").read_text())
+    rows = dict(zip(("summary", "samples"), build(folder, body, [r["job_id"] for r in body["jobs"]])))
+    found = {
+        name: pa.Table.from_pandas(frame(rows[name], _COLUMNS[name]), schema=_arrow_schema(name), preserve_index=False)
+        for name in _COLUMNS
+    }
+    _keep(kept, found)
+    return found
+
+
+def _keep(kept, found):
+    """Write the tables ``found`` ({name: arrow table}) as parquet files into the cache folder ``kept``, each file
+    whole or not at all; a cache that cannot be written only means deriving again next time."""
+    try:
+        kept.mkdir(parents=True, exist_ok=True)
+        for name, table in found.items():
+            partial = kept / ("%s.parquet.%d" % (name, os.getpid()))
+            pq.write_table(table, partial)
+            os.replace(partial, kept / ("%s.parquet" % name))
+    except OSError:
+        pass
+
+
+@lru_cache(maxsize=256)
+def _derived(folder, signature):
+    """(summary, samples) DataFrames of ``_derived_tables``, once per process. Callers copy before changing them."""
+    found = _derived_tables(folder, signature)
+    return tuple(found[name].to_pandas().astype(_COLUMNS[name]) for name in ("summary", "samples"))
 
 
 def summary(folder):
@@ -638,13 +710,24 @@ def samples(folder):
     return read(folder, "samples")
 
 
-def _arrow_schema(columns):
-    return pa.Schema.from_pandas(frame([], columns), preserve_index=False).remove_metadata()
+@lru_cache(maxsize=2)
+def _arrow_schema(name):
+    """The arrow schema of table ``name`` ("summary" or "samples") of this version."""
+    return pa.Schema.from_pandas(frame([], _COLUMNS[name]), preserve_index=False).remove_metadata()
+
+
+def _derived_table(folder, name):
+    """Table ``name`` of ``_derived_tables`` of the bundle in ``folder``; raises BundleError naming a file that cannot
+    be read."""
+    try:
+        return _derived_tables(folder, _signature(folder))[name]
+    except UNREADABLE as exc:
+        raise unreadable(folder, exc) from None
 
 
 def _concat(folders, name, columns):
     """One arrow table of table ``name`` of every folder, with exactly this version's ``columns``."""
-    schema = _arrow_schema(columns)
+    schema = _arrow_schema(name)
     files = {folder: stored(folder, name) for folder in folders}
     current = [str(path) for path in files.values() if path is not None]
     try:
@@ -654,11 +737,7 @@ def _concat(folders, name, columns):
             if path is not None:
                 read(folder, name)
         raise
-    parts += [
-        pa.Table.from_pandas(read(f, name), schema=schema, preserve_index=False)
-        for f, path in files.items()
-        if path is None
-    ]
+    parts += [_derived_table(Path(f), name) for f, path in files.items() if path is None]
     return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
 
 
