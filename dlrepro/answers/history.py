@@ -104,7 +104,7 @@ def history(bodies, summary, samples, min_effect=0.05, alpha=0.01):
     made = {b["id"]: (b["created"], b["id"]) for b in bodies}
     smoke = {b["id"]: bool((b.get("options") or {}).get("quick")) for b in bodies}
     hosts = {b["id"]: configkey.fingerprint(b) for b in bodies}
-    units = {bid: regression.units(rows) for bid, rows in samples.groupby("bundle_id", sort=False)}
+    units = regression.units_by_bundle(samples)
     found = []
     for values, rows in _keyed(summary).groupby(LINE, dropna=False, sort=False):
         key = {c: _plain(v) for c, v in zip(LINE, values)}

@@ -222,6 +222,19 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
             record_stamps[path.stem] = None
     _read_ahead([row["folder"] for row in rows])
     with _pool(len(rows) + len(records_found)) as pool:
+        draw = {
+            p.stem: record_stamps[p.stem] is None
+            or (cache["records"].get(p.stem) or {}).get("stamp") != record_stamps[p.stem]
+            or not (out / "records" / p.stem / "study.html").is_file()
+            for p in records_found
+        }
+        kept = {p.stem: site_cache.kept(out, p.stem, record_stamps[p.stem]) for p in records_found if not draw[p.stem]}
+        studied = [  # submitted first: a study record's report takes longest, the pool ends with the short ones
+            None
+            if kept.get(path.stem) is not None
+            else pool.submit(_study_report, path, root, out, price_per_hour, draw[path.stem])
+            for path in records_found
+        ]
         first = {}  # bundle id: the index of the first row listing it, the one whose report is written at once
         cached = cache["bundles"]
         written_now = [
@@ -231,19 +244,6 @@ def build(results_dir, price_per_hour=None, progress=print, out=None):
             and (out / row["id"] / "report.html").is_file()
             else pool.submit(_bundle_report, row, root, out, price_per_hour, links[row["id"]])
             for i, row in enumerate(rows)
-        ]
-        draw = {
-            p.stem: record_stamps[p.stem] is None
-            or (cache["records"].get(p.stem) or {}).get("stamp") != record_stamps[p.stem]
-            or not (out / "records" / p.stem / "study.html").is_file()
-            for p in records_found
-        }
-        kept = {p.stem: site_cache.kept(out, p.stem, record_stamps[p.stem]) for p in records_found if not draw[p.stem]}
-        studied = [
-            None
-            if kept.get(path.stem) is not None
-            else pool.submit(_study_report, path, root, out, price_per_hour, draw[path.stem])
-            for path in records_found
         ]
         for i, (row, future) in enumerate(zip(rows, written_now)):
             try:

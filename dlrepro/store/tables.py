@@ -628,8 +628,8 @@ def read(folder, name):
     path = stored(folder, name)
     try:
         if path is not None:
-            return pq.read_table(path).to_pandas().astype(columns)
-        return _derived(Path(folder), _signature(Path(folder)))[0 if name == "summary" else 1].copy()
+            return _pandas(pq.read_table(path), columns)
+        return _derived(Path(folder), _signature(Path(folder)), name).copy()
     except UNREADABLE as exc:
         raise unreadable(folder, exc, path) from None
 
@@ -693,11 +693,26 @@ def _keep(kept, found):
         pass
 
 
-@lru_cache(maxsize=256)
-def _derived(folder, signature):
-    """(summary, samples) DataFrames of ``_derived_tables``, once per process. Callers copy before changing them."""
-    found = _derived_tables(folder, signature)
-    return tuple(found[name].to_pandas().astype(_COLUMNS[name]) for name in ("summary", "samples"))
+@lru_cache(maxsize=512)
+def _derived(folder, signature, name):
+    """Table ``name`` of ``_derived_tables`` as a DataFrame, once per process. Callers copy before changing it."""
+    return _pandas(_derived_tables(folder, signature)[name], _COLUMNS[name])
+
+
+_ARROW_TYPES = {pa.string(): pd.StringDtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+
+
+@lru_cache(maxsize=4)
+def _dtypes(columns):
+    return [pd.api.types.pandas_dtype(dtype) for _, dtype in columns]
+
+
+def _pandas(table, columns):
+    """The DataFrame of arrow ``table`` with ``columns``' dtypes (name -> dtype), converted column by column only
+    where the arrow types do not give them already (a table of this version's schema does)."""
+    found = table.to_pandas(types_mapper=_ARROW_TYPES.get)
+    same = list(found.columns) == list(columns) and found.dtypes.tolist() == _dtypes(tuple(columns.items()))
+    return found if same else found.astype(columns)
 
 
 def summary(folder):
@@ -738,7 +753,7 @@ def _concat(folders, name, columns):
                 read(folder, name)
         raise
     parts += [_derived_table(Path(f), name) for f, path in files.items() if path is None]
-    return pa.concat_tables(parts).to_pandas().astype(columns) if parts else frame([], columns)
+    return _pandas(pa.concat_tables(parts), columns) if parts else frame([], columns)
 
 
 def _sums(folder):
