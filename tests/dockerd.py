@@ -23,6 +23,8 @@ from pathlib import Path
 
 import docker
 
+from tests import helpers
+
 BRIDGE, BRIDGE_ADDRESS = "dlrtest0", "10.213.77.1/24"
 
 
@@ -82,16 +84,8 @@ class Dockerd:
         return docker.DockerClient(base_url=self.url, timeout=120)
 
     def containers_left(self, within=60):
-        """The names of this engine's containers still there after up to ``within`` seconds: an auto_remove
-        container that ended (or one the engine's restart found) is removed by the engine in the background, so
-        one seen at once may be gone a moment later. The engine's list alone: inspecting each container, as the
-        SDK's ``containers.list`` does, fails on one removed in between."""
-        deadline = time.time() + within
-        while True:
-            names = [c["Names"][0] for c in self.client().api.containers(all=True)]
-            if not names or time.time() > deadline:
-                return names
-            time.sleep(0.5)
+        """The names of this engine's containers still there after up to ``within`` seconds (tests.helpers)."""
+        return helpers.containers_left(self.client(), within)
 
     def load(self, tag):
         """Load image ``tag`` from the host's engine unless this engine has it; returns the seconds that took."""

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import tarfile
+import time
 
 from dlrepro import REPO_ROOT
 from dlrepro.inputs import datasets, spec
@@ -147,3 +148,21 @@ class Quiet:
 
     def job_finished(self, job_id, result):
         self.finished[job_id] = result["status"]
+
+
+def containers(client, **filters):
+    """The engine's list of its containers (ended ones too) matching ``filters``: dicts with "Names" and "State".
+    The engine's list alone: the SDK's ``containers.list`` inspects each container it lists and fails (404) on one
+    removed in between, as an auto_remove container that just ended is."""
+    return client.api.containers(all=True, filters=filters or None)
+
+
+def containers_left(client, within=60, **filters):
+    """The names of the containers matching ``filters`` still there after up to ``within`` seconds: the engine
+    removes an ended auto_remove container (and those its restart finds) in the background."""
+    deadline = time.time() + within
+    while True:
+        names = [c["Names"][0].lstrip("/") for c in containers(client, **filters)]
+        if not names or time.time() > deadline:
+            return names
+        time.sleep(0.5)

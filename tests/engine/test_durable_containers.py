@@ -3,12 +3,12 @@ memory limit stops one job; needs a Docker engine."""
 
 import json
 import os
-import time
 
 import pytest
 
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
+from tests import helpers
 from tests.run.durable_runs import FCN, _kill_after_first_job, _resumed_completely
 
 
@@ -17,12 +17,7 @@ def test_sigkill_keeps_finished_jobs_leaves_no_container_and_resume_completes(tm
     results = tmp_path / "results"
     partial = _kill_after_first_job(FCN + ["--batch-size=8,1024"], results, "fcn-s.torch.cpu.b8")
     run_id = partial.name[1 : -len(".partial")]
-    deadline, left = time.time() + 10, None
-    while time.time() < deadline:
-        left = docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % run_id})
-        if not left:
-            break
-        time.sleep(0.5)
+    left = helpers.containers_left(docker_engine, 10, label="org.dlrepro.run=%s" % run_id)
     assert left == [], "containers of the killed run are left: %s" % left
     _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b1024")
 
@@ -46,7 +41,7 @@ def test_a_dead_runs_container_is_removed_at_the_next_start(docker_engine, torch
     assert lines == [
         "removed container %s of the dead run fcn-orphan (host process 999999999 is gone)" % orphan.short_id
     ]
-    assert not docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=fcn-orphan"})
+    assert not helpers.containers_left(docker_engine, label="org.dlrepro.run=fcn-orphan")
 
 
 @pytest.mark.docker

@@ -17,7 +17,7 @@ from dlrepro import REPO_ROOT
 from dlrepro.errors import EngineLost
 from dlrepro.store import bundle as bundlemod
 from dlrepro.store import validate
-from tests import dockerd
+from tests import dockerd, helpers
 
 # why an engine that went away is said to have gone: the error that showed it, or that it no longer answered
 WHY = r"\((?:\w+|no answer)\)"
@@ -143,7 +143,7 @@ def test_the_engine_killed_mid_job_leaves_a_partial_bundle_that_a_plain_resume_c
         ), lost["reason"]
     checked = _invoke(own_engine, "validate", str(folder))
     assert checked.returncode == 0 and checked.stdout.startswith("valid "), checked.stdout + checked.stderr
-    assert own_engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id}) == []
+    assert helpers.containers_left(own_engine.client(), label="org.dlrepro.run=%s" % bundle_id) == []
     print("killed, resumed and validated in %.1f s" % (time.time() - began))
 
 

@@ -11,6 +11,7 @@ from dlrepro import engine
 from dlrepro.images import bases, build
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
+from tests import helpers
 from tests.helpers import files_under
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]
@@ -74,6 +75,6 @@ def test_the_torch_image_builds_and_an_alexnet_job_runs_through_podman(podman, m
         assert row["status"] == "ok" and row["parameters"] == 62_378_344 and row["image_id"] == built.image_id
         result = json.loads((path / "jobs" / "alexnet-s.torch.cpu.b16" / "result.json").read_text())
         assert result["environment"]["in_container"] is True and len(result["timing"]["repeats"][0]) == 3
-        assert engine.client().containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % body["id"]}) == []
+        assert helpers.containers_left(engine.client(), label="org.dlrepro.run=%s" % body["id"]) == []
     finally:
         engine.use("")

@@ -14,6 +14,7 @@ from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL
 from dlrepro.run.options import RunOptions
 from dlrepro.run.pool import WorkerPool
 from dlrepro.store import records
+from tests import helpers
 from tests.helpers import Quiet
 from tests.run.pools import SHARED, _seat
 
@@ -31,8 +32,8 @@ class _StopAtFirstEnd(Quiet):
 
 def _ours(docker_engine):
     """The job containers this test process started that the engine still lists."""
-    return docker_engine.containers.list(
-        all=True, filters={"label": ["%s=%s" % (HOST_LABEL, socket.gethostname()), "%s=%d" % (PID_LABEL, os.getpid())]}
+    return helpers.containers_left(
+        docker_engine, label=["%s=%s" % (HOST_LABEL, socket.gethostname()), "%s=%d" % (PID_LABEL, os.getpid())]
     )
 
 

@@ -23,6 +23,7 @@ from dlrepro.run.executors import slurm as slurm_executor
 from dlrepro.run.options import RunOptions
 from dlrepro.store import bundle as bundlemod
 from dlrepro.store import tables, validate
+from tests import helpers
 from tests.helpers import fresh_cache, unreachable
 from tests.run.slurm_tools import _shell, _tool
 
@@ -30,7 +31,7 @@ ALEXNET = dict(frameworks=["torch"], variants=["alexnet-s"], quick=True)
 
 
 def _containers(docker_engine, bundle_id):
-    return docker_engine.containers.list(all=True, filters={"label": "org.dlrepro.run=%s" % bundle_id})
+    return helpers.containers(docker_engine, label="org.dlrepro.run=%s" % bundle_id)
 
 
 @pytest.mark.docker
@@ -341,7 +342,7 @@ def test_two_tasks_on_one_node_get_their_own_host_gpu_and_cpus(slurm, torch_cpu_
     try:
         running = _wait_for(
             lambda: (
-                [c for c in _containers(docker_engine, "bind-test") if c.status == "running"]
+                [c for c in _containers(docker_engine, "bind-test") if c["State"] == "running"]
                 if len(_containers(docker_engine, "bind-test")) == 2
                 else None
             ),

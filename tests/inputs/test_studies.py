@@ -197,7 +197,7 @@ def test_a_study_on_one_gpu_runs_its_one_gpu_data_parallel_jobs():
     assert (
         fcn.why is None and fcn.options.ranks == [1] and fcn.notes == ["GPU counts 2, 4 left out: this host has 1 GPU"]
     )
-    assert fcn.jobs == 3  # PyTorch, JAX and MXNet: the adapters with a data-parallel path
+    assert fcn.jobs == 4  # PyTorch, JAX, MXNet and TensorFlow: the adapters with a data-parallel path
     assert planned["multigpu-fcn"].options.batch_sizes == [4096]
     none = {p.id: p for p in studymod.plan(studies.load("dlbench"), gpus=[], quick=True)}
     assert none["multigpu-fcn"].why == "it needs an NVIDIA GPU; NVML sees none on this host"
