@@ -3,6 +3,7 @@
 import hashlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -166,3 +167,22 @@ def containers_left(client, within=60, **filters):
         if not names or time.time() > deadline:
             return names
         time.sleep(0.5)
+
+
+def run_python(client, tag, out, script, *args, mounts=None):
+    """Run ``python SCRIPT ARGS...`` in image ``tag`` as this user with no network: the repository's runner/ at
+    /opt/dlrepro/runner and each of ``mounts`` ({host path: path in the container}) read-only, the folder ``out``
+    (made writable to all) at /out, PYTHONPATH=/opt/dlrepro. Raises docker.errors.ContainerError when it fails."""
+    out.chmod(0o777)
+    volumes = {str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"}}
+    volumes.update({str(host): {"bind": inside, "mode": "ro"} for host, inside in (mounts or {}).items()})
+    volumes[str(out)] = {"bind": "/out"}
+    client.containers.run(
+        tag,
+        ["python", script, *args],
+        network_mode="none",
+        remove=True,
+        user="%d:%d" % (os.getuid(), os.getgid()),
+        environment={"PYTHONPATH": "/opt/dlrepro"},
+        volumes=volumes,
+    )

@@ -4,7 +4,6 @@ in float32), fp32 stays float32 throughout; a bf16 job's result says so and is s
 
 import json
 import math
-import os
 
 import pytest
 
@@ -14,6 +13,7 @@ from dlrepro.run import executors, jobs
 from dlrepro.run.options import RunOptions
 from dlrepro.store import peak_columns
 from runner import telemetry
+from tests import helpers
 
 pytestmark = pytest.mark.docker
 SCRIPT = REPO_ROOT / "tests" / "data" / "jax_precision.py"
@@ -54,18 +54,14 @@ def measured(jax_cpu_image, docker_engine, tmp_path_factory):
         _plain(_job(n, v, b, "fp32")) for n, v, b in MODELS[3:5]
     ]
     (folder / "jobs.json").write_text(json.dumps(batch))
-    docker_engine.containers.run(
+    helpers.run_python(
+        docker_engine,
         jax_cpu_image.tag,
-        ["python", "/opt/dlrepro/jax_precision.py", "/out/jobs.json", "/out/found.json"],
-        network_mode="none",
-        remove=True,
-        user="%d:%d" % (os.getuid(), os.getgid()),
-        environment={"PYTHONPATH": "/opt/dlrepro"},
-        volumes={
-            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-            str(SCRIPT): {"bind": "/opt/dlrepro/jax_precision.py", "mode": "ro"},
-            str(folder): {"bind": "/out"},
-        },
+        folder,
+        "/opt/dlrepro/jax_precision.py",
+        "/out/jobs.json",
+        "/out/found.json",
+        mounts={SCRIPT: "/opt/dlrepro/jax_precision.py"},
     )
     return json.loads((folder / "found.json").read_text())
 

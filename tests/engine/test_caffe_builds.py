@@ -3,11 +3,10 @@
 library it loaded) from the libraries the process has mapped."""
 
 import json
-import os
 
 import pytest
 
-from dlrepro import REPO_ROOT
+from tests import helpers
 
 PROBE = """
 import json, sys
@@ -26,20 +25,8 @@ json.dump(found, open(sys.argv[1], "w"))
 @pytest.mark.docker
 def test_debians_cpu_only_caffe_refuses_a_gpu_job_and_says_which_build_ran(docker_engine, caffe_cpu_image, tmp_path):
     image = caffe_cpu_image
-    tmp_path.chmod(0o777)
     (tmp_path / "probe.py").write_text(PROBE)
-    docker_engine.containers.run(
-        image.tag,
-        ["python", "/out/probe.py", "/out/found.json"],
-        network_mode="none",
-        remove=True,
-        user="%d:%d" % (os.getuid(), os.getgid()),
-        environment={"PYTHONPATH": "/opt/dlrepro"},
-        volumes={
-            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-            str(tmp_path): {"bind": "/out"},
-        },
-    )
+    helpers.run_python(docker_engine, image.tag, tmp_path, "/out/probe.py", "/out/found.json")
     found = json.loads((tmp_path / "found.json").read_text())
     assert found["cuda"] == (
         "this Caffe is a CPU_ONLY build (it links no CUDA runtime): run the job in the caffe-1.0.0-cuda image"

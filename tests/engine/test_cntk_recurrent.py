@@ -3,7 +3,6 @@ cells, the state carried across mini-batches, global-norm clipping, the spec's p
 DLF's GRU train (their loss falls over a quick run's steps)."""
 
 import json
-import os
 
 import pytest
 
@@ -12,25 +11,20 @@ from dlrepro.inputs import spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from dlrepro.store import tables
+from tests import helpers
 
 pytestmark = pytest.mark.docker
 CHECK = REPO_ROOT / "tests" / "data" / "cntk_rnn_check.py"
 
 
 def test_cells_state_and_clipping_equal_numpys(cntk_cpu_image, docker_engine, tmp_path):
-    tmp_path.chmod(0o777)
-    docker_engine.containers.run(
+    helpers.run_python(
+        docker_engine,
         cntk_cpu_image.tag,
-        ["python", "/opt/dlrepro/check.py", "/out/found.json"],
-        network_mode="none",
-        remove=True,
-        user="%d:%d" % (os.getuid(), os.getgid()),
-        environment={"PYTHONPATH": "/opt/dlrepro"},
-        volumes={
-            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-            str(CHECK): {"bind": "/opt/dlrepro/check.py", "mode": "ro"},
-            str(tmp_path): {"bind": "/out"},
-        },
+        tmp_path,
+        "/opt/dlrepro/check.py",
+        "/out/found.json",
+        mounts={CHECK: "/opt/dlrepro/check.py"},
     )
     found = json.loads((tmp_path / "found.json").read_text())
     assert found["cntk"] == "2.7"  # 2.7.post2 reports itself as 2.7

@@ -9,7 +9,7 @@ import pytest
 
 from dlrepro.run.options import RunOptions
 from dlrepro.store import tables
-from tests.run.data_parallel_jobs import _job, _same_step, _step_in
+from tests.run.data_parallel_jobs import _job, _same_step, _step_in, one_process_bundle
 
 
 @pytest.mark.docker
@@ -71,22 +71,8 @@ def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(
 
 @pytest.mark.docker
 def test_a_bundle_of_one_process_data_parallel_jobs_has_their_devices_and_speedups(mxnet_cpu_image, tmp_path, reporter):
-    from dlrepro.run import runs
-
-    path = runs.run(
-        "fcn",
-        RunOptions(frameworks=["mxnet"], variants=["fcn-s"], batch_sizes=[8], quick=True, ranks=[1, 2]),
-        results_dir=tmp_path,
-        reporter=reporter,
-    )
-    summary = tables.summary(path).set_index("job_id")
-    assert set(summary["status"]) == {"ok"} and len(summary) == 2
-    for framework in ("mxnet",):
-        two, one = summary.loc["fcn-s.%s.cpu.b8.r2" % framework], summary.loc["fcn-s.%s.cpu.b8.r1" % framework]
-        assert (two["rank_batch_size"], one["rank_batch_size"]) == (4, 8)
-        assert two["scaling_base"] == "fcn-s.%s.cpu.b8.r1" % framework
-        assert two["speedup"] == pytest.approx(one["median"] / two["median"])
-    mx_env = json.loads((path / "jobs" / "fcn-s.mxnet.cpu.b8.r2" / "result.json").read_text())["environment"]
+    _, results = one_process_bundle("mxnet", tmp_path, reporter)
+    mx_env = results[2]["environment"]
     assert (
         mx_env["data_parallel"]["contexts"] == ["cpu(0)", "cpu(1)"] and mx_env["data_parallel"]["kvstore"] == "device"
     )

@@ -3,13 +3,13 @@ weight decay, Nesterov and Adam, three steps each on one linear softmax problem,
 torch.optim here."""
 
 import json
-import os
 
 import numpy as np
 import pytest
 import torch
 
 from dlrepro import REPO_ROOT
+from tests import helpers
 from tests.data import optimizer_steps
 
 pytestmark = pytest.mark.docker
@@ -36,19 +36,13 @@ def _torch_steps(opt):
 
 
 def test_cntk_learners_take_pytorchs_steps(cntk_cpu_image, docker_engine, tmp_path):
-    tmp_path.chmod(0o777)
-    docker_engine.containers.run(
+    helpers.run_python(
+        docker_engine,
         cntk_cpu_image.tag,
-        ["python", "/opt/dlrepro/tests/data/optimizer_steps.py", "/out/steps.json"],
-        network_mode="none",
-        remove=True,
-        user="%d:%d" % (os.getuid(), os.getgid()),
-        environment={"PYTHONPATH": "/opt/dlrepro"},
-        volumes={
-            str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-            str(REPO_ROOT / "tests"): {"bind": "/opt/dlrepro/tests", "mode": "ro"},
-            str(tmp_path): {"bind": "/out"},
-        },
+        tmp_path,
+        "/opt/dlrepro/tests/data/optimizer_steps.py",
+        "/out/steps.json",
+        mounts={REPO_ROOT / "tests": "/opt/dlrepro/tests"},
     )
     found = [np.array(w, dtype=np.float32) for w in json.loads((tmp_path / "steps.json").read_text())]
     w0 = optimizer_steps.problem()[0]

@@ -4,13 +4,9 @@ mini-batch (tests/data/dp_step.py), as JAX's and MXNet's one-process paths do (t
 test_data_parallel_containers.py), with weight decay and gradient clipping too; a bundle of its jobs has their ranks,
 devices and speedups. Needs a Docker engine."""
 
-import json
-
 import pytest
 
-from dlrepro.run.options import RunOptions
-from dlrepro.store import tables
-from tests.run.data_parallel_jobs import _job, _same_step, _step_in
+from tests.run.data_parallel_jobs import _job, _same_step, _step_in, one_process_bundle
 
 
 @pytest.fixture(scope="module")
@@ -48,30 +44,14 @@ def test_the_split_step_decays_and_clips_the_summed_gradients_as_one_device_does
 
 @pytest.mark.docker
 def test_a_bundle_of_mirrored_strategy_jobs_has_their_devices_and_speedups(tensorflow_cpu_image, tmp_path, reporter):
-    from dlrepro.run import runs
-
-    path = runs.run(
-        "fcn",
-        RunOptions(frameworks=["tensorflow"], variants=["fcn-s"], batch_sizes=[8], quick=True, ranks=[1, 2]),
-        results_dir=tmp_path,
-        reporter=reporter,
-    )
-    summary = tables.summary(path).set_index("job_id")
-    assert sorted(summary.index) == ["fcn-s.tensorflow.cpu.b8.r1", "fcn-s.tensorflow.cpu.b8.r2"]
-    assert set(summary["status"]) == {"ok"}
-    two, one = summary.loc["fcn-s.tensorflow.cpu.b8.r2"], summary.loc["fcn-s.tensorflow.cpu.b8.r1"]
-    assert (two["rank_batch_size"], one["rank_batch_size"]) == (4, 8)
-    assert two["scaling_base"] == "fcn-s.tensorflow.cpu.b8.r1" and one["speedup"] == 1.0
-    assert two["speedup"] == pytest.approx(one["median"] / two["median"])
-    assert two["scaling_efficiency"] == pytest.approx(two["speedup"] / 2)
-    env = json.loads((path / "jobs" / "fcn-s.tensorflow.cpu.b8.r2" / "result.json").read_text())["environment"]
+    _, results = one_process_bundle("tensorflow", tmp_path, reporter)
+    env, one_env = results[2]["environment"], results[1]["environment"]
     assert env["data_parallel"] == {
         "how": "tf.distribute.MirroredStrategy in one process, gradients summed by one all-reduce",
         "world_size": 2,
         "devices": ["/CPU:0", "/CPU:1"],
         "all_reduce": "ReductionToOneDevice",
     }
-    one_env = json.loads((path / "jobs" / "fcn-s.tensorflow.cpu.b8.r1" / "result.json").read_text())["environment"]
     assert one_env["data_parallel"] == {
         "how": "tf.distribute.MirroredStrategy in one process, gradients summed by one all-reduce",
         "world_size": 1,

@@ -2,7 +2,6 @@
 process over several devices) against one device's on the whole mini-batch."""
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ from dlrepro.inputs import spec
 from dlrepro.run import jobs
 from dlrepro.run.executors.base import free_port
 from dlrepro.run.options import RunOptions
+from tests import helpers
 
 STEP = REPO_ROOT / "tests" / "data" / "dp_step.py"
 
@@ -40,21 +40,16 @@ def _parameters(path):
 
 def _step_in(image, docker_engine, tmp_path, jobs):
     """Run dp_step.py in ``image`` for each (name, job): OUT/<name>.npz."""
-    tmp_path.chmod(0o777)
     for name, job in jobs:
         _write(job, tmp_path, name)
-        docker_engine.containers.run(
+        helpers.run_python(
+            docker_engine,
             image.tag,
-            ["python", "/opt/dlrepro/dp_step.py", "/out/%s.json" % name, "/out/%s.npz" % name],
-            network_mode="none",
-            remove=True,
-            user="%d:%d" % (os.getuid(), os.getgid()),
-            environment={"PYTHONPATH": "/opt/dlrepro"},
-            volumes={
-                str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"},
-                str(STEP): {"bind": "/opt/dlrepro/dp_step.py", "mode": "ro"},
-                str(tmp_path): {"bind": "/out"},
-            },
+            tmp_path,
+            "/opt/dlrepro/dp_step.py",
+            "/out/%s.json" % name,
+            "/out/%s.npz" % name,
+            mounts={STEP: "/opt/dlrepro/dp_step.py"},
         )
 
 
@@ -65,3 +60,27 @@ def _same_step(tmp_path, tolerance):
     assert max(float(np.abs(a - b).max()) for a, b in zip(split_before, before)) == 0.0  # the same initialisation
     assert max(float(np.abs(a - b).max()) for a, b in zip(split_after, after)) < tolerance
     assert max(float(np.abs(a - b).max()) for a, b in zip(after, before)) > 1e-4  # the step moved them
+
+
+def one_process_bundle(framework, tmp_path, reporter):
+    """FCN-S at mini-batch 8 on 1 and 2 ranks of ``framework``'s one-process path (--quick): checks that both jobs
+    are ok, each rank's mini-batch (8 and 4), the 2-rank job's scaling base and its speedup (the 1-rank median over
+    its own); returns the bundle's path and the two jobs' results as dicts {ranks: result.json}."""
+    from dlrepro.run import runs
+    from dlrepro.store import tables
+
+    path = runs.run(
+        "fcn",
+        RunOptions(frameworks=[framework], variants=["fcn-s"], batch_sizes=[8], quick=True, ranks=[1, 2]),
+        results_dir=tmp_path,
+        reporter=reporter,
+    )
+    ids = {r: "fcn-s.%s.cpu.b8.r%d" % (framework, r) for r in (1, 2)}
+    summary = tables.summary(path).set_index("job_id")
+    assert sorted(summary.index) == sorted(ids.values()) and set(summary["status"]) == {"ok"}
+    one, two = summary.loc[ids[1]], summary.loc[ids[2]]
+    assert (two["rank_batch_size"], one["rank_batch_size"]) == (4, 8)
+    assert two["scaling_base"] == ids[1] and one["speedup"] == 1.0
+    assert abs(two["speedup"] - one["median"] / two["median"]) < 1e-9 * two["speedup"]
+    assert abs(two["scaling_efficiency"] - two["speedup"] / 2) < 1e-9
+    return path, {r: json.loads((path / "jobs" / ids[r] / "result.json").read_text()) for r in (1, 2)}
