@@ -349,7 +349,7 @@ def test_two_tasks_on_one_node_get_their_own_host_gpu_and_cpus(slurm, torch_cpu_
             120,
             "both containers",
         )
-        inspected = {c.name: docker_engine.api.inspect_container(c.id) for c in running}
+        inspected = {c["Names"][0].lstrip("/"): docker_engine.api.inspect_container(c["Id"]) for c in running}
         tasks = [_task_file(scratch, array, i) for i in (0, 1)]
     finally:
         subprocess.run(["scancel", array])
