@@ -338,4 +338,6 @@ def against_bundle(samples_a, samples_b, min_effect=0.05, alpha=0.01, hosts=(Non
                 reason=found.reason,
             )
         )
-    return pd.DataFrame(rows, columns=REGRESSION_COLUMNS)
+    # text columns stay text where every row's value is None: pandas would make an all-None column float64, and a
+    # reason written into it later (a smoke pass's) would then fail
+    return pd.DataFrame(rows, columns=REGRESSION_COLUMNS).astype({"reason": object, "test": object})

@@ -414,3 +414,17 @@ def test_compare_of_a_smoke_pass_says_so_first_and_gives_no_change_verdict(tmp_p
     other = make(tmp_path / "g", "fcn", [Job("torch", "fcn-s", 64, medians=[0.10] * 6)])  # one bundle twice: refused
     again = gather.comparison(str(full), str(other))
     assert (again.smoke, again.cells["verdict"].tolist()) == ([], ["no change"])
+
+
+def test_a_smoke_pass_against_a_bundle_sharing_no_configuration_gives_only_in_a_and_b(tmp_path):
+    """`dlrepro compare` of a --quick AlexNet-S bundle against an older one with other configurations raised
+    pandas' TypeError: every row's reason was None, so the column was float64 and the smoke pass's reason could not
+    be written into it."""
+    from dlrepro.answers import gather
+    from tests.bundles import Job, make
+
+    quick = make(tmp_path / "q", "fcn", [Job("torch", "fcn-s", 64, medians=[0.15], per_repeat=3)], quick=True)
+    other = make(tmp_path / "o", "fcn", [Job("torch", "fcn-s", 32, medians=[0.10] * 6)])
+    found = gather.comparison(str(other), str(quick))
+    assert sorted(found.cells["verdict"]) == ["only in A", "only in B"]
+    assert found.cells["reason"].isna().all() and found.cells["reason"].dtype == object
