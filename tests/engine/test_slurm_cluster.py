@@ -310,6 +310,12 @@ def test_the_batch_script_runs_a_cpu_task_under_bash_4_2(slurm, torch_cpu_image,
     _wait_for(lambda: _containers(docker_engine, "bash42-test") == [], 60, "the container removed")
 
 
+def _both_running(docker_engine, bundle_id):
+    """The bundle's two containers once both are running, else None (one may still be created)."""
+    running = [c for c in _containers(docker_engine, bundle_id) if c["State"] == "running"]
+    return running if len(running) == 2 else None
+
+
 def _task_file(scratch, array, index, suffix=".json"):
     path = sbatch.tasks_of(scratch) / ("%s_%d%s" % (array, index, suffix))
     return json.loads(path.read_text()) if suffix == ".json" else path.read_text()
@@ -340,15 +346,7 @@ def test_two_tasks_on_one_node_get_their_own_host_gpu_and_cpus(slurm, torch_cpu_
     started = time.time()
     array = slurm_executor._sbatch(path)
     try:
-        running = _wait_for(
-            lambda: (
-                [c for c in _containers(docker_engine, "bind-test") if c["State"] == "running"]
-                if len(_containers(docker_engine, "bind-test")) == 2
-                else None
-            ),
-            120,
-            "both containers",
-        )
+        running = _wait_for(lambda: _both_running(docker_engine, "bind-test"), 120, "both containers running")
         inspected = {c["Names"][0].lstrip("/"): docker_engine.api.inspect_container(c["Id"]) for c in running}
         tasks = [_task_file(scratch, array, i) for i in (0, 1)]
     finally:
