@@ -29,12 +29,31 @@ from tests import cluster, processes, tree
 from tests.helpers import Quiet, cpu_entry
 
 
+def _worker_cpus(config):
+    """The CPUs a pytest-xdist worker's tests run on: worker N of W the Nth of W equal shares of the CPUs the run
+    may use (None: one process, or fewer CPUs than workers)."""
+    worker = getattr(config, "workerinput", None)
+    allowed = sorted(os.sched_getaffinity(0))
+    if worker is None or len(allowed) < worker["workercount"]:
+        return None
+    index, count = int(worker["workerid"].lstrip("gw")), worker["workercount"]
+    return set(allowed[index * len(allowed) // count : (index + 1) * len(allowed) // count])
+
+
 @pytest.fixture(autouse=True)
-def _process_settings_restored():
-    """A job run in this process (runner.job.run, process isolation) sets its thread variables and pins the
-    process to its CPUs (runner.settings.apply); put both back, so no later test or its subprocesses inherit a
-    one-CPU affinity."""
+def _process_settings_restored(request):
+    """Each test of a pytest-xdist worker runs on that worker's share of the CPUs (``_worker_cpus``), and so do the
+    jobs it starts: the local executor's inherit the mask, the docker executor's containers take it
+    (``caller_cpus``). Two workers' frameworks then never share a CPU, where their OpenMP threads spin-wait for
+    each other (two PyTorch GRU jobs on 2 CPUs: 201 s each side by side, 34 s alone). A test marked ``all_cpus``
+    (one that needs more than one CPU: ranks or a thread count of their own) keeps every CPU.
+
+    A job run in this process (runner.job.run, process isolation) sets its thread variables and pins the process
+    to its CPUs (runner.settings.apply); both are put back, so no later test or its subprocesses inherit them."""
     cpus, variables = os.sched_getaffinity(0), dict(os.environ)
+    share = None if request.node.get_closest_marker("all_cpus") else _worker_cpus(request.config)
+    if share:
+        os.sched_setaffinity(0, share)
     yield
     os.sched_setaffinity(0, cpus)
     os.environ.clear()

@@ -19,4 +19,5 @@ def test_buildinfo_runs_in_an_image_with_a_jobs_isolation(torch_cpu_image):
         "cap_drop": "ALL",
         "pids_limit": 4096,
         "memory_bytes": None,
+        "cpus": None,
     }

@@ -11,6 +11,8 @@ from dlrepro.run.options import RunOptions
 from dlrepro.store import tables
 from tests.run.data_parallel_jobs import _job, _same_step, _step_in, one_process_bundle
 
+pytestmark = pytest.mark.all_cpus  # ranks of their own CPUs (tests/conftest.py)
+
 
 @pytest.mark.docker
 @pytest.mark.parametrize("framework", ["jax", "mxnet"])

@@ -10,6 +10,7 @@ import pytest
 from dlrepro import engine
 from dlrepro.images import bases, build
 from dlrepro.run import runs
+from dlrepro.run.executors import docker as docker_executor
 from dlrepro.run.options import RunOptions
 from tests import helpers
 from tests.helpers import files_under
@@ -70,6 +71,7 @@ def test_the_torch_image_builds_and_an_alexnet_job_runs_through_podman(podman, m
             "cap_drop": "ALL",
             "pids_limit": 4096,
             "memory_bytes": 4 << 30,
+            "cpus": docker_executor.caller_cpus(),  # this xdist worker's share: Podman confines the container to it
         }
         (row,) = body["jobs"]
         assert row["status"] == "ok" and row["parameters"] == 62_378_344 and row["image_id"] == built.image_id

@@ -8,6 +8,8 @@ import pytest
 
 from tests.run.data_parallel_jobs import _job, _same_step, _step_in, one_process_bundle
 
+pytestmark = pytest.mark.all_cpus  # ranks of their own CPUs (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def tensorflow_cpu_image(cpu_image):

@@ -15,6 +15,8 @@ from dlrepro import REPO_ROOT
 from dlrepro.store import tables
 from tests.run.data_parallel_jobs import STEP, _job, _parameters, _write
 
+pytestmark = pytest.mark.all_cpus  # ranks of their own CPUs (tests/conftest.py)
+
 
 def _env():
     return dict(os.environ, PYTHONPATH=str(REPO_ROOT))

@@ -171,6 +171,7 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
     assert epoch["iterations"] == 100 and epoch["loss_curve"][-1] < epoch["loss_curve"][0]
 
 
+@pytest.mark.all_cpus
 def test_thread_counts_are_set_and_recorded(tmp_path, reporter):
     path = runs.run(
         "fcn",

@@ -1,6 +1,10 @@
 """The container isolation of the docker executor: exact create arguments, no engine needed (as ReFrame tests
 its launch commands), and the bundle's isolation record read off them."""
 
+import os
+
+import pytest
+
 from dlrepro import REPO_ROOT
 from dlrepro.run.executors import docker as docker_executor
 
@@ -48,6 +52,7 @@ def test_create_arguments_are_the_isolation_the_bundle_records():
         "cap_drop": "ALL",
         "pids_limit": 4096,
         "memory_bytes": 8 << 30,
+        "cpus": None,
     }
     assert docker_executor.isolation(dict(args, user="0:0"))["user"] == "root"
 
@@ -55,6 +60,21 @@ def test_create_arguments_are_the_isolation_the_bundle_records():
 def test_a_cuda_group_gets_exactly_its_gpu():
     (request,) = docker_executor.create_args("t", "1000:1000", "/j", "/o", "/d", gpu=3)["device_requests"]
     assert request["DeviceIDs"] == ["3"] and request["Capabilities"] == [["gpu"]]
+
+
+def test_a_run_confined_to_some_cpus_confines_its_containers_to_them():
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: no run can be confined to fewer")
+    os.sched_setaffinity(0, range(os.cpu_count()))  # tests/conftest.py puts the mask back
+    assert docker_executor.caller_cpus() is None and docker_executor.DockerExecutor(memory=8 << 30).cpus is None
+    last = os.cpu_count() - 1
+    os.sched_setaffinity(0, {last})  # as `taskset -c LAST dlrepro run ...`
+    executor = docker_executor.DockerExecutor(memory=8 << 30)
+    args = docker_executor.create_args("t", "1000:1000", "/j", "/o", "/d", memory=8 << 30, cpus=executor.cpus)
+    assert executor.cpus == str(last) and args["cpuset_cpus"] == str(last)
+    assert docker_executor.isolation(args)["cpus"] == str(last)
+    words = docker_executor.run_command(args)
+    assert words[words.index("--cpuset-cpus") + 1] == str(last)
 
 
 def test_the_default_memory_limit_leaves_the_host_headroom():
@@ -78,6 +98,7 @@ def test_a_study_pools_container_has_the_same_isolation_and_serves_plans(tmp_pat
         "/cache/ds",
         memory=8 << 30,
         labels=args["labels"],
+        cpus=executor.cpus,
     )
     assert args["command"] == ["python", "-m", "runner.supervise", "--serve", "--isolation", "worker", "/jobs", "/out"]
     assert {k: v for k, v in args.items() if k != "command"} == {k: v for k, v in alone.items() if k != "command"}

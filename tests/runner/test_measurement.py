@@ -117,6 +117,7 @@ def test_the_window_ends_at_its_last_reading_not_after_the_sampling_process_hand
     assert sampler._t0 + record["samples"]["t_s"][-1] <= called + (handed_over - called) / 2  # before the transfer
 
 
+@pytest.mark.all_cpus
 def test_the_sampling_process_leaves_the_cpus_a_job_is_pinned_to():
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: nowhere else to go")

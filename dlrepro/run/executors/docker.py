@@ -51,13 +51,15 @@ def create_args(
     labels=None,
     runner_dir=REPO_ROOT / "runner",
     command=None,
+    cpus=None,
 ):
     """Keyword arguments of the engine's container create for one group of jobs (docker SDK
     ``containers.create``): image ``tag``, ``user`` "UID:GID", the staging folder, scratch output and
     dataset cache (host paths), the host ``gpu`` index passed in (a list: a data-parallel job's GPUs; None: no
     GPU), the ``memory`` limit in
-    bytes (swap included: none beyond it; None: no limit), the run's ``labels``, and the supervisor's
-    ``command`` (default: worker isolation).
+    bytes (swap included: none beyond it; None: no limit), the run's ``labels``, the supervisor's
+    ``command`` (default: worker isolation) and the ``cpus`` the container may run on (a cpuset such as "0,2";
+    None: every CPU of the host).
 
     The supervisor watches its standard input, which the host holds open (StdinOnce): when the host's run
     dies, the engine closes it, the supervisor ends its job and exits, and the engine removes the container
@@ -94,7 +96,18 @@ def create_args(
     }
     if memory is not None:
         args.update(mem_limit=int(memory), memswap_limit=int(memory))
+    if cpus is not None:
+        args["cpuset_cpus"] = cpus
     return args
+
+
+def caller_cpus():
+    """The CPUs this process may run on as a cpuset ("1", "0,2"), where that is fewer than the host's (a run started
+    under ``taskset`` or in a cgroup's cpuset); None where it may run on every CPU. A run's containers take it
+    (``cpuset_cpus``), as the jobs of the local executor inherit it and an sbatch task's containers take its
+    Slurm allocation (``sbatch.script``): a confined run does not spill its jobs onto the CPUs around it."""
+    allowed = sorted(os.sched_getaffinity(0))
+    return None if len(allowed) >= (os.cpu_count() or 1) else ",".join(str(c) for c in allowed)
 
 
 def gpu_flags(engine_name, ids):
@@ -131,6 +144,7 @@ def run_command(args, engine_name="docker", name=None):
         "auto_remove": lambda v: ["--rm"] if v else [],
         "mem_limit": lambda v: ["--memory", str(v)],
         "memswap_limit": lambda v: ["--memory-swap", str(v)],
+        "cpuset_cpus": lambda v: ["--cpuset-cpus", v],
     }
     unknown = sorted(set(args) - set(flags) - {"image", "command"})
     if unknown:
@@ -151,6 +165,7 @@ def isolation(args):
         "cap_drop": ",".join(args["cap_drop"]),
         "pids_limit": args["pids_limit"],
         "memory_bytes": args.get("mem_limit"),
+        "cpus": args.get("cpuset_cpus"),
     }
 
 
@@ -323,6 +338,7 @@ class DockerExecutor(Executor):
         """``memory``: the limit of each job container in bytes (None: ``default_memory()``)."""
         super().__init__(device, gpu, isolation)
         self.memory = memory or default_memory()
+        self.cpus = caller_cpus()
 
     def preflight(self):
         problem = super().preflight()
@@ -397,6 +413,7 @@ class DockerExecutor(Executor):
             self.memory,
             dict(self.run_labels(), **{RUN_LABEL: pool.id}),
             command=self.supervisor("python", "/jobs", "/out", serve=True),
+            cpus=self.cpus,
         )
 
     def serve(self, image, pool, data_root, gpu):
@@ -427,6 +444,7 @@ class DockerExecutor(Executor):
             self.memory,
             self.run_labels(),
             command=self.supervisor("python", "/jobs", "/out"),
+            cpus=self.cpus,
         )
         started = _Started(args, self)
         try:
@@ -462,7 +480,9 @@ class DockerExecutor(Executor):
         worker pool, ``isolation.shared_output`` says what the read-write output mount shares."""
         with engine_calls():
             found = engine.record()
-        record = isolation(create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "", memory=self.memory))
+        record = isolation(
+            create_args("", "%d:%d" % (CONTAINER_UID, CONTAINER_UID), "", "", "", memory=self.memory, cpus=self.cpus)
+        )
         if self.pool is not None:
             record["shared_output"] = (
                 "/out is the output root of study worker pool %s, read-write, shared by "

@@ -310,6 +310,7 @@ class SlurmExecutor(DockerExecutor):
         Slurm cannot take (``cluster_check``)."""
         cluster_check(partition, max_parallel)
         super().__init__(device, gpu, memory, isolation)
+        self.cpus = None  # not the submitting process's: each task's containers take its allocation's (sbatch)
         self.partition, self.options, self.max_parallel = partition, list(options or ()), max_parallel
         self.detach, self.arrays = detach, []
 
