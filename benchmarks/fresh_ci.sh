@@ -1,16 +1,27 @@
 #!/bin/bash
 # `.ci/run` as CI meets it: a fresh clone of this checkout and a fresh Docker engine with no image, no base and no build
-# cache (benchmarks/fresh_engine.sh), so that every image the tests run is built. Prints the wall-clock seconds, the
-# test summary and the slowest tests (pytest's --durations). Root only.  Usage: bash benchmarks/fresh_ci.sh [LOG]
+# cache (benchmarks/fresh_engine.sh), so that every image the tests run is built. Prints the slowest tests and the
+# phases (benchmarks/ci_phases.py); writes the stamped log to LOG and the tests' image build log beside it
+# (LOG's name with -build.log). Root only.  Usage: bash benchmarks/fresh_ci.sh [LOG]
 set -u
 LOG=$(realpath -m "${1:-/tmp/fresh-ci.log}")
 . "$(dirname "$0")/fresh_engine.sh"
 fresh_engine_up ci0 10.213.80
 fresh_clone /tmp/fresh-ci-clone
 T0=$(date +%s.%N)
-bash .ci/run 2>&1 | stamped "$T0" > "$LOG"
-echo "rc ${PIPESTATUS[0]}" >> "$LOG"
+# every test's duration, not only the slowest 25 (benchmarks/ci_phases.py sums them by folder)
+PYTEST_ADDOPTS="--durations=0" bash .ci/run 2>&1 | stamped "$T0" > "$LOG"
+rc=${PIPESTATUS[0]}
+# the background image build of the tests (tests/conftest.py): its start and end on the log's clock, and its log
+for build_dir in "$TMPDIR"/dlrepro-test-images-*; do
+  [ -f "$build_dir/status" ] || continue
+  python3 -c 'import os, sys; t0 = float(sys.argv[1]); d = sys.argv[2]
+print("%7.1f image build started" % (os.stat(d + "/started").st_mtime - t0))
+print("%7.1f image build ended (exit %s)" % (os.stat(d + "/status").st_mtime - t0, open(d + "/status").read().strip()))' \
+    "$T0" "$build_dir" >> "$LOG"
+  cp "$build_dir/log" "${LOG%.log}-build.log"
+done
+echo "rc $rc" >> "$LOG"
 grep -E "slowest|^ *[0-9.]+ [0-9.]+s (call|setup|teardown) " "$LOG" | head -30
-grep -E "passed|failed" "$LOG" | tail -1
-echo "wall clock $(tail -2 "$LOG" | head -1 | awk '{print $1}') s, $(tail -1 "$LOG")"
+python3 "$FRESH_REPO/benchmarks/ci_phases.py" "$LOG"
 fresh_engine_down

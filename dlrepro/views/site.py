@@ -39,9 +39,10 @@ KEY_LABELS = {
 
 
 def key_value(name, value):
-    """A configuration key's value as shown: CPU threads None: 'all the host's'; ranks None: '1'; other Nones ''."""
+    """A configuration key's value as shown: CPU threads None: 'all the host's'; ranks None: '1'; a framework version
+    None (a framework that reported none): 'version not reported'; other Nones ''."""
     if value is None:
-        return {"threads": "all the host's", "ranks": "1"}.get(name, "")
+        return {"threads": "all the host's", "ranks": "1", "framework_version": "version not reported"}.get(name, "")
     return display(value) if name == "framework" else str(value)
 
 
@@ -50,7 +51,7 @@ def title(configuration):
     Configuration (CPU threads and ranks where set)."""
     k = configuration.key
     parts = [
-        "%s %s" % (k["framework"], k["framework_version"]),
+        "%s %s" % (k["framework"], key_value("framework_version", k["framework_version"])),
         "%s %s" % (k["spec"], k["variant"]),
         "%s mode" % k["mode"],
         "b%s" % k["batch_size"],

@@ -39,7 +39,7 @@ def across_rows(a, up):
                 else "no price"
                 if p.throughput is not None
                 else "",
-                "version": c.key["framework_version"],
+                "version": key_value("framework_version", c.key["framework_version"]),
                 "precision": c.key["precision"] or "",
                 "threads": key_value("threads", c.key["threads"]) if c.key["device"] == "cpu" else "",
                 "ranks": key_value("ranks", c.key["ranks"]),
@@ -51,7 +51,7 @@ def across_rows(a, up):
                 "report": "%s%s/report.html" % (up, p.bundle_id),
                 "filters": {
                     "device_name": c.key["device_name"],
-                    "framework_version": c.key["framework_version"],
+                    "framework_version": key_value("framework_version", c.key["framework_version"]),
                     "precision": c.key["precision"] or "",
                 },
             }
@@ -103,7 +103,9 @@ def across_list_rows(found):
             "hosts": ", ".join(a.hosts),
             "count": len(a.hosts),
             "lines": len(a.rows),
-            "versions": ", ".join(sorted({r.configuration.key["framework_version"] for r in a.rows})),
+            "versions": ", ".join(
+                sorted({key_value("framework_version", r.configuration.key["framework_version"]) for r in a.rows})
+            ),
             "published": len(a.published),
             "filters": {
                 "spec": a.key["spec"],

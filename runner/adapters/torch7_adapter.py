@@ -51,6 +51,13 @@ def sources(path=SOURCES_FILE):
         return dict(line.split(None, 1) for line in f.read().splitlines() if line.strip())
 
 
+def version(built_from):
+    """Torch 7's version as LuaRocks names a build of its repository (its rockspec is "torch scm-1"; no module
+    reports one): "scm-" and the torch7 commit the image was built from (``sources``), None where that is unknown."""
+    torch7 = built_from.get("torch7")
+    return "scm-" + torch7.split()[0][:7] if torch7 else None
+
+
 class Harness(object):
     """A running torch7_harness.lua: ``call(line, payload)`` -> (reply text, reply payload or None)."""
 
@@ -103,7 +110,7 @@ class Adapter(Base):
     def environment(self):
         return {
             "framework": "torch7",
-            "framework_version": self.job.get("framework_version"),
+            "framework_version": version(sources()),
             "sources": sources(),
             "luajit": self.lua["luajit"],
             "openmp": self.lua["openmp"],

@@ -240,6 +240,7 @@ def invoke(*args):
     )
 
 
+@pytest.mark.all_cpus  # the plan counts the cores this process may use
 def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     results = tmp_path / "results"
     done = invoke(

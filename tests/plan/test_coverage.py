@@ -337,6 +337,7 @@ def _plan_lines(*args):
     return run.stdout.splitlines()
 
 
+@pytest.mark.all_cpus  # the plan counts the cores this process may use
 def test_the_first_line_says_what_it_assumes():
     def first(*args):
         return _plan_lines(*args)[0]

@@ -268,6 +268,7 @@ def test_the_task_binds_its_container_to_the_host_gpus_cpus_and_memory_slurm_gav
 
 
 @pytest.mark.parametrize("which", ["bash", "4.2"])
+@pytest.mark.all_cpus  # the script reads this process's Cpus_allowed_list
 def test_slurms_abstract_cpu_ids_are_mapped_to_the_nodes_linux_cpus(tmp_path, which):
     """No task plugin binds the job (the whole node allowed): the task's CPU_IDs of ``scontrol show job -d`` (this
     task's, not the array's others) are Slurm's abstract ids, passed as the Linux CPUs they stand for."""

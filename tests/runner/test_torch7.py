@@ -227,3 +227,9 @@ def test_the_measured_window_counts_a_child_process_cpu_time_and_says_so():
     assert 0.3 <= usage["cpu_seconds"] <= 0.45 and usage["method"] == (
         "process CPU time (every thread; with its child processes') over the measured window"
     )
+
+
+def test_torch7s_version_is_the_commit_of_its_sources_as_luarocks_names_a_repository_build():
+    built_from = {"torch7": "814ea4afd6beb110705d2456de03876841fcf1fd 5a92379c", "nn": "872682558c48 89a08a02"}
+    assert torch7_adapter.version(built_from) == "scm-814ea4a"
+    assert torch7_adapter.version({}) is None  # an image without its SOURCES file

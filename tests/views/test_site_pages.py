@@ -150,6 +150,23 @@ def test_across_sets_one_configuration_side_by_side_on_every_device_model_with_i
     assert "Measured on 2 device models (AMD EPYC, NVIDIA H200), in 2 history lines; 2 published values" in page
 
 
+def test_a_framework_that_reported_no_version_is_shown_so_on_the_across_page_its_filters_and_titles():
+    # Torch 7 before it reported "scm-<commit>" (runner.adapters.torch7_adapter.version): the site failed on None
+    before = Configuration(_key("torch7", "AMD EPYC", None), "t7-none", [_point("a", "2026-12-06T00:00:00Z", 0.5)])
+    now = Configuration(_key("torch7", "Intel Xeon", "scm-814ea4a"), "t7", [_point("b", "2026-12-06T01:00:00Z", 0.4)])
+    (torch7,) = across.across([before, now], {})
+    shown = site_across.across_rows(torch7, "../")
+    assert [(r["device_name"], r["version"]) for r in shown] == [
+        ("AMD EPYC", "version not reported"),
+        ("Intel Xeon", "scm-814ea4a"),
+    ]
+    assert siteview.filters(shown, ["framework_version"]) == [
+        ("framework_version", "version", ["scm-814ea4a", "version not reported"])
+    ]
+    assert siteview.title(before).startswith("torch7 version not reported, alexnet alexnet-s, throughput mode")
+    assert site_across.across_list_rows([torch7])[0]["versions"] == "scm-814ea4a, version not reported"
+
+
 def test_the_feed_has_one_entry_per_run_slower_or_faster_than_the_one_before_newest_first():
     c = Configuration(
         _key(),

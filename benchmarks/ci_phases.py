@@ -1,0 +1,84 @@
+"""Where a fresh-clone CI run's time went, from the stamped log that benchmarks/fresh_ci.sh writes (each line prefixed
+with the seconds since the start): install (the README's install, up to the lint), lint, collection, the tests' wall
+seconds, the background image build's window (its start and end, written by fresh_ci.sh) and each image's build
+seconds (from the build log beside LOG, where there is one), and the tests' own seconds summed by folder of tests/
+(engine, containers, the rest: pytest's durations, complete when the run had --durations=0, as fresh_ci.sh sets).
+
+Usage: python benchmarks/ci_phases.py LOG"""
+
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+STAMP = re.compile(r"^ *([0-9.]+) (.*)$")
+DURATION = re.compile(r"^([0-9.]+)s (?:call|setup|teardown) +tests/([^/]+)/")
+SUMMARY = re.compile(r"=+ .*(passed|failed).* in ([0-9.]+)s")
+BUILT = re.compile(r"^(\S+): built in (?:(\d+)m)?(\d+)s")
+
+
+def stamped(path):
+    """[(seconds since the start, line)] of a stamped log."""
+    return [(float(m.group(1)), m.group(2)) for m in map(STAMP.match, Path(path).read_text().splitlines()) if m]
+
+
+def first(lines, pattern):
+    """The stamp of the first line matching ``pattern``, or None."""
+    return next((t for t, line in lines if re.search(pattern, line)), None)
+
+
+def phases(lines):
+    """{phase: seconds} and {folder: test seconds} of a stamped log's lines."""
+    lint, tests, collected = first(lines, r"^\+ ruff check"), first(lines, r"^\+ pytest$"), first(lines, r"workers \[")
+    ended = first(lines, SUMMARY.pattern)
+    found = {}
+    if lint is not None:
+        found["install"] = lint
+    if lint is not None and tests is not None:
+        found["lint"] = tests - lint
+    if tests is not None and collected is not None:
+        found["collection"] = collected - tests
+    if collected is not None and ended is not None:
+        found["tests (wall)"] = ended - collected
+    start, end = first(lines, r"image build started"), first(lines, r"image build ended")
+    if start is not None and end is not None:
+        found["image build (wall, beside the tests)"] = end - start
+    if ended is not None:
+        found["whole run"] = ended
+    folders = Counter()
+    for _, line in lines:
+        m = DURATION.match(line)
+        if m:
+            folder = m.group(2)
+            folders[folder if folder in ("engine", "containers") else "the rest"] += float(m.group(1))
+    return found, folders
+
+
+def built(path):
+    """[(image, seconds)] of a build log's "built in" lines."""
+    if not Path(path).is_file():
+        return []
+    return [
+        (m.group(1), int(m.group(2) or 0) * 60 + int(m.group(3)))
+        for m in map(BUILT.match, Path(path).read_text().splitlines())
+        if m
+    ]
+
+
+def main(log):
+    found, folders = phases(stamped(log))
+    for name, seconds in found.items():
+        print("%-40s %7.0f s" % (name, seconds))
+    for folder, seconds in sorted(folders.items()):
+        print("%-40s %7.0f test-seconds" % ("tests/%s" % folder if folder != "the rest" else "other tests", seconds))
+    images = built(re.sub(r"\.log$", "", log) + "-build.log")
+    for image, seconds in images:
+        print("%-40s %7d s" % ("built " + image, seconds))
+    if images:
+        print("%-40s %7d s" % ("images built, summed", sum(s for _, s in images)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
