@@ -342,7 +342,10 @@ def speedup_vs_gpus(summary):
 
 
 def _now_label(precision, threads):
-    return "now, %s%s" % (precision, "" if pd.isna(threads) else ", %d thread%s" % (threads, "s"[threads == 1 :]))
+    """'now, fp32, 2 threads'; ``threads`` may be a float (a column NaN made float: bundles reported together)."""
+    if pd.isna(threads):
+        return "now, %s" % precision
+    return "now, %s, %d thread%s" % (precision, threads, "" if int(threads) == 1 else "s")
 
 
 def efficiency_bars(rows):
