@@ -32,6 +32,7 @@ from dlrepro.errors import CannotRunHere, ExecutorError
 from dlrepro.images import build, feasibility
 from dlrepro.plan import hostinfo
 from dlrepro.run.executors.base import HOST_LABEL, PID_LABEL, RUN_LABEL, Executor, Served, follow, planned
+from runner import settings
 
 CONTAINER_ROOT = "/opt/dlrepro"
 CONTAINER_UID = 1000
@@ -106,7 +107,7 @@ def caller_cpus():
     under ``taskset`` or in a cgroup's cpuset); None where it may run on every CPU. A run's containers take it
     (``cpuset_cpus``), as the jobs of the local executor inherit it and an sbatch task's containers take its
     Slurm allocation (``sbatch.script``): a confined run does not spill its jobs onto the CPUs around it."""
-    allowed = sorted(os.sched_getaffinity(0))
+    allowed = settings.allowed_cpus()
     return None if len(allowed) >= (os.cpu_count() or 1) else ",".join(str(c) for c in allowed)
 
 
