@@ -346,10 +346,8 @@ def _learner(parameters, opt, batch_size):
 
 
 def _one_hot(y, classes):
-    """(N, T) integer targets as (N, T, classes) float32 one-hot rows."""
-    found = np.zeros(y.shape + (classes,), np.float32)
-    np.put_along_axis(found, np.asarray(y, np.int64)[..., None], 1.0, axis=-1)
-    return found
+    """(N, T) integer targets as (N, T, classes) float32 one-hot rows (numpy 1.14's API: CNTK 2.5.1's image)."""
+    return (np.asarray(y, np.int64)[..., None] == np.arange(classes)).astype(np.float32)
 
 
 def _is_sequence(node):
