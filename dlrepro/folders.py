@@ -13,9 +13,12 @@ RESULTS_ENV = "DLREPRO_RESULTS"
 
 
 def results_root(given=None):
-    """The results folder: ``given`` (an option, e.g. --results), else $DLREPRO_RESULTS, else <checkout>/results.
+    """The absolute results folder: ``given`` (an option, e.g. --results), else $DLREPRO_RESULTS, else
+    <checkout>/results.
     Raises DlreproError naming the option (or the variable) when that path, or a folder above it, is a file."""
-    path = Path(given or os.environ.get(RESULTS_ENV) or REPO_ROOT / "results")
+    path = Path(
+        given or os.environ.get(RESULTS_ENV) or REPO_ROOT / "results"
+    ).absolute()  # engines mount absolute paths
     at = file_in_the_way(path)
     if at:
         from dlrepro.errors import DlreproError

@@ -85,8 +85,8 @@ def _holds_bundle(folder):
 
 
 def locate(name, results_dir=None, partial=False, spec=None):
-    """The folder of bundle ``name``: a path, a bundle id under the results folder, or (``partial``) the partial
-    bundle of that id, or "latest": the most recently created partial bundle (of spec ``spec`` when given; a
+    """The absolute folder of bundle ``name``: a path, a bundle id under the results folder, or (``partial``) the
+    partial bundle of that id, or "latest": the most recently created partial bundle (of spec ``spec`` when given; a
     published bundle is never "latest", it is reopened only when named). Raises DlreproError naming what to
     give."""
     results_dir = Path(results_dir or results_root())
@@ -107,7 +107,7 @@ def locate(name, results_dir=None, partial=False, spec=None):
     candidates = [Path(name), results_dir / name] + ([results_dir / _partial_name(name)] if partial else [])
     for folder in candidates:
         if _holds_bundle(folder):
-            return folder
+            return folder.absolute()  # a container engine mounts absolute paths only
     raise DlreproError(
         "%s: no bundle.json there; give a bundle folder or the id of one under %s (another "
         "results folder: --results DIR)%s" % (name, results_dir, "; `dlrepro bundles` lists them" if partial else "")
