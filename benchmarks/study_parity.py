@@ -19,7 +19,9 @@ executable, which the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-
 ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ipynb: MXNet's Module, Chainer, CNTK,
 Caffe2, Keras on Theano and on TensorFlow; its cells up to the training loop, GPU calls made CPU ones, random
 CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64,
-both at the framework's default threads (DLF set none), in the order P S0 S0 P.
+both at the framework's default threads (DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with
+OMP_NUM_THREADS=1 (P-omp1) and with the suite's GlobalInit call added after its imports (P-init), in the order
+P P-omp1 P-init S0 S0 P-init P-omp1 P.
 
 Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
 step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
@@ -106,6 +108,11 @@ for _entry in STUDY.values():
     _entry.update(study="dlbench", peer=None, spec="fcn", variant="fcn-s", subs=[])
 
 
+# the last import line of DLF's Caffe2 notebook, and the suite's GlobalInit at the default threads appended to it
+CAFFE2_IMPORT = "from caffe2.proto import caffe2_pb2"
+CAFFE2_INIT = "; workspace.GlobalInit(['caffe2', '--caffe2_log_level=1'])"
+
+
 def dlf(notebook, token, step_call, subs, env=None, variants=None):
     """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
     threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU;
@@ -154,8 +161,13 @@ STUDY.update(
                 ("'cudnn_exhaustive_search': True}", "'cudnn_exhaustive_search': True, 'is_test': False}"),
             ],
             # the notebook calls no GlobalInit: OpenMP's default threads (every CPU); the suite's job at the
-            # default gets Caffe2's GlobalInit, one OpenMP thread
-            variants={"P-omp1": dict(env={"OMP_NUM_THREADS": "1"})},
+            # default gets Caffe2's GlobalInit, one OpenMP thread. P-omp1: the notebook with OMP_NUM_THREADS=1;
+            # P-init: the notebook with the suite's GlobalInit call (runner/adapters/caffe2_adapter.py
+            # _global_init at the default threads) right after its imports
+            variants={
+                "P-omp1": dict(env={"OMP_NUM_THREADS": "1"}),
+                "P-init": dict(subs=[["Caffe2_CNN.ipynb", CAFFE2_IMPORT, CAFFE2_IMPORT + CAFFE2_INIT]]),
+            },
         ),
         # model.fit: a step ends at the callbacks' batch end (its progress bar, verbose=1, included)
         "dlf-keras-theano": dlf(
@@ -322,7 +334,9 @@ def main():
         "not counted, builds or finds; a suite job finds its own)",
     )
     parser.add_argument(
-        "--variants", default=None, help="of the study code's variants (MXNet: P-kv,P-kv-mom) those to run; default all"
+        "--variants",
+        default=None,
+        help="of the study code's variants (MXNet: P-kv,P-kv-mom; Caffe2: P-omp1,P-init) those to run; default all",
     )
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
