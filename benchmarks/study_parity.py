@@ -280,38 +280,41 @@ def interval(suite, peer, draws=2000, seed=0):
 
 
 def table(found, rounds):
-    """Print the table of ``found`` ((framework, threads, side) -> {"wall": [...], "cpu": [...]}) after ``rounds``
-    rounds: per framework, thread count and suite side, the study's and the suite's median s/step, their ratio and
-    its interval (interval())."""
+    """Print the table of ``found`` ((framework, threads, side) -> {"wall": [...], "cpu": [...]}; side "study", a
+    variant of the study's code "P-..." or a suite's way) after ``rounds`` rounds: per framework, thread count and
+    side, the study's and that side's median s/step, their ratio and its interval (interval()); each suite's way
+    also against each variant (way "WAY vs P-...": the variant in the study's columns)."""
     print("\nafter %d round(s), load average %s" % (rounds, " ".join("%.2f" % v for v in os.getloadavg())))
     print(
-        "| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
-        "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |"
+        "| framework | threads (0: default) | suite's way (P-*: the study's code less a piece; vs P-*: against it) "
+        "| measure | study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for (framework, threads, side), values in sorted(found.items()):
         if side == "study":
             continue
-        peer = found[(framework, threads, "study")]
-        for measure in ("wall", "cpu"):
-            low, high = interval(values[measure], peer[measure])
-            ratio = np.median(values[measure]) / np.median(peer[measure])
-            print(
-                "| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |"
-                % (
-                    "%s (%s)" % (framework, STUDY[framework]["token"]),
-                    threads,
-                    side,
-                    measure,
-                    np.median(peer[measure]),
-                    np.median(values[measure]),
-                    ratio,
-                    low,
-                    high,
-                    len(peer[measure]),
-                    len(values[measure]),
+        variants = sorted(s for f, t, s in found if (f, t) == (framework, threads) and s.startswith("P-"))
+        for reference in ["study"] + ([] if side.startswith("P-") else variants):
+            peer = found[(framework, threads, reference)]
+            for measure in ("wall", "cpu"):
+                low, high = interval(values[measure], peer[measure])
+                ratio = np.median(values[measure]) / np.median(peer[measure])
+                print(
+                    "| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |"
+                    % (
+                        "%s (%s)" % (framework, STUDY[framework]["token"]),
+                        threads,
+                        side if reference == "study" else "%s vs %s" % (side, reference),
+                        measure,
+                        np.median(peer[measure]),
+                        np.median(values[measure]),
+                        ratio,
+                        low,
+                        high,
+                        len(peer[measure]),
+                        len(values[measure]),
+                    )
                 )
-            )
     sys.stdout.flush()
 
 

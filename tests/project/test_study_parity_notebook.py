@@ -1,6 +1,7 @@
 """benchmarks/study_parity_peer.py's notebook_script (issue 55): which of a DLF notebook's code cells run, what
 becomes of its magics, and a ``%%writefile`` cell (Keras_Theano_CNN's ~/.theanorc) written, not run; the Caffe2
-notebook's P-init variant (benchmarks/study_parity.py) edited into the notebook's JSON as the peer reads it."""
+notebook's P-init variant (benchmarks/study_parity.py) edited into the notebook's JSON as the peer reads it; the
+benchmark's table, each suite way against the study's code and each variant of it."""
 
 import importlib.util
 import json
@@ -59,3 +60,23 @@ def test_the_caffe2_notebooks_p_init_variant_calls_the_suites_global_init_right_
         "workspace.GlobalInit(['caffe2', '--caffe2_log_level=1'])\""
     ]
     assert "env" not in variant  # OpenMP's threads are whatever GlobalInit leaves, as in the suite's job
+
+
+def test_the_table_sets_each_suite_way_against_the_study_and_against_each_variant_of_the_study_code(capsys):
+    found = {
+        ("dlf-caffe2", 0, "study"): {"wall": [4.0] * 4, "cpu": [5.0] * 4},
+        ("dlf-caffe2", 0, "P-init"): {"wall": [2.0] * 4, "cpu": [0.5] * 4},
+        ("dlf-caffe2", 0, "suite's step"): {"wall": [2.2] * 4, "cpu": [0.55]},
+    }
+    _benchmark().table(found, 1)
+    rows = capsys.readouterr().out.splitlines()[4:]
+    assert rows == [
+        "| dlf-caffe2 (caffe2@1.10.2) | 0 | P-init | wall | 4.000 | 2.000 | 0.500 [0.500, 0.500] | 4 + 4 |",
+        "| dlf-caffe2 (caffe2@1.10.2) | 0 | P-init | cpu | 5.000 | 0.500 | 0.100 [0.100, 0.100] | 4 + 4 |",
+        "| dlf-caffe2 (caffe2@1.10.2) | 0 | suite's step | wall | 4.000 | 2.200 | 0.550 [0.550, 0.550] | 4 + 4 |",
+        "| dlf-caffe2 (caffe2@1.10.2) | 0 | suite's step | cpu | 5.000 | 0.550 | 0.110 [0.110, 0.110] | 4 + 1 |",
+        "| dlf-caffe2 (caffe2@1.10.2) | 0 | suite's step vs P-init | wall | 2.000 | 2.200 | 1.100 [1.100, 1.100] "
+        "| 4 + 4 |",
+        "| dlf-caffe2 (caffe2@1.10.2) | 0 | suite's step vs P-init | cpu | 0.500 | 0.550 | 1.100 [1.100, 1.100] "
+        "| 4 + 1 |",
+    ]
