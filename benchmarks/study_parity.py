@@ -20,8 +20,8 @@ ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ip
 Caffe2, Keras on Theano and on TensorFlow; its cells up to the training loop, GPU calls made CPU ones, random
 CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64,
 both at the framework's default threads (DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with
-OMP_NUM_THREADS=1 (P-omp1) and with the suite's GlobalInit call added after its imports (P-init), in the order
-P P-omp1 P-init S0 S0 P-init P-omp1 P.
+OMP_NUM_THREADS=1 (P-omp1), with OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added
+after its imports (P-init), in the order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
 
 Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
 step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
@@ -163,9 +163,11 @@ STUDY.update(
             # the notebook calls no GlobalInit: OpenMP's default threads (every CPU); the suite's job at the
             # default gets Caffe2's GlobalInit, one OpenMP thread. P-omp1: the notebook with OMP_NUM_THREADS=1;
             # P-init: the notebook with the suite's GlobalInit call (runner/adapters/caffe2_adapter.py
-            # _global_init at the default threads) right after its imports
+            # _global_init at the default threads) right after its imports; P-passive: the notebook's two OpenMP
+            # threads, waiting asleep (the wheel's libgomp spins at its barriers by default)
             variants={
                 "P-omp1": dict(env={"OMP_NUM_THREADS": "1"}),
+                "P-passive": dict(env={"OMP_WAIT_POLICY": "PASSIVE"}),
                 "P-init": dict(subs=[["Caffe2_CNN.ipynb", CAFFE2_IMPORT, CAFFE2_IMPORT + CAFFE2_INIT]]),
             },
         ),
@@ -339,7 +341,8 @@ def main():
     parser.add_argument(
         "--variants",
         default=None,
-        help="of the study code's variants (MXNet: P-kv,P-kv-mom; Caffe2: P-omp1,P-init) those to run; default all",
+        help="of the study code's variants (MXNet: P-kv,P-kv-mom; Caffe2: P-omp1,P-passive,P-init) those to run; "
+        "default all",
     )
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
