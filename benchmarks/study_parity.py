@@ -19,7 +19,9 @@ executable, which the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-
 ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ipynb: MXNet's Module, Chainer, CNTK,
 Caffe2, Keras on Theano and on TensorFlow; its cells up to the training loop, GPU calls made CPU ones, random
 CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64,
-both at the framework's default threads (DLF set none), in the order P S0 S0 P.
+both at the framework's default threads (DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with
+OMP_NUM_THREADS=1 (P-omp1), with OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added
+after its imports (P-init), in the order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
 
 Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
 step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
@@ -106,6 +108,11 @@ for _entry in STUDY.values():
     _entry.update(study="dlbench", peer=None, spec="fcn", variant="fcn-s", subs=[])
 
 
+# the last import line of DLF's Caffe2 notebook, and the suite's GlobalInit at the default threads appended to it
+CAFFE2_IMPORT = "from caffe2.proto import caffe2_pb2"
+CAFFE2_INIT = "; workspace.GlobalInit(['caffe2', '--caffe2_log_level=1'])"
+
+
 def dlf(notebook, token, step_call, subs, env=None, variants=None):
     """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
     threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU;
@@ -154,8 +161,15 @@ STUDY.update(
                 ("'cudnn_exhaustive_search': True}", "'cudnn_exhaustive_search': True, 'is_test': False}"),
             ],
             # the notebook calls no GlobalInit: OpenMP's default threads (every CPU); the suite's job at the
-            # default gets Caffe2's GlobalInit, one OpenMP thread
-            variants={"P-omp1": dict(env={"OMP_NUM_THREADS": "1"})},
+            # default gets Caffe2's GlobalInit, one OpenMP thread. P-omp1: the notebook with OMP_NUM_THREADS=1;
+            # P-init: the notebook with the suite's GlobalInit call (runner/adapters/caffe2_adapter.py
+            # _global_init at the default threads) right after its imports; P-passive: the notebook's two OpenMP
+            # threads, waiting asleep (the wheel's libgomp spins at its barriers by default)
+            variants={
+                "P-omp1": dict(env={"OMP_NUM_THREADS": "1"}),
+                "P-passive": dict(env={"OMP_WAIT_POLICY": "PASSIVE"}),
+                "P-init": dict(subs=[["Caffe2_CNN.ipynb", CAFFE2_IMPORT, CAFFE2_IMPORT + CAFFE2_INIT]]),
+            },
         ),
         # model.fit: a step ends at the callbacks' batch end (its progress bar, verbose=1, included)
         "dlf-keras-theano": dlf(
@@ -268,38 +282,41 @@ def interval(suite, peer, draws=2000, seed=0):
 
 
 def table(found, rounds):
-    """Print the table of ``found`` ((framework, threads, side) -> {"wall": [...], "cpu": [...]}) after ``rounds``
-    rounds: per framework, thread count and suite side, the study's and the suite's median s/step, their ratio and
-    its interval (interval())."""
+    """Print the table of ``found`` ((framework, threads, side) -> {"wall": [...], "cpu": [...]}; side "study", a
+    variant of the study's code "P-..." or a suite's way) after ``rounds`` rounds: per framework, thread count and
+    side, the study's and that side's median s/step, their ratio and its interval (interval()); each suite's way
+    also against each variant (way "WAY vs P-...": the variant in the study's columns)."""
     print("\nafter %d round(s), load average %s" % (rounds, " ".join("%.2f" % v for v in os.getloadavg())))
     print(
-        "| framework | threads (0: default) | suite's way (P-*: the study's code less a piece) | measure "
-        "| study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |"
+        "| framework | threads (0: default) | suite's way (P-*: the study's code less a piece; vs P-*: against it) "
+        "| measure | study s/step | suite s/step | ratio suite/study [95% CI] | samples (study + suite) |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for (framework, threads, side), values in sorted(found.items()):
         if side == "study":
             continue
-        peer = found[(framework, threads, "study")]
-        for measure in ("wall", "cpu"):
-            low, high = interval(values[measure], peer[measure])
-            ratio = np.median(values[measure]) / np.median(peer[measure])
-            print(
-                "| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |"
-                % (
-                    "%s (%s)" % (framework, STUDY[framework]["token"]),
-                    threads,
-                    side,
-                    measure,
-                    np.median(peer[measure]),
-                    np.median(values[measure]),
-                    ratio,
-                    low,
-                    high,
-                    len(peer[measure]),
-                    len(values[measure]),
+        variants = sorted(s for f, t, s in found if (f, t) == (framework, threads) and s.startswith("P-"))
+        for reference in ["study"] + ([] if side.startswith("P-") else variants):
+            peer = found[(framework, threads, reference)]
+            for measure in ("wall", "cpu"):
+                low, high = interval(values[measure], peer[measure])
+                ratio = np.median(values[measure]) / np.median(peer[measure])
+                print(
+                    "| %s | %d | %s | %s | %.3f | %.3f | %.3f [%.3f, %.3f] | %d + %d |"
+                    % (
+                        "%s (%s)" % (framework, STUDY[framework]["token"]),
+                        threads,
+                        side if reference == "study" else "%s vs %s" % (side, reference),
+                        measure,
+                        np.median(peer[measure]),
+                        np.median(values[measure]),
+                        ratio,
+                        low,
+                        high,
+                        len(peer[measure]),
+                        len(values[measure]),
+                    )
                 )
-            )
     sys.stdout.flush()
 
 
@@ -322,7 +339,10 @@ def main():
         "not counted, builds or finds; a suite job finds its own)",
     )
     parser.add_argument(
-        "--variants", default=None, help="of the study code's variants (MXNet: P-kv,P-kv-mom) those to run; default all"
+        "--variants",
+        default=None,
+        help="of the study code's variants (MXNet: P-kv,P-kv-mom; Caffe2: P-omp1,P-passive,P-init) those to run; "
+        "default all",
     )
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
