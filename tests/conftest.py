@@ -7,8 +7,9 @@ The images the tests run build in a background process from the end of collectio
 once per run) while the modules that need no container engine run; the first test that needs an image waits for the
 build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests of
 tests/engine/ are one group, run in their order by one worker from the start, while the other worker takes the rest a
-module at a time and then the tests of tests/containers/, which only run containers of their own, one at a time
-(tests/tree.py, ``pytest_collection_modifyitems``); in one process (-n 0) those two folders run after the rest."""
+module at a time and then the tests of tests/containers/, which only run containers of their own, one at a time (a
+module's tests that share a module-scoped fixture together) (tests/tree.py, ``pytest_collection_modifyitems``); in one
+process (-n 0) those two folders run after the rest."""
 
 import os
 import shutil
@@ -150,9 +151,9 @@ def pytest_collection_modifyitems(session, config, items):
     tests/containers/ run after the rest, so that the images build while the others run. Under pytest-xdist the
     tests of tests/engine/ are one group, first in the collection (with --no-loadscope-reorder the first worker takes
     it at once, and waits for the images while the other starts on the rest, one group per module); those of
-    tests/containers/ are last, one test per unit, for whichever worker is free. A test starts once the image it
-    names is built (``cpu_image``), while the background build goes on; those that wait for every image
-    (``cpu_images``) run last in their folder."""
+    tests/containers/ are last, one test per unit (one unit for a module's tests that share a module-scoped fixture),
+    for whichever worker is free. A test starts once the image it names is built (``cpu_image``), while the
+    background build goes on; those that wait for every image (``cpu_images``) run last in their folder."""
     xdist_worker = hasattr(config, "workerinput")
 
     def key(item):
@@ -162,7 +163,7 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=key)
     if xdist_worker:
         for item in items:
-            name = tree.group(item.path, item.module.__name__)
+            name = tree.group_of(item)
             if name is not None:
                 item.add_marker(pytest.mark.xdist_group(name))
 

@@ -5,7 +5,9 @@ tests/project/test_tree.py checks that each such test lies in ENGINE or CONTAINE
 
 Under pytest-xdist (tests/conftest.py) the tests of ENGINE are one group, run in their order by one worker, since
 they assert engine-wide things (every container listed, the engine stopped or restarted, timings); those of CONTAINERS
-start only containers of their own, so each is a group of its own, run last by whichever worker is free."""
+start only containers of their own, so each is a group of its own, run last by whichever worker is free, except that
+the tests of a CONTAINERS module that share a module-scoped fixture run as one group (the fixture computed once, not
+once per worker that takes one of them: test_jax_adapter.py's ``measured``, 80 s)."""
 
 import json
 import os
@@ -39,18 +41,28 @@ def place(path):
     return 0 if folder == ENGINE else 2 if folder == CONTAINERS else 1
 
 
-def group(path, module):
+def module_scoped(item):
+    """Whether the closure of the test ``item`` holds a fixture of module scope (the definition that applies to it:
+    the last of its name): one value for the module's tests, set up again wherever they do not run one after another
+    in one process."""
+    return any(defs[-1].scope == "module" for defs in item._fixtureinfo.name2fixturedefs.values())
+
+
+def group(path, module, shares_a_module_fixture=False):
     """The xdist group of a test of the file ``path`` in ``module``: "engine" for ENGINE, its module's name for the
-    packages' tests, None (no group: each test a unit of its own) for CONTAINERS."""
-    return {0: ENGINE, 1: module, 2: None}[place(path)]
+    packages' tests and for the CONTAINERS tests that share a module-scoped fixture (``module_scoped``), None (no
+    group: each test a unit of its own) for the other CONTAINERS tests."""
+    return {0: ENGINE, 1: module, 2: module if shares_a_module_fixture else None}[place(path)]
+
+
+def group_of(item):
+    """The xdist group of the collected test ``item`` (``group``)."""
+    return group(item.path, item.module.__name__, module_scoped(item))
 
 
 def rows(items):
     """(node id, folder, whether it needs an engine, xdist group) of each collected test item."""
-    return [
-        (item.nodeid, folder_of(item.path), needs_engine(item.fixturenames), group(item.path, item.module.__name__))
-        for item in items
-    ]
+    return [(item.nodeid, folder_of(item.path), needs_engine(item.fixturenames), group_of(item)) for item in items]
 
 
 def pytest_collection_finish(session):

@@ -52,6 +52,8 @@ def test_the_tree_places_a_test_by_its_folder():
     assert [
         tree.group(tree.TESTS / f / "test_x.py", "tests.%s.test_x" % f) for f in ("engine", "run", "containers")
     ] == ["engine", "tests.run.test_x", None]
+    shared = tree.group(tree.TESTS / "containers" / "test_x.py", "tests.containers.test_x", True)
+    assert shared == "tests.containers.test_x"
     assert [tree.place(tree.TESTS / f / "test_x.py") for f in ("engine", "project", "containers")] == [0, 1, 2]
 
 
@@ -87,7 +89,7 @@ def _collection(request, tmp_path):
     return [tuple(row) for row in json.loads(out.read_text())]
 
 
-def test_a_test_needs_an_engine_exactly_where_it_lies_in_engine_or_containers(request, tmp_path):
+def test_a_test_needs_an_engine_exactly_where_it_lies_in_engine_or_containers_and_runs_in_its_group(request, tmp_path):
     rows = _collection(request, tmp_path)
     misplaced = [
         (nodeid, folder, engine)
@@ -98,3 +100,14 @@ def test_a_test_needs_an_engine_exactly_where_it_lies_in_engine_or_containers(re
     assert [nodeid for nodeid, _, engine, group in rows if group == tree.ENGINE and not engine] == []
     engine = {folder for _, folder, needs, _ in rows if needs}
     assert engine == {tree.ENGINE, tree.CONTAINERS} and len(rows) > 1000
+    # the container tests of test_jax_adapter.py's ``measured`` (module scope, 80 s of precision jobs) are one group,
+    # so it is set up once, not once per worker that takes one of them; every other container test is a unit alone
+    module = "tests/containers/test_jax_adapter.py::"
+    jax = {nodeid[len(module) :]: group for nodeid, _, _, group in rows if nodeid.startswith(module)}
+    shared = {name for name in jax if name.startswith(("test_bf16_computes", "test_fp32_stays"))}
+    assert len(shared) == 8 and {jax[name] for name in shared} == {"tests.containers.test_jax_adapter"}
+    assert {name: jax[name] for name in set(jax) - shared} == {
+        "test_a_bf16_job_records_its_compute_dtype_and_is_set_against_the_bf16_peak": None
+    }
+    others = {group for nodeid, folder, _, group in rows if folder == tree.CONTAINERS and not nodeid.startswith(module)}
+    assert others == {None}  # test_frameworks.py: its fixtures are session-scoped lookups
