@@ -170,6 +170,9 @@ class Adapter(Base):
         )
         init, apply = self.builder.sequence(layers, tuple(model["input_shape"]), "net")
         self.key, key = jax.random.split(self.key)
+        if self.job["mode"] == "parameters":  # the count only: the shapes and dtypes ``init`` gives, no value drawn
+            self.params, self.state = jax.eval_shape(init, key)
+            return _count(self.params)
         self.params, self.state = jax.device_put(init(key), self.device)
         self.compute = _in_dtype(apply, self.compute_dtype)  # (params, state, x, train, rng) -> (output, state)
         compute, loss_fn = self.compute, _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}))
@@ -196,7 +199,7 @@ class Adapter(Base):
             return out.astype(jnp.float32), state
 
         self._forward = jax.jit(forward)
-        return int(sum(v.size for v in jax.tree_util.tree_leaves(self.params)))
+        return _count(self.params)
 
     def _parallel(self, compute, loss_fn):
         """The data-parallel step: the parameters replicated on every device, the total mini-batch split along
@@ -345,6 +348,11 @@ class Adapter(Base):
 
     def _weights_loaded(self, layers):
         self.params, self.state = jax.device_put((self.params, self.state), self.device)
+
+
+def _count(params):
+    """The number of values in a parameter tree (of arrays, or of jax.ShapeDtypeStruct from jax.eval_shape)."""
+    return int(sum(v.size for v in jax.tree_util.tree_leaves(params)))
 
 
 def _at(tree, path):
