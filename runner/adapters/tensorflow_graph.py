@@ -299,15 +299,16 @@ class Adapter(Base):
             # the net reads the resident mini-batch; ``infer`` feeds a batch of any size in its place
             self.net_in = tf.placeholder_with_default(self.x, [None] + x_shape[1:], name="net_in")
             self.out = self._layers(layers, in_shape, self.net_in)
-            variables = tf.trainable_variables()
+            variables = self.variables = tf.trainable_variables()
+            if self.job["mode"] == "parameters":  # the count only: no gradients built, no session, nothing initialised
+                return _count(variables)
             self.loss = _loss(self.job.get("loss", {"name": "softmax_cross_entropy"}), self.out, self.y)
             self.train_op = self._optimizer(self.loss, variables)
             with tf.control_dependencies([self.train_op] if self.train_op is not None else []):
                 self.carry = [tf.assign(v, final) for v, final in self.held]  # after the step has read the state
             self.session = tf.Session(graph=self.graph, config=self.config)
             self.session.run(tf.global_variables_initializer())
-        self.variables = variables
-        return int(sum(np.prod(v.shape.as_list()) for v in variables))
+        return _count(variables)
 
     def _optimizer(self, loss, variables):
         opt = self.job.get("optimizer")
@@ -362,8 +363,9 @@ class Adapter(Base):
         return self.session.run(self.variables)
 
     def release(self):
-        """Close the session and drop the graph."""
-        self.session.close()
+        """Close the session (a parameters-mode job has none) and drop the graph."""
+        if self.__dict__.get("session") is not None:
+            self.session.close()
         super(Adapter, self).release()
 
     def _weight_targets(self, layer):
@@ -376,6 +378,11 @@ class Adapter(Base):
 
     def _set_weight(self, variable, array):
         variable.load(array, self.session)
+
+
+def _count(variables):
+    """The number of values in ``variables``, from their static shapes."""
+    return int(sum(np.prod(v.shape.as_list()) for v in variables))
 
 
 def _loss(loss, out, y):
