@@ -250,42 +250,42 @@ def _engine_call(function, *args):
 def _ensure(matrix, image, options, log):
     found_vendor = vendor.ensure(image, pull=options.base_source != "bootstrap", log=log)
     base = bases.ensure(matrix, image.base, options.base_source, log)
-    ctx = context.render(image, base, found_vendor)
-    transport_path = ctx.directory.parent / ("%s.transport.json" % ctx.digest[:12])
-    start = time.monotonic()
-    try:
-        found = client().images.get(ctx.tag)
-        built = False
-        log("%s: cache hit, %s exists (no build)" % (image.name, ctx.tag))
-    except docker.errors.ImageNotFound:
-        log("%s: building %s" % (image.name, ctx.tag))
-        transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
-        ctx.add_python(base.python)
+    with context.render(image, base, found_vendor) as ctx:
+        transport_path = ctx.directory.parent / ("%s.transport.json" % ctx.digest[:12])
+        start = time.monotonic()
         try:
-            ctx.add_lua_sources(options.sources_from, log)
-        except DatasetError as exc:
-            raise SourcesMissing("%s: its sources: %s" % (image.name, exc), exc.remedy) from None
-        if engine.name() == "docker":  # a step a lost engine left running holds the apt cache's lock
-            leftovers.wait_for_steps(log, engine.address())
-        step_ids = _docker_build(ctx, log)
-        found = client().images.get(ctx.tag)
-        _remove_build_stages(step_ids, found.id)
-        built = True
-        log("%s: built in %s" % (image.name, heartbeat.clock(time.monotonic() - start)))
-    transport_record = json.loads(transport_path.read_text()) if transport_path.is_file() else None
-    return BuiltImage(
-        image,
-        ctx.tag,
-        found.id,
-        found.attrs.get("RepoDigests") or [],
-        base,
-        ctx.digest,
-        transport_record,
-        built,
-        time.monotonic() - start,
-        read_manifests(found.id),
-        (ctx.directory / "Dockerfile").read_text(),
-    )
+            found = client().images.get(ctx.tag)
+            built = False
+            log("%s: cache hit, %s exists (no build)" % (image.name, ctx.tag))
+        except docker.errors.ImageNotFound:
+            log("%s: building %s" % (image.name, ctx.tag))
+            transport_path.write_text(json.dumps(ctx.add_transport(options.pip_settings(), options.ca_bundle)))
+            ctx.add_python(base.python)
+            try:
+                ctx.add_lua_sources(options.sources_from, log)
+            except DatasetError as exc:
+                raise SourcesMissing("%s: its sources: %s" % (image.name, exc), exc.remedy) from None
+            if engine.name() == "docker":  # a step a lost engine left running holds the apt cache's lock
+                leftovers.wait_for_steps(log, engine.address())
+            step_ids = _docker_build(ctx, log)
+            found = client().images.get(ctx.tag)
+            _remove_build_stages(step_ids, found.id)
+            built = True
+            log("%s: built in %s" % (image.name, heartbeat.clock(time.monotonic() - start)))
+        transport_record = json.loads(transport_path.read_text()) if transport_path.is_file() else None
+        return BuiltImage(
+            image,
+            ctx.tag,
+            found.id,
+            found.attrs.get("RepoDigests") or [],
+            base,
+            ctx.digest,
+            transport_record,
+            built,
+            time.monotonic() - start,
+            read_manifests(found.id),
+            (ctx.directory / "Dockerfile").read_text(),
+        )
 
 
 def workers():

@@ -15,10 +15,13 @@ every bundle) rather than pinned: a rebuild of the same recipe on a later day ca
 get a newer Debian point release, and the bundle shows it.
 """
 
+import contextlib
 import hashlib
 import re
 import shlex
 import shutil
+import tempfile
+from pathlib import Path
 
 import jinja2
 
@@ -161,16 +164,18 @@ def recipe_digest(directory):
     return h.hexdigest()
 
 
+@contextlib.contextmanager
 def render(image, base, vendor=None):
-    """Write the recipe of ``image`` (Dockerfile and lock) under the cache; returns a Context.
+    """Write the recipe of ``image`` (Dockerfile and lock) in a folder of its own under the cache's
+    builds/<image>/, removed on exit; yields a Context. A folder per call: two processes (xdist workers, a study
+    and a test) rendering one image at once once removed each other's context mid-write (FileExistsError).
 
     Raises ImageError when the lock file is missing or malformed.
     """
     locks.parse(image.lock)
-    directory = cache.directory("builds", image.name, "context")
-    shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    (directory / "Dockerfile").write_text(render_dockerfile(image, base, vendor))
-    shutil.copyfile(image.lock, directory / "requirements.lock")
-    (directory / "transport").mkdir()
-    return Context(image, directory, recipe_digest(directory))
+    with tempfile.TemporaryDirectory(prefix="context-", dir=str(cache.directory("builds", image.name))) as folder:
+        directory = Path(folder)
+        (directory / "Dockerfile").write_text(render_dockerfile(image, base, vendor))
+        shutil.copyfile(image.lock, directory / "requirements.lock")
+        (directory / "transport").mkdir()
+        yield Context(image, directory, recipe_digest(directory))
