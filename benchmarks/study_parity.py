@@ -1,8 +1,8 @@
 """A study's own code against the suite's jobs, side by side on one host (issue 55): DLBench's FCN-S scripts and
 DeepLearningFrameworks' CNN notebooks.
 
-    python benchmarks/study_parity.py [--dlbench PATH] [--dlf PATH] [--frameworks tensorflow,caffe,mxnet,dlf-mxnet,
-        dlf-chainer] [--threads 1,2] [--rounds 1] [--warmup 8] [--steps 8] [--results DIR]
+    python benchmarks/study_parity.py [--dlbench PATH] [--dlf PATH] [--frameworks tensorflow,caffe,mxnet,torch7,
+        dlf-mxnet,dlf-chainer] [--threads 1,2] [--rounds 1] [--warmup 8] [--steps 8] [--results DIR]
 
 PATH is a local copy of hclhkbu/dlbench (a git checkout: the commit read is ``git -C PATH rev-parse HEAD``; an
 unpacked archive: give ``--commit``); its code is run, never copied into the project. For each framework
@@ -10,9 +10,10 @@ unpacked archive: give ``--commit``); its code is run, never copied into the pro
 thread count runs the units P S.. S.. P: P is DLBench's script through benchmarks/study_parity_peer.py in the suite's
 image of that framework (``docker run``, mini-batch 64, not pinned: as the study ran it); S0 is the suite's job
 ``fcn-s`` at that version, mini-batch 64, with the suite's step (gradients pruned, every pool at the thread count,
-pinned); for TensorFlow also S1, the same job with DLBench's step (studies/dlbench.yaml ``steps``: gradients
-gate_op, thread_pools intra_op), in the order P S0 S1 S1 S0 P; for MXNet also DLBench's script less one piece of its
-step at a time (``variants``: P-kv without its kvstore, P-kv-mom also without momentum and weight decay), in the
+pinned); for TensorFlow and Torch 7 also S1, the same job with DLBench's step (studies/dlbench.yaml ``steps``:
+gradients gate_op, thread_pools intra_op), in the order P S0 S1 S1 S0 P (Torch 7's script runs with stand-ins for
+cutorch, sys and xlua, which its image lacks: study_parity_peer.py); for MXNet also DLBench's script less one piece
+of its step at a time (``variants``: P-kv without its kvstore, P-kv-mom also without momentum and weight decay), in the
 order P P-kv P-kv-mom S0 S0 P-kv-mom P-kv P (--variants: which of them). Both sides: W warm-up steps (--warmup,
 8), then T timed (--steps, 8). CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk``
 executable, which the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of
@@ -102,6 +103,34 @@ STUDY = {
                 ],
             ),
         },
+    ),
+    # DLBench's command line (fc-benchmarks.sh: `th ffn26752bm.lua ...`, its -data left out); one step more than
+    # asked: the peer's first step starts at the first update's return
+    "torch7": dict(
+        script="synthetic/experiments/torch/fc/ffn26752bm.lua",
+        token="torch7@7.0",
+        env=threads_env("OMP_NUM_THREADS"),
+        args=lambda steps: [
+            "-depth",
+            "50",
+            "-nGPU",
+            "1",
+            "-nThreads",
+            "2",
+            "-deviceId",
+            "-1",
+            "-batchSize",
+            str(BATCH),
+            "-shareGradInput",
+            "true",
+            "-nEpochs",
+            "1",
+            "-nIterations",
+            str(steps + 1),
+            "-dataset",
+            "imagenet",
+        ],
+        ways={"suite's step": SUITE_STEP, "DLBench's step": DLBENCH_STEP},
     ),
 }
 for _entry in STUDY.values():
@@ -238,9 +267,10 @@ def suite_unit(study, threads, step, results, warmup, timed):
 
 
 def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
-    """(wall s/step list, CPU s/step list, edits) of one run of the study's code for ``framework`` (a STUDY key) from
-    its ``copy`` in ``image``, its steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old,
-    new]], env: {name: value} added} (STUDY)."""
+    """(wall s/step list, CPU s/step list, edits, wall s/step list in the call that ends a step, [] where the peer
+    does not say) of one run of the study's code for ``framework`` (a STUDY key) from its ``copy`` in ``image``, its
+    steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old, new]], env: {name: value} added}
+    (STUDY)."""
     study, variant = STUDY[framework], variant or {}
     env = dict(study["env"](threads), **variant.get("env", {}))
     env = [a for name, value in sorted(env.items()) for a in ("-e", "%s=%s" % (name, value))]
@@ -270,7 +300,7 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     if out.returncode or line is None:
         sys.exit("peer failed (%d): %s" % (out.returncode, (out.stdout + out.stderr)[-3000:]))
     found = json.loads(line[5:])
-    return found["wall"][warmup:], found["cpu"][warmup:], found["edited"]
+    return found["wall"][warmup:], found["cpu"][warmup:], found["edited"], found.get("inside", [])[warmup:]
 
 
 def interval(suite, peer, draws=2000, seed=0):
@@ -391,7 +421,7 @@ def main():
                         (framework, threads, unit if unit != "P" else "study"), {"wall": [], "cpu": []}
                     )
                     if unit == "P" or unit in study.get("variants", {}):
-                        wall, cpu, edited = peer_unit(
+                        wall, cpu, edited, inside = peer_unit(
                             framework,
                             threads,
                             copies[study["study"]],
@@ -401,6 +431,10 @@ def main():
                             study.get("variants", {}).get(unit),
                         )
                         note = "edited: %s" % "; ".join(edited)
+                        if inside:  # Torch 7: a step is from one optim.sgd return to the next
+                            note += "; outside optim.sgd %s s" % " ".join(
+                                "%.4f" % (w - i) for w, i in zip(wall, inside)
+                            )
                     else:
                         wall, cpu, parallelism, images[framework], cpus = suite_unit(
                             study, threads, study["ways"][unit], results, args.warmup, args.steps

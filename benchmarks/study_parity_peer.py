@@ -17,6 +17,13 @@ to a temporary one, which is removed afterwards. What is changed is listed in th
   1 x 26752 grey PNG images written here (the study's fakedata is not in its repository). A step is the time
   between two calls of its batch-end callback (``mx.callback.Speedometer``, which the study's log reads: the first
   call only starts the clock).
+- torch7: SCRIPT (a Lua Torch 7 script) runs unchanged under ``luajit`` with ARGS, after a prelude (TORCH7_PRELUDE,
+  written beside it) that preloads stand-ins for the packages the image lacks (``cutorch``: setDevice and
+  synchronize do nothing, the script runs nn on the CPU; ``sys``: tic and toc on a torch.Timer; ``xlua``: empty,
+  optim's Logger requires it and the script never logs) and wraps ``optim.sgd``. A step is the time between two
+  returns of ``optim.sgd`` (the script's loop from one update to the next, its ``input:copy`` included: the first
+  return only starts the clock); CPU seconds are the LuaJIT process's ``os.clock()`` (every thread). ``inside``: the
+  seconds spent in ``optim.sgd`` of each step, the rest is the loop's own work.
 
 CPU seconds are ``time.process_time`` (every thread of the process), wall seconds ``time.perf_counter``.
 
@@ -58,10 +65,11 @@ def converted(path):
 
 
 class Clock(object):
-    """Wall and CPU seconds of timed calls (``around``) or between marks (``mark``)."""
+    """Wall and CPU seconds of timed calls (``around``) or between marks (``mark``); ``inside``: where a step is
+    from mark to mark, the seconds of the call that ends it (torch7_clock)."""
 
     def __init__(self):
-        self.wall, self.cpu, self.last = [], [], None
+        self.wall, self.cpu, self.inside, self.last = [], [], [], None
 
     def around(self, call):
         def timed(*a, **k):
@@ -218,6 +226,71 @@ def mxnet(folder, target, args, steps):
     return clock, ["--data-dir: %d random PNG records (train.rec) written here" % count], mx.__version__
 
 
+TORCH7_PRELUDE = r"""-- study_parity_peer.py: stand-ins for packages the image lacks, then the study's script, unchanged
+local out, script = arg[1], arg[2]
+local rest = {[0] = script}
+for i = 3, #arg do rest[#rest + 1] = arg[i] end
+arg = rest
+require 'torch'
+package.preload['cutorch'] = function()
+   cutorch = {setDevice = function() end, synchronize = function() end}
+   return cutorch
+end
+package.preload['sys'] = function()
+   local clock = torch.Timer()
+   sys = {tic = function() clock:reset() end, toc = function() return clock:time().real end}
+   return sys
+end
+package.preload['xlua'] = function() xlua = {} return xlua end
+require 'optim'
+local timer, sgd, calls = torch.Timer(), optim.sgd, {}
+optim.sgd = function(...)
+   local wall, cpu = timer:time().real, os.clock()
+   local x, f = sgd(...)
+   calls[#calls + 1] = string.format('%.9f %.9f %.9f %.9f', wall, cpu, timer:time().real, os.clock())
+   return x, f
+end
+dofile(script)
+local f = assert(io.open(out, 'w'))
+f:write(table.concat(calls, '\n'), '\n')
+f:close()
+"""
+
+
+def torch7_clock(lines):
+    """A Clock of a Torch 7 script's steps from the prelude's lines (one per ``optim.sgd`` call: wall and CPU
+    seconds at its start, then at its return): a step from one return to the next, the first return starting the
+    clock; ``inside``: each step's seconds in ``optim.sgd``."""
+    calls = [[float(v) for v in line.split()] for line in lines if line.strip()]
+    clock = Clock()
+    for start, end in zip(calls, calls[1:]):
+        clock.wall.append(end[2] - start[2])
+        clock.cpu.append(end[3] - start[3])
+    clock.inside = [end[2] - end[0] for end in calls[1:]]
+    return clock
+
+
+def torch7(folder, target, args, steps):
+    import subprocess
+
+    prelude, times = os.path.join(folder, "peer_prelude.lua"), os.path.join(folder, "peer_times.txt")
+    with open(prelude, "w") as f:
+        f.write(TORCH7_PRELUDE)
+    subprocess.check_call(["luajit", prelude, times, target] + args, cwd=folder)
+    with open(times) as f:
+        clock = torch7_clock(f.read().splitlines())
+    with open("/opt/torch7/SOURCES") as f:
+        version = "scm-" + dict(line.split(None, 1) for line in f if line.strip())["torch7"][:7]
+    return (
+        clock,
+        [
+            "package.preload: cutorch (setDevice, synchronize: no-ops), sys (tic, toc: a torch.Timer), xlua (empty)",
+            "optim.sgd wrapped: wall and CPU seconds at each call and return",
+        ],
+        version,
+    )
+
+
 def substituted(folder, subs):
     """Apply ``subs`` ([[file, old, new]]: each ``old`` once in the study's ``file``, in ``folder``); the edits."""
     edited = []
@@ -329,7 +402,7 @@ def main(argv):
     shutil.copytree(os.path.dirname(os.path.abspath(script)), folder)
     target = os.path.join(folder, os.path.basename(script))
     variant = substituted(folder, subs)
-    run = {"tensorflow": tensorflow, "caffe": caffe, "mxnet": mxnet, "notebook": notebook}[framework]
+    run = {"tensorflow": tensorflow, "caffe": caffe, "mxnet": mxnet, "notebook": notebook, "torch7": torch7}[framework]
     clock, edited, version = run(folder, target, args, steps)
     edited = variant + edited
     if len(clock.wall) < steps:
@@ -345,6 +418,7 @@ def main(argv):
                 "threads": {k: os.environ.get(k) for k in sorted(os.environ) if "THREADS" in k},
                 "wall": clock.wall[:steps],
                 "cpu": clock.cpu[:steps],
+                "inside": clock.inside[:steps],
             }
         )
     )

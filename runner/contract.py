@@ -36,13 +36,14 @@ job.json (host -> runner), schema ``dlrepro.job/1``:
                    (tf.gradients); "gate_op" computes them as TensorFlow's optimizer.minimize() does by default
                    (gate_gradients=GATE_OP: each op's input gradients grouped, so the first layer's gradient
                    with respect to the mini-batch is computed too, unused), as DLBench's TensorFlow scripts did
-                   (TensorFlow 1.x only).
+                   (TensorFlow 1.x), or as Torch 7's nn backward does unless the first module's gradInput is nil,
+                   as DLBench's Torch FCN scripts did (torch7).
     thread_pools   "all" (default) | "intra_op": how ``threads`` is applied. "all": every pool of the
                    framework and the BLAS/OpenMP variables get ``threads`` and the process is confined to that
                    many CPUs (runner.settings). "intra_op": only the intra-op pool and the BLAS/OpenMP
                    variables get it; TensorFlow's inter-op pool keeps its default and the process is not
-                   confined, as DLBench's "N threads" were set (TensorFlow 1.x only; cpu_usage says how many
-                   CPUs the job kept busy).
+                   confined, as DLBench's "N threads" were set (TensorFlow 1.x; torch7, whose one pool is
+                   OpenMP's: the process not confined; cpu_usage says how many CPUs the job kept busy).
   cuda_archs (the image matrix's table of the architectures the build ships, for frameworks that
   cannot report it; [] = unknown), timer ("auto" | "device_events" | "pipelined_wall" | "host_sync"; see
   runner.measure).

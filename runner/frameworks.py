@@ -312,7 +312,8 @@ register(
 )
 # Lua Torch 7 (runner.adapters.torch7_adapter, CPU): no Python module, a LuaJIT process in its image; nn's modules,
 # no recurrent ones (DLBench's Torch LSTM used Element-Research's rnn package), softmax cross entropy only
-# (nn.CrossEntropyCriterion)
+# (nn.CrossEntropyCriterion); it times the step as DLBench's Torch FCN scripts did (gradients gate_op: nn's backward
+# with the first module's input gradient; thread_pools intra_op: OMP_NUM_THREADS, unpinned; runner.contract)
 register(
     Framework(
         "torch7",
@@ -321,6 +322,7 @@ register(
         layers=ALL_LAYERS - RECURRENT,
         losses=frozenset(["softmax_cross_entropy"]),
         weights=frozenset(),
+        options={"gradients": ("pruned", "gate_op"), "thread_pools": ("all", "intra_op")},
         layer_notes=dict.fromkeys(
             RECURRENT,
             "Torch 7's nn has no LSTM of DLBench's kind (its Torch script used the rnn package, not built here)",

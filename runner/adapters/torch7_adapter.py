@@ -9,7 +9,13 @@ from the spec's layers by runner.adapters.torch7_lua; its parameter count is the
 
 Timed step (``train_step``): one request line ("train <slot>") and one reply line with the loss: inside, the
 harness runs ``optim.sgd`` / ``optim.adam`` on a closure that zeroes the gradients, runs forward, the criterion
-and backward, as DLBench's Torch scripts did. The request and the reply are a pipe round trip each (tens of
+and backward, as DLBench's Torch scripts did. ``gradients`` (runner.contract): "pruned" (the default) sets the first
+module's ``gradInput`` to nil, so that its gradient with respect to the mini-batch, which nothing reads, is not
+computed (the ``model:get(1).gradInput = nil`` of DLBench's Torch AlexNet and ResNet models); "gate_op" keeps nn's
+backward as it is, which computes it (for FCN-S a 64 x 2048 by 2048 x 26752 product, 7.0 of 45 GFLOP a step), as
+DLBench's Torch FCN scripts ran it. ``thread_pools`` "intra_op": Torch 7 has one pool (OpenMP's, with OpenBLAS's
+threads), set from the variables either way; the process is then not confined (runner.settings), as DLBench's
+"N threads" (OMP_NUM_THREADS alone) were not. The request and the reply are a pipe round trip each (tens of
 microseconds against FCN-R's milliseconds); Torch 7 runs synchronously on the CPU, so the reply means the update
 is done. ``to_device`` copies the float32 mini-batch and its labels into one of two slots of the harness
 (Torch tensors; a batch replaces the one before the last), as another framework copies to its device; a real-data
@@ -58,6 +64,13 @@ def version(built_from):
     return "scm-" + torch7.split()[0][:7] if torch7 else None
 
 
+def gradients_text(pruned):
+    """What the step's backward computes, given the module whose input gradient the harness pruned ("none": none)."""
+    if pruned == "none":
+        return "nn's backward: every module's gradient with respect to its input, the first's (the mini-batch's) too"
+    return "nn's backward less the first module's (%s) gradient with respect to the mini-batch (gradInput nil)" % pruned
+
+
 class Harness(object):
     """A running torch7_harness.lua: ``call(line, payload)`` -> (reply text, reply payload or None)."""
 
@@ -101,7 +114,7 @@ class Adapter(Base):
             raise UnsupportedError("the torch7 adapter runs on the CPU only: its image has no cutorch, cunn or cudnn")
         self.build_name = "torch7 (Lua)"
         self.harness = Harness()
-        self.slots = 0
+        self.slots, self.pruned = 0, "none"  # pruned: set by build()
         luajit, threads, openmp = self.harness.call(
             "setup %d %d" % (job.get("threads") or 0, job.get("seed") or 0)
         ).split("|")
@@ -118,6 +131,7 @@ class Adapter(Base):
             "cuda": None,
             "cudnn": None,
             "layout": "NCHW",
+            "gradients": gradients_text(self.pruned),
             "driver": "runner.adapters.torch7_harness.lua over a pipe (one LuaJIT process per job)",
         }
 
@@ -130,7 +144,10 @@ class Adapter(Base):
             source = torch7_lua.model_source(layers, model["input_shape"]).encode()
         except torch7_lua.NoModule as exc:
             raise UnsupportedError("the torch7 adapter: %s" % exc)
-        count = int(self.harness.call("model %d" % len(source), source))
+        count, self.pruned = self.harness.call(
+            "model %d %s" % (len(source), self.job.get("gradients", "pruned")), source
+        ).split()
+        count = int(count)
         init = model.get("init", {"scheme": "default"})
         if init["scheme"] not in ("default", "xavier", "glorot_uniform", "uniform"):
             raise UnsupportedError("the torch7 adapter has no initialisation %r" % init["scheme"])

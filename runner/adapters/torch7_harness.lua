@@ -5,7 +5,9 @@
 -- Replies: one line "= <text>" (then for "infer" and "params" a binary payload), or "! <message>" for an error.
 -- Lines of stdout that do not start with "=" or "!" are never written by this harness; its own messages go to stderr.
 --   setup <threads> <seed>            torch.setnumthreads (0: leave the default), torch.manualSeed; reply versions
---   model <bytes>                     Lua chunk returning the model (runner.adapters.torch7_lua); reply parameter count
+--   model <bytes> <gradients>         Lua chunk returning the model (runner.adapters.torch7_lua); gradients (runner.contract)
+--                                     pruned | gate_op; reply "<parameter count> <the module whose input gradient is
+--                                     pruned, or none>"
 --   init <scheme> <scale>             default | xavier | glorot_uniform | uniform (scale); reply "ok"
 --   optim <name> <lr> <momentum> <nesterov 0|1> <weight decay> <beta1> <beta2> <eps>   reply "ok"
 --   batch <slot> <n> <x bytes> <y bytes> <dims of one sample...>   float32 x then int64 y (0-based); reply "ok"
@@ -69,12 +71,26 @@ function verbs.setup(threads, seed)
                        torch.hasOpenMP and tostring(torch.hasOpenMP()) or 'unknown'))
 end
 
-function verbs.model(bytes)
+-- "pruned": the first module computes no gradient with respect to the mini-batch (nothing reads it), as DLBench's
+-- Torch AlexNet and ResNet models ask with `model:get(1).gradInput = nil` (nn.Linear and nn.SpatialConvolution skip
+-- updateGradInput without a gradInput); "gate_op": nn's backward as it is, every module's input gradient, the first's
+-- too, as DLBench's Torch FCN scripts ran it. The first module's name, or 'none' where it has no such skip.
+local function prune_input_gradient(gradients)
+   if gradients ~= 'pruned' then return 'none' end
+   local first = model
+   while torch.type(first) == 'nn.Sequential' do first = first.modules[1] end
+   local kind = torch.type(first)
+   if kind ~= 'nn.Linear' and kind ~= 'nn.SpatialConvolution' then return 'none' end
+   first.gradInput = nil
+   return kind
+end
+
+function verbs.model(bytes, gradients)
    local chunk = assert(loadstring(read_exactly(tonumber(bytes)), 'model'))
    model = chunk()
    criterion = nn.CrossEntropyCriterion()
    params, grads = model:getParameters()
-   reply(tostring(params:nElement()))
+   reply(string.format('%d %s', params:nElement(), prune_input_gradient(gradients)))
 end
 
 function verbs.init(scheme, scale)

@@ -61,6 +61,33 @@ def test_dlbench_s_tensorflow_jobs_are_planned_with_its_step_where_the_adapter_b
     ) == ("pruned", "all")
 
 
+def test_dlbench_s_torch_fcn_runs_are_planned_with_its_step_and_its_cnn_runs_keep_the_suite_s():
+    planned = {
+        p.id: p
+        for p in studymod.plan(
+            studies.load("dlbench"),
+            device="cpu",
+            frameworks=["torch7"],
+            cpus=2,
+            gpus=[],
+            runs=["cpu-synthetic", "cpu-synthetic-cnn"],
+        )
+    }
+    assert planned["cpu-synthetic"].options.steps == {"torch7": DLBENCH_STEP}
+    assert [n for n in planned["cpu-synthetic"].notes if n.startswith("Torch (")] == [
+        "Torch (torch7): timed as the study's scripts did: gradients gate_op, thread_pools intra_op; the study's step "
+        "also did, not reproduced here: the mini-batch copied into the model's input tensor each step "
+        "(input:copy(inputCPU): 64 x 26752 floats) inside the timed loop (the suite's synthetic batch stays where "
+        "to_device put it): 1.1-12.7 ms a step outside optim.sgd, median 1.3, against its 4.1-10.1 s steps "
+        "(benchmarks/study_parity.py, dlbench-torch7-fcn-s.md)"
+    ]
+    # DLBench's Torch AlexNet sets its first module's gradInput to nil: the suite's step
+    assert planned["cpu-synthetic-cnn"].options.steps == {}
+    job = jobs.expand(spec.load("fcn"), planned["cpu-synthetic"].options)[0]
+    assert (job["id"], job["gradients"], job["thread_pools"]) == ("fcn-s.torch7.cpu.b64.t1", "gate_op", "intra_op")
+    assert settings.cpus(job) is None  # not confined: OMP_NUM_THREADS alone, as fc-benchmarks.sh ran `th`
+
+
 def test_a_run_whose_scripts_took_pruned_gradients_keeps_the_suite_s_step():
     planned = {
         p.id: p

@@ -196,6 +196,58 @@ def test_the_harness_protocol_reads_payloads_by_their_stated_length_and_names_lu
         adapter.harness.close()
 
 
+MODEL_HARNESS = r"""
+import sys
+for line in iter(sys.stdin.buffer.readline, b""):
+    words = line.split()
+    if words[0] == b"model":
+        sys.stdin.buffer.read(int(words[1]))
+        sys.stderr.write(line.decode())
+        sys.stdout.buffer.write(b"= 8 nn.Linear\n" if words[2] == b"pruned" else b"= 8 none\n")
+    else:
+        sys.stdout.buffer.write(b"= ok\n")
+    sys.stdout.buffer.flush()
+"""
+
+
+@pytest.mark.parametrize(
+    "gradients, said",
+    [
+        (
+            None,
+            "nn's backward less the first module's (nn.Linear) gradient with respect to the mini-batch (gradInput nil)",
+        ),
+        (
+            "gate_op",
+            "nn's backward: every module's gradient with respect to its input, the first's (the mini-batch's) too",
+        ),
+    ],
+)
+def test_the_adapter_asks_the_harness_for_the_job_s_gradients_and_records_what_it_pruned(
+    tmp_path, capfd, gradients, said
+):
+    """The job's ``gradients`` (runner.contract; absent: "pruned") goes with the model to the harness, whose reply
+    names the module it pruned, and result.json's environment says what the backward computes."""
+    fake = tmp_path / "fake.py"
+    fake.write_text(MODEL_HARNESS)
+    job = {"model": {"input_shape": [3], "layers": [{"type": "dense", "units": 2}]}, "device": "cpu"}
+    if gradients:
+        job["gradients"] = gradients
+    adapter = torch7_adapter.Adapter.__new__(torch7_adapter.Adapter)
+    adapter.job, adapter.pruned = job, "none"
+    adapter.lua = {"luajit": "LuaJIT 2.1.0-beta3", "threads": 1, "openmp": "true"}
+    adapter.harness = torch7_adapter.Harness([sys.executable, str(fake)])
+    try:
+        assert adapter.build() == 8
+    finally:
+        adapter.harness.close()
+    assert capfd.readouterr().err == "model %d %s\n" % (
+        len("return nn.Sequential():add(nn.Linear(3, 2))\n"),
+        gradients or "pruned",
+    )
+    assert adapter.environment()["gradients"] == said
+
+
 def test_the_measured_window_counts_a_child_process_cpu_time_and_says_so():
     """Torch 7 computes in the harness's LuaJIT process, so the window adds its live children's CPU time: a child
     that burns 0.3 CPU seconds inside the window while this process waits on it."""
