@@ -41,9 +41,11 @@ def test_each_readme_host_tests_its_pinned_count_of_dlbenchs_claims(given):
 
 
 TORCH7_CUDA = (
-    "cutorch 5e9d86c (2017-09, the repository's last commit, written for CUDA 8 and 9) has 93 CUDA sources "
-    "in THC alone, and compiling them with Debian's CUDA 11.8 for the plan's GPUs was not attempted on the "
-    "2 shared CPUs of the host this image was made on, so no build error can be named)"
+    "cutorch does not build: cutorch 5e9d86c (2017-09, the repository's last commit) with its rockspec's CMake "
+    "arguments, Debian's CUDA 11.8 (nvcc 11.8.89, host gcc 11.3) and sm_60 stops at THCTensorIndex.cu, the 12th "
+    'CUDA source make started, with "THCAtomics.cuh(97): error: cannot overload functions distinguished by return '
+    'type alone": its void atomicAdd(half *, half) against the __half atomicAdd(__half *, __half) of CUDA 11.8\'s '
+    "cuda_fp16.hpp (tried 2026-12-06))"
 )
 
 
@@ -60,7 +62,7 @@ def test_four_p100s_test_19_claims_and_say_exactly_what_blocks_the_other_3(given
         "alexnet-s-ordering": (
             "image",
             "too few of its tools can run here (can: MXNet): Torch has no CUDA image "
-            "(cutorch, cunn and cudnn.torch, Torch 7's GPU packages, were not built: " + TORCH7_CUDA,
+            "(cutorch, cunn and cudnn.torch, Torch 7's GPU packages, are not built, as " + TORCH7_CUDA,
         ),
         "multigpu-fcn-r-caffe": (
             "data-parallel",
