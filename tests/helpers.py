@@ -1,6 +1,7 @@
 """Helpers shared by test modules."""
 
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -186,3 +187,11 @@ def run_python(client, tag, out, script, *args, mounts=None):
         environment={"PYTHONPATH": "/opt/dlrepro"},
         volumes=volumes,
     )
+
+
+def benchmark(name):
+    """The module benchmarks/NAME.py (benchmarks/ is no package), loaded afresh."""
+    found = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" / (name + ".py"))
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module

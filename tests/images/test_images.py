@@ -259,13 +259,13 @@ def test_one_stage_writes_the_venv_with_the_transport_mounted_and_the_bases_pyth
 def test_recipe_digest_follows_the_lock_not_the_transport(matrix, tmp_path, monkeypatch):
     monkeypatch.setenv("DLREPRO_CACHE", str(tmp_path))
     image = matrix.find("torch", "cuda")
-    ctx = context.render(image, REGISTRY_BASE)
-    first = ctx.digest
-    assert context.render(image, REGISTRY_BASE).digest == first
-    ctx.add_transport(transport.PipSettings())  # what travels does not change the recipe
-    assert context.recipe_digest(ctx.directory) == first
-    (ctx.directory / "requirements.lock").write_text("numpy==2.4.6 --hash=sha256:%s\n" % ("0" * 64))
-    assert context.recipe_digest(ctx.directory) != first
+    with context.render(image, REGISTRY_BASE) as ctx, context.render(image, REGISTRY_BASE) as again:
+        first = ctx.digest
+        assert again.digest == first
+        ctx.add_transport(transport.PipSettings())  # what travels does not change the recipe
+        assert context.recipe_digest(ctx.directory) == first
+        (ctx.directory / "requirements.lock").write_text("numpy==2.4.6 --hash=sha256:%s\n" % ("0" * 64))
+        assert context.recipe_digest(ctx.directory) != first
     assert ctx.tag == "dlrepro/torch:2.13.0-cuda-%s" % first[:12]
 
 
@@ -398,15 +398,16 @@ def test_offline_python_is_pyenvs_build_copied_to_its_own_prefix(matrix, tmp_pat
         "prefix": str(prefix),
         "tree_sha256": provider.tree_sha256,
     }
-    ctx = context.render(image, base)
-    ctx.add_python(provider)
-    assert (ctx.directory / "python" / "bin" / "python3").is_file()
-    assert context.recipe_digest(ctx.directory) == ctx.digest  # the copy itself is not in the recipe, its digest is
+    with context.render(image, base) as ctx:
+        ctx.add_python(provider)
+        assert (ctx.directory / "python" / "bin" / "python3").is_file()
+        assert context.recipe_digest(ctx.directory) == ctx.digest  # the copy is not in the recipe, its digest is
     (prefix / "lib" / "libpython3.6m.so.1.0").write_bytes(b"ELF, another build")
     other = pythons.relocatable("python-3.6", matrix.bases["python-3.6"].relocatable)
     assert other.tree_sha256 != provider.tree_sha256
     base.python = other
-    assert context.render(image, base).digest != ctx.digest
+    with context.render(image, base) as again:
+        assert again.digest != ctx.digest
 
 
 def test_a_missing_or_moved_python_build_is_a_clear_error(matrix, tmp_path, monkeypatch):

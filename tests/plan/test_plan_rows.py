@@ -44,7 +44,7 @@ TORCH7_CUDA = (
     "cutorch does not build: cutorch 5e9d86c (2017-09, the repository's last commit) with its rockspec's CMake "
     "arguments, Debian's CUDA 11.8 (nvcc 11.8.89, host gcc 11.3) and sm_60 stops at THCTensorIndex.cu, the 12th "
     'CUDA source make started, with "THCAtomics.cuh(97): error: cannot overload functions distinguished by return '
-    'type alone": its void atomicAdd(half *, half) against the __half atomicAdd(__half *, __half) of CUDA 11.8\'s '
+    "type alone\": its void atomicAdd(half *, half) against the __half atomicAdd(__half *, __half) of CUDA 11.8's "
     "cuda_fp16.hpp (tried 2026-12-06))"
 )
 

@@ -3,19 +3,9 @@ becomes of its magics, and a ``%%writefile`` cell (Keras_Theano_CNN's ~/.theanor
 notebook's P-init variant (benchmarks/study_parity.py) edited into the notebook's JSON as the peer reads it; the
 benchmark's table, each suite way against the study's code and each variant of it."""
 
-import importlib.util
 import json
 
-from dlrepro import REPO_ROOT
-
-
-def _peer():
-    spec = importlib.util.spec_from_file_location(
-        "study_parity_peer", REPO_ROOT / "benchmarks" / "study_parity_peer.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers import benchmark
 
 
 def test_the_cells_up_to_the_training_loop_run_without_magics_and_a_writefile_cell_is_written(tmp_path):
@@ -26,17 +16,10 @@ def test_the_cells_up_to_the_training_loop_run_without_magics_and_a_writefile_ce
         "%%time\n# Main training loop: 1m33s\nmodel.fit(x, y)",
         "# Main evaluation loop\nmodel.predict(x)",
     ]
-    script, edited = _peer().notebook_script(cells)
+    script, edited = benchmark("study_parity_peer").notebook_script(cells)
     assert script == "import os\n# Main training loop: 1m33s\nmodel.fit(x, y)"
     assert edited == ["%%%%writefile %s: written" % rc, "cells 1-3 of 4, magics dropped"]
     assert rc.read_text() == "[global]\ndevice = cpu\n"
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("study_parity", REPO_ROOT / "benchmarks" / "study_parity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_caffe2_notebooks_p_init_variant_calls_the_suites_global_init_right_after_its_imports(tmp_path):
@@ -46,10 +29,10 @@ def test_the_caffe2_notebooks_p_init_variant_calls_the_suites_global_init_right_
     ]
     notebook = {"cells": [{"cell_type": "code", "source": source} for source in cells]}
     (tmp_path / "Caffe2_CNN.ipynb").write_text(json.dumps(notebook, indent=1))
-    variant = _benchmark().STUDY["dlf-caffe2"]["variants"]["P-init"]
-    edited = _peer().substituted(str(tmp_path), variant["subs"])
+    variant = benchmark("study_parity").STUDY["dlf-caffe2"]["variants"]["P-init"]
+    edited = benchmark("study_parity_peer").substituted(str(tmp_path), variant["subs"])
     source = json.loads((tmp_path / "Caffe2_CNN.ipynb").read_text())["cells"]
-    script, _ = _peer().notebook_script(["".join(cell["source"]) for cell in source])
+    script, _ = benchmark("study_parity_peer").notebook_script(["".join(cell["source"]) for cell in source])
     assert script == (
         "import caffe2\nfrom caffe2.python import core, workspace\n"
         "from caffe2.proto import caffe2_pb2; workspace.GlobalInit(['caffe2', '--caffe2_log_level=1'])\n"
@@ -68,7 +51,7 @@ def test_the_table_sets_each_suite_way_against_the_study_and_against_each_varian
         ("dlf-caffe2", 0, "P-init"): {"wall": [2.0] * 4, "cpu": [0.5] * 4},
         ("dlf-caffe2", 0, "suite's step"): {"wall": [2.2] * 4, "cpu": [0.55]},
     }
-    _benchmark().table(found, 1)
+    benchmark("study_parity").table(found, 1)
     rows = capsys.readouterr().out.splitlines()[4:]
     assert rows == [
         "| dlf-caffe2 (caffe2@1.10.2) | 0 | P-init | wall | 4.000 | 2.000 | 0.500 [0.500, 0.500] | 4 + 4 |",

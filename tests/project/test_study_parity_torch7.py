@@ -2,24 +2,18 @@
 ``optim.sgd`` return to the next (its loop's ``input:copy`` included), and benchmarks/study_parity.py runs the script
 with DLBench's command line, one update more than the steps it times."""
 
-from tests.project.test_study_parity_notebook import _peer
+from tests.helpers import benchmark
 
 
 def test_a_step_runs_from_one_update_s_return_to_the_next_and_the_first_return_starts_the_clock():
     # per optim.sgd call: wall and CPU seconds at its start, then at its return (the prelude's lines)
     lines = ["0.25 0.5 1.0 1.25", "1.125 1.375 2.0 3.25", "", "2.5 3.5 3.25 5.5"]
-    clock = _peer().torch7_clock(lines)
+    clock = benchmark("study_parity_peer").torch7_clock(lines)
     assert (clock.wall, clock.cpu, clock.inside) == ([1.0, 1.25], [2.0, 2.25], [0.875, 0.75])
 
 
 def test_dlbench_s_torch_script_runs_one_update_more_than_the_steps_timed_on_the_cpu():
-    import importlib.util
-
-    from dlrepro import REPO_ROOT
-
-    spec = importlib.util.spec_from_file_location("study_parity", REPO_ROOT / "benchmarks" / "study_parity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark("study_parity")
     torch7 = module.STUDY["torch7"]
     args = torch7["args"](6)
     assert (args[args.index("-nIterations") + 1], args[args.index("-nEpochs") + 1]) == ("7", "1")
