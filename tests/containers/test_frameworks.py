@@ -14,6 +14,7 @@ from dlrepro.inputs import datasets, spec
 from dlrepro.plan.expressible import unsupported
 from dlrepro.run import executors, jobs, runs
 from dlrepro.run.options import RunOptions
+from dlrepro.run.pool import WorkerPool
 from runner import frameworks
 from runner.adapters import capabilities
 from runner.frameworks import Token
@@ -152,32 +153,38 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     version, how Keras compiled the step or which GRU it built). Keras 2.1.5 on Theano trains the CNN only: Theano
     compiles the GRU's train function to C in every new container, 85 s of the 93 s its GRU job took on 2 CPUs
     (9 s with those modules already compiled), and Keras 2's GRU is the same adapter code on all three backends,
-    whose GRU jobs on TensorFlow 1.4.0 and CNTK 2.5.1 train here."""
+    whose GRU jobs on TensorFlow 1.4.0 and CNTK 2.5.1 train here. The two runs share a worker pool, as a study's runs
+    do (dlrepro.run.pool): each image's container starts once and serves the jobs of both."""
     rows = {}
-    for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
-        tokens = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
-        path = runs.run(
-            name, RunOptions(frameworks=tokens, variants=[variant], quick=True), results_dir=tmp_path, reporter=reporter
-        )
-        bundle = json.loads((path / "bundle.json").read_text())
-        in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
-        theano = {"keras-theano-2.1.5-cpu": {"keras-theano"}} if name == "cifar10-vgg" else {}
-        assert in_image == dict(
-            theano,
-            **{
-                "tensorflow-2.21.0-cpu": {"keras-tensorflow"},
-                "jax-0.10.2-cpu": {"keras-jax"},
-                "torch-2.13.0-cpu": {"torch", "keras-torch"},
-                "chainer-7.8.1-cpu": {"chainer"},
-                "chainer-3.4.0-cpu": {"chainer-3.4.0"},
-                "tensorflow-1.4.0-cpu": {"keras-tensorflow-2.1.5"},
-                "cntk-2.5.1-cpu": {"keras-cntk"},
-            },
-        )
-        for row in bundle["jobs"]:
-            result = json.loads((path / "jobs" / row["job_id"] / "result.json").read_text())
-            framework = ".".join(row["job_id"].split(".")[1:-2])
-            rows[name, framework] = (dict(row, loss=result["loss"]), result["environment"])
+    pool = WorkerPool(tmp_path / "pool", "test-dlf-rows")
+    try:
+        for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
+            tokens = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
+            options = RunOptions(frameworks=tokens, variants=[variant], quick=True)
+            path = runs.run(name, options, results_dir=tmp_path, reporter=reporter, pool=pool)
+            bundle = json.loads((path / "bundle.json").read_text())
+            in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
+            theano = {"keras-theano-2.1.5-cpu": {"keras-theano"}} if name == "cifar10-vgg" else {}
+            assert in_image == dict(
+                theano,
+                **{
+                    "tensorflow-2.21.0-cpu": {"keras-tensorflow"},
+                    "jax-0.10.2-cpu": {"keras-jax"},
+                    "torch-2.13.0-cpu": {"torch", "keras-torch"},
+                    "chainer-7.8.1-cpu": {"chainer"},
+                    "chainer-3.4.0-cpu": {"chainer-3.4.0"},
+                    "tensorflow-1.4.0-cpu": {"keras-tensorflow-2.1.5"},
+                    "cntk-2.5.1-cpu": {"keras-cntk"},
+                },
+            )
+            for row in bundle["jobs"]:
+                result = json.loads((path / "jobs" / row["job_id"] / "result.json").read_text())
+                framework = ".".join(row["job_id"].split(".")[1:-2])
+                rows[name, framework] = (dict(row, loss=result["loss"]), result["environment"])
+    finally:
+        pool.close()
+    # one container per image for both runs (another only where the pool ended an idle one for memory)
+    assert len(pool.starts) == 8 and sum(pool.starts.values()) - sum(pool.ended_for_memory.values()) == 8
     for (name, framework), (row, environment) in rows.items():
         assert row["status"] == "ok" and row["median"] > 0, (name, framework)
         # four Adam steps on the one synthetic mini-batch: its loss falls in every row (Keras 3 on PyTorch and
