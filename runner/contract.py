@@ -2,7 +2,8 @@
 
 job.json (host -> runner), schema ``dlrepro.job/1``:
   schema, id, spec {name, sha256}, variant, framework, device ("cpu" | "cuda"; a cuda job sees its one
-  GPU as device 0), mode ("throughput" | "convergence" | "inference"),
+  GPU as device 0), mode ("throughput" | "convergence" | "inference" | "parameters": the model built, its
+  parameters counted and checked, nothing run),
   model {name, input_shape [C, H, W] | [F] | [T], input_kind ("dense" | "tokens"), target ("class" |
   "sequence" | "multilabel"), classes, layers (runner.shapes), init {scheme ("default" | "xavier" |
   "glorot_uniform" | "uniform"), scale}, parameters (expected count)},
