@@ -153,12 +153,19 @@ def pytest_collection_modifyitems(session, config, items):
     it at once, and waits for the images while the other starts on the rest, one group per module); those of
     tests/containers/ are last, one test per unit (one unit for a module's tests that share a module-scoped fixture),
     for whichever worker is free. A test starts once the image it names is built (``cpu_image``), while the
-    background build goes on; those that wait for every image (``cpu_images``) run last in their folder."""
+    background build goes on; those that wait for every image (``cpu_images``) run last in their folder, after
+    those marked ``slow(SECONDS)``, which run first in it, the longest first: in run 9 (results/fresh-ci-20261206)
+    the 345 s IMDB test, waiting for every image, started last and ran alone on one CPU for about 5 minutes."""
     xdist_worker = hasattr(config, "workerinput")
 
     def key(item):
         place = tree.place(item.path)
-        return (place if xdist_worker else place != 1), "cpu_images" in item.fixturenames
+        slow = item.get_closest_marker("slow")  # the longest first: none of them is the run's tail
+        return (
+            (place if xdist_worker else place != 1),
+            -(slow.args[0] if slow else 0),
+            "cpu_images" in item.fixturenames,
+        )
 
     items.sort(key=key)
     if xdist_worker:

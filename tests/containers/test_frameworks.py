@@ -93,6 +93,7 @@ def test_every_spec_model_is_the_same_model_in_each_framework(framework, image_o
         assert lstm["measured"] == 6_182_672 and lstm["conventions"] == []
 
 
+@pytest.mark.slow(93)
 def test_alexnet_in_seven_containers_one_bundle(images, tmp_path, reporter, monkeypatch, mnist):
     """AlexNet-S in each framework's newest image, one bundle: each image once, each version recorded, the spec's
     parameter count. (FCN-R on real MNIST in each of them is the convergence test's below, and PyTorch's in
@@ -146,6 +147,7 @@ def test_a_short_convergence_run_trains_and_evaluates_the_whole_test_set(
     assert 0.0892 <= epoch["test_accuracy"] <= 1.0 and result["convergence"]["test_batches"] == 157
 
 
+@pytest.mark.slow(170)
 def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(images, tmp_path, reporter):
     """Chainer 3.4.0 (DLF's) and 7.8.1, Keras 3.15.1 on TensorFlow, JAX and PyTorch and Keras 2.1.5 on TensorFlow 1.4.0,
     CNTK 2.5.1 and Theano 1.0.1, each Keras in its backend's image (recorded once, with the jobs of both): DLF's CNN
@@ -211,6 +213,7 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     assert rows["cifar10-vgg", "chainer"][1]["framework_version"] == "7.8.1"
 
 
+@pytest.mark.slow(345)
 def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, monkeypatch, imdb_reviews):
     """DLF's GRU on the real IMDB reviews in each adapter of DLF's other rows: Chainer 7.8.1, Keras 3 (on TensorFlow)
     and Keras 2.1.5 (on CNTK 2.5.1): 100 mini-batches of Adam (the loss falls) leave every one above a constant
@@ -239,6 +242,7 @@ def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, m
     assert len(list(path.glob("jobs/*/result.json"))) == len(learners) == 3
 
 
+@pytest.mark.slow(75)  # TensorFlow 1.4.0 (CNTK 2.5.1 and PyTorch 1.0.0: under 40 s)
 @pytest.mark.parametrize("token", ERAS)
 def test_an_era_version_builds_every_model_its_adapter_expresses_and_trains_fcn_r(
     token, image_of, tmp_path, reporter, monkeypatch, mnist

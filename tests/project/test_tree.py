@@ -111,3 +111,10 @@ def test_a_test_needs_an_engine_exactly_where_it_lies_in_engine_or_containers_an
     }
     others = {group for nodeid, folder, _, group in rows if folder == tree.CONTAINERS and not nodeid.startswith(module)}
     assert others == {None}  # test_frameworks.py: its fixtures are session-scoped lookups
+    # the container tests marked slow(SECONDS) come first among them, the longest first (tests/conftest.py)
+    containers = [nodeid.split("::")[1] for nodeid, folder, _, _ in rows if folder == tree.CONTAINERS]
+    assert containers[:3] == [
+        "test_dlfs_other_rows_learn_imdb_in_a_short_run",
+        "test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image",
+        "test_alexnet_in_seven_containers_one_bundle",
+    ]
