@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/8``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/9``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -30,7 +30,8 @@ repeat medians, or a convergence run's epochs, ``ci95_units`` of them, exact cov
 asked for (null: the framework's choice), ``framework_threads``: what the framework reported using,
 ``gradients`` / ``thread_pools``: how the step was timed (runner.contract: "gate_op" and "intra_op" as
 DLBench's TensorFlow scripts; empty for an inference job, resp. a job without a thread count; every job before
-tables v8 ran "pruned" / "all"), ``usable_cpus``: the CPUs the job was confined to, ``seed``: the job's seed (a
+tables v8 ran "pruned" / "all", but Torch 7's before suite commit 12f47db ran "gate_op": tables v9 say so),
+``usable_cpus``: the CPUs the job was confined to, ``seed``: the job's seed (a
 convergence job's independent
 trainings are one job per seed, 0..N-1; every job before tables v7: 0), ``cpu_seconds`` / ``effective_parallelism``:
 the process CPU time over the measured window and that divided by its wall time; ``energy_j``,
@@ -83,7 +84,7 @@ from runner import telemetry
 from runner.contract import OPTION_DEFAULTS
 from runner.stats import CI_METHOD_MEANS
 
-SCHEMA = "dlrepro.tables/8"
+SCHEMA = "dlrepro.tables/9"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -241,6 +242,7 @@ ADDED = {
     "dlrepro.tables/6": peak_columns.COLUMNS,
     "dlrepro.tables/7": ("timer", "seed"),
     "dlrepro.tables/8": ("energy_window_s", "measured_window_s", "energy_window_differs", "gradients", "thread_pools"),
+    "dlrepro.tables/9": (),  # no column added: Torch 7's steps from before suite commit 12f47db are "gate_op"
 }
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
@@ -323,9 +325,22 @@ def provenance(body, job, result, measured=None):
         "ptx_jit": measured["ptx_jit"],
         "timer": timer(result.get("timing") or {}),
         # how the step was timed (runner.contract); jobs from before these options ran the defaults
-        "gradients": job.get("gradients", OPTION_DEFAULTS["gradients"]) if job.get("optimizer") else None,
+        "gradients": gradients(job, env),
         "thread_pools": job.get("thread_pools", OPTION_DEFAULTS["thread_pools"]) if job["threads"] else None,
     }
+
+
+def gradients(job, env):
+    """The gradients column of a job whose result's environment is ``env``: the job's ``gradients``
+    (runner.contract; jobs from before the option: "pruned"), None for a job without an optimizer (inference). But
+    "gate_op" where a Torch 7 step's environment does not say what its backward computed: before suite commit
+    12f47db the torch7 adapter ran nn's backward whole, the first module's gradient with respect to the mini-batch
+    too, whatever the job asked (runner.adapters.torch7_adapter.gradients_text records it since)."""
+    if not job.get("optimizer"):
+        return None
+    if env.get("framework") == "torch7" and "gradients" not in env:
+        return "gate_op"
+    return job.get("gradients", OPTION_DEFAULTS["gradients"])
 
 
 NO_LEAD_IN = "device_events (no lead-in)"

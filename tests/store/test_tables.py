@@ -27,7 +27,7 @@ def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     assert (
         tables.schema_of(bundle / "summary.parquet")
         == tables.schema_of(bundle / "samples.parquet")
-        == "dlrepro.tables/8"
+        == "dlrepro.tables/9"
     )
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
@@ -240,7 +240,7 @@ def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
         )
     folder = writer.finish({})
     summary, samples = tables.summary(folder), tables.samples(folder)
-    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/8"
+    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/9"
     assert summary[["job_id", "seed", "final_test_accuracy"]].values.tolist() == [
         ["imdb-gru.torch.cpu.b64.s0", 0, 0.851],
         ["imdb-gru.torch.cpu.b64.s1", 1, 0.862],
@@ -252,3 +252,27 @@ def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
     assert (
         set(tables.summary(REAL)["seed"]) == {0} and tables.columns_of("dlrepro.tables/6", "summary").count("seed") == 0
     )
+
+
+def test_torch7_steps_from_before_the_gradients_option_are_labelled_by_what_their_backward_computed():
+    """The torch7 adapter ran nn's backward whole (the first layer's gradient with respect to the mini-batch too)
+    until suite commit 12f47db, whatever the job asked: DLBench's --quick study of 2026-12-06 ran before it, its
+    jobs asked "pruned" and their environments do not say. Since 12f47db the environment says, and the job's value
+    holds; an inference job has none."""
+    old = REPO_ROOT / "results" / "alexnet-20261206T193116Z-6c26d52c"  # dlrepro study dlbench --quick, f5dde18
+    summary = tables.summary(old).set_index("job_id")
+    asked = {p.parent.name: json.loads(p.read_text())["gradients"] for p in old.glob("jobs/*/job.json")}
+    assert {job: asked[job] for job in summary.index if ".torch7." in job} == {
+        "alexnet-s.torch7.cpu.b16.t1": "pruned",
+        "alexnet-s.torch7.cpu.b16.t2": "pruned",
+    }
+    torch7 = summary["framework"] == "torch7"
+    assert summary[torch7]["gradients"].tolist() == ["gate_op", "gate_op"]
+    assert summary[~torch7]["gradients"].to_dict() == {job: asked[job] for job in summary[~torch7].index}
+    job = {"framework": "torch7", "optimizer": {"name": "sgd"}, "gradients": "pruned"}
+    since = {"framework": "torch7", "gradients": "nn's backward less the first module's (nn.SpatialConvolution)..."}
+    assert (tables.gradients(job, since), tables.gradients({**job, "optimizer": None}, {"framework": "torch7"})) == (
+        "pruned",
+        None,
+    )
+    assert tables.gradients(job, {}) == "pruned"  # a job that failed before its harness said anything
