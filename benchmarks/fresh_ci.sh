@@ -1,17 +1,25 @@
 #!/bin/bash
 # `.ci/run` as CI meets it: a fresh clone of this checkout and a fresh Docker engine with no image, no base and no build
 # cache (benchmarks/fresh_engine.sh), so that every image the tests run is built. Prints the slowest tests and the
-# phases (benchmarks/ci_phases.py); writes the stamped log to LOG and the tests' image build log beside it
-# (LOG's name with -build.log). Root only.  Usage: bash benchmarks/fresh_ci.sh [LOG]
+# phases (benchmarks/ci_phases.py); writes the stamped log to LOG, the tests' image build log beside it (LOG's name
+# with -build.log) and the host's CPU counters (-cpu.log). Root only.  Usage: bash benchmarks/fresh_ci.sh [LOG]
 set -u
 LOG=$(realpath -m "${1:-/tmp/fresh-ci.log}")
 . "$(dirname "$0")/fresh_engine.sh"
 fresh_engine_up ci0 10.213.80
 fresh_clone /tmp/fresh-ci-clone
 T0=$(date +%s.%N)
+# the host's CPU counters every 10 s on the log's clock (/proc/stat's "cpu" line, in USER_HZ ticks): how busy the
+# CPUs were in each phase (benchmarks/ci_phases.py), written beside LOG as LOG's name with -cpu.log
+python3 -c 'import sys, time; t0 = float(sys.argv[1])
+while True:
+    print("%7.1f %s" % (time.time() - t0, open("/proc/stat").readline().strip()), flush=True); time.sleep(10)' \
+  "$T0" > "${LOG%.log}-cpu.log" &
+SAMPLER=$!
 # every test's duration, not only the slowest 25 (benchmarks/ci_phases.py sums them by folder)
 PYTEST_ADDOPTS="--durations=0" bash .ci/run 2>&1 | stamped "$T0" > "$LOG"
 rc=${PIPESTATUS[0]}
+kill "$SAMPLER"
 # the background image build of the tests (tests/conftest.py): its start and end on the log's clock, and its log
 for build_dir in "$TMPDIR"/dlrepro-test-images-*; do
   [ -f "$build_dir/status" ] || continue

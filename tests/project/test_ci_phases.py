@@ -1,0 +1,26 @@
+"""benchmarks/ci_phases.py: the phases of a fresh-clone CI run, and how busy the host's CPUs were in its tests."""
+
+from tests.helpers import benchmark
+
+
+def test_the_cpu_counters_give_the_busy_share_of_the_tests_window(tmp_path, capsys):
+    """Two CPUs for 100 s of tests (20,000 ticks): 19,000 busy (user, nice, system, irq, softirq), 600 idle, 400 on
+    I/O. The samples before the tests started and after they ended are not counted."""
+    log = tmp_path / "fresh-ci.log"
+    log.write_text(
+        "   50.0 + ruff check .\n   50.5 + pytest\n   60.0 [gw0] workers [2 items]\n"
+        "  100.0 0.5s call     tests/engine/test_x.py::test_a\n"
+        "  160.0 ===== 2 passed in 100.00s =====\n"
+    )
+    (tmp_path / "fresh-ci-cpu.log").write_text(
+        "   10.0 cpu  100 0 0 900 0 0 0 0 0 0\n"  # before the tests: not counted
+        "   60.0 cpu  1000 0 0 1000 0 0 0 0 0 0\n"
+        "  160.0 cpu  16000 1000 2900 1600 400 50 50 0 0 0\n"
+        "  170.0 cpu  99999 0 0 0 0 0 0 0 0 0\n"
+    )
+    ci_phases = benchmark("ci_phases")
+    assert ci_phases.cpu_use(str(tmp_path / "fresh-ci-cpu.log"), 60.0, 160.0) == (190.0, 4.0, 200.0)
+    ci_phases.main(str(log))
+    printed = capsys.readouterr().out.splitlines()
+    assert "CPUs busy during the tests                   190 of 200 CPU-seconds (95%), 4 waiting on I/O" in printed
+    assert "tests (wall)                                 100 s" in printed
