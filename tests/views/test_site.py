@@ -22,6 +22,7 @@ from dlrepro.store import bundle, records, tables
 from dlrepro.views import costs, numbers, plots, report
 from dlrepro.views import site as siteview
 from tests.bundles import Job, make
+from tests.helpers import dlrepro_here
 from tests.views.pages import Tables, chromium, headless
 
 COMMITTED = REPO_ROOT / "results"
@@ -46,14 +47,16 @@ def _copy_results(target, bundles=None, studies=True):
     return target
 
 
-def _site(results, *extra, status=0):
-    done = subprocess.run(
-        [sys.executable, "-m", "invoke", "site", "--results", str(results), *extra],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+def _site(results, *extra, status=0, process=False):
+    """`dlrepro site --results RESULTS EXTRA`, its exit status ``status``: its output (stdout, then stderr). In this
+    process (tests.helpers.dlrepro_here), or with ``process`` as the card spells it, `invoke site` in the checkout."""
+    args = ["site", "--results", str(results), *extra]
+    if process:
+        done = subprocess.run(
+            [sys.executable, "-m", "invoke", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800
+        )
+    else:
+        done = dlrepro_here(*args)
     assert done.returncode == status and "Traceback" not in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
@@ -69,7 +72,7 @@ def _hashes(folder):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     results = _copy_results(tmp_path_factory.mktemp("site") / "results")
-    out = _site(results)
+    out = _site(results, process=True)
     return results, out
 
 
