@@ -24,6 +24,7 @@ from dlrepro.views import site as siteview
 from tests.bundles import Job, make
 from tests.helpers import dlrepro_here
 from tests.views.pages import Tables, chromium, headless
+from tests.views.study_records import committed_answer
 
 COMMITTED = REPO_ROOT / "results"
 H200_FCN = "fcn-20261203T173433Z-74c9b923"  # JAX and PyTorch on an H200, NVML energy
@@ -159,7 +160,7 @@ def test_a_study_matrix_cell_shows_its_strongest_evidence_not_its_newest_record(
     'inconclusive' because the smoke pass dlf-20261204T033514Z on the same host came later."""
     full, smoke = "dlf-20261203T135819Z", "dlf-20261204T033514Z"
     (found,) = matrix.matrices(
-        [gather.study(str(COMMITTED / "studies" / (n + ".json")), COMMITTED) for n in (smoke, full)]
+        [committed_answer(COMMITTED / "studies" / (n + ".json"), COMMITTED) for n in (smoke, full)]
     )
     (at,) = [i for i, c in enumerate(found.columns) if c.versions == matrix.TODAY]
     column, cell = found.columns[at], found.cells[("rnn-accuracy", at)]
@@ -192,7 +193,7 @@ def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
     for study in sorted({re.sub(r"-\d{8}T\d{6}Z$", "", r) for r in _committed_records()}):
         html = (results / "reports" / "studies" / ("%s.html" % study)).read_text()
         answers = {
-            r: gather.study(str(COMMITTED / "studies" / (r + ".json")), COMMITTED)
+            r: committed_answer(COMMITTED / "studies" / (r + ".json"), COMMITTED)
             for r in _committed_records()
             if r.startswith(study + "-")
         }
