@@ -1,5 +1,6 @@
 """Helpers shared by test modules."""
 
+import contextlib
 import hashlib
 import importlib.util
 import io
@@ -104,6 +105,35 @@ def invoke(*args):
     return subprocess.run(
         [sys.executable, "-m", "invoke"] + list(args), capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
     )
+
+
+def dlrepro_here(*args, cwd=REPO_ROOT, env=None):
+    """`dlrepro ARGS` (the console entry point's ``program.run``) run in this process, in folder ``cwd`` with the
+    variables ``env`` added: a subprocess.CompletedProcess with its exit status and its standard output and error
+    as text, as ``subprocess.run(..., capture_output=True, text=True)`` gives them for the console command. A new
+    interpreter spends about 3 s importing pandas, scipy and matplotlib before a command refuses its input; here
+    they are loaded once. The folder and the variables are put back after. For what only a process shows (its
+    imports, a closed pipe, signals), run the command itself."""
+    from dlrepro.cli.main import program
+
+    out, err, before, variables = io.StringIO(), io.StringIO(), os.getcwd(), dict(os.environ)
+    os.environ.update(dict({"COLUMNS": "200"}, **(env or {})))
+    os.chdir(str(cwd))
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                program.run(["dlrepro"] + list(args))
+            except SystemExit as stopped:  # sys.exit(MESSAGE) prints it and exits 1
+                code = stopped.code or 0
+                if not isinstance(code, int):
+                    print(code, file=sys.stderr)
+                    code = 1
+    finally:
+        os.chdir(before)
+        os.environ.clear()
+        os.environ.update(variables)
+    return subprocess.CompletedProcess(["dlrepro"] + list(args), code, out.getvalue(), err.getvalue())
 
 
 def seeded(seeds):

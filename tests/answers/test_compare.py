@@ -11,7 +11,7 @@ from dlrepro.answers import measured, model, published, ranking
 from dlrepro.inputs import spec as specmod
 from dlrepro.inputs.references import Reference
 from dlrepro.store import bundle, tables
-from tests.helpers import invoke
+from tests.helpers import dlrepro_here, invoke
 
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
 
@@ -171,7 +171,7 @@ H200_TORCH = "alexnet-20261130T041002Z-d802ef07"  # PyTorch only, AlexNet-S b16-
 
 
 def test_check_with_nothing_to_compare_exits_2_saying_what_is_missing_and_what_to_run():
-    done = invoke("check", H200_TORCH)
+    done = dlrepro_here("check", H200_TORCH)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout.strip().splitlines() == [
         "seconds per minibatch, third party rerun on NVIDIA GTX Titan X (Maxwell), Intel i7-5960X, CUDA 7.5, cuDNN "
@@ -188,7 +188,7 @@ def test_check_with_nothing_to_compare_exits_2_saying_what_is_missing_and_what_t
 
 def test_check_of_bundles_that_compare_nothing_says_why_in_one_line_and_never_a_traceback():
     # the committed H200 JAX LSTM bundle: the spec's references include cells with no framework or variant
-    done = invoke("check", "lstm-20261202T004512Z-59250ca9")
+    done = dlrepro_here("check", "lstm-20261202T004512Z-59250ca9")
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout.strip().splitlines()[-1] == (
         "nothing compared (exit status 2): no job of lstm-20261202T004512Z-59250ca9 is at a published configuration "
@@ -198,7 +198,7 @@ def test_check_of_bundles_that_compare_nothing_says_why_in_one_line_and_never_a_
     )
     # the DLF study's CIFAR-10 bundle, every job skipped for the dataset: one clause for the five jobs, and the
     # recorded remedy (fetch the data; a resume alone would skip them again), as the dlrepro command
-    skipped = invoke("check", "cifar10-vgg-20261201T234451Z-36d6a311")
+    skipped = dlrepro_here("check", "cifar10-vgg-20261201T234451Z-36d6a311")
     last = skipped.stdout.strip().splitlines()[-1]
     assert skipped.returncode == 2 and last.startswith(
         "nothing compared (exit status 2): the CNTK, Caffe2, MXNet, PyTorch, TensorFlow jobs were skipped: dataset "
@@ -346,7 +346,7 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
     old = _six_repeats(ALEXNET, tmp_path, "2" * 64, {})
     new = _six_repeats(ALEXNET, tmp_path, "3" * 64, {"torch": 1.5})
     report = tmp_path / "compare.json"
-    done = invoke("compare", str(new), "--against", str(old), "--json", str(report))
+    done = dlrepro_here("compare", str(new), "--against", str(old), "--json", str(report))
     assert done.returncode == 1 and "failed (--fail-on slower): 1 configuration(s)" in done.stdout, (
         done.stdout + done.stderr
     )
@@ -354,8 +354,8 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
     assert result["failed"] is True and result["fail_on"] == "slower" and len(result["cells"]) == 7
     assert [(c["framework"], c["verdict"]) for c in result["failing_cells"]] == [("torch", "slower")]
     assert result["failing_cells"][0]["change"] == pytest.approx(0.5)
-    assert invoke("compare", str(new), "--against", str(old), "--fail-on", "never").returncode == 0
-    assert invoke("compare", str(old), "--against", str(new)).returncode == 0  # faster is not a regression
+    assert dlrepro_here("compare", str(new), "--against", str(old), "--fail-on", "never").returncode == 0
+    assert dlrepro_here("compare", str(old), "--against", str(new)).returncode == 0  # faster is not a regression
     # "cannot tell" passes --fail-on slower and fails --fail-on unproven: the noise of 6 repeats on this CPU leaves
     # five frameworks unproven (identical samples), MXNet's interval lies inside +-5%
     verdicts = {c["framework"]: c["verdict"] for c in result["cells"]}
@@ -368,26 +368,27 @@ def test_exit_codes_gate_a_pipeline_and_json_is_written_every_time(tmp_path):
         "jax": "cannot tell",
         "tensorflow": "cannot tell",
     }
-    done = invoke("compare", str(new), "--against", str(old), "--fail-on", "unproven", "--json", str(report))
+    done = dlrepro_here("compare", str(new), "--against", str(old), "--fail-on", "unproven", "--json", str(report))
     assert done.returncode == 1 and len(json.loads(report.read_text())["failing_cells"]) == 6
-    assert invoke("compare", str(old), "--against", str(new), "--fail-on", "faster").returncode == 1
-    assert invoke("compare", str(old), "--against", str(new), "--fail-on", "change").returncode == 1
-    wrong = invoke("compare", str(old), "--against", str(new), "--fail-on", "worse")
+    assert dlrepro_here("compare", str(old), "--against", str(new), "--fail-on", "faster").returncode == 1
+    assert dlrepro_here("compare", str(old), "--against", str(new), "--fail-on", "change").returncode == 1
+    wrong = dlrepro_here("compare", str(old), "--against", str(new), "--fail-on", "worse")
     assert wrong.returncode == 2 and wrong.stdout.startswith("error: --fail-on: expected one of slower, faster, change")
     # `compare A B` is `compare B --against A`
     assert (
-        invoke("compare", str(old), str(new)).returncode == 1 and invoke("compare", str(new), str(old)).returncode == 0
+        dlrepro_here("compare", str(old), str(new)).returncode == 1
+        and dlrepro_here("compare", str(new), str(old)).returncode == 0
     )
-    both = invoke("compare", str(old), str(new), "--against", str(old))
+    both = dlrepro_here("compare", str(old), str(new), "--against", str(old))
     assert both.returncode == 2 and both.stdout.startswith("error: give two bundles (compare A B) or one and --against")
     # against the published values (check) the default is never; "change" finds nothing to fail on a CPU run against
     # the Titan X rerun: its cells are other hardware, and its ranking is not made; check has no "slower"
-    assert invoke("check", str(old), "--json", str(report)).returncode == 0
+    assert dlrepro_here("check", str(old), "--json", str(report)).returncode == 0
     assert json.loads(report.read_text())["failed"] is False
-    assert invoke("check", str(old), "--fail-on", "slower").stdout.startswith(
+    assert dlrepro_here("check", str(old), "--fail-on", "slower").stdout.startswith(
         "error: --fail-on: expected one of never, change (got 'slower')"
     )
-    done = invoke("check", str(old), "--fail-on", "change", "--json", str(report))
+    done = dlrepro_here("check", str(old), "--fail-on", "change", "--json", str(report))
     assert done.returncode == 0 and json.loads(report.read_text())["failing_rankings"] == []
 
 

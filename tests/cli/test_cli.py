@@ -11,6 +11,7 @@ import pytest
 from dlrepro import REPO_ROOT
 from dlrepro.cli.options import SHORT
 from dlrepro.cli.tasks import ns
+from tests.helpers import dlrepro_here
 
 HEAVY = ("pandas", "pyarrow", "matplotlib", "scipy", "docker", "rich.table", "pydantic")
 ALEXNET = REPO_ROOT / "results" / "alexnet-20261130T031432Z-74e68a2e"
@@ -151,9 +152,9 @@ def test_a_bundle_under_results_is_named_by_id(tmp_path):
 
 
 def test_specs_did_you_mean_and_json(tmp_path):
-    near = dlrepro("specs", "--show", "alexnt", cwd=tmp_path)
+    near = dlrepro_here("specs", "--show", "alexnt", cwd=tmp_path)
     assert near.returncode == 2 and "did you mean alexnet?" in near.stdout
-    resolved = dlrepro("specs", "--show", "fcn", "--json", "-", cwd=tmp_path)
+    resolved = dlrepro_here("specs", "--show", "fcn", "--json", "-", cwd=tmp_path)
     body = json.loads(resolved.stdout)
     assert body["name"] == "fcn" and body["variants"]["fcn-s"]["repeats"] == 6
 
@@ -167,7 +168,7 @@ def test_archive_out_folder_with_a_slash_is_a_folder(tmp_path, out):
 
 
 def test_a_size_above_the_limits_on_the_command_line_names_the_option(tmp_path):
-    done = dlrepro(
+    done = dlrepro_here(
         "run",
         "--spec=alexnet",
         "--variant=alexnet-s",
@@ -240,7 +241,7 @@ def test_a_run_stopped_by_ctrl_c_says_so(tmp_path, monkeypatch):
 
 
 def test_a_look_alike_letter_in_framework_is_pointed_at(tmp_path):
-    done = dlrepro("run", "--spec=fcn", "-f", "t\u043erch", "--executor=local", "-r", str(tmp_path), cwd=tmp_path)
+    done = dlrepro_here("run", "--spec=fcn", "-f", "t\u043erch", "--executor=local", "-r", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 2 and done.stdout.strip().splitlines()[0] == (
         "error: spec fcn declares no adapter for 't\u043erch' (character 2, '\u043e', is U+043E CYRILLIC SMALL "
         "LETTER O, not ASCII); its frameworks: %s"
@@ -338,7 +339,7 @@ def test_list_positionals_take_further_words_as_a_list(tmp_path):
 
 def test_a_results_folder_that_does_not_exist_is_named(tmp_path):
     for args in (("check", "latest"), ("validate", "some-id"), ("bundles",)):
-        done = dlrepro(*args, "--results", str(tmp_path / "nope"), cwd=tmp_path)
+        done = dlrepro_here(*args, "--results", str(tmp_path / "nope"), cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines()) == (
             2,
             [
@@ -368,7 +369,7 @@ def test_a_report_goes_under_results_reports_and_says_when_it_replaced_one(tmp_p
 
 def test_a_study_report_written_over_one_says_so(tmp_path):
     (tmp_path / "study.md").write_text("an earlier report\n")
-    done = dlrepro(
+    done = dlrepro_here(
         "study-report",
         str(REPO_ROOT / "results" / "studies" / "dlf-20261201T234451Z.json"),
         "--out",
@@ -421,14 +422,14 @@ def test_archive_gives_its_size_in_the_unit_that_fits(tmp_path):
 )
 def test_a_number_option_out_of_its_range_is_one_error_naming_it(tmp_path, args, line):
     """-1 was "not given" once: `--iterations -1` ran the spec's count and exited 0."""
-    done = dlrepro("run", "--spec=alexnet", "--results", str(tmp_path / "results"), *args, cwd=tmp_path)
+    done = dlrepro_here("run", "--spec=alexnet", "--results", str(tmp_path / "results"), *args, cwd=tmp_path)
     assert done.returncode == 2 and done.stdout.splitlines()[0] == line, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "results").exists()  # nothing was run
 
 
 @pytest.mark.parametrize("given", ["0", "-1", "two"])
 def test_build_jobs_that_is_no_count_of_images_is_one_error_naming_it(tmp_path, given):
-    done = dlrepro("build", "--jobs=%s" % given, cwd=tmp_path)
+    done = dlrepro_here("build", "--jobs=%s" % given, cwd=tmp_path)
     assert done.returncode == 2 and done.stdout.splitlines() == [
         "error: --jobs: expected a whole number of at least 1 (got %r)" % given,
         "remedy: e.g. --jobs 4",
@@ -438,31 +439,33 @@ def test_build_jobs_that_is_no_count_of_images_is_one_error_naming_it(tmp_path, 
 def test_results_that_is_a_file_is_one_error_line(tmp_path):
     (tmp_path / "notes.txt").write_text("a file, not a folder\n")
     for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):
-        done = dlrepro("run", "--spec=alexnet", "--quick", "--results", str(given), cwd=tmp_path)
+        done = dlrepro_here("run", "--spec=alexnet", "--quick", "--results", str(given), cwd=tmp_path)
         assert done.returncode == 2 and "Traceback" not in done.stdout + done.stderr
         assert done.stdout.splitlines() == [
             "error: --results %s: %s is not a folder" % (given, named),
             "remedy: give a folder for the bundles (it is made when missing), not a file",
         ], done.stdout
-    done = dlrepro("bundles", cwd=tmp_path, env={"DLREPRO_RESULTS": str(tmp_path / "notes.txt")})
+    done = dlrepro_here("bundles", cwd=tmp_path, env={"DLREPRO_RESULTS": str(tmp_path / "notes.txt")})
     assert done.returncode == 2 and done.stdout.splitlines()[0] == "error: DLREPRO_RESULTS=%s: it is not a folder" % (
         tmp_path / "notes.txt"
     )
 
 
 def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
-    seeds = dlrepro("run", "--spec=imdb-gru", "--seeds=0", "--executor=local", "--results", str(tmp_path), cwd=tmp_path)
+    seeds = dlrepro_here(
+        "run", "--spec=imdb-gru", "--seeds=0", "--executor=local", "--results", str(tmp_path), cwd=tmp_path
+    )
     assert (
         seeds.returncode == 2
         and seeds.stdout.splitlines()[0] == "error: --seeds: Input should be greater than 0 (got 0)"
     )
-    many = dlrepro(
+    many = dlrepro_here(
         "run", "--spec=imdb-gru", "--seeds=101", "--executor=local", "--results", str(tmp_path), cwd=tmp_path
     )
     assert many.returncode == 2 and many.stdout.splitlines()[0] == (
         "error: --seeds: Input should be less than or equal to 100 (got 101)"
     )  # each seed is a full training
-    run = dlrepro("study", "dlf", "--run=cpu-rnn,tpu", "--results", str(tmp_path), cwd=tmp_path)
+    run = dlrepro_here("study", "dlf", "--run=cpu-rnn,tpu", "--results", str(tmp_path), cwd=tmp_path)
     assert run.returncode == 2 and run.stdout.splitlines()[0].startswith(
         "error: --run: study dlf has no run 'tpu'; its runs: gpu-cnn, cpu-cnn,"
     )
@@ -470,11 +473,11 @@ def test_a_bad_seeds_count_or_run_id_exits_2_naming_the_option(tmp_path):
 
 
 def test_rerun_without_a_bundle_and_an_unknown_version_set_exit_2_naming_the_option(tmp_path):
-    rerun = dlrepro(
+    rerun = dlrepro_here(
         "run", "--spec=fcn", "--rerun=fcn-s.torch.cpu.b8", "--executor=local", "--results", str(tmp_path), cwd=tmp_path
     )
     assert rerun.returncode == 2 and rerun.stdout.splitlines()[0] == "error: --rerun goes with --resume BUNDLE"
-    versions = dlrepro("study", "dlf", "--versions=then", "--results", str(tmp_path), cwd=tmp_path)
+    versions = dlrepro_here("study", "dlf", "--versions=then", "--results", str(tmp_path), cwd=tmp_path)
     assert versions.returncode == 2 and versions.stdout.splitlines() == [
         "error: --versions: expected one of published, today, both (got 'then')",
         "remedy: give --versions published, today or both",
@@ -526,11 +529,11 @@ def test_study_refuses_what_run_refuses_before_writing_a_record(tmp_path, args, 
     ended in a pydantic traceback, and a typo beside a good framework was dropped."""
     results = tmp_path / "r"
     results.mkdir()
-    done = dlrepro("study", "dlf", "--results", str(results), *args, cwd=tmp_path)
+    done = dlrepro_here("study", "dlf", "--results", str(results), *args, cwd=tmp_path)
     assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, lines, "")
     assert list(results.iterdir()) == []
     if args[0] != "--framework":  # `dlrepro run` says the same
-        ran = dlrepro("run", "--spec=fcn", "--results", str(results), *args, cwd=tmp_path)
+        ran = dlrepro_here("run", "--spec=fcn", "--results", str(results), *args, cwd=tmp_path)
         assert (ran.returncode, ran.stdout.splitlines()) == (2, lines)
 
 
@@ -542,7 +545,7 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_anything_runs(tmp_
         (tmp_path / "nope" / "x.json", "no folder %s" % (tmp_path / "nope")),
         (tmp_path, "it is a folder"),
     ):
-        done = dlrepro(*task, "--json", str(given), cwd=tmp_path)
+        done = dlrepro_here(*task, "--json", str(given), cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
             2,
             ["error: --json %s: %s" % (given, why), remedy],
@@ -556,7 +559,7 @@ def test_a_report_out_that_is_a_file_is_one_error_line(tmp_path, task):
     (tmp_path / "notes.txt").write_text("a file, not a folder\n")
     remedy = "remedy: give a folder for the report (it is made when missing), not a file"
     for given, named in ((tmp_path / "notes.txt", "it"), (tmp_path / "notes.txt" / "sub", tmp_path / "notes.txt")):
-        done = dlrepro(*task, "--out", str(given), "--results", str(tmp_path / "r"), cwd=tmp_path)
+        done = dlrepro_here(*task, "--out", str(given), "--results", str(tmp_path / "r"), cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
             2,
             ["error: --out %s: %s is not a folder" % (given, named), remedy],
@@ -571,7 +574,7 @@ def test_a_json_file_that_is_no_study_record_is_named_as_such(tmp_path):
         "remedy: give a study record (results/studies/<study>-<stamp>.json, `dlrepro study` writes them) or a "
         "study name"
     )
-    done = dlrepro("study-report", str(ALEXNET / "bundle.json"), "--out", str(tmp_path), cwd=tmp_path)
+    done = dlrepro_here("study-report", str(ALEXNET / "bundle.json"), "--out", str(tmp_path), cwd=tmp_path)
     assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
         2,
         [
@@ -582,7 +585,7 @@ def test_a_json_file_that_is_no_study_record_is_named_as_such(tmp_path):
         "",
     )
     (tmp_path / "list.json").write_text("[1, 2]\n")
-    done = dlrepro("study-report", str(tmp_path / "list.json"), "--out", str(tmp_path), cwd=tmp_path)
+    done = dlrepro_here("study-report", str(tmp_path / "list.json"), "--out", str(tmp_path), cwd=tmp_path)
     assert (done.returncode, done.stdout.splitlines()) == (
         2,
         ["error: list.json: not a study record (schema dlrepro.study/1; this file's: none)", remedy],
@@ -595,7 +598,7 @@ def test_bundles_in_one_quoted_argument_are_split_on_spaces_as_the_help_says(tmp
 
     assert split(" a b,c ,\td\n") == ["a", "b", "c", "d"] and split(" , ") is None
     other = "fcn-20261130T022354Z-cc755c44"
-    done = dlrepro("report", "%s %s" % (ALEXNET.name, other), "--out", str(tmp_path / "rep"), cwd=tmp_path)
+    done = dlrepro_here("report", "%s %s" % (ALEXNET.name, other), "--out", str(tmp_path / "rep"), cwd=tmp_path)
     assert done.returncode == 0 and str(tmp_path / "rep" / "report.html") in done.stdout.splitlines(), done.stdout
     assert "%s, %s" % (ALEXNET.name, other) in (tmp_path / "rep" / "report.md").read_text()
 
@@ -604,7 +607,7 @@ def test_a_bundle_name_too_long_for_the_system_is_no_bundle(tmp_path):
     """It ended in OSError: File name too long."""
     name = "x" * 300
     for task in (["report", name], ["compare", name, "latest"], ["validate", name]):
-        done = dlrepro(*task, cwd=tmp_path)
+        done = dlrepro_here(*task, cwd=tmp_path)
         assert (done.returncode, done.stdout.splitlines(), done.stderr) == (
             2,
             [
@@ -630,7 +633,7 @@ ALPHA = ["error: --alpha: expected a number from 0 (excluded) to 0.5 (excluded) 
 )
 def test_min_effect_and_alpha_out_of_range_or_not_finite_are_refused(tmp_path, option, value, lines):
     """--min-effect nan printed "+nan%" and exited 0; inf was taken too."""
-    done = dlrepro("compare", ALEXNET.name, ALEXNET.name, option, value, cwd=tmp_path)
+    done = dlrepro_here("compare", ALEXNET.name, ALEXNET.name, option, value, cwd=tmp_path)
     assert (done.returncode, done.stdout.splitlines(), done.stderr) == (2, [lines[0] % value, lines[1]], "")
 
 

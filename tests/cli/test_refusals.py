@@ -4,26 +4,17 @@ Each refusal exits 2 with one error line naming the option or path, and the resu
 after: nothing is added or changed there. No engine is needed: the checks come before any engine call."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from dlrepro import REPO_ROOT
 from tests.bundles import Job, make
+from tests.helpers import dlrepro_here
 
 
 def dlrepro(*args, cwd):
-    """The `dlrepro` command (its console entry point) run in ``cwd``; (exit status, stdout lines)."""
-    done = subprocess.run(
-        [sys.executable, "-c", "from dlrepro.cli.main import program; program.run()"] + list(args),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT), COLUMNS="300"),
-    )
+    """The `dlrepro` command run in ``cwd`` (in this process: tests.helpers.dlrepro_here); (exit status, its
+    output lines, stdout's then stderr's)."""
+    done = dlrepro_here(*args, cwd=cwd, env={"COLUMNS": "300"})
     return done.returncode, (done.stdout + done.stderr).strip().splitlines()
 
 

@@ -1,34 +1,22 @@
-"""What `invoke compare` and `invoke bundles` print: units in the headers, before/after by bundle id, a closing
-line, exit 2 on nothing in common; bundles grouped by hardware, precision and frameworks in an 80-120 column
-terminal, the next step as a copyable footnote."""
+"""What `dlrepro compare` and `dlrepro bundles` print (in the test's process: tests.helpers.dlrepro_here): units
+in the headers, before/after by bundle id, a closing line, exit 2 on nothing in common; bundles grouped by hardware,
+precision and frameworks in an 80-120 column terminal, the next step as a copyable footnote."""
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.cli.console import console as CONSOLE
+from tests.helpers import dlrepro_here
 
 OLD, NEW = "alexnet-20261130T041002Z-d802ef07", "alexnet-20261130T043240Z-d802ef07"  # PyTorch on an H200, b16-128
 CPU = "alexnet-20261130T031432Z-74e68a2e"  # AlexNet-S b16 on 2 CPUs
 
 
-def invoke(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "invoke"] + list(args),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO_ROOT,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)},
-    )
-
-
 def test_bundle_against_bundle_labels_before_and_after_and_closes_with_the_counts():
-    done = invoke("compare", NEW, "--against", OLD)
+    done = dlrepro_here("compare", NEW, "--against", OLD)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "after %s against before %s (spec alexnet)" % (NEW, OLD) in out
@@ -50,7 +38,7 @@ def test_bundle_against_bundle_labels_before_and_after_and_closes_with_the_count
 
 
 def test_two_bundles_with_nothing_in_common_exit_2():
-    done = invoke("compare", CPU, "--against", OLD)
+    done = dlrepro_here("compare", CPU, "--against", OLD)
     assert done.returncode == 2
     assert (
         "share no configuration" in done.stdout
@@ -62,7 +50,7 @@ def test_bundles_groups_by_hardware_precision_and_frameworks_with_the_recorded_r
     # the four H200 feature-extraction bundles of 2026-11-30, in a results folder of their own (results/ gains more)
     for found in sorted((REPO_ROOT / "results").glob("resnet50-features-20261130T*")):
         shutil.copytree(found, tmp_path / found.name)
-    done = invoke("bundles", "--spec", "resnet50-features", "--results", str(tmp_path))
+    done = dlrepro_here("bundles", "--spec", "resnet50-features", "--results", str(tmp_path))
     assert done.returncode == 0, done.stderr
     # the skipped jobs' recorded remedy, one line each, not a resume that would skip them again; recorded as
     # `invoke datasets.fetch ...` (the checkout's spelling), shown as the dlrepro command
@@ -79,7 +67,7 @@ def test_bundles_groups_by_hardware_precision_and_frameworks_with_the_recorded_r
         "[1] dlrepro datasets.fetch resnet50-keras-v1",
         "[2] dlrepro datasets.fetch resnet50-keras-v1",
     ]
-    missing = invoke("bundles", "--results", str(REPO_ROOT / "no-such-folder"))
+    missing = dlrepro_here("bundles", "--results", str(REPO_ROOT / "no-such-folder"))
     assert missing.returncode == 2 and "no such folder" in missing.stdout + missing.stderr
 
 
@@ -151,11 +139,11 @@ def test_listing_rows_say_the_next_step_hardware_and_precision(tmp_path):
 def test_bundles_refuses_an_unknown_spec_in_one_line_with_the_near_miss(tmp_path):
     from dlrepro.inputs import spec
 
-    done = invoke("bundles", "--spec", "alexnt")
+    done = dlrepro_here("bundles", "--spec", "alexnt")
     assert done.returncode == 2 and done.stdout.strip().splitlines() == [
         "error: %s: no such spec (did you mean alexnet?); available: %s"
         % (REPO_ROOT / "specs" / "alexnt.yaml", ", ".join(spec.available()))
     ]
-    assert invoke("bundles", "--spec", "densenet121-chestxray", "--results", str(tmp_path)).stdout.startswith(
+    assert dlrepro_here("bundles", "--spec", "densenet121-chestxray", "--results", str(tmp_path)).stdout.startswith(
         "bundles (0) of spec densenet121-chestxray"
     )  # a spec with no bundle there: an empty listing, not an error

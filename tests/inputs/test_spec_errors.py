@@ -1,13 +1,11 @@
 """Bad specs get one line per problem naming file, line and field."""
 
-import subprocess
-import sys
-
 import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.errors import SpecError
 from dlrepro.inputs import spec
+from tests.helpers import dlrepro_here
 
 ALEXNET = (REPO_ROOT / "specs" / "alexnet.yaml").read_text()
 
@@ -86,24 +84,14 @@ def test_invalid_yaml(tmp_path):
 def test_cli_prints_one_line_and_exits_2(tmp_path):
     path = tmp_path / "alexnet.yaml"
     path.write_text(ALEXNET.replace("cpu: [16] ", "cpu: [sixteen] "))
-    proc = subprocess.run(
-        [sys.executable, "-m", "invoke", "run", "--spec", str(path), "--executor", "local"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-    )
+    proc = dlrepro_here("run", "--spec", str(path), "--executor", "local")
     assert proc.returncode == 2
     lines = [row for row in proc.stdout.splitlines() if row.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: %s:" % path) and "batch_sizes.cpu.0" in lines[0]
 
 
 def test_cli_rejects_a_bad_option():
-    proc = subprocess.run(
-        [sys.executable, "-m", "invoke", "run", "--spec", "alexnet", "--device", "gpu"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-    )
+    proc = dlrepro_here("run", "--spec", "alexnet", "--device", "gpu")
     assert proc.returncode == 2 and "--device: Input should be 'cpu' or 'cuda' (got 'gpu')" in proc.stdout
 
 

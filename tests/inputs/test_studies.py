@@ -13,6 +13,7 @@ from dlrepro.answers import claims, verdicts
 from dlrepro.inputs import studies
 from dlrepro.run import study as studymod
 from dlrepro.store import records, tables
+from tests.helpers import dlrepro_here
 from tests.inputs.studies import TINY, _bad, _rows
 from tests.views.pages import Tables, chromium, headless
 
@@ -302,7 +303,7 @@ def test_a_study_runs_end_to_end_and_its_report_counts_its_bundles(tmp_path):
     dom = headless(browser, tmp_path / "profile", "--dump-dom", (tmp_path / "report" / "study.html").as_uri())
     assert 'id="answer"' in dom and 'href="#early"' in dom and 'id="early"' in dom
     assert re.search(r'data-outcome="not run">2<', dom)
-    again = invoke(
+    again = dlrepro_here(  # in this process: the study's real process ran above
         "study", str(TINY), "--resume", "latest", "--results", str(results), "--out", str(tmp_path / "report2")
     )
     assert again.returncode == 0 and "study record: %s" % record_path in again.stdout  # nothing left to run

@@ -16,6 +16,7 @@ from dlrepro.errors import DlreproError
 from dlrepro.store import archive
 from dlrepro.store.archive import checks as archive_checks
 from dlrepro.store.archive import write as archive_write
+from tests.helpers import dlrepro_here
 from tests.store.archives import copied_bundle, flip, named, rewrite
 
 
@@ -279,11 +280,11 @@ def test_invoke_archive_and_verify_exit_codes(bundle, tmp_path):
     good = subprocess.run(invoke + ["verify", str(out)], capture_output=True, text=True)
     assert good.returncode == 0 and "ok" in good.stdout, good.stdout + good.stderr
     rewrite(out, lambda files: files.__setitem__("bundle/bundle.json", flip(files["bundle/bundle.json"])))
-    bad = subprocess.run(invoke + ["verify", str(out)], capture_output=True, text=True)
+    bad = dlrepro_here("verify", str(out))  # the rest in this process: the two above were the commands themselves
     assert bad.returncode == 1 and "bundle/bundle.json" in bad.stdout, bad.stdout + bad.stderr
-    into = subprocess.run(invoke + ["archive", str(bundle), "--out", str(tmp_path)], capture_output=True, text=True)
+    into = dlrepro_here("archive", str(bundle), "--out", str(tmp_path))
     assert into.returncode == 0 and (tmp_path / ("%s.tar.gz" % bundle.name)).is_file(), into.stdout + into.stderr
-    folder = subprocess.run(invoke + ["verify", str(tmp_path)], capture_output=True, text=True)
+    folder = dlrepro_here("verify", str(tmp_path))
     assert folder.returncode == 2 and "is a folder" in folder.stdout and "Traceback" not in folder.stderr
 
 

@@ -10,7 +10,7 @@ from dlrepro import REPO_ROOT
 from dlrepro.errors import BundleError
 from dlrepro.store import tables, validate
 from dlrepro.store.bundle import BundleWriter
-from tests.helpers import invoke, seeded
+from tests.helpers import dlrepro_here, invoke, seeded
 from tests.store.real_bundles import REAL, rewrite
 
 MEDIANS = {"caffe": 1.4972648284983734, "cntk": 1.107075, "torch": 2.719071340001392}
@@ -202,7 +202,7 @@ def test_damaged_bundles_give_one_error_line_naming_the_file(bundle, tmp_path):
         ["report", str(broken)],
         ["compare", str(bundle), "--against", str(REAL), "--alpha", "2"],
     ):
-        done = invoke(*args)
+        done = dlrepro_here(*args)
         assert done.returncode == 2 and done.stdout.startswith("error: ") and "Traceback" not in done.stderr, args
 
 

@@ -12,6 +12,7 @@ from dlrepro.answers import gather
 from dlrepro.views import report as bundle_report
 from dlrepro.views import study_report
 from tests.views.pages import first_screen, verdicts_of
+from tests.views.study_records import committed_answer
 
 RESULTS = REPO_ROOT / "results"
 STUDIES = sorted((RESULTS / "reports").glob("*/study.md"))
@@ -43,7 +44,7 @@ def test_there_are_committed_reports_of_both_kinds():
 
 @pytest.mark.parametrize("report", STUDIES, ids=[p.parent.name for p in STUDIES])
 def test_a_committed_study_report_is_rebuilt_as_committed(report, tmp_path):
-    made = study_report.write(gather.study(str(_record(report)), RESULTS), tmp_path / "again")  # MissingBundles
+    made = study_report.write(committed_answer(_record(report), RESULTS), tmp_path / "again")  # MissingBundles
     _same_files(report, made.markdown)
     html = report.with_suffix(".html")
     assert verdicts_of(made.html.read_text()) == verdicts_of(html.read_text())
@@ -66,7 +67,7 @@ def test_every_not_testable_reason_of_a_committed_study_report_is_its_hosts_plan
     from dlrepro.images import matrix as matrixmod
     from dlrepro.plan import coverage_record
 
-    answer = gather.study(str(_record(report)), RESULTS)
+    answer = committed_answer(_record(report), RESULTS)
     plans = coverage_record.of_record(answer.record, answer.study, answer.bundle.bodies, matrixmod.load())
     planned = plans.get("today") or next(iter(plans.values()))
     checked = 0

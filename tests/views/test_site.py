@@ -22,7 +22,9 @@ from dlrepro.store import bundle, records, tables
 from dlrepro.views import costs, numbers, plots, report
 from dlrepro.views import site as siteview
 from tests.bundles import Job, make
+from tests.helpers import dlrepro_here
 from tests.views.pages import Tables, chromium, headless
+from tests.views.study_records import committed_answer
 
 COMMITTED = REPO_ROOT / "results"
 H200_FCN = "fcn-20261203T173433Z-74c9b923"  # JAX and PyTorch on an H200, NVML energy
@@ -46,14 +48,16 @@ def _copy_results(target, bundles=None, studies=True):
     return target
 
 
-def _site(results, *extra, status=0):
-    done = subprocess.run(
-        [sys.executable, "-m", "invoke", "site", "--results", str(results), *extra],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+def _site(results, *extra, status=0, process=False):
+    """`dlrepro site --results RESULTS EXTRA`, its exit status ``status``: its output (stdout, then stderr). In this
+    process (tests.helpers.dlrepro_here), or with ``process`` as the card spells it, `invoke site` in the checkout."""
+    args = ["site", "--results", str(results), *extra]
+    if process:
+        done = subprocess.run(
+            [sys.executable, "-m", "invoke", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800
+        )
+    else:
+        done = dlrepro_here(*args)
     assert done.returncode == status and "Traceback" not in done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout + done.stderr
 
@@ -69,7 +73,7 @@ def _hashes(folder):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     results = _copy_results(tmp_path_factory.mktemp("site") / "results")
-    out = _site(results)
+    out = _site(results, process=True)
     return results, out
 
 
@@ -156,7 +160,7 @@ def test_a_study_matrix_cell_shows_its_strongest_evidence_not_its_newest_record(
     'inconclusive' because the smoke pass dlf-20261204T033514Z on the same host came later."""
     full, smoke = "dlf-20261203T135819Z", "dlf-20261204T033514Z"
     (found,) = matrix.matrices(
-        [gather.study(str(COMMITTED / "studies" / (n + ".json")), COMMITTED) for n in (smoke, full)]
+        [committed_answer(COMMITTED / "studies" / (n + ".json"), COMMITTED) for n in (smoke, full)]
     )
     (at,) = [i for i, c in enumerate(found.columns) if c.versions == matrix.TODAY]
     column, cell = found.columns[at], found.cells[("rnn-accuracy", at)]
@@ -189,7 +193,7 @@ def test_the_study_matrix_shows_each_committed_studys_verdicts(built):
     for study in sorted({re.sub(r"-\d{8}T\d{6}Z$", "", r) for r in _committed_records()}):
         html = (results / "reports" / "studies" / ("%s.html" % study)).read_text()
         answers = {
-            r: gather.study(str(COMMITTED / "studies" / (r + ".json")), COMMITTED)
+            r: committed_answer(COMMITTED / "studies" / (r + ".json"), COMMITTED)
             for r in _committed_records()
             if r.startswith(study + "-")
         }
