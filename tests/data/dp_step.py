@@ -25,7 +25,8 @@ def main(job_path, out, rank):
     adapter = adapters.load(job)
     adapter.build()
     before = adapter.parameters()
-    x, y = data.synthetic_batch(job["model"], job["batch_size"], job["data"]["seed"])
+    # a dataset variant's job (FCN-R) steps on a synthetic batch of its model's shapes too
+    x, y = data.synthetic_batch(job["model"], job["batch_size"], job["data"].get("seed", 0))
     adapter.losses([adapter.train_step(*adapter.to_device(*adapter.shard(x, y)))])
     adapter.synchronize()
     after = adapter.parameters()

@@ -21,7 +21,8 @@ def test_two_cpu_devices_of_one_process_take_the_step_of_one_device_on_the_whole
 ):
     """JAX's two XLA host devices, MXNet's two CPU contexts with a kvstore (one process each)."""
     image = request.getfixturevalue("%s_cpu_image" % framework)
-    _step_in(image, docker_engine, tmp_path, [("whole", _job(framework, None)), ("split", _job(framework, [2]))])
+    jobs = [("whole", _job(framework, None, variant="fcn-r")), ("split", _job(framework, [2], variant="fcn-r"))]
+    _step_in(image, docker_engine, tmp_path, jobs)
     _same_step(tmp_path, 1e-6)
 
 

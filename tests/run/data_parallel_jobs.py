@@ -56,7 +56,7 @@ def _step_in(image, docker_engine, tmp_path, jobs):
 def _same_step(tmp_path, tolerance):
     before, after = _parameters(tmp_path / "whole.npz")
     split_before, split_after = _parameters(tmp_path / "split.npz")
-    assert len(after) == len(split_after) == 8  # FCN-S: 4 dense layers
+    assert len(after) == len(split_after) == 8  # FCN-S and FCN-R: 4 dense layers each
     assert max(float(np.abs(a - b).max()) for a, b in zip(split_before, before)) == 0.0  # the same initialisation
     assert max(float(np.abs(a - b).max()) for a, b in zip(split_after, after)) < tolerance
     assert max(float(np.abs(a - b).max()) for a, b in zip(after, before)) > 1e-4  # the step moved them
