@@ -23,8 +23,8 @@ def _env():
 
 
 def test_two_gloo_ranks_take_the_step_of_one_rank_on_the_whole_mini_batch(tmp_path):
-    whole, split = _job("torch", None), _job("torch", [2])
-    assert split["id"] == "fcn-s.torch.cpu.b8.r2" and (split["ranks"], split["rank_batch_size"]) == (2, 4)
+    whole, split = _job("torch", None, variant="fcn-r"), _job("torch", [2], variant="fcn-r")
+    assert split["id"] == "fcn-r.torch.cpu.b8.r2" and (split["ranks"], split["rank_batch_size"]) == (2, 4)
     assert split["batch_size"] == whole["batch_size"] == 8 and split["scaling"] == "strong"
     one = subprocess.run(
         [sys.executable, str(STEP), str(_write(whole, tmp_path, "whole")), str(tmp_path / "whole.npz")],
@@ -40,7 +40,7 @@ def test_two_gloo_ranks_take_the_step_of_one_rank_on_the_whole_mini_batch(tmp_pa
     before, after = _parameters(tmp_path / "whole.npz")
     for r in range(2):
         rank_before, rank_after = _parameters(tmp_path / ("rank%d.npz" % r))
-        assert [p.shape for p in rank_after] == [p.shape for p in after] and len(after) == 8  # FCN-S: 4 dense layers
+        assert [p.shape for p in rank_after] == [p.shape for p in after] and len(after) == 8  # FCN-R: 4 dense layers
         assert max(float(np.abs(a - b).max()) for a, b in zip(rank_before, before)) < 1e-7  # the same initialisation
         assert max(float(np.abs(a - b).max()) for a, b in zip(rank_after, after)) < 1e-6
     assert max(float(np.abs(a - b).max()) for a, b in zip(after, before)) > 1e-4  # the step moved them
