@@ -4,8 +4,9 @@ seconds, the background image build's window (its start and end, written by fres
 seconds (from the build log beside LOG, where there is one), and the tests' own seconds summed by folder of tests/
 (engine, containers, the rest: pytest's durations, complete when the run had --durations=0, as fresh_ci.sh sets),
 and, from the CPU counters beside LOG (-cpu.log, where there is one), how busy the host's CPUs were during the tests:
-CPU-seconds used (user, nice, system, irq) of those the host had, and those waiting on I/O. A run whose CPUs were
-busy all through its tests cannot be shortened by more workers, only by less work.
+CPU-seconds used (user, system, irq) of those the host had, those used by niced processes (nothing of CI's is
+niced: another user's work beside it) and those waiting on I/O. A run whose CPUs were busy all through its tests
+cannot be shortened by more workers, only by less work.
 
 Usage: python benchmarks/ci_phases.py LOG"""
 
@@ -69,8 +70,9 @@ def built(path):
 
 
 def cpu_use(path, start, end):
-    """(busy, iowait, available) CPU-seconds of the host between ``start`` and ``end`` (seconds on the log's clock),
-    from the /proc/stat "cpu" lines that fresh_ci.sh samples (USER_HZ ticks, 100 a second); None without samples."""
+    """(busy, niced, iowait, available) CPU-seconds of the host between ``start`` and ``end`` (seconds on the log's
+    clock), from the /proc/stat "cpu" lines that fresh_ci.sh samples (USER_HZ ticks, 100 a second); None without
+    samples."""
     if not Path(path).is_file() or start is None or end is None:
         return None
     samples = [(t, [int(v) for v in line.split()[1:]]) for t, line in stamped(path) if line.startswith("cpu ")]
@@ -79,8 +81,8 @@ def cpu_use(path, start, end):
         return None
     (_, a), (_, b) = inside[0], inside[-1]
     ticks = [y - x for x, y in zip(a, b)]  # user nice system idle iowait irq softirq steal ...
-    busy = sum(ticks[i] for i in (0, 1, 2, 5, 6))
-    return busy / 100.0, ticks[4] / 100.0, sum(ticks[:8]) / 100.0
+    busy = sum(ticks[i] for i in (0, 2, 5, 6))
+    return busy / 100.0, ticks[1] / 100.0, ticks[4] / 100.0, sum(ticks[:8]) / 100.0
 
 
 def main(log):
@@ -92,10 +94,10 @@ def main(log):
     lines = stamped(log)
     use = cpu_use(re.sub(r"\.log$", "", log) + "-cpu.log", first(lines, r"workers \["), first(lines, SUMMARY.pattern))
     if use:
-        busy, iowait, available = use
+        busy, niced, iowait, available = use
         print(
-            "%-40s %7.0f of %.0f CPU-seconds (%.0f%%), %.0f waiting on I/O"
-            % ("CPUs busy during the tests", busy, available, 100 * busy / available, iowait)
+            "%-40s %7.0f of %.0f CPU-seconds (%.0f%%), %.0f niced (not CI's), %.0f waiting on I/O"
+            % ("CPUs busy during the tests", busy, available, 100 * busy / available, niced, iowait)
         )
     images = built(re.sub(r"\.log$", "", log) + "-build.log")
     for image, seconds in images:
