@@ -111,7 +111,11 @@ STUDY = {
         # fed from arrays (NDArrayIter over the same records, decoded by the same ImageRecordIter before
         # training: the suite's resident mini-batch); P-dec1 its ImageRecordIter on 1 decoding thread, not 20;
         # P-pin the container pinned to the first N CPUs (the suite's job: pinned to N); P-w1 one engine worker
-        # (the suite's), from 2 threads on (at 1 DLBench already sets one)
+        # (the suite's), from 2 threads on (at 1 DLBench already sets one); P-scale its inputs scaled by 1/256 after
+        # the mean image is taken off (ImageRecordIter's scale): the peer's random 0-255 pixels, less the mean,
+        # through Normal(0.01) weights saturate the first sigmoid layer (pre-activations of s.d. about 120), whose
+        # outputs and gradients then hold subnormal floats that the GEMMs after it take slow paths for; scaled, they
+        # are of the suite's order (uniform [0, 1) inputs, Uniform(0.07) weights)
         variants={
             "P-kv": dict(args=["--kv-store", "local"]),
             "P-mom": dict(subs=PLAIN_SGD),
@@ -121,6 +125,11 @@ STUDY = {
             "P-dec1": dict(subs=[["train_fake_data.py", "preprocess_threads = 20", "preprocess_threads = 1"]]),
             "P-pin": dict(pin=True),
             "P-w1": dict(env={"MXNET_CPU_WORKER_NTHREADS": "1"}, min_threads=2),
+            "P-scale": dict(
+                subs=[
+                    ["train_fake_data.py", "preprocess_threads = 20,", "preprocess_threads = 20, scale = 0.00390625,"]
+                ]
+            ),
         },
     ),
     # DLBench's command line (fc-benchmarks.sh: `th ffn26752bm.lua ...`, its -data left out); one step more than
@@ -410,7 +419,8 @@ def main():
         help="of the study code's variants those to run; default all. MXNet (DLBench's step less one piece): "
         "P-kv (no kvstore), P-mom (no momentum, no weight decay), P-kv-mom (both), P-metric (no 'ce' metric: "
         "waits for the outputs only), P-decoded (NDArrayIter over the records decoded before training), P-dec1 (1 "
-        "decoding thread, not 20), P-pin (pinned to N CPUs), P-w1 (1 engine worker; 2 threads and up). Caffe2: "
+        "decoding thread, not 20), P-pin (pinned to N CPUs), P-w1 (1 engine worker; 2 threads and up), P-scale "
+        "(inputs scaled by 1/256 after the mean image: the first sigmoid layer unsaturated). Caffe2: "
         "P-omp1, P-passive, P-init",
     )
     args = parser.parse_args()

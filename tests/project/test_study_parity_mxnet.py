@@ -32,16 +32,14 @@ def test_p_mom_is_plain_sgd_and_keeps_the_metric_and_the_kvstore(tmp_path):
     assert "args" not in benchmark("study_parity").STUDY["mxnet"]["variants"]["P-mom"]
 
 
-def test_p_metric_only_waits_for_the_outputs_and_p_dec1_decodes_on_one_thread(tmp_path):
+def test_p_metric_only_waits_for_the_outputs_p_dec1_decodes_on_one_thread_and_p_scale_scales_by_1_256(tmp_path):
     model, data = edited(tmp_path, "P-metric")
     assert model.splitlines()[2] == (
         "    eval_metrics = type('WaitMetric', (mx.metric.EvalMetric,), "
         "{'update': lambda self, labels, preds: [p.wait_to_read() for p in preds]})('wait')"
     )
-    assert edited(tmp_path, "P-dec1") == (
-        TRAIN_MODEL,
-        "\tpreprocess_threads = 1,\n",
-    )
+    assert edited(tmp_path, "P-dec1") == (TRAIN_MODEL, "\tpreprocess_threads = 1,\n")
+    assert edited(tmp_path, "P-scale") == (TRAIN_MODEL, "\tpreprocess_threads = 20, scale = 0.00390625,\n")
 
 
 def test_p_pin_pins_the_container_to_n_cpus_and_p_decoded_asks_the_peer_for_resident_arrays(monkeypatch):
