@@ -4,25 +4,25 @@ DeepLearningFrameworks' CNN notebooks.
     python benchmarks/study_parity.py [--dlbench PATH] [--dlf PATH] [--frameworks tensorflow,caffe,mxnet,torch7,
         dlf-mxnet,dlf-chainer] [--threads 1,2] [--rounds 1] [--warmup 8] [--steps 8] [--results DIR]
 
-PATH is a local copy of hclhkbu/dlbench (a git checkout: the commit read is ``git -C PATH rev-parse HEAD``; an
-unpacked archive: give ``--commit``); its code is run, never copied into the project. For each framework
-(``STUDY``: DLBench's script, the era image it runs in, the thread variables DLBench's scripts set) each round and
-thread count runs the units P S.. S.. P: P is DLBench's script through benchmarks/study_parity_peer.py in the suite's
-image of that framework (``docker run``, mini-batch 64, not pinned: as the study ran it); S0 is the suite's job
-``fcn-s`` at that version, mini-batch 64, with the suite's step (gradients pruned, every pool at the thread count,
-pinned); for TensorFlow and Torch 7 also S1, the same job with DLBench's step (studies/dlbench.yaml ``steps``:
-gradients gate_op, thread_pools intra_op), in the order P S0 S1 S1 S0 P (Torch 7's script runs with stand-ins for
-cutorch, sys and xlua, which its image lacks: study_parity_peer.py); for MXNet also DLBench's script less one piece
-of its step at a time (``variants``: P-kv without its kvstore, P-kv-mom also without momentum and weight decay), in the
-order P P-kv P-kv-mom S0 S0 P-kv-mom P-kv P (--variants: which of them). Both sides: W warm-up steps (--warmup,
-8), then T timed (--steps, 8). CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk``
-executable, which the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of
+PATH is a local copy of hclhkbu/dlbench (a git checkout: the commit read is ``git -C PATH rev-parse HEAD``; an unpacked
+archive: give ``--commit``); its code is run, never copied into the project. For each framework (``STUDY``: DLBench's
+script, the era image it runs in, the thread variables DLBench's scripts set) each round and thread count runs the units
+P S.. S.. P: P is DLBench's script through benchmarks/study_parity_peer.py in the suite's image of that framework
+(``docker run``, mini-batch 64, not pinned: as the study ran it); S0 is the suite's job ``fcn-s`` at that version,
+mini-batch 64, with the suite's step (gradients pruned, every pool at the thread count, pinned); for TensorFlow and
+Torch 7 also S1, the same job with DLBench's step (studies/dlbench.yaml ``steps``: gradients gate_op, thread_pools
+intra_op), in the order P S0 S1 S1 S0 P (Torch 7's script runs with stand-ins for cutorch, sys and xlua, which its image
+lacks: study_parity_peer.py); for MXNet also DLBench's script less one piece of its step at a time (``variants``,
+--variants: which of them; STUDY["mxnet"] says what each changes: P-kv, P-mom, P-kv-mom, P-metric, P-decoded, P-dec1,
+P-pin, P-w1), in the order P P-kv ... S0 S0 ... P-kv P. Both sides: W warm-up steps (--warmup, 8), then T timed
+(--steps, 8). CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk`` executable, which
+the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of
 ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ipynb: MXNet's Module, Chainer, CNTK,
 Caffe2, Keras on Theano and on TensorFlow; its cells up to the training loop, GPU calls made CPU ones, random
-CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64,
-both at the framework's default threads (DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with
-OMP_NUM_THREADS=1 (P-omp1), with OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added
-after its imports (P-init), in the order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
+CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64, both at
+the framework's default threads (DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with
+OMP_NUM_THREADS=1 (P-omp1), with OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added after
+its imports (P-init), in the order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
 
 Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
 step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
@@ -55,6 +55,19 @@ SUITE_STEP, DLBENCH_STEP = Step(), Step(gradients="gate_op", thread_pools="intra
 
 def threads_env(*names):
     return lambda threads: {name: str(threads) for name in names}
+
+
+# DLBench's MXNet step without momentum and weight decay (train_model.py's FeedForward arguments)
+PLAIN_SGD = [
+    ["train_model.py", "momentum           = 0.9", "momentum           = 0.0"],
+    ["train_model.py", "wd                 = 0.00001", "wd                 = 0.0"],
+]
+# an MXNet 0.12 metric that computes nothing and fetches nothing, only waits for the step's outputs (as 'ce' did
+# before its numpy work): DLBench's per-step metric less its work, the sync point kept
+WAIT_METRIC = (
+    "type('WaitMetric', (mx.metric.EvalMetric,), "
+    "{'update': lambda self, labels, preds: [p.wait_to_read() for p in preds]})('wait')"
+)
 
 
 # framework -> DLBench's FCN-S script (in PATH), the suite's era image (studies/dlbench.yaml versions: the nearest
@@ -90,17 +103,32 @@ STUDY = {
             str(BATCH * (steps + 1)),
         ],
         ways={"suite's step": SUITE_STEP},
-        # the study's step less one piece at a time (train_model.py): its kvstore ('device', passed as an
-        # object, so FeedForward pushes every gradient to it and pulls every weight back), then also its
-        # SGD's momentum 0.9 and weight decay (the spec's FCN-S: plain SGD)
+        # the study's step less one piece at a time (train_model.py, train_fake_data.py; studies/dlbench.yaml
+        # steps.MXNet.differs): P-kv without its kvstore ('device', passed as an object, so FeedForward pushes
+        # every gradient to it and pulls every weight back); P-mom plain SGD (no momentum 0.9, no weight decay
+        # 1e-5: the spec's FCN-S); P-kv-mom both; P-metric its 'ce' metric (the 64 x 26752 output fetched to the
+        # host, cross-entropy in numpy) made WAIT_METRIC (waits for the outputs, as fetching them did); P-decoded
+        # fed from arrays (NDArrayIter over the same records, decoded by the same ImageRecordIter before
+        # training: the suite's resident mini-batch); P-dec1 its ImageRecordIter on 1 decoding thread, not 20;
+        # P-pin the container pinned to the first N CPUs (the suite's job: pinned to N); P-w1 one engine worker
+        # (the suite's), from 2 threads on (at 1 DLBench already sets one); P-scale its inputs scaled by 1/256 after
+        # the mean image is taken off (ImageRecordIter's scale): the peer's random 0-255 pixels, less the mean,
+        # through Normal(0.01) weights saturate the first sigmoid layer (pre-activations of s.d. about 120), whose
+        # outputs and gradients then hold subnormal floats that the GEMMs after it take slow paths for; scaled, they
+        # are of the suite's order (uniform [0, 1) inputs, Uniform(0.07) weights)
         variants={
             "P-kv": dict(args=["--kv-store", "local"]),
-            "P-kv-mom": dict(
-                args=["--kv-store", "local"],
+            "P-mom": dict(subs=PLAIN_SGD),
+            "P-kv-mom": dict(args=["--kv-store", "local"], subs=PLAIN_SGD),
+            "P-metric": dict(subs=[["train_model.py", "eval_metrics = ['ce']", "eval_metrics = " + WAIT_METRIC]]),
+            "P-decoded": dict(peer=["--decoded"]),
+            "P-dec1": dict(subs=[["train_fake_data.py", "preprocess_threads = 20", "preprocess_threads = 1"]]),
+            "P-pin": dict(pin=True),
+            "P-w1": dict(env={"MXNET_CPU_WORKER_NTHREADS": "1"}, min_threads=2),
+            "P-scale": dict(
                 subs=[
-                    ["train_model.py", "momentum           = 0.9", "momentum           = 0.0"],
-                    ["train_model.py", "wd                 = 0.00001", "wd                 = 0.0"],
-                ],
+                    ["train_fake_data.py", "preprocess_threads = 20,", "preprocess_threads = 20, scale = 0.00390625,"]
+                ]
             ),
         },
     ),
@@ -223,6 +251,18 @@ STUDY.update(
 )
 
 
+def deadline_of(text, now):
+    """Epoch seconds of the first HH:MM UTC (``text``) after ``now`` (epoch seconds): 00:00 given at 22:41 is the
+    next day's; exits naming --deadline when ``text`` is not HH:MM."""
+    try:
+        hours, minutes = (int(part) for part in text.split(":"))
+    except ValueError:
+        sys.exit("--deadline %s: not HH:MM; give a UTC time such as 00:00" % text)
+    day = now - now % 86400
+    at = day + hours * 3600 + minutes * 60
+    return at if at > now else at + 86400
+
+
 def commit_of(path, given):
     """The commit of the study's copy at ``path``: ``git rev-parse HEAD`` there, else ``given``; exits naming
     --commit when neither."""
@@ -269,13 +309,15 @@ def suite_unit(study, threads, step, results, warmup, timed):
 def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     """(wall s/step list, CPU s/step list, edits, wall s/step list in the call that ends a step, [] where the peer
     does not say) of one run of the study's code for ``framework`` (a STUDY key) from its ``copy`` in ``image``, its
-    steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old, new]], env: {name: value} added}
-    (STUDY)."""
+    steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old, new]], env: {name: value} added,
+    peer: the peer's own options (e.g. --decoded), pin: the container pinned to CPUs 0..threads-1} (STUDY)."""
     study, variant = STUDY[framework], variant or {}
     env = dict(study["env"](threads), **variant.get("env", {}))
     env = [a for name, value in sorted(env.items()) for a in ("-e", "%s=%s" % (name, value))]
+    pin = ["--cpuset-cpus", "0-%d" % (threads - 1)] if variant.get("pin") else []
     command = (
         ["docker", "run", "--rm"]
+        + pin
         + env
         + [
             "-v",
@@ -290,6 +332,9 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
             str(warmup + timed),
             "--subs",
             json.dumps(study["subs"] + variant.get("subs", [])),
+        ]
+        + variant.get("peer", [])
+        + [
             "--",
         ]
         + study["args"](warmup + timed)
@@ -361,7 +406,7 @@ def main():
     parser.add_argument("--steps", type=int, default=8, help="timed steps per unit (both sides)")
     parser.add_argument("--results", default=None, help="folder for the suite's bundles (default: a temporary one)")
     parser.add_argument("--frameworks", default=",".join(STUDY), help="of %s" % ", ".join(STUDY))
-    parser.add_argument("--deadline", default="", help="HH:MM (UTC, today): no unit starts after it")
+    parser.add_argument("--deadline", default="", help="HH:MM (UTC, the next such time): no unit starts after it")
     parser.add_argument(
         "--images",
         default="",
@@ -371,8 +416,12 @@ def main():
     parser.add_argument(
         "--variants",
         default=None,
-        help="of the study code's variants (MXNet: P-kv,P-kv-mom; Caffe2: P-omp1,P-passive,P-init) those to run; "
-        "default all",
+        help="of the study code's variants those to run; default all. MXNet (DLBench's step less one piece): "
+        "P-kv (no kvstore), P-mom (no momentum, no weight decay), P-kv-mom (both), P-metric (no 'ce' metric: "
+        "waits for the outputs only), P-decoded (NDArrayIter over the records decoded before training), P-dec1 (1 "
+        "decoding thread, not 20), P-pin (pinned to N CPUs), P-w1 (1 engine worker; 2 threads and up), P-scale "
+        "(inputs scaled by 1/256 after the mean image: the first sigmoid layer unsaturated). Caffe2: "
+        "P-omp1, P-passive, P-init",
     )
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")
@@ -394,6 +443,7 @@ def main():
     for study in sorted({STUDY[f]["study"] for f in frameworks}):
         print("%s %s, commit %s" % (study, copies[study], commit_of(copies[study], args.commit)))
     print("load average %s" % " ".join("%.2f" % v for v in os.getloadavg()))
+    deadline = deadline_of(args.deadline, time.time()) if args.deadline else None
     results = Path(args.results or tempfile.mkdtemp(prefix="dlrepro-study-parity-"))
     found = {}  # (framework, threads, side) -> {"wall": [...], "cpu": [...]}
     images = dict(pair.split("=", 1) for pair in args.images.split(",") if pair)
@@ -409,11 +459,14 @@ def main():
             counts = [int(t) for t in args.threads.split(",")] if study["study"] == "dlbench" else [0]
             for threads in counts:  # 0: the framework's default
                 variants = [
-                    v for v in study.get("variants", {}) if args.variants is None or v in args.variants.split(",")
+                    name
+                    for name, variant in study.get("variants", {}).items()
+                    if (args.variants is None or name in args.variants.split(","))
+                    and threads >= variant.get("min_threads", 0)
                 ]
                 ways = variants + list(study["ways"])
                 for unit in ["P"] + ways + ways[::-1] + ["P"]:
-                    if args.deadline and time.strftime("%H:%M", time.gmtime()) >= args.deadline:
+                    if deadline and time.time() >= deadline:
                         print("deadline %s UTC: no unit starts after it; round %d cut" % (args.deadline, round_ + 1))
                         table(found, round_ + 1)
                         return

@@ -27,11 +27,13 @@ to a temporary one, which is removed afterwards. What is changed is listed in th
 
 CPU seconds are ``time.process_time`` (every thread of the process), wall seconds ``time.perf_counter``.
 
-    python study_parity_peer.py FRAMEWORK SCRIPT STEPS [--subs JSON] -- ARGS...
+    python study_parity_peer.py FRAMEWORK SCRIPT STEPS [--subs JSON] [--decoded] -- ARGS...
 
 STEPS is how many steps to time (the script must run at least that many); the output holds the first STEPS.
 ``--subs``: [[file, old, new], ...], text changed in the study's files first (each ``old`` exactly once): a
 variant that takes one piece of the study's step out, to measure what it costs (benchmarks/study_parity.py).
+``--decoded`` (mxnet): the script's ImageRecordIter read in full before training and served as resident arrays
+(decoded_iterator): its step without the decoding.
 """
 
 import json
@@ -202,7 +204,26 @@ def png_grey(row):
     )
 
 
-def mxnet(folder, target, args, steps):
+def decoded_iterator(mx, record_iter):
+    """An ImageRecordIter stand-in: the same records through ``record_iter`` (the real ImageRecordIter: its
+    decoding, its mean image) read in full when made, before training, then served as resident arrays by an
+    NDArrayIter (its data and label named as ImageRecordIter's: data, softmax_label)."""
+
+    def made(**kwargs):
+        source = record_iter(**kwargs)
+        data, label = [], []
+        for batch in source:
+            data.append(batch.data[0].copy())
+            label.append(batch.label[0].copy())
+        del source
+        return mx.io.NDArrayIter(
+            mx.nd.concat(*data, dim=0), mx.nd.concat(*label, dim=0), kwargs["batch_size"], shuffle=False
+        )
+
+    return made
+
+
+def mxnet(folder, target, args, steps, decoded=False):
     import mxnet as mx
 
     data = os.path.join(folder, "fakedata") + "/"
@@ -222,8 +243,12 @@ def mxnet(folder, target, args, steps):
             return speedometer.__call__(self, param)
 
     mx.callback.Speedometer = Timed
+    edited = ["--data-dir: %d random PNG records (train.rec) written here" % count]
+    if decoded:
+        mx.io.ImageRecordIter = decoded_iterator(mx, mx.io.ImageRecordIter)
+        edited.append("--decoded: ImageRecordIter read in full before training, then an NDArrayIter of its arrays")
     run_script(target, args + ["--data-dir", data])
-    return clock, ["--data-dir: %d random PNG records (train.rec) written here" % count], mx.__version__
+    return clock, edited, mx.__version__
 
 
 TORCH7_PRELUDE = r"""-- study_parity_peer.py: stand-ins for packages the image lacks, then the study's script, unchanged
@@ -396,14 +421,18 @@ def notebook(folder, target, args, steps):
 def main(argv):
     framework, script, steps = argv[0], argv[1], int(argv[2])
     args = argv[argv.index("--") + 1 :] if "--" in argv else []
-    subs = json.loads(argv[argv.index("--subs") + 1]) if "--subs" in argv[: argv.index("--")] else []
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    subs = json.loads(argv[argv.index("--subs") + 1]) if "--subs" in options else []
+    decoded = {"decoded": True} if "--decoded" in options else {}
+    if decoded and framework != "mxnet":
+        sys.exit("peer: --decoded is for mxnet (its ImageRecordIter), not %s" % framework)
     work = tempfile.mkdtemp(prefix="study-peer-")
     folder = os.path.join(work, "study")
     shutil.copytree(os.path.dirname(os.path.abspath(script)), folder)
     target = os.path.join(folder, os.path.basename(script))
     variant = substituted(folder, subs)
     run = {"tensorflow": tensorflow, "caffe": caffe, "mxnet": mxnet, "notebook": notebook, "torch7": torch7}[framework]
-    clock, edited, version = run(folder, target, args, steps)
+    clock, edited, version = run(folder, target, args, steps, **decoded)
     edited = variant + edited
     if len(clock.wall) < steps:
         sys.exit("peer: %d steps timed, %d asked" % (len(clock.wall), steps))
