@@ -47,11 +47,10 @@ TORCH7_CUDA = (
     "11.8 declares none, an #include <thrust/iterator/constant_iterator.h> in THCTensorMode.cu, and "
     "cudaPointerAttributes.type for the isManaged that CUDA 11 removed), in about 70 minutes on 2 shared CPUs; there, "
     "with no GPU, require 'cutorch' stops at device discovery: cuda runtime error (100) : no CUDA-capable device is "
-    "detected at THCGeneral.c:70. cunn 1ae6aa0 is not built: SparseLinear.cu, compiled alone, fails with error: "
-    'identifier "cusparseScsrmm" is undefined (CUDA 11 removed the csrmm of cuSPARSE), and with it left out of the '
-    "library the build was stopped after 50 of its other 69 CUDA sources had compiled, none with an error. "
-    "cudnn.torch (its R7 branch) loads libcudnn.so.7, and no cuDNN 7 exists for CUDA 11 (the nvidia-cudnn-cu11 of PyPI "
-    "starts at 8.5) (tried 2026-12-06)"
+    "detected at THCGeneral.c:70. cunn 1ae6aa0 builds on it, in 12 minutes more, with SparseLinear.cu left out of its "
+    'library (compiled, it fails with error: identifier "cusparseScsrmm" is undefined: CUDA 11 removed the csrmm of '
+    "cuSPARSE, so nn.SparseLinear would have no GPU code). cudnn.torch (its R7 branch) loads libcudnn.so.7, and no "
+    "cuDNN 7 exists for CUDA 11 (the nvidia-cudnn-cu11 of PyPI starts at 8.5) (tried 2026-12-06 and 07)"
 )
 
 
