@@ -9,7 +9,7 @@ import pytest
 
 from dlrepro.run.options import RunOptions
 from dlrepro.store import tables
-from tests.run.data_parallel_jobs import _job, _same_step, _step_in, one_process_bundle
+from tests.run.data_parallel_jobs import _same_step, _step_in, one_process_bundle, whole_and_split
 
 pytestmark = pytest.mark.all_cpus  # ranks of their own CPUs (tests/conftest.py)
 
@@ -21,8 +21,7 @@ def test_two_cpu_devices_of_one_process_take_the_step_of_one_device_on_the_whole
 ):
     """JAX's two XLA host devices, MXNet's two CPU contexts with a kvstore (one process each)."""
     image = request.getfixturevalue("%s_cpu_image" % framework)
-    jobs = [("whole", _job(framework, None, variant="fcn-r")), ("split", _job(framework, [2], variant="fcn-r"))]
-    _step_in(image, docker_engine, tmp_path, jobs)
+    _step_in(image, docker_engine, tmp_path, whole_and_split(framework))
     _same_step(tmp_path, 1e-6)
 
 

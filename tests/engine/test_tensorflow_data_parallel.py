@@ -7,7 +7,7 @@ devices and speedups. Needs a Docker engine."""
 import numpy as np
 import pytest
 
-from tests.run.data_parallel_jobs import _job, _parameters, _same_step, _step_in, one_process_bundle
+from tests.run.data_parallel_jobs import _parameters, _same_step, _step_in, one_process_bundle, whole_and_split
 
 pytestmark = pytest.mark.all_cpus  # ranks of their own CPUs (tests/conftest.py)
 
@@ -22,12 +22,7 @@ def tensorflow_cpu_image(cpu_image):
 def test_two_logical_cpu_devices_take_the_step_of_one_device_on_the_whole_mini_batch(
     tensorflow_cpu_image, docker_engine, tmp_path
 ):
-    _step_in(
-        tensorflow_cpu_image,
-        docker_engine,
-        tmp_path,
-        [("whole", _job("tensorflow", None, variant="fcn-r")), ("split", _job("tensorflow", [2], variant="fcn-r"))],
-    )
+    _step_in(tensorflow_cpu_image, docker_engine, tmp_path, whole_and_split("tensorflow"))
     _same_step(tmp_path, 1e-6)
 
 
@@ -38,7 +33,7 @@ def test_the_split_step_decays_and_clips_the_summed_gradients_as_one_device_does
     """L2 decay split over the replicas' parts, clipping by the summed gradients' norm, and momentum: the two
     devices' step is still the one device's (FCN-R, measured: 3.7e-9 apart at most). The bound bites: at learning
     rate 0.1 and bound 0.5 the step moves a parameter by 1.9e-3 at most, the same job without the bound by 2.9e-2."""
-    jobs = [("whole", _job("tensorflow", None, variant="fcn-r")), ("split", _job("tensorflow", [2], variant="fcn-r"))]
+    jobs = whole_and_split("tensorflow")
     for _, job in jobs:
         job["optimizer"].update(lr=0.1, weight_decay=0.01, clip_norm=0.5, momentum=0.9)
     _step_in(tensorflow_cpu_image, docker_engine, tmp_path, jobs)

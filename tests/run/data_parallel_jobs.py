@@ -26,6 +26,12 @@ def _job(framework, ranks, batch=8, variant="fcn-s", spec_name="fcn"):
     return job
 
 
+def whole_and_split(framework, variant="fcn-r"):
+    """[("whole", the job on one device), ("split", the job on 2)]: FCN-R (14.2 M parameters, DLBench's multi-GPU
+    network) by default, whose parameters before and after a step are an eighth of FCN-S's to write and compare."""
+    return [("whole", _job(framework, None, variant=variant)), ("split", _job(framework, [2], variant=variant))]
+
+
 def _write(job, folder, name):
     path = Path(folder) / (name + ".json")
     path.write_text(json.dumps(job))

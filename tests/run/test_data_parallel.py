@@ -13,7 +13,7 @@ import pytest
 
 from dlrepro import REPO_ROOT
 from dlrepro.store import tables
-from tests.run.data_parallel_jobs import STEP, _job, _parameters, _write
+from tests.run.data_parallel_jobs import STEP, _job, _parameters, _write, whole_and_split
 
 pytestmark = pytest.mark.all_cpus  # ranks of their own CPUs (tests/conftest.py)
 
@@ -23,7 +23,7 @@ def _env():
 
 
 def test_two_gloo_ranks_take_the_step_of_one_rank_on_the_whole_mini_batch(tmp_path):
-    whole, split = _job("torch", None, variant="fcn-r"), _job("torch", [2], variant="fcn-r")
+    (_, whole), (_, split) = whole_and_split("torch")
     assert split["id"] == "fcn-r.torch.cpu.b8.r2" and (split["ranks"], split["rank_batch_size"]) == (2, 4)
     assert split["batch_size"] == whole["batch_size"] == 8 and split["scaling"] == "strong"
     one = subprocess.run(
