@@ -5,8 +5,10 @@ seconds (from the build log beside LOG, where there is one), and the tests' own 
 (engine, containers, the rest: pytest's durations, complete when the run had --durations=0, as fresh_ci.sh sets),
 and, from the CPU counters beside LOG (-cpu.log, where there is one), how busy the host's CPUs were during the tests:
 CPU-seconds used (user, system, irq) of those the host had, those used by niced processes (nothing of CI's is
-niced: another user's work beside it) and those waiting on I/O. A run whose CPUs were busy all through its tests
-cannot be shortened by more workers, only by less work.
+niced: another user's work beside it) and those waiting on I/O, and of the busy ones those in the Docker engine's
+image build steps and in its containers (its cgroups' counters, where the log has them; the engine's own processes,
+layer unpacking and export, are in neither). A run whose CPUs were busy all through its tests cannot be shortened
+by more workers, only by less work.
 
 Usage: python benchmarks/ci_phases.py LOG"""
 
@@ -85,6 +87,23 @@ def cpu_use(path, start, end):
     return busy / 100.0, ticks[1] / 100.0, ticks[4] / 100.0, sum(ticks[:8]) / 100.0
 
 
+def cgroup_use(path, start, end):
+    """{cgroup: CPU-seconds} between ``start`` and ``end`` of the "cgroup NAME NANOSECONDS" lines that fresh_ci.sh
+    samples: "docker" (every container and build step of the engine) and "buildkit" (the build steps); {} without."""
+    if not Path(path).is_file() or start is None or end is None:
+        return {}
+    used = {}
+    for name in ("docker", "buildkit"):
+        inside = [
+            int(line.split()[2])
+            for t, line in stamped(path)
+            if line.startswith("cgroup %s " % name) and start <= t <= end
+        ]
+        if len(inside) >= 2:
+            used[name] = (inside[-1] - inside[0]) / 1e9
+    return used
+
+
 def main(log):
     found, folders = phases(stamped(log))
     for name, seconds in found.items():
@@ -92,13 +111,19 @@ def main(log):
     for folder, seconds in sorted(folders.items()):
         print("%-40s %7.0f test-seconds" % ("tests/%s" % folder if folder != "the rest" else "other tests", seconds))
     lines = stamped(log)
-    use = cpu_use(re.sub(r"\.log$", "", log) + "-cpu.log", first(lines, r"workers \["), first(lines, SUMMARY.pattern))
+    window = first(lines, r"workers \["), first(lines, SUMMARY.pattern)
+    use = cpu_use(re.sub(r"\.log$", "", log) + "-cpu.log", *window)
     if use:
         busy, niced, iowait, available = use
         print(
             "%-40s %7.0f of %.0f CPU-seconds (%.0f%%), %.0f niced (not CI's), %.0f waiting on I/O"
             % ("CPUs busy during the tests", busy, available, 100 * busy / available, niced, iowait)
         )
+    cgroups = cgroup_use(re.sub(r"\.log$", "", log) + "-cpu.log", *window)
+    if "buildkit" in cgroups:
+        print("%-40s %7.0f CPU-seconds" % ("  of them in image build steps", cgroups["buildkit"]))
+    if "docker" in cgroups:
+        print("%-40s %7.0f CPU-seconds" % ("  in containers", cgroups["docker"] - cgroups.get("buildkit", 0)))
     images = built(re.sub(r"\.log$", "", log) + "-build.log")
     for image, seconds in images:
         print("%-40s %7d s" % ("built " + image, seconds))

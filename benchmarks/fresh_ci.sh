@@ -9,11 +9,18 @@ LOG=$(realpath -m "${1:-/tmp/fresh-ci.log}")
 fresh_engine_up ci0 10.213.80
 fresh_clone /tmp/fresh-ci-clone
 T0=$(date +%s.%N)
-# the host's CPU counters every 10 s on the log's clock (/proc/stat's "cpu" line, in USER_HZ ticks): how busy the
-# CPUs were in each phase (benchmarks/ci_phases.py), written beside LOG as LOG's name with -cpu.log
-python3 -c 'import sys, time; t0 = float(sys.argv[1])
+# the host's CPU counters every 10 s on the log's clock (/proc/stat's "cpu" line, in USER_HZ ticks), and the CPU
+# nanoseconds of the Docker engines' cgroups (cgroup v1 cpuacct, where there is one: "docker", every container and
+# build step, and "docker/buildkit", the build steps alone): how busy the CPUs were in each phase and with what
+# (benchmarks/ci_phases.py), written beside LOG as LOG's name with -cpu.log
+python3 -c 'import os, sys, time; t0 = float(sys.argv[1]); cg = "/sys/fs/cgroup/cpuacct/docker"
 while True:
-    print("%7.1f %s" % (time.time() - t0, open("/proc/stat").readline().strip()), flush=True); time.sleep(10)' \
+    t = time.time() - t0
+    print("%7.1f %s" % (t, open("/proc/stat").readline().strip()))
+    for name, path in (("docker", cg), ("buildkit", cg + "/buildkit")):
+        if os.path.isfile(path + "/cpuacct.usage"):
+            print("%7.1f cgroup %s %s" % (t, name, open(path + "/cpuacct.usage").read().strip()))
+    sys.stdout.flush(); time.sleep(10)' \
   "$T0" > "${LOG%.log}-cpu.log" &
 SAMPLER=$!
 # every test's duration, not only the slowest 25 (benchmarks/ci_phases.py sums them by folder)
