@@ -13,8 +13,9 @@ job.json (host -> runner), schema ``dlrepro.job/1``:
   optimizer (null for inference | {name: "sgd" | "adam", lr, momentum, nesterov, weight_decay, betas, eps,
   clip_norm}), loss {name: "softmax_cross_entropy" | "sigmoid_binary_cross_entropy", reduction: "mean" |
   "sum_over_time"}, batch_size, warmup, iterations, repeats (throughput), epochs,
-  max_iterations_per_epoch, test_complete_batches (convergence), inference_batches, untimed_passes
-  (inference), threads (null: the framework's choice), seed, timeout_s, and the measurement options
+  max_iterations_per_epoch, test_complete_batches, test_batch_size (convergence: the evaluation's mini-batch size,
+  null or missing: batch_size; test_complete_batches still cuts the test set by batch_size), inference_batches,
+  untimed_passes (inference), threads (null: the framework's choice), seed, timeout_s, and the measurement options
   (OPTION_DEFAULTS; a runner takes a missing one as its default):
     precision      "fp32" | "tf32" | "bf16" | "fp16". "fp32" is true fp32: TF32 off for matrix products
                    AND convolutions. The studies' GPUs (K80, P100, GTX 1080) had no TF32, so this is the
@@ -61,7 +62,9 @@ status "running" until the job ends:
   repeat_medians}: runner.stats, throughput, throughput_unit, ranks_joined (a data-parallel job's: the
   slowest rank per iteration, runner.rankjoin)}, loss {first, last},
   convergence {epochs [{epoch, iterations, seconds, cumulative_seconds, train_loss, loss_curve,
-  test_accuracy | perplexity, ...}], total_seconds, test_batches, final_test_accuracy, final_perplexity},
+  test_accuracy | perplexity, ...}], total_seconds, test_batches, test_batch_size (the evaluation's mini-batch size),
+  test_samples (the test samples each evaluation covers: rows of its mini-batches), final_test_accuracy,
+  final_perplexity},
   inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...,
   cpu {model, vendor, family, model_number, stepping, usable_cpus, usable_cores, flags, mhz}: runner.environment,
   process {variables, cpus, requested_threads, cpu_choice {rule, cpus [{cpu, package, core, node,

@@ -255,10 +255,13 @@ class ArrayData(object):
     def batch(self, key):
         return self.x_train[key], self.y_train[key]
 
-    def test(self, batch_size, complete_batches):
-        """Test mini-batches in order; with ``complete_batches`` the remainder is left out."""
+    def test(self, batch_size, complete_batches, evaluation_size=None):
+        """Test mini-batches in order; with ``complete_batches`` the remainder of ``batch_size`` is left out. The
+        samples kept are cut into batches of ``evaluation_size`` (None: ``batch_size``), the last one possibly
+        smaller."""
         n = len(self.x_test) - (len(self.x_test) % batch_size if complete_batches else 0)
-        return [(self.x_test[i : i + batch_size], self.y_test[i : i + batch_size]) for i in range(0, n, batch_size)]
+        step = evaluation_size or batch_size
+        return [(self.x_test[i : min(i + step, n)], self.y_test[i : min(i + step, n)]) for i in range(0, n, step)]
 
 
 class LanguageModelData(object):
@@ -288,7 +291,14 @@ class LanguageModelData(object):
     def batch(self, key):
         return self._cut[key]
 
-    def test(self, batch_size, complete_batches):
+    def test(self, batch_size, complete_batches, evaluation_size=None):
+        """The test stream's windows; raises DataError for an ``evaluation_size`` other than ``batch_size``: the
+        stream's rows, and the state each carries, are the batch's."""
+        if evaluation_size not in (None, batch_size):
+            raise DataError(
+                "a language model evaluates in its training batch (%d rows carrying their state), not in batches of "
+                "%d: leave test_batch_size out" % (batch_size, evaluation_size)
+            )
         return self._windows(self.test_stream, batch_size, self.steps)
 
 

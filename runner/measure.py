@@ -255,7 +255,8 @@ def _convergence(adapter, job, dataset, progress, window=None):
     batch_size = job["batch_size"]
     rng = np.random.RandomState(job.get("seed", 0))
     epochs, seconds, ends, elapsed_total = [], [], [], 0.0
-    test = dataset.test(batch_size, job.get("test_complete_batches", False))
+    test_batch_size = job.get("test_batch_size") or batch_size
+    test = dataset.test(batch_size, job.get("test_complete_batches", False), test_batch_size)
     if not test:
         raise datamod.DataError("batch size %d is larger than the test set: nothing to evaluate" % batch_size)
 
@@ -273,6 +274,8 @@ def _convergence(adapter, job, dataset, progress, window=None):
             "epochs": epochs,
             "loss_curve_every": LOSS_CURVE_EVERY,
             "test_batches": len(test),
+            "test_batch_size": test_batch_size,
+            "test_samples": sum(len(y) for _, y in test),
             "total_seconds": elapsed_total,
             "final_test_accuracy": last.get("test_accuracy"),
             "final_perplexity": last.get("perplexity"),

@@ -132,6 +132,8 @@ def build(
         "epochs": "epochs of a convergence run, >= 1 (default: the spec's)",
         "seeds": "independent trainings of each convergence job, >= 1: one job each, seeds 0..N-1 (default: the "
         "spec's; --quick: 1)",
+        "test-batch-size": "a convergence job's evaluation mini-batch size, >= 1 (default: the training batch size; "
+        "the test samples evaluated stay the spec's)",
         "threads": "CPU thread counts, comma-separated, or 'sweep' for the study's (sets OMP/MKL/OpenBLAS and the "
         "framework's; default: the framework's choice)",
         "gpu": "host GPU index for --device cuda (default 0)",
@@ -200,6 +202,7 @@ def run(
     isolation="worker",
     ranks="",
     seeds=UNSET,
+    test_batch_size=UNSET,
 ):
     """Run a spec's jobs into a bundle, or --resume one.
 
@@ -243,6 +246,7 @@ def run(
             isolation,
             ranks,
             seeds,
+            test_batch_size,
         )
         if not spec and not resume:
             raise DlreproError("give --spec NAME (a spec to run) or --resume BUNDLE (a bundle to continue)")

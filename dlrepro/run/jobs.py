@@ -115,13 +115,16 @@ def _data_parallel(variant, batch_size, ranks, optimizer):
 def _mode_settings(variant, options, mode):
     if mode == "convergence":
         conv = variant.convergence
-        return {
+        settings = {
             "epochs": _pick(options.epochs, QUICK["epochs"], conv.epochs, options.quick),
             "max_iterations_per_epoch": QUICK["max_iterations_per_epoch"]
             if options.quick
             else conv.max_iterations_per_epoch,
             "test_complete_batches": conv.test_complete_batches,
         }
+        if options.test_batch_size:  # only where given: the jobs of runs without it are as they were
+            settings["test_batch_size"] = options.test_batch_size
+        return settings
     if mode == "inference":
         return {
             "inference_batches": QUICK["inference_batches"] if options.quick else variant.inference.batches,

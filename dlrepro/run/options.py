@@ -68,6 +68,11 @@ class RunOptions(BaseModel):
         description="independent trainings of each convergence job, seeds 0..N-1; None: the variant's "
         "convergence.seeds (1 with quick)",
     )
+    test_batch_size: Optional[PositiveInt] = Field(
+        None,
+        description="a convergence job's evaluation mini-batch size (the test samples evaluated stay the spec's: "
+        "complete training batches where it says so); None: the training batch size",
+    )
     threads: Union[Literal["sweep"], list[PositiveInt], None] = Field(
         None, description="thread counts, or 'sweep' for the spec's; None: the framework's choice"
     )
@@ -122,7 +127,7 @@ class RunOptions(BaseModel):
         options at their defaults and seeds when not given, so that configurations from before they existed keep
         their digest)."""
         body = self.model_dump(mode="json", exclude=WHERE)
-        for name, default in dict(OPTION_DEFAULTS, seeds=None, steps={}).items():
+        for name, default in dict(OPTION_DEFAULTS, seeds=None, test_batch_size=None, steps={}).items():
             if body.get(name) == default:
                 del body[name]
         return hashlib.sha256(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
@@ -192,6 +197,7 @@ def from_cli(
     isolation="worker",
     ranks="",
     seeds=UNSET,
+    test_batch_size=UNSET,
 ):
     """RunOptions from ``dlrepro run``'s option texts (lists comma-separated, UNSET for numbers not given).
 
@@ -220,6 +226,7 @@ def from_cli(
         isolation=isolation,
         ranks=_ranks(ranks),
         seeds=_number("--seeds", seeds),
+        test_batch_size=_number("--test-batch-size", test_batch_size),
     )
     return checked(**values)
 

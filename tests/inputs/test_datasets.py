@@ -171,6 +171,18 @@ def test_ptb_reader_builds_tensorflows_vocabulary_and_windows(tmp_path, monkeypa
     assert x1.tolist() == [[2, 6], [0, 4]]  # each row continues: the state can be carried
 
 
+def test_the_test_set_is_cut_by_the_training_batch_and_evaluated_in_batches_of_its_own():
+    samples = np.arange(25)
+    arrays = data.ArrayData(samples, samples, samples, samples)
+    assert [len(y) for _, y in arrays.test(4, True)] == [4] * 6  # DLF's complete mini-batches: 24 of 25
+    assert [y.tolist() for _, y in arrays.test(4, True, 10)] == [list(range(10)), list(range(10, 20)), [20, 21, 22, 23]]
+    assert [len(y) for _, y in arrays.test(4, False, 10)] == [10, 10, 5] and arrays.test(4, False, 4)[-1][1] == [24]
+    lm = data.LanguageModelData(samples, samples, 2)
+    assert len(lm.test(2, False, 2)) == len(lm.test(2, False)) == 5
+    with pytest.raises(data.DataError, match=r"^a language model evaluates in its training batch \(2 rows carrying"):
+        lm.test(2, False, 4)
+
+
 def test_imdb_npz_is_encoded_as_dlf_did(tmp_path, monkeypatch):
     docs = np.empty(2, dtype=object)
     docs[:] = [[5, 29998, 40000], list(range(1, 200))]

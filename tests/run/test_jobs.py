@@ -219,3 +219,20 @@ def test_seeds_not_given_keep_the_configuration_digest():
     # the digest RunOptions(quick=True) had before the seeds option existed: its bundle ids stay as they were
     assert RunOptions(quick=True).digest() == "0dab3244d35031309f906dda690a7afc44bd18c577daa48d7a4df87383264274"
     assert RunOptions(quick=True, seeds=1).digest() != RunOptions(quick=True).digest()  # asked for: a configuration
+
+
+def test_an_evaluation_batch_size_goes_into_convergence_jobs_only_where_given():
+    from dlrepro.run import options
+
+    gru = expand("imdb-gru", variants=["imdb-gru"], quick=True, test_batch_size=4160)[0]
+    assert (gru["batch_size"], gru["test_batch_size"], gru["test_complete_batches"]) == (64, 4160, True)
+    assert "test_batch_size" not in expand("imdb-gru", variants=["imdb-gru"], quick=True)[0]  # the runner: batch_size
+    assert "test_batch_size" not in expand("imdb-gru", variants=["imdb-gru-synthetic"], test_batch_size=4160)[0]
+    assert (
+        options.from_cli(test_batch_size="4160").test_batch_size == 4160 and options.from_cli().test_batch_size is None
+    )
+    with pytest.raises(DlreproError, match=r"^--test-batch-size: Input should be greater than 0 \(got 0\)$"):
+        options.from_cli(test_batch_size=0)
+    # not given: the configuration digest of before the option; given: another configuration
+    assert RunOptions(quick=True).digest() == "0dab3244d35031309f906dda690a7afc44bd18c577daa48d7a4df87383264274"
+    assert RunOptions(quick=True, test_batch_size=64).digest() != RunOptions(quick=True).digest()

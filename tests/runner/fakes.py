@@ -54,7 +54,7 @@ class Data(object):
     def batch(self, key):
         return key, key
 
-    def test(self, batch_size, complete_batches):
+    def test(self, batch_size, complete_batches, evaluation_size=None):
         return [(np.zeros(batch_size), np.zeros(batch_size))]
 
 

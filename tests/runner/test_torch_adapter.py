@@ -215,6 +215,37 @@ def test_a_batch_larger_than_the_training_set_fails_at_once():
         measure.convergence(adapter, dict(job, test_complete_batches=True), tiny)
 
 
+def test_the_test_set_in_larger_evaluation_batches_scores_the_same_and_is_recorded():
+    """--test-batch-size changes how the test samples are batched, not which ones or their score (a GRU has no
+    state across samples); the result names the size and the samples."""
+    job = dict(job_for("imdb-gru", "imdb-gru", batch_sizes=[8]), batch_size=8, epochs=1, max_iterations_per_epoch=3)
+    job["model"] = dict(
+        job["model"],
+        layers=[
+            {"type": "embedding", "vocab": 50, "dim": 8},
+            {"type": "gru", "units": 6},
+            {"type": "last_step"},
+            {"type": "dense", "units": 2},
+        ],
+        parameters=None,
+    )
+    rng = np.random.RandomState(0)
+    tokens = data.ArrayData(
+        rng.randint(0, 50, (40, 12)), rng.randint(0, 2, 40), rng.randint(0, 50, (37, 12)), rng.randint(0, 2, 37)
+    )
+    adapter = adapters.load(job)
+    adapter.build()
+    _, _, conv = measure.convergence(adapter, dict(job, test_complete_batches=True, test_batch_size=12), tokens)
+    assert (conv["test_batches"], conv["test_batch_size"], conv["test_samples"]) == (
+        3,
+        12,
+        32,
+    )  # 4 batches of 8: 12, 12, 8
+    in_eights, in_twelves = (adapter.evaluate(tokens.test(8, True, size), "class") for size in (8, 12))
+    assert in_eights["test_accuracy"] == in_twelves["test_accuracy"] == conv["final_test_accuracy"]
+    assert in_eights["test_loss"] == pytest.approx(in_twelves["test_loss"], rel=1e-6)
+
+
 def test_compile_jobs_in_one_warm_worker_each_compile_and_record_the_graphs(monkeypatch):
     """A warm worker serves job after job in one process. Without a reset, dynamo keeps one cache entry per model on
     the shared frame up to its recompile limit (8 in torch 2.13): from the 9th --compile job on, the model ran eager
