@@ -206,6 +206,9 @@ def test_raw_imdb_reviews_are_tokenised_keras_style(tmp_path, monkeypatch):
     assert data.tokenize_review("Bad film.<br />Bad") == ["bad", "film", "bad"]
     assert x_train[0, :6].tolist() == [1, 6 + 3, 7 + 3, 8 + 3, 1 + 3, 0]  # "a train review, great"
     assert x_test[0, :4].tolist() == [1, 3 + 3, 2 + 3, 3 + 3]  # "Bad film. Bad", a test review
+    # a review longer than maxlen keeps its last maxlen words, without the start id
+    _, _, x_long, _ = data.load_imdb_reviews_json(files, {"vocab": 30000, "maxlen": 2})
+    assert x_long[0].tolist() == [2 + 3, 3 + 3] and x_train[-1, :6].tolist() == [1, 4, 4, 5, 7, 8]
 
 
 def test_tfjs_layers_weights_are_read_by_name(tmp_path, monkeypatch):
