@@ -156,7 +156,7 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
     path = runs.run(
         "imdb-gru",
-        RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"]),
+        RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"], test_batch_size=4160),
         results_dir=tmp_path / "results",
         reporter=reporter,
     )
@@ -166,7 +166,12 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
     assert job["data"]["name"] == "imdb-reviews" and job["data"]["format"] == "imdb-reviews-json"
     assert [d["name"] for d in bundle["datasets"]] == ["imdb-reviews"]
     assert "Not byte-identical to Keras's imdb.npz" in bundle["datasets"][0]["notes"]
-    assert result["status"] == "ok" and result["convergence"]["test_batches"] == 390  # 24,960 of 25,000 reviews
+    conv = result["convergence"]  # 24,960 of 25,000 reviews (DLF's 390 mini-batches of 64), in 6 of 4,160
+    assert result["status"] == "ok" and (conv["test_samples"], conv["test_batch_size"], conv["test_batches"]) == (
+        24_960,
+        4160,
+        6,
+    )
     epoch = result["convergence"]["epochs"][0]
     assert epoch["iterations"] == 100 and epoch["loss_curve"][-1] < epoch["loss_curve"][0]
 
