@@ -108,8 +108,8 @@ def apt_caches(base):
 
 def lua_sources(image):
     """What the Dockerfile says of each source archive of ``image.lua`` (none without): its file, the folder it
-    unpacks to (git archive's prefix NAME-COMMIT, the file's name less .tar), name, commit, SHA-256, and how it
-    installs."""
+    unpacks to (git archive's prefix NAME-COMMIT, the file's name less .tar), name, commit, SHA-256, how it
+    installs and the edits made to it first."""
     found = []
     for source in image.lua.sources if image.lua else []:
         pinned = datasets.lookup(source.archive).files["archive"]
@@ -123,6 +123,7 @@ def lua_sources(image):
                 "sha256": pinned.sha256,
                 "cmake": source.cmake,
                 "modules": source.modules,
+                "edits": source.edits,
             }
         )
     return found

@@ -1,5 +1,6 @@
 """The image matrix (images/matrix.yaml): which image runs which framework version on which device."""
 
+import re
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -88,6 +89,25 @@ def _compiled_archs(cmake):
     return found if named else None
 
 
+def _lua_archs(env):
+    """The architectures TORCH_CUDA_ARCH_LIST (cutorch's and cunn's CMake read it) compiles for: "6.0 7.0+PTX" ->
+    sm_60 sm_70 compute_70; None when ``env`` does not set it. Raises ValueError for an entry of another form (a
+    name such as Pascal, or 5.2(5.0)), which cuda_archs could not be checked against."""
+    if "TORCH_CUDA_ARCH_LIST" not in env:
+        return None
+    found = []
+    for entry in env["TORCH_CUDA_ARCH_LIST"].replace(";", " ").split():
+        match = re.fullmatch(r"(\d+)\.(\d+)(\+PTX)?", entry)
+        if not match:
+            raise ValueError(
+                "lua.env.TORCH_CUDA_ARCH_LIST: %r is not NUM.NUM or NUM.NUM+PTX; give each architecture so "
+                "(e.g. 6.0 7.0+PTX), so that cuda_archs can be checked against it" % entry
+            )
+        arch = match.group(1) + match.group(2)
+        found += ["sm_" + arch] + (["compute_" + arch] if match.group(3) else [])
+    return found
+
+
 def _arch_order(arch):
     return (arch.startswith("compute"), int(arch.split("_")[1]))
 
@@ -97,8 +117,8 @@ class SourceEdit(Strict):
     exactly once in ``path``, so an edit that no longer applies is never silently skipped."""
 
     path: str = Field(description="file, relative to the source folder")
-    old: str
-    new: str
+    old: str = Field(pattern=r"^[^\n]+$", description="one line (a Dockerfile instruction cannot hold a newline)")
+    new: str = Field(description="the replacement; it may span lines (e.g. one more #include)")
     why: str = Field(description="one line: why the source needs it")
 
 
@@ -129,6 +149,7 @@ class LuaSource(Strict):
 
     archive: str = Field(description="the dataset naming the archive, e.g. lua-torch7")
     cmake: bool = Field(True, description="configure with LuaBuild.cmake and `make install`, as its rockspec does")
+    edits: list[SourceEdit] = Field([], description="exact replacements in the source (e.g. for a newer CUDA API)")
     modules: dict[str, str] = Field(
         {},
         description="pure-Lua files copied instead: module path under share/lua/5.1 "
@@ -167,6 +188,11 @@ class LuaBuild(Strict):
     cmake: list[str] = Field(
         description="CMake arguments besides the tree's (CMAKE_INSTALL_PREFIX, LUA, LUALIB, "
         "LUA_BINDIR, LUA_INCDIR, LUA_LIBDIR, LUADIR, LIBDIR, CMAKE_PREFIX_PATH)"
+    )
+    env: dict[str, str] = Field(
+        {},
+        description="environment of the build stage's CMake and make (TORCH_CUDA_ARCH_LIST: the GPU code cutorch "
+        "and cunn compile, e.g. 6.0)",
     )
     sources: list[LuaSource] = Field(min_length=1, description="in build order")
     check: str = Field(
@@ -264,12 +290,15 @@ class Image(Strict):
             raise ValueError(
                 "newer_builds: only a CUDA image has GPU code to compare; remove it from this %s image" % self.device
             )
-        compiled = _compiled_archs(self.compile.cmake) if self.compile else None
-        if compiled is not None and sorted(compiled, key=_arch_order) != sorted(self.cuda_archs, key=_arch_order):
-            raise ValueError(
-                "cuda_archs: %s, but compile.cmake builds %s (CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them "
-                "the same" % (" ".join(self.cuda_archs) or "none", " ".join(compiled))
-            )
+        for compiled, where, by in (
+            (_compiled_archs(self.compile.cmake) if self.compile else None, "compile.cmake", "CUDA_ARCH_BIN and CUDA_ARCH_PTX"),
+            (_lua_archs(self.lua.env) if self.lua else None, "lua.env", "TORCH_CUDA_ARCH_LIST"),
+        ):
+            if compiled is not None and sorted(compiled, key=_arch_order) != sorted(self.cuda_archs, key=_arch_order):
+                raise ValueError(
+                    "cuda_archs: %s, but %s builds %s (%s); make them the same"
+                    % (" ".join(self.cuda_archs) or "none", where, " ".join(compiled), by)
+                )
         return self
 
     def version_of(self, framework):
