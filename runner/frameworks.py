@@ -310,7 +310,8 @@ register(
         no_data_parallel="its adapter has no MultiprocessParallelUpdater (NCCL) path yet",
     )
 )
-# Lua Torch 7 (runner.adapters.torch7_adapter, CPU): no Python module, a LuaJIT process in its image; nn's modules,
+# Lua Torch 7 (runner.adapters.torch7_adapter, CPU and one GPU: cutorch and cunn, no cuDNN): no Python module, a
+# LuaJIT process in its image; nn's modules,
 # no recurrent ones (DLBench's Torch LSTM used Element-Research's rnn package), softmax cross entropy only
 # (nn.CrossEntropyCriterion); it times the step as DLBench's Torch FCN scripts did (gradients gate_op: nn's backward
 # with the first module's input gradient; thread_pools intra_op: OMP_NUM_THREADS, unpinned; runner.contract)
@@ -327,8 +328,8 @@ register(
             RECURRENT,
             "Torch 7's nn has no LSTM of DLBench's kind (its Torch script used the rnn package, not built here)",
         ),
-        no_data_parallel="its image is CPU only: DLBench's Torch trained data-parallel with cutorch's "
-        "nn.DataParallelTable, and cutorch/cunn are not built",
+        no_data_parallel="its adapter drives one GPU per job: DLBench's Torch trained data-parallel with cunn's "
+        "nn.DataParallelTable, which the adapter has no path for yet",
     )
 )
 # Keras 3 on each of its backends: one adapter (runner.adapters.keras_adapter), the backend's image and runtime

@@ -127,8 +127,8 @@ def _cell(decision):
 
 def markdown(records):
     """The Markdown of the records: one table of facts and one of pre-flight verdicts per GPU (an image that was
-    not built gets its reason instead, and its verdicts where the matrix lists the archs of its wheel); the text
-    docs/gpu.md and the README show."""
+    not built gets its reason instead, and its verdicts where the matrix lists the archs of its wheel or compile
+    flags); the text docs/gpu.md and the README show."""
     lines = [
         "| image | size | framework | CUDA | cuDNN | NCCL | SASS (cubins) | PTX |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -157,6 +157,8 @@ def markdown(records):
     ]
     for r in records:
         if r.get("verdicts"):
-            name = r["name"] if r.get("built") else "%s (not built here: the archs of its wheel)" % r["name"]
+            name = r["name"]
+            if not r.get("built"):  # records from before ``archs_of`` are of wheels
+                name += " (not built here: the archs of %s)" % r.get("archs_of", "its wheel")
             lines.append("| %s | %s |" % (name, " | ".join(_cell(d) for d in r["verdicts"])))
     return "\n".join(lines) + "\n"

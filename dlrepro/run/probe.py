@@ -133,13 +133,15 @@ def inspect(matrix, image, options, cuobjdump, log=print):
 
 def not_built(image, reason, instead):
     """The record of an image that could not be built or looked inside here: the reason and what a user needs; where
-    the matrix lists the architectures of its build (read from the wheel, no image needed), the pre-flight's verdict
-    per GPU on those."""
+    the matrix lists the architectures of its build (read from the wheel, or for an image compiled from its sources
+    what it is compiled for: no image needed), the pre-flight's verdict per GPU on those (``archs_of`` says which)."""
     record = {"name": image.name, "built": False, "reason": reason, "instead": instead}
     if image.cuda_archs:
+        compiled = bool(image.lua or image.compile)
         record.update(
             preflight_archs=list(image.cuda_archs),
-            preflight_source="the matrix's cuda_archs (read from the wheel)",
+            preflight_source="the matrix's cuda_archs (%s)" % ("its compile flags" if compiled else "read from the wheel"),
             verdicts=gpu_support.verdicts(image.name, list(image.cuda_archs)),
+            archs_of="its compile flags" if compiled else "its wheel",
         )
     return record

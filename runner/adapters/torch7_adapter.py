@@ -1,4 +1,5 @@
-"""Lua Torch 7 adapter (torch7 + nn + optim built from their sources in the torch7 image): DLBench's fifth tool.
+"""Lua Torch 7 adapter (torch7 + nn + optim built from their sources in the torch7 images, cutorch + cunn too in the
+CUDA one): DLBench's fifth tool.
 
 Torch 7 is a Lua library (LuaJIT), which no Python binding of its time reaches, so the adapter drives one LuaJIT
 process per job, ``runner/adapters/torch7_harness.lua``, over its standard input and output (the protocol is at the
@@ -25,8 +26,17 @@ Conventions: labels are 1-based in Torch 7 (the harness adds 1); the loss is nn.
 cross entropy averaged over the mini-batch); optim.sgd runs with dampening 0 (its default dampening equals the
 momentum; PyTorch's and Caffe's is 0), weight decay added to the gradient before momentum, as PyTorch's.
 Initialisation: "default" is each nn module's own reset(); "xavier" Caffe's XavierFiller (U(+-sqrt(3/fan_in))),
-"glorot_uniform" Glorot's, "uniform" every parameter U(+-scale); biases 0. CPU only: the CUDA packages (cutorch,
-cunn, cudnn) are not built (images/matrix.yaml says why).
+"glorot_uniform" Glorot's, "uniform" every parameter U(+-scale); biases 0.
+
+Device cuda (images/matrix.yaml torch7-7.0-cuda): the harness loads cutorch and cunn, initialises the model on the
+CPU (one seed, one model on either device), then moves the model, the criterion and each mini-batch to the GPU
+(``:cuda()``; labels ``:cudaLong()``); ``synchronize`` is ``cutorch.synchronize()``, which runner.measure calls
+before each clock read (the "pipelined_wall" timer: no device clock is reached from here). Convolutions are cunn's
+own (im2col + cuBLAS): cudnn.torch is not built (it needs cuDNN 7, which no CUDA 11 has), where DLBench's Torch ran
+cuDNN. One GPU per job (the first visible one), float32 only, no data-parallel path (cunn's nn.DataParallelTable is
+not driven). A cuda job where cutorch or cunn does not load (the CPU image has neither; without a GPU cutorch
+stops at device discovery: "cuda runtime error (100) : no CUDA-capable device is detected") is recorded failed with
+that line (runner.job), before anything is built.
 
 Python 3.6 syntax, standard library and numpy only.
 """
@@ -105,20 +115,51 @@ class Harness(object):
             self.process.wait()
 
 
+DEVICES = ("cpu", "cuda")
+GPU_CODE = "cunn's own kernels: convolutions by im2col + cuBLAS GEMM (no cuDNN: cudnn.torch is not built), float32"
+
+
+def setup_request(job):
+    """The harness's first request for ``job``: "setup <threads> <seed> <device>" (device cuda loads cutorch and
+    cunn there)."""
+    return "setup %d %d %s" % (job.get("threads") or 0, job.get("seed") or 0, job["device"])
+
+
+def gpu_record(fields):
+    """result.json's ``gpu`` of a cuda job from the setup reply's GPU fields (name, "major.minor", memory bytes,
+    CUDA runtime and driver versions as cudaRuntimeGetVersion gives them, e.g. 11080): {name, capability,
+    memory_bytes, cuda_runtime ("11.8"), cuda_driver ("12.2")}."""
+    name, capability, memory, runtime, driver = fields
+
+    def dotted(number):
+        return "%d.%d" % (int(number) // 1000, int(number) % 1000 // 10)
+
+    return {
+        "name": name,
+        "capability": capability,
+        "memory_bytes": int(memory),
+        "cuda_runtime": dotted(runtime),
+        "cuda_driver": dotted(driver),
+    }
+
+
 class Adapter(Base):
     name = "torch7"
 
     def __init__(self, job):
         super(Adapter, self).__init__(job)
-        if job["device"] != "cpu":
-            raise UnsupportedError("the torch7 adapter runs on the CPU only: its image has no cutorch, cunn or cudnn")
+        if job["device"] not in DEVICES:
+            raise UnsupportedError("the torch7 adapter runs on %s, not %s" % (" or ".join(DEVICES), job["device"]))
         self.build_name = "torch7 (Lua)"
         self.harness = Harness()
         self.slots, self.pruned = 0, "none"  # pruned: set by build()
-        luajit, threads, openmp = self.harness.call(
-            "setup %d %d" % (job.get("threads") or 0, job.get("seed") or 0)
-        ).split("|")
-        self.lua = {"luajit": luajit, "threads": int(threads), "openmp": openmp}
+        try:
+            reply = self.harness.call(setup_request(job)).split("|")
+        except HarnessError:
+            self.harness.close()  # no adapter is returned, so nothing else would end the LuaJIT process
+            raise
+        self.lua = {"luajit": reply[0], "threads": int(reply[1]), "openmp": reply[2]}
+        self.gpu = gpu_record(reply[3:]) if job["device"] == "cuda" else None
 
     def environment(self):
         return {
@@ -128,12 +169,21 @@ class Adapter(Base):
             "luajit": self.lua["luajit"],
             "openmp": self.lua["openmp"],
             "threads": self.lua["threads"],
-            "cuda": None,
+            "cuda": self.gpu["cuda_runtime"] if self.gpu else None,
             "cudnn": None,
+            "gpu": self.gpu,
+            "gpu_code": GPU_CODE if self.gpu else None,
             "layout": "NCHW",
             "gradients": gradients_text(self.pruned),
             "driver": "runner.adapters.torch7_harness.lua over a pipe (one LuaJIT process per job)",
         }
+
+    def gpu_capability(self):
+        return (self.gpu["name"], self.gpu["capability"]) if self.gpu else None
+
+    def synchronize(self):
+        if self.gpu:
+            self.harness.call("sync")
 
     def build(self):
         model = self.job["model"]

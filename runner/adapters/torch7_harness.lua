@@ -4,13 +4,20 @@
 -- Requests: one line "<verb> <arguments>", then for "model" and "batch" a binary payload of the stated length.
 -- Replies: one line "= <text>" (then for "infer" and "params" a binary payload), or "! <message>" for an error.
 -- Lines of stdout that do not start with "=" or "!" are never written by this harness; its own messages go to stderr.
---   setup <threads> <seed>            torch.setnumthreads (0: leave the default), torch.manualSeed; reply versions
+--   setup <threads> <seed> <device>   torch.setnumthreads (0: leave the default), torch.manualSeed; device cuda:
+--                                     require cutorch and cunn (an error where either is absent or finds no GPU),
+--                                     cutorch.manualSeedAll; reply "<luajit>|<threads>|<openmp>", and for cuda
+--                                     "|<GPU name>|<major.minor>|<memory bytes>|<CUDA runtime>|<CUDA driver>" (GPU 1)
 --   model <bytes> <gradients>         Lua chunk returning the model (runner.adapters.torch7_lua); gradients (runner.contract)
 --                                     pruned | gate_op; reply "<parameter count> <the module whose input gradient is
 --                                     pruned, or none>"
---   init <scheme> <scale>             default | xavier | glorot_uniform | uniform (scale); reply "ok"
+--   init <scheme> <scale>             default | xavier | glorot_uniform | uniform (scale), on the CPU (one seed gives
+--                                     one model on either device); then for cuda the model and the criterion move
+--                                     to the GPU (:cuda()); reply "ok"
 --   optim <name> <lr> <momentum> <nesterov 0|1> <weight decay> <beta1> <beta2> <eps>   reply "ok"
---   batch <slot> <n> <x bytes> <y bytes> <dims of one sample...>   float32 x then int64 y (0-based); reply "ok"
+--   batch <slot> <n> <x bytes> <y bytes> <dims of one sample...>   float32 x then int64 y (0-based), copied to the
+--                                     GPU for cuda; reply "ok"
+--   sync                              cutorch.synchronize() for cuda (nothing on the CPU); reply "ok"
 --   train <slot>                      forward, loss, backward, update; reply the loss
 --   infer <slot>                      evaluate-mode forward; reply "<bytes> <dims...>", then float32 outputs
 --   params                            reply "<count> <bytes> <numel...>", then every parameter's float32 values
@@ -29,6 +36,7 @@ io.stdout:setvbuf('full')
 
 local model, criterion, params, grads, step, config, state
 local slots = {}
+local cuda = false  -- setup's device: true for cuda
 
 local function reply(text, payload)
    io.stdout:write('= ', text, '\n')
@@ -64,11 +72,33 @@ end
 
 local verbs = {}
 
-function verbs.setup(threads, seed)
+-- require a CUDA package, or fail with the first line of why, less a closing colon (cutorch without a GPU: "cuda
+-- runtime error (100) : no CUDA-capable device is detected at ...THCGeneral.c:70"; the CPU image: "module 'cutorch'
+-- not found", whose next lines list every path searched)
+local function require_cuda(name)
+   local ok, found = pcall(require, name)
+   if not ok then
+      local why = tostring(found):match('[^\n]*'):gsub(':$', '')
+      error(string.format("device cuda: require '%s' failed: %s", name, why), 0)
+   end
+   return found
+end
+
+function verbs.setup(threads, seed, device)
    if tonumber(threads) > 0 then torch.setnumthreads(tonumber(threads)) end
    torch.manualSeed(tonumber(seed))
-   reply(string.format('%s|%d|%s', jit and jit.version or _VERSION, torch.getnumthreads(),
-                       torch.hasOpenMP and tostring(torch.hasOpenMP()) or 'unknown'))
+   local text = string.format('%s|%d|%s', jit and jit.version or _VERSION, torch.getnumthreads(),
+                              torch.hasOpenMP and tostring(torch.hasOpenMP()) or 'unknown')
+   if device == 'cuda' then
+      cutorch = require_cuda('cutorch')
+      require_cuda('cunn')
+      cuda = true
+      cutorch.manualSeedAll(tonumber(seed))
+      local gpu = cutorch.getDeviceProperties(cutorch.getDevice())
+      text = string.format('%s|%s|%d.%d|%.0f|%d|%d', text, gpu.name, gpu.major, gpu.minor, gpu.totalGlobalMem,
+                           cutorch.getRuntimeVersion(), cutorch.getDriverVersion())
+   end
+   reply(text)
 end
 
 -- "pruned": the first module computes no gradient with respect to the mini-batch (nothing reads it), as DLBench's
@@ -102,6 +132,12 @@ function verbs.init(scheme, scale)
          if kind == 'nn.Linear' or kind == 'nn.SpatialConvolution' then fill(m, scheme) end
       end
    end
+   if cuda then
+      -- nn's type conversion keeps the flat parameters' sharing; they are flattened again on the GPU
+      model:cuda()
+      criterion:cuda()
+      params, grads = model:getParameters()
+   end
    reply('ok')
 end
 
@@ -125,6 +161,7 @@ function verbs.batch(slot, n, xbytes, ybytes, ...)
    for _, d in ipairs({...}) do dims[#dims + 1] = tonumber(d) end
    local x = from_bytes(torch.FloatTensor(torch.LongStorage(dims)), read_exactly(tonumber(xbytes)))
    local y = from_bytes(torch.LongTensor(tonumber(n)), read_exactly(tonumber(ybytes))):add(1)
+   if cuda then x, y = x:cuda(), y:cudaLong() end  -- cunn's ClassNLLCriterion takes CudaLongTensor targets
    slots[slot] = {x, y}
    reply('ok')
 end
@@ -142,6 +179,11 @@ function verbs.train(slot)
    end
    step(feval, params, config, state)
    reply(string.format('%.9g', loss))
+end
+
+function verbs.sync()
+   if cuda then cutorch.synchronize() end
+   reply('ok')
 end
 
 function verbs.infer(slot)

@@ -99,7 +99,7 @@ def test_every_entry_renders_and_its_lock_pins_its_framework_version(matrix, nam
         return
     if image.lua:  # built from its source archives, each checked against the catalogue's SHA-256 before it is built
         sums = [s["sha256"] for s in context.lua_sources(image)]
-        assert pins == [] and "pip install" not in text and len(sums) == 6
+        assert pins == [] and "pip install" not in text and len(sums) == {"cpu": 6, "cuda": 8}[image.device]
         assert (
             "RUN cd /src && printf '%%s  %%s\\n' %s | sha256sum --strict -c -"
             % " ".join("%s %s" % (s["sha256"], s["file"]) for s in context.lua_sources(image))
@@ -321,8 +321,19 @@ def test_matrix_errors_name_file_and_field(tmp_path):
             "(CUDA_ARCH_BIN and CUDA_ARCH_PTX); make them the same",
         ),
         (
-            "apt_components: [contrib, non-free, non-free-firmware]",
-            "apt_components: [contrib, nonfree]",
+            'env: {TORCH_CUDA_ARCH_LIST: "6.0"}',
+            'env: {TORCH_CUDA_ARCH_LIST: "6.0 7.0+PTX"}',
+            "cuda_archs: sm_60, but lua.env builds sm_60 sm_70 compute_70 (TORCH_CUDA_ARCH_LIST); make them the same",
+        ),
+        (
+            'env: {TORCH_CUDA_ARCH_LIST: "6.0"}',
+            'env: {TORCH_CUDA_ARCH_LIST: "Pascal"}',
+            "lua.env.TORCH_CUDA_ARCH_LIST: 'Pascal' is not NUM.NUM or NUM.NUM+PTX; give each architecture so (e.g. "
+            "6.0 7.0+PTX), so that cuda_archs can be checked against it",
+        ),
+        (
+            "apt_components: [contrib, non-free, non-free-firmware]\n    system_packages: [libcudart11.0",
+            "apt_components: [contrib, nonfree]\n    system_packages: [libcudart11.0",
             "apt_components.1",
         ),
         (
@@ -334,7 +345,8 @@ def test_matrix_errors_name_file_and_field(tmp_path):
     ],
 )
 def test_a_compiled_cuda_image_lists_the_archs_it_compiles_and_known_components(tmp_path, old, new, said):
-    """The plan trusts cuda_archs: for an image compiled here they must be what CMake is told to build."""
+    """The plan trusts cuda_archs: for an image compiled here they must be what CMake is told to build (Caffe's
+    CUDA_ARCH_BIN and CUDA_ARCH_PTX, Torch 7's TORCH_CUDA_ARCH_LIST)."""
     path = tmp_path / "matrix.yaml"
     text = MATRIX_FILE.read_text()
     assert text.count(old) == 1

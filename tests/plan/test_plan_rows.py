@@ -2,8 +2,8 @@
 pinned,
 and on the host issue 56 names (4 x P100, 32 cores, every dataset) exactly which claims stay blocked and why. CNTK's
 LSTM (runner.adapters.cntk_recurrent), MXNet's one-process data-parallel path and TensorFlow's MirroredStrategy path
-(runner.adapters.tensorflow_parallel: multigpu-fcn-r-slow) unblocked the rest; Torch 7 on GPUs would add
-alexnet-s-ordering."""
+(runner.adapters.tensorflow_parallel: multigpu-fcn-r-slow) unblocked the rest; Torch 7's CUDA image (sm_60) added
+alexnet-s-ordering on Pascal (P100, GTX 1080)."""
 
 import pytest
 
@@ -15,8 +15,8 @@ DLBENCH_TESTABLE = {
     "2 CPU cores (this project's build machine)": 1,
     "16-core CPU": 2,
     "K80": 6,
-    "GTX 1080": 16,
-    "P100": 16,
+    "GTX 1080": 17,
+    "P100": 17,
     "V100": 16,
     "A100": 12,
     "H100/H200": 10,
@@ -40,33 +40,31 @@ def test_each_readme_host_tests_its_pinned_count_of_dlbenchs_claims(given):
     assert found == DLBENCH_TESTABLE
 
 
+# what keeps Torch 7 from DLBench's GPU claims on a GPU newer than Pascal (its image's cuda_archs and newer_builds)
 TORCH7_CUDA = (
-    "cutorch, cunn and cudnn.torch, Torch 7's GPU packages, have no image yet. cutorch 5e9d86c (2017-09, the "
-    "repository's last commit) builds with its rockspec's CMake arguments, Debian's CUDA 11.8 (nvcc 11.8.89, host gcc "
-    "11.3) and sm_60 after three source edits (its atomicAdd(half *, half) kept only where the cuda_fp16.hpp of CUDA "
-    "11.8 declares none, an #include <thrust/iterator/constant_iterator.h> in THCTensorMode.cu, and "
-    "cudaPointerAttributes.type for the isManaged that CUDA 11 removed), in about 70 minutes on 2 shared CPUs; there, "
-    "with no GPU, require 'cutorch' stops at device discovery: cuda runtime error (100) : no CUDA-capable device is "
-    "detected at THCGeneral.c:70. cunn 1ae6aa0 builds on it, in 12 minutes more, with SparseLinear.cu left out of its "
-    'library (compiled, it fails with error: identifier "cusparseScsrmm" is undefined: CUDA 11 removed the csrmm of '
-    "cuSPARSE, so nn.SparseLinear would have no GPU code). cudnn.torch (its R7 branch) loads libcudnn.so.7, and no "
-    "cuDNN 7 exists for CUDA 11 (the nvidia-cudnn-cu11 of PyPI starts at 8.5) (tried 2026-12-06 and 07)"
+    "Torch: torch7-7.0-cuda has no kernels for V100 (sm_70): it ships sm_60; no other build tried (cutorch and cunn "
+    "ended in 2017): K80 (sm_37) or Maxwell (sm_5x) code needs only more TORCH_CUDA_ARCH_LIST entries (and the compile "
+    "time they add); V100, A100 and H100 (sm_70 and up) first a change to cunn's LookupTable.cu, which calls __shfl and "
+    "__any without _sync (not available from compute capability 7.0, the CUDA C++ Programming Guide says)"
+)
+TORCH7_CAVEAT = (
+    "Torch: its GPU convolutions are cunn's own (im2col + cuBLAS: no cuDNN), where DLBench's Torch ran cuDNN "
+    "(cudnn.torch)"
 )
 
 
-def test_four_p100s_test_19_claims_and_say_exactly_what_blocks_the_other_3(given):
+def test_four_p100s_test_20_claims_and_say_exactly_what_blocks_the_other_2(given):
     host = coverage.Hardware("P100", 4, 32, coverage.every_dataset())
     claims = coverage.plan(given, host)["claims"]
     blocked = {o.what: (o.cause, o.reason) for o in claims if not o.testable}
-    assert sum(o.testable for o in claims) == 19 and len(claims) == 22
+    assert sum(o.testable for o in claims) == 20 and len(claims) == 22
+    by_claim = {o.what: o for o in claims}
+    assert by_claim["alexnet-s-ordering"].caveat == TORCH7_CAVEAT  # Torch 7's CUDA image runs it, without cuDNN
+    assert not [o.reason for o in claims if o.reason and "does not run" in o.reason]
     assert blocked == {
         "fastest-gpu": (
             "untestable",
             "it compares three GPU models (GTX 980, GTX 1080, K80); one host has one of them at most",
-        ),
-        "alexnet-s-ordering": (
-            "image",
-            "too few of its tools can run here (can: MXNet): Torch has no CUDA image (" + TORCH7_CUDA + ")",
         ),
         "multigpu-fcn-r-caffe": (
             "data-parallel",
@@ -81,3 +79,14 @@ def test_four_p100s_test_19_claims_and_say_exactly_what_blocks_the_other_3(given
             ),
         ),
     }
+
+
+@pytest.mark.parametrize("gpu, gpus", [("V100", 1), ("V100", 4)])
+def test_a_gpu_newer_than_pascal_keeps_torch7_out_of_alexnet_s_ordering_by_its_image_s_archs(given, gpu, gpus):
+    host = coverage.Hardware(gpu, gpus, 32, coverage.every_dataset())
+    (found,) = [o for o in coverage.plan(given, host)["claims"] if o.what == "alexnet-s-ordering"]
+    assert (found.testable, found.cause, found.reason) == (
+        False,
+        "arch",
+        "too few of its tools can run here (can: MXNet): " + TORCH7_CUDA,
+    )

@@ -8,18 +8,25 @@ dataset cache, as a run skips a job whose dataset is missing): every DLBench mod
 parameter count, counted by Torch 7, and FCN-R trains on MNIST.
 """
 
+import json
+import subprocess
 import sys
+import tarfile
 
 import numpy as np
 import pytest
 
 from dlrepro.errors import CannotRunHere, DatasetError, ImageError, SourcesMissing
-from dlrepro.images import context
+from dlrepro.images import context, pythons
+from dlrepro.images.bases import BaseRef
 from dlrepro.images import matrix as matrixmod
 from dlrepro.inputs import datasets, spec, studies
 from dlrepro.plan import coverage
 from dlrepro.run import jobs
+from dlrepro.run.options import RunOptions
 from runner import shapes
+from runner import contract
+from runner import job as runner_job
 from runner.adapters import capabilities, torch7_adapter, torch7_lua
 from tests.runner.torch7_sources import ARCHIVES, DLBENCH
 
@@ -76,8 +83,8 @@ def test_dlbench_s_lstm_is_refused_with_the_reason_before_anything_runs():
     with pytest.raises(torch7_lua.NoModule, match="Torch 7's nn has no embedding module"):
         torch7_lua.model_source(layers, [35])
     assert capabilities.unsupported_parallel("torch7", "throughput") == (
-        "no data-parallel training in the torch7 adapter: its image is CPU only: DLBench's Torch trained "
-        "data-parallel with cutorch's nn.DataParallelTable, and cutorch/cunn are not built"
+        "no data-parallel training in the torch7 adapter: its adapter drives one GPU per job: DLBench's Torch trained "
+        "data-parallel with cunn's nn.DataParallelTable, which the adapter has no path for yet"
     )
 
 
@@ -113,6 +120,7 @@ def test_the_recipe_checks_each_archive_against_the_catalogues_sha256_before_bui
         "sha256": "5a92379ca9052f0b9f80bf0cafcd091083e2af87d4093635595bc26922c2a723",
         "cmake": True,
         "modules": {},
+        "edits": [],
     }
     assert [datasets.lookup(a).files["archive"].sha256 for a in ARCHIVES] == [s["sha256"] for s in found]
 
@@ -148,19 +156,116 @@ def test_the_plan_runs_dlbench_s_torch_where_torch7_has_the_model():
     assert not [r for r in reasons if "does not run Torch" in r or "a tool the suite does not run" in r]
     by_claim = dict(zip(dlbench.claims, found["claims"]))
     assert by_claim["cpu-threads-scaling"].testable  # Torch 7's CPU image joins the CPU claim
-    assert (by_claim["alexnet-s-ordering"].cause, by_claim["alexnet-s-ordering"].reason) == (
-        "image",
-        "too few of its tools can run here (can: MXNet): Torch has no CUDA image (cutorch, cunn and cudnn.torch, "
-        "Torch 7's GPU packages, have no image yet. cutorch 5e9d86c (2017-09, the repository's last commit) builds "
-        "with its rockspec's CMake arguments, Debian's CUDA 11.8 (nvcc 11.8.89, host gcc 11.3) and sm_60 after three "
-        "source edits (its atomicAdd(half *, half) kept only where the cuda_fp16.hpp of CUDA 11.8 declares none, an "
-        "#include <thrust/iterator/constant_iterator.h> in THCTensorMode.cu, and cudaPointerAttributes.type for the "
-        "isManaged that CUDA 11 removed), in about 70 minutes on 2 shared CPUs; there, with no GPU, require 'cutorch' "
-        "stops at device discovery: cuda runtime error (100) : no CUDA-capable device is detected at THCGeneral.c:70. "
-        "cunn 1ae6aa0 builds on it, in 12 minutes more, with SparseLinear.cu left out of its library (compiled, it "
-        'fails with error: identifier "cusparseScsrmm" is undefined: CUDA 11 removed the csrmm of cuSPARSE, so '
-        "nn.SparseLinear would have no GPU code). cudnn.torch (its R7 branch) loads libcudnn.so.7, and no cuDNN 7 "
-        "exists for CUDA 11 (the nvidia-cudnn-cu11 of PyPI starts at 8.5) (tried 2026-12-06 and 07))",
+    # Torch 7's CUDA image (sm_60) runs AlexNet-S on the P100s: the claim is testable, with what its numbers are not
+    assert by_claim["alexnet-s-ordering"].testable and by_claim["alexnet-s-ordering"].caveat == (
+        "Torch: its GPU convolutions are cunn's own (im2col + cuBLAS: no cuDNN), where DLBench's Torch ran cuDNN "
+        "(cudnn.torch)"
+    )
+
+
+# ------------------------------------------------------------------ the CUDA image's recipe
+
+REGISTRY_BASE = BaseRef(
+    "debian-bookworm",
+    "debian@sha256:" + "3" * 64,
+    "registry",
+    "sha256:" + "3" * 64,
+    "sha256:" + "4" * 64,
+    {},
+    pythons.Provider("debian", "python3", ["python3", "python3-venv"]),
+)
+EDIT = (  # the Dockerfile's edit step (images/Dockerfile.j2 apply_edits), less its folder and arguments
+    "python3 -c 'import sys; path, old, new = sys.argv[1], sys.argv[2], \"\\n\".join(sys.argv[3:]); text = "
+    "open(path).read(); assert text.count(old) == 1, (path, old); open(path, \"w\").write(text.replace(old, new))' \\\n"
+)
+
+
+def _cuda_dockerfile():
+    return context.render_dockerfile(matrixmod.load().entry("torch7-7.0-cuda"), REGISTRY_BASE)
+
+
+def test_the_cuda_recipe_compiles_cutorch_and_cunn_for_sm_60_with_g_11_after_the_four_edits():
+    image = matrixmod.load().entry("torch7-7.0-cuda")
+    text = _cuda_dockerfile()
+    assert image.cuda_archs == ["sm_60"] and image.cuda == "11.8" and image.cudnn is None
+    assert "\nENV TORCH_CUDA_ARCH_LIST=6.0\n" in text  # what cutorch's and cunn's CMakeLists compile for
+    assert "nvidia-cuda-toolkit=11.8.89~11.8.0-5~deb12u1 g++-11\n" in text
+    assert text.count(" -DCMAKE_BUILD_TYPE=Release -DCUDA_HOST_COMPILER=/usr/bin/g++-11 \\\n") == 7  # every CMake source
+    cutorch, cunn = "/src/cutorch-5e9d86cb982a6048d3077aeb0e0cee19847b4c08", "/src/cunn-1ae6aa08bd062bb609d126ca7a2d8f5411797b8c"
+    edits = [
+        (
+            cutorch,
+            "lib/THC/THCAtomics.cuh '#ifdef CUDA_HALF_TENSOR' '#if defined(CUDA_HALF_TENSOR) && (CUDA_VERSION < 10000 "
+            "|| (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700))'",
+        ),
+        (
+            cutorch,
+            "lib/THC/THCTensorMode.cu '#include <thrust/sequence.h>' '#include <thrust/sequence.h>' "
+            "'#include <thrust/iterator/constant_iterator.h>'",
+        ),
+        (
+            cutorch,
+            "init.c 'lua_pushboolean(L, attributes.isManaged);' "
+            "'lua_pushboolean(L, attributes.type == cudaMemoryTypeManaged);'",
+        ),
+        (
+            cunn,
+            "lib/THCUNN/CMakeLists.txt 'FILE(GLOB src-cuda *.cu)' 'FILE(GLOB src-cuda *.cu)' "
+            "'LIST(REMOVE_ITEM src-cuda ${CMAKE_CURRENT_SOURCE_DIR}/SparseLinear.cu)'",
+        ),
+    ]
+    at = [text.index("RUN cd %s && %s      %s\n" % (folder, EDIT, arguments)) for folder, arguments in edits]
+    # each source's edits after its archive is unpacked and before it is configured
+    assert text.index("for archive in *.tar") < at[0] < at[1] < at[2] < text.index("RUN cmake -S %s " % cutorch)
+    assert text.index("RUN cmake -S %s " % cutorch) < at[3] < text.index("RUN cmake -S %s " % cunn)
+    assert text.count(EDIT) == 4
+    assert "luajit -e " in text and "package.searchpath(lib, package.cpath)" in text  # the libraries load, unrun
+
+
+def _sources_or_skip(names):
+    absent = [name for name in names if datasets.missing(name)]
+    if absent:
+        pytest.skip(
+            "Torch 7's source archives %s are not in the dataset cache: `dlrepro datasets.fetch NAME` (or "
+            "--from FOLDER, archives made with git archive as dlrepro/inputs/datasets.yaml says)" % ", ".join(absent)
+        )
+    return {name: datasets.root() / "sha256" / datasets.ensure(name, log=lambda line: None).files["archive"] for name in names}
+
+
+def test_the_four_edits_apply_exactly_once_to_the_real_cutorch_and_cunn_archives(tmp_path):
+    """The Dockerfile's own edit steps, run on the pinned archives unpacked here (their /src/ is tmp_path): each finds
+    its text once and leaves the new text in its place."""
+    for archive in _sources_or_skip(["lua-cutorch", "lua-cunn"]).values():
+        with tarfile.open(str(archive)) as tar:
+            tar.extractall(str(tmp_path))
+    image = matrixmod.load().entry("torch7-7.0-cuda")
+    steps = [block for block in _cuda_dockerfile().split("\nRUN ") if block.startswith("cd /src/")]
+    assert len(steps) == 4
+    for step in steps:
+        command = step.replace("cd /src/", "cd %s/" % tmp_path, 1).split("\n#")[0].split("\nRUN")[0]
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    edited = [(s.archive, e) for s in image.lua.sources for e in s.edits]
+    assert [(a, e.path) for a, e in edited] == [
+        ("lua-cutorch", "lib/THC/THCAtomics.cuh"),
+        ("lua-cutorch", "lib/THC/THCTensorMode.cu"),
+        ("lua-cutorch", "init.c"),
+        ("lua-cunn", "lib/THCUNN/CMakeLists.txt"),
+    ]
+    for archive, edit in edited:
+        folder = datasets.lookup(archive).files["archive"].name[: -len(".tar")]
+        text = (tmp_path / folder / edit.path).read_text()
+        assert text.count(edit.new) == 1, edit.path
+    unedited = tmp_path / "again"
+    for archive in _sources_or_skip(["lua-cutorch"]).values():
+        with tarfile.open(str(archive)) as tar:
+            tar.extractall(str(unedited))
+    # an edit whose text is gone (or doubled) stops the build instead of passing silently
+    command = steps[2].replace("cd /src/", "cd %s/" % unedited, 1).split("\n#")[0]
+    (unedited / "cutorch-5e9d86cb982a6048d3077aeb0e0cee19847b4c08" / "init.c").write_text("int main;\n")
+    refused = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+    assert refused.returncode == 1 and "AssertionError: ('init.c', 'lua_pushboolean(L, attributes.isManaged);')" in (
+        refused.stderr
     )
 
 
@@ -241,6 +346,7 @@ def test_the_adapter_asks_the_harness_for_the_job_s_gradients_and_records_what_i
     adapter = torch7_adapter.Adapter.__new__(torch7_adapter.Adapter)
     adapter.job, adapter.pruned = job, "none"
     adapter.lua = {"luajit": "LuaJIT 2.1.0-beta3", "threads": 1, "openmp": "true"}
+    adapter.gpu = None
     adapter.harness = torch7_adapter.Harness([sys.executable, str(fake)])
     try:
         assert adapter.build() == 8
@@ -251,6 +357,99 @@ def test_the_adapter_asks_the_harness_for_the_job_s_gradients_and_records_what_i
         gradients or "pruned",
     )
     assert adapter.environment()["gradients"] == said
+
+
+GPU_HARNESS = r"""
+import sys
+for line in iter(sys.stdin.buffer.readline, b""):
+    sys.stderr.write(line.decode())
+    if line.startswith(b"setup"):
+        sys.stdout.buffer.write(b"= LuaJIT 2.1.0-beta3|1|true|Tesla P100-PCIE-16GB|6.0|17071734784|11080|12020\n")
+    elif line.startswith(b"quit"):
+        break
+    else:
+        sys.stdout.buffer.write(b"= ok\n")
+    sys.stdout.buffer.flush()
+"""
+NO_CUTORCH = r"""
+import sys
+sys.stdin.readline()
+sys.stdout.write("! device cuda: require 'cutorch' failed: module 'cutorch' not found\n")
+sys.stdout.flush()
+sys.stdin.readline()
+"""
+
+
+def _fake_harness(monkeypatch, tmp_path, text):
+    fake = tmp_path / "fake_harness.py"
+    fake.write_text(text)
+    monkeypatch.setattr(torch7_adapter, "LUAJIT", sys.executable)
+    monkeypatch.setattr(torch7_adapter, "HARNESS", str(fake))
+
+
+def test_a_cuda_job_asks_the_harness_for_the_gpu_and_records_it_and_what_ran(tmp_path, monkeypatch, capfd):
+    """The job's device goes with the harness's first request; the reply's GPU fields (cutorch.getDeviceProperties,
+    the CUDA runtime and driver) are result.json's, the capability the architecture check's, and synchronize is the
+    harness's cutorch.synchronize()."""
+    assert torch7_adapter.setup_request({"device": "cuda", "threads": None, "seed": 7}) == "setup 0 7 cuda"
+    assert torch7_adapter.setup_request({"device": "cpu", "threads": 2}) == "setup 2 0 cpu"
+    _fake_harness(monkeypatch, tmp_path, GPU_HARNESS)
+    adapter = torch7_adapter.Adapter({"device": "cuda", "threads": None, "seed": 7})
+    try:
+        adapter.synchronize()
+        env = adapter.environment()
+        assert adapter.gpu_capability() == ("Tesla P100-PCIE-16GB", "6.0")
+    finally:
+        adapter.harness.close()
+    assert capfd.readouterr().err == "setup 0 7 cuda\nsync\nquit\n"
+    assert (env["cuda"], env["cudnn"]) == ("11.8", None)
+    assert env["gpu"] == {
+        "name": "Tesla P100-PCIE-16GB",
+        "capability": "6.0",
+        "memory_bytes": 17071734784,
+        "cuda_runtime": "11.8",
+        "cuda_driver": "12.2",
+    }
+    assert env["gpu_code"] == (
+        "cunn's own kernels: convolutions by im2col + cuBLAS GEMM (no cuDNN: cudnn.torch is not built), float32"
+    )
+
+
+def test_a_cpu_job_sends_no_cuda_request_and_records_no_gpu(tmp_path, monkeypatch, capfd):
+    _fake_harness(monkeypatch, tmp_path, GPU_HARNESS.replace("|Tesla P100-PCIE-16GB|6.0|17071734784|11080|12020", ""))
+    adapter = torch7_adapter.Adapter({"device": "cpu", "threads": 1})
+    try:
+        adapter.synchronize()  # nothing to wait for on the CPU
+        env = adapter.environment()
+        assert adapter.gpu_capability() is None
+    finally:
+        adapter.harness.close()
+    assert capfd.readouterr().err == "setup 1 0 cpu\nquit\n"
+    assert (env["cuda"], env["gpu"], env["gpu_code"]) == (None, None, None)
+
+
+def test_a_cuda_job_where_cutorch_does_not_load_is_recorded_failed_with_the_harness_s_line(tmp_path, monkeypatch):
+    """runner.job records the harness's reason (here the CPU image's: no cutorch), and the LuaJIT process ends."""
+    _fake_harness(monkeypatch, tmp_path, NO_CUTORCH)
+    (job,) = jobs.expand(
+        spec.load("fcn"), RunOptions(frameworks=["torch7"], variants=["fcn-r"], device="cuda", quick=True)
+    )
+    contract.write_json(str(tmp_path / "job.json"), job)
+    started = []
+    real = torch7_adapter.Harness.__init__
+
+    def keep(self, command=None):
+        real(self, command)
+        started.append(self.process)
+
+    monkeypatch.setattr(torch7_adapter.Harness, "__init__", keep)
+    runner_job.run(str(tmp_path / "job.json"), str(tmp_path / "out"))
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert (result["status"], result["reason"]) == (
+        "failed",
+        "HarnessError: the Torch 7 harness failed: device cuda: require 'cutorch' failed: module 'cutorch' not found",
+    )
+    assert [p.poll() for p in started] == [0]  # closed, not left waiting on its standard input
 
 
 def test_the_measured_window_counts_a_child_process_cpu_time_and_says_so():
