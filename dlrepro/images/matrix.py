@@ -291,7 +291,11 @@ class Image(Strict):
                 "newer_builds: only a CUDA image has GPU code to compare; remove it from this %s image" % self.device
             )
         for compiled, where, by in (
-            (_compiled_archs(self.compile.cmake) if self.compile else None, "compile.cmake", "CUDA_ARCH_BIN and CUDA_ARCH_PTX"),
+            (
+                _compiled_archs(self.compile.cmake) if self.compile else None,
+                "compile.cmake",
+                "CUDA_ARCH_BIN and CUDA_ARCH_PTX",
+            ),
             (_lua_archs(self.lua.env) if self.lua else None, "lua.env", "TORCH_CUDA_ARCH_LIST"),
         ):
             if compiled is not None and sorted(compiled, key=_arch_order) != sorted(self.cuda_archs, key=_arch_order):

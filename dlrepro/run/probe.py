@@ -140,7 +140,8 @@ def not_built(image, reason, instead):
         compiled = bool(image.lua or image.compile)
         record.update(
             preflight_archs=list(image.cuda_archs),
-            preflight_source="the matrix's cuda_archs (%s)" % ("its compile flags" if compiled else "read from the wheel"),
+            preflight_source="the matrix's cuda_archs (%s)"
+            % ("its compile flags" if compiled else "read from the wheel"),
             verdicts=gpu_support.verdicts(image.name, list(image.cuda_archs)),
             archs_of="its compile flags" if compiled else "its wheel",
         )

@@ -1,32 +1,27 @@
 """Lua Torch 7 in its CPU image (issue 56; the host side: tests/runner/test_torch7.py): every DLBench model Torch 7
-expresses has the spec's parameter count, counted by Torch 7, and FCN-R trains on MNIST. Skipped with the reason
-where the source archives are not in the dataset cache, as a run skips a job whose dataset is missing."""
+expresses has the spec's parameter count, counted by Torch 7, FCN-R trains on MNIST, and a cuda job there (no cutorch)
+is recorded failed with the harness's reason. Skipped with the reason where the source archives are not in the
+dataset cache, as a run skips a job whose dataset is missing."""
 
 import json
 import math
 
+import docker
 import pytest
 
-from dlrepro.inputs import datasets
-from dlrepro.run import runs
+from dlrepro.images import build
+from dlrepro.inputs import spec
+from dlrepro.run import jobs, runs
 from dlrepro.run.options import RunOptions
+from runner import contract
+from tests import helpers
 from tests.helpers import fresh_cache
-from tests.runner.torch7_sources import ARCHIVES, DLBENCH
-
-
-def _sources_or_skip():
-    absent = [name for name in ARCHIVES if datasets.missing(name)]
-    if absent:
-        pytest.skip(
-            "Torch 7's source archives %s are not in the dataset cache: `dlrepro datasets.fetch NAME` (or "
-            "--from FOLDER, archives made with git archive as dlrepro/inputs/datasets.yaml says)" % ", ".join(absent)
-        )
-    return {name: datasets.ensure(name) for name in ARCHIVES}
+from tests.runner.torch7_sources import DLBENCH, sources_or_skip
 
 
 @pytest.fixture(scope="module")
 def torch7_sources():
-    return _sources_or_skip()
+    return sources_or_skip()
 
 
 @pytest.mark.docker
@@ -86,4 +81,28 @@ def test_torch7_trains_fcn_r_on_mnist_in_its_cpu_image(
     assert env["luajit"].startswith("LuaJIT 2.1")
     assert env["gradients"] == (  # the suite's step: runner.contract's default, gradients pruned
         "nn's backward less the first module's (nn.Linear) gradient with respect to the mini-batch (gradInput nil)"
+    )
+
+
+@pytest.mark.docker
+def test_a_cuda_job_in_the_cpu_image_is_recorded_failed_with_the_reason(
+    docker_engine, torch7_sources, tmp_path, monkeypatch, matrix
+):
+    """The real harness in the CPU image (no cutorch) answers a cuda job's setup with why, and the runner records the
+    job failed with that line instead of crashing (exit status 1: a recorded failure)."""
+    fresh_cache(monkeypatch, tmp_path, **torch7_sources)
+    image = build.ensure(matrix, matrix.entry("torch7-7.0-cpu"), build.BuildOptions(), log=lambda line: None)
+    (job,) = jobs.expand(
+        spec.load("fcn"), RunOptions(frameworks=["torch7"], variants=["fcn-r"], device="cuda", quick=True)
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    contract.write_json(str(out / "job.json"), job)
+    with pytest.raises(docker.errors.ContainerError) as ended:
+        helpers.run_python(docker_engine, image.tag, out, "-m", "runner", "/out/job.json", "/out/result")
+    assert ended.value.exit_status == 1
+    result = json.loads((out / "result" / "result.json").read_text())
+    assert (result["status"], result["reason"]) == (
+        "failed",
+        "HarnessError: the Torch 7 harness failed: device cuda: require 'cutorch' failed: module 'cutorch' not found",
     )

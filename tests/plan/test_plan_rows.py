@@ -43,9 +43,9 @@ def test_each_readme_host_tests_its_pinned_count_of_dlbenchs_claims(given):
 # what keeps Torch 7 from DLBench's GPU claims on a GPU newer than Pascal (its image's cuda_archs and newer_builds)
 TORCH7_CUDA = (
     "Torch: torch7-7.0-cuda has no kernels for V100 (sm_70): it ships sm_60; no other build tried (cutorch and cunn "
-    "ended in 2017): K80 (sm_37) or Maxwell (sm_5x) code needs only more TORCH_CUDA_ARCH_LIST entries (and the compile "
-    "time they add); V100, A100 and H100 (sm_70 and up) first a change to cunn's LookupTable.cu, which calls __shfl and "
-    "__any without _sync (not available from compute capability 7.0, the CUDA C++ Programming Guide says)"
+    "ended in 2017): K80 (sm_37) or Maxwell (sm_5x) code needs only more TORCH_CUDA_ARCH_LIST entries (and the "
+    "compile time they add); V100, A100 and H100 (sm_70 and up) first a change to cunn's LookupTable.cu, which calls "
+    "__shfl and __any without _sync (not available from compute capability 7.0, the CUDA C++ Programming Guide says)"
 )
 TORCH7_CAVEAT = (
     "Torch: its GPU convolutions are cunn's own (im2col + cuBLAS: no cuDNN), where DLBench's Torch ran cuDNN "

@@ -1,9 +1,9 @@
 """Lua Torch 7 (issue 56): DLBench's fifth tool, built from its source archives and driven from the Python runner.
 
 On the host: the Lua source each DLBench model becomes, what the adapter refuses, the image's recipe (each archive
-checked by the SHA-256 of dlrepro/inputs/datasets.yaml), where a build takes the archives from, and what the plan says
-of
-DLBench's Torch claims. In the image (docker; skipped with the reason where the source archives are not in the
+checked by the SHA-256 of dlrepro/inputs/datasets.yaml), where a build takes the archives from, what the plan says of
+DLBench's Torch claims, the CUDA image's recipe (sm_60, its four source edits, which apply exactly once to the real
+cutorch and cunn archives) and the adapter's GPU path against a stand-in harness (no GPU here). In the image (docker; skipped with the reason where the source archives are not in the
 dataset cache, as a run skips a job whose dataset is missing): every DLBench model Torch 7 expresses has the spec's
 parameter count, counted by Torch 7, and FCN-R trains on MNIST.
 """
@@ -18,17 +18,16 @@ import pytest
 
 from dlrepro.errors import CannotRunHere, DatasetError, ImageError, SourcesMissing
 from dlrepro.images import context, pythons
-from dlrepro.images.bases import BaseRef
 from dlrepro.images import matrix as matrixmod
+from dlrepro.images.bases import BaseRef
 from dlrepro.inputs import datasets, spec, studies
 from dlrepro.plan import coverage
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
-from runner import shapes
-from runner import contract
+from runner import contract, shapes
 from runner import job as runner_job
 from runner.adapters import capabilities, torch7_adapter, torch7_lua
-from tests.runner.torch7_sources import ARCHIVES, DLBENCH
+from tests.runner.torch7_sources import ARCHIVES, DLBENCH, sources_or_skip
 
 
 def _layers(spec_name, model):
@@ -175,8 +174,8 @@ REGISTRY_BASE = BaseRef(
     pythons.Provider("debian", "python3", ["python3", "python3-venv"]),
 )
 EDIT = (  # the Dockerfile's edit step (images/Dockerfile.j2 apply_edits), less its folder and arguments
-    "python3 -c 'import sys; path, old, new = sys.argv[1], sys.argv[2], \"\\n\".join(sys.argv[3:]); text = "
-    "open(path).read(); assert text.count(old) == 1, (path, old); open(path, \"w\").write(text.replace(old, new))' \\\n"
+    'python3 -c \'import sys; path, old, new = sys.argv[1], sys.argv[2], "\\n".join(sys.argv[3:]); text = '
+    'open(path).read(); assert text.count(old) == 1, (path, old); open(path, "w").write(text.replace(old, new))\' \\\n'
 )
 
 
@@ -190,8 +189,10 @@ def test_the_cuda_recipe_compiles_cutorch_and_cunn_for_sm_60_with_g_11_after_the
     assert image.cuda_archs == ["sm_60"] and image.cuda == "11.8" and image.cudnn is None
     assert "\nENV TORCH_CUDA_ARCH_LIST=6.0\n" in text  # what cutorch's and cunn's CMakeLists compile for
     assert "nvidia-cuda-toolkit=11.8.89~11.8.0-5~deb12u1 g++-11\n" in text
-    assert text.count(" -DCMAKE_BUILD_TYPE=Release -DCUDA_HOST_COMPILER=/usr/bin/g++-11 \\\n") == 7  # every CMake source
-    cutorch, cunn = "/src/cutorch-5e9d86cb982a6048d3077aeb0e0cee19847b4c08", "/src/cunn-1ae6aa08bd062bb609d126ca7a2d8f5411797b8c"
+    # every CMake source is configured with g++ 11 as nvcc's host compiler (CUDA 11.8 refuses GCC 12)
+    assert text.count(" -DCMAKE_BUILD_TYPE=Release -DCUDA_HOST_COMPILER=/usr/bin/g++-11 \\\n") == 7
+    cutorch = "/src/cutorch-5e9d86cb982a6048d3077aeb0e0cee19847b4c08"
+    cunn = "/src/cunn-1ae6aa08bd062bb609d126ca7a2d8f5411797b8c"
     edits = [
         (
             cutorch,
@@ -222,27 +223,22 @@ def test_the_cuda_recipe_compiles_cutorch_and_cunn_for_sm_60_with_g_11_after_the
     assert "luajit -e " in text and "package.searchpath(lib, package.cpath)" in text  # the libraries load, unrun
 
 
-def _sources_or_skip(names):
-    absent = [name for name in names if datasets.missing(name)]
-    if absent:
-        pytest.skip(
-            "Torch 7's source archives %s are not in the dataset cache: `dlrepro datasets.fetch NAME` (or "
-            "--from FOLDER, archives made with git archive as dlrepro/inputs/datasets.yaml says)" % ", ".join(absent)
-        )
-    return {name: datasets.root() / "sha256" / datasets.ensure(name, log=lambda line: None).files["archive"] for name in names}
+def _archive_files(names):
+    """The cached tar of each source archive ``names`` (the test is skipped where one is absent)."""
+    return [datasets.root() / "sha256" / record.files["archive"] for record in sources_or_skip(names).values()]
 
 
 def test_the_four_edits_apply_exactly_once_to_the_real_cutorch_and_cunn_archives(tmp_path):
     """The Dockerfile's own edit steps, run on the pinned archives unpacked here (their /src/ is tmp_path): each finds
     its text once and leaves the new text in its place."""
-    for archive in _sources_or_skip(["lua-cutorch", "lua-cunn"]).values():
+    for archive in _archive_files(["lua-cutorch", "lua-cunn"]):
         with tarfile.open(str(archive)) as tar:
             tar.extractall(str(tmp_path))
     image = matrixmod.load().entry("torch7-7.0-cuda")
     steps = [block for block in _cuda_dockerfile().split("\nRUN ") if block.startswith("cd /src/")]
     assert len(steps) == 4
-    for step in steps:
-        command = step.replace("cd /src/", "cd %s/" % tmp_path, 1).split("\n#")[0].split("\nRUN")[0]
+    commands = [step.replace("cd /src/", "cd %s/" % tmp_path, 1).split("\n#")[0] for step in steps]
+    for command in commands:
         done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     edited = [(s.archive, e) for s in image.lua.sources for e in s.edits]
@@ -256,14 +252,8 @@ def test_the_four_edits_apply_exactly_once_to_the_real_cutorch_and_cunn_archives
         folder = datasets.lookup(archive).files["archive"].name[: -len(".tar")]
         text = (tmp_path / folder / edit.path).read_text()
         assert text.count(edit.new) == 1, edit.path
-    unedited = tmp_path / "again"
-    for archive in _sources_or_skip(["lua-cutorch"]).values():
-        with tarfile.open(str(archive)) as tar:
-            tar.extractall(str(unedited))
-    # an edit whose text is gone (or doubled) stops the build instead of passing silently
-    command = steps[2].replace("cd /src/", "cd %s/" % unedited, 1).split("\n#")[0]
-    (unedited / "cutorch-5e9d86cb982a6048d3077aeb0e0cee19847b4c08" / "init.c").write_text("int main;\n")
-    refused = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+    # an edit whose text is gone (here: made already) stops the build instead of passing silently
+    refused = subprocess.run(["sh", "-c", commands[2]], capture_output=True, text=True)
     assert refused.returncode == 1 and "AssertionError: ('init.c', 'lua_pushboolean(L, attributes.isManaged);')" in (
         refused.stderr
     )
