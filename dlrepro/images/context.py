@@ -129,6 +129,16 @@ def lua_sources(image):
     return found
 
 
+def shell_text(text):
+    """``text`` as one word of a Dockerfile's shell command: quoted (shlex), or where it spans lines, the output of
+    printf, one argument a line (a Dockerfile instruction cannot hold a newline; command substitution keeps the
+    inner ones, so images.matrix.SourceEdit refuses a text ending in one)."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return shlex.quote(text)
+    return "\"$(printf '%s' %s)\"" % ("\\n".join(["%s"] * len(lines)), " ".join(shlex.quote(line) for line in lines))
+
+
 def render_dockerfile(image, base, vendor=None):
     """The Dockerfile text for ``image`` on ``base`` (a bases.BaseRef), copying from ``vendor`` (a vendor.VendorRef)
     when the image has vendor libraries. It needs BuildKit (Docker) or Buildah (Podman): ``RUN --mount``."""
@@ -136,6 +146,7 @@ def render_dockerfile(image, base, vendor=None):
         loader=jinja2.FileSystemLoader(str(IMAGES_DIR)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
     )
     env.filters["shell"] = shlex.quote
+    env.filters["shell_text"] = shell_text
     major, minor = image.python.split(".")
     return env.get_template("Dockerfile.j2").render(
         image=image,

@@ -117,8 +117,10 @@ class SourceEdit(Strict):
     exactly once in ``path``, so an edit that no longer applies is never silently skipped."""
 
     path: str = Field(description="file, relative to the source folder")
-    old: str = Field(pattern=r"^[^\n]+$", description="one line (a Dockerfile instruction cannot hold a newline)")
-    new: str = Field(description="the replacement; it may span lines (e.g. one more #include)")
+    old: str = Field(pattern=r"[^\n]$", description="the text replaced; it may span lines, not end with a newline")
+    new: str = Field(
+        pattern=r"^$|[^\n]$", description="the replacement (e.g. a line and one more #include); not ending in a newline"
+    )
     why: str = Field(description="one line: why the source needs it")
 
 

@@ -3,9 +3,10 @@
 On the host: the Lua source each DLBench model becomes, what the adapter refuses, the image's recipe (each archive
 checked by the SHA-256 of dlrepro/inputs/datasets.yaml), where a build takes the archives from, what the plan says of
 DLBench's Torch claims, the CUDA image's recipe (sm_60, its four source edits, which apply exactly once to the real
-cutorch and cunn archives) and the adapter's GPU path against a stand-in harness (no GPU here). In the image (docker; skipped with the reason where the source archives are not in the
-dataset cache, as a run skips a job whose dataset is missing): every DLBench model Torch 7 expresses has the spec's
-parameter count, counted by Torch 7, and FCN-R trains on MNIST.
+cutorch and cunn archives) and the adapter's GPU path against a stand-in harness (no GPU here). In the image
+(tests/engine/test_torch7_containers.py; skipped with the reason where the source archives are not in the dataset
+cache, as a run skips a job whose dataset is missing): every DLBench model Torch 7 expresses has the spec's parameter
+count, counted by Torch 7, FCN-R trains on MNIST, and a cuda job in the CPU image is recorded failed with the reason.
 """
 
 import json
@@ -174,8 +175,8 @@ REGISTRY_BASE = BaseRef(
     pythons.Provider("debian", "python3", ["python3", "python3-venv"]),
 )
 EDIT = (  # the Dockerfile's edit step (images/Dockerfile.j2 apply_edits), less its folder and arguments
-    'python3 -c \'import sys; path, old, new = sys.argv[1], sys.argv[2], "\\n".join(sys.argv[3:]); text = '
-    'open(path).read(); assert text.count(old) == 1, (path, old); open(path, "w").write(text.replace(old, new))\' \\\n'
+    "python3 -c 'import sys; path, old, new = sys.argv[1:]; text = open(path).read(); assert text.count(old) == 1, "
+    '(path, old); open(path, "w").write(text.replace(old, new))\' \\\n'
 )
 
 
@@ -201,8 +202,8 @@ def test_the_cuda_recipe_compiles_cutorch_and_cunn_for_sm_60_with_g_11_after_the
         ),
         (
             cutorch,
-            "lib/THC/THCTensorMode.cu '#include <thrust/sequence.h>' '#include <thrust/sequence.h>' "
-            "'#include <thrust/iterator/constant_iterator.h>'",
+            "lib/THC/THCTensorMode.cu '#include <thrust/sequence.h>' \"$(printf '%s\\n%s' '#include "
+            "<thrust/sequence.h>' '#include <thrust/iterator/constant_iterator.h>')\"",
         ),
         (
             cutorch,
@@ -211,8 +212,8 @@ def test_the_cuda_recipe_compiles_cutorch_and_cunn_for_sm_60_with_g_11_after_the
         ),
         (
             cunn,
-            "lib/THCUNN/CMakeLists.txt 'FILE(GLOB src-cuda *.cu)' 'FILE(GLOB src-cuda *.cu)' "
-            "'LIST(REMOVE_ITEM src-cuda ${CMAKE_CURRENT_SOURCE_DIR}/SparseLinear.cu)'",
+            "lib/THCUNN/CMakeLists.txt 'FILE(GLOB src-cuda *.cu)' \"$(printf '%s\\n%s' 'FILE(GLOB src-cuda *.cu)' "
+            "'LIST(REMOVE_ITEM src-cuda ${CMAKE_CURRENT_SOURCE_DIR}/SparseLinear.cu)')\"",
         ),
     ]
     at = [text.index("RUN cd %s && %s      %s\n" % (folder, EDIT, arguments)) for folder, arguments in edits]
