@@ -284,12 +284,14 @@ def test_fp32_means_tf32_off_and_tf32_is_refused_on_a_cpu():
 def test_default_options_keep_the_configuration_digest_of_earlier_runs():
     import hashlib
 
-    # the options as dumped before the measurement options, seeds and study steps existed
+    # the options as dumped before the measurement options, seeds, study steps and the test batch size existed
     legacy = RunOptions().model_dump_json(
-        exclude={"executor", "gpu", "gpus", "isolation", "seeds", "steps"} | set(contract.OPTION_DEFAULTS)
+        exclude={"executor", "gpu", "gpus", "isolation", "seeds", "steps", "test_batch_size"}
+        | set(contract.OPTION_DEFAULTS)
     )
     assert RunOptions().digest() == hashlib.sha256(legacy.encode()).hexdigest()
     assert RunOptions(precision="bf16").digest() != RunOptions().digest()
+    assert RunOptions(test_batch_size=4160).digest() != RunOptions().digest()
     assert RunOptions(gpus=[0, 1]).digest() == RunOptions().digest()
 
 
