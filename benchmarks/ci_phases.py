@@ -1,14 +1,15 @@
 """Where a fresh-clone CI run's time went, from the stamped log that benchmarks/fresh_ci.sh writes (each line prefixed
-with the seconds since the start): install (the README's install, up to the lint), lint, collection, the tests' wall
-seconds, the background image build's window (its start and end, written by fresh_ci.sh) and each image's build
-seconds (from the build log beside LOG, where there is one), and the tests' own seconds summed by folder of tests/
-(engine, containers, the rest: pytest's durations, complete when the run had --durations=0, as fresh_ci.sh sets),
-and, from the CPU counters beside LOG (-cpu.log, where there is one), how busy the host's CPUs were during the tests:
-CPU-seconds used (user, system, irq) of those the host had, those used by niced processes (nothing of CI's is
-niced: another user's work beside it) and those waiting on I/O, and of the busy ones those in the Docker engine's
-image build steps and in its containers (its cgroups' counters, where the log has them; the engine's own processes,
-layer unpacking and export, are in neither). A run whose CPUs were busy all through its tests cannot be shortened
-by more workers, only by less work.
+with the seconds since the start): the host's speed on a fixed piece of work (benchmarks/host_speed.py, where the log
+has it: runs on different machines compare through it), install (the README's install, up to the lint), lint,
+collection, the tests' wall seconds, the background image build's window (its start and end, written by fresh_ci.sh)
+and each image's build seconds (from the build log beside LOG, where there is one), and the tests' own seconds summed
+by folder of tests/ (engine, containers, the rest: pytest's durations, complete when the run had --durations=0, as
+fresh_ci.sh sets), and, from the CPU counters beside LOG (-cpu.log, where there is one), how busy the host's CPUs
+were during the tests: CPU- seconds used (user, system, irq) of those the host had, those used by niced processes
+(nothing of CI's is niced: another user's work beside it) and those waiting on I/O, and of the busy ones those in the
+Docker engine's image build steps and in its containers (its cgroups' counters, where the log has them; the engine's
+own processes, layer unpacking and export, are in neither). A run whose CPUs were busy all through its tests cannot
+be shortened by more workers, only by less work.
 
 Usage: python benchmarks/ci_phases.py LOG"""
 
@@ -51,6 +52,11 @@ def phases(lines):
         found["image build (wall, beside the tests)"] = end - start
     if ended is not None:
         found["whole run"] = ended
+    speed = next(
+        (re.search(r"([0-9.]+) CPU-seconds", line) for _, line in lines if line.startswith("host speed:")), None
+    )
+    if speed:
+        found["host speed (benchmarks/host_speed.py, CPU-s)"] = float(speed.group(1))
     folders = Counter()
     for _, line in lines:
         m = DURATION.match(line)
@@ -104,8 +110,16 @@ def cgroup_use(path, start, end):
     return used
 
 
+def host_speed(lines):
+    """The CPU-seconds of benchmarks/host_speed.py's reference work in a stamped log's lines, or None."""
+    return next((float(line.split()[2]) for _, line in lines if line.startswith("host speed: ")), None)
+
+
 def main(log):
     found, folders = phases(stamped(log))
+    speed = host_speed(stamped(log))
+    if speed is not None:
+        print("%-40s %7.2f CPU-s (less is faster)" % ("host speed (benchmarks/host_speed.py)", speed))
     for name, seconds in found.items():
         print("%-40s %7.0f s" % (name, seconds))
     for folder, seconds in sorted(folders.items()):

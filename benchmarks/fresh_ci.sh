@@ -23,8 +23,10 @@ while True:
     sys.stdout.flush(); time.sleep(10)' \
   "$T0" > "${LOG%.log}-cpu.log" &
 SAMPLER=$!
+# the host's speed on a fixed piece of work, so that runs on different machines can be set side by side
+python3 "$FRESH_REPO/benchmarks/host_speed.py" | stamped "$T0" > "$LOG"
 # every test's duration, not only the slowest 25 (benchmarks/ci_phases.py sums them by folder)
-PYTEST_ADDOPTS="--durations=0" bash .ci/run 2>&1 | stamped "$T0" > "$LOG"
+PYTEST_ADDOPTS="--durations=0" bash .ci/run 2>&1 | stamped "$T0" >> "$LOG"
 rc=${PIPESTATUS[0]}
 kill "$SAMPLER"
 # the background image build of the tests (tests/conftest.py): its start and end on the log's clock, and its log
