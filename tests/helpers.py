@@ -12,10 +12,24 @@ import tarfile
 import time
 
 from dlrepro import REPO_ROOT
+from dlrepro.images import pythons
+from dlrepro.images.bases import BaseRef
 from dlrepro.inputs import datasets, spec
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
 from runner.frameworks import Token
+
+# a Debian bookworm base as if pulled from a registry, with made-up digests: what a Dockerfile renders FROM in tests
+DEBIAN_PYTHON = pythons.Provider("debian", "python3", ["python3", "python3-venv"])
+REGISTRY_BASE = BaseRef(
+    "debian-bookworm",
+    "debian@sha256:" + "3" * 64,
+    "registry",
+    "sha256:" + "3" * 64,
+    "sha256:" + "4" * 64,
+    {},
+    DEBIAN_PYTHON,
+)
 
 
 def check_sums(bundle):

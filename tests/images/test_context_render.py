@@ -4,19 +4,9 @@ every render, once failed the second with FileExistsError (.../context/transport
 
 import threading
 
-from dlrepro.images import context, pythons
-from dlrepro.images.bases import BaseRef
+from dlrepro.images import context
 from dlrepro.images.matrix import load as load_matrix
-
-BASE = BaseRef(
-    "debian-bookworm",
-    "debian@sha256:" + "3" * 64,
-    "registry",
-    "sha256:" + "3" * 64,
-    "sha256:" + "4" * 64,
-    {},
-    pythons.Provider("debian", "python3", ["python3", "python3-venv"]),
-)
+from tests.helpers import REGISTRY_BASE
 
 
 def test_renders_of_one_image_at_once_get_folders_of_their_own_and_remove_them(tmp_path, monkeypatch):
@@ -25,7 +15,7 @@ def test_renders_of_one_image_at_once_get_folders_of_their_own_and_remove_them(t
     inside, both_in = [], threading.Barrier(2, timeout=30)
 
     def render():
-        with context.render(image, BASE) as ctx:
+        with context.render(image, REGISTRY_BASE) as ctx:
             both_in.wait()  # each holds its context while the other renders
             inside.append((ctx.directory, (ctx.directory / "Dockerfile").is_file(), ctx.digest))
 

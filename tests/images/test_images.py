@@ -7,17 +7,7 @@ from dlrepro.images import context, locks, pythons, transport
 from dlrepro.images.bases import BaseRef
 from dlrepro.images.matrix import MATRIX_FILE
 from dlrepro.images.matrix import load as load_matrix
-
-DEBIAN_PYTHON = pythons.Provider("debian", "python3", ["python3", "python3-venv"])
-REGISTRY_BASE = BaseRef(
-    "debian-bookworm",
-    "debian@sha256:" + "3" * 64,
-    "registry",
-    "sha256:" + "3" * 64,
-    "sha256:" + "4" * 64,
-    {},
-    DEBIAN_PYTHON,
-)
+from tests.helpers import REGISTRY_BASE
 
 
 def pins_by_name(image):

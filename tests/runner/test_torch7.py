@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 
 from dlrepro.errors import CannotRunHere, DatasetError, ImageError, SourcesMissing
-from dlrepro.images import context, pythons
+from dlrepro.images import context
 from dlrepro.images import matrix as matrixmod
-from dlrepro.images.bases import BaseRef
 from dlrepro.inputs import datasets, spec, studies
 from dlrepro.plan import coverage
 from dlrepro.run import jobs
@@ -28,6 +27,7 @@ from dlrepro.run.options import RunOptions
 from runner import contract, shapes
 from runner import job as runner_job
 from runner.adapters import capabilities, torch7_adapter, torch7_lua
+from tests.helpers import REGISTRY_BASE
 from tests.runner.torch7_sources import ARCHIVES, DLBENCH, sources_or_skip
 
 
@@ -165,15 +165,6 @@ def test_the_plan_runs_dlbench_s_torch_where_torch7_has_the_model():
 
 # ------------------------------------------------------------------ the CUDA image's recipe
 
-REGISTRY_BASE = BaseRef(
-    "debian-bookworm",
-    "debian@sha256:" + "3" * 64,
-    "registry",
-    "sha256:" + "3" * 64,
-    "sha256:" + "4" * 64,
-    {},
-    pythons.Provider("debian", "python3", ["python3", "python3-venv"]),
-)
 EDIT = (  # the Dockerfile's edit step (images/Dockerfile.j2 apply_edits), less its folder and arguments
     "python3 -c 'import sys; path, old, new = sys.argv[1:]; text = open(path).read(); assert text.count(old) == 1, "
     '(path, old); open(path, "w").write(text.replace(old, new))\' \\\n'
