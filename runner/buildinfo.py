@@ -38,6 +38,10 @@ PACKAGES = {
     "caffe": ["caffe"],
     "chainer": ["chainer", "cupy"],
 }
+# frameworks that are no Python package: the folders their shared libraries are installed in (Lua Torch 7 is
+# compiled into /opt/torch7 by its images' recipes, images/matrix.yaml; cutorch's and cunn's under lib/lua/5.1)
+TORCH7_PREFIX = "/opt/torch7"
+LIBRARY_DIRS = {"torch7": [os.path.join(TORCH7_PREFIX, "lib")]}
 # the libraries whose version functions are called, by file name
 LIBRARIES = {
     "cuda_runtime": r"libcudart\.so(\.\d+)*$",
@@ -177,7 +181,10 @@ def _run(command):
 
 
 def package_dirs(framework):
-    """The folders of the framework's packages that are installed (find_spec, nothing imported)."""
+    """The folders of the framework's packages that are installed (find_spec, nothing imported); for a framework
+    that is no Python package, those of LIBRARY_DIRS that exist."""
+    if framework in LIBRARY_DIRS:
+        return [d for d in LIBRARY_DIRS[framework] if os.path.isdir(d)]
     dirs = []
     for name in PACKAGES[framework]:
         try:
@@ -452,17 +459,24 @@ def cuda_runtime(path):
         return None
 
 
+def linked_runtime(cudart):
+    """The CUDA version of the runtime library at ``cudart`` as text: what cudaRuntimeGetVersion answers ("11.8"),
+    else its file name's, which CUDA 10 and 11 need without a driver ("11.8 (libcudart 11.8.89, file name)"); None
+    without a path, or where neither says."""
+    cuda = cuda_runtime(cudart) if cudart else None
+    full = file_version(os.path.realpath(cudart)) if cudart and cuda is None else None
+    if full:
+        cuda = "%s (libcudart %s, file name)" % (".".join(full.split(".")[:2]), full)
+    return cuda
+
+
 def _caffe():
     import caffe
 
-    cudart = mapped_library("libcudart.so")  # pycaffe cannot say its build: the libraries it loaded can
-    cuda = cuda_runtime(cudart) if cudart else None
-    full = file_version(os.path.realpath(cudart)) if cudart and cuda is None else None
-    if full:  # cudaRuntimeGetVersion answers only with a driver: the loaded library's file name says 11.8.89
-        cuda = "%s (libcudart %s, file name)" % (".".join(full.split(".")[:2]), full)
     return {
         "framework_version": caffe.__version__,
-        "cuda": cuda,
+        # pycaffe cannot say its build: the libraries it loaded can
+        "cuda": linked_runtime(mapped_library("libcudart.so")),
         "cudnn": "not linked",
         "nccl": "not linked",
         "archs": None,
@@ -482,6 +496,29 @@ def _chainer():
     return {"framework_version": chainer.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None}
 
 
+def _torch7():
+    """Lua Torch 7 reports no version: its build is named by the torch7 commit it was built from
+    (runner.adapters.torch7_adapter.version). cutorch cannot be loaded without a GPU, so CUDA is the runtime its
+    libTHC.so links (ldd); cunn's convolutions link no cuDNN and cutorch no NCCL. A CPU image has no libTHC.so:
+    CUDA None."""
+    from runner.adapters import torch7_adapter
+
+    library = (sorted(glob.glob(os.path.join(TORCH7_PREFIX, "lib", "libTHC.so*"))) or [None])[0]
+    cudart = None
+    if library:
+        code, out = _run(["ldd", library])
+        linked = sorted(t for n, t in ldd_lines(out).items() if n.startswith("libcudart.so") and t) if code == 0 else []
+        cudart = linked[0] if linked else None
+    return {
+        "framework_version": torch7_adapter.version(torch7_adapter.sources()),
+        "cuda": linked_runtime(cudart),
+        "cudnn": "not linked",
+        "nccl": "not linked",
+        "archs": None,
+        "library": library,
+    }
+
+
 REPORTERS = {
     "torch": _torch,
     "caffe2": _caffe2,
@@ -491,6 +528,7 @@ REPORTERS = {
     "cntk": _cntk,
     "caffe": _caffe,
     "chainer": _chainer,
+    "torch7": _torch7,
 }
 
 

@@ -1,7 +1,7 @@
 """Lua Torch 7 in its CPU image (issue 56; the host side: tests/runner/test_torch7.py): every DLBench model Torch 7
-expresses has the spec's parameter count, counted by Torch 7, FCN-R trains on MNIST, and a cuda job there (no cutorch)
-is recorded failed with the harness's reason. Skipped with the reason where the source archives are not in the
-dataset cache, as a run skips a job whose dataset is missing."""
+expresses has the spec's parameter count, counted by Torch 7, FCN-R trains on MNIST, a cuda job there (no cutorch) is
+recorded failed with the harness's reason, and runner.buildinfo names its build. Skipped with the reason where the
+source archives are not in the dataset cache, as a run skips a job whose dataset is missing."""
 
 import json
 import math
@@ -11,7 +11,7 @@ import pytest
 
 from dlrepro.images import build
 from dlrepro.inputs import spec
-from dlrepro.run import jobs, runs
+from dlrepro.run import jobs, probe, runs
 from dlrepro.run.options import RunOptions
 from runner import contract
 from tests import helpers
@@ -106,3 +106,21 @@ def test_a_cuda_job_in_the_cpu_image_is_recorded_failed_with_the_reason(
         "failed",
         "HarnessError: the Torch 7 harness failed: device cuda: require 'cutorch' failed: module 'cutorch' not found",
     )
+
+
+@pytest.mark.docker
+def test_buildinfo_names_torch7s_build_in_its_cpu_image(docker_engine, torch7_sources, tmp_path, monkeypatch, matrix):
+    """runner.buildinfo in the CPU image (what benchmarks/cuda_images.py runs in the CUDA one): Torch 7's libraries
+    under its prefix, its version by the torch7 commit the image was built from, no CUDA runtime and no device code."""
+    fresh_cache(monkeypatch, tmp_path, **torch7_sources)
+    image = build.ensure(matrix, matrix.entry("torch7-7.0-cpu"), build.BuildOptions(), log=lambda line: None)
+    facts = probe.run_buildinfo(image.tag, "torch7", None)
+    assert facts["package_dirs"] == ["/opt/torch7/lib"] and facts["device_code"] == [] and facts["main"] is None
+    assert facts["reported"] == {
+        "framework_version": "scm-814ea4a",
+        "cuda": None,
+        "cudnn": "not linked",
+        "nccl": "not linked",
+        "archs": None,
+        "library": None,
+    }
