@@ -2,7 +2,8 @@
 DeepLearningFrameworks' CNN notebooks.
 
     python benchmarks/study_parity.py [--dlbench PATH] [--dlf PATH] [--frameworks tensorflow,caffe,mxnet,torch7,
-        dlf-mxnet,dlf-chainer] [--threads 1,2] [--rounds 1] [--warmup 8] [--steps 8] [--results DIR]
+        dlf-mxnet,dlf-chainer,dlf-tensorflow,dlf-torch,dlf-gluon,...] [--threads 1,2] [--rounds 1] [--warmup 8]
+        [--steps 8] [--results DIR]
 
 PATH is a local copy of hclhkbu/dlbench (a git checkout: the commit read is ``git -C PATH rev-parse HEAD``; an unpacked
 archive: give ``--commit``); its code is run, never copied into the project. For each framework (``STUDY``: DLBench's
@@ -17,12 +18,14 @@ lacks: study_parity_peer.py); for MXNet also DLBench's script less one piece of 
 P-pin, P-w1), in the order P P-kv ... S0 S0 ... P-kv P. Both sides: W warm-up steps (--warmup, 8), then T timed
 (--steps, 8). CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk`` executable, which
 the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of
-ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ipynb: MXNet's Module, Chainer, CNTK,
-Caffe2, Keras on Theano and on TensorFlow; its cells up to the training loop, GPU calls made CPU ones, random
-CIFAR-10-shaped data: study_parity_peer.py) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64, both at
-the framework's default threads (DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with
-OMP_NUM_THREADS=1 (P-omp1), with OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added after
-its imports (P-init), in the order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
+ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ipynb: MXNet's Module and Gluon,
+Chainer, CNTK, Caffe2, TensorFlow, PyTorch, Keras on Theano, TensorFlow and CNTK; its cells up to the training loop,
+GPU calls made CPU ones, NCHW made NHWC where TensorFlow's CPU kernels need it, random CIFAR-10-shaped data:
+study_parity_peer.py; Gluon's loop waits for no step's result, so its timed steps are one window, one value per
+unit) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64, both at the framework's default threads
+(DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with OMP_NUM_THREADS=1 (P-omp1), with
+OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added after its imports (P-init), in the
+order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
 
 Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
 step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
@@ -170,11 +173,13 @@ CAFFE2_IMPORT = "from caffe2.proto import caffe2_pb2"
 CAFFE2_INIT = "; workspace.GlobalInit(['caffe2', '--caffe2_log_level=1'])"
 
 
-def dlf(notebook, token, step_call, subs, env=None, variants=None):
+def dlf(notebook, token, step_call, subs, env=None, variants=None, window=None):
     """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
-    threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: its GPU calls made CPU;
-    ``env``: variables the notebook sets itself before its imports (the peer imports the framework earlier, to
-    mark the step)."""
+    threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: (old, new) or (old, new,
+    count) in the notebook, its GPU calls made CPU; ``env``: variables the notebook sets itself before its imports
+    (the peer imports the framework earlier, to mark the step); ``window``: a call that waits for the steps'
+    results (module:function), for a notebook whose loop waits for none: its timed steps are then one window, one
+    value per unit (study_parity_peer.py notebook())."""
     return dict(
         study="dlf",
         peer="notebook",
@@ -183,11 +188,16 @@ def dlf(notebook, token, step_call, subs, env=None, variants=None):
         spec="cifar10-vgg",
         variant="cifar10-vgg-synthetic",
         env=lambda threads: dict(env or {}),
-        args=lambda steps: [step_call, str(BATCH)],
+        args=lambda steps: [step_call, str(BATCH)] + ([window] if window else []),
         ways={"suite's step": SUITE_STEP},
-        subs=[[notebook, old, new] for old, new in subs],
+        subs=[[notebook] + list(sub) for sub in subs],
         variants=variants or {},
+        window=bool(window),
     )
+
+
+# TensorFlow 1.4's CPU kernels have no NCHW convolution or pooling: DLF's channels-first batches made channels-last
+CHANNELS_LAST_DATA = ("cifar_for_library(channel_first=True", "cifar_for_library(channel_first=False")
 
 
 STUDY.update(
@@ -236,7 +246,7 @@ STUDY.update(
             [("device = cuda0", "device = cpu")],
             env={"KERAS_BACKEND": "theano"},
         ),
-        # TensorFlow 1.4's CPU kernels have no NCHW convolution: the notebook's channels_first made channels_last
+        # the notebook's channels_first made channels_last (CHANNELS_LAST_DATA)
         "dlf-keras-tensorflow": dlf(
             "Keras_TF_CNN.ipynb",
             "keras-tensorflow@2.1.5",
@@ -244,8 +254,39 @@ STUDY.update(
             [
                 ("set_image_data_format('channels_first')", "set_image_data_format('channels_last')"),
                 ("input_shape=(3, 32, 32)", "input_shape=(32, 32, 3)"),
-                ("cifar_for_library(channel_first=True", "cifar_for_library(channel_first=False"),
+                CHANNELS_LAST_DATA,
             ],
+        ),
+        # CNTK is channels-first on the CPU too: the notebook as written
+        "dlf-keras-cntk": dlf(
+            "Keras_CNTK_CNN.ipynb",
+            "keras-cntk@2.1.5",
+            "keras.callbacks:CallbackList.on_batch_end",
+            [],
+            env={"KERAS_BACKEND": "cntk"},
+        ),
+        # a step ends at the loop's Session.run (the first call, the variables' initialisation, starts the clock);
+        # its six layers' data_format and the placeholder made channels-last (CHANNELS_LAST_DATA)
+        "dlf-tensorflow": dlf(
+            "Tensorflow_CNN.ipynb",
+            "tensorflow@1.4.0",
+            "tensorflow:Session.run",
+            [
+                ("data_format='channels_first'", "data_format='channels_last'", 6),
+                ("shape=[None, 3, 32, 32]", "shape=[None, 32, 32, 3]"),
+                CHANNELS_LAST_DATA,
+            ],
+        ),
+        # the model's and the two batches' .cuda() calls (and the evaluation's, not run) made no-ops
+        "dlf-torch": dlf("PyTorch_CNN.ipynb", "torch@1.0.0", "torch.optim:SGD.step", [(".cuda()", "", 4)]),
+        # the loop waits for no step's result until the epoch's asscalar(): timed as one window, waited for by
+        # waitall; its loop cell is not marked "Main training loop" (notebook_script's mark) as the others are
+        "dlf-gluon": dlf(
+            "Gluon_CNN.ipynb",
+            "mxnet@0.12.0",
+            "mxnet.gluon:Trainer.step",
+            [("ctx = mx.gpu()", "ctx = mx.cpu()"), ("net.hybridize()", "net.hybridize()  # Main training loop")],
+            window="mxnet.ndarray:waitall",
         ),
     }
 )
@@ -312,6 +353,7 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     steps warmup+1 to warmup+timed; ``variant``: {args: appended, subs: [[file, old, new]], env: {name: value} added,
     peer: the peer's own options (e.g. --decoded), pin: the container pinned to CPUs 0..threads-1} (STUDY)."""
     study, variant = STUDY[framework], variant or {}
+    window = ["--window", str(warmup)] if study.get("window") else []  # one value: steps warmup+1 to warmup+timed
     env = dict(study["env"](threads), **variant.get("env", {}))
     env = [a for name, value in sorted(env.items()) for a in ("-e", "%s=%s" % (name, value))]
     pin = ["--cpuset-cpus", "0-%d" % (threads - 1)] if variant.get("pin") else []
@@ -334,6 +376,7 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
             json.dumps(study["subs"] + variant.get("subs", [])),
         ]
         + variant.get("peer", [])
+        + window
         + [
             "--",
         ]
@@ -345,7 +388,8 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     if out.returncode or line is None:
         sys.exit("peer failed (%d): %s" % (out.returncode, (out.stdout + out.stderr)[-3000:]))
     found = json.loads(line[5:])
-    return found["wall"][warmup:], found["cpu"][warmup:], found["edited"], found.get("inside", [])[warmup:]
+    skip = 0 if window else warmup
+    return found["wall"][skip:], found["cpu"][skip:], found["edited"], found.get("inside", [])[skip:]
 
 
 def interval(suite, peer, draws=2000, seed=0):

@@ -12,7 +12,7 @@ to a temporary one, which is removed afterwards. What is changed is listed in th
   ``source`` an LMDB of random Datums written here (1 x 1 x 26752 bytes, random labels: the study's fake_data LMDB
   is not in its repository); the solver's ``net`` is the edited prototxt, ``solver_mode`` CPU.
 - notebook: SCRIPT is one of DeepLearningFrameworks' CNN notebooks (notebook()), ARGS the call that ends its step
-  and the mini-batch size.
+  and the mini-batch size (with ``--window``, then the call that waits for the steps' results).
 - mxnet: SCRIPT (train_fake_data.py) runs as ``__main__`` with ARGS plus ``--data-dir``: a RecordIO file of random
   1 x 26752 grey PNG images written here (the study's fakedata is not in its repository). A step is the time
   between two calls of its batch-end callback (``mx.callback.Speedometer``, which the study's log reads: the first
@@ -27,13 +27,15 @@ to a temporary one, which is removed afterwards. What is changed is listed in th
 
 CPU seconds are ``time.process_time`` (every thread of the process), wall seconds ``time.perf_counter``.
 
-    python study_parity_peer.py FRAMEWORK SCRIPT STEPS [--subs JSON] [--decoded] -- ARGS...
+    python study_parity_peer.py FRAMEWORK SCRIPT STEPS [--subs JSON] [--decoded] [--window W] -- ARGS...
 
 STEPS is how many steps to time (the script must run at least that many); the output holds the first STEPS.
-``--subs``: [[file, old, new], ...], text changed in the study's files first (each ``old`` exactly once): a
-variant that takes one piece of the study's step out, to measure what it costs (benchmarks/study_parity.py).
+``--subs``: [[file, old, new], ...], text changed in the study's files first (each ``old`` exactly once, or
+[file, old, new, count]: ``count`` times): a variant that takes one piece of the study's step out, to measure what
+it costs, or a GPU call made a CPU one (benchmarks/study_parity.py).
 ``--decoded`` (mxnet): the script's ImageRecordIter read in full before training and served as resident arrays
-(decoded_iterator): its step without the decoding.
+(decoded_iterator): its step without the decoding. ``--window W`` (notebook): the output holds one value, the
+seconds per step of steps W+1 to STEPS timed as one window (notebook()).
 """
 
 import json
@@ -317,17 +319,19 @@ def torch7(folder, target, args, steps):
 
 
 def substituted(folder, subs):
-    """Apply ``subs`` ([[file, old, new]]: each ``old`` once in the study's ``file``, in ``folder``); the edits."""
+    """Apply ``subs`` ([[file, old, new]] or [[file, old, new, count]]: ``old`` once, or ``count`` times, in the
+    study's ``file``, in ``folder``; each occurrence made ``new``); the edits."""
     edited = []
-    for name, old, new in subs:
+    for name, old, new, *count in subs:
         path = os.path.join(folder, name)
         with open(path) as f:
             text = f.read()
-        if text.count(old) != 1:
-            sys.exit("peer: %r is %d times in %s, expected once" % (old, text.count(old), name))
+        expected = count[0] if count else 1
+        if text.count(old) != expected:
+            sys.exit("peer: %r is %d times in %s, expected %d" % (old, text.count(old), name, expected))
         with open(path, "w") as f:
             f.write(text.replace(old, new))
-        edited.append("%s: %r -> %r" % (name, old, new))
+        edited.append("%s: %r -> %r%s" % (name, old, new, " (%d times)" % expected if count else ""))
     return edited
 
 
@@ -374,9 +378,9 @@ def dlf_common(folder, samples):
 
 def notebook_script(cells):
     """(script, edits) of a notebook's code ``cells`` (source strings) up to its training loop (the cell marked
-    "Main training loop", as every DLF CNN notebook marks it), run as one script: line magics (``%...``) and
-    ``%%time`` dropped; a ``%%writefile PATH`` cell written to PATH (e.g. Keras_Theano's ~/.theanorc) instead of
-    run."""
+    "Main training loop", as every DLF CNN notebook but Gluon_CNN marks it: its entry adds the mark), run as one
+    script: line magics (``%...``) and ``%%time`` dropped; a ``%%writefile PATH`` cell written to PATH (e.g.
+    Keras_Theano's ~/.theanorc) instead of run."""
     last = next(i for i, c in enumerate(cells) if "Main training loop" in c)
     lines, edited = [], []
     for cell in cells[: last + 1]:
@@ -391,30 +395,51 @@ def notebook_script(cells):
     return "\n".join(lines), edited + ["cells 1-%d of %d, magics dropped" % (last + 1, len(cells))]
 
 
-def notebook(folder, target, args, steps):
-    """A DLF notebook: its code cells up to its training loop (notebook_script); a step is the time between two
-    calls of ARGS[0] (module:Class.method, e.g. mxnet.module:Module.update, or module:function, e.g.
-    caffe2.python.workspace:RunNet: the call that ends the loop's step)."""
+def attribute_of(name):
+    """(owner, attribute name) of ``name``: module:Class.method (e.g. mxnet.module:Module.update) or module:function
+    (e.g. caffe2.python.workspace:RunNet); the module imported."""
     import importlib
 
+    module, _, attribute = name.partition(":")
+    owner_name, _, attribute = attribute.rpartition(".")
+    owner = importlib.import_module(module)
+    return (getattr(owner, owner_name) if owner_name else owner), attribute
+
+
+def notebook(folder, target, args, steps, window=None):
+    """A DLF notebook: its code cells up to its training loop (notebook_script); a step is the time between two
+    calls of ARGS[0] (attribute_of: the call that ends the loop's step). ``window`` (W, 1 to STEPS - 1): one value
+    instead, the seconds per step from the end of step W to the end of step STEPS, each end waited for by ARGS[2]
+    (module:function, e.g. mxnet.ndarray:waitall): for a notebook that waits for no step's result in its loop
+    (Gluon_CNN: not until the epoch's ``asscalar()``), where per-step marks would time the dispatch, not the work."""
+    import importlib
+
+    if window is not None and not 1 <= window < steps:
+        sys.exit("peer: --window %d: give 1 to %d warm-up steps (a window needs one before it)" % (window, steps - 1))
     with open(target) as f:
         cells = ["".join(c["source"]) for c in json.load(f)["cells"] if c["cell_type"] == "code"]
     script, edited = notebook_script(cells)
     edited = dlf_common(folder, int(args[1]) * (steps + 1)) + edited
-    module, _, attribute = args[0].partition(":")
-    owner_name, _, method = attribute.rpartition(".")
-    owner = getattr(importlib.import_module(module), owner_name) if owner_name else importlib.import_module(module)
-    clock, call = Clock(), getattr(owner, method)
+    owner, method = attribute_of(args[0])
+    clock, call, calls = Clock(), getattr(owner, method), []
 
     def marked(*a, **k):
         out = call(*a, **k)
-        clock.mark()
+        calls.append(1)
+        if window is None:
+            clock.mark()
+        elif len(calls) in (window, steps):
+            getattr(*attribute_of(args[2]))()
+            clock.mark()
         return out
 
     setattr(owner, method, marked)
     os.chdir(folder)
     exec(compile(script, target, "exec"), {"__name__": "__main__"})
-    framework = importlib.import_module(module.split(".")[0])
+    if window is not None:
+        clock.wall, clock.cpu = [s / (steps - window) for s in clock.wall], [s / (steps - window) for s in clock.cpu]
+        edited.append("one window: steps %d-%d, waited for by %s at both ends" % (window + 1, steps, args[2]))
+    framework = importlib.import_module(args[0].partition(":")[0].split(".")[0])
     return clock, edited, getattr(framework, "__version__", "?")
 
 
@@ -423,19 +448,23 @@ def main(argv):
     args = argv[argv.index("--") + 1 :] if "--" in argv else []
     options = argv[: argv.index("--")] if "--" in argv else argv
     subs = json.loads(argv[argv.index("--subs") + 1]) if "--subs" in options else []
-    decoded = {"decoded": True} if "--decoded" in options else {}
-    if decoded and framework != "mxnet":
-        sys.exit("peer: --decoded is for mxnet (its ImageRecordIter), not %s" % framework)
+    extra = {"decoded": True} if "--decoded" in options else {}
+    if "--window" in options:
+        extra["window"] = int(argv[argv.index("--window") + 1])
+    for option, owner in (("decoded", "mxnet"), ("window", "notebook")):
+        if option in extra and framework != owner:
+            sys.exit("peer: --%s is for %s, not %s" % (option, owner, framework))
     work = tempfile.mkdtemp(prefix="study-peer-")
     folder = os.path.join(work, "study")
     shutil.copytree(os.path.dirname(os.path.abspath(script)), folder)
     target = os.path.join(folder, os.path.basename(script))
     variant = substituted(folder, subs)
     run = {"tensorflow": tensorflow, "caffe": caffe, "mxnet": mxnet, "notebook": notebook, "torch7": torch7}[framework]
-    clock, edited, version = run(folder, target, args, steps, **decoded)
+    clock, edited, version = run(folder, target, args, steps, **extra)
     edited = variant + edited
-    if len(clock.wall) < steps:
-        sys.exit("peer: %d steps timed, %d asked" % (len(clock.wall), steps))
+    timed = 1 if "window" in extra else steps  # a window: one value
+    if len(clock.wall) < timed:
+        sys.exit("peer: %d steps timed, %d asked" % (len(clock.wall), timed))
     print(
         "PEER "
         + json.dumps(
@@ -445,9 +474,9 @@ def main(argv):
                 "edited": edited,
                 "version": version,
                 "threads": {k: os.environ.get(k) for k in sorted(os.environ) if "THREADS" in k},
-                "wall": clock.wall[:steps],
-                "cpu": clock.cpu[:steps],
-                "inside": clock.inside[:steps],
+                "wall": clock.wall[:timed],
+                "cpu": clock.cpu[:timed],
+                "inside": clock.inside[:timed],
             }
         )
     )
