@@ -29,6 +29,12 @@ STEP_IMAGE = re.compile(r"^ ?-{2,3}> ([0-9a-f]{11,12})$", re.MULTILINE)
 # a step's number: Podman's "STEP 3/9", BuildKit's "[system 3/9]" ("[3/9]" in a Dockerfile of one unnamed stage)
 STEP_NUMBER = re.compile(r"step [0-9/]+|\[(?:[^]]* )?[0-9]+/[0-9]+\]", re.IGNORECASE)
 STEP_SHOWN, LINE_SHOWN = 140, 160  # characters of a step's header and of its last line in progress lines
+# a download that broke off mid-way (pip's read timed out or the connection was reset; fresh CI runs 8, 10 and 13 lost
+# a large wheel this way): the build runs again, once. BuildKit keeps the steps that finished and pip's cache mount
+# the files that downloaded whole, so the second build fetches the broken file and what came after it.
+BROKEN_DOWNLOAD = re.compile(
+    r"ReadTimeoutError|IncompleteRead|Read timed out|Connection reset by peer|Connection broken|RemoteDisconnected"
+)
 
 
 class BuildOptions:
@@ -119,6 +125,20 @@ def _hint(lines):
     return ""
 
 
+class DownloadBroken(ImageError):
+    """A build failed because a download broke off (BROKEN_DOWNLOAD in its output); ``line``: the line that says so."""
+
+    def __init__(self, message, line):
+        super().__init__(message)
+        self.line = line
+
+
+def broken_download(lines):
+    """The last line of a failed build's output that says a download broke off (BROKEN_DOWNLOAD), None when none
+    does: a hash mismatch, a missing distribution or a failing compiler is not retried."""
+    return next((line.strip() for line in reversed(lines) if BROKEN_DOWNLOAD.search(line)), None)
+
+
 def _remove_build_stages(step_ids, final_id):
     """Delete the untagged images of build steps that the final image does not contain (``final_id`` None: a
     failed build, whose every untagged step goes): Podman keeps an image of every step, a compile stage's too.
@@ -205,14 +225,28 @@ def _docker_build(ctx, log):
                         step_ids.extend(m.group(1) for m in STEP_IMAGE.finditer(text))
                     else:
                         _remove_build_stages(step_ids, None)
-                        raise ImageError(
-                            "building %s failed; log: %s\n%s%s"
-                            % (ctx.image.name, log_path, "\n".join(lines[-15:]), _hint(lines))
+                        message = "building %s failed; log: %s\n%s%s" % (
+                            ctx.image.name,
+                            log_path,
+                            "\n".join(lines[-15:]),
+                            _hint(lines),
                         )
+                        broken = broken_download(lines)
+                        raise DownloadBroken(message, broken) if broken else ImageError(message)
         except docker.errors.APIError as exc:
             _remove_build_stages(step_ids, None)
             raise ImageError("building %s failed: %s; log: %s" % (ctx.image.name, exc, log_path)) from None
     return step_ids
+
+
+def _build(ctx, log):
+    """_docker_build, run a second time where the first broke off in a download (DownloadBroken), saying so; the
+    second's DownloadBroken is raised."""
+    try:
+        return _docker_build(ctx, log)
+    except DownloadBroken as exc:
+        log("%s: a download broke off (%s); building again" % (ctx.image.name, exc.line[:LINE_SHOWN]))
+        return _docker_build(ctx, log)
 
 
 def read_manifests(image_id):
@@ -267,7 +301,7 @@ def _ensure(matrix, image, options, log):
                 raise SourcesMissing("%s: its sources: %s" % (image.name, exc), exc.remedy) from None
             if engine.name() == "docker":  # a step a lost engine left running holds the apt cache's lock
                 leftovers.wait_for_steps(log, engine.address())
-            step_ids = _docker_build(ctx, log)
+            step_ids = _build(ctx, log)
             found = client().images.get(ctx.tag)
             _remove_build_stages(step_ids, found.id)
             built = True
