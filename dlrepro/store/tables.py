@@ -714,20 +714,32 @@ def _derived(folder, signature, name):
     return _pandas(_derived_tables(folder, signature)[name], _COLUMNS[name])
 
 
-_ARROW_TYPES = {pa.string(): pd.StringDtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+# A string column read into pandas holds Python strings (pandas' "python" storage), not arrow memory: the answers and
+# views select the tables' rows many times over (a mask, a group, a row), and each selection of an arrow-backed
+# column is a call into pyarrow per column (`dlrepro site` over the committed results: 224 and 246 CPU-s with
+# arrow-backed strings, 197 and 212 with these, the same bytes). The parquet files' types are unchanged.
+STRING = pd.StringDtype("python")
+_ARROW_TYPES = {
+    pa.string(): STRING,
+    pa.large_string(): STRING,  # what pandas writes a string column as
+    pa.int64(): pd.Int64Dtype(),
+    pa.bool_(): pd.BooleanDtype(),
+}
 
 
 @lru_cache(maxsize=4)
 def _dtypes(columns):
-    return [pd.api.types.pandas_dtype(dtype) for _, dtype in columns]
+    """{name: pandas dtype} of ``columns`` ((name, dtype name) pairs), a "string" column as STRING."""
+    return {name: STRING if dtype == "string" else pd.api.types.pandas_dtype(dtype) for name, dtype in columns}
 
 
 def _pandas(table, columns):
-    """The DataFrame of arrow ``table`` with ``columns``' dtypes (name -> dtype), converted column by column only
-    where the arrow types do not give them already (a table of this version's schema does)."""
+    """The DataFrame of arrow ``table`` with ``columns``' dtypes (name -> dtype; "string" as STRING), converted
+    column by column only where the arrow types do not give them already (a table of this version's schema does)."""
     found = table.to_pandas(types_mapper=_ARROW_TYPES.get)
-    same = list(found.columns) == list(columns) and found.dtypes.tolist() == _dtypes(tuple(columns.items()))
-    return found if same else found.astype(columns)
+    dtypes = _dtypes(tuple(columns.items()))
+    same = list(found.columns) == list(dtypes) and found.dtypes.tolist() == list(dtypes.values())
+    return found if same else found.astype(dtypes)
 
 
 def summary(folder):
