@@ -42,6 +42,7 @@ PACKAGES = {
 # compiled into /opt/torch7 by its images' recipes, images/matrix.yaml; cutorch's and cunn's under lib/lua/5.1)
 TORCH7_PREFIX = "/opt/torch7"
 LIBRARY_DIRS = {"torch7": [os.path.join(TORCH7_PREFIX, "lib")]}
+TORCH7_SOURCES = os.path.join(TORCH7_PREFIX, "SOURCES")  # written by the image build: one line per source archive
 # the libraries whose version functions are called, by file name
 LIBRARIES = {
     "cuda_runtime": r"libcudart\.so(\.\d+)*$",
@@ -496,22 +497,54 @@ def _chainer():
     return {"framework_version": chainer.__version__, "cuda": None, "cudnn": None, "nccl": None, "archs": None}
 
 
+def torch7_sources(path=TORCH7_SOURCES):
+    """{repository: "commit sha256"} of the Torch 7 sources the image was built from ({} where the file is absent)."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return dict(line.split(None, 1) for line in f.read().splitlines() if line.strip())
+
+
+def torch7_version(built_from):
+    """Torch 7's version as LuaRocks names a build of its repository (its rockspec is "torch scm-1"; no module
+    reports one): "scm-" and the torch7 commit the image was built from (``torch7_sources``), None where that is
+    unknown."""
+    torch7 = built_from.get("torch7")
+    return "scm-" + torch7.split()[0][:7] if torch7 else None
+
+
+def debian_cuda_release(path):
+    """The CUDA release that the Debian package holding the library at ``path`` comes from, as text: "11.8 (Debian's
+    libcublas11 11.11.3.6~11.8.0-5~deb12u1)" (Debian versions a CUDA library as its own version, "~", the toolkit's);
+    None where dpkg knows no package of it or its version names no release."""
+    code, out = _run(["dpkg-query", "-S", os.path.realpath(path)])
+    package = out.split(":")[0].strip() if code == 0 and ":" in out else None
+    code, version = _run(["dpkg-query", "-W", "-f", "${Version}", package]) if package else (1, "")
+    release = re.search(r"~(\d+\.\d+)\.\d+-", version) if code == 0 else None
+    return "%s (Debian's %s %s)" % (release.group(1), package, version.strip()) if release else None
+
+
 def _torch7():
     """Lua Torch 7 reports no version: its build is named by the torch7 commit it was built from
-    (runner.adapters.torch7_adapter.version). cutorch cannot be loaded without a GPU, so CUDA is the runtime its
-    libTHC.so links (ldd); cunn's convolutions link no cuDNN and cutorch no NCCL. A CPU image has no libTHC.so:
-    CUDA None."""
-    from runner.adapters import torch7_adapter
-
+    (torch7_version). cutorch cannot be loaded without a GPU, so CUDA is read from what its
+    libTHC.so links (ldd): a shared libcudart's version, or, where nvcc linked the runtime statically (its default, and
+    cutorch's build here), the CUDA release of the CUDA libraries it links (cuBLAS: debian_cuda_release). cunn's
+    convolutions link no cuDNN and cutorch no NCCL. A CPU image has no libTHC.so: CUDA None."""
     library = (sorted(glob.glob(os.path.join(TORCH7_PREFIX, "lib", "libTHC.so*"))) or [None])[0]
-    cudart = None
+    cuda = None
     if library:
         code, out = _run(["ldd", library])
-        linked = sorted(t for n, t in ldd_lines(out).items() if n.startswith("libcudart.so") and t) if code == 0 else []
-        cudart = linked[0] if linked else None
+        linked = ldd_lines(out) if code == 0 else {}
+        cudart = sorted(t for n, t in linked.items() if n.startswith("libcudart.so") and t)
+        cublas = sorted(t for n, t in linked.items() if n.startswith("libcublas.so") and t)
+        if cudart:
+            cuda = linked_runtime(cudart[0])
+        elif cublas:
+            release = debian_cuda_release(cublas[0])
+            cuda = "%s, runtime linked statically" % release if release else None
     return {
-        "framework_version": torch7_adapter.version(torch7_adapter.sources()),
-        "cuda": linked_runtime(cudart),
+        "framework_version": torch7_version(torch7_sources()),
+        "cuda": cuda,
         "cudnn": "not linked",
         "nccl": "not linked",
         "archs": None,

@@ -46,32 +46,16 @@ import subprocess
 
 import numpy as np
 
-from runner import shapes
+from runner import buildinfo, shapes
 from runner.adapters import UnsupportedError, torch7_lua
 from runner.adapters.base import Adapter as Base
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch7_harness.lua")
 LUAJIT = os.environ.get("DLREPRO_LUAJIT", "luajit")
-SOURCES_FILE = "/opt/torch7/SOURCES"  # written by the image build: one line per source archive
 
 
 class HarnessError(RuntimeError):
     """The Lua harness answered with an error, or ended."""
-
-
-def sources(path=SOURCES_FILE):
-    """{repository: "commit sha256"} of the Torch 7 sources the image was built from ({} where the file is absent)."""
-    if not os.path.isfile(path):
-        return {}
-    with open(path) as f:
-        return dict(line.split(None, 1) for line in f.read().splitlines() if line.strip())
-
-
-def version(built_from):
-    """Torch 7's version as LuaRocks names a build of its repository (its rockspec is "torch scm-1"; no module
-    reports one): "scm-" and the torch7 commit the image was built from (``sources``), None where that is unknown."""
-    torch7 = built_from.get("torch7")
-    return "scm-" + torch7.split()[0][:7] if torch7 else None
 
 
 def gradients_text(pruned):
@@ -164,8 +148,8 @@ class Adapter(Base):
     def environment(self):
         return {
             "framework": "torch7",
-            "framework_version": version(sources()),
-            "sources": sources(),
+            "framework_version": buildinfo.torch7_version(buildinfo.torch7_sources()),
+            "sources": buildinfo.torch7_sources(),
             "luajit": self.lua["luajit"],
             "openmp": self.lua["openmp"],
             "threads": self.lua["threads"],

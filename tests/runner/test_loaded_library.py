@@ -31,15 +31,15 @@ def test_a_runtime_that_answers_only_with_a_driver_is_named_by_its_file(tmp_path
 def test_torch7_is_named_by_its_commit_and_its_cuda_by_the_runtime_cutorch_links(tmp_path, monkeypatch):
     """Lua Torch 7 (no Python package, no version of its own): the libraries under its prefix are scanned, its
     version is its torch7 commit's LuaRocks name, its CUDA the libcudart that libTHC.so links (ldd)."""
-    from runner.adapters import torch7_adapter
-
     lib = tmp_path / "lib"
     (lib / "lua" / "5.1").mkdir(parents=True)
     (lib / "libTHC.so").write_bytes(b"")
     (tmp_path / "libcudart.so.11.8.89").write_bytes(b"")
     monkeypatch.setattr(buildinfo, "TORCH7_PREFIX", str(tmp_path))
     monkeypatch.setitem(buildinfo.LIBRARY_DIRS, "torch7", [str(lib), str(tmp_path / "absent")])
-    monkeypatch.setattr(torch7_adapter, "sources", lambda: {"torch7": "814ea4afd6beb110705d2456de03876841fcf1fd 9f3e"})
+    monkeypatch.setattr(
+        buildinfo, "torch7_sources", lambda: {"torch7": "814ea4afd6beb110705d2456de03876841fcf1fd 9f3e"}
+    )
     ldd = "\tlibcudart.so.11.0 => %s (0x00007f)\n\tlibTH.so.0 => not found\n" % (tmp_path / "libcudart.so.11.8.89")
     monkeypatch.setattr(buildinfo, "_run", lambda command: (0, ldd) if command[0] == "ldd" else (1, ""))
     assert buildinfo.package_dirs("torch7") == [str(lib)]
@@ -51,5 +51,20 @@ def test_torch7_is_named_by_its_commit_and_its_cuda_by_the_runtime_cutorch_links
         "archs": None,
         "library": str(lib / "libTHC.so"),
     }
+    # nvcc's default, and cutorch's build in its image: the runtime linked statically; CUDA's release is then that of
+    # the CUDA libraries it links, as Debian versions them
+    cublas = tmp_path / "libcublas.so.11.11.3.6"
+    cublas.write_bytes(b"")
+    answers = {
+        "ldd": (0, "\tlibcublas.so.11 => %s (0x00007f)\n" % cublas),
+        "dpkg-query -S": (0, "libcublas11:amd64: %s\n" % cublas),
+        "dpkg-query -W": (0, "11.11.3.6~11.8.0-5~deb12u1"),
+    }
+    monkeypatch.setattr(buildinfo, "_run", lambda command: answers.get(" ".join(command[:2]), answers.get(command[0])))
+    assert buildinfo._torch7()["cuda"] == (
+        "11.8 (Debian's libcublas11 11.11.3.6~11.8.0-5~deb12u1), runtime linked statically"
+    )
+    answers["dpkg-query -S"] = (1, "dpkg-query: no path found matching pattern")
+    assert buildinfo._torch7()["cuda"] is None
     (lib / "libTHC.so").unlink()  # the CPU image: no cutorch
     assert buildinfo._torch7()["cuda"] is None and buildinfo._torch7()["library"] is None

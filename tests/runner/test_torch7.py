@@ -24,7 +24,7 @@ from dlrepro.inputs import datasets, spec, studies
 from dlrepro.plan import coverage
 from dlrepro.run import jobs
 from dlrepro.run.options import RunOptions
-from runner import contract, shapes
+from runner import buildinfo, contract, shapes
 from runner import job as runner_job
 from runner.adapters import capabilities, torch7_adapter, torch7_lua
 from tests.helpers import REGISTRY_BASE
@@ -469,5 +469,5 @@ def test_the_measured_window_counts_a_child_process_cpu_time_and_says_so():
 
 def test_torch7s_version_is_the_commit_of_its_sources_as_luarocks_names_a_repository_build():
     built_from = {"torch7": "814ea4afd6beb110705d2456de03876841fcf1fd 5a92379c", "nn": "872682558c48 89a08a02"}
-    assert torch7_adapter.version(built_from) == "scm-814ea4a"
-    assert torch7_adapter.version({}) is None  # an image without its SOURCES file
+    assert buildinfo.torch7_version(built_from) == "scm-814ea4a"
+    assert buildinfo.torch7_version({}) is None  # an image without its SOURCES file

@@ -151,7 +151,7 @@ def test_across_sets_one_configuration_side_by_side_on_every_device_model_with_i
 
 
 def test_a_framework_that_reported_no_version_is_shown_so_on_the_across_page_its_filters_and_titles():
-    # Torch 7 before it reported "scm-<commit>" (runner.adapters.torch7_adapter.version): the site failed on None
+    # Torch 7 before it reported "scm-<commit>" (runner.buildinfo.torch7_version): the site failed on None
     before = Configuration(_key("torch7", "AMD EPYC", None), "t7-none", [_point("a", "2026-12-06T00:00:00Z", 0.5)])
     now = Configuration(_key("torch7", "Intel Xeon", "scm-814ea4a"), "t7", [_point("b", "2026-12-06T01:00:00Z", 0.4)])
     (torch7,) = across.across([before, now], {})
