@@ -198,6 +198,13 @@ def dlf(notebook, token, step_call, subs, env=None, variants=None, window=None):
 
 # TensorFlow 1.4's CPU kernels have no NCHW convolution or pooling: DLF's channels-first batches made channels-last
 CHANNELS_LAST_DATA = ("cifar_for_library(channel_first=True", "cifar_for_library(channel_first=False")
+# a DLF Keras notebook made channels-last: its image data format, its first layer's input shape and its batches (what
+# the suite's Keras 2 adapter runs on the CPU, runner/adapters/keras2_adapter.py)
+KERAS_CHANNELS_LAST = [
+    ("set_image_data_format('channels_first')", "set_image_data_format('channels_last')"),
+    ("input_shape=(3, 32, 32)", "input_shape=(32, 32, 3)"),
+    CHANNELS_LAST_DATA,
+]
 
 
 STUDY.update(
@@ -251,19 +258,17 @@ STUDY.update(
             "Keras_TF_CNN.ipynb",
             "keras-tensorflow@2.1.5",
             "keras.callbacks:CallbackList.on_batch_end",
-            [
-                ("set_image_data_format('channels_first')", "set_image_data_format('channels_last')"),
-                ("input_shape=(3, 32, 32)", "input_shape=(32, 32, 3)"),
-                CHANNELS_LAST_DATA,
-            ],
+            KERAS_CHANNELS_LAST,
         ),
-        # CNTK is channels-first on the CPU too: the notebook as written
+        # CNTK is channels-first on the CPU too: the notebook as written. P-nhwc: the notebook made channels-last, the
+        # layout the suite's Keras 2 adapter runs on a CPU (CNTK's own layout is NCHW)
         "dlf-keras-cntk": dlf(
             "Keras_CNTK_CNN.ipynb",
             "keras-cntk@2.1.5",
             "keras.callbacks:CallbackList.on_batch_end",
             [],
             env={"KERAS_BACKEND": "cntk"},
+            variants={"P-nhwc": dict(subs=[["Keras_CNTK_CNN.ipynb"] + list(sub) for sub in KERAS_CHANNELS_LAST])},
         ),
         # a step ends at the loop's Session.run (the first call, the variables' initialisation, starts the clock);
         # its six layers' data_format and the placeholder made channels-last (CHANNELS_LAST_DATA)
@@ -465,7 +470,7 @@ def main():
         "waits for the outputs only), P-decoded (NDArrayIter over the records decoded before training), P-dec1 (1 "
         "decoding thread, not 20), P-pin (pinned to N CPUs), P-w1 (1 engine worker; 2 threads and up), P-scale "
         "(inputs scaled by 1/256 after the mean image: the first sigmoid layer unsaturated). Caffe2: "
-        "P-omp1, P-passive, P-init",
+        "P-omp1, P-passive, P-init. DLF's Keras on CNTK: P-nhwc (the notebook channels-last)",
     )
     args = parser.parse_args()
     frameworks = args.frameworks.split(",")

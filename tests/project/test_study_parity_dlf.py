@@ -106,6 +106,20 @@ def test_the_keras_cntk_notebook_runs_as_written_with_its_backend_chosen_before_
     assert (study["token"], study["env"](0)) == ("keras-cntk@2.1.5", {"KERAS_BACKEND": "cntk"})
 
 
+def test_the_keras_cntk_notebooks_channels_last_variant_is_the_layout_the_suites_keras_2_adapter_runs(tmp_path):
+    """P-nhwc: DLF's Keras-on-CNTK notebook with the suite's CPU layout (channels-last), to measure what the layout
+    costs CNTK, whose own layout is channels-first."""
+    study = benchmark("study_parity").STUDY["dlf-keras-cntk"]
+    path = notebook_or_skip("Keras_CNTK_CNN.ipynb", tmp_path)
+    peer = benchmark("study_parity_peer")
+    edits = peer.substituted(str(tmp_path), study["subs"] + study["variants"]["P-nhwc"]["subs"])
+    cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    script, _ = peer.notebook_script(cells)
+    assert "K.backend.set_image_data_format('channels_last')" in script and "channels_first" not in script
+    assert "input_shape=(32, 32, 3)))" in script and "cifar_for_library(channel_first=False, one_hot=True)" in script
+    assert len(edits) == 3
+
+
 def test_an_edit_found_other_than_its_count_of_times_stops_the_peer(tmp_path):
     (tmp_path / "a.ipynb").write_text("x.cuda() y.cuda()")
     peer = benchmark("study_parity_peer")
