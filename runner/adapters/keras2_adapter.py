@@ -13,8 +13,10 @@ The network is the Keras 3 adapter's (runner.adapters.keras_adapter: the same Ke
 DLF's notebook; optimizers with ``lr``; losses from the backend's ``from_logits`` functions; the backend's thread
 count (a TensorFlow session's, CNTK's own; Theano's BLAS and OpenMP variables, runner.settings') and seeds. Keras 2
 builds its train function (a TensorFlow graph, a CNTK function, or a Theano function whose C code g++ compiles) at
-the first ``train_on_batch``. Images (N, H, W, C) on the CPU, (N, C, H, W) on a GPU, as DLF's notebooks set it
-(``K.set_image_data_format('channels_first')``). Losses on logits exact on every backend, pretrained kernels flipped
+the first ``train_on_batch``. Images (N, C, H, W), as DLF's notebooks set it
+(``K.set_image_data_format('channels_first')``: CNTK's and Theano's own layout), except under TensorFlow 1.4 on a CPU,
+whose convolutions have (N, H, W, C) only (DLF's Keras on CNTK notebook made channels-last costs 1.256x its CPU a step:
+results/study-parity-20261207/README.md). Losses on logits exact on every backend, pretrained kernels flipped
 for Theano's true convolution.
 """
 
@@ -95,8 +97,10 @@ class Adapter(keras_adapter.Adapter):
                 % (self.name, frameworks.backend(self.name), self.backend)
             )
         self.lib = importlib.import_module(self.backend)
-        self.channels_first = job["device"] == "cuda"
-        if self.channels_first and not self._gpus():
+        # DLF's notebooks set channels-first on every backend; TensorFlow 1.4's CPU convolutions have channels-last only
+        self.gpu = job["device"] == "cuda"
+        self.channels_first = self.gpu or self.backend != "tensorflow"
+        if self.gpu and not self._gpus():
             raise UnsupportedError("the job asks for a GPU and Keras's %s backend sees none" % self.backend)
         self._session(job.get("threads"), job.get("seed", 0))
         self.build_name = "keras %s (%s %s)" % (keras.__version__, self.backend, self.lib.__version__)
@@ -159,10 +163,10 @@ class Adapter(keras_adapter.Adapter):
     def _flatten(self, fmt):
         return (
             keras.layers.Flatten()
-        )  # Keras 2's flattens the layout it is given: (H, W, C) on the CPU, (C, H, W) on a GPU
+        )  # Keras 2's flattens the layout it is given: (C, H, W), or (H, W, C) under TensorFlow on a CPU
 
     def _gru_kind(self):
-        return "CuDNNGRU" if self.channels_first and self.backend == "tensorflow" else "GRU(reset_after=True)"
+        return "CuDNNGRU" if self.gpu and self.backend == "tensorflow" else "GRU(reset_after=True)"
 
     def _gru(self, units):
         init = self._initializers("gru")

@@ -162,7 +162,10 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     try:
         for name, variant in (("cifar10-vgg", "cifar10-vgg-synthetic"), ("imdb-gru", "imdb-gru-synthetic")):
             tokens = [f for f in DLF_ROWS if name == "cifar10-vgg" or f != "keras-theano"] + ["chainer@3.4.0", "torch"]
-            options = RunOptions(frameworks=tokens, variants=[variant], quick=True)
+            # six Adam steps (--quick's warm-up step and 5 timed): with dropout one mini-batch's loss need not fall
+            # in fewer (Keras 2 on Theano, channels-first: 2.3099 after the first step, 2.3117 after the fourth,
+            # 2.2722 after the sixth)
+            options = RunOptions(frameworks=tokens, variants=[variant], quick=True, iterations=5)
             path = runs.run(name, options, results_dir=tmp_path, reporter=reporter, pool=pool)
             bundle = json.loads((path / "bundle.json").read_text())
             in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
@@ -189,7 +192,7 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     assert len(pool.starts) == 8 and sum(pool.starts.values()) - sum(pool.ended_for_memory.values()) == 8
     for (name, framework), (row, environment) in rows.items():
         assert row["status"] == "ok" and row["median"] > 0, (name, framework)
-        # four Adam steps on the one synthetic mini-batch: its loss falls in every row (Keras 3 on PyTorch and
+        # six Adam steps on the one synthetic mini-batch: its loss falls in every row (Keras 3 on PyTorch and
         # Keras 2 on Theano learn the real reviews only here: see the next test)
         assert row["loss"]["last"] < row["loss"]["first"], (name, framework, row["loss"])
         assert row["parameters"] == {"cifar10-vgg": 3_441_592, "imdb-gru": 3_818_302}[name]
@@ -204,7 +207,9 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
                 "keras-theano": ("theano", "1.0.1"),
                 "keras-tensorflow-2.1.5": ("tensorflow", "1.4.0"),
             }[framework]
-            assert environment["layout"] == "NHWC" and environment["gru"] == "GRU(reset_after=True)"
+            # channels-first as DLF's notebooks, but TensorFlow 1.4's CPU kernels: channels-last
+            assert environment["layout"] == ("NHWC" if framework == "keras-tensorflow-2.1.5" else "NCHW")
+            assert environment["gru"] == "GRU(reset_after=True)"
     assert rows["cifar10-vgg", "keras-jax"][1]["jit_compile"] is True
     assert rows["cifar10-vgg", "keras-torch"][1]["jit_compile"] is False
     assert rows["imdb-gru", "keras-torch"][1]["backend_version"] == rows["imdb-gru", "torch"][1]["framework_version"]
