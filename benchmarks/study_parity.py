@@ -23,18 +23,20 @@ Chainer, CNTK, Caffe2, TensorFlow, PyTorch, Keras on Theano, TensorFlow and CNTK
 GPU calls made CPU ones, NCHW made NHWC where TensorFlow's CPU kernels need it, random CIFAR-10-shaped data:
 study_parity_peer.py; Gluon's loop waits for no step's result, so its timed steps are one window, one value per
 unit) against the suite's ``cifar10-vgg-synthetic`` job at mini-batch 64, both at the framework's default threads
-(DLF set none), in the order P S0 S0 P; for Caffe2 also the notebook with OMP_NUM_THREADS=1 (P-omp1), with
-OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added after its imports (P-init), in the
-order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
+(DLF set none; the MXNet Module, Gluon and Keras-on-Theano notebooks also at --threads N: the suite's variables for N
+threads, pinned to N CPUs, both sides), in the order P S0 S0 P; for Caffe2 also the notebook with OMP_NUM_THREADS=1
+(P-omp1), with OMP_WAIT_POLICY=PASSIVE (P-passive) and with the suite's GlobalInit call added after its imports
+(P-init), in the order P P-omp1 P-passive P-init S0 S0 P-init P-passive P-omp1 P.
 
-Printed per framework, thread count and way: the study's and the suite's median seconds per step over every timed
-step of every round, wall (the clock around the step) and CPU (process CPU seconds, every thread: the suite's
-cpu_usage.cpu_seconds over the measured window / T, the peer's time.process_time per step), their ratio
-suite/study and a 95% percentile bootstrap interval of that ratio (2000 resamples of the steps of each side, rounds
-pooled; the suite's CPU seconds are one value per job), with the host's load average at the start, after each unit
-and at the end. A first suite job per framework, not counted, builds (or finds) the image; the peer runs in the
-image it ran in (--images: given instead). The table is printed after each round (rounds pooled so far) and at
---deadline.
+Printed per framework, thread count and way: the study's and the suite's median seconds per step, wall (the clock
+around the step: over every timed step of every round; a notebook timed as one window, one value a unit on both
+sides, each side's mean) and CPU (process CPU seconds, every thread, one value a unit on both sides: the suite's
+cpu_usage.cpu_seconds over the measured window / T, the peer's mean of time.process_time over its timed steps; until
+set 6 of 2026-12-07 the peer's every step, a median of steps against the suite's means), their ratio suite/study
+and a 95% percentile bootstrap interval of that ratio (2000 resamples of each side's values, rounds pooled), with
+the host's load average at the start, after each unit and at the end. A first suite job per framework, not counted,
+builds (or finds) the image; the peer runs in the image it ran in (--images: given instead). The table is printed
+after each round (rounds pooled so far) and at --deadline.
 """
 
 import argparse
@@ -50,6 +52,8 @@ import numpy as np
 
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions, Step
+from runner import settings
+from runner.frameworks import Token
 
 PEER = Path(__file__).resolve().parent / "study_parity_peer.py"
 BATCH = 64
@@ -173,13 +177,24 @@ CAFFE2_IMPORT = "from caffe2.proto import caffe2_pb2"
 CAFFE2_INIT = "; workspace.GlobalInit(['caffe2', '--caffe2_log_level=1'])"
 
 
-def dlf(notebook, token, step_call, subs, env=None, variants=None, window=None):
+def dlf(notebook, token, step_call, subs, env=None, variants=None, window=None, threads_by_env=False):
     """A DLF CNN notebook (ilkarman/DeepLearningFrameworks notebooks/), run on the CPU at the framework's default
     threads (as DLF ran it: no thread setting), a step ending at ``step_call``; ``subs``: (old, new) or (old, new,
     count) in the notebook, its GPU calls made CPU; ``env``: variables the notebook sets itself before its imports
     (the peer imports the framework earlier, to mark the step); ``window``: a call that waits for the steps'
     results (module:function), for a notebook whose loop waits for none: its timed steps are then one window, one
-    value per unit (study_parity_peer.py notebook())."""
+    value per unit (study_parity_peer.py notebook()); ``threads_by_env``: the framework's thread count is wholly
+    its environment variables, so that --threads N runs the notebook with the suite's variables for N threads
+    (runner.settings), pinned to N CPUs as the suite's job is (MXNet: its OpenMP pool and one engine worker; Theano:
+    its BLAS's and OpenMP's)."""
+    name = Token.parse(token).name
+
+    def variables(threads):
+        given = dict(env or {})
+        if threads:
+            given.update(settings.environment({"framework": name, "threads": threads, "device": "cpu"}))
+        return given
+
     return dict(
         study="dlf",
         peer="notebook",
@@ -187,7 +202,8 @@ def dlf(notebook, token, step_call, subs, env=None, variants=None, window=None):
         token=token,
         spec="cifar10-vgg",
         variant="cifar10-vgg-synthetic",
-        env=lambda threads: dict(env or {}),
+        env=variables,
+        threads_by_env=threads_by_env,
         args=lambda steps: [step_call, str(BATCH)] + ([window] if window else []),
         ways={"suite's step": SUITE_STEP},
         subs=[[notebook] + list(sub) for sub in subs],
@@ -209,7 +225,13 @@ KERAS_CHANNELS_LAST = [
 
 STUDY.update(
     {
-        "dlf-mxnet": dlf("MXNet_CNN.ipynb", "mxnet@0.12.0", "mxnet.module:Module.update", [("mx.gpu(0)", "mx.cpu()")]),
+        "dlf-mxnet": dlf(
+            "MXNet_CNN.ipynb",
+            "mxnet@0.12.0",
+            "mxnet.module:Module.update",
+            [("mx.gpu(0)", "mx.cpu()")],
+            threads_by_env=True,
+        ),
         "dlf-chainer": dlf(
             "Chainer_CNN.ipynb",
             "chainer@3.4.0",
@@ -252,6 +274,7 @@ STUDY.update(
             "keras.callbacks:CallbackList.on_batch_end",
             [("device = cuda0", "device = cpu")],
             env={"KERAS_BACKEND": "theano"},
+            threads_by_env=True,
         ),
         # the notebook's channels_first made channels_last (CHANNELS_LAST_DATA)
         "dlf-keras-tensorflow": dlf(
@@ -260,8 +283,8 @@ STUDY.update(
             "keras.callbacks:CallbackList.on_batch_end",
             KERAS_CHANNELS_LAST,
         ),
-        # CNTK is channels-first on the CPU too: the notebook as written. P-nhwc: the notebook made channels-last, the
-        # layout the suite's Keras 2 adapter runs on a CPU (CNTK's own layout is NCHW)
+        # CNTK is channels-first on the CPU too: the notebook as written, and the suite's Keras 2 adapter. P-nhwc: the
+        # notebook made channels-last, what the layout costs CNTK (the adapter's CPU layout before 2026-12-07)
         "dlf-keras-cntk": dlf(
             "Keras_CNTK_CNN.ipynb",
             "keras-cntk@2.1.5",
@@ -292,6 +315,7 @@ STUDY.update(
             "mxnet.gluon:Trainer.step",
             [("ctx = mx.gpu()", "ctx = mx.cpu()"), ("net.hybridize()", "net.hybridize()  # Main training loop")],
             window="mxnet.ndarray:waitall",
+            threads_by_env=True,
         ),
     }
 )
@@ -361,7 +385,8 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     window = ["--window", str(warmup)] if study.get("window") else []  # one value: steps warmup+1 to warmup+timed
     env = dict(study["env"](threads), **variant.get("env", {}))
     env = [a for name, value in sorted(env.items()) for a in ("-e", "%s=%s" % (name, value))]
-    pin = ["--cpuset-cpus", "0-%d" % (threads - 1)] if variant.get("pin") else []
+    pinned = variant.get("pin") or (threads and study["study"] == "dlf")  # as the suite's job at N threads
+    pin = ["--cpuset-cpus", "0-%d" % (threads - 1)] if pinned else []
     command = (
         ["docker", "run", "--rm"]
         + pin
@@ -395,6 +420,13 @@ def peer_unit(framework, threads, copy, image, warmup, timed, variant=None):
     found = json.loads(line[5:])
     skip = 0 if window else warmup
     return found["wall"][skip:], found["cpu"][skip:], found["edited"], found.get("inside", [])[skip:]
+
+
+def per_unit(cpu):
+    """A unit's CPU seconds per step as one value, the mean over its timed steps: what the suite's job gives (its
+    window's CPU seconds / T), so that the two sides' CPU are alike (a median of steps against a mean favours the
+    side whose steps are skewed: 1 thread, DLF's MXNet notebook, set 6: CPU 1.068 against a wall of 1.011)."""
+    return [float(np.mean(cpu))]
 
 
 def interval(suite, peer, draws=2000, seed=0):
@@ -445,11 +477,15 @@ def table(found, rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dlbench", help="a local copy of hclhkbu/dlbench")
     parser.add_argument("--dlf", help="a local copy of ilkarman/DeepLearningFrameworks")
     parser.add_argument("--commit", default="", help="its commit, when PATH is not a git checkout")
-    parser.add_argument("--threads", default="1,2", help="DLBench's thread counts (DLF's notebooks: the default)")
+    parser.add_argument(
+        "--threads",
+        default=None,
+        help="thread counts, 0 the framework's default (default: DLBench's 1,2; DLF's notebooks 0, as DLF ran them)",
+    )
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=8, help="untimed steps before the timed ones (both sides)")
     parser.add_argument("--steps", type=int, default=8, help="timed steps per unit (both sides)")
@@ -489,6 +525,12 @@ def main():
                     {"dlbench": "hclhkbu/dlbench", "dlf": "ilkarman/DeepLearningFrameworks"}[study],
                 )
             )
+        if study == "dlf" and args.threads not in (None, "0") and not STUDY[framework]["threads_by_env"]:
+            sys.exit(
+                "--threads %s: %s's thread count is set through its framework's API, which DLF's notebook does not "
+                "call; give --threads 0 (the default, as DLF ran it), or a notebook of %s"
+                % (args.threads, framework, ", ".join(f for f in STUDY if STUDY[f].get("threads_by_env")))
+            )
     for study in sorted({STUDY[f]["study"] for f in frameworks}):
         print("%s %s, commit %s" % (study, copies[study], commit_of(copies[study], args.commit)))
     print("load average %s" % " ".join("%.2f" % v for v in os.getloadavg()))
@@ -505,7 +547,7 @@ def main():
     for round_ in range(args.rounds):
         for framework in frameworks:
             study = STUDY[framework]
-            counts = [int(t) for t in args.threads.split(",")] if study["study"] == "dlbench" else [0]
+            counts = [int(t) for t in (args.threads or {"dlbench": "1,2", "dlf": "0"}[study["study"]]).split(",")]
             for threads in counts:  # 0: the framework's default
                 variants = [
                     name
@@ -532,7 +574,8 @@ def main():
                             args.steps,
                             study.get("variants", {}).get(unit),
                         )
-                        note = "edited: %s" % "; ".join(edited)
+                        note = "cpu steps %s; edited: %s" % (" ".join("%.3f" % c for c in cpu), "; ".join(edited))
+                        cpu = per_unit(cpu)
                         if inside:  # Torch 7: a step is from one optim.sgd return to the next
                             note += "; outside optim.sgd %s s" % " ".join(
                                 "%.4f" % (w - i) for w, i in zip(wall, inside)
@@ -542,6 +585,8 @@ def main():
                             study, threads, study["ways"][unit], results, args.warmup, args.steps
                         )
                         note = "effective parallelism %.2f, CPUs %s" % (parallelism, cpus or "not confined")
+                        if study.get("window"):  # the study's code gives one window a unit: the suite's mean too
+                            wall = [float(np.mean(wall))]
                     side["wall"] += wall
                     side["cpu"] += cpu
                     print(

@@ -106,9 +106,9 @@ def test_the_keras_cntk_notebook_runs_as_written_with_its_backend_chosen_before_
     assert (study["token"], study["env"](0)) == ("keras-cntk@2.1.5", {"KERAS_BACKEND": "cntk"})
 
 
-def test_the_keras_cntk_notebooks_channels_last_variant_is_the_layout_the_suites_keras_2_adapter_runs(tmp_path):
-    """P-nhwc: DLF's Keras-on-CNTK notebook with the suite's CPU layout (channels-last), to measure what the layout
-    costs CNTK, whose own layout is channels-first."""
+def test_the_keras_cntk_notebooks_channels_last_variant_measures_what_the_layout_costs_cntk(tmp_path):
+    """P-nhwc: DLF's Keras-on-CNTK notebook made channels-last, to measure what the layout costs CNTK, whose own
+    layout is channels-first (as the notebook's and the suite's Keras 2 adapter's on CNTK)."""
     study = benchmark("study_parity").STUDY["dlf-keras-cntk"]
     path = notebook_or_skip("Keras_CNTK_CNN.ipynb", tmp_path)
     peer = benchmark("study_parity_peer")
@@ -209,3 +209,37 @@ def test_the_gluon_unit_asks_the_peer_for_a_window_after_the_warm_up_and_keeps_i
         "64",
         "mxnet.ndarray:waitall",
     ]
+
+
+def test_dlfs_mxnet_notebooks_take_the_suites_thread_variables_and_the_others_refuse_a_thread_count(
+    tmp_path, monkeypatch, capsys
+):
+    """--threads N for DLF's MXNet notebooks (Module and Gluon) and Keras on Theano: the notebook runs with the
+    variables the suite's job sets for N threads (runner.settings: the BLAS and OpenMP pools, one MXNet engine worker;
+    Keras's backend and no GPU for the Keras job), pinned to N CPUs
+    as the job is; at 0 (DLF's way) with none. A notebook whose framework takes its thread count through an API
+    that DLF's code never calls (CNTK) is refused before any unit runs."""
+    study_parity = benchmark("study_parity")
+    one = {
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MXNET_CPU_WORKER_NTHREADS": "1",
+    }
+    for framework in ("dlf-mxnet", "dlf-gluon"):
+        assert study_parity.STUDY[framework]["env"](1) == one and study_parity.STUDY[framework]["env"](0) == {}
+    assert study_parity.STUDY["dlf-keras-cntk"]["env"](0) == {"KERAS_BACKEND": "cntk"}
+    theano = {"KERAS_BACKEND": "theano", "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+    assert study_parity.STUDY["dlf-keras-theano"]["env"](2) == dict(theano, **{k: "2" for k in one if "MXNET" not in k})
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "CNTK_CNN.ipynb").write_text("{}")
+    monkeypatch.setattr(
+        sys, "argv", ["study_parity.py", "--dlf", str(tmp_path), "--frameworks", "dlf-cntk", "--threads", "1"]
+    )
+    with pytest.raises(SystemExit) as stopped:
+        study_parity.main()
+    assert str(stopped.value).startswith(
+        "--threads 1: dlf-cntk's thread count is set through its framework's API, which DLF's notebook does not call; "
+        "give --threads 0 (the default, as DLF ran it), or a notebook of dlf-mxnet, dlf-keras-theano, dlf-gluon"
+    )
+    assert capsys.readouterr().out == ""

@@ -75,3 +75,9 @@ def test_a_deadline_earlier_in_the_day_than_now_is_the_next_days():
     now = 86400 * 3 + 22 * 3600 + 41 * 60  # 22:41 UTC
     assert module.deadline_of("00:00", now) == 86400 * 4
     assert module.deadline_of("23:50", now) == 86400 * 3 + 23 * 3600 + 50 * 60
+
+
+def test_a_peer_units_cpu_is_the_mean_of_its_steps_as_the_suites_window_is():
+    """The suite's CPU a step is its window's CPU seconds / T (a mean); the study's code's is the mean of its timed
+    steps too, not their median: steps of 1.0, 1.0 and 1.6 CPU-s are 1.2 a step, where their median says 1.0."""
+    assert benchmark("study_parity").per_unit([1.0, 1.0, 1.6]) == [1.2]
