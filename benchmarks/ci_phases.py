@@ -9,7 +9,10 @@ were during the tests: CPU- seconds used (user, system, irq) of those the host h
 (nothing of CI's is niced: another user's work beside it) and those waiting on I/O, and of the busy ones those in the
 Docker engine's image build steps and in its containers (its cgroups' counters, where the log has them; the engine's
 own processes, layer unpacking and export, are in neither). A run whose CPUs were busy all through its tests cannot
-be shortened by more workers, only by less work.
+be shortened by more workers, only by less work. Where the run has each test's start and end (-tests.tsv, which
+fresh_ci.sh writes from pytest-reportlog's log), a timeline: each xdist worker's seconds in tests and idle, and per
+window of WINDOW seconds the CPU-seconds of the host (build steps, containers, the rest) beside the tests each
+worker spent that window in, the longest first.
 
 Usage: python benchmarks/ci_phases.py LOG"""
 
@@ -52,11 +55,6 @@ def phases(lines):
         found["image build (wall, beside the tests)"] = end - start
     if ended is not None:
         found["whole run"] = ended
-    speed = next(
-        (re.search(r"([0-9.]+) CPU-seconds", line) for _, line in lines if line.startswith("host speed:")), None
-    )
-    if speed:
-        found["host speed (benchmarks/host_speed.py, CPU-s)"] = float(speed.group(1))
     folders = Counter()
     for _, line in lines:
         m = DURATION.match(line)
@@ -115,7 +113,56 @@ def host_speed(lines):
     return next((float(line.split()[2]) for _, line in lines if line.startswith("host speed: ")), None)
 
 
+WINDOW = 300
+
+
+def test_phases(path):
+    """[(worker, start, stop, nodeid)] of the -tests.tsv that fresh_ci.sh writes (seconds on the log's clock); []
+    without one."""
+    if not Path(path).is_file():
+        return []
+    rows = [line.split("\t") for line in Path(path).read_text().splitlines() if line]
+    return [(w, float(a), float(b), node.split("@")[0]) for w, _, a, b, _, node in rows]
+
+
+def overlap(a, b, start, end):
+    """Seconds of [a, b] inside [start, end]."""
+    return max(0.0, min(b, end) - max(a, start))
+
+
+def timeline(phases, cpu_log):
+    """Print each worker's test and idle seconds, then per window the host's CPU-seconds by kind and each worker's
+    tests in it (the longest first, their seconds in the window)."""
+    workers = sorted({w for w, *_ in phases})
+    begin, end = min(a for _, a, _, _ in phases), max(b for _, _, b, _ in phases)
+    for worker in workers:
+        mine = [(a, b) for w, a, b, _ in phases if w == worker]
+        busy = sum(b - a for a, b in mine)
+        print(
+            "%-40s %7.0f s in tests, %.0f s idle, done at %.0f s"
+            % ("worker " + worker, busy, max(b for _, b in mine) - begin - busy, max(b for _, b in mine))
+        )
+    for start in range(int(begin // WINDOW) * WINDOW, int(end) + 1, WINDOW):
+        stop = start + WINDOW
+        use, cgroups = cpu_use(cpu_log, start, stop), cgroup_use(cpu_log, start, stop)
+        build, containers = cgroups.get("buildkit", 0), cgroups.get("docker", 0) - cgroups.get("buildkit", 0)
+        cpu = (
+            "CPU-s: build %.0f, containers %.0f, rest %.0f" % (build, containers, use[0] - build - containers)
+            if use
+            else ""
+        )
+        print("%5d-%5d s  %s" % (start, stop, cpu))
+        for worker in workers:
+            seconds = Counter()
+            for w, a, b, node in phases:
+                if w == worker:
+                    seconds[node] += overlap(a, b, start, stop)
+            named = ["%s %.0f" % (node.split("/")[-1], t) for node, t in seconds.most_common(3) if t >= 1]
+            print("  %-5s %3.0f s: %s" % (worker, sum(seconds.values()), "; ".join(named)))
+
+
 def main(log):
+    stem = re.sub(r"\.log$", "", log)  # the files fresh_ci.sh writes beside LOG
     found, folders = phases(stamped(log))
     speed = host_speed(stamped(log))
     if speed is not None:
@@ -126,23 +173,26 @@ def main(log):
         print("%-40s %7.0f test-seconds" % ("tests/%s" % folder if folder != "the rest" else "other tests", seconds))
     lines = stamped(log)
     window = first(lines, r"workers \["), first(lines, SUMMARY.pattern)
-    use = cpu_use(re.sub(r"\.log$", "", log) + "-cpu.log", *window)
+    use = cpu_use(stem + "-cpu.log", *window)
     if use:
         busy, niced, iowait, available = use
         print(
             "%-40s %7.0f of %.0f CPU-seconds (%.0f%%), %.0f niced (not CI's), %.0f waiting on I/O"
             % ("CPUs busy during the tests", busy, available, 100 * busy / available, niced, iowait)
         )
-    cgroups = cgroup_use(re.sub(r"\.log$", "", log) + "-cpu.log", *window)
+    cgroups = cgroup_use(stem + "-cpu.log", *window)
     if "buildkit" in cgroups:
         print("%-40s %7.0f CPU-seconds" % ("  of them in image build steps", cgroups["buildkit"]))
     if "docker" in cgroups:
         print("%-40s %7.0f CPU-seconds" % ("  in containers", cgroups["docker"] - cgroups.get("buildkit", 0)))
-    images = built(re.sub(r"\.log$", "", log) + "-build.log")
+    images = built(stem + "-build.log")
     for image, seconds in images:
         print("%-40s %7d s" % ("built " + image, seconds))
     if images:
         print("%-40s %7d s" % ("images built, summed", sum(s for _, s in images)))
+    tests = test_phases(stem + "-tests.tsv")
+    if tests:
+        timeline(tests, stem + "-cpu.log")
 
 
 if __name__ == "__main__":

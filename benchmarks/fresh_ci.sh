@@ -2,7 +2,8 @@
 # `.ci/run` as CI meets it: a fresh clone of this checkout and a fresh Docker engine with no image, no base and no build
 # cache (benchmarks/fresh_engine.sh), so that every image the tests run is built. Prints the slowest tests and the
 # phases (benchmarks/ci_phases.py); writes the stamped log to LOG, the tests' image build log beside it (LOG's name
-# with -build.log) and the host's CPU counters (-cpu.log). Root only.  Usage: bash benchmarks/fresh_ci.sh [LOG]
+# with -build.log), the host's CPU counters (-cpu.log) and each test's start and end (-tests.tsv). Root only.
+# Usage: bash benchmarks/fresh_ci.sh [LOG]
 set -u
 LOG=$(realpath -m "${1:-/tmp/fresh-ci.log}")
 . "$(dirname "$0")/fresh_engine.sh"
@@ -26,8 +27,18 @@ SAMPLER=$!
 # the host's speed on a fixed piece of work, so that runs on different machines can be set side by side
 python3 "$FRESH_REPO/benchmarks/host_speed.py" | stamped "$T0" > "$LOG"
 # every test's duration, not only the slowest 25 (benchmarks/ci_phases.py sums them by folder)
-PYTEST_ADDOPTS="--durations=0" bash .ci/run 2>&1 | stamped "$T0" >> "$LOG"
+REPORTS=$(mktemp)
+PYTEST_ADDOPTS="--durations=0 --report-log=$REPORTS" bash .ci/run 2>&1 | stamped "$T0" >> "$LOG"
 rc=${PIPESTATUS[0]}
+# each test phase's worker, start and end (seconds on the log's clock) and outcome: ci_phases.py's timeline (the
+# report log's captured output stays out of the committed file)
+python3 -c 'import json, sys; t0 = float(sys.argv[1])
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    if r.get("$report_type") == "TestReport":
+        print("%s\t%s\t%.1f\t%.1f\t%s\t%s" % (r.get("worker_id", "-"), r["when"], r["start"] - t0, r["stop"] - t0,
+                                           r["outcome"], r["nodeid"]))' "$T0" "$REPORTS" > "${LOG%.log}-tests.tsv"
+rm -f "$REPORTS"
 kill "$SAMPLER"
 # the background image build of the tests (tests/conftest.py): its start and end on the log's clock, and its log
 for build_dir in "$TMPDIR"/dlrepro-test-images-*; do
