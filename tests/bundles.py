@@ -40,6 +40,7 @@ class Job:
     timer: str = "host_sync"  # how its iterations were timed (runner.measure: device_events, pipelined_wall, host_sync)
     precision: str = "fp32"
     joules: float = None  # the energy over the measured window (J), where measured
+    memory_layout: str = None  # the layout the adapter fed its images in (result.json's environment.layout)
 
 
 def _timing(job):
@@ -101,6 +102,8 @@ def _result(job, expanded, device_name, cpu):
         result["timing"], result["convergence"] = _convergence(job)
     else:
         result["timing"] = _timing(job)
+    if job.memory_layout:
+        result["environment"]["layout"] = job.memory_layout
     if job.device == "cuda":
         result["environment"]["gpu"] = {"name": device_name, "driver": "580.95.05"}
     if job.joules is not None:

@@ -3,11 +3,12 @@ measurement. ``dlrepro compare`` (answers.regression), the site's history (answe
 (answers.matrix) read it from here.
 
   CONFIGURATION  the job's columns that change the measured quantity: spec, variant, framework and version, device,
-                 mode, mini-batch, precision, layout, cuDNN autotune, CPU threads (cpu jobs only) and the pools
-                 they set (``thread_pools``), the gradients the step computes (``gradients``: a study's step,
-                 docs/experiments.md), ranks (the GPU count of a data-parallel job), the timed sample. Measurements of
-                 one configuration are one pair of
-                 ``compare`` and, with the device model (LINE), one line of runs in the history.
+                 mode, mini-batch, precision, layout (the option) and memory layout (what the adapter ran: DLF's
+                 Keras 2 on CNTK and Theano was NHWC on a CPU before suite commit 687072a, NCHW since), cuDNN
+                 autotune, CPU threads (cpu jobs only) and the pools they set (``thread_pools``), the gradients the
+                 step computes (``gradients``: a study's step, docs/experiments.md), ranks (the GPU count of a
+                 data-parallel job), the timed sample. Measurements of one configuration are one pair of ``compare``
+                 and, with the device model (LINE), one line of runs in the history.
   conditions     what must match as well for a pair to be judged: the timer discipline (the tables' ``timer``:
                  device_events, pipelined_wall, host_sync) and the host fingerprint (``fingerprint``: CPU
                  model, logical CPUs, the ISA flags the runner records, GPU models and count). A pair of one
@@ -28,6 +29,7 @@ CONFIGURATION = [
     "batch_size",
     "precision",
     "layout",
+    "memory_layout",
     "cudnn_autotune",
     "threads",
     "thread_pools",

@@ -384,6 +384,7 @@ UNRECORDED = configkey.UNRECORDED  # a bundle from before runner.measure recorde
 KEY_SHOWN = (
     "precision",
     "layout",
+    "memory_layout",
     "cudnn_autotune",
     "threads",
     "thread_pools",

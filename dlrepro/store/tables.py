@@ -1,4 +1,4 @@
-"""Tidy tables of a bundle, schema ``dlrepro.tables/9``: one row per job, one row per measured sample.
+"""Tidy tables of a bundle, schema ``dlrepro.tables/10``: one row per job, one row per measured sample.
 
 Every row carries its provenance, so rows from many bundles, machines and suite versions
 can be concatenated and still say where each number came from (benchopt's one-table shape).
@@ -31,10 +31,12 @@ asked for (null: the framework's choice), ``framework_threads``: what the framew
 ``gradients`` / ``thread_pools``: how the step was timed (runner.contract: "gate_op" and "intra_op" as
 DLBench's TensorFlow scripts; empty for an inference job, resp. a job without a thread count; every job before
 tables v8 ran "pruned" / "all", but Torch 7's before suite commit 12f47db ran "gate_op": tables v9 say so),
-``usable_cpus``: the CPUs the job was confined to, ``seed``: the job's seed (a
-convergence job's independent
-trainings are one job per seed, 0..N-1; every job before tables v7: 0), ``cpu_seconds`` / ``effective_parallelism``:
-the process CPU time over the measured window and that divided by its wall time; ``energy_j``,
+``usable_cpus``: the CPUs the job was confined to, ``layout``: the job's --layout option as applied ("default": the
+framework's, "channels_last"), ``memory_layout``: the layout the adapter fed its images in, "NCHW" (N, C, H, W) or
+"NHWC" (N, H, W, C) (result.json's environment.layout; an older table re-derives it from there), ``seed``: the
+job's seed (a convergence job's independent trainings are one job per seed, 0..N-1; every job before tables v7:
+0), ``cpu_seconds`` / ``effective_parallelism``: the process CPU time over the measured window and that divided by
+its wall time; ``energy_j``,
 ``energy_j_per_sample``, ``mean_power_w``: the energy over the measured window (J, J per sample
 processed, W; a GPU board's from NVML, a CPU package's from RAPL where readable: ``energy_method``;
 not certified measurements); ``energy_window_s`` / ``measured_window_s``: the energy counters' window and the
@@ -84,7 +86,7 @@ from runner import telemetry
 from runner.contract import OPTION_DEFAULTS
 from runner.stats import CI_METHOD_MEANS
 
-SCHEMA = "dlrepro.tables/9"
+SCHEMA = "dlrepro.tables/10"
 METADATA_KEY = b"dlrepro.tables"
 
 # column -> pandas dtype; the order is the order in the files
@@ -118,6 +120,7 @@ PROVENANCE = {
     "rank_batch_size": "Int64",
     "precision": "string",
     "layout": "string",
+    "memory_layout": "string",
     "cudnn_autotune": "boolean",
     "ptx_jit": "boolean",
     "timer": "string",
@@ -243,6 +246,7 @@ ADDED = {
     "dlrepro.tables/7": ("timer", "seed"),
     "dlrepro.tables/8": ("energy_window_s", "measured_window_s", "energy_window_differs", "gradients", "thread_pools"),
     "dlrepro.tables/9": (),  # no column added: Torch 7's steps from before suite commit 12f47db are "gate_op"
+    "dlrepro.tables/10": ("memory_layout",),
 }
 POOLED_CI = "iterations pooled, distribution-free (before tables v4)"
 
@@ -321,6 +325,7 @@ def provenance(body, job, result, measured=None):
         "rank_batch_size": job.get("rank_batch_size"),
         "precision": measured["precision"] or job["precision"],
         "layout": measured["layout"],
+        "memory_layout": env.get("layout"),
         "cudnn_autotune": measured["cudnn_autotune"],
         "ptx_jit": measured["ptx_jit"],
         "timer": timer(result.get("timing") or {}),

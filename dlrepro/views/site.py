@@ -28,6 +28,7 @@ KEY_LABELS = {
     "batch_size": "mini-batch",
     "precision": "precision",
     "layout": "layout",
+    "memory_layout": "memory layout",
     "cudnn_autotune": "cuDNN autotune",
     "threads": "CPU threads",
     "thread_pools": "thread pools",

@@ -187,3 +187,27 @@ def test_the_committed_jax_fcn_s_b1024_history_on_the_h200_is_a_timer_change_not
     assert _shown(line.points[1]) == "not comparable: timer changed (host_sync -> device_events)"
     html = pages.configuration_page(line, up="../")
     assert "<td>device_events</td>" in html and "timer changed (host_sync -&gt; device_events)" in html
+
+
+def test_a_memory_layout_the_adapter_changed_is_another_configuration_in_compare_and_the_history(tmp_path, capsys):
+    """Suite commit 687072a made DLF's Keras 2 on CNTK channels-first on a CPU (NHWC before): the layout the adapter
+    fed its images in (result.json's environment.layout, the tables' memory_layout) is part of the key, so the two
+    runs are two configurations, never one faster than the other."""
+
+    def run(folder, layout, median):
+        job = Job("keras-cntk", "cifar10-vgg-synthetic", 64, medians=[median] * 6, memory_layout=layout)
+        return make(tmp_path / folder, "cifar10-vgg", [job])
+
+    nhwc, nchw, again = run("a", "NHWC", 0.130), run("b", "NCHW", 0.100), run("c", "NCHW", 0.101)
+    found = gather.comparison(str(nhwc), str(nchw))
+    assert sorted(zip(found.cells["memory_layout"], found.cells["verdict"])) == [
+        ("NCHW", verdicts.ONLY_IN_B),
+        ("NHWC", verdicts.ONLY_IN_A),
+    ]
+    assert found.varying == ["memory_layout"]  # compare's table shows the column that tells the two rows apart
+    render.comparison(found)
+    shown = capsys.readouterr().out
+    assert "memory_layout" in shown and "NCHW" in shown and "NHWC" in shown
+    lines = sorted(_history([nhwc, nchw, again]), key=lambda line: line.key["memory_layout"])
+    assert [(line.key["memory_layout"], len(line.points)) for line in lines] == [("NCHW", 2), ("NHWC", 1)]
+    assert lines[0].points[1].verdict == verdicts.NO_CHANGE

@@ -27,7 +27,7 @@ def test_tables_carry_every_job_and_iteration_with_provenance(bundle):
     assert (
         tables.schema_of(bundle / "summary.parquet")
         == tables.schema_of(bundle / "samples.parquet")
-        == "dlrepro.tables/9"
+        == "dlrepro.tables/10"
     )
     by_framework = summary.set_index("framework")
     assert by_framework.loc["caffe", "median"] == MEDIANS["caffe"]
@@ -240,7 +240,7 @@ def test_each_seed_of_a_convergence_job_is_a_row_with_its_seed(tmp_path):
         )
     folder = writer.finish({})
     summary, samples = tables.summary(folder), tables.samples(folder)
-    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/9"
+    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/10"
     assert summary[["job_id", "seed", "final_test_accuracy"]].values.tolist() == [
         ["imdb-gru.torch.cpu.b64.s0", 0, 0.851],
         ["imdb-gru.torch.cpu.b64.s1", 1, 0.862],
@@ -276,3 +276,18 @@ def test_torch7_steps_from_before_the_gradients_option_are_labelled_by_what_thei
         None,
     )
     assert tables.gradients(job, {}) == "pruned"  # a job that failed before its harness said anything
+
+
+def test_a_committed_older_bundle_gets_its_memory_layout_from_its_results():
+    """Tables v10's memory_layout, re-derived for a bundle written at v7: DLF's 2026-12-04 Keras rows on a CPU ran
+    channels-last on every backend (the Keras 2 adapter before suite commit 687072a)."""
+    folder = REPO_ROOT / "results" / "cifar10-vgg-20261204T204409Z-33f42c63"
+    assert tables.schema_of(folder / "summary.parquet") == "dlrepro.tables/7"
+    rows = tables.summary(folder)
+    keras = rows[rows["framework"].str.startswith("keras-")]
+    assert dict(zip(keras["framework"], keras["memory_layout"])) == {
+        "keras-cntk": "NHWC",
+        "keras-tensorflow": "NHWC",
+        "keras-theano": "NHWC",
+    }
+    assert set(rows["layout"]) == {"default"}
