@@ -65,7 +65,8 @@ status "running" until the job ends:
   test_accuracy | perplexity, ...}], total_seconds, test_batches, test_batch_size (the evaluation's mini-batch size),
   test_samples (the test samples each evaluation covers: rows of its mini-batches), final_test_accuracy,
   final_perplexity},
-  inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {...,
+  inference {images, pass_seconds, seconds_per_1000_images, output_shape}, environment {..., prepared_data (a
+  dataset job's: the SHA-256 of the host's prepared arrays it read, runner.data; null: it ran the loader itself),
   cpu {model, vendor, family, model_number, stepping, usable_cpus, usable_cores, flags, mhz}: runner.environment,
   process {variables, cpus, requested_threads, cpu_choice {rule, cpus [{cpu, package, core, node,
   siblings}]}}: runner.settings}, cpu_usage {wall_seconds, cpu_seconds, effective_parallelism, usable_cpus,

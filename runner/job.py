@@ -158,6 +158,7 @@ def _execute(state):
     dataset = None
     if job["data"]["kind"] == "dataset":
         dataset = datamod.load_dataset(job["data"], job["model"])
+        result["environment"]["prepared_data"] = dataset.prepared
     state.phase("data_ready")
     window = windowmod.Window.for_job(job)
     try:

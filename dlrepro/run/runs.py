@@ -31,6 +31,7 @@ from dlrepro.files import sha256_file
 from dlrepro.images import build
 from dlrepro.images import matrix as matrixmod
 from dlrepro.inputs import datasets
+from dlrepro.inputs import prepared as preparedmod
 from dlrepro.inputs import spec as specmod
 from dlrepro.plan import hostinfo
 from dlrepro.run import executors, lock, recover, resumes
@@ -40,6 +41,7 @@ from dlrepro.run.options import recorded_slurm
 from dlrepro.store import bundle as bundlemod
 from dlrepro.store.bundle import BundleWriter
 from runner.contract import new_result, utc_now
+from runner.data import DataError
 from runner.environment import usable_cpus
 
 
@@ -254,8 +256,19 @@ class _Run:
                     self.record([job], "skipped", str(error), error.remedy)
                     break
                 jobsmod.resolve(job, section, record)
+                if section == "data":
+                    job["data"]["prepared"] = self.prepared(job["data"])
             self.writer.write_job(job)
         self.writer.save(**self.records())
+
+    def prepared(self, data):
+        """dlrepro.inputs.prepared's section for a job's resolved ``data``; None where the loader failed on the
+        host (the job then runs it itself, and fails with its reason)."""
+        try:
+            return preparedmod.prepare(data, self.log)
+        except DataError as exc:
+            self.log("%s: not prepared on the host (%s); each job loads it" % (data["name"], exc))
+            return None
 
     def execute(self, jobs, options, executor, matrix, build_options):
         self.jobs = {job["id"]: job for job in jobs}

@@ -251,6 +251,8 @@ def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, m
         assert (conv["test_samples"], conv["test_batch_size"], conv["test_batches"]) == (24_960, 4160, 6)
         job = json.loads((result_file.parent / "job.json").read_text())
         assert (job["batch_size"], job["test_batch_size"], job["test_complete_batches"]) == (64, 4160, True)
+        # the reviews tokenised once on the host, read in each image (Python 3.6 and numpy 1.14.2 in CNTK 2.5.1's)
+        assert result["environment"]["prepared_data"] == job["data"]["prepared"]["sha256"], result_file
     assert len(list(path.glob("jobs/*/result.json"))) == len(learners) == 3
 
 

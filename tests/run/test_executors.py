@@ -164,6 +164,8 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
     result = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "result.json").read_text())
     bundle = json.loads((path / "bundle.json").read_text())
     assert job["data"]["name"] == "imdb-reviews" and job["data"]["format"] == "imdb-reviews-json"
+    # tokenised once on the host (dlrepro.inputs.prepared), the job read those arrays
+    assert result["environment"]["prepared_data"] == job["data"]["prepared"]["sha256"]
     assert [d["name"] for d in bundle["datasets"]] == ["imdb-reviews"]
     assert "Not byte-identical to Keras's imdb.npz" in bundle["datasets"][0]["notes"]
     conv = result["convergence"]  # 24,960 of 25,000 reviews (DLF's 390 mini-batches of 64), in 6 of 4,160
