@@ -380,6 +380,27 @@ class Comparison:
         }
 
 
+def _nothing_shared(cells, a, b):
+    """Why bundles ``a`` and ``b`` (ids) share no configuration: the key columns in which no row of A has a value of
+    B's ('memory_layout (A NHWC, B NCHW)'), or, where none sets them apart, a question about the baseline."""
+    only = [cells.loc[cells["verdict"] == side] for side in (verdicts.ONLY_IN_A, verdicts.ONLY_IN_B)]
+    apart = []
+    for column in configkey.CONFIGURATION:
+        values = [set(rows[column].astype("string").fillna("none")) for rows in only]
+        if values[0] and values[1] and not values[0] & values[1]:
+            apart.append("%s (A %s, B %s)" % (column, ", ".join(sorted(values[0])), ", ".join(sorted(values[1]))))
+    if apart:
+        return "%s and %s share no configuration: every job of one differs from every job of the other in %s" % (
+            a,
+            b,
+            "; ".join(apart),
+        )
+    return (
+        "%s and %s share no configuration (spec, variant, framework, device, batch size, ...): is A the right "
+        "baseline?" % (a, b)
+    )
+
+
 UNRECORDED = configkey.UNRECORDED  # a bundle from before runner.measure recorded its timer
 KEY_SHOWN = (
     "precision",
@@ -409,12 +430,7 @@ def comparison(body_a, body_b, tables_a, tables_b, min_effect=0.05, alpha=0.01):
     )
     sides = (side(body_a, tables_a[0]), side(body_b, tables_b[0]))
     shared = ~cells["verdict"].isin([verdicts.ONLY_IN_A, verdicts.ONLY_IN_B])
-    nothing = (
-        None
-        if shared.any()
-        else "%s and %s share no configuration (spec, variant, framework, device, batch "
-        "size, ...): is A the right baseline?" % (body_a["id"], body_b["id"])
-    )
+    nothing = None if shared.any() else _nothing_shared(cells, body_a["id"], body_b["id"])
     smoke = [
         (name, body["id"]) for name, body in (("A", body_a), ("B", body_b)) if (body.get("options") or {}).get("quick")
     ]

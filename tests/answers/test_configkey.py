@@ -205,6 +205,10 @@ def test_a_memory_layout_the_adapter_changed_is_another_configuration_in_compare
         ("NHWC", verdicts.ONLY_IN_A),
     ]
     assert found.varying == ["memory_layout"]  # compare's table shows the column that tells the two rows apart
+    assert found.nothing == (
+        "%s and %s share no configuration: every job of one differs from every job of the other in memory_layout "
+        "(A NHWC, B NCHW)" % (nhwc.name, nchw.name)
+    )
     render.comparison(found)
     shown = capsys.readouterr().out
     assert "memory_layout" in shown and "NCHW" in shown and "NHWC" in shown
