@@ -15,7 +15,7 @@ Torch 7 also S1, the same job with DLBench's step (studies/dlbench.yaml ``steps`
 intra_op), in the order P S0 S1 S1 S0 P (Torch 7's script runs with stand-ins for cutorch, sys and xlua, which its image
 lacks: study_parity_peer.py); for MXNet also DLBench's script less one piece of its step at a time (``variants``,
 --variants: which of them; STUDY["mxnet"] says what each changes: P-kv, P-mom, P-kv-mom, P-metric, P-decoded, P-dec1,
-P-pin, P-w1), in the order P P-kv ... S0 S0 ... P-kv P. Both sides: W warm-up steps (--warmup, 8), then T timed
+P-pin, P-w1, P-scale), in the order P P-kv ... S0 S0 ... P-kv P. Both sides: W warm-up steps (--warmup, 8), then T timed
 (--steps, 8). CNTK is not run: DLBench's CNTK script is a BrainScript configuration for the ``cntk`` executable, which
 the suite's CNTK images (PyPI wheels) do not have. DLF (``dlf-*``, PATH of --dlf a copy of
 ilkarman/DeepLearningFrameworks): its CNN notebook (notebooks/<Framework>_CNN.ipynb: MXNet's Module and Gluon,
