@@ -21,6 +21,7 @@ class Browser:
             "--disable-gpu",
             "--no-first-run",
             "--remote-debugging-pipe",
+            "--disable-back-forward-cache",  # going back loads the page again, so its load event always comes
             "--user-data-dir=%s" % profile,
             "--window-size=%d,%d" % (width, height),
         ]
@@ -101,7 +102,21 @@ class Browser:
     def click(self, selector):
         """Click the element ``selector`` finds and wait for the page it opens."""
         self.events.clear()
-        self.evaluate("document.querySelector(%s).click()" % json.dumps(selector))
+        try:
+            self.evaluate("document.querySelector(%s).click()" % json.dumps(selector))
+        except RuntimeError as error:  # the navigation the click starts may cut its own evaluation off
+            if "Inspected target navigated or closed" not in str(error):
+                raise
+        self.wait_for_load()
+
+    def back(self):
+        """Go back one entry in the page's history and wait for that page to load. Through the DevTools history
+        rather than ``history.back()`` in the page, whose evaluation the navigation can cut off before it
+        answers ("Inspected target navigated or closed")."""
+        history = self.call("Page.getNavigationHistory")
+        entry = history["entries"][history["currentIndex"] - 1]
+        self.events.clear()
+        self.call("Page.navigateToHistoryEntry", entryId=entry["id"])
         self.wait_for_load()
 
     def download(self, selector, folder, timeout=30):

@@ -74,9 +74,7 @@ def test_from_the_index_to_a_bundle_report_its_summary_csv_and_back(site, browse
     assert "summary.csv" in kept and "bundle.json" in kept
     saved = browser.download('nav.site a[href$="summary.csv"]', tmp_path / "downloads")
     assert filecmp.cmp(saved, results / BUNDLES[0] / "summary.csv", shallow=False)
-    browser.events.clear()
-    browser.evaluate("history.back()")
-    browser.wait_for_load()
+    browser.back()
     assert browser.evaluate("location.href") == (out / "index.html").as_uri()
 
 
