@@ -32,7 +32,7 @@ from math import comb
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+import scipy  # scipy.stats loads on first use
 
 from dlrepro.answers import configkey
 from dlrepro.answers.bands import EDGE
@@ -142,12 +142,12 @@ def rank_test(a, b):
     is A (the random permutations would)."""
     x, y = sorted((a, b), key=lambda v: (len(v), tuple(np.sort(v))))
     if len(np.unique(np.concatenate([x, y]))) == len(x) + len(y):
-        return float(stats.mannwhitneyu(x, y, method="exact").pvalue), "Mann-Whitney U (exact)"
+        return float(scipy.stats.mannwhitneyu(x, y, method="exact").pvalue), "Mann-Whitney U (exact)"
     if len(x) < 2:  # scipy's permutation test needs two units a side; a side of one: the exact null, ties and all
-        return float(stats.mannwhitneyu(x, y, method="exact").pvalue), "Mann-Whitney U (exact, one unit a side)"
+        return float(scipy.stats.mannwhitneyu(x, y, method="exact").pvalue), "Mann-Whitney U (exact, one unit a side)"
     splits = comb(len(x) + len(y), len(x))
-    method = stats.PermutationMethod(n_resamples=PERMUTATIONS, rng=0)
-    p_value = float(stats.mannwhitneyu(x, y, method=method).pvalue)
+    method = scipy.stats.PermutationMethod(n_resamples=PERMUTATIONS, rng=0)
+    p_value = float(scipy.stats.mannwhitneyu(x, y, method=method).pvalue)
     if splits <= PERMUTATIONS:
         return p_value, "Mann-Whitney U (exact permutation, ties)"
     return p_value, "Mann-Whitney U (%d random permutations, ties)" % PERMUTATIONS
