@@ -20,7 +20,6 @@ import scipy  # scipy.stats loads on first use: commands that rank nothing start
 
 from dlrepro.answers import measured, verdicts
 from dlrepro.inputs import hardware
-from dlrepro.inputs.frameworks import display
 
 LEVEL = 0.05  # the largest p-value of Kendall's tau that counts as evidence of an order
 GROUP = [
@@ -153,28 +152,3 @@ def ranking(cells):
             )
         )
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def sentence(rank):
-    """'alexnet-s b16: published (third party rerun, GTX Titan X): TensorFlow > MXNet > CNTK > Caffe; here (AMD
-    EPYC, 2 threads): CNTK > Caffe > MXNet > TensorFlow (tau -0.55, n 4, p 0.28)' from a COLUMNS row: a published
-    order beside the measured one, never called the study's conclusion (that word is for the claims of
-    studies/*.yaml)."""
-
-    def order(text):
-        return " > ".join(display(t.strip()) for t in str(text).split(","))
-
-    threads = "" if pd.isna(rank.threads) else ", %d thread%s" % (rank.threads, "s"[rank.threads == 1 :])
-    line = "%s b%s: published (%s, %s): %s; here (%s%s): %s" % (
-        rank.variant,
-        rank.batch_size,
-        rank.reference_kind.replace("_", " "),
-        rank.published_hardware,
-        order(rank.published_order),
-        rank.measured_hardware,
-        threads,
-        order(rank.measured_order),
-    )
-    if pd.notna(rank.tau):
-        line += " (tau %.2f, n %d, p %.2g)" % (rank.tau, rank.n, rank.p_value)
-    return line

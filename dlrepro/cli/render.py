@@ -6,12 +6,12 @@ import pandas as pd
 from rich.table import Table
 from rich.text import Text
 
-from dlrepro.answers import model, ranking
+from dlrepro.answers import model
 from dlrepro.answers import verdicts as words
 from dlrepro.cli.console import MARK, console
 from dlrepro.inputs.frameworks import display
 from dlrepro.plan import hostinfo
-from dlrepro.views import numbers, palette
+from dlrepro.views import numbers, palette, ranking_text
 
 
 def summary_table(rows, title):
@@ -230,7 +230,7 @@ def _published_table(group, ranks):
         if ranks is not None
         else ()
     ):
-        console.print(ranking.sentence(rank), soft_wrap=True)
+        console.print(ranking_text.sentence(rank), soft_wrap=True)
 
 
 def _side(side):

@@ -20,10 +20,9 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from dlrepro.answers.ranking import sentence as ranking_sentence
 from dlrepro.inputs.frameworks import display
 from dlrepro.store.tables import POOLED_CI
-from dlrepro.views import costs, numbers, plots
+from dlrepro.views import costs, numbers, plots, ranking_text
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("dlrepro.views", "templates"),
@@ -617,7 +616,7 @@ def context(answer):
         "prices": Table(*priced) if (priced := costs.prices(answer)) else None,
         "comparison": comparison(answer.cells) if len(answer.cells) else None,
         "ranking": ranking(answer.rankings) if len(answer.rankings) else None,
-        "sentences": [ranking_sentence(r) for r in answer.rankings.itertuples()],
+        "sentences": [ranking_text.sentence(r) for r in answer.rankings.itertuples()],
         "efficiency": peak_table,
         "then_and_now": since,
         "figures": plots.all_plots(summary, answer.samples, answer.efficiency),
