@@ -1,13 +1,18 @@
-"""The docker executor's skips decided before any build, with no engine asked."""
+"""The docker executor's skips decided before any build: of the engine, which must answer, the run asks only for
+its limits and for containers an earlier run left; needs a Docker engine."""
 
 import json
+
+import pytest
 
 from dlrepro.plan import hostinfo
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
 
+pytestmark = pytest.mark.docker
 
-def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(tmp_path, reporter, monkeypatch):
+
+def test_cuda_on_a_host_without_a_gpu_is_skipped_before_any_build(docker_engine, tmp_path, reporter, monkeypatch):
     monkeypatch.setattr(hostinfo, "gpus", lambda: [])  # this host's GPUs, whatever it has, are not seen
     path = runs.run(
         "fcn",
