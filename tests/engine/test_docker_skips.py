@@ -1,5 +1,5 @@
-"""The docker executor's skips decided before any build: of the engine, which must answer, the run asks only for
-its limits and for containers an earlier run left; needs a Docker engine."""
+"""The docker executor's skips decided before any build: the run asks the engine, which must answer, only for its
+limits, its version (for the bundle's record) and containers an earlier run left; needs a Docker engine."""
 
 import json
 
