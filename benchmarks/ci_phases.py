@@ -25,6 +25,13 @@ STAMP = re.compile(r"^ *([0-9.]+) (.*)$")
 DURATION = re.compile(r"^([0-9.]+)s (?:call|setup|teardown) +tests/([^/]+)/")
 SUMMARY = re.compile(r"=+ .*(passed|failed).* in ([0-9.]+)s")
 BUILT = re.compile(r"^(\S+): built in (?:(\d+)m)?(\d+)s")
+BUSY = (0, 2, 5, 6)  # of /proc/stat's "cpu" ticks (user nice system idle iowait irq softirq steal ...): CI's own work
+
+
+def busy(ticks):
+    """The busy ticks of /proc/stat's "cpu" counters ``ticks`` (after the "cpu" label): user, system, irq and
+    softirq; nice is another user's work, not CI's."""
+    return sum(ticks[i] for i in BUSY)
 
 
 def stamped(path):
@@ -87,8 +94,7 @@ def cpu_use(path, start, end):
         return None
     (_, a), (_, b) = inside[0], inside[-1]
     ticks = [y - x for x, y in zip(a, b)]  # user nice system idle iowait irq softirq steal ...
-    busy = sum(ticks[i] for i in (0, 2, 5, 6))
-    return busy / 100.0, ticks[1] / 100.0, ticks[4] / 100.0, sum(ticks[:8]) / 100.0
+    return busy(ticks) / 100.0, ticks[1] / 100.0, ticks[4] / 100.0, sum(ticks[:8]) / 100.0
 
 
 def cgroup_use(path, start, end):

@@ -2,8 +2,8 @@
 
 fresh_ci.sh's -tests.tsv gives each test's wall seconds beside another worker, which on a CPU-bound CI says little
 about what a test costs; what shortens such a CI is less CPU work. As a plugin, this records for each test (setup,
-call and teardown) its wall seconds, the host's CPU-seconds (user + nice + system of /proc/stat: the test's
-processes, its containers, the engine and daemons it drives, and whatever else runs on the host) and the Docker
+call and teardown) its wall seconds, the host's busy CPU-seconds (as ci_phases.py counts them from /proc/stat: the
+test's processes, its containers, the engine and daemons it drives, and whatever else runs on the host) and the Docker
 engine's container CPU-seconds (the cgroup v1 cpuacct "docker" group, 0 where there is none). Run the tests on one
 worker, on an otherwise quiet host, so that the host's counter is the test's:
 
@@ -17,18 +17,22 @@ import os
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.ci_phases import busy  # noqa: E402 (the checkout first on the path)
 
 OUT = os.environ.get("CPU_PER_TEST_OUT", "cpu-per-test.tsv")
 DOCKER_CPUACCT = "/sys/fs/cgroup/cpuacct/docker/cpuacct.usage"  # nanoseconds
 
 
 def host_cpu_seconds():
-    """user + nice + system of the host's first /proc/stat line, in seconds (USER_HZ 100)."""
+    """The host's busy CPU-seconds so far, as ci_phases.py counts them from /proc/stat (USER_HZ 100)."""
     with open("/proc/stat") as stat:
-        fields = stat.readline().split()
-    return sum(int(v) for v in fields[1:4]) / 100.0
+        return busy([int(v) for v in stat.readline().split()[1:]]) / 100.0
 
 
 def container_cpu_seconds():
@@ -74,7 +78,8 @@ def main(argv=None):
     print("\n%7s %7s %7s  per file (host CPU-s %% of all)" % ("wall", "host", "contain"))
     for name, (wall, host, contained) in sorted(files.items(), key=lambda f: -f[1][1]):
         if host >= 0.005 * totals[1]:
-            print("%7.1f %7.1f %7.1f  %s (%.1f%%)" % (wall, host, contained, name, 100 * host / totals[1]))
+            share = 100 * host / totals[1] if totals[1] else 0.0
+            print("%7.1f %7.1f %7.1f  %s (%.1f%%)" % (wall, host, contained, name, share))
     return 0
 
 
