@@ -27,12 +27,12 @@ def _descendants_running(marker):
 
 def test_sigkill_of_a_local_run_leaves_no_process_and_resume_completes(tmp_path):
     results = tmp_path / "results"
-    partial = _kill_after_first_job(FCN + ["--batch-size=8,1024", "--executor=local"], results, "fcn-s.torch.cpu.b8")
+    partial = _kill_after_first_job(FCN + ["--batch-size=8,64", "--executor=local"], results, "fcn-s.torch.cpu.b8")
     deadline = time.time() + 10
     while time.time() < deadline and _descendants_running(str(partial)):
         time.sleep(0.2)
     assert _descendants_running(str(partial)) == []  # the supervisor saw its pipe close and ended its job
-    _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b1024")
+    _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b64")
 
 
 def test_an_out_of_memory_kill_names_the_container_limit_only_where_it_was_reached(tmp_path, monkeypatch):
@@ -134,7 +134,7 @@ def test_resume_refuses_other_options_or_a_changed_spec(tmp_path, reporter):
 
 def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     results = tmp_path / "results"
-    partial = _kill_after_first_job(FCN + ["--batch-size=8,1024", "--executor=local"], results, "fcn-s.torch.cpu.b8")
+    partial = _kill_after_first_job(FCN + ["--batch-size=8,64", "--executor=local"], results, "fcn-s.torch.cpu.b8")
     done = invoke("finalize", "latest", "--results", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads((results / partial.name[1 : -len(".partial")] / "bundle.json").read_text())["state"] == "complete"
@@ -144,8 +144,8 @@ def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     assert "latest: no partial bundle under" in again.stdout and "is complete and is not reopened" in again.stdout
     folder = results / partial.name[1 : -len(".partial")]
     rows = {r["job_id"]: r for r in json.loads((folder / "bundle.json").read_text())["jobs"]}
-    assert rows["fcn-s.torch.cpu.b8"]["status"] == "ok" and rows["fcn-s.torch.cpu.b1024"]["status"] == "skipped"
-    assert rows["fcn-s.torch.cpu.b1024"]["reason"].startswith(("not run: ", "the run was killed"))
+    assert rows["fcn-s.torch.cpu.b8"]["status"] == "ok" and rows["fcn-s.torch.cpu.b64"]["status"] == "skipped"
+    assert rows["fcn-s.torch.cpu.b64"]["reason"].startswith(("not run: ", "the run was killed"))
     assert validate.check(folder) == []
 
 
