@@ -9,17 +9,17 @@ import pytest
 from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
 from tests import helpers
-from tests.run.durable_runs import FCN, _kill_after_first_job, _resumed_completely
+from tests.run.durable_runs import FIRST, GRU, SECOND, _kill_after_first_job, _resumed_completely
 
 
 @pytest.mark.docker
 def test_sigkill_keeps_finished_jobs_leaves_no_container_and_resume_completes(tmp_path, torch_cpu_image, docker_engine):
     results = tmp_path / "results"
-    partial = _kill_after_first_job(FCN + ["--batch-size=8,64"], results, "fcn-s.torch.cpu.b8")
+    partial = _kill_after_first_job(GRU + ["--batch-size=8,64"], results, FIRST)
     run_id = partial.name[1 : -len(".partial")]
     left = helpers.containers_left(docker_engine, 10, label="org.dlrepro.run=%s" % run_id)
     assert left == [], "containers of the killed run are left: %s" % left
-    _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b64")
+    _resumed_completely(partial, results, FIRST, SECOND)
 
 
 @pytest.mark.docker

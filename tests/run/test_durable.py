@@ -17,7 +17,7 @@ from dlrepro.run import runs
 from dlrepro.run.options import RunOptions
 from dlrepro.store import bundle as bundlemod
 from dlrepro.store import validate
-from tests.run.durable_runs import FCN, _kill_after_first_job, _resumed_completely, invoke
+from tests.run.durable_runs import FIRST, GRU, SECOND, _kill_after_first_job, _resumed_completely, invoke
 
 
 def _descendants_running(marker):
@@ -27,12 +27,12 @@ def _descendants_running(marker):
 
 def test_sigkill_of_a_local_run_leaves_no_process_and_resume_completes(tmp_path):
     results = tmp_path / "results"
-    partial = _kill_after_first_job(FCN + ["--batch-size=8,64", "--executor=local"], results, "fcn-s.torch.cpu.b8")
+    partial = _kill_after_first_job(GRU + ["--batch-size=8,64", "--executor=local"], results, FIRST)
     deadline = time.time() + 10
     while time.time() < deadline and _descendants_running(str(partial)):
         time.sleep(0.2)
     assert _descendants_running(str(partial)) == []  # the supervisor saw its pipe close and ended its job
-    _resumed_completely(partial, results, "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b64")
+    _resumed_completely(partial, results, FIRST, SECOND)
 
 
 def test_an_out_of_memory_kill_names_the_container_limit_only_where_it_was_reached(tmp_path, monkeypatch):
@@ -134,7 +134,7 @@ def test_resume_refuses_other_options_or_a_changed_spec(tmp_path, reporter):
 
 def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     results = tmp_path / "results"
-    partial = _kill_after_first_job(FCN + ["--batch-size=8,64", "--executor=local"], results, "fcn-s.torch.cpu.b8")
+    partial = _kill_after_first_job(GRU + ["--batch-size=8,64", "--executor=local"], results, FIRST)
     done = invoke("finalize", "latest", "--results", str(results))
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads((results / partial.name[1 : -len(".partial")] / "bundle.json").read_text())["state"] == "complete"
@@ -144,8 +144,8 @@ def test_a_partial_bundle_is_finalized_as_it_is(tmp_path):
     assert "latest: no partial bundle under" in again.stdout and "is complete and is not reopened" in again.stdout
     folder = results / partial.name[1 : -len(".partial")]
     rows = {r["job_id"]: r for r in json.loads((folder / "bundle.json").read_text())["jobs"]}
-    assert rows["fcn-s.torch.cpu.b8"]["status"] == "ok" and rows["fcn-s.torch.cpu.b64"]["status"] == "skipped"
-    assert rows["fcn-s.torch.cpu.b64"]["reason"].startswith(("not run: ", "the run was killed"))
+    assert rows[FIRST]["status"] == "ok" and rows[SECOND]["status"] == "skipped"
+    assert rows[SECOND]["reason"].startswith(("not run: ", "the run was killed"))
     assert validate.check(folder) == []
 
 
@@ -162,16 +162,18 @@ def test_the_local_executor_skips_a_framework_its_python_cannot_import(tmp_path,
 def test_rerun_measures_ok_jobs_again_and_keeps_their_earlier_results(tmp_path, reporter):
     """A complete two-job bundle, one job measured again (as the DLF GRU study's PyTorch seeds that ran beside a CI
     run were): that job's earlier result moves to attempts/1/, the other is not touched, the bundle validates."""
-    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 16], quick=True)
-    path = runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
+    options = RunOptions(
+        frameworks=["torch"], executor="local", variants=["imdb-gru-synthetic"], batch_sizes=[8, 16], quick=True
+    )
+    path = runs.run("imdb-gru", options, results_dir=tmp_path, reporter=reporter)
     first = {d.name: json.loads((d / "result.json").read_text()) for d in (path / "jobs").iterdir()}
-    again, kept = "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b16"
+    again, kept = FIRST, "imdb-gru-synthetic.torch.cpu.b16"
     with pytest.raises(
         DlreproError,
-        match=r"^--rerun: the bundle has no job 'fcn-s.torch.cpu.b9' \(did you mean "
-        r"fcn-s.torch.cpu.b8\?\)",
+        match=r"^--rerun: the bundle has no job 'imdb-gru-synthetic.torch.cpu.b9' \(did you mean "
+        r"imdb-gru-synthetic.torch.cpu.b8\?\)",
     ) as err:
-        runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=["fcn-s.torch.cpu.b9"])
+        runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=["imdb-gru-synthetic.torch.cpu.b9"])
     assert err.value.remedy == "give job ids of the bundle (the folders under its jobs/), comma-separated"
     assert (
         runs.run(None, RunOptions(), results_dir=tmp_path, resume=path.name, rerun=[again], reporter=reporter) == path

@@ -46,11 +46,11 @@ def test_a_failing_job_is_recorded_and_the_next_runs(tmp_path):
     bad, good, results, events = run_executor(executors.LocalExecutor(), None, tmp_path)
     assert results[bad["id"]]["status"] == "failed"
     assert (
-        "ModelMismatch: model fcn-s has 117,997,696 trainable parameters in torch, the spec states 117,997,697"
+        "ModelMismatch: model gru has 3,818,302 trainable parameters in torch, the spec states 3,818,303"
         == results[bad["id"]]["reason"]
     )
     assert "Traceback" in (tmp_path / bad["id"] / "log.txt").read_text()
-    assert results[good["id"]]["status"] == "ok" and results[good["id"]]["parameters"]["measured"] == 117_997_696
+    assert results[good["id"]]["status"] == "ok" and results[good["id"]]["parameters"]["measured"] == 3_818_302
     assert events == [
         ("start", bad["id"], None),
         ("end", bad["id"], "failed"),
@@ -181,17 +181,22 @@ def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb
 @pytest.mark.all_cpus
 def test_thread_counts_are_set_and_recorded(tmp_path, reporter):
     path = runs.run(
-        "fcn",
+        "imdb-gru",
         RunOptions(
-            frameworks=["torch"], executor="local", quick=True, variants=["fcn-s"], batch_sizes=[8], threads=[1, 2]
+            frameworks=["torch"],
+            executor="local",
+            quick=True,
+            variants=["imdb-gru-synthetic"],
+            batch_sizes=[8],
+            threads=[1, 2],
         ),
         results_dir=tmp_path,
         reporter=reporter,
     )
     for threads in (1, 2):
-        env = json.loads((path / "jobs" / ("fcn-s.torch.cpu.b8.t%d" % threads) / "result.json").read_text())[
-            "environment"
-        ]
+        env = json.loads(
+            (path / "jobs" / ("imdb-gru-synthetic.torch.cpu.b8.t%d" % threads) / "result.json").read_text()
+        )["environment"]
         assert env["threads"] == threads and env["thread_variables"]["OMP_NUM_THREADS"] == str(threads)
 
 

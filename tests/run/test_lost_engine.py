@@ -16,7 +16,7 @@ from dlrepro.store import validate
 LOST = "the Docker engine at unix:///nowhere went away (ChunkedEncodingError)"
 
 
-B8, B16 = "fcn-s.torch.cpu.b8", "fcn-s.torch.cpu.b16"
+B8, B16 = "imdb-gru-synthetic.torch.cpu.b8", "imdb-gru-synthetic.torch.cpu.b16"
 
 
 class LosesItsEngine(LocalExecutor):
@@ -30,9 +30,11 @@ class LosesItsEngine(LocalExecutor):
 def _lose_the_engine(tmp_path, monkeypatch, reporter):
     real = executors.get
     monkeypatch.setattr(executors, "get", lambda *args: LosesItsEngine())
-    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8, 16], quick=True)
+    options = RunOptions(
+        frameworks=["torch"], executor="local", variants=["imdb-gru-synthetic"], batch_sizes=[8, 16], quick=True
+    )
     with pytest.raises(EngineLost) as err:
-        runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
+        runs.run("imdb-gru", options, results_dir=tmp_path, reporter=reporter)
     monkeypatch.setattr(executors, "get", real)
     return err.value
 
@@ -74,8 +76,10 @@ def test_a_bundle_published_with_interrupted_jobs_validates(tmp_path, monkeypatc
 
 
 def test_a_resume_refuses_a_file_changed_after_it_was_recorded(tmp_path, reporter):
-    options = RunOptions(frameworks=["torch"], executor="local", variants=["fcn-s"], batch_sizes=[8], quick=True)
-    path = runs.run("fcn", options, results_dir=tmp_path, reporter=reporter)
+    options = RunOptions(
+        frameworks=["torch"], executor="local", variants=["imdb-gru-synthetic"], batch_sizes=[8], quick=True
+    )
+    path = runs.run("imdb-gru", options, results_dir=tmp_path, reporter=reporter)
     sums = (path / "SHA256SUMS").read_text()
     with open(path / "jobs" / B8 / "log.txt", "a") as log:
         log.write("written after the run\n")
