@@ -75,8 +75,10 @@ def test_a_bundle_of_data_parallel_jobs_has_their_ranks_and_speedups(
 
 
 @pytest.mark.docker
-def test_a_bundle_of_one_process_data_parallel_jobs_has_their_devices_and_speedups(mxnet_cpu_image, tmp_path, reporter):
-    _, results = one_process_bundle("mxnet", tmp_path, reporter)
+def test_a_bundle_of_one_process_data_parallel_jobs_has_their_devices_and_speedups(
+    mxnet_cpu_image, tmp_path, reporter, monkeypatch, mnist
+):
+    _, results = one_process_bundle("mxnet", tmp_path, reporter, monkeypatch, mnist)
     mx_env = results[2]["environment"]
     assert (
         mx_env["data_parallel"]["contexts"] == ["cpu(0)", "cpu(1)"] and mx_env["data_parallel"]["kvstore"] == "device"

@@ -157,14 +157,14 @@ def _wait_for(condition, timeout, what):
 def test_scancel_is_recorded_leaves_no_container_and_resume_runs_only_the_missing(
     slurm, torch_cpu_image, tmp_path, reporter, docker_engine
 ):
-    options = RunOptions(executor="slurm", batch_sizes=[16, 32], **ALEXNET)
+    options = RunOptions(executor="slurm", batch_sizes=[2, 4], **ALEXNET)
     partial = runs.run(
         "alexnet", options, results_dir=tmp_path, reporter=reporter, slurm={"max_parallel": 1, "detach": True}
     )
     assert partial.name.endswith(".partial")
     body = bundlemod.body(partial)
     (submission,) = body["submitted"]
-    array, first, second = submission["array_id"], "alexnet-s.torch.cpu.b16", "alexnet-s.torch.cpu.b32"
+    array, first, second = submission["array_id"], "alexnet-s.torch.cpu.b2", "alexnet-s.torch.cpu.b4"
     assert submission["jobs"] == [first, second] and body["attempts"][0]["detached"] is True
     assert "running" not in body and bundlemod.listing(tmp_path)[0]["submitted"] == [array]
     name = "dlrepro-%s-%s_1" % (body["id"], array)

@@ -43,8 +43,10 @@ def test_the_split_step_decays_and_clips_the_summed_gradients_as_one_device_does
 
 
 @pytest.mark.docker
-def test_a_bundle_of_mirrored_strategy_jobs_has_their_devices_and_speedups(tensorflow_cpu_image, tmp_path, reporter):
-    _, results = one_process_bundle("tensorflow", tmp_path, reporter)
+def test_a_bundle_of_mirrored_strategy_jobs_has_their_devices_and_speedups(
+    tensorflow_cpu_image, tmp_path, reporter, monkeypatch, mnist
+):
+    _, results = one_process_bundle("tensorflow", tmp_path, reporter, monkeypatch, mnist)
     env, one_env = results[2]["environment"], results[1]["environment"]
     assert env["data_parallel"] == {
         "how": "tf.distribute.MirroredStrategy in one process, gradients summed by one all-reduce",

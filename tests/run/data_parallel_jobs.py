@@ -12,6 +12,7 @@ from dlrepro.run import jobs
 from dlrepro.run.executors.base import free_port
 from dlrepro.run.options import RunOptions
 from tests import helpers
+from tests.helpers import fresh_cache
 
 STEP = REPO_ROOT / "tests" / "data" / "dp_step.py"
 
@@ -68,20 +69,22 @@ def _same_step(tmp_path, tolerance):
     assert max(float(np.abs(a - b).max()) for a, b in zip(after, before)) > 1e-4  # the step moved them
 
 
-def one_process_bundle(framework, tmp_path, reporter):
-    """FCN-S at mini-batch 8 on 1 and 2 ranks of ``framework``'s one-process path (--quick): checks that both jobs
-    are ok, each rank's mini-batch (8 and 4), the 2-rank job's scaling base and its speedup (the 1-rank median over
-    its own); returns the bundle's path and the two jobs' results as dicts {ranks: result.json}."""
+def one_process_bundle(framework, tmp_path, reporter, monkeypatch, mnist):
+    """FCN-R on MNIST (``mnist``: the real cache's record; DLBench's data-parallel network) at mini-batch 8 on 1
+    and 2 ranks of ``framework``'s one-process path (--quick): checks that both jobs are ok, each rank's mini-batch
+    (8 and 4), the 2-rank job's scaling base and its speedup (the 1-rank median over its own); returns the bundle's
+    path and the two jobs' results as dicts {ranks: result.json}."""
     from dlrepro.run import runs
     from dlrepro.store import tables
 
+    fresh_cache(monkeypatch, tmp_path, mnist=mnist)
     path = runs.run(
         "fcn",
-        RunOptions(frameworks=[framework], variants=["fcn-s"], batch_sizes=[8], quick=True, ranks=[1, 2]),
+        RunOptions(frameworks=[framework], variants=["fcn-r"], batch_sizes=[8], quick=True, ranks=[1, 2]),
         results_dir=tmp_path,
         reporter=reporter,
     )
-    ids = {r: "fcn-s.%s.cpu.b8.r%d" % (framework, r) for r in (1, 2)}
+    ids = {r: "fcn-r.%s.cpu.b8.r%d" % (framework, r) for r in (1, 2)}
     summary = tables.summary(path).set_index("job_id")
     assert sorted(summary.index) == sorted(ids.values()) and set(summary["status"]) == {"ok"}
     one, two = summary.loc[ids[1]], summary.loc[ids[2]]
