@@ -54,7 +54,7 @@ def test_a_framework_image_builds_and_an_alexnet_job_runs_through_podman(podman,
         started = time.time()
         path = runs.run(
             "alexnet",
-            RunOptions(frameworks=["mxnet"], variants=["alexnet-s"], quick=True),
+            RunOptions(frameworks=["mxnet"], variants=["alexnet-s"], quick=True, batch_sizes=[2]),
             results_dir=tmp_path,
             reporter=reporter,
             memory=4 << 30,
@@ -74,7 +74,7 @@ def test_a_framework_image_builds_and_an_alexnet_job_runs_through_podman(podman,
         }
         (row,) = body["jobs"]
         assert row["status"] == "ok" and row["parameters"] == 62_378_344 and row["image_id"] == built.image_id
-        result = json.loads((path / "jobs" / "alexnet-s.mxnet.cpu.b16" / "result.json").read_text())
+        result = json.loads((path / "jobs" / "alexnet-s.mxnet.cpu.b2" / "result.json").read_text())
         assert result["environment"]["in_container"] is True and len(result["timing"]["repeats"][0]) == 3
         assert helpers.containers_left(engine.client(), label="org.dlrepro.run=%s" % body["id"]) == []
     finally:
