@@ -151,31 +151,30 @@ def _descendants(pid):
 
 
 def test_imdb_offline_fallback_is_recorded(tmp_path, reporter, monkeypatch, imdb_reviews):
-    """Where Keras's imdb.npz cannot be had, the raw npm reviews are tokenised instead, and the bundle says so."""
+    """Where Keras's imdb.npz cannot be had, the raw npm reviews are tokenised instead, and the bundle says so. A
+    --quick throughput job (1 warm-up and 3 mini-batches of the real reviews): the claim is the data's, whichever
+    mode reads it. That PyTorch's GRU learns those reviews is the committed 3-epoch bundles' (six seeds, 86-87%:
+    tests/answers/test_reference_convergence.py), and that a short convergence run evaluates all 24,960 test reviews
+    is tests/containers/test_frameworks.py's."""
     unreachable(monkeypatch, "imdb")
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
     path = runs.run(
         "imdb-gru",
-        RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"], test_batch_size=4160),
+        RunOptions(frameworks=["torch"], executor="local", quick=True, variants=["imdb-gru"], mode="throughput"),
         results_dir=tmp_path / "results",
         reporter=reporter,
     )
-    job = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "job.json").read_text())
-    result = json.loads((path / "jobs" / "imdb-gru.torch.cpu.b64" / "result.json").read_text())
+    job_dir = path / "jobs" / "imdb-gru.torch.cpu.b64.throughput"
+    job = json.loads((job_dir / "job.json").read_text())
+    result = json.loads((job_dir / "result.json").read_text())
     bundle = json.loads((path / "bundle.json").read_text())
     assert job["data"]["name"] == "imdb-reviews" and job["data"]["format"] == "imdb-reviews-json"
     # tokenised once on the host (dlrepro.inputs.prepared), the job read those arrays
     assert result["environment"]["prepared_data"] == job["data"]["prepared"]["sha256"]
     assert [d["name"] for d in bundle["datasets"]] == ["imdb-reviews"]
     assert "Not byte-identical to Keras's imdb.npz" in bundle["datasets"][0]["notes"]
-    conv = result["convergence"]  # 24,960 of 25,000 reviews (DLF's 390 mini-batches of 64), in 6 of 4,160
-    assert result["status"] == "ok" and (conv["test_samples"], conv["test_batch_size"], conv["test_batches"]) == (
-        24_960,
-        4160,
-        6,
-    )
-    epoch = result["convergence"]["epochs"][0]
-    assert epoch["iterations"] == 100 and epoch["loss_curve"][-1] < epoch["loss_curve"][0]
+    assert result["status"] == "ok" and result["parameters"]["measured"] == 3_818_302
+    assert [len(r) for r in result["timing"]["repeats"]] == [3]
 
 
 @pytest.mark.all_cpus
