@@ -1,7 +1,9 @@
 """Chainer adapter (Chainer 3.x, DeepLearningFrameworks' version, to 7.x, its last release): define-by-run, as
 DLF's Chainer notebooks ran it (ilkarman/DeepLearningFrameworks @ 671e2a0 notebooks/Chainer_CNN.ipynb,
-Chainer_RNN.ipynb, Chainer_Inference.ipynb): a ``chainer.Chain`` of links, the forward pass under
-``chainer.using_config('train', True)``, ``cleargrads()``, ``loss.backward()``, ``optimizer.update()``.
+Chainer_Inference.ipynb): a ``chainer.Chain`` of links, the forward pass under
+``chainer.using_config('train', True)``, ``cleargrads()``, ``loss.backward()``, ``optimizer.update()``. DLF has no
+Chainer RNN notebook (its README's GRU table has no Chainer row): the GRU here is this suite's, the spec's layers in
+the links below.
 
 NumPy arrays on the CPU (Chainer's CPU backend is NumPy, whose BLAS takes the thread count from
 OMP/OPENBLAS/MKL_NUM_THREADS: runner.settings), CuPy arrays on a GPU. Images (N, C, H, W). Links: Convolution2D,
