@@ -165,10 +165,7 @@ def pytest_collection_modifyitems(session, config, items):
     for whichever worker is free. A test starts once the image it names is built (``cpu_image``), while the
     background build goes on; those that wait for every image (``cpu_images``) run last in their folder, after
     those marked ``slow(SECONDS)``, which run first in it, the longest first: in run 9 (results/fresh-ci-20261206)
-    the 345 s IMDB test, waiting for every image, started last and ran alone on one CPU for about 5 minutes. Those
-    marked ``podman`` run first of all in their group: Podman builds its own image, so the test needs none of the
-    background build's, whose first images the engine group otherwise waits for (143 s in fresh-CI run 22, the
-    worker idle)."""
+    the 345 s IMDB test, waiting for every image, started last and ran alone on one CPU for about 5 minutes."""
     xdist_worker = hasattr(config, "workerinput")
 
     def key(item):
@@ -176,7 +173,6 @@ def pytest_collection_modifyitems(session, config, items):
         slow = item.get_closest_marker("slow")  # the longest first: none of them is the run's tail
         return (
             (place if xdist_worker else place != 1),
-            item.get_closest_marker("podman") is None,
             -(slow.args[0] if slow else 0),
             "cpu_images" in item.fixturenames,
         )

@@ -111,11 +111,6 @@ def test_a_test_needs_an_engine_exactly_where_it_lies_in_engine_or_containers_an
     }
     others = {group for nodeid, folder, _, group in rows if folder == tree.CONTAINERS and not nodeid.startswith(module)}
     assert others == {None}  # test_frameworks.py: its fixtures are session-scoped lookups
-    # Podman's test, which builds its own image, comes first in the engine group: it runs while the background build
-    # makes the images the other engine tests wait for (tests/conftest.py)
-    assert [nodeid for nodeid, folder, _, _ in rows if folder == tree.ENGINE][0].split("@")[0] == (
-        "tests/engine/test_podman.py::test_a_framework_image_builds_and_an_alexnet_job_runs_through_podman"
-    )  # under pytest-xdist a node id ends in "@" and its group
     # the container tests marked slow(SECONDS) come first among them, the longest first (tests/conftest.py)
     containers = [nodeid.split("::")[1] for nodeid, folder, _, _ in rows if folder == tree.CONTAINERS]
     assert containers[:3] == [
