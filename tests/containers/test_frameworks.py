@@ -156,7 +156,10 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
     compiles the GRU's train function to C in every new container, 85 s of the 93 s its GRU job took on 2 CPUs
     (9 s with those modules already compiled), and Keras 2's GRU is the same adapter code on all three backends,
     whose GRU jobs on TensorFlow 1.4.0 and CNTK 2.5.1 train here. The two runs share a worker pool, as a study's runs
-    do (dlrepro.run.pool): each image's container starts once and serves the jobs of both."""
+    do (dlrepro.run.pool): each image's container starts once and serves the jobs of both. Each job runs on one
+    thread (--threads 1): on 2 CPUs the default threads spent 187 CPU-s on this test in 152 s, one thread 121 and 141
+    CPU-s in 120 and 140 s (two runs; the BLAS and OpenMP threads wait spinning on these small steps; `python -m
+    pytest -n 0 -p benchmarks.cpu_per_test`, 2026-12-07)."""
     rows = {}
     pool = WorkerPool(tmp_path / "pool", "test-dlf-rows")
     try:
@@ -165,10 +168,11 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
             # six Adam steps (--quick's warm-up step and 5 timed): with dropout one mini-batch's loss need not fall
             # in fewer (Keras 2 on Theano, channels-first: 2.3099 after the first step, 2.3117 after the fourth,
             # 2.2722 after the sixth)
-            options = RunOptions(frameworks=tokens, variants=[variant], quick=True, iterations=5)
+            options = RunOptions(frameworks=tokens, variants=[variant], quick=True, iterations=5, threads=[1])
             path = runs.run(name, options, results_dir=tmp_path, reporter=reporter, pool=pool)
             bundle = json.loads((path / "bundle.json").read_text())
-            in_image = {i["name"]: {".".join(j.split(".")[1:-2]) for j in i["jobs"]} for i in bundle["images"]}
+            # a job id: variant.framework.cpu.b64.t1 (a framework token may hold a dot: chainer-3.4.0)
+            in_image = {i["name"]: {".".join(j.split(".")[1:-3]) for j in i["jobs"]} for i in bundle["images"]}
             theano = {"keras-theano-2.1.5-cpu": {"keras-theano"}} if name == "cifar10-vgg" else {}
             assert in_image == dict(
                 theano,
@@ -184,14 +188,14 @@ def test_dlfs_other_rows_train_its_cnn_and_gru_keras_in_its_backends_image(image
             )
             for row in bundle["jobs"]:
                 result = json.loads((path / "jobs" / row["job_id"] / "result.json").read_text())
-                framework = ".".join(row["job_id"].split(".")[1:-2])
+                framework = ".".join(row["job_id"].split(".")[1:-3])
                 rows[name, framework] = (dict(row, loss=result["loss"]), result["environment"])
     finally:
         pool.close()
     # one container per image for both runs (another only where the pool ended an idle one for memory)
     assert len(pool.starts) == 8 and sum(pool.starts.values()) - sum(pool.ended_for_memory.values()) == 8
     for (name, framework), (row, environment) in rows.items():
-        assert row["status"] == "ok" and row["median"] > 0, (name, framework)
+        assert row["status"] == "ok" and row["median"] > 0 and row["threads"] == 1, (name, framework)
         # six Adam steps on the one synthetic mini-batch: its loss falls in every row (Keras 3 on PyTorch and
         # Keras 2 on Theano learn the real reviews only here: see the next test)
         assert row["loss"]["last"] < row["loss"]["first"], (name, framework, row["loss"])
@@ -230,14 +234,23 @@ def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, m
     evaluation and training (Keras's GRU on PyTorch steps through time in Python; Theano compiles its C code in
     every new container). The test set is evaluated in 6 mini-batches of 4,160 (--test-batch-size), the same 24,960
     reviews as DLF's 390 of 64: the accuracy does not depend on it (tests/runner/test_torch_adapter.py), the time
-    does (Chainer's and Keras's GRUs step through the 150 time steps in Python, once per mini-batch)."""
+    does (Chainer's and Keras's GRUs step through the 150 time steps in Python, once per mini-batch). Each job runs on
+    one thread (--threads 1), with the same accuracies: on 2 CPUs this test with Chainer's job alone took 192 CPU-s in
+    107 s with the default threads and 98 CPU-s in 97 s with one (OpenBLAS's threads wait spinning on the GRU's small
+    products); the whole test 264 CPU-s with the default threads, 179 and 158 with one in two runs (`python -m pytest
+    -n 0 -p benchmarks.cpu_per_test`, 2026-12-07)."""
     unreachable(monkeypatch, "imdb")
     fresh_cache(monkeypatch, tmp_path, **{"imdb-reviews": imdb_reviews})
     learners = ("chainer", "keras-tensorflow", "keras-cntk")
     path = runs.run(
         "imdb-gru",
         RunOptions(
-            frameworks=list(learners), variants=["imdb-gru"], mode="convergence", quick=True, test_batch_size=4160
+            frameworks=list(learners),
+            variants=["imdb-gru"],
+            mode="convergence",
+            quick=True,
+            test_batch_size=4160,
+            threads=[1],
         ),
         results_dir=tmp_path,
         reporter=reporter,
@@ -250,7 +263,12 @@ def test_dlfs_other_rows_learn_imdb_in_a_short_run(images, tmp_path, reporter, m
         conv = result["convergence"]
         assert (conv["test_samples"], conv["test_batch_size"], conv["test_batches"]) == (24_960, 4160, 6)
         job = json.loads((result_file.parent / "job.json").read_text())
-        assert (job["batch_size"], job["test_batch_size"], job["test_complete_batches"]) == (64, 4160, True)
+        assert (job["batch_size"], job["test_batch_size"], job["test_complete_batches"], job["threads"]) == (
+            64,
+            4160,
+            True,
+            1,
+        )
         # the reviews tokenised once on the host, read in each image (Python 3.6 and numpy 1.14.2 in CNTK 2.5.1's)
         assert result["environment"]["prepared_data"] == job["data"]["prepared"]["sha256"], result_file
     assert len(list(path.glob("jobs/*/result.json"))) == len(learners) == 3
