@@ -2,7 +2,8 @@
 # `.ci/run` as CI meets it: a fresh clone of this checkout and a fresh Docker engine with no image, no base and no build
 # cache (benchmarks/fresh_engine.sh), so that every image the tests run is built. Prints the slowest tests and the
 # phases (benchmarks/ci_phases.py); writes the stamped log to LOG, the tests' image build log beside it (LOG's name
-# with -build.log), the host's CPU counters (-cpu.log) and each test's start and end (-tests.tsv). Root only.
+# with -build.log), the host's CPU counters (-cpu.log), each test's start and end (-tests.tsv) and, where accton is
+# installed, each process's CPU-seconds (-acct, summed in -processes.txt). Root only.
 # Usage: bash benchmarks/fresh_ci.sh [LOG]
 set -u
 LOG=$(realpath -m "${1:-/tmp/fresh-ci.log}")
@@ -10,6 +11,11 @@ LOG=$(realpath -m "${1:-/tmp/fresh-ci.log}")
 fresh_engine_up ci0 10.213.80
 fresh_clone /tmp/fresh-ci-clone
 T0=$(date +%s.%N)
+# where `accton` is installed (Debian's acct), the kernel's process accounting of the whole run into LOG's name with
+# -acct, turned off after the engine has stopped (so that its own record is in it), then summed by kind of process
+# (benchmarks/cpu_by_process.py) into LOG's name with -processes.txt
+ACCT=${LOG%.log}-acct
+if command -v accton >/dev/null; then : > "$ACCT" && accton "$ACCT" >/dev/null; else ACCT=; fi
 # the host's CPU counters every 10 s on the log's clock (/proc/stat's "cpu" line, in USER_HZ ticks), and the CPU
 # nanoseconds of the Docker engines' cgroups (cgroup v1 cpuacct, where there is one: "docker", every container and
 # build step, and "docker/buildkit", the build steps alone): how busy the CPUs were in each phase and with what
@@ -53,3 +59,7 @@ echo "rc $rc" >> "$LOG"
 grep -E "slowest|^ *[0-9.]+ [0-9.]+s (call|setup|teardown) " "$LOG" | head -30
 python3 "$FRESH_REPO/benchmarks/ci_phases.py" "$LOG"
 fresh_engine_down
+if [ -n "$ACCT" ]; then
+  accton off >/dev/null
+  python3 "$FRESH_REPO/benchmarks/cpu_by_process.py" "$ACCT" | tee "${LOG%.log}-processes.txt"
+fi
