@@ -464,13 +464,14 @@ def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_res
             60,
             "the resumed task's container running",
         )
-        # the resume's collect meets a slurmctld that does not answer for its first 20 s
+        # the resume's collect meets a slurmctld that does not answer its first two polls (each tried TRIES times),
+        # then answers again (a fixed 20 s of silence left both CPUs idle for 10 s of it)
         flag, log = tmp_path / "down", tmp_path / "failed.log"
         flag.touch()
         _wrapper(tmp_path / "bin", flag, log)
         monkeypatch.setenv("PATH", "%s:%s" % (tmp_path / "bin", os.environ["PATH"]))
         monkeypatch.setattr(slurm_state, "RETRY_S", 0.2)
-        threading.Timer(20, flag.unlink).start()
+        threading.Thread(target=_answer_after, args=(log, flag, 2 * slurm_state.TRIES)).start()
         resumed = runs.run(None, RunOptions(), results_dir=results, reporter=reporter, resume=body["id"])
     finally:
         done.set()
@@ -499,6 +500,15 @@ def test_node_failure_suspension_requeue_and_a_silent_slurm_lose_nothing_and_res
     )
     assert validate.check(resumed) == []
     print("faults on the cluster: %.1f s" % (time.time() - started))
+
+
+def _answer_after(log, flag, failures):
+    """Remove ``flag`` (the scontrol of _wrapper answers again) once ``log`` holds ``failures`` unanswered calls, or
+    after 120 s."""
+    deadline = time.time() + 120
+    while len(_read(log).splitlines()) < failures and time.time() < deadline:
+        time.sleep(0.1)
+    flag.unlink()
 
 
 def _read(path):
