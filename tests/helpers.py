@@ -217,10 +217,11 @@ def containers_left(client, within=60, **filters):
         time.sleep(0.5)
 
 
-def run_python(client, tag, out, script, *args, mounts=None):
+def run_python(client, tag, out, script, *args, mounts=None, environment=None):
     """Run ``python SCRIPT ARGS...`` in image ``tag`` as this user with no network: the repository's runner/ at
     /opt/dlrepro/runner and each of ``mounts`` ({host path: path in the container}) read-only, the folder ``out``
-    (made writable to all) at /out, PYTHONPATH=/opt/dlrepro. Raises docker.errors.ContainerError when it fails."""
+    (made writable to all) at /out, PYTHONPATH=/opt/dlrepro and ``environment`` (a dict) set. Raises
+    docker.errors.ContainerError when it fails."""
     out.chmod(0o777)
     volumes = {str(REPO_ROOT / "runner"): {"bind": "/opt/dlrepro/runner", "mode": "ro"}}
     volumes.update({str(host): {"bind": inside, "mode": "ro"} for host, inside in (mounts or {}).items()})
@@ -231,7 +232,7 @@ def run_python(client, tag, out, script, *args, mounts=None):
         network_mode="none",
         remove=True,
         user="%d:%d" % (os.getuid(), os.getgid()),
-        environment={"PYTHONPATH": "/opt/dlrepro"},
+        environment=dict(environment or {}, PYTHONPATH="/opt/dlrepro"),
         volumes=volumes,
     )
 
