@@ -3,13 +3,14 @@ unless DLREPRO_REQUIRE_DOCKER=1 (set by .ci/run), where a missing engine fails t
 ``slurm`` start a Slurm of their own (tests/cluster.py; DLREPRO_REQUIRE_SLURM=1 fails them without one) and
 tests marked ``podman`` start Podman's API socket (DLREPRO_REQUIRE_PODMAN=1).
 
-The images the tests run build in a background process from the end of collection (``pytest_collection_finish``,
-once per run) while the modules that need no container engine run; the first test that needs an image waits for the
-build (``cpu_images``). Under pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests of
-tests/engine/ are one group, run in their order by one worker from the start, while the other worker takes the rest a
-module at a time and then the tests of tests/containers/, which only run containers of their own, one at a time (a
-module's tests that share a module-scoped fixture together) (tests/tree.py, ``pytest_collection_modifyitems``); in one
-process (-n 0) those two folders run after the rest."""
+The images the tests run build in a background process (tests/image_build.py) from the end of collection
+(``pytest_collection_finish``, once per run), or from earlier where `.ci/run` started it, while the modules that
+need no container engine run; the first test that needs an image waits for the build (``cpu_images``). Under
+pytest-xdist (pyproject's addopts: two workers, --dist loadgroup) the tests of tests/engine/ are one group, run in
+their order by one worker from the start, while the other worker takes the rest a module at a time and then the
+tests of tests/containers/, which only run containers of their own, one at a time (a module's tests that share a
+module-scoped fixture together) (tests/tree.py, ``pytest_collection_modifyitems``); in one process (-n 0) those two
+folders run after the rest."""
 
 import os
 import shutil
@@ -21,13 +22,14 @@ import time
 
 import pytest
 
-from dlrepro import REPO_ROOT, engine
+from dlrepro import engine
 from dlrepro.errors import ExecutorError
 from dlrepro.images import build
 from dlrepro.images import matrix as matrixmod
 from dlrepro.inputs import datasets
-from tests import cluster, processes, tree
+from tests import cluster, image_build, processes, tree
 from tests.helpers import Quiet, cpu_entry
+from tests.image_build import IMAGES_OF, RUN_ENV, TEST_IMAGES
 
 
 def _worker_cpus(config):
@@ -86,54 +88,6 @@ def matrix():
     return matrixmod.load()
 
 
-# The CPU images the tests run, as framework tokens (NAME or NAME@VERSION), by the fixture that gives them: a session
-# builds those its collected tests use, all at once (build.ensure_all), in the background (see below). The rest of the
-# matrix (its era versions no test runs, every CUDA image) is tested by rendering its Dockerfile and checking its lock
-# (tests/images/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
-IMAGES_OF = {
-    "torch_cpu_image": ("torch",),
-    "jax_cpu_image": ("jax",),
-    "caffe_cpu_image": ("caffe",),
-    "mxnet_cpu_image": ("mxnet",),
-    "cntk_cpu_image": ("cntk",),
-    # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer
-    # 3.4.0
-    "images": (
-        "torch",
-        "tensorflow",
-        "mxnet",
-        "jax",
-        "cntk",
-        "caffe2",
-        "caffe",
-        "chainer",
-        "keras-theano",
-        "tensorflow@1.4.0",
-        "cntk@2.5.1",
-        "chainer@3.4.0",
-    ),
-    "image_of": (
-        "torch",
-        "tensorflow",
-        "mxnet",
-        "jax",
-        "cntk",
-        "caffe2",
-        "caffe",
-        "chainer",
-        "keras-theano",
-        "tensorflow@1.4.0",
-        "cntk@2.5.1",
-        "chainer@3.4.0",
-        "torch@1.0.0",
-    ),
-    # tests/engine/test_seeds.py's frameworks (Keras 2.1 in the CNTK 2.5.1 and TensorFlow 1.4.0 images) and
-    # test_optimizers.py's CNTK, which they take from ``cpu_image``
-    "seed_image": ("torch", "tensorflow", "mxnet", "jax", "chainer", "cntk@2.5.1", "tensorflow@1.4.0"),
-}
-TEST_IMAGES = tuple(dict.fromkeys(token for tokens in IMAGES_OF.values() for token in tokens))
-
-
 def _images_used(items):
     """The tokens of the images ``items`` use, in TEST_IMAGES's order."""
     used = {token for item in items for name in item.fixturenames for token in IMAGES_OF.get(name, ())}
@@ -141,18 +95,13 @@ def _images_used(items):
 
 
 _TOKENS = {}  # "used": the images the collected tests use
-RUN_ENV = "DLREPRO_TEST_RUN"  # one id per test run, shared by its xdist workers: the folder of its one image build
-
-
-def _build_dir():
-    """The folder of this run's background build: its ``started`` mark, ``pid``, ``log`` and exit ``status``."""
-    return os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%s" % os.environ[RUN_ENV])
 
 
 def pytest_configure(config):
-    """The run's id, set before pytest-xdist starts its workers (they inherit it)."""
+    """The run's id, set before pytest-xdist starts its workers (they inherit it); where `.ci/run` exported one (it
+    started the run's image build before the test extras were installed: tests/image_build.py), that one."""
     if not hasattr(config, "workerinput"):
-        os.environ[RUN_ENV] = "%d-%d" % (os.getpid(), time.time())
+        os.environ.setdefault(RUN_ENV, image_build.new_run_id())
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which names each item by the group marked here
@@ -186,43 +135,12 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    """Start `dlrepro build` of the images the collected tests use in a process of its own (out of reach of the
-    tests' monkeypatching and environment changes) when an engine answers, once per run (the first xdist worker to
-    get here starts it); without one, ``docker_engine`` skips or fails those tests as before. The build writes its
-    exit status to <build dir>/status when it ends."""
+    """Start the run's background build of the images the collected tests use (tests/image_build.py), once per run:
+    the first xdist worker to get here starts it, unless `.ci/run` did; without an engine, ``docker_engine`` skips or
+    fails those tests as before."""
     tokens = _TOKENS["used"] = _images_used(session.items)
-    if session.config.option.collectonly or not tokens:
-        return
-    try:
-        engine.client()
-    except ExecutorError:
-        return
-    os.makedirs(_build_dir(), exist_ok=True)
-    try:
-        os.mkdir(os.path.join(_build_dir(), "started"))
-    except FileExistsError:
-        return  # another worker of this run started it
-    with open(os.path.join(_build_dir(), "log"), "w") as log:
-        process = subprocess.Popen(
-            [
-                "sh",
-                "-c",
-                '"$@"; echo $? > "%s"' % os.path.join(_build_dir(), "status"),
-                "sh",
-                sys.executable,
-                "-c",
-                "from dlrepro.cli.main import program; program.run()",
-                "build",
-                "--device=cpu",
-                "--framework=" + ",".join(tokens),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=str(REPO_ROOT),
-            start_new_session=True,
-        )
-    with open(os.path.join(_build_dir(), "pid"), "w") as out:
-        out.write(str(process.pid))
+    if not session.config.option.collectonly and tokens:
+        image_build.start(tokens)
 
 
 def _running(pid_file):
@@ -241,8 +159,8 @@ def pytest_sessionfinish(session):
     implementation has run (xdist's ends its workers), no process the tests started may be left: any still carrying
     the run's id (tests/processes.py) is named, ended, and fails the run."""
     first = not hasattr(session.config, "workerinput")
-    pid_file = os.path.join(_build_dir(), "pid")
-    if first and os.path.isfile(pid_file) and not os.path.isfile(os.path.join(_build_dir(), "status")):
+    pid_file = os.path.join(image_build.folder(), "pid")
+    if first and os.path.isfile(pid_file) and not os.path.isfile(os.path.join(image_build.folder(), "status")):
         try:
             os.killpg(int(open(pid_file).read()), signal.SIGTERM)
         except ProcessLookupError:
@@ -264,10 +182,11 @@ BUILD_WAIT_S = float(os.environ.get("DLREPRO_TEST_BUILD_WAIT_S", 2400))  # the l
 def _wait_for_the_build(what, ready=lambda lines: False):
     """Wait until the background build (if this run started one) has ended or ``ready`` (of its log's lines) says
     that ``what`` is there; prints how long it waited."""
-    if not os.path.isdir(os.path.join(_build_dir(), "started")):
+    folder = image_build.folder()
+    if not os.path.isdir(os.path.join(folder, "started")):
         return
-    began, status, log = time.time(), os.path.join(_build_dir(), "status"), os.path.join(_build_dir(), "log")
-    while not os.path.isfile(status) and _running(os.path.join(_build_dir(), "pid")):
+    began, status, log = time.time(), os.path.join(folder, "status"), os.path.join(folder, "log")
+    while not os.path.isfile(status) and _running(os.path.join(folder, "pid")):
         if os.path.isfile(log) and ready(open(log).read().splitlines()):
             time.sleep(2)  # the build reads the image's context folder once more after its line; ensure rewrites it
             break

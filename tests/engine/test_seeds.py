@@ -20,7 +20,7 @@ SEEDED = tuple(f for f in GRU_FRAMEWORKS if f not in ("keras-theano", "cntk")) +
 
 @pytest.fixture(scope="module")
 def seed_image(cpu_image):
-    """``cpu_image``: each framework's image once the background build has it (tests/conftest.py IMAGES_OF names
+    """``cpu_image``: each framework's image once the background build has it (tests/image_build.py IMAGES_OF names
     those of SEEDED for a run of this module alone)."""
     return cpu_image
 

@@ -70,7 +70,7 @@ def test_every_entry_renders_and_its_lock_pins_its_framework_version(matrix, nam
     """Every image of the matrix, built by CI or not (the era versions no test runs, every CUDA image): its Dockerfile
     renders on a base of its Python, pip installs exactly its lock, and the lock pins the framework at the version
     the entry names (Caffe: Debian's packages, pinned by version in the matrix). CI builds only the images its tests
-    run (tests/conftest.py TEST_IMAGES), so its time does not grow with the versions here."""
+    run (tests/image_build.py TEST_IMAGES), so its time does not grow with the versions here."""
     image = matrix.entry(name)
     major, minor = image.python.split(".")
     text = context.render_dockerfile(image, REGISTRY_BASE)
