@@ -114,7 +114,10 @@ def pytest_collection_modifyitems(session, config, items):
     for whichever worker is free. A test starts once the image it names is built (``cpu_image``), while the
     background build goes on; those that wait for every image (``cpu_images``) run last in their folder, after
     those marked ``slow(SECONDS)``, which run first in it, the longest first: in run 9 (results/fresh-ci-20261206)
-    the 345 s IMDB test, waiting for every image, started last and ran alone on one CPU for about 5 minutes."""
+    the 345 s IMDB test, waiting for every image, started last and ran alone on one CPU for about 5 minutes. The
+    tests that start a Slurm run first in the engine group: they mostly wait on Slurm (a node's failure, a suspension,
+    a requeue), so they run beside the image build, which takes the CPU they leave; at the group's end, in fresh-CI
+    run 29, they ran beside the one-thread GRU jobs of tests/containers/ and left 55 CPU-s idle in 70 s."""
     xdist_worker = hasattr(config, "workerinput")
 
     def key(item):
@@ -123,6 +126,7 @@ def pytest_collection_modifyitems(session, config, items):
         return (
             (place if xdist_worker else place != 1),
             -(slow.args[0] if slow else 0),
+            "slurm" not in item.fixturenames,
             "cpu_images" in item.fixturenames,
         )
 
