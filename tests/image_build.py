@@ -20,43 +20,29 @@ from dlrepro.errors import ExecutorError
 # builds those its collected tests use, all at once (build.ensure_all), in the background. The rest of the matrix
 # (its era versions no test runs, every CUDA image) is tested by rendering its Dockerfile and checking its lock
 # (tests/images/test_images.py); `bash benchmarks/build_all_cpu.sh` builds every CPU image.
+# tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer 3.4.0
+FRAMEWORKS = (
+    "torch",
+    "tensorflow",
+    "mxnet",
+    "jax",
+    "cntk",
+    "caffe2",
+    "caffe",
+    "chainer",
+    "keras-theano",
+    "tensorflow@1.4.0",
+    "cntk@2.5.1",
+    "chainer@3.4.0",
+)
 IMAGES_OF = {
     "torch_cpu_image": ("torch",),
     "jax_cpu_image": ("jax",),
     "caffe_cpu_image": ("caffe",),
     "mxnet_cpu_image": ("mxnet",),
     "cntk_cpu_image": ("cntk",),
-    # tests/containers/test_frameworks.py: every framework's newest, the Keras 2.1 rows' backends and DLF's Chainer
-    # 3.4.0
-    "images": (
-        "torch",
-        "tensorflow",
-        "mxnet",
-        "jax",
-        "cntk",
-        "caffe2",
-        "caffe",
-        "chainer",
-        "keras-theano",
-        "tensorflow@1.4.0",
-        "cntk@2.5.1",
-        "chainer@3.4.0",
-    ),
-    "image_of": (
-        "torch",
-        "tensorflow",
-        "mxnet",
-        "jax",
-        "cntk",
-        "caffe2",
-        "caffe",
-        "chainer",
-        "keras-theano",
-        "tensorflow@1.4.0",
-        "cntk@2.5.1",
-        "chainer@3.4.0",
-        "torch@1.0.0",
-    ),
+    "images": FRAMEWORKS,
+    "image_of": FRAMEWORKS + ("torch@1.0.0",),
     # tests/engine/test_seeds.py's frameworks (Keras 2.1 in the CNTK 2.5.1 and TensorFlow 1.4.0 images) and
     # test_optimizers.py's CNTK, which they take from ``cpu_image``
     "seed_image": ("torch", "tensorflow", "mxnet", "jax", "chainer", "cntk@2.5.1", "tensorflow@1.4.0"),
