@@ -59,7 +59,7 @@ def phases(lines):
         found["tests (wall)"] = ended - collected
     start, end = first(lines, r"image build started"), first(lines, r"image build ended")
     if start is not None and end is not None:
-        found["image build (wall, beside the tests)"] = end - start
+        found["image build (wall, from its start to its end)"] = end - start
     if ended is not None:
         found["whole run"] = ended
     folders = Counter()

@@ -98,10 +98,11 @@ _TOKENS = {}  # "used": the images the collected tests use
 
 
 def pytest_configure(config):
-    """The run's id, set before pytest-xdist starts its workers (they inherit it); where `.ci/run` exported one (it
-    started the run's image build before the test extras were installed: tests/image_build.py), that one."""
+    """The run's id, set before pytest-xdist starts its workers (they inherit it), and the image build that `.ci/run`
+    started before the test extras were installed made the run's (tests/image_build.py ``adopt``)."""
     if not hasattr(config, "workerinput"):
-        os.environ.setdefault(RUN_ENV, image_build.new_run_id())
+        os.environ[RUN_ENV] = image_build.new_run_id()
+        image_build.adopt()
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which names each item by the group marked here
@@ -117,7 +118,7 @@ def pytest_collection_modifyitems(session, config, items):
     the 345 s IMDB test, waiting for every image, started last and ran alone on one CPU for about 5 minutes. The
     tests that start a Slurm run first in the engine group: they mostly wait on Slurm (a node's failure, a suspension,
     a requeue), so they run beside the image build, which takes the CPU they leave; at the group's end, in fresh-CI
-    run 29, they ran beside the one-thread GRU jobs of tests/containers/ and left 55 CPU-s idle in 70 s."""
+    run 29, they ran beside the one-thread GRU jobs of tests/containers/, and 50 CPU-s went idle in 70 s."""
     xdist_worker = hasattr(config, "workerinput")
 
     def key(item):

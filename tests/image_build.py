@@ -1,11 +1,12 @@
 """The one background build of a test run's CPU images: which images the tests run (IMAGES_OF, TEST_IMAGES), the run's
-id (RUN_ENV) and the folder of its build (``folder``: its ``started`` mark, ``pid``, ``log`` and exit ``status``),
-and ``start``, which starts `dlrepro build` of them in a process of its own, once per run.
+id (RUN_ENV, set by tests/conftest.py) and the folder of its build (``folder``: its ``started`` mark, ``pid``, ``log``
+and exit ``status``), and ``start``, which starts `dlrepro build` of them in a process of its own, once per run.
 
-tests/conftest.py starts it at the end of collection. `.ci/run` starts it earlier, as `python -m tests.image_build`,
-once the package's own dependencies are installed and before the test extras are: pip installs on one CPU, and the
-build (the bases' mmdebstrap first) takes the other. pytest then keeps the id that `.ci/run` exported and finds the
-build started. No pytest here: the test extras are not installed yet when `.ci/run` runs this."""
+tests/conftest.py starts it at the end of collection. `.ci/run` starts it earlier, as `python -m tests.image_build`
+with DIR_ENV naming a folder, once the package's own dependencies are installed and before the test extras are: pip
+installs on one CPU, and the build (the bases' mmdebstrap first) takes the other. pytest, given the same DIR_ENV,
+makes that build its run's (``adopt``). No pytest here: the test extras are not installed yet when `.ci/run` runs
+this."""
 
 import os
 import subprocess
@@ -49,6 +50,7 @@ IMAGES_OF = {
 }
 TEST_IMAGES = tuple(dict.fromkeys(token for tokens in IMAGES_OF.values() for token in tokens))
 RUN_ENV = "DLREPRO_TEST_RUN"  # one id per test run, shared by its xdist workers: the folder of its one image build
+DIR_ENV = "DLREPRO_TEST_IMAGES_DIR"  # the folder of a build started before pytest (`.ci/run`), for pytest to adopt
 
 
 def new_run_id():
@@ -61,25 +63,37 @@ def folder():
     return os.path.join(tempfile.gettempdir(), "dlrepro-test-images-%s" % os.environ[RUN_ENV])
 
 
-def start(tokens):
+def adopt():
+    """In pytest's first process, before its workers start: a build that `.ci/run` started (its folder in DIR_ENV)
+    becomes this run's (the run's folder is a link to it), and DIR_ENV leaves the environment, so that a pytest the
+    tests start (tests/project/test_tree.py's collection) has a run and a folder of its own and neither waits for
+    nor stops that build. Raises FileExistsError where the run's folder exists already."""
+    started = os.environ.pop(DIR_ENV, None)
+    if started:
+        os.symlink(started, folder())
+
+
+def start(tokens, where=None):
     """Start `dlrepro build` of the images ``tokens`` in a process of its own (out of reach of the tests'
-    monkeypatching and environment changes) when an engine answers, unless this run's build has started already;
-    returns whether this call started it. The build writes its exit status to <folder>/status when it ends."""
+    monkeypatching and environment changes) when an engine answers, unless the build of the folder ``where`` (None:
+    this run's, ``folder``) has started already; returns whether this call started it. The build writes its exit
+    status to <where>/status when it ends."""
     try:
         engine.client()
     except ExecutorError:
         return False
-    os.makedirs(folder(), exist_ok=True)
+    where = where or folder()
+    os.makedirs(where, exist_ok=True)
     try:
-        os.mkdir(os.path.join(folder(), "started"))
+        os.mkdir(os.path.join(where, "started"))
     except FileExistsError:
         return False  # another process of this run started it
-    with open(os.path.join(folder(), "log"), "w") as log:
+    with open(os.path.join(where, "log"), "w") as log:
         process = subprocess.Popen(
             [
                 "sh",
                 "-c",
-                '"$@"; echo $? > "%s"' % os.path.join(folder(), "status"),
+                '"$@"; echo $? > "%s"' % os.path.join(where, "status"),
                 "sh",
                 sys.executable,
                 "-c",
@@ -93,13 +107,13 @@ def start(tokens):
             cwd=str(REPO_ROOT),
             start_new_session=True,
         )
-    with open(os.path.join(folder(), "pid"), "w") as out:
+    with open(os.path.join(where, "pid"), "w") as out:
         out.write(str(process.pid))
     return True
 
 
 if __name__ == "__main__":
-    if not os.environ.get(RUN_ENV):
-        sys.exit("tests/image_build.py: set %s to the id the test run will take (.ci/run exports it)" % RUN_ENV)
-    started = start(TEST_IMAGES)
-    print("test images: %s (%s)" % ("building in the background" if started else "not started here", folder()))
+    if not os.environ.get(DIR_ENV):
+        sys.exit("tests/image_build.py: set %s to the folder of the build (.ci/run sets it)" % DIR_ENV)
+    started = start(TEST_IMAGES, os.environ[DIR_ENV])
+    print("test images: %s (%s)" % ("building in the background" if started else "not started", os.environ[DIR_ENV]))
